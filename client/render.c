@@ -1,0 +1,432 @@
+/* Turning profd's status, flushed and stack lines into text for a person. */
+#include "render.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "hashmap.h"
+#include "util.h"
+
+int stack_parse(struct stack *s, const json_t *line) {
+        json_t *frames;
+        size_t n;
+        int r;
+
+        r = response_get_u64(line, "stack", "value", &s->value);
+        if (r < 0)
+                return r;
+        frames = json_object_get(line, "frames");
+        if (!json_is_array(frames))
+                return cli_error(-EBADMSG, "profd sent a 'stack' line without a valid \"frames\" "
+                                 "(expected an array)");
+        n = json_array_size(frames);
+
+        if (n > s->allocated) {
+                size_t a = MAX(n, s->allocated * 2);
+                struct folded_frame *f = reallocarray(s->frames, a, sizeof(*f));
+                if (!f)
+                        return cli_error(-ENOMEM, "%m");
+                s->frames = f;
+                const char **m = reallocarray(s->modules, a, sizeof(*m));
+                if (!m)
+                        return cli_error(-ENOMEM, "%m");
+                s->modules = m;
+                s->allocated = a;
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                json_t *frame = json_array_get(frames, i);
+                json_t *name = json_object_get(frame, "name");
+                json_t *module = json_object_get(frame, "module");
+                json_t *kernel = json_object_get(frame, "kernel");
+
+                if (!json_is_string(name) || !json_is_boolean(kernel) ||
+                    !(module == NULL || json_is_null(module) || json_is_string(module)))
+                        return cli_error(-EBADMSG, "profd sent a 'stack' line whose frame %zu is not "
+                                         "{\"name\": string, \"module\": string, \"kernel\": bool}", i);
+                s->frames[i] = (struct folded_frame) {
+                        .name = json_string_value(name),
+                        .kernel = json_is_true(kernel),
+                };
+                /* a [lost] frame may come without a module */
+                s->modules[i] = json_is_string(module) ? json_string_value(module) : "";
+        }
+        s->n_frames = n;
+        return 0;
+}
+
+void stack_done(struct stack *s) {
+        free(s->frames);
+        free(s->modules);
+        *s = (struct stack) {};
+}
+
+/* A function is its name in its module: "main" of two programs are two rows. */
+struct func_key {
+        const char *name;
+        const char *module;
+        bool kernel;
+};
+
+struct func_stat {
+        struct func_key key; /* first: the map's key points here */
+        uint64_t self;
+        uint64_t total;
+        uint64_t last_stack; /* the stack that last added to total, see below */
+        char strings[];      /* name and module the key points at */
+};
+
+struct top_table {
+        hashmap *funcs;    /* struct func_key* -> struct func_stat* (same object) */
+        uint64_t n_stacks; /* numbers the stacks from 1, for last_stack */
+};
+
+static uint64_t func_key_hash(const void *p) {
+        const struct func_key *k = p;
+
+        return hash_u64(hash_bytes(k->name, strlen(k->name)) ^
+                        (hash_bytes(k->module, strlen(k->module)) * 0x9e3779b97f4a7c15ULL) ^
+                        (uint64_t) k->kernel);
+}
+
+static bool func_key_eq(const void *a, const void *b) {
+        const struct func_key *x = a, *y = b;
+
+        return x->kernel == y->kernel && streq(x->name, y->name) && streq(x->module, y->module);
+}
+
+top_table *top_table_new(void) {
+        top_table *t = calloc(1, sizeof(*t));
+
+        if (!t)
+                return NULL;
+        t->funcs = hashmap_new(func_key_hash, func_key_eq);
+        if (!t->funcs) {
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
+top_table *top_table_free(top_table *t) {
+        size_t state = 0;
+        void *v;
+
+        if (!t)
+                return NULL;
+        while (hashmap_iterate(t->funcs, &state, NULL, &v))
+                free(v);
+        hashmap_free(t->funcs);
+        free(t);
+        return NULL;
+}
+
+static int top_table_get(top_table *t, const struct func_key *key, struct func_stat **ret) {
+        struct func_stat *f;
+        size_t ln, lm;
+        void *v;
+        int r;
+
+        if (hashmap_get(t->funcs, key, &v) >= 0) {
+                *ret = v;
+                return 0;
+        }
+
+        /* The key's strings live in the json line, which is freed after this
+         * stack; the table keeps its own copy. */
+        ln = strlen(key->name);
+        lm = strlen(key->module);
+        f = calloc(1, sizeof(*f) + ln + 1 + lm + 1);
+        if (!f)
+                return -ENOMEM;
+        memcpy(f->strings, key->name, ln + 1);
+        memcpy(f->strings + ln + 1, key->module, lm + 1);
+        f->key = (struct func_key) {
+                .name = f->strings,
+                .module = f->strings + ln + 1,
+                .kernel = key->kernel,
+        };
+        r = hashmap_put(t->funcs, &f->key, f);
+        if (r < 0) {
+                free(f);
+                return r;
+        }
+        *ret = f;
+        return 0;
+}
+
+int top_table_add(top_table *t, const struct stack *s) {
+        /* a stack without frames still has samples: show them, don't drop them */
+        static const struct folded_frame unknown_frame = { .name = "[unknown]" };
+        static const char *const unknown_module = "";
+        const struct folded_frame *frames = s->n_frames > 0 ? s->frames : &unknown_frame;
+        const char *const *modules = s->n_frames > 0 ? s->modules : &unknown_module;
+        size_t n = MAX(s->n_frames, (size_t) 1);
+
+        t->n_stacks++;
+        for (size_t i = 0; i < n; i++) {
+                struct func_key key = {
+                        .name = frames[i].name,
+                        .module = modules[i],
+                        .kernel = frames[i].kernel,
+                };
+                struct func_stat *f;
+                int r;
+
+                r = top_table_get(t, &key, &f);
+                if (r < 0)
+                        return r;
+                /* recursion puts a function in a stack more than once; its
+                 * TOTAL is the share of samples it was anywhere on, so count
+                 * each stack once */
+                if (f->last_stack != t->n_stacks) {
+                        f->total += s->value;
+                        f->last_stack = t->n_stacks;
+                }
+                if (i == n - 1)
+                        f->self += s->value;
+        }
+        return 0;
+}
+
+static int func_stat_compare(const void *a, const void *b) {
+        const struct func_stat *x = *(struct func_stat *const *) a, *y = *(struct func_stat *const *) b;
+        int c;
+
+        if (x->self != y->self)
+                return x->self > y->self ? -1 : 1;
+        if (x->total != y->total)
+                return x->total > y->total ? -1 : 1;
+        c = strcmp(x->key.name, y->key.name);
+        if (c != 0)
+                return c;
+        /* the rest only makes the order the same from run to run */
+        c = strcmp(x->key.module, y->key.module);
+        if (c != 0)
+                return c;
+        return (int) x->key.kernel - (int) y->key.kernel;
+}
+
+/* Names come from binaries and /proc: keep a stray escape sequence from
+ * reaching the terminal. One byte in, one byte out, so widths still hold. */
+static void write_sanitized(FILE *f, const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
+}
+
+static const char *module_display(const struct func_key *k) {
+        const char *slash;
+
+        if (!*k->module)
+                return k->kernel ? "[kernel]" : "-";
+        /* the full path rarely helps in a table; the file name tells which */
+        slash = strrchr(k->module, '/');
+        return slash && slash[1] ? slash + 1 : k->module;
+}
+
+static double percent(uint64_t part, uint64_t total) {
+        return total ? 100.0 * (double) part / (double) total : 0.0;
+}
+
+/* Longer names are printed whole; they just push their module to the right
+ * instead of widening the column for every row. */
+#define TOP_FUNCTION_WIDTH_MAX 60
+
+int top_table_write(const top_table *t, FILE *f, uint64_t total, uint64_t from_ns,
+                    uint64_t to_ns, size_t limit) {
+        _cleanup_free_ struct func_stat **rows = NULL;
+        char from[64], to[64], span[64];
+        size_t n = 0, state = 0, name_width = strlen("FUNCTION");
+        int self_width = (int) strlen("SELF");
+        void *v;
+
+        rows = malloc(MAX(hashmap_size(t->funcs), (size_t) 1) * sizeof(*rows));
+        if (!rows)
+                return -ENOMEM;
+        while (hashmap_iterate(t->funcs, &state, NULL, &v))
+                rows[n++] = v;
+        qsort(rows, n, sizeof(*rows), func_stat_compare);
+        if (limit > 0 && limit < n)
+                n = limit;
+
+        for (size_t i = 0; i < n; i++) {
+                int w = snprintf(NULL, 0, "%" PRIu64, rows[i]->self);
+                self_width = MAX(self_width, w);
+                name_width = MAX(name_width, MIN(strlen(rows[i]->key.name),
+                                                 (size_t) TOP_FUNCTION_WIDTH_MAX));
+        }
+
+        fprintf(f, "%" PRIu64 " samples from %s to %s (%s)\n\n", total,
+                format_timestamp(from, sizeof(from), from_ns),
+                format_timestamp(to, sizeof(to), to_ns),
+                format_duration(span, sizeof(span), to_ns > from_ns ? to_ns - from_ns : 0));
+        fprintf(f, "%6s  %6s  %*s  %-*s  %s\n", "SELF%", "TOTAL%", self_width, "SELF",
+                (int) name_width, "FUNCTION", "MODULE");
+
+        for (size_t i = 0; i < n; i++) {
+                const struct func_stat *s = rows[i];
+                size_t l = strlen(s->key.name);
+
+                fprintf(f, "%5.1f%%  %5.1f%%  %*" PRIu64 "  ", percent(s->self, total),
+                        percent(s->total, total), self_width, s->self);
+                write_sanitized(f, s->key.name);
+                fprintf(f, "%*s  ", (int) (l < name_width ? name_width - l : 0), "");
+                write_sanitized(f, module_display(&s->key));
+                fputc('\n', f);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+/* The reasons docs/protocol.md defines, in its order; all are printed, zero
+ * ones too, so a reader sees that nothing is left out. */
+static const char *const drop_reasons[] = {
+        "map_full",
+        "user_stack_error",
+        "kernel_stack_error",
+        "stack_collision",
+        "stack_map_full",
+        "ringbuf_full",
+        "process_vanished",
+        "store_write_failed",
+};
+
+static bool drop_reason_known(const char *reason) {
+        for (size_t i = 0; i < ELEMENTSOF(drop_reasons); i++)
+                if (streq(reason, drop_reasons[i]))
+                        return true;
+        return false;
+}
+
+/* Checks every count before anything is printed, so a faulty status line
+ * gives an error, not half a summary. */
+static int drops_check(const json_t *drops) {
+        const char *reason;
+        json_t *count;
+        uint64_t c;
+        int r;
+
+        if (!json_is_object(drops))
+                return cli_error(-EBADMSG, "profd sent a 'status' line without a valid \"drops\" "
+                                 "(expected an object)");
+        for (size_t i = 0; i < ELEMENTSOF(drop_reasons); i++) {
+                r = response_get_u64(drops, "status", drop_reasons[i], &c);
+                if (r < 0)
+                        return r;
+        }
+        json_object_foreach((json_t *) drops, reason, count) {
+                r = response_get_u64(drops, "status", reason, &c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void drops_write(FILE *f, const json_t *drops) {
+        size_t width = 0;
+        const char *reason;
+        json_t *count;
+
+        json_object_foreach((json_t *) drops, reason, count)
+                width = MAX(width, strlen(reason));
+        for (size_t i = 0; i < ELEMENTSOF(drop_reasons); i++)
+                width = MAX(width, strlen(drop_reasons[i]));
+
+        fputs("drops since the store was created:\n", f);
+        for (size_t i = 0; i < ELEMENTSOF(drop_reasons); i++)
+                fprintf(f, "  %-*s  %" JSON_INTEGER_FORMAT "\n", (int) width, drop_reasons[i],
+                        json_integer_value(json_object_get(drops, drop_reasons[i])));
+        /* a newer profd may count reasons this profctl doesn't know yet */
+        json_object_foreach((json_t *) drops, reason, count) {
+                if (drop_reason_known(reason))
+                        continue;
+                fputs("  ", f);
+                write_sanitized(f, reason);
+                fprintf(f, "%*s  %" JSON_INTEGER_FORMAT "\n", (int) (width - strlen(reason)), "",
+                        json_integer_value(count));
+        }
+}
+
+int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
+        const char *version, *event, *store_path;
+        uint64_t pid, uptime_s, frequency_hz, interval_ms, store_bytes, drains, last_drain_ns = 0,
+                samples, stacks, processes, samples_seen, idle_samples;
+        char uptime[64], interval[64], size[32], last[64], ago[64];
+        json_t *last_drain;
+        int r;
+
+        struct {
+                const char *key;
+                uint64_t *value;
+        } numbers[] = {
+                { "pid", &pid },
+                { "uptime_s", &uptime_s },
+                { "frequency_hz", &frequency_hz },
+                { "interval_ms", &interval_ms },
+                { "store_bytes", &store_bytes },
+                { "drains", &drains },
+                { "samples", &samples },
+                { "stacks", &stacks },
+                { "processes", &processes },
+                { "samples_seen", &samples_seen },
+                { "idle_samples", &idle_samples },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(numbers); i++) {
+                r = response_get_u64(status, "status", numbers[i].key, numbers[i].value);
+                if (r < 0)
+                        return r;
+        }
+        if ((r = response_get_string(status, "status", "version", &version)) < 0 ||
+            (r = response_get_string(status, "status", "event", &event)) < 0 ||
+            (r = response_get_string(status, "status", "store_path", &store_path)) < 0)
+                return r;
+        /* before the first drain there is no time to give: 0 or null */
+        last_drain = json_object_get(status, "last_drain_ns");
+        if (!json_is_null(last_drain)) {
+                r = response_get_u64(status, "status", "last_drain_ns", &last_drain_ns);
+                if (r < 0)
+                        return r;
+        }
+        r = drops_check(json_object_get(status, "drops"));
+        if (r < 0)
+                return r;
+
+        fprintf(f, "profd %s (pid %" PRIu64 "), up %s\n", version, pid,
+                format_duration(uptime, sizeof(uptime),
+                                uptime_s <= UINT64_MAX / NSEC_PER_SEC ? uptime_s * NSEC_PER_SEC : UINT64_MAX));
+        fprintf(f, "sampling:  %" PRIu64 " Hz on %s, drained every %s\n", frequency_hz, event,
+                format_duration(interval, sizeof(interval),
+                                interval_ms <= UINT64_MAX / NSEC_PER_MSEC ? interval_ms * NSEC_PER_MSEC : UINT64_MAX));
+        if (last_drain_ns == 0)
+                fprintf(f, "drains:    %" PRIu64 ", none yet\n", drains);
+        else if (now_ns >= last_drain_ns)
+                fprintf(f, "drains:    %" PRIu64 ", last at %s (%s ago)\n", drains,
+                        format_timestamp(last, sizeof(last), last_drain_ns),
+                        /* whole seconds: "3s417ms ago" is noise */
+                        format_duration(ago, sizeof(ago),
+                                        (now_ns - last_drain_ns) / NSEC_PER_SEC * NSEC_PER_SEC));
+        else
+                fprintf(f, "drains:    %" PRIu64 ", last at %s\n", drains,
+                        format_timestamp(last, sizeof(last), last_drain_ns));
+        fprintf(f, "stored:    %" PRIu64 " samples in %" PRIu64 " stacks from %" PRIu64 " processes\n",
+                samples, stacks, processes);
+        fprintf(f, "seen:      %" PRIu64 " samples since profd started, %" PRIu64 " of them idle "
+                "(idle samples are not stored)\n", samples_seen, idle_samples);
+        fprintf(f, "store:     %s (%s)\n", store_path, format_bytes(size, sizeof(size), store_bytes));
+
+        drops_write(f, json_object_get(status, "drops"));
+        return ferror(f) ? -EIO : 0;
+}
+
+int flushed_write(FILE *f, const json_t *flushed) {
+        uint64_t drain_id, samples;
+        int r;
+
+        if ((r = response_get_u64(flushed, "flushed", "drain_id", &drain_id)) < 0 ||
+            (r = response_get_u64(flushed, "flushed", "samples", &samples)) < 0)
+                return r;
+        fprintf(f, "drain %" PRIu64 " stored: %" PRIu64 " samples\n", drain_id, samples);
+        return ferror(f) ? -EIO : 0;
+}

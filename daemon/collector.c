@@ -1,0 +1,480 @@
+/* BPF load, attach, generation flip and drain. See docs/architecture.md for
+ * why the flip is race-free. */
+#include "collector.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "macro.h"
+#include "profd.skel.h"
+
+struct collector {
+        struct profd_bpf *skel;
+        struct ring_buffer *events;
+        collector_event_fn on_event;
+        void *userdata;
+        struct bpf_link **links;  /* one sampler per online CPU, then the exec program */
+        size_t n_links;
+        const char *event_name;
+        unsigned frequency;
+        unsigned n_possible_cpus; /* per-CPU map values come in this many slots */
+        uint32_t gen;             /* the generation the programs write now */
+        size_t counts_max;        /* max_entries of counts_* */
+        size_t stack_depth;       /* frames per stack map value */
+        struct profd_sample_key *keys_buf; /* drain scratch, counts_max entries */
+        uint64_t *values_buf;
+        uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
+};
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
+        /* libbpf's warnings matter (a failed load explains itself there);
+         * its info and debug chatter only with --verbose */
+        int prio = level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG;
+        char buf[1024];
+        size_t n;
+
+        if (prio > log_get_max_level())
+                return 0;
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        n = strlen(buf);
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = '\0';
+        log_internal(prio, 0, "libbpf: %s", buf);
+        return 0;
+}
+
+static size_t roundup_pow2(size_t v) {
+        size_t p = 1;
+        while (p < v)
+                p <<= 1;
+        return p;
+}
+
+static int read_uint_file(const char *path, unsigned long *ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        if (fscanf(f, "%lu", ret) != 1)
+                return -EINVAL;
+        return 0;
+}
+
+/* Parses /sys/devices/system/cpu/online ("0-3,6,8-9") into a list of CPUs. */
+static int online_cpus(int **ret, size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+        _cleanup_free_ int *cpus = NULL;
+        size_t n = 0, cap = 0;
+        unsigned a, b;
+        char sep;
+
+        if (!f)
+                return negative_errno();
+        for (;;) {
+                int k = fscanf(f, "%u", &a);
+                if (k != 1)
+                        break;
+                b = a;
+                k = fscanf(f, "%c", &sep);
+                if (k == 1 && sep == '-') {
+                        if (fscanf(f, "%u", &b) != 1 || b < a)
+                                return -EINVAL;
+                        k = fscanf(f, "%c", &sep);
+                }
+                for (unsigned c = a; c <= b; c++) {
+                        if (n == cap) {
+                                int *nc = realloc(cpus, (cap = cap ? cap * 2 : 16) * sizeof(int));
+                                if (!nc)
+                                        return -ENOMEM;
+                                cpus = nc;
+                        }
+                        cpus[n++] = c;
+                }
+                if (k != 1 || sep != ',')
+                        break;
+        }
+        if (n == 0)
+                return -EINVAL;
+        *ret = TAKE_PTR(cpus);
+        *ret_n = n;
+        return 0;
+}
+
+static int perf_open(uint32_t type, uint64_t config, unsigned freq, int cpu) {
+        struct perf_event_attr attr = {
+                .size = sizeof(attr),
+                .type = type,
+                .config = config,
+                .sample_freq = freq,
+                .freq = 1,
+        };
+        int fd = syscall(__NR_perf_event_open, &attr, -1 /* every task */, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+static int handle_event(void *ctx, void *data, size_t size) {
+        collector *c = ctx;
+        struct profd_event e;
+
+        if (size < sizeof(e))
+                return 0;
+        memcpy(&e, data, sizeof(e));
+        e.comm[sizeof(e.comm) - 1] = '\0';
+        c->on_event(&e, c->userdata);
+        return 0;
+}
+
+static int attach_samplers(collector *c) {
+        _cleanup_free_ int *cpus = NULL;
+        size_t n_cpus;
+        uint32_t type = PERF_TYPE_HARDWARE;
+        uint64_t config = PERF_COUNT_HW_CPU_CYCLES;
+        int r;
+
+        r = online_cpus(&cpus, &n_cpus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the online CPUs: %m");
+        c->links = calloc(n_cpus + 1, sizeof(*c->links));
+        if (!c->links)
+                return log_oom();
+        c->event_name = "cycles";
+        for (size_t i = 0; i < n_cpus; i++) {
+                int fd = perf_open(type, config, c->frequency, cpus[i]);
+                if (fd < 0 && i == 0 && type == PERF_TYPE_HARDWARE) {
+                        /* no PMU (most VMs): the software timer samples just as well */
+                        log_info("Hardware cycles event unavailable (%s), sampling with cpu-clock.",
+                                 strerror(-fd));
+                        type = PERF_TYPE_SOFTWARE;
+                        config = PERF_COUNT_SW_CPU_CLOCK;
+                        c->event_name = "cpu-clock";
+                        fd = perf_open(type, config, c->frequency, cpus[i]);
+                }
+                if (fd < 0)
+                        return log_error_errno(fd, "Failed to open the %s perf event on CPU %d: %m",
+                                               c->event_name, cpus[i]);
+                c->links[c->n_links] = bpf_program__attach_perf_event(c->skel->progs.profd_oncpu, fd);
+                if (!c->links[c->n_links]) {
+                        r = negative_errno();
+                        close(fd);
+                        return log_error_errno(r, "Failed to attach the sampler to CPU %d: %m", cpus[i]);
+                }
+                c->n_links++;
+        }
+        c->links[c->n_links] = bpf_program__attach(c->skel->progs.profd_exec);
+        if (!c->links[c->n_links])
+                return log_error_errno(negative_errno(), "Failed to attach to sched_process_exec: %m");
+        c->n_links++;
+        return 0;
+}
+
+int collector_new(const struct collector_config *cfg, collector_event_fn on_event, void *userdata,
+                  collector **ret) {
+        collector *c;
+        unsigned long max_stack = 127, pid_max = 32768;
+        size_t per_interval, stacks_max, seen_max;
+        uint64_t interval_s;
+        int ncpus, r;
+        __u32 zero = 0;
+        int inner_fd;
+
+        libbpf_set_print(libbpf_log);
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return log_oom();
+        c->on_event = on_event;
+        c->userdata = userdata;
+        c->frequency = cfg->frequency_hz;
+
+        ncpus = libbpf_num_possible_cpus();
+        if (ncpus <= 0) {
+                r = log_error_errno(ncpus ? ncpus : -EINVAL, "Failed to count possible CPUs: %m");
+                goto fail;
+        }
+        c->n_possible_cpus = ncpus;
+
+        /* the kernel refuses stack maps deeper than this sysctl */
+        (void) read_uint_file("/proc/sys/kernel/perf_event_max_stack", &max_stack);
+        (void) read_uint_file("/proc/sys/kernel/pid_max", &pid_max);
+        c->stack_depth = max_stack;
+
+        /* At most this many samples land in one generation. Every sample may be
+         * a distinct key, so the counts map holds that many (at least 4096, so
+         * a short interval still has room for many threads). Stack maps get
+         * four times as many buckets as samples, at least 4096:
+         * bpf_get_stackid gives up on a taken bucket, and a sparse table keeps
+         * those collisions (counted, the sample kept as [lost]) rare. At most
+         * 32 Ki buckets: each holds perf_event_max_stack frames (~1 KiB), and
+         * four such maps must stay a small share of a host's memory. */
+        interval_s = (cfg->interval_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC;
+        per_interval = (size_t) cfg->frequency_hz * (size_t) ncpus * (size_t) MAX(interval_s, 1u);
+        c->counts_max = roundup_pow2(MAX(per_interval, (size_t) 4096));
+        stacks_max = roundup_pow2(MIN(MAX(per_interval * 4, (size_t) 4096), (size_t) 1 << 15));
+        /* one entry per live process; an evicted one is only announced again */
+        seen_max = MIN(pid_max, 65536ul);
+
+        c->skel = profd_bpf__open();
+        if (!c->skel) {
+                r = log_error_errno(negative_errno(), "Failed to open the BPF object: %m");
+                goto fail;
+        }
+        bpf_map__set_max_entries(c->skel->maps.counts_0, c->counts_max);
+        bpf_map__set_max_entries(c->skel->maps.counts_1, c->counts_max);
+        struct bpf_map *stack_maps[] = {
+                c->skel->maps.stacks_user_0, c->skel->maps.stacks_user_1,
+                c->skel->maps.stacks_kernel_0, c->skel->maps.stacks_kernel_1,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(stack_maps); i++) {
+                bpf_map__set_max_entries(stack_maps[i], stacks_max);
+                bpf_map__set_value_size(stack_maps[i], c->stack_depth * sizeof(__u64));
+        }
+        bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
+
+        r = profd_bpf__load(c->skel);
+        if (r < 0) {
+                log_error_errno(r, "Failed to load the BPF programs (profd needs root, or CAP_BPF and CAP_PERFMON, "
+                                   "and a kernel with BTF): %m");
+                goto fail;
+        }
+        inner_fd = bpf_map__fd(c->skel->maps.barrier_inner);
+        r = bpf_map_update_elem(bpf_map__fd(c->skel->maps.barrier), &zero, &inner_fd, BPF_ANY);
+        if (r < 0) {
+                r = log_error_errno(negative_errno(), "Failed to set up the drain barrier: %m");
+                goto fail;
+        }
+
+        c->keys_buf = calloc(c->counts_max, sizeof(*c->keys_buf));
+        c->values_buf = calloc(c->counts_max, sizeof(*c->values_buf));
+        if (!c->keys_buf || !c->values_buf) {
+                r = log_oom();
+                goto fail;
+        }
+
+        c->events = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
+        if (!c->events) {
+                r = log_error_errno(negative_errno(), "Failed to set up the event ring buffer: %m");
+                goto fail;
+        }
+
+        r = attach_samplers(c);
+        if (r < 0)
+                goto fail;
+
+        log_info("Sampling %s at %u Hz on every online CPU; maps: %zu keys, %zu stacks of %zu frames per generation.",
+                 c->event_name, c->frequency, c->counts_max, stacks_max, c->stack_depth);
+        *ret = c;
+        return 0;
+fail:
+        collector_free(c);
+        return r;
+}
+
+collector *collector_free(collector *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n_links; i++)
+                bpf_link__destroy(c->links[i]);
+        free(c->links);
+        ring_buffer__free(c->events);
+        profd_bpf__destroy(c->skel);
+        free(c->keys_buf);
+        free(c->values_buf);
+        free(c);
+        return NULL;
+}
+
+const char *collector_event_name(const collector *c) {
+        return c->event_name;
+}
+
+unsigned collector_frequency(const collector *c) {
+        return c->frequency;
+}
+
+int collector_events_fd(const collector *c) {
+        return ring_buffer__epoll_fd(c->events);
+}
+
+int collector_poll_events(collector *c) {
+        return ring_buffer__consume(c->events);
+}
+
+/* Reads and empties a counts map with batch operations; falls back to one
+ * key at a time on kernels without batch support for hash maps. */
+static int drain_counts(collector *c, int fd, size_t *ret_n) {
+        __u32 token = 0, count;
+        void *in = NULL;
+        size_t n = 0;
+        int r;
+
+        for (;;) {
+                count = c->counts_max - n;
+                if (count == 0)
+                        break;
+                r = bpf_map_lookup_and_delete_batch(fd, in, &token, c->keys_buf + n, c->values_buf + n,
+                                                    &count, NULL);
+                n += count;
+                if (r < 0) {
+                        r = negative_errno();
+                        if (r == -ENOENT)
+                                break;
+                        if (n == 0 && (r == -EINVAL || r == -EOPNOTSUPP || r == -ENOTSUP))
+                                goto one_by_one;
+                        return r;
+                }
+                in = &token;
+        }
+        *ret_n = n;
+        return 0;
+
+one_by_one:
+        n = 0;
+        while (n < c->counts_max && bpf_map_get_next_key(fd, NULL, &c->keys_buf[n]) == 0) {
+                if (bpf_map_lookup_elem(fd, &c->keys_buf[n], &c->values_buf[n]) < 0 ||
+                    bpf_map_delete_elem(fd, &c->keys_buf[n]) < 0)
+                        return negative_errno();
+                n++;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static void stacks_free(hashmap *m) {
+        const void *k;
+        void *v;
+        size_t i = 0;
+
+        if (!m)
+                return;
+        while (hashmap_iterate(m, &i, &k, &v))
+                free(v);
+        hashmap_free(m);
+}
+
+/* Reads every stack of a stack map into a hash map id -> stack_trace and
+ * deletes it from the map. */
+static int drain_stacks(collector *c, int fd, hashmap **ret) {
+        _cleanup_free_ __u64 *ips = calloc(c->stack_depth, sizeof(__u64));
+        hashmap *m = hashmap_new_u64();
+        __u32 key, next;
+        int have, r;
+
+        if (!ips || !m) {
+                hashmap_free(m);
+                return -ENOMEM;
+        }
+        have = bpf_map_get_next_key(fd, NULL, &key) == 0;
+        while (have) {
+                have = bpf_map_get_next_key(fd, &key, &next) == 0;
+                if (bpf_map_lookup_elem(fd, &key, ips) == 0) {
+                        size_t n = 0;
+                        while (n < c->stack_depth && ips[n] != 0)
+                                n++;
+                        struct stack_trace *t = malloc(sizeof(*t) + n * sizeof(uint64_t));
+                        if (!t) {
+                                stacks_free(m);
+                                return -ENOMEM;
+                        }
+                        t->n = n;
+                        memcpy(t->ips, ips, n * sizeof(uint64_t));
+                        r = hashmap_put(m, UINT64_TO_KEY(key), t);
+                        if (r < 0) {
+                                free(t);
+                                stacks_free(m);
+                                return r;
+                        }
+                }
+                (void) bpf_map_delete_elem(fd, &key);
+                key = next;
+        }
+        *ret = m;
+        return 0;
+}
+
+static int read_counters(collector *c, uint64_t ret_delta[PROFD_COUNTER__MAX]) {
+        _cleanup_free_ __u64 *per_cpu = calloc(c->n_possible_cpus, sizeof(__u64));
+        int fd = bpf_map__fd(c->skel->maps.counters);
+
+        if (!per_cpu)
+                return -ENOMEM;
+        for (__u32 i = 0; i < PROFD_COUNTER__MAX; i++) {
+                uint64_t sum = 0;
+                if (bpf_map_lookup_elem(fd, &i, per_cpu) < 0)
+                        return negative_errno();
+                for (unsigned cpu = 0; cpu < c->n_possible_cpus; cpu++)
+                        sum += per_cpu[cpu];
+                ret_delta[i] = sum - c->counters_total[i];
+                c->counters_total[i] = sum;
+        }
+        return 0;
+}
+
+/* Makes the programs write the other generation, then waits until none still
+ * writes the old one: updating an ARRAY_OF_MAPS waits for an RCU grace
+ * period, and every BPF program runs inside an RCU read-side section. */
+static int flip_generation(collector *c) {
+        int inner_fd = bpf_map__fd(c->skel->maps.barrier_inner);
+        __u32 zero = 0;
+
+        c->gen ^= 1;
+        __atomic_store_n(&c->skel->bss->generation, c->gen, __ATOMIC_SEQ_CST);
+        if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.barrier), &zero, &inner_fd, BPF_ANY) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int collector_drain(collector *c, struct drain_batch *ret) {
+        struct drain_batch b = {};
+        uint32_t old;
+        size_t n;
+        int r;
+
+        r = flip_generation(c);
+        if (r < 0)
+                return log_error_errno(r, "Failed to wait for BPF programs after the generation flip: %m");
+        old = c->gen ^ 1;
+
+        r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the aggregation map: %m");
+        r = drain_stacks(c, bpf_map__fd(old ? c->skel->maps.stacks_user_1 : c->skel->maps.stacks_user_0),
+                         &b.user_stacks);
+        if (r < 0)
+                goto fail;
+        r = drain_stacks(c, bpf_map__fd(old ? c->skel->maps.stacks_kernel_1 : c->skel->maps.stacks_kernel_0),
+                         &b.kernel_stacks);
+        if (r < 0)
+                goto fail;
+        r = read_counters(c, b.counters);
+        if (r < 0)
+                goto fail;
+
+        b.entries = calloc(n ? n : 1, sizeof(*b.entries));
+        if (!b.entries) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (size_t i = 0; i < n; i++)
+                b.entries[i] = (struct drain_entry) { c->keys_buf[i], c->values_buf[i] };
+        b.n_entries = n;
+        *ret = b;
+        return 0;
+fail:
+        drain_batch_done(&b);
+        return log_error_errno(r, "Failed to drain the kernel maps: %m");
+}
+
+void drain_batch_done(struct drain_batch *b) {
+        stacks_free(b->user_stacks);
+        stacks_free(b->kernel_stacks);
+        free(b->entries);
+        *b = (struct drain_batch) {};
+}

@@ -1,0 +1,64 @@
+/* The collector owns profd's BPF programs: it sizes and loads them, attaches
+ * the sampler to every online CPU, forwards process events, and drains one
+ * generation of the kernel maps while the programs write the other. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bpf/profd.h"
+#include "hashmap.h"
+
+struct collector_config {
+        unsigned frequency_hz;  /* samples per second per CPU */
+        uint64_t interval_ns;   /* drain interval, to size the maps */
+};
+
+/* One drained key and its value. */
+struct drain_entry {
+        struct profd_sample_key key;
+        uint64_t value;
+};
+
+/* A stack as the kernel recorded it: ips[0] is the innermost frame. */
+struct stack_trace {
+        size_t n;
+        uint64_t ips[];
+};
+
+/* Everything one drain took out of the kernel. */
+struct drain_batch {
+        struct drain_entry *entries;
+        size_t n_entries;
+        hashmap *user_stacks;   /* stack id -> struct stack_trace* */
+        hashmap *kernel_stacks; /* stack id -> struct stack_trace* */
+        uint64_t counters[PROFD_COUNTER__MAX]; /* increase since the previous drain */
+};
+
+typedef struct collector collector;
+
+/* Called for every process event from the BPF programs. */
+typedef void (*collector_event_fn)(const struct profd_event *e, void *userdata);
+
+/* Loads and attaches everything. Returns 0 or a negative errno with the reason
+ * logged (-EPERM without CAP_BPF/CAP_PERFMON, ...). */
+int collector_new(const struct collector_config *cfg, collector_event_fn on_event, void *userdata,
+                  collector **ret);
+collector *collector_free(collector *c);
+
+/* "cycles" or "cpu-clock": the perf event the sampler runs on. */
+const char *collector_event_name(const collector *c);
+unsigned collector_frequency(const collector *c);
+
+/* A file descriptor that becomes readable when process events are pending. */
+int collector_events_fd(const collector *c);
+/* Delivers pending process events to on_event. Returns the number delivered
+ * or a negative errno. */
+int collector_poll_events(collector *c);
+
+/* Flips the generation, waits until no program still writes the old one,
+ * and takes its contents out (the maps are left empty). Returns 0, -ENOMEM,
+ * or a negative errno from the bpf() syscall. */
+int collector_drain(collector *c, struct drain_batch *ret);
+void drain_batch_done(struct drain_batch *b);

@@ -1,0 +1,139 @@
+/* Strict settings parser: an unknown key or a bad value is an error naming
+ * where it is, never silently ignored. */
+#include "conf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "duration.h"
+#include "macro.h"
+
+_printf_(2, 3) static int fail(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        if (!s)
+                return -ENOMEM;
+        *ret_error = s;
+        return -EINVAL;
+}
+
+int conf_init(struct conf *c) {
+        *c = (struct conf) {
+                .socket_path = strdup(PROFD_DEFAULT_SOCKET),
+                .store_path = strdup(PROFD_DEFAULT_STORE),
+                .frequency_hz = CONF_DEFAULT_FREQUENCY_HZ,
+                .interval_ns = CONF_DEFAULT_INTERVAL_NS,
+        };
+        if (!c->socket_path || !c->store_path) {
+                conf_done(c);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void conf_done(struct conf *c) {
+        free(c->socket_path);
+        free(c->store_path);
+        c->socket_path = c->store_path = NULL;
+}
+
+static int set_path(char **field, const char *key, const char *value, char **ret_error) {
+        char *p;
+
+        if (value[0] != '/')
+                return fail(ret_error, "%s must be an absolute path, not \"%s\"", key, value);
+        p = strdup(value);
+        if (!p)
+                return -ENOMEM;
+        free(*field);
+        *field = p;
+        return 0;
+}
+
+int conf_set(struct conf *c, const char *key, const char *value, char **ret_error) {
+        if (streq(key, "socket"))
+                return set_path(&c->socket_path, key, value, ret_error);
+        if (streq(key, "store"))
+                return set_path(&c->store_path, key, value, ret_error);
+        if (streq(key, "frequency")) {
+                char *end;
+                unsigned long v;
+
+                errno = 0;
+                v = strtoul(value, &end, 10);
+                if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || v == 0 ||
+                    v > CONF_MAX_FREQUENCY_HZ)
+                        return fail(ret_error, "frequency must be a whole number of Hz from 1 to %d, not \"%s\"",
+                                    CONF_MAX_FREQUENCY_HZ, value);
+                c->frequency_hz = v;
+                return 0;
+        }
+        if (streq(key, "interval")) {
+                uint64_t ns;
+
+                if (parse_duration_ns(value, &ns) < 0 || ns < CONF_MIN_INTERVAL_NS || ns > CONF_MAX_INTERVAL_NS)
+                        return fail(ret_error, "interval must be a duration from 100ms to 1h (e.g. \"10s\"), not \"%s\"",
+                                    value);
+                c->interval_ns = ns;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+static char *strip(char *s) {
+        char *e;
+
+        s += strspn(s, " \t");
+        e = s + strlen(s);
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+                *--e = '\0';
+        return s;
+}
+
+int conf_parse_text(struct conf *c, const char *name, const char *text, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(text);
+        unsigned lineno = 0;
+        char *line, *next;
+
+        if (!copy)
+                return -ENOMEM;
+        for (line = copy; line; line = next) {
+                _cleanup_free_ char *why = NULL;
+                char *eq, *key, *value;
+                int r;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                lineno++;
+                line = strip(line);
+                if (line[0] == '\0' || line[0] == '#')
+                        continue;
+                eq = strchr(line, '=');
+                if (!eq)
+                        return fail(ret_error, "%s:%u: expected \"key = value\", got \"%s\"", name, lineno, line);
+                *eq = '\0';
+                key = strip(line);
+                value = strip(eq + 1);
+                if (key[0] == '\0')
+                        return fail(ret_error, "%s:%u: missing key before '='", name, lineno);
+                r = conf_set(c, key, value, &why);
+                if (r == -ENOENT)
+                        return fail(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval)",
+                                    name, lineno, key);
+                if (r == -EINVAL)
+                        return fail(ret_error, "%s:%u: key '%s': %s", name, lineno, key, why);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}

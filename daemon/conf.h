@@ -1,0 +1,40 @@
+/* profd's settings: compiled-in defaults, then the configuration file, then
+ * the command line, each overriding the one before. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* 49 Hz: a prime, so sampling does not run in lockstep with periodic work
+ * (timers at 10, 50, 100 Hz), and low enough to cost well under 1% CPU. */
+#define CONF_DEFAULT_FREQUENCY_HZ 49
+/* 10 s: recent data is queryable quickly, and each drain is large enough that
+ * its fixed cost (flip, transaction) stays negligible. */
+#define CONF_DEFAULT_INTERVAL_NS (10ULL * 1000000000ULL)
+/* The kernel's default perf_event_max_sample_rate is far above this; more
+ * than 10 kHz per CPU is a benchmark, not continuous profiling. */
+#define CONF_MAX_FREQUENCY_HZ 10000
+#define CONF_MIN_INTERVAL_NS (100ULL * 1000000ULL)
+#define CONF_MAX_INTERVAL_NS (3600ULL * 1000000000ULL)
+#define CONF_DEFAULT_PATH "/etc/profd/profd.conf"
+
+struct conf {
+        char *socket_path;
+        char *store_path;
+        unsigned frequency_hz;
+        uint64_t interval_ns;
+};
+
+/* Fills defaults. Returns 0 or -ENOMEM. */
+int conf_init(struct conf *c);
+void conf_done(struct conf *c);
+
+/* Applies "key = value" lines from text ('#' starts a comment line). On a bad
+ * line returns -EINVAL and *ret_error names the file (name), line and key.
+ * Returns 0, -EINVAL or -ENOMEM. */
+int conf_parse_text(struct conf *c, const char *name, const char *text, char **ret_error);
+
+/* Sets one setting from a string as the file or command line gives it.
+ * Returns 0, -ENOENT for an unknown key, -EINVAL for a bad value (with
+ * *ret_error saying why), -ENOMEM. */
+int conf_set(struct conf *c, const char *key, const char *value, char **ret_error);

@@ -1,0 +1,24 @@
+/* The manager owns the event loop and every part of profd: collector, process
+ * table, symbolizer, store and server. It runs the drain on a timer, answers
+ * requests, and drains once more on SIGTERM/SIGINT before exiting. */
+#pragma once
+
+#include <stdint.h>
+
+struct manager_config {
+        const char *socket_path;
+        const char *store_path;
+        unsigned frequency_hz;
+        uint64_t interval_ns;
+};
+
+typedef struct manager manager;
+
+/* Sets everything up (BPF attached, store open, socket listening). Returns 0
+ * or a negative errno with the reason logged. */
+int manager_new(const struct manager_config *cfg, manager **ret);
+manager *manager_free(manager *m);
+
+/* Runs until SIGTERM or SIGINT, then drains once more. Returns 0 or a
+ * negative errno. */
+int manager_run(manager *m);

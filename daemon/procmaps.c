@@ -1,0 +1,159 @@
+/* Strict parsers for /proc/PID/{maps,stat,status,cgroup} contents. */
+#include "procmaps.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parses a hexadecimal number ending at a character in `ends`; advances *p
+ * past the number. strtoull would accept signs and whitespace we must not. */
+static int parse_hex(const char **p, const char *ends, uint64_t *ret) {
+        const char *s = *p;
+        uint64_t v = 0;
+        size_t n = 0;
+
+        for (; *s && !strchr(ends, *s); s++, n++) {
+                unsigned d;
+                if (*s >= '0' && *s <= '9')
+                        d = *s - '0';
+                else if (*s >= 'a' && *s <= 'f')
+                        d = *s - 'a' + 10;
+                else if (*s >= 'A' && *s <= 'F')
+                        d = *s - 'A' + 10;
+                else
+                        return -EINVAL;
+                if (v >> 60)
+                        return -EINVAL; /* would overflow 64 bits */
+                v = v << 4 | d;
+        }
+        if (n == 0 || !*s)
+                return -EINVAL;
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+static int parse_dec(const char **p, uint64_t *ret) {
+        const char *s = *p;
+        uint64_t v = 0;
+
+        if (*s < '0' || *s > '9')
+                return -EINVAL;
+        for (; *s >= '0' && *s <= '9'; s++) {
+                if (v > (UINT64_MAX - 9) / 10)
+                        return -EINVAL;
+                v = v * 10 + (*s - '0');
+        }
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+int procmap_parse_line(const char *line, struct procmap *ret) {
+        struct procmap m = {};
+        const char *p = line;
+        uint64_t major, minor;
+        size_t len;
+
+        if (parse_hex(&p, "-", &m.start) < 0 || *p++ != '-')
+                return -EINVAL;
+        if (parse_hex(&p, " ", &m.end) < 0 || *p++ != ' ' || m.end < m.start)
+                return -EINVAL;
+        if (strlen(p) < 5 || p[4] != ' ')
+                return -EINVAL;
+        if ((p[0] != 'r' && p[0] != '-') || (p[1] != 'w' && p[1] != '-') ||
+            (p[2] != 'x' && p[2] != '-') || (p[3] != 'p' && p[3] != 's'))
+                return -EINVAL;
+        m.readable = p[0] == 'r';
+        m.writable = p[1] == 'w';
+        m.executable = p[2] == 'x';
+        m.shared = p[3] == 's';
+        p += 5;
+        if (parse_hex(&p, " ", &m.offset) < 0 || *p++ != ' ')
+                return -EINVAL;
+        if (parse_hex(&p, ":", &major) < 0 || *p++ != ':' || major > UINT32_MAX)
+                return -EINVAL;
+        if (parse_hex(&p, " ", &minor) < 0 || *p++ != ' ' || minor > UINT32_MAX)
+                return -EINVAL;
+        m.dev_major = major;
+        m.dev_minor = minor;
+        if (parse_dec(&p, &m.inode) < 0)
+                return -EINVAL;
+        if (*p != '\0' && *p != '\n' && *p != ' ')
+                return -EINVAL;
+        while (*p == ' ')
+                p++;
+        len = strcspn(p, "\n");
+        if (p[len] == '\n' && p[len + 1] != '\0')
+                return -EINVAL; /* one line only */
+        if (len > 0) {
+                m.path = strndup(p, len);
+                if (!m.path)
+                        return -ENOMEM;
+        }
+        *ret = m;
+        return 0;
+}
+
+void procmap_done(struct procmap *m) {
+        free(m->path);
+        m->path = NULL;
+}
+
+int procstat_parse_starttime(const char *stat, uint64_t *ret_ticks) {
+        const char *p = strrchr(stat, ')');
+        uint64_t v;
+
+        if (!p)
+                return -EINVAL;
+        p++;
+        /* after "pid (comm)" come fields 3..; starttime is field 22 */
+        for (int field = 3; field < 22; field++) {
+                if (*p != ' ')
+                        return -EINVAL;
+                p++;
+                p += strcspn(p, " ");
+        }
+        if (*p++ != ' ')
+                return -EINVAL;
+        if (parse_dec(&p, &v) < 0 || (*p != ' ' && *p != '\n' && *p != '\0'))
+                return -EINVAL;
+        *ret_ticks = v;
+        return 0;
+}
+
+static const char *find_line(const char *text, const char *prefix) {
+        size_t n = strlen(prefix);
+
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (strncmp(l, prefix, n) == 0)
+                        return l + n;
+        return NULL;
+}
+
+int procstatus_parse_uid(const char *status, uint32_t *ret_uid) {
+        const char *p = find_line(status, "Uid:");
+        uint64_t v;
+
+        if (!p)
+                return -EINVAL;
+        p += strspn(p, " \t");
+        if (parse_dec(&p, &v) < 0 || v > UINT32_MAX || (*p != '\t' && *p != ' ' && *p != '\n'))
+                return -EINVAL;
+        *ret_uid = v;
+        return 0;
+}
+
+int proccgroup_parse_v2(const char *cgroup, char **ret_path) {
+        const char *p = find_line(cgroup, "0::");
+        char *path;
+
+        if (!p)
+                return -ENOENT;
+        path = strndup(p, strcspn(p, "\n"));
+        if (!path)
+                return -ENOMEM;
+        *ret_path = path;
+        return 0;
+}

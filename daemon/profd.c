@@ -1,0 +1,184 @@
+/* profd: command line, settings, and the run of the manager. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+
+#include "conf.h"
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+
+static void help(void) {
+        printf("Usage: profd [OPTION...]\n"
+               "Always-on system profiler: samples on-CPU stacks of every process with BPF,\n"
+               "stores them symbolized in SQLite, and answers profctl on a Unix socket.\n"
+               "Runs in the foreground until SIGTERM or SIGINT, then stores what it holds.\n"
+               "\n"
+               "  -c, --config FILE       settings file (default " CONF_DEFAULT_PATH ", if present)\n"
+               "  -s, --socket PATH       query socket (default " PROFD_DEFAULT_SOCKET ")\n"
+               "  -d, --store PATH        SQLite store (default " PROFD_DEFAULT_STORE ")\n"
+               "  -F, --frequency HZ      samples per second per CPU, 1-%d (default %d)\n"
+               "  -i, --interval DURATION how often kernel maps are drained, 100ms-1h (default 10s)\n"
+               "  -v, --verbose           log debug messages\n"
+               "  -h, --help              show this help\n"
+               "      --version           show the version\n"
+               "\n"
+               "Needs root (or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH).\n"
+               "Query it with profctl(1), e.g.: profctl query --since 10m --folded\n",
+               CONF_MAX_FREQUENCY_HZ, CONF_DEFAULT_FREQUENCY_HZ);
+}
+
+static int read_file(const char *path, char **ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, cap = 0, k;
+
+        if (!f)
+                return negative_errno();
+        do {
+                if (cap - n < 4096) {
+                        char *b = realloc(buf, cap = cap ? cap * 2 : 8192);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                }
+                k = fread(buf + n, 1, cap - n - 1, f);
+                n += k;
+        } while (k > 0);
+        if (ferror(f))
+                return -EIO;
+        buf[n] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* Creates the parent directories of path that are missing. */
+static int mkdir_parents(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = '\0';
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *s = '/';
+        }
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100 };
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "socket", required_argument, NULL, 's' },
+                { "store", required_argument, NULL, 'd' },
+                { "frequency", required_argument, NULL, 'F' },
+                { "interval", required_argument, NULL, 'i' },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {}
+        };
+        /* command-line settings are applied after the file, so keep them */
+        const char *cli_keys[8], *cli_values[8];
+        size_t n_cli = 0;
+        const char *config_path = NULL;
+        _cleanup_free_ char *text = NULL;
+        struct conf conf;
+        manager *m = NULL;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "c:s:d:F:i:vh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 's':
+                case 'd':
+                case 'F':
+                case 'i':
+                        if (n_cli == ELEMENTSOF(cli_keys)) {
+                                fprintf(stderr, "profd: too many options\n");
+                                return 2;
+                        }
+                        cli_keys[n_cli] = c == 's' ? "socket" : c == 'd' ? "store" : c == 'F' ? "frequency" : "interval";
+                        cli_values[n_cli++] = optarg;
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("profd %s\n", PROFD_VERSION);
+                        return 0;
+                default:
+                        fprintf(stderr, "Try 'profd --help'.\n");
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "profd: unexpected argument '%s'\nTry 'profd --help'.\n", argv[optind]);
+                return 2;
+        }
+
+        if (conf_init(&conf) < 0)
+                return log_oom(), 1;
+
+        r = read_file(config_path ? config_path : CONF_DEFAULT_PATH, &text);
+        if (r < 0 && (config_path || r != -ENOENT)) {
+                log_error_errno(r, "Failed to read configuration %s: %m", config_path ? config_path : CONF_DEFAULT_PATH);
+                goto finish;
+        }
+        if (r >= 0) {
+                _cleanup_free_ char *error = NULL;
+                r = conf_parse_text(&conf, config_path ? config_path : CONF_DEFAULT_PATH, text, &error);
+                if (r < 0) {
+                        log_error("%s", error ? error : "Out of memory.");
+                        goto finish;
+                }
+        }
+        for (size_t i = 0; i < n_cli; i++) {
+                _cleanup_free_ char *error = NULL;
+                r = conf_set(&conf, cli_keys[i], cli_values[i], &error);
+                if (r < 0) {
+                        fprintf(stderr, "profd: --%s: %s\nTry 'profd --help'.\n", cli_keys[i],
+                                error ? error : strerror(-r));
+                        conf_done(&conf);
+                        return 2;
+                }
+        }
+
+        r = mkdir_parents(conf.store_path, 0755);
+        if (r >= 0)
+                r = mkdir_parents(conf.socket_path, 0755);
+        if (r < 0) {
+                log_error_errno(r, "Failed to create the directories for %s and %s: %m", conf.store_path,
+                                conf.socket_path);
+                goto finish;
+        }
+
+        r = manager_new(&(struct manager_config) {
+                                .socket_path = conf.socket_path,
+                                .store_path = conf.store_path,
+                                .frequency_hz = conf.frequency_hz,
+                                .interval_ns = conf.interval_ns,
+                        },
+                        &m);
+        if (r < 0)
+                goto finish;
+        r = manager_run(m);
+        if (r < 0)
+                log_error_errno(r, "Event loop failed: %m");
+finish:
+        manager_free(m);
+        conf_done(&conf);
+        return r < 0 ? 1 : 0;
+}

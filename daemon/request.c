@@ -1,0 +1,180 @@
+/* Request validation: every field is checked against what its operation
+ * accepts, so a typo is an error instead of a silently wider query. */
+#include "request.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bpf/profd.h"
+#include "duration.h"
+#include "macro.h"
+
+/* Default window of a query without "since": recent enough to answer "what is
+ * it doing now" quickly, long enough to hold dozens of drains. */
+#define QUERY_DEFAULT_SINCE_NS (10 * 60 * NSEC_PER_SEC)
+
+_printf_(2, 3) static int fail(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        if (!s)
+                return -ENOMEM;
+        *ret_error = s;
+        return -EINVAL;
+}
+
+static int parse_duration_field(json_t *v, const char *name, uint64_t *ret, char **ret_error) {
+        const char *s;
+        int r;
+
+        if (!json_is_string(v))
+                return fail(ret_error, "field '%s' must be a duration string such as \"10m\"", name);
+        s = json_string_value(v);
+        r = parse_duration_ns(s, ret);
+        if (r == -ERANGE)
+                return fail(ret_error, "field '%s': duration \"%s\" is too large", name, s);
+        if (r < 0)
+                return fail(ret_error,
+                            "field '%s': \"%s\" is not a duration (expected e.g. \"90s\", \"10m\", \"1h30m\")",
+                            name, s);
+        return 0;
+}
+
+static int parse_kind(const char *s, int *ret) {
+        if (streq(s, "cpu")) {
+                *ret = PROFD_KIND_CPU;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
+        bool have_since = false;
+        const char *key;
+        json_t *v;
+        int r;
+
+        q->kind = PROFD_KIND_CPU;
+        q->since_ns = QUERY_DEFAULT_SINCE_NS;
+        json_object_foreach(o, key, v) {
+                if (streq(key, "op"))
+                        continue;
+                if (streq(key, "kind")) {
+                        if (!json_is_string(v))
+                                return fail(ret_error, "field 'kind' must be a string");
+                        if (parse_kind(json_string_value(v), &q->kind) < 0)
+                                return fail(ret_error, "unknown kind '%s' (this profd collects: cpu)",
+                                            json_string_value(v));
+                } else if (streq(key, "since")) {
+                        r = parse_duration_field(v, key, &q->since_ns, ret_error);
+                        if (r < 0)
+                                return r;
+                        have_since = true;
+                } else if (streq(key, "until")) {
+                        r = parse_duration_field(v, key, &q->until_ns, ret_error);
+                        if (r < 0)
+                                return r;
+                } else if (streq(key, "pid")) {
+                        json_int_t pid;
+                        if (!json_is_integer(v))
+                                return fail(ret_error, "field 'pid' must be an integer");
+                        pid = json_integer_value(v);
+                        if (pid <= 0 || pid > INT32_MAX)
+                                return fail(ret_error, "field 'pid': %lld is not a process id",
+                                            (long long) pid);
+                        q->pid = pid;
+                } else if (streq(key, "comm")) {
+                        const char *c;
+                        if (!json_is_string(v))
+                                return fail(ret_error, "field 'comm' must be a string");
+                        c = json_string_value(v);
+                        if (c[0] == '\0')
+                                return fail(ret_error, "field 'comm' is empty");
+                        if (strlen(c) > REQUEST_COMM_MAX)
+                                return fail(ret_error,
+                                            "field 'comm': \"%.32s\" is longer than %d characters, "
+                                            "the most the kernel keeps of a command name",
+                                            c, REQUEST_COMM_MAX);
+                        free(q->comm);
+                        q->comm = strdup(c);
+                        if (!q->comm)
+                                return -ENOMEM;
+                } else
+                        return fail(ret_error, "unknown field '%s' in query request", key);
+        }
+        if (q->until_ns >= q->since_ns)
+                return fail(ret_error, "empty window: 'until' must be more recent than 'since'%s",
+                            have_since ? "" : " (default since: 10m)");
+        return 0;
+}
+
+static int parse_no_args(json_t *o, const char *op, char **ret_error) {
+        const char *key;
+        json_t *v;
+
+        json_object_foreach(o, key, v)
+                if (!streq(key, "op"))
+                        return fail(ret_error, "unknown field '%s' in %s request", key, op);
+        return 0;
+}
+
+int request_parse(const char *line, size_t len, struct request *ret, char **ret_error) {
+        struct request req = {};
+        json_error_t jerr;
+        json_t *root, *op;
+        const char *ops;
+        int r;
+
+        *ret_error = NULL;
+        if (len > REQUEST_MAX_BYTES)
+                return fail(ret_error, "request is larger than %d bytes", REQUEST_MAX_BYTES);
+        root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root)
+                return fail(ret_error, "malformed JSON at column %d: %s", jerr.column, jerr.text);
+        if (!json_is_object(root)) {
+                r = fail(ret_error, "request must be a JSON object");
+                goto out;
+        }
+        op = json_object_get(root, "op");
+        if (!op) {
+                r = fail(ret_error, "missing field 'op'");
+                goto out;
+        }
+        if (!json_is_string(op)) {
+                r = fail(ret_error, "field 'op' must be a string");
+                goto out;
+        }
+        ops = json_string_value(op);
+        if (streq(ops, "status")) {
+                req.op = REQUEST_STATUS;
+                r = parse_no_args(root, ops, ret_error);
+        } else if (streq(ops, "flush")) {
+                req.op = REQUEST_FLUSH;
+                r = parse_no_args(root, ops, ret_error);
+        } else if (streq(ops, "query")) {
+                req.op = REQUEST_QUERY;
+                r = parse_query(root, &req.query, ret_error);
+        } else
+                r = fail(ret_error, "unknown op '%s' (expected status, flush or query)", ops);
+out:
+        json_decref(root);
+        if (r < 0) {
+                request_done(&req);
+                return r;
+        }
+        *ret = req;
+        return 0;
+}
+
+void request_done(struct request *r) {
+        free(r->query.comm);
+        r->query.comm = NULL;
+}

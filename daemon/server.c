@@ -1,0 +1,319 @@
+/* Unix socket server on sd-event: one io source per client, non-blocking
+ * reads and writes, per-client input limit. */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+
+/* Beyond this many queued response bytes we stop reading new requests from
+ * the client until it has read some: its own backlog, not the daemon's. */
+#define CLIENT_OUTPUT_HIGH_WATER (4u * 1024 * 1024)
+
+struct server_client {
+        server *server;
+        server_client *prev, *next;
+        int fd;
+        sd_event_source *io;
+        char *in;          /* unparsed input */
+        size_t in_len;
+        char *out;         /* queued output */
+        size_t out_len, out_off, out_cap;
+        bool closing;      /* close once output is flushed */
+};
+
+struct server {
+        sd_event *event;
+        int fd;
+        char *path;
+        sd_event_source *io;
+        server_request_fn handler;
+        void *userdata;
+        server_client *clients;
+        size_t n_clients;
+};
+
+static void client_free(server_client *c) {
+        if (!c)
+                return;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                c->server->clients = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->server->n_clients--;
+        sd_event_source_disable_unref(c->io);
+        safe_close(c->fd);
+        free(c->in);
+        free(c->out);
+        free(c);
+}
+
+static void client_update_events(server_client *c) {
+        uint32_t events = 0;
+
+        if (!c->closing && c->out_len - c->out_off < CLIENT_OUTPUT_HIGH_WATER)
+                events |= EPOLLIN;
+        if (c->out_len > c->out_off)
+                events |= EPOLLOUT;
+        (void) sd_event_source_set_io_events(c->io, events);
+}
+
+/* Writes what the socket takes now. Returns 0, or a negative errno when the
+ * client is gone. */
+static int client_flush(server_client *c) {
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                break;
+                        return negative_errno();
+                }
+                c->out_off += n;
+        }
+        if (c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+        return 0;
+}
+
+static int client_append(server_client *c, const char *data, size_t n) {
+        if (c->out_off > 0 && c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+        if (c->out_len + n > c->out_cap) {
+                size_t cap = MAX(c->out_cap * 2, c->out_len + n);
+                char *o = realloc(c->out, cap);
+                if (!o)
+                        return -ENOMEM;
+                c->out = o;
+                c->out_cap = cap;
+        }
+        memcpy(c->out + c->out_len, data, n);
+        c->out_len += n;
+        return 0;
+}
+
+int server_client_send(server_client *c, json_t *obj) {
+        char *s;
+        int r;
+
+        if (!obj)
+                return -ENOMEM;
+        s = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
+        json_decref(obj);
+        if (!s)
+                return -ENOMEM;
+        r = client_append(c, s, strlen(s));
+        free(s);
+        if (r >= 0)
+                r = client_append(c, "\n", 1);
+        /* start pushing now: a long stream should not all sit in memory */
+        if (r >= 0 && c->out_len - c->out_off >= 64 * 1024)
+                (void) client_flush(c);
+        return r;
+}
+
+int server_client_send_error(server_client *c, const char *message) {
+        return server_client_send(c, json_pack("{s:s, s:s}", "type", "error", "error", message));
+}
+
+static void client_handle_line(server_client *c, const char *line, size_t len) {
+        _cleanup_free_ char *error = NULL;
+        struct request req;
+        int r;
+
+        if (len == 0)
+                return; /* blank lines are keep-alives, not requests */
+        r = request_parse(line, len, &req, &error);
+        if (r == -ENOMEM) {
+                (void) server_client_send_error(c, "out of memory");
+                return;
+        }
+        if (r < 0) {
+                (void) server_client_send_error(c, error);
+                return;
+        }
+        r = c->server->handler(c, &req, c->server->userdata);
+        request_done(&req);
+        if (r < 0) {
+                _cleanup_free_ char *msg = NULL;
+                log_warning_errno(r, "Request failed: %m");
+                if (asprintf(&msg, "request failed: %s", strerror(-r)) < 0)
+                        msg = NULL;
+                (void) server_client_send_error(c, msg ? msg : "request failed");
+        }
+}
+
+/* Reads what is available and answers every complete line. */
+static int client_read(server_client *c) {
+        for (;;) {
+                char buf[16384];
+                ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return 0;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        return -ECONNRESET;
+
+                char *in = realloc(c->in, c->in_len + n);
+                if (!in)
+                        return -ENOMEM;
+                c->in = in;
+                memcpy(c->in + c->in_len, buf, n);
+                c->in_len += n;
+
+                size_t start = 0;
+                for (;;) {
+                        char *nl = memchr(c->in + start, '\n', c->in_len - start);
+                        if (!nl)
+                                break;
+                        client_handle_line(c, c->in + start, nl - (c->in + start));
+                        start = nl - c->in + 1;
+                }
+                memmove(c->in, c->in + start, c->in_len - start);
+                c->in_len -= start;
+                if (c->in_len > REQUEST_MAX_BYTES) {
+                        /* no newline within the limit: the rest can't be framed */
+                        (void) server_client_send_error(c, "request line longer than 65536 bytes; closing");
+                        c->closing = true;
+                        return 0;
+                }
+                if (c->out_len - c->out_off >= CLIENT_OUTPUT_HIGH_WATER)
+                        return 0;
+        }
+}
+
+static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        server_client *c = userdata;
+        int r = 0;
+
+        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                r = client_read(c);
+        if (r >= 0)
+                r = client_flush(c);
+        if (r < 0 || (c->closing && c->out_len == c->out_off)) {
+                if (r < 0 && r != -ECONNRESET && r != -EPIPE)
+                        log_debug_errno(r, "Client connection failed: %m");
+                client_free(c);
+                return 0;
+        }
+        client_update_events(c);
+        return 0;
+}
+
+static int server_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        server *srv = userdata;
+        server_client *c;
+        int cfd, r;
+
+        cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0) {
+                if (errno != EAGAIN && errno != EINTR)
+                        log_warning_errno(negative_errno(), "Failed to accept a client, ignoring: %m");
+                return 0;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                close(cfd);
+                return log_oom(), 0;
+        }
+        c->server = srv;
+        c->fd = cfd;
+        r = sd_event_add_io(srv->event, &c->io, cfd, EPOLLIN, client_io, c);
+        if (r < 0) {
+                close(cfd);
+                free(c);
+                log_warning_errno(r, "Failed to watch a client, ignoring: %m");
+                return 0;
+        }
+        c->next = srv->clients;
+        if (srv->clients)
+                srv->clients->prev = c;
+        srv->clients = c;
+        srv->n_clients++;
+        return 0;
+}
+
+int server_new(sd_event *event, const char *path, mode_t mode, server_request_fn handler, void *userdata,
+               server **ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        server *s;
+        int r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return log_error_errno(ENAMETOOLONG, "Socket path %s is too long (at most %zu bytes).", path,
+                                       sizeof(sa.sun_path) - 1);
+        strcpy(sa.sun_path, path);
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return log_oom();
+        s->fd = -1;
+        s->event = sd_event_ref(event);
+        s->handler = handler;
+        s->userdata = userdata;
+        s->path = strdup(path);
+        s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (!s->path || s->fd < 0) {
+                r = s->path ? log_error_errno(negative_errno(), "Failed to create socket: %m") : log_oom();
+                goto fail;
+        }
+        /* A socket file left by a previous run would make bind fail. Only a
+         * socket is removed, never another kind of file. */
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+                (void) unlink(path);
+        if (bind(s->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                r = log_error_errno(negative_errno(), "Failed to bind socket %s: %m", path);
+                goto fail;
+        }
+        if (chmod(path, mode) < 0) {
+                r = log_error_errno(negative_errno(), "Failed to set the mode of socket %s: %m", path);
+                goto fail;
+        }
+        if (listen(s->fd, SOMAXCONN) < 0) {
+                r = log_error_errno(negative_errno(), "Failed to listen on socket %s: %m", path);
+                goto fail;
+        }
+        r = sd_event_add_io(event, &s->io, s->fd, EPOLLIN, server_accept, s);
+        if (r < 0) {
+                log_error_errno(r, "Failed to watch socket %s: %m", path);
+                goto fail;
+        }
+        *ret = s;
+        return 0;
+fail:
+        server_free(s);
+        return r;
+}
+
+server *server_free(server *s) {
+        if (!s)
+                return NULL;
+        while (s->clients)
+                client_free(s->clients);
+        sd_event_source_disable_unref(s->io);
+        if (s->fd >= 0) {
+                close(s->fd);
+                if (s->path)
+                        (void) unlink(s->path);
+        }
+        free(s->path);
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}
+
+size_t server_n_clients(const server *s) {
+        return s->n_clients;
+}

@@ -1,0 +1,98 @@
+/* The SQLite store: schema migration, one write transaction per drain, and
+ * the read side of queries and status. Schema: the schema/ migrations, docs/schema.md. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store;
+
+/* A frame to store. Strings are borrowed for the duration of the call. */
+struct store_frame {
+        const char *module;   /* file path, "[kernel.kallsyms]", "[vdso]", "[unknown]", "[lost]" */
+        const char *build_id; /* hex, or NULL */
+        uint64_t address;     /* file offset (user) or address (kernel) */
+        const char *function; /* NULL: unresolved */
+        bool kernel;
+};
+
+struct store_process {
+        uint32_t pid;
+        uint64_t start_ns;
+        const char *comm;
+        const char *exe;    /* may be NULL */
+        const char *cgroup; /* may be NULL */
+        uint32_t uid;
+        bool have_uid;
+};
+
+struct store_sample {
+        const struct store_process *process;
+        uint32_t tid;
+        uint64_t cgroup_id;
+        int kind;
+        int state;
+        const struct store_frame *frames; /* root first */
+        size_t n_frames;
+        uint64_t value;
+};
+
+/* Opens (creating if needed) and migrates the store. Returns 0, or a negative
+ * errno with the reason logged: -EPROTO when the file is not a store this
+ * profd can use (corrupt, or written by a newer schema). */
+int store_open(const char *path, store **ret);
+store *store_close(store *s);
+const char *store_path(const store *s);
+
+/* A drain is written as begin, add..., drop..., commit: one transaction, so a
+ * crash leaves either the whole drain or none of it. Each returns 0 or a
+ * negative errno (-ENOSPC when the disk is full); after a failure call
+ * store_drain_abort. */
+int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns);
+int store_drain_add(store *s, const struct store_sample *sample);
+int store_drain_drop(store *s, const char *reason, uint64_t count);
+int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys);
+void store_drain_abort(store *s);
+
+/* Records drops of a drain that could not be written, in a transaction of its
+ * own, so they stay visible. Returns 0 or a negative errno. */
+int store_record_lost_drain(store *s, uint64_t start_ns, uint64_t end_ns, const char *reason, uint64_t count);
+
+struct store_query {
+        int kind;
+        uint64_t from_ns, to_ns; /* Unix-epoch ns, inclusive */
+        uint32_t pid;            /* 0: any */
+        const char *comm;        /* NULL: any */
+};
+
+/* A frame as queries return it. */
+struct store_frame_out {
+        const char *name;   /* function, or "module+0xoffset" when unresolved */
+        const char *module; /* mapping path */
+        bool kernel;
+        bool resolved;
+};
+
+/* Called for every stack matching a query. Returning a negative errno stops
+ * the query and is passed on. */
+typedef int (*store_stack_fn)(const struct store_frame_out *frames, size_t n, uint64_t value, void *userdata);
+
+int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn, void *userdata,
+                       uint64_t *ret_total, uint64_t *ret_stacks);
+
+struct store_drop_total {
+        char *reason;
+        uint64_t count;
+};
+
+struct store_stats {
+        uint64_t drains, samples, stacks, processes;
+        uint64_t last_drain_ns;
+        uint64_t file_bytes; /* database plus write-ahead log */
+        struct store_drop_total *drops;
+        size_t n_drops;
+};
+
+int store_get_stats(store *s, struct store_stats *ret);
+void store_stats_done(struct store_stats *st);
