@@ -326,26 +326,29 @@ static int drops_check(const json_t *drops) {
 
 static void drops_write(FILE *f, const json_t *drops) {
         size_t width = 0;
+        int count_width = 1;
         const char *reason;
         json_t *count;
 
-        json_object_foreach((json_t *) drops, reason, count)
+        /* drops_check() saw every reason (known ones included) in this loop */
+        json_object_foreach((json_t *) drops, reason, count) {
                 width = MAX(width, strlen(reason));
-        for (size_t i = 0; i < ELEMENTSOF(drop_reasons); i++)
-                width = MAX(width, strlen(drop_reasons[i]));
+                count_width = MAX(count_width, snprintf(NULL, 0, "%" JSON_INTEGER_FORMAT,
+                                                        json_integer_value(count)));
+        }
 
         fputs("drops since the store was created:\n", f);
         for (size_t i = 0; i < ELEMENTSOF(drop_reasons); i++)
-                fprintf(f, "  %-*s  %" JSON_INTEGER_FORMAT "\n", (int) width, drop_reasons[i],
-                        json_integer_value(json_object_get(drops, drop_reasons[i])));
+                fprintf(f, "  %-*s  %*" JSON_INTEGER_FORMAT "\n", (int) width, drop_reasons[i],
+                        count_width, json_integer_value(json_object_get(drops, drop_reasons[i])));
         /* a newer profd may count reasons this profctl doesn't know yet */
         json_object_foreach((json_t *) drops, reason, count) {
                 if (drop_reason_known(reason))
                         continue;
                 fputs("  ", f);
                 write_sanitized(f, reason);
-                fprintf(f, "%*s  %" JSON_INTEGER_FORMAT "\n", (int) (width - strlen(reason)), "",
-                        json_integer_value(count));
+                fprintf(f, "%*s  %*" JSON_INTEGER_FORMAT "\n", (int) (width - strlen(reason)), "",
+                        count_width, json_integer_value(count));
         }
 }
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <time.h>
 
-static void vprint_error(int error, const char *fmt, va_list ap) {
+_printf_(2, 0) static void vprint_error(int error, const char *fmt, va_list ap) {
         char msg[4096];
 
         errno = error; /* for %m */

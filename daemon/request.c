@@ -136,7 +136,7 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
         *ret_error = NULL;
         if (len > REQUEST_MAX_BYTES)
                 return fail(ret_error, "request is larger than %d bytes", REQUEST_MAX_BYTES);
-        root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+        root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!root)
                 return fail(ret_error, "malformed JSON at column %d: %s", jerr.column, jerr.text);
         if (!json_is_object(root)) {

@@ -154,7 +154,7 @@ static void client_handle_line(server_client *c, const char *line, size_t len) {
 
 /* Reads what is available and answers every complete line. */
 static int client_read(server_client *c) {
-        for (;;) {
+        while (!c->closing) {
                 char buf[16384];
                 ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
                 if (n < 0) {
@@ -162,8 +162,11 @@ static int client_read(server_client *c) {
                                 return 0;
                         return negative_errno();
                 }
-                if (n == 0)
-                        return -ECONNRESET;
+                if (n == 0) {
+                        /* the client is done sending; answer what it sent, then close */
+                        c->closing = true;
+                        return 0;
+                }
 
                 char *in = realloc(c->in, c->in_len + n);
                 if (!in)
@@ -191,6 +194,7 @@ static int client_read(server_client *c) {
                 if (c->out_len - c->out_off >= CLIENT_OUTPUT_HIGH_WATER)
                         return 0;
         }
+        return 0;
 }
 
 static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {

@@ -1,0 +1,135 @@
+"""Shared pieces of the end-to-end tests: start the real profd on a private
+socket and store, drive it through the real profctl, stop it.
+
+Paths of the binaries come from the environment meson sets (PROFD, PROFCTL,
+and the workloads). Tests that need root or BPF exit 77 (meson: skipped),
+loudly, only when that capability is really absent."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+def require_root():
+    """Skip (exit 77) unless we can load BPF programs: needs root."""
+    if os.geteuid() != 0:
+        print("SKIP: this test loads BPF programs into the kernel and needs root; "
+              "it did NOT run (run the suite as root: see README.md)", file=sys.stderr)
+        sys.exit(SKIP)
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        print("SKIP: the kernel has no BTF (/sys/kernel/btf/vmlinux), profd's BPF programs "
+              "cannot load here; this test did NOT run", file=sys.stderr)
+        sys.exit(SKIP)
+
+
+def binary(name):
+    path = os.environ.get(name)
+    if not path:
+        sys.exit(f"test setup: ${name} is not set (run through meson test)")
+    return path
+
+
+class Profd:
+    """A profd process on a temporary socket and store."""
+
+    def __init__(self, *args, store=None, workdir=None):
+        self.dir = workdir or tempfile.mkdtemp(prefix="profd-test-")
+        self.socket = os.path.join(self.dir, "profd.sock")
+        self.store = store or os.path.join(self.dir, "profd.db")
+        self.args = list(args)
+        self.log_path = os.path.join(self.dir, "profd.log")
+        self.proc = None
+
+    def start(self, timeout=30):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [binary("PROFD"), "--config", "/dev/null", "--socket", self.socket,
+             "--store", self.store] + self.args,
+            stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"profd exited with {self.proc.returncode} while starting:\n"
+                                     + self.read_log())
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(self.socket)
+                return self
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("profd did not open its socket in time:\n" + self.read_log())
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Stops profd; returns its exit code."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("profd did not exit within %ds of %s" % (timeout, sig))
+        self.log.close()
+        return self.proc.returncode
+
+    def profctl(self, *args, check=True, timeout=60):
+        r = subprocess.run([binary("PROFCTL"), "--socket", self.socket] + list(args),
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"profctl {' '.join(args)} exited {r.returncode}:\n{r.stderr}")
+        return r
+
+    def query_json(self, *args):
+        return json.loads(self.profctl("query", "--json", *args).stdout)
+
+    def cleanup(self):
+        if self.proc and self.proc.poll() is None:
+            self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        failed = exc[0] is not None and not (exc[0] is SystemExit and exc[1].code == 0)
+        if failed and self.proc:
+            print("--- profd log ---\n" + self.read_log(), file=sys.stderr)
+        self.cleanup()
+
+
+def function_shares(result):
+    """From a `profctl query --json` document: (self, total) sample counts per
+    function name, and the total. Self counts the leaf frame; total counts
+    every stack containing the function once."""
+    self_counts, total_counts = {}, {}
+    for st in result["stacks"]:
+        names = [f["name"] for f in st["frames"]]
+        if names:
+            self_counts[names[-1]] = self_counts.get(names[-1], 0) + st["value"]
+        for n in set(names):
+            total_counts[n] = total_counts.get(n, 0) + st["value"]
+    return self_counts, total_counts, result["total"]
+
+
+def run_tests(tests):
+    """Runs test functions in order; prints one line each; exits 1 if any failed."""
+    failed = 0
+    for t in tests:
+        try:
+            t()
+            print(f"ok - {t.__name__}")
+        except Exception as e:  # report every failure, then fail the test
+            failed += 1
+            print(f"FAIL - {t.__name__}: {e}", file=sys.stderr)
+    sys.exit(1 if failed else 0)
