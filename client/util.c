@@ -40,26 +40,6 @@ int cli_usage_error(const char *fmt, ...) {
         return -EINVAL;
 }
 
-int parse_uint_strict(const char *s, uint64_t max, uint64_t *ret) {
-        uint64_t v = 0;
-
-        /* not strtoull: it takes leading spaces, a sign and "0x", and "-3"
-         * would come back as a huge positive number */
-        if (!s || !*s)
-                return -EINVAL;
-        for (const char *p = s; *p; p++)
-                if (*p < '0' || *p > '9')
-                        return -EINVAL;
-        for (const char *p = s; *p; p++)
-                if (__builtin_mul_overflow(v, 10, &v) ||
-                    __builtin_add_overflow(v, (uint64_t) (*p - '0'), &v))
-                        return -ERANGE;
-        if (v > max)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
 const char *format_bytes(char *buf, size_t size, uint64_t bytes) {
         static const char *const suffixes[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
         double v = (double) bytes;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "macro.h"
+#include "helpers.h"
 
 /* Exit statuses scripts rely on: 1 = profd said no or could not be reached,
  * 2 = the command line was wrong (nothing was sent). */
@@ -22,10 +23,6 @@ int cli_error(int r, const char *fmt, ...) _printf_(2, 3);
 /* Prints "profctl: <message>" and the hint to --help to stderr. Returns
  * -EINVAL. */
 int cli_usage_error(const char *fmt, ...) _printf_(1, 2);
-
-/* Parses a decimal integer made of digits only (no sign, no spaces, no
- * "0x"), at most max. Returns 0, -EINVAL (not digits only) or -ERANGE. */
-int parse_uint_strict(const char *s, uint64_t max, uint64_t *ret);
 
 /* "512 B", "1.5 KiB", "3.2 GiB". Returns buf. */
 const char *format_bytes(char *buf, size_t size, uint64_t bytes);

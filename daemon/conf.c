@@ -3,7 +3,6 @@
 #include "conf.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,20 +10,7 @@
 #include "config.h"
 #include "duration.h"
 #include "macro.h"
-
-_printf_(2, 3) static int fail(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-        char *s = NULL;
-
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        if (!s)
-                return -ENOMEM;
-        *ret_error = s;
-        return -EINVAL;
-}
+#include "helpers.h"
 
 int conf_init(struct conf *c) {
         *c = (struct conf) {
@@ -50,7 +36,7 @@ static int set_path(char **field, const char *key, const char *value, char **ret
         char *p;
 
         if (value[0] != '/')
-                return fail(ret_error, "%s must be an absolute path, not \"%s\"", key, value);
+                return format_error(ret_error, "%s must be an absolute path, not \"%s\"", key, value);
         p = strdup(value);
         if (!p)
                 return -ENOMEM;
@@ -65,15 +51,11 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
         if (streq(key, "store"))
                 return set_path(&c->store_path, key, value, ret_error);
         if (streq(key, "frequency")) {
-                char *end;
-                unsigned long v;
+                uint64_t v;
 
-                errno = 0;
-                v = strtoul(value, &end, 10);
-                if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || v == 0 ||
-                    v > CONF_MAX_FREQUENCY_HZ)
-                        return fail(ret_error, "frequency must be a whole number of Hz from 1 to %d, not \"%s\"",
-                                    CONF_MAX_FREQUENCY_HZ, value);
+                if (parse_uint_strict(value, CONF_MAX_FREQUENCY_HZ, &v) < 0 || v == 0)
+                        return format_error(ret_error, "frequency must be a whole number of Hz from 1 to %d, not \"%s\"",
+                                            CONF_MAX_FREQUENCY_HZ, value);
                 c->frequency_hz = v;
                 return 0;
         }
@@ -81,7 +63,7 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                 uint64_t ns;
 
                 if (parse_duration_ns(value, &ns) < 0 || ns < CONF_MIN_INTERVAL_NS || ns > CONF_MAX_INTERVAL_NS)
-                        return fail(ret_error, "interval must be a duration from 100ms to 1h (e.g. \"10s\"), not \"%s\"",
+                        return format_error(ret_error, "interval must be a duration from 100ms to 1h (e.g. \"10s\"), not \"%s\"",
                                     value);
                 c->interval_ns = ns;
                 return 0;
@@ -120,18 +102,18 @@ int conf_parse_text(struct conf *c, const char *name, const char *text, char **r
                         continue;
                 eq = strchr(line, '=');
                 if (!eq)
-                        return fail(ret_error, "%s:%u: expected \"key = value\", got \"%s\"", name, lineno, line);
+                        return format_error(ret_error, "%s:%u: expected \"key = value\", got \"%s\"", name, lineno, line);
                 *eq = '\0';
                 key = strip(line);
                 value = strip(eq + 1);
                 if (key[0] == '\0')
-                        return fail(ret_error, "%s:%u: missing key before '='", name, lineno);
+                        return format_error(ret_error, "%s:%u: missing key before '='", name, lineno);
                 r = conf_set(c, key, value, &why);
                 if (r == -ENOENT)
-                        return fail(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval)",
+                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval)",
                                     name, lineno, key);
                 if (r == -EINVAL)
-                        return fail(ret_error, "%s:%u: key '%s': %s", name, lineno, key, why);
+                        return format_error(ret_error, "%s:%u: key '%s': %s", name, lineno, key, why);
                 if (r < 0)
                         return r;
         }

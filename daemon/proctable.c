@@ -16,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "procmaps.h"
+#include "helpers.h"
 
 struct proc_key {
         uint32_t pid;
@@ -100,34 +101,6 @@ proctable *proctable_free(proctable *t) {
         return NULL;
 }
 
-/* Reads a small /proc file whole. Returns 0 or a negative errno. */
-static int read_proc_file(const char *path, char **ret) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, n = 0;
-
-        if (!f)
-                return negative_errno();
-        for (;;) {
-                if (n + 4096 + 1 > size) {
-                        char *b = realloc(buf, size = size ? size * 2 : 8192);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                }
-                size_t k = fread(buf + n, 1, size - n - 1, f);
-                n += k;
-                if (k == 0) {
-                        if (ferror(f))
-                                return -EIO;
-                        break;
-                }
-        }
-        buf[n] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 static int mapping_cmp(const void *a, const void *b) {
         const struct proc_mapping *x = a, *y = b;
         return x->start < y->start ? -1 : x->start > y->start;
@@ -163,7 +136,7 @@ static int snapshot_maps(proctable *t, struct proc *p) {
         int r;
 
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", t->proc_root, p->pid);
-        r = read_proc_file(path, &text);
+        r = read_full_file(path, &text);
         if (r < 0)
                 return r;
         for (char *line = text, *next; line && *line; line = next) {
@@ -217,7 +190,7 @@ static int check_identity(proctable *t, uint32_t pid, uint64_t start_ns) {
         int r;
 
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", t->proc_root, pid);
-        r = read_proc_file(path, &stat);
+        r = read_full_file(path, &stat);
         if (r < 0)
                 return r;
         r = procstat_parse_starttime(stat, &ticks);
@@ -237,7 +210,7 @@ static int snapshot(proctable *t, struct proc *p) {
                 return r;
 
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/comm", t->proc_root, p->pid);
-        if (read_proc_file(path, &text) >= 0) {
+        if (read_full_file(path, &text) >= 0) {
                 text[strcspn(text, "\n")] = '\0';
                 snprintf(p->comm, sizeof(p->comm), "%s", text);
                 text = (free(text), NULL);
@@ -251,12 +224,12 @@ static int snapshot(proctable *t, struct proc *p) {
                         return -ENOMEM;
         }
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", t->proc_root, p->pid);
-        if (read_proc_file(path, &text) >= 0) {
+        if (read_full_file(path, &text) >= 0) {
                 p->have_uid = procstatus_parse_uid(text, &p->uid) >= 0;
                 text = (free(text), NULL);
         }
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/cgroup", t->proc_root, p->pid);
-        if (read_proc_file(path, &text) >= 0) {
+        if (read_full_file(path, &text) >= 0) {
                 r = proccgroup_parse_v2(text, &p->cgroup);
                 if (r == -ENOMEM)
                         return r;

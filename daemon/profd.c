@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "helpers.h"
 
 static void help(void) {
         printf("Usage: profd [OPTION...]\n"
@@ -31,30 +32,6 @@ static void help(void) {
                "Needs root (or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH).\n"
                "Query it with profctl(1), e.g.: profctl query --since 10m --folded\n",
                CONF_MAX_FREQUENCY_HZ, CONF_DEFAULT_FREQUENCY_HZ);
-}
-
-static int read_file(const char *path, char **ret) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0, cap = 0, k;
-
-        if (!f)
-                return negative_errno();
-        do {
-                if (cap - n < 4096) {
-                        char *b = realloc(buf, cap = cap ? cap * 2 : 8192);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                }
-                k = fread(buf + n, 1, cap - n - 1, f);
-                n += k;
-        } while (k > 0);
-        if (ferror(f))
-                return -EIO;
-        buf[n] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
 }
 
 /* Creates the parent directories of path that are missing. */
@@ -132,7 +109,7 @@ int main(int argc, char *argv[]) {
         if (conf_init(&conf) < 0)
                 return log_oom(), 1;
 
-        r = read_file(config_path ? config_path : CONF_DEFAULT_PATH, &text);
+        r = read_full_file(config_path ? config_path : CONF_DEFAULT_PATH, &text);
         if (r < 0 && (config_path || r != -ENOENT)) {
                 log_error_errno(r, "Failed to read configuration %s: %m", config_path ? config_path : CONF_DEFAULT_PATH);
                 goto finish;

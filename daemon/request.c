@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,37 +11,24 @@
 #include "../bpf/profd.h"
 #include "duration.h"
 #include "macro.h"
+#include "helpers.h"
 
 /* Default window of a query without "since": recent enough to answer "what is
  * it doing now" quickly, long enough to hold dozens of drains. */
 #define QUERY_DEFAULT_SINCE_NS (10 * 60 * NSEC_PER_SEC)
-
-_printf_(2, 3) static int fail(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-        char *s = NULL;
-
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        if (!s)
-                return -ENOMEM;
-        *ret_error = s;
-        return -EINVAL;
-}
 
 static int parse_duration_field(json_t *v, const char *name, uint64_t *ret, char **ret_error) {
         const char *s;
         int r;
 
         if (!json_is_string(v))
-                return fail(ret_error, "field '%s' must be a duration string such as \"10m\"", name);
+                return format_error(ret_error, "field '%s' must be a duration string such as \"10m\"", name);
         s = json_string_value(v);
         r = parse_duration_ns(s, ret);
         if (r == -ERANGE)
-                return fail(ret_error, "field '%s': duration \"%s\" is too large", name, s);
+                return format_error(ret_error, "field '%s': duration \"%s\" is too large", name, s);
         if (r < 0)
-                return fail(ret_error,
+                return format_error(ret_error,
                             "field '%s': \"%s\" is not a duration (expected e.g. \"90s\", \"10m\", \"1h30m\")",
                             name, s);
         return 0;
@@ -69,9 +55,9 @@ static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
                         continue;
                 if (streq(key, "kind")) {
                         if (!json_is_string(v))
-                                return fail(ret_error, "field 'kind' must be a string");
+                                return format_error(ret_error, "field 'kind' must be a string");
                         if (parse_kind(json_string_value(v), &q->kind) < 0)
-                                return fail(ret_error, "unknown kind '%s' (this profd collects: cpu)",
+                                return format_error(ret_error, "unknown kind '%s' (this profd collects: cpu)",
                                             json_string_value(v));
                 } else if (streq(key, "since")) {
                         r = parse_duration_field(v, key, &q->since_ns, ret_error);
@@ -85,21 +71,21 @@ static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
                 } else if (streq(key, "pid")) {
                         json_int_t pid;
                         if (!json_is_integer(v))
-                                return fail(ret_error, "field 'pid' must be an integer");
+                                return format_error(ret_error, "field 'pid' must be an integer");
                         pid = json_integer_value(v);
                         if (pid <= 0 || pid > INT32_MAX)
-                                return fail(ret_error, "field 'pid': %lld is not a process id",
+                                return format_error(ret_error, "field 'pid': %lld is not a process id",
                                             (long long) pid);
                         q->pid = pid;
                 } else if (streq(key, "comm")) {
                         const char *c;
                         if (!json_is_string(v))
-                                return fail(ret_error, "field 'comm' must be a string");
+                                return format_error(ret_error, "field 'comm' must be a string");
                         c = json_string_value(v);
                         if (c[0] == '\0')
-                                return fail(ret_error, "field 'comm' is empty");
+                                return format_error(ret_error, "field 'comm' is empty");
                         if (strlen(c) > REQUEST_COMM_MAX)
-                                return fail(ret_error,
+                                return format_error(ret_error,
                                             "field 'comm': \"%.32s\" is longer than %d characters, "
                                             "the most the kernel keeps of a command name",
                                             c, REQUEST_COMM_MAX);
@@ -108,10 +94,10 @@ static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
                         if (!q->comm)
                                 return -ENOMEM;
                 } else
-                        return fail(ret_error, "unknown field '%s' in query request", key);
+                        return format_error(ret_error, "unknown field '%s' in query request", key);
         }
         if (q->until_ns >= q->since_ns)
-                return fail(ret_error, "empty window: 'until' must be more recent than 'since'%s",
+                return format_error(ret_error, "empty window: 'until' must be more recent than 'since'%s",
                             have_since ? "" : " (default since: 10m)");
         return 0;
 }
@@ -122,7 +108,7 @@ static int parse_no_args(json_t *o, const char *op, char **ret_error) {
 
         json_object_foreach(o, key, v)
                 if (!streq(key, "op"))
-                        return fail(ret_error, "unknown field '%s' in %s request", key, op);
+                        return format_error(ret_error, "unknown field '%s' in %s request", key, op);
         return 0;
 }
 
@@ -135,21 +121,21 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
 
         *ret_error = NULL;
         if (len > REQUEST_MAX_BYTES)
-                return fail(ret_error, "request is larger than %d bytes", REQUEST_MAX_BYTES);
+                return format_error(ret_error, "request is larger than %d bytes", REQUEST_MAX_BYTES);
         root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!root)
-                return fail(ret_error, "malformed JSON at column %d: %s", jerr.column, jerr.text);
+                return format_error(ret_error, "malformed JSON at column %d: %s", jerr.column, jerr.text);
         if (!json_is_object(root)) {
-                r = fail(ret_error, "request must be a JSON object");
+                r = format_error(ret_error, "request must be a JSON object");
                 goto out;
         }
         op = json_object_get(root, "op");
         if (!op) {
-                r = fail(ret_error, "missing field 'op'");
+                r = format_error(ret_error, "missing field 'op'");
                 goto out;
         }
         if (!json_is_string(op)) {
-                r = fail(ret_error, "field 'op' must be a string");
+                r = format_error(ret_error, "field 'op' must be a string");
                 goto out;
         }
         ops = json_string_value(op);
@@ -163,7 +149,7 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
                 req.op = REQUEST_QUERY;
                 r = parse_query(root, &req.query, ret_error);
         } else
-                r = fail(ret_error, "unknown op '%s' (expected status, flush or query)", ops);
+                r = format_error(ret_error, "unknown op '%s' (expected status, flush or query)", ops);
 out:
         json_decref(root);
         if (r < 0) {

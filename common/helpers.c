@@ -1,0 +1,66 @@
+/* Whole-file reads, parser error messages, strict integers. */
+#include "helpers.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int read_full_file(const char *path, char **ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, n = 0, k;
+
+        if (!f)
+                return negative_errno();
+        do {
+                if (size - n < 4096) {
+                        char *b = realloc(buf, size = size ? size * 2 : 8192);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                }
+                k = fread(buf + n, 1, size - n - 1, f);
+                n += k;
+        } while (k > 0);
+        if (ferror(f))
+                return -EIO;
+        buf[n] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int format_error(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        if (!s)
+                return -ENOMEM;
+        *ret_error = s;
+        return -EINVAL;
+}
+
+int parse_uint_strict(const char *s, uint64_t max, uint64_t *ret) {
+        uint64_t v = 0;
+
+        /* not strtoull: it takes leading spaces, a sign and "0x", and "-3"
+         * would come back as a huge positive number */
+        if (!s || !*s)
+                return -EINVAL;
+        for (const char *p = s; *p; p++)
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+        for (const char *p = s; *p; p++)
+                if (__builtin_mul_overflow(v, 10, &v) ||
+                    __builtin_add_overflow(v, (uint64_t) (*p - '0'), &v))
+                        return -ERANGE;
+        if (v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+

@@ -1,0 +1,19 @@
+/* Small helpers both profd and profctl need: whole-file reads, error
+ * messages for strict parsers, strict unsigned integers. */
+#pragma once
+
+#include <stdint.h>
+
+#include "macro.h"
+
+/* Reads a (small) file whole, NUL-terminated. Returns 0 or a negative errno
+ * (-ENOMEM, or what opening or reading failed with). */
+int read_full_file(const char *path, char **ret);
+
+/* Formats a message into *ret_error (malloc'd) for a parser's caller and
+ * returns -EINVAL; -ENOMEM if the message could not be allocated. */
+int format_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+
+/* Parses a decimal integer made of digits only (no sign, no spaces, no
+ * "0x"), at most max. Returns 0, -EINVAL (not digits only) or -ERANGE. */
+int parse_uint_strict(const char *s, uint64_t max, uint64_t *ret);
