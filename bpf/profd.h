@@ -14,27 +14,54 @@
 /* What a sample's value measures. */
 enum profd_kind {
         PROFD_KIND_CPU = 0,    /* value: number of timer samples */
-        PROFD_KIND_OFFCPU = 1, /* value: nanoseconds blocked (reserved) */
-        PROFD_KIND_WAKEUP = 2, /* value: nanoseconds of blocked time ended (reserved) */
+        PROFD_KIND_OFFCPU = 1, /* value: nanoseconds the thread was off the CPU */
+        PROFD_KIND_WAKEUP = 2, /* value: nanoseconds of blocked time the waker ended */
 };
 
-/* Stack id sentinels stored in profd_sample_key when no stack id exists.
- * Real ids are >= 0. */
-#define PROFD_STACK_NONE (-1) /* nothing to walk: kernel thread, or user mode */
-#define PROFD_STACK_LOST (-2) /* walk failed or its map slot was taken; counted */
+/* Task state at switch-out, for off-CPU kinds (0 for cpu). */
+enum profd_state {
+        PROFD_STATE_NONE = 0,
+        PROFD_STATE_RUNNING = 1,        /* R: preempted, waiting for a CPU */
+        PROFD_STATE_SLEEPING = 2,       /* S: interruptible sleep */
+        PROFD_STATE_DISK = 3,           /* D: uninterruptible (usually I/O) */
+        PROFD_STATE_STOPPED = 4,        /* T: stopped or traced */
+        PROFD_STATE_IDLE = 5,           /* I: idle kernel thread (D + NOLOAD) */
+        PROFD_STATE_OTHER = 6,
+};
+
+/* Stacks in profd_sample_key. For PROFD_KIND_CPU a stack is an id in the
+ * stacks_{user,kernel}_<gen> stack maps; for the off-CPU kinds it is a hash
+ * of the frames, a key of frames_<gen>: a blocked thread's user stack is
+ * taken at switch-out, possibly generations before it is counted, so it
+ * can't refer to a per-generation stack id. Real hashes never take the
+ * sentinel values. */
+#define PROFD_STACK_NONE (~0ULL)       /* nothing to walk: kernel thread, or user mode */
+#define PROFD_STACK_LOST (~0ULL - 1)   /* walk failed or its map slot was taken; counted */
+
+/* Frames per stack in frames_<gen> and per-task storage: the kernel's
+ * default perf_event_max_stack. */
+#define PROFD_MAX_FRAMES 127
 
 /* Key of the aggregation maps (counts_0 / counts_1). One entry per distinct
- * (process instance, thread, cgroup, stacks, kind, state). */
+ * (process instance, thread, cgroup, stacks, kind, state, peer). */
 struct profd_sample_key {
         __u64 start_ns;        /* process start, boot-time ns: identity with tgid */
         __u64 cgroup_id;       /* cgroup v2 id of the thread */
+        __u64 user_stack;      /* see PROFD_STACK_* above */
+        __u64 kernel_stack;
         __u32 tgid;
         __u32 tid;
-        __s32 user_stack_id;   /* in stacks_user_<gen>, or PROFD_STACK_* */
-        __s32 kernel_stack_id; /* in stacks_kernel_<gen>, or PROFD_STACK_* */
+        __u32 peer_tid;        /* wakeup: the thread whose blocked time was ended */
         __u8 kind;             /* enum profd_kind */
-        __u8 state;            /* task state for off-CPU kinds, 0 for cpu */
-        __u8 pad[6];
+        __u8 state;            /* enum profd_state */
+        __u8 pad[2];
+};
+
+/* A stack copied out by bpf_get_stack: value of frames_<gen>, and scratch. */
+struct profd_frames {
+        __u32 n;
+        __u32 pad;
+        __u64 ips[PROFD_MAX_FRAMES];
 };
 
 /* Counters in the per-CPU array "counters": cumulative since load, summed over
@@ -47,8 +74,11 @@ enum profd_counter {
         PROFD_DROP_USER_STACK_ERROR,    /* user stack walk failed (-EFAULT, ...) */
         PROFD_DROP_KERNEL_STACK_ERROR,  /* kernel stack walk failed */
         PROFD_DROP_STACK_COLLISION,     /* stack map bucket held another stack */
-        PROFD_DROP_STACK_MAP_FULL,      /* stack map had no free entry */
+        PROFD_DROP_STACK_MAP_FULL,      /* stack map or frames map had no free entry */
         PROFD_DROP_RINGBUF_FULL,        /* process event could not be sent */
+        PROFD_DROP_TASK_STORAGE,        /* no per-task storage for a switch-out */
+        PROFD_CNT_OFFCPU_FILTERED,      /* blocks outside [min, max] block time (not stored) */
+        PROFD_CNT_OFFCPU_FILTERED_NS,   /* their total nanoseconds */
         PROFD_COUNTER__MAX,
 };
 
@@ -73,7 +103,8 @@ struct profd_seen {
 };
 
 #ifndef __bpf__
-_Static_assert(sizeof(struct profd_sample_key) == 40, "profd_sample_key layout");
+_Static_assert(sizeof(struct profd_sample_key) == 48, "profd_sample_key layout");
+_Static_assert(sizeof(struct profd_frames) == 8 + 8 * PROFD_MAX_FRAMES, "profd_frames layout");
 _Static_assert(sizeof(struct profd_event) == 32, "profd_event layout");
 _Static_assert(sizeof(struct profd_seen) == 8, "profd_seen layout");
 #endif

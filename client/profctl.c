@@ -47,7 +47,8 @@ static void help_global(void) {
                "      --comm NAME    Only processes with command name NAME\n"
                "      --since DUR    Window start, DUR ago (default 10m)\n"
                "      --until DUR    Window end, DUR ago (default 0s: now)\n"
-               "      --kind cpu     What was sampled (cpu is the only kind)\n"
+               "      --kind KIND    cpu (default), offcpu or wakeup\n"
+               "      --state LIST   Task states for offcpu/wakeup, e.g. S,D\n"
                "      --folded       Folded stacks for flame graphs instead of the table\n"
                "      --json         One JSON document with every stack instead of the table\n"
                "      --limit N      Table rows (default %d, 0 for all)\n"
@@ -82,17 +83,23 @@ static void help_flush(void) {
 static void help_query(void) {
         printf("Usage: profctl query [OPTIONS]\n"
                "\n"
-               "Show where CPU time went in a window of time: by default the functions with\n"
-               "the most samples. SELF counts samples in the function itself, TOTAL samples\n"
-               "with the function anywhere on the stack.\n"
+               "Show where time went in a window of time: by default the functions with the\n"
+               "most samples (--kind cpu) or the most time (offcpu, wakeup). SELF counts\n"
+               "what landed in the function itself, TOTAL what has it anywhere on the stack.\n"
                "\n"
                "Options:\n"
                "      --pid N       Only process N\n"
                "      --comm NAME   Only processes with command name NAME (at most %d characters)\n"
                "      --since DUR   Window start, DUR ago (default 10m)\n"
                "      --until DUR   Window end, DUR ago (default 0s: now)\n"
-               "      --kind cpu    What was sampled (cpu is the only kind)\n"
-               "      --folded      Print folded stacks (flamegraph.pl, speedscope) instead\n"
+               "      --kind KIND   cpu: on-CPU samples (default); offcpu: time blocked or\n"
+               "                    waiting for a CPU, by the stack it blocked in; wakeup:\n"
+               "                    blocked time by the stack of the thread that ended it\n"
+               "      --state LIST  offcpu/wakeup only: task states at the block, e.g. S,D\n"
+               "                    (R preempted, S sleeping, D uninterruptible, T stopped,\n"
+               "                    I idle kernel thread)\n"
+               "      --folded      Print folded stacks (flamegraph.pl, speedscope) instead;\n"
+               "                    weights are samples (cpu) or microseconds (offcpu, wakeup)\n"
                "      --json        Print one JSON document with every stack instead\n"
                "      --limit N     Table rows to show (default %d, 0 for all)\n"
                "  -h, --help        Show this help\n"
@@ -219,7 +226,8 @@ struct query_args {
         const char *comm;
         const char *since;
         const char *until;
-        const char *kind;
+        const char *kind;   /* NULL: profd's default, cpu */
+        const char *state;
         QueryOutput output;
         size_t limit;
         bool limit_set;
@@ -246,6 +254,7 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                 ARG_SINCE,
                 ARG_UNTIL,
                 ARG_KIND,
+                ARG_STATE,
                 ARG_FOLDED,
                 ARG_JSON,
                 ARG_LIMIT,
@@ -257,6 +266,7 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                 { "since",  required_argument, NULL, ARG_SINCE  },
                 { "until",  required_argument, NULL, ARG_UNTIL  },
                 { "kind",   required_argument, NULL, ARG_KIND   },
+                { "state",  required_argument, NULL, ARG_STATE  },
                 { "folded", no_argument,       NULL, ARG_FOLDED },
                 { "json",   no_argument,       NULL, ARG_JSON   },
                 { "limit",  required_argument, NULL, ARG_LIMIT  },
@@ -312,10 +322,22 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                         a->until = optarg;
                         break;
                 case ARG_KIND:
-                        if (!streq(optarg, "cpu"))
-                                return cli_usage_error("--kind '%s' is not known (the only kind is "
-                                                       "'cpu')", optarg);
+                        if (!streq(optarg, "cpu") && !streq(optarg, "offcpu") && !streq(optarg, "wakeup"))
+                                return cli_usage_error("--kind '%s' is not known (expected cpu, offcpu "
+                                                       "or wakeup)", optarg);
                         a->kind = optarg;
+                        break;
+                case ARG_STATE:
+                        /* letters R S D T I, comma-separated; profd checks the same */
+                        for (const char *p = optarg;; p += 2) {
+                                if (!strchr("RSDTI", p[0]) || p[0] == '\0' || (p[1] != ',' && p[1] != '\0'))
+                                        return cli_usage_error("--state '%s' is not a list of task states "
+                                                               "(letters R, S, D, T, I separated by "
+                                                               "commas, e.g. S,D)", optarg);
+                                if (p[1] == '\0')
+                                        break;
+                        }
+                        a->state = optarg;
                         break;
                 case ARG_FOLDED:
                         folded = true;
@@ -339,6 +361,8 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                 return cli_usage_error("query takes no arguments, got '%s'", argv[optind]);
         if (folded && json)
                 return cli_usage_error("--folded and --json cannot be combined");
+        if (a->state && (!a->kind || streq(a->kind, "cpu")))
+                return cli_usage_error("--state applies to --kind offcpu and --kind wakeup");
         /* both stream every stack as profd sends it; cutting them off would
          * need them all in memory to find the largest first */
         if (a->limit_set && (folded || json))
@@ -355,12 +379,22 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
         return 1;
 }
 
+static const char *query_kind(const struct query_args *a) {
+        return a->kind ? a->kind : "cpu";
+}
+
+/* Off-CPU and wakeup values are nanoseconds, cpu values sample counts. */
+static bool kind_is_time(const struct query_args *a) {
+        return !streq(query_kind(a), "cpu");
+}
+
 static json_t *query_request(const struct query_args *a) {
         _cleanup_json_ json_t *req = json_pack("{ss}", "op", "query");
 
         /* only what the user gave: profd's defaults stay profd's */
         if (!req ||
             (a->kind && json_object_set_new(req, "kind", json_string(a->kind)) < 0) ||
+            (a->state && json_object_set_new(req, "state", json_string(a->state)) < 0) ||
             (a->since && json_object_set_new(req, "since", json_string(a->since)) < 0) ||
             (a->until && json_object_set_new(req, "until", json_string(a->until)) < 0) ||
             (a->pid > 0 && json_object_set_new(req, "pid", json_integer((json_int_t) a->pid)) < 0) ||
@@ -449,7 +483,10 @@ static int query_stream(const struct query_args *a) {
 
                 switch (a->output) {
                 case QUERY_FOLDED:
-                        if (folded_write_line(stdout, stack.frames, stack.n_frames, stack.value) < 0)
+                        /* off-CPU weights are microseconds (rounded): flamegraph.pl
+                         * wants integers, and nanoseconds overflow its counts */
+                        if (folded_write_line(stdout, stack.frames, stack.n_frames,
+                                              kind_is_time(a) ? (stack.value + 500) / 1000 : stack.value) < 0)
                                 return cli_error(-EIO, "cannot write to standard output");
                         break;
                 case QUERY_JSON:
@@ -471,15 +508,15 @@ static int query_stream(const struct query_args *a) {
         case QUERY_FOLDED:
                 break;
         case QUERY_JSON:
-                printf("%s],\"total\":%" PRIu64 ",\"stacks_count\":%" PRIu64
+                printf("%s],\"kind\":\"%s\",\"unit\":\"%s\",\"total\":%" PRIu64 ",\"stacks_count\":%" PRIu64
                        ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "}\n",
-                       n_stacks == 0 ? "{\"stacks\":[" : "\n",
+                       n_stacks == 0 ? "{\"stacks\":[" : "\n", query_kind(a), kind_is_time(a) ? "ns" : "samples",
                        end.total, end.stacks, end.from_ns, end.to_ns);
                 break;
         case QUERY_TABLE:
                 if (end.total == 0)
                         break;
-                r = top_table_write(table, stdout, end.total, end.from_ns, end.to_ns, a->limit);
+                r = top_table_write(table, stdout, end.total, end.from_ns, end.to_ns, a->limit, query_kind(a));
                 if (r < 0)
                         return cli_error(r, "cannot write the table: %m");
                 break;

@@ -235,8 +235,29 @@ static double percent(uint64_t part, uint64_t total) {
  * instead of widening the column for every row. */
 #define TOP_FUNCTION_WIDTH_MAX 60
 
+/* A time in the largest unit that keeps it readable: "2.31s", "12.5ms", "840us". */
+static const char *format_time_short(char *buf, size_t size, uint64_t ns) {
+        if (ns >= 1000000000ULL)
+                snprintf(buf, size, "%.2fs", (double) ns / 1e9);
+        else if (ns >= 1000000ULL)
+                snprintf(buf, size, "%.1fms", (double) ns / 1e6);
+        else
+                snprintf(buf, size, "%.0fus", (double) ns / 1e3);
+        return buf;
+}
+
+/* The SELF cell: a sample count, or a time for the off-CPU kinds. */
+static const char *format_weight(char *buf, size_t size, uint64_t v, bool nanoseconds) {
+        if (nanoseconds)
+                return format_time_short(buf, size, v);
+        snprintf(buf, size, "%" PRIu64, v);
+        return buf;
+}
+
 int top_table_write(const top_table *t, FILE *f, uint64_t total, uint64_t from_ns,
-                    uint64_t to_ns, size_t limit) {
+                    uint64_t to_ns, size_t limit, const char *kind) {
+        bool nanoseconds = !streq(kind, "cpu");
+        char cell[32];
         _cleanup_free_ struct func_stat **rows = NULL;
         char from[64], to[64], span[64];
         size_t n = 0, state = 0, name_width = strlen("FUNCTION");
@@ -253,13 +274,20 @@ int top_table_write(const top_table *t, FILE *f, uint64_t total, uint64_t from_n
                 n = limit;
 
         for (size_t i = 0; i < n; i++) {
-                int w = snprintf(NULL, 0, "%" PRIu64, rows[i]->self);
+                int w = (int) strlen(format_weight(cell, sizeof(cell), rows[i]->self, nanoseconds));
                 self_width = MAX(self_width, w);
                 name_width = MAX(name_width, MIN(strlen(rows[i]->key.name),
                                                  (size_t) TOP_FUNCTION_WIDTH_MAX));
         }
 
-        fprintf(f, "%" PRIu64 " samples from %s to %s (%s)\n\n", total,
+        if (nanoseconds)
+                fprintf(f, "%s %s from %s to %s (%s)\n\n", format_time_short(cell, sizeof(cell), total),
+                        streq(kind, "wakeup") ? "of blocked time ended by wakers" : "off-CPU",
+                        format_timestamp(from, sizeof(from), from_ns),
+                        format_timestamp(to, sizeof(to), to_ns),
+                        format_duration(span, sizeof(span), to_ns > from_ns ? to_ns - from_ns : 0));
+        else
+                fprintf(f, "%" PRIu64 " samples from %s to %s (%s)\n\n", total,
                 format_timestamp(from, sizeof(from), from_ns),
                 format_timestamp(to, sizeof(to), to_ns),
                 format_duration(span, sizeof(span), to_ns > from_ns ? to_ns - from_ns : 0));
@@ -270,8 +298,8 @@ int top_table_write(const top_table *t, FILE *f, uint64_t total, uint64_t from_n
                 const struct func_stat *s = rows[i];
                 size_t l = strlen(s->key.name);
 
-                fprintf(f, "%5.1f%%  %5.1f%%  %*" PRIu64 "  ", percent(s->self, total),
-                        percent(s->total, total), self_width, s->self);
+                fprintf(f, "%5.1f%%  %5.1f%%  %*s  ", percent(s->self, total),
+                        percent(s->total, total), self_width, format_weight(cell, sizeof(cell), s->self, nanoseconds));
                 write_sanitized(f, s->key.name);
                 fprintf(f, "%*s  ", (int) (l < name_width ? name_width - l : 0), "");
                 write_sanitized(f, module_display(&s->key));
@@ -289,6 +317,7 @@ static const char *const drop_reasons[] = {
         "stack_collision",
         "stack_map_full",
         "ringbuf_full",
+        "task_storage_full",
         "process_vanished",
         "store_write_failed",
 };
@@ -352,6 +381,33 @@ static void drops_write(FILE *f, const json_t *drops) {
         }
 }
 
+/* The off-CPU settings and what the threshold left out, when present. */
+static void offcpu_write(FILE *f, const json_t *status) {
+        const json_t *o = json_object_get(status, "offcpu"), *kinds = json_object_get(status, "kinds");
+        char min[64], max[64], filtered[64];
+        const json_t *k;
+        size_t i;
+
+        if (json_is_array(kinds)) {
+                fputs("kinds:    ", f);
+                json_array_foreach(kinds, i, k)
+                        fprintf(f, " %s", json_is_string(k) ? json_string_value(k) : "?");
+                fputc('\n', f);
+        }
+        if (!json_is_object(o))
+                return;
+        format_duration(min, sizeof(min), (uint64_t) json_integer_value(json_object_get(o, "min_ns")));
+        if (json_is_integer(json_object_get(o, "max_ns")))
+                format_duration(max, sizeof(max), (uint64_t) json_integer_value(json_object_get(o, "max_ns")));
+        else
+                snprintf(max, sizeof(max), "no maximum");
+        fprintf(f, "off-CPU:   blocks from %s (%s) are attributed to stacks; %" JSON_INTEGER_FORMAT
+                " others (%s in all) were only counted\n",
+                min, max, json_integer_value(json_object_get(o, "filtered_blocks")),
+                format_duration(filtered, sizeof(filtered),
+                                (uint64_t) json_integer_value(json_object_get(o, "filtered_ns"))));
+}
+
 int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         const char *version, *event, *store_path;
         uint64_t pid, uptime_s, frequency_hz, interval_ms, store_bytes, drains, last_drain_ns = 0,
@@ -382,9 +438,10 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
                         return r;
         }
         if ((r = response_get_string(status, "status", "version", &version)) < 0 ||
-            (r = response_get_string(status, "status", "event", &event)) < 0 ||
             (r = response_get_string(status, "status", "store_path", &store_path)) < 0)
                 return r;
+        /* no event: on-CPU sampling is off */
+        event = json_string_value(json_object_get(status, "event"));
         /* before the first drain there is no time to give: 0 or null */
         last_drain = json_object_get(status, "last_drain_ns");
         if (!json_is_null(last_drain)) {
@@ -399,9 +456,13 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         fprintf(f, "profd %s (pid %" PRIu64 "), up %s\n", version, pid,
                 format_duration(uptime, sizeof(uptime),
                                 uptime_s <= UINT64_MAX / NSEC_PER_SEC ? uptime_s * NSEC_PER_SEC : UINT64_MAX));
-        fprintf(f, "sampling:  %" PRIu64 " Hz on %s, drained every %s\n", frequency_hz, event,
-                format_duration(interval, sizeof(interval),
-                                interval_ms <= UINT64_MAX / NSEC_PER_MSEC ? interval_ms * NSEC_PER_MSEC : UINT64_MAX));
+        format_duration(interval, sizeof(interval),
+                        interval_ms <= UINT64_MAX / NSEC_PER_MSEC ? interval_ms * NSEC_PER_MSEC : UINT64_MAX);
+        if (event)
+                fprintf(f, "sampling:  %" PRIu64 " Hz on %s, drained every %s\n", frequency_hz, event, interval);
+        else
+                fprintf(f, "sampling:  off (on-CPU kind disabled), drained every %s\n", interval);
+        offcpu_write(f, status);
         if (last_drain_ns == 0)
                 fprintf(f, "drains:    %" PRIu64 ", none yet\n", drains);
         else if (now_ns >= last_drain_ns)

@@ -43,7 +43,7 @@ int top_table_add(top_table *t, const struct stack *s);
  * self, then total, then name; at most limit rows, 0 meaning all.
  * Percentages are of total. Returns 0, -ENOMEM or -EIO. */
 int top_table_write(const top_table *t, FILE *f, uint64_t total, uint64_t from_ns,
-                    uint64_t to_ns, size_t limit);
+                    uint64_t to_ns, size_t limit, const char *kind);
 
 /* The human summary of a "status" line, now_ns being the current Unix-epoch
  * time (for "12s ago"). Reports a missing field; returns 0, -EBADMSG or

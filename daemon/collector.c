@@ -3,6 +3,7 @@
 #include "collector.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,7 +133,7 @@ static int handle_event(void *ctx, void *data, size_t size) {
         return 0;
 }
 
-static int attach_samplers(collector *c) {
+static int attach(collector *c, const struct collector_config *cfg) {
         _cleanup_free_ int *cpus = NULL;
         size_t n_cpus;
         uint32_t type = PERF_TYPE_HARDWARE;
@@ -142,11 +143,11 @@ static int attach_samplers(collector *c) {
         r = online_cpus(&cpus, &n_cpus);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the online CPUs: %m");
-        c->links = calloc(n_cpus + 1, sizeof(*c->links));
+        c->links = calloc(n_cpus + 3, sizeof(*c->links));
         if (!c->links)
                 return log_oom();
-        c->event_name = "cycles";
-        for (size_t i = 0; i < n_cpus; i++) {
+        c->event_name = cfg->cpu ? "cycles" : NULL;
+        for (size_t i = 0; cfg->cpu && i < n_cpus; i++) {
                 int fd = perf_open(type, config, c->frequency, cpus[i]);
                 if (fd < 0 && i == 0 && type == PERF_TYPE_HARDWARE) {
                         /* no PMU (most VMs): the software timer samples just as well */
@@ -168,10 +169,23 @@ static int attach_samplers(collector *c) {
                 }
                 c->n_links++;
         }
-        c->links[c->n_links] = bpf_program__attach(c->skel->progs.profd_exec);
-        if (!c->links[c->n_links])
-                return log_error_errno(negative_errno(), "Failed to attach to sched_process_exec: %m");
-        c->n_links++;
+        struct {
+                struct bpf_program *prog;
+                bool enabled;
+                const char *what;
+        } progs[] = {
+                { c->skel->progs.profd_exec, true, "sched_process_exec" },
+                { c->skel->progs.profd_switch, cfg->offcpu || cfg->wakeup, "sched_switch" },
+                { c->skel->progs.profd_waking, cfg->wakeup, "sched_waking" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
+                if (!progs[i].enabled)
+                        continue;
+                c->links[c->n_links] = bpf_program__attach(progs[i].prog);
+                if (!c->links[c->n_links])
+                        return log_error_errno(negative_errno(), "Failed to attach to %s: %m", progs[i].what);
+                c->n_links++;
+        }
         return 0;
 }
 
@@ -179,7 +193,7 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                   collector **ret) {
         collector *c;
         unsigned long max_stack = 127, pid_max = 32768;
-        size_t per_interval, stacks_max, seen_max;
+        size_t per_interval, stacks_max, frames_max, seen_max;
         uint64_t interval_s;
         int ncpus, r;
         __u32 zero = 0;
@@ -218,6 +232,9 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
         per_interval = (size_t) cfg->frequency_hz * (size_t) ncpus * (size_t) MAX(interval_s, 1u);
         c->counts_max = roundup_pow2(MAX(per_interval, (size_t) 4096));
         stacks_max = roundup_pow2(MIN(MAX(per_interval * 4, (size_t) 4096), (size_t) 1 << 15));
+        /* Distinct off-CPU stacks per interval: 16 Ki covers thousands of
+         * threads each blocking in a few places; an entry is 1 KiB. */
+        frames_max = 16384;
         /* one entry per live process; an evicted one is only announced again */
         seen_max = MIN(pid_max, 65536ul);
 
@@ -233,10 +250,24 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                 c->skel->maps.stacks_kernel_0, c->skel->maps.stacks_kernel_1,
         };
         for (size_t i = 0; i < ELEMENTSOF(stack_maps); i++) {
-                bpf_map__set_max_entries(stack_maps[i], stacks_max);
+                /* the on-CPU stack maps are only needed when sampling */
+                bpf_map__set_max_entries(stack_maps[i], cfg->cpu ? stacks_max : 1);
                 bpf_map__set_value_size(stack_maps[i], c->stack_depth * sizeof(__u64));
         }
+        /* Off-CPU stacks of blocks that passed the threshold, and wakers'.
+         * Distinct stacks per interval are far fewer than context switches;
+         * a full map is counted as stack_map_full. */
+        bpf_map__set_max_entries(c->skel->maps.frames_0, cfg->offcpu || cfg->wakeup ? frames_max : 1);
+        bpf_map__set_max_entries(c->skel->maps.frames_1, cfg->offcpu || cfg->wakeup ? frames_max : 1);
         bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
+
+        c->skel->rodata->offcpu_min_ns = cfg->offcpu_min_ns;
+        c->skel->rodata->offcpu_max_ns = cfg->offcpu_max_ns;
+        c->skel->rodata->offcpu_enabled = cfg->offcpu;
+        c->skel->rodata->wakeup_enabled = cfg->wakeup;
+        bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->cpu);
+        bpf_program__set_autoload(c->skel->progs.profd_switch, cfg->offcpu || cfg->wakeup);
+        bpf_program__set_autoload(c->skel->progs.profd_waking, cfg->wakeup);
 
         r = profd_bpf__load(c->skel);
         if (r < 0) {
@@ -264,12 +295,18 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                 goto fail;
         }
 
-        r = attach_samplers(c);
+        r = attach(c, cfg);
         if (r < 0)
                 goto fail;
 
-        log_info("Sampling %s at %u Hz on every online CPU; maps: %zu keys, %zu stacks of %zu frames per generation.",
-                 c->event_name, c->frequency, c->counts_max, stacks_max, c->stack_depth);
+        if (cfg->cpu)
+                log_info("Sampling %s at %u Hz on every online CPU; maps: %zu keys, %zu stacks of %zu frames per generation.",
+                         c->event_name, c->frequency, c->counts_max, stacks_max, c->stack_depth);
+        if (cfg->offcpu || cfg->wakeup)
+                log_info("Measuring off-CPU time%s of blocks from %" PRIu64 " us%s.",
+                         cfg->wakeup ? (cfg->offcpu ? " and wakers" : " wakers only") : "",
+                         (uint64_t) (cfg->offcpu_min_ns / NSEC_PER_USEC),
+                         cfg->offcpu_max_ns == UINT64_MAX ? "" : " up to a maximum");
         *ret = c;
         return 0;
 fail:
@@ -359,35 +396,49 @@ static void stacks_free(hashmap *m) {
         hashmap_free(m);
 }
 
-/* Reads every stack of a stack map into a hash map id -> stack_trace and
- * deletes it from the map. */
-static int drain_stacks(collector *c, int fd, hashmap **ret) {
-        _cleanup_free_ __u64 *ips = calloc(c->stack_depth, sizeof(__u64));
+static int stacks_put(hashmap *m, uint64_t key, const __u64 *ips, size_t max) {
+        struct stack_trace *t;
+        size_t n = 0;
+        int r;
+
+        while (n < max && ips[n] != 0)
+                n++;
+        t = malloc(sizeof(*t) + n * sizeof(uint64_t));
+        if (!t)
+                return -ENOMEM;
+        t->n = n;
+        memcpy(t->ips, ips, n * sizeof(uint64_t));
+        r = hashmap_put(m, UINT64_TO_KEY(key), t);
+        if (r < 0)
+                free(t);
+        return r;
+}
+
+/* Reads every entry of a stack map (key __u32, value ips) or a frames map
+ * (key __u64, value struct profd_frames) into a hash map key ->
+ * stack_trace, deleting it from the kernel map. */
+static int drain_stack_map(int fd, size_t value_size, bool frames, hashmap **ret) {
+        _cleanup_free_ void *value = calloc(1, value_size);
         hashmap *m = hashmap_new_u64();
-        __u32 key, next;
+        uint64_t key = 0, next = 0; /* little-endian: a __u32 key reads as its u64 */
         int have, r;
 
-        if (!ips || !m) {
+        if (!value || !m) {
                 hashmap_free(m);
                 return -ENOMEM;
         }
+        _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "u32 keys read through u64");
         have = bpf_map_get_next_key(fd, NULL, &key) == 0;
         while (have) {
+                next = 0;
                 have = bpf_map_get_next_key(fd, &key, &next) == 0;
-                if (bpf_map_lookup_elem(fd, &key, ips) == 0) {
-                        size_t n = 0;
-                        while (n < c->stack_depth && ips[n] != 0)
-                                n++;
-                        struct stack_trace *t = malloc(sizeof(*t) + n * sizeof(uint64_t));
-                        if (!t) {
-                                stacks_free(m);
-                                return -ENOMEM;
-                        }
-                        t->n = n;
-                        memcpy(t->ips, ips, n * sizeof(uint64_t));
-                        r = hashmap_put(m, UINT64_TO_KEY(key), t);
+                if (bpf_map_lookup_elem(fd, &key, value) == 0) {
+                        if (frames) {
+                                const struct profd_frames *f = value;
+                                r = stacks_put(m, key, f->ips, MIN((size_t) f->n, (size_t) PROFD_MAX_FRAMES));
+                        } else
+                                r = stacks_put(m, key, value, value_size / sizeof(__u64));
                         if (r < 0) {
-                                free(t);
                                 stacks_free(m);
                                 return r;
                         }
@@ -445,12 +496,16 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the aggregation map: %m");
-        r = drain_stacks(c, bpf_map__fd(old ? c->skel->maps.stacks_user_1 : c->skel->maps.stacks_user_0),
-                         &b.user_stacks);
+        r = drain_stack_map(bpf_map__fd(old ? c->skel->maps.stacks_user_1 : c->skel->maps.stacks_user_0),
+                            c->stack_depth * sizeof(__u64), false, &b.user_stacks);
         if (r < 0)
                 goto fail;
-        r = drain_stacks(c, bpf_map__fd(old ? c->skel->maps.stacks_kernel_1 : c->skel->maps.stacks_kernel_0),
-                         &b.kernel_stacks);
+        r = drain_stack_map(bpf_map__fd(old ? c->skel->maps.stacks_kernel_1 : c->skel->maps.stacks_kernel_0),
+                            c->stack_depth * sizeof(__u64), false, &b.kernel_stacks);
+        if (r < 0)
+                goto fail;
+        r = drain_stack_map(bpf_map__fd(old ? c->skel->maps.frames_1 : c->skel->maps.frames_0),
+                            sizeof(struct profd_frames), true, &b.frames);
         if (r < 0)
                 goto fail;
         r = read_counters(c, b.counters);
@@ -475,6 +530,7 @@ fail:
 void drain_batch_done(struct drain_batch *b) {
         stacks_free(b->user_stacks);
         stacks_free(b->kernel_stacks);
+        stacks_free(b->frames);
         free(b->entries);
         *b = (struct drain_batch) {};
 }

@@ -13,6 +13,8 @@
 struct collector_config {
         unsigned frequency_hz;  /* samples per second per CPU */
         uint64_t interval_ns;   /* drain interval, to size the maps */
+        bool cpu, offcpu, wakeup; /* which kinds to collect */
+        uint64_t offcpu_min_ns, offcpu_max_ns; /* blocks outside are only counted */
 };
 
 /* One drained key and its value. */
@@ -31,8 +33,9 @@ struct stack_trace {
 struct drain_batch {
         struct drain_entry *entries;
         size_t n_entries;
-        hashmap *user_stacks;   /* stack id -> struct stack_trace* */
-        hashmap *kernel_stacks; /* stack id -> struct stack_trace* */
+        hashmap *user_stacks;   /* cpu kind: stack id -> struct stack_trace* */
+        hashmap *kernel_stacks; /* cpu kind: stack id -> struct stack_trace* */
+        hashmap *frames;        /* off-CPU kinds: frames hash -> struct stack_trace* */
         uint64_t counters[PROFD_COUNTER__MAX]; /* increase since the previous drain */
 };
 
@@ -47,7 +50,8 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                   collector **ret);
 collector *collector_free(collector *c);
 
-/* "cycles" or "cpu-clock": the perf event the sampler runs on. */
+/* "cycles" or "cpu-clock": the perf event the sampler runs on; NULL when
+ * on-CPU sampling is off. */
 const char *collector_event_name(const collector *c);
 unsigned collector_frequency(const collector *c);
 

@@ -18,6 +18,11 @@ int conf_init(struct conf *c) {
                 .store_path = strdup(PROFD_DEFAULT_STORE),
                 .frequency_hz = CONF_DEFAULT_FREQUENCY_HZ,
                 .interval_ns = CONF_DEFAULT_INTERVAL_NS,
+                .kind_cpu = true,
+                .kind_offcpu = true,
+                .kind_wakeup = true,
+                .offcpu_min_ns = CONF_DEFAULT_OFFCPU_MIN_NS,
+                .offcpu_max_ns = UINT64_MAX,
         };
         if (!c->socket_path || !c->store_path) {
                 conf_done(c);
@@ -45,6 +50,32 @@ static int set_path(char **field, const char *key, const char *value, char **ret
         return 0;
 }
 
+/* "cpu,offcpu,wakeup": the kinds to collect, at least one. */
+static int set_kinds(struct conf *c, const char *value, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(value);
+        bool cpu = false, offcpu = false, wakeup = false;
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+                if (streq(k, "cpu"))
+                        cpu = true;
+                else if (streq(k, "offcpu"))
+                        offcpu = true;
+                else if (streq(k, "wakeup"))
+                        wakeup = true;
+                else
+                        return format_error(ret_error, "unknown kind \"%s\" in kinds (known: cpu, offcpu, wakeup)", k);
+        }
+        if (!cpu && !offcpu && !wakeup)
+                return format_error(ret_error, "kinds must name at least one of cpu, offcpu, wakeup");
+        c->kind_cpu = cpu;
+        c->kind_offcpu = offcpu;
+        c->kind_wakeup = wakeup;
+        return 0;
+}
+
 int conf_set(struct conf *c, const char *key, const char *value, char **ret_error) {
         if (streq(key, "socket"))
                 return set_path(&c->socket_path, key, value, ret_error);
@@ -66,6 +97,27 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                         return format_error(ret_error, "interval must be a duration from 100ms to 1h (e.g. \"10s\"), not \"%s\"",
                                     value);
                 c->interval_ns = ns;
+                return 0;
+        }
+        if (streq(key, "kinds"))
+                return set_kinds(c, value, ret_error);
+        if (streq(key, "offcpu_min") || streq(key, "offcpu_max")) {
+                bool is_max = streq(key, "offcpu_max");
+                uint64_t ns;
+
+                if (is_max && streq(value, "none")) {
+                        c->offcpu_max_ns = UINT64_MAX;
+                        return 0;
+                }
+                if (parse_duration_ns(value, &ns) < 0)
+                        return format_error(ret_error, "%s must be a duration (e.g. \"1ms\", \"500us\")%s, not \"%s\"",
+                                            key, is_max ? " or \"none\"" : "", value);
+                if (is_max)
+                        c->offcpu_max_ns = ns;
+                else
+                        c->offcpu_min_ns = ns;
+                if (c->offcpu_min_ns > c->offcpu_max_ns)
+                        return format_error(ret_error, "offcpu_min is larger than offcpu_max");
                 return 0;
         }
         return -ENOENT;
@@ -110,7 +162,7 @@ int conf_parse_text(struct conf *c, const char *name, const char *text, char **r
                         return format_error(ret_error, "%s:%u: missing key before '='", name, lineno);
                 r = conf_set(c, key, value, &why);
                 if (r == -ENOENT)
-                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval)",
+                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval, kinds, offcpu_min, offcpu_max)",
                                     name, lineno, key);
                 if (r == -EINVAL)
                         return format_error(ret_error, "%s:%u: key '%s': %s", name, lineno, key, why);

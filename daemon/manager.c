@@ -30,6 +30,7 @@ static const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
         [PROFD_DROP_STACK_COLLISION] = "stack_collision",
         [PROFD_DROP_STACK_MAP_FULL] = "stack_map_full",
         [PROFD_DROP_RINGBUF_FULL] = "ringbuf_full",
+        [PROFD_DROP_TASK_STORAGE] = "task_storage_full",
 };
 #define DROP_PROCESS_VANISHED "process_vanished"
 #define DROP_STORE_WRITE_FAILED "store_write_failed"
@@ -37,8 +38,7 @@ static const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
 struct manager {
         char *socket_path;
         char *store_path;
-        unsigned frequency_hz;
-        uint64_t interval_ns;
+        struct collector_config collect;
 
         sd_event *event;
         sd_event_source *drain_timer;
@@ -55,6 +55,7 @@ struct manager {
         uint64_t vanished_stored;     /* proctable_vanished() already written as drops */
         uint64_t failed_drains;       /* drains lost to store errors, not yet written as drops */
         uint64_t samples_seen, idle_samples;
+        uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
 
         struct store_frame *frames;   /* scratch for one sample's frames */
         size_t frames_cap;
@@ -106,9 +107,9 @@ static struct store_frame kernel_frame(manager *m, uint64_t ip) {
         };
 }
 
-static const struct stack_trace *lookup_stack(hashmap *stacks, int32_t id) {
+static const struct stack_trace *lookup_stack(hashmap *stacks, uint64_t id) {
         void *v;
-        if (id < 0 || hashmap_get(stacks, UINT64_TO_KEY((uint64_t) id), &v) < 0)
+        if (id == PROFD_STACK_NONE || id == PROFD_STACK_LOST || !stacks || hashmap_get(stacks, UINT64_TO_KEY(id), &v) < 0)
                 return NULL;
         return v;
 }
@@ -118,8 +119,10 @@ static const struct stack_trace *lookup_stack(hashmap *stacks, int32_t id) {
  * call instruction rather than possibly after the end of the function. */
 static int build_frames(manager *m, const struct drain_batch *b, const struct profd_sample_key *key,
                         const struct proc *p, size_t *ret_n) {
-        const struct stack_trace *ks = lookup_stack(b->kernel_stacks, key->kernel_stack_id);
-        const struct stack_trace *us = lookup_stack(b->user_stacks, key->user_stack_id);
+        /* on-CPU stacks are ids in the stack maps, off-CPU ones frame hashes */
+        bool cpu = key->kind == PROFD_KIND_CPU;
+        const struct stack_trace *ks = lookup_stack(cpu ? b->kernel_stacks : b->frames, key->kernel_stack);
+        const struct stack_trace *us = lookup_stack(cpu ? b->user_stacks : b->frames, key->user_stack);
         size_t nk = ks ? ks->n : 0, nu = us ? us->n : 0, n = 0, need = nk + nu + 2;
         static const struct store_frame lost_user = { .module = "[lost]", .function = "[lost]" };
         static const struct store_frame lost_kernel = { .module = "[lost]", .function = "[lost]", .kernel = true };
@@ -132,13 +135,13 @@ static int build_frames(manager *m, const struct drain_batch *b, const struct pr
                 m->frames_cap = need;
         }
         /* user frames, outermost first */
-        if (key->user_stack_id == PROFD_STACK_LOST || (key->user_stack_id >= 0 && !us))
+        if (key->user_stack != PROFD_STACK_NONE && !us)
                 m->frames[n++] = lost_user;
         for (size_t i = nu; i-- > 0;) {
-                bool innermost = i == 0 && nk == 0 && key->kernel_stack_id == PROFD_STACK_NONE;
+                bool innermost = i == 0 && nk == 0 && key->kernel_stack == PROFD_STACK_NONE;
                 m->frames[n++] = user_frame(p, us->ips[i] - (innermost ? 0 : 1));
         }
-        if (key->kernel_stack_id == PROFD_STACK_LOST || (key->kernel_stack_id >= 0 && !ks))
+        if (key->kernel_stack != PROFD_STACK_NONE && !ks)
                 m->frames[n++] = lost_kernel;
         for (size_t i = nk; i-- > 0;)
                 m->frames[n++] = kernel_frame(m, ks->ips[i] - (i == 0 ? 0 : 1));
@@ -158,7 +161,8 @@ static int write_drain(manager *m, const struct drain_batch *b, uint64_t start_n
                 struct store_process sp = {
                         .pid = key->tgid,
                         .start_ns = key->start_ns,
-                        .comm = p ? p->comm : "",
+                        /* pid 0: an interrupt woke a thread while the CPU idled */
+                        .comm = p ? p->comm : key->tgid == 0 ? "swapper" : "",
                         .exe = p ? p->exe : NULL,
                         .cgroup = p ? p->cgroup : NULL,
                         .uid = p ? p->uid : 0,
@@ -214,6 +218,8 @@ static int manager_drain(manager *m, int64_t *ret_id, uint64_t *ret_samples, uin
         m->last_drain_end_ns = end_ns;
         m->samples_seen += b.counters[PROFD_CNT_SAMPLES];
         m->idle_samples += b.counters[PROFD_CNT_IDLE];
+        m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
+        m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
 
         r = write_drain(m, &b, start_ns, end_ns, ret_id, ret_samples, ret_keys);
         if (r < 0) {
@@ -232,7 +238,7 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         int r;
 
         (void) manager_drain(m, NULL, NULL, NULL);
-        r = sd_event_source_set_time_relative(s, m->interval_ns / NSEC_PER_USEC);
+        r = sd_event_source_set_time_relative(s, m->collect.interval_ns / NSEC_PER_USEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         if (r < 0)
@@ -280,14 +286,14 @@ static int send_status(manager *m, server_client *c) {
                         json_object_set_new(drops, st.drops[i].reason, json_integer(v));
                 }
         }
-        o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+        o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                       "type", "status",
                       "version", PROFD_VERSION,
                       "pid", (json_int_t) getpid(),
                       "uptime_s", (json_int_t) ((now_ns(CLOCK_REALTIME) - m->started_ns) / NSEC_PER_SEC),
-                      "frequency_hz", (json_int_t) collector_frequency(m->coll),
+                      "frequency_hz", (json_int_t) (m->collect.cpu ? m->collect.frequency_hz : 0),
                       "event", collector_event_name(m->coll),
-                      "interval_ms", (json_int_t) (m->interval_ns / NSEC_PER_MSEC),
+                      "interval_ms", (json_int_t) (m->collect.interval_ns / NSEC_PER_MSEC),
                       "store_path", m->store_path,
                       "store_bytes", (json_int_t) st.file_bytes,
                       "drains", (json_int_t) st.drains,
@@ -298,6 +304,22 @@ static int send_status(manager *m, server_client *c) {
                       "samples_seen", (json_int_t) m->samples_seen,
                       "idle_samples", (json_int_t) m->idle_samples,
                       "drops", drops);
+        if (o) {
+                json_t *kinds = json_array();
+                if (m->collect.cpu)
+                        json_array_append_new(kinds, json_string("cpu"));
+                if (m->collect.offcpu)
+                        json_array_append_new(kinds, json_string("offcpu"));
+                if (m->collect.wakeup)
+                        json_array_append_new(kinds, json_string("wakeup"));
+                json_object_set_new(o, "kinds", kinds);
+                json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
+                        "min_ns", (json_int_t) m->collect.offcpu_min_ns,
+                        "max_ns", m->collect.offcpu_max_ns == UINT64_MAX ? json_null()
+                                                                        : json_integer((json_int_t) m->collect.offcpu_max_ns),
+                        "filtered_blocks", (json_int_t) m->offcpu_filtered,
+                        "filtered_ns", (json_int_t) m->offcpu_filtered_ns));
+        }
         store_stats_done(&st);
         return server_client_send(c, o);
 }
@@ -333,6 +355,7 @@ static int send_query(manager *m, server_client *c, const struct query_request *
                 .to_ns = rq->until_ns < now ? now - rq->until_ns : 0,
                 .pid = rq->pid,
                 .comm = rq->comm,
+                .state_mask = rq->state_mask,
         };
         struct query_ctx ctx = { c };
         int r;
@@ -340,7 +363,12 @@ static int send_query(manager *m, server_client *c, const struct query_request *
         r = store_query_stacks(m->store, &q, send_stack, &ctx, &total, &stacks);
         if (r < 0)
                 return r;
-        return server_client_send(c, json_pack("{s:s, s:I, s:I, s:I, s:I}", "type", "end",
+        static const char *const kind_names[] = {
+                [PROFD_KIND_CPU] = "cpu", [PROFD_KIND_OFFCPU] = "offcpu", [PROFD_KIND_WAKEUP] = "wakeup",
+        };
+        return server_client_send(c, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "type", "end",
+                                               "kind", kind_names[rq->kind],
+                                               "unit", rq->kind == PROFD_KIND_CPU ? "samples" : "ns",
                                                "stacks", (json_int_t) stacks, "total", (json_int_t) total,
                                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns));
 }
@@ -368,7 +396,6 @@ static int handle_request(server_client *c, const struct request *req, void *use
 }
 
 int manager_new(const struct manager_config *cfg, manager **ret) {
-        struct collector_config ccfg = { .frequency_hz = cfg->frequency_hz, .interval_ns = cfg->interval_ns };
         sigset_t mask;
         manager *m;
         int r;
@@ -382,8 +409,15 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 r = log_oom();
                 goto fail;
         }
-        m->frequency_hz = cfg->frequency_hz;
-        m->interval_ns = cfg->interval_ns;
+        m->collect = (struct collector_config) {
+                .frequency_hz = cfg->frequency_hz,
+                .interval_ns = cfg->interval_ns,
+                .cpu = cfg->cpu,
+                .offcpu = cfg->offcpu,
+                .wakeup = cfg->wakeup,
+                .offcpu_min_ns = cfg->offcpu_min_ns,
+                .offcpu_max_ns = cfg->offcpu_max_ns,
+        };
         m->started_ns = m->last_drain_end_ns = now_ns(CLOCK_REALTIME);
 
         r = sd_event_default(&m->event);
@@ -420,7 +454,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 goto fail;
         }
 
-        r = collector_new(&ccfg, on_process_event, m, &m->coll);
+        r = collector_new(&m->collect, on_process_event, m, &m->coll);
         if (r < 0)
                 goto fail;
         r = sd_event_add_io(m->event, &m->events_io, collector_events_fd(m->coll), EPOLLIN, on_events, m);
@@ -428,7 +462,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 log_error_errno(r, "Failed to watch process events: %m");
                 goto fail;
         }
-        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, m->interval_ns / NSEC_PER_USEC,
+        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, m->collect.interval_ns / NSEC_PER_USEC,
                                        0, on_drain_timer, m);
         if (r < 0) {
                 log_error_errno(r, "Failed to arm the drain timer: %m");
@@ -467,10 +501,10 @@ manager *manager_free(manager *m) {
 }
 
 int manager_run(manager *m) {
-        log_info("profd %s: profiling every CPU at %u Hz (%s), draining every %" PRIu64 " ms; "
-                 "socket %s, store %s.",
-                 PROFD_VERSION, collector_frequency(m->coll), collector_event_name(m->coll),
-                 (uint64_t) (m->interval_ns / NSEC_PER_MSEC), m->socket_path, m->store_path);
+        log_info("profd %s: collecting%s%s%s, draining every %" PRIu64 " ms; socket %s, store %s.",
+                 PROFD_VERSION, m->collect.cpu ? " cpu" : "", m->collect.offcpu ? " offcpu" : "",
+                 m->collect.wakeup ? " wakeup" : "", (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC),
+                 m->socket_path, m->store_path);
         (void) sd_notify(0, "READY=1");
         return sd_event_loop(m->event);
 }

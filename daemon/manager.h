@@ -3,6 +3,7 @@
  * requests, and drains once more on SIGTERM/SIGINT before exiting. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct manager_config {
@@ -10,6 +11,8 @@ struct manager_config {
         const char *store_path;
         unsigned frequency_hz;
         uint64_t interval_ns;
+        bool cpu, offcpu, wakeup;
+        uint64_t offcpu_min_ns, offcpu_max_ns;
 };
 
 typedef struct manager manager;

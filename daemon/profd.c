@@ -25,6 +25,9 @@ static void help(void) {
                "  -d, --store PATH        SQLite store (default " PROFD_DEFAULT_STORE ")\n"
                "  -F, --frequency HZ      samples per second per CPU, 1-%d (default %d)\n"
                "  -i, --interval DURATION how often kernel maps are drained, 100ms-1h (default 10s)\n"
+               "  -k, --kinds LIST        what to collect: cpu, offcpu, wakeup (default all three)\n"
+               "      --offcpu-min DURATION  shortest block attributed to a stack (default 1ms)\n"
+               "      --offcpu-max DURATION  longest block attributed, or none (default none)\n"
                "  -v, --verbose           log debug messages\n"
                "  -h, --help              show this help\n"
                "      --version           show the version\n"
@@ -50,20 +53,23 @@ static int mkdir_parents(const char *path, mode_t mode) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100 };
+        enum { ARG_VERSION = 0x100, ARG_OFFCPU_MIN, ARG_OFFCPU_MAX };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "socket", required_argument, NULL, 's' },
                 { "store", required_argument, NULL, 'd' },
                 { "frequency", required_argument, NULL, 'F' },
                 { "interval", required_argument, NULL, 'i' },
+                { "kinds", required_argument, NULL, 'k' },
+                { "offcpu-min", required_argument, NULL, ARG_OFFCPU_MIN },
+                { "offcpu-max", required_argument, NULL, ARG_OFFCPU_MAX },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
         };
         /* command-line settings are applied after the file, so keep them */
-        const char *cli_keys[8], *cli_values[8];
+        const char *cli_keys[16], *cli_values[16];
         size_t n_cli = 0;
         const char *config_path = NULL;
         _cleanup_free_ char *text = NULL;
@@ -71,7 +77,7 @@ int main(int argc, char *argv[]) {
         manager *m = NULL;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "c:s:d:F:i:vh", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "c:s:d:F:i:k:vh", options, NULL)) >= 0) {
                 switch (c) {
                 case 'c':
                         config_path = optarg;
@@ -80,11 +86,16 @@ int main(int argc, char *argv[]) {
                 case 'd':
                 case 'F':
                 case 'i':
+                case 'k':
+                case ARG_OFFCPU_MIN:
+                case ARG_OFFCPU_MAX:
                         if (n_cli == ELEMENTSOF(cli_keys)) {
                                 fprintf(stderr, "profd: too many options\n");
                                 return 2;
                         }
-                        cli_keys[n_cli] = c == 's' ? "socket" : c == 'd' ? "store" : c == 'F' ? "frequency" : "interval";
+                        cli_keys[n_cli] = c == 's' ? "socket" : c == 'd' ? "store" : c == 'F' ? "frequency" :
+                                          c == 'i' ? "interval" : c == 'k' ? "kinds" :
+                                          c == ARG_OFFCPU_MIN ? "offcpu_min" : "offcpu_max";
                         cli_values[n_cli++] = optarg;
                         break;
                 case 'v':
@@ -126,7 +137,13 @@ int main(int argc, char *argv[]) {
                 _cleanup_free_ char *error = NULL;
                 r = conf_set(&conf, cli_keys[i], cli_values[i], &error);
                 if (r < 0) {
-                        fprintf(stderr, "profd: --%s: %s\nTry 'profd --help'.\n", cli_keys[i],
+                        char option[32];
+                        /* the option spelling of a setting: offcpu_min -> --offcpu-min */
+                        snprintf(option, sizeof(option), "--%s", cli_keys[i]);
+                        for (char *o = option; *o; o++)
+                                if (*o == '_')
+                                        *o = '-';
+                        fprintf(stderr, "profd: %s: %s\nTry 'profd --help'.\n", option,
                                 error ? error : strerror(-r));
                         conf_done(&conf);
                         return 2;
@@ -147,6 +164,11 @@ int main(int argc, char *argv[]) {
                                 .store_path = conf.store_path,
                                 .frequency_hz = conf.frequency_hz,
                                 .interval_ns = conf.interval_ns,
+                                .cpu = conf.kind_cpu,
+                                .offcpu = conf.kind_offcpu,
+                                .wakeup = conf.kind_wakeup,
+                                .offcpu_min_ns = conf.offcpu_min_ns,
+                                .offcpu_max_ns = conf.offcpu_max_ns,
                         },
                         &m);
         if (r < 0)

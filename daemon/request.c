@@ -35,11 +35,45 @@ static int parse_duration_field(json_t *v, const char *name, uint64_t *ret, char
 }
 
 static int parse_kind(const char *s, int *ret) {
-        if (streq(s, "cpu")) {
+        if (streq(s, "cpu"))
                 *ret = PROFD_KIND_CPU;
-                return 0;
+        else if (streq(s, "offcpu"))
+                *ret = PROFD_KIND_OFFCPU;
+        else if (streq(s, "wakeup"))
+                *ret = PROFD_KIND_WAKEUP;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* "S,D,R": task states as ps(1) letters. */
+static int parse_states(const char *s, uint32_t *ret_mask, char **ret_error) {
+        static const struct {
+                char letter;
+                int state;
+        } table[] = {
+                { 'R', PROFD_STATE_RUNNING }, { 'S', PROFD_STATE_SLEEPING }, { 'D', PROFD_STATE_DISK },
+                { 'T', PROFD_STATE_STOPPED }, { 'I', PROFD_STATE_IDLE },
+        };
+        uint32_t mask = 0;
+        const char *p = s;
+
+        for (;;) {
+                size_t i;
+
+                for (i = 0; i < ELEMENTSOF(table); i++)
+                        if (p[0] == table[i].letter && (p[1] == ',' || p[1] == '\0'))
+                                break;
+                if (i == ELEMENTSOF(table))
+                        return format_error(ret_error, "field 'state': \"%s\" is not a list of task states "
+                                                       "(letters R, S, D, T, I separated by commas)", s);
+                mask |= 1u << table[i].state;
+                if (p[1] == '\0')
+                        break;
+                p += 2;
         }
-        return -EINVAL;
+        *ret_mask = mask;
+        return 0;
 }
 
 static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
@@ -57,7 +91,7 @@ static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
                         if (!json_is_string(v))
                                 return format_error(ret_error, "field 'kind' must be a string");
                         if (parse_kind(json_string_value(v), &q->kind) < 0)
-                                return format_error(ret_error, "unknown kind '%s' (this profd collects: cpu)",
+                                return format_error(ret_error, "unknown kind '%s' (expected cpu, offcpu or wakeup)",
                                             json_string_value(v));
                 } else if (streq(key, "since")) {
                         r = parse_duration_field(v, key, &q->since_ns, ret_error);
@@ -93,9 +127,17 @@ static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
                         q->comm = strdup(c);
                         if (!q->comm)
                                 return -ENOMEM;
+                } else if (streq(key, "state")) {
+                        if (!json_is_string(v))
+                                return format_error(ret_error, "field 'state' must be a string such as \"S,D\"");
+                        r = parse_states(json_string_value(v), &q->state_mask, ret_error);
+                        if (r < 0)
+                                return r;
                 } else
                         return format_error(ret_error, "unknown field '%s' in query request", key);
         }
+        if (q->state_mask && q->kind == PROFD_KIND_CPU)
+                return format_error(ret_error, "field 'state' applies to kinds offcpu and wakeup, not cpu");
         if (q->until_ns >= q->since_ns)
                 return format_error(ret_error, "empty window: 'until' must be more recent than 'since'%s",
                             have_since ? "" : " (default since: 10m)");

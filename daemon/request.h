@@ -25,6 +25,7 @@ struct query_request {
         uint64_t until_ns;  /* window end, this long before now */
         uint32_t pid;       /* 0: any */
         char *comm;         /* NULL: any */
+        uint32_t state_mask; /* bits 1 << enum profd_state; 0: any */
 };
 
 struct request {

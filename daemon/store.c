@@ -472,7 +472,8 @@ int store_drain_add(store *s, const struct store_sample *smp) {
         r = step_done(s, ins, "sample insert");
         if (r < 0)
                 return r;
-        s->drain_samples += smp->value;
+        if (smp->kind == 0) /* PROFD_KIND_CPU: values of other kinds are ns */
+                s->drain_samples += smp->value;
         s->drain_keys++;
         return 0;
 }
@@ -609,6 +610,7 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                 "JOIN processes p ON p.id = s.process_id "
                 "WHERE d.end_ns >= ?1 AND d.start_ns <= ?2 AND s.kind = ?3 "
                 "AND (?4 IS NULL OR p.pid = ?4) AND (?5 IS NULL OR p.comm = ?5) "
+                "AND (?6 IS NULL OR ((1 << s.state) & ?6) != 0) "
                 "GROUP BY s.stack_id";
         sqlite3_stmt *st = NULL, *frames_st = s->stmts[STMT_SELECT_STACK_FRAMES];
         hashmap *cache = hashmap_new_u64();
@@ -631,6 +633,8 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                 sqlite3_bind_int64(st, 4, q->pid);
         if (q->comm)
                 sqlite3_bind_text(st, 5, q->comm, -1, SQLITE_STATIC);
+        if (q->state_mask)
+                sqlite3_bind_int64(st, 6, q->state_mask);
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int64_t sid = sqlite3_column_int64(st, 0);

@@ -64,6 +64,7 @@ struct store_query {
         uint64_t from_ns, to_ns; /* Unix-epoch ns, inclusive */
         uint32_t pid;            /* 0: any */
         const char *comm;        /* NULL: any */
+        uint32_t state_mask;     /* bit (1 << enum profd_state) per state; 0: any */
 };
 
 /* A frame as queries return it. */

@@ -36,6 +36,15 @@ enum bpf_map_type {
         BPF_MAP_TYPE_LRU_HASH = 9,
         BPF_MAP_TYPE_ARRAY_OF_MAPS = 12,
         BPF_MAP_TYPE_RINGBUF = 27,
+        BPF_MAP_TYPE_TASK_STORAGE = 29,
+};
+
+enum {
+        BPF_F_NO_PREALLOC = 1,
+};
+
+enum {
+        BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 
 enum {
@@ -90,6 +99,7 @@ struct task_struct {
         pid_t tgid;
         struct task_struct *group_leader;
         u64 start_boottime;
+        char comm[16];
 } __attribute__((preserve_access_index));
 
 #endif

@@ -29,6 +29,21 @@ static void test_query_fields_are_applied(void) {
         request_done(&r);
 }
 
+static void test_offcpu_kinds_and_states(void) {
+        struct request r;
+        char *err = NULL;
+
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"kind\":\"offcpu\",\"state\":\"S,D,R\"}", &r, &err), 0);
+        CHECK_INT_EQ(r.query.kind, PROFD_KIND_OFFCPU);
+        CHECK_INT_EQ(r.query.state_mask, (1u << PROFD_STATE_SLEEPING) | (1u << PROFD_STATE_DISK) |
+                                                 (1u << PROFD_STATE_RUNNING));
+        request_done(&r);
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"kind\":\"wakeup\",\"state\":\"I\"}", &r, &err), 0);
+        CHECK_INT_EQ(r.query.kind, PROFD_KIND_WAKEUP);
+        CHECK_INT_EQ(r.query.state_mask, 1u << PROFD_STATE_IDLE);
+        request_done(&r);
+}
+
 static void test_query_defaults(void) {
         struct request r;
         char *err = NULL;
@@ -64,7 +79,12 @@ static void test_bad_requests_name_the_problem(void) {
                 { "{\"op\":\"query\",\"since\":\"99999999999999d\"}", "too large" },
                 { "{\"op\":\"query\",\"since\":\"1m\",\"until\":\"1m\"}", "empty window" },
                 { "{\"op\":\"query\",\"until\":\"20m\"}", "default since: 10m" },
-                { "{\"op\":\"query\",\"kind\":\"offcpu\"}", "unknown kind 'offcpu'" },
+                { "{\"op\":\"query\",\"kind\":\"gpu\"}", "unknown kind 'gpu'" },
+                { "{\"op\":\"query\",\"kind\":\"offcpu\",\"state\":\"S,X\"}", "not a list of task states" },
+                { "{\"op\":\"query\",\"kind\":\"offcpu\",\"state\":\"S,\"}", "not a list of task states" },
+                { "{\"op\":\"query\",\"kind\":\"offcpu\",\"state\":\"SD\"}", "not a list of task states" },
+                { "{\"op\":\"query\",\"state\":\"S\"}", "applies to kinds offcpu and wakeup" },
+                { "{\"op\":\"query\",\"kind\":\"wakeup\",\"state\":[\"S\"]}", "'state' must be a string" },
                 { "{\"op\":\"query\",\"comm\":\"x\",\"comm\":\"y\"}", "malformed JSON" },
                 { "{\"op\":\"flush\",\"now\":true}", "unknown field 'now' in flush request" },
                 { "{\"op\":\"query\",\"pid\":1; DROP TABLE samples}", "malformed JSON" },
@@ -126,12 +146,28 @@ static void test_conf_file_and_overrides(void) {
         CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "just words\n", &err), -EINVAL);
         CHECK(err && strstr(err, "key = value"));
         free(err), err = NULL;
+        CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "kinds = offcpu,wakeup\noffcpu_min = 250us\noffcpu_max = 10s\n", &err), 0);
+        CHECK(!c.kind_cpu && c.kind_offcpu && c.kind_wakeup);
+        CHECK_INT_EQ(c.offcpu_min_ns, 250000);
+        CHECK_INT_EQ(c.offcpu_max_ns, 10000000000ULL);
+        CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "offcpu_max = none\n", &err), 0);
+        CHECK(c.offcpu_max_ns == UINT64_MAX);
+        CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "kinds = cpu,gpu\n", &err), -EINVAL);
+        CHECK(err && strstr(err, "unknown kind \"gpu\""));
+        free(err), err = NULL;
+        CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "kinds = ,\n", &err), -EINVAL);
+        CHECK(err && strstr(err, "at least one"));
+        free(err), err = NULL;
+        CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "offcpu_max = 1ms\noffcpu_min = 2ms\n", &err), -EINVAL);
+        CHECK(err && strstr(err, "larger than offcpu_max"));
+        free(err), err = NULL;
         conf_done(&c);
 }
 
 int main(void) {
         test_query_fields_are_applied();
         test_query_defaults();
+        test_offcpu_kinds_and_states();
         test_bad_requests_name_the_problem();
         test_oversized_request();
         test_conf_file_and_overrides();

@@ -1,0 +1,238 @@
+/* Off-CPU time by stack, and who ended it. On sched_switch the thread that
+ * leaves the CPU notes the time, its state and its user stack (which can only
+ * be walked now: the kernel can't walk another task's user stack). When it
+ * comes back, the time away is known; only then, and only if it passes the
+ * threshold, is its kernel stack walked (still intact while it was away:
+ * bpf_get_task_stack) and the block counted. On sched_waking, the waker's
+ * stacks are counted with the blocked time it ended. */
+#include "maps.bpf.h"
+
+/* Settings, written by the daemon before load (defaults: see daemon/conf.h). */
+const volatile __u64 offcpu_min_ns = 1000000;
+const volatile __u64 offcpu_max_ns = ~0ULL;
+const volatile __u8 offcpu_enabled = 1;
+const volatile __u8 wakeup_enabled = 1;
+
+/* Per-thread state between switch-out and switch-in. */
+struct profd_task {
+        __u64 switch_out_ns;   /* 0: on a CPU, or its block already counted */
+        __u64 cgroup_id;
+        __u8 state;            /* enum profd_state at switch-out */
+        __u8 woken;            /* its waker was counted for this block */
+        __u8 user_error;       /* the user stack walk failed */
+        __u8 pad[5];
+        struct profd_frames user; /* user stack at switch-out */
+};
+
+/* Task-local storage: no lookup by pid, and freed with the task, so exited
+ * threads never leak entries. */
+struct {
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct profd_task);
+} tasks SEC(".maps");
+
+/* Per-CPU scratch for stacks walked at switch-in (slot 0) and by a waker
+ * (slots 1, 2): too large for the 512-byte BPF stack. The hooks run with
+ * interrupts off, so no two programs share a slot at once. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 3);
+        __type(key, __u32);
+        __type(value, struct profd_frames);
+} scratch SEC(".maps");
+
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_STOPPED 0x4
+#define TASK_TRACED 0x8
+#define TASK_NOLOAD 0x400
+
+static __always_inline __u8 state_code(unsigned int s) {
+        if (s == 0)
+                return PROFD_STATE_RUNNING;
+        if (s & TASK_INTERRUPTIBLE)
+                return PROFD_STATE_SLEEPING;
+        if (s & TASK_UNINTERRUPTIBLE)
+                return (s & TASK_NOLOAD) ? PROFD_STATE_IDLE : PROFD_STATE_DISK;
+        if (s & (TASK_STOPPED | TASK_TRACED))
+                return PROFD_STATE_STOPPED;
+        return PROFD_STATE_OTHER;
+}
+
+/* Stores a stack in frames_<gen> under a hash of its frames and returns the
+ * hash, or PROFD_STACK_LOST (counted) if the map is full. */
+static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f) {
+        __u64 h = 0xcbf29ce484222325ULL ^ f->n;
+        long err;
+
+        for (__u32 i = 0; i < PROFD_MAX_FRAMES; i++) {
+                if (i >= f->n)
+                        break;
+                h = (h ^ f->ips[i]) * 0x100000001b3ULL;
+                h ^= h >> 29;
+        }
+        if (h >= PROFD_STACK_LOST)
+                h -= 2; /* keep clear of the sentinels */
+        err = bpf_map_update_elem(gen ? (void *) &frames_1 : (void *) &frames_0, &h, f, BPF_NOEXIST);
+        if (err && err != -EEXIST) {
+                counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
+                return PROFD_STACK_LOST;
+        }
+        return h;
+}
+
+/* Copies bytes written by bpf_get_stack/bpf_get_task_stack into n; on error
+ * counts it and returns false. */
+static __always_inline bool frames_set(struct profd_frames *f, long bytes, __u32 error_counter) {
+        if (bytes <= 0) {
+                f->n = 0;
+                counter_add(error_counter, 1);
+                return false;
+        }
+        f->n = bytes / sizeof(__u64);
+        return true;
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsigned int prev_state, __u64 now) {
+        struct profd_task *t = bpf_task_storage_get(&tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        long bytes;
+
+        if (!t) {
+                counter_add(PROFD_DROP_TASK_STORAGE, 1);
+                return;
+        }
+        t->switch_out_ns = now;
+        t->state = state_code(prev_state);
+        t->woken = 0;
+        t->cgroup_id = bpf_get_current_cgroup_id();
+        t->user_error = 0;
+        t->user.n = 0;
+        if (!offcpu_enabled || (prev->flags & PF_KTHREAD))
+                return;
+        bytes = bpf_get_stack(ctx, t->user.ips, sizeof(t->user.ips), BPF_F_USER_STACK);
+        if (bytes > 0)
+                t->user.n = bytes / sizeof(__u64);
+        else
+                t->user_error = 1; /* counted only if the block is kept */
+}
+
+static __always_inline void switch_in(struct task_struct *next, __u64 now) {
+        struct profd_task *t = bpf_task_storage_get(&tasks, next, 0, 0);
+        struct profd_sample_key key = {};
+        struct profd_frames *k;
+        __u32 gen, zero = 0;
+        __u64 delta;
+
+        if (!t || t->switch_out_ns == 0)
+                return;
+        delta = now - t->switch_out_ns;
+        t->switch_out_ns = 0;
+        if (delta < offcpu_min_ns || delta > offcpu_max_ns) {
+                counter_add(PROFD_CNT_OFFCPU_FILTERED, 1);
+                counter_add(PROFD_CNT_OFFCPU_FILTERED_NS, delta);
+                return;
+        }
+        if (!offcpu_enabled)
+                return;
+
+        gen = *(volatile __u32 *) &generation;
+        key.kind = PROFD_KIND_OFFCPU;
+        key.state = t->state;
+        key.tgid = next->tgid;
+        key.tid = next->pid;
+        key.start_ns = process_start_ns(next);
+        key.cgroup_id = t->cgroup_id;
+
+        if (next->flags & PF_KTHREAD)
+                key.user_stack = PROFD_STACK_NONE;
+        else if (t->user_error || t->user.n == 0) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                key.user_stack = PROFD_STACK_LOST;
+        } else
+                key.user_stack = frames_store(gen, &t->user);
+
+        k = bpf_map_lookup_elem(&scratch, &zero);
+        if (!k)
+                return;
+        if (frames_set(k, bpf_get_task_stack(next, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
+                key.kernel_stack = frames_store(gen, k);
+        else
+                key.kernel_stack = PROFD_STACK_LOST;
+
+        count_key(gen, &key, delta);
+        announce_if_new(next, key.tgid, key.start_ns);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(profd_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state) {
+        __u64 now = bpf_ktime_get_ns();
+
+        /* the idle task is never attributed */
+        if (prev->pid != 0)
+                switch_out(ctx, prev, prev_state, now);
+        if (next->pid != 0)
+                switch_in(next, now);
+        return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(profd_waking, struct task_struct *p) {
+        struct task_struct *waker = bpf_get_current_task_btf();
+        struct profd_sample_key key = {};
+        struct profd_frames *f;
+        struct profd_task *t;
+        __u32 gen, slot;
+        __u64 blocked;
+
+        if (p->pid == 0)
+                return 0;
+        t = bpf_task_storage_get(&tasks, p, 0, 0);
+        if (!t || t->switch_out_ns == 0 || t->woken)
+                return 0;
+        blocked = bpf_ktime_get_ns() - t->switch_out_ns;
+        /* only blocks that will be kept are worth walking the waker for */
+        if (blocked < offcpu_min_ns || blocked > offcpu_max_ns)
+                return 0;
+        t->woken = 1;
+
+        gen = *(volatile __u32 *) &generation;
+        key.kind = PROFD_KIND_WAKEUP;
+        key.state = t->state;
+        key.peer_tid = p->pid;
+        key.tid = waker->pid;
+        key.tgid = waker->tgid;
+        /* an interrupt waking a thread runs on whatever task it interrupted;
+         * the kernel stack then shows the interrupt path */
+        key.start_ns = key.tid ? process_start_ns(waker) : 0;
+        key.cgroup_id = bpf_get_current_cgroup_id();
+
+        if (key.tid == 0 || (waker->flags & PF_KTHREAD)) {
+                key.user_stack = PROFD_STACK_NONE;
+        } else {
+                slot = 1;
+                f = bpf_map_lookup_elem(&scratch, &slot);
+                if (!f)
+                        return 0;
+                if (frames_set(f, bpf_get_stack(ctx, f->ips, sizeof(f->ips), BPF_F_USER_STACK),
+                               PROFD_DROP_USER_STACK_ERROR))
+                        key.user_stack = frames_store(gen, f);
+                else
+                        key.user_stack = PROFD_STACK_LOST;
+        }
+        slot = 2;
+        f = bpf_map_lookup_elem(&scratch, &slot);
+        if (!f)
+                return 0;
+        if (frames_set(f, bpf_get_stack(ctx, f->ips, sizeof(f->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
+                key.kernel_stack = frames_store(gen, f);
+        else
+                key.kernel_stack = PROFD_STACK_LOST;
+
+        count_key(gen, &key, blocked);
+        if (key.tgid)
+                announce_if_new(waker, key.tgid, key.start_ns);
+        return 0;
+}

@@ -1,0 +1,38 @@
+/* Process events: every exec gets a fresh snapshot, since all mappings were
+ * replaced. Also holds the definitions every object shares. */
+#include "maps.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+__u32 generation __weak = 0;
+
+/* Updating an ARRAY_OF_MAPS makes the kernel wait for an RCU grace period
+ * (maybe_wait_bpf_programs), i.e. for every running BPF program to finish.
+ * The daemon updates it after flipping `generation`: then no program is still
+ * writing the old generation. No program reads it. */
+struct barrier_inner {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, __u32);
+} barrier_inner SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __array(values, struct barrier_inner);
+} barrier SEC(".maps") = {
+        .values = { &barrier_inner },
+};
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
+        __u32 tgid = p->tgid;
+        __u64 start_ns = process_start_ns(p);
+        struct profd_seen v = { .start_ns = start_ns };
+
+        if (announce(PROFD_EVENT_EXEC, p, tgid, start_ns))
+                bpf_map_update_elem(&seen, &tgid, &v, BPF_ANY);
+        return 0;
+}

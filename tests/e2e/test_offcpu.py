@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""End to end, off-CPU: the real profd measures a workload whose threads block
+in known functions for known times; profctl must report each function's
+blocked time within 5%, in state S, and the pipe writer as the waker of the
+reader's blocked time. Stopping profd keeps the last interval."""
+import json
+import subprocess
+
+from harness import Profd, binary, function_shares, require_root, run_tests
+
+FUNCS = ("block_nanosleep", "block_pipe_read", "block_mutex_lock")
+TOLERANCE = 0.05  # relative, as the specification states
+
+
+def run_workload(seconds):
+    out = subprocess.run([binary("OFFCPU_TRUTH"), str(seconds)], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    return json.loads(out)
+
+
+def blocked_ns(result):
+    """Off-CPU ns per function name: stacks containing it, counted once."""
+    _, total_counts, _ = function_shares(result)
+    return total_counts
+
+
+def check_blocked_times(d, truth, label):
+    pid = str(truth["pid"])
+    got = blocked_ns(d.query_json("--kind", "offcpu", "--pid", pid, "--since", "5m"))
+    sleeping = blocked_ns(d.query_json("--kind", "offcpu", "--state", "S", "--pid", pid, "--since", "5m"))
+    for f in FUNCS:
+        want, have = truth["functions"][f], got.get(f, 0)
+        print(f"  {label} {f}: truth {want / 1e6:.1f} ms  profd {have / 1e6:.1f} ms  "
+              f"({100.0 * (have - want) / want:+.2f}%)  in state S: {sleeping.get(f, 0) / 1e6:.1f} ms")
+        assert abs(have - want) <= TOLERANCE * want, \
+            f"{f}: profd says {have / 1e6:.1f} ms blocked, truth is {want / 1e6:.1f} ms"
+        # these block in interruptible sleep: nearly all of it must be state S
+        assert sleeping.get(f, 0) >= (1 - TOLERANCE) * want, \
+            f"{f}: only {sleeping.get(f, 0) / 1e6:.1f} ms of {want / 1e6:.1f} ms in state S"
+
+
+def test_blocked_time_per_function_matches_truth():
+    with Profd("--interval", "2s") as d:
+        truth = run_workload(4)
+        d.profctl("flush")
+        check_blocked_times(d, truth, "")
+
+        # the writer's stack is the waker of the reader's blocked time
+        pid = str(truth["pid"])
+        wakers = d.query_json("--kind", "wakeup", "--pid", pid, "--since", "5m")
+        by_waker = blocked_ns(wakers)
+        reader = truth["functions"]["block_pipe_read"]
+        ended = by_waker.get("feed_pipe_writer", 0)
+        print(f"  feed_pipe_writer ended {ended / 1e6:.1f} ms of the reader's "
+              f"{reader / 1e6:.1f} ms blocked")
+        assert abs(ended - reader) <= TOLERANCE * reader, \
+            f"feed_pipe_writer woke {ended / 1e6:.1f} ms, the reader blocked {reader / 1e6:.1f} ms"
+        folded = d.profctl("query", "--kind", "wakeup", "--pid", pid, "--since", "5m", "--folded").stdout
+        assert any("feed_pipe_writer" in l for l in folded.splitlines()), folded[:2000]
+        # folded weights for time kinds are microseconds
+        total_us = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines())
+        assert abs(total_us * 1000 - wakers["total"]) <= 1000 * len(folded.splitlines()), \
+            (total_us, wakers["total"])
+
+
+def test_sigterm_keeps_the_last_interval():
+    with Profd("--interval", "1h") as d:
+        truth = run_workload(2)
+        assert d.stop() == 0, d.read_log()
+        again = Profd("--interval", "1h", store=d.store, workdir=d.dir)
+        again.start()
+        try:
+            check_blocked_times(again, truth, "after restart")
+        finally:
+            again.stop()
+
+
+if __name__ == "__main__":
+    require_root()
+    run_tests([test_blocked_time_per_function_matches_truth, test_sigterm_keeps_the_last_interval])
