@@ -5,9 +5,11 @@
 set -eu
 cd "$(dirname "$0")"
 
-# Build and test dependencies, all from Debian's archive.
+# Build and test dependencies, all from Debian's archive; linux-perf and
+# libbpf-tools are the benchmark's workload and peer (its harness is tested).
 PACKAGES="meson ninja-build pkg-config gcc clang llvm bpftool libbpf-dev libsystemd-dev
-          libjansson-dev libelf-dev libdw-dev libsqlite3-dev python3 binutils elfutils valgrind"
+          libjansson-dev libelf-dev libdw-dev libsqlite3-dev python3 binutils elfutils valgrind
+          linux-perf libbpf-tools"
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
 

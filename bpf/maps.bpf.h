@@ -16,7 +16,7 @@
 #define ENOMEM 12
 #define E2BIG 7
 
-/* Which generation of counts_*, stacks_* and frames_* the programs write.
+/* Which generation of counts_* and frames_* the programs write.
  * Defined in proc.bpf.c. Only the daemon changes it (through the mmapped
  * .bss), then waits for an RCU grace period (see `barrier`) before it reads
  * the other generation. */
@@ -34,21 +34,9 @@ struct counts_map {
 struct counts_map counts_0 SEC(".maps") __weak;
 struct counts_map counts_1 SEC(".maps") __weak;
 
-/* On-CPU stack traces, one map per generation and side, so user and kernel
- * stacks don't compete for buckets. Value size: perf_event_max_stack frames. */
-struct stacks_map {
-        __uint(type, BPF_MAP_TYPE_STACK_TRACE);
-        __uint(max_entries, 1);
-        __uint(key_size, sizeof(__u32));
-        __uint(value_size, PROFD_MAX_FRAMES * sizeof(__u64));
-};
-struct stacks_map stacks_user_0 SEC(".maps") __weak;
-struct stacks_map stacks_user_1 SEC(".maps") __weak;
-struct stacks_map stacks_kernel_0 SEC(".maps") __weak;
-struct stacks_map stacks_kernel_1 SEC(".maps") __weak;
-
-/* Off-CPU and waker stacks by content hash, one map per generation. Only
- * stacks of blocks that pass the threshold are stored. */
+/* Stacks by content hash, one map per generation: key -> frames. Every
+ * sample and block refers to its stacks by hash. Sized by the daemon; a full
+ * map is counted in PROFD_DROP_STACK_MAP_FULL and the stack kept as lost. */
 struct frames_map {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, 1);
@@ -57,6 +45,24 @@ struct frames_map {
 };
 struct frames_map frames_0 SEC(".maps") __weak;
 struct frames_map frames_1 SEC(".maps") __weak;
+
+/* Per-CPU scratch for stacks too large for the 512-byte BPF stack, one slot
+ * per user so that programs which can interrupt each other never share one:
+ * the sampler may run in NMI context in the middle of a scheduler hook. */
+enum scratch_slot {
+        SCRATCH_SWITCH_KERNEL,
+        SCRATCH_WAKER_USER,
+        SCRATCH_WAKER_KERNEL,
+        SCRATCH_ONCPU_USER,
+        SCRATCH_ONCPU_KERNEL,
+        SCRATCH__MAX,
+};
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, SCRATCH__MAX);
+        __type(key, __u32);
+        __type(value, struct profd_frames);
+} scratch SEC(".maps") __weak;
 
 /* Cumulative counters and drop reasons (enum profd_counter), per CPU so the
  * hot paths need no atomics; the daemon sums them. */
@@ -88,6 +94,127 @@ static __always_inline void counter_add(__u32 idx, __u64 n) {
         __u64 *v = bpf_map_lookup_elem(&counters, &idx);
         if (v)
                 *v += n;
+}
+
+static __always_inline struct profd_frames *scratch_get(__u32 slot) {
+        return bpf_map_lookup_elem(&scratch, &slot);
+}
+
+/* Stores a stack in frames_<gen> under a hash of its frames and returns the
+ * hash, or PROFD_STACK_LOST (counted) if the map is full. An empty stack is
+ * PROFD_STACK_NONE. */
+static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f) {
+        __u64 h = 0xcbf29ce484222325ULL ^ f->n;
+        long err;
+
+        if (f->n == 0)
+                return PROFD_STACK_NONE;
+        for (__u32 i = 0; i < PROFD_MAX_FRAMES; i++) {
+                if (i >= f->n)
+                        break;
+                h = (h ^ f->ips[i]) * 0x100000001b3ULL;
+                h ^= h >> 29;
+        }
+        if (h >= PROFD_STACK_LOST)
+                h -= 2; /* keep clear of the sentinels */
+        err = bpf_map_update_elem(gen ? (void *) &frames_1 : (void *) &frames_0, &h, f, BPF_NOEXIST);
+        if (err && err != -EEXIST) {
+                counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
+                return PROFD_STACK_LOST;
+        }
+        return h;
+}
+
+/* Copies bytes written by bpf_get_stack/bpf_get_task_stack into n; on error
+ * counts it and returns false. */
+static __always_inline bool frames_set(struct profd_frames *f, long bytes, __u32 error_counter) {
+        if (bytes <= 0) {
+                f->n = 0;
+                counter_add(error_counter, 1);
+                return false;
+        }
+        f->n = bytes / sizeof(__u64);
+        return true;
+}
+
+/* A frame pointer further than this above the stack pointer is not one: the
+ * largest thread stacks are a few MiB. */
+#define USER_STACK_SPAN (64ULL << 20)
+/* The user stack is read in windows of up to this many bytes, never across a
+ * page boundary: each read costs a fixed ~100-200 ns, and one window holds
+ * several typical frames. */
+#define WALK_WINDOW 512
+
+struct walk_window {
+        __u8 bytes[WALK_WINDOW];
+};
+
+/* Per-CPU windows, one per program that walks (see enum scratch_slot). */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, SCRATCH__MAX);
+        __type(key, __u32);
+        __type(value, struct walk_window);
+} walk_windows SEC(".maps") __weak;
+
+/* Walks the user stack of the current task (which must be `task`) by frame
+ * pointers, from the registers saved when it entered the kernel, into f.
+ * Unlike the kernel's walker it follows a frame pointer only if it points
+ * into the stack above the stack pointer, each next one higher still: code
+ * built without frame pointers uses the register for data, and reading such
+ * a value as an address mostly faults, which costs microseconds. The walk
+ * ends at the first frame that is not plausible. slot picks the window.
+ * Returns false (and counts it) if there are no user registers. */
+static __always_inline bool user_stack_walk(struct task_struct *task, struct profd_frames *f, __u32 slot) {
+        struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
+        struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
+        __u64 ip, sp, fp, lo, base = 0, len = 0;
+
+        f->n = 0;
+        if (!regs || !w) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return false;
+        }
+        /* direct loads from the BTF-typed registers: no helper call */
+        ip = PT_REGS_IP(regs);
+        sp = PT_REGS_SP(regs);
+        fp = PT_REGS_FP(regs);
+        if (ip == 0) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return false;
+        }
+        f->ips[0] = ip;
+        f->n = 1;
+        lo = sp;
+        for (__u32 i = 1; i < PROFD_MAX_FRAMES; i++) {
+                __u64 off, next, ret;
+
+                if (fp < lo || fp - sp >= USER_STACK_SPAN || (fp & 7))
+                        break;
+                if (fp < base || fp + 16 > base + len) {
+                        /* refill: from fp to the end of its page, at most a window */
+                        len = 4096 - (fp & 4095);
+                        if (len < 16)
+                                len = 16; /* a frame straddling two pages */
+                        if (len > WALK_WINDOW)
+                                len = WALK_WINDOW;
+                        base = fp;
+                        if (bpf_probe_read_user(w->bytes, len, (void *) fp))
+                                break;
+                }
+                off = fp - base;
+                if (off > WALK_WINDOW - 16)
+                        break;
+                next = *(__u64 *) &w->bytes[off];
+                ret = *(__u64 *) &w->bytes[off + 8];
+                if (ret < 4096)
+                        break; /* not a code address: the end of the chain */
+                f->ips[i] = ret;
+                f->n = i + 1;
+                lo = fp + 16;
+                fp = next;
+        }
+        return true;
 }
 
 static __always_inline __u64 process_start_ns(struct task_struct *task) {

@@ -1,6 +1,6 @@
 /* Off-CPU time by stack, and who ended it. On sched_switch the thread that
  * leaves the CPU notes the time, its state and its user stack (which can only
- * be walked now: the kernel can't walk another task's user stack). When it
+ * be walked now: only the current task's user memory can be read). When it
  * comes back, the time away is known; only then, and only if it passes the
  * threshold, is its kernel stack walked (still intact while it was away:
  * bpf_get_task_stack) and the block counted. On sched_waking, the waker's
@@ -16,7 +16,6 @@ const volatile __u8 wakeup_enabled = 1;
 /* Per-thread state between switch-out and switch-in. */
 struct profd_task {
         __u64 switch_out_ns;   /* 0: on a CPU, or its block already counted */
-        __u64 cgroup_id;
         __u8 state;            /* enum profd_state at switch-out */
         __u8 woken;            /* its waker was counted for this block */
         __u8 user_error;       /* the user stack walk failed */
@@ -32,16 +31,6 @@ struct {
         __type(key, int);
         __type(value, struct profd_task);
 } tasks SEC(".maps");
-
-/* Per-CPU scratch for stacks walked at switch-in (slot 0) and by a waker
- * (slots 1, 2): too large for the 512-byte BPF stack. The hooks run with
- * interrupts off, so no two programs share a slot at once. */
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 3);
-        __type(key, __u32);
-        __type(value, struct profd_frames);
-} scratch SEC(".maps");
 
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
@@ -61,43 +50,8 @@ static __always_inline __u8 state_code(unsigned int s) {
         return PROFD_STATE_OTHER;
 }
 
-/* Stores a stack in frames_<gen> under a hash of its frames and returns the
- * hash, or PROFD_STACK_LOST (counted) if the map is full. */
-static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f) {
-        __u64 h = 0xcbf29ce484222325ULL ^ f->n;
-        long err;
-
-        for (__u32 i = 0; i < PROFD_MAX_FRAMES; i++) {
-                if (i >= f->n)
-                        break;
-                h = (h ^ f->ips[i]) * 0x100000001b3ULL;
-                h ^= h >> 29;
-        }
-        if (h >= PROFD_STACK_LOST)
-                h -= 2; /* keep clear of the sentinels */
-        err = bpf_map_update_elem(gen ? (void *) &frames_1 : (void *) &frames_0, &h, f, BPF_NOEXIST);
-        if (err && err != -EEXIST) {
-                counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
-                return PROFD_STACK_LOST;
-        }
-        return h;
-}
-
-/* Copies bytes written by bpf_get_stack/bpf_get_task_stack into n; on error
- * counts it and returns false. */
-static __always_inline bool frames_set(struct profd_frames *f, long bytes, __u32 error_counter) {
-        if (bytes <= 0) {
-                f->n = 0;
-                counter_add(error_counter, 1);
-                return false;
-        }
-        f->n = bytes / sizeof(__u64);
-        return true;
-}
-
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsigned int prev_state, __u64 now) {
         struct profd_task *t = bpf_task_storage_get(&tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-        long bytes;
 
         if (!t) {
                 counter_add(PROFD_DROP_TASK_STORAGE, 1);
@@ -106,23 +60,18 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
         t->switch_out_ns = now;
         t->state = state_code(prev_state);
         t->woken = 0;
-        t->cgroup_id = bpf_get_current_cgroup_id();
         t->user_error = 0;
         t->user.n = 0;
         if (!offcpu_enabled || (prev->flags & PF_KTHREAD))
                 return;
-        bytes = bpf_get_stack(ctx, t->user.ips, sizeof(t->user.ips), BPF_F_USER_STACK);
-        if (bytes > 0)
-                t->user.n = bytes / sizeof(__u64);
-        else
-                t->user_error = 1; /* counted only if the block is kept */
+        t->user_error = !user_stack_walk(prev, &t->user, SCRATCH_SWITCH_KERNEL);
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         struct profd_task *t = bpf_task_storage_get(&tasks, next, 0, 0);
         struct profd_sample_key key = {};
         struct profd_frames *k;
-        __u32 gen, zero = 0;
+        __u32 gen;
         __u64 delta;
 
         if (!t || t->switch_out_ns == 0)
@@ -143,17 +92,17 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         key.tgid = next->tgid;
         key.tid = next->pid;
         key.start_ns = process_start_ns(next);
-        key.cgroup_id = t->cgroup_id;
+        /* read only for kept blocks; a blocked thread rarely changes cgroup */
+        key.cgroup_id = BPF_CORE_READ(next, cgroups, dfl_cgrp, kn, id);
 
         if (next->flags & PF_KTHREAD)
                 key.user_stack = PROFD_STACK_NONE;
-        else if (t->user_error || t->user.n == 0) {
-                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+        else if (t->user_error)
                 key.user_stack = PROFD_STACK_LOST;
-        } else
+        else
                 key.user_stack = frames_store(gen, &t->user);
 
-        k = bpf_map_lookup_elem(&scratch, &zero);
+        k = scratch_get(SCRATCH_SWITCH_KERNEL);
         if (!k)
                 return;
         if (frames_set(k, bpf_get_task_stack(next, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
@@ -184,7 +133,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         struct profd_sample_key key = {};
         struct profd_frames *f;
         struct profd_task *t;
-        __u32 gen, slot;
+        __u32 gen;
         __u64 blocked;
 
         if (p->pid == 0)
@@ -212,18 +161,12 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         if (key.tid == 0 || (waker->flags & PF_KTHREAD)) {
                 key.user_stack = PROFD_STACK_NONE;
         } else {
-                slot = 1;
-                f = bpf_map_lookup_elem(&scratch, &slot);
+                f = scratch_get(SCRATCH_WAKER_USER);
                 if (!f)
                         return 0;
-                if (frames_set(f, bpf_get_stack(ctx, f->ips, sizeof(f->ips), BPF_F_USER_STACK),
-                               PROFD_DROP_USER_STACK_ERROR))
-                        key.user_stack = frames_store(gen, f);
-                else
-                        key.user_stack = PROFD_STACK_LOST;
+                key.user_stack = user_stack_walk(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f) : PROFD_STACK_LOST;
         }
-        slot = 2;
-        f = bpf_map_lookup_elem(&scratch, &slot);
+        f = scratch_get(SCRATCH_WAKER_KERNEL);
         if (!f)
                 return 0;
         if (frames_set(f, bpf_get_stack(ctx, f->ips, sizeof(f->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))

@@ -2,15 +2,6 @@
  * sample under its process, thread, cgroup and stacks. */
 #include "maps.bpf.h"
 
-static __always_inline void count_stack_error(long err, __u32 walk_error) {
-        if (err == -EEXIST)
-                counter_add(PROFD_DROP_STACK_COLLISION, 1);
-        else if (err == -ENOMEM)
-                counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
-        else
-                counter_add(walk_error, 1);
-}
-
 /* Was the interrupted context in user mode? Then there is no kernel stack. */
 static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx) {
 #if defined(__TARGET_ARCH_x86)
@@ -31,7 +22,6 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
         __u64 pid_tgid = bpf_get_current_pid_tgid();
         struct profd_sample_key key = {};
         __u32 gen = *(volatile __u32 *) &generation;
-        long id;
 
         counter_add(PROFD_CNT_SAMPLES, 1);
         key.tid = (__u32) pid_tgid;
@@ -48,24 +38,24 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
         if (in_user_mode(ctx)) {
                 key.kernel_stack = PROFD_STACK_NONE;
         } else {
-                id = gen ? bpf_get_stackid(ctx, &stacks_kernel_1, 0) : bpf_get_stackid(ctx, &stacks_kernel_0, 0);
-                if (id < 0) {
-                        count_stack_error(id, PROFD_DROP_KERNEL_STACK_ERROR);
+                struct profd_frames *k = scratch_get(SCRATCH_ONCPU_KERNEL);
+
+                if (!k)
+                        return 0;
+                if (frames_set(k, bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
+                        key.kernel_stack = frames_store(gen, k);
+                else
                         key.kernel_stack = PROFD_STACK_LOST;
-                } else
-                        key.kernel_stack = id;
         }
 
         if (task->flags & PF_KTHREAD) {
                 key.user_stack = PROFD_STACK_NONE;
         } else {
-                id = gen ? bpf_get_stackid(ctx, &stacks_user_1, BPF_F_USER_STACK)
-                         : bpf_get_stackid(ctx, &stacks_user_0, BPF_F_USER_STACK);
-                if (id < 0) {
-                        count_stack_error(id, PROFD_DROP_USER_STACK_ERROR);
-                        key.user_stack = PROFD_STACK_LOST;
-                } else
-                        key.user_stack = id;
+                struct profd_frames *u = scratch_get(SCRATCH_ONCPU_USER);
+
+                if (!u)
+                        return 0;
+                key.user_stack = user_stack_walk(task, u, SCRATCH_ONCPU_USER) ? frames_store(gen, u) : PROFD_STACK_LOST;
         }
 
         count_key(gen, &key, 1);

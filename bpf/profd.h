@@ -29,12 +29,11 @@ enum profd_state {
         PROFD_STATE_OTHER = 6,
 };
 
-/* Stacks in profd_sample_key. For PROFD_KIND_CPU a stack is an id in the
- * stacks_{user,kernel}_<gen> stack maps; for the off-CPU kinds it is a hash
- * of the frames, a key of frames_<gen>: a blocked thread's user stack is
- * taken at switch-out, possibly generations before it is counted, so it
- * can't refer to a per-generation stack id. Real hashes never take the
- * sentinel values. */
+/* Stacks in profd_sample_key are 64-bit hashes of their frames, keys of the
+ * frames_<gen> map of the same generation as the key. (Not ids of a kernel
+ * stack map: a blocked thread's user stack is taken at switch-out, possibly
+ * generations before it is counted.) Real hashes never take the sentinel
+ * values. */
 #define PROFD_STACK_NONE (~0ULL)       /* nothing to walk: kernel thread, or user mode */
 #define PROFD_STACK_LOST (~0ULL - 1)   /* walk failed or its map slot was taken; counted */
 
@@ -57,7 +56,8 @@ struct profd_sample_key {
         __u8 pad[2];
 };
 
-/* A stack copied out by bpf_get_stack: value of frames_<gen>, and scratch. */
+/* A stack, innermost frame first: value of frames_<gen>, per-task storage,
+ * and per-CPU scratch. */
 struct profd_frames {
         __u32 n;
         __u32 pad;
@@ -71,10 +71,9 @@ enum profd_counter {
         PROFD_CNT_SAMPLES = 0,          /* perf_event program runs */
         PROFD_CNT_IDLE,                 /* runs that hit the idle task (not stored) */
         PROFD_DROP_MAP_FULL,            /* aggregation map had no room for a new key */
-        PROFD_DROP_USER_STACK_ERROR,    /* user stack walk failed (-EFAULT, ...) */
+        PROFD_DROP_USER_STACK_ERROR,    /* no user registers to start a user stack walk */
         PROFD_DROP_KERNEL_STACK_ERROR,  /* kernel stack walk failed */
-        PROFD_DROP_STACK_COLLISION,     /* stack map bucket held another stack */
-        PROFD_DROP_STACK_MAP_FULL,      /* stack map or frames map had no free entry */
+        PROFD_DROP_STACK_MAP_FULL,      /* frames map had no room for a new stack */
         PROFD_DROP_RINGBUF_FULL,        /* process event could not be sent */
         PROFD_DROP_TASK_STORAGE,        /* no per-task storage for a switch-out */
         PROFD_CNT_OFFCPU_FILTERED,      /* blocks outside [min, max] block time (not stored) */

@@ -314,7 +314,6 @@ static const char *const drop_reasons[] = {
         "map_full",
         "user_stack_error",
         "kernel_stack_error",
-        "stack_collision",
         "stack_map_full",
         "ringbuf_full",
         "task_storage_full",

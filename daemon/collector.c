@@ -30,7 +30,6 @@ struct collector {
         unsigned n_possible_cpus; /* per-CPU map values come in this many slots */
         uint32_t gen;             /* the generation the programs write now */
         size_t counts_max;        /* max_entries of counts_* */
-        size_t stack_depth;       /* frames per stack map value */
         struct profd_sample_key *keys_buf; /* drain scratch, counts_max entries */
         uint64_t *values_buf;
         uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
@@ -192,8 +191,8 @@ static int attach(collector *c, const struct collector_config *cfg) {
 int collector_new(const struct collector_config *cfg, collector_event_fn on_event, void *userdata,
                   collector **ret) {
         collector *c;
-        unsigned long max_stack = 127, pid_max = 32768;
-        size_t per_interval, stacks_max, frames_max, seen_max;
+        unsigned long pid_max = 32768;
+        size_t per_interval, frames_max, seen_max;
         uint64_t interval_s;
         int ncpus, r;
         __u32 zero = 0;
@@ -215,26 +214,20 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
         }
         c->n_possible_cpus = ncpus;
 
-        /* the kernel refuses stack maps deeper than this sysctl */
-        (void) read_uint_file("/proc/sys/kernel/perf_event_max_stack", &max_stack);
         (void) read_uint_file("/proc/sys/kernel/pid_max", &pid_max);
-        c->stack_depth = max_stack;
 
         /* At most this many samples land in one generation. Every sample may be
          * a distinct key, so the counts map holds that many (at least 4096, so
-         * a short interval still has room for many threads). Stack maps get
-         * four times as many buckets as samples, at least 4096:
-         * bpf_get_stackid gives up on a taken bucket, and a sparse table keeps
-         * those collisions (counted, the sample kept as [lost]) rare. At most
-         * 32 Ki buckets: each holds perf_event_max_stack frames (~1 KiB), and
-         * four such maps must stay a small share of a host's memory. */
+         * a short interval still has room for many threads and blocks). */
         interval_s = (cfg->interval_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC;
-        per_interval = (size_t) cfg->frequency_hz * (size_t) ncpus * (size_t) MAX(interval_s, 1u);
+        per_interval = cfg->cpu ? (size_t) cfg->frequency_hz * (size_t) ncpus * (size_t) MAX(interval_s, 1u) : 0;
         c->counts_max = roundup_pow2(MAX(per_interval, (size_t) 4096));
-        stacks_max = roundup_pow2(MIN(MAX(per_interval * 4, (size_t) 4096), (size_t) 1 << 15));
-        /* Distinct off-CPU stacks per interval: 16 Ki covers thousands of
-         * threads each blocking in a few places; an entry is 1 KiB. */
-        frames_max = 16384;
+        /* Distinct stacks per generation: each sample brings at most two (user
+         * and kernel), blocks and wakers a few thousand more on a busy host.
+         * Each entry is 1 KiB and hash maps are preallocated, so at most 64 Ki
+         * entries; a full map is counted (stack_map_full) and the sample kept
+         * with a [lost] stack. */
+        frames_max = roundup_pow2(MIN(MAX(per_interval * 2 + 4096, (size_t) 8192), (size_t) 1 << 16));
         /* one entry per live process; an evicted one is only announced again */
         seen_max = MIN(pid_max, 65536ul);
 
@@ -245,20 +238,8 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
         }
         bpf_map__set_max_entries(c->skel->maps.counts_0, c->counts_max);
         bpf_map__set_max_entries(c->skel->maps.counts_1, c->counts_max);
-        struct bpf_map *stack_maps[] = {
-                c->skel->maps.stacks_user_0, c->skel->maps.stacks_user_1,
-                c->skel->maps.stacks_kernel_0, c->skel->maps.stacks_kernel_1,
-        };
-        for (size_t i = 0; i < ELEMENTSOF(stack_maps); i++) {
-                /* the on-CPU stack maps are only needed when sampling */
-                bpf_map__set_max_entries(stack_maps[i], cfg->cpu ? stacks_max : 1);
-                bpf_map__set_value_size(stack_maps[i], c->stack_depth * sizeof(__u64));
-        }
-        /* Off-CPU stacks of blocks that passed the threshold, and wakers'.
-         * Distinct stacks per interval are far fewer than context switches;
-         * a full map is counted as stack_map_full. */
-        bpf_map__set_max_entries(c->skel->maps.frames_0, cfg->offcpu || cfg->wakeup ? frames_max : 1);
-        bpf_map__set_max_entries(c->skel->maps.frames_1, cfg->offcpu || cfg->wakeup ? frames_max : 1);
+        bpf_map__set_max_entries(c->skel->maps.frames_0, frames_max);
+        bpf_map__set_max_entries(c->skel->maps.frames_1, frames_max);
         bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
 
         c->skel->rodata->offcpu_min_ns = cfg->offcpu_min_ns;
@@ -300,8 +281,9 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                 goto fail;
 
         if (cfg->cpu)
-                log_info("Sampling %s at %u Hz on every online CPU; maps: %zu keys, %zu stacks of %zu frames per generation.",
-                         c->event_name, c->frequency, c->counts_max, stacks_max, c->stack_depth);
+                log_info("Sampling %s at %u Hz on every online CPU.", c->event_name, c->frequency);
+        log_info("Kernel maps per generation: %zu keys, %zu stacks of up to %d frames.", c->counts_max, frames_max,
+                 PROFD_MAX_FRAMES);
         if (cfg->offcpu || cfg->wakeup)
                 log_info("Measuring off-CPU time%s of blocks from %" PRIu64 " us%s.",
                          cfg->wakeup ? (cfg->offcpu ? " and wakers" : " wakers only") : "",
@@ -396,49 +378,34 @@ static void stacks_free(hashmap *m) {
         hashmap_free(m);
 }
 
-static int stacks_put(hashmap *m, uint64_t key, const __u64 *ips, size_t max) {
-        struct stack_trace *t;
-        size_t n = 0;
-        int r;
-
-        while (n < max && ips[n] != 0)
-                n++;
-        t = malloc(sizeof(*t) + n * sizeof(uint64_t));
-        if (!t)
-                return -ENOMEM;
-        t->n = n;
-        memcpy(t->ips, ips, n * sizeof(uint64_t));
-        r = hashmap_put(m, UINT64_TO_KEY(key), t);
-        if (r < 0)
-                free(t);
-        return r;
-}
-
-/* Reads every entry of a stack map (key __u32, value ips) or a frames map
- * (key __u64, value struct profd_frames) into a hash map key ->
- * stack_trace, deleting it from the kernel map. */
-static int drain_stack_map(int fd, size_t value_size, bool frames, hashmap **ret) {
-        _cleanup_free_ void *value = calloc(1, value_size);
+/* Reads every stack of a frames map into a hash map hash -> stack_trace and
+ * deletes it from the kernel map. */
+static int drain_frames(int fd, hashmap **ret) {
+        _cleanup_free_ struct profd_frames *f = calloc(1, sizeof(*f));
         hashmap *m = hashmap_new_u64();
-        uint64_t key = 0, next = 0; /* little-endian: a __u32 key reads as its u64 */
+        __u64 key, next;
         int have, r;
 
-        if (!value || !m) {
+        if (!f || !m) {
                 hashmap_free(m);
                 return -ENOMEM;
         }
-        _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "u32 keys read through u64");
         have = bpf_map_get_next_key(fd, NULL, &key) == 0;
         while (have) {
-                next = 0;
                 have = bpf_map_get_next_key(fd, &key, &next) == 0;
-                if (bpf_map_lookup_elem(fd, &key, value) == 0) {
-                        if (frames) {
-                                const struct profd_frames *f = value;
-                                r = stacks_put(m, key, f->ips, MIN((size_t) f->n, (size_t) PROFD_MAX_FRAMES));
-                        } else
-                                r = stacks_put(m, key, value, value_size / sizeof(__u64));
+                if (bpf_map_lookup_elem(fd, &key, f) == 0) {
+                        size_t n = MIN((size_t) f->n, (size_t) PROFD_MAX_FRAMES);
+                        struct stack_trace *t = malloc(sizeof(*t) + n * sizeof(uint64_t));
+
+                        if (!t) {
+                                stacks_free(m);
+                                return -ENOMEM;
+                        }
+                        t->n = n;
+                        memcpy(t->ips, f->ips, n * sizeof(uint64_t));
+                        r = hashmap_put(m, UINT64_TO_KEY(key), t);
                         if (r < 0) {
+                                free(t);
                                 stacks_free(m);
                                 return r;
                         }
@@ -496,16 +463,7 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the aggregation map: %m");
-        r = drain_stack_map(bpf_map__fd(old ? c->skel->maps.stacks_user_1 : c->skel->maps.stacks_user_0),
-                            c->stack_depth * sizeof(__u64), false, &b.user_stacks);
-        if (r < 0)
-                goto fail;
-        r = drain_stack_map(bpf_map__fd(old ? c->skel->maps.stacks_kernel_1 : c->skel->maps.stacks_kernel_0),
-                            c->stack_depth * sizeof(__u64), false, &b.kernel_stacks);
-        if (r < 0)
-                goto fail;
-        r = drain_stack_map(bpf_map__fd(old ? c->skel->maps.frames_1 : c->skel->maps.frames_0),
-                            sizeof(struct profd_frames), true, &b.frames);
+        r = drain_frames(bpf_map__fd(old ? c->skel->maps.frames_1 : c->skel->maps.frames_0), &b.frames);
         if (r < 0)
                 goto fail;
         r = read_counters(c, b.counters);
@@ -528,8 +486,6 @@ fail:
 }
 
 void drain_batch_done(struct drain_batch *b) {
-        stacks_free(b->user_stacks);
-        stacks_free(b->kernel_stacks);
         stacks_free(b->frames);
         free(b->entries);
         *b = (struct drain_batch) {};

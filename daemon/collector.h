@@ -33,9 +33,7 @@ struct stack_trace {
 struct drain_batch {
         struct drain_entry *entries;
         size_t n_entries;
-        hashmap *user_stacks;   /* cpu kind: stack id -> struct stack_trace* */
-        hashmap *kernel_stacks; /* cpu kind: stack id -> struct stack_trace* */
-        hashmap *frames;        /* off-CPU kinds: frames hash -> struct stack_trace* */
+        hashmap *frames;        /* frames hash -> struct stack_trace* */
         uint64_t counters[PROFD_COUNTER__MAX]; /* increase since the previous drain */
 };
 

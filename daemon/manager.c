@@ -27,7 +27,6 @@ static const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
         [PROFD_DROP_MAP_FULL] = "map_full",
         [PROFD_DROP_USER_STACK_ERROR] = "user_stack_error",
         [PROFD_DROP_KERNEL_STACK_ERROR] = "kernel_stack_error",
-        [PROFD_DROP_STACK_COLLISION] = "stack_collision",
         [PROFD_DROP_STACK_MAP_FULL] = "stack_map_full",
         [PROFD_DROP_RINGBUF_FULL] = "ringbuf_full",
         [PROFD_DROP_TASK_STORAGE] = "task_storage_full",
@@ -119,10 +118,8 @@ static const struct stack_trace *lookup_stack(hashmap *stacks, uint64_t id) {
  * call instruction rather than possibly after the end of the function. */
 static int build_frames(manager *m, const struct drain_batch *b, const struct profd_sample_key *key,
                         const struct proc *p, size_t *ret_n) {
-        /* on-CPU stacks are ids in the stack maps, off-CPU ones frame hashes */
-        bool cpu = key->kind == PROFD_KIND_CPU;
-        const struct stack_trace *ks = lookup_stack(cpu ? b->kernel_stacks : b->frames, key->kernel_stack);
-        const struct stack_trace *us = lookup_stack(cpu ? b->user_stacks : b->frames, key->user_stack);
+        const struct stack_trace *ks = lookup_stack(b->frames, key->kernel_stack);
+        const struct stack_trace *us = lookup_stack(b->frames, key->user_stack);
         size_t nk = ks ? ks->n : 0, nu = us ? us->n : 0, n = 0, need = nk + nu + 2;
         static const struct store_frame lost_user = { .module = "[lost]", .function = "[lost]" };
         static const struct store_frame lost_kernel = { .module = "[lost]", .function = "[lost]", .kernel = true };

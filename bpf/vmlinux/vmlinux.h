@@ -93,6 +93,18 @@ struct bpf_perf_event_data {
 
 struct linux_binprm;
 
+struct kernfs_node {
+        u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+        struct kernfs_node *kn;
+} __attribute__((preserve_access_index));
+
+struct css_set {
+        struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
         unsigned int flags;
         pid_t pid;
@@ -100,6 +112,7 @@ struct task_struct {
         struct task_struct *group_leader;
         u64 start_boottime;
         char comm[16];
+        struct css_set *cgroups;
 } __attribute__((preserve_access_index));
 
 #endif

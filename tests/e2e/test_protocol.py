@@ -63,15 +63,17 @@ def test_oversized_request_is_refused_and_daemon_keeps_running():
 def test_status_reports_every_drop_reason():
     DAEMON.profctl("flush")
     st = json.loads(DAEMON.profctl("status", "--json").stdout)
-    for reason in ("map_full", "user_stack_error", "kernel_stack_error", "stack_collision",
-                   "stack_map_full", "ringbuf_full", "process_vanished", "store_write_failed"):
+    for reason in ("map_full", "user_stack_error", "kernel_stack_error", "stack_map_full",
+                   "ringbuf_full", "task_storage_full", "process_vanished", "store_write_failed"):
         assert reason in st["drops"], f"drop reason {reason} missing from status: {st['drops']}"
         assert isinstance(st["drops"][reason], int) and st["drops"][reason] >= 0
     assert st["event"] in ("cycles", "cpu-clock"), st["event"]
     assert st["frequency_hz"] == 49 and st["interval_ms"] == 10000, st
+    assert st["kinds"] == ["cpu", "offcpu", "wakeup"], st["kinds"]
+    assert st["offcpu"]["min_ns"] == 1000000 and st["offcpu"]["max_ns"] is None, st["offcpu"]
     assert st["drains"] >= 1 and st["store_path"] == DAEMON.store
     human = DAEMON.profctl("status").stdout
-    for word in ("stack_collision", "ringbuf_full", "store_write_failed", st["event"]):
+    for word in ("stack_map_full", "ringbuf_full", "store_write_failed", "off-CPU", st["event"]):
         assert word in human, f"{word} not in human status:\n{human}"
 
 
