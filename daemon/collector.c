@@ -216,12 +216,13 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
 
         (void) read_uint_file("/proc/sys/kernel/pid_max", &pid_max);
 
-        /* At most this many samples land in one generation. Every sample may be
-         * a distinct key, so the counts map holds that many (at least 4096, so
-         * a short interval still has room for many threads and blocks). */
+        /* At most this many samples land in one generation, and every sample
+         * may be a distinct key. Blocks and wakers add keys per distinct
+         * (thread, stack, state): 16 Ki of them cover thousands of threads
+         * each blocking in a few places per interval (~100 bytes each). */
         interval_s = (cfg->interval_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC;
         per_interval = cfg->cpu ? (size_t) cfg->frequency_hz * (size_t) ncpus * (size_t) MAX(interval_s, 1u) : 0;
-        c->counts_max = roundup_pow2(MAX(per_interval, (size_t) 4096));
+        c->counts_max = roundup_pow2(MAX(per_interval + (cfg->offcpu || cfg->wakeup ? 16384 : 0), (size_t) 4096));
         /* Distinct stacks per generation: each sample brings at most two (user
          * and kernel), blocks and wakers a few thousand more on a busy host.
          * Each entry is 1 KiB and hash maps are preallocated, so at most 64 Ki

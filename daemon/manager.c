@@ -53,6 +53,7 @@ struct manager {
         uint64_t last_drain_end_ns;   /* CLOCK_REALTIME: the next drain's bucket starts here */
         uint64_t vanished_stored;     /* proctable_vanished() already written as drops */
         uint64_t failed_drains;       /* drains lost to store errors, not yet written as drops */
+        uint64_t pending_drops[PROFD_COUNTER__MAX]; /* drop counts of those drains */
         uint64_t samples_seen, idle_samples;
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
 
@@ -176,14 +177,16 @@ static int write_drain(manager *m, const struct drain_batch *b, uint64_t start_n
                         .cgroup_id = key->cgroup_id,
                         .kind = key->kind,
                         .state = key->state,
+                        .peer_tid = key->peer_tid,
                         .frames = m->frames,
                         .n_frames = n,
                         .value = b->entries[i].value,
                 });
         }
+        /* drops of drains that could not be stored are kept for this one */
         for (int i = 0; r >= 0 && i < PROFD_COUNTER__MAX; i++)
                 if (drop_reason_names[i])
-                        r = store_drain_drop(m->store, drop_reason_names[i], b->counters[i]);
+                        r = store_drain_drop(m->store, drop_reason_names[i], m->pending_drops[i] + b->counters[i]);
         if (r >= 0)
                 r = store_drain_drop(m->store, DROP_PROCESS_VANISHED, vanished - m->vanished_stored);
         if (r >= 0)
@@ -192,10 +195,13 @@ static int write_drain(manager *m, const struct drain_batch *b, uint64_t start_n
                 r = store_drain_commit(m->store, ret_id, ret_samples, ret_keys);
         if (r < 0) {
                 store_drain_abort(m->store);
+                for (int i = 0; i < PROFD_COUNTER__MAX; i++)
+                        m->pending_drops[i] += b->counters[i];
                 return r;
         }
         m->vanished_stored = vanished;
         m->failed_drains = 0;
+        memset(m->pending_drops, 0, sizeof(m->pending_drops));
         return 0;
 }
 
@@ -271,7 +277,8 @@ static int send_status(manager *m, server_client *c) {
         drops = json_object();
         for (int i = 0; drops && i < PROFD_COUNTER__MAX; i++)
                 if (drop_reason_names[i])
-                        json_object_set_new(drops, drop_reason_names[i], json_integer(0));
+                        /* not yet in the store: drops of drains it could not take */
+                        json_object_set_new(drops, drop_reason_names[i], json_integer((json_int_t) m->pending_drops[i]));
         if (drops) {
                 json_object_set_new(drops, DROP_PROCESS_VANISHED, json_integer(0));
                 json_object_set_new(drops, DROP_STORE_WRITE_FAILED, json_integer((json_int_t) m->failed_drains));

@@ -53,8 +53,8 @@ static const char *const stmt_sql[_STMT_MAX] = {
                                 "exe = coalesce(excluded.exe, exe), uid = coalesce(excluded.uid, uid), "
                                 "cgroup = coalesce(excluded.cgroup, cgroup)",
         [STMT_SELECT_PROCESS] = "SELECT id FROM processes WHERE pid = ?1 AND start_ns = ?2",
-        [STMT_INSERT_SAMPLE] = "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, stack_id, value) "
-                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        [STMT_INSERT_SAMPLE] = "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, "
+                               "stack_id, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name FROM locations l "
                                       "JOIN mappings m ON m.id = l.mapping_id "
                                       "LEFT JOIN functions f ON f.id = l.function_id WHERE l.id = ?1",
@@ -467,8 +467,9 @@ int store_drain_add(store *s, const struct store_sample *smp) {
         sqlite3_bind_int64(ins, 4, (int64_t) smp->cgroup_id);
         sqlite3_bind_int(ins, 5, smp->kind);
         sqlite3_bind_int(ins, 6, smp->state);
-        sqlite3_bind_int64(ins, 7, stack);
-        sqlite3_bind_int64(ins, 8, (int64_t) smp->value);
+        sqlite3_bind_int64(ins, 7, smp->peer_tid);
+        sqlite3_bind_int64(ins, 8, stack);
+        sqlite3_bind_int64(ins, 9, (int64_t) smp->value);
         r = step_done(s, ins, "sample insert");
         if (r < 0)
                 return r;

@@ -33,6 +33,7 @@ struct store_sample {
         uint64_t cgroup_id;
         int kind;
         int state;
+        uint32_t peer_tid;                /* wakeup: the woken thread */
         const struct store_frame *frames; /* root first */
         size_t n_frames;
         uint64_t value;

@@ -68,14 +68,15 @@ CREATE TABLE processes (
 );
 CREATE INDEX processes_comm ON processes(comm);
 
--- Aggregated samples: one row per (drain, process, thread, stack, kind, state).
+-- Aggregated samples: one row per (drain, process, thread, stack, kind, state, peer).
 CREATE TABLE samples (
         drain_id INTEGER NOT NULL REFERENCES drains(id),
         process_id INTEGER NOT NULL REFERENCES processes(id),
         tid INTEGER NOT NULL,
         cgroup_id INTEGER NOT NULL,
-        kind INTEGER NOT NULL,          -- 0 cpu (value: samples)
-        state INTEGER NOT NULL,
+        kind INTEGER NOT NULL,          -- 0 cpu (value: samples), 1 offcpu, 2 wakeup (value: ns)
+        state INTEGER NOT NULL,         -- task state at the block, offcpu and wakeup kinds
+        peer_tid INTEGER NOT NULL,      -- wakeup: the thread whose blocked time was ended; else 0
         stack_id INTEGER NOT NULL REFERENCES stacks(id),
         value INTEGER NOT NULL
 );
