@@ -222,13 +222,20 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
          * each blocking in a few places per interval (~100 bytes each). */
         interval_s = (cfg->interval_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC;
         per_interval = cfg->cpu ? (size_t) cfg->frequency_hz * (size_t) ncpus * (size_t) MAX(interval_s, 1u) : 0;
-        c->counts_max = roundup_pow2(MAX(per_interval + (cfg->offcpu || cfg->wakeup ? 16384 : 0), (size_t) 4096));
+        /* At most 128 Ki keys (~13 MiB preallocated per generation): a long
+         * interval repeats the same keys rather than finding new ones. */
+        c->counts_max = roundup_pow2(MIN(MAX(per_interval + (cfg->offcpu || cfg->wakeup ? 16384 : 0), (size_t) 4096),
+                                         (size_t) 1 << 17));
         /* Distinct stacks per generation: each sample brings at most two (user
          * and kernel), blocks and wakers a few thousand more on a busy host.
          * Each entry is 1 KiB and hash maps are preallocated, so at most 64 Ki
          * entries; a full map is counted (stack_map_full) and the sample kept
          * with a [lost] stack. */
         frames_max = roundup_pow2(MIN(MAX(per_interval * 2 + 4096, (size_t) 8192), (size_t) 1 << 16));
+        if (cfg->max_keys)
+                c->counts_max = cfg->max_keys;
+        if (cfg->max_stacks)
+                frames_max = cfg->max_stacks;
         /* one entry per live process; an evicted one is only announced again */
         seen_max = MIN(pid_max, 65536ul);
 

@@ -15,6 +15,7 @@ struct collector_config {
         uint64_t interval_ns;   /* drain interval, to size the maps */
         bool cpu, offcpu, wakeup; /* which kinds to collect */
         uint64_t offcpu_min_ns, offcpu_max_ns; /* blocks outside are only counted */
+        uint64_t max_keys, max_stacks;         /* map sizes; 0: sized from the machine */
 };
 
 /* One drained key and its value. */

@@ -3,6 +3,7 @@
 #include "conf.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,12 @@ int conf_init(struct conf *c) {
                 .kind_wakeup = true,
                 .offcpu_min_ns = CONF_DEFAULT_OFFCPU_MIN_NS,
                 .offcpu_max_ns = UINT64_MAX,
+                .socket_mode = 0660,
+                .socket_group = strdup("profd"),
+                .max_clients = CONF_DEFAULT_MAX_CLIENTS,
+                .client_timeout_ns = CONF_DEFAULT_CLIENT_TIMEOUT_NS,
         };
-        if (!c->socket_path || !c->store_path) {
+        if (!c->socket_path || !c->store_path || !c->socket_group) {
                 conf_done(c);
                 return -ENOMEM;
         }
@@ -34,7 +39,41 @@ int conf_init(struct conf *c) {
 void conf_done(struct conf *c) {
         free(c->socket_path);
         free(c->store_path);
-        c->socket_path = c->store_path = NULL;
+        free(c->socket_group);
+        free(c->admin_group);
+        c->socket_path = c->store_path = c->socket_group = c->admin_group = NULL;
+}
+
+/* A group name as getent would accept it, or "" for none. */
+static int set_group(char **field, const char *key, const char *value, char **ret_error) {
+        char *g;
+
+        for (const char *p = value; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '_' || *p == '-' || *p == '.'))
+                        return format_error(ret_error, "%s: \"%s\" is not a group name", key, value);
+        if (value[0] == '\0') {
+                free(*field);
+                *field = NULL;
+                return 0;
+        }
+        g = strdup(value);
+        if (!g)
+                return -ENOMEM;
+        free(*field);
+        *field = g;
+        return 0;
+}
+
+static int set_count(uint64_t *field, const char *key, const char *value, uint64_t min, uint64_t max,
+                     char **ret_error) {
+        uint64_t v;
+
+        if (parse_uint_strict(value, max, &v) < 0 || v < min)
+                return format_error(ret_error, "%s must be a whole number from %" PRIu64 " to %" PRIu64 ", not \"%s\"",
+                                    key, min, max, value);
+        *field = v;
+        return 0;
 }
 
 static int set_path(char **field, const char *key, const char *value, char **ret_error) {
@@ -101,6 +140,42 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
         }
         if (streq(key, "kinds"))
                 return set_kinds(c, value, ret_error);
+        if (streq(key, "socket_mode")) {
+                char *end;
+                unsigned long mode;
+
+                errno = 0;
+                mode = strtoul(value, &end, 8);
+                if (value[0] < '0' || value[0] > '7' || *end != '\0' || errno != 0 || mode > 0777)
+                        return format_error(ret_error, "socket_mode must be an octal mode such as 0660, not \"%s\"", value);
+                c->socket_mode = mode;
+                return 0;
+        }
+        if (streq(key, "socket_group"))
+                return set_group(&c->socket_group, key, value, ret_error);
+        if (streq(key, "admin_group"))
+                return set_group(&c->admin_group, key, value, ret_error);
+        if (streq(key, "max_clients")) {
+                uint64_t v = 0;
+                int r = set_count(&v, key, value, 1, 65536, ret_error);
+                if (r >= 0)
+                        c->max_clients = v;
+                return r;
+        }
+        if (streq(key, "client_timeout")) {
+                uint64_t ns;
+
+                if (parse_duration_ns(value, &ns) < 0 || ns < CONF_MIN_INTERVAL_NS)
+                        return format_error(ret_error, "client_timeout must be a duration of at least 100ms, not \"%s\"", value);
+                c->client_timeout_ns = ns;
+                return 0;
+        }
+        /* Advanced: kernel map sizes, to bound memory or to test a full map.
+         * The kernel rounds hash maps up to powers of two internally. */
+        if (streq(key, "max_keys"))
+                return set_count(&c->max_keys, key, value, 1, 1 << 24, ret_error);
+        if (streq(key, "max_stacks"))
+                return set_count(&c->max_stacks, key, value, 1, 1 << 20, ret_error);
         if (streq(key, "offcpu_min") || streq(key, "offcpu_max")) {
                 bool is_max = streq(key, "offcpu_max");
                 uint64_t ns;
@@ -162,7 +237,7 @@ int conf_parse_text(struct conf *c, const char *name, const char *text, char **r
                         return format_error(ret_error, "%s:%u: missing key before '='", name, lineno);
                 r = conf_set(c, key, value, &why);
                 if (r == -ENOENT)
-                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval, kinds, offcpu_min, offcpu_max)",
+                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval, kinds, offcpu_min, offcpu_max, socket_mode, socket_group, admin_group, max_clients, client_timeout, max_keys, max_stacks)",
                                     name, lineno, key);
                 if (r == -EINVAL)
                         return format_error(ret_error, "%s:%u: key '%s': %s", name, lineno, key, why);

@@ -17,6 +17,13 @@
 #define CONF_MIN_INTERVAL_NS (100ULL * 1000000ULL)
 #define CONF_MAX_INTERVAL_NS (3600ULL * 1000000000ULL)
 #define CONF_DEFAULT_PATH "/etc/profd/profd.conf"
+/* Clients at once: far more than people and scripts on one host use, few
+ * enough that their buffers stay a small share of the daemon's memory. */
+#define CONF_DEFAULT_MAX_CLIENTS 256
+/* A client that sends nothing for this long is disconnected: long enough for
+ * a person typing into socat, short enough that idle connections don't pile
+ * up toward max_clients. */
+#define CONF_DEFAULT_CLIENT_TIMEOUT_NS (30ULL * 1000000000ULL)
 /* 1 ms: blocks shorter than this are counted (number and total time, in
  * profctl status) but not attributed to stacks. Walking a kernel stack costs
  * about a microsecond; at 1 ms that is at most 0.1% of the time measured,
@@ -31,6 +38,13 @@ struct conf {
         bool kind_cpu, kind_offcpu, kind_wakeup;
         uint64_t offcpu_min_ns;
         uint64_t offcpu_max_ns; /* UINT64_MAX: no maximum */
+        unsigned socket_mode;
+        char *socket_group;     /* owner group of the socket; NULL: root's */
+        char *admin_group;      /* members see everything, like root; NULL: none */
+        unsigned max_clients;
+        uint64_t client_timeout_ns;
+        uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */
+        uint64_t max_stacks;
 };
 
 /* Fills defaults. Returns 0 or -ENOMEM. */

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
@@ -266,6 +267,16 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+/* The daemon's resident memory, from /proc/self/statm (pages). 0 if unknown. */
+static uint64_t self_rss_bytes(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
+        unsigned long size, resident;
+
+        if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2)
+                return 0;
+        return (uint64_t) resident * (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
 static int send_status(manager *m, server_client *c) {
         struct store_stats st;
         json_t *drops, *o;
@@ -317,6 +328,9 @@ static int send_status(manager *m, server_client *c) {
                 if (m->collect.wakeup)
                         json_array_append_new(kinds, json_string("wakeup"));
                 json_object_set_new(o, "kinds", kinds);
+                json_object_set_new(o, "processes_tracked", json_integer((json_int_t) proctable_size(m->procs)));
+                json_object_set_new(o, "clients", json_integer((json_int_t) server_n_clients(m->server)));
+                json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
                 json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
                         "min_ns", (json_int_t) m->collect.offcpu_min_ns,
                         "max_ns", m->collect.offcpu_max_ns == UINT64_MAX ? json_null()
@@ -330,6 +344,8 @@ static int send_status(manager *m, server_client *c) {
 
 struct query_ctx {
         server_client *client;
+        bool collapse_kernel;       /* unprivileged caller: kernel frames become one [kernel] */
+        json_t *frames;             /* reused array */
 };
 
 static int send_stack(const struct store_frame_out *frames, size_t n, uint64_t value, void *userdata) {
@@ -339,7 +355,17 @@ static int send_stack(const struct store_frame_out *frames, size_t n, uint64_t v
         if (!arr)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                json_t *f = json_pack("{s:s, s:s, s:b, s:b}", "name", frames[i].name, "module", frames[i].module,
+                json_t *f;
+
+                if (q->collapse_kernel && frames[i].kernel) {
+                        /* what perf_event_paranoid=2 shows a user of the kernel: that
+                         * it was there, no function and no address */
+                        if (i > 0 && frames[i - 1].kernel)
+                                continue;
+                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", "[kernel]", "module", "[kernel]",
+                                      "kernel", 1, "resolved", 0);
+                } else
+                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", frames[i].name, "module", frames[i].module,
                                       "kernel", frames[i].kernel, "resolved", frames[i].resolved);
                 if (!f || json_array_append_new(arr, f) < 0) {
                         json_decref(arr);
@@ -352,6 +378,7 @@ static int send_stack(const struct store_frame_out *frames, size_t n, uint64_t v
 }
 
 static int send_query(manager *m, server_client *c, const struct query_request *rq) {
+        const struct client_creds *creds = server_client_creds(c);
         uint64_t now = now_ns(CLOCK_REALTIME), total = 0, stacks = 0;
         struct store_query q = {
                 .kind = rq->kind,
@@ -360,8 +387,12 @@ static int send_query(manager *m, server_client *c, const struct query_request *
                 .pid = rq->pid,
                 .comm = rq->comm,
                 .state_mask = rq->state_mask,
+                /* enforced here, not in profctl: a caller that is not root
+                 * or an admin sees only processes that ran with its uid */
+                .only_uid = !creds->privileged,
+                .uid = creds->uid,
         };
-        struct query_ctx ctx = { c };
+        struct query_ctx ctx = { .client = c, .collapse_kernel = !creds->privileged };
         int r;
 
         r = store_query_stacks(m->store, &q, send_stack, &ctx, &total, &stacks);
@@ -387,6 +418,11 @@ static int handle_request(server_client *c, const struct request *req, void *use
         case REQUEST_STATUS:
                 return send_status(m, c);
         case REQUEST_FLUSH:
+                /* a drain costs the whole machine's profiling a transaction:
+                 * only for those who may see everything */
+                if (!server_client_creds(c)->privileged)
+                        return server_client_send_error(c, "flush is for root and members of the admin group; "
+                                                           "data is drained every interval anyway");
                 r = manager_drain(m, &id, &samples, &keys);
                 if (r < 0)
                         return r;
@@ -421,6 +457,8 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 .wakeup = cfg->wakeup,
                 .offcpu_min_ns = cfg->offcpu_min_ns,
                 .offcpu_max_ns = cfg->offcpu_max_ns,
+                .max_keys = cfg->max_keys,
+                .max_stacks = cfg->max_stacks,
         };
         m->started_ns = m->last_drain_end_ns = now_ns(CLOCK_REALTIME);
 
@@ -473,7 +511,16 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 goto fail;
         }
 
-        r = server_new(m->event, m->socket_path, 0660, handle_request, m, &m->server);
+        r = server_new(m->event,
+                       &(struct server_config) {
+                               .path = m->socket_path,
+                               .mode = cfg->socket_mode,
+                               .group = cfg->socket_group,
+                               .admin_group = cfg->admin_group,
+                               .max_clients = cfg->max_clients,
+                               .idle_timeout_usec = cfg->client_timeout_ns / NSEC_PER_USEC,
+                       },
+                       handle_request, m, &m->server);
         if (r < 0)
                 goto fail;
 

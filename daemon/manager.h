@@ -13,6 +13,11 @@ struct manager_config {
         uint64_t interval_ns;
         bool cpu, offcpu, wakeup;
         uint64_t offcpu_min_ns, offcpu_max_ns;
+        uint64_t max_keys, max_stacks;   /* 0: sized from the machine */
+        unsigned socket_mode;
+        const char *socket_group, *admin_group;
+        unsigned max_clients;
+        uint64_t client_timeout_ns;
 };
 
 typedef struct manager manager;

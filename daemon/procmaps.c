@@ -145,6 +145,22 @@ int procstatus_parse_uid(const char *status, uint32_t *ret_uid) {
         return 0;
 }
 
+int procstatus_parse_euid(const char *status, uint32_t *ret_uid) {
+        const char *p = find_line(status, "Uid:");
+        uint64_t v;
+
+        if (!p)
+                return -EINVAL;
+        p += strspn(p, " \t");
+        if (parse_dec(&p, &v) < 0 || (*p != '\t' && *p != ' '))
+                return -EINVAL; /* the real uid, then a separator */
+        p += strspn(p, " \t");
+        if (parse_dec(&p, &v) < 0 || v > UINT32_MAX || (*p != '\t' && *p != ' ' && *p != '\n' && *p != '\0'))
+                return -EINVAL;
+        *ret_uid = v;
+        return 0;
+}
+
 int proccgroup_parse_v2(const char *cgroup, char **ret_path) {
         const char *p = find_line(cgroup, "0::");
         char *path;

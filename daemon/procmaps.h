@@ -30,6 +30,10 @@ int procstat_parse_starttime(const char *stat, uint64_t *ret_ticks);
  * 0 or -EINVAL. */
 int procstatus_parse_uid(const char *status, uint32_t *ret_uid);
 
+/* From the contents of /proc/PID/status, the effective uid (second field of
+ * "Uid:"): whose rights the process runs with. Returns 0 or -EINVAL. */
+int procstatus_parse_euid(const char *status, uint32_t *ret_uid);
+
 /* From the contents of /proc/PID/cgroup, the cgroup v2 path ("0::/path").
  * *ret_path is malloc'd. Returns 0, -ENOENT (no v2 line), -ENOMEM. */
 int proccgroup_parse_v2(const char *cgroup, char **ret_path);

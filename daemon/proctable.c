@@ -225,7 +225,7 @@ static int snapshot(proctable *t, struct proc *p) {
         }
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", t->proc_root, p->pid);
         if (read_full_file(path, &text) >= 0) {
-                p->have_uid = procstatus_parse_uid(text, &p->uid) >= 0;
+                p->have_uid = procstatus_parse_euid(text, &p->uid) >= 0;
                 text = (free(text), NULL);
         }
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/cgroup", t->proc_root, p->pid);

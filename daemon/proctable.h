@@ -20,7 +20,7 @@ struct proc {
         uint64_t start_ns;     /* boot-time ns: identity together with pid */
         char comm[16];
         char *exe;             /* NULL when unknown */
-        uint32_t uid;
+        uint32_t uid;          /* effective uid: whose rights it runs with */
         bool have_uid;
         char *cgroup;          /* cgroup v2 path, NULL when unknown */
         bool snapshotted;      /* false: the process was gone before we looked */

@@ -28,13 +28,18 @@ static void help(void) {
                "  -k, --kinds LIST        what to collect: cpu, offcpu, wakeup (default all three)\n"
                "      --offcpu-min DURATION  shortest block attributed to a stack (default 1ms)\n"
                "      --offcpu-max DURATION  longest block attributed, or none (default none)\n"
+               "      --max-clients N     clients connected at once (default %d)\n"
+               "      --client-timeout DURATION  disconnect a silent client after this (default 30s)\n"
+               "      --max-keys N        advanced: kernel aggregation map entries (default: sized\n"
+               "                          from frequency, CPUs and interval)\n"
+               "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
                "  -v, --verbose           log debug messages\n"
                "  -h, --help              show this help\n"
                "      --version           show the version\n"
                "\n"
                "Needs root (or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH).\n"
                "Query it with profctl(1), e.g.: profctl query --since 10m --folded\n",
-               CONF_MAX_FREQUENCY_HZ, CONF_DEFAULT_FREQUENCY_HZ);
+               CONF_MAX_FREQUENCY_HZ, CONF_DEFAULT_FREQUENCY_HZ, CONF_DEFAULT_MAX_CLIENTS);
 }
 
 /* Creates the parent directories of path that are missing. */
@@ -52,8 +57,18 @@ static int mkdir_parents(const char *path, mode_t mode) {
         return 0;
 }
 
+/* The settings key of a command-line option: --offcpu-min -> offcpu_min. */
+static void option_to_key(const char *option, char *key, size_t size) {
+        snprintf(key, size, "%s", option);
+        for (char *k = key; *k; k++)
+                if (*k == '-')
+                        *k = '_';
+}
+
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_OFFCPU_MIN, ARG_OFFCPU_MAX };
+        /* Options that set a setting carry ARG_SETTING (or a short name) and
+         * are applied, by their long name, after the configuration file. */
+        enum { ARG_VERSION = 0x100, ARG_SETTING };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "socket", required_argument, NULL, 's' },
@@ -61,23 +76,27 @@ int main(int argc, char *argv[]) {
                 { "frequency", required_argument, NULL, 'F' },
                 { "interval", required_argument, NULL, 'i' },
                 { "kinds", required_argument, NULL, 'k' },
-                { "offcpu-min", required_argument, NULL, ARG_OFFCPU_MIN },
-                { "offcpu-max", required_argument, NULL, ARG_OFFCPU_MAX },
+                { "offcpu-min", required_argument, NULL, ARG_SETTING },
+                { "offcpu-max", required_argument, NULL, ARG_SETTING },
+                { "max-clients", required_argument, NULL, ARG_SETTING },
+                { "client-timeout", required_argument, NULL, ARG_SETTING },
+                { "max-keys", required_argument, NULL, ARG_SETTING },
+                { "max-stacks", required_argument, NULL, ARG_SETTING },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
         };
         /* command-line settings are applied after the file, so keep them */
-        const char *cli_keys[16], *cli_values[16];
+        const char *cli_options[ELEMENTSOF(options)], *cli_values[ELEMENTSOF(options)];
         size_t n_cli = 0;
         const char *config_path = NULL;
         _cleanup_free_ char *text = NULL;
         struct conf conf;
         manager *m = NULL;
-        int c, r;
+        int c, r, index;
 
-        while ((c = getopt_long(argc, argv, "c:s:d:F:i:k:vh", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "c:s:d:F:i:k:vh", options, &index)) >= 0) {
                 switch (c) {
                 case 'c':
                         config_path = optarg;
@@ -87,15 +106,15 @@ int main(int argc, char *argv[]) {
                 case 'F':
                 case 'i':
                 case 'k':
-                case ARG_OFFCPU_MIN:
-                case ARG_OFFCPU_MAX:
-                        if (n_cli == ELEMENTSOF(cli_keys)) {
+                case ARG_SETTING:
+                        if (c != ARG_SETTING)
+                                for (index = 0; options[index].val != c; index++)
+                                        ;
+                        if (n_cli == ELEMENTSOF(cli_options)) {
                                 fprintf(stderr, "profd: too many options\n");
                                 return 2;
                         }
-                        cli_keys[n_cli] = c == 's' ? "socket" : c == 'd' ? "store" : c == 'F' ? "frequency" :
-                                          c == 'i' ? "interval" : c == 'k' ? "kinds" :
-                                          c == ARG_OFFCPU_MIN ? "offcpu_min" : "offcpu_max";
+                        cli_options[n_cli] = options[index].name;
                         cli_values[n_cli++] = optarg;
                         break;
                 case 'v':
@@ -135,15 +154,12 @@ int main(int argc, char *argv[]) {
         }
         for (size_t i = 0; i < n_cli; i++) {
                 _cleanup_free_ char *error = NULL;
-                r = conf_set(&conf, cli_keys[i], cli_values[i], &error);
+                char key[32];
+
+                option_to_key(cli_options[i], key, sizeof(key));
+                r = conf_set(&conf, key, cli_values[i], &error);
                 if (r < 0) {
-                        char option[32];
-                        /* the option spelling of a setting: offcpu_min -> --offcpu-min */
-                        snprintf(option, sizeof(option), "--%s", cli_keys[i]);
-                        for (char *o = option; *o; o++)
-                                if (*o == '_')
-                                        *o = '-';
-                        fprintf(stderr, "profd: %s: %s\nTry 'profd --help'.\n", option,
+                        fprintf(stderr, "profd: --%s: %s\nTry 'profd --help'.\n", cli_options[i],
                                 error ? error : strerror(-r));
                         conf_done(&conf);
                         return 2;
@@ -169,6 +185,13 @@ int main(int argc, char *argv[]) {
                                 .wakeup = conf.kind_wakeup,
                                 .offcpu_min_ns = conf.offcpu_min_ns,
                                 .offcpu_max_ns = conf.offcpu_max_ns,
+                                .max_keys = conf.max_keys,
+                                .max_stacks = conf.max_stacks,
+                                .socket_mode = conf.socket_mode,
+                                .socket_group = conf.socket_group,
+                                .admin_group = conf.admin_group,
+                                .max_clients = conf.max_clients,
+                                .client_timeout_ns = conf.client_timeout_ns,
                         },
                         &m);
         if (r < 0)

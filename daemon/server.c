@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,17 +20,24 @@
 /* Beyond this many queued response bytes we stop reading new requests from
  * the client until it has read some: its own backlog, not the daemon's. */
 #define CLIENT_OUTPUT_HIGH_WATER (4u * 1024 * 1024)
+/* A client that leaves this much unread is disconnected: a response larger
+ * than this is streamed only to a client that keeps reading, and one that
+ * stops can't make the daemon hold more than this for it. */
+#define CLIENT_OUTPUT_LIMIT (64u * 1024 * 1024)
 
 struct server_client {
         server *server;
         server_client *prev, *next;
         int fd;
         sd_event_source *io;
+        sd_event_source *idle;  /* closes the client after the idle timeout */
+        struct client_creds creds;
         char *in;          /* unparsed input */
         size_t in_len;
         char *out;         /* queued output */
         size_t out_len, out_off, out_cap;
         bool closing;      /* close once output is flushed */
+        bool dead;         /* close now: it left too much unread */
 };
 
 struct server {
@@ -39,6 +49,10 @@ struct server {
         void *userdata;
         server_client *clients;
         size_t n_clients;
+        unsigned max_clients;
+        uint64_t idle_timeout_usec;
+        gid_t admin_gid;
+        bool have_admin_gid;
 };
 
 static void client_free(server_client *c) {
@@ -52,6 +66,7 @@ static void client_free(server_client *c) {
                 c->next->prev = c->prev;
         c->server->n_clients--;
         sd_event_source_disable_unref(c->io);
+        sd_event_source_disable_unref(c->idle);
         safe_close(c->fd);
         free(c->in);
         free(c->out);
@@ -68,6 +83,14 @@ static void client_update_events(server_client *c) {
         (void) sd_event_source_set_io_events(c->io, events);
 }
 
+/* The client made progress (sent or read something): restart its idle timer. */
+static void client_touch(server_client *c) {
+        if (c->idle) {
+                (void) sd_event_source_set_time_relative(c->idle, c->server->idle_timeout_usec);
+                (void) sd_event_source_set_enabled(c->idle, SD_EVENT_ONESHOT);
+        }
+}
+
 /* Writes what the socket takes now. Returns 0, or a negative errno when the
  * client is gone. */
 static int client_flush(server_client *c) {
@@ -79,6 +102,7 @@ static int client_flush(server_client *c) {
                         return negative_errno();
                 }
                 c->out_off += n;
+                client_touch(c);
         }
         if (c->out_off == c->out_len)
                 c->out_off = c->out_len = 0;
@@ -107,6 +131,17 @@ int server_client_send(server_client *c, json_t *obj) {
 
         if (!obj)
                 return -ENOMEM;
+        if (c->dead) {
+                json_decref(obj);
+                return -ENOBUFS;
+        }
+        if (c->out_len - c->out_off > CLIENT_OUTPUT_LIMIT) {
+                json_decref(obj);
+                log_warning("Client pid %d (uid %u) left more than %u MiB of answers unread, disconnecting it.",
+                            (int) c->creds.pid, (unsigned) c->creds.uid, CLIENT_OUTPUT_LIMIT >> 20);
+                c->dead = true;
+                return -ENOBUFS;
+        }
         s = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
         json_decref(obj);
         if (!s)
@@ -143,7 +178,7 @@ static void client_handle_line(server_client *c, const char *line, size_t len) {
         }
         r = c->server->handler(c, &req, c->server->userdata);
         request_done(&req);
-        if (r < 0) {
+        if (r < 0 && !c->dead) {
                 _cleanup_free_ char *msg = NULL;
                 log_warning_errno(r, "Request failed: %m");
                 if (asprintf(&msg, "request failed: %s", strerror(-r)) < 0)
@@ -167,6 +202,7 @@ static int client_read(server_client *c) {
                         c->closing = true;
                         return 0;
                 }
+                client_touch(c);
 
                 char *in = realloc(c->in, c->in_len + n);
                 if (!in)
@@ -182,6 +218,8 @@ static int client_read(server_client *c) {
                                 break;
                         client_handle_line(c, c->in + start, nl - (c->in + start));
                         start = nl - c->in + 1;
+                        if (c->dead)
+                                return 0;
                 }
                 memmove(c->in, c->in + start, c->in_len - start);
                 c->in_len -= start;
@@ -203,9 +241,9 @@ static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
                 r = client_read(c);
-        if (r >= 0)
+        if (r >= 0 && !c->dead)
                 r = client_flush(c);
-        if (r < 0 || (c->closing && c->out_len == c->out_off)) {
+        if (r < 0 || c->dead || (c->closing && c->out_len == c->out_off)) {
                 if (r < 0 && r != -ECONNRESET && r != -EPIPE)
                         log_debug_errno(r, "Client connection failed: %m");
                 client_free(c);
@@ -215,8 +253,76 @@ static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+static int client_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        server_client *c = userdata;
+        char msg[128];
+
+        snprintf(msg, sizeof(msg), "no request or read for %" PRIu64 " ms, closing the connection",
+                 c->server->idle_timeout_usec / 1000);
+        /* a last word if the socket takes it; unread output goes with the client */
+        (void) server_client_send_error(c, msg);
+        (void) client_flush(c);
+        client_free(c);
+        return 0;
+}
+
+static bool in_groups(gid_t g, const gid_t *groups, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (groups[i] == g)
+                        return true;
+        return false;
+}
+
+/* Reads who is on the other end. Supplementary groups come from
+ * SO_PEERGROUPS, so membership of the admin group counts however it was
+ * granted. */
+static int peer_creds(server *srv, int fd, struct client_creds *ret) {
+        struct ucred uc;
+        socklen_t len = sizeof(uc);
+        _cleanup_free_ gid_t *groups = NULL;
+        size_t n_groups = 0;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+                return negative_errno();
+        if (srv->have_admin_gid) {
+                socklen_t glen = 64 * sizeof(gid_t);
+                for (;;) {
+                        gid_t *g = realloc(groups, glen);
+                        if (!g)
+                                return -ENOMEM;
+                        groups = g;
+                        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0)
+                                break;
+                        if (errno != ERANGE)
+                                return negative_errno();
+                }
+                n_groups = glen / sizeof(gid_t);
+        }
+        *ret = (struct client_creds) {
+                .uid = uc.uid,
+                .gid = uc.gid,
+                .pid = uc.pid,
+                .privileged = uc.uid == 0 || (srv->have_admin_gid && (uc.gid == srv->admin_gid ||
+                                                                     in_groups(srv->admin_gid, groups, n_groups))),
+        };
+        return 0;
+}
+
+static void refuse(int fd, const char *why) {
+        _cleanup_free_ char *line = NULL;
+        json_t *o = json_pack("{s:s, s:s}", "type", "error", "error", why);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+        json_decref(o);
+        if (s && asprintf(&line, "%s\n", s) >= 0)
+                (void) send(fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
+        free(s);
+        close(fd);
+}
+
 static int server_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         server *srv = userdata;
+        struct client_creds creds;
         server_client *c;
         int cfd, r;
 
@@ -226,6 +332,20 @@ static int server_accept(sd_event_source *s, int fd, uint32_t revents, void *use
                         log_warning_errno(negative_errno(), "Failed to accept a client, ignoring: %m");
                 return 0;
         }
+        if (srv->n_clients >= srv->max_clients) {
+                char why[128];
+                snprintf(why, sizeof(why), "too many clients: profd serves at most %u at once (max_clients)",
+                         srv->max_clients);
+                refuse(cfd, why);
+                log_debug("Refused a client: %u connected already.", srv->max_clients);
+                return 0;
+        }
+        r = peer_creds(srv, cfd, &creds);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read a client's credentials, refusing it: %m");
+                refuse(cfd, "cannot read your credentials");
+                return 0;
+        }
         c = calloc(1, sizeof(*c));
         if (!c) {
                 close(cfd);
@@ -233,8 +353,13 @@ static int server_accept(sd_event_source *s, int fd, uint32_t revents, void *use
         }
         c->server = srv;
         c->fd = cfd;
+        c->creds = creds;
         r = sd_event_add_io(srv->event, &c->io, cfd, EPOLLIN, client_io, c);
+        if (r >= 0)
+                r = sd_event_add_time_relative(srv->event, &c->idle, CLOCK_MONOTONIC, srv->idle_timeout_usec,
+                                               0, client_idle_timeout, c);
         if (r < 0) {
+                sd_event_source_disable_unref(c->io);
                 close(cfd);
                 free(c);
                 log_warning_errno(r, "Failed to watch a client, ignoring: %m");
@@ -248,9 +373,23 @@ static int server_accept(sd_event_source *s, int fd, uint32_t revents, void *use
         return 0;
 }
 
-int server_new(sd_event *event, const char *path, mode_t mode, server_request_fn handler, void *userdata,
+/* A group name to its gid; -ENOENT when there is no such group. */
+static int group_gid(const char *name, gid_t *ret) {
+        struct group *g;
+
+        errno = 0;
+        g = getgrnam(name);
+        if (!g)
+                return errno ? negative_errno() : -ENOENT;
+        *ret = g->gr_gid;
+        return 0;
+}
+
+int server_new(sd_event *event, const struct server_config *cfg, server_request_fn handler, void *userdata,
                server **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *path = cfg->path;
+        gid_t socket_gid = 0;
         server *s;
         int r;
 
@@ -263,6 +402,24 @@ int server_new(sd_event *event, const char *path, mode_t mode, server_request_fn
         if (!s)
                 return log_oom();
         s->fd = -1;
+        s->max_clients = cfg->max_clients;
+        s->idle_timeout_usec = cfg->idle_timeout_usec;
+        if (cfg->admin_group) {
+                r = group_gid(cfg->admin_group, &s->admin_gid);
+                if (r < 0)
+                        log_warning_errno(r, "Admin group '%s' not found (%m): only root sees every process.",
+                                          cfg->admin_group);
+                s->have_admin_gid = r >= 0;
+        }
+        if (cfg->group) {
+                r = group_gid(cfg->group, &socket_gid);
+                if (r < 0) {
+                        log_notice("Group '%s' not found: socket %s stays root's (mode %04o), only root can query. "
+                                   "Create the group (the sysusers snippet does) to let its members in.",
+                                   cfg->group, path, (unsigned) cfg->mode);
+                        socket_gid = 0;
+                }
+        }
         s->event = sd_event_ref(event);
         s->handler = handler;
         s->userdata = userdata;
@@ -281,7 +438,11 @@ int server_new(sd_event *event, const char *path, mode_t mode, server_request_fn
                 r = log_error_errno(negative_errno(), "Failed to bind socket %s: %m", path);
                 goto fail;
         }
-        if (chmod(path, mode) < 0) {
+        if (chown(path, 0, socket_gid) < 0) {
+                r = log_error_errno(negative_errno(), "Failed to give socket %s to its group: %m", path);
+                goto fail;
+        }
+        if (chmod(path, cfg->mode) < 0) {
                 r = log_error_errno(negative_errno(), "Failed to set the mode of socket %s: %m", path);
                 goto fail;
         }
@@ -316,6 +477,10 @@ server *server_free(server *s) {
         sd_event_unref(s->event);
         free(s);
         return NULL;
+}
+
+const struct client_creds *server_client_creds(const server_client *c) {
+        return &c->creds;
 }
 
 size_t server_n_clients(const server *s) {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <systemd/sd-event.h>
 #include <sys/types.h>
 
@@ -13,20 +15,41 @@
 typedef struct server server;
 typedef struct server_client server_client;
 
+struct server_config {
+        const char *path;
+        mode_t mode;
+        const char *group;        /* owner group of the socket, or NULL */
+        const char *admin_group;  /* members are privileged like root, or NULL */
+        unsigned max_clients;
+        uint64_t idle_timeout_usec; /* close a client that neither sends nor reads */
+};
+
+/* Who is asking, from the socket's peer credentials (SO_PEERCRED and
+ * SO_PEERGROUPS), taken when the client connected. */
+struct client_creds {
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        bool privileged; /* root or a member of the admin group: sees everything */
+};
+
 /* Answers one parsed request by calling server_client_send for each response
  * line. A negative return is logged; the client gets an internal error. */
 typedef int (*server_request_fn)(server_client *c, const struct request *req, void *userdata);
 
-/* Listens on path (replacing a stale socket file) with the given mode.
- * Returns 0 or a negative errno with the reason logged. */
-int server_new(sd_event *event, const char *path, mode_t mode, server_request_fn handler, void *userdata,
+/* Listens on cfg->path (replacing a stale socket file) with the given mode
+ * and group. Returns 0 or a negative errno with the reason logged. */
+int server_new(sd_event *event, const struct server_config *cfg, server_request_fn handler, void *userdata,
                server **ret);
 server *server_free(server *s);
 
 /* Queues one JSON object as a response line. Steals a reference to obj.
- * Returns 0 or -ENOMEM. */
+ * Returns 0, -ENOMEM, or -ENOBUFS when the client has left more unread than
+ * a client may (it is then disconnected; the caller should stop). */
 int server_client_send(server_client *c, json_t *obj);
 /* Queues {"type":"error","error":message}. */
 int server_client_send_error(server_client *c, const char *message);
+
+const struct client_creds *server_client_creds(const server_client *c);
 
 size_t server_n_clients(const server *s);

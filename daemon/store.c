@@ -612,6 +612,7 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                 "WHERE d.end_ns >= ?1 AND d.start_ns <= ?2 AND s.kind = ?3 "
                 "AND (?4 IS NULL OR p.pid = ?4) AND (?5 IS NULL OR p.comm = ?5) "
                 "AND (?6 IS NULL OR ((1 << s.state) & ?6) != 0) "
+                "AND (?7 IS NULL OR p.uid = ?7) "
                 "GROUP BY s.stack_id";
         sqlite3_stmt *st = NULL, *frames_st = s->stmts[STMT_SELECT_STACK_FRAMES];
         hashmap *cache = hashmap_new_u64();
@@ -636,6 +637,8 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                 sqlite3_bind_text(st, 5, q->comm, -1, SQLITE_STATIC);
         if (q->state_mask)
                 sqlite3_bind_int64(st, 6, q->state_mask);
+        if (q->only_uid)
+                sqlite3_bind_int64(st, 7, q->uid);
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int64_t sid = sqlite3_column_int64(st, 0);

@@ -66,6 +66,8 @@ struct store_query {
         uint32_t pid;            /* 0: any */
         const char *comm;        /* NULL: any */
         uint32_t state_mask;     /* bit (1 << enum profd_state) per state; 0: any */
+        bool only_uid;           /* only processes that ran with this effective uid */
+        uint32_t uid;
 };
 
 /* A frame as queries return it. */

@@ -39,18 +39,19 @@ def binary(name):
 class Profd:
     """A profd process on a temporary socket and store."""
 
-    def __init__(self, *args, store=None, workdir=None):
+    def __init__(self, *args, store=None, workdir=None, config="/dev/null"):
         self.dir = workdir or tempfile.mkdtemp(prefix="profd-test-")
         self.socket = os.path.join(self.dir, "profd.sock")
         self.store = store or os.path.join(self.dir, "profd.db")
         self.args = list(args)
+        self.config = config
         self.log_path = os.path.join(self.dir, "profd.log")
         self.proc = None
 
     def start(self, timeout=30):
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [binary("PROFD"), "--config", "/dev/null", "--socket", self.socket,
+            [binary("PROFD"), "--config", self.config, "--socket", self.socket,
              "--store", self.store] + self.args,
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout

@@ -82,6 +82,10 @@ static void test_status_uid_and_cgroup(void) {
         CHECK_INT_EQ(procstatus_parse_uid("Name:\tbash\nUmask:\t0022\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\n", &uid), 0);
         CHECK_INT_EQ(uid, 1000);
         CHECK_INT_EQ(procstatus_parse_uid("Name:\tbash\n", &uid), -EINVAL);
+        /* a setuid program: real uid 1000, effective 0 */
+        CHECK_INT_EQ(procstatus_parse_euid("Uid:\t1000\t0\t0\t0\n", &uid), 0);
+        CHECK_INT_EQ(uid, 0);
+        CHECK_INT_EQ(procstatus_parse_euid("Uid:\t1000\n", &uid), -EINVAL);
         CHECK_INT_EQ(proccgroup_parse_v2("0::/system.slice/nginx.service\n", &cg), 0);
         CHECK_STR_EQ(cg, "/system.slice/nginx.service");
         free(cg);
