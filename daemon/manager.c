@@ -510,6 +510,11 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 log_error_errno(r, "Failed to arm the drain timer: %m");
                 goto fail;
         }
+        /* Drains and signals go before client requests: however many clients
+         * keep the loop busy, a due drain is the next thing it does. */
+        (void) sd_event_source_set_priority(m->drain_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);
+        (void) sd_event_source_set_priority(m->sigint, SD_EVENT_PRIORITY_IMPORTANT);
 
         r = server_new(m->event,
                        &(struct server_config) {
