@@ -345,7 +345,7 @@ static int send_status(manager *m, server_client *c) {
 struct query_ctx {
         server_client *client;
         bool collapse_kernel;       /* unprivileged caller: kernel frames become one [kernel] */
-        json_t *frames;             /* reused array */
+        bool raw_names;             /* names as in the symbol table, not demangled */
 };
 
 static int send_stack(const struct store_frame_out *frames, size_t n, uint64_t value, void *userdata) {
@@ -364,9 +364,22 @@ static int send_stack(const struct store_frame_out *frames, size_t n, uint64_t v
                                 continue;
                         f = json_pack("{s:s, s:s, s:b, s:b}", "name", "[kernel]", "module", "[kernel]",
                                       "kernel", 1, "resolved", 0);
-                } else
-                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", frames[i].name, "module", frames[i].module,
-                                      "kernel", frames[i].kernel, "resolved", frames[i].resolved);
+                } else {
+                        const struct store_frame_out *fr = &frames[i];
+                        const char *name = q->raw_names && fr->raw_name ? fr->raw_name : fr->name;
+
+                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", name, "module", fr->module,
+                                      "kernel", fr->kernel, "resolved", fr->resolved);
+                        /* what debug info adds, only when there is some */
+                        if (f && fr->file)
+                                json_object_set_new(f, "file", json_string(fr->file));
+                        if (f && fr->line)
+                                json_object_set_new(f, "line", json_integer(fr->line));
+                        if (f && fr->inlined)
+                                json_object_set_new(f, "inlined", json_true());
+                        if (f && fr->raw_name && !streq(fr->raw_name, name))
+                                json_object_set_new(f, "raw_name", json_string(fr->raw_name));
+                }
                 if (!f || json_array_append_new(arr, f) < 0) {
                         json_decref(arr);
                         return -ENOMEM;
@@ -392,7 +405,7 @@ static int send_query(manager *m, server_client *c, const struct query_request *
                 .only_uid = !creds->privileged,
                 .uid = creds->uid,
         };
-        struct query_ctx ctx = { .client = c, .collapse_kernel = !creds->privileged };
+        struct query_ctx ctx = { .client = c, .collapse_kernel = !creds->privileged, .raw_names = rq->raw_names };
         int r;
 
         r = store_query_stacks(m->store, &q, send_stack, &ctx, &total, &stacks);

@@ -127,6 +127,10 @@ static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
                         q->comm = strdup(c);
                         if (!q->comm)
                                 return -ENOMEM;
+                } else if (streq(key, "raw_names")) {
+                        if (!json_is_boolean(v))
+                                return format_error(ret_error, "field 'raw_names' must be true or false");
+                        q->raw_names = json_is_true(v);
                 } else if (streq(key, "state")) {
                         if (!json_is_string(v))
                                 return format_error(ret_error, "field 'state' must be a string such as \"S,D\"");

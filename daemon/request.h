@@ -26,6 +26,7 @@ struct query_request {
         uint32_t pid;       /* 0: any */
         char *comm;         /* NULL: any */
         uint32_t state_mask; /* bits 1 << enum profd_state; 0: any */
+        bool raw_names;      /* function names as in the symbol table (not demangled) */
 };
 
 struct request {

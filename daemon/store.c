@@ -31,6 +31,8 @@ enum {
         STMT_SELECT_PROCESS,
         STMT_INSERT_SAMPLE,
         STMT_SELECT_LOCATION_INFO,
+        STMT_INSERT_LOCATION_LINE,
+        STMT_SELECT_LOCATION_LINES,
         STMT_SELECT_STACK_FRAMES,
         _STMT_MAX,
 };
@@ -42,8 +44,8 @@ static const char *const stmt_sql[_STMT_MAX] = {
                              "ON CONFLICT (drain_id, reason) DO UPDATE SET count = count + excluded.count",
         [STMT_SELECT_MAPPING] = "SELECT id FROM mappings WHERE path = ?1 AND build_id = ?2",
         [STMT_INSERT_MAPPING] = "INSERT INTO mappings (path, build_id) VALUES (?1, ?2)",
-        [STMT_SELECT_FUNCTION] = "SELECT id FROM functions WHERE mapping_id = ?1 AND name = ?2",
-        [STMT_INSERT_FUNCTION] = "INSERT INTO functions (mapping_id, name) VALUES (?1, ?2)",
+        [STMT_SELECT_FUNCTION] = "SELECT id FROM functions WHERE mapping_id = ?1 AND raw_name = ?2",
+        [STMT_INSERT_FUNCTION] = "INSERT INTO functions (mapping_id, raw_name, name) VALUES (?1, ?2, ?3)",
         [STMT_SELECT_LOCATION] = "SELECT id FROM locations WHERE mapping_id = ?1 AND address = ?2",
         [STMT_INSERT_LOCATION] = "INSERT INTO locations (mapping_id, address, function_id, kernel) VALUES (?1, ?2, ?3, ?4)",
         [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2",
@@ -55,9 +57,14 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_PROCESS] = "SELECT id FROM processes WHERE pid = ?1 AND start_ns = ?2",
         [STMT_INSERT_SAMPLE] = "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, "
                                "stack_id, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name FROM locations l "
+        [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name, f.raw_name FROM locations l "
                                       "JOIN mappings m ON m.id = l.mapping_id "
                                       "LEFT JOIN functions f ON f.id = l.function_id WHERE l.id = ?1",
+        [STMT_INSERT_LOCATION_LINE] = "INSERT INTO location_lines (location_id, depth, function_id, file, line, inlined) "
+                                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        [STMT_SELECT_LOCATION_LINES] = "SELECT f.name, f.raw_name, ll.file, ll.line, ll.inlined FROM location_lines ll "
+                                       "JOIN functions f ON f.id = ll.function_id "
+                                       "WHERE ll.location_id = ?1 ORDER BY ll.depth DESC",
         [STMT_SELECT_STACK_FRAMES] = "SELECT frames FROM stacks WHERE id = ?1",
 };
 
@@ -328,43 +335,95 @@ static int mapping_id(store *s, const char *path, const char *build_id, int64_t 
         return intern(s, s->mapping_ids, key, s->stmts[STMT_SELECT_MAPPING], s->stmts[STMT_INSERT_MAPPING], ret);
 }
 
-static int function_id(store *s, int64_t mapping, const char *name, int64_t *ret) {
+static int function_id(store *s, int64_t mapping, const char *name, const char *raw_name, int64_t *ret) {
         _cleanup_free_ char *key = NULL;
 
-        if (asprintf(&key, "%" PRId64 "\n%s", mapping, name) < 0)
+        if (!raw_name)
+                raw_name = name;
+        if (asprintf(&key, "%" PRId64 "\n%s", mapping, raw_name) < 0)
                 return -ENOMEM;
         sqlite3_bind_int64(s->stmts[STMT_SELECT_FUNCTION], 1, mapping);
-        sqlite3_bind_text(s->stmts[STMT_SELECT_FUNCTION], 2, name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->stmts[STMT_SELECT_FUNCTION], 2, raw_name, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s->stmts[STMT_INSERT_FUNCTION], 1, mapping);
-        sqlite3_bind_text(s->stmts[STMT_INSERT_FUNCTION], 2, name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->stmts[STMT_INSERT_FUNCTION], 2, raw_name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->stmts[STMT_INSERT_FUNCTION], 3, name, -1, SQLITE_STATIC);
         return intern(s, s->function_ids, key, s->stmts[STMT_SELECT_FUNCTION], s->stmts[STMT_INSERT_FUNCTION], ret);
 }
 
+/* Stores the inline chain of a location that was just created. */
+static int location_lines_insert(store *s, int64_t location, int64_t mapping, const struct store_frame *f) {
+        sqlite3_stmt *ins = s->stmts[STMT_INSERT_LOCATION_LINE];
+        int r;
+
+        for (size_t i = 0; i < f->n_lines; i++) {
+                const struct store_line *l = &f->lines[i];
+                int64_t fn;
+
+                r = function_id(s, mapping, l->function, l->raw_function, &fn);
+                if (r < 0)
+                        return r;
+                sqlite3_bind_int64(ins, 1, location);
+                sqlite3_bind_int64(ins, 2, (int64_t) i);
+                sqlite3_bind_int64(ins, 3, fn);
+                sqlite3_bind_text(ins, 4, l->file, -1, SQLITE_STATIC);
+                sqlite3_bind_int64(ins, 5, l->line);
+                sqlite3_bind_int(ins, 6, l->inlined);
+                r = step_done(s, ins, "location line insert");
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
-        char key[64];
+        sqlite3_stmt *sel = s->stmts[STMT_SELECT_LOCATION], *ins = s->stmts[STMT_INSERT_LOCATION];
         int64_t mapping, function = 0;
+        char key[64], *k;
+        void *v;
         int r;
 
         r = mapping_id(s, f->module, f->build_id, &mapping);
         if (r < 0)
                 return r;
-        if (f->function) {
-                r = function_id(s, mapping, f->function, &function);
+        snprintf(key, sizeof(key), "%" PRId64 "\n%" PRIx64, mapping, f->address);
+        if (hashmap_get(s->location_ids, key, &v) >= 0) {
+                *ret = (int64_t) (intptr_t) v;
+                return 0;
+        }
+        sqlite3_bind_int64(sel, 1, mapping);
+        sqlite3_bind_int64(sel, 2, (int64_t) f->address);
+        r = step_id(s, sel, ret, "location lookup");
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                /* new: with its function and the inline chain debug info gave */
+                if (f->function) {
+                        r = function_id(s, mapping, f->function, f->raw_function, &function);
+                        if (r < 0)
+                                return r;
+                }
+                sqlite3_bind_int64(ins, 1, mapping);
+                sqlite3_bind_int64(ins, 2, (int64_t) f->address);
+                if (f->function)
+                        sqlite3_bind_int64(ins, 3, function);
+                else
+                        sqlite3_bind_null(ins, 3);
+                sqlite3_bind_int(ins, 4, f->kernel);
+                r = step_done(s, ins, "location insert");
+                if (r < 0)
+                        return r;
+                *ret = sqlite3_last_insert_rowid(s->db);
+                r = location_lines_insert(s, *ret, mapping, f);
                 if (r < 0)
                         return r;
         }
-        snprintf(key, sizeof(key), "%" PRId64 "\n%" PRIx64, mapping, f->address);
-        sqlite3_stmt *sel = s->stmts[STMT_SELECT_LOCATION], *ins = s->stmts[STMT_INSERT_LOCATION];
-        sqlite3_bind_int64(sel, 1, mapping);
-        sqlite3_bind_int64(sel, 2, (int64_t) f->address);
-        sqlite3_bind_int64(ins, 1, mapping);
-        sqlite3_bind_int64(ins, 2, (int64_t) f->address);
-        if (f->function)
-                sqlite3_bind_int64(ins, 3, function);
-        else
-                sqlite3_bind_null(ins, 3);
-        sqlite3_bind_int(ins, 4, f->kernel);
-        return intern(s, s->location_ids, key, sel, ins, ret);
+        k = strdup(key);
+        if (!k)
+                return -ENOMEM;
+        r = hashmap_put(s->location_ids, k, (void *) (intptr_t) *ret);
+        if (r < 0)
+                free(k);
+        return r;
 }
 
 static int stack_id(store *s, const int64_t *locations, size_t n, int64_t *ret) {
@@ -533,17 +592,44 @@ int store_record_lost_drain(store *s, uint64_t start_ns, uint64_t end_ns, const 
         return r;
 }
 
+/* A location as queries return it: one frame, or several for inlined calls.
+ * Strings are owned here. */
 struct location_info {
-        struct store_frame_out out;
-        char *name, *module;
+        struct store_frame_out *frames; /* outermost first */
+        size_t n;
+        char **strings;
+        size_t n_strings;
 };
 
 static void location_info_free(struct location_info *li) {
         if (li) {
-                free(li->name);
-                free(li->module);
+                for (size_t i = 0; i < li->n_strings; i++)
+                        free(li->strings[i]);
+                free(li->strings);
+                free(li->frames);
                 free(li);
         }
+}
+
+/* Keeps a copy of s (NULL stays NULL) owned by li. */
+static int li_strdup(struct location_info *li, const char *s, const char **ret) {
+        char **ns;
+        char *c;
+
+        if (!s) {
+                *ret = NULL;
+                return 0;
+        }
+        c = strdup(s);
+        ns = c ? realloc(li->strings, (li->n_strings + 1) * sizeof(char *)) : NULL;
+        if (!ns) {
+                free(c);
+                return -ENOMEM;
+        }
+        li->strings = ns;
+        li->strings[li->n_strings++] = c;
+        *ret = c;
+        return 0;
 }
 
 static const char *path_basename(const char *p) {
@@ -551,9 +637,43 @@ static const char *path_basename(const char *p) {
         return b ? b + 1 : p;
 }
 
+/* Adds the inline chain of location id to li; none when it has no lines. */
+static int load_location_lines(store *s, int64_t id, const struct store_frame_out *base, struct location_info *li) {
+        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_LINES];
+        int rc, r = 0;
+
+        sqlite3_bind_int64(st, 1, id);
+        while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_frame_out *nf = realloc(li->frames, (li->n + 1) * sizeof(*nf));
+                struct store_frame_out *f;
+
+                if (!nf) {
+                        r = -ENOMEM;
+                        break;
+                }
+                li->frames = nf;
+                f = &li->frames[li->n++];
+                *f = *base;
+                f->resolved = true;
+                f->line = (unsigned) sqlite3_column_int64(st, 3);
+                f->inlined = sqlite3_column_int(st, 4);
+                if ((r = li_strdup(li, (const char *) sqlite3_column_text(st, 0), &f->name)) < 0 ||
+                    (r = li_strdup(li, (const char *) sqlite3_column_text(st, 1), &f->raw_name)) < 0 ||
+                    (r = li_strdup(li, (const char *) sqlite3_column_text(st, 2), &f->file)) < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = store_fail(s, rc, "location lines lookup");
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return r;
+}
+
 static int load_location(store *s, int64_t id, struct location_info **ret) {
         sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_INFO];
+        struct store_frame_out base = {};
         struct location_info *li;
+        char *unresolved = NULL;
         int rc, r = 0;
 
         li = calloc(1, sizeof(*li));
@@ -565,27 +685,41 @@ static int load_location(store *s, int64_t id, struct location_info **ret) {
                 uint64_t address = (uint64_t) sqlite3_column_int64(st, 0);
                 const char *module = (const char *) sqlite3_column_text(st, 2);
                 const char *fn = (const char *) sqlite3_column_text(st, 3);
+                const char *raw = (const char *) sqlite3_column_text(st, 4);
 
-                li->out.kernel = sqlite3_column_int(st, 1);
-                li->module = strdup(module ? module : "[unknown]");
-                if (fn) {
-                        li->name = strdup(fn);
-                        li->out.resolved = true;
-                } else if (asprintf(&li->name, "%s+0x%" PRIx64, path_basename(module ? module : "[unknown]"),
-                                    address) < 0)
-                        li->name = NULL;
-                if (!li->module || !li->name)
-                        r = -ENOMEM;
+                base.kernel = sqlite3_column_int(st, 1);
+                r = li_strdup(li, module ? module : "[unknown]", &base.module);
+                if (r >= 0 && fn) {
+                        base.resolved = true;
+                        r = li_strdup(li, fn, &base.name);
+                        if (r >= 0)
+                                r = li_strdup(li, raw, &base.raw_name);
+                } else if (r >= 0) {
+                        /* kept as module+0xoffset, never dropped */
+                        if (asprintf(&unresolved, "%s+0x%" PRIx64, path_basename(base.module), address) < 0)
+                                r = -ENOMEM;
+                        else
+                                r = li_strdup(li, unresolved, &base.name);
+                        base.raw_name = base.name;
+                }
         } else
                 r = rc == SQLITE_DONE ? -ENOENT : store_fail(s, rc, "location lookup");
+        free(unresolved);
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
+        if (r >= 0)
+                r = load_location_lines(s, id, &base, li);
+        if (r >= 0 && li->n == 0) {
+                li->frames = malloc(sizeof(*li->frames));
+                if (!li->frames)
+                        r = -ENOMEM;
+                else
+                        li->frames[li->n++] = base;
+        }
         if (r < 0) {
                 location_info_free(li);
                 return r;
         }
-        li->out.name = li->name;
-        li->out.module = li->module;
         *ret = li;
         return 0;
 }
@@ -617,7 +751,7 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
         sqlite3_stmt *st = NULL, *frames_st = s->stmts[STMT_SELECT_STACK_FRAMES];
         hashmap *cache = hashmap_new_u64();
         struct store_frame_out *out = NULL;
-        size_t out_cap = 0;
+        size_t out_cap = 0, n_out;
         uint64_t total = 0, stacks = 0;
         int rc, r = 0;
 
@@ -655,40 +789,43 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                 }
                 n = (size_t) sqlite3_column_bytes(frames_st, 0) / sizeof(int64_t);
                 locs = sqlite3_column_blob(frames_st, 0);
-                if (n > out_cap) {
-                        struct store_frame_out *no = realloc(out, n * sizeof(*out));
-                        if (!no) {
-                                sqlite3_reset(frames_st);
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        out = no;
-                        out_cap = n;
-                }
+                n_out = 0;
                 for (size_t i = 0; i < n && r >= 0; i++) {
+                        struct location_info *li;
                         int64_t lid;
                         void *v;
 
                         memcpy(&lid, &locs[i], sizeof(lid));
                         if (hashmap_get(cache, UINT64_TO_KEY(lid), &v) < 0) {
-                                struct location_info *li;
                                 r = load_location(s, lid, &li);
-                                if (r >= 0) {
-                                        r = hashmap_put(cache, UINT64_TO_KEY(lid), li);
-                                        if (r < 0)
-                                                location_info_free(li);
-                                        v = li;
+                                if (r < 0)
+                                        break;
+                                r = hashmap_put(cache, UINT64_TO_KEY(lid), li);
+                                if (r < 0) {
+                                        location_info_free(li);
+                                        break;
                                 }
+                        } else
+                                li = v;
+                        if (n_out + li->n > out_cap) {
+                                size_t cap = MAX(out_cap * 2, n_out + li->n);
+                                struct store_frame_out *no = realloc(out, cap * sizeof(*out));
+                                if (!no) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                out = no;
+                                out_cap = cap;
                         }
-                        if (r >= 0)
-                                out[i] = ((struct location_info *) v)->out;
+                        memcpy(out + n_out, li->frames, li->n * sizeof(*out));
+                        n_out += li->n;
                 }
                 sqlite3_reset(frames_st);
                 if (r < 0)
                         goto out;
                 total += value;
                 stacks++;
-                r = fn(out, n, value, userdata);
+                r = fn(out, n_out, value, userdata);
                 if (r < 0)
                         goto out;
         }

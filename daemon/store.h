@@ -8,12 +8,25 @@
 
 typedef struct store store;
 
+/* One level of what debug info says is at an address. */
+struct store_line {
+        const char *function;     /* demangled */
+        const char *raw_function; /* as in the symbol table; NULL: same as function */
+        const char *file;         /* NULL: unknown */
+        unsigned line;            /* 0: unknown */
+        bool inlined;
+};
+
 /* A frame to store. Strings are borrowed for the duration of the call. */
 struct store_frame {
         const char *module;   /* file path, "[kernel.kallsyms]", "[vdso]", "[unknown]", "[lost]" */
         const char *build_id; /* hex, or NULL */
         uint64_t address;     /* file offset (user) or address (kernel) */
-        const char *function; /* NULL: unresolved */
+        const char *function; /* the function the code belongs to, demangled; NULL: unresolved */
+        const char *raw_function; /* as in the symbol table; NULL: same as function */
+        const struct store_line *lines; /* inline chain, innermost first, the last being
+                                         * `function` itself; NULL when there is no debug info */
+        size_t n_lines;
         bool kernel;
 };
 
@@ -70,12 +83,17 @@ struct store_query {
         uint32_t uid;
 };
 
-/* A frame as queries return it. */
+/* A frame as queries return it. An address with inlined calls becomes
+ * several frames, outermost first. */
 struct store_frame_out {
-        const char *name;   /* function, or "module+0xoffset" when unresolved */
-        const char *module; /* mapping path */
+        const char *name;     /* function, or "module+0xoffset" when unresolved */
+        const char *raw_name; /* as in the symbol table */
+        const char *module;   /* mapping path */
+        const char *file;     /* source file, or NULL */
+        unsigned line;        /* 0: unknown */
         bool kernel;
         bool resolved;
+        bool inlined;         /* an inlined call: the caller is the frame before */
 };
 
 /* Called for every stack matching a query. Returning a negative errno stops

@@ -31,8 +31,9 @@ CREATE TABLE mappings (
 CREATE TABLE functions (
         id INTEGER PRIMARY KEY,
         mapping_id INTEGER NOT NULL REFERENCES mappings(id),
-        name TEXT NOT NULL,
-        UNIQUE (mapping_id, name)
+        name TEXT NOT NULL,             -- demangled
+        raw_name TEXT NOT NULL,         -- as in the symbol table
+        UNIQUE (mapping_id, raw_name)
 );
 
 -- An address in a mapping: a file offset for user code, the address for the
@@ -41,10 +42,23 @@ CREATE TABLE locations (
         id INTEGER PRIMARY KEY,
         mapping_id INTEGER NOT NULL REFERENCES mappings(id),
         address INTEGER NOT NULL,
-        function_id INTEGER REFERENCES functions(id), -- NULL: unresolved
+        function_id INTEGER REFERENCES functions(id), -- the function the code belongs to; NULL: unresolved
         kernel INTEGER NOT NULL DEFAULT 0,
         UNIQUE (mapping_id, address)
 );
+
+-- What debug info says is at a location: the chain of inlined calls, depth 0
+-- the innermost, the last depth the location's own function, each with its
+-- source file and line. A location without debug info has no rows here.
+CREATE TABLE location_lines (
+        location_id INTEGER NOT NULL REFERENCES locations(id),
+        depth INTEGER NOT NULL,
+        function_id INTEGER NOT NULL REFERENCES functions(id),
+        file TEXT,
+        line INTEGER NOT NULL,          -- 0: unknown
+        inlined INTEGER NOT NULL,
+        PRIMARY KEY (location_id, depth)
+) WITHOUT ROWID;
 
 -- A stack: location ids, root first, as little-endian 64-bit integers.
 -- hash is a 64-bit hash of frames for lookup; frames decide equality.
