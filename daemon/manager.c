@@ -1,5 +1,6 @@
-/* profd's event loop and the drain: kernel maps -> symbolized stacks ->
- * one store transaction. Requests are answered between drains. */
+/* profd's event loop: the generation flip on a timer, process snapshots as
+ * processes appear, requests. Symbolizing and storing each drain is the
+ * writer thread's work (writer.c), so neither delays the other. */
 #include "manager.h"
 
 #include <errno.h>
@@ -21,19 +22,14 @@
 #include "proctable.h"
 #include "server.h"
 #include "store.h"
-#include "symbolizer.h"
+#include "writer.h"
 
-/* Names of the drop reasons, as stored and shown by `profctl status`. */
-static const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
-        [PROFD_DROP_MAP_FULL] = "map_full",
-        [PROFD_DROP_USER_STACK_ERROR] = "user_stack_error",
-        [PROFD_DROP_KERNEL_STACK_ERROR] = "kernel_stack_error",
-        [PROFD_DROP_STACK_MAP_FULL] = "stack_map_full",
-        [PROFD_DROP_RINGBUF_FULL] = "ringbuf_full",
-        [PROFD_DROP_TASK_STORAGE] = "task_storage_full",
+/* A flush waiting for its drain to be stored. */
+struct flush_waiter {
+        struct flush_waiter *next;
+        uint64_t seq;        /* the writer's drain job */
+        uint64_t client_id;  /* the client may have left by then */
 };
-#define DROP_PROCESS_VANISHED "process_vanished"
-#define DROP_STORE_WRITE_FAILED "store_write_failed"
 
 struct manager {
         char *socket_path;
@@ -43,23 +39,19 @@ struct manager {
         sd_event *event;
         sd_event_source *drain_timer;
         sd_event_source *events_io;
+        sd_event_source *writer_io;
         sd_event_source *sigterm, *sigint;
-        symbolizer *sym;
-        proctable *procs;
         collector *coll;
-        store *store;
+        store *store;                 /* this thread's connection: queries and status */
+        writer *writer;               /* symbolizes and stores drains */
         server *server;
+        struct flush_waiter *waiters;
 
         uint64_t started_ns;          /* CLOCK_REALTIME at start */
         uint64_t last_drain_end_ns;   /* CLOCK_REALTIME: the next drain's bucket starts here */
-        uint64_t vanished_stored;     /* proctable_vanished() already written as drops */
-        uint64_t failed_drains;       /* drains lost to store errors, not yet written as drops */
-        uint64_t pending_drops[PROFD_COUNTER__MAX]; /* drop counts of those drains */
+        uint64_t vanished;            /* processes gone before they could be read */
         uint64_t samples_seen, idle_samples;
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
-
-        struct store_frame *frames;   /* scratch for one sample's frames */
-        size_t frames_cap;
 };
 
 static uint64_t now_ns(clockid_t clock) {
@@ -70,178 +62,85 @@ static uint64_t now_ns(clockid_t clock) {
 
 static void on_process_event(const struct profd_event *e, void *userdata) {
         manager *m = userdata;
+        struct proc *p;
+        bool vanished;
         int r;
 
-        r = proctable_learn(m->procs, e->tgid, e->start_ns, e->comm, e->type == PROFD_EVENT_EXEC);
+        /* read /proc now, while the process lives; the writer reads the files */
+        r = proc_snapshot("/proc", e->tgid, e->start_ns, e->comm, &p, &vanished);
+        if (r >= 0)
+                r = writer_learn(m->writer, p);
         if (r < 0)
                 log_warning_errno(r, "Failed to record process %" PRIu32 ", ignoring: %m", e->tgid);
+        else if (vanished)
+                m->vanished++;
 }
 
-static const char *path_or(const char *p, const char *fallback) {
-        return p ? p : fallback;
-}
-
-/* A user frame: the mapping it falls in, the file offset, the symbol. */
-static struct store_frame user_frame(const struct proc *p, uint64_t ip) {
-        const struct proc_mapping *map = p ? proc_find_mapping(p, ip) : NULL;
-
-        if (!map)
-                return (struct store_frame) { .module = "[unknown]", .address = ip };
-        uint64_t off = ip - map->start + map->offset;
-        return (struct store_frame) {
-                .module = path_or(map->path, "[anon]"),
-                .build_id = map->file ? sym_file_build_id(map->file) : NULL,
-                .address = off,
-                .function = map->file ? sym_file_lookup(map->file, off) : NULL,
-        };
-}
-
-static struct store_frame kernel_frame(manager *m, uint64_t ip) {
-        const char *module = NULL;
-        const char *fn = symbolizer_lookup_kernel(m->sym, ip, &module);
-
-        return (struct store_frame) {
-                .module = module ? module : "[kernel.kallsyms]",
-                .address = ip,
-                .function = fn,
-                .kernel = true,
-        };
-}
-
-static const struct stack_trace *lookup_stack(hashmap *stacks, uint64_t id) {
-        void *v;
-        if (id == PROFD_STACK_NONE || id == PROFD_STACK_LOST || !stacks || hashmap_get(stacks, UINT64_TO_KEY(id), &v) < 0)
-                return NULL;
-        return v;
-}
-
-/* Builds the frames of one drained key, root first. Every return address
- * but the innermost frame's is looked up minus one, so it falls inside the
- * call instruction rather than possibly after the end of the function. */
-static int build_frames(manager *m, const struct drain_batch *b, const struct profd_sample_key *key,
-                        const struct proc *p, size_t *ret_n) {
-        const struct stack_trace *ks = lookup_stack(b->frames, key->kernel_stack);
-        const struct stack_trace *us = lookup_stack(b->frames, key->user_stack);
-        size_t nk = ks ? ks->n : 0, nu = us ? us->n : 0, n = 0, need = nk + nu + 2;
-        static const struct store_frame lost_user = { .module = "[lost]", .function = "[lost]" };
-        static const struct store_frame lost_kernel = { .module = "[lost]", .function = "[lost]", .kernel = true };
-
-        if (need > m->frames_cap) {
-                struct store_frame *f = realloc(m->frames, need * sizeof(*f));
-                if (!f)
-                        return -ENOMEM;
-                m->frames = f;
-                m->frames_cap = need;
-        }
-        /* user frames, outermost first */
-        if (key->user_stack != PROFD_STACK_NONE && !us)
-                m->frames[n++] = lost_user;
-        for (size_t i = nu; i-- > 0;) {
-                bool innermost = i == 0 && nk == 0 && key->kernel_stack == PROFD_STACK_NONE;
-                m->frames[n++] = user_frame(p, us->ips[i] - (innermost ? 0 : 1));
-        }
-        if (key->kernel_stack != PROFD_STACK_NONE && !ks)
-                m->frames[n++] = lost_kernel;
-        for (size_t i = nk; i-- > 0;)
-                m->frames[n++] = kernel_frame(m, ks->ips[i] - (i == 0 ? 0 : 1));
-        *ret_n = n;
-        return 0;
-}
-
-static int write_drain(manager *m, const struct drain_batch *b, uint64_t start_ns, uint64_t end_ns,
-                       int64_t *ret_id, uint64_t *ret_samples, uint64_t *ret_keys) {
-        uint64_t vanished = proctable_vanished(m->procs);
-        int r;
-
-        r = store_drain_begin(m->store, start_ns, end_ns);
-        for (size_t i = 0; r >= 0 && i < b->n_entries; i++) {
-                const struct profd_sample_key *key = &b->entries[i].key;
-                const struct proc *p = proctable_get(m->procs, key->tgid, key->start_ns);
-                struct store_process sp = {
-                        .pid = key->tgid,
-                        .start_ns = key->start_ns,
-                        /* pid 0: an interrupt woke a thread while the CPU idled */
-                        .comm = p ? p->comm : key->tgid == 0 ? "swapper" : "",
-                        .exe = p ? p->exe : NULL,
-                        .cgroup = p ? p->cgroup : NULL,
-                        .uid = p ? p->uid : 0,
-                        .have_uid = p && p->have_uid,
-                };
-                size_t n;
-
-                r = build_frames(m, b, key, p, &n);
-                if (r < 0)
-                        break;
-                r = store_drain_add(m->store, &(struct store_sample) {
-                        .process = &sp,
-                        .tid = key->tid,
-                        .cgroup_id = key->cgroup_id,
-                        .kind = key->kind,
-                        .state = key->state,
-                        .peer_tid = key->peer_tid,
-                        .frames = m->frames,
-                        .n_frames = n,
-                        .value = b->entries[i].value,
-                });
-        }
-        /* drops of drains that could not be stored are kept for this one */
-        for (int i = 0; r >= 0 && i < PROFD_COUNTER__MAX; i++)
-                if (drop_reason_names[i])
-                        r = store_drain_drop(m->store, drop_reason_names[i], m->pending_drops[i] + b->counters[i]);
-        if (r >= 0)
-                r = store_drain_drop(m->store, DROP_PROCESS_VANISHED, vanished - m->vanished_stored);
-        if (r >= 0)
-                r = store_drain_drop(m->store, DROP_STORE_WRITE_FAILED, m->failed_drains);
-        if (r >= 0)
-                r = store_drain_commit(m->store, ret_id, ret_samples, ret_keys);
-        if (r < 0) {
-                store_drain_abort(m->store);
-                for (int i = 0; i < PROFD_COUNTER__MAX; i++)
-                        m->pending_drops[i] += b->counters[i];
-                return r;
-        }
-        m->vanished_stored = vanished;
-        m->failed_drains = 0;
-        memset(m->pending_drops, 0, sizeof(m->pending_drops));
-        return 0;
-}
-
-/* One drain: learn pending processes, take a generation out of the kernel,
- * symbolize it, store it in one transaction, forget exited processes. */
-static int manager_drain(manager *m, int64_t *ret_id, uint64_t *ret_samples, uint64_t *ret_keys) {
+/* One drain: learn the processes announced so far (the writer takes jobs in
+ * order, so they are known when it symbolizes), take a generation out of
+ * the kernel and hand it to the writer. Returns 0 and the writer's job
+ * number, or a negative errno. */
+static int manager_drain(manager *m, uint64_t *ret_seq) {
         struct drain_batch b = {};
-        uint64_t start_ns = m->last_drain_end_ns, end_ns;
+        uint64_t start_ns = m->last_drain_end_ns, seq;
         int r;
 
-        /* processes announced before the flip must be known to symbolize */
         (void) collector_poll_events(m->coll);
         r = collector_drain(m->coll, &b);
         if (r < 0)
                 return r;
-        end_ns = now_ns(CLOCK_REALTIME);
-        m->last_drain_end_ns = end_ns;
+        m->last_drain_end_ns = now_ns(CLOCK_REALTIME);
         m->samples_seen += b.counters[PROFD_CNT_SAMPLES];
         m->idle_samples += b.counters[PROFD_CNT_IDLE];
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
         m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
+        r = writer_drain(m->writer, &b, start_ns, m->last_drain_end_ns, m->vanished, &seq);
+        if (r < 0)
+                return log_error_errno(r, "Failed to queue a drain: %m");
+        if (ret_seq)
+                *ret_seq = seq;
+        return 0;
+}
 
-        r = write_drain(m, &b, start_ns, end_ns, ret_id, ret_samples, ret_keys);
-        if (r < 0) {
-                m->failed_drains++;
-                log_error_errno(r, "Failed to store a drain of %zu keys (lost; %" PRIu64 " drains lost so far): %m",
-                                b.n_entries, m->failed_drains);
-        } else
-                log_debug("Drained %zu keys.", b.n_entries);
-        drain_batch_done(&b);
-        proctable_prune(m->procs);
-        return r;
+/* Answers the flushes whose drains the writer finished. */
+static int on_writer(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        manager *m = userdata;
+        struct writer_result res;
+
+        while (writer_result_pop(m->writer, &res)) {
+                for (struct flush_waiter **w = &m->waiters; *w;) {
+                        struct flush_waiter *f = *w;
+                        server_client *c;
+
+                        if (f->seq != res.seq) {
+                                w = &f->next;
+                                continue;
+                        }
+                        *w = f->next;
+                        c = server_find_client(m->server, f->client_id);
+                        free(f);
+                        if (!c)
+                                continue;
+                        if (res.error < 0) {
+                                char msg[256];
+                                snprintf(msg, sizeof(msg), "the drain could not be stored: %s", strerror(-res.error));
+                                (void) server_client_send_error(c, msg);
+                        } else
+                                (void) server_client_send(c, json_pack("{s:s, s:I, s:I, s:I}", "type", "flushed",
+                                                                       "drain_id", (json_int_t) res.drain_id,
+                                                                       "samples", (json_int_t) res.samples,
+                                                                       "keys", (json_int_t) res.keys));
+                        server_client_resume(c);
+                }
+        }
+        return 0;
 }
 
 static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         manager *m = userdata;
         int r;
 
-        (void) manager_drain(m, NULL, NULL, NULL);
+        (void) manager_drain(m, NULL);
         r = sd_event_source_set_time_relative(s, m->collect.interval_ns / NSEC_PER_USEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -263,7 +162,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
         log_info("Received %s, draining before exit.", strsignal(si->ssi_signo));
         (void) sd_notify(0, "STOPPING=1");
-        (void) manager_drain(m, NULL, NULL, NULL);
+        /* the writer stores it, and everything queued, before it stops */
+        (void) manager_drain(m, NULL);
         return sd_event_exit(m->event, 0);
 }
 
@@ -278,10 +178,12 @@ static uint64_t self_rss_bytes(void) {
 }
 
 static int send_status(manager *m, server_client *c) {
+        struct writer_stats ws;
         struct store_stats st;
         json_t *drops, *o;
         int r;
 
+        writer_get_stats(m->writer, &ws);
         r = store_get_stats(m->store, &st);
         if (r < 0)
                 return r;
@@ -289,10 +191,10 @@ static int send_status(manager *m, server_client *c) {
         for (int i = 0; drops && i < PROFD_COUNTER__MAX; i++)
                 if (drop_reason_names[i])
                         /* not yet in the store: drops of drains it could not take */
-                        json_object_set_new(drops, drop_reason_names[i], json_integer((json_int_t) m->pending_drops[i]));
+                        json_object_set_new(drops, drop_reason_names[i], json_integer((json_int_t) ws.pending_drops[i]));
         if (drops) {
                 json_object_set_new(drops, DROP_PROCESS_VANISHED, json_integer(0));
-                json_object_set_new(drops, DROP_STORE_WRITE_FAILED, json_integer((json_int_t) m->failed_drains));
+                json_object_set_new(drops, DROP_STORE_WRITE_FAILED, json_integer((json_int_t) ws.failed_drains));
                 for (size_t i = 0; i < st.n_drops; i++) {
                         json_int_t v = (json_int_t) st.drops[i].count;
                         json_t *cur = json_object_get(drops, st.drops[i].reason);
@@ -328,7 +230,7 @@ static int send_status(manager *m, server_client *c) {
                 if (m->collect.wakeup)
                         json_array_append_new(kinds, json_string("wakeup"));
                 json_object_set_new(o, "kinds", kinds);
-                json_object_set_new(o, "processes_tracked", json_integer((json_int_t) proctable_size(m->procs)));
+                json_object_set_new(o, "processes_tracked", json_integer((json_int_t) ws.processes_tracked));
                 json_object_set_new(o, "clients", json_integer((json_int_t) server_n_clients(m->server)));
                 json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
                 json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
@@ -423,8 +325,7 @@ static int send_query(manager *m, server_client *c, const struct query_request *
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {
         manager *m = userdata;
-        int64_t id = 0;
-        uint64_t samples = 0, keys = 0;
+        struct flush_waiter *f;
         int r;
 
         switch (req->op) {
@@ -436,12 +337,19 @@ static int handle_request(server_client *c, const struct request *req, void *use
                 if (!server_client_creds(c)->privileged)
                         return server_client_send_error(c, "flush is for root and members of the admin group; "
                                                            "data is drained every interval anyway");
-                r = manager_drain(m, &id, &samples, &keys);
-                if (r < 0)
+                f = calloc(1, sizeof(*f));
+                if (!f)
+                        return -ENOMEM;
+                r = manager_drain(m, &f->seq);
+                if (r < 0) {
+                        free(f);
                         return r;
-                return server_client_send(c, json_pack("{s:s, s:I, s:I, s:I}", "type", "flushed", "drain_id",
-                                                       (json_int_t) id, "samples", (json_int_t) samples,
-                                                       "keys", (json_int_t) keys));
+                }
+                /* answered by on_writer once the drain is stored */
+                f->client_id = server_client_id(c);
+                f->next = m->waiters;
+                m->waiters = f;
+                return SERVER_DEFERRED;
         case REQUEST_QUERY:
                 return send_query(m, c, &req->query);
         }
@@ -493,19 +401,12 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         r = store_open(m->store_path, &m->store);
         if (r < 0)
                 goto fail;
-
-        r = symbolizer_new(&m->sym);
-        if (r < 0) {
-                log_oom();
-                goto fail;
-        }
-        r = symbolizer_load_kallsyms(m->sym, "/proc/kallsyms");
+        r = writer_new(m->store_path, "/proc", &m->writer);
         if (r < 0)
-                log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay "
-                                     "unresolved: %m");
-        r = proctable_new(m->sym, "/proc", &m->procs);
+                goto fail;
+        r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);
         if (r < 0) {
-                log_oom();
+                log_error_errno(r, "Failed to watch the writer: %m");
                 goto fail;
         }
 
@@ -553,16 +454,22 @@ manager *manager_free(manager *m) {
         if (!m)
                 return NULL;
         server_free(m->server);
+        while (m->waiters) {
+                struct flush_waiter *f = m->waiters;
+                m->waiters = f->next;
+                free(f);
+        }
+        /* first the writer: it stores every drain still queued, the last
+         * interval included, before it stops */
+        m->writer = writer_free(m->writer);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->events_io);
+        sd_event_source_disable_unref(m->writer_io);
         sd_event_source_disable_unref(m->sigterm);
         sd_event_source_disable_unref(m->sigint);
         collector_free(m->coll);
-        proctable_free(m->procs);
-        symbolizer_free(m->sym);
         store_close(m->store);
         sd_event_unref(m->event);
-        free(m->frames);
         free(m->socket_path);
         free(m->store_path);
         free(m);

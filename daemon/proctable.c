@@ -1,5 +1,5 @@
-/* Process snapshots from /proc: comm, exe, uid, cgroup and the executable
- * mappings with their symbols loaded while the files are still reachable. */
+/* Process snapshots from /proc (comm, exe, uid, cgroup, executable mappings
+ * with their files held open) and the writer thread's table of them. */
 #include "proctable.h"
 
 #include <errno.h>
@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,6 @@ struct proctable {
         symbolizer *sym;
         char *proc_root;        /* "/proc", overridable for tests */
         hashmap *procs;         /* struct proc_key* (inside struct entry) -> struct entry* */
-        uint64_t ns_per_tick;   /* /proc/PID/stat counts start time in USER_HZ ticks */
-        uint64_t vanished;
 };
 
 struct entry {
@@ -47,8 +46,10 @@ static bool key_eq(const void *a, const void *b) {
 }
 
 static void proc_clear_snapshot(struct proc *p) {
-        for (size_t i = 0; i < p->n_maps; i++)
+        for (size_t i = 0; i < p->n_maps; i++) {
                 free(p->maps[i].path);
+                p->maps[i].fd = safe_close(p->maps[i].fd);
+        }
         free(p->maps);
         p->maps = NULL;
         p->n_maps = 0;
@@ -67,14 +68,30 @@ static void entry_free(struct entry *e) {
         }
 }
 
+/* A snapshot is made inside a table entry from the start, so the table can
+ * take it over without copying. */
+static struct entry *entry_of(struct proc *p) {
+        return (struct entry *) ((char *) p - offsetof(struct entry, proc));
+}
+
+struct proc *proc_free(struct proc *p) {
+        if (p)
+                entry_free(entry_of(p));
+        return NULL;
+}
+
+/* /proc/PID/stat counts start time in USER_HZ ticks. */
+static uint64_t ns_per_tick(void) {
+        long hz = sysconf(_SC_CLK_TCK);
+        return NSEC_PER_SEC / (hz > 0 ? (uint64_t) hz : 100);
+}
+
 int proctable_new(symbolizer *sym, const char *proc_root, proctable **ret) {
         proctable *t = calloc(1, sizeof(*t));
-        long hz = sysconf(_SC_CLK_TCK);
 
         if (!t)
                 return -ENOMEM;
         t->sym = sym;
-        t->ns_per_tick = NSEC_PER_SEC / (hz > 0 ? (uint64_t) hz : 100);
         t->proc_root = strdup(proc_root ? proc_root : "/proc");
         t->procs = hashmap_new(key_hash, key_eq);
         if (!t->proc_root || !t->procs) {
@@ -106,36 +123,50 @@ static int mapping_cmp(const void *a, const void *b) {
         return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Opens the mapped file the way that works in most cases: map_files reaches
- * the very inode mapped (deleted or replaced files, other mount namespaces);
- * root/PATH reaches the process's file system view; the bare path is the
- * last resort. */
-static const sym_file *load_mapping_file(proctable *t, uint32_t pid, const struct procmap *m) {
+/* Opens the mapped file: map_files reaches the very inode mapped (deleted or
+ * replaced files, other mount namespaces); root/PATH reaches the process's
+ * file system view. -1 if neither works (the writer then tries the path). */
+static int open_mapping_file(const char *proc_root, uint32_t pid, const struct procmap *m) {
         char path[PATH_MAX];
-        const sym_file *f = NULL;
+        int fd;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
-                 t->proc_root, pid, m->start, m->end);
-        if (symbolizer_load_file(t->sym, path, &f) >= 0)
-                return f;
-        if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/root%s", t->proc_root, pid, m->path) <
-                    (int) sizeof(path) &&
-            symbolizer_load_file(t->sym, path, &f) >= 0)
-                return f;
-        if (symbolizer_load_file(t->sym, m->path, &f) >= 0)
-                return f;
-        log_debug("Cannot read symbols of %s for pid %" PRIu32 ", ignoring.", m->path, pid);
-        return NULL;
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, proc_root, pid, m->start,
+                 m->end);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0)
+                return fd;
+        if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/root%s", proc_root, pid, m->path) < (int) sizeof(path))
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return fd;
 }
 
-static int snapshot_maps(proctable *t, struct proc *p) {
+/* Reads the symbols of a mapping's file (through its fd while it is open)
+ * and closes it. */
+static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc_mapping *m) {
+        const sym_file *f = NULL;
+        char path[64];
+
+        if (m->fd >= 0) {
+                snprintf(path, sizeof(path), "/proc/self/fd/%d", m->fd);
+                if (symbolizer_load_file(t->sym, path, &f) < 0)
+                        f = NULL;
+                m->fd = safe_close(m->fd);
+        }
+        if (!f && symbolizer_load_file(t->sym, m->path, &f) < 0)
+                f = NULL;
+        if (!f)
+                log_debug("Cannot read symbols of %s for pid %" PRIu32 ", ignoring.", m->path, pid);
+        return f;
+}
+
+static int snapshot_maps(const char *proc_root, struct proc *p) {
         char path[PATH_MAX];
         _cleanup_free_ char *text = NULL;
         struct proc_mapping *maps = NULL;
         size_t n = 0, cap = 0;
         int r;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", t->proc_root, p->pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", proc_root, p->pid);
         r = read_full_file(path, &text);
         if (r < 0)
                 return r;
@@ -166,9 +197,10 @@ static int snapshot_maps(proctable *t, struct proc *p) {
                         .start = m.start,
                         .end = m.end,
                         .offset = m.offset,
+                        .fd = -1,
                 };
                 if (m.path && m.path[0] == '/')
-                        maps[n].file = load_mapping_file(t, p->pid, &m);
+                        maps[n].fd = open_mapping_file(proc_root, p->pid, &m);
                 maps[n++].path = TAKE_PTR(m.path);
         }
         qsort(maps, n, sizeof(*maps), mapping_cmp);
@@ -176,46 +208,48 @@ static int snapshot_maps(proctable *t, struct proc *p) {
         p->n_maps = n;
         return 0;
 fail:
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 free(maps[i].path);
+                safe_close(maps[i].fd);
+        }
         free(maps);
         return r;
 }
 
 /* Is /proc/PID still the instance that started at start_ns? */
-static int check_identity(proctable *t, uint32_t pid, uint64_t start_ns) {
+static int check_identity(const char *proc_root, uint32_t pid, uint64_t start_ns) {
         char path[PATH_MAX];
         _cleanup_free_ char *stat = NULL;
         uint64_t ticks;
         int r;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", t->proc_root, pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", proc_root, pid);
         r = read_full_file(path, &stat);
         if (r < 0)
                 return r;
         r = procstat_parse_starttime(stat, &ticks);
         if (r < 0)
                 return r;
-        return ticks == start_ns / t->ns_per_tick ? 0 : -ESRCH;
+        return ticks == start_ns / ns_per_tick() ? 0 : -ESRCH;
 }
 
-static int snapshot(proctable *t, struct proc *p) {
+static int snapshot(const char *proc_root, struct proc *p) {
         char path[PATH_MAX], buf[PATH_MAX];
         _cleanup_free_ char *text = NULL;
         ssize_t n;
         int r;
 
-        r = check_identity(t, p->pid, p->start_ns);
+        r = check_identity(proc_root, p->pid, p->start_ns);
         if (r < 0)
                 return r;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/comm", t->proc_root, p->pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/comm", proc_root, p->pid);
         if (read_full_file(path, &text) >= 0) {
                 text[strcspn(text, "\n")] = '\0';
                 snprintf(p->comm, sizeof(p->comm), "%s", text);
                 text = (free(text), NULL);
         }
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/exe", t->proc_root, p->pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/exe", proc_root, p->pid);
         n = readlink(path, buf, sizeof(buf) - 1);
         if (n > 0) {
                 buf[n] = '\0';
@@ -223,64 +257,68 @@ static int snapshot(proctable *t, struct proc *p) {
                 if (!p->exe)
                         return -ENOMEM;
         }
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", t->proc_root, p->pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", proc_root, p->pid);
         if (read_full_file(path, &text) >= 0) {
                 p->have_uid = procstatus_parse_euid(text, &p->uid) >= 0;
                 text = (free(text), NULL);
         }
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/cgroup", t->proc_root, p->pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/cgroup", proc_root, p->pid);
         if (read_full_file(path, &text) >= 0) {
                 r = proccgroup_parse_v2(text, &p->cgroup);
                 if (r == -ENOMEM)
                         return r;
                 text = (free(text), NULL);
         }
-        r = snapshot_maps(t, p);
+        r = snapshot_maps(proc_root, p);
         if (r < 0)
                 return r;
         /* the process may have exited and its pid been reused while we read */
-        r = check_identity(t, p->pid, p->start_ns);
+        r = check_identity(proc_root, p->pid, p->start_ns);
         if (r < 0)
                 return r;
         p->snapshotted = true;
         return 0;
 }
 
-int proctable_learn(proctable *t, uint32_t pid, uint64_t start_ns, const char *comm, bool exec) {
-        struct proc_key key = { pid, start_ns };
-        struct entry *e = NULL;
-        void *v;
+int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
+                  bool *ret_vanished) {
+        struct entry *e = calloc(1, sizeof(*e));
         int r;
 
-        if (hashmap_get(t->procs, &key, &v) >= 0) {
-                e = v;
-                if (e->proc.snapshotted && !exec)
-                        return 0;
-                proc_clear_snapshot(&e->proc);
-        } else {
-                e = calloc(1, sizeof(*e));
-                if (!e)
-                        return -ENOMEM;
-                e->key = key;
-                e->proc.pid = pid;
-                e->proc.start_ns = start_ns;
-                r = hashmap_put(t->procs, &e->key, e);
-                if (r < 0) {
-                        free(e);
-                        return r;
-                }
-        }
+        if (!e)
+                return -ENOMEM;
+        e->key = (struct proc_key) { pid, start_ns };
+        e->proc.pid = pid;
+        e->proc.start_ns = start_ns;
         snprintf(e->proc.comm, sizeof(e->proc.comm), "%s", comm);
-        r = snapshot(t, &e->proc);
-        if (r == -ENOMEM)
+        r = snapshot(proc_root, &e->proc);
+        if (r == -ENOMEM) {
+                entry_free(e);
                 return r;
+        }
         if (r < 0) {
                 proc_clear_snapshot(&e->proc);
-                t->vanished++;
-                log_debug("Process %" PRIu32 " (%s) exited before it could be read: %s",
-                          pid, e->proc.comm, strerror(-r));
+                log_debug("Process %" PRIu32 " (%s) exited before it could be read: %s", pid, e->proc.comm,
+                          strerror(-r));
         }
+        *ret_vanished = r < 0;
+        *ret = &e->proc;
         return 0;
+}
+
+int proctable_add(proctable *t, struct proc *p) {
+        struct entry *e = entry_of(p), *old;
+        int r;
+
+        for (size_t i = 0; i < p->n_maps; i++)
+                if (p->maps[i].path && p->maps[i].path[0] == '/')
+                        p->maps[i].file = load_mapping_file(t, p->pid, &p->maps[i]);
+        old = hashmap_remove(t->procs, &e->key);
+        entry_free(old);
+        r = hashmap_put(t->procs, &e->key, e);
+        if (r < 0)
+                entry_free(e);
+        return r;
 }
 
 struct proc *proctable_get(proctable *t, uint32_t pid, uint64_t start_ns) {
@@ -318,7 +356,7 @@ void proctable_prune(proctable *t) {
                 return; /* try again after the next drain */
         while (hashmap_iterate(t->procs, &i, &k, &v)) {
                 struct entry *e = v;
-                if (e->proc.exited_drains > 0 || check_identity(t, e->key.pid, e->key.start_ns) < 0) {
+                if (e->proc.exited_drains > 0 || check_identity(t->proc_root, e->key.pid, e->key.start_ns) < 0) {
                         if (e->proc.exited_drains++ > 0)
                                 gone[n_gone++] = e;
                 }
@@ -333,6 +371,3 @@ size_t proctable_size(const proctable *t) {
         return hashmap_size(t->procs);
 }
 
-uint64_t proctable_vanished(const proctable *t) {
-        return t->vanished;
-}

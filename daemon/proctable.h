@@ -1,6 +1,8 @@
-/* The process table: what profd knows of each process instance (pid + start
- * time) that produced samples, snapshotted from /proc/PID while it lived, so
- * its frames still resolve after it exits. */
+/* What profd knows of each process instance (pid + start time) that produced
+ * samples. The event loop snapshots /proc/PID the moment a process is
+ * announced, while it lives, and opens its mapped files; the writer thread
+ * keeps the snapshots in the table and reads the files' symbols, so frames
+ * still resolve after the process exits or its files are deleted. */
 #pragma once
 
 #include <stdbool.h>
@@ -12,6 +14,7 @@
 struct proc_mapping {
         uint64_t start, end, offset;
         char *path;            /* as /proc/PID/maps names it: a file, "[vdso]", or NULL (anonymous) */
+        int fd;                /* the mapped file, open from the snapshot until its symbols are read; -1 */
         const sym_file *file;  /* symbols, or NULL when the file could not be read */
 };
 
@@ -29,16 +32,25 @@ struct proc {
         size_t n_maps;
 };
 
+/* Reads /proc/PID under proc_root ("/proc") now and opens the executable
+ * mappings' files (through map_files: deleted files and other mount
+ * namespaces included). A process already gone (or whose pid now belongs to
+ * another instance) still gives a proc, with pid, start and comm only, and
+ * *ret_vanished set. Returns 0 or -ENOMEM. Cheap: no file is parsed. */
+int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
+                  bool *ret_vanished);
+/* Frees a snapshot not handed to a table, closing its files. NULL is fine. */
+struct proc *proc_free(struct proc *p);
+
 typedef struct proctable proctable;
 
 int proctable_new(symbolizer *sym, const char *proc_root, proctable **ret);
 proctable *proctable_free(proctable *t);
 
-/* Records a process instance announced by the BPF programs and snapshots
- * /proc/PID. exec: the image was replaced, so an existing snapshot is taken
- * again. A process that is already gone is still recorded (with the comm from
- * the event) and counted as vanished. Returns 0 or -ENOMEM. */
-int proctable_learn(proctable *t, uint32_t pid, uint64_t start_ns, const char *comm, bool exec);
+/* Takes a snapshot into the table, replacing an older one of the same
+ * instance (after an exec), and reads the symbols of its mapped files,
+ * closing them. Returns 0 or -ENOMEM. */
+int proctable_add(proctable *t, struct proc *p);
 
 /* The instance (pid, start_ns), or NULL if it was never announced. */
 struct proc *proctable_get(proctable *t, uint32_t pid, uint64_t start_ns);
@@ -52,5 +64,3 @@ const struct proc_mapping *proc_find_mapping(const struct proc *p, uint64_t addr
 void proctable_prune(proctable *t);
 
 size_t proctable_size(const proctable *t);
-/* Processes that exited before they could be snapshotted, since start. */
-uint64_t proctable_vanished(const proctable *t);

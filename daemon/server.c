@@ -38,6 +38,8 @@ struct server_client {
         size_t out_len, out_off, out_cap;
         bool closing;      /* close once output is flushed */
         bool dead;         /* close now: it left too much unread */
+        bool deferred;     /* waiting for a deferred answer: read no further */
+        uint64_t id;
 };
 
 struct server {
@@ -53,6 +55,7 @@ struct server {
         uint64_t idle_timeout_usec;
         gid_t admin_gid;
         bool have_admin_gid;
+        uint64_t next_client_id;
 };
 
 static void client_free(server_client *c) {
@@ -76,11 +79,18 @@ static void client_free(server_client *c) {
 static void client_update_events(server_client *c) {
         uint32_t events = 0;
 
+        /* waiting for a deferred answer: not even a hangup is of interest
+         * until it is sent (the answer may still find a half-closed peer) */
+        if (c->deferred) {
+                (void) sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
+                return;
+        }
         if (!c->closing && c->out_len - c->out_off < CLIENT_OUTPUT_HIGH_WATER)
                 events |= EPOLLIN;
         if (c->out_len > c->out_off)
                 events |= EPOLLOUT;
         (void) sd_event_source_set_io_events(c->io, events);
+        (void) sd_event_source_set_enabled(c->io, SD_EVENT_ON);
 }
 
 /* The client made progress (sent or read something): restart its idle timer. */
@@ -178,6 +188,10 @@ static void client_handle_line(server_client *c, const char *line, size_t len) {
         }
         r = c->server->handler(c, &req, c->server->userdata);
         request_done(&req);
+        if (r == SERVER_DEFERRED) {
+                c->deferred = true;
+                return;
+        }
         if (r < 0 && !c->dead) {
                 _cleanup_free_ char *msg = NULL;
                 log_warning_errno(r, "Request failed: %m");
@@ -187,9 +201,24 @@ static void client_handle_line(server_client *c, const char *line, size_t len) {
         }
 }
 
+/* Answers the complete lines in the input buffer, until one is deferred. */
+static void client_process_lines(server_client *c) {
+        size_t start = 0;
+
+        while (!c->deferred && !c->dead) {
+                char *nl = memchr(c->in + start, '\n', c->in_len - start);
+                if (!nl)
+                        break;
+                client_handle_line(c, c->in + start, nl - (c->in + start));
+                start = nl - c->in + 1;
+        }
+        memmove(c->in, c->in + start, c->in_len - start);
+        c->in_len -= start;
+}
+
 /* Reads what is available and answers every complete line. */
 static int client_read(server_client *c) {
-        while (!c->closing) {
+        while (!c->closing && !c->deferred && !c->dead) {
                 char buf[16384];
                 ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
                 if (n < 0) {
@@ -211,18 +240,7 @@ static int client_read(server_client *c) {
                 memcpy(c->in + c->in_len, buf, n);
                 c->in_len += n;
 
-                size_t start = 0;
-                for (;;) {
-                        char *nl = memchr(c->in + start, '\n', c->in_len - start);
-                        if (!nl)
-                                break;
-                        client_handle_line(c, c->in + start, nl - (c->in + start));
-                        start = nl - c->in + 1;
-                        if (c->dead)
-                                return 0;
-                }
-                memmove(c->in, c->in + start, c->in_len - start);
-                c->in_len -= start;
+                client_process_lines(c);
                 if (c->in_len > REQUEST_MAX_BYTES) {
                         /* no newline within the limit: the rest can't be framed */
                         (void) server_client_send_error(c, "request line longer than 65536 bytes; closing");
@@ -243,7 +261,7 @@ static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 r = client_read(c);
         if (r >= 0 && !c->dead)
                 r = client_flush(c);
-        if (r < 0 || c->dead || (c->closing && c->out_len == c->out_off)) {
+        if (r < 0 || c->dead || (c->closing && c->out_len == c->out_off && !c->deferred)) {
                 if (r < 0 && r != -ECONNRESET && r != -EPIPE)
                         log_debug_errno(r, "Client connection failed: %m");
                 client_free(c);
@@ -354,6 +372,7 @@ static int server_accept(sd_event_source *s, int fd, uint32_t revents, void *use
         c->server = srv;
         c->fd = cfd;
         c->creds = creds;
+        c->id = ++srv->next_client_id;
         r = sd_event_add_io(srv->event, &c->io, cfd, EPOLLIN, client_io, c);
         if (r >= 0)
                 r = sd_event_add_time_relative(srv->event, &c->idle, CLOCK_MONOTONIC, srv->idle_timeout_usec,
@@ -415,7 +434,7 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
                 r = group_gid(cfg->group, &socket_gid);
                 if (r < 0) {
                         log_notice("Group '%s' not found: socket %s stays root's (mode %04o), only root can query. "
-                                   "Create the group (the sysusers snippet does) to let its members in.",
+                                   "Create the group to let its members in.",
                                    cfg->group, path, (unsigned) cfg->mode);
                         socket_gid = 0;
                 }
@@ -481,6 +500,30 @@ server *server_free(server *s) {
 
 const struct client_creds *server_client_creds(const server_client *c) {
         return &c->creds;
+}
+
+uint64_t server_client_id(const server_client *c) {
+        return c->id;
+}
+
+server_client *server_find_client(server *s, uint64_t id) {
+        for (server_client *c = s->clients; c; c = c->next)
+                if (c->id == id)
+                        return c;
+        return NULL;
+}
+
+void server_client_resume(server_client *c) {
+        int r;
+
+        c->deferred = false;
+        client_process_lines(c); /* requests that arrived while it waited */
+        r = c->dead ? -ENOBUFS : client_flush(c);
+        if (r < 0 || c->dead || (c->closing && c->out_len == c->out_off && !c->deferred)) {
+                client_free(c);
+                return;
+        }
+        client_update_events(c);
 }
 
 size_t server_n_clients(const server *s) {

@@ -34,7 +34,10 @@ struct client_creds {
 };
 
 /* Answers one parsed request by calling server_client_send for each response
- * line. A negative return is logged; the client gets an internal error. */
+ * line. A negative return is logged; the client gets an internal error.
+ * SERVER_DEFERRED means the answer comes later: the client's next requests
+ * wait (answers stay in order) until server_client_resume(). */
+#define SERVER_DEFERRED 1
 typedef int (*server_request_fn)(server_client *c, const struct request *req, void *userdata);
 
 /* Listens on cfg->path (replacing a stale socket file) with the given mode
@@ -51,5 +54,12 @@ int server_client_send(server_client *c, json_t *obj);
 int server_client_send_error(server_client *c, const char *message);
 
 const struct client_creds *server_client_creds(const server_client *c);
+
+/* Clients are found again by id, since one may leave while its answer is
+ * being prepared: ids are never reused. NULL once the client is gone. */
+uint64_t server_client_id(const server_client *c);
+server_client *server_find_client(server *s, uint64_t id);
+/* After a deferred answer was sent: goes on with the client's requests. */
+void server_client_resume(server_client *c);
 
 size_t server_n_clients(const server *s);

@@ -1,0 +1,433 @@
+/* The writer thread: a queue of jobs (process snapshots and drains), worked
+ * in order; results go back to the event loop through an eventfd. */
+#include "writer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "store.h"
+#include "symbolizer.h"
+
+const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
+        [PROFD_DROP_MAP_FULL] = "map_full",
+        [PROFD_DROP_USER_STACK_ERROR] = "user_stack_error",
+        [PROFD_DROP_KERNEL_STACK_ERROR] = "kernel_stack_error",
+        [PROFD_DROP_STACK_MAP_FULL] = "stack_map_full",
+        [PROFD_DROP_RINGBUF_FULL] = "ringbuf_full",
+        [PROFD_DROP_TASK_STORAGE] = "task_storage_full",
+};
+
+enum job_type {
+        JOB_LEARN,
+        JOB_DRAIN,
+};
+
+struct job {
+        struct job *next;
+        enum job_type type;
+        struct proc *proc;         /* JOB_LEARN */
+        struct drain_batch batch;  /* JOB_DRAIN */
+        uint64_t start_ns, end_ns, vanished, seq;
+};
+
+struct result {
+        struct result *next;
+        struct writer_result r;
+};
+
+struct writer {
+        pthread_t thread;
+        bool started;
+        int efd;                   /* eventfd: results are waiting */
+
+        pthread_mutex_t lock;      /* guards everything below up to the marker */
+        pthread_cond_t wake;
+        struct job *head, *tail;
+        struct result *results, *results_tail;
+        bool stopping;
+        uint64_t next_seq;
+        struct writer_stats stats;
+        /* --- the rest belongs to the thread alone --- */
+
+        store *store;
+        symbolizer *sym;
+        proctable *procs;
+        uint64_t vanished_stored;  /* vanished already written as drops */
+        struct store_frame *frames; /* scratch for one sample's frames */
+        size_t frames_cap;
+};
+
+static const char *path_or(const char *p, const char *fallback) {
+        return p ? p : fallback;
+}
+
+/* A user frame: the mapping it falls in, the file offset, the symbol. */
+static struct store_frame user_frame(const struct proc *p, uint64_t ip) {
+        const struct proc_mapping *map = p ? proc_find_mapping(p, ip) : NULL;
+
+        if (!map)
+                return (struct store_frame) { .module = "[unknown]", .address = ip };
+        uint64_t off = ip - map->start + map->offset;
+        return (struct store_frame) {
+                .module = path_or(map->path, "[anon]"),
+                .build_id = map->file ? sym_file_build_id(map->file) : NULL,
+                .address = off,
+                .function = map->file ? sym_file_lookup(map->file, off) : NULL,
+        };
+}
+
+static struct store_frame kernel_frame(writer *w, uint64_t ip) {
+        const char *module = NULL;
+        const char *fn = symbolizer_lookup_kernel(w->sym, ip, &module);
+
+        return (struct store_frame) {
+                .module = module ? module : "[kernel.kallsyms]",
+                .address = ip,
+                .function = fn,
+                .kernel = true,
+        };
+}
+
+static const struct stack_trace *lookup_stack(hashmap *stacks, uint64_t id) {
+        void *v;
+        if (id == PROFD_STACK_NONE || id == PROFD_STACK_LOST || !stacks || hashmap_get(stacks, UINT64_TO_KEY(id), &v) < 0)
+                return NULL;
+        return v;
+}
+
+/* Builds the frames of one drained key, root first. Every return address
+ * but the innermost frame's is looked up minus one, so it falls inside the
+ * call instruction rather than possibly after the end of the function. */
+static int build_frames(writer *w, const struct drain_batch *b, const struct profd_sample_key *key,
+                        const struct proc *p, size_t *ret_n) {
+        const struct stack_trace *ks = lookup_stack(b->frames, key->kernel_stack);
+        const struct stack_trace *us = lookup_stack(b->frames, key->user_stack);
+        size_t nk = ks ? ks->n : 0, nu = us ? us->n : 0, n = 0, need = nk + nu + 2;
+        static const struct store_frame lost_user = { .module = "[lost]", .function = "[lost]" };
+        static const struct store_frame lost_kernel = { .module = "[lost]", .function = "[lost]", .kernel = true };
+
+        if (need > w->frames_cap) {
+                struct store_frame *f = realloc(w->frames, need * sizeof(*f));
+                if (!f)
+                        return -ENOMEM;
+                w->frames = f;
+                w->frames_cap = need;
+        }
+        /* user frames, outermost first */
+        if (key->user_stack != PROFD_STACK_NONE && !us)
+                w->frames[n++] = lost_user;
+        for (size_t i = nu; i-- > 0;) {
+                bool innermost = i == 0 && nk == 0 && key->kernel_stack == PROFD_STACK_NONE;
+                w->frames[n++] = user_frame(p, us->ips[i] - (innermost ? 0 : 1));
+        }
+        if (key->kernel_stack != PROFD_STACK_NONE && !ks)
+                w->frames[n++] = lost_kernel;
+        for (size_t i = nk; i-- > 0;)
+                w->frames[n++] = kernel_frame(w, ks->ips[i] - (i == 0 ? 0 : 1));
+        *ret_n = n;
+        return 0;
+}
+
+/* Stores one drain in one transaction. Drops of drains that could not be
+ * stored are kept and stored with the next one that can. */
+static int write_drain(writer *w, struct job *j, struct writer_result *res) {
+        const struct drain_batch *b = &j->batch;
+        struct writer_stats stats;
+        int r;
+
+        pthread_mutex_lock(&w->lock);
+        stats = w->stats;
+        pthread_mutex_unlock(&w->lock);
+
+        r = store_drain_begin(w->store, j->start_ns, j->end_ns);
+        for (size_t i = 0; r >= 0 && i < b->n_entries; i++) {
+                const struct profd_sample_key *key = &b->entries[i].key;
+                const struct proc *p = proctable_get(w->procs, key->tgid, key->start_ns);
+                struct store_process sp = {
+                        .pid = key->tgid,
+                        .start_ns = key->start_ns,
+                        /* pid 0: an interrupt woke a thread while the CPU idled */
+                        .comm = p ? p->comm : key->tgid == 0 ? "swapper" : "",
+                        .exe = p ? p->exe : NULL,
+                        .cgroup = p ? p->cgroup : NULL,
+                        .uid = p ? p->uid : 0,
+                        .have_uid = p && p->have_uid,
+                };
+                size_t n;
+
+                r = build_frames(w, b, key, p, &n);
+                if (r < 0)
+                        break;
+                r = store_drain_add(w->store, &(struct store_sample) {
+                        .process = &sp,
+                        .tid = key->tid,
+                        .cgroup_id = key->cgroup_id,
+                        .kind = key->kind,
+                        .state = key->state,
+                        .peer_tid = key->peer_tid,
+                        .frames = w->frames,
+                        .n_frames = n,
+                        .value = b->entries[i].value,
+                });
+        }
+        for (int i = 0; r >= 0 && i < PROFD_COUNTER__MAX; i++)
+                if (drop_reason_names[i])
+                        r = store_drain_drop(w->store, drop_reason_names[i], stats.pending_drops[i] + b->counters[i]);
+        if (r >= 0)
+                r = store_drain_drop(w->store, DROP_PROCESS_VANISHED, j->vanished - w->vanished_stored);
+        if (r >= 0)
+                r = store_drain_drop(w->store, DROP_STORE_WRITE_FAILED, stats.failed_drains);
+        if (r >= 0)
+                r = store_drain_commit(w->store, &res->drain_id, &res->samples, &res->keys);
+
+        pthread_mutex_lock(&w->lock);
+        if (r < 0) {
+                store_drain_abort(w->store);
+                w->stats.failed_drains++;
+                for (int i = 0; i < PROFD_COUNTER__MAX; i++)
+                        w->stats.pending_drops[i] += b->counters[i];
+        } else {
+                w->vanished_stored = j->vanished;
+                /* only what was stored: drains may have failed meanwhile */
+                w->stats.failed_drains -= stats.failed_drains;
+                for (int i = 0; i < PROFD_COUNTER__MAX; i++)
+                        w->stats.pending_drops[i] -= stats.pending_drops[i];
+        }
+        pthread_mutex_unlock(&w->lock);
+        return r;
+}
+
+static void job_free(struct job *j) {
+        if (j) {
+                proc_free(j->proc);
+                drain_batch_done(&j->batch);
+                free(j);
+        }
+}
+
+static void post_result(writer *w, const struct writer_result *r) {
+        struct result *res = calloc(1, sizeof(*res));
+        uint64_t one = 1;
+
+        if (!res) {
+                log_oom();
+                return; /* the flush waiting for it times out on its client's side */
+        }
+        res->r = *r;
+        pthread_mutex_lock(&w->lock);
+        if (w->results_tail)
+                w->results_tail->next = res;
+        else
+                w->results = res;
+        w->results_tail = res;
+        pthread_mutex_unlock(&w->lock);
+        (void) write(w->efd, &one, sizeof(one));
+}
+
+static void run_job(writer *w, struct job *j) {
+        int r;
+
+        if (j->type == JOB_LEARN) {
+                r = proctable_add(w->procs, TAKE_PTR(j->proc));
+                if (r < 0)
+                        log_warning_errno(r, "Failed to record a process, ignoring: %m");
+        } else {
+                struct writer_result res = { .seq = j->seq };
+
+                r = write_drain(w, j, &res);
+                if (r < 0) {
+                        res.error = r;
+                        log_error_errno(r, "Failed to store a drain of %zu keys (lost; counted as store_write_failed): %m",
+                                        j->batch.n_entries);
+                } else
+                        log_debug("Stored drain %" PRId64 ": %zu keys.", res.drain_id, j->batch.n_entries);
+                proctable_prune(w->procs);
+                post_result(w, &res);
+        }
+        pthread_mutex_lock(&w->lock);
+        w->stats.processes_tracked = proctable_size(w->procs);
+        pthread_mutex_unlock(&w->lock);
+}
+
+static void *writer_main(void *userdata) {
+        writer *w = userdata;
+
+        for (;;) {
+                struct job *j;
+
+                pthread_mutex_lock(&w->lock);
+                while (!w->head && !w->stopping)
+                        pthread_cond_wait(&w->wake, &w->lock);
+                j = w->head;
+                if (j) {
+                        w->head = j->next;
+                        if (!w->head)
+                                w->tail = NULL;
+                }
+                pthread_mutex_unlock(&w->lock);
+                if (!j)
+                        return NULL; /* stopping, and every job done */
+                run_job(w, j);
+                job_free(j);
+        }
+}
+
+/* Queues j; the writer may run and free it at once. Returns its sequence
+ * number. */
+static uint64_t enqueue(writer *w, struct job *j) {
+        uint64_t seq;
+
+        pthread_mutex_lock(&w->lock);
+        seq = j->seq = ++w->next_seq;
+        if (w->tail)
+                w->tail->next = j;
+        else
+                w->head = j;
+        w->tail = j;
+        pthread_cond_signal(&w->wake);
+        pthread_mutex_unlock(&w->lock);
+        return seq;
+}
+
+int writer_new(const char *store_path, const char *proc_root, writer **ret) {
+        writer *w = calloc(1, sizeof(*w));
+        int r;
+
+        if (!w)
+                return log_oom();
+        w->efd = -1;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->wake, NULL);
+
+        r = store_open(store_path, &w->store);
+        if (r < 0)
+                goto fail;
+        r = symbolizer_new(&w->sym);
+        if (r < 0) {
+                log_oom();
+                goto fail;
+        }
+        r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
+        if (r < 0)
+                log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");
+        r = proctable_new(w->sym, proc_root, &w->procs);
+        if (r < 0) {
+                log_oom();
+                goto fail;
+        }
+        w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (w->efd < 0) {
+                r = log_error_errno(negative_errno(), "Failed to create an eventfd: %m");
+                goto fail;
+        }
+        r = -pthread_create(&w->thread, NULL, writer_main, w);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the writer thread: %m");
+                goto fail;
+        }
+        w->started = true;
+        *ret = w;
+        return 0;
+fail:
+        writer_free(w);
+        return r;
+}
+
+writer *writer_free(writer *w) {
+        if (!w)
+                return NULL;
+        if (w->started) {
+                pthread_mutex_lock(&w->lock);
+                w->stopping = true;
+                pthread_cond_signal(&w->wake);
+                pthread_mutex_unlock(&w->lock);
+                pthread_join(w->thread, NULL);
+        }
+        while (w->head) {
+                struct job *j = w->head;
+                w->head = j->next;
+                job_free(j);
+        }
+        while (w->results) {
+                struct result *r = w->results;
+                w->results = r->next;
+                free(r);
+        }
+        proctable_free(w->procs);
+        symbolizer_free(w->sym);
+        store_close(w->store);
+        free(w->frames);
+        safe_close(w->efd);
+        pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return NULL;
+}
+
+int writer_fd(const writer *w) {
+        return w->efd;
+}
+
+bool writer_result_pop(writer *w, struct writer_result *ret) {
+        struct result *r;
+        uint64_t n;
+
+        (void) read(w->efd, &n, sizeof(n)); /* reset; results are counted by the list */
+        pthread_mutex_lock(&w->lock);
+        r = w->results;
+        if (r) {
+                w->results = r->next;
+                if (!w->results)
+                        w->results_tail = NULL;
+        }
+        pthread_mutex_unlock(&w->lock);
+        if (!r)
+                return false;
+        *ret = r->r;
+        free(r);
+        return true;
+}
+
+int writer_learn(writer *w, struct proc *snapshot) {
+        struct job *j = calloc(1, sizeof(*j));
+
+        if (!j) {
+                proc_free(snapshot);
+                return -ENOMEM;
+        }
+        j->type = JOB_LEARN;
+        j->proc = snapshot;
+        (void) enqueue(w, j);
+        return 0;
+}
+
+int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t end_ns, uint64_t vanished,
+                 uint64_t *ret_seq) {
+        struct job *j = calloc(1, sizeof(*j));
+
+        if (!j) {
+                drain_batch_done(b);
+                return -ENOMEM;
+        }
+        j->type = JOB_DRAIN;
+        j->batch = *b;
+        *b = (struct drain_batch) {};
+        j->start_ns = start_ns;
+        j->end_ns = end_ns;
+        j->vanished = vanished;
+        *ret_seq = enqueue(w, j);
+        return 0;
+}
+
+void writer_get_stats(writer *w, struct writer_stats *ret) {
+        pthread_mutex_lock(&w->lock);
+        *ret = w->stats;
+        pthread_mutex_unlock(&w->lock);
+}

@@ -1,0 +1,55 @@
+/* The writer thread: turns drained kernel data into symbolized stacks and
+ * stores them, one transaction per drain, off the event loop, so reading
+ * symbols of a huge binary or a slow disk never delays queries or the next
+ * flip. It owns the process table, the symbolizer and a store connection of
+ * its own, and takes jobs in order: process snapshots, then drains. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "proctable.h"
+
+typedef struct writer writer;
+
+/* What became of a drain job. */
+struct writer_result {
+        uint64_t seq;      /* from writer_drain */
+        int error;         /* 0, or a negative errno: the drain was not stored */
+        int64_t drain_id;
+        uint64_t samples, keys;
+};
+
+struct writer_stats {
+        uint64_t failed_drains;                       /* not yet stored as drops */
+        uint64_t pending_drops[PROFD_COUNTER__MAX];   /* drop counts of those drains */
+        uint64_t processes_tracked;
+};
+
+/* Opens its own connection to the store at store_path (already created and
+ * migrated) and starts the thread. Returns 0 or a negative errno, logged. */
+int writer_new(const char *store_path, const char *proc_root, writer **ret);
+/* Finishes every queued job, stops the thread and frees it. NULL is fine. */
+writer *writer_free(writer *w);
+
+/* Readable when results are waiting for writer_result_pop. */
+int writer_fd(const writer *w);
+bool writer_result_pop(writer *w, struct writer_result *ret);
+
+/* Queues a process snapshot; takes ownership. Returns 0 or -ENOMEM. */
+int writer_learn(writer *w, struct proc *snapshot);
+
+/* Queues a drained batch; takes ownership of its contents. vanished is the
+ * number of processes that exited before they could be read, since start.
+ * Returns 0 and the job's sequence number, or -ENOMEM. */
+int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t end_ns, uint64_t vanished,
+                 uint64_t *ret_seq);
+
+void writer_get_stats(writer *w, struct writer_stats *ret);
+
+/* Names of the drop reasons (NULL for counters that are not drops), as
+ * stored and shown by `profctl status`. */
+extern const char *const drop_reason_names[PROFD_COUNTER__MAX];
+#define DROP_PROCESS_VANISHED "process_vanished"
+#define DROP_STORE_WRITE_FAILED "store_write_failed"
