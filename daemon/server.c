@@ -31,6 +31,7 @@ struct server_client {
         int fd;
         sd_event_source *io;
         sd_event_source *idle;  /* closes the client after the idle timeout */
+        sd_event_source *more;  /* answers its next buffered request */
         struct client_creds creds;
         char *in;          /* unparsed input */
         size_t in_len;
@@ -70,10 +71,21 @@ static void client_free(server_client *c) {
         c->server->n_clients--;
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->idle);
+        sd_event_source_disable_unref(c->more);
+        /* Closing with unread input makes the kernel reset the connection,
+         * which can destroy a last error line on its way: say we are done,
+         * and discard what the client sent that was not read. */
+        (void) shutdown(c->fd, SHUT_WR);
+        for (char buf[4096]; recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT) > 0;)
+                ;
         safe_close(c->fd);
         free(c->in);
         free(c->out);
         free(c);
+}
+
+static bool client_has_line(const server_client *c) {
+        return c->in_len > 0 && memchr(c->in, '\n', c->in_len);
 }
 
 static void client_update_events(server_client *c) {
@@ -85,7 +97,7 @@ static void client_update_events(server_client *c) {
                 (void) sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
                 return;
         }
-        if (!c->closing && c->out_len - c->out_off < CLIENT_OUTPUT_HIGH_WATER)
+        if (!c->closing && c->out_len - c->out_off < CLIENT_OUTPUT_HIGH_WATER && !client_has_line(c))
                 events |= EPOLLIN;
         if (c->out_len > c->out_off)
                 events |= EPOLLOUT;
@@ -201,24 +213,35 @@ static void client_handle_line(server_client *c, const char *line, size_t len) {
         }
 }
 
-/* Answers the complete lines in the input buffer, until one is deferred. */
+/* Answers the first complete line in the input buffer, if the client may be
+ * answered now, and arranges for the next one to be answered in a later
+ * loop iteration: one request per iteration, so a due drain never waits for
+ * a client's whole backlog of requests. */
 static void client_process_lines(server_client *c) {
-        size_t start = 0;
+        char *nl;
+        size_t len;
 
-        while (!c->deferred && !c->dead) {
-                char *nl = memchr(c->in + start, '\n', c->in_len - start);
-                if (!nl)
-                        break;
-                client_handle_line(c, c->in + start, nl - (c->in + start));
-                start = nl - c->in + 1;
-        }
-        memmove(c->in, c->in + start, c->in_len - start);
-        c->in_len -= start;
+        if (c->deferred || c->dead || c->out_len - c->out_off >= CLIENT_OUTPUT_HIGH_WATER || !client_has_line(c))
+                return;
+        nl = memchr(c->in, '\n', c->in_len);
+        len = nl - c->in;
+        client_handle_line(c, c->in, len);
+        memmove(c->in, nl + 1, c->in_len - len - 1);
+        c->in_len -= len + 1;
+        if (c->more && client_has_line(c))
+                (void) sd_event_source_set_enabled(c->more, SD_EVENT_ONESHOT);
+}
+
+/* Done with a client that stopped sending: all answered and written. */
+static bool client_finished(const server_client *c) {
+        return c->closing && !c->deferred && c->out_len == c->out_off &&
+               (c->in_len == 0 || !memchr(c->in, '\n', c->in_len));
 }
 
 /* Reads what is available and answers every complete line. */
 static int client_read(server_client *c) {
-        while (!c->closing && !c->deferred && !c->dead) {
+        /* requests still waiting are answered first: input stays bounded */
+        while (!c->closing && !c->deferred && !c->dead && !client_has_line(c)) {
                 char buf[16384];
                 ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
                 if (n < 0) {
@@ -240,17 +263,34 @@ static int client_read(server_client *c) {
                 memcpy(c->in + c->in_len, buf, n);
                 c->in_len += n;
 
-                client_process_lines(c);
-                if (c->in_len > REQUEST_MAX_BYTES) {
+                if (c->in_len > REQUEST_MAX_BYTES && !client_has_line(c)) {
                         /* no newline within the limit: the rest can't be framed */
                         (void) server_client_send_error(c, "request line longer than 65536 bytes; closing");
                         c->closing = true;
                         return 0;
                 }
-                if (c->out_len - c->out_off >= CLIENT_OUTPUT_HIGH_WATER)
-                        return 0;
         }
         return 0;
+}
+
+static int client_after_progress(server_client *c, int r) {
+        if (r >= 0 && !c->dead)
+                r = client_flush(c);
+        if (r < 0 || c->dead || client_finished(c)) {
+                if (r < 0 && r != -ECONNRESET && r != -EPIPE)
+                        log_debug_errno(r, "Client connection failed: %m");
+                client_free(c);
+                return 0;
+        }
+        client_update_events(c);
+        return 0;
+}
+
+static int client_more(sd_event_source *s, void *userdata) {
+        server_client *c = userdata;
+
+        client_process_lines(c);
+        return client_after_progress(c, 0);
 }
 
 static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -261,14 +301,10 @@ static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 r = client_read(c);
         if (r >= 0 && !c->dead)
                 r = client_flush(c);
-        if (r < 0 || c->dead || (c->closing && c->out_len == c->out_off && !c->deferred)) {
-                if (r < 0 && r != -ECONNRESET && r != -EPIPE)
-                        log_debug_errno(r, "Client connection failed: %m");
-                client_free(c);
-                return 0;
-        }
-        client_update_events(c);
-        return 0;
+        /* it read some: requests left waiting behind its backlog go on */
+        if (r >= 0 && !c->dead)
+                client_process_lines(c);
+        return client_after_progress(c, r);
 }
 
 static int client_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -377,8 +413,15 @@ static int server_accept(sd_event_source *s, int fd, uint32_t revents, void *use
         if (r >= 0)
                 r = sd_event_add_time_relative(srv->event, &c->idle, CLOCK_MONOTONIC, srv->idle_timeout_usec,
                                                0, client_idle_timeout, c);
+        if (r >= 0) {
+                r = sd_event_add_defer(srv->event, &c->more, client_more, c);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(c->more, SD_EVENT_OFF);
+        }
         if (r < 0) {
                 sd_event_source_disable_unref(c->io);
+                sd_event_source_disable_unref(c->idle);
+                sd_event_source_disable_unref(c->more);
                 close(cfd);
                 free(c);
                 log_warning_errno(r, "Failed to watch a client, ignoring: %m");
@@ -518,12 +561,8 @@ void server_client_resume(server_client *c) {
 
         c->deferred = false;
         client_process_lines(c); /* requests that arrived while it waited */
-        r = c->dead ? -ENOBUFS : client_flush(c);
-        if (r < 0 || c->dead || (c->closing && c->out_len == c->out_off && !c->deferred)) {
-                client_free(c);
-                return;
-        }
-        client_update_events(c);
+        r = c->dead ? -ENOBUFS : 0;
+        (void) client_after_progress(c, r);
 }
 
 size_t server_n_clients(const server *s) {

@@ -214,6 +214,14 @@ int store_open(const char *path, store **ret) {
                 return r;
         }
         sqlite3_extended_result_codes(s->db, 1);
+        /* SQLite quietly falls back to read-only (an immutable file, a
+         * read-only mount): every drain would fail, so refuse to start */
+        if (sqlite3_db_readonly(s->db, "main") == 1) {
+                log_error("Store %s can only be opened read-only (immutable file or read-only file system?); "
+                          "profd needs to write it.", path);
+                store_close(s);
+                return -EROFS;
+        }
         /* A drain may wait a little for a reader checkpointing; never forever. */
         sqlite3_busy_timeout(s->db, 5000);
         /* WAL: readers never block the drain. synchronous=NORMAL: a power cut
