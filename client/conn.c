@@ -143,7 +143,10 @@ static int conn_make_room(conn *c) {
 /* Returns the next line, NUL-terminated in place of its newline. */
 static int conn_read_line(conn *c, char **ret_line, size_t *ret_len) {
         for (;;) {
-                char *nl = memchr(c->buf + c->scanned, '\n', c->end - c->scanned);
+                /* Nothing unscanned before the first recv(): buf is still NULL
+                 * then, and memchr() on NULL is undefined even for 0 bytes. */
+                char *nl = c->end > c->scanned ?
+                        memchr(c->buf + c->scanned, '\n', c->end - c->scanned) : NULL;
                 ssize_t n;
                 int r;
 

@@ -203,7 +203,8 @@ static int snapshot_maps(const char *proc_root, struct proc *p) {
                         maps[n].fd = open_mapping_file(proc_root, p->pid, &m);
                 maps[n++].path = TAKE_PTR(m.path);
         }
-        qsort(maps, n, sizeof(*maps), mapping_cmp);
+        if (n > 0) /* qsort must not get NULL, even for zero items */
+                qsort(maps, n, sizeof(*maps), mapping_cmp);
         p->maps = maps;
         p->n_maps = n;
         return 0;

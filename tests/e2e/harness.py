@@ -29,6 +29,13 @@ def require_root():
         sys.exit(SKIP)
 
 
+def sanitized():
+    """Is profd built with AddressSanitizer? Its memory figures then say
+    nothing about profd's own (ASan's shadow memory and quarantine)."""
+    with open(binary("PROFD"), "rb") as f:
+        return b"__asan_init" in f.read()
+
+
 def binary(name):
     path = os.environ.get(name)
     if not path:
@@ -72,7 +79,8 @@ class Profd:
             return f.read().decode(errors="replace")
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
-        """Stops profd; returns its exit code."""
+        """Stops profd; returns its exit code. A sanitizer report in its log
+        fails the test whatever the exit code."""
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
@@ -82,7 +90,14 @@ class Profd:
                 self.proc.wait()
                 raise AssertionError("profd did not exit within %ds of %s" % (timeout, sig))
         self.log.close()
+        self.check_log()
         return self.proc.returncode
+
+    def check_log(self):
+        log = self.read_log()
+        for marker in ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer"):
+            if marker in log:
+                raise AssertionError(f"profd's log has a sanitizer report ({marker}):\n{log[-4000:]}")
 
     def profctl(self, *args, check=True, timeout=60):
         r = subprocess.run([binary("PROFCTL"), "--socket", self.socket] + list(args),
@@ -95,9 +110,13 @@ class Profd:
         return json.loads(self.profctl("query", "--json", *args).stdout)
 
     def cleanup(self):
-        if self.proc and self.proc.poll() is None:
-            self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if self.proc and self.proc.poll() is None:
+                rc = self.stop()
+                if rc != 0:
+                    raise AssertionError(f"profd exited {rc} on SIGTERM:\n{self.read_log()[-4000:]}")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):
         return self.start()

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import Profd, binary, require_root, run_tests
+from harness import sanitized, Profd, binary, require_root, run_tests
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -443,8 +443,12 @@ def test_process_storm_keeps_memory_bounded_and_table_pruned():
         assert truth["forks"] >= 1000 * STORM_S * 0.5, f"the storm forked only {truth['forks']} processes"
         assert truth["failed"] == 0, truth
         assert d.proc.poll() is None
-        assert hwm1 < HWM_LIMIT_KIB, f"profd's memory high-water mark is {hwm1} KiB"
-        assert rss1 - rss0 < GROWTH_LIMIT_KIB, f"profd's RSS grew by {(rss1 - rss0)} KiB over the storm"
+        if sanitized():
+            print("  NOTE: profd is built with AddressSanitizer: its memory figures are ASan's, "
+                  "the memory limits are NOT checked in this run (they are in the plain build)")
+        else:
+            assert hwm1 < HWM_LIMIT_KIB, f"profd's memory high-water mark is {hwm1} KiB"
+            assert rss1 - rss0 < GROWTH_LIMIT_KIB, f"profd's RSS grew by {(rss1 - rss0)} KiB over the storm"
         assert abs(post["rss_bytes"] / KIB - rss1) < 4 * KIB, \
             f"status rss_bytes {post['rss_bytes']} vs /proc VmRSS {rss1} KiB"
         assert slowest < 5, f"status took {slowest:.1f} s to answer during the storm"

@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 
-from harness import Profd, binary, require_root, run_tests
+from harness import sanitized, Profd, binary, require_root, run_tests
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -282,7 +282,10 @@ def test_client_that_never_reads_is_capped_and_disconnected_others_unaffected():
             if max(latencies) >= 2.0 + baseline:
                 problems.append(f"another client waited {max(latencies):.1f} s while one did not read "
                                 f"({baseline:.1f} s before it came)")
-            if hwm1 >= max(hwm0, rss0 + allowance):
+            if sanitized():
+                print("  NOTE: profd is built with AddressSanitizer: the memory limit is NOT checked in this "
+                      "run (it is in the plain build)")
+            elif hwm1 >= max(hwm0, rss0 + allowance):
                 problems.append(f"profd's memory peaked at {hwm1 // KIB} MiB for a client that does not read "
                                 f"(started at {rss0 // KIB} MiB, answers of {one // KIB} KiB, 4 MiB high-water mark)")
 
