@@ -87,7 +87,7 @@ run_tests() {
         mkdir -p "$reports"
         ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:log_path=$reports/asan" \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            meson test -C build-asan --suite unit --suite e2e --print-errorlogs || status=$?
+            meson test -C build-asan --timeout-multiplier 4 --suite unit --suite e2e --print-errorlogs || status=$?
         result=OK
         if [ -n "$(ls -A "$reports")" ]; then
             echo "setup.sh: AddressSanitizer reports of the build-asan run:" >&2
