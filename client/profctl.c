@@ -98,6 +98,8 @@ static void help_query(void) {
                "      --state LIST  offcpu/wakeup only: task states at the block, e.g. S,D\n"
                "                    (R preempted, S sleeping, D uninterruptible, T stopped,\n"
                "                    I idle kernel thread)\n"
+               "      --lines       Name frames \"function (file:line)\" where debug info has them\n"
+               "      --raw-names   Function names as in the symbol table, not demangled\n"
                "      --folded      Print folded stacks (flamegraph.pl, speedscope) instead;\n"
                "                    weights are samples (cpu) or microseconds (offcpu, wakeup)\n"
                "      --json        Print one JSON document with every stack instead\n"
@@ -228,6 +230,8 @@ struct query_args {
         const char *until;
         const char *kind;   /* NULL: profd's default, cpu */
         const char *state;
+        bool lines;         /* show file:line where debug info has them */
+        bool raw_names;     /* names as in the symbol table */
         QueryOutput output;
         size_t limit;
         bool limit_set;
@@ -255,6 +259,8 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                 ARG_UNTIL,
                 ARG_KIND,
                 ARG_STATE,
+                ARG_LINES,
+                ARG_RAW_NAMES,
                 ARG_FOLDED,
                 ARG_JSON,
                 ARG_LIMIT,
@@ -267,6 +273,8 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                 { "until",  required_argument, NULL, ARG_UNTIL  },
                 { "kind",   required_argument, NULL, ARG_KIND   },
                 { "state",  required_argument, NULL, ARG_STATE  },
+                { "lines",  no_argument,       NULL, ARG_LINES  },
+                { "raw-names", no_argument,    NULL, ARG_RAW_NAMES },
                 { "folded", no_argument,       NULL, ARG_FOLDED },
                 { "json",   no_argument,       NULL, ARG_JSON   },
                 { "limit",  required_argument, NULL, ARG_LIMIT  },
@@ -339,6 +347,12 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                         }
                         a->state = optarg;
                         break;
+                case ARG_LINES:
+                        a->lines = true;
+                        break;
+                case ARG_RAW_NAMES:
+                        a->raw_names = true;
+                        break;
                 case ARG_FOLDED:
                         folded = true;
                         break;
@@ -395,6 +409,7 @@ static json_t *query_request(const struct query_args *a) {
         if (!req ||
             (a->kind && json_object_set_new(req, "kind", json_string(a->kind)) < 0) ||
             (a->state && json_object_set_new(req, "state", json_string(a->state)) < 0) ||
+            (a->raw_names && json_object_set_new(req, "raw_names", json_true()) < 0) ||
             (a->since && json_object_set_new(req, "since", json_string(a->since)) < 0) ||
             (a->until && json_object_set_new(req, "until", json_string(a->until)) < 0) ||
             (a->pid > 0 && json_object_set_new(req, "pid", json_integer((json_int_t) a->pid)) < 0) ||
@@ -473,7 +488,7 @@ static int query_stream(const struct query_args *a) {
                         return cli_error(-EBADMSG, "profd answered 'query' with an unexpected "
                                          "'%s' line", type);
 
-                r = stack_parse(&stack, line);
+                r = stack_parse(&stack, line, a->lines);
                 if (r < 0)
                         return r;
                 if (__builtin_add_overflow(sum, stack.value, &sum))

@@ -10,10 +10,19 @@
 #include "hashmap.h"
 #include "util.h"
 
-int stack_parse(struct stack *s, const json_t *line) {
+static void stack_free_owned(struct stack *s) {
+        for (size_t i = 0; s->owned && i < s->n_frames; i++) {
+                free(s->owned[i]);
+                s->owned[i] = NULL;
+        }
+}
+
+int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
         json_t *frames;
         size_t n;
         int r;
+
+        stack_free_owned(s);
 
         r = response_get_u64(line, "stack", "value", &s->value);
         if (r < 0)
@@ -34,6 +43,12 @@ int stack_parse(struct stack *s, const json_t *line) {
                 if (!m)
                         return cli_error(-ENOMEM, "%m");
                 s->modules = m;
+                char **o = reallocarray(s->owned, a, sizeof(*o));
+                if (!o)
+                        return cli_error(-ENOMEM, "%m");
+                for (size_t i = s->allocated; i < a; i++)
+                        o[i] = NULL;
+                s->owned = o;
                 s->allocated = a;
         }
 
@@ -53,12 +68,28 @@ int stack_parse(struct stack *s, const json_t *line) {
                 };
                 /* a [lost] frame may come without a module */
                 s->modules[i] = json_is_string(module) ? json_string_value(module) : "";
+                if (with_lines) {
+                        const char *file = json_string_value(json_object_get(frame, "file"));
+                        json_t *ln = json_object_get(frame, "line");
+
+                        if (file && json_is_integer(ln)) {
+                                const char *base = strrchr(file, '/');
+                                if (asprintf(&s->owned[i], "%s (%s:%" JSON_INTEGER_FORMAT ")", s->frames[i].name,
+                                             base ? base + 1 : file, json_integer_value(ln)) < 0) {
+                                        s->owned[i] = NULL;
+                                        return cli_error(-ENOMEM, "%m");
+                                }
+                                s->frames[i].name = s->owned[i];
+                        }
+                }
         }
         s->n_frames = n;
         return 0;
 }
 
 void stack_done(struct stack *s) {
+        stack_free_owned(s);
+        free(s->owned);
         free(s->frames);
         free(s->modules);
         *s = (struct stack) {};

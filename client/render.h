@@ -19,12 +19,15 @@ struct stack {
         size_t n_frames;
         struct folded_frame *frames; /* root first, ready for folded_write_line() */
         const char **modules;        /* modules[i] belongs to frames[i]; "" if none */
+        char **owned;                /* names made here (with_lines); freed by the next parse */
         size_t allocated;
 };
 
-/* Fills s from a "stack" line. A missing or mistyped field is reported on
- * stderr; returns 0, -EBADMSG or -ENOMEM. */
-int stack_parse(struct stack *s, const json_t *line);
+/* Fills s from a "stack" line. with_lines: a frame that debug info placed
+ * is named "function (file:line)", the file as its last path component, so
+ * the table and folded output tell lines apart. A missing or mistyped field
+ * is reported on stderr; returns 0, -EBADMSG or -ENOMEM. */
+int stack_parse(struct stack *s, const json_t *line, bool with_lines);
 void stack_done(struct stack *s);
 
 /* Per-function self and total counts over all stacks added. */

@@ -28,6 +28,7 @@ int conf_init(struct conf *c) {
                 .socket_group = strdup("profd"),
                 .max_clients = CONF_DEFAULT_MAX_CLIENTS,
                 .client_timeout_ns = CONF_DEFAULT_CLIENT_TIMEOUT_NS,
+                .symbol_cache_bytes = (uint64_t) CONF_DEFAULT_SYMBOL_CACHE_MIB << 20,
         };
         if (!c->socket_path || !c->store_path || !c->socket_group) {
                 conf_done(c);
@@ -170,6 +171,13 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                 c->client_timeout_ns = ns;
                 return 0;
         }
+        if (streq(key, "symbol_cache")) {
+                uint64_t mib = 0;
+                int r = set_count(&mib, key, value, 1, 1 << 20, ret_error);
+                if (r >= 0)
+                        c->symbol_cache_bytes = mib << 20;
+                return r;
+        }
         /* Advanced: kernel map sizes, to bound memory or to test a full map.
          * The kernel rounds hash maps up to powers of two internally. */
         if (streq(key, "max_keys"))
@@ -237,7 +245,7 @@ int conf_parse_text(struct conf *c, const char *name, const char *text, char **r
                         return format_error(ret_error, "%s:%u: missing key before '='", name, lineno);
                 r = conf_set(c, key, value, &why);
                 if (r == -ENOENT)
-                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval, kinds, offcpu_min, offcpu_max, socket_mode, socket_group, admin_group, max_clients, client_timeout, max_keys, max_stacks)",
+                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval, kinds, offcpu_min, offcpu_max, socket_mode, socket_group, admin_group, max_clients, client_timeout, symbol_cache, max_keys, max_stacks)",
                                     name, lineno, key);
                 if (r == -EINVAL)
                         return format_error(ret_error, "%s:%u: key '%s': %s", name, lineno, key, why);

@@ -24,6 +24,9 @@
  * a person typing into socat, short enough that idle connections don't pile
  * up toward max_clients. */
 #define CONF_DEFAULT_CLIENT_TIMEOUT_NS (30ULL * 1000000000ULL)
+/* 256 MiB of symbols and debug info: libc's full DWARF alone is ~35 MiB
+ * once indexed; a host without debug packages stays far below. */
+#define CONF_DEFAULT_SYMBOL_CACHE_MIB 256
 /* 1 ms: blocks shorter than this are counted (number and total time, in
  * profctl status) but not attributed to stacks. Walking a kernel stack costs
  * about a microsecond; at 1 ms that is at most 0.1% of the time measured,
@@ -43,6 +46,7 @@ struct conf {
         char *admin_group;      /* members see everything, like root; NULL: none */
         unsigned max_clients;
         uint64_t client_timeout_ns;
+        uint64_t symbol_cache_bytes; /* symbols and debug info kept in memory */
         uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */
         uint64_t max_stacks;
 };

@@ -231,6 +231,13 @@ static int send_status(manager *m, server_client *c) {
                         json_array_append_new(kinds, json_string("wakeup"));
                 json_object_set_new(o, "kinds", kinds);
                 json_object_set_new(o, "processes_tracked", json_integer((json_int_t) ws.processes_tracked));
+                json_object_set_new(o, "symbol_cache_bytes", json_integer((json_int_t) ws.symbol_cache_bytes));
+                json_object_set_new(o, "unresolved", json_pack("{s:I, s:I, s:I, s:I}",
+                        "no_symbols", (json_int_t) ws.unresolved.no_symbols,
+                        "no_file", (json_int_t) ws.unresolved.no_file,
+                        "jit_without_map", (json_int_t) ws.unresolved.jit_without_map,
+                        "unknown_mapping", (json_int_t) ws.unresolved.unknown_mapping));
+                json_object_set_new(o, "jit_map_entries_dropped", json_integer((json_int_t) ws.jit_map_entries_dropped));
                 json_object_set_new(o, "clients", json_integer((json_int_t) server_n_clients(m->server)));
                 json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
                 json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
@@ -401,7 +408,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         r = store_open(m->store_path, &m->store);
         if (r < 0)
                 goto fail;
-        r = writer_new(m->store_path, "/proc", &m->writer);
+        r = writer_new(m->store_path, "/proc", cfg->symbol_cache_bytes, &m->writer);
         if (r < 0)
                 goto fail;
         r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);

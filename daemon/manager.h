@@ -18,6 +18,7 @@ struct manager_config {
         const char *socket_group, *admin_group;
         unsigned max_clients;
         uint64_t client_timeout_ns;
+        uint64_t symbol_cache_bytes;
 };
 
 typedef struct manager manager;

@@ -11,9 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 #include "hashmap.h"
+#include "jitmap.h"
 #include "log.h"
 #include "macro.h"
 #include "procmaps.h"
@@ -28,6 +33,8 @@ struct proctable {
         symbolizer *sym;
         char *proc_root;        /* "/proc", overridable for tests */
         hashmap *procs;         /* struct proc_key* (inside struct entry) -> struct entry* */
+        uint64_t jit_dropped;   /* perf map entries over the bound, all processes */
+        size_t jit_fds_open;    /* perf maps held open by processes (struct proc.jit_fd) */
 };
 
 struct entry {
@@ -45,14 +52,21 @@ static bool key_eq(const void *a, const void *b) {
         return x->pid == y->pid && x->start_ns == y->start_ns;
 }
 
-static void proc_clear_snapshot(struct proc *p) {
-        for (size_t i = 0; i < p->n_maps; i++) {
-                free(p->maps[i].path);
-                p->maps[i].fd = safe_close(p->maps[i].fd);
+static void mappings_free(struct proc_mapping *maps, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(maps[i].path);
+                safe_close(maps[i].fd);
         }
-        free(p->maps);
+        free(maps);
+}
+
+static void proc_clear_snapshot(struct proc *p) {
+        mappings_free(p->maps, p->n_maps);
         p->maps = NULL;
         p->n_maps = 0;
+        p->jit = jitmap_free(p->jit);
+        p->jit_fd = safe_close(p->jit_fd);
+        p->jit_file = (struct proc_jit_file) {};
         free(p->exe);
         p->exe = NULL;
         free(p->cgroup);
@@ -65,6 +79,14 @@ static void entry_free(struct entry *e) {
         if (e) {
                 proc_clear_snapshot(&e->proc);
                 free(e);
+        }
+}
+
+/* Closes the perf map a process holds open, keeping its entries. */
+static void proc_close_jit_fd(proctable *t, struct proc *p) {
+        if (p->jit_fd >= 0) {
+                p->jit_fd = safe_close(p->jit_fd);
+                t->jit_fds_open--;
         }
 }
 
@@ -126,7 +148,7 @@ static int mapping_cmp(const void *a, const void *b) {
 /* Opens the mapped file: map_files reaches the very inode mapped (deleted or
  * replaced files, other mount namespaces); root/PATH reaches the process's
  * file system view. -1 if neither works (the writer then tries the path). */
-static int open_mapping_file(const char *proc_root, uint32_t pid, const struct procmap *m) {
+static int open_mapping_file(const char *proc_root, uint32_t pid, const struct proc_mapping *m) {
         char path[PATH_MAX];
         int fd;
 
@@ -146,27 +168,34 @@ static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc
         const sym_file *f = NULL;
         char path[64];
 
+        char root[64];
+
+        /* debug files are looked for in the process's file system view too */
+        snprintf(root, sizeof(root), "%s/%" PRIu32 "/root", t->proc_root, pid);
         if (m->fd >= 0) {
                 snprintf(path, sizeof(path), "/proc/self/fd/%d", m->fd);
-                if (symbolizer_load_file(t->sym, path, &f) < 0)
+                if (symbolizer_load_file_at(t->sym, path, root, m->path, &f) < 0)
                         f = NULL;
                 m->fd = safe_close(m->fd);
         }
-        if (!f && symbolizer_load_file(t->sym, m->path, &f) < 0)
+        if (!f && symbolizer_load_file_at(t->sym, m->path, root, m->path, &f) < 0)
                 f = NULL;
         if (!f)
                 log_debug("Cannot read symbols of %s for pid %" PRIu32 ", ignoring.", m->path, pid);
         return f;
 }
 
-static int snapshot_maps(const char *proc_root, struct proc *p) {
+/* The executable mappings of /proc/PID/maps, sorted by start, files not
+ * opened yet. Returns 0, -ENOMEM, or the error reading the file failed
+ * with (the process is gone). */
+static int read_exec_maps(const char *proc_root, uint32_t pid, struct proc_mapping **ret, size_t *ret_n) {
         char path[PATH_MAX];
         _cleanup_free_ char *text = NULL;
         struct proc_mapping *maps = NULL;
         size_t n = 0, cap = 0;
         int r;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", proc_root, p->pid);
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", proc_root, pid);
         r = read_full_file(path, &text);
         if (r < 0)
                 return r;
@@ -188,33 +217,43 @@ static int snapshot_maps(const char *proc_root, struct proc *p) {
                         struct proc_mapping *nm = realloc(maps, (cap = cap ? cap * 2 : 16) * sizeof(*maps));
                         if (!nm) {
                                 procmap_done(&m);
-                                r = -ENOMEM;
-                                goto fail;
+                                mappings_free(maps, n);
+                                return -ENOMEM;
                         }
                         maps = nm;
                 }
-                maps[n] = (struct proc_mapping) {
+                maps[n++] = (struct proc_mapping) {
                         .start = m.start,
                         .end = m.end,
                         .offset = m.offset,
+                        .dev_major = m.dev_major,
+                        .dev_minor = m.dev_minor,
+                        .inode = m.inode,
                         .fd = -1,
+                        .path = TAKE_PTR(m.path),
                 };
-                if (m.path && m.path[0] == '/')
-                        maps[n].fd = open_mapping_file(proc_root, p->pid, &m);
-                maps[n++].path = TAKE_PTR(m.path);
         }
         if (n > 0) /* qsort must not get NULL, even for zero items */
                 qsort(maps, n, sizeof(*maps), mapping_cmp);
-        p->maps = maps;
-        p->n_maps = n;
+        *ret = maps;
+        *ret_n = n;
         return 0;
-fail:
-        for (size_t i = 0; i < n; i++) {
-                free(maps[i].path);
-                safe_close(maps[i].fd);
-        }
-        free(maps);
-        return r;
+}
+
+static bool mapping_has_file(const struct proc_mapping *m) {
+        return m->path && m->path[0] == '/';
+}
+
+static int snapshot_maps(const char *proc_root, struct proc *p) {
+        int r;
+
+        r = read_exec_maps(proc_root, p->pid, &p->maps, &p->n_maps);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < p->n_maps; i++)
+                if (mapping_has_file(&p->maps[i]))
+                        p->maps[i].fd = open_mapping_file(proc_root, p->pid, &p->maps[i]);
+        return 0;
 }
 
 /* Is /proc/PID still the instance that started at start_ns? */
@@ -232,6 +271,34 @@ static int check_identity(const char *proc_root, uint32_t pid, uint64_t start_ns
         if (r < 0)
                 return r;
         return ticks == start_ns / ns_per_tick() ? 0 : -ESRCH;
+}
+
+/* From /proc/PID/status, the last field of "NSpid:": the pid as the
+ * process's own (innermost) pid namespace numbers it. -EINVAL when the
+ * line is missing (kernels before 4.1) or malformed. */
+static int parse_ns_pid(const char *status, uint32_t *ret) {
+        const char *p = strstr(status, "\nNSpid:");
+        uint64_t v = 0;
+        bool any = false;
+
+        if (!p)
+                return -EINVAL;
+        p += strlen("\nNSpid:");
+        while (*p == '\t' || *p == ' ') {
+                p += strspn(p, "\t ");
+                if (*p < '0' || *p > '9')
+                        break;
+                for (v = 0; *p >= '0' && *p <= '9'; p++) {
+                        v = v * 10 + (uint64_t) (*p - '0');
+                        if (v > UINT32_MAX)
+                                return -EINVAL;
+                }
+                any = true;
+        }
+        if (!any || (*p != '\n' && *p != '\0'))
+                return -EINVAL;
+        *ret = (uint32_t) v;
+        return 0;
 }
 
 static int snapshot(const char *proc_root, struct proc *p) {
@@ -261,6 +328,8 @@ static int snapshot(const char *proc_root, struct proc *p) {
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", proc_root, p->pid);
         if (read_full_file(path, &text) >= 0) {
                 p->have_uid = procstatus_parse_euid(text, &p->uid) >= 0;
+                if (parse_ns_pid(text, &p->ns_pid) < 0)
+                        p->ns_pid = p->pid;
                 text = (free(text), NULL);
         }
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/cgroup", proc_root, p->pid);
@@ -291,6 +360,7 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
         e->key = (struct proc_key) { pid, start_ns };
         e->proc.pid = pid;
         e->proc.start_ns = start_ns;
+        e->proc.jit_fd = -1;
         snprintf(e->proc.comm, sizeof(e->proc.comm), "%s", comm);
         r = snapshot(proc_root, &e->proc);
         if (r == -ENOMEM) {
@@ -312,14 +382,38 @@ int proctable_add(proctable *t, struct proc *p) {
         int r;
 
         for (size_t i = 0; i < p->n_maps; i++)
-                if (p->maps[i].path && p->maps[i].path[0] == '/')
+                if (mapping_has_file(&p->maps[i]))
                         p->maps[i].file = load_mapping_file(t, p->pid, &p->maps[i]);
         old = hashmap_remove(t->procs, &e->key);
+        if (old)
+                proc_close_jit_fd(t, &old->proc);
         entry_free(old);
         r = hashmap_put(t->procs, &e->key, e);
         if (r < 0)
                 entry_free(e);
         return r;
+}
+
+void proctable_reload_files(proctable *t) {
+        const void *k;
+        void *v;
+        size_t i = 0;
+
+        while (hashmap_iterate(t->procs, &i, &k, &v)) {
+                struct proc *p = &((struct entry *) v)->proc;
+
+                for (size_t j = 0; j < p->n_maps; j++) {
+                        struct proc_mapping *m = &p->maps[j];
+
+                        m->file = NULL;
+                        if (!m->path || m->path[0] != '/')
+                                continue;
+                        /* the process's own view first: the file may be gone from ours */
+                        if (p->exited_drains == 0)
+                                m->fd = open_mapping_file(t->proc_root, p->pid, m);
+                        m->file = load_mapping_file(t, p->pid, m);
+                }
+        }
 }
 
 struct proc *proctable_get(proctable *t, uint32_t pid, uint64_t start_ns) {
@@ -364,6 +458,7 @@ void proctable_prune(proctable *t) {
         }
         for (i = 0; i < n_gone; i++) {
                 hashmap_remove(t->procs, &gone[i]->key);
+                proc_close_jit_fd(t, &gone[i]->proc);
                 entry_free(gone[i]);
         }
 }
@@ -372,3 +467,300 @@ size_t proctable_size(const proctable *t) {
         return hashmap_size(t->procs);
 }
 
+
+bool proc_mapping_is_anonymous(const struct proc_mapping *m) {
+        if (!m->path)
+                return true;
+        if (strncmp(m->path, "[anon:", strlen("[anon:")) == 0)
+                return true;
+        return !m->file && strncmp(m->path, "/memfd:", strlen("/memfd:")) == 0;
+}
+
+static bool mapping_same(const struct proc_mapping *a, const struct proc_mapping *b) {
+        return a->start == b->start && a->end == b->end && a->offset == b->offset && a->inode == b->inode &&
+               a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+               !a->path == !b->path; /* anonymous stays anonymous */
+}
+
+static bool mappings_overlap(const struct proc_mapping *maps, size_t n, uint64_t start, uint64_t end) {
+        size_t lo = 0, hi = n;
+
+        /* disjoint and sorted: only the last one starting before end can reach into [start, end) */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (maps[mid].start < end)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo > 0 && maps[lo - 1].end > start;
+}
+
+/* Why 2: a mapping gone at one re-read may still have samples in the
+ * generation being collected (the drain after the one being written). */
+#define STALE_REREADS_KEPT 2
+
+int proctable_refresh_maps(proctable *t, struct proc *p) {
+        _cleanup_free_ size_t *match = NULL; /* fresh[i] is p->maps[match[i]], or SIZE_MAX: new */
+        _cleanup_free_ bool *taken = NULL;   /* p->maps[k] is mapped still */
+        struct proc_mapping *fresh = NULL, *merged;
+        size_t n_fresh = 0, n = 0;
+        int r;
+
+        if (!p->snapshotted || p->gone)
+                return 0;
+        r = read_exec_maps(t->proc_root, p->pid, &fresh, &n_fresh);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                p->gone = true;
+                return 0;
+        }
+        match = calloc(n_fresh + 1, sizeof(*match));
+        taken = calloc(p->n_maps + 1, sizeof(*taken));
+        merged = calloc(n_fresh + p->n_maps + 1, sizeof(*merged));
+        if (!match || !taken || !merged) {
+                free(merged);
+                mappings_free(fresh, n_fresh);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_fresh; i++) {
+                const struct proc_mapping *old = proc_find_mapping(p, fresh[i].start);
+
+                match[i] = SIZE_MAX;
+                if (old && mapping_same(old, &fresh[i])) {
+                        match[i] = (size_t) (old - p->maps);
+                        taken[match[i]] = true;
+                } else if (mapping_has_file(&fresh[i]))
+                        fresh[i].fd = open_mapping_file(t->proc_root, p->pid, &fresh[i]);
+        }
+        /* the files were opened through the pid: was it still this process? */
+        if (check_identity(t->proc_root, p->pid, p->start_ns) < 0) {
+                free(merged);
+                mappings_free(fresh, n_fresh);
+                p->gone = true;
+                return 0;
+        }
+
+        /* what is mapped now; a mapping found again keeps its path (a file
+         * deleted since is listed as "PATH (deleted)") and its symbols */
+        for (size_t i = 0; i < n_fresh; i++) {
+                if (match[i] == SIZE_MAX) {
+                        if (mapping_has_file(&fresh[i])) {
+                                fresh[i].file = load_mapping_file(t, p->pid, &fresh[i]);
+                                log_debug("Process %" PRIu32 " (%s) mapped %s since it was last read.", p->pid,
+                                          p->comm, fresh[i].path);
+                        }
+                        merged[n++] = fresh[i];
+                        continue;
+                }
+                free(fresh[i].path);
+                merged[n] = p->maps[match[i]];
+                merged[n++].stale = 0;
+        }
+        free(fresh);
+        /* what is gone, for a while, where nothing new took its place */
+        for (size_t k = 0; k < p->n_maps; k++) {
+                struct proc_mapping *old = &p->maps[k];
+
+                if (taken[k])
+                        continue;
+                if (old->stale < STALE_REREADS_KEPT && !mappings_overlap(merged, n_fresh, old->start, old->end)) {
+                        merged[n] = *old;
+                        merged[n++].stale++;
+                } else {
+                        free(old->path);
+                        safe_close(old->fd);
+                }
+        }
+        qsort(merged, n, sizeof(*merged), mapping_cmp);
+        free(p->maps);
+        p->maps = merged;
+        p->n_maps = n;
+        return 0;
+}
+
+/* Opens /tmp/perf-NSPID.map as the process sees it: from its root, with
+ * symlinks resolved inside that root (RESOLVE_IN_ROOT), so a container can
+ * not point profd at a file of the host. Returns the fd or a negative errno. */
+static int open_perf_map(const char *proc_root, const struct proc *p) {
+        char root[PATH_MAX], name[64];
+        _cleanup_close_ int dfd = -1;
+        struct open_how how = {
+                /* O_NONBLOCK: a FIFO put there must not hang the writer */
+                .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        int fd;
+
+        snprintf(root, sizeof(root), "%s/%" PRIu32 "/root", proc_root, p->pid);
+        dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return negative_errno();
+        snprintf(name, sizeof(name), "tmp/perf-%" PRIu32 ".map", p->ns_pid ? p->ns_pid : p->pid);
+        fd = (int) syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS)
+                /* before Linux 5.6: at least the file itself must not be a symlink */
+                fd = openat(dfd, name, (int) how.flags | O_NOFOLLOW);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+/* Reads up to size bytes at offset, fewer only at the end of the file.
+ * Returns the number read or a negative errno. */
+static ssize_t pread_full(int fd, char *buf, size_t size, uint64_t offset) {
+        size_t n = 0;
+
+        while (n < size) {
+                ssize_t k = pread(fd, buf + n, size - n, (off_t) (offset + n));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return negative_errno();
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        return (ssize_t) n;
+}
+
+/* The process's start as CLOCK_REALTIME ns, to compare with file times. */
+static int64_t proc_start_realtime_ns(const struct proc *p) {
+        struct timespec real, boot;
+
+        clock_gettime(CLOCK_REALTIME, &real);
+        clock_gettime(CLOCK_BOOTTIME, &boot);
+        return (int64_t) real.tv_sec * (int64_t) NSEC_PER_SEC + real.tv_nsec -
+               ((int64_t) boot.tv_sec * (int64_t) NSEC_PER_SEC + boot.tv_nsec) + (int64_t) p->start_ns;
+}
+
+/* Opens the perf map by path and checks it may be used: a regular file,
+ * owned by root or the process's effective uid, written since the process
+ * started. Returns the fd, or -1. */
+static int open_perf_map_checked(proctable *t, const struct proc *p) {
+        _cleanup_close_ int fd = open_perf_map(t->proc_root, p);
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return -1; /* most processes have no perf map */
+        if (st.st_uid != 0 && !(p->have_uid && st.st_uid == p->uid)) {
+                log_debug("Perf map of process %" PRIu32 " (%s) belongs to uid %u, not to the process, ignoring.",
+                          p->pid, p->comm, (unsigned) st.st_uid);
+                return -1;
+        }
+        /* Nobody deletes these files: one last written before this process
+         * started was left by an earlier process with the same pid. (A
+         * second of slack for clocks read at different times.) */
+        if ((int64_t) st.st_mtim.tv_sec * (int64_t) NSEC_PER_SEC + st.st_mtim.tv_nsec <
+            proc_start_realtime_ns(p) - (int64_t) NSEC_PER_SEC)
+                return -1;
+        return TAKE_FD(fd);
+}
+
+int proctable_refresh_jit(proctable *t, struct proc *p) {
+        _cleanup_close_ int opened = -1; /* opened by path now, not yet known to be this process's */
+        _cleanup_free_ char *buf = NULL;
+        struct jitmap_stats before, after;
+        struct proc_jit_file now;
+        uint64_t from, want;
+        bool restart;
+        struct stat st;
+        ssize_t got;
+        size_t used;
+        int fd, r;
+
+        if (!p->snapshotted)
+                return 0;
+        if (p->jit_fd >= 0 && fstat(p->jit_fd, &st) >= 0 && st.st_nlink == 0 && !p->gone)
+                proc_close_jit_fd(t, p); /* deleted: look for a new one at the path */
+        if (p->jit_fd < 0) {
+                if (p->gone)
+                        return 0;
+                opened = open_perf_map_checked(t, p);
+                if (opened < 0)
+                        return 0;
+        }
+        fd = p->jit_fd >= 0 ? p->jit_fd : opened;
+        if (fstat(fd, &st) < 0)
+                return 0;
+        now = (struct proc_jit_file) {
+                .dev = st.st_dev,
+                .ino = st.st_ino,
+                .size = st.st_size,
+                .mtime_ns = (int64_t) st.st_mtim.tv_sec * (int64_t) NSEC_PER_SEC + st.st_mtim.tv_nsec,
+        };
+        restart = !p->jit || now.dev != p->jit_file.dev || now.ino != p->jit_file.ino;
+        if (!restart && now.size == p->jit_file.size && now.mtime_ns == p->jit_file.mtime_ns && !p->jit_file.more) {
+                if (p->gone)
+                        proc_close_jit_fd(t, p); /* nothing more will come */
+                return 0; /* unchanged since the last read */
+        }
+        /* appended to (the normal case), or shrunk or rewritten in place */
+        if (!restart && ((uint64_t) now.size < p->jit_file.offset ||
+                         (now.size == p->jit_file.size && !p->jit_file.more)))
+                restart = true;
+        from = restart ? 0 : p->jit_file.offset;
+        want = MIN((uint64_t) now.size - from, (uint64_t) PROC_JIT_READ_BUDGET);
+        buf = malloc(want + 1);
+        if (!buf)
+                return -ENOMEM;
+        got = pread_full(fd, buf, want, from);
+        if (got < 0) {
+                log_debug_errno((int) got, "Cannot read the perf map of process %" PRIu32 " (%s), ignoring: %m",
+                                p->pid, p->comm);
+                return 0;
+        }
+        if (check_identity(t->proc_root, p->pid, p->start_ns) < 0) {
+                /* A file just found through the pid may be another
+                 * process's; one held open since is this process's, and
+                 * what it wrote before it exited is read now, once. Unless
+                 * it was rewritten: then a process that took over the pid
+                 * may be writing it. */
+                p->gone = true;
+                if (p->jit_fd < 0 || restart) {
+                        proc_close_jit_fd(t, p);
+                        return 0;
+                }
+        }
+        if (!p->jit) {
+                r = jitmap_new(JITMAP_MAX_ENTRIES, &p->jit);
+                if (r < 0)
+                        return r;
+        } else if (restart)
+                jitmap_reset(p->jit);
+        jitmap_get_stats(p->jit, &before);
+        r = jitmap_feed(p->jit, buf, (size_t) got, &used);
+        if (r < 0)
+                return r;
+        jitmap_get_stats(p->jit, &after);
+        t->jit_dropped += after.dropped - before.dropped;
+        log_debug("Perf map of process %" PRIu32 " (%s): read %zd bytes at %" PRIu64 "%s, %zu entries kept.",
+                  p->pid, p->comm, got, from, restart ? " (from the start)" : "", jitmap_size(p->jit));
+        if (before.dropped == 0 && after.dropped > 0)
+                log_warning("Perf map of process %" PRIu32 " (%s) names more than %d live code ranges; "
+                            "newer ones stay unresolved (counted as jit_map_entries_dropped).",
+                            p->pid, p->comm, JITMAP_MAX_ENTRIES);
+        if (after.invalid > before.invalid)
+                log_debug("Perf map of process %" PRIu32 " (%s): %" PRIu64 " unparsable lines, ignoring.", p->pid,
+                          p->comm, after.invalid - before.invalid);
+        p->jit_file = now;
+        p->jit_file.offset = from + used;
+        p->jit_file.more = from + (uint64_t) got < (uint64_t) now.size;
+
+        /* Held open, the map is still read after the process exits, for what
+         * it wrote since the last drain. */
+        if (opened >= 0 && t->jit_fds_open < PROC_JIT_MAX_OPEN) {
+                p->jit_fd = TAKE_FD(opened);
+                t->jit_fds_open++;
+        }
+        if (p->gone && !p->jit_file.more)
+                proc_close_jit_fd(t, p);
+        return 0;
+}
+
+const char *proc_jit_lookup(const struct proc *p, uint64_t addr) {
+        return p->jit ? jitmap_lookup(p->jit, addr) : NULL;
+}
+
+uint64_t proctable_jit_entries_dropped(const proctable *t) {
+        return t->jit_dropped;
+}

@@ -9,13 +9,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jitmap.h"
 #include "symbolizer.h"
 
 struct proc_mapping {
         uint64_t start, end, offset;
+        unsigned dev_major, dev_minor;
+        uint64_t inode;        /* with the device: which file, whatever its path says now */
         char *path;            /* as /proc/PID/maps names it: a file, "[vdso]", or NULL (anonymous) */
         int fd;                /* the mapped file, open from the snapshot until its symbols are read; -1 */
         const sym_file *file;  /* symbols, or NULL when the file could not be read */
+        unsigned stale;        /* re-reads of the maps it was missing from (see proctable_refresh_maps) */
+};
+
+/* Which version of a perf map was read, and how far. */
+struct proc_jit_file {
+        uint64_t dev, ino;
+        int64_t size;
+        int64_t mtime_ns;
+        uint64_t offset;       /* bytes used: up to the last complete line */
+        bool more;             /* stopped at the read budget, not at the end */
 };
 
 struct proc {
@@ -28,8 +41,16 @@ struct proc {
         char *cgroup;          /* cgroup v2 path, NULL when unknown */
         bool snapshotted;      /* false: the process was gone before we looked */
         unsigned exited_drains; /* drains since it was first found gone */
-        struct proc_mapping *maps; /* executable mappings, sorted by start */
+        struct proc_mapping *maps; /* executable mappings, sorted by start, disjoint */
         size_t n_maps;
+        uint32_t ns_pid;       /* its pid in its own pid namespace, which names its perf map */
+
+        /* The writer thread's, for frames the snapshot cannot resolve: */
+        bool gone;             /* found exited (or its pid reused) on a re-read: /proc is not read again */
+        uint64_t maps_round, jit_round; /* the last round (drain) that re-read the maps, the perf map */
+        jitmap *jit;           /* the perf map's entries, NULL until one was read; kept after exit */
+        int jit_fd;            /* the perf map, held open to read it after the process exits; -1 */
+        struct proc_jit_file jit_file;
 };
 
 /* Reads /proc/PID under proc_root ("/proc") now and opens the executable
@@ -52,11 +73,73 @@ proctable *proctable_free(proctable *t);
  * closing them. Returns 0 or -ENOMEM. */
 int proctable_add(proctable *t, struct proc *p);
 
+/* Reads the symbols of every mapped file again, after the symbolizer evicted
+ * files (symbolizer_trim): the pointers held until then are no longer valid.
+ * Files of processes that exited resolve only if their path still leads to
+ * them. */
+void proctable_reload_files(proctable *t);
+
 /* The instance (pid, start_ns), or NULL if it was never announced. */
 struct proc *proctable_get(proctable *t, uint32_t pid, uint64_t start_ns);
 
 /* The executable mapping containing addr, or NULL. */
 const struct proc_mapping *proc_find_mapping(const struct proc *p, uint64_t addr);
+
+/* Whether a mapping is executable memory where a JIT may have put code:
+ * anonymous, a named anonymous region ("[anon:...]"), or a memfd
+ * ("/memfd:...") whose contents are not an ELF file with symbols. */
+bool proc_mapping_is_anonymous(const struct proc_mapping *m);
+
+/* Re-reads /proc/PID/maps of a process that was snapshotted and is not known
+ * to be gone, for addresses the snapshot does not cover: code mapped since
+ * (a JIT's code space, libraries loaded late, a snapshot taken at exec before
+ * the dynamic loader ran). Mappings found again keep their symbols; new file
+ * mappings are opened through map_files and their symbols read now. A
+ * mapping no longer listed is kept for two more re-reads (samples of the
+ * drains in flight may still point into it) unless a new mapping overlaps
+ * it, so the list is bounded by what the process maps. If the process is
+ * gone or its pid was reused, nothing changes and p->gone is set. Returns 0
+ * or -ENOMEM. */
+int proctable_refresh_maps(proctable *t, struct proc *p);
+
+/* Reads what the process's perf map gained since the last call: the file
+ * /tmp/perf-NSPID.map as the process sees it (through /proc/PID/root,
+ * symlinks resolved inside that root, so a container's own /tmp is read),
+ * only if it is a regular file owned by root or by the process's effective
+ * uid (so nobody else can name another user's code), and last written
+ * after the process started (an older one was left by an earlier process
+ * with the same pid: nothing deletes these files). A file that changed
+ * size or modification time is read from where the last read stopped (a
+ * JIT only appends), a replaced or shrunk one from the start; at most
+ * PROC_JIT_READ_BUDGET bytes per call, the rest on the next.
+ *
+ * A map found through the pid is used only if the process is still the
+ * same instance after the read (else p->gone is set), and is then held open
+ * (up to PROC_JIT_MAX_OPEN across the table), so that what the JIT wrote
+ * between the last drain and its exit is still read by the drain holding
+ * its last samples; it is closed after that read, or when the process is
+ * dropped. The entries stay with the process after it exits. Returns 0
+ * (also when there is no map, or it cannot be read: frames then stay
+ * unresolved) or -ENOMEM. */
+int proctable_refresh_jit(proctable *t, struct proc *p);
+
+/* Why 256: a quarter of the usual soft limit of 1024 open files, leaving
+ * room for the mapped files snapshots hold; a JIT process beyond it is
+ * still read, by path, while it lives. */
+#define PROC_JIT_MAX_OPEN 256
+
+/* Why 4 MiB: about 50 thousand perf map lines, a JVM's startup burst, read
+ * in some 10 ms; a bigger backlog is spread over the next drains rather
+ * than holding up this one. */
+#define PROC_JIT_READ_BUDGET (4u << 20)
+
+/* The perf map's name for addr, or NULL. Lives until the next
+ * proctable_refresh_jit of p, or until p is freed. */
+const char *proc_jit_lookup(const struct proc *p, uint64_t addr);
+
+/* Perf map entries dropped over JITMAP_MAX_ENTRIES, all processes, since
+ * the table was made. */
+uint64_t proctable_jit_entries_dropped(const proctable *t);
 
 /* Forgets processes that exited before the previous call: their samples have
  * been drained by now (a process found gone now may still have samples in

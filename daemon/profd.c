@@ -30,6 +30,7 @@ static void help(void) {
                "      --offcpu-max DURATION  longest block attributed, or none (default none)\n"
                "      --max-clients N     clients connected at once (default %d)\n"
                "      --client-timeout DURATION  disconnect a silent client after this (default 30s)\n"
+               "      --symbol-cache MIB  memory for symbols and debug info (default 256)\n"
                "      --max-keys N        advanced: kernel aggregation map entries (default: sized\n"
                "                          from frequency, CPUs and interval)\n"
                "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
@@ -80,6 +81,7 @@ int main(int argc, char *argv[]) {
                 { "offcpu-max", required_argument, NULL, ARG_SETTING },
                 { "max-clients", required_argument, NULL, ARG_SETTING },
                 { "client-timeout", required_argument, NULL, ARG_SETTING },
+                { "symbol-cache", required_argument, NULL, ARG_SETTING },
                 { "max-keys", required_argument, NULL, ARG_SETTING },
                 { "max-stacks", required_argument, NULL, ARG_SETTING },
                 { "verbose", no_argument, NULL, 'v' },
@@ -192,6 +194,7 @@ int main(int argc, char *argv[]) {
                                 .admin_group = conf.admin_group,
                                 .max_clients = conf.max_clients,
                                 .client_timeout_ns = conf.client_timeout_ns,
+                                .symbol_cache_bytes = conf.symbol_cache_bytes,
                         },
                         &m);
         if (r < 0)

@@ -1,10 +1,19 @@
 /* Turns addresses into function names: user frames from the ELF symbol
- * tables (.symtab, else .dynsym) of the mapped file, kernel frames from
- * /proc/kallsyms. Files are cached by GNU build-id (else by device, inode,
- * size and mtime), so libc is read once for the whole machine and a process
- * that exited still resolves through the cache. */
+ * tables (.symtab, else .dynsym) and DWARF (inline frames, file:line) of the
+ * mapped file or its separate debug file, kernel frames from /proc/kallsyms.
+ * Files are cached by GNU build-id (else by device, inode, size and mtime),
+ * so libc is read once for the whole machine and a process that exited still
+ * resolves through the cache.
+ *
+ * Lifetime: every sym_file pointer and every string handed out stays valid
+ * until symbolizer_free, or until a symbolizer_trim that evicts the file.
+ * Nothing else frees a file, so pointers taken during one drain are safe to
+ * use until the caller itself trims; symbolizer_generation tells holders of
+ * older pointers that they must load their files again. */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct symbolizer symbolizer;
@@ -15,13 +24,41 @@ int symbolizer_new(symbolizer **ret);
 /* Frees the symbolizer and every cached file; accepts NULL, returns NULL. */
 symbolizer *symbolizer_free(symbolizer *s);
 
+/* Where separate debug files are looked for: a NULL-terminated list of
+ * directories, each searched as DIR/.build-id/xx/rest.debug and as
+ * DIR/<directory of the file>/<debuglink name>. The default is
+ * {"/usr/lib/debug"}; an empty list leaves only the file itself and the
+ * debuglink next to it. Applies to files loaded afterwards. Returns 0 or
+ * -ENOMEM (the old list then stays). */
+int symbolizer_set_debug_dirs(symbolizer *s, const char *const *dirs);
+
 /* Loads the symbols of the ELF file at open_path (a plain path, or a
  * /proc/PID/map_files/START-END link that still works after the file was
- * deleted), or finds it in the cache. *ret is owned by the symbolizer and
- * stays valid until symbolizer_free. A valid ELF file without symbols is
- * returned too (its lookups fail). Returns 0, or a negative errno: -ENOENT
- * and other open/stat errors, -ENOEXEC when the file is not ELF. */
+ * deleted), or finds it in the cache. *ret is owned by the symbolizer (see
+ * Lifetime above). A valid ELF file without symbols is returned too (its
+ * lookups fail). Returns 0, or a negative errno: -ENOENT and other
+ * open/stat errors, -ENOEXEC when the file is not ELF.
+ *
+ * Same as symbolizer_load_file_at(s, open_path, NULL, open_path, ret). */
 int symbolizer_load_file(symbolizer *s, const char *open_path, const sym_file **ret);
+
+/* As symbolizer_load_file, for a file that belongs to a process:
+ * display_path is the file's path as the process sees it (from
+ * /proc/PID/maps; NULL means open_path), root_prefix the process's root as
+ * the daemon reaches it ("/proc/PID/root"; NULL or "" for the host's).
+ *
+ * DWARF and a full .symtab are taken from the first of: the file itself;
+ * DEBUG_DIR/.build-id/xx/rest.debug for each debug dir, whose build-id must
+ * match; the .gnu_debuglink name in the file's directory, in its .debug/
+ * subdirectory and under DEBUG_DIR/<the file's directory>, accepted when its
+ * build-id matches the file's or, when either has none, when its CRC32
+ * matches the debuglink's. Every candidate path is tried under root_prefix
+ * first (the debug package installed in the container) and then on the host
+ * (installed where profd runs); the checks make a wrong pick impossible.
+ * The first load of a file decides: a later load with another root_prefix
+ * is answered from the cache. */
+int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *root_prefix,
+                            const char *display_path, const sym_file **ret);
 
 /* The GNU build-id as lowercase hex, or NULL when the file has none. */
 const char *sym_file_build_id(const sym_file *f);
@@ -29,8 +66,72 @@ const char *sym_file_build_id(const sym_file *f);
 /* The function whose range contains the address that file_offset (an offset
  * into the file, as /proc/PID/maps gives for a mapping) is loaded at, or
  * NULL. Offsets are turned into ELF virtual addresses through the PT_LOAD
- * program headers. The returned string lives as long as the file. */
+ * program headers. The name is the raw symbol table name (not demangled),
+ * from .symtab (the debug file's when the file itself is stripped), else
+ * .dynsym. The returned string lives as long as the file. */
 const char *sym_file_lookup(const sym_file *f, uint64_t file_offset);
+
+/* One level of a frame chain. */
+struct sym_frame {
+        const char *function; /* demangled (C++, Rust) unless raw is all there is */
+        const char *raw_function; /* as in the symbol table or DWARF linkage name */
+        const char *file; /* source file as DWARF names it, NULL if unknown */
+        unsigned line; /* 0 if unknown */
+        bool inlined; /* this function was inlined into the next frame's */
+};
+
+/* Resolves file_offset to its frame chain: frames[0] is the innermost
+ * (deepest inlined) call, the last one the function the code belongs to;
+ * each frame's file:line is where execution is in that function (for the
+ * outer ones, the call site of the inlined function). Names, file paths
+ * (relative ones joined to the CU's comp_dir) and lines are those of
+ * `eu-addr2line -f -i -C`, with one exception: eu-addr2line takes the
+ * callers at the start of the address's line-table row, profd at the
+ * address itself (see tests/unit/test-symbolize-oracle.c). Without DWARF it
+ * is one frame from the symbol table, without file:line; an address DWARF
+ * and symbols put in no function (padding) is unresolved. When the chain is
+ * longer than max, its innermost frames are dropped, so the last frame is
+ * always the real function.
+ *
+ * Returns the number of frames written (at most max; 0 when unresolved, see
+ * sym_file_why_unresolved), -EINVAL when max is 0, or -ENOMEM. Results are
+ * cached per address, so asking again is a hash lookup. Strings live as long
+ * as the file stays cached. */
+int sym_file_resolve(symbolizer *s, const sym_file *f, uint64_t file_offset,
+                     struct sym_frame *frames, size_t max);
+
+/* Why sym_file_resolve found nothing at file_offset. */
+enum sym_unresolved {
+        SYM_NOT_MAPPED, /* the offset lies in no PT_LOAD segment of the file */
+        SYM_NO_SYMBOLS, /* no symbol table or DWARF at all: stripped, no debug file found */
+        SYM_EXPORTS_ONLY, /* only .dynsym: most likely a static function of a stripped file */
+        SYM_NO_FUNCTION, /* full symbols, but none covers it (PLT, padding, hand-written code) */
+};
+enum sym_unresolved sym_file_why_unresolved(const sym_file *f, uint64_t file_offset);
+/* "not-mapped", "no-symbols", "exports-only", "no-function". */
+const char *sym_unresolved_to_string(enum sym_unresolved reason);
+
+/* Whether the file has any symbol table or DWARF (false: SYM_NO_SYMBOLS). */
+bool sym_file_has_symbols(const sym_file *f);
+/* The file DWARF is read from (the file itself or its debug file), or NULL
+ * when there is none: then there are no inline frames or file:line. */
+const char *sym_file_debug_path(const sym_file *f);
+
+/* The cache budget in bytes (default 256 MiB: the DWARF of a few large
+ * programs plus every library of a typical host). */
+void symbolizer_set_cache_budget(symbolizer *s, uint64_t bytes);
+/* The estimated memory the cached files hold: symbol tables, names, the
+ * debug sections and libdw's tables of opened DWARF, resolved addresses. */
+uint64_t symbolizer_cache_bytes(const symbolizer *s);
+/* Evicts least recently used files (loaded, looked up or resolved) until
+ * the estimate fits the budget, and closes their files. Every sym_file
+ * pointer and string from an evicted file becomes invalid: call it between
+ * drains, when no frame of the last one is still being used. Returns the
+ * number of files evicted. */
+size_t symbolizer_trim(symbolizer *s);
+/* Changes whenever symbolizer_trim evicted something: a caller that keeps
+ * sym_file pointers across trims (per mapping) reloads them when it moved. */
+uint64_t symbolizer_generation(const symbolizer *s);
 
 /* (Re)reads a kallsyms-format file (normally /proc/kallsyms, which shows real
  * addresses only to root). Returns 0, a negative errno from opening it, or

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -61,26 +62,85 @@ struct writer {
         proctable *procs;
         uint64_t vanished_stored;  /* vanished already written as drops */
         struct store_frame *frames; /* scratch for one sample's frames */
+        struct store_line *lines;   /* their inline chains, MAX_INLINE per frame */
         size_t frames_cap;
+        struct writer_unresolved unresolved; /* this drain's, added to stats once it is stored */
+        char jit_tag[64];          /* build_id of the [jit] frames of the key being built */
 };
+
+/* Inlined calls kept per address: deeper chains keep their outermost
+ * levels (the function the code belongs to is never dropped). */
+#define MAX_INLINE 16
 
 static const char *path_or(const char *p, const char *fallback) {
         return p ? p : fallback;
 }
 
-/* A user frame: the mapping it falls in, the file offset, the symbol. */
-static struct store_frame user_frame(const struct proc *p, uint64_t ip) {
-        const struct proc_mapping *map = p ? proc_find_mapping(p, ip) : NULL;
+/* JIT addresses name code only within one process, and only until the JIT
+ * reuses the memory, while the store keeps one function per (mapping,
+ * address) forever. So a resolved [jit] frame's mapping is made distinct
+ * per process instance and perf map epoch, through its build_id (which
+ * nothing else gives a [jit] mapping); unresolved ones share plain [jit]. */
+static const char *jit_tag(writer *w, const struct proc *p) {
+        snprintf(w->jit_tag, sizeof(w->jit_tag), "jit-%" PRIu32 "-%" PRIu64 "-%" PRIu64, p->pid, p->start_ns,
+                 jitmap_epoch(p->jit));
+        return w->jit_tag;
+}
 
-        if (!map)
+/* A user frame: the mapping it falls in, the file offset, the symbol; for
+ * JIT code the absolute address and the name in the process's perf map.
+ * Counts why a frame stays unresolved. */
+static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t ip, struct store_line *lines) {
+        const struct proc_mapping *map = p && p->snapshotted ? proc_find_mapping(p, ip) : NULL;
+        const char *fn = NULL;
+
+        /* JIT code: anonymous memory, or memory mapped since the maps were
+         * last read that the perf map knows */
+        if (p && (!map || proc_mapping_is_anonymous(map)))
+                fn = proc_jit_lookup(p, ip);
+        if (fn)
+                return (struct store_frame) { .module = "[jit]", .build_id = jit_tag(w, p), .address = ip,
+                                              .function = fn };
+        if (!map) {
+                w->unresolved.unknown_mapping++;
                 return (struct store_frame) { .module = "[unknown]", .address = ip };
+        }
+        if (proc_mapping_is_anonymous(map)) {
+                w->unresolved.jit_without_map++;
+                return (struct store_frame) { .module = "[jit]", .address = ip };
+        }
         uint64_t off = ip - map->start + map->offset;
-        return (struct store_frame) {
+        struct store_frame f = {
                 .module = path_or(map->path, "[anon]"),
                 .build_id = map->file ? sym_file_build_id(map->file) : NULL,
                 .address = off,
-                .function = map->file ? sym_file_lookup(map->file, off) : NULL,
         };
+        struct sym_frame chain[MAX_INLINE];
+        int n = map->file ? sym_file_resolve(w->sym, map->file, off, chain, MAX_INLINE) : 0;
+
+        if (!map->file) {
+                w->unresolved.no_file++;
+                return f;
+        }
+        if (n <= 0) {
+                w->unresolved.no_symbols++;
+                return f;
+        }
+        /* what debug info says is there, innermost first; the last level is
+         * the function the code belongs to */
+        for (int i = 0; i < n; i++)
+                lines[i] = (struct store_line) {
+                        .function = chain[i].function,
+                        .raw_function = chain[i].raw_function,
+                        .file = chain[i].file,
+                        .line = chain[i].line,
+                        .inlined = chain[i].inlined,
+                };
+        f.function = chain[n - 1].function;
+        f.raw_function = chain[n - 1].raw_function;
+        f.lines = lines;
+        f.n_lines = n;
+        return f;
 }
 
 static struct store_frame kernel_frame(writer *w, uint64_t ip) {
@@ -102,9 +162,17 @@ static const struct stack_trace *lookup_stack(hashmap *stacks, uint64_t id) {
         return v;
 }
 
-/* Builds the frames of one drained key, root first. Every return address
- * but the innermost frame's is looked up minus one, so it falls inside the
- * call instruction rather than possibly after the end of the function. */
+/* The address to look user frame i (0: innermost) up at. Every return
+ * address but the innermost frame's is looked up minus one, so it falls
+ * inside the call instruction rather than possibly after the end of the
+ * function. */
+static uint64_t user_frame_ip(const struct profd_sample_key *key, const struct stack_trace *ks,
+                              const struct stack_trace *us, size_t i) {
+        bool innermost = i == 0 && (!ks || ks->n == 0) && key->kernel_stack == PROFD_STACK_NONE;
+        return us->ips[i] - (innermost ? 0 : 1);
+}
+
+/* Builds the frames of one drained key, root first. */
 static int build_frames(writer *w, const struct drain_batch *b, const struct profd_sample_key *key,
                         const struct proc *p, size_t *ret_n) {
         const struct stack_trace *ks = lookup_stack(b->frames, key->kernel_stack);
@@ -115,23 +183,74 @@ static int build_frames(writer *w, const struct drain_batch *b, const struct pro
 
         if (need > w->frames_cap) {
                 struct store_frame *f = realloc(w->frames, need * sizeof(*f));
+                struct store_line *l;
+
                 if (!f)
                         return -ENOMEM;
                 w->frames = f;
+                l = realloc(w->lines, need * MAX_INLINE * sizeof(*l));
+                if (!l)
+                        return -ENOMEM;
+                w->lines = l;
                 w->frames_cap = need;
         }
         /* user frames, outermost first */
         if (key->user_stack != PROFD_STACK_NONE && !us)
                 w->frames[n++] = lost_user;
-        for (size_t i = nu; i-- > 0;) {
-                bool innermost = i == 0 && nk == 0 && key->kernel_stack == PROFD_STACK_NONE;
-                w->frames[n++] = user_frame(p, us->ips[i] - (innermost ? 0 : 1));
-        }
+        for (size_t i = nu; i-- > 0; n++)
+                w->frames[n] = user_frame(w, p, user_frame_ip(key, ks, us, i), &w->lines[n * MAX_INLINE]);
         if (key->kernel_stack != PROFD_STACK_NONE && !ks)
                 w->frames[n++] = lost_kernel;
         for (size_t i = nk; i-- > 0;)
                 w->frames[n++] = kernel_frame(w, ks->ips[i] - (i == 0 ? 0 : 1));
         *ret_n = n;
+        return 0;
+}
+
+/* Before a drain is symbolized: a live process with user frames in no known
+ * mapping gets its maps re-read (code mapped since it was read), and one
+ * with frames in anonymous memory or in no mapping gets its perf map read
+ * if that changed (also after it exited, while the map is held open), each
+ * at most once per drain (round). Done before any frame is built, since it
+ * replaces the mapping paths and JIT names frames point to. Returns 0 or
+ * -ENOMEM. */
+static int refresh_processes(writer *w, const struct drain_batch *b, uint64_t round) {
+        int r;
+
+        for (size_t i = 0; i < b->n_entries; i++) {
+                const struct profd_sample_key *key = &b->entries[i].key;
+                const struct stack_trace *ks = lookup_stack(b->frames, key->kernel_stack);
+                const struct stack_trace *us = lookup_stack(b->frames, key->user_stack);
+                struct proc *p = proctable_get(w->procs, key->tgid, key->start_ns);
+                bool outside = false, anonymous = false, need_maps, need_jit;
+
+                if (!us || !p || !p->snapshotted)
+                        continue;
+                /* a process that exited may still have its perf map open to read */
+                need_maps = p->maps_round != round && !p->gone;
+                need_jit = p->jit_round != round && (!p->gone || p->jit_fd >= 0);
+                if (!need_maps && !need_jit)
+                        continue;
+                for (size_t k = 0; k < us->n; k++) {
+                        const struct proc_mapping *m = proc_find_mapping(p, user_frame_ip(key, ks, us, k));
+                        if (!m)
+                                outside = true;
+                        else if (proc_mapping_is_anonymous(m))
+                                anonymous = true;
+                }
+                if (outside && need_maps) {
+                        p->maps_round = round;
+                        r = proctable_refresh_maps(w->procs, p);
+                        if (r < 0)
+                                return r;
+                }
+                if ((outside || anonymous) && need_jit) {
+                        p->jit_round = round;
+                        r = proctable_refresh_jit(w->procs, p);
+                        if (r < 0)
+                                return r;
+                }
+        }
         return 0;
 }
 
@@ -146,7 +265,10 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         stats = w->stats;
         pthread_mutex_unlock(&w->lock);
 
-        r = store_drain_begin(w->store, j->start_ns, j->end_ns);
+        w->unresolved = (struct writer_unresolved) {};
+        r = refresh_processes(w, b, j->seq);
+        if (r >= 0)
+                r = store_drain_begin(w->store, j->start_ns, j->end_ns);
         for (size_t i = 0; r >= 0 && i < b->n_entries; i++) {
                 const struct profd_sample_key *key = &b->entries[i].key;
                 const struct proc *p = proctable_get(w->procs, key->tgid, key->start_ns);
@@ -195,6 +317,10 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         w->stats.pending_drops[i] += b->counters[i];
         } else {
                 w->vanished_stored = j->vanished;
+                w->stats.unresolved.no_symbols += w->unresolved.no_symbols;
+                w->stats.unresolved.no_file += w->unresolved.no_file;
+                w->stats.unresolved.jit_without_map += w->unresolved.jit_without_map;
+                w->stats.unresolved.unknown_mapping += w->unresolved.unknown_mapping;
                 /* only what was stored: drains may have failed meanwhile */
                 w->stats.failed_drains -= stats.failed_drains;
                 for (int i = 0; i < PROFD_COUNTER__MAX; i++)
@@ -249,10 +375,18 @@ static void run_job(writer *w, struct job *j) {
                 } else
                         log_debug("Stored drain %" PRId64 ": %zu keys.", res.drain_id, j->batch.n_entries);
                 proctable_prune(w->procs);
+                /* keep the symbol cache within its budget; what it evicted is
+                 * read again for the processes still known */
+                uint64_t gen = symbolizer_generation(w->sym);
+                (void) symbolizer_trim(w->sym);
+                if (symbolizer_generation(w->sym) != gen)
+                        proctable_reload_files(w->procs);
                 post_result(w, &res);
         }
         pthread_mutex_lock(&w->lock);
         w->stats.processes_tracked = proctable_size(w->procs);
+        w->stats.symbol_cache_bytes = symbolizer_cache_bytes(w->sym);
+        w->stats.jit_map_entries_dropped = proctable_jit_entries_dropped(w->procs);
         pthread_mutex_unlock(&w->lock);
 }
 
@@ -296,7 +430,7 @@ static uint64_t enqueue(writer *w, struct job *j) {
         return seq;
 }
 
-int writer_new(const char *store_path, const char *proc_root, writer **ret) {
+int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_cache_budget, writer **ret) {
         writer *w = calloc(1, sizeof(*w));
         int r;
 
@@ -314,6 +448,7 @@ int writer_new(const char *store_path, const char *proc_root, writer **ret) {
                 log_oom();
                 goto fail;
         }
+        symbolizer_set_cache_budget(w->sym, symbol_cache_budget);
         r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
         if (r < 0)
                 log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");
@@ -364,6 +499,7 @@ writer *writer_free(writer *w) {
         symbolizer_free(w->sym);
         store_close(w->store);
         free(w->frames);
+        free(w->lines);
         safe_close(w->efd);
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);

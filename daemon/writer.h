@@ -21,15 +21,30 @@ struct writer_result {
         uint64_t samples, keys;
 };
 
+/* User frames stored without a function name since profd started, by
+ * reason. Each unresolved frame of each stored key (one stack of one thread,
+ * kind and state in one drain) counts once, whatever the key's value: how
+ * many stored stacks each reason damaged, not how many samples. */
+struct writer_unresolved {
+        uint64_t no_symbols;      /* the file was read, no symbol covers the address */
+        uint64_t no_file;         /* the mapping's file could not be opened or read as ELF ([vdso] too) */
+        uint64_t jit_without_map; /* anonymous executable memory that no perf map entry names */
+        uint64_t unknown_mapping; /* in no executable mapping, or the process was never read */
+};
+
 struct writer_stats {
         uint64_t failed_drains;                       /* not yet stored as drops */
         uint64_t pending_drops[PROFD_COUNTER__MAX];   /* drop counts of those drains */
         uint64_t processes_tracked;
+        uint64_t symbol_cache_bytes;   /* what the symbolizer holds now */
+        struct writer_unresolved unresolved;
+        uint64_t jit_map_entries_dropped;             /* perf map entries over the per-process bound */
 };
 
 /* Opens its own connection to the store at store_path (already created and
- * migrated) and starts the thread. Returns 0 or a negative errno, logged. */
-int writer_new(const char *store_path, const char *proc_root, writer **ret);
+ * migrated) and starts the thread. symbol_cache_budget bounds the symbols and
+ * debug info kept in memory (bytes; evicted least recently used first). Returns 0 or a negative errno, logged. */
+int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_cache_budget, writer **ret);
 /* Finishes every queued job, stops the thread and frees it. NULL is fine. */
 writer *writer_free(writer *w);
 

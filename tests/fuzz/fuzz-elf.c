@@ -51,6 +51,23 @@ static void check_lookup(const sym_file *f, uint64_t offset) {
                 FUZZ_CHECK(strlen(name) > 0);
 }
 
+/* The DWARF path: inline chains and lines, every string touched. */
+static void check_resolve(symbolizer *s, const sym_file *f, uint64_t offset) {
+        struct sym_frame frames[8];
+        int n = sym_file_resolve(s, f, offset, frames, 8);
+
+        FUZZ_CHECK(n >= 0 || n == -ENOMEM);
+        for (int i = 0; i < n; i++) {
+                FUZZ_CHECK(frames[i].function && strlen(frames[i].function) > 0);
+                if (frames[i].file)
+                        (void) strlen(frames[i].file);
+                if (frames[i].raw_function)
+                        (void) strlen(frames[i].raw_function);
+        }
+        if (n == 0)
+                (void) sym_unresolved_to_string(sym_file_why_unresolved(f, offset));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const sym_file *f, *again;
         symbolizer *s = NULL;
@@ -71,6 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  * small inputs live), and the extremes */
                 for (uint64_t off = 0; off <= size && off < 8192; off += 8)
                         check_lookup(f, off);
+                for (uint64_t off = 0; off <= size && off < 8192; off += 64)
+                        check_resolve(s, f, off);
                 check_lookup(f, size - 1);
                 check_lookup(f, UINT64_MAX);
                 check_lookup(f, UINT64_MAX / 2);

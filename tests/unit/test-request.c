@@ -167,6 +167,8 @@ static void test_conf_file_and_overrides(void) {
         CHECK_INT_EQ(c.client_timeout_ns, 2000000000ULL);
         CHECK_INT_EQ(c.max_keys, 64);
         CHECK_INT_EQ(c.max_stacks, 32);
+        CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "symbol_cache = 64\n", &err), 0);
+        CHECK_INT_EQ(c.symbol_cache_bytes, 64ULL << 20);
         CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "admin_group =\n", &err), 0);
         CHECK(c.admin_group == NULL);
         CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "socket_mode = 0999\n", &err), -EINVAL);
