@@ -30,6 +30,16 @@ int read_full_file(const char *path, char **ret) {
         return 0;
 }
 
+int unhex_char(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -EINVAL;
+}
+
 int format_error(char **ret_error, const char *fmt, ...) {
         va_list ap;
         char *s = NULL;

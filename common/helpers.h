@@ -14,6 +14,9 @@ int read_full_file(const char *path, char **ret);
  * returns -EINVAL; -ENOMEM if the message could not be allocated. */
 int format_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
 
+/* The value of one hexadecimal digit (either case), or -EINVAL. */
+int unhex_char(char c);
+
 /* Parses a decimal integer made of digits only (no sign, no spaces, no
  * "0x"), at most max. Returns 0, -EINVAL (not digits only) or -ERANGE. */
 int parse_uint_strict(const char *s, uint64_t max, uint64_t *ret);

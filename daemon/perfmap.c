@@ -1,5 +1,6 @@
 /* Strict parser for lines of JIT perf map files (/tmp/perf-PID.map). */
 #include "perfmap.h"
+#include "helpers.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,15 +17,9 @@ static int parse_hex_field(const char **p, uint64_t *ret) {
         if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
                 s += 2;
         for (; *s != ' '; s++, n++) {
-                unsigned d;
+                int d = unhex_char(*s);
 
-                if (*s >= '0' && *s <= '9')
-                        d = *s - '0';
-                else if (*s >= 'a' && *s <= 'f')
-                        d = *s - 'a' + 10;
-                else if (*s >= 'A' && *s <= 'F')
-                        d = *s - 'A' + 10;
-                else
+                if (d < 0)
                         return -EINVAL; /* also the end of the string: no name follows */
                 if (v >> 60)
                         return -EINVAL; /* a 17th significant digit */

@@ -1,5 +1,6 @@
 /* Strict parsers for /proc/PID/{maps,stat,status,cgroup} contents. */
 #include "procmaps.h"
+#include "helpers.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,14 +15,8 @@ static int parse_hex(const char **p, const char *ends, uint64_t *ret) {
         size_t n = 0;
 
         for (; *s && !strchr(ends, *s); s++, n++) {
-                unsigned d;
-                if (*s >= '0' && *s <= '9')
-                        d = *s - '0';
-                else if (*s >= 'a' && *s <= 'f')
-                        d = *s - 'a' + 10;
-                else if (*s >= 'A' && *s <= 'F')
-                        d = *s - 'A' + 10;
-                else
+                int d = unhex_char(*s);
+                if (d < 0)
                         return -EINVAL;
                 if (v >> 60)
                         return -EINVAL; /* would overflow 64 bits */

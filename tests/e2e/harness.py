@@ -128,6 +128,34 @@ class Profd:
         self.cleanup()
 
 
+def exchange(path, lines, timeout=20):
+    """Sends raw request lines on one fresh connection, then closes its
+    sending side; returns every response object the daemon wrote."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(b"".join(l + b"\n" for l in lines))
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return [json.loads(l) for l in data.decode().splitlines()]
+
+
+def memory_kib(pid):
+    """(VmRSS, VmHWM) of a process in KiB, from /proc/PID/status."""
+    vals = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                vals[key] = int(value.split()[0])
+    return vals["VmRSS"], vals["VmHWM"]
+
+
 def function_shares(result):
     """From a `profctl query --json` document: (self, total) sample counts per
     function name, and the total. Self counts the leaf frame; total counts

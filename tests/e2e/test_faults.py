@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import sanitized, Profd, binary, require_root, run_tests
+from harness import exchange, memory_kib, sanitized, Profd, binary, require_root, run_tests
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -48,33 +48,6 @@ def stop_workload(p):
         p.kill()
         p.wait()
 
-
-def memory_kib(pid):
-    """(VmRSS, VmHWM) of a process in KiB, from /proc/PID/status."""
-    vals = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                vals[key] = int(value.split()[0])
-    return vals["VmRSS"], vals["VmHWM"]
-
-
-def raw_request(path, line, timeout=20):
-    """One request on a fresh connection; returns the response objects up to
-    and including the last line of the response."""
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(timeout)
-        s.connect(path)
-        s.sendall(line + b"\n")
-        s.shutdown(socket.SHUT_WR)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return [json.loads(l) for l in data.decode().splitlines()]
 
 
 def check_store(path):
@@ -270,7 +243,7 @@ def test_disk_full_counts_failed_drains_and_recovers():
         print(f"  store on a 2 MiB tmpfs; filler of {filled // KIB} KiB took the rest")
         for i in range(FAILED_FLUSHES):
             time.sleep(0.5)
-            reply = raw_request(d.socket, b'{"op":"flush"}')
+            reply = exchange(d.socket, [b'{"op":"flush"}'])
             assert len(reply) == 1 and reply[0]["type"] == "error", f"flush on a full disk answered {reply}"
             print(f"  flush {i + 1} on the full disk: {reply[0]['error']}")
         r = d.profctl("flush", check=False)

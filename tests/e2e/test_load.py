@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 
-from harness import sanitized, Profd, binary, require_root, run_tests
+from harness import memory_kib, sanitized, Profd, binary, require_root, run_tests
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -98,16 +98,6 @@ def answer_bytes(path, line):
                 return n
             n += len(chunk)
 
-
-def memory_kib(pid):
-    """(VmRSS, VmHWM) of a process in KiB."""
-    vals = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                vals[key] = int(value.split()[0])
-    return vals["VmRSS"], vals["VmHWM"]
 
 
 def check_query_response(lines, what):

@@ -4,26 +4,9 @@ error naming the problem, the connection and the daemon survive them;
 status reports every drop reason; profctl exits with the documented codes."""
 import json
 import os
-import socket
 import subprocess
 
-from harness import Profd, binary, require_root, run_tests
-
-
-def exchange(path, lines):
-    """Sends raw request lines on one connection; returns the response objects."""
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(20)
-        s.connect(path)
-        s.sendall(b"".join(l + b"\n" for l in lines))
-        s.shutdown(socket.SHUT_WR)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return [json.loads(l) for l in data.decode().splitlines()]
+from harness import exchange, Profd, binary, require_root, run_tests
 
 
 DAEMON = None
