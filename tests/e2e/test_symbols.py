@@ -118,8 +118,9 @@ def test_jit_in_container_named():
     """node in its own pid and mount namespaces, with a private /tmp: it
     writes /tmp/perf-1.map where only it sees it; profd reads it through
     /proc/PID/root under the pid the namespace gives it (NSpid)."""
-    script = (f"mount -t tmpfs tmpfs /tmp && cd /tmp && exec {shlex.quote(node())} --perf-basic-prof "
-              f"{shlex.quote(binary('JIT_HOT_JS'))} 3")
+    # the script is read before /tmp is hidden: the tree may live under /tmp
+    script = (f"js=$(cat {shlex.quote(binary('JIT_HOT_JS'))}) && mount -t tmpfs tmpfs /tmp && cd /tmp && "
+              f"printf '%s\\n' \"$js\" > jit_hot.js && exec {shlex.quote(node())} --perf-basic-prof jit_hot.js 3")
     with Profd(*PROFD_ARGS) as d:
         w = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--pid", "--fork",
                               "--mount-proc", "sh", "-c", script], stdout=subprocess.PIPE, text=True)
