@@ -9,10 +9,12 @@ cd "$(dirname "$0")"
 # libbpf-tools are the benchmark's workload and peer (its harness is tested);
 # clang and libclang-rt-14-dev build the BPF programs and the fuzz targets;
 # g++ and libc6-dbg give the symbolizer's oracle test C++ and libc to check;
-# nodejs is the JIT the perf-map test profiles; e2fsprogs has chattr.
+# nodejs is the JIT the perf-map test profiles; e2fsprogs has chattr;
+# debuginfod (with iproute2 for its private network) serves the debuginfod test.
 PACKAGES="meson ninja-build pkg-config gcc clang llvm bpftool libbpf-dev libsystemd-dev
           libjansson-dev libelf-dev libdw-dev libsqlite3-dev python3 binutils elfutils valgrind
-          linux-perf libbpf-tools libclang-rt-14-dev libiberty-dev g++ libc6-dbg nodejs e2fsprogs"
+          linux-perf libbpf-tools libclang-rt-14-dev libiberty-dev g++ libc6-dbg nodejs e2fsprogs
+          libdebuginfod-dev debuginfod iproute2"
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
 

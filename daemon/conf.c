@@ -42,6 +42,9 @@ void conf_done(struct conf *c) {
         free(c->store_path);
         free(c->socket_group);
         free(c->admin_group);
+        free(c->debuginfod_urls);
+        free(c->debuginfod_cache);
+        c->debuginfod_urls = c->debuginfod_cache = NULL;
         c->socket_path = c->store_path = c->socket_group = c->admin_group = NULL;
 }
 
@@ -171,6 +174,22 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                 c->client_timeout_ns = ns;
                 return 0;
         }
+        if (streq(key, "debuginfod_urls")) {
+                char *u;
+
+                /* space-separated http(s) URLs, as $DEBUGINFOD_URLS */
+                if (value[0] && strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0)
+                        return format_error(ret_error, "debuginfod_urls must be http:// or https:// URLs separated "
+                                                       "by spaces, not \"%s\"", value);
+                u = value[0] ? strdup(value) : NULL;
+                if (value[0] && !u)
+                        return -ENOMEM;
+                free(c->debuginfod_urls);
+                c->debuginfod_urls = u;
+                return 0;
+        }
+        if (streq(key, "debuginfod_cache"))
+                return set_path(&c->debuginfod_cache, key, value, ret_error);
         if (streq(key, "symbol_cache")) {
                 uint64_t mib = 0;
                 int r = set_count(&mib, key, value, 1, 1 << 20, ret_error);
@@ -245,7 +264,7 @@ int conf_parse_text(struct conf *c, const char *name, const char *text, char **r
                         return format_error(ret_error, "%s:%u: missing key before '='", name, lineno);
                 r = conf_set(c, key, value, &why);
                 if (r == -ENOENT)
-                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval, kinds, offcpu_min, offcpu_max, socket_mode, socket_group, admin_group, max_clients, client_timeout, symbol_cache, max_keys, max_stacks)",
+                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval, kinds, offcpu_min, offcpu_max, socket_mode, socket_group, admin_group, max_clients, client_timeout, symbol_cache, debuginfod_urls, debuginfod_cache, max_keys, max_stacks)",
                                     name, lineno, key);
                 if (r == -EINVAL)
                         return format_error(ret_error, "%s:%u: key '%s': %s", name, lineno, key, why);

@@ -47,6 +47,8 @@ struct conf {
         unsigned max_clients;
         uint64_t client_timeout_ns;
         uint64_t symbol_cache_bytes; /* symbols and debug info kept in memory */
+        char *debuginfod_urls;  /* servers asked for missing debug files; NULL: none */
+        char *debuginfod_cache; /* their cache directory; NULL: libdebuginfod's default */
         uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */
         uint64_t max_stacks;
 };

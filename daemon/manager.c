@@ -408,7 +408,20 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         r = store_open(m->store_path, &m->store);
         if (r < 0)
                 goto fail;
-        r = writer_new(m->store_path, "/proc", cfg->symbol_cache_bytes, &m->writer);
+        /* libdebuginfod reads its settings from the environment; set them
+         * before the writer thread exists (setenv is not thread-safe) */
+        if (cfg->debuginfod_urls) {
+                if (setenv("DEBUGINFOD_URLS", cfg->debuginfod_urls, 1) < 0 ||
+                    (cfg->debuginfod_cache && setenv("DEBUGINFOD_CACHE_PATH", cfg->debuginfod_cache, 1) < 0) ||
+                    /* a slow server delays the drain being written, not
+                     * queries: still, not for the library's 90 s default */
+                    setenv("DEBUGINFOD_TIMEOUT", "10", 0) < 0) {
+                        r = log_oom();
+                        goto fail;
+                }
+                log_info("Debug files missing on this host are asked from %s.", cfg->debuginfod_urls);
+        }
+        r = writer_new(m->store_path, "/proc", cfg->symbol_cache_bytes, cfg->debuginfod_urls != NULL, &m->writer);
         if (r < 0)
                 goto fail;
         r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);

@@ -19,6 +19,8 @@ struct manager_config {
         unsigned max_clients;
         uint64_t client_timeout_ns;
         uint64_t symbol_cache_bytes;
+        const char *debuginfod_urls;   /* NULL: no debuginfod */
+        const char *debuginfod_cache;
 };
 
 typedef struct manager manager;

@@ -195,6 +195,8 @@ int main(int argc, char *argv[]) {
                                 .max_clients = conf.max_clients,
                                 .client_timeout_ns = conf.client_timeout_ns,
                                 .symbol_cache_bytes = conf.symbol_cache_bytes,
+                                .debuginfod_urls = conf.debuginfod_urls,
+                                .debuginfod_cache = conf.debuginfod_cache,
                         },
                         &m);
         if (r < 0)

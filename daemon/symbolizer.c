@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <dwarf.h>
+#include <elfutils/debuginfod.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -215,6 +216,8 @@ struct symbolizer {
         uint64_t tick; /* LRU clock */
         uint64_t generation; /* bumped by every trim that evicted a file */
         struct kernel_table kernel;
+        debuginfod_client *debuginfod; /* NULL: not configured */
+        hashmap *debuginfod_missed;    /* build-id hex (owned) -> itself: asked, not found */
 };
 
 /* The cached answer for addresses nothing covers. */
@@ -397,6 +400,17 @@ int symbolizer_new(symbolizer **ret) {
         return 0;
 }
 
+static void debuginfod_missed_free(hashmap *m) {
+        const void *k;
+        size_t i = 0;
+
+        if (!m)
+                return;
+        while (hashmap_iterate(m, &i, &k, NULL))
+                free((void *) k);
+        hashmap_free(m);
+}
+
 symbolizer *symbolizer_free(symbolizer *s) {
         if (!s)
                 return NULL;
@@ -407,8 +421,25 @@ symbolizer *symbolizer_free(symbolizer *s) {
         free(s->files);
         strv_free(s->debug_dirs);
         kernel_table_done(&s->kernel);
+        if (s->debuginfod)
+                debuginfod_end(s->debuginfod);
+        debuginfod_missed_free(s->debuginfod_missed);
         free(s);
         return NULL;
+}
+
+int symbolizer_enable_debuginfod(symbolizer *s) {
+        if (s->debuginfod)
+                return 0;
+        s->debuginfod_missed = hashmap_new_string();
+        if (!s->debuginfod_missed)
+                return -ENOMEM;
+        s->debuginfod = debuginfod_begin();
+        if (!s->debuginfod) {
+                s->debuginfod_missed = hashmap_free(s->debuginfod_missed);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 int symbolizer_set_debug_dirs(symbolizer *s, const char *const *dirs) {
@@ -988,7 +1019,34 @@ static int debug_candidate_try(const struct debug_query *q, const char *root_pre
 /* Searches the separate debug file of a file whose path the process sees as
  * display_path, in the order the header gives. Returns 1 and fills *ret, 0
  * when there is none, -ENOMEM. */
-static int debug_file_find(const symbolizer *s, const struct debug_query *q, const char *root_prefix,
+/* Asks the configured debuginfod servers for the debug file of build_id.
+ * What they don't have is remembered for the symbolizer's life, so a missing
+ * file is asked for once (libdebuginfod also keeps a negative cache on disk,
+ * across restarts). Returns 1 and fills *ret, 0 when not found, -ENOMEM. */
+static int debug_file_from_debuginfod(symbolizer *s, const struct debug_query *q, struct debug_file *ret) {
+        _cleanup_free_ char *path = NULL;
+        char *copy;
+        int fd, r;
+
+        if (!s->debuginfod || !q->build_id || hashmap_get(s->debuginfod_missed, q->build_id, NULL) >= 0)
+                return 0;
+        fd = debuginfod_find_debuginfo(s->debuginfod, (const unsigned char *) q->build_id, 0, &path);
+        if (fd >= 0) {
+                close(fd); /* debug_candidate_open opens and checks it by path */
+                r = debug_candidate_open(q, path, true, ret);
+                if (r != 0)
+                        return r;
+        }
+        copy = strdup(q->build_id);
+        if (!copy)
+                return -ENOMEM;
+        r = hashmap_put(s->debuginfod_missed, copy, copy);
+        if (r < 0)
+                free(copy);
+        return r == -ENOMEM ? r : 0;
+}
+
+static int debug_file_find(symbolizer *s, const struct debug_query *q, const char *root_prefix,
                            const char *display_path, struct debug_file *ret) {
         _cleanup_free_ char *dir = NULL;
         const char *slash;
@@ -1006,7 +1064,7 @@ static int debug_file_find(const symbolizer *s, const struct debug_query *q, con
                 }
 
         if (!q->link_name)
-                return 0;
+                return debug_file_from_debuginfod(s, q, ret);
         /* The directory as the process names it; "" for a bare name, so
          * the candidates are relative to the current directory as for
          * eu-addr2line. */
@@ -1034,7 +1092,8 @@ static int debug_file_find(const symbolizer *s, const struct debug_query *q, con
                         if (r != 0)
                                 return r;
                 }
-        return 0;
+        /* nothing on this host: the servers, last, as they are the slowest */
+        return debug_file_from_debuginfod(s, q, ret);
 }
 
 /* Makes f reachable through the stat key. Returns 0 or -ENOMEM. */

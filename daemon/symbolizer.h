@@ -32,6 +32,14 @@ symbolizer *symbolizer_free(symbolizer *s);
  * -ENOMEM (the old list then stays). */
 int symbolizer_set_debug_dirs(symbolizer *s, const char *const *dirs);
 
+/* Asks debuginfod servers for debug files found nowhere on the host, as a
+ * last resort. libdebuginfod takes its servers, cache directory and timeout
+ * from the environment ($DEBUGINFOD_URLS, $DEBUGINFOD_CACHE_PATH,
+ * $DEBUGINFOD_TIMEOUT; profd sets them from its settings). A build-id the
+ * servers did not have is not asked for again. Call from the thread that
+ * loads files: the client is not shared. Returns 0 or -ENOMEM. */
+int symbolizer_enable_debuginfod(symbolizer *s);
+
 /* Loads the symbols of the ELF file at open_path (a plain path, or a
  * /proc/PID/map_files/START-END link that still works after the file was
  * deleted), or finds it in the cache. *ret is owned by the symbolizer (see

@@ -430,7 +430,8 @@ static uint64_t enqueue(writer *w, struct job *j) {
         return seq;
 }
 
-int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_cache_budget, writer **ret) {
+int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_cache_budget, bool debuginfod,
+               writer **ret) {
         writer *w = calloc(1, sizeof(*w));
         int r;
 
@@ -449,6 +450,10 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
                 goto fail;
         }
         symbolizer_set_cache_budget(w->sym, symbol_cache_budget);
+        if (debuginfod && symbolizer_enable_debuginfod(w->sym) < 0) {
+                r = log_oom();
+                goto fail;
+        }
         r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
         if (r < 0)
                 log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");

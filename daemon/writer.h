@@ -43,8 +43,11 @@ struct writer_stats {
 
 /* Opens its own connection to the store at store_path (already created and
  * migrated) and starts the thread. symbol_cache_budget bounds the symbols and
- * debug info kept in memory (bytes; evicted least recently used first). Returns 0 or a negative errno, logged. */
-int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_cache_budget, writer **ret);
+ * debug info kept in memory (bytes; evicted least recently used first);
+ * debuginfod: ask debuginfod servers (as the environment names them) for
+ * debug files found nowhere on the host. Returns 0 or a negative errno, logged. */
+int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_cache_budget, bool debuginfod,
+               writer **ret);
 /* Finishes every queued job, stops the thread and frees it. NULL is fine. */
 writer *writer_free(writer *w);
 

@@ -167,6 +167,13 @@ static void test_conf_file_and_overrides(void) {
         CHECK_INT_EQ(c.client_timeout_ns, 2000000000ULL);
         CHECK_INT_EQ(c.max_keys, 64);
         CHECK_INT_EQ(c.max_stacks, 32);
+        CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "debuginfod_urls = https://debuginfod.debian.net http://10.0.0.1:8002\n"
+                                               "debuginfod_cache = /var/cache/profd/debuginfod\n", &err), 0);
+        CHECK_STR_EQ(c.debuginfod_urls, "https://debuginfod.debian.net http://10.0.0.1:8002");
+        CHECK_STR_EQ(c.debuginfod_cache, "/var/cache/profd/debuginfod");
+        CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "debuginfod_urls = ftp://x\n", &err), -EINVAL);
+        CHECK(err && strstr(err, "debuginfod_urls"));
+        free(err), err = NULL;
         CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "symbol_cache = 64\n", &err), 0);
         CHECK_INT_EQ(c.symbol_cache_bytes, 64ULL << 20);
         CHECK_INT_EQ(conf_parse_text(&c, "t.conf", "admin_group =\n", &err), 0);
