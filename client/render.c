@@ -438,6 +438,31 @@ static void offcpu_write(FILE *f, const json_t *status) {
                                 (uint64_t) json_integer_value(json_object_get(o, "filtered_ns"))));
 }
 
+/* Memory, tables and unresolved frames, when the daemon reports them. */
+static void extras_write(FILE *f, const json_t *status) {
+        json_t *rss = json_object_get(status, "rss_bytes"), *cache = json_object_get(status, "symbol_cache_bytes");
+        json_t *procs = json_object_get(status, "processes_tracked"), *clients = json_object_get(status, "clients");
+        json_t *unres = json_object_get(status, "unresolved");
+        char a[32], b[32];
+
+        if (json_is_integer(rss) && json_is_integer(cache))
+                fprintf(f, "memory:    %s resident, %s of it symbols and debug info\n",
+                        format_bytes(a, sizeof(a), (uint64_t) json_integer_value(rss)),
+                        format_bytes(b, sizeof(b), (uint64_t) json_integer_value(cache)));
+        if (json_is_integer(procs) && json_is_integer(clients))
+                fprintf(f, "tracking:  %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT " clients connected\n",
+                        json_integer_value(procs), json_integer_value(clients));
+        if (json_is_object(unres)) {
+                const char *k;
+                json_t *v;
+
+                fputs("unresolved user frames:", f);
+                json_object_foreach(unres, k, v)
+                        fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
+                fputc('\n', f);
+        }
+}
+
 int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         const char *version, *event, *store_path;
         uint64_t pid, uptime_s, frequency_hz, interval_ms, store_bytes, drains, last_drain_ns = 0,
@@ -509,6 +534,7 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         fprintf(f, "seen:      %" PRIu64 " samples since profd started, %" PRIu64 " of them idle "
                 "(idle samples are not stored)\n", samples_seen, idle_samples);
         fprintf(f, "store:     %s (%s)\n", store_path, format_bytes(size, sizeof(size), store_bytes));
+        extras_write(f, status);
 
         drops_write(f, json_object_get(status, "drops"));
         return ferror(f) ? -EIO : 0;

@@ -11,6 +11,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
+#include "helpers.h"
 #include "log.h"
 #include "macro.h"
 #include "store.h"
@@ -61,6 +64,7 @@ struct writer {
         symbolizer *sym;
         proctable *procs;
         uint64_t vanished_stored;  /* vanished already written as drops */
+        uint64_t kernel_code;      /* kernel_code_signature() when kallsyms was read */
         struct store_frame *frames; /* scratch for one sample's frames */
         struct store_line *lines;   /* their inline chains, MAX_INLINE per frame */
         size_t frames_cap;
@@ -330,6 +334,39 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         return r;
 }
 
+/* Changes when kernel code comes or goes: BPF programs (their symbols are
+ * bpf_prog_TAG_NAME in kallsyms) or modules. Cheap: a syscall per program and
+ * one small file, against ~150 ms to read kallsyms itself. */
+static uint64_t kernel_code_signature(void) {
+        _cleanup_free_ char *modules = NULL;
+        uint64_t h = 0;
+        __u32 id = 0;
+
+        while (bpf_prog_get_next_id(id, &id) == 0)
+                h = hash_u64(h ^ id);
+        if (read_full_file("/proc/modules", &modules) >= 0)
+                h ^= hash_bytes(modules, strlen(modules));
+        return h;
+}
+
+/* Reads kallsyms again if kernel code changed since it was read: at the
+ * first drain that includes profd's own programs, and whenever a module or
+ * another BPF program is loaded. Otherwise their frames would be named after
+ * the nearest older symbol. */
+static void kallsyms_refresh(writer *w) {
+        uint64_t sig = kernel_code_signature();
+        int r;
+
+        if (sig == w->kernel_code)
+                return;
+        w->kernel_code = kernel_code_signature();
+        r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
+        if (r < 0)
+                log_warning_errno(r, "Cannot read kernel symbols again, keeping the old ones: %m");
+        else
+                w->kernel_code = sig;
+}
+
 static void job_free(struct job *j) {
         if (j) {
                 proc_free(j->proc);
@@ -367,6 +404,7 @@ static void run_job(writer *w, struct job *j) {
         } else {
                 struct writer_result res = { .seq = j->seq };
 
+                kallsyms_refresh(w);
                 r = write_drain(w, j, &res);
                 if (r < 0) {
                         res.error = r;

@@ -55,6 +55,10 @@ def test_blocked_time_per_function_matches_truth():
               f"{reader / 1e6:.1f} ms blocked")
         assert abs(ended - reader) <= TOLERANCE * reader, \
             f"feed_pipe_writer woke {ended / 1e6:.1f} ms, the reader blocked {reader / 1e6:.1f} ms"
+        # the waker's kernel stack is walked from inside profd's own BPF
+        # program: it must be named, by its kallsyms name bpf_prog_TAG_NAME
+        progs = {f["name"] for st in wakers["stacks"] for f in st["frames"] if f["name"].startswith("bpf_prog_")}
+        assert any(n.endswith("_profd_waking") for n in progs), f"profd_waking not named; BPF frames: {progs}"
         folded = d.profctl("query", "--kind", "wakeup", "--pid", pid, "--since", "5m", "--folded").stdout
         assert any("feed_pipe_writer" in l for l in folded.splitlines()), folded[:2000]
         # folded weights for time kinds are microseconds
