@@ -81,6 +81,14 @@ hashmap *hashmap_free(hashmap *m) {
         return NULL;
 }
 
+hashmap *hashmap_free_with_keys(hashmap *m) {
+        if (m)
+                for (size_t i = 0; i < m->n_slots; i++)
+                        if (m->slots[i].hash != 0)
+                                free((void *) m->slots[i].key);
+        return hashmap_free(m);
+}
+
 static uint64_t entry_hash(const hashmap *m, const void *key) {
         uint64_t h = m->hash(key);
         return h ? h : 1;

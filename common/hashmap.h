@@ -18,6 +18,8 @@ hashmap *hashmap_new_u64(void);
 /* Keys are NUL-terminated strings. */
 hashmap *hashmap_new_string(void);
 hashmap *hashmap_free(hashmap *m);
+/* Frees every key (they must come from malloc), then the map. */
+hashmap *hashmap_free_with_keys(hashmap *m);
 
 #define UINT64_TO_KEY(u) ((const void *) (uintptr_t) (u))
 #define KEY_TO_UINT64(k) ((uint64_t) (uintptr_t) (k))

@@ -119,22 +119,11 @@ static int store_fail(store *s, int rc, const char *what) {
         return r;
 }
 
-static void free_keys(hashmap *m) {
-        const void *k;
-        size_t i = 0;
-
-        if (!m)
-                return;
-        while (hashmap_iterate(m, &i, &k, NULL))
-                free((void *) k);
-        hashmap_free(m);
-}
-
 static int caches_reset(store *s) {
-        free_keys(s->mapping_ids);
-        free_keys(s->function_ids);
-        free_keys(s->location_ids);
-        free_keys(s->process_ids);
+        hashmap_free_with_keys(s->mapping_ids);
+        hashmap_free_with_keys(s->function_ids);
+        hashmap_free_with_keys(s->location_ids);
+        hashmap_free_with_keys(s->process_ids);
         s->mapping_ids = hashmap_new_string();
         s->function_ids = hashmap_new_string();
         s->location_ids = hashmap_new_string();
@@ -259,10 +248,10 @@ store *store_close(store *s) {
                 sqlite3_finalize(s->stmts[i]);
         if (s->db)
                 sqlite3_close(s->db);
-        free_keys(s->mapping_ids);
-        free_keys(s->function_ids);
-        free_keys(s->location_ids);
-        free_keys(s->process_ids);
+        hashmap_free_with_keys(s->mapping_ids);
+        hashmap_free_with_keys(s->function_ids);
+        hashmap_free_with_keys(s->location_ids);
+        hashmap_free_with_keys(s->process_ids);
         free(s->path);
         free(s);
         return NULL;

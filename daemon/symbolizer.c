@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "hashmap.h"
+#include "helpers.h"
 #include "macro.h"
 
 /* Last: libiberty.h (which demangle.h includes) redefines basename and
@@ -400,17 +401,6 @@ int symbolizer_new(symbolizer **ret) {
         return 0;
 }
 
-static void debuginfod_missed_free(hashmap *m) {
-        const void *k;
-        size_t i = 0;
-
-        if (!m)
-                return;
-        while (hashmap_iterate(m, &i, &k, NULL))
-                free((void *) k);
-        hashmap_free(m);
-}
-
 symbolizer *symbolizer_free(symbolizer *s) {
         if (!s)
                 return NULL;
@@ -423,7 +413,7 @@ symbolizer *symbolizer_free(symbolizer *s) {
         kernel_table_done(&s->kernel);
         if (s->debuginfod)
                 debuginfod_end(s->debuginfod);
-        debuginfod_missed_free(s->debuginfod_missed);
+        hashmap_free_with_keys(s->debuginfod_missed);
         free(s);
         return NULL;
 }
@@ -2131,16 +2121,6 @@ size_t symbolizer_trim(symbolizer *s) {
         return n_evicted;
 }
 
-static int hex_digit(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Splits one kallsyms line, "ADDR TYPE NAME" optionally followed by
  * "\t[MODULE]", in place. Returns 0, or -EINVAL when the line has another
  * shape. *ret_module is NULL for the kernel image. */
@@ -2151,7 +2131,7 @@ static int kallsyms_parse_line(char *line, uint64_t *ret_addr, char *ret_type,
         size_t n_digits = 0;
         char type;
 
-        for (int d; (d = hex_digit(*p)) >= 0; p++) {
+        for (int d; (d = unhex_char(*p)) >= 0; p++) {
                 if (++n_digits > 16)
                         return -EINVAL;
                 addr = addr << 4 | (uint64_t) d;
