@@ -322,10 +322,6 @@ const char *collector_event_name(const collector *c) {
         return c->event_name;
 }
 
-unsigned collector_frequency(const collector *c) {
-        return c->frequency;
-}
-
 int collector_events_fd(const collector *c) {
         return ring_buffer__epoll_fd(c->events);
 }

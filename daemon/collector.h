@@ -52,7 +52,6 @@ collector *collector_free(collector *c);
 /* "cycles" or "cpu-clock": the perf event the sampler runs on; NULL when
  * on-CPU sampling is off. */
 const char *collector_event_name(const collector *c);
-unsigned collector_frequency(const collector *c);
 
 /* A file descriptor that becomes readable when process events are pending. */
 int collector_events_fd(const collector *c);

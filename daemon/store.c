@@ -578,17 +578,6 @@ void store_drain_abort(store *s) {
                 log_oom();
 }
 
-int store_record_lost_drain(store *s, uint64_t start_ns, uint64_t end_ns, const char *reason, uint64_t count) {
-        int r = store_drain_begin(s, start_ns, end_ns);
-        if (r >= 0)
-                r = store_drain_drop(s, reason, count);
-        if (r >= 0)
-                r = store_drain_commit(s, NULL, NULL, NULL);
-        if (r < 0)
-                store_drain_abort(s);
-        return r;
-}
-
 /* A location as queries return it: one frame, or several for inlined calls.
  * Strings are owned here. */
 struct location_info {

@@ -69,10 +69,6 @@ int store_drain_drop(store *s, const char *reason, uint64_t count);
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys);
 void store_drain_abort(store *s);
 
-/* Records drops of a drain that could not be written, in a transaction of its
- * own, so they stay visible. Returns 0 or a negative errno. */
-int store_record_lost_drain(store *s, uint64_t start_ns, uint64_t end_ns, const char *reason, uint64_t count);
-
 struct store_query {
         int kind;
         uint64_t from_ns, to_ns; /* Unix-epoch ns, inclusive */
