@@ -1,0 +1,74 @@
+/* A query's answer held in memory: the distinct frames and the stacks that
+ * use them, for the views that need every stack at once (tree, flame graph,
+ * pprof, diff). Folded and JSON output stream instead and never build one.
+ *
+ * Memory is proportional to the distinct stacks and frames of the answer,
+ * not to its samples: profd already merged equal stacks. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+enum {
+        PROFILE_FRAME_KERNEL = 1 << 0,     /* "kernel": true */
+        PROFILE_FRAME_INLINED = 1 << 1,    /* "inlined": true, its caller is the frame before it */
+        PROFILE_FRAME_JIT = 1 << 2,        /* "jit": true (perf-map or [jit] code) */
+        PROFILE_FRAME_UNRESOLVED = 1 << 3, /* "resolved": false */
+        PROFILE_FRAME_LOST = 1 << 4,       /* the "[lost]" frame of a stack that could not be walked */
+};
+
+/* One distinct frame. Strings are owned by the profile; absent ones are "" (never NULL). */
+struct profile_frame {
+        const char *name;     /* demangled unless the query asked for raw names */
+        const char *raw_name; /* symbol-table name; equals name when profd sent none */
+        const char *module;   /* file path, "[kernel.kallsyms]", "[jit]"...; "" if none */
+        const char *build_id; /* lowercase hex, "" if unknown */
+        const char *file;     /* source file, "" if unknown */
+        uint32_t line;        /* 0 if unknown */
+        uint64_t address;     /* file offset (user) or address (kernel), 0 if unknown */
+        unsigned flags;       /* PROFILE_FRAME_* */
+};
+
+struct profile_stack {
+        uint64_t value;       /* samples (unit "samples") or nanoseconds (unit "ns") */
+        const char *group;    /* the answer's "group" of this stack (comm-pid, unit), "" if none */
+        size_t n_frames;
+        const uint32_t *frames; /* indexes into profile.frames, root first */
+};
+
+typedef struct profile {
+        char *kind;           /* "cpu", "offcpu", "wakeup" */
+        char *unit;           /* "samples" or "ns" */
+        uint64_t total;       /* sum of the stacks' values */
+        uint64_t from_ns, to_ns; /* the window, Unix-epoch ns */
+
+        struct profile_frame *frames;
+        size_t n_frames;
+        struct profile_stack *stacks;
+        size_t n_stacks;
+
+        void *priv;           /* interning tables and string storage */
+} profile;
+
+profile *profile_new(void);
+profile *profile_free(profile *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(profile *, profile_free);
+#define _cleanup_profile_ _cleanup_(profile_freep)
+
+/* Adds one "stack" line of profd's answer (docs/protocol.md). Equal frames
+ * (all fields equal) are stored once. A malformed line is reported on stderr
+ * as profd's fault; returns 0, -EBADMSG or -ENOMEM. */
+int profile_add_stack_line(profile *p, const json_t *line);
+
+/* Takes kind, unit, from_ns and to_ns from the answer's "end" line and
+ * checks its "total" and "stacks" against what was added. Returns 0 or
+ * -EBADMSG. */
+int profile_set_end(profile *p, const json_t *end);
+
+/* Adds a stack directly (tests, diff); frames are copied. Returns 0 or -ENOMEM. */
+int profile_add_stack(profile *p, const struct profile_frame *frames, size_t n, uint64_t value,
+                      const char *group);
