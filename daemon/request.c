@@ -10,6 +10,7 @@
 
 #include "../bpf/profd.h"
 #include "duration.h"
+#include "timestamp.h"
 #include "macro.h"
 #include "helpers.h"
 
@@ -76,8 +77,107 @@ static int parse_states(const char *s, uint32_t *ret_mask, char **ret_error) {
         return 0;
 }
 
-static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
-        bool have_since = false;
+bool request_is_glob(const char *s) {
+        return s && strpbrk(s, "*?[");
+}
+
+/* A non-empty string field of at most max bytes, copied to *ret. */
+static int parse_string_field(json_t *v, const char *name, size_t max, char **ret, char **ret_error) {
+        const char *c;
+        char *copy;
+
+        if (!json_is_string(v))
+                return format_error(ret_error, "field '%s' must be a string", name);
+        c = json_string_value(v);
+        if (c[0] == '\0')
+                return format_error(ret_error, "field '%s' is empty", name);
+        if (strlen(c) > max)
+                return format_error(ret_error, "field '%s' is longer than %zu bytes", name, max);
+        copy = strdup(c);
+        if (!copy)
+                return -ENOMEM;
+        free(*ret);
+        *ret = copy;
+        return 0;
+}
+
+static int parse_id_field(json_t *v, const char *name, json_int_t min, json_int_t max, const char *what,
+                          json_int_t *ret, char **ret_error) {
+        json_int_t i;
+
+        if (!json_is_integer(v))
+                return format_error(ret_error, "field '%s' must be an integer", name);
+        i = json_integer_value(v);
+        if (i < min || i > max)
+                return format_error(ret_error, "field '%s': %lld is not %s", name, (long long) i, what);
+        *ret = i;
+        return 0;
+}
+
+static int parse_time_field(json_t *v, const char *name, struct request_time *ret, char **ret_error) {
+        const char *s;
+        int r;
+
+        if (!json_is_string(v))
+                return format_error(ret_error, "field '%s' must be a string: an RFC 3339 time such as "
+                                               "\"2026-11-21T05:00:00Z\", or a duration ago such as \"10m\"", name);
+        s = json_string_value(v);
+        r = parse_time_point(s, &ret->absolute, &ret->ns);
+        if (r == -ERANGE)
+                return format_error(ret_error, "field '%s': \"%s\" is out of range (times from 1970 to 2262)", name, s);
+        if (r < 0)
+                return format_error(ret_error,
+                            "field '%s': \"%.64s\" is neither an RFC 3339 time (e.g. \"2026-11-21T05:00:00Z\", "
+                            "\"2026-11-21T06:00:00.5+01:00\") nor a duration ago (e.g. \"10m\")", name, s);
+        return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+        size_t n = strlen(s), l = strlen(suffix);
+        return n > l && streq(s + n - l, suffix);
+}
+
+static int check_cgroup(char *cg, char **ret_error) {
+        size_t n = strlen(cg);
+
+        if (cg[0] != '/')
+                return format_error(ret_error, "field 'cgroup': \"%.64s\" is not a cgroup v2 path: it starts with '/', "
+                                               "e.g. \"/system.slice/nginx.service\"", cg);
+        /* "/system.slice/" is "/system.slice"; "/" stays the root */
+        while (n > 1 && cg[n - 1] == '/')
+                cg[--n] = '\0';
+        return 0;
+}
+
+static int check_unit(const char *u, char **ret_error) {
+        if (strchr(u, '/'))
+                return format_error(ret_error, "field 'unit': \"%.64s\" is a path, not a unit name "
+                                               "(use 'cgroup' for paths)", u);
+        if (!request_is_glob(u) && !ends_with(u, ".service") && !ends_with(u, ".scope"))
+                return format_error(ret_error, "field 'unit': \"%.64s\" is not a unit processes run in: "
+                                               "it ends in .service or .scope, e.g. \"nginx.service\"", u);
+        return 0;
+}
+
+static int check_container(char *c, char **ret_error) {
+        size_t n = strlen(c);
+
+        if (n < REQUEST_CONTAINER_MIN || n > REQUEST_CONTAINER_MAX ||
+            strspn(c, "0123456789abcdefABCDEF") != n)
+                return format_error(ret_error, "field 'container': \"%.80s\" is not a container id "
+                                               "(%d to %d hex digits)", c, REQUEST_CONTAINER_MIN,
+                                               REQUEST_CONTAINER_MAX);
+        /* ids are lowercase in cgroup paths */
+        for (char *p = c; *p; p++)
+                if (*p >= 'A' && *p <= 'F')
+                        *p += 'a' - 'A';
+        return 0;
+}
+
+static int parse_query(json_t *o, bool series, struct query_request *q, char **ret_error) {
+        const char *op = series ? "series" : "query";
+        /* the window fields given, to refuse contradicting combinations */
+        const char *have_since = NULL, *have_until = NULL;
         const char *key;
         json_t *v;
         int r;
@@ -97,54 +197,178 @@ static int parse_query(json_t *o, struct query_request *q, char **ret_error) {
                         r = parse_duration_field(v, key, &q->since_ns, ret_error);
                         if (r < 0)
                                 return r;
-                        have_since = true;
+                        have_since = "since";
                 } else if (streq(key, "until")) {
                         r = parse_duration_field(v, key, &q->until_ns, ret_error);
                         if (r < 0)
                                 return r;
+                        have_until = "until";
+                } else if (streq(key, "from")) {
+                        r = parse_time_field(v, key, &q->from, ret_error);
+                        if (r < 0)
+                                return r;
+                        q->have_from = true;
+                } else if (streq(key, "to")) {
+                        r = parse_time_field(v, key, &q->to, ret_error);
+                        if (r < 0)
+                                return r;
+                        q->have_to = true;
+                } else if (streq(key, "last")) {
+                        if (!json_is_boolean(v))
+                                return format_error(ret_error, "field 'last' must be true or false");
+                        q->last = json_is_true(v);
                 } else if (streq(key, "pid")) {
                         json_int_t pid;
-                        if (!json_is_integer(v))
-                                return format_error(ret_error, "field 'pid' must be an integer");
-                        pid = json_integer_value(v);
-                        if (pid <= 0 || pid > INT32_MAX)
-                                return format_error(ret_error, "field 'pid': %lld is not a process id",
-                                            (long long) pid);
+                        r = parse_id_field(v, key, 1, INT32_MAX, "a process id", &pid, ret_error);
+                        if (r < 0)
+                                return r;
                         q->pid = pid;
+                } else if (streq(key, "tid")) {
+                        json_int_t tid;
+                        r = parse_id_field(v, key, 1, INT32_MAX, "a thread id", &tid, ret_error);
+                        if (r < 0)
+                                return r;
+                        q->tid = tid;
+                } else if (streq(key, "uid")) {
+                        json_int_t uid;
+                        /* (uid_t) -1 means "no uid" to the kernel */
+                        r = parse_id_field(v, key, 0, (json_int_t) UINT32_MAX - 1, "a user id", &uid, ret_error);
+                        if (r < 0)
+                                return r;
+                        q->uid = uid;
+                        q->have_uid = true;
                 } else if (streq(key, "comm")) {
-                        const char *c;
-                        if (!json_is_string(v))
-                                return format_error(ret_error, "field 'comm' must be a string");
-                        c = json_string_value(v);
-                        if (c[0] == '\0')
-                                return format_error(ret_error, "field 'comm' is empty");
-                        if (strlen(c) > REQUEST_COMM_MAX)
+                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->comm, ret_error);
+                        if (r < 0)
+                                return r;
+                        /* a pattern may be longer than the names it matches */
+                        if (!request_is_glob(q->comm) && strlen(q->comm) > REQUEST_COMM_MAX)
                                 return format_error(ret_error,
                                             "field 'comm': \"%.32s\" is longer than %d characters, "
                                             "the most the kernel keeps of a command name",
-                                            c, REQUEST_COMM_MAX);
-                        free(q->comm);
-                        q->comm = strdup(c);
-                        if (!q->comm)
-                                return -ENOMEM;
-                } else if (streq(key, "raw_names")) {
-                        if (!json_is_boolean(v))
-                                return format_error(ret_error, "field 'raw_names' must be true or false");
-                        q->raw_names = json_is_true(v);
+                                            q->comm, REQUEST_COMM_MAX);
+                } else if (streq(key, "exe")) {
+                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->exe, ret_error);
+                        if (r < 0)
+                                return r;
+                        if (!request_is_glob(q->exe) && q->exe[0] != '/')
+                                return format_error(ret_error,
+                                            "field 'exe': \"%.64s\" is not an absolute path (a glob such as "
+                                            "\"*/%.64s\" matches it by name)", q->exe, q->exe);
+                } else if (streq(key, "cgroup")) {
+                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->cgroup, ret_error);
+                        if (r < 0)
+                                return r;
+                        r = check_cgroup(q->cgroup, ret_error);
+                        if (r < 0)
+                                return r;
+                } else if (streq(key, "unit")) {
+                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->unit, ret_error);
+                        if (r < 0)
+                                return r;
+                        r = check_unit(q->unit, ret_error);
+                        if (r < 0)
+                                return r;
+                } else if (streq(key, "container")) {
+                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->container, ret_error);
+                        if (r < 0)
+                                return r;
+                        r = check_container(q->container, ret_error);
+                        if (r < 0)
+                                return r;
                 } else if (streq(key, "state")) {
                         if (!json_is_string(v))
                                 return format_error(ret_error, "field 'state' must be a string such as \"S,D\"");
                         r = parse_states(json_string_value(v), &q->state_mask, ret_error);
                         if (r < 0)
                                 return r;
+                } else if (!series && streq(key, "raw_names")) {
+                        if (!json_is_boolean(v))
+                                return format_error(ret_error, "field 'raw_names' must be true or false");
+                        q->raw_names = json_is_true(v);
+                } else if (!series && streq(key, "format")) {
+                        /* folded: what a flame graph needs and nothing else,
+                         * a fraction of the bytes to send and to parse */
+                        if (!json_is_string(v) ||
+                            (!streq(json_string_value(v), "frames") && !streq(json_string_value(v), "folded")))
+                                return format_error(ret_error, "field 'format' must be \"frames\" or \"folded\"");
+                        q->folded = streq(json_string_value(v), "folded");
+                } else if (!series && streq(key, "lines")) {
+                        if (!json_is_boolean(v))
+                                return format_error(ret_error, "field 'lines' must be true or false");
+                        q->lines = json_is_true(v);
+                } else if (!series && streq(key, "group")) {
+                        const char *g;
+                        if (!json_is_string(v))
+                                return format_error(ret_error, "field 'group' must be a string");
+                        g = json_string_value(v);
+                        if (streq(g, "process"))
+                                q->group = QUERY_GROUP_PROCESS;
+                        else if (streq(g, "unit"))
+                                q->group = QUERY_GROUP_UNIT;
+                        else
+                                return format_error(ret_error, "field 'group': \"%.32s\" is not a grouping "
+                                                               "(expected \"process\" or \"unit\")", g);
+                } else if (series && streq(key, "step")) {
+                        r = parse_duration_field(v, key, &q->step_ns, ret_error);
+                        if (r < 0)
+                                return r;
+                        if (q->step_ns < REQUEST_STEP_MIN_NS)
+                                return format_error(ret_error, "field 'step': \"%s\" is shorter than 1ms",
+                                            json_string_value(v));
                 } else
-                        return format_error(ret_error, "unknown field '%s' in query request", key);
+                        return format_error(ret_error, "unknown field '%s' in %s request", key, op);
         }
+        if (q->lines && !q->folded)
+                return format_error(ret_error, "field 'lines' applies to \"format\":\"folded\" (frames carry "
+                                               "their file and line already)");
         if (q->state_mask && q->kind == PROFD_KIND_CPU)
                 return format_error(ret_error, "field 'state' applies to kinds offcpu and wakeup, not cpu");
-        if (q->until_ns >= q->since_ns)
-                return format_error(ret_error, "empty window: 'until' must be more recent than 'since'%s",
-                            have_since ? "" : " (default since: 10m)");
+        if (have_since && q->have_from)
+                return format_error(ret_error, "fields 'since' and 'from' both give the start of the window; "
+                                               "give one");
+        if (have_until && q->have_to)
+                return format_error(ret_error, "fields 'until' and 'to' both give the end of the window; give one");
+        if (q->last) {
+                const char *other = have_since ?: have_until ?: q->have_from ? "from" : q->have_to ? "to" : NULL;
+                if (other)
+                        return format_error(ret_error, "field 'last' (the most recent drain) cannot be combined "
+                                                       "with '%s'", other);
+        }
+        /* a window all in durations is checked now; one with a time of
+         * day only when it runs (request_window) */
+        if (!q->last && !(q->have_from && q->from.absolute) && !(q->have_to && q->to.absolute)) {
+                uint64_t start = q->have_from ? q->from.ns : q->since_ns;
+                uint64_t end = q->have_to ? q->to.ns : q->until_ns;
+                if (end >= start)
+                        return format_error(ret_error, "empty window: '%s' must be more recent than '%s'%s",
+                                    q->have_to ? "to" : "until", q->have_from ? "from" : "since",
+                                    have_since || q->have_from ? "" : " (default since: 10m)");
+        }
+        return 0;
+}
+
+int request_window(const struct query_request *q, uint64_t now_ns, uint64_t *ret_from_ns, uint64_t *ret_to_ns,
+                   char **ret_error) {
+        const struct request_time start = q->have_from ? q->from : (struct request_time) { .ns = q->since_ns };
+        const struct request_time end = q->have_to ? q->to : (struct request_time) { .ns = q->until_ns };
+        uint64_t from = start.absolute ? start.ns : start.ns < now_ns ? now_ns - start.ns : 0;
+        uint64_t to = end.absolute ? end.ns : end.ns < now_ns ? now_ns - end.ns : 0;
+
+        *ret_error = NULL;
+        if (from > now_ns) {
+                char a[64];
+                return format_error(ret_error, "empty window: '%s' (%s) is in the future",
+                                    q->have_from ? "from" : "since", format_timestamp(a, sizeof(a), from));
+        }
+        if (to < from) {
+                char a[64], b[64];
+                return format_error(ret_error, "empty window: '%s' (%s) is before '%s' (%s)",
+                                    q->have_to ? "to" : "until", format_timestamp(a, sizeof(a), to),
+                                    q->have_from ? "from" : "since", format_timestamp(b, sizeof(b), from));
+        }
+        *ret_from_ns = from;
+        *ret_to_ns = to;
         return 0;
 }
 
@@ -193,9 +417,12 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
                 r = parse_no_args(root, ops, ret_error);
         } else if (streq(ops, "query")) {
                 req.op = REQUEST_QUERY;
-                r = parse_query(root, &req.query, ret_error);
+                r = parse_query(root, false, &req.query, ret_error);
+        } else if (streq(ops, "series")) {
+                req.op = REQUEST_SERIES;
+                r = parse_query(root, true, &req.query, ret_error);
         } else
-                r = format_error(ret_error, "unknown op '%s' (expected status, flush or query)", ops);
+                r = format_error(ret_error, "unknown op '%s' (expected status, flush, query or series)", ops);
 out:
         json_decref(root);
         if (r < 0) {
@@ -207,6 +434,12 @@ out:
 }
 
 void request_done(struct request *r) {
-        free(r->query.comm);
-        r->query.comm = NULL;
+        struct query_request *q = &r->query;
+
+        free(q->comm);
+        free(q->exe);
+        free(q->cgroup);
+        free(q->unit);
+        free(q->container);
+        q->comm = q->exe = q->cgroup = q->unit = q->container = NULL;
 }

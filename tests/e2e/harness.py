@@ -145,6 +145,26 @@ def exchange(path, lines, timeout=20):
     return [json.loads(l) for l in data.decode().splitlines()]
 
 
+def storegen(store, samples, now=None):
+    """Creates or extends a store with known content (tests/tools/storegen):
+    samples are dicts as tests/tools/README.md describes; now an RFC 3339
+    time taken as now (default: the clock)."""
+    args = [binary("STOREGEN")] + (["--now", now] if now else []) + [store]
+    spec = "".join(json.dumps(s) + "\n" for s in samples)
+    r = subprocess.run(args, input=spec, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError(f"storegen failed ({r.returncode}):\n{r.stderr}")
+
+
+def serve_only(store_samples, now=None, config="/dev/null"):
+    """A serve-only profd (--kinds none: no BPF) on a new store holding
+    store_samples; use it as a context manager."""
+    d = tempfile.mkdtemp(prefix="profd-test-")
+    store = os.path.join(d, "profd.db")
+    storegen(store, store_samples, now)
+    return Profd("--kinds", "none", store=store, workdir=d, config=config)
+
+
 def memory_kib(pid):
     """(VmRSS, VmHWM) of a process in KiB, from /proc/PID/status."""
     vals = {}

@@ -60,6 +60,211 @@ static void test_query_defaults(void) {
         CHECK_INT_EQ(r.op, REQUEST_FLUSH);
 }
 
+#define NS 1000000000ULL
+/* 2026-11-21T05:00:00Z */
+#define T0 (1795237200ULL * NS)
+
+static void test_new_filters_are_applied(void) {
+        struct request r;
+        char *err = NULL;
+
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"tid\":77,\"comm\":\"ngx-*\",\"exe\":\"/usr/sbin/nginx\","
+                           "\"uid\":0,\"cgroup\":\"/system.slice/nginx.service/\",\"unit\":\"nginx.service\","
+                           "\"container\":\"4F5a1C\",\"group\":\"unit\",\"raw_names\":true}", &r, &err), 0);
+        CHECK_INT_EQ(r.op, REQUEST_QUERY);
+        CHECK_INT_EQ(r.query.tid, 77);
+        CHECK_STR_EQ(r.query.comm, "ngx-*");
+        CHECK_STR_EQ(r.query.exe, "/usr/sbin/nginx");
+        CHECK(r.query.have_uid);
+        CHECK_INT_EQ(r.query.uid, 0);
+        /* a trailing slash names the same cgroup */
+        CHECK_STR_EQ(r.query.cgroup, "/system.slice/nginx.service");
+        CHECK_STR_EQ(r.query.unit, "nginx.service");
+        /* container ids are lowercase in cgroup paths */
+        CHECK_STR_EQ(r.query.container, "4f5a1c");
+        CHECK_INT_EQ(r.query.group, QUERY_GROUP_UNIT);
+        CHECK(r.query.raw_names);
+        CHECK(!r.query.last);
+        request_done(&r);
+
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"cgroup\":\"/\",\"group\":\"process\",\"comm\":\"[a-z]*worker-thread-?\","
+                           "\"exe\":\"*/python3*\",\"unit\":\"*.scope\"}", &r, &err), 0);
+        CHECK_STR_EQ(r.query.cgroup, "/");
+        CHECK_INT_EQ(r.query.group, QUERY_GROUP_PROCESS);
+        /* a glob may be longer than the names it matches */
+        CHECK_STR_EQ(r.query.comm, "[a-z]*worker-thread-?");
+        CHECK(!r.query.have_uid);
+        CHECK(!r.query.folded);
+        request_done(&r);
+
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"format\":\"folded\",\"lines\":true}", &r, &err), 0);
+        CHECK(r.query.folded);
+        CHECK(r.query.lines);
+        request_done(&r);
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"format\":\"frames\"}", &r, &err), 0);
+        CHECK(!r.query.folded);
+        request_done(&r);
+
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"last\":true,\"pid\":3}", &r, &err), 0);
+        CHECK(r.query.last);
+        CHECK_INT_EQ(r.query.pid, 3);
+        request_done(&r);
+
+        CHECK(request_is_glob("a*"));
+        CHECK(request_is_glob("a?"));
+        CHECK(request_is_glob("[ab]"));
+        CHECK(!request_is_glob("nginx.service"));
+}
+
+static void test_series_request(void) {
+        struct request r;
+        char *err = NULL;
+
+        CHECK_INT_EQ(parse("{\"op\":\"series\",\"step\":\"1s\",\"kind\":\"offcpu\",\"unit\":\"a.service\"}", &r, &err), 0);
+        CHECK_INT_EQ(r.op, REQUEST_SERIES);
+        CHECK_INT_EQ(r.query.step_ns, NS);
+        CHECK_INT_EQ(r.query.kind, PROFD_KIND_OFFCPU);
+        CHECK_STR_EQ(r.query.unit, "a.service");
+        request_done(&r);
+        /* no step: the daemon's drain interval */
+        CHECK_INT_EQ(parse("{\"op\":\"series\"}", &r, &err), 0);
+        CHECK_INT_EQ(r.query.step_ns, 0);
+        request_done(&r);
+}
+
+static void test_windows(void) {
+        uint64_t from, to;
+        struct request r;
+        char *err = NULL;
+
+        /* durations: relative to now */
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"since\":\"1h\",\"until\":\"10m\"}", &r, &err), 0);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), 0);
+        CHECK_INT_EQ(from, T0 - 3600 * NS);
+        CHECK_INT_EQ(to, T0 - 600 * NS);
+        request_done(&r);
+        /* default: the last 10 minutes */
+        CHECK_INT_EQ(parse("{\"op\":\"query\"}", &r, &err), 0);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), 0);
+        CHECK_INT_EQ(from, T0 - 600 * NS);
+        CHECK_INT_EQ(to, T0);
+        request_done(&r);
+        /* RFC 3339 with an offset and a fraction, to a duration */
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"from\":\"2026-11-21T05:30:00.25+01:00\",\"to\":\"1m\"}",
+                           &r, &err), 0);
+        CHECK(r.query.have_from && r.query.from.absolute);
+        CHECK(r.query.have_to && !r.query.to.absolute);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), 0);
+        CHECK_INT_EQ(from, T0 - 1800 * NS + 250000000);
+        CHECK_INT_EQ(to, T0 - 60 * NS);
+        request_done(&r);
+        /* a duration "from" with "until" */
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"from\":\"2h\",\"until\":\"1h\"}", &r, &err), 0);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), 0);
+        CHECK_INT_EQ(from, T0 - 7200 * NS);
+        CHECK_INT_EQ(to, T0 - 3600 * NS);
+        request_done(&r);
+        /* an end in the future is fine */
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"since\":\"1m\",\"to\":\"2026-11-22T00:00:00Z\"}", &r, &err), 0);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), 0);
+        request_done(&r);
+
+        /* windows with a time of day are checked against now */
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"from\":\"2026-11-21T06:00:00Z\"}", &r, &err), 0);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), -EINVAL);
+        CHECK(err && strstr(err, "'from'") && strstr(err, "future"));
+        free(err), err = NULL;
+        request_done(&r);
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"from\":\"2026-11-21T04:00:00Z\",\"to\":\"2026-11-21T03:00:00Z\"}",
+                           &r, &err), 0);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), -EINVAL);
+        CHECK(err && strstr(err, "empty window") && strstr(err, "2026-11-21T03:00:00Z"));
+        free(err), err = NULL;
+        request_done(&r);
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"from\":\"2026-11-21T04:00:00Z\",\"until\":\"2h\"}", &r, &err), 0);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), -EINVAL);
+        CHECK(err && strstr(err, "'until'"));
+        free(err), err = NULL;
+        request_done(&r);
+        /* a one-instant window is not empty: drains overlapping it count */
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"from\":\"2026-11-21T04:00:00Z\",\"to\":\"2026-11-21T04:00:00Z\"}",
+                           &r, &err), 0);
+        CHECK_INT_EQ(request_window(&r.query, T0, &from, &to, &err), 0);
+        CHECK_INT_EQ(from, to);
+        request_done(&r);
+}
+
+static void test_bad_new_fields_name_the_problem(void) {
+        static const struct {
+                const char *line, *message;
+        } cases[] = {
+                { "{\"op\":\"query\",\"tid\":0}", "'tid': 0 is not a thread id" },
+                { "{\"op\":\"query\",\"tid\":-3}", "'tid': -3 is not a thread id" },
+                { "{\"op\":\"query\",\"tid\":\"3\"}", "'tid' must be an integer" },
+                { "{\"op\":\"query\",\"tid\":2147483648}", "is not a thread id" },
+                { "{\"op\":\"query\",\"uid\":-1}", "'uid': -1 is not a user id" },
+                { "{\"op\":\"query\",\"uid\":4294967295}", "'uid': 4294967295 is not a user id" },
+                { "{\"op\":\"query\",\"uid\":1.0}", "'uid' must be an integer" },
+                { "{\"op\":\"query\",\"comm\":\"a-name-longer-than-15\"}", "longer than 15" },
+                { "{\"op\":\"query\",\"comm\":\"a\\u0000b\"}", "malformed JSON" }, /* jansson refuses NUL in strings */
+                { "{\"op\":\"query\",\"exe\":\"\"}", "'exe' is empty" },
+                { "{\"op\":\"query\",\"exe\":\"nginx\"}", "'exe': \"nginx\" is not an absolute path" },
+                { "{\"op\":\"query\",\"exe\":5}", "'exe' must be a string" },
+                { "{\"op\":\"query\",\"cgroup\":\"system.slice\"}", "'cgroup': \"system.slice\" is not a cgroup v2 path" },
+                { "{\"op\":\"query\",\"cgroup\":\"*nginx*\"}", "'cgroup'" },
+                { "{\"op\":\"query\",\"cgroup\":\"\"}", "'cgroup' is empty" },
+                { "{\"op\":\"query\",\"unit\":\"nginx\"}", "'unit': \"nginx\" is not a unit" },
+                { "{\"op\":\"query\",\"unit\":\"system.slice\"}", "'unit'" },
+                { "{\"op\":\"query\",\"unit\":\"/system.slice/a.service\"}", "'unit'" },
+                { "{\"op\":\"query\",\"container\":\"abc\"}", "'container': \"abc\" is not a container id" },
+                { "{\"op\":\"query\",\"container\":\"abcg\"}", "'container'" },
+                { "{\"op\":\"query\",\"container\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0\"}",
+                  "'container'" },
+                { "{\"op\":\"query\",\"container\":12345}", "'container' must be a string" },
+                { "{\"op\":\"query\",\"from\":\"2026-11-21\"}", "'from': \"2026-11-21\" is neither an RFC 3339 time" },
+                { "{\"op\":\"query\",\"from\":\"2026-02-30T00:00:00Z\"}", "'from'" },
+                { "{\"op\":\"query\",\"from\":\"1969-12-31T23:59:59Z\"}", "'from'" },
+                { "{\"op\":\"query\",\"to\":\"-5m\"}", "'to'" },
+                { "{\"op\":\"query\",\"to\":1700000000}", "'to' must be a string" },
+                { "{\"op\":\"query\",\"since\":\"1h\",\"from\":\"2h\"}", "'since' and 'from'" },
+                { "{\"op\":\"query\",\"until\":\"1m\",\"to\":\"2m\"}", "'until' and 'to'" },
+                { "{\"op\":\"query\",\"from\":\"1m\",\"to\":\"5m\"}", "empty window: 'to' must be more recent than 'from'" },
+                { "{\"op\":\"query\",\"last\":true,\"since\":\"1h\"}", "'last'" },
+                { "{\"op\":\"query\",\"last\":true,\"until\":\"1m\"}", "with 'until'" },
+                { "{\"op\":\"query\",\"last\":true,\"from\":\"2026-11-21T04:00:00Z\"}", "with 'from'" },
+                { "{\"op\":\"query\",\"last\":true,\"to\":\"1m\"}", "with 'to'" },
+                { "{\"op\":\"query\",\"last\":1}", "'last' must be true or false" },
+                { "{\"op\":\"query\",\"group\":\"thread\"}", "'group': \"thread\" is not a grouping" },
+                { "{\"op\":\"query\",\"group\":true}", "'group' must be a string" },
+                { "{\"op\":\"query\",\"step\":\"1s\"}", "unknown field 'step' in query request" },
+                { "{\"op\":\"series\",\"group\":\"unit\"}", "unknown field 'group' in series request" },
+                { "{\"op\":\"series\",\"raw_names\":true}", "unknown field 'raw_names' in series request" },
+                { "{\"op\":\"series\",\"format\":\"folded\"}", "unknown field 'format' in series request" },
+                { "{\"op\":\"query\",\"format\":\"svg\"}", "'format' must be \"frames\" or \"folded\"" },
+                { "{\"op\":\"query\",\"format\":1}", "'format' must be" },
+                { "{\"op\":\"query\",\"lines\":true}", "'lines' applies to \"format\":\"folded\"" },
+                { "{\"op\":\"query\",\"format\":\"folded\",\"lines\":\"yes\"}", "'lines' must be true or false" },
+                { "{\"op\":\"series\",\"step\":\"500us\"}", "'step': \"500us\" is shorter than 1ms" },
+                { "{\"op\":\"series\",\"step\":\"0\"}", "'step'" },
+                { "{\"op\":\"series\",\"step\":1}", "'step' must be a duration string" },
+                { "{\"op\":\"series\",\"pidd\":1}", "unknown field 'pidd' in series request" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct request r;
+                char *err = NULL;
+                int ret = parse(cases[i].line, &r, &err);
+
+                CHECK_INT_EQ(ret, -EINVAL);
+                if (!err || !strstr(err, cases[i].message)) {
+                        fprintf(stderr, "request %s: error \"%s\" lacks \"%s\"\n", cases[i].line,
+                                err ? err : "(none)", cases[i].message);
+                        tests_failed++;
+                }
+                free(err);
+        }
+}
+
 static void test_bad_requests_name_the_problem(void) {
         static const struct {
                 const char *line, *message;
@@ -69,7 +274,7 @@ static void test_bad_requests_name_the_problem(void) {
                 { "\"status\"", "must be a JSON object" },
                 { "{}", "missing field 'op'" },
                 { "{\"op\":7}", "'op' must be a string" },
-                { "{\"op\":\"drop_tables\"}", "unknown op 'drop_tables'" },
+                { "{\"op\":\"drop_tables\"}", "unknown op 'drop_tables' (expected status, flush, query or series)" },
                 { "{\"op\":\"query\",\"pid\":0}", "'pid': 0 is not a process id" },
                 { "{\"op\":\"query\",\"pid\":4294967296}", "is not a process id" },
                 { "{\"op\":\"query\",\"pid\":1.5}", "'pid' must be an integer" },
@@ -201,6 +406,10 @@ int main(void) {
         test_query_defaults();
         test_offcpu_kinds_and_states();
         test_bad_requests_name_the_problem();
+        test_new_filters_are_applied();
+        test_series_request();
+        test_windows();
+        test_bad_new_fields_name_the_problem();
         test_oversized_request();
         test_conf_file_and_overrides();
         TESTS_DONE();

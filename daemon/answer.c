@@ -1,0 +1,241 @@
+/* Query and series answers: request -> store query -> JSON lines. */
+#include "answer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bpf/profd.h"
+#include "macro.h"
+#include "series.h"
+
+static const char *const kind_names[] = {
+        [PROFD_KIND_CPU] = "cpu", [PROFD_KIND_OFFCPU] = "offcpu", [PROFD_KIND_WAKEUP] = "wakeup",
+};
+
+static const char *kind_unit(int kind) {
+        return kind == PROFD_KIND_CPU ? "samples" : "ns";
+}
+
+static json_t *folded_stack_line(const struct store_stack_out *stack, const struct stack_style *style) {
+        struct stackline_buf b = {};
+        json_t *line = NULL;
+
+        if (stackline_folded(&b, stack, style) >= 0)
+                line = json_pack("{s:s, s:I, s:s%}", "type", "stack", "value", (json_int_t) stack->value,
+                                 "folded", b.data ?: "", b.len);
+        stackline_buf_done(&b);
+        if (line && stack->group && json_object_set_new(line, "group", json_string(stack->group)) < 0) {
+                json_decref(line);
+                return NULL;
+        }
+        return line;
+}
+
+json_t *answer_stack_line(const struct store_stack_out *stack, const struct stack_style *style) {
+        bool collapse_kernel = style->collapse_kernel, raw_names = style->raw_names;
+        json_t *arr, *line;
+
+        if (style->folded)
+                return folded_stack_line(stack, style);
+        arr = json_array();
+        if (!arr)
+                return NULL;
+        for (size_t i = 0; i < stack->n_frames; i++) {
+                const struct store_frame_out *fr = &stack->frames[i];
+                json_t *f;
+
+                if (collapse_kernel && fr->kernel) {
+                        /* what perf_event_paranoid=2 shows a user of the kernel: that
+                         * it was there, no function and no address */
+                        if (i > 0 && stack->frames[i - 1].kernel)
+                                continue;
+                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", "[kernel]", "module", "[kernel]",
+                                      "kernel", 1, "resolved", 0);
+                } else {
+                        const char *name = raw_names && fr->raw_name ? fr->raw_name : fr->name;
+
+                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", name, "module", fr->module,
+                                      "kernel", fr->kernel, "resolved", fr->resolved);
+                        if (f && fr->has_address)
+                                json_object_set_new(f, "address", json_integer((json_int_t) fr->address));
+                        if (f && fr->build_id)
+                                json_object_set_new(f, "build_id", json_string(fr->build_id));
+                        if (f && fr->jit)
+                                json_object_set_new(f, "jit", json_true());
+                        /* what debug info adds, only when there is some */
+                        if (f && fr->file)
+                                json_object_set_new(f, "file", json_string(fr->file));
+                        if (f && fr->line)
+                                json_object_set_new(f, "line", json_integer(fr->line));
+                        if (f && fr->inlined)
+                                json_object_set_new(f, "inlined", json_true());
+                        if (f && fr->raw_name && !streq(fr->raw_name, name))
+                                json_object_set_new(f, "raw_name", json_string(fr->raw_name));
+                }
+                if (!f || json_array_append_new(arr, f) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        }
+        line = json_pack("{s:s, s:I, s:o}", "type", "stack", "value", (json_int_t) stack->value, "frames", arr);
+        if (line && stack->group && json_object_set_new(line, "group", json_string(stack->group)) < 0) {
+                json_decref(line);
+                return NULL;
+        }
+        return line;
+}
+
+int answer_store_query(const struct query_request *rq, const struct answer_caller *who, uint64_t now_ns,
+                       struct store_query *ret, char **ret_error) {
+        struct store_query q = {
+                .kind = rq->kind,
+                .pid = rq->pid,
+                .tid = rq->tid,
+                .comm = rq->comm,
+                .exe = rq->exe,
+                .have_uid = rq->have_uid,
+                .filter_uid = rq->uid,
+                .cgroup = rq->cgroup,
+                .unit = rq->unit,
+                .container = rq->container,
+                .state_mask = rq->state_mask,
+                .group = rq->group == QUERY_GROUP_PROCESS ? STORE_GROUP_PROCESS
+                       : rq->group == QUERY_GROUP_UNIT    ? STORE_GROUP_UNIT
+                                                          : STORE_GROUP_NONE,
+                /* enforced here, not in profctl: a caller that is not root
+                 * or an admin sees only processes that ran with its uid,
+                 * whatever it filters or groups by */
+                .only_uid = !who->privileged,
+                .uid = who->uid,
+        };
+        int r;
+
+        *ret_error = NULL;
+        if (!rq->last) {
+                r = request_window(rq, now_ns, &q.from_ns, &q.to_ns, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        *ret = q;
+        return 0;
+}
+
+struct stack_ctx {
+        const struct answer_context *ctx;
+        struct stack_style style;
+};
+
+static int emit_stack(const struct store_stack_out *stack, void *userdata) {
+        struct stack_ctx *sc = userdata;
+        json_t *line;
+
+        if (sc->ctx->emit_stack)
+                return sc->ctx->emit_stack(stack, &sc->style, sc->ctx->userdata);
+        line = answer_stack_line(stack, &sc->style);
+        if (!line)
+                return -ENOMEM;
+        return sc->ctx->emit(line, sc->ctx->userdata);
+}
+
+struct series_ctx {
+        const struct answer_context *ctx;
+        series *series;
+        uint64_t total;
+};
+
+static int emit_point(uint64_t t_ns, uint64_t value, void *userdata) {
+        struct series_ctx *sc = userdata;
+        json_t *line = json_pack("{s:s, s:I, s:I}", "type", "point", "t_ns", (json_int_t) t_ns, "value",
+                                 (json_int_t) value);
+
+        if (!line)
+                return -ENOMEM;
+        return sc->ctx->emit(line, sc->ctx->userdata);
+}
+
+static int add_drain(uint64_t start_ns, uint64_t end_ns, uint64_t value, void *userdata) {
+        struct series_ctx *sc = userdata;
+
+        sc->total += value;
+        return series_add(sc->series, start_ns, end_ns, value);
+}
+
+static int emit_error(const struct answer_context *ctx, const char *message) {
+        return ctx->emit(json_pack("{s:s, s:s}", "type", "error", "error", message), ctx->userdata);
+}
+
+int answer_request(const struct answer_context *ctx, const struct request *req) {
+        const struct query_request *rq = &req->query;
+        _cleanup_free_ char *error = NULL;
+        uint64_t total = 0, stacks = 0;
+        struct store_query q;
+        json_t *end;
+        int r;
+
+        r = answer_store_query(rq, &ctx->caller, ctx->now_ns, &q, &error);
+        if (r == -EINVAL)
+                return emit_error(ctx, error);
+        if (r < 0)
+                return r;
+        if (rq->last) {
+                r = store_last_drain(ctx->store, &q.drain_id, &q.from_ns, &q.to_ns);
+                if (r == -ENOENT)
+                        /* no drain yet: nothing matches, which is not an error */
+                        q.drain_id = -1;
+                else if (r < 0)
+                        return r;
+        }
+
+        if (req->op == REQUEST_SERIES) {
+                uint64_t step = rq->step_ns ?: ctx->default_step_ns;
+                struct series_ctx sc = { .ctx = ctx };
+
+                if (step == 0)
+                        step = NSEC_PER_SEC;
+                /* refuse before the work, not after a million lines */
+                if ((q.to_ns - q.from_ns) / step >= SERIES_MAX_POINTS) {
+                        char msg[256];
+                        snprintf(msg, sizeof(msg), "field 'step': the window would have more than %llu points; "
+                                                   "use a longer step or a shorter window",
+                                 (unsigned long long) SERIES_MAX_POINTS);
+                        return emit_error(ctx, msg);
+                }
+                sc.series = series_new(step, emit_point, &sc);
+                if (!sc.series)
+                        return -ENOMEM;
+                if (q.drain_id >= 0)
+                        r = store_query_drains(ctx->store, &q, add_drain, &sc);
+                if (r >= 0)
+                        r = series_finish(sc.series);
+                stacks = series_points(sc.series);
+                series_free(sc.series);
+                if (r == -E2BIG)
+                        return emit_error(ctx, "field 'step': a drain would be spread over more than a million "
+                                               "points; use a longer step");
+                if (r < 0)
+                        return r;
+                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "type", "end",
+                                "kind", kind_names[rq->kind], "unit", kind_unit(rq->kind),
+                                "step_ns", (json_int_t) step, "points", (json_int_t) stacks,
+                                "total", (json_int_t) sc.total,
+                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns);
+        } else {
+                struct stack_ctx sc = {
+                        .ctx = ctx,
+                        .style = { .collapse_kernel = !ctx->caller.privileged, .raw_names = rq->raw_names,
+                                   .folded = rq->folded, .lines = rq->lines },
+                };
+
+                if (q.drain_id >= 0)
+                        r = store_query_stacks(ctx->store, &q, emit_stack, &sc, &total, &stacks);
+                if (r < 0)
+                        return r;
+                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "type", "end",
+                                "kind", kind_names[rq->kind], "unit", kind_unit(rq->kind),
+                                "stacks", (json_int_t) stacks, "total", (json_int_t) total,
+                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns);
+        }
+        return ctx->emit(end, ctx->userdata);
+}

@@ -1,0 +1,55 @@
+/* Answers to query and series requests: from a parsed request and who asks,
+ * the store query to run, and the JSON lines of the answer
+ * (docs/protocol.md). Independent of the event loop and the socket: lines go
+ * to a callback, so the same code answers wherever the query runs. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "request.h"
+#include "stackline.h"
+#include "store.h"
+
+/* Who asks, from the socket's peer credentials. */
+struct answer_caller {
+        bool privileged; /* root or admin group: every process, kernel frames named */
+        uint32_t uid;    /* else: only processes that ran with this effective uid */
+};
+
+/* Takes one answer line (steals the reference; NULL means out of memory and
+ * should return -ENOMEM). A negative return stops the answer. */
+typedef int (*answer_emit_fn)(json_t *line, void *userdata);
+
+struct answer_context {
+        store *store;
+        uint64_t now_ns;          /* CLOCK_REALTIME when the request arrived */
+        uint64_t default_step_ns; /* series without "step": the drain interval */
+        struct answer_caller caller;
+        answer_emit_fn emit;
+        /* optional: writes a stack line itself instead of emit() getting
+         * answer_stack_line()'s object (query.c writes the text directly,
+         * daemon/stackline.c); same arguments, same userdata */
+        int (*emit_stack)(const struct store_stack_out *stack, const struct stack_style *style, void *userdata);
+        void *userdata;
+};
+
+/* Answers a REQUEST_QUERY or REQUEST_SERIES request: every line, the last
+ * being "end" or, for a request that turns out unanswerable (an empty
+ * window, too many points), "error". Returns 0, or a negative errno when the
+ * store or emit failed (the caller then reports an internal error). */
+int answer_request(const struct answer_context *ctx, const struct request *req);
+
+/* The "stack" line of one stack: frames root first (or, style->folded, the
+ * folded string), and "group" when the query groups. Unprivileged callers
+ * (style->collapse_kernel) get each run of kernel frames as one "[kernel]"
+ * frame, without names or addresses. Returns a new object, or NULL on out
+ * of memory. */
+json_t *answer_stack_line(const struct store_stack_out *stack, const struct stack_style *style);
+
+/* Fills the store query for a request, as the caller may see it, with the
+ * window resolved against now_ns (a "last" request needs the drain set by
+ * the caller). Returns 0, or -EINVAL with *ret_error saying why, -ENOMEM. */
+int answer_store_query(const struct query_request *rq, const struct answer_caller *who, uint64_t now_ns,
+                       struct store_query *ret, char **ret_error);
