@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -41,6 +42,10 @@ struct server_client {
         bool dead;         /* close now: it left too much unread */
         bool deferred;     /* waiting for a deferred answer: read no further */
         uint64_t id;
+        /* whoever streams a deferred answer (daemon/query.c): told when the
+         * client took output, and when it is gone */
+        server_client_hook_fn writable_hook, gone_hook;
+        void *hook_userdata;
 };
 
 struct server {
@@ -56,12 +61,15 @@ struct server {
         uint64_t idle_timeout_usec;
         gid_t admin_gid;
         bool have_admin_gid;
+        bool adopted;      /* passed by systemd: its socket unit owns the file */
         uint64_t next_client_id;
 };
 
 static void client_free(server_client *c) {
         if (!c)
                 return;
+        if (c->gone_hook)
+                c->gone_hook(c, c->hook_userdata);
         if (c->prev)
                 c->prev->next = c->next;
         else
@@ -94,7 +102,12 @@ static void client_update_events(server_client *c) {
         /* waiting for a deferred answer: not even a hangup is of interest
          * until it is sent (the answer may still find a half-closed peer) */
         if (c->deferred) {
-                (void) sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
+                /* except to write what a streamed answer has queued so far */
+                if (c->out_len > c->out_off) {
+                        (void) sd_event_source_set_io_events(c->io, EPOLLOUT);
+                        (void) sd_event_source_set_enabled(c->io, SD_EVENT_ON);
+                } else
+                        (void) sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
                 return;
         }
         if (!c->closing && c->out_len - c->out_off < CLIENT_OUTPUT_HIGH_WATER && !client_has_line(c))
@@ -301,6 +314,9 @@ static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 r = client_read(c);
         if (r >= 0 && !c->dead)
                 r = client_flush(c);
+        /* a streamed answer may go on now that the client took some */
+        if (r >= 0 && !c->dead && c->writable_hook)
+                c->writable_hook(c, c->hook_userdata);
         /* it read some: requests left waiting behind its backlog go on */
         if (r >= 0 && !c->dead)
                 client_process_lines(c);
@@ -310,6 +326,13 @@ static int client_io(sd_event_source *s, int fd, uint32_t revents, void *userdat
 static int client_idle_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         server_client *c = userdata;
         char msg[128];
+
+        /* waiting for its answer (queued behind other queries, or a flush),
+         * with nothing unread: it is us it waits for, not idle */
+        if (c->deferred && c->out_len == c->out_off) {
+                client_touch(c);
+                return 0;
+        }
 
         snprintf(msg, sizeof(msg), "no request or read for %" PRIu64 " ms, closing the connection",
                  c->server->idle_timeout_usec / 1000);
@@ -435,6 +458,34 @@ static int server_accept(sd_event_source *s, int fd, uint32_t revents, void *use
         return 0;
 }
 
+/* Takes the listening socket systemd passed (profd.socket, or
+ * systemd-socket-activate), if any: returns its fd, 0 when none was passed
+ * (LISTEN_FDS unset or for another process), or a negative errno when what
+ * was passed is not one listening Unix stream socket. */
+static int passed_socket(void) {
+        int n, fd = SD_LISTEN_FDS_START, r;
+
+        /* unsets LISTEN_FDS: helpers profd might start must not take it */
+        n = sd_listen_fds(true);
+        if (n < 0)
+                return log_error_errno(n, "Failed to read the sockets passed by systemd: %m");
+        if (n == 0)
+                return 0;
+        if (n > 1)
+                return log_error_errno(EINVAL, "systemd passed %d sockets; profd takes one, its query socket "
+                                               "(one ListenStream= in profd.socket).", n);
+        r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to check the socket passed by systemd: %m");
+        if (r == 0)
+                return log_error_errno(EINVAL, "The socket passed by systemd is not a listening Unix stream socket "
+                                               "(profd.socket needs ListenStream=/path).");
+        /* passed without these; profd's other fds all have them */
+        if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+                return log_error_errno(negative_errno(), "Failed to set up the socket passed by systemd: %m");
+        return fd;
+}
+
 /* A group name to its gid; -ENOENT when there is no such group. */
 static int group_gid(const char *name, gid_t *ret) {
         struct group *g;
@@ -473,6 +524,36 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
                                           cfg->admin_group);
                 s->have_admin_gid = r >= 0;
         }
+        s->event = sd_event_ref(event);
+        s->handler = handler;
+        s->userdata = userdata;
+
+        r = passed_socket();
+        if (r < 0)
+                goto fail;
+        if (r > 0) {
+                /* Its path, owner and mode are the socket unit's: profd
+                 * neither moves, changes nor removes it (the socket must
+                 * outlive profd's restarts), and the socket settings
+                 * (socket, socket_mode, socket_group) do not apply. */
+                struct sockaddr_un bound = {};
+                socklen_t len = sizeof(bound);
+
+                s->fd = r;
+                s->adopted = true;
+                if (getsockname(s->fd, (struct sockaddr *) &bound, &len) == 0 && len > offsetof(struct sockaddr_un, sun_path) &&
+                    bound.sun_path[0])
+                        s->path = strndup(bound.sun_path, len - offsetof(struct sockaddr_un, sun_path));
+                else
+                        s->path = strdup("(socket passed by systemd)");
+                if (!s->path) {
+                        r = log_oom();
+                        goto fail;
+                }
+                log_info("Answering on %s, the socket passed by systemd.", s->path);
+                goto watch;
+        }
+
         if (cfg->group) {
                 r = group_gid(cfg->group, &socket_gid);
                 if (r < 0) {
@@ -482,9 +563,7 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
                         socket_gid = 0;
                 }
         }
-        s->event = sd_event_ref(event);
-        s->handler = handler;
-        s->userdata = userdata;
+
         s->path = strdup(path);
         s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (!s->path || s->fd < 0) {
@@ -512,9 +591,10 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
                 r = log_error_errno(negative_errno(), "Failed to listen on socket %s: %m", path);
                 goto fail;
         }
+watch:
         r = sd_event_add_io(event, &s->io, s->fd, EPOLLIN, server_accept, s);
         if (r < 0) {
-                log_error_errno(r, "Failed to watch socket %s: %m", path);
+                log_error_errno(r, "Failed to watch socket %s: %m", s->path);
                 goto fail;
         }
         *ret = s;
@@ -532,7 +612,9 @@ server *server_free(server *s) {
         sd_event_source_disable_unref(s->io);
         if (s->fd >= 0) {
                 close(s->fd);
-                if (s->path)
+                /* a passed socket stays: systemd queues clients on it while
+                 * profd restarts */
+                if (s->path && !s->adopted)
                         (void) unlink(s->path);
         }
         free(s->path);
@@ -567,4 +649,43 @@ void server_client_resume(server_client *c) {
 
 size_t server_n_clients(const server *s) {
         return s->n_clients;
+}
+
+bool server_socket_adopted(const server *s) {
+        return s->adopted;
+}
+
+const char *server_socket_path(const server *s) {
+        return s->path;
+}
+
+void server_set_limits(server *s, unsigned max_clients, uint64_t idle_timeout_usec) {
+        /* clients over a lowered maximum stay; only new ones are refused.
+         * Idle timers already running keep their deadline until re-armed by
+         * the client's next activity. */
+        s->max_clients = max_clients;
+        s->idle_timeout_usec = idle_timeout_usec;
+}
+
+void server_client_set_hooks(server_client *c, server_client_hook_fn writable, server_client_hook_fn gone,
+                             void *userdata) {
+        c->writable_hook = writable;
+        c->gone_hook = gone;
+        c->hook_userdata = userdata;
+}
+
+size_t server_client_unsent(const server_client *c) {
+        return c->out_len - c->out_off;
+}
+
+int server_client_send_raw(server_client *c, const char *data, size_t n) {
+        int r;
+
+        if (c->dead)
+                return -ENOBUFS;
+        r = client_append(c, data, n);
+        /* writes what the socket takes, watches for the rest; closes the
+         * client (calling its gone hook) when it left */
+        (void) client_after_progress(c, r);
+        return r;
 }

@@ -40,8 +40,10 @@ struct client_creds {
 #define SERVER_DEFERRED 1
 typedef int (*server_request_fn)(server_client *c, const struct request *req, void *userdata);
 
-/* Listens on cfg->path (replacing a stale socket file) with the given mode
- * and group. Returns 0 or a negative errno with the reason logged. */
+/* Answers on the listening Unix stream socket systemd passed (LISTEN_FDS),
+ * if there is one, leaving it as it is; otherwise listens on cfg->path
+ * (replacing a stale socket file) with the given mode and group. Returns 0
+ * or a negative errno with the reason logged. */
 int server_new(sd_event *event, const struct server_config *cfg, server_request_fn handler, void *userdata,
                server **ret);
 server *server_free(server *s);
@@ -63,3 +65,27 @@ server_client *server_find_client(server *s, uint64_t id);
 void server_client_resume(server_client *c);
 
 size_t server_n_clients(const server *s);
+
+/* Was the listening socket passed by systemd (sd_listen_fds)? Then its path,
+ * owner and mode are the socket unit's and profd must leave them alone (a
+ * reload does not apply socket_mode or socket_group to it). */
+bool server_socket_adopted(const server *s);
+/* The socket's path: the configured one, or the passed socket's. */
+const char *server_socket_path(const server *s);
+
+/* Applies new client limits (a configuration reload). */
+void server_set_limits(server *s, unsigned max_clients, uint64_t idle_timeout_usec);
+
+/* Streaming a deferred answer from elsewhere (daemon/query.c). The hooks are
+ * called on the loop: writable after the client took output, gone when the
+ * client is freed (the streamer must forget it). NULL hooks remove them. */
+typedef void (*server_client_hook_fn)(server_client *c, void *userdata);
+void server_client_set_hooks(server_client *c, server_client_hook_fn writable, server_client_hook_fn gone,
+                             void *userdata);
+/* Output queued for the client and not yet taken by it. */
+size_t server_client_unsent(const server_client *c);
+/* Queues complete answer lines (each ending in a newline) as they are and
+ * writes what the socket takes now. The client may be closed by this (it
+ * left): its gone hook is called and c must not be used after. Returns 0,
+ * -ENOMEM or -ENOBUFS. */
+int server_client_send_raw(server_client *c, const char *data, size_t n);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cgroup.h"
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
@@ -50,14 +51,17 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_INSERT_LOCATION] = "INSERT INTO locations (mapping_id, address, function_id, kernel) VALUES (?1, ?2, ?3, ?4)",
         [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2",
         [STMT_INSERT_STACK] = "INSERT INTO stacks (hash, frames) VALUES (?1, ?2)",
-        [STMT_UPSERT_PROCESS] = "INSERT INTO processes (pid, start_ns, comm, exe, uid, cgroup) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+        [STMT_UPSERT_PROCESS] = "INSERT INTO processes (pid, start_ns, comm, exe, uid, cgroup, unit, container) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
                                 "ON CONFLICT (pid, start_ns) DO UPDATE SET comm = excluded.comm, "
                                 "exe = coalesce(excluded.exe, exe), uid = coalesce(excluded.uid, uid), "
-                                "cgroup = coalesce(excluded.cgroup, cgroup)",
+                                "cgroup = coalesce(excluded.cgroup, cgroup), "
+                                "unit = CASE WHEN excluded.cgroup IS NULL THEN unit ELSE excluded.unit END, "
+                                "container = CASE WHEN excluded.cgroup IS NULL THEN container ELSE excluded.container END",
         [STMT_SELECT_PROCESS] = "SELECT id FROM processes WHERE pid = ?1 AND start_ns = ?2",
         [STMT_INSERT_SAMPLE] = "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, "
                                "stack_id, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name, f.raw_name FROM locations l "
+        [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name, f.raw_name, m.build_id FROM locations l "
                                       "JOIN mappings m ON m.id = l.mapping_id "
                                       "LEFT JOIN functions f ON f.id = l.function_id WHERE l.id = ?1",
         [STMT_INSERT_LOCATION_LINE] = "INSERT INTO location_lines (location_id, depth, function_id, file, line, inlined) "
@@ -83,6 +87,13 @@ struct store {
         bool in_drain;
         int64_t drain_id;
         uint64_t drain_samples, drain_keys;
+        /* a reader (store_open_reader): locations loaded by earlier
+         * queries, kept (see query_location_cache) */
+        bool reader;
+        hashmap *query_locations;
+        uint64_t query_locations_deleted;
+        struct location_info **transient; /* see transient_add */
+        size_t n_transient, transient_cap;
 };
 
 static int sqlite_to_errno(int rc) {
@@ -108,6 +119,8 @@ static int sqlite_to_errno(int rc) {
                 return -EPROTO;
         case SQLITE_TOOBIG:
                 return -E2BIG;
+        case SQLITE_INTERRUPT: /* store_interrupt: the query was cancelled */
+                return -ECANCELED;
         default:
                 return -EIO;
         }
@@ -115,6 +128,8 @@ static int sqlite_to_errno(int rc) {
 
 static int store_fail(store *s, int rc, const char *what) {
         int r = sqlite_to_errno(rc);
+        if (r == -ECANCELED) /* a cancelled query, not a problem with the store */
+                return r;
         log_error("Store %s: %s failed: %s", s->path, what, sqlite3_errmsg(s->db));
         return r;
 }
@@ -241,6 +256,10 @@ fail:
         return r == -EIO ? -EPROTO : r;
 }
 
+struct location_info;
+static void location_cache_free(hashmap *m);
+static void transient_release(store *s);
+
 store *store_close(store *s) {
         if (!s)
                 return NULL;
@@ -252,6 +271,9 @@ store *store_close(store *s) {
         hashmap_free_with_keys(s->function_ids);
         hashmap_free_with_keys(s->location_ids);
         hashmap_free_with_keys(s->process_ids);
+        location_cache_free(s->query_locations);
+        transient_release(s);
+        free(s->transient);
         free(s->path);
         free(s);
         return NULL;
@@ -259,6 +281,60 @@ store *store_close(store *s) {
 
 const char *store_path(const store *s) {
         return s->path;
+}
+
+/* --- reader connections (daemon/query.c) --------------------------------- */
+
+int store_open_reader(const char *path, store **ret) {
+        sqlite3_stmt *st = NULL;
+        int64_t version = -1;
+        store *s;
+        int rc, r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return log_oom();
+        s->reader = true;
+        s->path = strdup(path);
+        if (!s->path || caches_reset(s) < 0) {
+                store_close(s);
+                return log_oom();
+        }
+        /* read-only: a query can never change the store, whatever it asks */
+        rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+        if (rc != SQLITE_OK) {
+                r = s->db ? store_fail(s, rc, "opening for reading") : -ENOMEM;
+                store_close(s);
+                return r;
+        }
+        sqlite3_extended_result_codes(s->db, 1);
+        /* WAL readers only wait while a checkpoint resets the log */
+        sqlite3_busy_timeout(s->db, 5000);
+        rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+        if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+                version = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        /* the daemon's own connection migrated it before readers open */
+        if (version != (int64_t) schema_version) {
+                log_error("Store %s has schema version %" PRId64 ", expected %u for reading.", path, version,
+                          schema_version);
+                store_close(s);
+                return -EPROTO;
+        }
+        for (int i = 0; i < _STMT_MAX; i++) {
+                rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL);
+                if (rc != SQLITE_OK) {
+                        r = store_fail(s, rc, "preparing statements");
+                        store_close(s);
+                        return r;
+                }
+        }
+        *ret = s;
+        return 0;
+}
+
+void store_interrupt(store *s) {
+        sqlite3_interrupt(s->db);
 }
 
 /* Runs a statement that returns nothing. */
@@ -448,6 +524,7 @@ static int stack_id(store *s, const int64_t *locations, size_t n, int64_t *ret) 
 
 static int process_id(store *s, const struct store_process *p, int64_t *ret) {
         sqlite3_stmt *up = s->stmts[STMT_UPSERT_PROCESS], *sel = s->stmts[STMT_SELECT_PROCESS];
+        _cleanup_free_ char *unit = NULL, *container = NULL;
         char key[64];
         void *v;
         int r;
@@ -464,6 +541,13 @@ static int process_id(store *s, const struct store_process *p, int64_t *ret) {
         if (p->have_uid)
                 sqlite3_bind_int64(up, 5, p->uid);
         sqlite3_bind_text(up, 6, p->cgroup, -1, SQLITE_STATIC);
+        /* derived once here, so queries filter on plain columns */
+        if (cgroup_unit(p->cgroup, &unit) == -ENOMEM || cgroup_container_id(p->cgroup, &container) == -ENOMEM) {
+                sqlite3_clear_bindings(up);
+                return -ENOMEM;
+        }
+        sqlite3_bind_text(up, 7, unit, -1, SQLITE_STATIC);
+        sqlite3_bind_text(up, 8, container, -1, SQLITE_STATIC);
         r = step_done(s, up, "process insert");
         if (r < 0)
                 return r;
@@ -578,6 +662,12 @@ void store_drain_abort(store *s) {
                 log_oom();
 }
 
+void store_forget_ids(store *s) {
+        /* retention (daemon/retention.c) deleted rows these may point at */
+        if (caches_reset(s) < 0)
+                log_oom();
+}
+
 /* A location as queries return it: one frame, or several for inlined calls.
  * Strings are owned here. */
 struct location_info {
@@ -672,9 +762,18 @@ static int load_location(store *s, int64_t id, struct location_info **ret) {
                 const char *module = (const char *) sqlite3_column_text(st, 2);
                 const char *fn = (const char *) sqlite3_column_text(st, 3);
                 const char *raw = (const char *) sqlite3_column_text(st, 4);
+                const char *build_id = (const char *) sqlite3_column_text(st, 5);
 
                 base.kernel = sqlite3_column_int(st, 1);
+                base.address = address;
+                /* a stack that could not be walked has no address to give */
+                base.has_address = !module || !streq(module, "[lost]");
+                /* the writer puts perf-map and anonymous code in [jit]; its
+                 * build_id is a tag telling processes apart, not a build-id */
+                base.jit = module && streq(module, "[jit]");
                 r = li_strdup(li, module ? module : "[unknown]", &base.module);
+                if (r >= 0 && build_id && build_id[0] && !base.jit)
+                        r = li_strdup(li, build_id, &base.build_id);
                 if (r >= 0 && fn) {
                         base.resolved = true;
                         r = li_strdup(li, fn, &base.name);
@@ -721,106 +820,410 @@ static void location_cache_free(hashmap *m) {
         hashmap_free(m);
 }
 
-int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn, void *userdata,
-                       uint64_t *ret_total, uint64_t *ret_stacks) {
-        /* Filters are bound parameters: values are data, never SQL. A NULL
-         * parameter disables its filter. */
-        static const char sql[] =
-                "SELECT s.stack_id, sum(s.value) FROM samples s "
-                "JOIN drains d ON d.id = s.drain_id "
-                "JOIN processes p ON p.id = s.process_id "
-                "WHERE d.end_ns >= ?1 AND d.start_ns <= ?2 AND s.kind = ?3 "
-                "AND (?4 IS NULL OR p.pid = ?4) AND (?5 IS NULL OR p.comm = ?5) "
-                "AND (?6 IS NULL OR ((1 << s.state) & ?6) != 0) "
-                "AND (?7 IS NULL OR p.uid = ?7) "
-                "GROUP BY s.stack_id";
-        sqlite3_stmt *st = NULL, *frames_st = s->stmts[STMT_SELECT_STACK_FRAMES];
-        hashmap *cache = hashmap_new_u64();
-        struct store_frame_out *out = NULL;
-        size_t out_cap = 0, n_out;
-        uint64_t total = 0, stacks = 0;
+static bool is_glob(const char *s) {
+        return s && strpbrk(s, "*?[");
+}
+
+/* A statement's text, built from fixed fragments only: what varies between
+ * queries is which filters apply, never their values, which are bound by
+ * name (":pid") afterwards. */
+struct sql_text {
+        char *buf;
+        size_t len, cap;
+        bool oom;
+};
+
+static void sql_add(struct sql_text *t, const char *fragment) {
+        size_t n = strlen(fragment);
+
+        if (t->oom)
+                return;
+        if (t->len + n + 1 > t->cap) {
+                size_t cap = MAX(t->cap * 2, t->len + n + 1);
+                char *b = realloc(t->buf, MAX(cap, (size_t) 512));
+                if (!b) {
+                        t->oom = true;
+                        return;
+                }
+                t->buf = b;
+                t->cap = MAX(cap, (size_t) 512);
+        }
+        memcpy(t->buf + t->len, fragment, n + 1);
+        t->len += n;
+}
+
+static void sql_add_process_filters(struct sql_text *t, const struct store_query *q);
+
+/* The FROM and WHERE clauses a query's filters make.
+ *
+ * The plan (docs/performance.md, Queries): drains of the window first (by
+ * drains_end), then their samples of the kind through the covering index
+ * samples_query (schema/0004), whose next column is the process: the
+ * process filters become one set of process ids, computed once, so a
+ * filtered query seeks to that process's samples in each drain and an
+ * unfiltered one never reads the samples table itself. CROSS JOIN fixes
+ * that order: without statistics SQLite would rather walk samples_stack
+ * for the GROUP BY, reading every sample of the store for any window.
+ * `with_process` joins processes for the columns a grouped query shows. */
+static void sql_add_filters(struct sql_text *t, const struct store_query *q, bool with_process) {
+        bool process_filter = q->pid || q->comm || q->exe || q->have_uid || q->only_uid || q->cgroup || q->unit ||
+                              q->container;
+
+        sql_add(t, " FROM drains d CROSS JOIN samples s ON s.drain_id = d.id");
+        if (with_process)
+                sql_add(t, " JOIN processes p ON p.id = s.process_id");
+        sql_add(t, " WHERE s.kind = :kind");
+        if (q->drain_id > 0)
+                sql_add(t, " AND d.id = :drain");
+        else
+                /* every drain interval that overlaps the window */
+                sql_add(t, " AND d.end_ns >= :from AND d.start_ns <= :to");
+        if (q->tid)
+                sql_add(t, " AND s.tid = :tid");
+        if (q->state_mask)
+                sql_add(t, " AND ((1 << s.state) & :states) != 0");
+        if (!process_filter)
+                return;
+        sql_add(t, " AND s.process_id IN (SELECT p.id FROM processes p WHERE 1");
+        sql_add_process_filters(t, q);
+        sql_add(t, ")");
+}
+
+/* The conditions on processes (alias p) of sql_add_filters. */
+static void sql_add_process_filters(struct sql_text *t, const struct store_query *q) {
+        if (q->pid)
+                sql_add(t, " AND p.pid = :pid");
+        if (q->comm)
+                sql_add(t, is_glob(q->comm) ? " AND p.comm GLOB :comm" : " AND p.comm = :comm");
+        if (q->exe)
+                sql_add(t, is_glob(q->exe) ? " AND p.exe GLOB :exe" : " AND p.exe = :exe");
+        if (q->have_uid)
+                sql_add(t, " AND p.uid = :uid");
+        if (q->only_uid)
+                sql_add(t, " AND p.uid = :own_uid");
+        if (q->cgroup) {
+                if (is_glob(q->cgroup))
+                        /* the matching cgroups and their subtrees ('*' matches '/') */
+                        sql_add(t, " AND (p.cgroup GLOB :cgroup OR p.cgroup GLOB :cgroup || '/*')");
+                else
+                        /* that cgroup and below, not its siblings that share a
+                         * prefix (/a.service must not match /a.service-2) */
+                        sql_add(t, " AND (p.cgroup = :cgroup OR substr(p.cgroup, 1, length(:cgroup_dir)) = :cgroup_dir)");
+        }
+        if (q->unit)
+                sql_add(t, is_glob(q->unit) ? " AND p.unit GLOB :unit" : " AND p.unit = :unit");
+        if (q->container)
+                sql_add(t, " AND substr(p.container, 1, length(:container)) = :container");
+}
+
+static void bind_i64(sqlite3_stmt *st, const char *name, int64_t v) {
+        int i = sqlite3_bind_parameter_index(st, name);
+        if (i > 0)
+                sqlite3_bind_int64(st, i, v);
+}
+
+static void bind_text(sqlite3_stmt *st, const char *name, const char *v) {
+        int i = sqlite3_bind_parameter_index(st, name);
+        if (i > 0)
+                sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+}
+
+/* Prepares the statement t built and binds what q filters on. */
+static int query_prepare(store *s, struct sql_text *t, const struct store_query *q, sqlite3_stmt **ret) {
+        _cleanup_free_ char *cgroup_dir = NULL;
+        sqlite3_stmt *st = NULL;
+        int rc;
+
+        if (t->oom)
+                return -ENOMEM;
+        rc = sqlite3_prepare_v2(s->db, t->buf, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_fail(s, rc, "preparing the query");
+        bind_i64(st, ":kind", q->kind);
+        bind_i64(st, ":drain", q->drain_id);
+        bind_i64(st, ":from", (int64_t) q->from_ns);
+        bind_i64(st, ":to", (int64_t) q->to_ns);
+        bind_i64(st, ":pid", q->pid);
+        bind_i64(st, ":tid", q->tid);
+        bind_text(st, ":comm", q->comm);
+        bind_text(st, ":exe", q->exe);
+        bind_i64(st, ":uid", q->filter_uid);
+        bind_i64(st, ":own_uid", q->uid);
+        bind_text(st, ":cgroup", q->cgroup);
+        if (q->cgroup && !is_glob(q->cgroup)) {
+                size_t n = strlen(q->cgroup);
+                /* "/" is the root: everything is below it */
+                if (asprintf(&cgroup_dir, "%s%s", q->cgroup, n > 0 && q->cgroup[n - 1] == '/' ? "" : "/") < 0) {
+                        sqlite3_finalize(st);
+                        return -ENOMEM;
+                }
+                bind_text(st, ":cgroup_dir", cgroup_dir);
+        }
+        bind_text(st, ":unit", q->unit);
+        bind_text(st, ":container", q->container);
+        bind_i64(st, ":states", q->state_mask);
+        *ret = st;
+        return 0;
+}
+
+/* Appends the frames of stack sid to *out, loading (and caching) each
+ * location once per query. Returns the number of frames or a negative errno. */
+/* Most locations a reader keeps between queries: a day of a busy host
+ * references some tens of thousands; at a few hundred bytes each this caps
+ * a worker's cache near 10 MiB. Past it, a query loads what its stacks
+ * need one stack at a time (transient_add), so a worker's memory does not
+ * grow with the answer. */
+#define QUERY_LOCATION_CACHE_MAX 32768
+
+/* Locations of the stack being answered that did not fit in the cache:
+ * freed once the stack line was made, at the next stack or the query's end. */
+static void transient_release(store *s) {
+        for (size_t i = 0; i < s->n_transient; i++)
+                location_info_free(s->transient[i]);
+        s->n_transient = 0;
+}
+
+static int transient_add(store *s, struct location_info *li) {
+        if (s->n_transient == s->transient_cap) {
+                size_t cap = MAX(s->transient_cap * 2, 64u);
+                struct location_info **t = realloc(s->transient, cap * sizeof(*t));
+                if (!t)
+                        return -ENOMEM;
+                s->transient = t;
+                s->transient_cap = cap;
+        }
+        s->transient[s->n_transient++] = li;
+        return 0;
+}
+
+static int stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame_out **out, size_t *out_cap,
+                        size_t *ret_n) {
+        sqlite3_stmt *frames_st = s->stmts[STMT_SELECT_STACK_FRAMES];
+        const int64_t *locs;
+        size_t n, n_out = 0;
         int rc, r = 0;
 
-        if (!cache)
-                return -ENOMEM;
-        rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-        if (rc != SQLITE_OK) {
-                r = store_fail(s, rc, "preparing the query");
-                goto out;
+        transient_release(s); /* the previous stack's: its line is made */
+        sqlite3_bind_int64(frames_st, 1, sid);
+        rc = sqlite3_step(frames_st);
+        if (rc != SQLITE_ROW) {
+                sqlite3_reset(frames_st);
+                sqlite3_clear_bindings(frames_st);
+                return rc == SQLITE_DONE ? -ENOENT : store_fail(s, rc, "stack lookup");
         }
-        sqlite3_bind_int64(st, 1, (int64_t) q->from_ns);
-        sqlite3_bind_int64(st, 2, (int64_t) q->to_ns);
-        sqlite3_bind_int(st, 3, q->kind);
-        if (q->pid)
-                sqlite3_bind_int64(st, 4, q->pid);
-        if (q->comm)
-                sqlite3_bind_text(st, 5, q->comm, -1, SQLITE_STATIC);
-        if (q->state_mask)
-                sqlite3_bind_int64(st, 6, q->state_mask);
-        if (q->only_uid)
-                sqlite3_bind_int64(st, 7, q->uid);
+        n = (size_t) sqlite3_column_bytes(frames_st, 0) / sizeof(int64_t);
+        locs = sqlite3_column_blob(frames_st, 0);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                struct location_info *li;
+                int64_t lid;
+                void *v;
 
+                memcpy(&lid, &locs[i], sizeof(lid));
+                if (hashmap_get(cache, UINT64_TO_KEY(lid), &v) < 0) {
+                        r = load_location(s, lid, &li);
+                        if (r < 0)
+                                break;
+                        if (cache == s->query_locations && hashmap_size(cache) >= QUERY_LOCATION_CACHE_MAX)
+                                r = transient_add(s, li);
+                        else
+                                r = hashmap_put(cache, UINT64_TO_KEY(lid), li);
+                        if (r < 0) {
+                                location_info_free(li);
+                                break;
+                        }
+                } else
+                        li = v;
+                if (n_out + li->n > *out_cap) {
+                        size_t cap = MAX(*out_cap * 2, n_out + li->n);
+                        struct store_frame_out *no = realloc(*out, cap * sizeof(**out));
+                        if (!no) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        *out = no;
+                        *out_cap = cap;
+                }
+                memcpy(*out + n_out, li->frames, li->n * sizeof(**out));
+                n_out += li->n;
+        }
+        sqlite3_reset(frames_st);
+        sqlite3_clear_bindings(frames_st);
+        if (r < 0)
+                return r;
+        *ret_n = n_out;
+        return 0;
+}
+
+/* --- query speed (C2; docs/performance.md, Queries) ------------------------ */
+
+/* The location cache a query uses. A reader connection keeps its locations
+ * from one query to the next: a location row never changes once written,
+ * only retention deletes rows (and SQLite may then give a deleted id to a
+ * new location), so the cache is emptied when retention's count of deleted
+ * locations moved. The check and the query share one read transaction
+ * (committed at the end of store_query_stacks), so they see the same
+ * store. Anything but a reader gets a new cache, freed after the query. */
+static hashmap *query_location_cache(store *s) {
+        uint64_t deleted = UINT64_MAX;
+        sqlite3_stmt *st = NULL;
+
+        if (!s->reader)
+                return hashmap_new_u64();
+        if (sqlite3_get_autocommit(s->db) && exec_sql(s, "BEGIN") < 0)
+                return hashmap_new_u64();
+        if (sqlite3_prepare_v2(s->db, "SELECT coalesce((SELECT value FROM retention_totals "
+                                      "WHERE name = 'deleted_locations'), 0)", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+                deleted = (uint64_t) sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        if (s->query_locations &&
+            (deleted != s->query_locations_deleted || deleted == UINT64_MAX ||
+             hashmap_size(s->query_locations) > QUERY_LOCATION_CACHE_MAX)) {
+                location_cache_free(s->query_locations);
+                s->query_locations = NULL;
+        }
+        if (!s->query_locations)
+                s->query_locations = hashmap_new_u64();
+        s->query_locations_deleted = deleted;
+        return s->query_locations;
+}
+
+struct stack_sum {
+        int64_t stack_id;
+        uint64_t value;
+};
+
+static int stack_sum_cmp(const void *a, const void *b) {
+        const struct stack_sum *x = a, *y = b;
+        return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* An ungrouped query's rows (stack, value), summed per stack in a hash map
+ * and answered in stack order. SQLite's GROUP BY would sort every row of
+ * the window through a temporary B-tree first: for a day's window that
+ * was most of the query's time. */
+static int query_stacks_summed(store *s, sqlite3_stmt *st, hashmap *cache, store_stack_fn fn, void *userdata,
+                               uint64_t *ret_total, uint64_t *ret_stacks) {
+        _cleanup_free_ struct stack_sum *sums = NULL;
+        _cleanup_free_ struct store_frame_out *out = NULL;
+        hashmap *index = hashmap_new_u64();
+        size_t n = 0, cap = 0, out_cap = 0;
+        int rc, r = 0;
+
+        if (!index)
+                return -ENOMEM;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int64_t sid = sqlite3_column_int64(st, 0);
                 uint64_t value = (uint64_t) sqlite3_column_int64(st, 1);
-                const int64_t *locs;
-                size_t n;
+                void *v;
 
-                sqlite3_bind_int64(frames_st, 1, sid);
-                rc = sqlite3_step(frames_st);
-                if (rc != SQLITE_ROW) {
-                        sqlite3_reset(frames_st);
-                        r = rc == SQLITE_DONE ? -ENOENT : store_fail(s, rc, "stack lookup");
-                        goto out;
+                if (hashmap_get(index, UINT64_TO_KEY(sid), &v) >= 0) {
+                        sums[(uintptr_t) v].value += value;
+                        continue;
                 }
-                n = (size_t) sqlite3_column_bytes(frames_st, 0) / sizeof(int64_t);
-                locs = sqlite3_column_blob(frames_st, 0);
-                n_out = 0;
-                for (size_t i = 0; i < n && r >= 0; i++) {
-                        struct location_info *li;
-                        int64_t lid;
-                        void *v;
-
-                        memcpy(&lid, &locs[i], sizeof(lid));
-                        if (hashmap_get(cache, UINT64_TO_KEY(lid), &v) < 0) {
-                                r = load_location(s, lid, &li);
-                                if (r < 0)
-                                        break;
-                                r = hashmap_put(cache, UINT64_TO_KEY(lid), li);
-                                if (r < 0) {
-                                        location_info_free(li);
-                                        break;
-                                }
-                        } else
-                                li = v;
-                        if (n_out + li->n > out_cap) {
-                                size_t cap = MAX(out_cap * 2, n_out + li->n);
-                                struct store_frame_out *no = realloc(out, cap * sizeof(*out));
-                                if (!no) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                                out = no;
-                                out_cap = cap;
+                if (n == cap) {
+                        size_t ncap = MAX(cap * 2, 1024u);
+                        struct stack_sum *ns = realloc(sums, ncap * sizeof(*ns));
+                        if (!ns) {
+                                r = -ENOMEM;
+                                break;
                         }
-                        memcpy(out + n_out, li->frames, li->n * sizeof(*out));
-                        n_out += li->n;
+                        sums = ns;
+                        cap = ncap;
                 }
-                sqlite3_reset(frames_st);
+                r = hashmap_put(index, UINT64_TO_KEY(sid), (void *) (uintptr_t) n);
+                if (r < 0)
+                        break;
+                sums[n++] = (struct stack_sum) { sid, value };
+        }
+        hashmap_free(index);
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = store_fail(s, rc, "query");
+        if (r < 0)
+                return r;
+        if (n > 1) /* an empty answer has no array: qsort(NULL, ...) is undefined */
+                qsort(sums, n, sizeof(*sums), stack_sum_cmp);
+        *ret_total = *ret_stacks = 0;
+        for (size_t i = 0; i < n; i++) {
+                struct store_stack_out so = { .value = sums[i].value };
+
+                r = stack_frames(s, sums[i].stack_id, cache, &out, &out_cap, &so.n_frames);
+                if (r < 0)
+                        return r;
+                so.frames = out;
+                *ret_total += so.value;
+                (*ret_stacks)++;
+                r = fn(&so, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn, void *userdata,
+                       uint64_t *ret_total, uint64_t *ret_stacks) {
+        struct sql_text t = {};
+        sqlite3_stmt *st = NULL;
+        hashmap *cache = NULL;
+        struct store_frame_out *out = NULL;
+        size_t out_cap = 0;
+        uint64_t total = 0, stacks = 0;
+        int rc, r;
+
+        switch (q->group) {
+        case STORE_GROUP_PROCESS:
+                /* by name and pid, as the root frame shows it: two instances
+                 * of a reused pid with the same comm are one root */
+                sql_add(&t, "SELECT s.stack_id, sum(s.value), p.comm || '-' || p.pid AS grp");
+                break;
+        case STORE_GROUP_UNIT:
+                sql_add(&t, "SELECT s.stack_id, sum(s.value), coalesce(p.unit, '-') AS grp");
+                break;
+        default:
+                sql_add(&t, "SELECT s.stack_id, s.value");
+        }
+        sql_add_filters(&t, q, q->group != STORE_GROUP_NONE);
+        /* ungrouped: summed per stack here, not by SQLite (see query_stacks_summed) */
+        if (q->group != STORE_GROUP_NONE)
+                sql_add(&t, " GROUP BY grp, s.stack_id ORDER BY grp");
+        r = query_prepare(s, &t, q, &st);
+        free(t.buf);
+        if (r < 0)
+                return r;
+        cache = query_location_cache(s);
+        if (!cache) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (q->group == STORE_GROUP_NONE) {
+                r = query_stacks_summed(s, st, cache, fn, userdata, &total, &stacks);
+                goto out;
+        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_stack_out so = {
+                        .value = (uint64_t) sqlite3_column_int64(st, 1),
+                        .group = (const char *) sqlite3_column_text(st, 2),
+                };
+
+                r = stack_frames(s, sqlite3_column_int64(st, 0), cache, &out, &out_cap, &so.n_frames);
                 if (r < 0)
                         goto out;
-                total += value;
+                so.frames = out;
+                total += so.value;
                 stacks++;
-                r = fn(out, n_out, value, userdata);
+                r = fn(&so, userdata);
                 if (r < 0)
                         goto out;
         }
         if (rc != SQLITE_DONE)
                 r = store_fail(s, rc, "query");
 out:
-        sqlite3_clear_bindings(frames_st);
         sqlite3_finalize(st);
-        location_cache_free(cache);
+        if (cache != s->query_locations)
+                location_cache_free(cache);
+        transient_release(s);
+        if (s->reader && !sqlite3_get_autocommit(s->db))
+                (void) exec_sql(s, "COMMIT");
         free(out);
         if (r >= 0) {
                 if (ret_total)
@@ -828,6 +1231,53 @@ out:
                 if (ret_stacks)
                         *ret_stacks = stacks;
         }
+        return r;
+}
+
+int store_query_drains(store *s, const struct store_query *q, store_drain_value_fn fn, void *userdata) {
+        struct sql_text t = {};
+        sqlite3_stmt *st = NULL;
+        int rc, r;
+
+        sql_add(&t, "SELECT d.start_ns, d.end_ns, sum(s.value)");
+        sql_add_filters(&t, q, false);
+        /* grouped in the order drains come (drains_end: end_ns, id), so
+         * SQLite sums each drain's samples as they stream by instead of
+         * sorting all of them (3.4 s -> 1.0 s for a day); only the per-drain
+         * sums are sorted into time order */
+        sql_add(&t, " GROUP BY d.end_ns, d.id ORDER BY d.start_ns, d.end_ns");
+        r = query_prepare(s, &t, q, &st);
+        free(t.buf);
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                r = fn((uint64_t) sqlite3_column_int64(st, 0), (uint64_t) sqlite3_column_int64(st, 1),
+                       (uint64_t) sqlite3_column_int64(st, 2), userdata);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = store_fail(s, rc, "series query");
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_last_drain(store *s, int64_t *ret_id, uint64_t *ret_start_ns, uint64_t *ret_end_ns) {
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(s->db, "SELECT id, start_ns, end_ns FROM drains ORDER BY end_ns DESC, id DESC LIMIT 1",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_fail(s, rc, "last drain lookup");
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                *ret_id = sqlite3_column_int64(st, 0);
+                *ret_start_ns = (uint64_t) sqlite3_column_int64(st, 1);
+                *ret_end_ns = (uint64_t) sqlite3_column_int64(st, 2);
+        } else
+                r = rc == SQLITE_DONE ? -ENOENT : store_fail(s, rc, "last drain lookup");
+        sqlite3_finalize(st);
         return r;
 }
 

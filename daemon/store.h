@@ -59,6 +59,14 @@ int store_open(const char *path, store **ret);
 store *store_close(store *s);
 const char *store_path(const store *s);
 
+/* A read-only connection for queries on another thread (daemon/query.c):
+ * WAL lets it read while the writer stores drains. The store must exist at
+ * the current schema version. Returns 0 or a negative errno, logged. */
+int store_open_reader(const char *path, store **ret);
+/* Makes the SQL running on s (in another thread) stop soon with an error.
+ * Safe to call from any thread while s is open. */
+void store_interrupt(store *s);
+
 /* A drain is written as begin, add..., drop..., commit: one transaction, so a
  * crash leaves either the whole drain or none of it. Each returns 0 or a
  * negative errno (-ENOSPC when the disk is full); after a failure call
@@ -69,13 +77,39 @@ int store_drain_drop(store *s, const char *reason, uint64_t count);
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys);
 void store_drain_abort(store *s);
 
+/* Forgets the ids of rows this connection cached (mappings, functions,
+ * locations, processes): call after another connection deleted such rows
+ * (retention), outside a drain. */
+void store_forget_ids(store *s);
+
+/* How query answers keep stacks apart (the "group" request field). */
+enum store_group {
+        STORE_GROUP_NONE,    /* stacks of all matching processes merged */
+        STORE_GROUP_PROCESS, /* per process: group "comm-pid" */
+        STORE_GROUP_UNIT,    /* per systemd unit: group the unit, "-" when none */
+};
+
+/* A query's filters. Strings are borrowed; NULL (or 0, false) disables a
+ * filter. comm, exe and unit are exact, or SQLite GLOB patterns when they
+ * contain '*', '?' or '['. Every value is bound as a parameter, never
+ * pasted into SQL. */
 struct store_query {
         int kind;
-        uint64_t from_ns, to_ns; /* Unix-epoch ns, inclusive */
+        uint64_t from_ns, to_ns; /* Unix-epoch ns, inclusive: drains overlapping it */
+        int64_t drain_id;        /* > 0: only this drain (from_ns/to_ns ignored) */
         uint32_t pid;            /* 0: any */
-        const char *comm;        /* NULL: any */
+        uint32_t tid;            /* 0: any */
+        const char *comm;
+        const char *exe;
+        bool have_uid;           /* only processes with effective uid `filter_uid` */
+        uint32_t filter_uid;
+        const char *cgroup;      /* this cgroup v2 path and everything below it (or a glob) */
+        const char *unit;
+        const char *container;   /* lowercase hex prefix of the container id */
         uint32_t state_mask;     /* bit (1 << enum profd_state) per state; 0: any */
-        bool only_uid;           /* only processes that ran with this effective uid */
+        enum store_group group;
+        /* access control: only processes that ran with this effective uid */
+        bool only_uid;
         uint32_t uid;
 };
 
@@ -86,18 +120,43 @@ struct store_frame_out {
         const char *raw_name; /* as in the symbol table */
         const char *module;   /* mapping path */
         const char *file;     /* source file, or NULL */
+        const char *build_id; /* hex build-id of the module, NULL when unknown */
+        uint64_t address;     /* file offset (user) or address (kernel), if has_address */
         unsigned line;        /* 0: unknown */
+        bool has_address;     /* false for [lost] */
         bool kernel;
         bool resolved;
         bool inlined;         /* an inlined call: the caller is the frame before */
+        bool jit;             /* JIT code: perf map entry or unmapped anonymous code */
+};
+
+/* One answer line of a stack query. */
+struct store_stack_out {
+        const struct store_frame_out *frames; /* root first */
+        size_t n_frames;
+        uint64_t value;
+        const char *group; /* with STORE_GROUP_PROCESS/UNIT: the group's name; else NULL */
 };
 
 /* Called for every stack matching a query. Returning a negative errno stops
  * the query and is passed on. */
-typedef int (*store_stack_fn)(const struct store_frame_out *frames, size_t n, uint64_t value, void *userdata);
+typedef int (*store_stack_fn)(const struct store_stack_out *stack, void *userdata);
 
+/* Runs a query, calling fn for each (group and) stack. Returns 0 with the
+ * sum of values and the number of stacks, or a negative errno. */
 int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn, void *userdata,
                        uint64_t *ret_total, uint64_t *ret_stacks);
+
+/* Called, in time order, for each drain with matching samples: the drain's
+ * bucket and the sum of its matching values. */
+typedef int (*store_drain_value_fn)(uint64_t start_ns, uint64_t end_ns, uint64_t value, void *userdata);
+
+/* The per-drain sums behind a time series. Returns 0 or a negative errno. */
+int store_query_drains(store *s, const struct store_query *q, store_drain_value_fn fn, void *userdata);
+
+/* The most recent drain (largest end time). Returns 0, -ENOENT when the
+ * store has none, or a negative errno. */
+int store_last_drain(store *s, int64_t *ret_id, uint64_t *ret_start_ns, uint64_t *ret_end_ns);
 
 struct store_drop_total {
         char *reason;

@@ -1,0 +1,284 @@
+/* A stack answer line as JSON text, written directly (see stackline.h). */
+#include "stackline.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+static bool reserve(struct stackline_buf *b, size_t more) {
+        size_t cap;
+        char *d;
+
+        if (b->len + more <= b->cap)
+                return true;
+        cap = MAX(b->cap * 2, b->len + more + 256);
+        d = realloc(b->data, cap);
+        if (!d)
+                return false;
+        b->data = d;
+        b->cap = cap;
+        return true;
+}
+
+static bool put(struct stackline_buf *b, const char *s, size_t n) {
+        if (!reserve(b, n))
+                return false;
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+        return true;
+}
+
+#define PUT_LITERAL(b, s) put((b), (s), sizeof(s) - 1)
+
+/* Decodes one UTF-8 sequence at s (n bytes left): the code point and its
+ * length, or 0 for an invalid sequence (overlong forms and surrogates too,
+ * as jansson refuses them). */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret) {
+        uint32_t c;
+        size_t len;
+
+        if (s[0] < 0x80) {
+                *ret = s[0];
+                return 1;
+        }
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                len = 2, c = s[0] & 0x1f;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                len = 3, c = s[0] & 0x0f;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                len = 4, c = s[0] & 0x07;
+        else
+                return 0;
+        if (len > n)
+                return 0;
+        for (size_t i = 1; i < len; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                c = (c << 6) | (s[i] & 0x3f);
+        }
+        if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
+                return 0;
+        *ret = c;
+        return len;
+}
+
+static bool put_u16(struct stackline_buf *b, uint32_t u) {
+        char e[16];
+        snprintf(e, sizeof(e), "\\u%04" PRIX32, u & 0xffff);
+        return put(b, e, 6);
+}
+
+/* A JSON string: quotes, escapes, non-ASCII as \uXXXX (surrogate pairs above
+ * the BMP), like jansson with JSON_ENSURE_ASCII. */
+static bool put_string(struct stackline_buf *b, const char *str) {
+        const unsigned char *s = (const unsigned char *) str;
+        size_t n = strlen(str);
+
+        if (!PUT_LITERAL(b, "\""))
+                return false;
+        while (n > 0) {
+                size_t run = 0;
+                uint32_t c;
+                size_t len;
+
+                /* plain ASCII is copied as a run */
+                while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
+                        run++;
+                if (run > 0) {
+                        if (!put(b, (const char *) s, run))
+                                return false;
+                        s += run;
+                        n -= run;
+                        continue;
+                }
+                len = utf8_decode(s, n, &c);
+                if (len == 0) {
+                        c = 0xfffd;
+                        len = 1;
+                }
+                s += len;
+                n -= len;
+                bool ok;
+                switch (c) {
+                case '"': ok = PUT_LITERAL(b, "\\\""); break;
+                case '\\': ok = PUT_LITERAL(b, "\\\\"); break;
+                case '\b': ok = PUT_LITERAL(b, "\\b"); break;
+                case '\f': ok = PUT_LITERAL(b, "\\f"); break;
+                case '\n': ok = PUT_LITERAL(b, "\\n"); break;
+                case '\r': ok = PUT_LITERAL(b, "\\r"); break;
+                case '\t': ok = PUT_LITERAL(b, "\\t"); break;
+                default:
+                        if (c < 0x10000)
+                                ok = put_u16(b, c);
+                        else {
+                                c -= 0x10000;
+                                ok = put_u16(b, 0xd800 | (c >> 10)) && put_u16(b, 0xdc00 | (c & 0x3ff));
+                        }
+                }
+                if (!ok)
+                        return false;
+        }
+        return PUT_LITERAL(b, "\"");
+}
+
+static bool put_int(struct stackline_buf *b, int64_t v) {
+        char num[24];
+        int n = snprintf(num, sizeof(num), "%" PRId64, v);
+        return put(b, num, (size_t) n);
+}
+
+static bool put_bool(struct stackline_buf *b, bool v) {
+        return v ? PUT_LITERAL(b, "true") : PUT_LITERAL(b, "false");
+}
+
+static bool put_frame(struct stackline_buf *b, const struct store_frame_out *fr, bool raw_names) {
+        const char *name = raw_names && fr->raw_name ? fr->raw_name : fr->name;
+        bool ok;
+
+        ok = PUT_LITERAL(b, "{\"name\":") && put_string(b, name) && PUT_LITERAL(b, ",\"module\":") &&
+             put_string(b, fr->module) && PUT_LITERAL(b, ",\"kernel\":") && put_bool(b, fr->kernel) &&
+             PUT_LITERAL(b, ",\"resolved\":") && put_bool(b, fr->resolved);
+        /* as answer_stack_line: addresses as jansson's signed integers */
+        if (ok && fr->has_address)
+                ok = PUT_LITERAL(b, ",\"address\":") && put_int(b, (int64_t) fr->address);
+        if (ok && fr->build_id)
+                ok = PUT_LITERAL(b, ",\"build_id\":") && put_string(b, fr->build_id);
+        if (ok && fr->jit)
+                ok = PUT_LITERAL(b, ",\"jit\":true");
+        if (ok && fr->file)
+                ok = PUT_LITERAL(b, ",\"file\":") && put_string(b, fr->file);
+        if (ok && fr->line)
+                ok = PUT_LITERAL(b, ",\"line\":") && put_int(b, fr->line);
+        if (ok && fr->inlined)
+                ok = PUT_LITERAL(b, ",\"inlined\":true");
+        if (ok && fr->raw_name && !streq(fr->raw_name, name))
+                ok = PUT_LITERAL(b, ",\"raw_name\":") && put_string(b, fr->raw_name);
+        return ok && PUT_LITERAL(b, "}");
+}
+
+/* One frame name as folded text (see stackline_folded). */
+static bool put_folded_name(struct stackline_buf *b, const char *name) {
+        const unsigned char *s = (const unsigned char *) name;
+        size_t n = strlen(name);
+
+        if (n == 0)
+                return PUT_LITERAL(b, "[unknown]");
+        while (n > 0) {
+                uint32_t c;
+                size_t len = s[0] < 0x80 ? 1 : utf8_decode(s, n, &c);
+
+                if (len == 0 || s[0] < 0x20 || s[0] == 0x7f) {
+                        if (!PUT_LITERAL(b, "?"))
+                                return false;
+                        len = MAX(len, (size_t) 1);
+                } else if (s[0] == ';') {
+                        if (!PUT_LITERAL(b, ":"))
+                                return false;
+                } else if (!put(b, (const char *) s, len))
+                        return false;
+                s += len;
+                n -= len;
+        }
+        return true;
+}
+
+static const char *base_name(const char *path) {
+        const char *slash = strrchr(path, '/');
+        return slash ? slash + 1 : path;
+}
+
+int stackline_folded(struct stackline_buf *b, const struct store_stack_out *stack, const struct stack_style *style) {
+        size_t start = b->len;
+        bool ok = true, first = true;
+
+        if (stack->group) {
+                ok = put_folded_name(b, stack->group);
+                first = false;
+        }
+        for (size_t i = 0; ok && i < stack->n_frames; i++) {
+                const struct store_frame_out *fr = &stack->frames[i];
+
+                ok = first || PUT_LITERAL(b, ";");
+                first = false;
+                if (!ok)
+                        break;
+                if (style->collapse_kernel && fr->kernel) {
+                        if (i > 0 && stack->frames[i - 1].kernel) {
+                                b->len--; /* the ';' just written */
+                                continue;
+                        }
+                        ok = PUT_LITERAL(b, "[kernel]_[k]");
+                        continue;
+                }
+                ok = put_folded_name(b, style->raw_names && fr->raw_name ? fr->raw_name : fr->name);
+                if (ok && style->lines && fr->file && fr->line) {
+                        char num[16];
+                        int len = snprintf(num, sizeof(num), ":%u)", (unsigned) fr->line);
+
+                        ok = PUT_LITERAL(b, " (") && put_folded_name(b, base_name(fr->file)) &&
+                             put(b, num, (size_t) len);
+                }
+                if (ok && fr->kernel)
+                        ok = PUT_LITERAL(b, "_[k]");
+        }
+        /* a stack without frames still needs a name to be a line */
+        if (ok && first)
+                ok = PUT_LITERAL(b, "[unknown]");
+        if (!ok) {
+                b->len = start;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int stackline_append(struct stackline_buf *b, const struct store_stack_out *stack, const struct stack_style *style) {
+        size_t start = b->len;
+        bool ok, first = true;
+
+        ok = PUT_LITERAL(b, "{\"type\":\"stack\",\"value\":") && put_int(b, (int64_t) stack->value);
+        if (ok && style->folded) {
+                struct stackline_buf f = {};
+
+                ok = stackline_folded(&f, stack, style) >= 0 && reserve(&f, 1);
+                if (ok) {
+                        f.data[f.len] = '\0';
+                        ok = PUT_LITERAL(b, ",\"folded\":") && put_string(b, f.data);
+                }
+                stackline_buf_done(&f);
+        } else if (ok) {
+                ok = PUT_LITERAL(b, ",\"frames\":[");
+                for (size_t i = 0; ok && i < stack->n_frames; i++) {
+                        const struct store_frame_out *fr = &stack->frames[i];
+
+                        if (style->collapse_kernel && fr->kernel) {
+                                /* each run of kernel frames is one, without name or address */
+                                if (i > 0 && stack->frames[i - 1].kernel)
+                                        continue;
+                                ok = (first || PUT_LITERAL(b, ",")) &&
+                                     PUT_LITERAL(b, "{\"name\":\"[kernel]\",\"module\":\"[kernel]\",\"kernel\":true,"
+                                                    "\"resolved\":false}");
+                        } else
+                                ok = (first || PUT_LITERAL(b, ",")) && put_frame(b, fr, style->raw_names);
+                        first = false;
+                }
+                ok = ok && PUT_LITERAL(b, "]");
+        }
+        if (ok && stack->group)
+                ok = PUT_LITERAL(b, ",\"group\":") && put_string(b, stack->group);
+        ok = ok && PUT_LITERAL(b, "}\n");
+        if (!ok) {
+                b->len = start;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void stackline_buf_done(struct stackline_buf *b) {
+        free(b->data);
+        *b = (struct stackline_buf) {};
+}

@@ -1,0 +1,133 @@
+/* The stack lines profd streams (daemon/stackline.c, written as text) say
+ * exactly what answer_stack_line() (daemon/answer.c, jansson objects) says:
+ * same keys and values for every kind of frame, kernel frames collapsed for
+ * unprivileged callers, raw names, groups, strings that need escaping; and
+ * the text is byte for byte what jansson writes with JSON_ENSURE_ASCII. A
+ * name that is not UTF-8 becomes U+FFFD instead of failing the answer. */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "answer.h"
+#include "macro.h"
+#include "stackline.h"
+#include "tests.h"
+
+static const struct store_frame_out frames[] = {
+        { .name = "main", .raw_name = "main", .module = "/usr/bin/app", .build_id = "0123abcd", .address = 0x1139,
+          .has_address = true, .resolved = true, .file = "app.c", .line = 10 },
+        { .name = "ns::Klass::run(int)", .raw_name = "_ZN2ns5Klass3runEi", .module = "/usr/lib/libx.so",
+          .address = 0x42, .has_address = true, .resolved = true },
+        { .name = "helper", .raw_name = "helper", .module = "/usr/bin/app", .file = "inline.h", .line = 3,
+          .address = 0x1140, .has_address = true, .resolved = true, .inlined = true },
+        { .name = "LazyCompile:*f \"quoted\" \\ /srv/a.js:1", .raw_name = NULL, .module = "[jit]",
+          .address = 0x7f0000001000, .has_address = true, .resolved = true, .jit = true },
+        { .name = "caf\xc3\xa9_\xe2\x82\xac_\xf0\x9f\x98\x80\t\n\x01\x7f", .module = "/opt/\xc3\xbc/bin",
+          .address = 1, .has_address = true, .resolved = true },
+        { .name = "app+0x99", .raw_name = "app+0x99", .module = "/usr/bin/app", .address = 0x99, .has_address = true },
+        { .name = "entry_SYSCALL_64", .raw_name = "entry_SYSCALL_64", .module = "[kernel.kallsyms]",
+          .address = 0xffffffff81000100ULL, .has_address = true, .kernel = true, .resolved = true },
+        { .name = "do_syscall_64", .raw_name = "do_syscall_64", .module = "[kernel.kallsyms]",
+          .address = 0xffffffff81000200ULL, .has_address = true, .kernel = true, .resolved = true },
+        { .name = "[lost]", .module = "[lost]", .kernel = true },
+};
+
+/* Both writers on one stack: the same JSON value, and the same text. */
+static void check_style(const struct store_stack_out *st, const struct stack_style *style) {
+        struct stackline_buf b = {};
+        json_t *want = answer_stack_line(st, style), *got;
+        json_error_t err;
+        char *want_text;
+
+        CHECK(want != NULL);
+        CHECK_INT_EQ(stackline_append(&b, st, style), 0);
+        CHECK(b.len > 0 && b.data[b.len - 1] == '\n');
+        got = json_loadb(b.data, b.len, 0, &err);
+        if (!got)
+                fprintf(stderr, "stackline wrote invalid JSON (%s): %.*s\n", err.text, (int) b.len, b.data);
+        CHECK(got && want && json_equal(got, want));
+        want_text = want ? json_dumps(want, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        CHECK(want_text && b.len == strlen(want_text) + 1 && memcmp(b.data, want_text, b.len - 1) == 0);
+        if (want_text && (b.len != strlen(want_text) + 1 || memcmp(b.data, want_text, b.len - 1) != 0))
+                fprintf(stderr, "jansson:   %s\nstackline: %.*s", want_text, (int) b.len, b.data);
+        free(want_text);
+        json_decref(got);
+        json_decref(want);
+        stackline_buf_done(&b);
+}
+
+/* Every style: frames and folded, with and without lines. */
+static void check_same(const struct store_stack_out *st, bool collapse, bool raw) {
+        for (int folded = 0; folded < 2; folded++)
+                for (int lines = 0; lines <= folded; lines++)
+                        check_style(st, &(struct stack_style) { .collapse_kernel = collapse, .raw_names = raw,
+                                                                .folded = folded, .lines = lines });
+}
+
+/* The folded string itself, exactly. */
+static void check_folded(const struct store_stack_out *st, const struct stack_style *style, const char *want) {
+        struct stackline_buf b = {};
+
+        CHECK_INT_EQ(stackline_folded(&b, st, style), 0);
+        CHECK(b.len == strlen(want) && memcmp(b.data ?: "", want, b.len) == 0);
+        if (b.len != strlen(want) || memcmp(b.data ?: "", want, b.len) != 0)
+                fprintf(stderr, "folded: want %s\n        got  %.*s\n", want, (int) b.len, b.data ?: "");
+        stackline_buf_done(&b);
+}
+
+static const struct stack_style plain_style = {};
+#define STYLE_APPEND(b, st) stackline_append((b), (st), &plain_style)
+
+int main(void) {
+        struct store_stack_out st = { .frames = frames, .n_frames = ELEMENTSOF(frames) - 1, .value = 12345 };
+
+        /* every frame kind, privileged and not, demangled and raw */
+        for (int collapse = 0; collapse < 2; collapse++)
+                for (int raw = 0; raw < 2; raw++)
+                        check_same(&st, collapse, raw);
+        /* with a group; a stack that is all kernel; one frame; the [lost] frame */
+        st.group = "nginx.service \"x\"";
+        check_same(&st, false, false);
+        check_same(&st, true, false);
+        st = (struct store_stack_out) { .frames = frames + 6, .n_frames = 3, .value = (uint64_t) 1 << 40 };
+        check_same(&st, true, false);
+        check_same(&st, false, true);
+        st = (struct store_stack_out) { .frames = frames, .n_frames = 1, .value = 1 };
+        check_same(&st, false, false);
+
+        /* not UTF-8: jansson refuses the string, stackline writes U+FFFD */
+        struct store_frame_out bad = { .name = "bad\xff\xc3(", .module = "/m", .resolved = true };
+        struct stackline_buf b = {};
+        json_t *o;
+
+        st = (struct store_stack_out) { .frames = &bad, .n_frames = 1, .value = 1 };
+        CHECK_INT_EQ(STYLE_APPEND(&b, &st), 0);
+        o = json_loadb(b.data, b.len, 0, NULL);
+        CHECK(o != NULL);
+        if (o)
+                CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(o, "frames"), 0),
+                                                               "name")),
+                             "bad\xef\xbf\xbd\xef\xbf\xbd(");
+        json_decref(o);
+        /* appending goes after what the buffer holds */
+        size_t first = b.len;
+        CHECK_INT_EQ(STYLE_APPEND(&b, &st), 0);
+        CHECK_INT_EQ(b.len, 2 * first);
+        stackline_buf_done(&b);
+
+        /* folded: names sanitized, kernel suffix, lines, groups, collapsing */
+        st = (struct store_stack_out) { .frames = frames, .n_frames = 3, .value = 7 };
+        check_folded(&st, &(struct stack_style) {}, "main;ns::Klass::run(int);helper");
+        check_folded(&st, &(struct stack_style) { .raw_names = true }, "main;_ZN2ns5Klass3runEi;helper");
+        check_folded(&st, &(struct stack_style) { .lines = true }, "main (app.c:10);ns::Klass::run(int);helper (inline.h:3)");
+        st = (struct store_stack_out) { .frames = frames + 4, .n_frames = 5, .value = 7, .group = "a;b-1" };
+        check_folded(&st, &(struct stack_style) {},
+                     "a:b-1;caf\xc3\xa9_\xe2\x82\xac_\xf0\x9f\x98\x80????;app+0x99;entry_SYSCALL_64_[k];"
+                     "do_syscall_64_[k];[lost]_[k]");
+        check_folded(&st, &(struct stack_style) { .collapse_kernel = true },
+                     "a:b-1;caf\xc3\xa9_\xe2\x82\xac_\xf0\x9f\x98\x80????;app+0x99;[kernel]_[k]");
+        st = (struct store_stack_out) { .frames = &bad, .n_frames = 1, .value = 1 };
+        check_folded(&st, &(struct stack_style) {}, "bad?" "?(");
+        st = (struct store_stack_out) { .frames = frames, .n_frames = 0, .value = 1 };
+        check_folded(&st, &(struct stack_style) {}, "[unknown]");
+        TESTS_DONE();
+}
