@@ -45,6 +45,8 @@ typedef struct profile {
         char *unit;           /* "samples" or "ns" */
         uint64_t total;       /* sum of the stacks' values */
         uint64_t from_ns, to_ns; /* the window, Unix-epoch ns */
+        uint64_t period_ns;   /* cpu: ns between two samples of one CPU (1e9 / frequency_hz),
+                               * 0 while unknown; see profile_set_end() */
 
         struct profile_frame *frames;
         size_t n_frames;
@@ -65,10 +67,22 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(profile *, profile_free);
 int profile_add_stack_line(profile *p, const json_t *line);
 
 /* Takes kind, unit, from_ns and to_ns from the answer's "end" line and
- * checks its "total" and "stacks" against what was added. Returns 0 or
+ * checks its "total" and "stacks" against what was added. Also takes the
+ * sampling period from its "frequency_hz" when the line has one (else
+ * period_ns stays as it was: see profile_set_frequency()). Returns 0 or
  * -EBADMSG. */
 int profile_set_end(profile *p, const json_t *end);
 
-/* Adds a stack directly (tests, diff); frames are copied. Returns 0 or -ENOMEM. */
+/* Sets period_ns from a sampling frequency (status "frequency_hz"); 0 Hz
+ * (profd collects no cpu kind) makes it unknown again. */
+void profile_set_frequency(profile *p, uint64_t frequency_hz);
+
+/* Sets kind and unit ("cpu"/"samples", "offcpu"/"ns"...) for a profile
+ * built with profile_add_stack(). Returns 0 or -ENOMEM. */
+int profile_set_kind(profile *p, const char *kind, const char *unit);
+
+/* Adds a stack directly (tests, diff); frames are copied (absent strings
+ * become "", an empty raw_name the name). Returns 0, -EOVERFLOW (the total
+ * would pass 2^64) or -ENOMEM. */
 int profile_add_stack(profile *p, const struct profile_frame *frames, size_t n, uint64_t value,
                       const char *group);

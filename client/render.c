@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,48 @@ static void stack_free_owned(struct stack *s) {
         }
 }
 
+int stack_reserve(struct stack *s, size_t n) {
+        size_t a;
+
+        stack_free_owned(s);
+        s->n_frames = 0;
+        if (n <= s->allocated)
+                return 0;
+        a = MAX(n, s->allocated * 2);
+        struct folded_frame *f = reallocarray(s->frames, a, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        s->frames = f;
+        const char **m = reallocarray(s->modules, a, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        s->modules = m;
+        char **o = reallocarray(s->owned, a, sizeof(*o));
+        if (!o)
+                return -ENOMEM;
+        for (size_t i = s->allocated; i < a; i++)
+                o[i] = NULL;
+        s->owned = o;
+        s->allocated = a;
+        return 0;
+}
+
+int frame_name_with_line(const char *name, const char *file, uint64_t line, char **ret) {
+        const char *base;
+
+        *ret = NULL;
+        if (!file || !*file || line == 0)
+                return 0;
+        base = strrchr(file, '/');
+        if (asprintf(ret, "%s (%s:%" PRIu64 ")", name, base && base[1] ? base + 1 : file, line) < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
-        json_t *frames;
+        json_t *frames, *group;
         size_t n;
         int r;
 
@@ -31,26 +72,14 @@ int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
         if (!json_is_array(frames))
                 return cli_error(-EBADMSG, "profd sent a 'stack' line without a valid \"frames\" "
                                  "(expected an array)");
+        group = json_object_get(line, "group");
+        if (group && !json_is_string(group))
+                return cli_error(-EBADMSG, "profd sent a 'stack' line whose \"group\" is not a string");
+        s->group = json_string_value(group);
         n = json_array_size(frames);
 
-        if (n > s->allocated) {
-                size_t a = MAX(n, s->allocated * 2);
-                struct folded_frame *f = reallocarray(s->frames, a, sizeof(*f));
-                if (!f)
-                        return cli_error(-ENOMEM, "%m");
-                s->frames = f;
-                const char **m = reallocarray(s->modules, a, sizeof(*m));
-                if (!m)
-                        return cli_error(-ENOMEM, "%m");
-                s->modules = m;
-                char **o = reallocarray(s->owned, a, sizeof(*o));
-                if (!o)
-                        return cli_error(-ENOMEM, "%m");
-                for (size_t i = s->allocated; i < a; i++)
-                        o[i] = NULL;
-                s->owned = o;
-                s->allocated = a;
-        }
+        if (stack_reserve(s, n) < 0)
+                return cli_error(-ENOMEM, "%m");
 
         for (size_t i = 0; i < n; i++) {
                 json_t *frame = json_array_get(frames, i);
@@ -69,19 +98,20 @@ int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
                 /* a [lost] frame may come without a module */
                 s->modules[i] = json_is_string(module) ? json_string_value(module) : "";
                 if (with_lines) {
-                        const char *file = json_string_value(json_object_get(frame, "file"));
                         json_t *ln = json_object_get(frame, "line");
 
-                        if (file && json_is_integer(ln)) {
-                                const char *base = strrchr(file, '/');
-                                if (asprintf(&s->owned[i], "%s (%s:%" JSON_INTEGER_FORMAT ")", s->frames[i].name,
-                                             base ? base + 1 : file, json_integer_value(ln)) < 0) {
-                                        s->owned[i] = NULL;
-                                        return cli_error(-ENOMEM, "%m");
-                                }
+                        r = frame_name_with_line(s->frames[i].name,
+                                                 json_string_value(json_object_get(frame, "file")),
+                                                 json_is_integer(ln) && json_integer_value(ln) > 0 ?
+                                                 (uint64_t) json_integer_value(ln) : 0,
+                                                 &s->owned[i]);
+                        if (r < 0)
+                                return cli_error(r, "%m");
+                        if (s->owned[i])
                                 s->frames[i].name = s->owned[i];
-                        }
                 }
+                /* counted as we go, so an error above frees what was made */
+                s->n_frames = i + 1;
         }
         s->n_frames = n;
         return 0;
@@ -111,9 +141,29 @@ struct func_stat {
 };
 
 struct top_table {
+        TopBy by;
         hashmap *funcs;    /* struct func_key* -> struct func_stat* (same object) */
         uint64_t n_stacks; /* numbers the stacks from 1, for last_stack */
 };
+
+static const char *const top_by_names[] = {
+        [TOP_BY_FUNCTION] = "function",
+        [TOP_BY_LINE] = "line",
+        [TOP_BY_MODULE] = "module",
+};
+
+const char *top_by_to_string(TopBy by) {
+        return by < ELEMENTSOF(top_by_names) ? top_by_names[by] : NULL;
+}
+
+int top_by_from_string(const char *s, TopBy *ret) {
+        for (size_t i = 0; i < ELEMENTSOF(top_by_names); i++)
+                if (streq(s, top_by_names[i])) {
+                        *ret = (TopBy) i;
+                        return 0;
+                }
+        return -EINVAL;
+}
 
 static uint64_t func_key_hash(const void *p) {
         const struct func_key *k = p;
@@ -129,11 +179,12 @@ static bool func_key_eq(const void *a, const void *b) {
         return x->kernel == y->kernel && streq(x->name, y->name) && streq(x->module, y->module);
 }
 
-top_table *top_table_new(void) {
+top_table *top_table_new(TopBy by) {
         top_table *t = calloc(1, sizeof(*t));
 
         if (!t)
                 return NULL;
+        t->by = by;
         t->funcs = hashmap_new(func_key_hash, func_key_eq);
         if (!t->funcs) {
                 free(t);
@@ -207,12 +258,20 @@ int top_table_add(top_table *t, const struct stack *s) {
                 struct func_stat *f;
                 int r;
 
+                if (t->by == TOP_BY_MODULE)
+                        /* a frame without a module ([lost], [unknown]) is its own row */
+                        key = (struct func_key) {
+                                .name = *modules[i] ? modules[i] : frames[i].name,
+                                .module = "",
+                                .kernel = frames[i].kernel,
+                        };
+
                 r = top_table_get(t, &key, &f);
                 if (r < 0)
                         return r;
-                /* recursion puts a function in a stack more than once; its
-                 * TOTAL is the share of samples it was anywhere on, so count
-                 * each stack once */
+                /* recursion puts a function in a stack more than once (and a
+                 * module is there many times); its TOTAL is the share of
+                 * samples it was anywhere on, so count each stack once */
                 if (f->last_stack != t->n_stacks) {
                         f->total += s->value;
                         f->last_stack = t->n_stacks;
@@ -223,42 +282,82 @@ int top_table_add(top_table *t, const struct stack *s) {
         return 0;
 }
 
-static int func_stat_compare(const void *a, const void *b) {
+static int func_key_compare(const struct func_key *x, const struct func_key *y) {
+        int c = strcmp(x->name, y->name);
+
+        if (c != 0)
+                return c;
+        /* the rest only makes the order the same from run to run */
+        c = strcmp(x->module, y->module);
+        if (c != 0)
+                return c;
+        return (int) x->kernel - (int) y->kernel;
+}
+
+static int func_stat_compare_self(const void *a, const void *b) {
         const struct func_stat *x = *(struct func_stat *const *) a, *y = *(struct func_stat *const *) b;
-        int c;
 
         if (x->self != y->self)
                 return x->self > y->self ? -1 : 1;
         if (x->total != y->total)
                 return x->total > y->total ? -1 : 1;
-        c = strcmp(x->key.name, y->key.name);
-        if (c != 0)
-                return c;
-        /* the rest only makes the order the same from run to run */
-        c = strcmp(x->key.module, y->key.module);
-        if (c != 0)
-                return c;
-        return (int) x->key.kernel - (int) y->key.kernel;
+        return func_key_compare(&x->key, &y->key);
 }
 
-/* Names come from binaries and /proc: keep a stray escape sequence from
- * reaching the terminal. One byte in, one byte out, so widths still hold. */
-static void write_sanitized(FILE *f, const char *s) {
+static int func_stat_compare_total(const void *a, const void *b) {
+        const struct func_stat *x = *(struct func_stat *const *) a, *y = *(struct func_stat *const *) b;
+
+        if (x->total != y->total)
+                return x->total > y->total ? -1 : 1;
+        if (x->self != y->self)
+                return x->self > y->self ? -1 : 1;
+        return func_key_compare(&x->key, &y->key);
+}
+
+int top_table_rows(const top_table *t, bool children, struct top_row **ret, size_t *ret_n) {
+        _cleanup_free_ struct func_stat **stats = NULL;
+        struct top_row *rows;
+        size_t n = 0, state = 0;
+        void *v;
+
+        stats = malloc(MAX(hashmap_size(t->funcs), (size_t) 1) * sizeof(*stats));
+        rows = malloc(MAX(hashmap_size(t->funcs), (size_t) 1) * sizeof(*rows));
+        if (!stats || !rows) {
+                free(rows);
+                return -ENOMEM;
+        }
+        while (hashmap_iterate(t->funcs, &state, NULL, &v))
+                stats[n++] = v;
+        qsort(stats, n, sizeof(*stats), children ? func_stat_compare_total : func_stat_compare_self);
+        for (size_t i = 0; i < n; i++)
+                rows[i] = (struct top_row) {
+                        .name = stats[i]->key.name,
+                        .module = stats[i]->key.module,
+                        .kernel = stats[i]->key.kernel,
+                        .self = stats[i]->self,
+                        .total = stats[i]->total,
+                };
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+}
+
+void write_sanitized(FILE *f, const char *s) {
         for (const unsigned char *p = (const unsigned char *) s; *p; p++)
                 fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
 }
 
-static const char *module_display(const struct func_key *k) {
+const char *module_display_name(const char *module, bool kernel) {
         const char *slash;
 
-        if (!*k->module)
-                return k->kernel ? "[kernel]" : "-";
+        if (!*module)
+                return kernel ? "[kernel]" : "-";
         /* the full path rarely helps in a table; the file name tells which */
-        slash = strrchr(k->module, '/');
-        return slash && slash[1] ? slash + 1 : k->module;
+        slash = strrchr(module, '/');
+        return slash && slash[1] ? slash + 1 : module;
 }
 
-static double percent(uint64_t part, uint64_t total) {
+double percent(uint64_t part, uint64_t total) {
         return total ? 100.0 * (double) part / (double) total : 0.0;
 }
 
@@ -266,8 +365,7 @@ static double percent(uint64_t part, uint64_t total) {
  * instead of widening the column for every row. */
 #define TOP_FUNCTION_WIDTH_MAX 60
 
-/* A time in the largest unit that keeps it readable: "2.31s", "12.5ms", "840us". */
-static const char *format_time_short(char *buf, size_t size, uint64_t ns) {
+const char *format_time_short(char *buf, size_t size, uint64_t ns) {
         if (ns >= 1000000000ULL)
                 snprintf(buf, size, "%.2fs", (double) ns / 1e9);
         else if (ns >= 1000000ULL)
@@ -277,66 +375,127 @@ static const char *format_time_short(char *buf, size_t size, uint64_t ns) {
         return buf;
 }
 
-/* The SELF cell: a sample count, or a time for the off-CPU kinds. */
-static const char *format_weight(char *buf, size_t size, uint64_t v, bool nanoseconds) {
+const char *format_weight(char *buf, size_t size, uint64_t v, bool nanoseconds) {
         if (nanoseconds)
                 return format_time_short(buf, size, v);
         snprintf(buf, size, "%" PRIu64, v);
         return buf;
 }
 
-int top_table_write(const top_table *t, FILE *f, uint64_t total, uint64_t from_ns,
-                    uint64_t to_ns, size_t limit, const char *kind) {
-        bool nanoseconds = !streq(kind, "cpu");
+void window_header_write(FILE *f, const char *kind, uint64_t total, uint64_t from_ns, uint64_t to_ns) {
+        char cell[32], from[64], to[64], span[64];
+
+        format_local_time(from, sizeof(from), from_ns);
+        format_local_time(to, sizeof(to), to_ns);
+        format_duration(span, sizeof(span), to_ns > from_ns ? to_ns - from_ns : 0);
+        if (!streq(kind, "cpu"))
+                fprintf(f, "%s %s from %s to %s (%s)\n", format_time_short(cell, sizeof(cell), total),
+                        streq(kind, "wakeup") ? "of blocked time ended by wakers" : "off-CPU",
+                        from, to, span);
+        else
+                fprintf(f, "%" PRIu64 " samples from %s to %s (%s)\n", total, from, to, span);
+}
+
+/* 12 significant digits: shares are rounded to 0.01 and rates to 0.001
+ * before, and 17 digits would print 33.8 as 33.799999999999997. */
+int json_document_write(FILE *f, const json_t *doc) {
+        if (json_dumpf(doc, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)) < 0 || fputc('\n', f) == EOF)
+                return -EIO;
+        return ferror(f) ? -EIO : 0;
+}
+
+int top_table_write(const top_table *t, FILE *f, const struct top_table_info *info) {
+        bool nanoseconds = !streq(info->kind, "cpu"), by_module = t->by == TOP_BY_MODULE;
+        _cleanup_free_ struct top_row *rows = NULL;
         char cell[32];
-        _cleanup_free_ struct func_stat **rows = NULL;
-        char from[64], to[64], span[64];
-        size_t n = 0, state = 0, name_width = strlen("FUNCTION");
-        int self_width = (int) strlen("SELF");
-        void *v;
+        size_t n, name_width;
+        int self_width = (int) strlen("SELF"), r;
+        const char *name_header = by_module ? "MODULE" : t->by == TOP_BY_LINE ? "LINE" : "FUNCTION";
 
-        rows = malloc(MAX(hashmap_size(t->funcs), (size_t) 1) * sizeof(*rows));
-        if (!rows)
-                return -ENOMEM;
-        while (hashmap_iterate(t->funcs, &state, NULL, &v))
-                rows[n++] = v;
-        qsort(rows, n, sizeof(*rows), func_stat_compare);
-        if (limit > 0 && limit < n)
-                n = limit;
+        r = top_table_rows(t, info->children, &rows, &n);
+        if (r < 0)
+                return r;
+        if (info->limit > 0 && info->limit < n)
+                n = info->limit;
 
+        name_width = strlen(name_header);
         for (size_t i = 0; i < n; i++) {
-                int w = (int) strlen(format_weight(cell, sizeof(cell), rows[i]->self, nanoseconds));
+                int w = (int) strlen(format_weight(cell, sizeof(cell), rows[i].self, nanoseconds));
                 self_width = MAX(self_width, w);
-                name_width = MAX(name_width, MIN(strlen(rows[i]->key.name),
-                                                 (size_t) TOP_FUNCTION_WIDTH_MAX));
+                name_width = MAX(name_width, MIN(strlen(rows[i].name), (size_t) TOP_FUNCTION_WIDTH_MAX));
         }
 
-        if (nanoseconds)
-                fprintf(f, "%s %s from %s to %s (%s)\n\n", format_time_short(cell, sizeof(cell), total),
-                        streq(kind, "wakeup") ? "of blocked time ended by wakers" : "off-CPU",
-                        format_timestamp(from, sizeof(from), from_ns),
-                        format_timestamp(to, sizeof(to), to_ns),
-                        format_duration(span, sizeof(span), to_ns > from_ns ? to_ns - from_ns : 0));
+        window_header_write(f, info->kind, info->total, info->from_ns, info->to_ns);
+        fputc('\n', f);
+        if (by_module)
+                fprintf(f, "%6s  %6s  %*s  %s\n", "SELF%", "TOTAL%", self_width, "SELF", name_header);
         else
-                fprintf(f, "%" PRIu64 " samples from %s to %s (%s)\n\n", total,
-                format_timestamp(from, sizeof(from), from_ns),
-                format_timestamp(to, sizeof(to), to_ns),
-                format_duration(span, sizeof(span), to_ns > from_ns ? to_ns - from_ns : 0));
-        fprintf(f, "%6s  %6s  %*s  %-*s  %s\n", "SELF%", "TOTAL%", self_width, "SELF",
-                (int) name_width, "FUNCTION", "MODULE");
+                fprintf(f, "%6s  %6s  %*s  %-*s  %s\n", "SELF%", "TOTAL%", self_width, "SELF",
+                        (int) name_width, name_header, "MODULE");
 
         for (size_t i = 0; i < n; i++) {
-                const struct func_stat *s = rows[i];
-                size_t l = strlen(s->key.name);
+                const struct top_row *row = &rows[i];
+                size_t l = strlen(row->name);
 
-                fprintf(f, "%5.1f%%  %5.1f%%  %*s  ", percent(s->self, total),
-                        percent(s->total, total), self_width, format_weight(cell, sizeof(cell), s->self, nanoseconds));
-                write_sanitized(f, s->key.name);
-                fprintf(f, "%*s  ", (int) (l < name_width ? name_width - l : 0), "");
-                write_sanitized(f, module_display(&s->key));
+                fprintf(f, "%5.1f%%  %5.1f%%  %*s  ", percent(row->self, info->total),
+                        percent(row->total, info->total), self_width,
+                        format_weight(cell, sizeof(cell), row->self, nanoseconds));
+                write_sanitized(f, row->name);
+                if (!by_module) {
+                        fprintf(f, "%*s  ", (int) (l < name_width ? name_width - l : 0), "");
+                        write_sanitized(f, module_display_name(row->module, row->kernel));
+                }
                 fputc('\n', f);
         }
         return ferror(f) ? -EIO : 0;
+}
+
+/* Two decimals are what a person compares; the counts are there for exact
+ * arithmetic. */
+static json_t *json_percent(uint64_t part, uint64_t total) {
+        return json_real(round(percent(part, total) * 100.0) / 100.0);
+}
+
+int top_table_write_json(const top_table *t, FILE *f, const struct top_table_info *info) {
+        _cleanup_free_ struct top_row *rows = NULL;
+        _cleanup_json_ json_t *doc = NULL, *array = NULL;
+        size_t n;
+        int r;
+
+        r = top_table_rows(t, info->children, &rows, &n);
+        if (r < 0)
+                return r;
+        if (info->limit > 0 && info->limit < n)
+                n = info->limit;
+
+        array = json_array();
+        if (!array)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_t *row = json_pack("{ss, ss, sb, sI, sI, so, so}",
+                                        "name", rows[i].name,
+                                        "module", rows[i].module,
+                                        "kernel", rows[i].kernel,
+                                        "self", (json_int_t) rows[i].self,
+                                        "total", (json_int_t) rows[i].total,
+                                        "self_pct", json_percent(rows[i].self, info->total),
+                                        "total_pct", json_percent(rows[i].total, info->total));
+                if (!row || json_array_append_new(array, row) < 0)
+                        return -ENOMEM;
+        }
+        doc = json_pack("{ss, ss, ss, ss, sI, sI, sI, sb, sO}",
+                        "view", "table",
+                        "kind", info->kind,
+                        "unit", streq(info->kind, "cpu") ? "samples" : "ns",
+                        "by", top_by_to_string(t->by),
+                        "total", (json_int_t) info->total,
+                        "from_ns", (json_int_t) info->from_ns,
+                        "to_ns", (json_int_t) info->to_ns,
+                        "children", info->children,
+                        "rows", array);
+        if (!doc)
+                return -ENOMEM;
+        return json_document_write(f, doc);
 }
 
 /* The reasons docs/protocol.md defines, in its order; all are printed, zero
@@ -522,13 +681,13 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 fprintf(f, "drains:    %" PRIu64 ", none yet\n", drains);
         else if (now_ns >= last_drain_ns)
                 fprintf(f, "drains:    %" PRIu64 ", last at %s (%s ago)\n", drains,
-                        format_timestamp(last, sizeof(last), last_drain_ns),
+                        format_local_time(last, sizeof(last), last_drain_ns),
                         /* whole seconds: "3s417ms ago" is noise */
                         format_duration(ago, sizeof(ago),
                                         (now_ns - last_drain_ns) / NSEC_PER_SEC * NSEC_PER_SEC));
         else
                 fprintf(f, "drains:    %" PRIu64 ", last at %s\n", drains,
-                        format_timestamp(last, sizeof(last), last_drain_ns));
+                        format_local_time(last, sizeof(last), last_drain_ns));
         fprintf(f, "stored:    %" PRIu64 " samples in %" PRIu64 " stacks from %" PRIu64 " processes\n",
                 samples, stacks, processes);
         fprintf(f, "seen:      %" PRIu64 " samples since profd started, %" PRIu64 " of them idle "

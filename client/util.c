@@ -55,7 +55,7 @@ const char *format_bytes(char *buf, size_t size, uint64_t bytes) {
         return buf;
 }
 
-const char *format_timestamp(char *buf, size_t size, uint64_t epoch_ns) {
+const char *format_local_time(char *buf, size_t size, uint64_t epoch_ns) {
         time_t t = (time_t) (epoch_ns / NSEC_PER_SEC);
         struct tm tm;
 

@@ -27,9 +27,10 @@ int cli_usage_error(const char *fmt, ...) _printf_(1, 2);
 /* "512 B", "1.5 KiB", "3.2 GiB". Returns buf. */
 const char *format_bytes(char *buf, size_t size, uint64_t bytes);
 
-/* Local time "2024-11-21 01:53:20" of a Unix-epoch nanosecond count.
- * Returns buf. */
-const char *format_timestamp(char *buf, size_t size, uint64_t epoch_ns);
+/* Local time "2024-11-21 01:53:20" of a Unix-epoch nanosecond count, what
+ * a person reads (common/timestamp.h's format_timestamp() is RFC 3339 UTC,
+ * for machines). Returns buf. */
+const char *format_local_time(char *buf, size_t size, uint64_t epoch_ns);
 
 /* Field `key` of a response line of type `line_type` as a non-negative
  * integer or a string. A missing or mistyped field is reported on

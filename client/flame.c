@@ -1,0 +1,773 @@
+/* Flame graph SVG: stacks merged into a tree, laid out alphabetically, then
+ * written as rectangles with their names; the behaviour (zoom, tooltips,
+ * search) is the script in flame.js, embedded at build time. */
+#include "flame.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flame-js.h"
+#include "hashmap.h"
+
+/* node flags beyond PROFILE_FRAME_*: the synthetic root and group roots */
+#define FLAME_NODE_ROOT  (1u << 16)
+#define FLAME_NODE_GROUP (1u << 17)
+/* frames are merged when these agree (and name and module) */
+#define FLAME_MERGE_FLAGS (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_JIT | \
+                           FLAME_NODE_ROOT | FLAME_NODE_GROUP)
+
+/* Geometry, in pixels. The font is 12 px Verdana-like; its average glyph is
+ * taken as 0.59 em wide to decide how much of a name fits a frame. */
+#define FLAME_WIDTH_DEFAULT 1200
+#define FLAME_FRAME_HEIGHT_DEFAULT 16
+/* flamegraph.pl's default: narrower frames are invisible anyway and only
+ * make the file larger */
+#define FLAME_MIN_WIDTH_DEFAULT 0.1
+#define FLAME_PAD 10
+#define FLAME_HEADER 76  /* title, subtitle, reset/search row, legend */
+#define FLAME_FOOTER 30  /* the details line */
+#define FLAME_FONT_SIZE 12
+#define FLAME_CHAR_WIDTH (FLAME_FONT_SIZE * 0.59)
+
+struct flame_node {
+        /* the merge key: first, so the map's key can point at the node */
+        const struct flame_node *parent;
+        const char *name;
+        const char *module;
+        unsigned flags;        /* FLAME_MERGE_FLAGS part is the key; the rest is OR-ed */
+
+        uint32_t depth;
+        uint64_t value, self;           /* the profile drawn (the current one of a diff) */
+        uint64_t base_value, base_self; /* the baseline of a diff */
+        uint64_t offset;                /* left edge on the value axis */
+        bool drawn;
+
+        struct flame_node **children;
+        size_t n_children, children_allocated;
+};
+
+struct flame_tree {
+        hashmap *nodes;        /* struct flame_node* (its key part) -> the node */
+        struct flame_node *root;
+        uint32_t max_depth;    /* of drawn nodes */
+};
+
+static uint64_t node_key_hash(const void *k) {
+        const struct flame_node *n = k;
+        uint64_t v[] = {
+                (uintptr_t) n->parent,
+                hash_bytes(n->name, strlen(n->name)),
+                hash_bytes(n->module, strlen(n->module)),
+                n->flags & FLAME_MERGE_FLAGS,
+        };
+
+        return hash_bytes(v, sizeof(v));
+}
+
+static bool node_key_eq(const void *a, const void *b) {
+        const struct flame_node *x = a, *y = b;
+
+        /* by text: a diff merges two profiles, each with its own strings */
+        return x->parent == y->parent && (x->flags & FLAME_MERGE_FLAGS) == (y->flags & FLAME_MERGE_FLAGS) &&
+               strcmp(x->name, y->name) == 0 && strcmp(x->module, y->module) == 0;
+}
+
+static void flame_tree_done(struct flame_tree *t) {
+        size_t state = 0;
+        void *v;
+
+        if (t->nodes) {
+                while (hashmap_iterate(t->nodes, &state, NULL, &v)) {
+                        free(((struct flame_node *) v)->children);
+                        free(v);
+                }
+                hashmap_free(t->nodes);
+        }
+        if (t->root) {
+                free(t->root->children);
+                free(t->root);
+        }
+}
+
+static int flame_tree_init(struct flame_tree *t) {
+        t->nodes = hashmap_new(node_key_hash, node_key_eq);
+        t->root = calloc(1, sizeof(*t->root));
+        if (!t->nodes || !t->root)
+                return -ENOMEM;
+        t->root->name = "all";
+        t->root->module = "";
+        t->root->flags = FLAME_NODE_ROOT;
+        return 0;
+}
+
+/* The child of parent for this frame, made when new. Returns NULL on ENOMEM. */
+static struct flame_node *node_child(struct flame_tree *t, struct flame_node *parent, const char *name,
+                                     const char *module, unsigned flags) {
+        struct flame_node key = { .parent = parent, .name = name, .module = module, .flags = flags };
+        struct flame_node *n;
+        void *v;
+
+        if (hashmap_get(t->nodes, &key, &v) >= 0) {
+                n = v;
+                n->flags |= flags;
+                return n;
+        }
+        if (parent->n_children == parent->children_allocated) {
+                size_t a = MAX(parent->children_allocated * 2, (size_t) 4);
+                struct flame_node **c = reallocarray(parent->children, a, sizeof(*c));
+
+                if (!c)
+                        return NULL;
+                parent->children = c;
+                parent->children_allocated = a;
+        }
+        n = malloc(sizeof(*n));
+        if (!n)
+                return NULL;
+        *n = key;
+        n->depth = parent->depth + 1;
+        if (hashmap_put(t->nodes, n, n) < 0) {
+                free(n);
+                return NULL;
+        }
+        parent->children[parent->n_children++] = n;
+        return n;
+}
+
+/* Adds every stack of p along its path: into value/self, or into
+ * base_value/base_self for a diff's baseline. Returns 0 or -ENOMEM. */
+static int flame_tree_add(struct flame_tree *t, const profile *p, bool baseline) {
+        for (size_t i = 0; i < p->n_stacks; i++) {
+                const struct profile_stack *s = &p->stacks[i];
+                struct flame_node *n = t->root, *path_end;
+                uint64_t v = s->value;
+
+                if (*s->group) {
+                        n = node_child(t, n, s->group, "", FLAME_NODE_GROUP);
+                        if (!n)
+                                return -ENOMEM;
+                }
+                /* a stack without frames is "[unknown]" as in the table and folded output */
+                if (s->n_frames == 0) {
+                        n = node_child(t, n, "[unknown]", "", PROFILE_FRAME_UNRESOLVED);
+                        if (!n)
+                                return -ENOMEM;
+                }
+                for (size_t j = 0; j < s->n_frames; j++) {
+                        const struct profile_frame *f = &p->frames[s->frames[j]];
+
+                        n = node_child(t, n, f->name, f->module, f->flags);
+                        if (!n)
+                                return -ENOMEM;
+                }
+                path_end = n;
+                for (; n; n = (struct flame_node *) n->parent) {
+                        if (baseline)
+                                n->base_value += v;
+                        else
+                                n->value += v;
+                }
+                if (baseline)
+                        path_end->base_self += v;
+                else
+                        path_end->self += v;
+        }
+        return 0;
+}
+
+static int node_compare(const void *a, const void *b) {
+        const struct flame_node *x = *(struct flame_node *const *) a, *y = *(struct flame_node *const *) b;
+        int c = strcmp(x->name, y->name);
+
+        if (c != 0)
+                return c;
+        c = strcmp(x->module, y->module);
+        if (c != 0)
+                return c;
+        return (int) (x->flags & FLAME_MERGE_FLAGS) - (int) (y->flags & FLAME_MERGE_FLAGS);
+}
+
+/* Sorts siblings by name, gives each node its offset, marks what is wide
+ * enough to draw. Iterative: stacks can be deep. Returns 0 or -ENOMEM. */
+static int flame_tree_layout(struct flame_tree *t, double scale, double min_width) {
+        _cleanup_free_ struct flame_node **todo = NULL;
+        size_t n_todo = 0, allocated = 0;
+
+        allocated = 64;
+        todo = malloc(allocated * sizeof(*todo));
+        if (!todo)
+                return -ENOMEM;
+        todo[n_todo++] = t->root;
+        t->root->offset = 0;
+        t->max_depth = 0;
+        while (n_todo > 0) {
+                struct flame_node *n = todo[--n_todo];
+                uint64_t offset = n->offset;
+
+                n->drawn = n->value > 0 && (double) n->value * scale >= min_width &&
+                           (!n->parent || n->parent->drawn);
+                if (!n->drawn)
+                        continue;
+                t->max_depth = MAX(t->max_depth, n->depth);
+                if (n->n_children > 0) /* a leaf's children array is NULL */
+                        qsort(n->children, n->n_children, sizeof(*n->children), node_compare);
+                if (n_todo + n->n_children > allocated) {
+                        size_t a = MAX(allocated * 2, n_todo + n->n_children);
+                        struct flame_node **p = reallocarray(todo, a, sizeof(*p));
+
+                        if (!p)
+                                return -ENOMEM;
+                        todo = p;
+                        allocated = a;
+                }
+                for (size_t i = 0; i < n->n_children; i++) {
+                        n->children[i]->offset = offset;
+                        offset += n->children[i]->value;
+                        todo[n_todo++] = n->children[i];
+                }
+        }
+        return 0;
+}
+
+/* --- text --- */
+
+/* Length of the UTF-8 sequence at s (1 for a byte that starts none), and
+ * in *ret_allowed whether XML 1.0 allows it as a character: not when it is
+ * malformed, overlong, a surrogate, a control character or U+FFFE/U+FFFF. */
+static size_t utf8_sequence(const unsigned char *s, bool *ret_allowed) {
+        unsigned char c = s[0];
+
+        *ret_allowed = false;
+        if (c < 0x80) {
+                *ret_allowed = c >= 0x20 || c == '\t' || c == '\n' || c == '\r';
+                return 1;
+        }
+        if (c >= 0xc2 && c <= 0xdf) {
+                if ((s[1] & 0xc0) != 0x80)
+                        return 1;
+                *ret_allowed = true;
+                return 2;
+        }
+        if (c >= 0xe0 && c <= 0xef) {
+                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+                    (c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))
+                        return 1;
+                *ret_allowed = !(c == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf));
+                return 3;
+        }
+        if (c >= 0xf0 && c <= 0xf4) {
+                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80 ||
+                    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
+                        return 1;
+                *ret_allowed = true;
+                return 4;
+        }
+        return 1;
+}
+
+/* Number of characters xml_write writes for s. */
+static size_t xml_char_count(const char *s) {
+        size_t n = 0;
+
+        for (const unsigned char *p = (const unsigned char *) s; *p; n++) {
+                bool allowed;
+
+                p += utf8_sequence(p, &allowed);
+        }
+        return n;
+}
+
+/* Writes at most max_chars characters of s (SIZE_MAX: all) as XML text or
+ * attribute value: markup escaped, and every byte that would make the file
+ * ill-formed (invalid UTF-8, control characters) replaced by '?'. Names
+ * come from binaries and /proc: nothing is assumed about them. */
+static void xml_write(FILE *f, const char *s, size_t max_chars) {
+        const unsigned char *p = (const unsigned char *) s;
+
+        for (size_t n = 0; *p && n < max_chars; n++) {
+                bool allowed;
+                size_t l = utf8_sequence(p, &allowed);
+
+                if (!allowed) {
+                        /* one '?' per character (or stray byte) */
+                        fputc('?', f);
+                        p += l;
+                        continue;
+                }
+                switch (*p) {
+                case '&': fputs("&amp;", f); break;
+                case '<': fputs("&lt;", f); break;
+                case '>': fputs("&gt;", f); break;
+                case '"': fputs("&quot;", f); break;
+                case '\'': fputs("&apos;", f); break;
+                case '\t': fputs("&#9;", f); break;
+                case '\r': fputs("&#13;", f); break;
+                case '\n': fputs("&#10;", f); break;
+                default: fwrite(p, 1, l, f);
+                }
+                p += l;
+        }
+}
+
+/* The label that fits a frame w pixels wide: whole, or cut with "..", or
+ * nothing below 3 characters (the script does the same on zoom). */
+static void write_label(FILE *f, const char *name, double w) {
+        double room = floor((w - 6) / FLAME_CHAR_WIDTH);
+        size_t fit, n;
+
+        if (room < 3)
+                return;
+        fit = (size_t) room;
+        n = xml_char_count(name);
+        if (n <= fit)
+                xml_write(f, name, SIZE_MAX);
+        else {
+                xml_write(f, name, fit - 2);
+                fputs("..", f);
+        }
+}
+
+/* A number with two decimals, whatever LC_NUMERIC says: SVG wants '.'. */
+static const char *fixed2(char *buf, size_t size, double v) {
+        long long c = llround(v * 100);
+
+        snprintf(buf, size, "%s%lld.%02lld", c < 0 ? "-" : "", llabs(c) / 100, llabs(c) % 100);
+        return buf;
+}
+
+static const char *format_value(char *buf, size_t size, uint64_t v, const char *unit, bool ns) {
+        char num[32];
+
+        if (!ns)
+                snprintf(buf, size, "%" PRIu64 " %s", v, unit);
+        else if (v >= NSEC_PER_SEC)
+                snprintf(buf, size, "%s s", fixed2(num, sizeof(num), (double) v / 1e9));
+        else if (v >= NSEC_PER_MSEC)
+                snprintf(buf, size, "%s ms", fixed2(num, sizeof(num), (double) v / 1e6));
+        else if (v >= NSEC_PER_USEC)
+                snprintf(buf, size, "%s us", fixed2(num, sizeof(num), (double) v / 1e3));
+        else
+                snprintf(buf, size, "%" PRIu64 " ns", v);
+        return buf;
+}
+
+static const char *format_percent(char *buf, size_t size, uint64_t part, uint64_t total) {
+        size_t n;
+
+        /* room for the '%' that follows */
+        fixed2(buf, size - 1, total ? 100.0 * (double) part / (double) total : 0);
+        n = strlen(buf);
+        buf[n] = '%';
+        buf[n + 1] = '\0';
+        return buf;
+}
+
+static const char *format_utc(char *buf, size_t size, uint64_t ns) {
+        time_t t = (time_t) (ns / NSEC_PER_SEC);
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+                snprintf(buf, size, "@%" PRIu64, (uint64_t) (ns / NSEC_PER_SEC));
+        return buf;
+}
+
+/* --- colours --- */
+
+struct rgb {
+        unsigned r, g, b;
+};
+
+static struct rgb hsl(double h, double s, double l) {
+        double c = (1 - fabs(2 * l - 1)) * s, hp = fmod(h < 0 ? h + 360 : h, 360) / 60;
+        double x = c * (1 - fabs(fmod(hp, 2) - 1)), m = l - c / 2, r = 0, g = 0, b = 0;
+
+        if (hp < 1) { r = c; g = x; }
+        else if (hp < 2) { r = x; g = c; }
+        else if (hp < 3) { g = c; b = x; }
+        else if (hp < 4) { g = x; b = c; }
+        else if (hp < 5) { r = x; b = c; }
+        else { r = c; b = x; }
+        return (struct rgb) { (unsigned) lround((r + m) * 255), (unsigned) lround((g + m) * 255),
+                              (unsigned) lround((b + m) * 255) };
+}
+
+/* Two numbers in [0, 1) from a name: a function keeps its shade everywhere. */
+static void name_shades(const char *s, double *a, double *b) {
+        uint64_t h = hash_bytes(s, strlen(s));
+
+        *a = (double) (h & 0xffff) / 65536.0;
+        *b = (double) ((h >> 16) & 0xffff) / 65536.0;
+}
+
+enum flame_kind {
+        FLAME_KIND_USER,
+        FLAME_KIND_KERNEL,
+        FLAME_KIND_JIT,
+        FLAME_KIND_INLINED,
+        FLAME_KIND_UNRESOLVED,
+        FLAME_KIND_GROUP,
+        FLAME_KIND_ROOT,
+};
+
+static enum flame_kind node_kind(const struct flame_node *n) {
+        if (n->flags & FLAME_NODE_ROOT)
+                return FLAME_KIND_ROOT;
+        if (n->flags & FLAME_NODE_GROUP)
+                return FLAME_KIND_GROUP;
+        if (n->flags & (PROFILE_FRAME_UNRESOLVED | PROFILE_FRAME_LOST))
+                return FLAME_KIND_UNRESOLVED;
+        if (n->flags & PROFILE_FRAME_INLINED)
+                return FLAME_KIND_INLINED;
+        if (n->flags & PROFILE_FRAME_JIT)
+                return FLAME_KIND_JIT;
+        if (n->flags & PROFILE_FRAME_KERNEL)
+                return FLAME_KIND_KERNEL;
+        return FLAME_KIND_USER;
+}
+
+/* The legend and the palette in one table; shades spread over hue_span. */
+static const struct {
+        const char *label;
+        double hue, hue_span, saturation, lightness;
+} kind_colours[] = {
+        [FLAME_KIND_USER] = { "user", 350, 25, 0.75, 0.62 },
+        [FLAME_KIND_KERNEL] = { "kernel", 32, 20, 0.85, 0.55 },
+        [FLAME_KIND_JIT] = { "JIT", 95, 40, 0.55, 0.55 },
+        [FLAME_KIND_INLINED] = { "inlined", 175, 20, 0.60, 0.55 },
+        [FLAME_KIND_UNRESOLVED] = { "unresolved", 0, 0, 0.00, 0.72 },
+        [FLAME_KIND_GROUP] = { "process/unit", 270, 20, 0.45, 0.72 },
+        [FLAME_KIND_ROOT] = { "all", 0, 0, 0.00, 0.80 },
+};
+
+static struct rgb node_colour(const struct flame_node *n, enum flame_palette palette) {
+        enum flame_kind k = node_kind(n);
+        double a, b;
+
+        if (palette == FLAME_PALETTE_MODULE && (k == FLAME_KIND_USER || k == FLAME_KIND_KERNEL ||
+                                                k == FLAME_KIND_JIT || k == FLAME_KIND_INLINED)) {
+                name_shades(n->module, &a, &b);
+                return hsl(a * 360, 0.55 + 0.2 * b, 0.62);
+        }
+        name_shades(n->name, &a, &b);
+        return hsl(kind_colours[k].hue + a * kind_colours[k].hue_span, kind_colours[k].saturation,
+                   kind_colours[k].lightness + (kind_colours[k].saturation > 0 ? 0.08 * (b - 0.5) : 0));
+}
+
+/* Change of a node's self share, current minus baseline, in [-1, 1]. */
+static double node_self_delta(const struct flame_node *n, uint64_t total, uint64_t base_total) {
+        double now = total ? (double) n->self / (double) total : 0;
+        double was = base_total ? (double) n->base_self / (double) base_total : 0;
+
+        return now - was;
+}
+
+/* White at no change to full red (growth) or blue (shrinkage) at the
+ * largest change in the graph. */
+static struct rgb diff_colour(double delta, double max_delta) {
+        double i = max_delta > 0 ? fabs(delta) / max_delta : 0;
+        unsigned strong = (unsigned) lround(250 - 200 * i);
+
+        if (delta > 0)
+                return (struct rgb) { 250, strong, strong };
+        if (delta < 0)
+                return (struct rgb) { strong, strong, 250 };
+        return (struct rgb) { 250, 250, 250 };
+}
+
+/* --- writing --- */
+
+struct flame_writer {
+        FILE *f;
+        const struct flame_opts *o;
+        const struct flame_tree *t;
+        uint64_t total, base_total;
+        bool diff, ns;
+        const char *unit;
+        double width, avail, scale, min_width, frame_height, height;
+        double max_delta;
+};
+
+static const char *kind_description(const struct flame_node *n) {
+        switch (node_kind(n)) {
+        case FLAME_KIND_KERNEL: return "kernel";
+        case FLAME_KIND_JIT: return "JIT";
+        case FLAME_KIND_INLINED: return (n->flags & PROFILE_FRAME_KERNEL) ? "inlined, kernel" : "inlined";
+        case FLAME_KIND_UNRESOLVED: return "unresolved";
+        case FLAME_KIND_GROUP: return "group";
+        default: return "";
+        }
+}
+
+/* The <title>: name, then weight and share, then where the code is. The
+ * script shows the same lines; the first must be the bare name. */
+static void write_title(struct flame_writer *w, const struct flame_node *n) {
+        char v[64], pct[32], self[64], spct[32], was[32], swas[32], d[32];
+        const char *kind = kind_description(n);
+
+        fputs("<title>", w->f);
+        xml_write(w->f, n->name, SIZE_MAX);
+        fprintf(w->f, "\n%s, %s", format_value(v, sizeof(v), n->value, w->unit, w->ns),
+                format_percent(pct, sizeof(pct), n->value, w->total));
+        if (!w->diff && n->self > 0 && n->n_children > 0)
+                fprintf(w->f, " (self %s, %s)", format_value(self, sizeof(self), n->self, w->unit, w->ns),
+                        format_percent(spct, sizeof(spct), n->self, w->total));
+        if (w->diff)
+                fprintf(w->f, ", baseline %s\nself %s, baseline %s: %s%s points",
+                        format_percent(was, sizeof(was), n->base_value, w->base_total),
+                        format_percent(spct, sizeof(spct), n->self, w->total),
+                        format_percent(swas, sizeof(swas), n->base_self, w->base_total),
+                        node_self_delta(n, w->total, w->base_total) > 0 ? "+" : "",
+                        fixed2(d, sizeof(d), 100 * node_self_delta(n, w->total, w->base_total)));
+        if (*n->module || *kind) {
+                fputc('\n', w->f);
+                xml_write(w->f, n->module, SIZE_MAX);
+                if (*kind)
+                        fprintf(w->f, "%s(%s)", *n->module ? " " : "", kind);
+        }
+        fputs("</title>", w->f);
+}
+
+static void write_frame(struct flame_writer *w, const struct flame_node *n) {
+        char x[32], y[32], wd[32], h[32], tx[32], ty[32];
+        double px = FLAME_PAD + (double) n->offset * w->scale, pw = (double) n->value * w->scale;
+        double py = w->o->icicle ? FLAME_HEADER + (double) n->depth * w->frame_height
+                                 : w->height - FLAME_FOOTER - (double) (n->depth + 1) * w->frame_height;
+        struct rgb c = w->diff ? diff_colour(node_self_delta(n, w->total, w->base_total), w->max_delta)
+                               : node_colour(n, w->o->palette);
+
+        fprintf(w->f, "<g class=\"fr\" data-o=\"%" PRIu64 "\" data-v=\"%" PRIu64 "\" data-d=\"%" PRIu32 "\">",
+                n->offset, n->value, n->depth);
+        write_title(w, n);
+        fprintf(w->f, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>",
+                fixed2(x, sizeof(x), px), fixed2(y, sizeof(y), py), fixed2(wd, sizeof(wd), pw),
+                fixed2(h, sizeof(h), w->frame_height - 1), c.r, c.g, c.b);
+        fprintf(w->f, "<text x=\"%s\" y=\"%s\">", fixed2(tx, sizeof(tx), px + 3),
+                fixed2(ty, sizeof(ty), py + w->frame_height - 4.5));
+        write_label(w->f, n->name, pw);
+        fputs("</text></g>\n", w->f);
+}
+
+static int write_frames(struct flame_writer *w) {
+        _cleanup_free_ const struct flame_node **todo = NULL;
+        size_t n_todo = 0, allocated = 64;
+
+        todo = malloc(allocated * sizeof(*todo));
+        if (!todo)
+                return -ENOMEM;
+        todo[n_todo++] = w->t->root;
+        /* depth first, left to right: the file reads like the tree */
+        while (n_todo > 0) {
+                const struct flame_node *n = todo[--n_todo];
+
+                if (!n->drawn)
+                        continue;
+                write_frame(w, n);
+                if (n_todo + n->n_children > allocated) {
+                        size_t a = MAX(allocated * 2, n_todo + n->n_children);
+                        const struct flame_node **p = reallocarray(todo, a, sizeof(*p));
+
+                        if (!p)
+                                return -ENOMEM;
+                        todo = p;
+                        allocated = a;
+                }
+                for (size_t i = n->n_children; i-- > 0;)
+                        todo[n_todo++] = n->children[i];
+        }
+        return 0;
+}
+
+static void write_legend(struct flame_writer *w) {
+        static const enum flame_kind shown[] = {
+                FLAME_KIND_USER, FLAME_KIND_KERNEL, FLAME_KIND_JIT, FLAME_KIND_INLINED, FLAME_KIND_UNRESOLVED,
+                FLAME_KIND_GROUP,
+        };
+        double x = FLAME_PAD, y = FLAME_HEADER - 22;
+        char xs[32], ys[32], tx[32], ty[32];
+
+        fputs("<g id=\"legend\">", w->f);
+        if (w->diff) {
+                static const struct { const char *label; struct rgb c; } items[] = {
+                        { "self share grew", { 250, 50, 50 } },
+                        { "shrank", { 50, 50, 250 } },
+                        { "unchanged", { 250, 250, 250 } },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(items); i++, x += 150)
+                        fprintf(w->f, "<rect x=\"%s\" y=\"%s\" width=\"12\" height=\"12\" fill=\"rgb(%u,%u,%u)\" "
+                                "stroke=\"#999\"/><text x=\"%s\" y=\"%s\">%s</text>",
+                                fixed2(xs, sizeof(xs), x), fixed2(ys, sizeof(ys), y), items[i].c.r, items[i].c.g,
+                                items[i].c.b, fixed2(tx, sizeof(tx), x + 16), fixed2(ty, sizeof(ty), y + 11),
+                                items[i].label);
+        } else if (w->o->palette == FLAME_PALETTE_KIND) {
+                for (size_t i = 0; i < ELEMENTSOF(shown); i++, x += 110) {
+                        struct rgb c = hsl(kind_colours[shown[i]].hue + kind_colours[shown[i]].hue_span / 2,
+                                           kind_colours[shown[i]].saturation, kind_colours[shown[i]].lightness);
+
+                        fprintf(w->f, "<rect x=\"%s\" y=\"%s\" width=\"12\" height=\"12\" fill=\"rgb(%u,%u,%u)\"/>"
+                                "<text x=\"%s\" y=\"%s\">%s</text>",
+                                fixed2(xs, sizeof(xs), x), fixed2(ys, sizeof(ys), y), c.r, c.g, c.b,
+                                fixed2(tx, sizeof(tx), x + 16), fixed2(ty, sizeof(ty), y + 11),
+                                kind_colours[shown[i]].label);
+                }
+        } else
+                fprintf(w->f, "<text x=\"%s\" y=\"%s\">colour: module</text>", fixed2(xs, sizeof(xs), x),
+                        fixed2(ty, sizeof(ty), y + 11));
+        fputs("</g>\n", w->f);
+}
+
+static void write_subtitle(struct flame_writer *w, const profile *base, const profile *cur) {
+        char v[64], from[64], to[64];
+
+        if (w->o->subtitle) {
+                xml_write(w->f, w->o->subtitle, SIZE_MAX);
+                return;
+        }
+        if (base) {
+                fprintf(w->f, "baseline %s", format_value(v, sizeof(v), base->total, w->unit, w->ns));
+                if (base->to_ns)
+                        fprintf(w->f, " (%s to %s)", format_utc(from, sizeof(from), base->from_ns),
+                                format_utc(to, sizeof(to), base->to_ns));
+                fputs(", current ", w->f);
+        } else {
+                xml_write(w->f, cur->kind, SIZE_MAX);
+                fputs(": ", w->f);
+        }
+        fputs(format_value(v, sizeof(v), cur->total, w->unit, w->ns), w->f);
+        if (cur->to_ns)
+                fprintf(w->f, " (%s to %s)", format_utc(from, sizeof(from), cur->from_ns),
+                        format_utc(to, sizeof(to), cur->to_ns));
+}
+
+static int flame_write(FILE *f, const profile *base, const profile *cur, const struct flame_opts *opts) {
+        static const struct flame_opts defaults = {};
+        const struct flame_opts *o = opts ? opts : &defaults;
+        _cleanup_(flame_tree_done) struct flame_tree t = {};
+        struct flame_writer w = {
+                .f = f,
+                .o = o,
+                .t = &t,
+                .total = cur->total,
+                .base_total = base ? base->total : 0,
+                .diff = base != NULL,
+                .width = o->width > 0 ? o->width : FLAME_WIDTH_DEFAULT,
+                .frame_height = o->frame_height > 0 ? o->frame_height : FLAME_FRAME_HEIGHT_DEFAULT,
+                .min_width = o->min_width == 0 ? FLAME_MIN_WIDTH_DEFAULT : MAX(o->min_width, 0.0),
+        };
+        char buf[64], buf2[64];
+        const char *title;
+        int r;
+
+        /* "ns" values are shown as times unless the caller names a unit */
+        w.ns = !o->unit && streq(cur->unit, "ns");
+        w.unit = o->unit ? o->unit : cur->unit;
+        w.avail = MAX(w.width - 2 * FLAME_PAD, 1.0);
+        w.scale = w.total ? w.avail / (double) w.total : 0;
+
+        r = flame_tree_init(&t);
+        if (r < 0)
+                return r;
+        r = flame_tree_add(&t, cur, false);
+        if (r < 0)
+                return r;
+        if (base) {
+                r = flame_tree_add(&t, base, true);
+                if (r < 0)
+                        return r;
+        }
+        r = flame_tree_layout(&t, w.scale, w.min_width);
+        if (r < 0)
+                return r;
+        if (w.diff) {
+                size_t state = 0;
+                void *v;
+
+                /* the strongest colour is the largest change among drawn frames */
+                while (hashmap_iterate(t.nodes, &state, NULL, &v)) {
+                        const struct flame_node *n = v;
+
+                        if (n->drawn)
+                                w.max_delta = MAX(w.max_delta, fabs(node_self_delta(n, w.total, w.base_total)));
+                }
+        }
+        /* an empty profile still makes a valid image, with a note */
+        w.height = FLAME_HEADER + (double) (t.max_depth + 1) * w.frame_height + FLAME_FOOTER;
+
+        title = o->title ? o->title
+                : w.diff ? "Differential Flame Graph"
+                : o->icicle ? "Icicle Graph" : "Flame Graph";
+
+        fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+                "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" "
+                "viewBox=\"0 0 %s %s\" ",
+                fixed2(buf, sizeof(buf), w.width), fixed2(buf2, sizeof(buf2), w.height),
+                fixed2(buf, sizeof(buf), w.width), fixed2(buf2, sizeof(buf2), w.height));
+        fprintf(f, "data-total=\"%" PRIu64 "\" data-pad=\"%d\" ", w.total, FLAME_PAD);
+        fprintf(f, "data-avail=\"%s\" ", fixed2(buf, sizeof(buf), w.avail));
+        /* the script hides what the writer would have left out */
+        fprintf(f, "data-minw=\"%s\" ", fixed2(buf, sizeof(buf), w.min_width));
+        fprintf(f, "data-cw=\"%s\">\n", fixed2(buf, sizeof(buf), FLAME_CHAR_WIDTH));
+        fputs("<!-- written by profctl (profd); the script below is profctl's own -->\n", f);
+        fprintf(f, "<style>\n"
+                "text { font-family: Verdana, \"DejaVu Sans\", sans-serif; font-size: %dpx; fill: #000; }\n"
+                "#title { font-size: 17px; text-anchor: middle; }\n"
+                "#subtitle { fill: #555; text-anchor: middle; }\n"
+                "#frames text { pointer-events: none; }\n"
+                /* a diff's unchanged frames are white: they need an outline */
+                "#frames rect { stroke: %s; stroke-width: 0.5; }\n"
+                "g.fr:hover rect { stroke: #000; stroke-width: 1; }\n"
+                "g.fr { cursor: pointer; }\n"
+                "g.parent { opacity: 0.5; }\n"
+                "#reset { cursor: pointer; fill: #06c; }\n"
+                "#tip rect { fill: #ffffe8; stroke: #888; }\n"
+                "#tip { pointer-events: none; }\n"
+                "</style>\n", FLAME_FONT_SIZE, w.diff ? "#999" : "rgba(255,255,255,0.6)");
+        fputs("<script type=\"text/ecmascript\"><![CDATA[\n", f);
+        fputs(flame_js, f);
+        fputs("]]></script>\n", f);
+        fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%s\" height=\"%s\" fill=\"%s\"/>\n",
+                fixed2(buf, sizeof(buf), w.width), fixed2(buf2, sizeof(buf2), w.height),
+                w.diff ? "#f8f8f8" : "#fbf7ee");
+        fprintf(f, "<text id=\"title\" x=\"%s\" y=\"24\">", fixed2(buf, sizeof(buf), w.width / 2));
+        xml_write(f, title, SIZE_MAX);
+        fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%s\" y=\"42\">", fixed2(buf, sizeof(buf), w.width / 2));
+        write_subtitle(&w, base, cur);
+        fputs("</text>\n", f);
+        fprintf(f, "<text id=\"reset\" x=\"%d\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n", FLAME_PAD);
+        /* an HTML input inside the SVG: browsers show it, other viewers skip it */
+        fprintf(f, "<foreignObject x=\"%s\" y=\"8\" width=\"220\" height=\"26\">"
+                "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\" type=\"search\" "
+                "placeholder=\"search (regex, Ctrl-F)\" style=\"width:210px;font-size:12px\"/>"
+                "</foreignObject>\n", fixed2(buf, sizeof(buf), w.width - FLAME_PAD - 220));
+        fprintf(f, "<text id=\"matched\" x=\"%s\" y=\"%s\" style=\"text-anchor:end\"></text>\n",
+                fixed2(buf, sizeof(buf), w.width - FLAME_PAD), fixed2(buf2, sizeof(buf2), w.height - 10));
+        write_legend(&w);
+        if (w.total == 0)
+                fprintf(f, "<text x=\"%s\" y=\"%s\" style=\"text-anchor:middle\">no samples in this "
+                        "window</text>\n", fixed2(buf, sizeof(buf), w.width / 2),
+                        fixed2(buf2, sizeof(buf2), FLAME_HEADER + 12));
+        fputs("<g id=\"frames\">\n", f);
+        r = write_frames(&w);
+        if (r < 0)
+                return r;
+        fputs("</g>\n", f);
+        fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%s\"> </text>\n", FLAME_PAD,
+                fixed2(buf, sizeof(buf), w.height - 10));
+        fputs("<g id=\"tip\" style=\"display:none\"><rect id=\"tipbox\" x=\"0\" y=\"0\" width=\"10\" "
+              "height=\"10\" rx=\"3\"/><text id=\"tiptext\"></text></g>\n", f);
+        fputs("</svg>\n", f);
+        if (fflush(f) != 0 || ferror(f))
+                return -EIO;
+        return 0;
+}
+
+int flame_svg_write(FILE *f, const profile *p, const struct flame_opts *o) {
+        return flame_write(f, NULL, p, o);
+}
+
+int flame_svg_write_diff(FILE *f, const profile *baseline, const profile *current, const struct flame_opts *o) {
+        return flame_write(f, baseline, current, o);
+}

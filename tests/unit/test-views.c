@@ -1,0 +1,514 @@
+/* Specification of profctl's views on answers of known content: the top
+ * table's self and total by function, line and module, the caller/callee
+ * tree with focus, hide and depth, the diff's normalisation, the series. */
+#include <errno.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "profile.h"
+#include "render.h"
+#include "tests.h"
+#include "views.h"
+
+#define APP "/usr/bin/app"
+#define LIBM "/usr/lib/x86_64-linux-gnu/libm.so.6"
+#define KERNEL "[kernel.kallsyms]"
+
+/* Collects what a writer printed; aborts when the stream can't be made. */
+struct capture {
+        char *text;
+        size_t size;
+        FILE *f;
+};
+
+static FILE *capture_start(struct capture *c) {
+        *c = (struct capture) {};
+        c->f = open_memstream(&c->text, &c->size);
+        if (!c->f)
+                abort();
+        return c->f;
+}
+
+static char *capture_end(struct capture *c) {
+        fclose(c->f);
+        return c->text;
+}
+
+static struct profile_frame fr(const char *name, const char *module) {
+        return (struct profile_frame) {
+                .name = name,
+                .module = module,
+                .flags = streq(module, KERNEL) ? PROFILE_FRAME_KERNEL : 0,
+        };
+}
+
+static struct profile_frame fr_line(const char *name, const char *module, const char *file, uint32_t line) {
+        struct profile_frame f = fr(name, module);
+
+        f.file = file;
+        f.line = line;
+        return f;
+}
+
+/* The fixture every test reads, 1000 samples:
+ *   main;work;compute              500   (compute at compute.c:10)
+ *   main;work                      100
+ *   main;helper;work;compute       200   (compute at compute.c:12)
+ *   main;helper                    150
+ *   main;do_syscall_64 (kernel)     50
+ * compute is in libm, the kernel frame in the kernel, the rest in the app. */
+static profile *fixture(void) {
+        profile *p = profile_new();
+        struct profile_frame s1[] = { fr("main", APP), fr("work", APP), fr_line("compute", LIBM, "/src/compute.c", 10) };
+        struct profile_frame s2[] = { fr("main", APP), fr("work", APP) };
+        struct profile_frame s3[] = { fr("main", APP), fr("helper", APP), fr("work", APP),
+                                      fr_line("compute", LIBM, "/src/compute.c", 12) };
+        struct profile_frame s4[] = { fr("main", APP), fr("helper", APP) };
+        struct profile_frame s5[] = { fr("main", APP), fr("do_syscall_64", KERNEL) };
+
+        if (!p ||
+            profile_add_stack(p, s1, ELEMENTSOF(s1), 500, NULL) < 0 ||
+            profile_add_stack(p, s2, ELEMENTSOF(s2), 100, NULL) < 0 ||
+            profile_add_stack(p, s3, ELEMENTSOF(s3), 200, NULL) < 0 ||
+            profile_add_stack(p, s4, ELEMENTSOF(s4), 150, NULL) < 0 ||
+            profile_add_stack(p, s5, ELEMENTSOF(s5), 50, NULL) < 0 ||
+            profile_set_kind(p, "cpu", "samples") < 0)
+                abort();
+        /* 1970-01-01 00:01:40 .. 00:02:40 UTC; the tests print in UTC */
+        p->from_ns = 100 * NSEC_PER_SEC;
+        p->to_ns = 160 * NSEC_PER_SEC;
+        return p;
+}
+
+/* ---- top table ---- */
+
+/* Feeds p's stacks to a top table the way query's stream does. */
+static top_table *table_of(const profile *p, TopBy by) {
+        top_table *t = top_table_new(by);
+        struct stack s = {};
+
+        if (!t)
+                abort();
+        for (size_t i = 0; i < p->n_stacks; i++) {
+                const struct profile_stack *st = &p->stacks[i];
+
+                if (stack_reserve(&s, st->n_frames) < 0)
+                        abort();
+                for (size_t k = 0; k < st->n_frames; k++) {
+                        const struct profile_frame *f = &p->frames[st->frames[k]];
+
+                        if (by == TOP_BY_LINE && frame_name_with_line(f->name, f->file, f->line, &s.owned[k]) < 0)
+                                abort();
+                        s.frames[k] = (struct folded_frame) { .name = s.owned[k] ? s.owned[k] : f->name,
+                                                              .kernel = f->flags & PROFILE_FRAME_KERNEL };
+                        s.modules[k] = f->module;
+                        s.n_frames = k + 1;
+                }
+                s.value = st->value;
+                if (top_table_add(t, &s) < 0)
+                        abort();
+        }
+        stack_done(&s);
+        return t;
+}
+
+struct want_row {
+        const char *name;
+        uint64_t self, total;
+};
+
+static void check_rows(const top_table *t, bool children, const struct want_row *want, size_t n) {
+        _cleanup_free_ struct top_row *rows = NULL;
+        size_t got;
+
+        CHECK_INT_EQ(top_table_rows(t, children, &rows, &got), 0);
+        CHECK_INT_EQ(got, n);
+        for (size_t i = 0; i < MIN(got, n); i++) {
+                CHECK_STR_EQ(rows[i].name, want[i].name);
+                CHECK_INT_EQ(rows[i].self, want[i].self);
+                CHECK_INT_EQ(rows[i].total, want[i].total);
+        }
+}
+
+static void test_table_by_function_self_and_total(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_top_table_ top_table *t = table_of(p, TOP_BY_FUNCTION);
+        /* self: where the sample hit; total: every stack it is on, once */
+        static const struct want_row by_self[] = {
+                { "compute", 700, 700 },
+                { "helper", 150, 350 },
+                { "work", 100, 800 },
+                { "do_syscall_64", 50, 50 },
+                { "main", 0, 1000 },
+        };
+        static const struct want_row by_total[] = {
+                { "main", 0, 1000 },
+                { "work", 100, 800 },
+                { "compute", 700, 700 },
+                { "helper", 150, 350 },
+                { "do_syscall_64", 50, 50 },
+        };
+
+        check_rows(t, false, by_self, ELEMENTSOF(by_self));
+        check_rows(t, true, by_total, ELEMENTSOF(by_total));
+}
+
+static void test_table_by_line_splits_a_function_by_its_lines(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_top_table_ top_table *t = table_of(p, TOP_BY_LINE);
+        static const struct want_row want[] = {
+                { "compute (compute.c:10)", 500, 500 },
+                { "compute (compute.c:12)", 200, 200 },
+                { "helper", 150, 350 },
+                { "work", 100, 800 },
+                { "do_syscall_64", 50, 50 },
+                { "main", 0, 1000 },
+        };
+
+        check_rows(t, false, want, ELEMENTSOF(want));
+}
+
+static void test_table_by_module_counts_each_module_once_per_stack(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_top_table_ top_table *t = table_of(p, TOP_BY_MODULE);
+        /* the app is on every stack (total 1000) but the leaf of only
+         * main;work and main;helper (100 + 150) */
+        static const struct want_row want[] = {
+                { LIBM, 700, 700 },
+                { APP, 250, 1000 },
+                { KERNEL, 50, 50 },
+        };
+
+        check_rows(t, false, want, ELEMENTSOF(want));
+}
+
+static void test_table_recursion_counts_total_once(void) {
+        _cleanup_top_table_ top_table *t = top_table_new(TOP_BY_FUNCTION);
+        struct folded_frame frames[] = { { "main", false }, { "rec", false }, { "rec", false }, { "rec", false } };
+        const char *modules[] = { APP, APP, APP, APP };
+        struct stack s = { .value = 40, .n_frames = 4, .frames = frames, .modules = modules };
+        static const struct want_row want[] = { { "rec", 40, 40 }, { "main", 0, 40 } };
+
+        CHECK_INT_EQ(top_table_add(t, &s), 0);
+        check_rows(t, false, want, ELEMENTSOF(want));
+}
+
+static void test_table_text_and_json(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_top_table_ top_table *t = table_of(p, TOP_BY_FUNCTION);
+        struct top_table_info info = { .kind = "cpu", .total = 1000, .from_ns = p->from_ns, .to_ns = p->to_ns,
+                                       .limit = 2 };
+        struct capture c;
+        _cleanup_free_ char *text = NULL, *json = NULL;
+
+        CHECK_INT_EQ(top_table_write(t, capture_start(&c), &info), 0);
+        text = capture_end(&c);
+        CHECK_STR_EQ(text,
+                     "1000 samples from 1970-01-01 00:01:40 to 1970-01-01 00:02:40 (1m)\n"
+                     "\n"
+                     " SELF%  TOTAL%  SELF  FUNCTION  MODULE\n"
+                     " 70.0%   70.0%   700  compute   libm.so.6\n"
+                     " 15.0%   35.0%   150  helper    app\n");
+
+        info.children = true;
+        CHECK_INT_EQ(top_table_write_json(t, capture_start(&c), &info), 0);
+        json = capture_end(&c);
+        CHECK_STR_EQ(json,
+                     "{\"view\":\"table\",\"kind\":\"cpu\",\"unit\":\"samples\",\"by\":\"function\","
+                     "\"total\":1000,\"from_ns\":100000000000,\"to_ns\":160000000000,\"children\":true,"
+                     "\"rows\":[{\"name\":\"main\",\"module\":\"" APP "\",\"kernel\":false,\"self\":0,"
+                     "\"total\":1000,\"self_pct\":0.0,\"total_pct\":100.0},"
+                     "{\"name\":\"work\",\"module\":\"" APP "\",\"kernel\":false,\"self\":100,"
+                     "\"total\":800,\"self_pct\":10.0,\"total_pct\":80.0}]}\n");
+}
+
+/* ---- tree ---- */
+
+static char *tree_text(const profile *p, const char *focus, const char *hide, size_t max_depth, bool json) {
+        regex_t focus_re, hide_re;
+        struct tree_opts o = { .focus_text = focus, .max_depth = max_depth };
+        view_tree *t = NULL;
+        struct capture c;
+
+        if (focus) {
+                if (regcomp(&focus_re, focus, REG_EXTENDED | REG_NOSUB) != 0)
+                        abort();
+                o.focus = &focus_re;
+        }
+        if (hide) {
+                if (regcomp(&hide_re, hide, REG_EXTENDED | REG_NOSUB) != 0)
+                        abort();
+                o.hide = &hide_re;
+        }
+        CHECK_INT_EQ(view_tree_build(p, &o, &t), 0);
+        capture_start(&c);
+        CHECK_INT_EQ(json ? view_tree_write_json(t, c.f) : view_tree_write(t, c.f), 0);
+        view_tree_free(t);
+        if (focus)
+                regfree(&focus_re);
+        if (hide)
+                regfree(&hide_re);
+        return capture_end(&c);
+}
+
+#define HEADER "1000 samples from 1970-01-01 00:01:40 to 1970-01-01 00:02:40 (1m)\n"
+
+static void test_tree_without_focus_is_top_down(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_free_ char *s = tree_text(p, NULL, NULL, 0, false);
+
+        CHECK_STR_EQ(s,
+                     HEADER
+                     "\n"
+                     " TOTAL%    SELF%  TOTAL  FUNCTION\n"
+                     " 100.0%     0.0%   1000  main\n"
+                     "  60.0%    10.0%    600    work\n"
+                     "  50.0%    50.0%    500      compute\n"
+                     "  35.0%    15.0%    350    helper\n"
+                     "  20.0%     0.0%    200      work\n"
+                     "  20.0%    20.0%    200        compute\n"
+                     "   5.0%     5.0%     50    do_syscall_64\n");
+}
+
+static void test_tree_focus_shows_callers_above_and_callees_below(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_free_ char *s = tree_text(p, "^work$", NULL, 0, false);
+
+        /* stacks with work: 500 + 100 + 200; main called it directly in the
+         * first two, through helper in the third */
+        CHECK_STR_EQ(s,
+                     HEADER
+                     "focus '^work$': 800 samples (80.0%)\n"
+                     "\n"
+                     "callers (each function is called by those indented below it):\n"
+                     " TOTAL%  TOTAL  FUNCTION\n"
+                     "  80.0%    800  work\n"
+                     "  60.0%    600    main\n"
+                     "  20.0%    200    helper\n"
+                     "  20.0%    200      main\n"
+                     "\n"
+                     "callees (each function calls those indented below it):\n"
+                     " TOTAL%    SELF%  TOTAL  FUNCTION\n"
+                     "  80.0%    10.0%    800  work\n"
+                     "  70.0%    70.0%    700    compute\n");
+}
+
+static void test_tree_hide_drops_frames_and_keeps_samples(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_free_ char *s = tree_text(p, NULL, "^helper$", 0, false);
+
+        /* main;helper;work;compute becomes main;work;compute, main;helper
+         * becomes main: its 150 are main's own now */
+        CHECK_STR_EQ(s,
+                     HEADER
+                     "\n"
+                     " TOTAL%    SELF%  TOTAL  FUNCTION\n"
+                     " 100.0%    15.0%   1000  main\n"
+                     "  80.0%    10.0%    800    work\n"
+                     "  70.0%    70.0%    700      compute\n"
+                     "   5.0%     5.0%     50    do_syscall_64\n");
+}
+
+static void test_tree_max_depth_cuts_levels_and_keeps_totals(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_free_ char *s = tree_text(p, NULL, NULL, 2, false);
+
+        CHECK_STR_EQ(s,
+                     HEADER
+                     "\n"
+                     " TOTAL%    SELF%  TOTAL  FUNCTION\n"
+                     " 100.0%     0.0%   1000  main\n"
+                     "  60.0%    10.0%    600    work\n"
+                     "  35.0%    15.0%    350    helper\n"
+                     "   5.0%     5.0%     50    do_syscall_64\n");
+}
+
+static void test_tree_focus_json(void) {
+        _cleanup_profile_ profile *p = fixture();
+        _cleanup_free_ char *s = tree_text(p, "comp", NULL, 0, true);
+
+        CHECK_STR_EQ(s,
+                     "{\"view\":\"tree\",\"kind\":\"cpu\",\"unit\":\"samples\",\"total\":1000,"
+                     "\"from_ns\":100000000000,\"to_ns\":160000000000,\"focus\":\"comp\",\"matched\":700,"
+                     "\"callers\":[{\"name\":\"compute\",\"module\":\"" LIBM "\",\"kernel\":false,\"total\":700,"
+                     "\"children\":[{\"name\":\"work\",\"module\":\"" APP "\",\"kernel\":false,\"total\":700,"
+                     "\"children\":[{\"name\":\"main\",\"module\":\"" APP "\",\"kernel\":false,\"total\":500,"
+                     "\"children\":[]},{\"name\":\"helper\",\"module\":\"" APP "\",\"kernel\":false,\"total\":200,"
+                     "\"children\":[{\"name\":\"main\",\"module\":\"" APP "\",\"kernel\":false,\"total\":200,"
+                     "\"children\":[]}]}]}]}],"
+                     "\"callees\":[{\"name\":\"compute\",\"module\":\"" LIBM "\",\"kernel\":false,\"total\":700,"
+                     "\"self\":700,\"children\":[]}]}\n");
+}
+
+static void test_tree_focus_matching_nothing(void) {
+        _cleanup_profile_ profile *p = fixture();
+        regex_t re;
+        struct tree_opts o = { .focus = &re, .focus_text = "nothing" };
+        view_tree *t = NULL;
+
+        CHECK_INT_EQ(regcomp(&re, "nothing", REG_EXTENDED | REG_NOSUB), 0);
+        CHECK_INT_EQ(view_tree_build(p, &o, &t), 0);
+        CHECK_INT_EQ(view_tree_matched(t), 0);
+        view_tree_free(t);
+        regfree(&re);
+}
+
+/* ---- diff ---- */
+
+/* baseline 400 samples: main;work 100, main;idle 300
+ * current 1000 samples: main;work 600, main;idle 200, main;new 200 */
+static void diff_fixtures(profile **ret_base, profile **ret_cur) {
+        profile *b = profile_new(), *c = profile_new();
+        struct profile_frame work[] = { fr("main", APP), fr("work", APP) };
+        struct profile_frame idle[] = { fr("main", APP), fr("idle", APP) };
+        struct profile_frame nw[] = { fr("main", APP), fr("new", APP) };
+
+        if (!b || !c ||
+            profile_add_stack(b, work, 2, 100, NULL) < 0 || profile_add_stack(b, idle, 2, 300, NULL) < 0 ||
+            profile_add_stack(c, work, 2, 600, NULL) < 0 || profile_add_stack(c, idle, 2, 200, NULL) < 0 ||
+            profile_add_stack(c, nw, 2, 200, NULL) < 0)
+                abort();
+        b->from_ns = 0;
+        b->to_ns = 60 * NSEC_PER_SEC;
+        c->from_ns = 100 * NSEC_PER_SEC;
+        c->to_ns = 160 * NSEC_PER_SEC;
+        *ret_base = b;
+        *ret_cur = c;
+}
+
+static void test_diff_folded_scales_the_baseline_to_the_current_total(void) {
+        _cleanup_profile_ profile *b = NULL, *c = NULL;
+        struct diff_opts o = {};
+        struct capture cap;
+        _cleanup_free_ char *s = NULL;
+
+        diff_fixtures(&b, &c);
+        CHECK_INT_EQ(diff_write_folded(capture_start(&cap), b, c, &o), 0);
+        s = capture_end(&cap);
+        /* x 1000/400: 300 -> 750, 100 -> 250; absent is 0 */
+        CHECK_STR_EQ(s,
+                     "main;idle 750 200\n"
+                     "main;new 0 200\n"
+                     "main;work 250 600\n");
+}
+
+static void test_diff_table_sorts_by_change_of_share(void) {
+        _cleanup_profile_ profile *b = NULL, *c = NULL;
+        struct diff_opts o = {};
+        struct capture cap;
+        _cleanup_free_ char *s = NULL, *j = NULL;
+
+        diff_fixtures(&b, &c);
+        CHECK_INT_EQ(diff_table_write(capture_start(&cap), b, c, &o), 0);
+        s = capture_end(&cap);
+        /* idle 75% -> 20%, work 25% -> 60%, new 0 -> 20%; main, never a leaf,
+         * has no row */
+        CHECK_STR_EQ(s,
+                     "baseline: 400 samples from 1970-01-01 00:00:00 to 1970-01-01 00:01:00 (1m)\n"
+                     "current:  1000 samples from 1970-01-01 00:01:40 to 1970-01-01 00:02:40 (1m)\n"
+                     "shares of SELF (where the sample hit); DELTA in percentage points\n"
+                     "\n"
+                     " BASE%    CUR%    DELTA  FUNCTION  MODULE\n"
+                     " 75.0%   20.0%    -55.0  idle      app\n"
+                     " 25.0%   60.0%    +35.0  work      app\n"
+                     "  0.0%   20.0%    +20.0  new       app\n");
+
+        o.children = true;
+        o.limit = 1;
+        CHECK_INT_EQ(diff_table_write_json(capture_start(&cap), b, c, &o), 0);
+        j = capture_end(&cap);
+        /* with children main is on every stack of both: no change; idle still leads */
+        CHECK_STR_EQ(j,
+                     "{\"view\":\"diff-table\",\"kind\":\"cpu\",\"unit\":\"samples\","
+                     "\"baseline\":{\"total\":400,\"from_ns\":0,\"to_ns\":60000000000},"
+                     "\"current\":{\"total\":1000,\"from_ns\":100000000000,\"to_ns\":160000000000},"
+                     "\"by\":\"function\",\"children\":true,"
+                     "\"rows\":[{\"name\":\"idle\",\"module\":\"" APP "\",\"kernel\":false,\"baseline\":300,"
+                     "\"current\":200,\"baseline_pct\":75.0,\"current_pct\":20.0,\"delta_pct\":-55.0}]}\n");
+}
+
+static void test_diff_json_has_both_counts(void) {
+        _cleanup_profile_ profile *b = NULL, *c = NULL;
+        struct diff_opts o = {};
+        struct capture cap;
+        _cleanup_free_ char *s = NULL;
+
+        diff_fixtures(&b, &c);
+        CHECK_INT_EQ(diff_write_json(capture_start(&cap), b, c, &o), 0);
+        s = capture_end(&cap);
+        CHECK(strstr(s, "{\"frames\":[{\"name\":\"main\",\"module\":\"" APP "\",\"kernel\":false},"
+                        "{\"name\":\"work\",\"module\":\"" APP "\",\"kernel\":false}],"
+                        "\"baseline\":100,\"current\":600,\"baseline_scaled\":250}") != NULL);
+        CHECK(strstr(s, "\"baseline\":0,\"current\":200,\"baseline_scaled\":0}") != NULL);
+}
+
+/* ---- series ---- */
+
+static void test_series_fills_gaps_and_scales_bars(void) {
+        struct series_point points[] = {
+                { 100 * NSEC_PER_SEC, 20 },
+                { 102 * NSEC_PER_SEC, 40 },
+                { 103 * NSEC_PER_SEC, 1 },
+        };
+        struct series s = {
+                .kind = (char *) "cpu", .unit = (char *) "samples", .step_ns = NSEC_PER_SEC, .total = 61,
+                .from_ns = 100 * NSEC_PER_SEC, .to_ns = 104 * NSEC_PER_SEC, .points = points, .n_points = 3,
+        };
+        struct capture cap;
+        _cleanup_free_ char *text = NULL;
+
+        CHECK_INT_EQ(series_write(capture_start(&cap), &s), 0);
+        text = capture_end(&cap);
+        /* 40 is the longest bar (40 marks), 20 half of it; 1 still shows */
+        CHECK_STR_EQ(text,
+                     "samples/s per 1s step, on-CPU samples from 1970-01-01 00:01:40 to 1970-01-01 00:01:44\n"
+                     "\n"
+                     "TIME                    SAMPLES/S\n"
+                     "1970-01-01 00:01:40          20.0  ####################\n"
+                     "1970-01-01 00:01:41           0.0  \n"
+                     "1970-01-01 00:01:42          40.0  ########################################\n"
+                     "1970-01-01 00:01:43           1.0  #\n");
+}
+
+static void test_series_offcpu_is_ms_per_second(void) {
+        struct series_point points[] = { { 0, 500 * NSEC_PER_MSEC } };
+        struct series s = {
+                .kind = (char *) "offcpu", .unit = (char *) "ns", .step_ns = 2 * NSEC_PER_SEC,
+                .total = 500 * NSEC_PER_MSEC, .from_ns = 0, .to_ns = 2 * NSEC_PER_SEC, .points = points, .n_points = 1,
+        };
+        struct capture cap;
+        _cleanup_free_ char *json = NULL;
+
+        /* 500 ms blocked in a 2 s step: 250 ms per second */
+        CHECK_INT_EQ(series_write_json(capture_start(&cap), &s), 0);
+        json = capture_end(&cap);
+        CHECK_STR_EQ(json,
+                     "{\"view\":\"series\",\"kind\":\"offcpu\",\"unit\":\"ns\",\"rate_unit\":\"ms/s\","
+                     "\"step_ns\":2000000000,\"total\":500000000,\"from_ns\":0,\"to_ns\":2000000000,"
+                     "\"points\":[{\"t_ns\":0,\"value\":500000000,\"rate\":250.0}]}\n");
+}
+
+int main(void) {
+        /* the text views print local time: pin it */
+        setenv("TZ", "UTC", 1);
+
+        test_table_by_function_self_and_total();
+        test_table_by_line_splits_a_function_by_its_lines();
+        test_table_by_module_counts_each_module_once_per_stack();
+        test_table_recursion_counts_total_once();
+        test_table_text_and_json();
+        test_tree_without_focus_is_top_down();
+        test_tree_focus_shows_callers_above_and_callees_below();
+        test_tree_hide_drops_frames_and_keeps_samples();
+        test_tree_max_depth_cuts_levels_and_keeps_totals();
+        test_tree_focus_json();
+        test_tree_focus_matching_nothing();
+        test_diff_folded_scales_the_baseline_to_the_current_total();
+        test_diff_table_sorts_by_change_of_share();
+        test_diff_json_has_both_counts();
+        test_series_fills_gaps_and_scales_bars();
+        test_series_offcpu_is_ms_per_second();
+        TESTS_DONE();
+}

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Specification of profctl's SVG flame graphs (client/flame.c) on answers
+with known content, through tests/unit/export-driver: well-formed XML, one
+frame per merged function path, widths exactly proportional to weight,
+siblings in name order, colours by kind, escaping of hostile names, the
+differential colouring. Usage: test_flame.py EXPORT_DRIVER"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+DRIVER = sys.argv[1]
+NS = {"svg": "http://www.w3.org/2000/svg"}
+PAD = 10.0
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def frame(name, module="/usr/bin/app", **kw):
+    f = {"name": name, "module": module, "kernel": False, "resolved": True}
+    f.update(kw)
+    return f
+
+
+def answer(stacks, kind="cpu", unit="samples"):
+    """profd's answer lines for stacks [(frames, value, group)]"""
+    lines = []
+    for frames, value, *group in stacks:
+        line = {"type": "stack", "value": value, "frames": frames}
+        if group:
+            line["group"] = group[0]
+        lines.append(json.dumps(line))
+    total = sum(s[1] for s in stacks)
+    lines.append(json.dumps({"type": "end", "kind": kind, "unit": unit, "stacks": len(stacks),
+                             "total": total, "from_ns": 1763700000 * 10**9,
+                             "to_ns": 1763700600 * 10**9}))
+    return "\n".join(lines) + "\n"
+
+
+def run(args, stdin):
+    r = subprocess.run([DRIVER] + args, input=stdin.encode(), capture_output=True)
+    if r.returncode != 0:
+        sys.exit(f"export-driver {args} failed: {r.stderr.decode()}")
+    return r.stdout
+
+
+def parse(svg_bytes, label):
+    """Well-formed XML or the test fails here; xmllint too when installed."""
+    try:
+        root = ET.fromstring(svg_bytes)
+    except ET.ParseError as e:
+        sys.exit(f"{label}: not well-formed XML: {e}")
+    if shutil.which("xmllint"):
+        with tempfile.NamedTemporaryFile(suffix=".svg") as t:
+            t.write(svg_bytes)
+            t.flush()
+            r = subprocess.run(["xmllint", "--noout", t.name], capture_output=True)
+            check(r.returncode == 0, f"{label}: xmllint: {r.stderr.decode()}")
+    return root
+
+
+def frames_of(root, unique=True):
+    """{name: (x, y, width, fill, label, title, depth, offset, value)} of the drawn frames"""
+    out = {}
+    for g in root.find("svg:g[@id='frames']", NS).findall("svg:g", NS):
+        rect = g.find("svg:rect", NS)
+        title = g.find("svg:title", NS).text
+        name = title.split("\n")[0]
+        check(not unique or name not in out, f"frame {name!r} drawn once")
+        out[name] = dict(x=float(rect.get("x")), y=float(rect.get("y")), w=float(rect.get("width")),
+                         fill=rect.get("fill"), label=g.find("svg:text", NS).text or "",
+                         title=title, d=int(g.get("data-d")), o=int(g.get("data-o")),
+                         v=int(g.get("data-v")))
+    return out
+
+
+def rgb(fill):
+    return tuple(int(c) for c in fill[4:-1].split(","))
+
+
+def expected_layout(stacks):
+    """The spec, independently: merge paths by name, siblings sorted by
+    name (bytewise), offsets accumulate left to right. {name: (offset, value, depth)}"""
+    tree = {}
+    for frames, value, *_ in stacks:
+        node = tree
+        node.setdefault("all", [0, {}])[0] += value
+        node = tree["all"][1]
+        for f in frames:
+            node.setdefault(f["name"], [0, {}])[0] += value
+            node = node[f["name"]][1]
+    out = {}
+
+    def walk(children, offset, depth):
+        for name in sorted(children, key=lambda s: s.encode()):
+            value, sub = children[name]
+            out[name] = (offset, value, depth)
+            walk(sub, offset, depth + 1)
+            offset += value
+    walk(tree, 0, 0)
+    return out
+
+
+HOSTILE = "op<&>\"'\u0001\ufffe caf\u00e9"
+STACKS = [
+    ([frame("main"), frame("work"), frame("helper", inlined=True),
+      frame("do_syscall_64", "[kernel.kallsyms]", kernel=True)], 50),
+    ([frame("main"), frame("work")], 20),
+    ([frame("main"), frame("jitfn", "[jit]", jit=True)], 10),
+    ([frame("main"), frame("lib+0x10", "/usr/lib/lib.so", resolved=False)], 4),
+    ([frame("main"), frame("tiny")], 1),
+    ([frame("main"), frame(HOSTILE)], 15),
+]
+TOTAL = 100
+
+
+def test_frames_are_sized_by_weight_in_name_order():
+    root = parse(run(["svg"], answer(STACKS)), "flame")
+    fr = frames_of(root)
+    exp = expected_layout(STACKS)
+    # the hostile name reaches the title with its bad characters replaced
+    shown_hostile = "op<&>\"'?? caf\u00e9"
+    exp[shown_hostile] = exp.pop(HOSTILE)
+    check(set(fr) == set(exp), f"frames drawn {sorted(fr)} == {sorted(exp)}")
+    check(len(fr) == 9, f"9 frames, got {len(fr)}")
+    height = float(root.get("height"))
+    avail = 1200 - 2 * PAD
+    max_depth = max(d for _, _, d in exp.values())
+    check(height == 76 + (max_depth + 1) * 16 + 30, f"height {height}")
+    for name, (offset, value, depth) in exp.items():
+        if name not in fr:
+            continue
+        f = fr[name]
+        want_x = PAD + offset * avail / TOTAL
+        want_w = value * avail / TOTAL
+        check(abs(f["x"] - want_x) < 0.006, f"{name}: x {f['x']} == {want_x:.2f}")
+        check(abs(f["w"] - want_w) < 0.006, f"{name}: width {f['w']} == {want_w:.2f}")
+        check(f["d"] == depth and f["o"] == offset and f["v"] == value, f"{name}: data attributes")
+        # flame: the root at the bottom, callees above
+        want_y = height - 30 - (depth + 1) * 16
+        check(abs(f["y"] - want_y) < 0.006, f"{name}: y {f['y']} == {want_y}")
+    # the figures themselves, for one frame: work holds 70 of 100 samples
+    check(fr["work"]["w"] == 826.0 and fr["work"]["x"] == 364.0, f"work at 364, 826 px: {fr['work']}")
+    check(fr["work"]["title"].split("\n")[1] == "70 samples, 70.00% (self 20 samples, 20.00%)",
+          f"work's title: {fr['work']['title']!r}")
+    check(fr["all"]["title"].split("\n")[1] == "100 samples, 100.00%", "all's title")
+    # labels: whole when they fit, none in a frame too narrow for 3 characters
+    check(fr["jitfn"]["label"] == "jitfn", "jitfn labelled")
+    check(fr["tiny"]["label"] == "", "tiny (11.8 px) unlabelled")
+    # 47.2 px: room for 5 characters of 7.08 px after the 6 px margin
+    check(fr["lib+0x10"]["label"] == "lib..", f"lib+0x10 cut: {fr['lib+0x10']['label']!r}")
+
+
+def test_colours_follow_the_kind_of_code():
+    fr = frames_of(parse(run(["svg"], answer(STACKS)), "flame"))
+    r, g, b = rgb(fr["work"]["fill"])
+    check(r > g and r > b, f"user code is red: {fr['work']['fill']}")
+    r, g, b = rgb(fr["do_syscall_64"]["fill"])
+    check(r > g > b, f"kernel is orange: {fr['do_syscall_64']['fill']}")
+    r, g, b = rgb(fr["jitfn"]["fill"])
+    check(g > r and g > b, f"JIT is green: {fr['jitfn']['fill']}")
+    r, g, b = rgb(fr["helper"]["fill"])
+    check(g > r and b > r, f"inlined is aqua: {fr['helper']['fill']}")
+    r, g, b = rgb(fr["lib+0x10"]["fill"])
+    check(r == g == b, f"unresolved is grey: {fr['lib+0x10']['fill']}")
+    check("(kernel)" in fr["do_syscall_64"]["title"] and "(inlined)" in fr["helper"]["title"]
+          and "(JIT)" in fr["jitfn"]["title"], "titles name the kind")
+
+
+def test_narrow_frames_are_left_out():
+    # 110 px: 90 px for 100 samples, tiny's 0.9 px is under the 1 px minimum
+    fr = frames_of(parse(run(["svg", "110", "1"], answer(STACKS)), "narrow"))
+    check("tiny" not in fr and "lib+0x10" in fr, f"tiny left out, lib kept: {sorted(fr)}")
+    check(abs(fr["lib+0x10"]["w"] - 3.6) < 0.006, f"lib+0x10 3.6 px wide: {fr['lib+0x10']['w']}")
+
+
+def test_icicle_grows_down_and_title_is_escaped():
+    root = parse(run(["icicle"], answer(STACKS)), "icicle")
+    fr = frames_of(root)
+    check(fr["all"]["y"] == 76 and fr["main"]["y"] == 92 and fr["do_syscall_64"]["y"] == 76 + 4 * 16,
+          f"icicle rows from the top: {fr['all']['y']}, {fr['main']['y']}")
+    title = root.find("svg:text[@id='title']", NS).text
+    check(title == "icicle <&> \"test\"", f"title {title!r}")
+
+
+def test_groups_become_root_frames():
+    stacks = [([frame("main"), frame("a")], 3, "app-1"), ([frame("main"), frame("b")], 1, "app-2")]
+    fr = frames_of(parse(run(["svg"], answer(stacks)), "groups"), unique=False)
+    check(fr.get("app-1", {}).get("d") == 1 and fr.get("app-2", {}).get("d") == 1,
+          f"groups at depth 1: {sorted(fr)}")
+    # main appears under both groups: two frames of the same name
+    exp = expected_layout([([frame("app-1")] + s[0], s[1]) for s in stacks[:1]])
+    check(abs(fr["app-1"]["w"] - 3 * 1180 / 4) < 0.006, "app-1 holds 3 of 4")
+    check(exp["a"][2] == fr["a"]["d"], "a under app-1;main")
+
+
+def test_empty_answer_is_a_valid_image():
+    root = parse(run(["svg"], answer([])), "empty")
+    check(frames_of(root) == {}, "no frames")
+    check(b"no samples" in ET.tostring(root), "says there are no samples")
+
+
+def test_offcpu_values_are_times():
+    stacks = [([frame("main"), frame("read")], 1500000000), ([frame("main")], 500000000)]
+    fr = frames_of(parse(run(["svg"], answer(stacks, "offcpu", "ns")), "offcpu"))
+    check(fr["main"]["title"].split("\n")[1].startswith("2.00 s, 100.00%"), f"{fr['main']['title']!r}")
+    check(fr["read"]["title"].split("\n")[1] == "1.50 s, 75.00%", f"{fr['read']['title']!r}")
+
+
+def test_diff_colours_by_normalised_self_share():
+    base = [([frame("main"), frame("work")], 50), ([frame("main"), frame("other")], 50),
+            ([frame("main"), frame("gone")], 100)]
+    cur = [([frame("main"), frame("work")], 30), ([frame("main"), frame("other")], 10)]
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as b:
+        b.write(answer(base))
+        b.flush()
+        fr = frames_of(parse(run(["diff", b.name], answer(cur)), "diff"))
+    # widths from the current profile: 40 samples over 1180 px
+    check(abs(fr["work"]["w"] - 30 * 1180 / 40) < 0.006, f"work width {fr['work']['w']}")
+    check("gone" not in fr, "a path only in the baseline has no width")
+    # work: 75% of now against 25% of then (+50 points, the largest change): full red;
+    # other: 25% against 25%: white; main: no self either side: white
+    check(rgb(fr["work"]["fill"]) == (250, 50, 50), f"work full red: {fr['work']['fill']}")
+    check(rgb(fr["other"]["fill"]) == (250, 250, 250), f"other unchanged: {fr['other']['fill']}")
+    check(rgb(fr["main"]["fill"]) == (250, 250, 250), f"main unchanged: {fr['main']['fill']}")
+    check(fr["work"]["title"].split("\n")[1:3] == ["30 samples, 75.00%, baseline 25.00%",
+                                                   "self 75.00%, baseline 25.00%: +50.00 points"],
+          f"work's title: {fr['work']['title']!r}")
+
+    # shrinkage is blue, scaled to the largest change
+    cur2 = [([frame("main"), frame("work")], 10), ([frame("main"), frame("other")], 30)]
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as b:
+        b.write(answer(base[:2]))
+        b.flush()
+        fr = frames_of(parse(run(["diff", b.name], answer(cur2)), "diff2"))
+    check(rgb(fr["work"]["fill"]) == (50, 50, 250), f"work full blue: {fr['work']['fill']}")
+    check(rgb(fr["other"]["fill"]) == (250, 50, 50), f"other full red: {fr['other']['fill']}")
+
+
+def test_script_is_inline_and_has_the_controls():
+    svg = run(["svg"], answer(STACKS))
+    root = parse(svg, "controls")
+    scripts = root.findall("svg:script", NS)
+    check(len(scripts) == 1 and "function zoom" in scripts[0].text and "function search" in scripts[0].text,
+          "one inline script with zoom and search")
+    check(b"http://" not in svg.replace(b"http://www.w3.org/", b""), "no other network reference")
+    check(root.find("svg:text[@id='reset']", NS) is not None, "a reset-zoom control")
+    check(root.find(".//{http://www.w3.org/1999/xhtml}input[@id='search']") is not None, "a search box")
+    check(root.find("svg:text[@id='matched']", NS) is not None, "a matched-share line")
+
+
+for name, fn in list(globals().items()):
+    if name.startswith("test_") and callable(fn):
+        fn()
+if failures:
+    sys.exit(f"{failures} check(s) failed")
+print("ok")
