@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@ struct collector {
         void *userdata;
         struct bpf_link **links;  /* one sampler per online CPU, then the exec program */
         size_t n_links;
+        int *perf_fds;            /* the samplers' perf events, owned by their links */
+        size_t n_perf_fds;
         const char *event_name;
         unsigned frequency;
         unsigned n_possible_cpus; /* per-CPU map values come in this many slots */
@@ -36,10 +39,12 @@ struct collector {
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
-        /* libbpf's warnings matter (a failed load explains itself there);
-         * its info and debug chatter only with --verbose */
-        int prio = level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG;
-        char buf[1024];
+        /* libbpf's warnings matter (a failed load explains itself there,
+         * verifier log included); its info lines are rare and say what it
+         * decided (a feature missing, a fallback taken): info; its debug
+         * chatter (every map and relocation) only with --verbose */
+        int prio = level == LIBBPF_WARN ? LOG_WARNING : level == LIBBPF_INFO ? LOG_INFO : LOG_DEBUG;
+        char buf[4096];
         size_t n;
 
         if (prio > log_get_max_level())
@@ -48,7 +53,8 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
         n = strlen(buf);
         while (n > 0 && buf[n - 1] == '\n')
                 buf[--n] = '\0';
-        log_internal(prio, 0, "libbpf: %s", buf);
+        /* most of libbpf's lines name it already */
+        log_internal(prio, 0, "%s%s", strncmp(buf, "libbpf: ", 8) == 0 ? "" : "libbpf: ", buf);
         return 0;
 }
 
@@ -143,7 +149,8 @@ static int attach(collector *c, const struct collector_config *cfg) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read the online CPUs: %m");
         c->links = calloc(n_cpus + 3, sizeof(*c->links));
-        if (!c->links)
+        c->perf_fds = calloc(n_cpus, sizeof(*c->perf_fds));
+        if (!c->links || !c->perf_fds)
                 return log_oom();
         c->event_name = cfg->cpu ? "cycles" : NULL;
         for (size_t i = 0; cfg->cpu && i < n_cpus; i++) {
@@ -167,6 +174,7 @@ static int attach(collector *c, const struct collector_config *cfg) {
                         return log_error_errno(r, "Failed to attach the sampler to CPU %d: %m", cpus[i]);
                 }
                 c->n_links++;
+                c->perf_fds[c->n_perf_fds++] = fd;
         }
         struct {
                 struct bpf_program *prog;
@@ -250,8 +258,8 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
         bpf_map__set_max_entries(c->skel->maps.frames_1, frames_max);
         bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
 
-        c->skel->rodata->offcpu_min_ns = cfg->offcpu_min_ns;
-        c->skel->rodata->offcpu_max_ns = cfg->offcpu_max_ns;
+        c->skel->data->offcpu_min_ns = cfg->offcpu_min_ns;
+        c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
         c->skel->rodata->offcpu_enabled = cfg->offcpu;
         c->skel->rodata->wakeup_enabled = cfg->wakeup;
         bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->cpu);
@@ -310,12 +318,49 @@ collector *collector_free(collector *c) {
         for (size_t i = 0; i < c->n_links; i++)
                 bpf_link__destroy(c->links[i]);
         free(c->links);
+        free(c->perf_fds);
         ring_buffer__free(c->events);
         profd_bpf__destroy(c->skel);
         free(c->keys_buf);
         free(c->values_buf);
         free(c);
         return NULL;
+}
+
+/* What PERF_EVENT_IOC_PERIOD takes to sample at hz: a hardware event opened
+ * with freq=1 takes the frequency (the kernel keeps re-tuning its period);
+ * cpu-clock turns its frequency into a fixed period in ns when it is
+ * opened (and drops freq), so it takes that period. */
+static uint64_t period_arg(const collector *c, unsigned hz) {
+        bool software = c->event_name && streq(c->event_name, "cpu-clock");
+        return software ? NSEC_PER_SEC / hz : hz;
+}
+
+int collector_set_frequency(collector *c, unsigned frequency_hz) {
+        uint64_t arg = period_arg(c, frequency_hz);
+
+        /* The maps are untouched, so nothing sampled so far is lost; the
+         * new rate applies from each CPU's next sample. */
+        for (size_t i = 0; i < c->n_perf_fds; i++)
+                if (ioctl(c->perf_fds[i], PERF_EVENT_IOC_PERIOD, &arg) < 0) {
+                        int r = negative_errno();
+                        /* the CPUs already changed keep sampling at the new rate:
+                         * put them back so every CPU runs at the same one */
+                        uint64_t freq = period_arg(c, c->frequency);
+                        for (size_t k = 0; k < i; k++)
+                                (void) ioctl(c->perf_fds[k], PERF_EVENT_IOC_PERIOD, &freq);
+                        return r;
+                }
+        c->frequency = frequency_hz;
+        return 0;
+}
+
+void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns) {
+        /* .data is memory-mapped: the programs see the new values at their
+         * next run. Each is one aligned 64-bit store, so a program reads
+         * either the old or the new value of each, never a torn one. */
+        __atomic_store_n(&c->skel->data->offcpu_min_ns, min_ns, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->skel->data->offcpu_max_ns, max_ns, __ATOMIC_RELAXED);
 }
 
 const char *collector_event_name(const collector *c) {

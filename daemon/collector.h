@@ -49,6 +49,16 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                   collector **ret);
 collector *collector_free(collector *c);
 
+/* Changes the sampling frequency of every CPU's perf event in place: no
+ * sample is lost. Returns 0 or a negative errno from the ioctl (-EINVAL
+ * above kernel.perf_event_max_sample_rate); then every CPU keeps the old
+ * frequency. */
+int collector_set_frequency(collector *c, unsigned frequency_hz);
+
+/* Changes which blocks are attributed to stacks; the programs see it at
+ * their next run. */
+void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns);
+
 /* "cycles" or "cpu-clock": the perf event the sampler runs on; NULL when
  * on-CPU sampling is off. */
 const char *collector_event_name(const collector *c);

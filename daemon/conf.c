@@ -13,6 +13,55 @@
 #include "macro.h"
 #include "helpers.h"
 
+const char *const conf_keys[] = {
+        "socket", "socket_mode", "socket_group", "admin_group", "store", "frequency", "interval", "kinds",
+        "offcpu_min", "offcpu_max", "max_clients", "client_timeout", "retention_raw", "retention_1m",
+        "retention", "max_store_size", "symbol_cache", "debug_dirs", "debuginfod_urls", "debuginfod_cache",
+        "max_keys", "max_stacks", NULL,
+};
+
+static char **dirs_free(char **v) {
+        for (size_t i = 0; v && v[i]; i++)
+                free(v[i]);
+        free(v);
+        return NULL;
+}
+
+/* Splits a space-separated list of absolute directories; "" is none. */
+static int dirs_parse(const char *value, char ***ret, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(value);
+        char **v = calloc(1, sizeof(char *)), *save = NULL;
+        size_t n = 0;
+
+        if (!copy || !v) {
+                free(v);
+                return -ENOMEM;
+        }
+        for (char *d = strtok_r(copy, " \t", &save); d; d = strtok_r(NULL, " \t", &save)) {
+                char **nv;
+
+                if (d[0] != '/') {
+                        dirs_free(v);
+                        return format_error(ret_error, "debug_dirs must be absolute directories separated by "
+                                                       "spaces, not \"%s\"", d);
+                }
+                nv = realloc(v, (n + 2) * sizeof(char *));
+                if (!nv) {
+                        dirs_free(v);
+                        return -ENOMEM;
+                }
+                v = nv;
+                v[n] = strdup(d);
+                v[++n] = NULL;
+                if (!v[n - 1]) {
+                        dirs_free(v);
+                        return -ENOMEM;
+                }
+        }
+        *ret = v;
+        return 0;
+}
+
 int conf_init(struct conf *c) {
         *c = (struct conf) {
                 .socket_path = strdup(PROFD_DEFAULT_SOCKET),
@@ -29,8 +78,13 @@ int conf_init(struct conf *c) {
                 .max_clients = CONF_DEFAULT_MAX_CLIENTS,
                 .client_timeout_ns = CONF_DEFAULT_CLIENT_TIMEOUT_NS,
                 .symbol_cache_bytes = (uint64_t) CONF_DEFAULT_SYMBOL_CACHE_MIB << 20,
+                .retention_raw_ns = CONF_DEFAULT_RETENTION_RAW_NS,
+                .retention_1m_ns = CONF_DEFAULT_RETENTION_1M_NS,
+                .retention_ns = CONF_DEFAULT_RETENTION_NS,
+                .max_store_size = CONF_DEFAULT_MAX_STORE_SIZE,
         };
-        if (!c->socket_path || !c->store_path || !c->socket_group) {
+        (void) dirs_parse(CONF_DEFAULT_DEBUG_DIRS, &c->debug_dirs, NULL);
+        if (!c->socket_path || !c->store_path || !c->socket_group || !c->debug_dirs) {
                 conf_done(c);
                 return -ENOMEM;
         }
@@ -45,6 +99,7 @@ void conf_done(struct conf *c) {
         free(c->debuginfod_urls);
         free(c->debuginfod_cache);
         c->debuginfod_urls = c->debuginfod_cache = NULL;
+        c->debug_dirs = dirs_free(c->debug_dirs);
         c->socket_path = c->store_path = c->socket_group = c->admin_group = NULL;
 }
 
@@ -101,6 +156,12 @@ static int set_kinds(struct conf *c, const char *value, char **ret_error) {
 
         if (!copy)
                 return -ENOMEM;
+        /* serve-only: no BPF, only queries of the store (tests with known
+         * content, a store copied off a host after an incident) */
+        if (streq(value, "none")) {
+                c->kind_cpu = c->kind_offcpu = c->kind_wakeup = false;
+                return 0;
+        }
         for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
                 if (streq(k, "cpu"))
                         cpu = true;
@@ -112,7 +173,7 @@ static int set_kinds(struct conf *c, const char *value, char **ret_error) {
                         return format_error(ret_error, "unknown kind \"%s\" in kinds (known: cpu, offcpu, wakeup)", k);
         }
         if (!cpu && !offcpu && !wakeup)
-                return format_error(ret_error, "kinds must name at least one of cpu, offcpu, wakeup");
+                return format_error(ret_error, "kinds must name at least one of cpu, offcpu, wakeup (or be \"none\")");
         c->kind_cpu = cpu;
         c->kind_offcpu = offcpu;
         c->kind_wakeup = wakeup;
@@ -203,6 +264,41 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                 return set_count(&c->max_keys, key, value, 1, 1 << 24, ret_error);
         if (streq(key, "max_stacks"))
                 return set_count(&c->max_stacks, key, value, 1, 1 << 20, ret_error);
+        if (streq(key, "retention_raw") || streq(key, "retention_1m") || streq(key, "retention")) {
+                uint64_t *field = streq(key, "retention_raw") ? &c->retention_raw_ns
+                                  : streq(key, "retention_1m") ? &c->retention_1m_ns : &c->retention_ns;
+                uint64_t ns;
+
+                /* under a minute nothing would ever reach a coarser level */
+                if (parse_duration_ns(value, &ns) < 0 || ns < 60 * NSEC_PER_SEC)
+                        return format_error(ret_error, "%s must be a duration of at least 1m (e.g. \"24h\", \"14d\"), "
+                                                       "not \"%s\"", key, value);
+                *field = ns;
+                return 0;
+        }
+        if (streq(key, "max_store_size")) {
+                uint64_t v;
+
+                if (streq(value, "none")) {
+                        c->max_store_size = 0;
+                        return 0;
+                }
+                if (parse_size(value, &v) < 0 || v < CONF_MIN_MAX_STORE_SIZE)
+                        return format_error(ret_error, "max_store_size must be a size of at least 1M (bytes, or "
+                                                       "with a K, M, G or T suffix) or \"none\", not \"%s\"", value);
+                c->max_store_size = v;
+                return 0;
+        }
+        if (streq(key, "debug_dirs")) {
+                char **v;
+                int r = dirs_parse(value, &v, ret_error);
+
+                if (r < 0)
+                        return r;
+                dirs_free(c->debug_dirs);
+                c->debug_dirs = v;
+                return 0;
+        }
         if (streq(key, "offcpu_min") || streq(key, "offcpu_max")) {
                 bool is_max = streq(key, "offcpu_max");
                 uint64_t ns;
@@ -223,6 +319,64 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                 return 0;
         }
         return -ENOENT;
+}
+
+int parse_size(const char *s, uint64_t *ret) {
+        static const char units[] = "KMGT";
+        const char *u;
+        char *end;
+        uint64_t v, mult = 1;
+
+        if (!s || s[0] < '0' || s[0] > '9')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno != 0)
+                return -ERANGE;
+        if (*end != '\0') {
+                u = strchr(units, *end);
+                /* "1G", "1GB", "1GiB" all mean 2^30 */
+                if (!u || !(end[1] == '\0' || streq(end + 1, "B") || streq(end + 1, "iB")))
+                        return -EINVAL;
+                mult = 1ULL << (10 * (u - units + 1));
+        }
+        if (v > UINT64_MAX / mult)
+                return -ERANGE;
+        *ret = v * mult;
+        return 0;
+}
+
+int conf_check(const struct conf *c, char **ret_error) {
+        char a[32], b[32];
+
+        if (c->retention_raw_ns > c->retention_1m_ns)
+                return format_error(ret_error, "retention_raw (%s) is longer than retention_1m (%s)",
+                                    format_duration(a, sizeof(a), c->retention_raw_ns),
+                                    format_duration(b, sizeof(b), c->retention_1m_ns));
+        if (c->retention_1m_ns > c->retention_ns)
+                return format_error(ret_error, "retention_1m (%s) is longer than retention (%s)",
+                                    format_duration(a, sizeof(a), c->retention_1m_ns),
+                                    format_duration(b, sizeof(b), c->retention_ns));
+        return 0;
+}
+
+/* "socket, socket_mode, ...": for the error about an unknown key. */
+static char *known_keys(void) {
+        size_t n = 1;
+        char *s;
+
+        for (size_t i = 0; conf_keys[i]; i++)
+                n += strlen(conf_keys[i]) + 2;
+        s = malloc(n);
+        if (!s)
+                return NULL;
+        s[0] = '\0';
+        for (size_t i = 0; conf_keys[i]; i++) {
+                if (i > 0)
+                        strcat(s, ", ");
+                strcat(s, conf_keys[i]);
+        }
+        return s;
 }
 
 static char *strip(char *s) {
@@ -263,9 +417,12 @@ int conf_parse_text(struct conf *c, const char *name, const char *text, char **r
                 if (key[0] == '\0')
                         return format_error(ret_error, "%s:%u: missing key before '='", name, lineno);
                 r = conf_set(c, key, value, &why);
-                if (r == -ENOENT)
-                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: socket, store, frequency, interval, kinds, offcpu_min, offcpu_max, socket_mode, socket_group, admin_group, max_clients, client_timeout, symbol_cache, debuginfod_urls, debuginfod_cache, max_keys, max_stacks)",
-                                    name, lineno, key);
+                if (r == -ENOENT) {
+                        _cleanup_free_ char *known = known_keys();
+                        if (!known)
+                                return -ENOMEM;
+                        return format_error(ret_error, "%s:%u: unknown key '%s' (known: %s)", name, lineno, key, known);
+                }
                 if (r == -EINVAL)
                         return format_error(ret_error, "%s:%u: key '%s': %s", name, lineno, key, why);
                 if (r < 0)

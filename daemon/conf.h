@@ -32,6 +32,22 @@
  * about a microsecond; at 1 ms that is at most 0.1% of the time measured,
  * while the many sub-millisecond switches of a busy host stay cheap. */
 #define CONF_DEFAULT_OFFCPU_MIN_NS (1000ULL * 1000ULL)
+/* Raw drains (one per interval) for a day: "what happened during the
+ * incident this morning" keeps its 10 s resolution. */
+#define CONF_DEFAULT_RETENTION_RAW_NS (24ULL * 3600ULL * 1000000000ULL)
+/* Then 1-minute buckets for a week: a deploy compared with last week's. */
+#define CONF_DEFAULT_RETENTION_1M_NS (7ULL * 24ULL * 3600ULL * 1000000000ULL)
+/* Then 10-minute buckets until two weeks, then nothing: long enough for a
+ * weekly pattern, short enough that the file stays small. */
+#define CONF_DEFAULT_RETENTION_NS (14ULL * 24ULL * 3600ULL * 1000000000ULL)
+/* 1 GiB: two weeks of a busy host at the default resolution levels stay well
+ * below it; it only bites when something pathological (a JIT minting new
+ * code addresses forever) fills the store. */
+#define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
+/* Below this the schema, indexes and one drain of a busy host do not fit. */
+#define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
+/* Where distributions install separate debug files (-dbg, -dbgsym). */
+#define CONF_DEFAULT_DEBUG_DIRS "/usr/lib/debug"
 
 struct conf {
         char *socket_path;
@@ -51,7 +67,16 @@ struct conf {
         char *debuginfod_cache; /* their cache directory; NULL: libdebuginfod's default */
         uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */
         uint64_t max_stacks;
+        /* retention: raw drains, then 1-minute buckets, then 10-minute
+         * buckets, each kept until the data is this old */
+        uint64_t retention_raw_ns, retention_1m_ns, retention_ns;
+        uint64_t max_store_size;  /* bytes of the store file; 0: no maximum */
+        char **debug_dirs;        /* NULL-terminated; separate debug files are looked for there */
 };
+
+/* Every key the file knows, NULL-terminated, in the order profd.conf(5)
+ * documents them. */
+extern const char *const conf_keys[];
 
 /* Fills defaults. Returns 0 or -ENOMEM. */
 int conf_init(struct conf *c);
@@ -66,3 +91,12 @@ int conf_parse_text(struct conf *c, const char *name, const char *text, char **r
  * Returns 0, -ENOENT for an unknown key, -EINVAL for a bad value (with
  * *ret_error saying why), -ENOMEM. */
 int conf_set(struct conf *c, const char *key, const char *value, char **ret_error);
+
+/* Checks what no single key can: settings that must agree with each other
+ * (retention levels in order). Call after the file and the command line were
+ * applied. Returns 0, or -EINVAL with *ret_error saying why, or -ENOMEM. */
+int conf_check(const struct conf *c, char **ret_error);
+
+/* Parses "512K", "100M", "1G", "2T" or a plain number of bytes (powers of
+ * 1024). Returns 0, -EINVAL or -ERANGE. */
+int parse_size(const char *s, uint64_t *ret);

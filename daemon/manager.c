@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "answer.h"
 #include "collector.h"
 #include "config.h"
+#include "duration.h"
+#include "helpers.h"
 #include "log.h"
 #include "macro.h"
 #include "proctable.h"
+#include "query.h"
 #include "server.h"
 #include "store.h"
 #include "writer.h"
@@ -41,23 +46,62 @@ struct manager {
         sd_event_source *events_io;
         sd_event_source *writer_io;
         sd_event_source *sigterm, *sigint;
+        sd_event_source *sighup;      /* reload the settings */
+        struct conf *conf;            /* the running settings (the caller's) */
+        manager_reload_fn reload;
+        void *reload_userdata;
         collector *coll;
         store *store;                 /* this thread's connection: queries and status */
         writer *writer;               /* symbolizes and stores drains */
         server *server;
+        query_pool *queries;          /* query and series requests, on worker threads */
         struct flush_waiter *waiters;
 
+        bool serve_only;              /* --kinds none: no BPF, no writer, queries only */
         uint64_t started_ns;          /* CLOCK_REALTIME at start */
         uint64_t last_drain_end_ns;   /* CLOCK_REALTIME: the next drain's bucket starts here */
         uint64_t vanished;            /* processes gone before they could be read */
         uint64_t samples_seen, idle_samples;
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
+        /* for STATUS= rates: how long each recent drain collected, by the
+         * writer's job number (results come back in order, a few at most
+         * in flight) */
+        uint64_t drain_mono_ns;       /* CLOCK_MONOTONIC of the last drain */
+        struct { uint64_t seq, span_ns; } drain_spans[8];
+        unsigned drain_spans_next;
 };
+
+/* Tests only: $PROFD_TEST_CLOCK_RATE=N makes profd's wall clock (drain
+ * times, retention, queries' "now") run N times faster than the real one,
+ * from $PROFD_TEST_CLOCK_START_AGO seconds in the past at start, so days of
+ * retention pass in minutes. Unset (as always outside tests): the real
+ * clock. */
+static uint64_t test_clock_rate = 1, test_clock_real0, test_clock_fake0;
 
 static uint64_t now_ns(clockid_t clock) {
         struct timespec ts;
+        uint64_t t;
+
         clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+        t = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+        if (clock == CLOCK_REALTIME && test_clock_rate > 1)
+                t = test_clock_fake0 + (t - test_clock_real0) * test_clock_rate;
+        return t;
+}
+
+static void test_clock_init(void) {
+        const char *rate = getenv("PROFD_TEST_CLOCK_RATE"), *ago = getenv("PROFD_TEST_CLOCK_START_AGO");
+        uint64_t v, a = 0;
+
+        if (!rate || parse_uint_strict(rate, 1000000, &v) < 0 || v < 2)
+                return;
+        if (ago && parse_uint_strict(ago, 100ULL * 365 * 86400, &a) < 0)
+                a = 0;
+        test_clock_real0 = now_ns(CLOCK_REALTIME);
+        test_clock_fake0 = test_clock_real0 - a * NSEC_PER_SEC;
+        test_clock_rate = v;
+        log_warning("Test clock: time runs %" PRIu64 "x as fast, from %" PRIu64 " s ago (PROFD_TEST_CLOCK_RATE).",
+                    v, a);
 }
 
 static void on_process_event(const struct profd_event *e, void *userdata) {
@@ -85,6 +129,8 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         uint64_t start_ns = m->last_drain_end_ns, seq;
         int r;
 
+        if (m->serve_only)
+                return -EOPNOTSUPP;
         (void) collector_poll_events(m->coll);
         r = collector_drain(m->coll, &b);
         if (r < 0)
@@ -97,9 +143,59 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         r = writer_drain(m->writer, &b, start_ns, m->last_drain_end_ns, m->vanished, &seq);
         if (r < 0)
                 return log_error_errno(r, "Failed to queue a drain: %m");
+        {
+                uint64_t mono = now_ns(CLOCK_MONOTONIC);
+                unsigned i = m->drain_spans_next++ % ELEMENTSOF(m->drain_spans);
+
+                m->drain_spans[i].seq = seq;
+                m->drain_spans[i].span_ns = mono - m->drain_mono_ns;
+                m->drain_mono_ns = mono;
+        }
         if (ret_seq)
                 *ret_seq = seq;
         return 0;
+}
+
+/* What profd samples, as the STATUS= line says it. */
+static void manager_describe(const manager *m, char *buf, size_t size) {
+        if (m->serve_only) {
+                snprintf(buf, size, "serving queries only (--kinds none)");
+                return;
+        }
+        if (m->collect.cpu)
+                snprintf(buf, size, "sampling %u Hz %s%s%s", m->collect.frequency_hz, collector_event_name(m->coll),
+                         m->collect.offcpu ? ", offcpu" : "", m->collect.wakeup ? ", wakeup" : "");
+        else
+                snprintf(buf, size, "collecting%s%s", m->collect.offcpu ? " offcpu" : "",
+                         m->collect.wakeup ? (m->collect.offcpu ? ", wakeup" : " wakeup") : "");
+}
+
+/* Tells systemd (`systemctl status profd`) what the drain the writer just
+ * finished stored, as rates over the time that drain collected: a line
+ * that changes every interval shows at a glance that profd is alive and
+ * how much it sees. */
+static void manager_notify_drain(manager *m, const struct writer_result *res) {
+        uint64_t span = 0;
+        char what[128], when[32];
+        time_t t = time(NULL);
+        struct tm tm;
+
+        manager_describe(m, what, sizeof(what));
+        if (strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&t, &tm)) == 0)
+                when[0] = '\0';
+        if (res->error < 0) {
+                (void) sd_notifyf(0, "STATUS=%s; last drain could not be stored (%s) at %s", what,
+                                  strerror(-res->error), when);
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(m->drain_spans); i++)
+                if (m->drain_spans[i].seq == res->seq)
+                        span = m->drain_spans[i].span_ns;
+        if (span == 0) /* not found: more drains in flight than remembered */
+                return;
+        (void) sd_notifyf(0, "STATUS=%s; %.0f samples/s, %.0f stacks/s stored; last drain %s",
+                          what, (double) res->samples * NSEC_PER_SEC / (double) span,
+                          (double) res->keys * NSEC_PER_SEC / (double) span, when);
 }
 
 /* Answers the flushes whose drains the writer finished. */
@@ -108,6 +204,7 @@ static int on_writer(sd_event_source *s, int fd, uint32_t revents, void *userdat
         struct writer_result res;
 
         while (writer_result_pop(m->writer, &res)) {
+                manager_notify_drain(m, &res);
                 for (struct flush_waiter **w = &m->waiters; *w;) {
                         struct flush_waiter *f = *w;
                         server_client *c;
@@ -161,10 +258,195 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         manager *m = userdata;
 
         log_info("Received %s, draining before exit.", strsignal(si->ssi_signo));
-        (void) sd_notify(0, "STOPPING=1");
+        (void) sd_notify(0, "STOPPING=1\nSTATUS=storing the last drain before exit");
         /* the writer stores it, and everything queued, before it stops */
         (void) manager_drain(m, NULL);
         return sd_event_exit(m->event, 0);
+}
+
+static struct writer_settings writer_settings_of(const struct conf *c) {
+        return (struct writer_settings) {
+                .symbol_cache_bytes = c->symbol_cache_bytes,
+                .debug_dirs = (const char *const *) c->debug_dirs,
+                .retention = {
+                        .raw_ns = c->retention_raw_ns,
+                        .m1_ns = c->retention_1m_ns,
+                        .all_ns = c->retention_ns,
+                        .max_bytes = c->max_store_size,
+                },
+        };
+}
+
+static bool str_eq(const char *a, const char *b) {
+        return (!a && !b) || (a && b && streq(a, b));
+}
+
+static bool dirs_eq(char **a, char **b) {
+        size_t i;
+
+        for (i = 0; a && b && a[i] && b[i]; i++)
+                if (!streq(a[i], b[i]))
+                        return false;
+        return (!a || !a[i]) && (!b || !b[i]);
+}
+
+/* Appends ", what" to the summary of a reload. */
+static void note(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+static void note(char *buf, size_t size, const char *fmt, ...) {
+        size_t n = strlen(buf);
+        va_list ap;
+
+        if (n + 3 >= size)
+                return;
+        if (n > 0) {
+                strcpy(buf + n, ", ");
+                n += 2;
+        }
+        va_start(ap, fmt);
+        vsnprintf(buf + n, size - n, fmt, ap);
+        va_end(ap);
+}
+
+/* A setting that only takes effect at start: keeps the running value in
+ * nc (so status and the next reload compare with what runs) and says so. */
+#define KEEP_RUNNING(nc, old, field, key, differ)                                                       \
+        do {                                                                                            \
+                if (differ) {                                                                           \
+                        log_warning("Setting %s changed; it needs a restart of profd to take effect, "  \
+                                    "keeping the running value.", key);                                 \
+                        SWAP_VALUES((nc)->field, (old)->field);                                         \
+                }                                                                                       \
+        } while (0)
+#define SWAP_VALUES(a, b)                                                                               \
+        do {                                                                                            \
+                __typeof__(a) _t = (a);                                                                 \
+                (a) = (b);                                                                              \
+                (b) = _t;                                                                               \
+        } while (0)
+
+/* SIGHUP: reads the settings again. A bad file is logged and changes
+ * nothing; otherwise what can change while running is applied without
+ * losing data, and what cannot is kept and logged as needing a restart. */
+static int manager_reload(manager *m) {
+        _cleanup_free_ char *error = NULL;
+        struct conf nc, *old = m->conf;
+        char summary[1024] = "", a[32], b[32];
+        int r;
+
+        if (!m->reload || !old) {
+                log_info("Received SIGHUP, but profd was started without reloadable settings; ignoring.");
+                return 0;
+        }
+        r = m->reload(&nc, &error, m->reload_userdata);
+        if (r < 0) {
+                log_error("Reloading the configuration failed, keeping the running one: %s",
+                          error ? error : strerror(-r));
+                return 0;
+        }
+
+        KEEP_RUNNING(&nc, old, socket_path, "socket", !str_eq(nc.socket_path, old->socket_path));
+        KEEP_RUNNING(&nc, old, store_path, "store", !str_eq(nc.store_path, old->store_path));
+        if (nc.kind_cpu != old->kind_cpu || nc.kind_offcpu != old->kind_offcpu || nc.kind_wakeup != old->kind_wakeup) {
+                log_warning("Setting kinds changed; it needs a restart of profd to take effect, keeping the running value.");
+                nc.kind_cpu = old->kind_cpu;
+                nc.kind_offcpu = old->kind_offcpu;
+                nc.kind_wakeup = old->kind_wakeup;
+        }
+        KEEP_RUNNING(&nc, old, socket_mode, "socket_mode", nc.socket_mode != old->socket_mode);
+        KEEP_RUNNING(&nc, old, socket_group, "socket_group", !str_eq(nc.socket_group, old->socket_group));
+        KEEP_RUNNING(&nc, old, admin_group, "admin_group", !str_eq(nc.admin_group, old->admin_group));
+        KEEP_RUNNING(&nc, old, debuginfod_urls, "debuginfod_urls", !str_eq(nc.debuginfod_urls, old->debuginfod_urls));
+        KEEP_RUNNING(&nc, old, debuginfod_cache, "debuginfod_cache",
+                     !str_eq(nc.debuginfod_cache, old->debuginfod_cache));
+        KEEP_RUNNING(&nc, old, max_keys, "max_keys", nc.max_keys != old->max_keys);
+        KEEP_RUNNING(&nc, old, max_stacks, "max_stacks", nc.max_stacks != old->max_stacks);
+        if (m->serve_only) {
+                /* nothing collects or writes: only the client limits apply */
+                nc.frequency_hz = old->frequency_hz;
+                nc.interval_ns = old->interval_ns;
+                nc.offcpu_min_ns = old->offcpu_min_ns;
+                nc.offcpu_max_ns = old->offcpu_max_ns;
+        }
+
+        if (nc.frequency_hz != old->frequency_hz) {
+                r = m->collect.cpu ? collector_set_frequency(m->coll, nc.frequency_hz) : 0;
+                if (r < 0) {
+                        log_error_errno(r, "Failed to sample at %u Hz, keeping %u Hz: %m", nc.frequency_hz,
+                                        old->frequency_hz);
+                        nc.frequency_hz = old->frequency_hz;
+                } else {
+                        note(summary, sizeof(summary), "frequency %u -> %u Hz", old->frequency_hz, nc.frequency_hz);
+                        m->collect.frequency_hz = nc.frequency_hz;
+                }
+        }
+        if (nc.interval_ns != old->interval_ns) {
+                note(summary, sizeof(summary), "interval %s -> %s", format_duration(a, sizeof(a), old->interval_ns),
+                     format_duration(b, sizeof(b), nc.interval_ns));
+                m->collect.interval_ns = nc.interval_ns;
+                /* from now: the drain in progress keeps what it holds */
+                r = sd_event_source_set_time_relative(m->drain_timer, nc.interval_ns / NSEC_PER_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        log_error_errno(r, "Failed to re-arm the drain timer: %m");
+        }
+        /* the maps were sized at start from frequency x interval */
+        if (m->collect.cpu && (uint64_t) nc.frequency_hz * (nc.interval_ns / NSEC_PER_MSEC) >
+                                      (uint64_t) old->frequency_hz * (old->interval_ns / NSEC_PER_MSEC))
+                log_notice("The kernel maps were sized at start for fewer samples per interval; if status "
+                           "shows map_full drops, restart profd to size them anew.");
+        if (nc.offcpu_min_ns != old->offcpu_min_ns || nc.offcpu_max_ns != old->offcpu_max_ns) {
+                if (m->coll && (m->collect.offcpu || m->collect.wakeup))
+                        collector_set_offcpu_thresholds(m->coll, nc.offcpu_min_ns, nc.offcpu_max_ns);
+                m->collect.offcpu_min_ns = nc.offcpu_min_ns;
+                m->collect.offcpu_max_ns = nc.offcpu_max_ns;
+                note(summary, sizeof(summary), "offcpu_min %s, offcpu_max %s",
+                     format_duration(a, sizeof(a), nc.offcpu_min_ns),
+                     nc.offcpu_max_ns == UINT64_MAX ? "none" : format_duration(b, sizeof(b), nc.offcpu_max_ns));
+        }
+        if (nc.max_clients != old->max_clients || nc.client_timeout_ns != old->client_timeout_ns) {
+                server_set_limits(m->server, nc.max_clients, nc.client_timeout_ns / NSEC_PER_USEC);
+                note(summary, sizeof(summary), "max_clients %u, client_timeout %s", nc.max_clients,
+                     format_duration(a, sizeof(a), nc.client_timeout_ns));
+        }
+        if (nc.retention_raw_ns != old->retention_raw_ns || nc.retention_1m_ns != old->retention_1m_ns ||
+            nc.retention_ns != old->retention_ns)
+                note(summary, sizeof(summary), "retention raw %s, 1m %s, all %s",
+                     format_duration(a, sizeof(a), nc.retention_raw_ns), format_duration(b, sizeof(b), nc.retention_1m_ns),
+                     format_duration((char[32]) {}, 32, nc.retention_ns));
+        if (nc.max_store_size != old->max_store_size)
+                note(summary, sizeof(summary), "max_store_size %" PRIu64 " -> %" PRIu64, old->max_store_size,
+                     nc.max_store_size);
+        if (nc.symbol_cache_bytes != old->symbol_cache_bytes)
+                note(summary, sizeof(summary), "symbol_cache %" PRIu64 " -> %" PRIu64 " MiB",
+                     old->symbol_cache_bytes >> 20, nc.symbol_cache_bytes >> 20);
+        if (!dirs_eq(nc.debug_dirs, old->debug_dirs))
+                note(summary, sizeof(summary), "debug_dirs (for files read from now on)");
+        if (m->writer) {
+                struct writer_settings ws = writer_settings_of(&nc);
+                r = writer_configure(m->writer, &ws);
+                if (r < 0) {
+                        conf_done(&nc);
+                        return log_oom();
+                }
+        }
+
+        conf_done(old);
+        *old = nc;
+        log_info("Reloaded the configuration: %s.", summary[0] ? summary : "nothing changed");
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        int r;
+
+        /* `systemctl reload profd` (ExecReload= sends SIGHUP) shows the unit
+         * reloading until READY=1; MONOTONIC_USEC is what newer systemd
+         * matches the reload by */
+        (void) sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, (uint64_t) (now_ns(CLOCK_MONOTONIC) / NSEC_PER_USEC));
+        r = manager_reload(userdata);
+        (void) sd_notify(0, "READY=1");
+        return r;
 }
 
 /* The daemon's resident memory, from /proc/self/statm (pages). 0 if unknown. */
@@ -177,13 +459,41 @@ static uint64_t self_rss_bytes(void) {
         return (uint64_t) resident * (uint64_t) sysconf(_SC_PAGESIZE);
 }
 
+/* The settings that can change on a reload, and what retention did: so a
+ * reload, and every setting, can be checked from profctl status. */
+static void status_add_settings(manager *m, json_t *o, const struct writer_stats *ws) {
+        const struct conf *c = m->conf;
+        json_t *dirs = json_array();
+
+        for (size_t i = 0; dirs && c->debug_dirs && c->debug_dirs[i]; i++)
+                json_array_append_new(dirs, json_string(c->debug_dirs[i]));
+        json_object_set_new(o, "max_clients", json_integer(c->max_clients));
+        json_object_set_new(o, "client_timeout_ms", json_integer((json_int_t) (c->client_timeout_ns / NSEC_PER_MSEC)));
+        json_object_set_new(o, "symbol_cache_limit_bytes", json_integer((json_int_t) c->symbol_cache_bytes));
+        json_object_set_new(o, "debug_dirs", dirs);
+        json_object_set_new(o, "retention", json_pack("{s:b, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                "active", ws->retention_on,
+                "raw_s", (json_int_t) (c->retention_raw_ns / NSEC_PER_SEC),
+                "minute_s", (json_int_t) (c->retention_1m_ns / NSEC_PER_SEC),
+                "all_s", (json_int_t) (c->retention_ns / NSEC_PER_SEC),
+                "max_store_size", c->max_store_size ? json_integer((json_int_t) c->max_store_size) : json_null(),
+                "merged_drains", (json_int_t) ws->retention.merged_drains,
+                "deleted_drains", (json_int_t) ws->retention.deleted_drains,
+                "deleted_for_size", (json_int_t) ws->retention.deleted_for_size,
+                "deleted_stacks", (json_int_t) ws->retention.deleted_stacks,
+                "deleted_processes", (json_int_t) ws->retention.deleted_processes,
+                "deleted_locations", (json_int_t) ws->retention.deleted_locations,
+                "vacuumed_bytes", (json_int_t) ws->retention.vacuumed_bytes));
+}
+
 static int send_status(manager *m, server_client *c) {
-        struct writer_stats ws;
+        struct writer_stats ws = {};
         struct store_stats st;
         json_t *drops, *o;
         int r;
 
-        writer_get_stats(m->writer, &ws);
+        if (m->writer)
+                writer_get_stats(m->writer, &ws);
         r = store_get_stats(m->store, &st);
         if (r < 0)
                 return r;
@@ -209,7 +519,7 @@ static int send_status(manager *m, server_client *c) {
                       "pid", (json_int_t) getpid(),
                       "uptime_s", (json_int_t) ((now_ns(CLOCK_REALTIME) - m->started_ns) / NSEC_PER_SEC),
                       "frequency_hz", (json_int_t) (m->collect.cpu ? m->collect.frequency_hz : 0),
-                      "event", collector_event_name(m->coll),
+                      "event", m->coll ? collector_event_name(m->coll) : NULL,
                       "interval_ms", (json_int_t) (m->collect.interval_ns / NSEC_PER_MSEC),
                       "store_path", m->store_path,
                       "store_bytes", (json_int_t) st.file_bytes,
@@ -246,88 +556,21 @@ static int send_status(manager *m, server_client *c) {
                                                                         : json_integer((json_int_t) m->collect.offcpu_max_ns),
                         "filtered_blocks", (json_int_t) m->offcpu_filtered,
                         "filtered_ns", (json_int_t) m->offcpu_filtered_ns));
+                if (m->conf)
+                        status_add_settings(m, o, &ws);
         }
         store_stats_done(&st);
         return server_client_send(c, o);
 }
 
-struct query_ctx {
-        server_client *client;
-        bool collapse_kernel;       /* unprivileged caller: kernel frames become one [kernel] */
-        bool raw_names;             /* names as in the symbol table, not demangled */
-};
-
-static int send_stack(const struct store_frame_out *frames, size_t n, uint64_t value, void *userdata) {
-        struct query_ctx *q = userdata;
-        json_t *arr = json_array();
-
-        if (!arr)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                json_t *f;
-
-                if (q->collapse_kernel && frames[i].kernel) {
-                        /* what perf_event_paranoid=2 shows a user of the kernel: that
-                         * it was there, no function and no address */
-                        if (i > 0 && frames[i - 1].kernel)
-                                continue;
-                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", "[kernel]", "module", "[kernel]",
-                                      "kernel", 1, "resolved", 0);
-                } else {
-                        const struct store_frame_out *fr = &frames[i];
-                        const char *name = q->raw_names && fr->raw_name ? fr->raw_name : fr->name;
-
-                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", name, "module", fr->module,
-                                      "kernel", fr->kernel, "resolved", fr->resolved);
-                        /* what debug info adds, only when there is some */
-                        if (f && fr->file)
-                                json_object_set_new(f, "file", json_string(fr->file));
-                        if (f && fr->line)
-                                json_object_set_new(f, "line", json_integer(fr->line));
-                        if (f && fr->inlined)
-                                json_object_set_new(f, "inlined", json_true());
-                        if (f && fr->raw_name && !streq(fr->raw_name, name))
-                                json_object_set_new(f, "raw_name", json_string(fr->raw_name));
-                }
-                if (!f || json_array_append_new(arr, f) < 0) {
-                        json_decref(arr);
-                        return -ENOMEM;
-                }
-        }
-        return server_client_send(q->client,
-                                  json_pack("{s:s, s:I, s:o}", "type", "stack", "value", (json_int_t) value,
-                                            "frames", arr));
-}
-
-static int send_query(manager *m, server_client *c, const struct query_request *rq) {
+/* Queries and series: answer.c makes the lines on a query worker
+ * (query.c), which streams them to the client; the loop goes on with
+ * drains and other clients meanwhile. */
+static int send_answer(manager *m, server_client *c, const struct request *req) {
         const struct client_creds *creds = server_client_creds(c);
-        uint64_t now = now_ns(CLOCK_REALTIME), total = 0, stacks = 0;
-        struct store_query q = {
-                .kind = rq->kind,
-                .from_ns = rq->since_ns < now ? now - rq->since_ns : 0,
-                .to_ns = rq->until_ns < now ? now - rq->until_ns : 0,
-                .pid = rq->pid,
-                .comm = rq->comm,
-                .state_mask = rq->state_mask,
-                /* enforced here, not in profctl: a caller that is not root
-                 * or an admin sees only processes that ran with its uid */
-                .only_uid = !creds->privileged,
-                .uid = creds->uid,
-        };
-        struct query_ctx ctx = { .client = c, .collapse_kernel = !creds->privileged, .raw_names = rq->raw_names };
-        int r;
+        struct answer_caller who = { .privileged = creds->privileged, .uid = creds->uid };
 
-        r = store_query_stacks(m->store, &q, send_stack, &ctx, &total, &stacks);
-        if (r < 0)
-                return r;
-        static const char *const kind_names[] = {
-                [PROFD_KIND_CPU] = "cpu", [PROFD_KIND_OFFCPU] = "offcpu", [PROFD_KIND_WAKEUP] = "wakeup",
-        };
-        return server_client_send(c, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "type", "end",
-                                               "kind", kind_names[rq->kind],
-                                               "unit", rq->kind == PROFD_KIND_CPU ? "samples" : "ns",
-                                               "stacks", (json_int_t) stacks, "total", (json_int_t) total,
-                                               "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns));
+        return query_pool_submit(m->queries, c, req, &who, now_ns(CLOCK_REALTIME), m->collect.interval_ns);
 }
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {
@@ -344,6 +587,10 @@ static int handle_request(server_client *c, const struct request *req, void *use
                 if (!server_client_creds(c)->privileged)
                         return server_client_send_error(c, "flush is for root and members of the admin group; "
                                                            "data is drained every interval anyway");
+                if (m->serve_only)
+                        return server_client_send_error(c, "nothing to flush: profd runs with --kinds none "
+                                                           "(serve-only), it collects nothing and only answers "
+                                                           "queries of its store");
                 f = calloc(1, sizeof(*f));
                 if (!f)
                         return -ENOMEM;
@@ -358,7 +605,8 @@ static int handle_request(server_client *c, const struct request *req, void *use
                 m->waiters = f;
                 return SERVER_DEFERRED;
         case REQUEST_QUERY:
-                return send_query(m, c, &req->query);
+        case REQUEST_SERIES:
+                return send_answer(m, c, req);
         }
         return -EINVAL;
 }
@@ -388,13 +636,28 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 .max_keys = cfg->max_keys,
                 .max_stacks = cfg->max_stacks,
         };
+        m->conf = cfg->conf;
+        m->reload = cfg->reload;
+        m->reload_userdata = cfg->reload_userdata;
+        test_clock_init();
         m->started_ns = m->last_drain_end_ns = now_ns(CLOCK_REALTIME);
+        m->serve_only = !cfg->cpu && !cfg->offcpu && !cfg->wakeup;
 
         r = sd_event_default(&m->event);
         if (r < 0) {
                 log_error_errno(r, "Failed to create the event loop: %m");
                 goto fail;
         }
+        /* With WatchdogSec= (WATCHDOG_USEC), the loop itself sends
+         * WATCHDOG=1: a loop stuck in one callback stops the pings and
+         * systemd restarts profd. */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0) {
+                log_error_errno(r, "Failed to enable the watchdog: %m");
+                goto fail;
+        }
+        if (r > 0)
+                log_debug("Watchdog enabled: the event loop pings systemd.");
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
@@ -405,7 +668,21 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 goto fail;
         }
 
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to watch SIGHUP: %m");
+                goto fail;
+        }
+
         r = store_open(m->store_path, &m->store);
+        if (r < 0)
+                goto fail;
+        /* after store_open: the workers' read-only connections need the
+         * store created and migrated */
+        r = query_pool_new(m->event, m->store_path, &m->queries);
         if (r < 0)
                 goto fail;
         /* libdebuginfod reads its settings from the environment; set them
@@ -421,9 +698,23 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 }
                 log_info("Debug files missing on this host are asked from %s.", cfg->debuginfod_urls);
         }
+        /* serve-only: the store is only read (and migrated), nothing is
+         * loaded into the kernel, and no writer runs (no retention either,
+         * so a store copied off a host stays as it came) */
+        if (m->serve_only)
+                goto listen;
         r = writer_new(m->store_path, "/proc", cfg->symbol_cache_bytes, cfg->debuginfod_urls != NULL, &m->writer);
         if (r < 0)
                 goto fail;
+        if (m->conf) {
+                /* starts retention too; without settings, it does not run */
+                struct writer_settings ws = writer_settings_of(m->conf);
+                r = writer_configure(m->writer, &ws);
+                if (r < 0) {
+                        r = log_oom();
+                        goto fail;
+                }
+        }
         r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);
         if (r < 0) {
                 log_error_errno(r, "Failed to watch the writer: %m");
@@ -447,6 +738,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         /* Drains and signals go before client requests: however many clients
          * keep the loop busy, a due drain is the next thing it does. */
         (void) sd_event_source_set_priority(m->drain_timer, SD_EVENT_PRIORITY_IMPORTANT);
+listen:
         (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);
         (void) sd_event_source_set_priority(m->sigint, SD_EVENT_PRIORITY_IMPORTANT);
 
@@ -474,6 +766,8 @@ manager *manager_free(manager *m) {
         if (!m)
                 return NULL;
         server_free(m->server);
+        /* after the server: its clients are gone, their queries cancelled */
+        m->queries = query_pool_free(m->queries);
         while (m->waiters) {
                 struct flush_waiter *f = m->waiters;
                 m->waiters = f->next;
@@ -487,6 +781,7 @@ manager *manager_free(manager *m) {
         sd_event_source_disable_unref(m->writer_io);
         sd_event_source_disable_unref(m->sigterm);
         sd_event_source_disable_unref(m->sigint);
+        sd_event_source_disable_unref(m->sighup);
         collector_free(m->coll);
         store_close(m->store);
         sd_event_unref(m->event);
@@ -497,10 +792,26 @@ manager *manager_free(manager *m) {
 }
 
 int manager_run(manager *m) {
-        log_info("profd %s: collecting%s%s%s, draining every %" PRIu64 " ms; socket %s, store %s.",
-                 PROFD_VERSION, m->collect.cpu ? " cpu" : "", m->collect.offcpu ? " offcpu" : "",
-                 m->collect.wakeup ? " wakeup" : "", (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC),
-                 m->socket_path, m->store_path);
-        (void) sd_notify(0, "READY=1");
+        if (m->serve_only)
+                log_info("profd %s: serve-only (--kinds none), collecting nothing; socket %s, store %s.",
+                         PROFD_VERSION, server_socket_path(m->server), m->store_path);
+        else
+                log_info("profd %s: collecting%s%s%s, draining every %" PRIu64 " ms; socket %s, store %s.",
+                         PROFD_VERSION, m->collect.cpu ? " cpu" : "", m->collect.offcpu ? " offcpu" : "",
+                         m->collect.wakeup ? " wakeup" : "", (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC),
+                         server_socket_path(m->server), m->store_path);
+        /* manager_new returned: programs attached, store open, socket
+         * listening. Units ordered after profd can query it now. */
+        {
+                char what[128];
+
+                manager_describe(m, what, sizeof(what));
+                m->drain_mono_ns = now_ns(CLOCK_MONOTONIC);
+                if (m->serve_only)
+                        (void) sd_notifyf(0, "READY=1\nSTATUS=%s", what);
+                else
+                        (void) sd_notifyf(0, "READY=1\nSTATUS=%s; first drain in %" PRIu64 " ms", what,
+                                          (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC));
+        }
         return sd_event_loop(m->event);
 }

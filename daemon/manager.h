@@ -6,6 +6,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conf.h"
+
+/* Reads the settings again (file, then command line) for SIGHUP. Returns 0
+ * and fills *ret, or a negative errno with *ret_error saying why. */
+typedef int (*manager_reload_fn)(struct conf *ret, char **ret_error, void *userdata);
+
 struct manager_config {
         const char *socket_path;
         const char *store_path;
@@ -21,6 +27,13 @@ struct manager_config {
         uint64_t symbol_cache_bytes;
         const char *debuginfod_urls;   /* NULL: no debuginfod */
         const char *debuginfod_cache;
+        /* The settings profd runs with (the fields above come from it):
+         * a reload compares the new ones with it, applies what can change
+         * while running, and updates it in place (what needs a restart keeps
+         * its running value). The caller keeps it alive until manager_free. */
+        struct conf *conf;
+        manager_reload_fn reload; /* NULL: SIGHUP only logs that there is nothing to reload */
+        void *reload_userdata;
 };
 
 typedef struct manager manager;

@@ -18,7 +18,8 @@ static void help(void) {
         printf("Usage: profd [OPTION...]\n"
                "Always-on system profiler: samples on-CPU stacks of every process with BPF,\n"
                "stores them symbolized in SQLite, and answers profctl on a Unix socket.\n"
-               "Runs in the foreground until SIGTERM or SIGINT, then stores what it holds.\n"
+               "Runs in the foreground until SIGTERM or SIGINT, then stores what it holds;\n"
+               "SIGHUP reads the settings again.\n"
                "\n"
                "  -c, --config FILE       settings file (default " CONF_DEFAULT_PATH ", if present)\n"
                "  -s, --socket PATH       query socket (default " PROFD_DEFAULT_SOCKET ")\n"
@@ -31,6 +32,17 @@ static void help(void) {
                "      --max-clients N     clients connected at once (default %d)\n"
                "      --client-timeout DURATION  disconnect a silent client after this (default 30s)\n"
                "      --symbol-cache MIB  memory for symbols and debug info (default 256)\n"
+               "      --debug-dirs \"DIR...\"  where separate debug files are looked for\n"
+               "                          (default " CONF_DEFAULT_DEBUG_DIRS ")\n"
+               "      --debuginfod-urls \"URL...\"  debuginfod servers for debug files found nowhere\n"
+               "      --debuginfod-cache DIR  their cache (default: libdebuginfod's)\n"
+               "      --socket-mode MODE  permissions of the socket (default 0660)\n"
+               "      --socket-group GROUP  its group, whose members may query (default profd)\n"
+               "      --admin-group GROUP  members see every process, like root (default none)\n"
+               "      --retention-raw DURATION  keep drains as drained this long (default 24h)\n"
+               "      --retention-1m DURATION   then 1-minute buckets until this age (default 7d)\n"
+               "      --retention DURATION      then 10-minute buckets until this age (default 14d)\n"
+               "      --max-store-size SIZE  oldest data goes first above this (default 1G; none)\n"
                "      --max-keys N        advanced: kernel aggregation map entries (default: sized\n"
                "                          from frequency, CPUs and interval)\n"
                "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
@@ -38,7 +50,8 @@ static void help(void) {
                "  -h, --help              show this help\n"
                "      --version           show the version\n"
                "\n"
-               "Needs root (or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH).\n"
+               "Needs root, or CAP_BPF, CAP_PERFMON, CAP_SYSLOG, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH,\n"
+               "CAP_CHECKPOINT_RESTORE and CAP_CHOWN (see profd(8)).\n"
                "Query it with profctl(1), e.g.: profctl query --since 10m --folded\n",
                CONF_MAX_FREQUENCY_HZ, CONF_DEFAULT_FREQUENCY_HZ, CONF_DEFAULT_MAX_CLIENTS);
 }
@@ -66,6 +79,64 @@ static void option_to_key(const char *option, char *key, size_t size) {
                         *k = '_';
 }
 
+/* Where the settings come from, kept for SIGHUP: the file, then the
+ * command-line options, which still override it after a reload. */
+struct settings_source {
+        const char *config_path; /* NULL: CONF_DEFAULT_PATH, if present */
+        const char *const *cli_options, *const *cli_values;
+        size_t n_cli;
+};
+
+/* Fills *ret from the defaults, the file and the command line. On a bad
+ * setting returns -EINVAL with *ret_error naming it (file:line:key, or the
+ * option), and *ret_usage set when the command line is to blame; other
+ * errors (unreadable file, -ENOMEM) come with *ret_error too. */
+static int settings_load(const struct settings_source *src, struct conf *ret, char **ret_error, bool *ret_usage) {
+        const char *path = src->config_path ? src->config_path : CONF_DEFAULT_PATH;
+        _cleanup_free_ char *text = NULL;
+        struct conf conf;
+        int r;
+
+        *ret_usage = false;
+        if (conf_init(&conf) < 0)
+                return -ENOMEM;
+        r = read_full_file(path, &text);
+        if (r < 0 && (src->config_path || r != -ENOENT)) {
+                (void) format_error(ret_error, "Failed to read configuration %s: %s", path, strerror(-r));
+                goto fail;
+        }
+        if (r >= 0) {
+                r = conf_parse_text(&conf, path, text, ret_error);
+                if (r < 0)
+                        goto fail;
+        }
+        for (size_t i = 0; i < src->n_cli; i++) {
+                _cleanup_free_ char *error = NULL;
+                char key[32];
+
+                option_to_key(src->cli_options[i], key, sizeof(key));
+                r = conf_set(&conf, key, src->cli_values[i], &error);
+                if (r < 0) {
+                        *ret_usage = true;
+                        (void) format_error(ret_error, "--%s: %s", src->cli_options[i], error ? error : strerror(-r));
+                        goto fail;
+                }
+        }
+        r = conf_check(&conf, ret_error);
+        if (r < 0)
+                goto fail;
+        *ret = conf;
+        return 0;
+fail:
+        conf_done(&conf);
+        return r;
+}
+
+static int settings_reload(struct conf *ret, char **ret_error, void *userdata) {
+        bool usage;
+        return settings_load(userdata, ret, ret_error, &usage);
+}
+
 int main(int argc, char *argv[]) {
         /* Options that set a setting carry ARG_SETTING (or a short name) and
          * are applied, by their long name, after the configuration file. */
@@ -84,6 +155,16 @@ int main(int argc, char *argv[]) {
                 { "symbol-cache", required_argument, NULL, ARG_SETTING },
                 { "max-keys", required_argument, NULL, ARG_SETTING },
                 { "max-stacks", required_argument, NULL, ARG_SETTING },
+                { "debug-dirs", required_argument, NULL, ARG_SETTING },
+                { "debuginfod-urls", required_argument, NULL, ARG_SETTING },
+                { "debuginfod-cache", required_argument, NULL, ARG_SETTING },
+                { "socket-mode", required_argument, NULL, ARG_SETTING },
+                { "socket-group", required_argument, NULL, ARG_SETTING },
+                { "admin-group", required_argument, NULL, ARG_SETTING },
+                { "retention-raw", required_argument, NULL, ARG_SETTING },
+                { "retention-1m", required_argument, NULL, ARG_SETTING },
+                { "retention", required_argument, NULL, ARG_SETTING },
+                { "max-store-size", required_argument, NULL, ARG_SETTING },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -93,7 +174,7 @@ int main(int argc, char *argv[]) {
         const char *cli_options[ELEMENTSOF(options)], *cli_values[ELEMENTSOF(options)];
         size_t n_cli = 0;
         const char *config_path = NULL;
-        _cleanup_free_ char *text = NULL;
+        struct settings_source source;
         struct conf conf;
         manager *m = NULL;
         int c, r, index;
@@ -138,33 +219,24 @@ int main(int argc, char *argv[]) {
                 return 2;
         }
 
-        if (conf_init(&conf) < 0)
-                return log_oom(), 1;
-
-        r = read_full_file(config_path ? config_path : CONF_DEFAULT_PATH, &text);
-        if (r < 0 && (config_path || r != -ENOENT)) {
-                log_error_errno(r, "Failed to read configuration %s: %m", config_path ? config_path : CONF_DEFAULT_PATH);
-                goto finish;
-        }
-        if (r >= 0) {
+        source = (struct settings_source) {
+                .config_path = config_path,
+                .cli_options = cli_options,
+                .cli_values = cli_values,
+                .n_cli = n_cli,
+        };
+        {
                 _cleanup_free_ char *error = NULL;
-                r = conf_parse_text(&conf, config_path ? config_path : CONF_DEFAULT_PATH, text, &error);
+                bool usage;
+
+                r = settings_load(&source, &conf, &error, &usage);
+                if (r < 0 && usage) {
+                        fprintf(stderr, "profd: %s\nTry 'profd --help'.\n", error ? error : strerror(-r));
+                        return 2;
+                }
                 if (r < 0) {
                         log_error("%s", error ? error : "Out of memory.");
-                        goto finish;
-                }
-        }
-        for (size_t i = 0; i < n_cli; i++) {
-                _cleanup_free_ char *error = NULL;
-                char key[32];
-
-                option_to_key(cli_options[i], key, sizeof(key));
-                r = conf_set(&conf, key, cli_values[i], &error);
-                if (r < 0) {
-                        fprintf(stderr, "profd: --%s: %s\nTry 'profd --help'.\n", cli_options[i],
-                                error ? error : strerror(-r));
-                        conf_done(&conf);
-                        return 2;
+                        return 1;
                 }
         }
 
@@ -197,6 +269,9 @@ int main(int argc, char *argv[]) {
                                 .symbol_cache_bytes = conf.symbol_cache_bytes,
                                 .debuginfod_urls = conf.debuginfod_urls,
                                 .debuginfod_cache = conf.debuginfod_cache,
+                                .conf = &conf,
+                                .reload = settings_reload,
+                                .reload_userdata = &source,
                         },
                         &m);
         if (r < 0)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -31,7 +32,12 @@ const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
 enum job_type {
         JOB_LEARN,
         JOB_DRAIN,
+        JOB_SETTINGS,
 };
+
+/* Retention work done after each drain, at most: a tenth of the default
+ * interval, so the next drain is never kept waiting for long. */
+#define RETENTION_BUDGET_NS (100ULL * 1000000ULL)
 
 struct job {
         struct job *next;
@@ -39,6 +45,9 @@ struct job {
         struct proc *proc;         /* JOB_LEARN */
         struct drain_batch batch;  /* JOB_DRAIN */
         uint64_t start_ns, end_ns, vanished, seq;
+        uint64_t symbol_cache_bytes; /* JOB_SETTINGS */
+        char **debug_dirs;
+        struct retention_settings retention;
 };
 
 struct result {
@@ -57,10 +66,12 @@ struct writer {
         struct result *results, *results_tail;
         bool stopping;
         uint64_t next_seq;
+        unsigned drains_queued;    /* JOB_DRAINs in the queue: retention yields to them */
         struct writer_stats stats;
         /* --- the rest belongs to the thread alone --- */
 
         store *store;
+        retention *ret;            /* NULL until the first settings, or if it failed to open */
         symbolizer *sym;
         proctable *procs;
         uint64_t vanished_stored;  /* vanished already written as drops */
@@ -369,6 +380,9 @@ static void kallsyms_refresh(writer *w) {
 
 static void job_free(struct job *j) {
         if (j) {
+                for (size_t i = 0; j->debug_dirs && j->debug_dirs[i]; i++)
+                        free(j->debug_dirs[i]);
+                free(j->debug_dirs);
                 proc_free(j->proc);
                 drain_batch_done(&j->batch);
                 free(j);
@@ -394,10 +408,60 @@ static void post_result(writer *w, const struct writer_result *r) {
         (void) write(w->efd, &one, sizeof(one));
 }
 
+static uint64_t monotonic_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+/* Retention steps until nothing is due, the budget is spent, or a drain
+ * waits. now_ns: the drain's end, on the clock drains are stamped with. */
+static void run_retention(writer *w, uint64_t now_ns) {
+        uint64_t deadline = monotonic_ns() + RETENTION_BUDGET_NS;
+        bool waiting;
+
+        if (!w->ret)
+                return;
+        for (;;) {
+                bool forget = false;
+                int r = retention_step(w->ret, now_ns, &forget);
+
+                if (forget)
+                        store_forget_ids(w->store);
+                if (r <= 0)
+                        break; /* done, or failed (logged): tried again after the next drain */
+                pthread_mutex_lock(&w->lock);
+                waiting = w->drains_queued > 0 || w->stopping;
+                pthread_mutex_unlock(&w->lock);
+                if (waiting || monotonic_ns() >= deadline)
+                        break;
+        }
+        pthread_mutex_lock(&w->lock);
+        retention_get_totals(w->ret, &w->stats.retention);
+        pthread_mutex_unlock(&w->lock);
+}
+
+static void apply_settings(writer *w, struct job *j) {
+        symbolizer_set_cache_budget(w->sym, j->symbol_cache_bytes);
+        if (symbolizer_set_debug_dirs(w->sym, (const char *const *) j->debug_dirs) < 0)
+                log_oom();
+        if (w->ret)
+                retention_configure(w->ret, &j->retention);
+        else if (retention_open(store_path(w->store), &j->retention, &w->ret) < 0)
+                log_error("Retention is off: the store grows until profd is restarted.");
+        pthread_mutex_lock(&w->lock);
+        w->stats.retention_on = w->ret != NULL;
+        if (w->ret)
+                retention_get_totals(w->ret, &w->stats.retention);
+        pthread_mutex_unlock(&w->lock);
+}
+
 static void run_job(writer *w, struct job *j) {
         int r;
 
-        if (j->type == JOB_LEARN) {
+        if (j->type == JOB_SETTINGS)
+                apply_settings(w, j);
+        else if (j->type == JOB_LEARN) {
                 r = proctable_add(w->procs, TAKE_PTR(j->proc));
                 if (r < 0)
                         log_warning_errno(r, "Failed to record a process, ignoring: %m");
@@ -420,6 +484,7 @@ static void run_job(writer *w, struct job *j) {
                 if (symbolizer_generation(w->sym) != gen)
                         proctable_reload_files(w->procs);
                 post_result(w, &res);
+                run_retention(w, j->end_ns);
         }
         pthread_mutex_lock(&w->lock);
         w->stats.processes_tracked = proctable_size(w->procs);
@@ -439,6 +504,8 @@ static void *writer_main(void *userdata) {
                         pthread_cond_wait(&w->wake, &w->lock);
                 j = w->head;
                 if (j) {
+                        if (j->type == JOB_DRAIN)
+                                w->drains_queued--;
                         w->head = j->next;
                         if (!w->head)
                                 w->tail = NULL;
@@ -458,6 +525,8 @@ static uint64_t enqueue(writer *w, struct job *j) {
 
         pthread_mutex_lock(&w->lock);
         seq = j->seq = ++w->next_seq;
+        if (j->type == JOB_DRAIN)
+                w->drains_queued++;
         if (w->tail)
                 w->tail->next = j;
         else
@@ -540,6 +609,7 @@ writer *writer_free(writer *w) {
         }
         proctable_free(w->procs);
         symbolizer_free(w->sym);
+        retention_close(w->ret);
         store_close(w->store);
         free(w->frames);
         free(w->lines);
@@ -609,4 +679,29 @@ void writer_get_stats(writer *w, struct writer_stats *ret) {
         pthread_mutex_lock(&w->lock);
         *ret = w->stats;
         pthread_mutex_unlock(&w->lock);
+}
+
+int writer_configure(writer *w, const struct writer_settings *settings) {
+        struct job *j = calloc(1, sizeof(*j));
+        size_t n = 0;
+
+        if (!j)
+                return -ENOMEM;
+        j->type = JOB_SETTINGS;
+        j->symbol_cache_bytes = settings->symbol_cache_bytes;
+        j->retention = settings->retention;
+        while (settings->debug_dirs && settings->debug_dirs[n])
+                n++;
+        j->debug_dirs = calloc(n + 1, sizeof(char *));
+        if (!j->debug_dirs) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!(j->debug_dirs[i] = strdup(settings->debug_dirs[i]))) {
+                        job_free(j);
+                        return -ENOMEM;
+                }
+        (void) enqueue(w, j);
+        return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "collector.h"
 #include "proctable.h"
+#include "retention.h"
 
 typedef struct writer writer;
 
@@ -39,6 +40,15 @@ struct writer_stats {
         uint64_t symbol_cache_bytes;   /* what the symbolizer holds now */
         struct writer_unresolved unresolved;
         uint64_t jit_map_entries_dropped;             /* perf map entries over the per-process bound */
+        bool retention_on;                            /* retention runs (its connection is open) */
+        struct retention_totals retention;
+};
+
+/* What may change while the writer runs (profd.conf, SIGHUP). */
+struct writer_settings {
+        uint64_t symbol_cache_bytes;          /* symbols and debug info kept in memory */
+        const char *const *debug_dirs;        /* NULL-terminated: where separate debug files are */
+        struct retention_settings retention;
 };
 
 /* Opens its own connection to the store at store_path (already created and
@@ -65,6 +75,14 @@ int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t e
                  uint64_t *ret_seq);
 
 void writer_get_stats(writer *w, struct writer_stats *ret);
+
+/* Queues new settings, applied in order with the other jobs: the symbol
+ * cache budget from the next drain, the debug directories to files loaded
+ * afterwards, retention from its next step. The first call also starts
+ * retention (opening its connection; an older store is switched to
+ * incremental vacuum there, once). Copies what it needs. Returns 0 or
+ * -ENOMEM. */
+int writer_configure(writer *w, const struct writer_settings *settings);
 
 /* Names of the drop reasons (NULL for counters that are not drops), as
  * stored and shown by `profctl status`. */

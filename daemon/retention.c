@@ -1,0 +1,718 @@
+/* Retention: merges old drains into coarser buckets, deletes what is too
+ * old or too much, removes rows nothing refers to any more, and returns
+ * the space. Every step is one short transaction on this module's own
+ * connection, run by the writer thread between drains, so a drain waits at
+ * most for one step. */
+#include "retention.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "log.h"
+#include "macro.h"
+
+/* Drains deleted per step: a raw drain of a busy host is a few thousand
+ * sample rows, so a step stays in the tens of milliseconds. */
+#define DELETE_BATCH 32
+/* Sample rows merged per step: a merge re-aggregates and rewrites them in one
+ * transaction (about 10 us a row here), so a busy host's 10-minute bucket
+ * (up to hundreds of thousands of rows) is merged in several steps, into
+ * several rows of that bucket, rather than stalling the writer for
+ * seconds. */
+#define MERGE_ROWS_MAX 16384
+/* Candidate stacks and processes checked per step (one index probe each). */
+#define GC_BATCH 4096
+/* Free pages returned to the file system per step (4 KiB pages: 16 MiB). */
+#define VACUUM_BATCH 4096
+/* Free space worth returning when the store is not over its maximum: below
+ * this the free pages are simply reused by the next drains. */
+#define VACUUM_MIN_BYTES (1ULL << 20)
+
+struct retention {
+        sqlite3 *db;
+        char *path;
+        struct retention_settings set;
+        struct retention_totals totals;
+        bool shrinking;                  /* over max_bytes: deleting down to 90% of it */
+        uint64_t stacks_since_sweep;     /* stacks deleted since locations were last swept */
+        bool gc_pending;                 /* temp.gc_stacks or temp.gc_processes may have rows */
+};
+
+static const char *const total_names[] = {
+        "merged_drains", "deleted_drains", "deleted_for_size", "deleted_stacks", "deleted_processes",
+        "deleted_locations", "vacuumed_bytes",
+};
+
+static uint64_t *total_field(struct retention_totals *t, size_t i) {
+        uint64_t *f[] = {
+                &t->merged_drains, &t->deleted_drains, &t->deleted_for_size, &t->deleted_stacks,
+                &t->deleted_processes, &t->deleted_locations, &t->vacuumed_bytes,
+        };
+        _Static_assert(ELEMENTSOF(f) == ELEMENTSOF(total_names), "a name per total");
+        return f[i];
+}
+
+static int sqlite_errno(int rc) {
+        switch (rc & 0xff) {
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_READONLY:
+        case SQLITE_PERM:
+                return -EACCES;
+        default:
+                return -EIO;
+        }
+}
+
+static int fail(retention *r, int rc, const char *what) {
+        log_error("Store %s: retention: %s failed: %s", r->path, what, sqlite3_errmsg(r->db));
+        return sqlite_errno(rc);
+}
+
+static int exec(retention *r, const char *sql) {
+        int rc = sqlite3_exec(r->db, sql, NULL, NULL, NULL);
+        return rc == SQLITE_OK ? 0 : fail(r, rc, sql);
+}
+
+/* Prepares sql and binds the integers in args (count n) to ?1..?n. */
+static int prepare(retention *r, const char *sql, const int64_t *args, size_t n, sqlite3_stmt **ret) {
+        int rc = sqlite3_prepare_v2(r->db, sql, -1, ret, NULL);
+
+        if (rc != SQLITE_OK)
+                return fail(r, rc, sql);
+        for (size_t i = 0; i < n; i++)
+                sqlite3_bind_int64(*ret, (int) i + 1, args[i]);
+        return 0;
+}
+
+/* Runs a statement without results; returns the number of rows changed. */
+static int64_t run(retention *r, const char *sql, const int64_t *args, size_t n) {
+        sqlite3_stmt *st;
+        int rc, k = prepare(r, sql, args, n, &st);
+
+        if (k < 0)
+                return k;
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return fail(r, rc, sql);
+        return sqlite3_changes64(r->db);
+}
+
+/* Runs a query of one integer; NULL or no row gives dflt. */
+static int query_i64(retention *r, const char *sql, const int64_t *args, size_t n, int64_t dflt, int64_t *ret) {
+        sqlite3_stmt *st;
+        int rc, k = prepare(r, sql, args, n, &st);
+
+        if (k < 0)
+                return k;
+        rc = sqlite3_step(st);
+        *ret = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL ? sqlite3_column_int64(st, 0) : dflt;
+        sqlite3_finalize(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return fail(r, rc, sql);
+        return 0;
+}
+
+static int totals_load(retention *r) {
+        for (size_t i = 0; i < ELEMENTSOF(total_names); i++) {
+                sqlite3_stmt *st;
+                int rc = sqlite3_prepare_v2(r->db, "SELECT value FROM retention_totals WHERE name = ?1", -1, &st, NULL);
+
+                if (rc != SQLITE_OK)
+                        return fail(r, rc, "reading retention totals");
+                sqlite3_bind_text(st, 1, total_names[i], -1, SQLITE_STATIC);
+                rc = sqlite3_step(st);
+                *total_field(&r->totals, i) = rc == SQLITE_ROW ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
+                sqlite3_finalize(st);
+                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                        return fail(r, rc, "reading retention totals");
+        }
+        return 0;
+}
+
+static int totals_save(retention *r, struct retention_totals *t) {
+        for (size_t i = 0; i < ELEMENTSOF(total_names); i++) {
+                sqlite3_stmt *st;
+                int rc = sqlite3_prepare_v2(r->db,
+                                            "INSERT INTO retention_totals (name, value) VALUES (?1, ?2) "
+                                            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                                            -1, &st, NULL);
+                if (rc != SQLITE_OK)
+                        return fail(r, rc, "saving retention totals");
+                sqlite3_bind_text(st, 1, total_names[i], -1, SQLITE_STATIC);
+                sqlite3_bind_int64(st, 2, (int64_t) *total_field(t, i));
+                rc = sqlite3_step(st);
+                sqlite3_finalize(st);
+                if (rc != SQLITE_DONE)
+                        return fail(r, rc, "saving retention totals");
+        }
+        return 0;
+}
+
+static int begin(retention *r) {
+        return exec(r, "BEGIN IMMEDIATE");
+}
+
+/* Commits with the totals t; on failure rolls back and keeps the old ones. */
+static int commit(retention *r, struct retention_totals *t) {
+        int k = totals_save(r, t);
+
+        if (k >= 0)
+                k = exec(r, "COMMIT");
+        if (k < 0) {
+                if (!sqlite3_get_autocommit(r->db))
+                        (void) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+                return k;
+        }
+        r->totals = *t;
+        return 0;
+}
+
+static int rollback(retention *r, int err) {
+        if (!sqlite3_get_autocommit(r->db))
+                (void) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+        return err;
+}
+
+int retention_open(const char *path, const struct retention_settings *settings, retention **ret) {
+        retention *r = calloc(1, sizeof(*r));
+        int64_t mode;
+        int rc, k;
+
+        if (!r)
+                return log_oom();
+        r->set = *settings;
+        r->path = strdup(path);
+        if (!r->path) {
+                retention_close(r);
+                return log_oom();
+        }
+        rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        if (rc != SQLITE_OK) {
+                k = r->db ? fail(r, rc, "opening") : -ENOMEM;
+                retention_close(r);
+                return k;
+        }
+        sqlite3_busy_timeout(r->db, 5000);
+        k = exec(r, "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;"
+                    "CREATE TEMP TABLE doomed (id INTEGER PRIMARY KEY);"
+                    "CREATE TEMP TABLE batch (id INTEGER PRIMARY KEY);"
+                    "CREATE TEMP TABLE gc_stacks (id INTEGER PRIMARY KEY);"
+                    "CREATE TEMP TABLE gc_processes (id INTEGER PRIMARY KEY);");
+        if (k >= 0)
+                k = query_i64(r, "PRAGMA auto_vacuum", NULL, 0, 0, &mode);
+        /* Deleted data only frees pages inside the file; with incremental
+         * auto-vacuum they can be given back to the file system. A store
+         * created without it (SQLite's default) is switched once: setting
+         * the mode takes effect only through a VACUUM, which rewrites the
+         * file (a new store is nearly empty here, so that is instant). */
+        if (k >= 0 && mode != 2) {
+                log_info("Store %s: switching to incremental auto-vacuum (rewrites the file once).", path);
+                k = exec(r, "PRAGMA auto_vacuum = INCREMENTAL");
+                if (k >= 0 && exec(r, "VACUUM") < 0)
+                        /* a reader in the way: space is still reused inside
+                         * the file, and the next start tries again */
+                        log_warning("Store %s: could not switch to incremental auto-vacuum now; deleted data "
+                                    "is reused inside the file but not given back.", path);
+        }
+        if (k >= 0)
+                k = totals_load(r);
+        /* Rows left unreferenced when profd stopped between deleting samples
+         * and removing what they referred to: every stack and process is a
+         * candidate once (checked in batches by the next steps, an index
+         * probe each), then locations are swept. */
+        if (k >= 0)
+                k = exec(r, "INSERT INTO temp.gc_stacks SELECT id FROM stacks;"
+                            "INSERT INTO temp.gc_processes SELECT id FROM processes;");
+        if (k < 0) {
+                retention_close(r);
+                return k;
+        }
+        r->gc_pending = true;
+        r->stacks_since_sweep = UINT64_MAX / 2;
+        *ret = r;
+        return 0;
+}
+
+retention *retention_close(retention *r) {
+        if (!r)
+                return NULL;
+        if (r->db)
+                sqlite3_close(r->db);
+        free(r->path);
+        free(r);
+        return NULL;
+}
+
+void retention_configure(retention *r, const struct retention_settings *settings) {
+        r->set = *settings;
+        r->shrinking = false;
+}
+
+void retention_get_totals(const retention *r, struct retention_totals *ret) {
+        *ret = r->totals;
+}
+
+/* Deletes the drains listed in temp.doomed with their samples and drops;
+ * the stacks and processes they referred to become candidates for removal.
+ * Inside a transaction. Returns the number of drains deleted. */
+static int64_t delete_doomed(retention *r) {
+        static const char *const sql[] = {
+                "INSERT OR IGNORE INTO temp.gc_stacks SELECT DISTINCT stack_id FROM samples "
+                "WHERE drain_id IN temp.doomed",
+                "INSERT OR IGNORE INTO temp.gc_processes SELECT DISTINCT process_id FROM samples "
+                "WHERE drain_id IN temp.doomed",
+                "DELETE FROM samples WHERE drain_id IN temp.doomed",
+                "DELETE FROM drops WHERE drain_id IN temp.doomed",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(sql); i++) {
+                int64_t k = run(r, sql[i], NULL, 0);
+                if (k < 0)
+                        return k;
+        }
+        r->gc_pending = true;
+        return run(r, "DELETE FROM drains WHERE id IN temp.doomed", NULL, 0);
+}
+
+/* The database's pages in use (not on the free list), in bytes. */
+static int used_bytes(retention *r, uint64_t *ret, uint64_t *ret_free) {
+        int64_t pages, free_pages, page_size;
+        int k;
+
+        if ((k = query_i64(r, "PRAGMA page_count", NULL, 0, 0, &pages)) < 0 ||
+            (k = query_i64(r, "PRAGMA freelist_count", NULL, 0, 0, &free_pages)) < 0 ||
+            (k = query_i64(r, "PRAGMA page_size", NULL, 0, 4096, &page_size)) < 0)
+                return k;
+        *ret = (uint64_t) (pages - free_pages) * (uint64_t) page_size;
+        if (ret_free)
+                *ret_free = (uint64_t) free_pages * (uint64_t) page_size;
+        return 0;
+}
+
+/* Over max_bytes: deletes the oldest drains, whatever their level, until
+ * the data takes 90% of it (so the next drains do not tip it over again at
+ * once). The newest drain always stays. */
+static int step_gc(retention *r, bool *ret_forget);
+static int step_sweep(retention *r, bool force, bool *ret_forget);
+
+static int step_size(retention *r, bool *ret_forget) {
+        struct retention_totals t = r->totals;
+        uint64_t used;
+        int64_t n, limit = DELETE_BATCH;
+        int k;
+
+        if (r->set.max_bytes == 0)
+                return 0;
+        k = used_bytes(r, &used, NULL);
+        if (k < 0)
+                return k;
+        if (used > r->set.max_bytes)
+                r->shrinking = true;
+        if (!r->shrinking || used <= r->set.max_bytes / 10 * 9) {
+                r->shrinking = false;
+                return 0;
+        }
+        /* what the deleted drains alone referred to is counted in use until
+         * it is removed: remove it before deciding that more must go */
+        if (r->gc_pending)
+                return step_gc(r, ret_forget);
+        k = step_sweep(r, true, ret_forget);
+        if (k != 0)
+                return k;
+        k = begin(r);
+        if (k < 0)
+                return k;
+        n = run(r, "DELETE FROM temp.doomed", NULL, 0);
+        if (n >= 0)
+                n = run(r, "INSERT INTO temp.doomed SELECT id FROM drains "
+                           "WHERE end_ns < (SELECT max(end_ns) FROM drains) ORDER BY end_ns LIMIT ?1",
+                        &limit, 1);
+        if (n >= 0)
+                n = delete_doomed(r);
+        if (n < 0)
+                return rollback(r, (int) n);
+        if (n == 0) {
+                /* only the newest drain is left: nothing more to give */
+                r->shrinking = false;
+                return rollback(r, 0);
+        }
+        t.deleted_for_size += (uint64_t) n;
+        k = commit(r, &t);
+        if (k < 0)
+                return k;
+        log_debug("Store %s: %" PRIu64 " bytes in use, over the maximum of %" PRIu64 ": deleted the %" PRId64
+                  " oldest drains.", r->path, used, r->set.max_bytes, n);
+        return 1;
+}
+
+/* Deletes drains that ended longer than `retention` ago. */
+static int step_expire(retention *r, uint64_t now_ns) {
+        struct retention_totals t = r->totals;
+        int64_t args[2], n, oldest;
+        int k;
+
+        if (now_ns <= r->set.all_ns)
+                return 0;
+        args[0] = (int64_t) (now_ns - r->set.all_ns);
+        args[1] = DELETE_BATCH;
+        k = query_i64(r, "SELECT min(end_ns) FROM drains", NULL, 0, INT64_MAX, &oldest);
+        if (k < 0)
+                return k;
+        if (oldest >= args[0])
+                return 0;
+        k = begin(r);
+        if (k < 0)
+                return k;
+        n = run(r, "DELETE FROM temp.doomed", NULL, 0);
+        if (n >= 0)
+                n = run(r, "INSERT INTO temp.doomed SELECT id FROM drains WHERE end_ns < ?1 ORDER BY end_ns LIMIT ?2",
+                        args, 2);
+        if (n >= 0)
+                n = delete_doomed(r);
+        if (n < 0)
+                return rollback(r, (int) n);
+        t.deleted_drains += (uint64_t) n;
+        k = commit(r, &t);
+        return k < 0 ? k : n > 0;
+}
+
+/* Merges the oldest bucket of width `width` whose every drain is older than
+ * `age` (its end no later than now - age) from the finer rows in it: one
+ * new drains row spanning them, its samples the sums per (process, thread,
+ * cgroup, kind, state, peer, stack), its drops the sums per reason. A
+ * bucket with more sample rows than one step merges becomes several rows
+ * of that width, each merging a run of consecutive finer rows; a single
+ * row is only relabelled. */
+static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t age) {
+        struct retention_totals t = r->totals;
+        int64_t oldest, count, merged, keys, args[4];
+        uint64_t bucket;
+        int k;
+
+        if (now_ns < age + width)
+                return 0;
+        args[0] = (int64_t) width;
+        k = query_i64(r, "SELECT min(end_ns) FROM drains WHERE resolution_ns < ?1", args, 1, -1, &oldest);
+        if (k < 0 || oldest < 0)
+                return k;
+        bucket = retention_bucket((uint64_t) oldest, width);
+        if (bucket + width > now_ns - age)
+                return 0;
+        args[1] = (int64_t) bucket;
+        args[2] = (int64_t) (bucket + width);
+
+        args[3] = (int64_t) (r->set.merge_rows_max ? r->set.merge_rows_max : MERGE_ROWS_MAX);
+        k = begin(r);
+        if (k < 0)
+                return k;
+        /* the bucket's rows, oldest first, as many as fit in one step's
+         * share of sample rows (at least one) */
+        count = run(r, "DELETE FROM temp.doomed", NULL, 0);
+        if (count >= 0)
+                count = run(r, "INSERT INTO temp.doomed SELECT id FROM ("
+                               "SELECT id, keys, sum(keys) OVER (ORDER BY end_ns, id) AS upto FROM drains "
+                               "WHERE resolution_ns < ?1 AND end_ns >= ?2 AND end_ns < ?3) WHERE upto - keys < ?4",
+                            args, 4);
+        if (count < 0)
+                return rollback(r, (int) count);
+        if (count <= 1) {
+                merged = run(r, "UPDATE drains SET resolution_ns = ?1 WHERE id IN temp.doomed", args, 1);
+                if (merged < 0)
+                        return rollback(r, (int) merged);
+                k = commit(r, &t);
+                return k < 0 ? k : 1;
+        }
+        merged = run(r, "INSERT INTO drains (start_ns, end_ns, samples, keys, resolution_ns) "
+                        "SELECT min(start_ns), max(end_ns), sum(samples), 0, ?1 FROM drains "
+                        "WHERE id IN temp.doomed", args, 1);
+        if (merged < 0)
+                return rollback(r, (int) merged);
+        int64_t id[1] = { sqlite3_last_insert_rowid(r->db) };
+        keys = run(r, "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, stack_id, value) "
+                      "SELECT ?1, process_id, tid, cgroup_id, kind, state, peer_tid, stack_id, sum(value) FROM samples "
+                      "WHERE drain_id IN temp.doomed "
+                      "GROUP BY process_id, tid, cgroup_id, kind, state, peer_tid, stack_id", id, 1);
+        if (keys >= 0)
+                k = (int) run(r, "INSERT INTO drops (drain_id, reason, count) "
+                                 "SELECT ?1, reason, sum(count) FROM drops WHERE drain_id IN temp.doomed GROUP BY reason",
+                              id, 1);
+        else
+                k = (int) keys;
+        if (k >= 0)
+                k = (int) run(r, "DELETE FROM samples WHERE drain_id IN temp.doomed", NULL, 0);
+        if (k >= 0)
+                k = (int) run(r, "DELETE FROM drops WHERE drain_id IN temp.doomed", NULL, 0);
+        if (k >= 0)
+                k = (int) run(r, "DELETE FROM drains WHERE id IN temp.doomed", NULL, 0);
+        if (k >= 0) {
+                int64_t a[2] = { id[0], keys };
+                k = (int) run(r, "UPDATE drains SET keys = ?2 WHERE id = ?1", a, 2);
+        }
+        if (k < 0)
+                return rollback(r, k);
+        t.merged_drains += (uint64_t) count;
+        k = commit(r, &t);
+        if (k < 0)
+                return k;
+        log_debug("Store %s: merged %" PRId64 " drains into the %" PRIu64 " s bucket at %" PRIu64 " (%" PRId64
+                  " sample rows).", r->path, count, (uint64_t) (width / NSEC_PER_SEC), bucket, keys);
+        return 1;
+}
+
+/* Removes a batch of the stacks and processes whose samples were deleted, if
+ * no sample refers to them any more. */
+static int step_gc(retention *r, bool *ret_forget) {
+        struct retention_totals t = r->totals;
+        int64_t limit = GC_BATCH, stacks, procs, left;
+        int k;
+
+        if (!r->gc_pending)
+                return 0;
+        k = begin(r);
+        if (k < 0)
+                return k;
+        stacks = run(r, "DELETE FROM temp.batch", NULL, 0);
+        if (stacks >= 0)
+                stacks = run(r, "INSERT INTO temp.batch SELECT id FROM temp.gc_stacks LIMIT ?1", &limit, 1);
+        if (stacks >= 0)
+                stacks = run(r, "DELETE FROM stacks WHERE id IN temp.batch "
+                                "AND NOT EXISTS (SELECT 1 FROM samples WHERE stack_id = stacks.id)", NULL, 0);
+        if (stacks >= 0)
+                k = (int) run(r, "DELETE FROM temp.gc_stacks WHERE id IN temp.batch", NULL, 0);
+        else
+                k = (int) stacks;
+        if (k >= 0)
+                k = (int) run(r, "DELETE FROM temp.batch", NULL, 0);
+        if (k >= 0)
+                k = (int) run(r, "INSERT INTO temp.batch SELECT id FROM temp.gc_processes LIMIT ?1", &limit, 1);
+        procs = k >= 0 ? run(r, "DELETE FROM processes WHERE id IN temp.batch "
+                                "AND NOT EXISTS (SELECT 1 FROM samples WHERE process_id = processes.id)", NULL, 0)
+                       : k;
+        if (procs >= 0)
+                k = (int) run(r, "DELETE FROM temp.gc_processes WHERE id IN temp.batch", NULL, 0);
+        else
+                k = (int) procs;
+        if (k >= 0)
+                k = query_i64(r, "SELECT (SELECT count(*) FROM temp.gc_stacks) + (SELECT count(*) FROM temp.gc_processes)",
+                              NULL, 0, 0, &left);
+        if (k < 0)
+                return rollback(r, k);
+        t.deleted_stacks += (uint64_t) stacks;
+        t.deleted_processes += (uint64_t) procs;
+        k = commit(r, &t);
+        if (k < 0)
+                return k;
+        r->gc_pending = left > 0;
+        r->stacks_since_sweep += (uint64_t) stacks;
+        /* the drain connection caches process ids */
+        if (procs > 0)
+                *ret_forget = true;
+        return 1;
+}
+
+/* Adds every integer of column 0 of sql's rows to set. */
+static int mark(retention *r, hashmap *set, const char *sql) {
+        sqlite3_stmt *st;
+        int rc, k = prepare(r, sql, NULL, 0, &st);
+
+        if (k < 0)
+                return k;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                k = hashmap_put(set, UINT64_TO_KEY(sqlite3_column_int64(st, 0)), (void *) 1);
+                if (k < 0 && k != -EEXIST)
+                        break;
+                k = 0;
+        }
+        sqlite3_finalize(st);
+        if (k < 0)
+                return k;
+        return rc == SQLITE_DONE ? 0 : fail(r, rc, sql);
+}
+
+/* Deletes the rows of `table` whose id is not in live (and, with
+ * lines_too, their location_lines). Returns the number deleted. */
+static int64_t sweep_table(retention *r, hashmap *live, const char *select_ids, const char *delete_one,
+                           const char *delete_lines) {
+        _cleanup_free_ int64_t *dead = NULL;
+        size_t n = 0, cap = 0;
+        sqlite3_stmt *st;
+        int rc, k = prepare(r, select_ids, NULL, 0, &st);
+
+        if (k < 0)
+                return k;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t id = sqlite3_column_int64(st, 0);
+                void *v;
+
+                if (hashmap_get(live, UINT64_TO_KEY(id), &v) >= 0)
+                        continue;
+                if (n == cap) {
+                        int64_t *nd = realloc(dead, (cap = cap ? cap * 2 : 256) * sizeof(*dead));
+                        if (!nd) {
+                                sqlite3_finalize(st);
+                                return -ENOMEM;
+                        }
+                        dead = nd;
+                }
+                dead[n++] = id;
+        }
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+                return fail(r, rc, select_ids);
+        for (size_t i = 0; i < n; i++) {
+                int64_t k2;
+                if (delete_lines && (k2 = run(r, delete_lines, &dead[i], 1)) < 0)
+                        return k2;
+                if ((k2 = run(r, delete_one, &dead[i], 1)) < 0)
+                        return k2;
+        }
+        return (int64_t) n;
+}
+
+/* Locations are referred to from inside stacks' frame blobs, which no index
+ * sees: once enough stacks are gone, one pass marks every location still in
+ * a stack, then the functions and mappings those need, and deletes the
+ * rest. Rare (an eighth of the stacks turned over) and linear in the
+ * store's stacks and locations. */
+static int step_sweep(retention *r, bool force, bool *ret_forget) {
+        struct retention_totals t = r->totals;
+        hashmap *locs = NULL, *fns = NULL, *maps = NULL;
+        int64_t n_stacks, dead_locs = 0, dead_fns = 0, dead_maps = 0;
+        sqlite3_stmt *st = NULL;
+        int rc, k;
+
+        if (r->stacks_since_sweep == 0 || r->gc_pending)
+                return 0;
+        k = query_i64(r, "SELECT count(*) FROM stacks", NULL, 0, 0, &n_stacks);
+        if (k < 0)
+                return k;
+        if (!force && r->stacks_since_sweep < 1024 && r->stacks_since_sweep * 8 < (uint64_t) n_stacks)
+                return 0;
+        k = begin(r);
+        if (k < 0)
+                return k;
+        locs = hashmap_new_u64();
+        fns = hashmap_new_u64();
+        maps = hashmap_new_u64();
+        if (!locs || !fns || !maps) {
+                k = -ENOMEM;
+                goto out;
+        }
+        k = prepare(r, "SELECT frames FROM stacks", NULL, 0, &st);
+        while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const unsigned char *b = sqlite3_column_blob(st, 0);
+                size_t n = (size_t) sqlite3_column_bytes(st, 0) / sizeof(int64_t);
+
+                for (size_t i = 0; i < n && k >= 0; i++) {
+                        int64_t id;
+                        memcpy(&id, b + i * sizeof(id), sizeof(id));
+                        k = hashmap_put(locs, UINT64_TO_KEY(id), (void *) 1);
+                        if (k == -EEXIST)
+                                k = 0;
+                }
+        }
+        if (k >= 0 && rc != SQLITE_DONE)
+                k = fail(r, rc, "reading stacks");
+        sqlite3_finalize(st);
+        if (k < 0)
+                goto out;
+        dead_locs = sweep_table(r, locs, "SELECT id FROM locations", "DELETE FROM locations WHERE id = ?1",
+                                "DELETE FROM location_lines WHERE location_id = ?1");
+        if (dead_locs < 0) {
+                k = (int) dead_locs;
+                goto out;
+        }
+        if ((k = mark(r, fns, "SELECT function_id FROM locations WHERE function_id IS NOT NULL")) < 0 ||
+            (k = mark(r, fns, "SELECT function_id FROM location_lines")) < 0)
+                goto out;
+        dead_fns = sweep_table(r, fns, "SELECT id FROM functions", "DELETE FROM functions WHERE id = ?1", NULL);
+        if (dead_fns < 0) {
+                k = (int) dead_fns;
+                goto out;
+        }
+        if ((k = mark(r, maps, "SELECT mapping_id FROM locations")) < 0 ||
+            (k = mark(r, maps, "SELECT mapping_id FROM functions")) < 0)
+                goto out;
+        dead_maps = sweep_table(r, maps, "SELECT id FROM mappings", "DELETE FROM mappings WHERE id = ?1", NULL);
+        if (dead_maps < 0)
+                k = (int) dead_maps;
+out:
+        hashmap_free(locs);
+        hashmap_free(fns);
+        hashmap_free(maps);
+        if (k < 0)
+                return rollback(r, k);
+        t.deleted_locations += (uint64_t) dead_locs;
+        k = commit(r, &t);
+        if (k < 0)
+                return k;
+        r->stacks_since_sweep = 0;
+        if (dead_locs || dead_fns || dead_maps) {
+                /* the drain connection caches location, function and mapping ids */
+                *ret_forget = true;
+                log_debug("Store %s: removed %" PRId64 " locations, %" PRId64 " functions and %" PRId64
+                          " mappings no stack refers to.", r->path, dead_locs, dead_fns, dead_maps);
+        }
+        return 1;
+}
+
+/* Gives free pages back to the file system: all of them, a batch per step,
+ * when over the maximum size; otherwise once they add up to a megabyte. */
+static int step_vacuum(retention *r) {
+        struct retention_totals t = r->totals;
+        uint64_t used, free_bytes;
+        int64_t before, after, page_size;
+        char sql[64];
+        int k;
+
+        k = used_bytes(r, &used, &free_bytes);
+        if (k < 0)
+                return k;
+        if (free_bytes == 0 || (free_bytes < VACUUM_MIN_BYTES && (r->set.max_bytes == 0 ||
+                                                                  used + free_bytes <= r->set.max_bytes)))
+                return 0;
+        if ((k = query_i64(r, "PRAGMA page_count", NULL, 0, 0, &before)) < 0 ||
+            (k = query_i64(r, "PRAGMA page_size", NULL, 0, 4096, &page_size)) < 0)
+                return k;
+        snprintf(sql, sizeof(sql), "PRAGMA incremental_vacuum(%d)", VACUUM_BATCH);
+        k = exec(r, sql);
+        if (k >= 0)
+                k = query_i64(r, "PRAGMA page_count", NULL, 0, 0, &after);
+        if (k < 0)
+                return k;
+        if (after >= before)
+                return 0; /* the store is not in incremental mode after all */
+        /* the file itself shrinks when the log is copied back into it */
+        (void) exec(r, "PRAGMA wal_checkpoint(PASSIVE)");
+        t.vacuumed_bytes += (uint64_t) (before - after) * (uint64_t) page_size;
+        k = begin(r);
+        if (k >= 0)
+                k = commit(r, &t);
+        return k < 0 ? k : 1;
+}
+
+int retention_step(retention *r, uint64_t now_ns, bool *ret_forget) {
+        int k;
+
+        *ret_forget = false;
+        if ((k = step_size(r, ret_forget)) != 0 ||
+            (k = step_expire(r, now_ns)) != 0 ||
+            (k = step_merge(r, now_ns, RETENTION_10M_NS, r->set.m1_ns)) != 0 ||
+            (k = step_merge(r, now_ns, RETENTION_1M_NS, r->set.raw_ns)) != 0 ||
+            (k = step_gc(r, ret_forget)) != 0 ||
+            (k = step_sweep(r, false, ret_forget)) != 0 ||
+            (k = step_vacuum(r)) != 0)
+                return k;
+        return 0;
+}

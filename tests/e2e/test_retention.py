@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""End to end, retention soak with an accelerated clock: the real profd
+profiles the whole machine with its wall clock running 60 times as fast
+(PROFD_TEST_CLOCK_RATE, a test-only switch), so a second is a minute and
+the retention levels (raw 2 min, 1-minute buckets to 10 min, 10-minute
+buckets to 30 min) turn over within a minute or two. The store's size must
+reach a plateau, a workload's samples must keep their totals through every
+level when queried by the real profctl over the old window they ran in,
+and vanish once older than the retention; a maximum store size caps the
+file by deleting the oldest data first."""
+import json
+import os
+import sqlite3
+import subprocess
+import tempfile
+import time
+from datetime import datetime, timezone
+
+from harness import Profd, binary, require_root, run_tests
+
+RATE = 60            # one real second is a minute of profd's clock
+START_AGO = 4 * 3600 # profd's clock starts this far back, so it stays behind the real one
+MINUTE_NS = 60 * 10**9
+
+
+def status(d):
+    return json.loads(d.profctl("status", "--json").stdout)
+
+
+def rfc3339(ns):
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def levels_of(store, pid):
+    """The resolutions of the drains rows holding pid's samples."""
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)
+    try:
+        rows = db.execute("SELECT DISTINCT d.resolution_ns FROM samples s JOIN drains d ON d.id = s.drain_id "
+                          "JOIN processes p ON p.id = s.process_id WHERE p.pid = ?", (pid,)).fetchall()
+    finally:
+        db.close()
+    return {r[0] for r in rows}
+
+
+def data_bytes(store):
+    """Bytes of the store's pages in use, as a reader sees it (the write-ahead
+    log included, free pages not)."""
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)
+    try:
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        free = db.execute("PRAGMA freelist_count").fetchone()[0]
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        db.close()
+    return (pages - free) * size
+
+
+def stacks_of(d, pid, frm, to):
+    """(total, {folded stack: value}) of pid's samples in [frm, to]."""
+    res = json.loads(d.profctl("query", "--json", "--pid", str(pid), "--from", rfc3339(frm),
+                               "--to", rfc3339(to)).stdout)
+    stacks = {}
+    for st in res["stacks"]:
+        key = ";".join(f["name"] for f in st["frames"])
+        stacks[key] = stacks.get(key, 0) + st["value"]
+    return res["total"], stacks
+
+
+def test_store_plateaus_and_old_windows_keep_their_totals():
+    conf = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
+    conf.write("interval = 100ms\nkinds = cpu\nfrequency = 97\n"
+               "retention_raw = 2m\nretention_1m = 10m\nretention = 30m\n")
+    conf.close()
+    os.environ["PROFD_TEST_CLOCK_RATE"] = str(RATE)
+    os.environ["PROFD_TEST_CLOCK_START_AGO"] = str(START_AGO)
+    try:
+        with Profd(config=conf.name) as d:
+            time.sleep(1)
+            # a known workload, early on: 2 s here, 2 minutes for profd
+            t_before = status(d)["last_drain_ns"]
+            out = subprocess.run([binary("CPU_SPLIT"), "2"], capture_output=True, text=True, timeout=60,
+                                 check=True).stdout
+            truth = json.loads(out)
+            pid = truth["pid"]
+            d.profctl("flush")
+            t_after = status(d)["last_drain_ns"]
+            # the window it ran in, with a minute either side
+            frm, to = t_before - MINUTE_NS, t_after + MINUTE_NS
+            total, stacks = stacks_of(d, pid, frm, to)
+            print(f"  workload pid {pid}: {total} samples in {len(stacks)} stacks, levels {levels_of(d.store, pid)}")
+            # 97 Hz over the CPU time it used (a loaded machine gives it less than 2 s)
+            assert total >= 0.6 * 97 * truth["total_ns"] / 1e9 and total >= 10, (total, truth)
+
+            seen = {}
+            sizes = []   # (real seconds since start, store data bytes, drains rows)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 110:
+                time.sleep(1)
+                el = time.monotonic() - t0
+                s = status(d)
+                sizes.append((el, data_bytes(d.store), s["drains"]))
+                lv = levels_of(d.store, pid)
+                key = "gone" if not lv else ",".join(str(x // 10**9) + "s" for x in sorted(lv))
+                if key in seen:
+                    continue
+                got_total, got_stacks = stacks_of(d, pid, frm, to)
+                seen[key] = got_total
+                print(f"  {el:5.1f} s (profd: {s['uptime_s'] // 60} min): workload at level {key}: "
+                      f"{got_total} samples; store data {sizes[-1][1]} bytes, {s['drains']} drains rows")
+                if key == "gone":
+                    assert got_total == 0, got_total
+                else:
+                    # merged, its samples are all there, stack by stack
+                    assert got_total == total, (key, got_total, total)
+                    assert got_stacks == stacks, key
+            assert "60s" in seen, f"never saw the workload in 1-minute buckets: {seen}"
+            assert "600s" in seen, f"never saw the workload in 10-minute buckets: {seen}"
+            assert "gone" in seen, f"the workload's samples were never deleted: {seen}"
+
+            r = status(d)["retention"]
+            print(f"  retention: {r}")
+            # about 80 profd-minutes past the retention: eight 10-minute rows
+            assert r["merged_drains"] > 100 and r["deleted_drains"] >= 4, r
+            assert r["deleted_stacks"] > 0 and r["deleted_processes"] > 0, r
+
+            # a plateau: once everything older than 30 profd-minutes is deleted
+            # (from about 35 s on), the rows stay bounded and the file stops
+            # growing: its last third is no larger than the middle one allows
+            steady = [x for x in sizes if x[0] >= 40]
+            assert max(x[2] for x in steady) <= 60, [x[2] for x in steady]
+            middle = [x[1] for x in sizes if 40 <= x[0] < 75]
+            last = [x[1] for x in sizes if x[0] >= 75]
+            print(f"  store data: {max(middle)} bytes at most in 40-75 s, {max(last)} after; file "
+                  f"{os.stat(d.store).st_size} bytes at the end")
+            assert max(last) <= 1.3 * max(middle) + (256 << 10), (max(middle), max(last))
+            # and the file follows: free pages go back to the file system
+            assert os.stat(d.store).st_size <= max(last) + (2 << 20), os.stat(d.store).st_size
+    finally:
+        del os.environ["PROFD_TEST_CLOCK_RATE"]
+        del os.environ["PROFD_TEST_CLOCK_START_AGO"]
+        os.unlink(conf.name)
+
+
+def test_max_store_size_deletes_oldest_first():
+    conf = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
+    # real time, long retention: only the size limit deletes
+    conf.write("interval = 200ms\nkinds = cpu\nfrequency = 997\nmax_store_size = 2M\n")
+    conf.close()
+    try:
+        started_ns = time.time_ns()
+        with Profd(config=conf.name) as d:
+            # thousands of distinct stacks per second fill 2 MiB quickly
+            w = subprocess.Popen([binary("MANY_STACKS"), "40", "2"], stdout=subprocess.DEVNULL)
+            time.sleep(0.5)
+            assert w.poll() is None, f"many_stacks exited at once with status {w.returncode}"
+            sizes = []
+            t0 = time.monotonic()
+            try:
+                while time.monotonic() - t0 < 40:
+                    time.sleep(1)
+                    s = status(d)
+                    sizes.append(os.stat(d.store).st_size)
+                    if s["retention"]["deleted_for_size"] > 0 and time.monotonic() - t0 > 20:
+                        break
+            finally:
+                w.kill()
+                w.wait()
+            s = status(d)
+            r = s["retention"]
+            print(f"  store file sizes: {sizes}; retention {r}")
+            assert r["max_store_size"] == 2 << 20
+            assert r["deleted_for_size"] > 0, r
+            assert r["deleted_drains"] == 0, r
+            # the file never grew far past the maximum (one drain's worth)
+            assert max(sizes) <= 3 << 20, sizes
+            # the newest data is still there, and queryable
+            assert s["drains"] > 0
+            res = json.loads(d.profctl("query", "--json", "--since", "5s").stdout)
+            assert res["total"] > 0
+            # the oldest went first: the first drains (from profd's start) are gone
+            db = sqlite3.connect(f"file:{d.store}?mode=ro", uri=True, timeout=10)
+            try:
+                first = db.execute("SELECT min(start_ns) FROM drains").fetchone()[0]
+            finally:
+                db.close()
+            assert first is not None and first > started_ns + 2 * 10**9, (first, started_ns)
+    finally:
+        os.unlink(conf.name)
+
+
+if __name__ == "__main__":
+    require_root()
+    run_tests([test_store_plateaus_and_old_windows_keep_their_totals,
+               test_max_store_size_deletes_oldest_first])

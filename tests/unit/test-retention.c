@@ -1,0 +1,326 @@
+/* Retention on a real store file with synthetic drains: merging keeps every
+ * total (per process, thread, stack, kind and state; drops; cpu samples),
+ * each level holds what its age says, old data is deleted with what only it
+ * referred to, and the maximum size deletes the oldest data first and gives
+ * the space back. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "retention.h"
+#include "store.h"
+#include "tests.h"
+
+#define SEC NSEC_PER_SEC
+#define MINUTE (60 * SEC)
+/* a bucket boundary, so expected bucket contents are easy to state */
+#define T0 (1700000000ULL * SEC - (1700000000ULL * SEC) % (600 * SEC))
+
+static char dir[] = "/tmp/test-retention-XXXXXX";
+
+static int64_t q1(sqlite3 *db, const char *sql) {
+        sqlite3_stmt *st;
+        int64_t v = -1;
+
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+                fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db));
+                tests_failed++;
+                return -1;
+        }
+        if (sqlite3_step(st) == SQLITE_ROW)
+                v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        return v;
+}
+
+/* Writes drains of `interval` ending at from+interval, ... up to `to`,
+ * each with samples of two processes in `stacks` distinct stacks (stack k
+ * of drain i has value (i + k) % 5 + 1), an offcpu block and a drop. */
+static void write_drains(store *s, uint64_t from, uint64_t to, uint64_t interval, unsigned stacks, unsigned salt) {
+        static const struct store_process procs[2] = {
+                { .pid = 100, .start_ns = 1, .comm = "alpha", .exe = "/usr/bin/alpha", .uid = 0, .have_uid = true },
+                { .pid = 200, .start_ns = 2, .comm = "beta", .exe = "/usr/bin/beta", .uid = 1000, .have_uid = true },
+        };
+        unsigned i = 0;
+
+        for (uint64_t end = from + interval; end <= to; end += interval, i++) {
+                CHECK(store_drain_begin(s, end - interval, end) == 0);
+                for (unsigned k = 0; k < stacks; k++) {
+                        char fn[64];
+                        struct store_frame frames[2] = {
+                                { .module = "/usr/bin/app", .address = 0x1000, .function = "main" },
+                                { .module = "/usr/bin/app", .address = 0x2000 + 16 * (k + salt * 100000), .function = fn },
+                        };
+                        snprintf(fn, sizeof(fn), "work_%u", k + salt * 100000);
+                        CHECK(store_drain_add(s, &(struct store_sample) {
+                                .process = &procs[k % 2], .tid = procs[k % 2].pid + k % 3, .kind = 0,
+                                .frames = frames, .n_frames = 2, .value = (i + k) % 5 + 1 }) == 0);
+                }
+                CHECK(store_drain_add(s, &(struct store_sample) {
+                        .process = &procs[0], .tid = 100, .kind = 1, .state = 2,
+                        .frames = (struct store_frame[]) { { .module = "[kernel.kallsyms]", .address = 0xffff0000,
+                                                             .function = "schedule", .kernel = true } },
+                        .n_frames = 1, .value = 1000000 }) == 0);
+                CHECK(store_drain_drop(s, "map_full", 3) == 0);
+                CHECK(store_drain_commit(s, NULL, NULL, NULL) == 0);
+        }
+}
+
+/* Runs retention until nothing is due; returns the number of steps. */
+static unsigned settle(retention *r, store *s, uint64_t now) {
+        unsigned steps = 0;
+        bool forget;
+        int k;
+
+        while ((k = retention_step(r, now, &forget)) > 0) {
+                if (forget)
+                        store_forget_ids(s);
+                steps++;
+                if (steps > 100000) {
+                        fprintf(stderr, "retention never settles\n");
+                        tests_failed++;
+                        break;
+                }
+        }
+        CHECK_INT_EQ(k, 0);
+        return steps;
+}
+
+/* Totals that merging must keep, as one row per group. */
+#define TOTALS_SQL                                                                                    \
+        "SELECT group_concat(x, ';') FROM (SELECT p.pid || ',' || s.tid || ',' || s.kind || ',' || s.state " \
+        "|| ',' || s.stack_id || '=' || sum(s.value) AS x FROM samples s JOIN processes p ON p.id = s.process_id " \
+        "GROUP BY p.pid, s.tid, s.kind, s.state, s.stack_id ORDER BY 1)"
+
+static char *text1(sqlite3 *db, const char *sql) {
+        sqlite3_stmt *st;
+        char *v = NULL;
+
+        CHECK(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+                v = strdup((const char *) sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        return v;
+}
+
+static void test_merge_keeps_totals_and_levels_follow_age(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        uint64_t now = T0 + 60 * MINUTE;
+        int64_t drains_before, sum_before, drops_before, cpu_before;
+        char *totals_before, *totals_after;
+
+        snprintf(path, sizeof(path), "%s/merge.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        /* an hour of 10 s drains */
+        write_drains(s, T0, now, 10 * SEC, 12, 0);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        drains_before = q1(db, "SELECT count(*) FROM drains");
+        CHECK_INT_EQ(drains_before, 360);
+        sum_before = q1(db, "SELECT sum(value) FROM samples");
+        drops_before = q1(db, "SELECT sum(count) FROM drops");
+        cpu_before = q1(db, "SELECT sum(samples) FROM drains");
+        totals_before = text1(db, TOTALS_SQL);
+
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 30 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE }, &r) == 0);
+        {
+                /* a connection opened before the switch still reports the old mode */
+                sqlite3 *fresh = NULL;
+                CHECK(sqlite3_open(path, &fresh) == SQLITE_OK);
+                CHECK_INT_EQ(q1(fresh, "PRAGMA auto_vacuum"), 2);
+                sqlite3_close(fresh);
+        }
+        settle(r, s, now);
+
+        /* raw: the drains that end within the last 10 minutes (the bucket
+         * of a drain is the one its end falls in) */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 0"), 61);
+        CHECK(q1(db, "SELECT min(end_ns) FROM drains WHERE resolution_ns = 0") >= (int64_t) (now - 10 * MINUTE));
+        /* 1 minute: from 30 to 10 minutes ago, one row per minute, 6 drains each */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 60000000000"), 20);
+        /* 10 minutes: the three oldest buckets */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 600000000000"), 3);
+        /* a merged row spans its drains, from the first start to the last
+         * end: at most its width */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns > 0 AND end_ns - start_ns > resolution_ns"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT min(start_ns) FROM drains"), T0);
+        CHECK_INT_EQ(q1(db, "SELECT max(end_ns) FROM drains"), now);
+        CHECK_INT_EQ(q1(db, "SELECT sum(value) FROM samples"), sum_before);
+        CHECK_INT_EQ(q1(db, "SELECT sum(count) FROM drops"), drops_before);
+        CHECK_INT_EQ(q1(db, "SELECT sum(samples) FROM drains"), cpu_before);
+        totals_after = text1(db, TOTALS_SQL);
+        CHECK(totals_before && totals_after && streq(totals_before, totals_after));
+        /* re-aggregated: one row per key within a merged drain */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM (SELECT drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, "
+                            "stack_id, count(*) AS n FROM samples GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 HAVING n > 1)"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains d WHERE keys != (SELECT count(*) FROM samples WHERE drain_id = d.id)"), 0);
+        /* no drop or sample row points at a drain that is gone */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples WHERE drain_id NOT IN (SELECT id FROM drains)"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drops WHERE drain_id NOT IN (SELECT id FROM drains)"), 0);
+        retention_get_totals(r, &t);
+        /* 179 drains into three 10-minute rows (directly: they were due for
+         * both levels), 120 into twenty 1-minute rows */
+        CHECK_INT_EQ(t.merged_drains, 179 + 120);
+        CHECK_INT_EQ(t.deleted_drains, 0);
+
+        /* merging again changes nothing */
+        CHECK_INT_EQ(settle(r, s, now), 0);
+
+        /* a day and a bit later everything is gone, and what only it used */
+        settle(r, s, now + 25 * 60 * MINUTE);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drops"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM stacks"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM locations"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM functions"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM mappings"), 0);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.deleted_drains, 61 + 20 + 3);
+        CHECK_INT_EQ(t.deleted_processes, 2);
+
+        /* the drain connection forgot the ids it cached: writing again works
+         * and creates the rows anew */
+        write_drains(s, now + 25 * 60 * MINUTE, now + 25 * 60 * MINUTE + MINUTE, 10 * SEC, 4, 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes"), 2);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples s JOIN stacks st ON st.id = s.stack_id "
+                            "JOIN processes p ON p.id = s.process_id"), 6 * 5);
+
+        /* totals survive a restart of retention */
+        retention_close(r);
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 30 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE }, &r) == 0);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.deleted_drains, 61 + 20 + 3);
+
+        free(totals_before);
+        free(totals_after);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
+static void test_big_buckets_merge_in_bounded_steps(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        uint64_t now = T0 + 60 * MINUTE;
+        int64_t sum_before;
+        char *totals_before, *totals_after;
+
+        snprintf(path, sizeof(path), "%s/steps.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_drains(s, T0, now, 10 * SEC, 12, 0); /* 13 sample rows a drain */
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        sum_before = q1(db, "SELECT sum(value) FROM samples");
+        totals_before = text1(db, TOTALS_SQL);
+        /* at most 30 rows a step: a run of drains whose rows before the last
+         * one stay under 30, i.e. three drains (39 rows) */
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 30 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE, .merge_rows_max = 30 },
+                             &r) == 0);
+        settle(r, s, now);
+        /* a 1-minute bucket of six drains becomes two rows; the 10-minute
+         * buckets of 59, 60 and 60 drains twenty rows each (the drains
+         * repeat the same 13 keys: each merged row has those 13) */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 60000000000"), 40);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 600000000000"), 60);
+        CHECK_INT_EQ(q1(db, "SELECT max(keys) FROM drains"), 13);
+        /* nothing lost, nothing counted twice */
+        CHECK_INT_EQ(q1(db, "SELECT sum(value) FROM samples"), sum_before);
+        totals_after = text1(db, TOTALS_SQL);
+        CHECK(totals_before && totals_after && streq(totals_before, totals_after));
+        /* a row spans at most its bucket and the interval of its first drain */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns > 0 "
+                            "AND end_ns - start_ns > resolution_ns + 10000000000"), 0);
+        free(totals_before);
+        free(totals_after);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
+static void test_max_size_deletes_oldest_first_and_shrinks_the_file(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        struct stat st;
+        uint64_t now = T0 + 200 * 10 * SEC;
+        int64_t newest, page_size;
+
+        snprintf(path, sizeof(path), "%s/size.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        /* retention opened first: a new store switches to incremental vacuum */
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 24 * 60 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE }, &r) == 0);
+        /* 200 drains, each with 100 stacks of its own: several MiB */
+        for (unsigned i = 0; i < 200; i++)
+                write_drains(s, T0 + i * 10 * SEC, T0 + (i + 1) * 10 * SEC, 10 * SEC, 100, i + 1);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        page_size = q1(db, "PRAGMA page_size");
+        fprintf(stderr, "store of %" PRId64 " bytes\n", q1(db, "PRAGMA page_count") * page_size);
+        CHECK(q1(db, "PRAGMA page_count") * page_size > 3 << 20);
+        newest = q1(db, "SELECT max(end_ns) FROM drains");
+
+        retention_configure(r, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 24 * 60 * MINUTE,
+                                                              .all_ns = 24 * 60 * MINUTE, .max_bytes = 2 << 20 });
+        settle(r, s, now);
+        /* the checkpoint that shrinks the file needs no reader in the way */
+        sqlite3_close(db);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) == SQLITE_OK);
+        CHECK(stat(path, &st) == 0);
+        fprintf(stderr, "shrunk to %jd bytes, %" PRId64 " drains left, %" PRId64 " free pages\n", (intmax_t) st.st_size,
+                q1(db, "SELECT count(*) FROM drains"), q1(db, "PRAGMA freelist_count"));
+        CHECK(st.st_size <= 2 << 20);
+        CHECK(st.st_size > 1 << 20); /* down to 90%, not to nothing */
+        CHECK_INT_EQ(q1(db, "SELECT max(end_ns) FROM drains"), newest);
+        /* the oldest went: what is left is one contiguous run up to the newest */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains"),
+                     (newest - q1(db, "SELECT min(end_ns) FROM drains")) / (10 * (int64_t) SEC) + 1);
+        retention_get_totals(r, &t);
+        CHECK(t.deleted_for_size > 0);
+        CHECK_INT_EQ(t.deleted_for_size, 200 - q1(db, "SELECT count(*) FROM drains"));
+        CHECK(t.vacuumed_bytes > 2 << 20);
+        CHECK_INT_EQ(t.deleted_drains, 0);
+        /* stacks of deleted drains are gone too */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM stacks WHERE id NOT IN (SELECT stack_id FROM samples)"), 0);
+
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
+static void test_bucket(void) {
+        CHECK_INT_EQ(retention_bucket(T0 + 59 * SEC, RETENTION_1M_NS), T0);
+        CHECK_INT_EQ(retention_bucket(T0 + 60 * SEC, RETENTION_1M_NS), T0 + MINUTE);
+        CHECK_INT_EQ(retention_bucket(T0 + 599 * SEC, RETENTION_10M_NS), T0);
+}
+
+int main(void) {
+        char cmd[128];
+
+        if (!mkdtemp(dir)) {
+                perror("mkdtemp");
+                return 1;
+        }
+        test_bucket();
+        test_merge_keeps_totals_and_levels_follow_age();
+        test_big_buckets_merge_in_bounded_steps();
+        test_max_size_deletes_oldest_first_and_shrinks_the_file();
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        (void) system(cmd);
+        TESTS_DONE();
+}
