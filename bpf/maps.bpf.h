@@ -140,10 +140,15 @@ static __always_inline bool frames_set(struct profd_frames *f, long bytes, __u32
 /* A frame pointer further than this above the stack pointer is not one: the
  * largest thread stacks are a few MiB. */
 #define USER_STACK_SPAN (64ULL << 20)
-/* The user stack is read in windows of up to this many bytes, never across a
- * page boundary: each read costs a fixed ~100-200 ns, and one window holds
- * several typical frames. */
-#define WALK_WINDOW 512
+/* The user stack is read in windows, never across a page boundary. Each read
+ * costs a fixed ~100 ns here, more than copying a few hundred bytes more
+ * (docs/performance.md), so the fewer reads the better: a caller that knows
+ * how far the chain reached the last time (the off-CPU walk keeps it per
+ * thread) reads that much at once, up to WALK_WINDOW; otherwise WALK_FIRST
+ * bytes per read. Only how much is read at a time depends on the hint, never
+ * which frames are found. */
+#define WALK_FIRST 512
+#define WALK_WINDOW 2048
 
 struct walk_window {
         __u8 bytes[WALK_WINDOW];
@@ -165,10 +170,11 @@ struct {
  * a value as an address mostly faults, which costs microseconds. The walk
  * ends at the first frame that is not plausible. slot picks the window.
  * Returns false (and counts it) if there are no user registers. */
-static __always_inline bool user_stack_walk(struct task_struct *task, struct profd_frames *f, __u32 slot) {
+static __always_inline bool user_stack_walk(struct task_struct *task, struct profd_frames *f, __u32 slot,
+                                            __u16 *span) {
         struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
         struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
-        __u64 ip, sp, fp, lo, base = 0, len = 0;
+        __u64 ip, sp, fp, lo, first_fp, base = 0, len = 0, cap = WALK_FIRST;
 
         f->n = 0;
         if (!regs || !w) {
@@ -186,6 +192,11 @@ static __always_inline bool user_stack_walk(struct task_struct *task, struct pro
         f->ips[0] = ip;
         f->n = 1;
         lo = sp;
+        first_fp = fp;
+        /* the same cap for every read of this walk: a cap that changed
+         * between iterations would multiply the verifier's states */
+        if (span && *span > WALK_FIRST)
+                cap = *span <= WALK_WINDOW ? *span : WALK_WINDOW;
         for (__u32 i = 1; i < PROFD_MAX_FRAMES; i++) {
                 __u64 off, next, ret;
 
@@ -196,6 +207,8 @@ static __always_inline bool user_stack_walk(struct task_struct *task, struct pro
                         len = 4096 - (fp & 4095);
                         if (len < 16)
                                 len = 16; /* a frame straddling two pages */
+                        if (len > cap)
+                                len = cap;
                         if (len > WALK_WINDOW)
                                 len = WALK_WINDOW;
                         base = fp;
@@ -214,11 +227,15 @@ static __always_inline bool user_stack_walk(struct task_struct *task, struct pro
                 lo = fp + 16;
                 fp = next;
         }
+        if (span)
+                *span = lo > first_fp && lo - first_fp <= WALK_WINDOW ? lo - first_fp : 0;
         return true;
 }
 
 static __always_inline __u64 process_start_ns(struct task_struct *task) {
-        return BPF_CORE_READ(task, group_leader, start_boottime);
+        /* direct loads through the BTF-typed pointer (fault-guarded, CO-RE
+         * relocated): cheaper than a bpf_probe_read_kernel call per pointer */
+        return task->group_leader->start_boottime;
 }
 
 static __always_inline void *counts_map(__u32 gen) {

@@ -7,9 +7,12 @@
  * stacks are counted with the blocked time it ended. */
 #include "maps.bpf.h"
 
-/* Settings, written by the daemon before load (defaults: see daemon/conf.h). */
-const volatile __u64 offcpu_min_ns = 1000000;
-const volatile __u64 offcpu_max_ns = ~0ULL;
+/* Settings (defaults: see daemon/conf.h). The thresholds live in .data, not
+ * .rodata, so a reload (SIGHUP) can change them while the programs run; the
+ * daemon writes them through the memory-mapped map. The switches are fixed
+ * at load, where the verifier prunes what they turn off. */
+volatile __u64 offcpu_min_ns = 1000000;
+volatile __u64 offcpu_max_ns = ~0ULL;
 const volatile __u8 offcpu_enabled = 1;
 const volatile __u8 wakeup_enabled = 1;
 
@@ -19,7 +22,9 @@ struct profd_task {
         __u8 state;            /* enum profd_state at switch-out */
         __u8 woken;            /* its waker was counted for this block */
         __u8 user_error;       /* the user stack walk failed */
-        __u8 pad[5];
+        __u8 pad;
+        __u16 user_span;       /* bytes the user chain spanned at the last walk */
+        __u16 pad2;
         struct profd_frames user; /* user stack at switch-out */
 };
 
@@ -64,7 +69,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
         t->user.n = 0;
         if (!offcpu_enabled || (prev->flags & PF_KTHREAD))
                 return;
-        t->user_error = !user_stack_walk(prev, &t->user, SCRATCH_SWITCH_KERNEL);
+        t->user_error = !user_stack_walk(prev, &t->user, SCRATCH_SWITCH_KERNEL, &t->user_span);
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u64 now) {
@@ -93,7 +98,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         key.tid = next->pid;
         key.start_ns = process_start_ns(next);
         /* read only for kept blocks; a blocked thread rarely changes cgroup */
-        key.cgroup_id = BPF_CORE_READ(next, cgroups, dfl_cgrp, kn, id);
+        key.cgroup_id = next->cgroups->dfl_cgrp->kn->id;
 
         if (next->flags & PF_KTHREAD)
                 key.user_stack = PROFD_STACK_NONE;
@@ -164,7 +169,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 f = scratch_get(SCRATCH_WAKER_USER);
                 if (!f)
                         return 0;
-                key.user_stack = user_stack_walk(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f) : PROFD_STACK_LOST;
+                key.user_stack = user_stack_walk(waker, f, SCRATCH_WAKER_USER, NULL) ? frames_store(gen, f) : PROFD_STACK_LOST;
         }
         f = scratch_get(SCRATCH_WAKER_KERNEL);
         if (!f)

@@ -55,7 +55,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
 
                 if (!u)
                         return 0;
-                key.user_stack = user_stack_walk(task, u, SCRATCH_ONCPU_USER) ? frames_store(gen, u) : PROFD_STACK_LOST;
+                key.user_stack = user_stack_walk(task, u, SCRATCH_ONCPU_USER, NULL) ? frames_store(gen, u) : PROFD_STACK_LOST;
         }
 
         count_key(gen, &key, 1);

@@ -19,11 +19,18 @@ with tempfile.TemporaryDirectory() as d:
                     "--profd", os.environ["PROFD"], "--output", out], check=True, timeout=300)
     text = open(out).read()
 
+SPREAD = r"[0-9.]+ \([0-9.]+-[0-9.]+\)"
+# cost table: name | stress-ng spread | ratio | pipe spread | ratio | load
 rows = {m.group(1): m.group(2) for m in
-        re.finditer(r"^\| ([^|]+?) \| ([0-9.]+ \([0-9.]+-[0-9.]+\)) \|", text, re.M)}
+        re.finditer(rf"^\| ([^|]+?) \| (?:{SPREAD}|-) \| [^|]+ \| ({SPREAD}) \|", text, re.M)}
 print(text)
-for config in ("no profiler", "profd offcpu", "profd defaults (cpu+offcpu+wakeup)"):
+for config in ("no profiler", "profd on-CPU only (--kinds cpu)", "profd off-CPU only (--kinds offcpu)",
+               "profd defaults (cpu+offcpu+wakeup)"):
     assert config in rows, f"no measured row for {config!r}"
-assert re.search(r"\| profd offcpu \| profd_switch \| [1-9][0-9]* \| [0-9]+ \|", text), \
-    "no BPF ns/run figure for profd_switch"
+assert re.search(r"^\| no profiler \| " + SPREAD, text, re.M), "no stress-ng figure without a profiler"
+assert re.search(r"\| profd off-CPU only \(--kinds offcpu\) \| pipe \| profd_switch \| tracing \| [1-9][0-9]* \| [0-9]+ \|",
+                 text), "no BPF ns/run figure for profd_switch"
+assert re.search(r"\| profd on-CPU only \(--kinds cpu\) \| stress \| profd_oncpu \| perf_event \| [1-9][0-9]* \| [0-9]+ \|",
+                 text), "no BPF ns/run figure for profd_oncpu"
+assert "## Targets and where they stand" in text, "no targets table"
 print("ok - harness produced every row")
