@@ -6,15 +6,22 @@ set -eu
 cd "$(dirname "$0")"
 
 # Build and test dependencies, all from Debian's archive; linux-perf and
-# libbpf-tools are the benchmark's workload and peer (its harness is tested);
+# libbpf-tools are the benchmark's workload and peer (its harness is tested),
+# stress-ng its CPU-bound workload, bpfcc-tools and bpftrace its other peers;
 # clang and libclang-rt-14-dev build the BPF programs and the fuzz targets;
 # g++ and libc6-dbg give the symbolizer's oracle test C++ and libc to check;
 # nodejs is the JIT the perf-map test profiles; e2fsprogs has chattr;
 # debuginfod (with iproute2 for its private network) serves the debuginfod test.
+# scdoc builds the man pages; systemd has systemd-analyze and
+# systemd-socket-activate for the service tests; protobuf-c, zlib and the
+# pprof proto build the pprof export, golang-go's `go tool pprof` reads it
+# back in the tests, and chromium renders the SVG flame graph headless.
 PACKAGES="meson ninja-build pkg-config gcc clang llvm bpftool libbpf-dev libsystemd-dev
           libjansson-dev libelf-dev libdw-dev libsqlite3-dev python3 binutils elfutils valgrind
           linux-perf libbpf-tools libclang-rt-14-dev libiberty-dev g++ libc6-dbg nodejs e2fsprogs
-          libdebuginfod-dev debuginfod iproute2"
+          libdebuginfod-dev debuginfod iproute2 scdoc systemd
+          protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev zlib1g-dev golang-go
+          time stress-ng bpfcc-tools bpftrace chromium"
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
 
@@ -91,7 +98,7 @@ run_tests() {
         mkdir -p "$reports"
         ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:log_path=$reports/asan" \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            meson test -C build-asan --timeout-multiplier 4 --suite unit --suite e2e --print-errorlogs || status=$?
+            meson test -C build-asan --timeout-multiplier 4 --suite unit --suite e2e --no-suite soak --print-errorlogs || status=$?
         result=OK
         if [ -n "$(ls -A "$reports")" ]; then
             echo "setup.sh: AddressSanitizer reports of the build-asan run:" >&2
@@ -116,8 +123,10 @@ start_profd() {
     sock=/run/profd/profd.sock
     store=/var/lib/profd/profd.db
     if [ -d /run/systemd/system ]; then
+        # group profd (profd.socket's SocketGroup) before the units start
+        systemd-sysusers
         systemctl daemon-reload
-        systemctl enable --now profd.service
+        systemctl enable --now profd.socket profd.service
         systemctl restart profd.service
     else
         # No systemd here: run it in the background, logging to a file.
