@@ -96,6 +96,10 @@ run_tests() {
        meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
            -Dc_args=-fno-sanitize-recover=all >/dev/null; then
         mkdir -p "$reports"
+        # everything, as in build/: meson test alone builds only what the
+        # tests depend on, and the service test installs the whole build
+        # (man pages included)
+        meson compile -C build-asan >/dev/null || status=$?
         ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:log_path=$reports/asan" \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             meson test -C build-asan --timeout-multiplier 4 --suite unit --suite e2e --no-suite soak --print-errorlogs || status=$?

@@ -554,7 +554,8 @@ def suite_daemon(args, workdir, results):
     growth, and its BPF programs' time (which runs in other tasks' context and
     is not in its CPU time)."""
     out = {}
-    for mode in ("idle", "busy"):
+    for mode in args.daemon_modes:
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
         d = os.path.join(workdir, "daemon-" + mode)
         os.mkdir(d)
         sock, store = os.path.join(d, "profd.sock"), os.path.join(d, "profd.db")
@@ -591,7 +592,7 @@ def suite_daemon(args, workdir, results):
             p.stop(signal.SIGTERM)
         span = t1 - t0
         progs = prog_delta(b0, b1, p.prog_ids)
-        out[mode] = {"seconds": span, "cpu_pct": 100 * (c1 - c0) / span, "vmhwm_kb": hwm, "vmrss_kb": rss,
+        out[mode] = {"when": when, "seconds": span, "cpu_pct": 100 * (c1 - c0) / span, "vmhwm_kb": hwm, "vmrss_kb": rss,
                      "store_start": s0, "store_end": s1, "store_per_hour": (s1 - s0) * 3600 / span,
                      "bpf_pct": 100 * sum(x[1] for x in progs.values()) / (span * 1e9),
                      "execs_per_s": progs.get("profd_exec", [0])[0] / span,
@@ -612,13 +613,15 @@ def render_daemon(r):
              "BPF % of a core: the daemon's programs, which run in the context of the profiled tasks and so "
              "are not in its CPU time (statistics on during these runs).",
              "",
-             "| host | span (s) | daemon CPU, % of one core | peak RSS (MiB) | store growth per hour (MiB) "
-             "| BPF programs, % of a core | execs/s on the host | load average (min-max) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| host | measured (UTC) | span (s) | daemon CPU, % of one core | peak RSS (MiB) "
+             "| store growth per hour (MiB) | BPF programs, % of a core | execs/s on the host "
+             "| load average (min-max) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for mode in ("idle", "busy"):
         e = r["results"].get(mode)
         if e:
-            lines.append(f"| {mode} | {e['seconds']:.0f} | {e['cpu_pct']:.3f}% | {e['vmhwm_kb'] / 1024:.1f} | "
+            lines.append(f"| {mode} | {e.get('when', '-')} | {e['seconds']:.0f} | {e['cpu_pct']:.3f}% | "
+                         f"{e['vmhwm_kb'] / 1024:.1f} | "
                          f"{e['store_per_hour'] / 2**20:.1f} | {e['bpf_pct']:.3f}% | {e.get('execs_per_s', 0):.1f} | "
                          f"{min(e['load']):.2f}-{max(e['load']):.2f} |")
     for mode in ("idle", "busy"):
@@ -1001,6 +1004,8 @@ def main():
     ap.add_argument("--loops", type=int, default=200000, help="perf bench sched pipe loops (default 200000)")
     ap.add_argument("--stress-seconds", type=int, default=5, help="stress-ng run length (default 5)")
     ap.add_argument("--daemon-seconds", type=float, default=600, help="profd's own cost runs (default 600)")
+    ap.add_argument("--daemon-modes", default="idle,busy",
+                    help="daemon suite: idle, busy or both (default); a mode not run keeps its last result")
     ap.add_argument("--accuracy-seconds", type=float, default=20, help="ground-truth workload length (default 20)")
     ap.add_argument("--configs", default="", help="cost/bpf suites: only these configurations, comma-separated "
                     "(none profd-cpu profd-hooks profd-offcpu profd perf offcputime bcc)")
@@ -1015,6 +1020,9 @@ def main():
     args.profctl = args.profctl or os.path.join(os.path.dirname(os.path.dirname(args.profd)), "client", "profctl")
     if args.build == os.path.join(ROOT, "build") and not os.path.exists(args.build) and args.profd:
         args.build = os.path.dirname(os.path.dirname(args.profd))
+    args.daemon_modes = [m for m in args.daemon_modes.split(",") if m]
+    if not args.daemon_modes or any(m not in ("idle", "busy") for m in args.daemon_modes):
+        ap.error("--daemon-modes takes idle, busy or idle,busy")
     suites = list(SUITES) if args.all else [s for s in args.suite.split(",") if s]
     if args.quick:
         args.runs, args.bpf_runs, args.loops, args.stress_seconds = 1, 1, 2000, 1
@@ -1047,6 +1055,12 @@ def main():
             globals()["suite_" + s](args, workdir, results)
             st1 = cpu_times()
             start["steal_pct"] = round(100 * (st1[0] - st0[0]) / max(1, st1[1] - st0[1]), 1)
+            if s == "daemon" and "daemon" in saved["results"]:
+                # the modes not run this time keep their last figures (each
+                # carries when it was measured)
+                old = saved["results"]["daemon"].get("results", {})
+                results[s]["results"] = {**{m: e for m, e in old.items() if m not in args.daemon_modes},
+                                         **results[s]["results"]}
             saved["results"][s] = results[s]
             saved["meta"][s] = start
             saved["machine"] = machine_facts()
