@@ -125,13 +125,6 @@ void stack_done(struct stack *s) {
         *s = (struct stack) {};
 }
 
-/* A function is its name in its module: "main" of two programs are two rows. */
-struct func_key {
-        const char *name;
-        const char *module;
-        bool kernel;
-};
-
 struct func_stat {
         struct func_key key; /* first: the map's key points here */
         uint64_t self;
@@ -165,7 +158,7 @@ int top_by_from_string(const char *s, TopBy *ret) {
         return -EINVAL;
 }
 
-static uint64_t func_key_hash(const void *p) {
+uint64_t func_key_hash(const void *p) {
         const struct func_key *k = p;
 
         return hash_u64(hash_bytes(k->name, strlen(k->name)) ^
@@ -173,7 +166,7 @@ static uint64_t func_key_hash(const void *p) {
                         (uint64_t) k->kernel);
 }
 
-static bool func_key_eq(const void *a, const void *b) {
+bool func_key_eq(const void *a, const void *b) {
         const struct func_key *x = a, *y = b;
 
         return x->kernel == y->kernel && streq(x->name, y->name) && streq(x->module, y->module);

@@ -53,6 +53,19 @@ typedef enum TopBy {
 const char *top_by_to_string(TopBy by);
 int top_by_from_string(const char *s, TopBy *ret);
 
+/* A function is its name in its module: "main" of two programs are two
+ * rows. The views key their functions, tree nodes and diff rows by it. */
+struct func_key {
+        const char *name;
+        const char *module;
+        bool kernel;
+};
+
+/* Hash and equality of struct func_key for hashmap_new(); a struct whose
+ * first member is a func_key may be the key itself. */
+uint64_t func_key_hash(const void *p);
+bool func_key_eq(const void *a, const void *b);
+
 /* Per-function (or line, or module) self and total counts over all stacks
  * added. */
 typedef struct top_table top_table;

@@ -30,43 +30,24 @@ int view_frame_name(const struct profile_frame *f, bool lines, const char **ret,
 
 /* ---- functions: what two frames must share to be one node or row ---- */
 
-/* A function as the views key it: its shown name in its module. Distinct
- * profile frames (other addresses, lines) of one function map to one. */
-struct func {
-        char *name;
-        const char *module; /* the profile's string */
-        bool kernel;
-};
-
+/* A function as the views key it (struct func_key, render.h): its shown
+ * name in its module. Distinct profile frames (other addresses, lines) of one
+ * function map to one. The set owns the names; modules are the profile's. */
 struct func_set {
-        hashmap *index;      /* struct func* -> index + 1 */
-        struct func **funcs; /* each malloc'd (the map's keys point at them) */
+        hashmap *index;          /* struct func_key* -> index + 1 */
+        struct func_key **funcs; /* each malloc'd (the map's keys point at them) */
         size_t n, allocated;
 };
 
-static uint64_t func_hash(const void *p) {
-        const struct func *k = p;
-
-        return hash_u64(hash_bytes(k->name, strlen(k->name)) ^
-                        (hash_bytes(k->module, strlen(k->module)) * 0x9e3779b97f4a7c15ULL) ^
-                        (uint64_t) k->kernel);
-}
-
-static bool func_eq(const void *a, const void *b) {
-        const struct func *x = a, *y = b;
-
-        return x->kernel == y->kernel && streq(x->name, y->name) && streq(x->module, y->module);
-}
-
 static int func_set_init(struct func_set *s) {
         *s = (struct func_set) {};
-        s->index = hashmap_new(func_hash, func_eq);
+        s->index = hashmap_new(func_key_hash, func_key_eq);
         return s->index ? 0 : -ENOMEM;
 }
 
 static void func_set_done(struct func_set *s) {
         for (size_t i = 0; i < s->n; i++) {
-                free(s->funcs[i]->name);
+                free((char *) s->funcs[i]->name);
                 free(s->funcs[i]);
         }
         free(s->funcs);
@@ -77,25 +58,30 @@ static void func_set_done(struct func_set *s) {
 /* Returns the id of (name, module, kernel), adding it if new; name is
  * copied. Returns the id (>= 0) or -ENOMEM. */
 static int64_t func_set_get(struct func_set *s, const char *name, const char *module, bool kernel) {
-        struct func key = { .name = (char *) name, .module = module, .kernel = kernel }, *f;
+        struct func_key key = { .name = name, .module = module, .kernel = kernel }, *f;
+        char *copy;
         void *v;
 
         if (hashmap_get(s->index, &key, &v) >= 0)
                 return (int64_t) (uintptr_t) v - 1;
         if (s->n == s->allocated) {
                 size_t a = MAX((size_t) 64, s->allocated * 2);
-                struct func **n = reallocarray(s->funcs, a, sizeof(*n));
+                struct func_key **n = reallocarray(s->funcs, a, sizeof(*n));
                 if (!n)
                         return -ENOMEM;
                 s->funcs = n;
                 s->allocated = a;
         }
         f = malloc(sizeof(*f));
-        if (!f)
+        copy = strdup(name);
+        if (!f || !copy) {
+                free(f);
+                free(copy);
                 return -ENOMEM;
-        *f = (struct func) { .name = strdup(name), .module = module, .kernel = kernel };
-        if (!f->name || hashmap_put(s->index, f, (void *) (uintptr_t) (s->n + 1)) < 0) {
-                free(f->name);
+        }
+        *f = (struct func_key) { .name = copy, .module = module, .kernel = kernel };
+        if (hashmap_put(s->index, f, (void *) (uintptr_t) (s->n + 1)) < 0) {
+                free(copy);
                 free(f);
                 return -ENOMEM;
         }
@@ -243,7 +229,7 @@ static int tree_walk(view_tree *t, struct tree_node *root, const uint32_t *seq, 
 static int tree_node_compare(const void *a, const void *b, void *userdata) {
         const struct tree_node *x = *(struct tree_node *const *) a, *y = *(struct tree_node *const *) b;
         const struct func_set *funcs = userdata;
-        const struct func *fx = funcs->funcs[x->key.func], *fy = funcs->funcs[y->key.func];
+        const struct func_key *fx = funcs->funcs[x->key.func], *fy = funcs->funcs[y->key.func];
         int c;
 
         if (x->total != y->total)
@@ -359,7 +345,7 @@ uint64_t view_tree_matched(const view_tree *t) {
 static void tree_node_write(const view_tree *t, FILE *f, const struct tree_node *n, size_t depth,
                             bool with_self, int value_width) {
         bool ns = !streq(t->kind, "cpu");
-        const struct func *fn = t->funcs.funcs[n->key.func];
+        const struct func_key *fn = t->funcs.funcs[n->key.func];
         char cell[32];
 
         fprintf(f, "%6.1f%%  ", percent(n->total, t->total));
@@ -408,7 +394,7 @@ int view_tree_write(const view_tree *t, FILE *f) {
 }
 
 static json_t *tree_node_json(const view_tree *t, const struct tree_node *n, bool with_self) {
-        const struct func *fn = t->funcs.funcs[n->key.func];
+        const struct func_key *fn = t->funcs.funcs[n->key.func];
         _cleanup_json_ json_t *children = json_array(), *node = NULL;
 
         if (!children)
@@ -729,8 +715,7 @@ static int profile_top_table(const profile *p, const struct diff_opts *o, top_ta
 }
 
 struct diff_row {
-        const char *name, *module;
-        bool kernel;
+        struct func_key key; /* first: the index's key points here */
         uint64_t baseline, current; /* self, or total with children */
         double baseline_pct, current_pct, delta;
 };
@@ -744,13 +729,13 @@ static int diff_row_compare(const void *a, const void *b) {
                 return dx > dy ? -1 : 1;
         if (x->current_pct != y->current_pct)
                 return x->current_pct > y->current_pct ? -1 : 1;
-        c = strcmp(x->name, y->name);
+        c = strcmp(x->key.name, y->key.name);
         if (c != 0)
                 return c;
-        c = strcmp(x->module, y->module);
+        c = strcmp(x->key.module, y->key.module);
         if (c != 0)
                 return c;
-        return (int) x->kernel - (int) y->kernel;
+        return (int) x->key.kernel - (int) y->key.kernel;
 }
 
 struct diff_table {
@@ -768,20 +753,6 @@ static void diff_table_done(struct diff_table *d) {
         top_table_free(d->current);
 }
 
-static uint64_t row_key_hash(const void *p) {
-        const struct diff_row *k = p;
-
-        return hash_u64(hash_bytes(k->name, strlen(k->name)) ^
-                        (hash_bytes(k->module, strlen(k->module)) * 0x9e3779b97f4a7c15ULL) ^
-                        (uint64_t) k->kernel);
-}
-
-static bool row_key_eq(const void *a, const void *b) {
-        const struct diff_row *x = a, *y = b;
-
-        return x->kernel == y->kernel && streq(x->name, y->name) && streq(x->module, y->module);
-}
-
 static int diff_table_build(struct diff_table *d, const profile *baseline, const profile *current,
                             const struct diff_opts *o) {
         hashmap *index = NULL;
@@ -795,7 +766,7 @@ static int diff_table_build(struct diff_table *d, const profile *baseline, const
             (r = top_table_rows(d->current, o->children, &d->crows, &nc)) < 0)
                 return r;
         d->rows = calloc(MAX(nb + nc, (size_t) 1), sizeof(*d->rows));
-        index = hashmap_new(row_key_hash, row_key_eq);
+        index = hashmap_new(func_key_hash, func_key_eq);
         if (!d->rows || !index) {
                 hashmap_free(index);
                 return -ENOMEM;
@@ -804,8 +775,8 @@ static int diff_table_build(struct diff_table *d, const profile *baseline, const
                 const struct top_row *rows = side == 0 ? d->brows : d->crows;
 
                 for (size_t i = 0; i < (side == 0 ? nb : nc); i++) {
-                        struct diff_row key = { .name = rows[i].name, .module = rows[i].module,
-                                                .kernel = rows[i].kernel }, *row;
+                        struct diff_row key = { .key = { .name = rows[i].name, .module = rows[i].module,
+                                                         .kernel = rows[i].kernel } }, *row;
                         uint64_t v = o->children ? rows[i].total : rows[i].self;
                         void *found;
 
@@ -855,7 +826,7 @@ int diff_table_write(FILE *f, const profile *baseline, const profile *current, c
         if (r < 0)
                 return r;
         for (size_t i = 0; i < d.n; i++)
-                width = MAX(width, MIN(strlen(d.rows[i].name), (size_t) 60));
+                width = MAX(width, MIN(strlen(d.rows[i].key.name), (size_t) 60));
 
         fputs("baseline: ", f);
         window_header_write(f, baseline->kind, baseline->total, baseline->from_ns, baseline->to_ns);
@@ -869,15 +840,15 @@ int diff_table_write(FILE *f, const profile *baseline, const profile *current, c
                 fprintf(f, "%6s  %6s  %7s  %-*s  %s\n", "BASE%", "CUR%", "DELTA", (int) width, header, "MODULE");
         for (size_t i = 0; i < d.n; i++) {
                 const struct diff_row *row = &d.rows[i];
-                size_t l = strlen(row->name);
+                size_t l = strlen(row->key.name);
 
                 /* -0.0 would print as "-0.0": a change that rounds away is none */
                 fprintf(f, "%5.1f%%  %5.1f%%  %+7.1f  ", row->baseline_pct, row->current_pct,
                         fabs(row->delta) < 0.05 ? 0.0 : row->delta);
-                write_sanitized(f, row->name);
+                write_sanitized(f, row->key.name);
                 if (!by_module) {
                         fprintf(f, "%*s  ", (int) (l < width ? width - l : 0), "");
-                        write_sanitized(f, module_display_name(row->module, row->kernel));
+                        write_sanitized(f, module_display_name(row->key.module, row->key.kernel));
                 }
                 fputc('\n', f);
         }
@@ -901,8 +872,8 @@ int diff_table_write_json(FILE *f, const profile *baseline, const profile *curre
                 return -ENOMEM;
         for (size_t i = 0; i < d.n; i++) {
                 const struct diff_row *row = &d.rows[i];
-                json_t *j = json_pack("{ss, ss, sb, sI, sI, so, so, so}", "name", row->name, "module", row->module,
-                                      "kernel", row->kernel, "baseline", (json_int_t) row->baseline,
+                json_t *j = json_pack("{ss, ss, sb, sI, sI, so, so, so}", "name", row->key.name, "module", row->key.module,
+                                      "kernel", row->key.kernel, "baseline", (json_int_t) row->baseline,
                                       "current", (json_int_t) row->current,
                                       "baseline_pct", json_pct(row->baseline_pct),
                                       "current_pct", json_pct(row->current_pct),
