@@ -1,5 +1,5 @@
-/* The stack lines profd streams (daemon/stackline.c, written as text) say
- * exactly what answer_stack_line() (daemon/answer.c, jansson objects) says:
+/* The stack lines profd streams (daemon/serve/stackline.c, written as text) say
+ * exactly what answer_stack_line() (daemon/serve/answer.c, jansson objects) says:
  * same keys and values for every kind of frame, kernel frames collapsed for
  * unprivileged callers, raw names, groups, strings that need escaping; and
  * the text is byte for byte what jansson writes with JSON_ENSURE_ASCII. A

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../bpf/profd.h"
+#include "../../bpf/profd.h"
 #include "hashmap.h"
 
 struct collector_config {

@@ -76,7 +76,7 @@ const char *server_socket_path(const server *s);
 /* Applies new client limits (a configuration reload). */
 void server_set_limits(server *s, unsigned max_clients, uint64_t idle_timeout_usec);
 
-/* Streaming a deferred answer from elsewhere (daemon/query.c). The hooks are
+/* Streaming a deferred answer from elsewhere (daemon/serve/query.c). The hooks are
  * called on the loop: writable after the client took output, gone when the
  * client is freed (the streamer must forget it). NULL hooks remove them. */
 typedef void (*server_client_hook_fn)(server_client *c, void *userdata);

@@ -42,7 +42,7 @@ struct server_client {
         bool dead;         /* close now: it left too much unread */
         bool deferred;     /* waiting for a deferred answer: read no further */
         uint64_t id;
-        /* whoever streams a deferred answer (daemon/query.c): told when the
+        /* whoever streams a deferred answer (daemon/serve/query.c): told when the
          * client took output, and when it is gone */
         server_client_hook_fn writable_hook, gone_hook;
         void *hook_userdata;

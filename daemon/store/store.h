@@ -59,7 +59,7 @@ int store_open(const char *path, store **ret);
 store *store_close(store *s);
 const char *store_path(const store *s);
 
-/* A read-only connection for queries on another thread (daemon/query.c):
+/* A read-only connection for queries on another thread (daemon/serve/query.c):
  * WAL lets it read while the writer stores drains. The store must exist at
  * the current schema version. Returns 0 or a negative errno, logged. */
 int store_open_reader(const char *path, store **ret);

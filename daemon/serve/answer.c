@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bpf/profd.h"
+#include "../../bpf/profd.h"
 #include "macro.h"
 #include "series.h"
 

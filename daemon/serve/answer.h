@@ -30,7 +30,7 @@ struct answer_context {
         answer_emit_fn emit;
         /* optional: writes a stack line itself instead of emit() getting
          * answer_stack_line()'s object (query.c writes the text directly,
-         * daemon/stackline.c); same arguments, same userdata */
+         * daemon/serve/stackline.c); same arguments, same userdata */
         int (*emit_stack)(const struct store_stack_out *stack, const struct stack_style *style, void *userdata);
         void *userdata;
 };

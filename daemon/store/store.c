@@ -283,7 +283,7 @@ const char *store_path(const store *s) {
         return s->path;
 }
 
-/* --- reader connections (daemon/query.c) --------------------------------- */
+/* --- reader connections (daemon/serve/query.c) --------------------------------- */
 
 int store_open_reader(const char *path, store **ret) {
         sqlite3_stmt *st = NULL;
@@ -663,7 +663,7 @@ void store_drain_abort(store *s) {
 }
 
 void store_forget_ids(store *s) {
-        /* retention (daemon/retention.c) deleted rows these may point at */
+        /* retention (daemon/store/retention.c) deleted rows these may point at */
         if (caches_reset(s) < 0)
                 log_oom();
 }
