@@ -60,8 +60,78 @@ struct profd_sample_key {
  * and per-CPU scratch. */
 struct profd_frames {
         __u32 n;
-        __u32 pad;
+        __u8 end;              /* user stacks: enum profd_stack_end (part of the hash); kernel: 0 */
+        __u8 pad[3];
         __u64 ips[PROFD_MAX_FRAMES];
+};
+
+/* How a user stack walk ended. Complete: an outermost-frame row (_start,
+ * thread start), a zero return address, or a frame-pointer chain's end
+ * (rbp == 0). Every other end is a truncation, counted in the
+ * PROFD_TRUNC_* counter of the same order. */
+enum profd_stack_end {
+        PROFD_END_COMPLETE = 0,
+        PROFD_END_NO_PROCESS = 1,  /* the process has no unwind entry yet */
+        PROFD_END_PENDING = 2,     /* the mapping's table is not built yet */
+        PROFD_END_NO_MAPPING = 3,  /* an ip in no mapping the daemon knows (dlopen since) */
+        PROFD_END_UNSUPPORTED = 4, /* an unwind row BPF cannot evaluate */
+        PROFD_END_READ_FAULT = 5,  /* reading the user stack failed */
+        PROFD_END_DEPTH = 6,       /* PROFD_MAX_FRAMES reached */
+        PROFD_END_FP_END = 7,      /* frame-pointer fallback met an implausible frame pointer */
+        PROFD_END_CFA_STUCK = 8,   /* the stack did not grow (sigaltstack, coroutines, corruption) */
+        PROFD_END__MAX,
+};
+
+/* --- Unwind tables (daemon -> BPF) --------------------------------------
+ * The daemon turns each executable file's CFI (.eh_frame, else .debug_frame)
+ * into rows, shared by every process that maps the file, and tells the BPF
+ * walker which slice of rows covers which mapping of each process. */
+
+/* struct profd_unwind_row.kind: how to find the caller's frame. */
+enum profd_unwind_kind {
+        PROFD_UNWIND_GAP = 0,         /* no CFI covers the address: walk this frame by frame pointer */
+        PROFD_UNWIND_CFA_SP = 1,      /* CFA = rsp + cfa_off */
+        PROFD_UNWIND_CFA_FP = 2,      /* CFA = rbp + cfa_off */
+        PROFD_UNWIND_PLT = 3,         /* CFA = rsp + 8 + ((rip & 15) >= cfa_off ? 8 : 0) (PLT stubs) */
+        PROFD_UNWIND_END = 4,         /* return address undefined: the outermost frame */
+        PROFD_UNWIND_SIGNAL = 5,      /* signal trampoline: registers from the ucontext at rsp */
+        PROFD_UNWIND_UNSUPPORTED = 6, /* a rule BPF cannot evaluate: the walk stops, counted */
+};
+
+/* Rules for the addresses [pc, next row's pc) of one file. pc is in the
+ * file's own ELF address space (p_vaddr); files with code above 4 GiB get no
+ * table. The return address is at CFA - 8 (x86-64); other forms are
+ * UNSUPPORTED. */
+struct profd_unwind_row {
+        __u32 pc;
+        __u16 cfa_off;  /* bytes; PLT: the threshold on rip & 15 */
+        __u8 kind;      /* enum profd_unwind_kind */
+        __s8 rbp_off;   /* caller's rbp is saved at CFA + 8 * rbp_off; 0: rbp unchanged */
+};
+
+/* struct profd_unwind_mapping.kind */
+enum profd_mapping_kind {
+        PROFD_MAPPING_FP = 0,      /* no table (anonymous or JIT code, no CFI, unreadable): frame pointers */
+        PROFD_MAPPING_TABLE = 1,   /* rows [rows_off, rows_off + rows_n) of unwind_rows */
+        PROFD_MAPPING_PENDING = 2, /* the table is being built: PROFD_END_PENDING */
+};
+
+/* One executable mapping of a process. A process's mappings are a slice of
+ * unwind_maps, sorted by start and not overlapping. */
+struct profd_unwind_mapping {
+        __u64 start, end;  /* [start, end) in the process */
+        __u64 bias;        /* ip - bias = the address in the file's table */
+        __u32 rows_off, rows_n;
+        __u32 kind;        /* enum profd_mapping_kind */
+        __u32 pad;
+};
+
+/* Value of the hash unwind_procs, key: tgid. */
+struct profd_unwind_proc {
+        __u64 start_ns;    /* the process instance, as in profd_sample_key */
+        __u32 maps_off, maps_n;
+        __u32 miss_sent;   /* BPF sent PROFD_EVENT_UNWIND_MISS; cleared by the daemon's next update */
+        __u32 pad;
 };
 
 /* Counters in the per-CPU array "counters": cumulative since load, summed over
@@ -78,6 +148,17 @@ enum profd_counter {
         PROFD_DROP_TASK_STORAGE,        /* no per-task storage for a switch-out */
         PROFD_CNT_OFFCPU_FILTERED,      /* blocks outside [min, max] block time (not stored) */
         PROFD_CNT_OFFCPU_FILTERED_NS,   /* their total nanoseconds */
+        PROFD_CNT_USER_WALKS,           /* user stack walks made */
+        /* walks that ended early, one per enum profd_stack_end after COMPLETE,
+         * in its order: PROFD_TRUNC_NO_PROCESS + (end - 1) */
+        PROFD_TRUNC_NO_PROCESS,
+        PROFD_TRUNC_PENDING,
+        PROFD_TRUNC_NO_MAPPING,
+        PROFD_TRUNC_UNSUPPORTED,
+        PROFD_TRUNC_READ_FAULT,
+        PROFD_TRUNC_DEPTH,
+        PROFD_TRUNC_FP_END,
+        PROFD_TRUNC_CFA_STUCK,
         PROFD_COUNTER__MAX,
 };
 
@@ -85,6 +166,7 @@ enum profd_counter {
 enum profd_event_type {
         PROFD_EVENT_NEW_PROCESS = 1, /* first sample of a process instance */
         PROFD_EVENT_EXEC = 2,        /* the process replaced its image */
+        PROFD_EVENT_UNWIND_MISS = 3, /* a user ip in no mapping the daemon told BPF of */
 };
 
 #define PROFD_COMM_LEN 16 /* TASK_COMM_LEN */
@@ -106,6 +188,11 @@ _Static_assert(sizeof(struct profd_sample_key) == 48, "profd_sample_key layout")
 _Static_assert(sizeof(struct profd_frames) == 8 + 8 * PROFD_MAX_FRAMES, "profd_frames layout");
 _Static_assert(sizeof(struct profd_event) == 32, "profd_event layout");
 _Static_assert(sizeof(struct profd_seen) == 8, "profd_seen layout");
+_Static_assert(sizeof(struct profd_unwind_row) == 8, "profd_unwind_row layout");
+_Static_assert(sizeof(struct profd_unwind_mapping) == 40, "profd_unwind_mapping layout");
+_Static_assert(sizeof(struct profd_unwind_proc) == 24, "profd_unwind_proc layout");
+_Static_assert(PROFD_TRUNC_CFA_STUCK - PROFD_TRUNC_NO_PROCESS == PROFD_END_CFA_STUCK - PROFD_END_NO_PROCESS,
+               "one truncation counter per stack end");
 #endif
 
 #endif

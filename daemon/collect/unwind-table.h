@@ -1,0 +1,39 @@
+/* Unwind tables from ELF call-frame information: the pure core of profd's
+ * user-stack unwinder. A table turns a file's .eh_frame (else .debug_frame)
+ * into sorted rows the BPF walker can evaluate (struct profd_unwind_row in
+ * bpf/profd.h): per address range, where the CFA is and where the return
+ * address and the caller's rbp were saved. Rules BPF cannot evaluate get an
+ * explicit kind, never a wrong answer. No BPF, no /proc: unit-tested on
+ * fixture files. */
+#pragma once
+
+#include <gelf.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../bpf/profd.h"
+
+struct unwind_table {
+        struct profd_unwind_row *rows; /* sorted by pc, equal neighbours merged */
+        size_t n;
+        /* what the CFI held, for status and benchmarks */
+        size_t fdes;                      /* FDEs read */
+        size_t by_kind[PROFD_UNWIND_UNSUPPORTED + 1]; /* rows by kind, after merging */
+};
+
+/* Builds the table of an ELF file. Returns 0; -ENODATA when the file has no
+ * CFI (it is then walked by frame pointers); -E2BIG when its code lies above
+ * 4 GiB; -EINVAL for CFI libdw cannot read; -ENOMEM. On error *ret is
+ * empty. */
+int unwind_table_build(Elf *elf, struct unwind_table *ret);
+void unwind_table_done(struct unwind_table *t);
+
+/* The row covering pc (an address in the file's ELF address space), as the
+ * BPF walker finds it: the last row whose pc <= pc; NULL below the first. */
+const struct profd_unwind_row *unwind_table_lookup(const struct unwind_table *t, uint64_t pc);
+
+/* The bias of a mapping of this file: ip - bias is the ELF address of ip.
+ * map_offset is the file offset mapped at map_start (/proc/PID/maps). Uses
+ * the PT_LOAD segment holding map_offset. Returns 0 or -ENOENT (no such
+ * segment). */
+int unwind_mapping_bias(Elf *elf, uint64_t map_start, uint64_t map_offset, uint64_t *ret_bias);
