@@ -529,6 +529,12 @@ static Elf_Scn *section_by_name(Elf *elf, const char *name) {
         return NULL;
 }
 
+static uint64_t section_size(Elf_Scn *scn) {
+        GElf_Shdr shdr;
+
+        return gelf_getshdr(scn, &shdr) ? shdr.sh_size : 0;
+}
+
 /* Rows from one CFI section. Returns 0, -ENODATA (no FDE), or as
  * fdes_collect. */
 static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, struct unwind_table *ret) {
@@ -608,8 +614,9 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
         if (ehdr.e_machine != EM_X86_64 || ident[EI_CLASS] != ELFCLASS64)
                 return -ENODATA;
 
+        /* FreePascal leaves an empty .eh_frame: no CFI. */
         scn = section_by_name(elf, ".eh_frame");
-        if (scn) {
+        if (scn && section_size(scn) > 0) {
                 _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = true };
                 _cleanup_(dwarf_cfi_endp) Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
 
@@ -629,7 +636,7 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
         if (!dwarf || !(cfi = dwarf_getcfi(dwarf)))
                 return -ENODATA;
         scn = section_by_name(elf, ".debug_frame");
-        if (!scn)
+        if (!scn || section_size(scn) == 0)
                 return -ENODATA;
         {
                 _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = false };

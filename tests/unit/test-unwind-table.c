@@ -6,7 +6,7 @@
  * named fixture functions get the kind their CFI form calls for; mapping
  * biases agree with the dynamic linker's load bases.
  *
- * usage: test-unwind-table READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z NOCFI HIGH */
+ * usage: test-unwind-table READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z NOCFI EMPTY HIGH */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -863,8 +863,8 @@ static void test_system(const char *suffix, bool expect_plt, bool expect_signal)
 }
 
 int main(int argc, char **argv) {
-        if (argc != 9) {
-                fprintf(stderr, "usage: %s READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z NOCFI HIGH\n", argv[0]);
+        if (argc != 10) {
+                fprintf(stderr, "usage: %s READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z NOCFI EMPTY HIGH\n", argv[0]);
                 return 2;
         }
         if (elf_version(EV_CURRENT) == EV_NONE)
@@ -876,7 +876,8 @@ int main(int argc, char **argv) {
         test_realign_and_forms(argv[4]);
         test_debug_frame(argv[5], argv[6]);
         test_no_cfi(argv[7]);
-        test_high(argv[8]);
+        test_no_cfi(argv[8]);
+        test_high(argv[9]);
 
         test_system("/libc.so.6", true, true);
         test_system("/ld-linux-x86-64.so.2", false, false);
