@@ -6,7 +6,7 @@
  * named fixture functions get the kind their CFI form calls for; mapping
  * biases agree with the dynamic linker's load bases.
  *
- * usage: test-unwind-table READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z NOCFI EMPTY HIGH */
+ * usage: test-unwind-table READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z FORMS_DEBUGFRAME NOCFI EMPTY HIGH HUGE_REGISTER */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -632,6 +632,38 @@ static void test_fp(const char *path) {
         unwind_table_done(&t);
 }
 
+/* The hand-written forms of forms.S, by function name. */
+static void check_forms(const struct unwind_table *t, Elf *e) {
+        uint64_t size, f;
+
+        /* the row at +0 is the CIE's: CFA = rsp + 8 */
+        CHECK_ROW(row_at(t, e, "form_cfa_r10", 0), PROFD_UNWIND_CFA_SP, 8, 0);
+        CHECK_ROW(row_at(t, e, "form_cfa_r10", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_cfa_deref", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_ra_offset", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_cfa_max", 1), PROFD_UNWIND_CFA_SP, 65535, 0);
+        CHECK_ROW(row_at(t, e, "form_cfa_too_big", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_expression", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_far", 1), PROFD_UNWIND_CFA_SP, 1040, -128);
+        CHECK_ROW(row_at(t, e, "form_rbp_too_far", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_register", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_val_offset", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_same", 1), PROFD_UNWIND_CFA_SP, 8, 0);
+        CHECK_ROW(row_at(t, e, "form_rsp_saved", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_end", 1), PROFD_UNWIND_END, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_signal", 0), PROFD_UNWIND_SIGNAL, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_signal", 2), PROFD_UNWIND_SIGNAL, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_plt10", 1), PROFD_UNWIND_PLT, 10, 0);
+        CHECK_ROW(row_at(t, e, "form_plt_minus", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        /* no CFI: the previous FDE's rule must not reach it */
+        CHECK_ROW(row_at(t, e, "form_no_cfi", 0), PROFD_UNWIND_GAP, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_no_cfi", 2), PROFD_UNWIND_GAP, 0, 0);
+        /* remember/restore: the restored rule after the early return */
+        f = symbol(e, "form_remember", &size);
+        CHECK_ROW(unwind_table_lookup(t, f + size - 3), PROFD_UNWIND_CFA_SP, 16, 0);
+        CHECK_ROW(unwind_table_lookup(t, f + size - 1), PROFD_UNWIND_CFA_SP, 8, 0);
+}
+
 /* gcc realigns after setting up rbp, so the CFA stays rbp + 16; the
  * hand-written forms cover what gcc does not emit here. */
 static void test_realign_and_forms(const char *path) {
@@ -652,33 +684,24 @@ static void test_realign_and_forms(const char *path) {
         }
         CHECK(fp_rule);
 
-        /* the row at +0 is the CIE's: CFA = rsp + 8 */
-        CHECK_ROW(row_at(&t, e, "form_cfa_r10", 0), PROFD_UNWIND_CFA_SP, 8, 0);
-        CHECK_ROW(row_at(&t, e, "form_cfa_r10", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_cfa_deref", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_ra_offset", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_cfa_max", 1), PROFD_UNWIND_CFA_SP, 65535, 0);
-        CHECK_ROW(row_at(&t, e, "form_cfa_too_big", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_expression", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_far", 1), PROFD_UNWIND_CFA_SP, 1040, -128);
-        CHECK_ROW(row_at(&t, e, "form_rbp_too_far", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_register", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_val_offset", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_same", 1), PROFD_UNWIND_CFA_SP, 8, 0);
-        CHECK_ROW(row_at(&t, e, "form_rsp_saved", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_end", 1), PROFD_UNWIND_END, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_signal", 0), PROFD_UNWIND_SIGNAL, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_signal", 2), PROFD_UNWIND_SIGNAL, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_plt10", 1), PROFD_UNWIND_PLT, 10, 0);
-        CHECK_ROW(row_at(&t, e, "form_plt_minus", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        /* no CFI: the previous FDE's rule must not reach it */
-        CHECK_ROW(row_at(&t, e, "form_no_cfi", 0), PROFD_UNWIND_GAP, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_no_cfi", 2), PROFD_UNWIND_GAP, 0, 0);
-        /* remember/restore: the restored rule after the early return */
-        f = symbol(e, "form_remember", &size);
-        CHECK_ROW(unwind_table_lookup(&t, f + size - 3), PROFD_UNWIND_CFA_SP, 16, 0);
-        CHECK_ROW(unwind_table_lookup(&t, f + size - 1), PROFD_UNWIND_CFA_SP, 8, 0);
+        check_forms(&t, e);
         CHECK(stats.by_kind[PROFD_UNWIND_PLT] >= 2); /* the executable's stubs and form_plt10 */
+        unwind_table_done(&t);
+}
+
+/* forms.S with its CFI in .debug_frame: the same kinds, "S" (no 'z') for
+ * the signal frame's CIE. */
+static void test_forms_debug_frame(const char *path) {
+        _cleanup_(elf_endp) Elf *e = NULL;
+        struct unwind_table t;
+        struct oracle_stats stats;
+        uint64_t size;
+
+        build_checked(path, &e, &t, &stats);
+        check_table_shape(path, &t);
+        CHECK(section_addr(e, ".eh_frame", &size) == 0 || size == 0);
+        check_forms(&t, e);
+        CHECK_INT_EQ(stats.skipped, 0);
         unwind_table_done(&t);
 }
 
@@ -723,6 +746,16 @@ static void test_high(const char *path) {
         struct unwind_table t;
 
         CHECK_INT_EQ(unwind_table_build(e, &t), -E2BIG);
+        CHECK(t.rows == NULL && t.n == 0);
+}
+
+/* A CFI program naming register 2^30 - 1: refused before libdw runs it
+ * (it would allocate a 16 GiB frame state). */
+static void test_huge_register(const char *path) {
+        _cleanup_(elf_endp) Elf *e = elf_open(path);
+        struct unwind_table t;
+
+        CHECK_INT_EQ(unwind_table_build(e, &t), -EINVAL);
         CHECK(t.rows == NULL && t.n == 0);
 }
 
@@ -863,8 +896,8 @@ static void test_system(const char *suffix, bool expect_plt, bool expect_signal)
 }
 
 int main(int argc, char **argv) {
-        if (argc != 10) {
-                fprintf(stderr, "usage: %s READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z NOCFI EMPTY HIGH\n", argv[0]);
+        if (argc != 12) {
+                fprintf(stderr, "usage: %s READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z FORMS_DEBUGFRAME NOCFI EMPTY HIGH HUGE_REGISTER\n", argv[0]);
                 return 2;
         }
         if (elf_version(EV_CURRENT) == EV_NONE)
@@ -875,9 +908,11 @@ int main(int argc, char **argv) {
         test_fp(argv[3]);
         test_realign_and_forms(argv[4]);
         test_debug_frame(argv[5], argv[6]);
-        test_no_cfi(argv[7]);
+        test_forms_debug_frame(argv[7]);
         test_no_cfi(argv[8]);
-        test_high(argv[9]);
+        test_no_cfi(argv[9]);
+        test_high(argv[10]);
+        test_huge_register(argv[11]);
 
         test_system("/libc.so.6", true, true);
         test_system("/ld-linux-x86-64.so.2", false, false);
