@@ -1,7 +1,9 @@
 /* Unwind tables from ELF call-frame information: every FDE of .eh_frame
- * (else .debug_frame) is enumerated with dwarf_next_cfi, its rows are read
- * through libdw's CFI interpreter and each row's rules are classified into
- * the few kinds the BPF walker evaluates (enum profd_unwind_kind). */
+ * (else .debug_frame) is enumerated with dwarf_next_cfi and its program
+ * checked (the files come from processes profd does not control), its rows
+ * are read through libdw's CFI interpreter, and each row's rules are
+ * classified into the few kinds the BPF walker evaluates (enum
+ * profd_unwind_kind). */
 #include "unwind-table.h"
 
 #include <dwarf.h>
