@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers.h"
 #include "log.h"
 #include "macro.h"
 
@@ -32,21 +33,6 @@ struct rangealloc {
         size_t n_pending, cap_pending;
 };
 
-static int grow(void **array, size_t *cap, size_t n, size_t size) {
-        size_t new_cap;
-        void *p;
-
-        if (n < *cap)
-                return 0;
-        new_cap = MAX(*cap * 2, (size_t) 16);
-        p = reallocarray(*array, new_cap, size);
-        if (!p)
-                return -ENOMEM;
-        *array = p;
-        *cap = new_cap;
-        return 0;
-}
-
 rangealloc *rangealloc_new(uint32_t capacity, uint64_t grace_ns) {
         rangealloc *a = calloc(1, sizeof(*a));
 
@@ -55,7 +41,7 @@ rangealloc *rangealloc_new(uint32_t capacity, uint64_t grace_ns) {
         a->capacity = capacity;
         a->grace_ns = grace_ns;
         if (capacity > 0) {
-                if (grow((void **) &a->free, &a->cap_free, 0, sizeof(*a->free)) < 0) {
+                if (array_grow((void **) &a->free, &a->cap_free, 1, sizeof(*a->free)) < 0) {
                         free(a);
                         return NULL;
                 }
@@ -123,7 +109,7 @@ static int free_insert(rangealloc *a, uint32_t off, uint32_t n) {
                 a->free[lo].off = off;
                 a->free[lo].n += n;
         } else {
-                int r = grow((void **) &a->free, &a->cap_free, a->n_free, sizeof(*a->free));
+                int r = array_grow((void **) &a->free, &a->cap_free, a->n_free + 1, sizeof(*a->free));
 
                 if (r < 0)
                         return r;
@@ -142,7 +128,7 @@ void rangealloc_release(rangealloc *a, uint32_t off, uint32_t n, uint64_t now_ns
                 log_error("rangealloc: release of [%u, +%u) beyond capacity %u, ignoring", off, n, a->capacity);
                 return;
         }
-        if (grow((void **) &a->pending, &a->cap_pending, a->n_pending, sizeof(*a->pending)) < 0) {
+        if (array_grow((void **) &a->pending, &a->cap_pending, a->n_pending + 1, sizeof(*a->pending)) < 0) {
                 log_oom();
                 return; /* the range is lost until restart: safe, never reused early */
         }

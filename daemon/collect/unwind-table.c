@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers.h"
 #include "log.h"
 #include "macro.h"
 
@@ -77,23 +78,6 @@ static void builder_done(struct builder *b) {
         free(b->fdes);
         free(b->offsets);
         free(b->rows);
-}
-
-/* Grows an array to hold one more element; doubling keeps appends amortized
- * O(1). Returns -ENOMEM. */
-static int grow(void **array, size_t *cap, size_t n, size_t size) {
-        size_t new_cap;
-        void *p;
-
-        if (n < *cap)
-                return 0;
-        new_cap = MAX(*cap * 2, (size_t) 16);
-        p = reallocarray(*array, new_cap, size);
-        if (!p)
-                return -ENOMEM;
-        *array = p;
-        *cap = new_cap;
-        return 0;
 }
 
 static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
@@ -458,7 +442,7 @@ static const struct cie_info *cie_get(struct builder *b, Dwarf_Off offset, int *
                 *r = -EINVAL;
                 return NULL;
         }
-        *r = grow((void **) &b->cies, &b->cap_cies, b->n_cies, sizeof(*b->cies));
+        *r = array_grow((void **) &b->cies, &b->cap_cies, b->n_cies + 1, sizeof(*b->cies));
         if (*r < 0)
                 return NULL;
         memmove(b->cies + lo + 1, b->cies + lo, (b->n_cies - lo) * sizeof(*b->cies));
@@ -468,7 +452,7 @@ static const struct cie_info *cie_get(struct builder *b, Dwarf_Off offset, int *
 }
 
 static int offsets_add(struct builder *b, uint64_t offset) {
-        int r = grow((void **) &b->offsets, &b->cap_offsets, b->n_offsets, sizeof(*b->offsets));
+        int r = array_grow((void **) &b->offsets, &b->cap_offsets, b->n_offsets + 1, sizeof(*b->offsets));
 
         if (r < 0)
                 return r;
@@ -595,7 +579,7 @@ static int fdes_collect(struct builder *b) {
                 /* the GAP row after the last FDE needs a pc too */
                 if (lo > UINT32_MAX || len > UINT32_MAX - lo)
                         return -E2BIG;
-                r = grow((void **) &b->fdes, &b->cap_fdes, b->n_fdes, sizeof(*b->fdes));
+                r = array_grow((void **) &b->fdes, &b->cap_fdes, b->n_fdes + 1, sizeof(*b->fdes));
                 if (r < 0)
                         return r;
                 work = (rows + 1) * ((uint64_t) (end - p) + cie->program_len);
@@ -734,7 +718,7 @@ unsupported:
 }
 
 static int row_append(struct builder *b, uint64_t pc, const struct profd_unwind_row *rule) {
-        int r = grow((void **) &b->rows, &b->cap_rows, b->n_rows, sizeof(*b->rows));
+        int r = array_grow((void **) &b->rows, &b->cap_rows, b->n_rows + 1, sizeof(*b->rows));
 
         if (r < 0)
                 return r;

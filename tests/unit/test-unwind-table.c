@@ -525,6 +525,34 @@ static const struct profd_unwind_row *row_at(const struct unwind_table *t, Elf *
         return unwind_table_lookup(t, symbol(e, name, NULL) + off);
 }
 
+/* The kinds of the rows covering every address of the function, as a bit
+ * mask (1 << kind); no row counts as bit 31. */
+static unsigned kinds_in(const struct unwind_table *t, Elf *e, const char *function) {
+        uint64_t size, f = symbol(e, function, &size);
+        unsigned kinds = 0;
+
+        for (uint64_t pc = f; pc < f + size; pc++) {
+                const struct profd_unwind_row *r = unwind_table_lookup(t, pc);
+
+                kinds |= r ? 1u << r->kind : 1u << 31;
+        }
+        return kinds;
+}
+
+/* Whether some address of the function gets the frame-pointer rule: CFA =
+ * rbp + 16, the caller's rbp at CFA - 16. */
+static bool has_frame_pointer_rule(const struct unwind_table *t, Elf *e, const char *function) {
+        uint64_t size, f = symbol(e, function, &size);
+
+        for (uint64_t pc = f; pc < f + size; pc++) {
+                const struct profd_unwind_row *r = unwind_table_lookup(t, pc);
+
+                if (r && r->kind == PROFD_UNWIND_CFA_FP && r->cfa_off == 16 && r->rbp_off == -2)
+                        return true;
+        }
+        return false;
+}
+
 #define CHECK_ROW(row, k, cfa, rbp)                                                         \
         do {                                                                                \
                 const struct profd_unwind_row *_r = (row);                                  \
@@ -535,16 +563,6 @@ static const struct profd_unwind_row *row_at(const struct unwind_table *t, Elf *
                         CHECK_INT_EQ(_r->rbp_off, rbp);                                     \
                 }                                                                           \
         } while (0)
-
-/* Builds a fixture's table and compares it with readelf. */
-static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *t, struct oracle_stats *stats) {
-        Elf *e = elf_open(path);
-
-        CHECK_INT_EQ(unwind_table_build(e, t), 0);
-        CHECK(t->n > 0);
-        check_against_readelf(path, t, stats);
-        *ret_elf = e;
-}
 
 /* Rows are sorted, strictly increasing, with no two equal neighbours, and
  * by_kind adds up. */
@@ -567,6 +585,17 @@ static void check_table_shape(const char *path, const struct unwind_table *t) {
         CHECK(t->n == 0 || t->rows[t->n - 1].kind == PROFD_UNWIND_GAP);
 }
 
+/* Builds a fixture's table, checks its shape and compares it with readelf. */
+static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *t, struct oracle_stats *stats) {
+        Elf *e = elf_open(path);
+
+        CHECK_INT_EQ(unwind_table_build(e, t), 0);
+        CHECK(t->n > 0);
+        check_table_shape(path, t);
+        check_against_readelf(path, t, stats);
+        *ret_elf = e;
+}
+
 /* The executable's PLT: its stubs get the PLT row readelf's expression
  * calls for, and its first bytes (the lazy-binding stub PLT0) rsp rows. */
 static void test_plt(const char *path, Elf *e, const struct unwind_table *t, const struct oracle_stats *stats) {
@@ -584,17 +613,10 @@ static void test_nofp(const char *path) {
         _cleanup_(elf_endp) Elf *e = NULL;
         struct unwind_table t;
         struct oracle_stats stats;
-        uint64_t size, phase;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
         /* no frame pointer anywhere in phase(): every row CFA = rsp + N */
-        phase = symbol(e, "phase", &size);
-        for (uint64_t pc = phase; pc < phase + size; pc++) {
-                const struct profd_unwind_row *r = unwind_table_lookup(&t, pc);
-
-                CHECK(r && r->kind == PROFD_UNWIND_CFA_SP && r->rbp_off == 0);
-        }
+        CHECK_INT_EQ(kinds_in(&t, e, "phase"), 1u << PROFD_UNWIND_CFA_SP);
         CHECK_ROW(row_at(&t, e, "phase", 0), PROFD_UNWIND_CFA_SP, 8, 0);
         /* the VLA needs rbp as frame pointer even here */
         CHECK(t.by_kind[PROFD_UNWIND_CFA_FP] > 0);
@@ -612,21 +634,12 @@ static void test_fp(const char *path) {
         _cleanup_(elf_endp) Elf *e = NULL;
         struct unwind_table t;
         struct oracle_stats stats;
-        uint64_t size, phase;
-        bool fp_rule = false;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
         /* push rbp; mov rbp, rsp: then CFA = rbp + 16, rbp saved at CFA - 16 */
         CHECK_ROW(row_at(&t, e, "phase", 0), PROFD_UNWIND_CFA_SP, 8, 0);
         CHECK_ROW(row_at(&t, e, "phase", 1), PROFD_UNWIND_CFA_SP, 16, -2);
-        phase = symbol(e, "phase", &size);
-        for (uint64_t pc = phase; pc < phase + size; pc++) {
-                const struct profd_unwind_row *r = unwind_table_lookup(&t, pc);
-
-                fp_rule |= r && r->kind == PROFD_UNWIND_CFA_FP && r->cfa_off == 16 && r->rbp_off == -2;
-        }
-        CHECK(fp_rule);
+        CHECK(has_frame_pointer_rule(&t, e, "phase"));
         CHECK_ROW(row_at(&t, e, "_start", 0), PROFD_UNWIND_END, 0, 0);
         test_plt(path, e, &t, &stats);
         unwind_table_done(&t);
@@ -670,19 +683,10 @@ static void test_realign_and_forms(const char *path) {
         _cleanup_(elf_endp) Elf *e = NULL;
         struct unwind_table t;
         struct oracle_stats stats;
-        uint64_t size, f;
-        bool fp_rule = false;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
-        f = symbol(e, "realigned", &size);
-        for (uint64_t pc = f; pc < f + size; pc++) {
-                const struct profd_unwind_row *r = unwind_table_lookup(&t, pc);
-
-                CHECK(r && (r->kind == PROFD_UNWIND_CFA_SP || r->kind == PROFD_UNWIND_CFA_FP));
-                fp_rule |= r && r->kind == PROFD_UNWIND_CFA_FP && r->cfa_off == 16 && r->rbp_off == -2;
-        }
-        CHECK(fp_rule);
+        CHECK_INT_EQ(kinds_in(&t, e, "realigned"), 1u << PROFD_UNWIND_CFA_SP | 1u << PROFD_UNWIND_CFA_FP);
+        CHECK(has_frame_pointer_rule(&t, e, "realigned"));
 
         check_forms(&t, e);
         CHECK(stats.by_kind[PROFD_UNWIND_PLT] >= 2); /* the executable's stubs and form_plt10 */
@@ -698,7 +702,6 @@ static void test_forms_debug_frame(const char *path) {
         uint64_t size;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
         CHECK(section_addr(e, ".eh_frame", &size) == 0 || size == 0);
         check_forms(&t, e);
         CHECK_INT_EQ(stats.skipped, 0);
@@ -714,7 +717,6 @@ static void test_debug_frame(const char *path, const char *compressed) {
         uint64_t size;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
         CHECK(section_addr(e, ".eh_frame", &size) == 0);
         CHECK_ROW(row_at(&t, e, "phase", 0), PROFD_UNWIND_CFA_SP, 8, 0);
         CHECK(stats.rows >= 5);
@@ -878,7 +880,6 @@ static void test_system(const char *suffix, bool expect_plt, bool expect_signal)
                 return;
         }
         build_checked(m[0].path, &e, &t, &stats);
-        check_table_shape(m[0].path, &t);
         fprintf(stderr, "%s: %zu FDEs, %zu rows (GAP %zu, CFA_SP %zu, CFA_FP %zu, PLT %zu, END %zu, SIGNAL %zu, "
                         "UNSUPPORTED %zu); %zu readelf rows compared, %zu FDE ends checked, %zu skipped\n",
                 m[0].path, t.fdes, t.n, t.by_kind[0], t.by_kind[1], t.by_kind[2], t.by_kind[3], t.by_kind[4],
