@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -896,6 +897,47 @@ static void test_system(const char *suffix, bool expect_plt, bool expect_signal)
         unwind_table_done(&t);
 }
 
+/* The vDSO, as the daemon reads it: its own copy, from memory
+ * (getauxval(AT_SYSINFO_EHDR)). Compared with readelf on a copy in a file;
+ * its bias is where the kernel mapped it. */
+static void test_vdso(void) {
+        const ElfW(Ehdr) *image = (const ElfW(Ehdr) *) getauxval(AT_SYSINFO_EHDR);
+        char path[] = "/tmp/test-unwind-vdso-XXXXXX";
+        _cleanup_(elf_endp) Elf *e = NULL;
+        struct unwind_table t;
+        struct oracle_stats stats;
+        struct mapping m[1];
+        size_t size;
+        uint64_t bias = 0;
+        int fd;
+
+        CHECK(image != NULL);
+        if (!image)
+                return;
+        /* the section headers come last in the vDSO image */
+        size = image->e_shoff + (size_t) image->e_shnum * image->e_shentsize;
+        e = elf_memory((char *) image, size);
+        CHECK(e != NULL);
+        if (!e)
+                return;
+        CHECK_INT_EQ(unwind_table_build(e, &t), 0);
+        check_table_shape("[vdso]", &t);
+        fd = mkstemp(path);
+        CHECK(fd >= 0);
+        if (fd >= 0) {
+                CHECK(write(fd, image, size) == (ssize_t) size);
+                close(fd);
+                check_against_readelf(path, &t, &stats);
+                unlink(path);
+                CHECK(stats.rows >= 7);
+                fprintf(stderr, "[vdso]: %zu FDEs, %zu rows; %zu readelf rows compared\n", t.fdes, t.n, stats.rows);
+        }
+        CHECK_INT_EQ(self_mappings("[vdso]", m, 1), 1);
+        CHECK_INT_EQ(unwind_mapping_bias(e, m[0].start, m[0].offset, &bias), 0);
+        CHECK_INT_EQ(bias, (uint64_t) image);
+        unwind_table_done(&t);
+}
+
 int main(int argc, char **argv) {
         if (argc != 12) {
                 fprintf(stderr, "usage: %s READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z FORMS_DEBUGFRAME NOCFI EMPTY HIGH HUGE_REGISTER\n", argv[0]);
@@ -919,5 +961,6 @@ int main(int argc, char **argv) {
         test_system("/ld-linux-x86-64.so.2", false, false);
         test_bias("/libc.so.6", "getpid");
         test_bias("/ld-linux-x86-64.so.2", "__tls_get_addr");
+        test_vdso();
         TESTS_DONE();
 }
