@@ -82,8 +82,9 @@ int rangealloc_alloc(rangealloc *a, uint32_t n, uint32_t *ret_off) {
 }
 
 /* Puts [off, off + n) back among the free ranges, merged with the ranges
- * it touches. Returns -ENOMEM (the range then stays unusable: a leak of
- * slots, never a double use). */
+ * it touches. Returns 0 (also when the range was free already: a caller's
+ * double release, logged) or -ENOMEM (the range then stays unusable: a
+ * leak of slots, never a double use). */
 static int free_insert(rangealloc *a, uint32_t off, uint32_t n) {
         size_t lo = 0, hi = a->n_free;
         bool merge_prev, merge_next;
@@ -96,7 +97,13 @@ static int free_insert(rangealloc *a, uint32_t off, uint32_t n) {
                 else
                         hi = mid;
         }
-        /* lo: the first free range above off */
+        /* lo: the first free range at or above off. A range overlapping a
+         * free one was released twice: keeping it once is all we can do. */
+        if ((lo > 0 && a->free[lo - 1].off + a->free[lo - 1].n > off) ||
+            (lo < a->n_free && a->free[lo].off < off + n)) {
+                log_error("rangealloc: [%u, +%u) released twice, ignoring", off, n);
+                return 0;
+        }
         merge_prev = lo > 0 && a->free[lo - 1].off + a->free[lo - 1].n == off;
         merge_next = lo < a->n_free && off + n == a->free[lo].off;
         if (merge_prev && merge_next) {
