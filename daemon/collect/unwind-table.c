@@ -67,6 +67,7 @@ struct builder {
         struct fde_range *fdes;
         size_t n_fdes, cap_fdes;
         uint64_t work;     /* sum of the FDEs' work (CFI_MAX_FILE_WORK) */
+        size_t row_bound;  /* rows the FDEs can make at most */
         uint64_t *offsets; /* section offsets of the FDEs checked, ascending */
         size_t n_offsets, cap_offsets;
         struct profd_unwind_row *rows;
@@ -586,6 +587,7 @@ static int fdes_collect(struct builder *b) {
                 costly = work > CFI_MAX_FDE_WORK || work > CFI_MAX_FILE_WORK - b->work;
                 if (!costly)
                         b->work += work;
+                b->row_bound += (size_t) rows + 2;
                 b->fdes[b->n_fdes++] = (struct fde_range) {
                         .lo = lo,
                         .hi = lo + len,
@@ -818,9 +820,9 @@ static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, Elf_Scn *
                 return -ENODATA;
         qsort(b->fdes, b->n_fdes, sizeof(*b->fdes), fde_range_compare);
 
-        /* About one row per 12 bytes of CFI in Debian's libraries: one
-         * allocation in most files. */
-        b->cap_rows = MAX(b->data->d_size / 12, (size_t) 16);
+        /* Each FDE makes at most one row per advance of its program, one
+         * for its start and a GAP: one allocation, trimmed at the end. */
+        b->cap_rows = MAX(b->row_bound, (size_t) 1);
         b->rows = reallocarray(NULL, b->cap_rows, sizeof(*b->rows));
         if (!b->rows)
                 return -ENOMEM;
