@@ -14,6 +14,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
+#include "privacy.h"
 #include "schema.h"
 
 enum {
@@ -199,6 +200,23 @@ static int migrate(store *s) {
         return 0;
 }
 
+/* The store and SQLite's files beside it are private (privacy.h): judged,
+ * tightened or refused; with create, a missing store is created 0600. */
+static int store_make_private(store *s, bool create) {
+        static const char *const suffixes[] = { "-wal", "-shm", "-journal" };
+        int r;
+
+        r = create ? privacy_make_file(s->path) : privacy_check_file(s->path);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(suffixes); i++) {
+                _cleanup_free_ char *p = NULL;
+
+                if (asprintf(&p, "%s%s", s->path, suffixes[i]) < 0)
+                        return log_oom();
+                r = privacy_check_file(p);
+        }
+        return r;
+}
+
 int store_open(const char *path, store **ret) {
         store *s;
         int rc, r;
@@ -210,6 +228,13 @@ int store_open(const char *path, store **ret) {
         if (!s->path || caches_reset(s) < 0) {
                 store_close(s);
                 return log_oom();
+        }
+        /* created 0600 before SQLite opens it, which gives its -wal and
+         * -shm the store's mode; ones that exist are judged as the store */
+        r = store_make_private(s, true);
+        if (r < 0) {
+                store_close(s);
+                return r;
         }
         rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
         if (rc != SQLITE_OK) {
@@ -231,6 +256,10 @@ int store_open(const char *path, store **ret) {
         /* WAL: readers never block the drain. synchronous=NORMAL: a power cut
          * can lose the last drains, never corrupt the file. */
         r = exec_sql(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;");
+        if (r < 0)
+                goto fail;
+        /* the -wal and -shm SQLite just created: private as the store */
+        r = store_make_private(s, false);
         if (r < 0)
                 goto fail;
         r = exec_sql(s, "PRAGMA quick_check");
