@@ -405,7 +405,10 @@ static void post_result(writer *w, const struct writer_result *r) {
                 w->results = res;
         w->results_tail = res;
         pthread_mutex_unlock(&w->lock);
-        (void) write(w->efd, &one, sizeof(one));
+        /* an eventfd only fails to count on overflow (2^64 - 1 results
+         * unread): the loop is woken by the ones already counted */
+        if (write(w->efd, &one, sizeof(one)) < 0)
+                log_debug_errno(errno, "Failed to wake the event loop for a result, ignoring: %m");
 }
 
 static uint64_t monotonic_ns(void) {
@@ -628,7 +631,9 @@ bool writer_result_pop(writer *w, struct writer_result *ret) {
         struct result *r;
         uint64_t n;
 
-        (void) read(w->efd, &n, sizeof(n)); /* reset; results are counted by the list */
+        /* reset; results are counted by the list. EAGAIN: already reset */
+        if (read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+                log_debug_errno(errno, "Failed to reset the writer's eventfd, ignoring: %m");
         pthread_mutex_lock(&w->lock);
         r = w->results;
         if (r) {
