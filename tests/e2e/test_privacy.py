@@ -6,6 +6,7 @@ debuginfod cache directory 0750; user nobody's sqlite3 cannot open the
 store. A store (or directory) others can write, or another user owns, is
 refused at start with a message naming it; one others can only read is
 tightened, and the log says so."""
+import contextlib
 import os
 import shutil
 import stat
@@ -39,12 +40,18 @@ def run_profd(workdir, store, timeout=20):
     return r, time.monotonic() - t0
 
 
-def new_store(base):
-    """A fresh store made by profd itself (serve-only) in base/state."""
-    store = os.path.join(base, "state", "profd.db")
-    with Profd("--kinds", "none", store=store, workdir=tempfile.mkdtemp(dir=base)) as d:
-        assert d.stop() == 0
-    return store
+@contextlib.contextmanager
+def new_store():
+    """(base, store): a fresh store made by profd itself (serve-only) in
+    base/state, base a temporary directory removed afterwards."""
+    base = tempfile.mkdtemp(prefix="profd-private-")
+    try:
+        store = os.path.join(base, "state", "profd.db")
+        with Profd("--kinds", "none", store=store, workdir=tempfile.mkdtemp(dir=base)) as d:
+            assert d.stop() == 0
+        yield base, store
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_new_store_under_umask_022_is_private():
@@ -91,9 +98,7 @@ def test_new_store_under_umask_022_is_private():
 
 
 def test_store_others_can_write_is_refused():
-    base = tempfile.mkdtemp(prefix="profd-private-")
-    try:
-        store = new_store(base)
+    with new_store() as (base, store):
         state = os.path.dirname(store)
         cases = [
             (store, lambda: os.chmod(store, 0o666), lambda: os.chmod(store, 0o600), "writable"),
@@ -114,14 +119,10 @@ def test_store_others_can_write_is_refused():
         # repaired, it starts again
         with Profd("--kinds", "none", store=store, workdir=tempfile.mkdtemp(dir=base)) as d:
             assert d.stop() == 0
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_store_others_can_only_read_is_tightened():
-    base = tempfile.mkdtemp(prefix="profd-private-")
-    try:
-        store = new_store(base)
+    with new_store() as (base, store):
         state = os.path.dirname(store)
         os.chmod(state, 0o755)
         os.chmod(store, 0o644)
@@ -132,8 +133,6 @@ def test_store_others_can_only_read_is_tightened():
             log = d.read_log()
         assert f"{state} was mode 0755, readable by others; changed it to 0750." in log, log
         assert f"{store} was mode 0644, readable by others; changed it to 0600." in log, log
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
