@@ -42,9 +42,12 @@ int privacy_make_parents(const char *path);
 
 /* Creates directory path with mode (explicitly, whatever the umask) when it
  * is missing, and its missing parents with 0755 (they hold nothing of
- * ours). An existing path is judged against mode: tightened (and logged), or
- * refused. Returns 0; -EPERM (refused, logged with the path), -ENOTDIR, or
- * what mkdir/stat/chmod failed with (logged with the path). */
+ * ours). An existing directory is refused when another user owns it or its
+ * group or others may write it (they could replace the files in it); one
+ * that others may list is left as it is: the admin may share it (the socket
+ * and the store in one directory), and the files in it are private
+ * themselves. Returns 0; -EPERM (refused, logged with the path), -ENOTDIR,
+ * or what mkdir/stat/chmod failed with (logged with the path). */
 int privacy_make_dir(const char *path, mode_t mode);
 
 /* Judges an existing file against PRIVACY_FILE_MODE: tightens (and logs)

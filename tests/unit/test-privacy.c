@@ -87,9 +87,14 @@ static void test_on_files(void) {
         CHECK_INT_EQ(chmod(store, 0644), 0);
         CHECK_INT_EQ(privacy_make_file(store), 0);
         CHECK_INT_EQ(mode_of(store), 0600);
+        /* an existing directory others may list is left alone (the socket
+         * may share it); the files in it are private themselves */
         CHECK_INT_EQ(chmod(dir, 0755), 0);
         CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE), 0);
-        CHECK_INT_EQ(mode_of(dir), 0750);
+        CHECK_INT_EQ(mode_of(dir), 0755);
+        CHECK_INT_EQ(chmod(dir, 0775), 0);
+        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE), -EPERM);
+        CHECK_INT_EQ(chmod(dir, 0750), 0);
 
         /* writable by others: refused, and left as it is */
         CHECK_INT_EQ(chmod(store, 0666), 0);
