@@ -27,7 +27,8 @@ RUN_PACKAGES="meson ninja-build pkg-config gcc clang bpftool python3 scdoc
 #   systemd                   systemd-analyze, systemd-socket-activate (service tests)
 #   sqlite3 util-linux        the privacy test: sqlite3 and runuser as user nobody
 #   golang-go chromium        go tool pprof and a headless browser read the exports back
-#   debhelper lintian dpkg-dev   the Debian package test builds and checks the package
+#   debhelper lintian dpkg-dev adduser   the Debian package test builds, checks and
+#                             installs the package (adduser: its dependency)
 #   linux-perf libbpf-tools stress-ng bpfcc-tools bpftrace time   the benchmark's
 #                             workloads and peers (its harness is tested)
 TEST_PACKAGES="llvm libclang-rt-14-dev
@@ -39,7 +40,7 @@ TEST_PACKAGES="llvm libclang-rt-14-dev
                systemd
                sqlite3 util-linux
                golang-go chromium
-               debhelper lintian dpkg-dev
+               debhelper lintian dpkg-dev adduser
                linux-perf libbpf-tools stress-ng bpfcc-tools bpftrace time"
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
