@@ -8,8 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "macro.h"
 #include "proctable.h"
+#include "retention.h"
 #include "store.h"
 #include "tests.h"
 
@@ -127,6 +130,30 @@ static void test_store_groups_by_thread_name(void) {
         CHECK_STR_EQ(g.names[0], "io");
         CHECK_STR_EQ(g.names[1], "parse-2");
         store_close(s);
+
+        /* retention deletes the names with their processes */
+        {
+                retention *r = NULL;
+                sqlite3 *db = NULL;
+                sqlite3_stmt *st = NULL;
+                bool forget = false;
+                int k, steps = 0;
+
+                CHECK_INT_EQ(retention_open(path, &(struct retention_settings) { .raw_ns = 1, .m1_ns = 2, .all_ns = 3 },
+                                            &r), 0);
+                while ((k = retention_step(r, 1000000000000000000ULL, &forget)) > 0 && steps < 1000)
+                        steps++;
+                CHECK_INT_EQ(k, 0);
+                retention_close(r);
+                CHECK_INT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+                CHECK_INT_EQ(sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM processes), "
+                                                    "(SELECT count(*) FROM threads)", -1, &st, NULL), SQLITE_OK);
+                CHECK_INT_EQ(sqlite3_step(st), SQLITE_ROW);
+                CHECK_INT_EQ(sqlite3_column_int64(st, 0), 0);
+                CHECK_INT_EQ(sqlite3_column_int64(st, 1), 0);
+                sqlite3_finalize(st);
+                sqlite3_close(db);
+        }
         {
                 _cleanup_free_ char *cmd = NULL;
                 CHECK(asprintf(&cmd, "rm -rf %s", dir) > 0);
