@@ -166,6 +166,7 @@ start_profd() {
         mkdir -p /run/profd /var/log
         # the log names processes and paths: root's alone, as the store
         umask 077
+        touch /var/log/profd.log && chmod 0600 /var/log/profd.log
         setsid /usr/local/sbin/profd >>/var/log/profd.log 2>&1 </dev/null &
         echo $! > /run/profd/profd.pid
     fi
