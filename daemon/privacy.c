@@ -97,7 +97,7 @@ int privacy_make_parents(const char *path) {
         return 0;
 }
 
-int privacy_make_dir(const char *path, mode_t mode) {
+int privacy_make_dir(const char *path, mode_t mode, bool shared) {
         struct stat st;
         int r;
 
@@ -113,9 +113,7 @@ int privacy_make_dir(const char *path, mode_t mode) {
                 return log_error_errno(negative_errno(), "Failed to check directory %s: %m", path);
         if (!S_ISDIR(st.st_mode))
                 return log_error_errno(-ENOTDIR, "Failed to use %s as a directory: %m", path);
-        /* one that exists may let others list it (the socket may live there
-         * too, and must stay reachable): its files are private themselves */
-        return privacy_apply(path, &st, mode | S_IRGRP | S_IXGRP | S_IROTH | S_IXOTH);
+        return privacy_apply(path, &st, shared ? mode | S_IRGRP | S_IXGRP | S_IROTH | S_IXOTH : mode);
 }
 
 int privacy_check_file(const char *path) {

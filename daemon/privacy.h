@@ -44,11 +44,12 @@ int privacy_make_parents(const char *path);
  * is missing, and its missing parents with 0755 (they hold nothing of
  * ours). An existing directory is refused when another user owns it or its
  * group or others may write it (they could replace the files in it); one
- * that others may list is left as it is: the admin may share it (the socket
- * and the store in one directory), and the files in it are private
- * themselves. Returns 0; -EPERM (refused, logged with the path), -ENOTDIR,
- * or what mkdir/stat/chmod failed with (logged with the path). */
-int privacy_make_dir(const char *path, mode_t mode);
+ * that others may list is tightened to mode (and logged) unless shared: it
+ * also holds what others must reach (the query socket), and the files in
+ * it are private themselves. Returns 0; -EPERM (refused, logged with the
+ * path), -ENOTDIR, or what mkdir/stat/chmod failed with (logged with the
+ * path). */
+int privacy_make_dir(const char *path, mode_t mode, bool shared);
 
 /* Judges an existing file against PRIVACY_FILE_MODE: tightens (and logs)
  * or refuses it. A missing file is fine. Returns 0; -EPERM (refused,

@@ -233,24 +233,28 @@ int main(int argc, char *argv[]) {
                 }
         }
 
-        /* the store's own directory is private (0750: its group may list
-         * it); the ones above it are the system's. The socket's directory
-         * must let clients reach the socket. */
-        {
-                _cleanup_free_ char *store_dir = strdup(conf.store_path);
+        /* The socket's directory must let clients reach the socket: made
+         * first, 0755. The store's own directory is private (0750: its
+         * group may list it) unless it is the socket's too; the ones above
+         * it are the system's. */
+        r = privacy_make_parents(conf.socket_path);
+        if (r >= 0) {
+                _cleanup_free_ char *store_dir = strdup(conf.store_path), *socket_dir = strdup(conf.socket_path);
+                struct stat a, b;
+                bool shared;
 
-                if (!store_dir) {
+                if (!store_dir || !socket_dir) {
                         r = log_oom();
                         goto finish;
                 }
-                r = privacy_make_dir(dirname(store_dir), PRIVACY_DIR_MODE);
+                shared = stat(dirname(store_dir), &a) >= 0 && stat(dirname(socket_dir), &b) >= 0 &&
+                         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+                r = privacy_make_dir(store_dir, PRIVACY_DIR_MODE, shared);
                 if (r < 0)
                         log_error_errno(r, "Failed to prepare the directory of the store %s: %m", conf.store_path);
         }
-        if (r >= 0)
-                r = privacy_make_parents(conf.socket_path);
         if (r >= 0 && conf.debuginfod_urls && conf.debuginfod_cache)
-                r = privacy_make_dir(conf.debuginfod_cache, PRIVACY_DIR_MODE);
+                r = privacy_make_dir(conf.debuginfod_cache, PRIVACY_DIR_MODE, false);
         if (r < 0)
                 goto finish;
 

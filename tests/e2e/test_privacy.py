@@ -5,8 +5,8 @@ creates the directory 0750 and the store, WAL and SHM 0600, and the
 debuginfod cache directory 0750; user nobody's sqlite3 cannot open the
 store. A store (or directory) others can write, or another user owns, is
 refused at start with a message naming it; one others can only read is
-tightened, and the log says so (its directory, which others may list, is
-left so: the socket may share it)."""
+tightened, and the log says so (its directory too, unless it holds the
+socket, which clients must reach)."""
 import contextlib
 import os
 import shutil
@@ -128,13 +128,22 @@ def test_store_others_can_only_read_is_tightened():
         os.chmod(state, 0o755)
         os.chmod(store, 0o644)
         with Profd("--kinds", "none", store=store, workdir=tempfile.mkdtemp(dir=base)) as d:
+            assert mode(state) == 0o750, oct(mode(state))
             assert mode(store) == 0o600, oct(mode(store))
-            # a directory others may list stays so: the socket may share it
-            assert mode(state) == 0o755, oct(mode(state))
             assert d.stop() == 0
             log = d.read_log()
+        assert f"{state} was mode 0755, readable by others; changed it to 0750." in log, log
         assert f"{store} was mode 0644, readable by others; changed it to 0600." in log, log
-        assert "changed it to 0750" not in log, log
+
+        # a store directory that holds the socket too stays listable:
+        # clients must reach the socket (the files are private themselves)
+        os.chmod(state, 0o755)
+        with Profd("--kinds", "none", store=store, workdir=state) as d:
+            assert mode(state) == 0o755, oct(mode(state))
+            assert mode(store) == 0o600, oct(mode(store))
+            d.profctl("status")
+            assert d.stop() == 0
+            d.dir = tempfile.mkdtemp(dir=base)  # cleanup removes its dir: not the store's
 
 
 if __name__ == "__main__":

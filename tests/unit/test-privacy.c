@@ -69,7 +69,7 @@ static void test_on_files(void) {
         CHECK(asprintf(&open_dir, "%s/open", tmp) > 0);
 
         /* created: the directory 0750, its missing parents 0755, the file 0600 */
-        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE), 0);
+        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE, false), 0);
         CHECK_INT_EQ(mode_of(dir), 0750);
         {
                 _cleanup_free_ char *parent = NULL;
@@ -79,7 +79,7 @@ static void test_on_files(void) {
         CHECK_INT_EQ(privacy_make_file(store), 0);
         CHECK_INT_EQ(mode_of(store), 0600);
         /* again: nothing changes */
-        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE), 0);
+        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE, false), 0);
         CHECK_INT_EQ(privacy_make_file(store), 0);
         CHECK_INT_EQ(mode_of(store), 0600);
 
@@ -87,13 +87,16 @@ static void test_on_files(void) {
         CHECK_INT_EQ(chmod(store, 0644), 0);
         CHECK_INT_EQ(privacy_make_file(store), 0);
         CHECK_INT_EQ(mode_of(store), 0600);
-        /* an existing directory others may list is left alone (the socket
-         * may share it); the files in it are private themselves */
         CHECK_INT_EQ(chmod(dir, 0755), 0);
-        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE), 0);
+        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE, false), 0);
+        CHECK_INT_EQ(mode_of(dir), 0750);
+        /* unless shared (the socket lives there too): the files in it are
+         * private themselves; writable by others is refused all the same */
+        CHECK_INT_EQ(chmod(dir, 0755), 0);
+        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE, true), 0);
         CHECK_INT_EQ(mode_of(dir), 0755);
         CHECK_INT_EQ(chmod(dir, 0775), 0);
-        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE), -EPERM);
+        CHECK_INT_EQ(privacy_make_dir(dir, PRIVACY_DIR_MODE, true), -EPERM);
         CHECK_INT_EQ(chmod(dir, 0750), 0);
 
         /* writable by others: refused, and left as it is */
@@ -103,7 +106,7 @@ static void test_on_files(void) {
         CHECK_INT_EQ(chmod(store, 0600), 0);
         CHECK_INT_EQ(mkdir(open_dir, 0777), 0);
         CHECK_INT_EQ(chmod(open_dir, 01777), 0);
-        CHECK_INT_EQ(privacy_make_dir(open_dir, PRIVACY_DIR_MODE), -EPERM);
+        CHECK_INT_EQ(privacy_make_dir(open_dir, PRIVACY_DIR_MODE, false), -EPERM);
         CHECK_INT_EQ(mode_of(open_dir), 01777);
 
         /* a missing WAL is fine; an existing one is judged like the store */
@@ -121,7 +124,7 @@ static void test_on_files(void) {
         CHECK_INT_EQ(privacy_check_file(wal), -EPERM);
 
         /* a regular file where the directory should be */
-        CHECK_INT_EQ(privacy_make_dir(store, PRIVACY_DIR_MODE), -ENOTDIR);
+        CHECK_INT_EQ(privacy_make_dir(store, PRIVACY_DIR_MODE, false), -ENOTDIR);
 
         unlink(wal);
         unlink(store);
