@@ -1,34 +1,56 @@
 #!/bin/sh
 # profd set-up on Debian 12, as root:
-#   ./setup.sh run    install what is missing, build, install, start profiling
-#   ./setup.sh test   install what is missing, build, run the whole test suite
+#   ./setup.sh run    install what building and running needs, build, install, start profiling
+#   ./setup.sh test   install that and the test tools, build, run the whole test suite
 set -eu
 cd "$(dirname "$0")"
 
-# Build and test dependencies, all from Debian's archive; linux-perf and
-# libbpf-tools are the benchmark's workload and peer (its harness is tested),
-# stress-ng its CPU-bound workload, bpfcc-tools and bpftrace its other peers;
-# clang and libclang-rt-14-dev build the BPF programs and the fuzz targets;
-# g++ and libc6-dbg give the symbolizer's oracle test C++ and libc to check;
-# nodejs is the JIT the perf-map test profiles; e2fsprogs has chattr;
-# debuginfod (with iproute2 for its private network) serves the debuginfod test.
-# scdoc builds the man pages; systemd has systemd-analyze and
-# systemd-socket-activate for the service tests; protobuf-c, zlib and the
-# pprof proto build the pprof export, golang-go's `go tool pprof` reads it
-# back in the tests, and chromium renders the SVG flame graph headless.
-PACKAGES="meson ninja-build pkg-config gcc clang llvm bpftool libbpf-dev libsystemd-dev
-          libjansson-dev libelf-dev libdw-dev libsqlite3-dev python3 binutils elfutils valgrind
-          linux-perf libbpf-tools libclang-rt-14-dev libiberty-dev g++ libc6-dbg nodejs e2fsprogs
-          libdebuginfod-dev debuginfod iproute2 scdoc systemd
-          protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev zlib1g-dev golang-go
-          time stress-ng bpfcc-tools bpftrace chromium"
+# What building and running profd needs, all from Debian's archive (the
+# `run` command installs only these): the meson/ninja/gcc toolchain; clang
+# and bpftool build the BPF programs and their skeleton; the -dev packages
+# of the libraries profd and profctl link (their run-time libraries come
+# with them); python3 embeds the schema and the flame graph's script at
+# build time; scdoc builds the man pages; protobuf-c, zlib and pprof's
+# profile.proto (golang-github-google-pprof-dev) build the pprof export.
+RUN_PACKAGES="meson ninja-build pkg-config gcc clang bpftool python3 scdoc
+              libbpf-dev libsystemd-dev libjansson-dev libelf-dev libdw-dev libsqlite3-dev
+              libdebuginfod-dev libiberty-dev
+              protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev zlib1g-dev"
+
+# What only the tests add (the `test` command installs both lists):
+#   llvm libclang-rt-14-dev   llvm-symbolizer and the libFuzzer runtimes (fuzzing)
+#   valgrind                  profctl under memcheck
+#   g++ libc6-dbg binutils elfutils   the symbolizer's oracle test: C++, libc to check
+#   nodejs                    the JIT the perf-map test profiles
+#   e2fsprogs                 chattr (an immutable store)
+#   debuginfod iproute2       the debuginfod test's server and its private network
+#   systemd                   systemd-analyze, systemd-socket-activate (service tests)
+#   sqlite3 util-linux        the privacy test: sqlite3 and runuser as user nobody
+#   golang-go chromium        go tool pprof and a headless browser read the exports back
+#   debhelper lintian dpkg-dev adduser   the Debian package test builds, checks and
+#                             installs the package (adduser: its dependency)
+#   linux-perf libbpf-tools stress-ng bpfcc-tools bpftrace time   the benchmark's
+#                             workloads and peers (its harness is tested)
+TEST_PACKAGES="llvm libclang-rt-14-dev
+               valgrind
+               g++ libc6-dbg binutils elfutils
+               nodejs
+               e2fsprogs
+               debuginfod iproute2
+               systemd
+               sqlite3 util-linux
+               golang-go chromium
+               debhelper lintian dpkg-dev adduser
+               linux-perf libbpf-tools stress-ng bpfcc-tools bpftrace time"
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
 
+# Installs the packages of the lists named ($RUN_PACKAGES, $TEST_PACKAGES)
+# that are missing.
 install_missing() {
     [ "$(id -u)" = 0 ] || die "run as root: it installs packages, and profd loads BPF programs"
     missing=""
-    for p in $PACKAGES; do
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
     done
     if [ -n "$missing" ]; then
@@ -38,9 +60,13 @@ install_missing() {
     fi
 }
 
+# Builds in build/, with the tests (true) or without them (false: their
+# tools are not installed by `run`).
 build() {
     if [ ! -f build/build.ninja ]; then
-        meson setup build
+        meson setup build -Dtests="$1"
+    else
+        meson configure build -Dtests="$1"
     fi
     meson compile -C build
 }
@@ -69,7 +95,7 @@ PY
 }
 
 run_tests() {
-    build
+    build true
     # The vendored vmlinux.h must keep building the BPF programs too.
     [ -f build-vendored/build.ninja ] || meson setup build-vendored -Dvmlinux_h=vendored >/dev/null
     meson compile -C build-vendored bpf/profd.skel.h
@@ -138,6 +164,9 @@ start_profd() {
             sleep 1
         fi
         mkdir -p /run/profd /var/log
+        # the log names processes and paths: root's alone, as the store
+        umask 077
+        touch /var/log/profd.log && chmod 0600 /var/log/profd.log
         setsid /usr/local/sbin/profd >>/var/log/profd.log 2>&1 </dev/null &
         echo $! > /run/profd/profd.pid
     fi
@@ -155,7 +184,7 @@ start_profd() {
 }
 
 case "${1:-}" in
-    run) install_missing; build; start_profd ;;
-    test) install_missing; run_tests ;;
+    run) install_missing $RUN_PACKAGES; build false; start_profd ;;
+    test) install_missing $RUN_PACKAGES $TEST_PACKAGES; run_tests ;;
     *) echo "usage: $0 run|test" >&2; exit 2 ;;
 esac

@@ -119,7 +119,9 @@ static void help_query(void) {
                "\n"
                "Folded, tree, json, svg, pprof:\n"
                "      --root WHAT      process: a root frame \"comm-pid\" per process; unit: a root\n"
-               "                       frame per systemd unit (\"-\" for processes in none)\n"
+               "                       frame per systemd unit (\"-\" for processes in none);\n"
+               "                       thread: a root frame per thread name, as\n"
+               "                       stackcollapse-perf.pl writes by default\n"
                "\n"
                "Tree (caller/callee tree, like pprof -focus and perf report -G):\n"
                "      --focus REGEX    Only stacks with a function matching REGEX; its callers are\n"
@@ -580,7 +582,7 @@ struct query_args {
         size_t limit;
         bool limit_set;
         bool lines, raw_names;
-        const char *root;       /* "process", "unit" or NULL */
+        const char *root;       /* "process", "unit", "thread" or NULL */
         regex_t focus, hide;
         const char *focus_text, *hide_text;
         size_t max_depth;
@@ -702,8 +704,8 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                         a->raw_names = true;
                         break;
                 case ARG_ROOT:
-                        if (!streq(optarg, "process") && !streq(optarg, "unit"))
-                                return cli_usage_error("--root '%s' is not known (expected process or unit)",
+                        if (!streq(optarg, "process") && !streq(optarg, "unit") && !streq(optarg, "thread"))
+                                return cli_usage_error("--root '%s' is not known (expected process, unit or thread)",
                                                        optarg);
                         a->root = optarg;
                         break;

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <libgen.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -13,6 +14,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "helpers.h"
+#include "privacy.h"
 
 static void help(void) {
         printf("Usage: profd [OPTION...]\n"
@@ -54,21 +56,6 @@ static void help(void) {
                "CAP_CHECKPOINT_RESTORE and CAP_CHOWN (see profd(8)).\n"
                "Query it with profctl(1), e.g.: profctl query --since 10m --folded\n",
                CONF_MAX_FREQUENCY_HZ, CONF_DEFAULT_FREQUENCY_HZ, CONF_DEFAULT_MAX_CLIENTS);
-}
-
-/* Creates the parent directories of path that are missing. */
-static int mkdir_parents(const char *path, mode_t mode) {
-        _cleanup_free_ char *p = strdup(path);
-
-        if (!p)
-                return -ENOMEM;
-        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-                *s = '\0';
-                if (mkdir(p, mode) < 0 && errno != EEXIST)
-                        return negative_errno();
-                *s = '/';
-        }
-        return 0;
 }
 
 /* The settings key of a command-line option: --offcpu-min -> offcpu_min. */
@@ -179,6 +166,12 @@ int main(int argc, char *argv[]) {
         manager *m = NULL;
         int c, r, index;
 
+        /* Whatever profd writes is private unless it says otherwise (the
+         * socket gets socket_mode): the store holds every process's stacks
+         * and commands, and the launcher's umask (022 from a shell) must not
+         * decide who reads them. Explicit modes follow on every creation. */
+        umask(0077);
+
         while ((c = getopt_long(argc, argv, "c:s:d:F:i:k:vh", options, &index)) >= 0) {
                 switch (c) {
                 case 'c':
@@ -240,14 +233,30 @@ int main(int argc, char *argv[]) {
                 }
         }
 
-        r = mkdir_parents(conf.store_path, 0755);
-        if (r >= 0)
-                r = mkdir_parents(conf.socket_path, 0755);
-        if (r < 0) {
-                log_error_errno(r, "Failed to create the directories for %s and %s: %m", conf.store_path,
-                                conf.socket_path);
-                goto finish;
+        /* The socket's directory must let clients reach the socket: made
+         * first, 0755. The store's own directory is private (0750: its
+         * group may list it) unless it is the socket's too; the ones above
+         * it are the system's. */
+        r = privacy_make_parents(conf.socket_path);
+        if (r >= 0) {
+                _cleanup_free_ char *store_dir = strdup(conf.store_path), *socket_dir = strdup(conf.socket_path);
+                struct stat a, b;
+                bool shared;
+
+                if (!store_dir || !socket_dir) {
+                        r = log_oom();
+                        goto finish;
+                }
+                shared = stat(dirname(store_dir), &a) >= 0 && stat(dirname(socket_dir), &b) >= 0 &&
+                         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+                r = privacy_make_dir(store_dir, PRIVACY_DIR_MODE, shared);
+                if (r < 0)
+                        log_error_errno(r, "Failed to prepare the directory of the store %s: %m", conf.store_path);
         }
+        if (r >= 0 && conf.debuginfod_urls && conf.debuginfod_cache)
+                r = privacy_make_dir(conf.debuginfod_cache, PRIVACY_DIR_MODE, false);
+        if (r < 0)
+                goto finish;
 
         r = manager_new(&(struct manager_config) {
                                 .socket_path = conf.socket_path,

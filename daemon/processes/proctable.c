@@ -108,6 +108,29 @@ static uint64_t ns_per_tick(void) {
         return NSEC_PER_SEC / (hz > 0 ? (uint64_t) hz : 100);
 }
 
+int proc_thread_comm(const char *proc_root, uint32_t pid, uint32_t tid, char ret[16]) {
+        _cleanup_free_ char *text = NULL;
+        char path[PATH_MAX];
+        size_t n;
+        int r;
+
+        if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/task/%" PRIu32 "/comm", proc_root, pid, tid) >=
+            (int) sizeof(path))
+                return -ENAMETOOLONG;
+        r = read_full_file(path, &text);
+        if (r < 0)
+                return r;
+        n = strcspn(text, "\n");
+        if (n == 0)
+                return -ENODATA;
+        snprintf(ret, 16, "%.*s", (int) MIN(n, (size_t) 15), text);
+        return 0;
+}
+
+int proctable_thread_comm(proctable *t, uint32_t pid, uint32_t tid, char ret[16]) {
+        return proc_thread_comm(t->proc_root, pid, tid, ret);
+}
+
 int proctable_new(symbolizer *sym, const char *proc_root, proctable **ret) {
         proctable *t = calloc(1, sizeof(*t));
 

@@ -63,9 +63,17 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
 /* Frees a snapshot not handed to a table, closing its files. NULL is fine. */
 struct proc *proc_free(struct proc *p);
 
+/* Reads the name of thread tid of process pid (proc_root/PID/task/TID/comm,
+ * the name pthread_setname_np or PR_SET_NAME gave it) into ret, without
+ * the newline. Returns 0; -ENOENT when the thread has ended (or is not
+ * pid's), or what reading failed with. */
+int proc_thread_comm(const char *proc_root, uint32_t pid, uint32_t tid, char ret[16]);
+
 typedef struct proctable proctable;
 
 int proctable_new(symbolizer *sym, const char *proc_root, proctable **ret);
+/* proc_thread_comm under the table's proc_root. */
+int proctable_thread_comm(proctable *t, uint32_t pid, uint32_t tid, char ret[16]);
 proctable *proctable_free(proctable *t);
 
 /* Takes a snapshot into the table, replacing an older one of the same

@@ -306,9 +306,11 @@ static int parse_query(json_t *o, bool series, struct query_request *q, char **r
                                 q->group = QUERY_GROUP_PROCESS;
                         else if (streq(g, "unit"))
                                 q->group = QUERY_GROUP_UNIT;
+                        else if (streq(g, "thread"))
+                                q->group = QUERY_GROUP_THREAD;
                         else
                                 return format_error(ret_error, "field 'group': \"%.32s\" is not a grouping "
-                                                               "(expected \"process\" or \"unit\")", g);
+                                                               "(expected \"process\", \"unit\" or \"thread\")", g);
                 } else if (series && streq(key, "step")) {
                         r = parse_duration_field(v, key, &q->step_ns, ret_error);
                         if (r < 0)

@@ -33,6 +33,7 @@ enum query_group {
         QUERY_GROUP_NONE,
         QUERY_GROUP_PROCESS, /* root "comm-pid" */
         QUERY_GROUP_UNIT,    /* root = unit, "-" when none */
+        QUERY_GROUP_THREAD,  /* root = the thread's name */
 };
 
 /* A point in time as a request gives it: that long before now ("since",

@@ -499,6 +499,12 @@ static int step_gc(retention *r, bool *ret_forget) {
         procs = k >= 0 ? run(r, "DELETE FROM processes WHERE id IN temp.batch "
                                 "AND NOT EXISTS (SELECT 1 FROM samples WHERE process_id = processes.id)", NULL, 0)
                        : k;
+        /* their threads' names go with them */
+        if (procs > 0)
+                k = (int) run(r, "DELETE FROM threads WHERE process_id IN temp.batch "
+                                 "AND NOT EXISTS (SELECT 1 FROM processes WHERE id = threads.process_id)", NULL, 0);
+        if (k < 0)
+                procs = k;
         if (procs >= 0)
                 k = (int) run(r, "DELETE FROM temp.gc_processes WHERE id IN temp.batch", NULL, 0);
         else

@@ -14,6 +14,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
+#include "privacy.h"
 #include "schema.h"
 
 enum {
@@ -35,6 +36,7 @@ enum {
         STMT_INSERT_LOCATION_LINE,
         STMT_SELECT_LOCATION_LINES,
         STMT_SELECT_STACK_FRAMES,
+        STMT_UPSERT_THREAD,
         _STMT_MAX,
 };
 
@@ -70,6 +72,8 @@ static const char *const stmt_sql[_STMT_MAX] = {
                                        "JOIN functions f ON f.id = ll.function_id "
                                        "WHERE ll.location_id = ?1 ORDER BY ll.depth DESC",
         [STMT_SELECT_STACK_FRAMES] = "SELECT frames FROM stacks WHERE id = ?1",
+        [STMT_UPSERT_THREAD] = "INSERT INTO threads (process_id, tid, comm) VALUES (?1, ?2, ?3) "
+                               "ON CONFLICT (process_id, tid) DO UPDATE SET comm = excluded.comm",
 };
 
 struct store {
@@ -83,6 +87,8 @@ struct store {
         hashmap *function_ids;
         hashmap *location_ids;
         hashmap *process_ids;
+        /* "process_id\ntid" -> the thread's name as stored (malloc'd) */
+        hashmap *thread_names;
         /* the drain being written */
         bool in_drain;
         int64_t drain_id;
@@ -134,16 +140,29 @@ static int store_fail(store *s, int rc, const char *what) {
         return r;
 }
 
+/* Frees a map whose keys and values are both malloc'd; returns NULL. */
+static hashmap *hashmap_free_with_keys_and_values(hashmap *m) {
+        size_t state = 0;
+        const void *k;
+        void *v;
+
+        while (m && hashmap_iterate(m, &state, &k, &v))
+                free(v);
+        return hashmap_free_with_keys(m);
+}
+
 static int caches_reset(store *s) {
         hashmap_free_with_keys(s->mapping_ids);
         hashmap_free_with_keys(s->function_ids);
         hashmap_free_with_keys(s->location_ids);
         hashmap_free_with_keys(s->process_ids);
+        hashmap_free_with_keys_and_values(s->thread_names);
         s->mapping_ids = hashmap_new_string();
         s->function_ids = hashmap_new_string();
         s->location_ids = hashmap_new_string();
         s->process_ids = hashmap_new_string();
-        if (!s->mapping_ids || !s->function_ids || !s->location_ids || !s->process_ids)
+        s->thread_names = hashmap_new_string();
+        if (!s->mapping_ids || !s->function_ids || !s->location_ids || !s->process_ids || !s->thread_names)
                 return -ENOMEM;
         return 0;
 }
@@ -199,6 +218,23 @@ static int migrate(store *s) {
         return 0;
 }
 
+/* The store and SQLite's files beside it are private (privacy.h): judged,
+ * tightened or refused; with create, a missing store is created 0600. */
+static int store_make_private(store *s, bool create) {
+        static const char *const suffixes[] = { "-wal", "-shm", "-journal" };
+        int r;
+
+        r = create ? privacy_make_file(s->path) : privacy_check_file(s->path);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(suffixes); i++) {
+                _cleanup_free_ char *p = NULL;
+
+                if (asprintf(&p, "%s%s", s->path, suffixes[i]) < 0)
+                        return log_oom();
+                r = privacy_check_file(p);
+        }
+        return r;
+}
+
 int store_open(const char *path, store **ret) {
         store *s;
         int rc, r;
@@ -210,6 +246,13 @@ int store_open(const char *path, store **ret) {
         if (!s->path || caches_reset(s) < 0) {
                 store_close(s);
                 return log_oom();
+        }
+        /* created 0600 before SQLite opens it, which gives its -wal and
+         * -shm the store's mode; ones that exist are judged as the store */
+        r = store_make_private(s, true);
+        if (r < 0) {
+                store_close(s);
+                return r;
         }
         rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
         if (rc != SQLITE_OK) {
@@ -231,6 +274,10 @@ int store_open(const char *path, store **ret) {
         /* WAL: readers never block the drain. synchronous=NORMAL: a power cut
          * can lose the last drains, never corrupt the file. */
         r = exec_sql(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;");
+        if (r < 0)
+                goto fail;
+        /* the -wal and -shm SQLite just created: private as the store */
+        r = store_make_private(s, false);
         if (r < 0)
                 goto fail;
         r = exec_sql(s, "PRAGMA quick_check");
@@ -271,6 +318,7 @@ store *store_close(store *s) {
         hashmap_free_with_keys(s->function_ids);
         hashmap_free_with_keys(s->location_ids);
         hashmap_free_with_keys(s->process_ids);
+        hashmap_free_with_keys_and_values(s->thread_names);
         location_cache_free(s->query_locations);
         transient_release(s);
         free(s->transient);
@@ -565,6 +613,48 @@ static int process_id(store *s, const struct store_process *p, int64_t *ret) {
         return r;
 }
 
+/* A thread's name as the kernel keeps it: TASK_COMM_LEN, with the NUL. */
+#define THREAD_NAME_SIZE 16
+
+/* Stores the name of thread tid of process proc when it differs from the
+ * one stored (the cache knows; its values are THREAD_NAME_SIZE buffers,
+ * rewritten in place when a thread is renamed). */
+static int thread_name(store *s, int64_t proc, uint32_t tid, const char *comm) {
+        sqlite3_stmt *up = s->stmts[STMT_UPSERT_THREAD];
+        _cleanup_free_ char *k = NULL, *name = NULL;
+        char key[64], *cached = NULL;
+        void *v;
+        int r;
+
+        snprintf(key, sizeof(key), "%" PRId64 "\n%" PRIu32, proc, tid);
+        if (hashmap_get(s->thread_names, key, &v) >= 0) {
+                cached = v;
+                if (strncmp(cached, comm, THREAD_NAME_SIZE - 1) == 0)
+                        return 0;
+        }
+        sqlite3_bind_int64(up, 1, proc);
+        sqlite3_bind_int64(up, 2, tid);
+        sqlite3_bind_text(up, 3, comm, -1, SQLITE_STATIC);
+        r = step_done(s, up, "thread insert");
+        if (r < 0)
+                return r;
+        if (cached) {
+                snprintf(cached, THREAD_NAME_SIZE, "%s", comm);
+                return 0;
+        }
+        k = strdup(key);
+        name = malloc(THREAD_NAME_SIZE);
+        if (!k || !name)
+                return -ENOMEM;
+        snprintf(name, THREAD_NAME_SIZE, "%s", comm);
+        r = hashmap_put(s->thread_names, k, name);
+        if (r < 0)
+                return r;
+        TAKE_PTR(k);
+        TAKE_PTR(name);
+        return 0;
+}
+
 int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns) {
         int r;
 
@@ -601,6 +691,11 @@ int store_drain_add(store *s, const struct store_sample *smp) {
         r = process_id(s, smp->process, &proc);
         if (r < 0)
                 return r;
+        if (smp->thread_comm) {
+                r = thread_name(s, proc, smp->tid, smp->thread_comm);
+                if (r < 0)
+                        return r;
+        }
         sqlite3_bind_int64(ins, 1, s->drain_id);
         sqlite3_bind_int64(ins, 2, proc);
         sqlite3_bind_int64(ins, 3, smp->tid);
@@ -872,6 +967,8 @@ static void sql_add_filters(struct sql_text *t, const struct store_query *q, boo
         sql_add(t, " FROM drains d CROSS JOIN samples s ON s.drain_id = d.id");
         if (with_process)
                 sql_add(t, " JOIN processes p ON p.id = s.process_id");
+        if (with_process && q->group == STORE_GROUP_THREAD)
+                sql_add(t, " LEFT JOIN threads th ON th.process_id = s.process_id AND th.tid = s.tid");
         sql_add(t, " WHERE s.kind = :kind");
         if (q->drain_id > 0)
                 sql_add(t, " AND d.id = :drain");
@@ -1178,6 +1275,11 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                 break;
         case STORE_GROUP_UNIT:
                 sql_add(&t, "SELECT s.stack_id, sum(s.value), coalesce(p.unit, '-') AS grp");
+                break;
+        case STORE_GROUP_THREAD:
+                /* by name alone, as stackcollapse-perf.pl's root frame: the
+                 * threads of a pool with one name are one root */
+                sql_add(&t, "SELECT s.stack_id, sum(s.value), coalesce(th.comm, p.comm) AS grp");
                 break;
         default:
                 sql_add(&t, "SELECT s.stack_id, s.value");

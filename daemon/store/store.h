@@ -43,6 +43,7 @@ struct store_process {
 struct store_sample {
         const struct store_process *process;
         uint32_t tid;
+        const char *thread_comm;          /* the thread's name; NULL: unknown (it ended) */
         uint64_t cgroup_id;
         int kind;
         int state;
@@ -87,6 +88,8 @@ enum store_group {
         STORE_GROUP_NONE,    /* stacks of all matching processes merged */
         STORE_GROUP_PROCESS, /* per process: group "comm-pid" */
         STORE_GROUP_UNIT,    /* per systemd unit: group the unit, "-" when none */
+        STORE_GROUP_THREAD,  /* per thread name: group the thread's comm (its
+                              * process's when the thread's is not known) */
 };
 
 /* A query's filters. Strings are borrowed; NULL (or 0, false) disables a
@@ -135,7 +138,7 @@ struct store_stack_out {
         const struct store_frame_out *frames; /* root first */
         size_t n_frames;
         uint64_t value;
-        const char *group; /* with STORE_GROUP_PROCESS/UNIT: the group's name; else NULL */
+        const char *group; /* with STORE_GROUP_PROCESS/UNIT/THREAD: the group's name; else NULL */
 };
 
 /* Called for every stack matching a query. Returning a negative errno stops

@@ -269,10 +269,57 @@ static int refresh_processes(writer *w, const struct drain_batch *b, uint64_t ro
         return 0;
 }
 
+/* A thread that ended before its drain was stored: no name (NULL). */
+static char thread_ended;
+
+static void thread_names_free(hashmap *names) {
+        size_t state = 0;
+        const void *k;
+        void *v;
+
+        while (names && hashmap_iterate(names, &state, &k, &v))
+                if (v != &thread_ended)
+                        free(v);
+        hashmap_free(names);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(hashmap *, thread_names_free);
+
+/* The name of thread tid of process pid, read from /proc once per drain
+ * (names: tid -> malloc'd name, or &thread_ended). *ret is NULL when it is
+ * not known: the thread ended, or tid 0 (an idle CPU). Returns 0 or
+ * -ENOMEM. */
+static int thread_comm(writer *w, hashmap *names, uint32_t pid, uint32_t tid, const char **ret) {
+        _cleanup_free_ char *name = NULL;
+        void *v;
+        int r;
+
+        *ret = NULL;
+        if (tid == 0)
+                return 0;
+        if (hashmap_get(names, UINT64_TO_KEY(tid), &v) >= 0) {
+                *ret = v == &thread_ended ? NULL : v;
+                return 0;
+        }
+        name = malloc(16);
+        if (!name)
+                return -ENOMEM;
+        if (proctable_thread_comm(w->procs, pid, tid, name) < 0) {
+                r = hashmap_put(names, UINT64_TO_KEY(tid), &thread_ended);
+                return r < 0 ? r : 0;
+        }
+        r = hashmap_put(names, UINT64_TO_KEY(tid), name);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(name);
+        return 0;
+}
+
 /* Stores one drain in one transaction. Drops of drains that could not be
  * stored are kept and stored with the next one that can. */
 static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         const struct drain_batch *b = &j->batch;
+        /* tids are unique among the threads alive, so one map serves a drain */
+        _cleanup_(thread_names_freep) hashmap *names = hashmap_new_u64();
         struct writer_stats stats;
         int r;
 
@@ -281,7 +328,7 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         pthread_mutex_unlock(&w->lock);
 
         w->unresolved = (struct writer_unresolved) {};
-        r = refresh_processes(w, b, j->seq);
+        r = names ? refresh_processes(w, b, j->seq) : -ENOMEM;
         if (r >= 0)
                 r = store_drain_begin(w->store, j->start_ns, j->end_ns);
         for (size_t i = 0; r >= 0 && i < b->n_entries; i++) {
@@ -297,14 +344,19 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         .uid = p ? p->uid : 0,
                         .have_uid = p && p->have_uid,
                 };
+                const char *thread = NULL;
                 size_t n;
 
                 r = build_frames(w, b, key, p, &n);
                 if (r < 0)
                         break;
+                r = thread_comm(w, names, key->tgid, key->tid, &thread);
+                if (r < 0)
+                        break;
                 r = store_drain_add(w->store, &(struct store_sample) {
                         .process = &sp,
                         .tid = key->tid,
+                        .thread_comm = thread,
                         .cgroup_id = key->cgroup_id,
                         .kind = key->kind,
                         .state = key->state,
@@ -405,7 +457,10 @@ static void post_result(writer *w, const struct writer_result *r) {
                 w->results = res;
         w->results_tail = res;
         pthread_mutex_unlock(&w->lock);
-        (void) write(w->efd, &one, sizeof(one));
+        /* an eventfd only fails to count on overflow (2^64 - 1 results
+         * unread): the loop is woken by the ones already counted */
+        if (write(w->efd, &one, sizeof(one)) < 0)
+                log_debug_errno(errno, "Failed to wake the event loop for a result, ignoring: %m");
 }
 
 static uint64_t monotonic_ns(void) {
@@ -628,7 +683,9 @@ bool writer_result_pop(writer *w, struct writer_result *ret) {
         struct result *r;
         uint64_t n;
 
-        (void) read(w->efd, &n, sizeof(n)); /* reset; results are counted by the list */
+        /* reset; results are counted by the list. EAGAIN: already reset */
+        if (read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+                log_debug_errno(errno, "Failed to reset the writer's eventfd, ignoring: %m");
         pthread_mutex_lock(&w->lock);
         r = w->results;
         if (r) {

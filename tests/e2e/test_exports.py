@@ -15,7 +15,7 @@ diff --format svg` write, read back by the real consumers.
   searches (driven in the page, results read back from the DOM).
 
 go tool pprof runs offline with a private HOME/GOCACHE/GOPATH. Without go
-the pprof cases fail (golang-go is in setup.sh's PACKAGES); without Chromium
+the pprof cases fail (golang-go is in setup.sh's TEST_PACKAGES); without Chromium
 the rendering case is skipped loudly."""
 import json
 import os
@@ -48,7 +48,7 @@ def go_env():
 
 def go_pprof(*args):
     go = shutil.which("go")
-    assert go, "go is not installed (golang-go, in setup.sh's PACKAGES): cannot read the profile back"
+    assert go, "go is not installed (golang-go, in setup.sh's TEST_PACKAGES): cannot read the profile back"
     # -symbolize=none: the profile must stand on its own, no binary or network lookups
     r = subprocess.run([go, "tool", "pprof", "-symbolize=none"] + list(args), capture_output=True,
                        text=True, env=go_env(), timeout=120)

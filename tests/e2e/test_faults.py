@@ -228,7 +228,8 @@ def test_disk_full_counts_failed_drains_and_recovers():
     workdir = tempfile.mkdtemp(prefix="profd-full-")
     mnt = os.path.join(workdir, "small")
     os.mkdir(mnt)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M", "tmpfs", mnt], check=True)
+    # mode=0750: profd refuses a store directory others may write (tmpfs: 1777)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M,mode=0750", "tmpfs", mnt], check=True)
     work = None
     # interval 1h: only flushes drain, so the failed drains are counted exactly
     d = Profd("--interval", "1h", store=os.path.join(mnt, "profd.db"), workdir=workdir)

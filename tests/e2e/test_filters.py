@@ -365,7 +365,7 @@ def test_bad_filter_values_are_refused_naming_the_field():
         ({"op": "query", "to": "yesterday"}, "'to'"),
         ({"op": "query", "since": "10m", "from": "5m"}, "'since' and 'from'"),
         ({"op": "query", "last": True, "since": "10m"}, "'last'"),
-        ({"op": "query", "group": "thread"}, "'group'"),
+        ({"op": "query", "group": "task"}, "'group'"),
         ({"op": "query", "from": "2099-01-01T00:00:00Z"}, "future"),
         ({"op": "query", "from": "2026-01-01T00:00:00Z", "to": "2025-01-01T00:00:00Z"}, "empty window"),
         ({"op": "series", "step": "0s"}, "'step'"),

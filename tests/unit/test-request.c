@@ -87,6 +87,10 @@ static void test_new_filters_are_applied(void) {
         CHECK(!r.query.last);
         request_done(&r);
 
+        CHECK_INT_EQ(parse("{\"op\":\"query\",\"group\":\"thread\"}", &r, &err), 0);
+        CHECK_INT_EQ(r.query.group, QUERY_GROUP_THREAD);
+        request_done(&r);
+
         CHECK_INT_EQ(parse("{\"op\":\"query\",\"cgroup\":\"/\",\"group\":\"process\",\"comm\":\"[a-z]*worker-thread-?\","
                            "\"exe\":\"*/python3*\",\"unit\":\"*.scope\"}", &r, &err), 0);
         CHECK_STR_EQ(r.query.cgroup, "/");
@@ -234,7 +238,7 @@ static void test_bad_new_fields_name_the_problem(void) {
                 { "{\"op\":\"query\",\"last\":true,\"from\":\"2026-11-21T04:00:00Z\"}", "with 'from'" },
                 { "{\"op\":\"query\",\"last\":true,\"to\":\"1m\"}", "with 'to'" },
                 { "{\"op\":\"query\",\"last\":1}", "'last' must be true or false" },
-                { "{\"op\":\"query\",\"group\":\"thread\"}", "'group': \"thread\" is not a grouping" },
+                { "{\"op\":\"query\",\"group\":\"task\"}", "'group': \"task\" is not a grouping (expected \"process\", \"unit\" or \"thread\")" },
                 { "{\"op\":\"query\",\"group\":true}", "'group' must be a string" },
                 { "{\"op\":\"query\",\"step\":\"1s\"}", "unknown field 'step' in query request" },
                 { "{\"op\":\"series\",\"group\":\"unit\"}", "unknown field 'group' in series request" },
