@@ -360,6 +360,7 @@ static int manager_reload(manager *m) {
                      !str_eq(nc.debuginfod_cache, old->debuginfod_cache));
         KEEP_RUNNING(&nc, old, max_keys, "max_keys", nc.max_keys != old->max_keys);
         KEEP_RUNNING(&nc, old, max_stacks, "max_stacks", nc.max_stacks != old->max_stacks);
+        KEEP_RUNNING(&nc, old, unwind_memory, "unwind_memory", nc.unwind_memory != old->unwind_memory);
         if (m->serve_only) {
                 /* nothing collects or writes: only the client limits apply */
                 nc.frequency_hz = old->frequency_hz;
@@ -635,6 +636,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 .offcpu_max_ns = cfg->offcpu_max_ns,
                 .max_keys = cfg->max_keys,
                 .max_stacks = cfg->max_stacks,
+                .unwind_memory = cfg->unwind_memory,
         };
         m->conf = cfg->conf;
         m->reload = cfg->reload;
