@@ -99,7 +99,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 22);
+        CHECK_INT_EQ(n, 23);
 }
 
 static void test_defaults(void) {
