@@ -204,8 +204,11 @@ fault:
 /* Unwinds the frame of s->ip into its caller's registers. */
 static __always_inline bool unwind_one(struct ustack_state *s, struct walk_window *w) {
         struct profd_unwind_row *r;
+        __u8 exact = s->exact_ip;
         __u64 pc;
 
+        /* the caller's ip is a return address, unless a signal frame sets it */
+        s->exact_ip = 0;
         if (s->fp_only)
                 return fp_step(s, w);
         if (!find_mapping(s)) {
@@ -220,12 +223,11 @@ static __always_inline bool unwind_one(struct ustack_state *s, struct walk_windo
         }
         /* a return address points after the call, maybe past the end of
          * the caller's function: look up the call instruction itself */
-        pc = s->ip - s->m_bias - (s->exact_ip ? 0 : 1);
+        pc = s->ip - s->m_bias - (exact ? 0 : 1);
         if (pc > 0xffffffffULL) {
                 s->end = PROFD_END_NO_MAPPING;
                 return false;
         }
-        s->exact_ip = 0;
         r = find_row(s, (__u32) pc);
         if (!r)
                 return fp_step(s, w); /* below the first FDE: no CFI */
