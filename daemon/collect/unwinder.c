@@ -94,6 +94,7 @@ struct uproc {
         struct ufile **files;      /* one reference each */
         size_t n_files;
         uint64_t loaded_ns;        /* CLOCK_MONOTONIC of the last read of its maps */
+        uint64_t miss_ns;          /* CLOCK_MONOTONIC of the last reload for a miss */
         bool miss_deferred;        /* a miss waits for MISS_INTERVAL_NS */
 };
 
@@ -520,6 +521,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
         _cleanup_free_ char *text = NULL;
         struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns };
         struct uproc *p = NULL, *old = NULL;
+        uint64_t miss_ns = 0;
         size_t n = 0, cap = 0;
         char path[PATH_MAX];
         uint32_t off;
@@ -616,8 +618,10 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
                 goto fail;
         }
 
-        if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &old) == 0)
+        if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &old) == 0) {
+                miss_ns = old->miss_ns;
                 proc_drop(u, old, false);
+        }
         p = calloc(1, sizeof(*p));
         if (!p) {
                 r = -ENOMEM;
@@ -626,7 +630,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
         *p = (struct uproc) {
                 .tgid = tgid, .start = start, .tick_ns = tick_ns,
                 .maps_off = off, .maps_n = (uint32_t) n,
-                .files = TAKE_PTR(files), .n_files = n, .loaded_ns = mono_ns(),
+                .files = TAKE_PTR(files), .n_files = n, .loaded_ns = mono_ns(), .miss_ns = miss_ns,
         };
         r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
         if (r < 0) {
@@ -683,7 +687,10 @@ static int handle_request(unwinder *u, const struct request *q) {
                         }
                         return 0;
                 }
-                if (q->type == PROFD_EVENT_UNWIND_MISS && mono_ns() - p->loaded_ns < MISS_INTERVAL_NS) {
+                /* the first miss is reloaded at once: at exec only the
+                 * binary and the dynamic linker were mapped, the libraries
+                 * come moments later */
+                if (q->type == PROFD_EVENT_UNWIND_MISS && p->miss_ns && mono_ns() - p->miss_ns < MISS_INTERVAL_NS) {
                         p->miss_deferred = true; /* the sweep does it */
                         return 0;
                 }
@@ -691,6 +698,10 @@ static int handle_request(unwinder *u, const struct request *q) {
         {
                 uint64_t t0 = mono_ns();
                 int r = proc_load(u, q->tgid, q->start_ns, 0);
+
+                if (r >= 0 && q->type == PROFD_EVENT_UNWIND_MISS &&
+                    hashmap_get(u->procs, UINT64_TO_KEY(q->tgid), (void **) &p) == 0)
+                        p->miss_ns = mono_ns();
 
                 log_debug("Unwind tables of pid %" PRIu32 " (event %" PRIu32 ") published %" PRIu64 " ms after the "
                           "request, in %" PRIu64 " ms.", q->tgid, q->type, (uint64_t) ((mono_ns() - q->queued_ns) / NSEC_PER_MSEC),
