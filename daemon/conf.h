@@ -46,6 +46,18 @@
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
+/* 32 MiB of unwind rows in the kernel (4 Mi rows of 8 bytes), allocated
+ * at start. A plain Debian host's processes map 51 files of 318 k rows in
+ * all (libc 23 k, libcrypto 70 k), but a developer's host running clang
+ * (libLLVM: 950 k rows) and ClickHouse (373 k) needed 2.0 M rows (15.4 MiB)
+ * for its 95 processes: at 8 MiB perl's and xz's libraries found no room
+ * and their stacks fell back to frame pointers. 32 MiB holds that twice,
+ * so the tables of exited processes stay cached for the next ones. */
+#define CONF_DEFAULT_UNWIND_MEMORY (32ULL << 20)
+/* Below this not even libc's table fits; above, the kernel's array index
+ * (32 bits of 8-byte rows) would not reach. */
+#define CONF_MIN_UNWIND_MEMORY (64ULL << 10)
+#define CONF_MAX_UNWIND_MEMORY (4ULL << 30)
 /* Where distributions install separate debug files (-dbg, -dbgsym). */
 #define CONF_DEFAULT_DEBUG_DIRS "/usr/lib/debug"
 
@@ -67,6 +79,7 @@ struct conf {
         char *debuginfod_cache; /* their cache directory; NULL: libdebuginfod's default */
         uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */
         uint64_t max_stacks;
+        uint64_t unwind_memory; /* bytes of unwind rows in the kernel */
         /* retention: raw drains, then 1-minute buckets, then 10-minute
          * buckets, each kept until the data is this old */
         uint64_t retention_raw_ns, retention_1m_ns, retention_ns;
