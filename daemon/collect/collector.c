@@ -451,6 +451,7 @@ static int drain_frames(int fd, hashmap **ret) {
                                 return -ENOMEM;
                         }
                         t->n = n;
+                        t->end = f->end;
                         memcpy(t->ips, f->ips, n * sizeof(uint64_t));
                         r = hashmap_put(m, UINT64_TO_KEY(key), t);
                         if (r < 0) {

@@ -27,6 +27,7 @@ struct drain_entry {
 /* A stack as the kernel recorded it: ips[0] is the innermost frame. */
 struct stack_trace {
         size_t n;
+        uint8_t end;     /* user stacks: how the walk ended (enum profd_stack_end); kernel: 0 */
         uint64_t ips[];
 };
 
