@@ -63,7 +63,8 @@ static json_t *counts_to_json(const struct quality_name *names, const uint64_t *
 
 json_t *quality_to_json(const struct quality *q) {
         /* every key always: a reader sees a 0, not a missing field */
-        return json_pack("{s:I, s:I, s:I, s:I, s:o*, s:I, s:o*, s:o*}",
+        return json_pack("{s:b, s:I, s:I, s:I, s:I, s:o*, s:I, s:o*, s:o*}",
+                         "partial", q->partial,
                          "total", (json_int_t) q->total,
                          "complete", (json_int_t) q->complete,
                          "unknown", (json_int_t) q->unknown,
@@ -101,6 +102,9 @@ int quality_from_json(const json_t *o, struct quality *ret) {
 
         if (!json_is_object(o))
                 return -EBADMSG;
+        if (json_object_get(o, "partial") && !json_is_boolean(json_object_get(o, "partial")))
+                return -EBADMSG;
+        q.partial = json_is_true(json_object_get(o, "partial"));
         if (get_u64(o, "total", &q.total) < 0 || get_u64(o, "complete", &q.complete) < 0 ||
             get_u64(o, "unknown", &q.unknown) < 0 || get_u64(o, "unresolved", &q.unresolved) < 0 ||
             counts_from_json(json_object_get(o, "truncated"), quality_truncated_names, q.truncated,
@@ -181,7 +185,12 @@ char *quality_summary(const struct quality *q) {
         text_add(&t, "quality: ");
         if (q->total == 0)
                 text_add(&t, "no samples");
-        else {
+        else if (q->partial) {
+                text_share(&t, q->complete, q->total);
+                text_add(&t, " complete stacks; ");
+                text_share(&t, q->total - q->complete, q->total);
+                text_add(&t, " not complete (profctl query --quality tells why)");
+        } else {
                 text_share(&t, q->complete, q->total);
                 text_add(&t, " complete stacks; ");
                 text_share(&t, truncated, q->total);

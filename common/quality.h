@@ -7,6 +7,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Why a user stack is not complete. */
@@ -63,6 +64,7 @@ struct quality {
         uint64_t unresolved;  /* with at least one user frame without a name */
         uint64_t unresolved_by[_QUALITY_UNRES_MAX]; /* a stack with two reasons counts in both */
         uint64_t lost[_QUALITY_LOST_MAX];           /* host-wide, in the drains of the window */
+        bool partial;         /* a series' report: only total, complete and lost are known */
 };
 
 uint64_t quality_truncated_total(const struct quality *q);
@@ -79,6 +81,6 @@ int quality_from_json(const json_t *o, struct quality *ret);
 /* The one-line summary, e.g. "quality: 97.8% complete stacks; 1.9% truncated
  * (no table yet 1.2%, depth 0.7%); 0.3% unresolved (no symbols 0.3%); lost:
  * none". Shares are of q->total, one decimal, "<0.1%" for a share that is
- * not zero but rounds to it. Returns a string to free, or NULL on out of
- * memory. */
+ * not zero but rounds to it; a partial report says what is not complete
+ * without the reasons. Returns a string to free, or NULL on out of memory. */
 char *quality_summary(const struct quality *q);

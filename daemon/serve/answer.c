@@ -227,7 +227,7 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                         return r;
                 /* the whole report needs every stack; a series carries the
                  * complete part (per point and in all) and the losses */
-                struct quality quality = { .total = sc.total, .complete = sc.complete };
+                struct quality quality = { .total = sc.total, .complete = sc.complete, .partial = true };
                 if (q.drain_id >= 0)
                         r = store_query_drops(ctx->store, &q, add_drop, &quality);
                 if (r < 0)
