@@ -1098,7 +1098,7 @@ int quality_write_report(FILE *f, const struct quality *q, const char *kind, con
                 report_line(f, 0, "truncated", quality_truncated_total(q), q->total, ns);
                 for (size_t i = 0; i < _QUALITY_TRUNC_MAX; i++)
                         report_line(f, 2, quality_truncated_names[i].label, q->truncated[i], q->total, ns);
-                report_line(f, 0, "recorded before stack ends were kept", q->unknown, q->total, ns);
+                report_line(f, 0, "end not recorded", q->unknown, q->total, ns);
                 report_line(f, 0, "unresolved (a user frame without name)", q->unresolved, q->total, ns);
                 for (size_t i = 0; i < _QUALITY_UNRES_MAX; i++)
                         report_line(f, 2, quality_unresolved_names[i].label, q->unresolved_by[i], q->total, ns);

@@ -199,7 +199,7 @@ char *quality_summary(const struct quality *q) {
                 if (q->unknown > 0) {
                         text_add(&t, "; ");
                         text_share(&t, q->unknown, q->total);
-                        text_add(&t, " recorded before stack ends were kept");
+                        text_add(&t, " end not recorded");
                 }
                 text_add(&t, "; ");
                 text_share(&t, q->unresolved, q->total);

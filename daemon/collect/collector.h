@@ -37,6 +37,9 @@ struct drain_batch {
         size_t n_entries;
         hashmap *frames;        /* frames hash -> struct stack_trace* */
         uint64_t counters[PROFD_COUNTER__MAX]; /* increase since the previous drain */
+        bool user_ends_known;   /* the user walker reports how each walk ended (stack_trace.end);
+                                 * false: every end reads 0 whatever happened (frame-pointer walker
+                                 * before the DWARF unwinder) */
 };
 
 typedef struct collector collector;

@@ -193,13 +193,15 @@ static uint64_t user_frame_ip(const struct profd_sample_key *key, const struct s
 
 /* How the user part of a drained key's stack ended, as stored
  * (stacks.user_end): no user part (a kernel thread) is complete; a user
- * stack that was not recorded is lost; else what the BPF walker said. */
-static int user_stack_end(const struct profd_sample_key *key, const struct stack_trace *us) {
+ * stack that was not recorded is lost; else what the BPF walker said, when
+ * it says it (unknown, not complete, when it cannot). */
+static int user_stack_end(const struct drain_batch *b, const struct profd_sample_key *key,
+                          const struct stack_trace *us) {
         if (key->user_stack == PROFD_STACK_NONE)
                 return PROFD_END_COMPLETE;
         if (!us)
                 return STORE_END_LOST;
-        return us->end;
+        return b->user_ends_known ? us->end : STORE_END_UNKNOWN;
 }
 
 /* Builds the frames of one drained key, root first. */
@@ -326,7 +328,7 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         .peer_tid = key->peer_tid,
                         .frames = w->frames,
                         .n_frames = n,
-                        .user_end = user_stack_end(key, lookup_stack(b->frames, key->user_stack)),
+                        .user_end = user_stack_end(b, key, lookup_stack(b->frames, key->user_stack)),
                         .value = b->entries[i].value,
                 });
         }

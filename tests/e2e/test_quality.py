@@ -117,7 +117,7 @@ def summary(q):
     trunc = [f"{LABELS[k]} {share(v, t)}" for k, v in q["truncated"].items() if v]
     parts.append(f"{share(q['truncated_total'], t)} truncated" + (f" ({', '.join(trunc)})" if trunc else ""))
     if q["unknown"]:
-        parts.append(f"{share(q['unknown'], t)} recorded before stack ends were kept")
+        parts.append(f"{share(q['unknown'], t)} end not recorded")
     unres = [f"{LABELS[k]} {share(v, t)}" for k, v in q["unresolved_by"].items() if v]
     parts.append(f"{share(q['unresolved'], t)} unresolved" + (f" ({', '.join(unres)})" if unres else ""))
     lost = [f"{LABELS[k]} {v}" for k, v in q["lost"].items() if v]
@@ -216,6 +216,12 @@ def test_series_carries_the_complete_part_per_step():
                                     "stack map full 3, store write failed 1 (host-wide)"), r.stderr
 
 
+def has_unwinder(d):
+    """Does this profd's BPF walker report how walks end? The DWARF unwinder
+    (issue 12) does, and `profctl status` then has its "unwind" object."""
+    return "unwind" in json.loads(d.profctl("status", "--json").stdout)
+
+
 def quality_of(d, *args):
     return json.loads(d.profctl("query", "--quality", "--json", *args).stdout)["quality"]
 
@@ -229,10 +235,18 @@ def test_frame_pointer_workload_is_complete():
         pid = json.loads(out)["pid"]
         d.profctl("flush")
         q = quality_of(d, "--pid", str(pid), "--since", "5m")
-        print(f"  {q['complete']}/{q['total']} samples complete, truncated {q['truncated']}")
-        assert q["total"] > 200, q
-        assert q["complete"] >= 0.97 * q["total"], f"only {q['complete']} of {q['total']} complete: {q}"
-        assert q["unknown"] == 0, q
+        print(f"  {q['complete']}/{q['total']} samples complete, {q['unknown']} end unknown, "
+              f"truncated {q['truncated']}")
+        assert q["total"] > 50, q
+        if has_unwinder(d):
+            assert q["complete"] >= 0.97 * q["total"], f"only {q['complete']} of {q['total']} complete: {q}"
+            assert q["unknown"] == 0, q
+        else:
+            # the frame-pointer walker before the unwinder cannot tell a
+            # complete walk from one that met a garbage frame pointer: profd
+            # says "unknown", never "complete"
+            print("  (BPF walker without the DWARF unwinder: ends are not reported)")
+            assert q["complete"] == 0 and q["unknown"] >= 0.97 * q["total"], q
 
 
 def db_lost(store, from_ns, to_ns, reason="map_full"):

@@ -125,7 +125,7 @@ static void test_summary_line(void) {
         q.unresolved_by[QUALITY_UNRES_NO_SYMBOLS] = 3;
         s = quality_summary(&q);
         CHECK_STR_EQ(s, "quality: 97.8% complete stacks; 1.9% truncated (no table yet 1.2%, depth 0.7%); "
-                        "0.3% recorded before stack ends were kept; 0.3% unresolved (no symbols 0.3%); "
+                        "0.3% end not recorded; 0.3% unresolved (no symbols 0.3%); "
                         "lost: none");
         free(s);
 

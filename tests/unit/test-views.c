@@ -536,7 +536,7 @@ static void test_quality_report_lists_every_reason(void) {
                            "truncated                                    8.0%  80\n"
                            "  no table yet                               5.0%  50\n") != NULL);
         CHECK(strstr(text, "  depth                                      3.0%  30\n") != NULL);
-        CHECK(strstr(text, "recorded before stack ends were kept         2.0%  20\n") != NULL);
+        CHECK(strstr(text, "end not recorded                             2.0%  20\n") != NULL);
         CHECK(strstr(text, "  no symbols                                 3.0%  30\n") != NULL);
         CHECK(strstr(text, "  map full                                      7\n") != NULL);
 }
