@@ -1479,6 +1479,15 @@ static int diff_run(const struct diff_args *a) {
                 no_samples_message(&a->filters, baseline->from_ns, baseline->to_ns, " in the baseline");
         if (current->total == 0)
                 no_samples_message(&a->filters, current->from_ns, current->to_ns, " in the current window");
+        /* a change is only as good as the worse of its two pictures */
+        if (!a->json && a->format != DIFF_JSON)
+                for (int i = 0; i < 2; i++) {
+                        const profile *p = i == 0 ? baseline : current;
+                        _cleanup_free_ char *line = p->have_quality ? quality_summary(&p->quality) : NULL;
+
+                        if (line)
+                                fprintf(stderr, "%s %s\n", i == 0 ? "baseline" : "current", line);
+                }
         return 0;
 }
 
