@@ -180,7 +180,7 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
         _cleanup_free_ char *error = NULL;
         uint64_t total = 0, stacks = 0;
         struct store_query q;
-        json_t *end;
+        json_t *end, *report;
         int r;
 
         r = answer_store_query(rq, &ctx->caller, ctx->now_ns, &q, &error);
@@ -232,12 +232,15 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                         r = store_query_drops(ctx->store, &q, add_drop, &quality);
                 if (r < 0)
                         return r;
-                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o*}", "type", "end",
+                report = quality_to_json(&quality);
+                if (!report)
+                        return -ENOMEM;
+                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "type", "end",
                                 "kind", kind_names[rq->kind], "unit", kind_unit(rq->kind),
                                 "step_ns", (json_int_t) step, "points", (json_int_t) stacks,
                                 "total", (json_int_t) sc.total, "complete", (json_int_t) sc.complete,
                                 "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns,
-                                "quality", quality_to_json(&quality));
+                                "quality", report);
         } else {
                 struct stack_ctx sc = {
                         .ctx = ctx,
@@ -251,11 +254,14 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                         r = store_query_drops(ctx->store, &q, add_drop, &sc.quality);
                 if (r < 0)
                         return r;
-                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o*}", "type", "end",
+                report = quality_to_json(&sc.quality);
+                if (!report)
+                        return -ENOMEM;
+                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "type", "end",
                                 "kind", kind_names[rq->kind], "unit", kind_unit(rq->kind),
                                 "stacks", (json_int_t) stacks, "total", (json_int_t) total,
                                 "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns,
-                                "quality", quality_to_json(&sc.quality));
+                                "quality", report);
         }
         return ctx->emit(end, ctx->userdata);
 }
