@@ -237,7 +237,7 @@ def test_frame_pointer_workload_is_complete():
         q = quality_of(d, "--pid", str(pid), "--since", "5m")
         print(f"  {q['complete']}/{q['total']} samples complete, {q['unknown']} end unknown, "
               f"truncated {q['truncated']}")
-        assert q["total"] > 50, q
+        assert q["total"] >= 20, q  # a loaded machine (or ASan) gives the workload little CPU
         if has_unwinder(d):
             assert q["complete"] >= 0.97 * q["total"], f"only {q['complete']} of {q['total']} complete: {q}"
             assert q["unknown"] == 0, q
@@ -276,8 +276,9 @@ def test_full_map_loss_is_in_its_window_only():
         assert d.stop() == 0, d.read_log()
     quiet = (rfc3339(t0), rfc3339(t1))
     # then the same store under a 16-key map and many threads in many stacks
-    with Profd("--kinds", "cpu", "--frequency", "99", "--interval", "1s", "--max-keys", "16",
-               store=store, workdir=work) as d:
+    d = Profd("--kinds", "cpu", "--frequency", "99", "--interval", "1s", "--max-keys", "16",
+              store=store, workdir=work).start()
+    try:
         time.sleep(1.2)
         t2 = time.time_ns()
         w = subprocess.Popen([binary("MANY_STACKS"), "3", "8"], stdout=subprocess.PIPE, text=True)
@@ -285,7 +286,11 @@ def test_full_map_loss_is_in_its_window_only():
         d.profctl("flush")
         t3 = time.time_ns()
         busy = (rfc3339(t2), rfc3339(t3))
-
+    finally:
+        assert d.stop() == 0, d.read_log()
+    # asked of a serve-only profd: no drain lands between the answer and
+    # the look at the store
+    with Profd("--kinds", "none", store=store, workdir=work) as d:
         q_busy = quality_of(d, "--from", busy[0], "--to", busy[1])
         q_quiet = quality_of(d, "--from", quiet[0], "--to", quiet[1])
         q_both = quality_of(d, "--from", quiet[0], "--to", busy[1])
