@@ -226,10 +226,27 @@ def quality_of(d, *args):
     return json.loads(d.profctl("query", "--quality", "--json", *args).stdout)["quality"]
 
 
+def wait_unwinder_idle(d, timeout=45):
+    """Waits until the unwinder has built the tables of the programs running
+    when it started (its count of tables built stops growing for 2 s, or 45
+    s passed: a busy host keeps starting programs), so a new process is not
+    queued behind them and gets its tables at once."""
+    deadline, last, steady = time.monotonic() + timeout, -1, 0
+    while time.monotonic() < deadline and steady < 4:
+        n = json.loads(d.profctl("status", "--json").stdout)["unwind"]["tables_built"]
+        steady = steady + 1 if n == last and n > 0 else 0
+        last = n
+        time.sleep(0.5)
+
+
 def test_frame_pointer_workload_is_complete():
     # cpu_split is built with frame pointers: its stacks reach main
-    with Profd("--kinds", "cpu", "--frequency", "199", "--interval", "1s") as d:
-        w = subprocess.Popen([binary("CPU_SPLIT"), "3"], stdout=subprocess.PIPE, text=True)
+    with Profd("--kinds", "cpu", "--frequency", "199", "--interval", "250ms") as d:
+        unwinder = has_unwinder(d)
+        if unwinder:
+            wait_unwinder_idle(d)
+        start = time.time_ns()
+        w = subprocess.Popen([binary("CPU_SPLIT"), "4"], stdout=subprocess.PIPE, text=True)
         out, _ = w.communicate(timeout=60)
         assert w.returncode == 0
         pid = json.loads(out)["pid"]
@@ -238,8 +255,14 @@ def test_frame_pointer_workload_is_complete():
         print(f"  {q['complete']}/{q['total']} samples complete, {q['unknown']} end unknown, "
               f"truncated {q['truncated']}")
         assert q["total"] >= 20, q  # a loaded machine (or ASan) gives the workload little CPU
-        if has_unwinder(d):
-            assert q["complete"] >= 0.97 * q["total"], f"only {q['complete']} of {q['total']} complete: {q}"
+        if unwinder:
+            # its very first samples come before profd heard of it ("no table
+            # yet": the frame-pointer fallback stops in libc, built without);
+            # from its tables on, every stack is complete
+            assert q["complete"] >= 0.9 * q["total"], f"only {q['complete']} of {q['total']} complete: {q}"
+            later = quality_of(d, "--pid", str(pid), "--from", rfc3339(start + 10**9), "--to", "0s")
+            print(f"  after its first second: {later['complete']}/{later['total']} complete")
+            assert later["complete"] >= 0.97 * later["total"], later
             assert q["unknown"] == 0, q
         else:
             # the frame-pointer walker before the unwinder cannot tell a
