@@ -640,6 +640,15 @@ static void write_subtitle(struct flame_writer *w, const profile *base, const pr
         if (cur->to_ns)
                 fprintf(w->f, " (%s to %s)", format_utc(from, sizeof(from), cur->from_ns),
                         format_utc(to, sizeof(to), cur->to_ns));
+        /* how far to trust the picture, next to it (of the current profile) */
+        if (cur->have_quality) {
+                _cleanup_free_ char *q = quality_summary(&cur->quality);
+
+                if (q) {
+                        fputs(" \u2014 ", w->f);
+                        xml_write(w->f, q, SIZE_MAX);
+                }
+        }
 }
 
 static int flame_write(FILE *f, const profile *base, const profile *cur, const struct flame_opts *opts) {

@@ -400,7 +400,9 @@ int pprof_write(FILE *f, const profile *p) {
         pb_profile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
         pb_value_type period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
         const char *type_names[2], *type_units[2];
-        int64_t group_key = 0;
+        int64_t group_key = 0, comments[2];
+        /* the comments' strings: the string table borrows them until packed */
+        _cleanup_free_ char *full_report = NULL, *summary = NULL;
         size_t size;
         int r;
 
@@ -543,6 +545,27 @@ int pprof_write(FILE *f, const profile *p) {
                 function_ptrs[i] = &b.functions_pb[i];
         pb.n_function = b.n_functions;
         pb.function = function_ptrs;
+
+        /* the quality report as comments (`go tool pprof -comments`): the
+         * summary profctl prints, then the whole report as JSON */
+        if (p->have_quality) {
+                _cleanup_free_ char *report = NULL;
+                json_t *o = quality_to_json(&p->quality);
+
+                summary = quality_summary(&p->quality);
+                report = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+                json_decref(o);
+                if (!summary || !report || asprintf(&full_report, "quality report: %s", report) < 0) {
+                        full_report = NULL;
+                        return -ENOMEM;
+                }
+                comments[0] = string_id(&b, summary);
+                comments[1] = string_id(&b, full_report);
+                if (comments[0] < 0 || comments[1] < 0)
+                        return -ENOMEM;
+                pb.n_comment = 2;
+                pb.comment = comments;
+        }
 
         /* protobuf-c's string table is char **; it only reads them */
         pb.n_string_table = b.n_strings;

@@ -135,6 +135,12 @@ static void help_query(void) {
                "      --icicle         SVG: root at the top, callees below\n"
                "      --title TEXT     SVG: the graph's title\n"
                "\n"
+               "Quality (a summary line on stderr under every view; in --json, the pprof\n"
+               "comments and the SVG subtitle):\n"
+               "      --quality        Print only the quality report of the answer: the share\n"
+               "                       with complete stacks, truncated and unresolved by reason,\n"
+               "                       data lost in the window (with --json: as JSON)\n"
+               "\n"
                "  -h, --help           Show this help\n"
                "\n"
                "%s",
@@ -147,7 +153,9 @@ static void help_series(void) {
                "Show, per step of time, the samples per second (--kind cpu) or milliseconds\n"
                "per second spent off the CPU (offcpu, wakeup) of what the filters match, with\n"
                "a bar per line: when did it start, when did it stop? Steps without samples\n"
-               "between the first and the last show as 0.\n"
+               "between the first and the last show as 0. COMPLETE is the share of the step\n"
+               "with complete stacks: when did the picture get worse? A summary of the\n"
+               "window's quality follows on stderr.\n"
                "\n"
                "%s"
                "\n"
@@ -397,6 +405,8 @@ typedef int (*stack_handler)(void *userdata, const json_t *line, const char *raw
 
 struct answer_end {
         uint64_t stacks, total, from_ns, to_ns;
+        struct quality quality;
+        bool have_quality;      /* false from a profd before quality reports */
         json_t *line;
 };
 
@@ -436,6 +446,12 @@ static int query_send_and_read(conn *c, const json_t *request, stack_handler on_
                         if (ret_end->total != sum)
                                 return cli_error(-EBADMSG, "profd's answer ends with \"total\":%" PRIu64
                                                  " but its stacks add up to %" PRIu64, ret_end->total, sum);
+                        if (json_object_get(line, "quality")) {
+                                if (quality_from_json(json_object_get(line, "quality"), &ret_end->quality) < 0)
+                                        return cli_error(-EBADMSG, "profd's answer ends with a \"quality\" that "
+                                                         "is not a report of unsigned integers");
+                                ret_end->have_quality = true;
+                        }
                         ret_end->line = TAKE_PTR(line);
                         return 0;
                 }
@@ -589,6 +605,7 @@ struct query_args {
         bool max_depth_set;
         bool icicle;
         const char *title;
+        bool quality;           /* --quality: the report alone */
 };
 
 static void query_args_done(struct query_args *a) {
@@ -624,6 +641,7 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                 ARG_MAX_DEPTH,
                 ARG_ICICLE,
                 ARG_TITLE,
+                ARG_QUALITY,
         };
         static const struct option options[] = {
                 { "help",      no_argument,       NULL, 'h'           },
@@ -643,6 +661,7 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                 { "max-depth", required_argument, NULL, ARG_MAX_DEPTH },
                 { "icicle",    no_argument,       NULL, ARG_ICICLE    },
                 { "title",     required_argument, NULL, ARG_TITLE     },
+                { "quality",   no_argument,       NULL, ARG_QUALITY   },
                 {}
         };
         bool folded = false, format_set = false;
@@ -739,6 +758,9 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                 case ARG_TITLE:
                         a->title = optarg;
                         break;
+                case ARG_QUALITY:
+                        a->quality = true;
+                        break;
                 default:
                         return bad_option(opt, argv);
                 }
@@ -750,6 +772,10 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
         if (r < 0)
                 return r;
 
+        /* the report alone, as text or (--json) as JSON: no view to pick */
+        if (a->quality && (folded || format_set))
+                return cli_usage_error("--quality prints only the quality report; drop --format/--folded "
+                                       "(--json gives it as JSON)");
         /* --folded and --json: the old shorthands for --format */
         if (folded) {
                 if (a->json)
@@ -758,7 +784,7 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                         return cli_usage_error("--folded and --format %s cannot be combined",
                                                format_names[a->format]);
                 a->format = FORMAT_FOLDED;
-        } else if (a->json && !format_set)
+        } else if (a->json && !format_set && !a->quality)
                 a->format = FORMAT_JSON;
         if (a->json && !IN_SET_FORMAT(a->format, FORMAT_TABLE, FORMAT_TREE, FORMAT_JSON))
                 return cli_usage_error("--json cannot be combined with --format %s (JSON is there for "
@@ -797,8 +823,9 @@ static json_t *query_request(const struct query_args *a) {
                 return NULL;
         /* folded output needs only names: profd sends each stack as one
          * folded string, a fraction of the bytes of its frames (most of
-         * what reading a large answer cost profctl was parsing them) */
-        if (a->format == FORMAT_FOLDED &&
+         * what reading a large answer cost profctl was parsing them); the
+         * quality report alone needs no frames at all, so the same */
+        if ((a->format == FORMAT_FOLDED || a->quality) &&
             (json_object_set_new(req, "format", json_string("folded")) < 0 ||
              (a->lines && json_object_set_new(req, "lines", json_true()) < 0)))
                 return NULL;
@@ -875,13 +902,26 @@ static int query_stream(conn *c, const struct query_args *a, const json_t *reque
         r = query_send_and_read(c, request, stream_on_stack, &x, end);
         if (r >= 0)
                 switch (a->format) {
-                case FORMAT_JSON:
+                case FORMAT_JSON: {
+                        _cleanup_free_ char *quality = NULL;
+
+                        if (end->have_quality) {
+                                json_t *o = quality_to_json(&end->quality);
+                                quality = o ? json_dumps(o, JSON_COMPACT) : NULL;
+                                json_decref(o);
+                                if (!quality) {
+                                        r = cli_error(-ENOMEM, "%m");
+                                        break;
+                                }
+                        }
                         fprintf(out, "%s],\"kind\":\"%s\",\"unit\":\"%s\",\"total\":%" PRIu64
-                                ",\"stacks_count\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "}\n",
+                                ",\"stacks_count\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "%s%s}\n",
                                 x.n == 0 ? "{\"stacks\":[" : "\n", filters_kind(&a->filters),
                                 filters_kind_is_time(&a->filters) ? "ns" : "samples",
-                                end->total, end->stacks, end->from_ns, end->to_ns);
+                                end->total, end->stacks, end->from_ns, end->to_ns,
+                                quality ? ",\"quality\":" : "", quality ?: "");
                         break;
+                }
                 case FORMAT_TABLE: {
                         struct top_table_info info = {
                                 .kind = filters_kind(&a->filters),
@@ -890,6 +930,7 @@ static int query_stream(conn *c, const struct query_args *a, const json_t *reque
                                 .to_ns = end->to_ns,
                                 .limit = a->limit,
                                 .children = a->children,
+                                .quality = end->have_quality ? &end->quality : NULL,
                         };
 
                         if (a->json)
@@ -919,7 +960,7 @@ static int query_whole(conn *c, const struct query_args *a, const json_t *reques
         if (r < 0)
                 return r;
         *end = (struct answer_end) { .stacks = p->n_stacks, .total = p->total, .from_ns = p->from_ns,
-                                     .to_ns = p->to_ns };
+                                     .to_ns = p->to_ns, .quality = p->quality, .have_quality = p->have_quality };
 
         switch (a->format) {
         case FORMAT_TREE: {
@@ -974,6 +1015,47 @@ static int query_whole(conn *c, const struct query_args *a, const json_t *reques
         }
 }
 
+static int ignore_stack(void *userdata _unused_, const json_t *line _unused_, const char *raw _unused_,
+                        size_t raw_len _unused_) {
+        return 0;
+}
+
+/* --quality: the report of the answer, without the answer. */
+static int query_quality(conn *c, const struct query_args *a, const json_t *request, FILE *out,
+                         struct answer_end *end) {
+        const char *unit = filters_kind_is_time(&a->filters) ? "ns" : "samples";
+        int r;
+
+        r = query_send_and_read(c, request, ignore_stack, NULL, end);
+        if (r < 0)
+                return r;
+        if (!end->have_quality)
+                return cli_error(-EPROTO, "this profd sends no quality report (it is older than profctl)");
+        if (a->json) {
+                _cleanup_json_ json_t *doc = json_pack("{ss, ss, ss, sI, sI, so*}", "view", "quality",
+                                                       "kind", filters_kind(&a->filters), "unit", unit,
+                                                       "from_ns", (json_int_t) end->from_ns,
+                                                       "to_ns", (json_int_t) end->to_ns,
+                                                       "quality", quality_to_json(&end->quality));
+
+                r = doc ? json_document_write(out, doc) : -ENOMEM;
+        } else
+                r = quality_write_report(out, &end->quality, filters_kind(&a->filters), unit, end->from_ns,
+                                         end->to_ns);
+        return r < 0 ? cli_error(r, "cannot write the quality report: %m") : 0;
+}
+
+/* The summary under a view, on stderr: how far to trust what was shown. */
+static void quality_summary_write(const struct answer_end *end) {
+        _cleanup_free_ char *s = NULL;
+
+        if (!end->have_quality)
+                return;
+        s = quality_summary(&end->quality);
+        fflush(stdout);
+        fprintf(stderr, "%s\n", s ? s : "quality: (out of memory)");
+}
+
 static int query_run(const struct query_args *a) {
         _cleanup_conn_ conn *c = NULL;
         _cleanup_json_ json_t *request = NULL;
@@ -991,7 +1073,9 @@ static int query_run(const struct query_args *a) {
         if (r < 0)
                 return r;
 
-        if (IN_SET_FORMAT(a->format, FORMAT_TABLE, FORMAT_FOLDED, FORMAT_JSON))
+        if (a->quality)
+                r = query_quality(c, a, request, out.f, &end);
+        else if (IN_SET_FORMAT(a->format, FORMAT_TABLE, FORMAT_FOLDED, FORMAT_JSON))
                 r = query_stream(c, a, request, out.f, &end);
         else
                 r = query_whole(c, a, request, out.f, &end);
@@ -1000,8 +1084,11 @@ static int query_run(const struct query_args *a) {
                 r = cli_error(-EIO, "cannot write %s", a->output ? a->output : "to standard output");
         if (output_close(&out, r >= 0) < 0)
                 r = -EIO;
-        if (r >= 0 && end.total == 0)
+        if (r >= 0 && end.total == 0 && !a->quality)
                 no_samples_message(&a->filters, end.from_ns, end.to_ns, NULL);
+        /* JSON carries the whole report; --quality is the report */
+        else if (r >= 0 && !a->json && !a->quality && a->format != FORMAT_JSON)
+                quality_summary_write(&end);
         return r;
 }
 
@@ -1131,6 +1218,12 @@ static int run_series(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         if (s.total == 0)
                 no_samples_message(&f, s.from_ns, s.to_ns, NULL);
+        else if (!json && s.have_quality) {
+                _cleanup_free_ char *summary = quality_summary(&s.quality);
+
+                fflush(stdout);
+                fprintf(stderr, "%s\n", summary ? summary : "quality: (out of memory)");
+        }
         return EXIT_SUCCESS;
 }
 
@@ -1388,6 +1481,15 @@ static int diff_run(const struct diff_args *a) {
                 no_samples_message(&a->filters, baseline->from_ns, baseline->to_ns, " in the baseline");
         if (current->total == 0)
                 no_samples_message(&a->filters, current->from_ns, current->to_ns, " in the current window");
+        /* a change is only as good as the worse of its two pictures */
+        if (!a->json && a->format != DIFF_JSON)
+                for (int i = 0; i < 2; i++) {
+                        const profile *p = i == 0 ? baseline : current;
+                        _cleanup_free_ char *line = p->have_quality ? quality_summary(&p->quality) : NULL;
+
+                        if (line)
+                                fprintf(stderr, "%s %s\n", i == 0 ? "baseline" : "current", line);
+                }
         return 0;
 }
 

@@ -406,6 +406,12 @@ int profile_set_end(profile *p, const json_t *end) {
                 if (json_integer_value(freq) > 0)
                         profile_set_frequency(p, (uint64_t) json_integer_value(freq));
         }
+        if (json_object_get(end, "quality")) {
+                if (quality_from_json(json_object_get(end, "quality"), &p->quality) < 0)
+                        return cli_error(-EBADMSG, "profd sent an 'end' line whose \"quality\" is not a "
+                                         "report of unsigned integers");
+                p->have_quality = true;
+        }
         if (profile_set_kind(p, kind, unit) < 0)
                 return cli_error(-ENOMEM, "%m");
         p->from_ns = from_ns;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "macro.h"
+#include "quality.h"
 
 enum {
         PROFILE_FRAME_KERNEL = 1 << 0,     /* "kernel": true */
@@ -47,6 +48,8 @@ typedef struct profile {
         uint64_t from_ns, to_ns; /* the window, Unix-epoch ns */
         uint64_t period_ns;   /* cpu: ns between two samples of one CPU (1e9 / frequency_hz),
                                * 0 while unknown; see profile_set_end() */
+        struct quality quality; /* the answer's quality report (common/quality.h) */
+        bool have_quality;    /* false: the answer had none (an older profd, or built here) */
 
         struct profile_frame *frames;
         size_t n_frames;
@@ -66,8 +69,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(profile *, profile_free);
  * as profd's fault; returns 0, -EBADMSG or -ENOMEM. */
 int profile_add_stack_line(profile *p, const json_t *line);
 
-/* Takes kind, unit, from_ns and to_ns from the answer's "end" line and
- * checks its "total" and "stacks" against what was added. Also takes the
+/* Takes kind, unit, from_ns, to_ns and the quality report from the
+ * answer's "end" line and checks its "total" and "stacks" against what was
+ * added. Also takes the
  * sampling period from its "frequency_hz" when the line has one (else
  * period_ns stays as it was: see profile_set_frequency()). Returns 0 or
  * -EBADMSG. */

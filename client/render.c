@@ -488,6 +488,8 @@ int top_table_write_json(const top_table *t, FILE *f, const struct top_table_inf
                         "rows", array);
         if (!doc)
                 return -ENOMEM;
+        if (info->quality && json_object_set_new(doc, "quality", quality_to_json(info->quality)) < 0)
+                return -ENOMEM;
         return json_document_write(f, doc);
 }
 

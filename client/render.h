@@ -10,6 +10,7 @@
 
 #include "folded.h"
 #include "macro.h"
+#include "quality.h"
 
 /* One "stack" response line, checked and flattened. Strings point into the
  * json_t it was parsed from; the arrays are reused from line to line so a
@@ -99,6 +100,7 @@ struct top_table_info {
         uint64_t from_ns, to_ns;
         size_t limit;                /* rows at most, 0 for all */
         bool children;               /* sort by total */
+        const struct quality *quality; /* the answer's quality report; NULL: none */
 };
 
 /* Writes the header (total samples and the window) and the rows in the

@@ -140,6 +140,8 @@ struct view_tree {
         char *focus_text;
         char *kind;
         uint64_t total, matched, from_ns, to_ns;
+        struct quality quality;      /* the profile's, when have_quality */
+        bool have_quality;
 };
 
 static uint64_t node_key_hash(const void *p) {
@@ -275,6 +277,8 @@ int view_tree_build(const profile *p, const struct tree_opts *o, view_tree **ret
         t->total = p->total;
         t->from_ns = p->from_ns;
         t->to_ns = p->to_ns;
+        t->quality = p->quality;
+        t->have_quality = p->have_quality;
 
         r = func_set_map_frames(&t->funcs, p, o->lines, &frame_funcs);
         if (r < 0)
@@ -445,6 +449,8 @@ int view_tree_write_json(const view_tree *t, FILE *f) {
                     json_object_set_new(doc, "callees", tree_roots_json(t, &t->callees, true)) < 0)
                         return -ENOMEM;
         } else if (json_object_set_new(doc, "tree", tree_roots_json(t, &t->callees, true)) < 0)
+                return -ENOMEM;
+        if (t->have_quality && json_object_set_new(doc, "quality", quality_to_json(&t->quality)) < 0)
                 return -ENOMEM;
         return json_document_write(f, doc);
 }
@@ -906,6 +912,15 @@ int series_add_point_line(struct series *s, const json_t *line) {
         if ((r = response_get_u64(line, "point", "t_ns", &pt.t_ns)) < 0 ||
             (r = response_get_u64(line, "point", "value", &pt.value)) < 0)
                 return r;
+        if (s->n_points == 0)
+                s->have_complete = true;
+        pt.complete = 0;
+        if (!json_object_get(line, "complete"))
+                s->have_complete = false;
+        else if ((r = response_get_u64(line, "point", "complete", &pt.complete)) < 0)
+                return r;
+        if (pt.complete > pt.value)
+                return cli_error(-EBADMSG, "profd sent a 'point' whose \"complete\" exceeds its \"value\"");
         if (s->n_points > 0 && pt.t_ns <= s->points[s->n_points - 1].t_ns)
                 return cli_error(-EBADMSG, "profd sent 'point' lines out of time order");
         if (s->n_points == s->allocated) {
@@ -944,6 +959,12 @@ int series_set_end(struct series *s, const json_t *end) {
         if (sum != s->total)
                 return cli_error(-EBADMSG, "profd's series answer ends with \"total\":%" PRIu64
                                  " but its points add up to %" PRIu64, s->total, sum);
+        if (json_object_get(end, "quality")) {
+                if (quality_from_json(json_object_get(end, "quality"), &s->quality) < 0)
+                        return cli_error(-EBADMSG, "profd sent a series 'end' line whose \"quality\" is not a "
+                                         "report of unsigned integers");
+                s->have_quality = true;
+        }
         free(s->kind);
         free(s->unit);
         s->kind = strdup(kind);
@@ -967,7 +988,8 @@ static const char *series_rate_unit(const struct series *s) {
 /* Wide enough to tell 2% steps apart, narrow enough for 80 columns. */
 #define SERIES_BAR_WIDTH 40
 
-static void series_line_write(FILE *f, const struct series *s, uint64_t t_ns, uint64_t value, double max_rate) {
+static void series_line_write(FILE *f, const struct series *s, uint64_t t_ns, uint64_t value, uint64_t complete,
+                              double max_rate) {
         char when[64];
         double rate = series_rate(s, value);
         int bar = max_rate > 0 ? (int) lround(rate / max_rate * SERIES_BAR_WIDTH) : 0;
@@ -978,7 +1000,15 @@ static void series_line_write(FILE *f, const struct series *s, uint64_t t_ns, ui
                 fprintf(f, "%s.%03" PRIu64, when, (uint64_t) (t_ns % NSEC_PER_SEC / NSEC_PER_MSEC));
         else
                 fputs(when, f);
-        fprintf(f, "  %12.1f  ", rate);
+        fprintf(f, "  %12.1f", rate);
+        /* when quality dropped: the share of the step with complete stacks */
+        if (s->have_complete) {
+                if (value > 0)
+                        fprintf(f, "  %7.1f%%  ", 100.0 * (double) complete / (double) value);
+                else
+                        fprintf(f, "  %8s  ", "-");
+        } else
+                fputs("  ", f);
         /* a step with any data shows at least one mark: "little" is not "none" */
         if (bar == 0 && value > 0)
                 bar = 1;
@@ -999,15 +1029,15 @@ int series_write(FILE *f, const struct series *s) {
                 streq(s->kind, "cpu") ? "on-CPU samples" :
                 streq(s->kind, "wakeup") ? "blocked time by waker" : "off-CPU time",
                 format_local_time(from, sizeof(from), s->from_ns), format_local_time(to, sizeof(to), s->to_ns));
-        fprintf(f, "%-*s  %12s\n", s->step_ns % NSEC_PER_SEC != 0 ? 23 : 19, "TIME",
-                streq(s->unit, "ns") ? "MS/S" : "SAMPLES/S");
+        fprintf(f, "%-*s  %12s%s\n", s->step_ns % NSEC_PER_SEC != 0 ? 23 : 19, "TIME",
+                streq(s->unit, "ns") ? "MS/S" : "SAMPLES/S", s->have_complete ? "  COMPLETE" : "");
         for (size_t i = 0; i < s->n_points; i++) {
                 /* the steps between two points had nothing: show them as 0,
                  * a gap in a sampled series is itself a finding */
                 if (i > 0)
                         for (uint64_t t = s->points[i - 1].t_ns + s->step_ns; t < s->points[i].t_ns; t += s->step_ns)
-                                series_line_write(f, s, t, 0, max_rate);
-                series_line_write(f, s, s->points[i].t_ns, s->points[i].value, max_rate);
+                                series_line_write(f, s, t, 0, 0, max_rate);
+                series_line_write(f, s, s->points[i].t_ns, s->points[i].value, s->points[i].complete, max_rate);
         }
         return ferror(f) ? -EIO : 0;
 }
@@ -1021,6 +1051,14 @@ int series_write_json(FILE *f, const struct series *s) {
                 json_t *p = json_pack("{sI, sI, sf}", "t_ns", (json_int_t) s->points[i].t_ns,
                                       "value", (json_int_t) s->points[i].value,
                                       "rate", round(series_rate(s, s->points[i].value) * 1000.0) / 1000.0);
+                if (p && s->have_complete &&
+                    (json_object_set_new(p, "complete", json_integer((json_int_t) s->points[i].complete)) < 0 ||
+                     json_object_set_new(p, "complete_pct", json_real(round(1000.0 * (double) s->points[i].complete /
+                                                                            (double) MAX(s->points[i].value, 1u)) /
+                                                                      10.0)) < 0)) {
+                        json_decref(p);
+                        return -ENOMEM;
+                }
                 if (!p || json_array_append_new(points, p) < 0)
                         return -ENOMEM;
         }
@@ -1030,5 +1068,43 @@ int series_write_json(FILE *f, const struct series *s) {
                         "to_ns", (json_int_t) s->to_ns, "points", points);
         if (!doc)
                 return -ENOMEM;
+        if (s->have_quality && json_object_set_new(doc, "quality", quality_to_json(&s->quality)) < 0)
+                return -ENOMEM;
         return json_document_write(f, doc);
+}
+
+/* ---- quality report ---- */
+
+static void report_line(FILE *f, unsigned indent, const char *label, uint64_t v, uint64_t total, bool ns) {
+        char w[64];
+
+        fprintf(f, "%*s%-*s %7.1f%%  %s\n", (int) indent, "", 40 - (int) indent, label, percent(v, total),
+                format_weight(w, sizeof(w), v, ns));
+}
+
+int quality_write_report(FILE *f, const struct quality *q, const char *kind, const char *unit, uint64_t from_ns,
+                         uint64_t to_ns) {
+        bool ns = streq(unit, "ns");
+        char w[64], from[64], to[64];
+
+        fprintf(f, "quality of %s %s from %s to %s\n", format_weight(w, sizeof(w), q->total, ns),
+                streq(kind, "cpu") ? "on-CPU samples" : streq(kind, "wakeup") ? "of blocked time by waker"
+                                                                             : "of off-CPU time",
+                format_local_time(from, sizeof(from), from_ns), format_local_time(to, sizeof(to), to_ns));
+        report_line(f, 0, "complete stacks", q->complete, q->total, ns);
+        if (q->partial)
+                report_line(f, 0, "not complete", q->total - q->complete, q->total, ns);
+        else {
+                report_line(f, 0, "truncated", quality_truncated_total(q), q->total, ns);
+                for (size_t i = 0; i < _QUALITY_TRUNC_MAX; i++)
+                        report_line(f, 2, quality_truncated_names[i].label, q->truncated[i], q->total, ns);
+                report_line(f, 0, "end not recorded", q->unknown, q->total, ns);
+                report_line(f, 0, "unresolved (a user frame without name)", q->unresolved, q->total, ns);
+                for (size_t i = 0; i < _QUALITY_UNRES_MAX; i++)
+                        report_line(f, 2, quality_unresolved_names[i].label, q->unresolved_by[i], q->total, ns);
+        }
+        fputs("lost in the window (host-wide counts of events)\n", f);
+        for (size_t i = 0; i < _QUALITY_LOST_MAX; i++)
+                fprintf(f, "  %-38s %8" PRIu64 "\n", quality_lost_names[i].label, q->lost[i]);
+        return ferror(f) ? -EIO : 0;
 }

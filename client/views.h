@@ -80,6 +80,7 @@ int diff_table_write_json(FILE *f, const profile *baseline, const profile *curre
 struct series_point {
         uint64_t t_ns;  /* bucket start, Unix-epoch ns */
         uint64_t value; /* samples, or nanoseconds for the time kinds */
+        uint64_t complete; /* the part with complete stacks */
 };
 
 struct series {
@@ -87,6 +88,9 @@ struct series {
         uint64_t step_ns, total, from_ns, to_ns;
         struct series_point *points;
         size_t n_points, allocated;
+        bool have_complete;      /* every point said its complete part (profd before: no) */
+        struct quality quality;  /* partial: total, complete, lost */
+        bool have_quality;
 };
 
 void series_done(struct series *s);
@@ -98,8 +102,17 @@ int series_add_point_line(struct series *s, const json_t *line);
 int series_set_end(struct series *s, const json_t *end);
 
 /* One line per step from the first point to the last (steps without data
- * as 0), the rate per second (samples/s, or ms/s of blocked time) and a
- * bar scaled to the largest. Returns 0 or -EIO. */
+ * as 0), the rate per second (samples/s, or ms/s of blocked time), the share
+ * of the step with complete stacks and a bar scaled to the largest.
+ * Returns 0 or -EIO. */
 int series_write(FILE *f, const struct series *s);
 /* Returns 0, -ENOMEM or -EIO. */
 int series_write_json(FILE *f, const struct series *s);
+
+/* ---- quality report ---- */
+
+/* The whole report of an answer (profctl query --quality): each share with
+ * its weight, every reason listed, then the losses. unit: "samples" or
+ * "ns". Returns 0 or -EIO. */
+int quality_write_report(FILE *f, const struct quality *q, const char *kind, const char *unit, uint64_t from_ns,
+                         uint64_t to_ns);

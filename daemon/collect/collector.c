@@ -38,6 +38,7 @@ struct collector {
         struct profd_sample_key *keys_buf; /* drain scratch, counts_max entries */
         uint64_t *values_buf;
         uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
+        bool user_ends_known;     /* see struct drain_batch */
         bool switch_done;         /* off-CPU user stacks are walked at sched_exit_tp */
         struct collector_unwind_maps unwind; /* the mmapped unwind arrays */
 };
@@ -317,6 +318,11 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                                    "and a kernel with BTF): %m");
                 goto fail;
         }
+        /* The walker that sets profd_frames.end is the DWARF unwinder's,
+         * which comes with its per-process map; the frame-pointer walker
+         * before it leaves end 0 on every walk, also one that met a
+         * garbage frame pointer, so its ends say nothing. */
+        c->user_ends_known = bpf_object__find_map_by_name(c->skel->obj, "unwind_procs") != NULL;
         inner_fd = bpf_map__fd(c->skel->maps.barrier_inner);
         r = bpf_map_update_elem(bpf_map__fd(c->skel->maps.barrier), &zero, &inner_fd, BPF_ANY);
         if (r < 0) {
@@ -515,6 +521,7 @@ static int drain_frames(int fd, hashmap **ret) {
                                 return -ENOMEM;
                         }
                         t->n = n;
+                        t->end = f->end;
                         memcpy(t->ips, f->ips, n * sizeof(uint64_t));
                         r = hashmap_put(m, UINT64_TO_KEY(key), t);
                         if (r < 0) {
@@ -591,6 +598,7 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         for (size_t i = 0; i < n; i++)
                 b.entries[i] = (struct drain_entry) { c->keys_buf[i], c->values_buf[i] };
         b.n_entries = n;
+        b.user_ends_known = c->user_ends_known;
         *ret = b;
         return 0;
 fail:

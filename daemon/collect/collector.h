@@ -43,6 +43,7 @@ struct drain_entry {
 /* A stack as the kernel recorded it: ips[0] is the innermost frame. */
 struct stack_trace {
         size_t n;
+        uint8_t end;     /* user stacks: how the walk ended (enum profd_stack_end); kernel: 0 */
         uint64_t ips[];
 };
 
@@ -52,6 +53,9 @@ struct drain_batch {
         size_t n_entries;
         hashmap *frames;        /* frames hash -> struct stack_trace* */
         uint64_t counters[PROFD_COUNTER__MAX]; /* increase since the previous drain */
+        bool user_ends_known;   /* the user walker reports how each walk ended (stack_trace.end);
+                                 * false: every end reads 0 whatever happened (frame-pointer walker
+                                 * before the DWARF unwinder) */
 };
 
 typedef struct collector collector;

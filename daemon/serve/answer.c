@@ -8,6 +8,7 @@
 
 #include "../../bpf/profd.h"
 #include "macro.h"
+#include "quality-sum.h"
 #include "series.h"
 
 static const char *const kind_names[] = {
@@ -126,12 +127,14 @@ int answer_store_query(const struct query_request *rq, const struct answer_calle
 struct stack_ctx {
         const struct answer_context *ctx;
         struct stack_style style;
+        struct quality quality;
 };
 
 static int emit_stack(const struct store_stack_out *stack, void *userdata) {
         struct stack_ctx *sc = userdata;
         json_t *line;
 
+        quality_add_stack(&sc->quality, stack);
         if (sc->ctx->emit_stack)
                 return sc->ctx->emit_stack(stack, &sc->style, sc->ctx->userdata);
         line = answer_stack_line(stack, &sc->style);
@@ -143,24 +146,30 @@ static int emit_stack(const struct store_stack_out *stack, void *userdata) {
 struct series_ctx {
         const struct answer_context *ctx;
         series *series;
-        uint64_t total;
+        uint64_t total, complete;
 };
 
-static int emit_point(uint64_t t_ns, uint64_t value, void *userdata) {
+static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *userdata) {
         struct series_ctx *sc = userdata;
-        json_t *line = json_pack("{s:s, s:I, s:I}", "type", "point", "t_ns", (json_int_t) t_ns, "value",
-                                 (json_int_t) value);
+        json_t *line = json_pack("{s:s, s:I, s:I, s:I}", "type", "point", "t_ns", (json_int_t) t_ns, "value",
+                                 (json_int_t) value, "complete", (json_int_t) complete);
 
         if (!line)
                 return -ENOMEM;
         return sc->ctx->emit(line, sc->ctx->userdata);
 }
 
-static int add_drain(uint64_t start_ns, uint64_t end_ns, uint64_t value, void *userdata) {
+static int add_drain(uint64_t start_ns, uint64_t end_ns, uint64_t value, uint64_t complete, void *userdata) {
         struct series_ctx *sc = userdata;
 
         sc->total += value;
-        return series_add(sc->series, start_ns, end_ns, value);
+        sc->complete += complete;
+        return series_add(sc->series, start_ns, end_ns, value, complete);
+}
+
+static int add_drop(const char *reason, uint64_t count, void *userdata) {
+        quality_add_drop(userdata, reason, count);
+        return 0;
 }
 
 static int emit_error(const struct answer_context *ctx, const char *message) {
@@ -172,7 +181,7 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
         _cleanup_free_ char *error = NULL;
         uint64_t total = 0, stacks = 0;
         struct store_query q;
-        json_t *end;
+        json_t *end, *report;
         int r;
 
         r = answer_store_query(rq, &ctx->caller, ctx->now_ns, &q, &error);
@@ -217,11 +226,22 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                                                "points; use a longer step");
                 if (r < 0)
                         return r;
-                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "type", "end",
+                /* the whole report needs every stack; a series carries the
+                 * complete part (per point and in all) and the losses */
+                struct quality quality = { .total = sc.total, .complete = sc.complete, .partial = true };
+                if (q.drain_id >= 0)
+                        r = store_query_drops(ctx->store, &q, add_drop, &quality);
+                if (r < 0)
+                        return r;
+                report = quality_to_json(&quality);
+                if (!report)
+                        return -ENOMEM;
+                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "type", "end",
                                 "kind", kind_names[rq->kind], "unit", kind_unit(rq->kind),
                                 "step_ns", (json_int_t) step, "points", (json_int_t) stacks,
-                                "total", (json_int_t) sc.total,
-                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns);
+                                "total", (json_int_t) sc.total, "complete", (json_int_t) sc.complete,
+                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns,
+                                "quality", report);
         } else {
                 struct stack_ctx sc = {
                         .ctx = ctx,
@@ -231,12 +251,18 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
 
                 if (q.drain_id >= 0)
                         r = store_query_stacks(ctx->store, &q, emit_stack, &sc, &total, &stacks);
+                if (r >= 0 && q.drain_id >= 0)
+                        r = store_query_drops(ctx->store, &q, add_drop, &sc.quality);
                 if (r < 0)
                         return r;
-                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "type", "end",
+                report = quality_to_json(&sc.quality);
+                if (!report)
+                        return -ENOMEM;
+                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "type", "end",
                                 "kind", kind_names[rq->kind], "unit", kind_unit(rq->kind),
                                 "stacks", (json_int_t) stacks, "total", (json_int_t) total,
-                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns);
+                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns,
+                                "quality", report);
         }
         return ctx->emit(end, ctx->userdata);
 }

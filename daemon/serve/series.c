@@ -16,12 +16,16 @@ struct series {
         void *userdata;
         /* buckets not emitted yet: pending[i] is bucket base + i */
         uint64_t base;
-        uint64_t *pending;
+        struct bucket *pending;
         size_t n_pending, cap;
         uint64_t points;
         /* per-drain scratch for the remainders */
         struct share *shares;
         size_t shares_cap;
+};
+
+struct bucket {
+        uint64_t complete, rest; /* value = complete + rest */
 };
 
 struct share {
@@ -62,8 +66,9 @@ static int flush_before(series *s, uint64_t upto) {
         int r = 0;
 
         while (n < s->n_pending && s->base + n < upto) {
-                if (s->pending[n] > 0) {
-                        r = s->fn((s->base + n) * s->step, s->pending[n], s->userdata);
+                const struct bucket *b = &s->pending[n];
+                if (b->complete + b->rest > 0) {
+                        r = s->fn((s->base + n) * s->step, b->complete + b->rest, b->complete, s->userdata);
                         s->points++;
                 }
                 n++;
@@ -87,7 +92,7 @@ static int extend_to(series *s, uint64_t last) {
                 return 0;
         if (need > s->cap) {
                 size_t cap = MAX(s->cap * 2, need);
-                uint64_t *p = realloc(s->pending, cap * sizeof(*p));
+                struct bucket *p = realloc(s->pending, cap * sizeof(*p));
                 if (!p)
                         return -ENOMEM;
                 s->pending = p;
@@ -107,36 +112,22 @@ static int share_compare(const void *a, const void *b) {
         return x->index < y->index ? -1 : x->index > y->index;
 }
 
-int series_add(series *s, uint64_t start_ns, uint64_t end_ns, uint64_t value) {
-        uint64_t first = start_ns / s->step, last, len, given = 0;
-        size_t n;
-        int r;
+static uint64_t *bucket_part(struct bucket *b, bool complete) {
+        return complete ? &b->complete : &b->rest;
+}
 
-        last = end_ns > start_ns ? (end_ns - 1) / s->step : first;
-        if (last - first >= SERIES_MAX_POINTS)
-                return -E2BIG;
-        /* drains come by start time: no later one reaches before `first` */
-        if (s->n_pending == 0 || first > s->base) {
-                r = flush_before(s, first);
-                if (r < 0)
-                        return r;
-        }
-        if (first < s->base) {
-                /* out of order (the clock was set back): all of it goes to
-                 * the oldest bucket still open, so the total stays right */
-                r = extend_to(s, s->base);
-                if (r < 0)
-                        return r;
-                s->pending[0] += value;
-                return 0;
-        }
-        r = extend_to(s, last);
-        if (r < 0)
-                return r;
+/* Spreads value over the buckets first..last (pending), into their
+ * complete part or the rest. */
+static int spread(series *s, uint64_t start_ns, uint64_t end_ns, uint64_t first, uint64_t last, uint64_t value,
+                  bool complete) {
+        uint64_t len, given = 0;
+        size_t n;
+
+#define FIELD(i) (*bucket_part(&s->pending[(i)], complete))
         if (value == 0)
                 return 0;
         if (end_ns <= start_ns || first == last) {
-                s->pending[first - s->base] += value;
+                FIELD(first - s->base) += value;
                 return 0;
         }
 
@@ -156,7 +147,7 @@ int series_add(series *s, uint64_t start_ns, uint64_t end_ns, uint64_t value) {
                 unsigned __int128 exact = (unsigned __int128) value * overlap;
                 uint64_t whole = (uint64_t) (exact / len);
 
-                s->pending[first - s->base + i] += whole;
+                FIELD(first - s->base + i) += whole;
                 given += whole;
                 s->shares[i] = (struct share) { .index = i, .rem = (uint64_t) (exact % len) };
         }
@@ -165,9 +156,44 @@ int series_add(series *s, uint64_t start_ns, uint64_t end_ns, uint64_t value) {
         if (given < value) {
                 qsort(s->shares, n, sizeof(*s->shares), share_compare);
                 for (size_t i = 0; i < n && given < value; i++, given++)
-                        s->pending[first - s->base + s->shares[i].index]++;
+                        FIELD(first - s->base + s->shares[i].index)++;
         }
+#undef FIELD
         return 0;
+}
+
+int series_add(series *s, uint64_t start_ns, uint64_t end_ns, uint64_t value, uint64_t complete) {
+        uint64_t first = start_ns / s->step, last;
+        int r;
+
+        if (complete > value)
+                return -EINVAL;
+        last = end_ns > start_ns ? (end_ns - 1) / s->step : first;
+        if (last - first >= SERIES_MAX_POINTS)
+                return -E2BIG;
+        /* drains come by start time: no later one reaches before `first` */
+        if (s->n_pending == 0 || first > s->base) {
+                r = flush_before(s, first);
+                if (r < 0)
+                        return r;
+        }
+        if (first < s->base) {
+                /* out of order (the clock was set back): all of it goes to
+                 * the oldest bucket still open, so the total stays right */
+                r = extend_to(s, s->base);
+                if (r < 0)
+                        return r;
+                s->pending[0].complete += complete;
+                s->pending[0].rest += value - complete;
+                return 0;
+        }
+        r = extend_to(s, last);
+        if (r < 0)
+                return r;
+        r = spread(s, start_ns, end_ns, first, last, complete, true);
+        if (r >= 0)
+                r = spread(s, start_ns, end_ns, first, last, value - complete, false);
+        return r;
 }
 
 int series_finish(series *s) {

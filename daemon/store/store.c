@@ -50,9 +50,10 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_FUNCTION] = "SELECT id FROM functions WHERE mapping_id = ?1 AND raw_name = ?2",
         [STMT_INSERT_FUNCTION] = "INSERT INTO functions (mapping_id, raw_name, name) VALUES (?1, ?2, ?3)",
         [STMT_SELECT_LOCATION] = "SELECT id FROM locations WHERE mapping_id = ?1 AND address = ?2",
-        [STMT_INSERT_LOCATION] = "INSERT INTO locations (mapping_id, address, function_id, kernel) VALUES (?1, ?2, ?3, ?4)",
-        [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2",
-        [STMT_INSERT_STACK] = "INSERT INTO stacks (hash, frames) VALUES (?1, ?2)",
+        [STMT_INSERT_LOCATION] = "INSERT INTO locations (mapping_id, address, function_id, kernel, unresolved) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5)",
+        [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2 AND user_end IS ?3",
+        [STMT_INSERT_STACK] = "INSERT INTO stacks (hash, frames, user_end) VALUES (?1, ?2, ?3)",
         [STMT_UPSERT_PROCESS] = "INSERT INTO processes (pid, start_ns, comm, exe, uid, cgroup, unit, container) "
                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
                                 "ON CONFLICT (pid, start_ns) DO UPDATE SET comm = excluded.comm, "
@@ -63,7 +64,8 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_PROCESS] = "SELECT id FROM processes WHERE pid = ?1 AND start_ns = ?2",
         [STMT_INSERT_SAMPLE] = "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, "
                                "stack_id, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name, f.raw_name, m.build_id FROM locations l "
+        [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name, f.raw_name, m.build_id, l.unresolved "
+                                      "FROM locations l "
                                       "JOIN mappings m ON m.id = l.mapping_id "
                                       "LEFT JOIN functions f ON f.id = l.function_id WHERE l.id = ?1",
         [STMT_INSERT_LOCATION_LINE] = "INSERT INTO location_lines (location_id, depth, function_id, file, line, inlined) "
@@ -71,7 +73,7 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_LOCATION_LINES] = "SELECT f.name, f.raw_name, ll.file, ll.line, ll.inlined FROM location_lines ll "
                                        "JOIN functions f ON f.id = ll.function_id "
                                        "WHERE ll.location_id = ?1 ORDER BY ll.depth DESC",
-        [STMT_SELECT_STACK_FRAMES] = "SELECT frames FROM stacks WHERE id = ?1",
+        [STMT_SELECT_STACK_FRAMES] = "SELECT frames, user_end FROM stacks WHERE id = ?1",
         [STMT_UPSERT_THREAD] = "INSERT INTO threads (process_id, tid, comm) VALUES (?1, ?2, ?3) "
                                "ON CONFLICT (process_id, tid) DO UPDATE SET comm = excluded.comm",
 };
@@ -530,6 +532,10 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
                 else
                         sqlite3_bind_null(ins, 3);
                 sqlite3_bind_int(ins, 4, f->kernel);
+                if (f->unresolved != STORE_UNRESOLVED_NONE && !f->function && !f->kernel)
+                        sqlite3_bind_int(ins, 5, f->unresolved);
+                else
+                        sqlite3_bind_null(ins, 5);
                 r = step_done(s, ins, "location insert");
                 if (r < 0)
                         return r;
@@ -547,7 +553,17 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
         return r;
 }
 
-static int stack_id(store *s, const int64_t *locations, size_t n, int64_t *ret) {
+/* Binds a stack's user_end: NULL for STORE_END_UNKNOWN. */
+static void bind_user_end(sqlite3_stmt *st, int i, int user_end) {
+        if (user_end == STORE_END_UNKNOWN)
+                sqlite3_bind_null(st, i);
+        else
+                sqlite3_bind_int(st, i, user_end);
+}
+
+/* A stack is its frames and how its user part ended: the same frames
+ * truncated and complete are two rows, so each answers for its own end. */
+static int stack_id(store *s, const int64_t *locations, size_t n, int user_end, int64_t *ret) {
         size_t bytes = n * sizeof(int64_t);
         uint64_t h = hash_bytes(locations, bytes);
         sqlite3_stmt *sel = s->stmts[STMT_SELECT_STACK], *ins = s->stmts[STMT_INSERT_STACK];
@@ -558,11 +574,13 @@ static int stack_id(store *s, const int64_t *locations, size_t n, int64_t *ret) 
         _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stack blobs are little-endian");
         sqlite3_bind_int64(sel, 1, (int64_t) h);
         sqlite3_bind_blob(sel, 2, locations, bytes, SQLITE_STATIC);
+        bind_user_end(sel, 3, user_end);
         r = step_id(s, sel, ret, "stack lookup");
         if (r != 0)
                 return r < 0 ? r : 0;
         sqlite3_bind_int64(ins, 1, (int64_t) h);
         sqlite3_bind_blob(ins, 2, locations, bytes, SQLITE_STATIC);
+        bind_user_end(ins, 3, user_end);
         r = step_done(s, ins, "stack insert");
         if (r < 0)
                 return r;
@@ -685,7 +703,7 @@ int store_drain_add(store *s, const struct store_sample *smp) {
                 if (r < 0)
                         return r;
         }
-        r = stack_id(s, locs, smp->n_frames, &stack);
+        r = stack_id(s, locs, smp->n_frames, smp->user_end, &stack);
         if (r < 0)
                 return r;
         r = process_id(s, smp->process, &proc);
@@ -858,6 +876,7 @@ static int load_location(store *s, int64_t id, struct location_info **ret) {
                 const char *fn = (const char *) sqlite3_column_text(st, 3);
                 const char *raw = (const char *) sqlite3_column_text(st, 4);
                 const char *build_id = (const char *) sqlite3_column_text(st, 5);
+                int64_t why = sqlite3_column_int64(st, 6); /* NULL reads as 0: not known */
 
                 base.kernel = sqlite3_column_int(st, 1);
                 base.address = address;
@@ -875,6 +894,8 @@ static int load_location(store *s, int64_t id, struct location_info **ret) {
                         if (r >= 0)
                                 r = li_strdup(li, raw, &base.raw_name);
                 } else if (r >= 0) {
+                        base.unresolved = why > 0 && why < _STORE_UNRESOLVED_MAX ? (uint8_t) why
+                                                                                  : STORE_UNRESOLVED_NONE;
                         /* kept as module+0xoffset, never dropped */
                         if (asprintf(&unresolved, "%s+0x%" PRIx64, path_basename(base.module), address) < 0)
                                 r = -ENOMEM;
@@ -1094,7 +1115,7 @@ static int transient_add(store *s, struct location_info *li) {
 }
 
 static int stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame_out **out, size_t *out_cap,
-                        size_t *ret_n) {
+                        size_t *ret_n, int *ret_user_end) {
         sqlite3_stmt *frames_st = s->stmts[STMT_SELECT_STACK_FRAMES];
         const int64_t *locs;
         size_t n, n_out = 0;
@@ -1110,6 +1131,8 @@ static int stack_frames(store *s, int64_t sid, hashmap *cache, struct store_fram
         }
         n = (size_t) sqlite3_column_bytes(frames_st, 0) / sizeof(int64_t);
         locs = sqlite3_column_blob(frames_st, 0);
+        *ret_user_end = sqlite3_column_type(frames_st, 1) == SQLITE_NULL ? STORE_END_UNKNOWN
+                                                                          : sqlite3_column_int(frames_st, 1);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 struct location_info *li;
                 int64_t lid;
@@ -1244,7 +1267,7 @@ static int query_stacks_summed(store *s, sqlite3_stmt *st, hashmap *cache, store
         for (size_t i = 0; i < n; i++) {
                 struct store_stack_out so = { .value = sums[i].value };
 
-                r = stack_frames(s, sums[i].stack_id, cache, &out, &out_cap, &so.n_frames);
+                r = stack_frames(s, sums[i].stack_id, cache, &out, &out_cap, &so.n_frames, &so.user_end);
                 if (r < 0)
                         return r;
                 so.frames = out;
@@ -1307,7 +1330,7 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                         .group = (const char *) sqlite3_column_text(st, 2),
                 };
 
-                r = stack_frames(s, sqlite3_column_int64(st, 0), cache, &out, &out_cap, &so.n_frames);
+                r = stack_frames(s, sqlite3_column_int64(st, 0), cache, &out, &out_cap, &so.n_frames, &so.user_end);
                 if (r < 0)
                         goto out;
                 so.frames = out;
@@ -1341,7 +1364,10 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
         sqlite3_stmt *st = NULL;
         int rc, r;
 
-        sql_add(&t, "SELECT d.start_ns, d.end_ns, sum(s.value)");
+        /* the complete set is one ephemeral index built once per query from
+         * the stacks table, not a lookup per sample row */
+        sql_add(&t, "SELECT d.start_ns, d.end_ns, sum(s.value), "
+                    "sum(CASE WHEN s.stack_id IN (SELECT id FROM stacks WHERE user_end = 0) THEN s.value ELSE 0 END)");
         sql_add_filters(&t, q, false);
         /* grouped in the order drains come (drains_end: end_ns, id), so
          * SQLite sums each drain's samples as they stream by instead of
@@ -1354,12 +1380,39 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
                 return r;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 r = fn((uint64_t) sqlite3_column_int64(st, 0), (uint64_t) sqlite3_column_int64(st, 1),
-                       (uint64_t) sqlite3_column_int64(st, 2), userdata);
+                       (uint64_t) sqlite3_column_int64(st, 2), (uint64_t) sqlite3_column_int64(st, 3), userdata);
                 if (r < 0)
                         break;
         }
         if (r >= 0 && rc != SQLITE_DONE)
                 r = store_fail(s, rc, "series query");
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_query_drops(store *s, const struct store_query *q, store_drop_fn fn, void *userdata) {
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        /* the same drains as the query's samples (sql_add_filters) */
+        rc = sqlite3_prepare_v2(s->db, q->drain_id > 0 ?
+                                "SELECT x.reason, sum(x.count) FROM drops x WHERE x.drain_id = :drain "
+                                "GROUP BY x.reason ORDER BY x.reason" :
+                                "SELECT x.reason, sum(x.count) FROM drains d CROSS JOIN drops x ON x.drain_id = d.id "
+                                "WHERE d.end_ns >= :from AND d.start_ns <= :to GROUP BY x.reason ORDER BY x.reason",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_fail(s, rc, "drops query");
+        bind_i64(st, ":drain", q->drain_id);
+        bind_i64(st, ":from", (int64_t) q->from_ns);
+        bind_i64(st, ":to", (int64_t) q->to_ns);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                r = fn((const char *) sqlite3_column_text(st, 0), (uint64_t) sqlite3_column_int64(st, 1), userdata);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = store_fail(s, rc, "drops query");
         sqlite3_finalize(st);
         return r;
 }

@@ -17,6 +17,23 @@ struct store_line {
         bool inlined;
 };
 
+/* Why a user frame has no function (locations.unresolved, schema 6). The
+ * writer knows it when it symbolizes (daemon/store/writer.c, user_frame). */
+enum store_unresolved {
+        STORE_UNRESOLVED_NONE = 0,            /* has a function, or a kernel or [lost] frame, or not known */
+        STORE_UNRESOLVED_NO_SYMBOLS = 1,      /* the file was read, no symbol covers the address */
+        STORE_UNRESOLVED_NO_FILE = 2,         /* the mapping's file could not be opened or read as ELF */
+        STORE_UNRESOLVED_JIT_WITHOUT_MAP = 3, /* anonymous executable memory no perf map names */
+        STORE_UNRESOLVED_UNKNOWN_MAPPING = 4, /* in no known mapping, or the process was never read */
+        _STORE_UNRESOLVED_MAX,
+};
+
+/* How a stack's user part ended (stacks.user_end, schema 6): one of enum
+ * profd_stack_end (bpf/profd.h; 0 complete, also for a stack without user
+ * frames), or one of these. */
+#define STORE_END_LOST 64      /* the user stack was not recorded ([lost]): walk failed, stack map full */
+#define STORE_END_UNKNOWN (-1) /* stored before schema 6 (NULL in the store) */
+
 /* A frame to store. Strings are borrowed for the duration of the call. */
 struct store_frame {
         const char *module;   /* file path, "[kernel.kallsyms]", "[vdso]", "[unknown]", "[lost]" */
@@ -28,6 +45,7 @@ struct store_frame {
                                          * `function` itself; NULL when there is no debug info */
         size_t n_lines;
         bool kernel;
+        enum store_unresolved unresolved; /* user frames without function: why (NONE: not known) */
 };
 
 struct store_process {
@@ -50,6 +68,7 @@ struct store_sample {
         uint32_t peer_tid;                /* wakeup: the woken thread */
         const struct store_frame *frames; /* root first */
         size_t n_frames;
+        int user_end;                     /* STORE_END_* or enum profd_stack_end; 0: complete */
         uint64_t value;
 };
 
@@ -131,6 +150,7 @@ struct store_frame_out {
         bool resolved;
         bool inlined;         /* an inlined call: the caller is the frame before */
         bool jit;             /* JIT code: perf map entry or unmapped anonymous code */
+        uint8_t unresolved;   /* enum store_unresolved of an unresolved user frame (NONE: not known) */
 };
 
 /* One answer line of a stack query. */
@@ -139,6 +159,7 @@ struct store_stack_out {
         size_t n_frames;
         uint64_t value;
         const char *group; /* with STORE_GROUP_PROCESS/UNIT/THREAD: the group's name; else NULL */
+        int user_end;      /* how its user part ended: enum profd_stack_end, STORE_END_LOST, STORE_END_UNKNOWN */
 };
 
 /* Called for every stack matching a query. Returning a negative errno stops
@@ -151,11 +172,22 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                        uint64_t *ret_total, uint64_t *ret_stacks);
 
 /* Called, in time order, for each drain with matching samples: the drain's
- * bucket and the sum of its matching values. */
-typedef int (*store_drain_value_fn)(uint64_t start_ns, uint64_t end_ns, uint64_t value, void *userdata);
+ * bucket, the sum of its matching values, and the part of it whose stacks
+ * are complete (user_end 0). */
+typedef int (*store_drain_value_fn)(uint64_t start_ns, uint64_t end_ns, uint64_t value, uint64_t complete,
+                                    void *userdata);
 
 /* The per-drain sums behind a time series. Returns 0 or a negative errno. */
 int store_query_drains(store *s, const struct store_query *q, store_drain_value_fn fn, void *userdata);
+
+/* Called for each drop reason counted in the drains a query's window
+ * overlaps (or its one drain), with the sum of its counts. */
+typedef int (*store_drop_fn)(const char *reason, uint64_t count, void *userdata);
+
+/* The drops (table drops) of the query's window; only the window (or
+ * drain) of q is used, not its other filters: drops are host-wide. Returns
+ * 0, a negative errno from fn, or one from the store. */
+int store_query_drops(store *s, const struct store_query *q, store_drop_fn fn, void *userdata);
 
 /* The most recent drain (largest end time). Returns 0, -ENOENT when the
  * store has none, or a negative errno. */

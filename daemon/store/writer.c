@@ -127,11 +127,13 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
                                               .function = fn };
         if (!map) {
                 w->unresolved.unknown_mapping++;
-                return (struct store_frame) { .module = "[unknown]", .address = ip };
+                return (struct store_frame) { .module = "[unknown]", .address = ip,
+                                              .unresolved = STORE_UNRESOLVED_UNKNOWN_MAPPING };
         }
         if (proc_mapping_is_anonymous(map)) {
                 w->unresolved.jit_without_map++;
-                return (struct store_frame) { .module = "[jit]", .address = ip };
+                return (struct store_frame) { .module = "[jit]", .address = ip,
+                                              .unresolved = STORE_UNRESOLVED_JIT_WITHOUT_MAP };
         }
         uint64_t off = ip - map->start + map->offset;
         struct store_frame f = {
@@ -144,10 +146,12 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
 
         if (!map->file) {
                 w->unresolved.no_file++;
+                f.unresolved = STORE_UNRESOLVED_NO_FILE;
                 return f;
         }
         if (n <= 0) {
                 w->unresolved.no_symbols++;
+                f.unresolved = STORE_UNRESOLVED_NO_SYMBOLS;
                 return f;
         }
         /* what debug info says is there, innermost first; the last level is
@@ -194,6 +198,19 @@ static uint64_t user_frame_ip(const struct profd_sample_key *key, const struct s
                               const struct stack_trace *us, size_t i) {
         bool innermost = i == 0 && (!ks || ks->n == 0) && key->kernel_stack == PROFD_STACK_NONE;
         return us->ips[i] - (innermost ? 0 : 1);
+}
+
+/* How the user part of a drained key's stack ended, as stored
+ * (stacks.user_end): no user part (a kernel thread) is complete; a user
+ * stack that was not recorded is lost; else what the BPF walker said, when
+ * it says it (unknown, not complete, when it cannot). */
+static int user_stack_end(const struct drain_batch *b, const struct profd_sample_key *key,
+                          const struct stack_trace *us) {
+        if (key->user_stack == PROFD_STACK_NONE)
+                return PROFD_END_COMPLETE;
+        if (!us)
+                return STORE_END_LOST;
+        return b->user_ends_known ? us->end : STORE_END_UNKNOWN;
 }
 
 /* Builds the frames of one drained key, root first. */
@@ -372,6 +389,7 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         .peer_tid = key->peer_tid,
                         .frames = w->frames,
                         .n_frames = n,
+                        .user_end = user_stack_end(b, key, lookup_stack(b->frames, key->user_stack)),
                         .value = b->entries[i].value,
                 });
         }

@@ -332,9 +332,9 @@ def test_svg_and_pprof_and_output_file():
 def test_series_per_step():
     # pid 100: 600 samples in the drain ago 60, 400 ago 50; 10 s steps: 60/s and 40/s
     assert lines("series", "--pid", "100", *CUR, "--step", "10s")[2:] == [
-        "TIME                    SAMPLES/S",
-        f"{utc(NOW - 70)}          60.0  " + "#" * 40,
-        f"{utc(NOW - 60)}          40.0  " + "#" * 27,
+        "TIME                    SAMPLES/S  COMPLETE",
+        f"{utc(NOW - 70)}          60.0    100.0%  " + "#" * 40,
+        f"{utc(NOW - 60)}          40.0    100.0%  " + "#" * 27,
     ]
     doc = json.loads(ok("series", "--pid", "100", *CUR, "--step", "5s", "--json"))
     assert doc["step_ns"] == 5 * 10**9 and doc["total"] == 1000 and doc["rate_unit"] == "samples/s", doc
@@ -342,7 +342,7 @@ def test_series_per_step():
         (-70, 300, 60.0), (-65, 300, 60.0), (-60, 200, 40.0), (-55, 200, 40.0)], doc["points"]
     # off-CPU: 2.5 s blocked in a 10 s step is 250 ms per second
     assert lines("series", "--pid", "100", "--kind", "offcpu", *CUR, "--step", "10s")[3:] == [
-        f"{utc(NOW - 50)}         250.0  " + "#" * 40]
+        f"{utc(NOW - 50)}         250.0    100.0%  " + "#" * 40]
     usage_error("series", "--step", "0s", says="--step must be longer than 0")
     out = os.path.join(D.dir, "series.txt")
     assert ok("series", "--pid", "100", *CUR, "--step", "10s", "--output", out) == ""

@@ -10,6 +10,7 @@
  *    "pid": 100, "tid": 100, "comm": "app", "exe": "/usr/bin/app", "uid": 1000,
  *    "cgroup": "/system.slice/app.service", "value": 120,
  *    "stack": [{"name": "main", "module": "/usr/bin/app", ...}, ...]}
+ * or a drain's drops: {"ago_s": 30, "drops": {"map_full": 12}}.
  * Every field is checked; an unknown one is an error naming the line. */
 #include <errno.h>
 #include <getopt.h>
@@ -168,7 +169,15 @@ static void locs_free(struct loc *locs, size_t n) {
 static int build_stack(json_t *stack, uint32_t pid, uint64_t start_ns, unsigned lineno, struct loc **ret,
                        size_t *ret_n) {
         static const char *const frame_keys[] = { "name", "module", "build_id", "file", "line", "address",
-                                                  "kernel", "inlined", "jit", "resolved", "raw_name", NULL };
+                                                  "kernel", "inlined", "jit", "resolved", "raw_name",
+                                                  "unresolved", NULL };
+        /* enum store_unresolved, by the names of the quality report */
+        static const char *const unresolved_names[] = {
+                [STORE_UNRESOLVED_NO_SYMBOLS] = "no_symbols",
+                [STORE_UNRESOLVED_NO_FILE] = "no_file",
+                [STORE_UNRESOLVED_JIT_WITHOUT_MAP] = "jit_without_map",
+                [STORE_UNRESOLVED_UNKNOWN_MAPPING] = "unknown_mapping",
+        };
         struct loc *locs = NULL;
         size_t n = 0, i;
         json_t *f;
@@ -180,7 +189,8 @@ static int build_stack(json_t *stack, uint32_t pid, uint64_t start_ns, unsigned 
         if (!locs)
                 return -ENOMEM;
         json_array_foreach(stack, i, f) {
-                const char *name, *module, *build_id, *file, *raw_name;
+                const char *name, *module, *build_id, *file, *raw_name, *why;
+                enum store_unresolved unresolved = STORE_UNRESOLVED_NONE;
                 bool kernel = false, inlined = false, jit = false, resolved = true, have_address;
                 uint64_t address = 0, line = 0;
                 struct store_line *nl;
@@ -199,6 +209,7 @@ static int build_stack(json_t *stack, uint32_t pid, uint64_t start_ns, unsigned 
                     (r = get_string(f, "build_id", false, &build_id, lineno)) < 0 ||
                     (r = get_string(f, "file", false, &file, lineno)) < 0 ||
                     (r = get_string(f, "raw_name", false, &raw_name, lineno)) < 0 ||
+                    (r = get_string(f, "unresolved", false, &why, lineno)) < 0 ||
                     (r = get_uint(f, "line", false, UINT32_MAX, &line, NULL, lineno)) < 0 ||
                     (r = get_address(f, &address, &have_address, lineno)) < 0 ||
                     (r = get_bool(f, "kernel", &kernel, lineno)) < 0 ||
@@ -206,6 +217,18 @@ static int build_stack(json_t *stack, uint32_t pid, uint64_t start_ns, unsigned 
                     (r = get_bool(f, "jit", &jit, lineno)) < 0 ||
                     (r = get_bool(f, "resolved", &resolved, lineno)) < 0)
                         break;
+                if (why) {
+                        for (size_t k = 1; k < ELEMENTSOF(unresolved_names); k++)
+                                if (streq(why, unresolved_names[k]))
+                                        unresolved = (enum store_unresolved) k;
+                        if (unresolved == STORE_UNRESOLVED_NONE || kernel || json_is_true(json_object_get(f, "resolved"))) {
+                                r = fail(lineno, "frame %zu: 'unresolved' is why a user frame has no function: "
+                                                 "no_symbols, no_file, jit_without_map or unknown_mapping "
+                                                 "(and not \"resolved\": true)", i);
+                                break;
+                        }
+                        resolved = false;
+                }
                 if (jit && !streq(module, "[jit]")) {
                         r = fail(lineno, "frame %zu: JIT frames are in module \"[jit]\", as profd stores them", i);
                         break;
@@ -237,6 +260,7 @@ static int build_stack(json_t *stack, uint32_t pid, uint64_t start_ns, unsigned 
                                 .function = resolved ? name : NULL,
                                 .raw_function = raw_name,
                                 .kernel = kernel,
+                                .unresolved = unresolved,
                         };
                         l->explicit_address = have_address;
                         l->hash = fnv(fnv(0xcbf29ce484222325ULL, module), build_id);
@@ -321,20 +345,72 @@ static int parse_state(const char *s, int kind, int *ret, unsigned lineno) {
         return 0;
 }
 
+/* How a sample's user stack ended ("end"): stacks.user_end by name. */
+static int parse_end(const char *s, int *ret, unsigned lineno) {
+        static const struct {
+                const char *name;
+                int end;
+        } ends[] = {
+                { "complete", PROFD_END_COMPLETE },       { "no_process", PROFD_END_NO_PROCESS },
+                { "pending", PROFD_END_PENDING },         { "no_mapping", PROFD_END_NO_MAPPING },
+                { "unsupported", PROFD_END_UNSUPPORTED }, { "read_fault", PROFD_END_READ_FAULT },
+                { "depth", PROFD_END_DEPTH },             { "fp_end", PROFD_END_FP_END },
+                { "cfa_stuck", PROFD_END_CFA_STUCK },     { "lost", STORE_END_LOST },
+                { "unknown", STORE_END_UNKNOWN },
+        };
+
+        *ret = PROFD_END_COMPLETE;
+        if (!s)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(ends); i++)
+                if (streq(s, ends[i].name)) {
+                        *ret = ends[i].end;
+                        return 0;
+                }
+        return fail(lineno, "field 'end' must be complete, no_process, pending, no_mapping, unsupported, "
+                            "read_fault, depth, fp_end, cfa_stuck, lost or unknown");
+}
+
+/* A line of drops: {"ago_s": ..., "drops": {"reason": count, ...}}. Checks
+ * it and, with a store, adds the counts to the open drain. */
+static int add_drops(store *st, const struct line *ln) {
+        static const char *const keys[] = { "ago_s", "interval_s", "drops", NULL };
+        json_t *drops = json_object_get(ln->obj, "drops"), *v;
+        const char *reason;
+        int r;
+
+        if (!only_keys(ln->obj, keys, ln->lineno, "a drops line"))
+                return -EINVAL;
+        if (!json_is_object(drops))
+                return fail(ln->lineno, "field 'drops' must be an object of reason: count");
+        json_object_foreach(drops, reason, v) {
+                if (!json_is_integer(v) || json_integer_value(v) <= 0)
+                        return fail(ln->lineno, "drop '%s' must be a count > 0", reason);
+                if (st) {
+                        r = store_drain_drop(st, reason, (uint64_t) json_integer_value(v));
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 /* Checks one line and, with a store, adds its sample to the open drain. */
 static int add_sample(store *st, const struct line *ln) {
         static const char *const keys[] = { "ago_s", "interval_s", "kind", "state", "pid", "tid", "start_ns",
                                             "comm", "exe", "uid", "cgroup", "cgroup_id", "peer_tid", "value",
-                                            "stack", NULL };
+                                            "stack", "end", NULL };
         json_t *o = ln->obj;
-        const char *kind_s, *state_s, *comm, *exe, *cgroup;
+        const char *kind_s, *state_s, *comm, *exe, *cgroup, *end_s;
         uint64_t pid, tid = 0, start_ns = 0, uid = 0, cgroup_id = 0, peer_tid = 0, value;
         bool have_tid, have_uid;
-        int kind, state = PROFD_STATE_NONE, r;
+        int kind, state = PROFD_STATE_NONE, user_end, r;
         struct loc *locs = NULL;
         struct store_frame *frames = NULL;
         size_t n = 0;
 
+        if (json_object_get(o, "drops"))
+                return add_drops(st, ln);
         if (!only_keys(o, keys, ln->lineno, "a sample"))
                 return -EINVAL;
         if ((r = get_string(o, "kind", false, &kind_s, ln->lineno)) < 0 ||
@@ -342,6 +418,7 @@ static int add_sample(store *st, const struct line *ln) {
             (r = get_string(o, "comm", true, &comm, ln->lineno)) < 0 ||
             (r = get_string(o, "exe", false, &exe, ln->lineno)) < 0 ||
             (r = get_string(o, "cgroup", false, &cgroup, ln->lineno)) < 0 ||
+            (r = get_string(o, "end", false, &end_s, ln->lineno)) < 0 ||
             (r = get_uint(o, "pid", true, INT32_MAX, &pid, NULL, ln->lineno)) < 0 ||
             (r = get_uint(o, "tid", false, INT32_MAX, &tid, &have_tid, ln->lineno)) < 0 ||
             (r = get_uint(o, "start_ns", false, INT64_MAX, &start_ns, NULL, ln->lineno)) < 0 ||
@@ -359,6 +436,9 @@ static int add_sample(store *st, const struct line *ln) {
         else
                 return fail(ln->lineno, "field 'kind' must be cpu, offcpu or wakeup");
         r = parse_state(state_s, kind, &state, ln->lineno);
+        if (r < 0)
+                return r;
+        r = parse_end(end_s, &user_end, ln->lineno);
         if (r < 0)
                 return r;
         if (value == 0)
@@ -390,6 +470,7 @@ static int add_sample(store *st, const struct line *ln) {
                         .peer_tid = (uint32_t) peer_tid,
                         .frames = frames,
                         .n_frames = n,
+                        .user_end = user_end,
                         .value = value,
                 });
                 if (r < 0)

@@ -448,9 +448,9 @@ static void test_diff_json_has_both_counts(void) {
 
 static void test_series_fills_gaps_and_scales_bars(void) {
         struct series_point points[] = {
-                { 100 * NSEC_PER_SEC, 20 },
-                { 102 * NSEC_PER_SEC, 40 },
-                { 103 * NSEC_PER_SEC, 1 },
+                { 100 * NSEC_PER_SEC, 20, 0 },
+                { 102 * NSEC_PER_SEC, 40, 0 },
+                { 103 * NSEC_PER_SEC, 1, 0 },
         };
         struct series s = {
                 .kind = (char *) "cpu", .unit = (char *) "samples", .step_ns = NSEC_PER_SEC, .total = 61,
@@ -473,7 +473,7 @@ static void test_series_fills_gaps_and_scales_bars(void) {
 }
 
 static void test_series_offcpu_is_ms_per_second(void) {
-        struct series_point points[] = { { 0, 500 * NSEC_PER_MSEC } };
+        struct series_point points[] = { { 0, 500 * NSEC_PER_MSEC, 0 } };
         struct series s = {
                 .kind = (char *) "offcpu", .unit = (char *) "ns", .step_ns = 2 * NSEC_PER_SEC,
                 .total = 500 * NSEC_PER_MSEC, .from_ns = 0, .to_ns = 2 * NSEC_PER_SEC, .points = points, .n_points = 1,
@@ -490,9 +490,62 @@ static void test_series_offcpu_is_ms_per_second(void) {
                      "\"points\":[{\"t_ns\":0,\"value\":500000000,\"rate\":250.0}]}\n");
 }
 
+/* Each step says which share of it had complete stacks: a drop shows when. */
+static void test_series_shows_the_complete_share_per_step(void) {
+        struct series_point points[] = {
+                { 100 * NSEC_PER_SEC, 20, 20 },
+                { 102 * NSEC_PER_SEC, 40, 10 },
+        };
+        struct series s = {
+                .kind = (char *) "cpu", .unit = (char *) "samples", .step_ns = NSEC_PER_SEC, .total = 60,
+                .from_ns = 100 * NSEC_PER_SEC, .to_ns = 103 * NSEC_PER_SEC, .points = points, .n_points = 2,
+                .have_complete = true,
+        };
+        struct capture cap;
+        _cleanup_free_ char *text = NULL, *json = NULL;
+
+        CHECK_INT_EQ(series_write(capture_start(&cap), &s), 0);
+        text = capture_end(&cap);
+        CHECK_STR_EQ(text,
+                     "samples/s per 1s step, on-CPU samples from 1970-01-01 00:01:40 to 1970-01-01 00:01:43\n"
+                     "\n"
+                     "TIME                    SAMPLES/S  COMPLETE\n"
+                     "1970-01-01 00:01:40          20.0    100.0%  ####################\n"
+                     "1970-01-01 00:01:41           0.0         -  \n"
+                     "1970-01-01 00:01:42          40.0     25.0%  ########################################\n");
+        CHECK_INT_EQ(series_write_json(capture_start(&cap), &s), 0);
+        json = capture_end(&cap);
+        CHECK(strstr(json, "{\"t_ns\":102000000000,\"value\":40,\"rate\":40.0,\"complete\":10,"
+                           "\"complete_pct\":25.0}") != NULL);
+}
+
+/* --quality: every share with its weight, every reason, the losses. */
+static void test_quality_report_lists_every_reason(void) {
+        struct quality q = { .total = 1000, .complete = 900, .unknown = 20, .unresolved = 30 };
+        struct capture cap;
+        _cleanup_free_ char *text = NULL;
+
+        q.truncated[QUALITY_TRUNC_NO_TABLE] = 50;
+        q.truncated[QUALITY_TRUNC_DEPTH] = 30;
+        q.unresolved_by[QUALITY_UNRES_NO_SYMBOLS] = 30;
+        q.lost[QUALITY_LOST_MAP_FULL] = 7;
+        CHECK_INT_EQ(quality_write_report(capture_start(&cap), &q, "cpu", "samples", 0, 10 * NSEC_PER_SEC), 0);
+        text = capture_end(&cap);
+        CHECK(strstr(text, "quality of 1000 on-CPU samples from 1970-01-01 00:00:00 to 1970-01-01 00:00:10\n"
+                           "complete stacks                             90.0%  900\n"
+                           "truncated                                    8.0%  80\n"
+                           "  no table yet                               5.0%  50\n") != NULL);
+        CHECK(strstr(text, "  depth                                      3.0%  30\n") != NULL);
+        CHECK(strstr(text, "end not recorded                             2.0%  20\n") != NULL);
+        CHECK(strstr(text, "  no symbols                                 3.0%  30\n") != NULL);
+        CHECK(strstr(text, "  map full                                      7\n") != NULL);
+}
+
 int main(void) {
         /* the text views print local time: pin it */
         setenv("TZ", "UTC", 1);
+        test_series_shows_the_complete_share_per_step();
+        test_quality_report_lists_every_reason();
 
         test_table_by_function_self_and_total();
         test_table_by_line_splits_a_function_by_its_lines();

@@ -1,0 +1,86 @@
+/* Classifying answered stacks for the quality report. */
+#include "quality-sum.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "../../bpf/profd.h"
+#include "macro.h"
+
+int quality_end_class(int user_end) {
+        switch (user_end) {
+        case PROFD_END_COMPLETE:
+                return -1;
+        case PROFD_END_NO_PROCESS:
+        case PROFD_END_PENDING:
+                return QUALITY_TRUNC_NO_TABLE;
+        case PROFD_END_NO_MAPPING:
+                return QUALITY_TRUNC_NO_MAPPING;
+        case PROFD_END_UNSUPPORTED:
+                return QUALITY_TRUNC_UNSUPPORTED;
+        case PROFD_END_READ_FAULT:
+                return QUALITY_TRUNC_READ_FAULT;
+        case PROFD_END_DEPTH:
+                return QUALITY_TRUNC_DEPTH;
+        case PROFD_END_FP_END:
+                return QUALITY_TRUNC_FP_END;
+        case PROFD_END_CFA_STUCK:
+                return QUALITY_TRUNC_CFA_STUCK;
+        case STORE_END_LOST:
+                return QUALITY_TRUNC_STACK_LOST;
+        default:
+                /* NULL (stored before schema 6), or an end a newer BPF side
+                 * knows and this profd does not: not claimed as complete */
+                return -2;
+        }
+}
+
+static int unresolved_class(const struct store_frame_out *f) {
+        switch (f->unresolved) {
+        case STORE_UNRESOLVED_NO_SYMBOLS:
+                return QUALITY_UNRES_NO_SYMBOLS;
+        case STORE_UNRESOLVED_NO_FILE:
+                return QUALITY_UNRES_NO_FILE;
+        case STORE_UNRESOLVED_JIT_WITHOUT_MAP:
+                return QUALITY_UNRES_JIT_WITHOUT_MAP;
+        case STORE_UNRESOLVED_UNKNOWN_MAPPING:
+                return QUALITY_UNRES_UNKNOWN_MAPPING;
+        default:
+                return QUALITY_UNRES_UNKNOWN;
+        }
+}
+
+void quality_add_stack(struct quality *q, const struct store_stack_out *stack) {
+        bool seen[_QUALITY_UNRES_MAX] = {}, any = false;
+        int c = quality_end_class(stack->user_end);
+
+        q->total += stack->value;
+        if (c == -1)
+                q->complete += stack->value;
+        else if (c == -2)
+                q->unknown += stack->value;
+        else
+                q->truncated[c] += stack->value;
+        for (size_t i = 0; i < stack->n_frames; i++) {
+                const struct store_frame_out *f = &stack->frames[i];
+
+                /* user frames only; [lost] has no address to resolve, and is
+                 * counted as a lost stack above */
+                if (f->resolved || f->kernel || !f->has_address)
+                        continue;
+                seen[unresolved_class(f)] = any = true;
+        }
+        if (any)
+                q->unresolved += stack->value;
+        for (size_t i = 0; i < _QUALITY_UNRES_MAX; i++)
+                if (seen[i])
+                        q->unresolved_by[i] += stack->value;
+}
+
+void quality_add_drop(struct quality *q, const char *reason, uint64_t count) {
+        for (size_t i = 0; i < _QUALITY_LOST_MAX; i++)
+                if (streq(reason, quality_lost_names[i].key)) {
+                        q->lost[i] += count;
+                        return;
+                }
+}

@@ -1,0 +1,23 @@
+/* The quality report of one answer, added up from the stacks the answer is
+ * made of and the drops of its window (common/quality.h has the report).
+ * Pure: no store, no socket; the unit test feeds it stacks. */
+#pragma once
+
+#include <stdint.h>
+
+#include "quality.h"
+#include "store.h"
+
+/* Adds one answered stack: its value to total, to complete, unknown or a
+ * truncation reason by how its user part ended, and to each reason one of
+ * its user frames has no name for. */
+void quality_add_stack(struct quality *q, const struct store_stack_out *stack);
+
+/* Adds a drop reason's count in the window (store_query_drops). Reasons
+ * that are not losses (the unwinder's truncation counters, counted per stack
+ * instead) are ignored. */
+void quality_add_drop(struct quality *q, const char *reason, uint64_t count);
+
+/* The quality index of a stored stack end (stacks.user_end): -1 complete,
+ * -2 unknown, else an enum quality_truncated. */
+int quality_end_class(int user_end);
