@@ -1,0 +1,25 @@
+/* Shared by the unwinder's ground-truth workloads (unwind_*.c, issue 12):
+ * what keeps each function under test a real frame with a stable name, and
+ * how a workload stays alive until the test has queried profd. */
+#pragma once
+
+#include <stdio.h>
+#include <unistd.h>
+
+/* Functions under test are also non-static: a stable symbol, no local clone. */
+#define NOINLINE __attribute__((noinline, noclone))
+/* After a call: the call is not the function's last act, so it is never
+ * turned into a jump that would take the caller's frame off the stack. */
+#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
+
+/* After the truth is printed: waits until stdin reaches end of file (at
+ * once for /dev/null). A test holding the pipe open keeps the process alive
+ * while profd symbolizes it, so libraries mapped after its exec are named
+ * (profd reads a live process's maps again, not an exited one's). */
+static inline void unwind_workload_hold(void) {
+        char buf[64];
+
+        fflush(stdout);
+        while (read(STDIN_FILENO, buf, sizeof buf) > 0)
+                ;
+}
