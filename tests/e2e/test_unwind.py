@@ -13,7 +13,10 @@ frame pointers, and profctl's stacks must be complete and exact:
 - a process that burns 200 ms and exits: >= 90% of its samples complete;
 - unwind_deep, 200 frames deep: its stacks end at the depth limit, and
   `profctl status --json` counts them under the depth truncation reason,
-  next to every other truncation reason.
+  next to every other truncation reason;
+- unwind_bigcfi, whose table (100,000 FDEs) takes a while to build, burns
+  the CPU from its start: its samples from before the table was loaded are
+  counted under a "no table yet" reason, and its later ones are complete.
 
 profd runs at its defaults (private socket and store, as every e2e test)
 except the sampling frequency: 997 Hz instead of 49 gives the statistics
@@ -165,17 +168,19 @@ def test_short_lived_process_has_complete_stacks():
 
 
 def drops(d):
-    return json.loads(d.profctl("status", "--json").stdout)["drops"]
+    """`profctl status --json`'s drops, which must hold every truncation
+    reason as a count."""
+    got = json.loads(d.profctl("status", "--json").stdout)["drops"]
+    missing = [r for r in TRUNCATION_REASONS if r not in got]
+    assert not missing, f"profctl status --json has no {missing} in drops: {sorted(got)}"
+    for r in TRUNCATION_REASONS:
+        assert isinstance(got[r], int) and got[r] >= 0, (r, got[r])
+    return got
 
 
 def test_truncation_reasons_are_counted():
     with Profd("--frequency", FREQUENCY) as d:
         before = drops(d)
-        missing = [r for r in TRUNCATION_REASONS if r not in before]
-        assert not missing, f"profctl status --json has no {missing} in drops: {sorted(before)}"
-        for r in TRUNCATION_REASONS:
-            assert isinstance(before[r], int) and before[r] >= 0, (r, before[r])
-
         with HeldWorkload(binary("UNWIND_DEEP"), "2", "200") as truth:
             d.profctl("flush")
             after = drops(d)
@@ -199,6 +204,38 @@ def test_truncation_reasons_are_counted():
         assert depth >= at_limit, f"truncated_depth grew by {depth}, {at_limit} samples stopped at the limit"
 
 
+# "No table yet": the process has no unwind entry yet, or a mapping's table
+# is still being built (profd.h PROFD_END_NO_PROCESS, PROFD_END_PENDING), or
+# the code was mapped after profd last read the process's maps.
+NO_TABLE_YET = ("truncated_no_process", "truncated_pending", "truncated_no_mapping")
+
+
+def test_first_sight_truncations_are_counted():
+    with Profd("--frequency", FREQUENCY) as d:
+        before = drops(d)
+        with HeldWorkload(binary("UNWIND_BIGCFI"), "1") as truth:
+            d.profctl("flush")
+            after = drops(d)
+            result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
+    n = result["total"]
+    chain = ["main", "run", "bigcfi_leaf"]
+    complete = sum(st["value"] for st in result["stacks"] if from_main(user_names(st["frames"])) == chain)
+    # an incomplete stack of this process: the leaf, not reaching main
+    early = sum(st["value"] for st in result["stacks"]
+                if user_names(st["frames"])[-1:] == ["bigcfi_leaf"] and "main" not in user_names(st["frames"]))
+    no_table = {r: after[r] - before[r] for r in NO_TABLE_YET}
+    print(f"  unwind_bigcfi: {n} samples, {complete} complete ({';'.join(chain)}), {early} in bigcfi_leaf "
+          f"without main; no-table-yet truncations: {no_table}")
+    assert n >= 300, f"only {n} samples of unwind_bigcfi"
+    # profd counts every walk that stopped for want of a table: at least
+    # this process's incomplete ones (other processes may add theirs)
+    assert sum(no_table.values()) >= early, \
+        f"{early} samples stopped before the table was there, no-table-yet counters grew by {no_table}"
+    assert early > 0, "no sample before the table was built (in 100,000 FDEs' build time): " \
+        "the test saw nothing to count"
+    assert complete >= 0.5 * n, f"only {complete} of {n} samples complete once the table was built"
+
+
 if __name__ == "__main__":
     require_root()
     only = sys.argv[1:]
@@ -206,5 +243,6 @@ if __name__ == "__main__":
              test_cpu_chains_and_split_with_frame_pointers_and_frameless_leaves,
              test_mixed_stacks_cross_library_boundaries,
              test_short_lived_process_has_complete_stacks,
-             test_truncation_reasons_are_counted]
+             test_truncation_reasons_are_counted,
+             test_first_sight_truncations_are_counted]
     run_tests([t for t in tests if not only or t.__name__ in only])
