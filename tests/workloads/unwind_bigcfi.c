@@ -31,37 +31,28 @@ __asm__(".text\n"
 
 volatile uint64_t bigcfi_sink;
 
-static uint64_t clock_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 NOINLINE uint64_t bigcfi_leaf(uint64_t deadline) {
         uint64_t x = bigcfi_sink;
         do {
                 for (int i = 0; i < 100000; i++)
                         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        } while (clock_ns() < deadline);
+        } while (unwind_clock_ns(CLOCK_MONOTONIC) < deadline);
         return x;
 }
 
 NOINLINE void run(double seconds) {
-        bigcfi_sink = bigcfi_leaf(clock_ns() + (uint64_t) (seconds * 1e9));
+        bigcfi_sink = bigcfi_leaf(unwind_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9));
         KEEP_FRAME();
 }
 
 int main(int argc, char *argv[]) {
         double seconds = 1;
-        char *end;
-
-        if (argc > 2 || (argc == 2 && (seconds = strtod(argv[1], &end), *end != '\0' || seconds <= 0))) {
+        if (argc > 2 || (argc == 2 && !unwind_parse_seconds(argv[1], &seconds))) {
                 fprintf(stderr, "Usage: %s [SECONDS]\n", argv[0]);
                 return 2;
         }
         run(seconds);
         KEEP_FRAME();
-        printf("{\"pid\":%d}\n", (int) getpid());
-        unwind_workload_hold();
+        unwind_workload_done();
         return 0;
 }

@@ -38,12 +38,6 @@ void run(double seconds, uint64_t used[3]);
 
 volatile uint64_t unwind_sink;
 
-static uint64_t clock_ns(clockid_t id) {
-        struct timespec ts;
-        clock_gettime(id, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 NOINLINE uint64_t leaf_a(uint64_t n, uint64_t x) {
         for (uint64_t i = 0; i < n; i++)
                 x = x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -65,33 +59,33 @@ NOINLINE uint64_t leaf_c(uint64_t n, uint64_t x) {
 /* Each phase calls its leaf until it has used `budget` ns of thread CPU;
  * returns the CPU it really used. */
 NOINLINE uint64_t phase_a(uint64_t budget) {
-        uint64_t start = clock_ns(CLOCK_THREAD_CPUTIME_ID), now, x = unwind_sink;
+        uint64_t start = unwind_clock_ns(CLOCK_THREAD_CPUTIME_ID), now, x = unwind_sink;
         do {
                 x = leaf_a(CHUNK, x);
                 KEEP_FRAME();
-                now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+                now = unwind_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         } while (now - start < budget);
         unwind_sink = x;
         return now - start;
 }
 
 NOINLINE uint64_t phase_b(uint64_t budget) {
-        uint64_t start = clock_ns(CLOCK_THREAD_CPUTIME_ID), now, x = unwind_sink + 1;
+        uint64_t start = unwind_clock_ns(CLOCK_THREAD_CPUTIME_ID), now, x = unwind_sink + 1;
         do {
                 x = leaf_b(CHUNK, x);
                 KEEP_FRAME();
-                now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+                now = unwind_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         } while (now - start < budget);
         unwind_sink = x;
         return now - start;
 }
 
 NOINLINE uint64_t phase_c(uint64_t budget) {
-        uint64_t start = clock_ns(CLOCK_THREAD_CPUTIME_ID), now, x = unwind_sink + 2;
+        uint64_t start = unwind_clock_ns(CLOCK_THREAD_CPUTIME_ID), now, x = unwind_sink + 2;
         do {
                 x = leaf_c(CHUNK, x);
                 KEEP_FRAME();
-                now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+                now = unwind_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         } while (now - start < budget);
         unwind_sink = x;
         return now - start;
@@ -101,7 +95,7 @@ NOINLINE void run(double seconds, uint64_t used[3]) {
         /* 3 ms: not a multiple of common timer periods, so the rotation does
          * not beat against the sampling clock; 5:3:2 of it per round */
         const uint64_t slice = 3000000;
-        uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9);
+        uint64_t deadline = unwind_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9);
 
         do {
                 used[0] += phase_a(5 * slice);
@@ -110,15 +104,13 @@ NOINLINE void run(double seconds, uint64_t used[3]) {
                 KEEP_FRAME();
                 used[2] += phase_c(2 * slice);
                 KEEP_FRAME();
-        } while (clock_ns(CLOCK_MONOTONIC) < deadline);
+        } while (unwind_clock_ns(CLOCK_MONOTONIC) < deadline);
 }
 
 int main(int argc, char *argv[]) {
         double seconds = 3;
         uint64_t used[3] = {};
-        char *end;
-
-        if (argc > 2 || (argc == 2 && (seconds = strtod(argv[1], &end), *end != '\0' || seconds <= 0))) {
+        if (argc > 2 || (argc == 2 && !unwind_parse_seconds(argv[1], &seconds))) {
                 fprintf(stderr, "Usage: %s [SECONDS]\n", argv[0]);
                 return 2;
         }
@@ -126,7 +118,7 @@ int main(int argc, char *argv[]) {
         KEEP_FRAME();
         printf("{\"pid\":%d,\"total_ns\":%" PRIu64 ",\"functions\":{\"phase_a\":%" PRIu64
                ",\"phase_b\":%" PRIu64 ",\"phase_c\":%" PRIu64 "}}\n",
-               (int) getpid(), clock_ns(CLOCK_PROCESS_CPUTIME_ID), used[0], used[1], used[2]);
+               (int) getpid(), unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID), used[0], used[1], used[2]);
         unwind_workload_hold();
         return 0;
 }

@@ -19,18 +19,12 @@ void run(double seconds, int depth);
 
 volatile uint64_t deep_sink;
 
-static uint64_t clock_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 NOINLINE uint64_t deep_leaf(uint64_t deadline) {
         uint64_t x = deep_sink;
         do {
                 for (int i = 0; i < 200000; i++)
                         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        } while (clock_ns() < deadline);
+        } while (unwind_clock_ns(CLOCK_MONOTONIC) < deadline);
         return x;
 }
 
@@ -41,7 +35,7 @@ NOINLINE uint64_t deep_recurse(int depth, uint64_t deadline) {
 }
 
 NOINLINE void run(double seconds, int depth) {
-        deep_sink = deep_recurse(depth, clock_ns() + (uint64_t) (seconds * 1e9));
+        deep_sink = deep_recurse(depth, unwind_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9));
         KEEP_FRAME();
 }
 
@@ -50,14 +44,13 @@ int main(int argc, char *argv[]) {
         int depth = 200;
         char *end;
 
-        if (argc > 3 || (argc >= 2 && (seconds = strtod(argv[1], &end), *end != '\0' || seconds <= 0)) ||
+        if (argc > 3 || (argc >= 2 && !unwind_parse_seconds(argv[1], &seconds)) ||
             (argc == 3 && (depth = (int) strtol(argv[2], &end, 10), *end != '\0' || depth < 0))) {
                 fprintf(stderr, "Usage: %s [SECONDS [DEPTH]]\n", argv[0]);
                 return 2;
         }
         run(seconds, depth);
         KEEP_FRAME();
-        printf("{\"pid\":%d}\n", (int) getpid());
-        unwind_workload_hold();
+        unwind_workload_done();
         return 0;
 }

@@ -55,32 +55,23 @@ NOINLINE uint64_t app_outer(uint64_t x) {
         return r + 11;
 }
 
-static uint64_t clock_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 NOINLINE void run(double seconds) {
-        uint64_t deadline = clock_ns() + (uint64_t) (seconds * 1e9), x = mix_sink;
+        uint64_t deadline = unwind_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9), x = mix_sink;
         do {
                 x = app_outer(x);
                 KEEP_FRAME();
-        } while (clock_ns() < deadline);
+        } while (unwind_clock_ns(CLOCK_MONOTONIC) < deadline);
         mix_sink = x;
 }
 
 int main(int argc, char *argv[]) {
         double seconds = 3;
-        char *end;
-
-        if (argc > 2 || (argc == 2 && (seconds = strtod(argv[1], &end), *end != '\0' || seconds <= 0))) {
+        if (argc > 2 || (argc == 2 && !unwind_parse_seconds(argv[1], &seconds))) {
                 fprintf(stderr, "Usage: %s [SECONDS]\n", argv[0]);
                 return 2;
         }
         run(seconds);
         KEEP_FRAME();
-        printf("{\"pid\":%d}\n", (int) getpid());
-        unwind_workload_hold();
+        unwind_workload_done();
         return 0;
 }

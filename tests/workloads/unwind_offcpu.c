@@ -50,39 +50,33 @@ static int pipe_fds[2];
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t round_barrier;
 
-static uint64_t now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 static struct timespec block_time(void) {
         return (struct timespec) { block_ms / 1000, (block_ms % 1000) * 1000000L };
 }
 
 NOINLINE void blocked_sleep(void) {
         struct timespec ts = block_time();
-        uint64_t t0 = now_ns();
+        uint64_t t0 = unwind_clock_ns(CLOCK_MONOTONIC);
         nanosleep(&ts, NULL);
         KEEP_FRAME();
-        blocked[F_SLEEP] += now_ns() - t0;
+        blocked[F_SLEEP] += unwind_clock_ns(CLOCK_MONOTONIC) - t0;
 }
 
 NOINLINE char blocked_pipe(void) {
         char c = 0;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = unwind_clock_ns(CLOCK_MONOTONIC);
         if (read(pipe_fds[0], &c, 1) != 1)
                 c = 'q';
         KEEP_FRAME();
-        blocked[F_PIPE] += now_ns() - t0;
+        blocked[F_PIPE] += unwind_clock_ns(CLOCK_MONOTONIC) - t0;
         return c;
 }
 
 NOINLINE void blocked_mutex(void) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = unwind_clock_ns(CLOCK_MONOTONIC);
         pthread_mutex_lock(&mutex);
         KEEP_FRAME();
-        blocked[F_MUTEX] += now_ns() - t0;
+        blocked[F_MUTEX] += unwind_clock_ns(CLOCK_MONOTONIC) - t0;
 }
 
 /* The helpers' waits, each in a function of its own. */

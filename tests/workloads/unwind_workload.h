@@ -3,7 +3,11 @@
  * how a workload stays alive until the test has queried profd. */
 #pragma once
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Functions under test are also non-static: a stable symbol, no local clone. */
@@ -22,4 +26,29 @@ static inline void unwind_workload_hold(void) {
         fflush(stdout);
         while (read(STDIN_FILENO, buf, sizeof buf) > 0)
                 ;
+}
+
+static inline uint64_t unwind_clock_ns(clockid_t id) {
+        struct timespec ts;
+
+        clock_gettime(id, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+/* A positive number of seconds, nothing after it; false if it is not. */
+static inline bool unwind_parse_seconds(const char *s, double *ret) {
+        char *end;
+        double v = strtod(s, &end);
+
+        if (end == s || *end != '\0' || !(v > 0))
+                return false;
+        *ret = v;
+        return true;
+}
+
+/* The end of a workload whose truth is its pid (the stacks are the truth):
+ * prints {"pid":N}, then holds. */
+static inline void unwind_workload_done(void) {
+        printf("{\"pid\":%d}\n", (int) getpid());
+        unwind_workload_hold();
 }
