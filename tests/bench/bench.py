@@ -483,8 +483,11 @@ def per_sample(progs):
 
 
 def per_switch(progs):
-    """BPF ns per context switch: all of a profiler's tracing programs over its sched_switch runs."""
-    sw = [p for n, p in progs.items() if "switch" in n]
+    """BPF ns per context switch: all of a profiler's tracing programs (profd's
+    sched_exit_tp program, profd_switch_done, included) over the runs of its
+    sched_switch program (profd_switch, offcputime's sched_switch: the name
+    ends there; profd_switch_done runs at every __schedule, switch or not)."""
+    sw = [p for n, p in progs.items() if n.endswith("switch")]
     if not sw or not sw[0][0]:
         return None
     return sum(p[1] for p in progs.values() if p[2] != "perf_event") / sw[0][0]
@@ -499,7 +502,7 @@ def render_bpf(r):
              "`kernel.bpf_stats_enabled=1` "
              "(run_time_ns and run_cnt from `bpftool prog show -j`, before and after the workload). "
              "Per sample: the perf_event program's time over its runs. Per context switch: the time of "
-             "all of a profiler's scheduler programs (sched_switch and sched_waking) over the runs of its "
+             "all of a profiler's scheduler programs (sched_switch, sched_waking and, for profd, sched_exit_tp, where a kept block's user stack is walked) over the runs of its "
              "sched_switch program. % of a core: all of its programs' time over the workload's wall time.",
              "",
              "| configuration | BPF ns per on-CPU sample (stress-ng) | BPF % of a core, stress-ng | "
