@@ -502,7 +502,8 @@ def render_bpf(r):
              "`kernel.bpf_stats_enabled=1` "
              "(run_time_ns and run_cnt from `bpftool prog show -j`, before and after the workload). "
              "Per sample: the perf_event program's time over its runs. Per context switch: the time of "
-             "all of a profiler's scheduler programs (sched_switch, sched_waking and, for profd, sched_exit_tp, where a kept block's user stack is walked) over the runs of its "
+             "all of a profiler's scheduler programs (sched_switch, sched_waking and, for profd, "
+             "sched_exit_tp, where a kept block's user stack is walked) over the runs of its "
              "sched_switch program. % of a core: all of its programs' time over the workload's wall time.",
              "",
              "| configuration | BPF ns per on-CPU sample (stress-ng) | BPF % of a core, stress-ng | "
