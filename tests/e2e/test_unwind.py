@@ -12,7 +12,8 @@ frame pointers, and profctl's stacks must be complete and exact:
   main;run;app_outer;mix_lib_enter;mix_lib_middle;app_callback;
 - a process that burns 200 ms and exits: >= 90% of its samples complete;
 - unwind_deep, 200 frames deep: its stacks end at the depth limit, and
-  `profctl status --json` counts them under the depth truncation reason,
+  `profctl status --json` counts them under the depth truncation reason
+  (its "truncated" object),
   next to every other truncation reason;
 - unwind_bigcfi, whose table (100,000 FDEs) takes a while to build, burns
   the CPU from its start: its samples from before the table was loaded are
@@ -37,10 +38,10 @@ COMPLETE_SHARE = 0.95       # the issue's bar for on-CPU chains and Debian's bin
 SHORT_LIVED_SHARE = 0.90    # the issue's bar for a process living 200 ms
 MIX_CHAIN = ["main", "run", "app_outer", "mix_lib_enter", "mix_lib_middle", "app_callback"]
 # The truncation reasons profd counts (bpf/profd.h enum profd_stack_end, in
-# order), as `profctl status --json` names them in "drops".
-TRUNCATION_REASONS = ("truncated_no_process", "truncated_pending", "truncated_no_mapping",
-                      "truncated_unsupported", "truncated_read_fault", "truncated_depth",
-                      "truncated_fp_end", "truncated_cfa_stuck")
+# order), as `profctl status --json` names them in its "truncated" object,
+# next to "drops" (stored as truncated_NAME, daemon/store/writer.c).
+TRUNCATION_REASONS = ("no_process", "pending", "no_mapping", "unsupported", "read_fault", "depth",
+                      "fp_end", "cfa_stuck")
 # the unwinder's frame limit (PROFD_MAX_FRAMES): unwind_deep recurses deeper
 MAX_FRAMES = 127
 
@@ -167,12 +168,14 @@ def test_short_lived_process_has_complete_stacks():
         f"(need {100 * SHORT_LIVED_SHARE:.0f}%)"
 
 
-def drops(d):
-    """`profctl status --json`'s drops, which must hold every truncation
+def truncations(d):
+    """`profctl status --json`'s truncation counts, which must hold every
     reason as a count."""
-    got = json.loads(d.profctl("status", "--json").stdout)["drops"]
+    st = json.loads(d.profctl("status", "--json").stdout)
+    assert "truncated" in st, f"profctl status --json has no truncated object: {sorted(st)}"
+    got = st["truncated"]
     missing = [r for r in TRUNCATION_REASONS if r not in got]
-    assert not missing, f"profctl status --json has no {missing} in drops: {sorted(got)}"
+    assert not missing, f"profctl status --json has no {missing} in truncated: {sorted(got)}"
     for r in TRUNCATION_REASONS:
         assert isinstance(got[r], int) and got[r] >= 0, (r, got[r])
     return got
@@ -180,10 +183,10 @@ def drops(d):
 
 def test_truncation_reasons_are_counted():
     with Profd("--frequency", FREQUENCY) as d:
-        before = drops(d)
+        before = truncations(d)
         with HeldWorkload(binary("UNWIND_DEEP"), "2", "200") as truth:
             d.profctl("flush")
-            after = drops(d)
+            after = truncations(d)
             result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
         n = result["total"]
         # every sample in the recursion (all but start-up and exit) is 200
@@ -192,30 +195,30 @@ def test_truncation_reasons_are_counted():
                        if len(user_names(st["frames"])) >= MAX_FRAMES
                        and user_names(st["frames"])[-1] == "deep_leaf"
                        and set(user_names(st["frames"])[:-1]) == {"deep_recurse"})
-        depth = after["truncated_depth"] - before["truncated_depth"]
+        depth = after["depth"] - before["depth"]
         print(f"  unwind_deep: {n} samples, {at_limit} with {MAX_FRAMES}+ frames "
-              f"deep_recurse...;deep_leaf; truncated_depth +{depth}; "
-              f"other reasons: {{{', '.join(f'{r}: +{after[r] - before[r]}' for r in TRUNCATION_REASONS if r != 'truncated_depth')}}}")
+              f"deep_recurse...;deep_leaf; truncated depth +{depth}; "
+              f"other reasons: {{{', '.join(f'{r}: +{after[r] - before[r]}' for r in TRUNCATION_REASONS if r != 'depth')}}}")
         assert n >= 300, f"only {n} samples of unwind_deep"
         assert at_limit >= COMPLETE_SHARE * n, \
             f"only {at_limit} of {n} samples walked to the frame limit through deep_recurse"
         # counted once per stack walk that stopped there (other processes
         # may add theirs, never fewer)
-        assert depth >= at_limit, f"truncated_depth grew by {depth}, {at_limit} samples stopped at the limit"
+        assert depth >= at_limit, f"truncated depth grew by {depth}, {at_limit} samples stopped at the limit"
 
 
 # "No table yet": the process has no unwind entry yet, or a mapping's table
 # is still being built (profd.h PROFD_END_NO_PROCESS, PROFD_END_PENDING), or
 # the code was mapped after profd last read the process's maps.
-NO_TABLE_YET = ("truncated_no_process", "truncated_pending", "truncated_no_mapping")
+NO_TABLE_YET = ("no_process", "pending", "no_mapping")
 
 
 def test_first_sight_truncations_are_counted():
     with Profd("--frequency", FREQUENCY) as d:
-        before = drops(d)
+        before = truncations(d)
         with HeldWorkload(binary("UNWIND_BIGCFI"), "1") as truth:
             d.profctl("flush")
-            after = drops(d)
+            after = truncations(d)
             result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
     n = result["total"]
     chain = ["main", "run", "bigcfi_leaf"]
