@@ -51,6 +51,7 @@ struct frames_map frames_1 SEC(".maps") __weak;
  * the sampler may run in NMI context in the middle of a scheduler hook. */
 enum scratch_slot {
         SCRATCH_SWITCH_KERNEL,
+        SCRATCH_SWITCH_USER,
         SCRATCH_WAKER_USER,
         SCRATCH_WAKER_KERNEL,
         SCRATCH_ONCPU_USER,
@@ -90,6 +91,41 @@ struct {
         __type(value, struct profd_seen);
 } seen SEC(".maps") __weak;
 
+/* Unwind tables (see bpf/unwind.bpf.h). The daemon sizes the two arrays
+ * before load, maps them into its memory and writes rows and mappings in
+ * place; a process's entry in unwind_procs, updated last, publishes them.
+ *
+ * unwind_rows: the rows of every file's table, each file a slice.
+ * max_entries = the setting unwind_memory / 8 (8 MiB: 1 Mi rows by default). */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct profd_unwind_row);
+} unwind_rows SEC(".maps") __weak;
+
+/* unwind_maps: every process's executable mappings, one slice each, sorted
+ * by start. 32 Ki entries (1.25 MiB): a few hundred processes of a hundred
+ * executable mappings each. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct profd_unwind_mapping);
+} unwind_maps SEC(".maps") __weak;
+
+/* unwind_procs: tgid -> the process's slice of unwind_maps. As many entries
+ * as `seen`; not preallocated (most pids are never used). */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct profd_unwind_proc);
+} unwind_procs SEC(".maps") __weak;
+
 static __always_inline void counter_add(__u32 idx, __u64 n) {
         __u64 *v = bpf_map_lookup_elem(&counters, &idx);
         if (v)
@@ -104,7 +140,8 @@ static __always_inline struct profd_frames *scratch_get(__u32 slot) {
  * hash, or PROFD_STACK_LOST (counted) if the map is full. An empty stack is
  * PROFD_STACK_NONE. */
 static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f) {
-        __u64 h = 0xcbf29ce484222325ULL ^ f->n;
+        /* how a user walk ended is part of the stack's identity */
+        __u64 h = 0xcbf29ce484222325ULL ^ f->n ^ ((__u64) f->end << 32);
         long err;
 
         if (f->n == 0)
@@ -128,6 +165,7 @@ static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f) {
 /* Copies bytes written by bpf_get_stack/bpf_get_task_stack into n; on error
  * counts it and returns false. */
 static __always_inline bool frames_set(struct profd_frames *f, long bytes, __u32 error_counter) {
+        f->end = 0;
         if (bytes <= 0) {
                 f->n = 0;
                 counter_add(error_counter, 1);
@@ -150,7 +188,27 @@ static __always_inline bool frames_set(struct profd_frames *f, long bytes, __u32
 #define WALK_FIRST 512
 #define WALK_WINDOW 2048
 
+/* The user walk between bpf_loop iterations (bpf/unwind.bpf.h). Kept in
+ * the map value, not on the BPF stack: the verifier tracks no values in
+ * map memory, so every iteration starts from the same state and it
+ * verifies the frame step once, not once per combination of constants. */
+struct ustack_state {
+        __u64 ip, sp, bp;       /* registers of the frame being unwound */
+        __u64 win_base;         /* user address of the window's first byte */
+        __u64 win_len;          /* bytes of the window read; 0: none */
+        __u32 maps_off, maps_n; /* the process's mappings, if tables are used */
+        /* the mapping of the last lookup: frames mostly stay in one file */
+        __u64 m_start, m_end, m_bias;
+        __u32 m_rows_off, m_rows_n, m_kind;
+        __u32 n;                /* frames recorded */
+        __u8 end;               /* enum profd_stack_end, END_WALKING while walking */
+        __u8 fp_only;           /* no unwind entry: frame pointers all the way */
+        __u8 exact_ip;          /* ip is not a return address (frame 0, after a signal frame) */
+        __u8 pad[5];
+};
+
 struct walk_window {
+        struct ustack_state s;
         __u8 bytes[WALK_WINDOW];
 };
 
@@ -177,6 +235,7 @@ static __always_inline bool user_stack_walk(struct task_struct *task, struct pro
         __u64 ip, sp, fp, lo, first_fp, base = 0, len = 0, cap = WALK_FIRST;
 
         f->n = 0;
+        f->end = PROFD_END_COMPLETE;
         if (!regs || !w) {
                 counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
                 return false;

@@ -1,11 +1,16 @@
 /* Off-CPU time by stack, and who ended it. On sched_switch the thread that
- * leaves the CPU notes the time, its state and its user stack (which can only
- * be walked now: only the current task's user memory can be read). When it
- * comes back, the time away is known; only then, and only if it passes the
- * threshold, is its kernel stack walked (still intact while it was away:
- * bpf_get_task_stack) and the block counted. On sched_waking, the waker's
- * stacks are counted with the blocked time it ended. */
-#include "maps.bpf.h"
+ * leaves the CPU notes the time and its state. When it comes back, the time
+ * away is known; only then, and only if it passes the threshold, are its
+ * stacks walked: the kernel stack at sched_switch (still intact while it was
+ * away: bpf_get_task_stack), the user stack at sched_exit_tp, the end of
+ * __schedule, which runs as the thread switched in, whose user memory can
+ * be read and whose user registers are those it blocked with. A kept block
+ * is parked in a per-CPU slot between the two; every other switch costs the
+ * exit program one load. Kernels without sched_exit_tp (before ~6.16) walk
+ * the user stack at every switch-out instead, into per-task storage. On
+ * sched_waking, the waker's stacks are counted with the blocked time it
+ * ended. */
+#include "unwind.bpf.h"
 
 /* Settings (defaults: see daemon/conf.h). The thresholds live in .data, not
  * .rodata, so a reload (SIGHUP) can change them while the programs run; the
@@ -15,17 +20,16 @@ volatile __u64 offcpu_min_ns = 1000000;
 volatile __u64 offcpu_max_ns = ~0ULL;
 const volatile __u8 offcpu_enabled = 1;
 const volatile __u8 wakeup_enabled = 1;
+/* 1: the kernel has no sched_exit_tp: walk user stacks at switch-out. */
+const volatile __u8 offcpu_walk_at_switch_out = 0;
 
 /* Per-thread state between switch-out and switch-in. */
 struct profd_task {
         __u64 switch_out_ns;   /* 0: on a CPU, or its block already counted */
         __u8 state;            /* enum profd_state at switch-out */
         __u8 woken;            /* its waker was counted for this block */
-        __u8 user_error;       /* the user stack walk failed */
-        __u8 pad;
-        __u16 user_span;       /* bytes the user chain spanned at the last walk */
-        __u16 pad2;
-        struct profd_frames user; /* user stack at switch-out */
+        __u8 user_error;       /* the user stack walk failed (walk at switch-out) */
+        __u8 pad[5];
 };
 
 /* Task-local storage: no lookup by pid, and freed with the task, so exited
@@ -36,6 +40,33 @@ struct {
         __type(key, int);
         __type(value, struct profd_task);
 } tasks SEC(".maps");
+
+/* The user stack at switch-out, only without sched_exit_tp. */
+struct {
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct profd_frames);
+} task_stacks SEC(".maps");
+
+/* A kept block between sched_switch (kernel stack, in the scratch slot
+ * SCRATCH_SWITCH_KERNEL) and sched_exit_tp on the same CPU (user stack,
+ * counting). Nothing but NMIs runs in between, and the sampler uses
+ * other slots. The generation is read once, at sched_exit_tp, so the key
+ * and both stacks land in the same one. */
+struct offcpu_park {
+        __u32 tid;             /* 0: nothing parked */
+        __u32 tgid;
+        __u64 start_ns, cgroup_id, delta;
+        __u8 state;
+        __u8 kernel_error;     /* no kernel stack: PROFD_STACK_LOST */
+};
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct offcpu_park);
+} offcpu_parked SEC(".maps");
 
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
@@ -57,6 +88,7 @@ static __always_inline __u8 state_code(unsigned int s) {
 
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsigned int prev_state, __u64 now) {
         struct profd_task *t = bpf_task_storage_get(&tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        struct profd_frames *f, *u;
 
         if (!t) {
                 counter_add(PROFD_DROP_TASK_STORAGE, 1);
@@ -66,17 +98,49 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
         t->state = state_code(prev_state);
         t->woken = 0;
         t->user_error = 0;
-        t->user.n = 0;
-        if (!offcpu_enabled || (prev->flags & PF_KTHREAD))
+        if (!offcpu_walk_at_switch_out || !offcpu_enabled || (prev->flags & PF_KTHREAD))
                 return;
-        t->user_error = !user_stack_walk(prev, &t->user, SCRATCH_SWITCH_KERNEL, &t->user_span);
+        /* no sched_exit_tp: only now can prev's user memory be read */
+        u = bpf_task_storage_get(&task_stacks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        f = scratch_get(SCRATCH_SWITCH_USER);
+        if (!u || !f) {
+                t->user_error = 1;
+                counter_add(PROFD_DROP_TASK_STORAGE, 1);
+                return;
+        }
+        if (!user_stack_unwind(prev, f, SCRATCH_SWITCH_USER)) {
+                t->user_error = 1;
+                return;
+        }
+        if (bpf_probe_read_kernel(u, sizeof(*u), f))
+                t->user_error = 1;
+}
+
+/* Counts a kept block whose stacks are walked: key without its stacks,
+ * kernel frames in k, user frames in u (NULL: a kernel thread). */
+static __always_inline void count_block(struct task_struct *task, struct profd_sample_key *key,
+                                        struct profd_frames *k, bool kernel_error, struct profd_frames *u,
+                                        bool user_error, __u64 delta) {
+        __u32 gen = *(volatile __u32 *) &generation;
+
+        if (!u)
+                key->user_stack = PROFD_STACK_NONE;
+        else if (user_error)
+                key->user_stack = PROFD_STACK_LOST;
+        else
+                key->user_stack = frames_store(gen, u);
+        key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k);
+        count_key(gen, key, delta);
+        announce_if_new(task, key->tgid, key->start_ns);
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         struct profd_task *t = bpf_task_storage_get(&tasks, next, 0, 0);
         struct profd_sample_key key = {};
+        struct offcpu_park *pk;
         struct profd_frames *k;
-        __u32 gen;
+        bool kernel_error;
+        __u32 zero = 0;
         __u64 delta;
 
         if (!t || t->switch_out_ns == 0)
@@ -91,7 +155,6 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         if (!offcpu_enabled)
                 return;
 
-        gen = *(volatile __u32 *) &generation;
         key.kind = PROFD_KIND_OFFCPU;
         key.state = t->state;
         key.tgid = next->tgid;
@@ -100,23 +163,33 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         /* read only for kept blocks; a blocked thread rarely changes cgroup */
         key.cgroup_id = next->cgroups->dfl_cgrp->kn->id;
 
-        if (next->flags & PF_KTHREAD)
-                key.user_stack = PROFD_STACK_NONE;
-        else if (t->user_error)
-                key.user_stack = PROFD_STACK_LOST;
-        else
-                key.user_stack = frames_store(gen, &t->user);
-
         k = scratch_get(SCRATCH_SWITCH_KERNEL);
         if (!k)
                 return;
-        if (frames_set(k, bpf_get_task_stack(next, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
-                key.kernel_stack = frames_store(gen, k);
-        else
-                key.kernel_stack = PROFD_STACK_LOST;
+        kernel_error = !frames_set(k, bpf_get_task_stack(next, k->ips, sizeof(k->ips), 0),
+                                   PROFD_DROP_KERNEL_STACK_ERROR);
 
-        count_key(gen, &key, delta);
-        announce_if_new(next, key.tgid, key.start_ns);
+        if (next->flags & PF_KTHREAD) {
+                count_block(next, &key, k, kernel_error, NULL, false, delta);
+                return;
+        }
+        if (offcpu_walk_at_switch_out) {
+                struct profd_frames *u = bpf_task_storage_get(&task_stacks, next, 0, 0);
+
+                count_block(next, &key, k, kernel_error, u, t->user_error || !u, delta);
+                return;
+        }
+        /* the user stack can be read once next runs: sched_exit_tp */
+        pk = bpf_map_lookup_elem(&offcpu_parked, &zero);
+        if (!pk)
+                return;
+        pk->tgid = key.tgid;
+        pk->start_ns = key.start_ns;
+        pk->cgroup_id = key.cgroup_id;
+        pk->delta = delta;
+        pk->state = key.state;
+        pk->kernel_error = kernel_error;
+        pk->tid = key.tid;
 }
 
 SEC("tp_btf/sched_switch")
@@ -129,6 +202,39 @@ int BPF_PROG(profd_switch, bool preempt, struct task_struct *prev, struct task_s
                 switch_out(ctx, prev, prev_state, now);
         if (next->pid != 0)
                 switch_in(next, now);
+        return 0;
+}
+
+/* The end of __schedule, as the task switched in: walks the user stack of
+ * a block parked at its switch-in and counts the block. */
+SEC("tp_btf/sched_exit_tp")
+int BPF_PROG(profd_switch_done) {
+        struct offcpu_park *pk;
+        struct task_struct *task;
+        struct profd_sample_key key = {};
+        struct profd_frames *k, *u;
+        __u32 zero = 0;
+        bool user_ok;
+
+        pk = bpf_map_lookup_elem(&offcpu_parked, &zero);
+        if (!pk || pk->tid == 0)
+                return 0; /* every short block ends here */
+        task = bpf_get_current_task_btf();
+        key.tid = pk->tid;
+        pk->tid = 0;
+        if (key.tid != (__u32) task->pid)
+                return 0; /* cannot happen: the switch-in's task runs now */
+        key.kind = PROFD_KIND_OFFCPU;
+        key.state = pk->state;
+        key.tgid = pk->tgid;
+        key.start_ns = pk->start_ns;
+        key.cgroup_id = pk->cgroup_id;
+        k = scratch_get(SCRATCH_SWITCH_KERNEL);
+        u = scratch_get(SCRATCH_SWITCH_USER);
+        if (!k || !u)
+                return 0;
+        user_ok = user_stack_unwind(task, u, SCRATCH_SWITCH_USER);
+        count_block(task, &key, k, pk->kernel_error, u, !user_ok, pk->delta);
         return 0;
 }
 
@@ -169,7 +275,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 f = scratch_get(SCRATCH_WAKER_USER);
                 if (!f)
                         return 0;
-                key.user_stack = user_stack_walk(waker, f, SCRATCH_WAKER_USER, NULL) ? frames_store(gen, f) : PROFD_STACK_LOST;
+                key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f) : PROFD_STACK_LOST;
         }
         f = scratch_get(SCRATCH_WAKER_KERNEL);
         if (!f)

@@ -1,6 +1,6 @@
 /* On-CPU sampling: a perf_event timer on every CPU; each run counts one
  * sample under its process, thread, cgroup and stacks. */
-#include "maps.bpf.h"
+#include "unwind.bpf.h"
 
 /* Was the interrupted context in user mode? Then there is no kernel stack. */
 static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx) {
@@ -55,7 +55,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
 
                 if (!u)
                         return 0;
-                key.user_stack = user_stack_walk(task, u, SCRATCH_ONCPU_USER, NULL) ? frames_store(gen, u) : PROFD_STACK_LOST;
+                key.user_stack = user_stack_unwind(task, u, SCRATCH_ONCPU_USER) ? frames_store(gen, u) : PROFD_STACK_LOST;
         }
 
         count_key(gen, &key, 1);

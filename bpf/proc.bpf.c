@@ -1,5 +1,5 @@
-/* Process events: every exec gets a fresh snapshot, since all mappings were
- * replaced. Also holds the definitions every object shares. */
+/* Process events: every exec gets a fresh snapshot and fresh unwind
+ * tables, since all mappings were replaced. Also holds the definitions every object shares. */
 #include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -32,6 +32,9 @@ int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
         __u64 start_ns = process_start_ns(p);
         struct profd_seen v = { .start_ns = start_ns };
 
+        /* the old image's mappings are gone: no tables until the daemon
+         * has read the new ones (the walker falls back to frame pointers) */
+        bpf_map_delete_elem(&unwind_procs, &tgid);
         if (announce(PROFD_EVENT_EXEC, p, tgid, start_ns))
                 bpf_map_update_elem(&seen, &tgid, &v, BPF_ANY);
         return 0;

@@ -131,7 +131,10 @@ struct profd_unwind_proc {
         __u64 start_ns;    /* the process instance, as in profd_sample_key */
         __u32 maps_off, maps_n;
         __u32 miss_sent;   /* BPF sent PROFD_EVENT_UNWIND_MISS; cleared by the daemon's next update */
-        __u32 pad;
+        /* 0: start_ns is exact. Else start_ns is in clock ticks of this many
+         * ns, as /proc/PID/stat gives it: for processes found in /proc when
+         * profd starts, until their first event brings the exact start. */
+        __u32 start_tick_ns;
 };
 
 /* Counters in the per-CPU array "counters": cumulative since load, summed over

@@ -563,6 +563,51 @@ static void drops_write(FILE *f, const json_t *drops) {
         }
 }
 
+/* User stacks cut short, by reason, and the unwinder's tables, when the
+ * daemon reports them. */
+static void unwind_write(FILE *f, const json_t *status) {
+        const json_t *t = json_object_get(status, "truncated"), *u = json_object_get(status, "unwind");
+        char a[32];
+        const char *k;
+        json_t *v;
+
+        if (json_is_object(u)) {
+                const json_t *fail = json_object_get(u, "failures");
+
+                fprintf(f, "unwind:    tables of %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT
+                        " files (%" JSON_INTEGER_FORMAT " unused), %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
+                        " rows, %s in the kernel; %" JSON_INTEGER_FORMAT " built in %" JSON_INTEGER_FORMAT " ms, %"
+                        JSON_INTEGER_FORMAT " evicted\n",
+                        json_integer_value(json_object_get(u, "processes")), json_integer_value(json_object_get(u, "files")),
+                        json_integer_value(json_object_get(u, "files_unused")),
+                        json_integer_value(json_object_get(u, "rows_used")),
+                        json_integer_value(json_object_get(u, "rows_capacity")),
+                        format_bytes(a, sizeof(a), (uint64_t) json_integer_value(json_object_get(u, "kernel_bytes"))),
+                        json_integer_value(json_object_get(u, "tables_built")),
+                        json_integer_value(json_object_get(u, "build_ms")),
+                        json_integer_value(json_object_get(u, "tables_evicted")));
+                if (json_is_object(fail)) {
+                        fputs("           walked by frame pointers instead:", f);
+                        json_object_foreach((json_t *) fail, k, v) {
+                                fputc(' ', f);
+                                write_sanitized(f, k);
+                                fprintf(f, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+                        }
+                        fputc('\n', f);
+                }
+        }
+        if (json_is_object(t)) {
+                fprintf(f, "user stacks: %" JSON_INTEGER_FORMAT " walked since profd started; cut short since the "
+                        "store was created:", json_integer_value(json_object_get(u, "user_walks")));
+                json_object_foreach((json_t *) t, k, v) {
+                        fputc(' ', f);
+                        write_sanitized(f, k);
+                        fprintf(f, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+                }
+                fputc('\n', f);
+        }
+}
+
 /* The off-CPU settings and what the threshold left out, when present. */
 static void offcpu_write(FILE *f, const json_t *status) {
         const json_t *o = json_object_get(status, "offcpu"), *kinds = json_object_get(status, "kinds");
@@ -687,6 +732,7 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 "(idle samples are not stored)\n", samples_seen, idle_samples);
         fprintf(f, "store:     %s (%s)\n", store_path, format_bytes(size, sizeof(size), store_bytes));
         extras_write(f, status);
+        unwind_write(f, status);
 
         drops_write(f, json_object_get(status, "drops"));
         return ferror(f) ? -EIO : 0;

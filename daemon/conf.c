@@ -17,7 +17,7 @@ const char *const conf_keys[] = {
         "socket", "socket_mode", "socket_group", "admin_group", "store", "frequency", "interval", "kinds",
         "offcpu_min", "offcpu_max", "max_clients", "client_timeout", "retention_raw", "retention_1m",
         "retention", "max_store_size", "symbol_cache", "debug_dirs", "debuginfod_urls", "debuginfod_cache",
-        "max_keys", "max_stacks", NULL,
+        "max_keys", "max_stacks", "unwind_memory", NULL,
 };
 
 static char **dirs_free(char **v) {
@@ -82,6 +82,7 @@ int conf_init(struct conf *c) {
                 .retention_1m_ns = CONF_DEFAULT_RETENTION_1M_NS,
                 .retention_ns = CONF_DEFAULT_RETENTION_NS,
                 .max_store_size = CONF_DEFAULT_MAX_STORE_SIZE,
+                .unwind_memory = CONF_DEFAULT_UNWIND_MEMORY,
         };
         (void) dirs_parse(CONF_DEFAULT_DEBUG_DIRS, &c->debug_dirs, NULL);
         if (!c->socket_path || !c->store_path || !c->socket_group || !c->debug_dirs) {
@@ -264,6 +265,15 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                 return set_count(&c->max_keys, key, value, 1, 1 << 24, ret_error);
         if (streq(key, "max_stacks"))
                 return set_count(&c->max_stacks, key, value, 1, 1 << 20, ret_error);
+        if (streq(key, "unwind_memory")) {
+                uint64_t v;
+
+                if (parse_size(value, &v) < 0 || v < CONF_MIN_UNWIND_MEMORY || v > CONF_MAX_UNWIND_MEMORY)
+                        return format_error(ret_error, "unwind_memory must be a size from 64K to 4G (bytes, or with "
+                                                       "a K, M or G suffix), not \"%s\"", value);
+                c->unwind_memory = v;
+                return 0;
+        }
         if (streq(key, "retention_raw") || streq(key, "retention_1m") || streq(key, "retention")) {
                 uint64_t *field = streq(key, "retention_raw") ? &c->retention_raw_ns
                                   : streq(key, "retention_1m") ? &c->retention_1m_ns : &c->retention_ns;

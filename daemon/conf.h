@@ -46,6 +46,16 @@
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
+/* 8 MiB of unwind rows in the kernel (1 Mi rows of 8 bytes): every binary
+ * mapped by the processes of a typical host (318 k rows for the 51 files in
+ * use on a measured Debian host: libc 23 k, libcrypto 70 k) fits three
+ * times over, so tables of exited processes stay cached; a host running
+ * libLLVM-sized binaries (840 k rows) needs more. */
+#define CONF_DEFAULT_UNWIND_MEMORY (8ULL << 20)
+/* Below this not even libc's table fits; above, the kernel's array index
+ * (32 bits of 8-byte rows) would not reach. */
+#define CONF_MIN_UNWIND_MEMORY (64ULL << 10)
+#define CONF_MAX_UNWIND_MEMORY (4ULL << 30)
 /* Where distributions install separate debug files (-dbg, -dbgsym). */
 #define CONF_DEFAULT_DEBUG_DIRS "/usr/lib/debug"
 
@@ -67,6 +77,7 @@ struct conf {
         char *debuginfod_cache; /* their cache directory; NULL: libdebuginfod's default */
         uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */
         uint64_t max_stacks;
+        uint64_t unwind_memory; /* bytes of unwind rows in the kernel */
         /* retention: raw drains, then 1-minute buckets, then 10-minute
          * buckets, each kept until the data is this old */
         uint64_t retention_raw_ns, retention_1m_ns, retention_ns;

@@ -27,6 +27,7 @@
 #include "query.h"
 #include "server.h"
 #include "store.h"
+#include "unwinder.h"
 #include "writer.h"
 
 /* A flush waiting for its drain to be stored. */
@@ -51,6 +52,7 @@ struct manager {
         manager_reload_fn reload;
         void *reload_userdata;
         collector *coll;
+        unwinder *unwinder;           /* unwind tables for the BPF stack walker */
         store *store;                 /* this thread's connection: queries and status */
         writer *writer;               /* symbolizes and stores drains */
         server *server;
@@ -63,6 +65,7 @@ struct manager {
         uint64_t vanished;            /* processes gone before they could be read */
         uint64_t samples_seen, idle_samples;
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
+        uint64_t user_walks;          /* user stacks walked by BPF since start */
         /* for STATUS= rates: how long each recent drain collected, by the
          * writer's job number (results come back in order, a few at most
          * in flight) */
@@ -110,6 +113,8 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
         bool vanished;
         int r;
 
+        /* unwind tables are built on the unwinder's thread */
+        unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type);
         /* read /proc now, while the process lives; the writer reads the files */
         r = proc_snapshot("/proc", e->tgid, e->start_ns, e->comm, &p, &vanished);
         if (r >= 0)
@@ -140,6 +145,7 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         m->idle_samples += b.counters[PROFD_CNT_IDLE];
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
         m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
+        m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
         r = writer_drain(m->writer, &b, start_ns, m->last_drain_end_ns, m->vanished, &seq);
         if (r < 0)
                 return log_error_errno(r, "Failed to queue a drain: %m");
@@ -360,6 +366,7 @@ static int manager_reload(manager *m) {
                      !str_eq(nc.debuginfod_cache, old->debuginfod_cache));
         KEEP_RUNNING(&nc, old, max_keys, "max_keys", nc.max_keys != old->max_keys);
         KEEP_RUNNING(&nc, old, max_stacks, "max_stacks", nc.max_stacks != old->max_stacks);
+        KEEP_RUNNING(&nc, old, unwind_memory, "unwind_memory", nc.unwind_memory != old->unwind_memory);
         if (m->serve_only) {
                 /* nothing collects or writes: only the client limits apply */
                 nc.frequency_hz = old->frequency_hz;
@@ -486,10 +493,50 @@ static void status_add_settings(manager *m, json_t *o, const struct writer_stats
                 "vacuumed_bytes", (json_int_t) ws->retention.vacuumed_bytes));
 }
 
+/* Adds n to the count of a stored reason: a drop, or a truncation (by its
+ * name without TRUNCATED_PREFIX). */
+static void status_count_add(json_t *drops, json_t *truncated, const char *reason, uint64_t n) {
+        bool is_trunc = strncmp(reason, TRUNCATED_PREFIX, strlen(TRUNCATED_PREFIX)) == 0;
+        json_t *to = is_trunc ? truncated : drops, *cur;
+        const char *key = is_trunc ? reason + strlen(TRUNCATED_PREFIX) : reason;
+
+        cur = json_object_get(to, key);
+        json_object_set_new(to, key, json_integer((json_int_t) n + (cur ? json_integer_value(cur) : 0)));
+}
+
+/* What the unwinder holds and did: tables, kernel memory, failures. */
+static json_t *status_unwind(manager *m) {
+        struct unwinder_stats us = {};
+        json_t *fail = json_object(), *o;
+
+        if (m->unwinder)
+                unwinder_get_stats(m->unwinder, &us);
+        for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
+                json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us.failures[i]));
+        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+                      "active", m->unwinder != NULL,
+                      "processes", (json_int_t) us.processes,
+                      "files", (json_int_t) us.files,
+                      "files_unused", (json_int_t) us.files_unused,
+                      "rows_used", (json_int_t) us.rows_used,
+                      "rows_capacity", (json_int_t) us.rows_capacity,
+                      "mappings_used", (json_int_t) us.mappings_used,
+                      "mappings_capacity", (json_int_t) us.mappings_capacity,
+                      "kernel_bytes", (json_int_t) us.kernel_bytes,
+                      "tables_built", (json_int_t) us.tables_built,
+                      "build_ms", (json_int_t) (us.build_ns / NSEC_PER_MSEC),
+                      "tables_evicted", (json_int_t) us.tables_evicted,
+                      "loads", (json_int_t) us.requests,
+                      "misses", (json_int_t) us.misses,
+                      "user_walks", (json_int_t) m->user_walks,
+                      "failures", fail);
+        return o;
+}
+
 static int send_status(manager *m, server_client *c) {
         struct writer_stats ws = {};
         struct store_stats st;
-        json_t *drops, *o;
+        json_t *drops, *truncated, *o;
         int r;
 
         if (m->writer)
@@ -498,20 +545,16 @@ static int send_status(manager *m, server_client *c) {
         if (r < 0)
                 return r;
         drops = json_object();
-        for (int i = 0; drops && i < PROFD_COUNTER__MAX; i++)
+        truncated = json_object();
+        for (int i = 0; drops && truncated && i < PROFD_COUNTER__MAX; i++)
                 if (drop_reason_names[i])
                         /* not yet in the store: drops of drains it could not take */
-                        json_object_set_new(drops, drop_reason_names[i], json_integer((json_int_t) ws.pending_drops[i]));
-        if (drops) {
+                        status_count_add(drops, truncated, drop_reason_names[i], ws.pending_drops[i]);
+        if (drops && truncated) {
                 json_object_set_new(drops, DROP_PROCESS_VANISHED, json_integer(0));
                 json_object_set_new(drops, DROP_STORE_WRITE_FAILED, json_integer((json_int_t) ws.failed_drains));
-                for (size_t i = 0; i < st.n_drops; i++) {
-                        json_int_t v = (json_int_t) st.drops[i].count;
-                        json_t *cur = json_object_get(drops, st.drops[i].reason);
-                        if (cur)
-                                v += json_integer_value(cur);
-                        json_object_set_new(drops, st.drops[i].reason, json_integer(v));
-                }
+                for (size_t i = 0; i < st.n_drops; i++)
+                        status_count_add(drops, truncated, st.drops[i].reason, st.drops[i].count);
         }
         o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                       "type", "status",
@@ -547,6 +590,9 @@ static int send_status(manager *m, server_client *c) {
                         "no_file", (json_int_t) ws.unresolved.no_file,
                         "jit_without_map", (json_int_t) ws.unresolved.jit_without_map,
                         "unknown_mapping", (json_int_t) ws.unresolved.unknown_mapping));
+                json_object_set_new(o, "truncated", truncated ? truncated : json_object());
+                truncated = NULL;
+                json_object_set_new(o, "unwind", status_unwind(m));
                 json_object_set_new(o, "jit_map_entries_dropped", json_integer((json_int_t) ws.jit_map_entries_dropped));
                 json_object_set_new(o, "clients", json_integer((json_int_t) server_n_clients(m->server)));
                 json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
@@ -559,6 +605,7 @@ static int send_status(manager *m, server_client *c) {
                 if (m->conf)
                         status_add_settings(m, o, &ws);
         }
+        json_decref(truncated); /* NULL once o took it */
         store_stats_done(&st);
         return server_client_send(c, o);
 }
@@ -635,6 +682,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 .offcpu_max_ns = cfg->offcpu_max_ns,
                 .max_keys = cfg->max_keys,
                 .max_stacks = cfg->max_stacks,
+                .unwind_memory = cfg->unwind_memory,
         };
         m->conf = cfg->conf;
         m->reload = cfg->reload;
@@ -724,6 +772,14 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         r = collector_new(&m->collect, on_process_event, m, &m->coll);
         if (r < 0)
                 goto fail;
+#if defined(__x86_64__)
+        /* the BPF walker reads x86-64 CFI rules; elsewhere it walks frame pointers */
+        r = unwinder_new(collector_unwind_maps(m->coll), "/proc", &m->unwinder);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the unwinder: %m");
+                goto fail;
+        }
+#endif
         r = sd_event_add_io(m->event, &m->events_io, collector_events_fd(m->coll), EPOLLIN, on_events, m);
         if (r < 0) {
                 log_error_errno(r, "Failed to watch process events: %m");
@@ -782,6 +838,8 @@ manager *manager_free(manager *m) {
         sd_event_source_disable_unref(m->sigterm);
         sd_event_source_disable_unref(m->sigint);
         sd_event_source_disable_unref(m->sighup);
+        /* before the collector: it writes into the collector's maps */
+        unwinder_free(m->unwinder);
         collector_free(m->coll);
         store_close(m->store);
         sd_event_unref(m->event);

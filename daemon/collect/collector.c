@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/mman.h>
 
 #include "log.h"
 #include "macro.h"
@@ -36,7 +38,39 @@ struct collector {
         struct profd_sample_key *keys_buf; /* drain scratch, counts_max entries */
         uint64_t *values_buf;
         uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
+        bool switch_done;         /* off-CPU user stacks are walked at sched_exit_tp */
+        struct collector_unwind_maps unwind; /* the mmapped unwind arrays */
 };
+
+/* Does the kernel have the tracepoint at the end of __schedule (about
+ * 6.16)? There a blocked thread's user stack is read when it comes back,
+ * only for blocks that pass the threshold; without it, at every
+ * switch-out. */
+static bool have_sched_exit_tp(void) {
+        struct btf *btf = btf__load_vmlinux_btf();
+        bool found;
+
+        if (!btf)
+                return false;
+        found = btf__find_by_name_kind(btf, "btf_trace_sched_exit_tp", BTF_KIND_TYPEDEF) > 0;
+        btf__free(btf);
+        return found;
+}
+
+/* Maps an mmapable BPF array into the daemon's memory. */
+static int map_array(struct bpf_map *map, void **ret, size_t *ret_bytes) {
+        size_t bytes = (size_t) bpf_map__max_entries(map) * bpf_map__value_size(map);
+        long page = sysconf(_SC_PAGESIZE);
+        void *p;
+
+        bytes = (bytes + page - 1) / page * page;
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+        if (p == MAP_FAILED)
+                return negative_errno();
+        *ret = p;
+        *ret_bytes = bytes;
+        return 0;
+}
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
         /* libbpf's warnings matter (a failed load explains itself there,
@@ -148,7 +182,7 @@ static int attach(collector *c, const struct collector_config *cfg) {
         r = online_cpus(&cpus, &n_cpus);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the online CPUs: %m");
-        c->links = calloc(n_cpus + 3, sizeof(*c->links));
+        c->links = calloc(n_cpus + 4, sizeof(*c->links));
         c->perf_fds = calloc(n_cpus, sizeof(*c->perf_fds));
         if (!c->links || !c->perf_fds)
                 return log_oom();
@@ -183,6 +217,7 @@ static int attach(collector *c, const struct collector_config *cfg) {
         } progs[] = {
                 { c->skel->progs.profd_exec, true, "sched_process_exec" },
                 { c->skel->progs.profd_switch, cfg->offcpu || cfg->wakeup, "sched_switch" },
+                { c->skel->progs.profd_switch_done, cfg->offcpu && c->switch_done, "sched_exit_tp" },
                 { c->skel->progs.profd_waking, cfg->wakeup, "sched_waking" },
         };
         for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
@@ -257,11 +292,21 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
         bpf_map__set_max_entries(c->skel->maps.frames_0, frames_max);
         bpf_map__set_max_entries(c->skel->maps.frames_1, frames_max);
         bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
+        /* unwind tables: see maps.bpf.h */
+        bpf_map__set_max_entries(c->skel->maps.unwind_rows, MAX(cfg->unwind_memory / sizeof(struct profd_unwind_row), 1u));
+        bpf_map__set_max_entries(c->skel->maps.unwind_maps, COLLECTOR_UNWIND_MAPPINGS);
+        bpf_map__set_max_entries(c->skel->maps.unwind_procs, seen_max);
 
         c->skel->data->offcpu_min_ns = cfg->offcpu_min_ns;
         c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
         c->skel->rodata->offcpu_enabled = cfg->offcpu;
         c->skel->rodata->wakeup_enabled = cfg->wakeup;
+        c->switch_done = have_sched_exit_tp();
+        if (!c->switch_done && cfg->offcpu)
+                log_info("The kernel has no sched_exit_tp tracepoint: off-CPU user stacks are walked at "
+                         "every switch-out, which costs more per context switch.");
+        c->skel->rodata->offcpu_walk_at_switch_out = !c->switch_done;
+        bpf_program__set_autoload(c->skel->progs.profd_switch_done, cfg->offcpu && c->switch_done);
         bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->cpu);
         bpf_program__set_autoload(c->skel->progs.profd_switch, cfg->offcpu || cfg->wakeup);
         bpf_program__set_autoload(c->skel->progs.profd_waking, cfg->wakeup);
@@ -278,6 +323,17 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                 r = log_error_errno(negative_errno(), "Failed to set up the drain barrier: %m");
                 goto fail;
         }
+
+        r = map_array(c->skel->maps.unwind_rows, (void **) &c->unwind.rows, &c->unwind.rows_bytes);
+        if (r >= 0)
+                r = map_array(c->skel->maps.unwind_maps, (void **) &c->unwind.maps, &c->unwind.maps_bytes);
+        if (r < 0) {
+                log_error_errno(r, "Failed to map the unwind tables into memory: %m");
+                goto fail;
+        }
+        c->unwind.rows_cap = bpf_map__max_entries(c->skel->maps.unwind_rows);
+        c->unwind.maps_cap = bpf_map__max_entries(c->skel->maps.unwind_maps);
+        c->unwind.procs_fd = bpf_map__fd(c->skel->maps.unwind_procs);
 
         c->keys_buf = calloc(c->counts_max, sizeof(*c->keys_buf));
         c->values_buf = calloc(c->counts_max, sizeof(*c->values_buf));
@@ -320,6 +376,10 @@ collector *collector_free(collector *c) {
         free(c->links);
         free(c->perf_fds);
         ring_buffer__free(c->events);
+        if (c->unwind.rows)
+                munmap(c->unwind.rows, c->unwind.rows_bytes);
+        if (c->unwind.maps)
+                munmap(c->unwind.maps, c->unwind.maps_bytes);
         profd_bpf__destroy(c->skel);
         free(c->keys_buf);
         free(c->values_buf);
@@ -361,6 +421,10 @@ void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max
          * either the old or the new value of each, never a torn one. */
         __atomic_store_n(&c->skel->data->offcpu_min_ns, min_ns, __ATOMIC_RELAXED);
         __atomic_store_n(&c->skel->data->offcpu_max_ns, max_ns, __ATOMIC_RELAXED);
+}
+
+const struct collector_unwind_maps *collector_unwind_maps(const collector *c) {
+        return &c->unwind;
 }
 
 const char *collector_event_name(const collector *c) {

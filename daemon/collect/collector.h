@@ -16,6 +16,22 @@ struct collector_config {
         bool cpu, offcpu, wakeup; /* which kinds to collect */
         uint64_t offcpu_min_ns, offcpu_max_ns; /* blocks outside are only counted */
         uint64_t max_keys, max_stacks;         /* map sizes; 0: sized from the machine */
+        uint64_t unwind_memory;                /* bytes of unwind rows in the kernel */
+};
+
+/* Executable mappings the kernel holds for all processes: a few hundred
+ * processes of a hundred executable mappings each (1.25 MiB). */
+#define COLLECTOR_UNWIND_MAPPINGS 32768
+
+/* The unwind maps as the daemon writes them (see bpf/maps.bpf.h): the two
+ * arrays mapped into memory, the hash by fd. Valid until collector_free. */
+struct collector_unwind_maps {
+        struct profd_unwind_row *rows;
+        uint32_t rows_cap;
+        struct profd_unwind_mapping *maps;
+        uint32_t maps_cap;
+        int procs_fd;
+        size_t rows_bytes, maps_bytes; /* mapped lengths */
 };
 
 /* One drained key and its value. */
@@ -58,6 +74,9 @@ int collector_set_frequency(collector *c, unsigned frequency_hz);
 /* Changes which blocks are attributed to stacks; the programs see it at
  * their next run. */
 void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns);
+
+/* The unwind maps, for the unwinder. */
+const struct collector_unwind_maps *collector_unwind_maps(const collector *c);
 
 /* "cycles" or "cpu-clock": the perf event the sampler runs on; NULL when
  * on-CPU sampling is off. */

@@ -27,6 +27,15 @@ const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
         [PROFD_DROP_STACK_MAP_FULL] = "stack_map_full",
         [PROFD_DROP_RINGBUF_FULL] = "ringbuf_full",
         [PROFD_DROP_TASK_STORAGE] = "task_storage_full",
+        /* user stacks that ended early (kept, with the frames walked) */
+        [PROFD_TRUNC_NO_PROCESS] = TRUNCATED_PREFIX "no_process",
+        [PROFD_TRUNC_PENDING] = TRUNCATED_PREFIX "pending",
+        [PROFD_TRUNC_NO_MAPPING] = TRUNCATED_PREFIX "no_mapping",
+        [PROFD_TRUNC_UNSUPPORTED] = TRUNCATED_PREFIX "unsupported",
+        [PROFD_TRUNC_READ_FAULT] = TRUNCATED_PREFIX "read_fault",
+        [PROFD_TRUNC_DEPTH] = TRUNCATED_PREFIX "depth",
+        [PROFD_TRUNC_FP_END] = TRUNCATED_PREFIX "fp_end",
+        [PROFD_TRUNC_CFA_STUCK] = TRUNCATED_PREFIX "cfa_stuck",
 };
 
 enum job_type {

@@ -85,7 +85,10 @@ void writer_get_stats(writer *w, struct writer_stats *ret);
 int writer_configure(writer *w, const struct writer_settings *settings);
 
 /* Names of the drop reasons (NULL for counters that are not drops), as
- * stored and shown by `profctl status`. */
+ * stored and shown by `profctl status`. Those starting with
+ * TRUNCATED_PREFIX are not drops but user stacks that ended early, one per
+ * enum profd_stack_end: status shows them apart, without the prefix. */
 extern const char *const drop_reason_names[PROFD_COUNTER__MAX];
+#define TRUNCATED_PREFIX "truncated_"
 #define DROP_PROCESS_VANISHED "process_vanished"
 #define DROP_STORE_WRITE_FAILED "store_write_failed"

@@ -1,0 +1,342 @@
+/* The user stack walker: DWARF CFI tables the daemon built (unwind_rows,
+ * unwind_maps, unwind_procs in maps.bpf.h), frame pointers where a mapping
+ * has no table. Included by the programs that walk user stacks (oncpu,
+ * offcpu). Every walk ends with a reason (enum profd_stack_end), counted.
+ *
+ * x86-64 only; elsewhere user_stack_unwind is the frame-pointer walk. */
+#pragma once
+
+#include "maps.bpf.h"
+
+#if defined(__TARGET_ARCH_x86)
+
+/* Binary search bounds: 2^16 mappings per process and 2^24 rows per file
+ * are more than the daemon ever publishes (it gives larger ones no table). */
+#define UNWIND_MAPS_STEPS 16
+#define UNWIND_ROWS_STEPS 24
+/* Where the kernel's rt_sigframe keeps the interrupted registers: the
+ * trampoline's rsp points at its struct ucontext (pretcode was popped),
+ * uc_mcontext is at offset 40, and in struct sigcontext rbp, rsp and rip
+ * are at 80, 120 and 128. */
+#define UC_RBP (40 + 80)
+#define UC_RSP (40 + 120)
+#define UC_RIP (40 + 128)
+#define END_WALKING 0xff
+
+/* Reads the 8 bytes at addr through the window: a miss reads from addr to
+ * the end of its page (at most WALK_WINDOW bytes) in one call, since stack
+ * walks go upwards and each read costs ~100 ns however small. */
+static __always_inline bool win_read(struct ustack_state *s, struct walk_window *w, __u64 addr, __u64 *ret) {
+        __u64 off = addr - s->win_base;
+
+        if (addr < s->win_base || off + 8 > s->win_len) {
+                __u64 len = 4096 - (addr & 4095);
+
+                if (len < 8)
+                        len = 8; /* a word straddling two pages */
+                if (len > WALK_WINDOW)
+                        len = WALK_WINDOW;
+                s->win_len = 0;
+                if (bpf_probe_read_user(w->bytes, len, (void *) addr))
+                        return false;
+                s->win_base = addr;
+                s->win_len = len;
+                off = 0;
+        }
+        if (off > WALK_WINDOW - 8)
+                return false;
+        *ret = *(__u64 *) &w->bytes[off];
+        return true;
+}
+
+/* Finds the mapping of s->ip in the process's slice into s->m_*. */
+static __always_inline bool find_mapping(struct ustack_state *s) {
+        __u32 lo = 0, hi = s->maps_n, idx;
+        struct profd_unwind_mapping *m;
+
+        if (s->ip >= s->m_start && s->ip < s->m_end)
+                return true;
+        for (int k = 0; k < UNWIND_MAPS_STEPS; k++) {
+                __u32 mid;
+
+                if (lo >= hi)
+                        break;
+                mid = (lo + hi) / 2;
+                idx = s->maps_off + mid;
+                m = bpf_map_lookup_elem(&unwind_maps, &idx);
+                if (!m)
+                        return false;
+                if (m->start <= s->ip)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || lo < hi)
+                return false;
+        idx = s->maps_off + lo - 1;
+        m = bpf_map_lookup_elem(&unwind_maps, &idx);
+        if (!m || s->ip >= m->end)
+                return false;
+        s->m_start = m->start;
+        s->m_end = m->end;
+        s->m_bias = m->bias;
+        s->m_rows_off = m->rows_off;
+        s->m_rows_n = m->rows_n;
+        s->m_kind = m->kind;
+        return true;
+}
+
+/* The row covering pc in the current mapping's table; NULL below its first
+ * row (no CFI there: a gap) or on a lookup failure. */
+static __always_inline struct profd_unwind_row *find_row(struct ustack_state *s, __u32 pc) {
+        __u32 lo = 0, hi = s->m_rows_n, idx;
+        struct profd_unwind_row *r;
+
+        for (int k = 0; k < UNWIND_ROWS_STEPS; k++) {
+                __u32 mid;
+
+                if (lo >= hi)
+                        break;
+                mid = (lo + hi) / 2;
+                idx = s->m_rows_off + mid;
+                r = bpf_map_lookup_elem(&unwind_rows, &idx);
+                if (!r)
+                        return NULL;
+                if (r->pc <= pc)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || lo < hi)
+                return NULL;
+        idx = s->m_rows_off + lo - 1;
+        return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+/* One frame by frame pointer: the caller's rbp and return address are at
+ * rbp. Returns false with s->end set when the chain ends. */
+static __always_inline bool fp_step(struct ustack_state *s, struct walk_window *w) {
+        __u64 fp = s->bp, next, ret;
+
+        if (fp == 0) {
+                s->end = PROFD_END_COMPLETE; /* _start and thread starts clear rbp */
+                return false;
+        }
+        /* code without frame pointers uses rbp for data: follow it only if
+         * it points into the stack above sp */
+        if (fp < s->sp || fp - s->sp >= USER_STACK_SPAN || (fp & 7)) {
+                s->end = PROFD_END_FP_END;
+                return false;
+        }
+        if (!win_read(s, w, fp, &next) || !win_read(s, w, fp + 8, &ret)) {
+                s->end = PROFD_END_READ_FAULT;
+                return false;
+        }
+        s->sp = fp + 16;
+        s->bp = next;
+        s->ip = ret;
+        return true;
+}
+
+/* One frame by a CFI row. Returns false with s->end set when the walk ends. */
+static __always_inline bool row_step(struct ustack_state *s, struct walk_window *w,
+                                     struct profd_unwind_row *r) {
+        __u64 cfa, ra, v;
+        __u8 kind = r->kind;
+
+        if (kind == PROFD_UNWIND_CFA_SP) {
+                cfa = s->sp + r->cfa_off;
+        } else if (kind == PROFD_UNWIND_CFA_FP) {
+                cfa = s->bp + r->cfa_off;
+        } else if (kind == PROFD_UNWIND_PLT) {
+                cfa = s->sp + 8 + ((s->ip & 15) >= r->cfa_off ? 8 : 0);
+        } else if (kind == PROFD_UNWIND_END) {
+                s->end = PROFD_END_COMPLETE;
+                return false;
+        } else if (kind == PROFD_UNWIND_SIGNAL) {
+                __u64 uc = s->sp, bp, sp, ip;
+
+                if (!win_read(s, w, uc + UC_RBP, &bp) || !win_read(s, w, uc + UC_RSP, &sp) ||
+                    !win_read(s, w, uc + UC_RIP, &ip)) {
+                        s->end = PROFD_END_READ_FAULT;
+                        return false;
+                }
+                /* the interrupted frame may be anywhere (sigaltstack): no
+                 * growth check, bpf_loop bounds the walk */
+                s->bp = bp;
+                s->sp = sp;
+                s->ip = ip;
+                s->exact_ip = 1;
+                return true;
+        } else if (kind == PROFD_UNWIND_GAP) {
+                return fp_step(s, w);
+        } else {
+                s->end = PROFD_END_UNSUPPORTED;
+                return false;
+        }
+        if (cfa <= s->sp || cfa - s->sp >= USER_STACK_SPAN) {
+                s->end = PROFD_END_CFA_STUCK;
+                return false;
+        }
+        /* lower address first: one window read covers both */
+        if (r->rbp_off < 0) {
+                if (!win_read(s, w, cfa + 8 * (__s64) r->rbp_off, &v))
+                        goto fault;
+                s->bp = v;
+        }
+        if (!win_read(s, w, cfa - 8, &ra))
+                goto fault;
+        if (r->rbp_off > 0) {
+                if (!win_read(s, w, cfa + 8 * (__s64) r->rbp_off, &v))
+                        goto fault;
+                s->bp = v;
+        }
+        s->sp = cfa;
+        s->ip = ra;
+        return true;
+fault:
+        s->end = PROFD_END_READ_FAULT;
+        return false;
+}
+
+/* Unwinds the frame of s->ip into its caller's registers. */
+static __always_inline bool unwind_one(struct ustack_state *s, struct walk_window *w) {
+        struct profd_unwind_row *r;
+        __u64 pc;
+
+        if (s->fp_only)
+                return fp_step(s, w);
+        if (!find_mapping(s)) {
+                s->end = PROFD_END_NO_MAPPING;
+                return false;
+        }
+        if (s->m_kind == PROFD_MAPPING_FP)
+                return fp_step(s, w);
+        if (s->m_kind != PROFD_MAPPING_TABLE) {
+                s->end = PROFD_END_PENDING;
+                return false;
+        }
+        /* a return address points after the call, maybe past the end of
+         * the caller's function: look up the call instruction itself */
+        pc = s->ip - s->m_bias - (s->exact_ip ? 0 : 1);
+        if (pc > 0xffffffffULL) {
+                s->end = PROFD_END_NO_MAPPING;
+                return false;
+        }
+        s->exact_ip = 0;
+        r = find_row(s, (__u32) pc);
+        if (!r)
+                return fp_step(s, w); /* below the first FDE: no CFI */
+        return row_step(s, w, r);
+}
+
+static long unwind_frame_cb(__u32 i, void *ctx) {
+        __u32 slot = *(__u32 *) ctx;
+        struct profd_frames *f = bpf_map_lookup_elem(&scratch, &slot);
+        struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
+        struct ustack_state *s;
+        __u32 n;
+
+        if (!f || !w)
+                return 1;
+        s = &w->s;
+        if (!unwind_one(s, w))
+                return 1;
+        if (s->ip == 0) {
+                s->end = PROFD_END_COMPLETE;
+                return 1;
+        }
+        if (s->ip < 4096) {
+                /* not a code address */
+                s->end = s->fp_only ? PROFD_END_FP_END : PROFD_END_NO_MAPPING;
+                return 1;
+        }
+        /* iteration i appends frame i + 1: the index the verifier treats
+         * as unknown, so it need not verify every frame number apart (a
+         * frame count kept in s would be a new constant each iteration) */
+        n = i + 1;
+        if (n >= PROFD_MAX_FRAMES) {
+                s->end = PROFD_END_DEPTH;
+                return 1;
+        }
+        f->ips[n] = s->ip;
+        s->n = n + 1;
+        return 0;
+}
+
+/* Walks the user stack of the current task (which must be `task`) from the
+ * registers saved when it entered the kernel into the scratch frames of
+ * slot (f, from scratch_get(slot)), and sets f->end. A process without an
+ * unwind entry (or with one of an earlier instance) is walked by frame
+ * pointers and ends PROFD_END_NO_PROCESS unless the chain reached its end.
+ * Returns false (counted as user_stack_error) if there are no user
+ * registers. */
+static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot) {
+        struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
+        struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
+        struct profd_unwind_proc *p;
+        struct ustack_state *s;
+        __u32 tgid = task->tgid;
+        __u64 start;
+        __u8 end;
+
+        f->n = 0;
+        f->end = PROFD_END_COMPLETE;
+        if (!regs || !w) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return false;
+        }
+        s = &w->s;
+        s->ip = PT_REGS_IP(regs);
+        s->sp = PT_REGS_SP(regs);
+        s->bp = PT_REGS_FP(regs);
+        if (s->ip == 0) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return false;
+        }
+        f->ips[0] = s->ip;
+        s->win_base = 0;
+        s->win_len = 0;
+        s->m_start = s->m_end = 0;
+        s->n = 1;
+        s->end = END_WALKING;
+        s->exact_ip = 1;
+
+        start = process_start_ns(task);
+        p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+        if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
+                s->maps_off = p->maps_off;
+                s->maps_n = p->maps_n;
+                s->fp_only = 0;
+        } else {
+                s->fp_only = 1;
+        }
+        bpf_loop(PROFD_MAX_FRAMES, unwind_frame_cb, &slot, 0);
+        end = s->end;
+        if (end == END_WALKING)
+                end = PROFD_END_DEPTH;
+        if (s->fp_only && end != PROFD_END_COMPLETE)
+                end = PROFD_END_NO_PROCESS;
+        f->n = s->n;
+        f->end = end;
+
+        counter_add(PROFD_CNT_USER_WALKS, 1);
+        if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
+                counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
+        /* once per process until the daemon looked at its mappings again */
+        if (end == PROFD_END_NO_MAPPING && p && !s->fp_only && !p->miss_sent) {
+                p->miss_sent = 1;
+                announce(PROFD_EVENT_UNWIND_MISS, task, tgid, start);
+        }
+        return true;
+}
+
+#else
+
+/* Other architectures: frame pointers (see user_stack_walk). */
+static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot) {
+        counter_add(PROFD_CNT_USER_WALKS, 1);
+        return user_stack_walk(task, f, slot, NULL);
+}
+
+#endif

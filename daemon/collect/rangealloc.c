@@ -1,0 +1,184 @@
+/* First-fit range allocator with coalescing and deferred frees: free ranges
+ * are a sorted array (neighbours merged on every insert), freed ranges wait
+ * in a second array until their grace has passed. The arrays stay small (a
+ * few hundred entries for the tables of a busy host), so memmove is cheaper
+ * than a tree. */
+#include "rangealloc.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+
+struct range {
+        uint32_t off, n;
+};
+
+struct pending {
+        uint32_t off, n;
+        uint64_t since_ns;
+};
+
+struct rangealloc {
+        uint32_t capacity;
+        uint64_t grace_ns;
+        uint32_t free_total; /* slots in free ranges */
+        struct range *free;  /* sorted by off, never adjacent (coalesced) */
+        size_t n_free, cap_free;
+        struct pending *pending; /* in release order */
+        size_t n_pending, cap_pending;
+};
+
+static int grow(void **array, size_t *cap, size_t n, size_t size) {
+        size_t new_cap;
+        void *p;
+
+        if (n < *cap)
+                return 0;
+        new_cap = MAX(*cap * 2, (size_t) 16);
+        p = reallocarray(*array, new_cap, size);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *cap = new_cap;
+        return 0;
+}
+
+rangealloc *rangealloc_new(uint32_t capacity, uint64_t grace_ns) {
+        rangealloc *a = calloc(1, sizeof(*a));
+
+        if (!a)
+                return NULL;
+        a->capacity = capacity;
+        a->grace_ns = grace_ns;
+        if (capacity > 0) {
+                if (grow((void **) &a->free, &a->cap_free, 0, sizeof(*a->free)) < 0) {
+                        free(a);
+                        return NULL;
+                }
+                a->free[a->n_free++] = (struct range) { .off = 0, .n = capacity };
+                a->free_total = capacity;
+        }
+        return a;
+}
+
+rangealloc *rangealloc_free(rangealloc *a) {
+        if (!a)
+                return NULL;
+        free(a->free);
+        free(a->pending);
+        free(a);
+        return NULL;
+}
+
+int rangealloc_alloc(rangealloc *a, uint32_t n, uint32_t *ret_off) {
+        if (n == 0)
+                return -EINVAL;
+        for (size_t i = 0; i < a->n_free; i++) {
+                struct range *r = &a->free[i];
+
+                if (r->n < n)
+                        continue;
+                *ret_off = r->off;
+                r->off += n;
+                r->n -= n;
+                if (r->n == 0) {
+                        memmove(r, r + 1, (a->n_free - i - 1) * sizeof(*r));
+                        a->n_free--;
+                }
+                a->free_total -= n;
+                return 0;
+        }
+        return -ENOSPC;
+}
+
+/* Puts [off, off + n) back among the free ranges, merged with the ranges
+ * it touches. Returns -ENOMEM (the range then stays unusable: a leak of
+ * slots, never a double use). */
+static int free_insert(rangealloc *a, uint32_t off, uint32_t n) {
+        size_t lo = 0, hi = a->n_free;
+        bool merge_prev, merge_next;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (a->free[mid].off < off)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        /* lo: the first free range above off */
+        merge_prev = lo > 0 && a->free[lo - 1].off + a->free[lo - 1].n == off;
+        merge_next = lo < a->n_free && off + n == a->free[lo].off;
+        if (merge_prev && merge_next) {
+                a->free[lo - 1].n += n + a->free[lo].n;
+                memmove(&a->free[lo], &a->free[lo + 1], (a->n_free - lo - 1) * sizeof(*a->free));
+                a->n_free--;
+        } else if (merge_prev)
+                a->free[lo - 1].n += n;
+        else if (merge_next) {
+                a->free[lo].off = off;
+                a->free[lo].n += n;
+        } else {
+                int r = grow((void **) &a->free, &a->cap_free, a->n_free, sizeof(*a->free));
+
+                if (r < 0)
+                        return r;
+                memmove(&a->free[lo + 1], &a->free[lo], (a->n_free - lo) * sizeof(*a->free));
+                a->free[lo] = (struct range) { .off = off, .n = n };
+                a->n_free++;
+        }
+        a->free_total += n;
+        return 0;
+}
+
+void rangealloc_release(rangealloc *a, uint32_t off, uint32_t n, uint64_t now_ns) {
+        if (n == 0)
+                return;
+        if (off > a->capacity || n > a->capacity - off) {
+                log_error("rangealloc: release of [%u, +%u) beyond capacity %u, ignoring", off, n, a->capacity);
+                return;
+        }
+        if (grow((void **) &a->pending, &a->cap_pending, a->n_pending, sizeof(*a->pending)) < 0) {
+                log_oom();
+                return; /* the range is lost until restart: safe, never reused early */
+        }
+        a->pending[a->n_pending++] = (struct pending) { .off = off, .n = n, .since_ns = now_ns };
+}
+
+void rangealloc_reclaim(rangealloc *a, uint64_t now_ns) {
+        size_t kept = 0;
+
+        for (size_t i = 0; i < a->n_pending; i++) {
+                const struct pending *p = &a->pending[i];
+
+                if (now_ns < p->since_ns || now_ns - p->since_ns < a->grace_ns) {
+                        a->pending[kept++] = *p;
+                        continue;
+                }
+                if (free_insert(a, p->off, p->n) < 0) {
+                        a->pending[kept++] = *p; /* retried at the next reclaim */
+                        log_oom();
+                }
+        }
+        a->n_pending = kept;
+}
+
+uint32_t rangealloc_used(const rangealloc *a) {
+        return a->capacity - a->free_total;
+}
+
+uint32_t rangealloc_capacity(const rangealloc *a) {
+        return a->capacity;
+}
+
+uint32_t rangealloc_largest_free(const rangealloc *a) {
+        uint32_t largest = 0;
+
+        for (size_t i = 0; i < a->n_free; i++)
+                largest = MAX(largest, a->free[i].n);
+        return largest;
+}

@@ -1,0 +1,695 @@
+/* Unwind tables from ELF call-frame information: every FDE of .eh_frame
+ * (else .debug_frame) is enumerated with dwarf_next_cfi, its rows are read
+ * through libdw's CFI interpreter and each row's rules are classified into
+ * the few kinds the BPF walker evaluates (enum profd_unwind_kind). */
+#include "unwind-table.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+
+/* x86-64 DWARF register numbers (System V psABI, figure 3.36). */
+#define DWARF_REG_RBP 6
+#define DWARF_REG_RSP 7
+#define DWARF_REG_RA 16
+
+/* DW_EH_PE_* pointer encodings (LSB, .eh_frame): format in the low nibble,
+ * how it applies in bits 4-6, indirection in bit 7. */
+#define EH_PE_OMIT 0xff
+#define EH_PE_FORMAT 0x0f
+#define EH_PE_APPLY 0x70
+#define EH_PE_INDIRECT 0x80
+#define EH_PE_ABSPTR 0x00
+#define EH_PE_ULEB128 0x01
+#define EH_PE_UDATA2 0x02
+#define EH_PE_UDATA4 0x03
+#define EH_PE_UDATA8 0x04
+#define EH_PE_SLEB128 0x09
+#define EH_PE_SDATA2 0x0a
+#define EH_PE_SDATA4 0x0b
+#define EH_PE_SDATA8 0x0c
+#define EH_PE_PCREL 0x10
+
+/* What an FDE needs from its CIE. */
+struct cie_info {
+        Dwarf_Off offset;
+        uint8_t fde_encoding; /* of initial_location and address_range */
+        bool signal;          /* augmentation 'S' */
+        bool bad;             /* an augmentation we cannot skip: its FDEs are unreadable */
+};
+
+struct fde_range {
+        uint64_t lo, hi; /* [lo, hi) */
+        bool signal;     /* its CIE marks a signal frame */
+};
+
+struct builder {
+        const unsigned char *ident;
+        Elf_Data *data;
+        uint64_t section_addr; /* sh_addr: where pc-relative pointers start from */
+        bool eh_frame;
+
+        struct cie_info *cies; /* sorted by offset */
+        size_t n_cies, cap_cies;
+        struct fde_range *fdes;
+        size_t n_fdes, cap_fdes;
+        struct profd_unwind_row *rows;
+        size_t n_rows, cap_rows;
+};
+
+static void builder_done(struct builder *b) {
+        free(b->cies);
+        free(b->fdes);
+        free(b->rows);
+}
+
+/* Grows an array to hold one more element; doubling keeps appends amortized
+ * O(1). Returns -ENOMEM. */
+static int grow(void **array, size_t *cap, size_t n, size_t size) {
+        size_t new_cap;
+        void *p;
+
+        if (n < *cap)
+                return 0;
+        new_cap = MAX(*cap * 2, (size_t) 16);
+        p = reallocarray(*array, new_cap, size);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *cap = new_cap;
+        return 0;
+}
+
+static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; *p < end; shift += 7) {
+                uint8_t byte = *(*p)++;
+
+                if (shift < 64)
+                        v |= (uint64_t) (byte & 0x7f) << shift;
+                if (!(byte & 0x80)) {
+                        *ret = v;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+static int read_sleb(const uint8_t **p, const uint8_t *end, int64_t *ret) {
+        uint64_t v = 0;
+        unsigned shift = 0;
+
+        while (*p < end) {
+                uint8_t byte = *(*p)++;
+
+                if (shift < 64)
+                        v |= (uint64_t) (byte & 0x7f) << shift;
+                shift += 7;
+                if (!(byte & 0x80)) {
+                        if (shift < 64 && (byte & 0x40))
+                                v |= ~(uint64_t) 0 << shift;
+                        *ret = (int64_t) v;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+/* Reads an n-byte little-endian integer (x86-64 only), sign-extended when
+ * is_signed. */
+static int read_fixed(const uint8_t **p, const uint8_t *end, size_t n, bool is_signed, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if ((size_t) (end - *p) < n)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                v |= (uint64_t) (*p)[i] << (8 * i);
+        if (is_signed && n < 8 && (v >> (8 * n - 1)) & 1)
+                v |= ~(uint64_t) 0 << (8 * n);
+        *p += n;
+        *ret = v;
+        return 0;
+}
+
+/* Decodes one DW_EH_PE-encoded pointer at *p. apply: whether pc-relative
+ * applies (address_range is a plain length in the same format). Returns
+ * -EOPNOTSUPP for encodings that need run-time data (indirect, data- or
+ * text-relative), -EINVAL when truncated. */
+static int read_encoded(struct builder *b, uint8_t enc, bool apply, const uint8_t **p, const uint8_t *end,
+                        uint64_t *ret) {
+        uint64_t field = b->section_addr + (uint64_t) (*p - (const uint8_t *) b->data->d_buf), v;
+        int64_t s;
+        int r;
+
+        if (enc == EH_PE_OMIT || (enc & EH_PE_INDIRECT))
+                return -EOPNOTSUPP;
+        switch (enc & EH_PE_FORMAT) {
+        case EH_PE_ABSPTR:
+        case EH_PE_UDATA8:
+        case EH_PE_SDATA8:
+                r = read_fixed(p, end, 8, false, &v);
+                break;
+        case EH_PE_UDATA2:
+        case EH_PE_SDATA2:
+                r = read_fixed(p, end, 2, (enc & EH_PE_FORMAT) == EH_PE_SDATA2, &v);
+                break;
+        case EH_PE_UDATA4:
+        case EH_PE_SDATA4:
+                r = read_fixed(p, end, 4, (enc & EH_PE_FORMAT) == EH_PE_SDATA4, &v);
+                break;
+        case EH_PE_ULEB128:
+                r = read_uleb(p, end, &v);
+                break;
+        case EH_PE_SLEB128:
+                r = read_sleb(p, end, &s);
+                v = (uint64_t) s;
+                break;
+        default:
+                return -EOPNOTSUPP;
+        }
+        if (r < 0)
+                return r;
+        if (apply) {
+                switch (enc & EH_PE_APPLY) {
+                case 0:
+                        break;
+                case EH_PE_PCREL:
+                        v += field;
+                        break;
+                default:
+                        return -EOPNOTSUPP;
+                }
+        }
+        *ret = v;
+        return 0;
+}
+
+/* Fills *ret from a CIE: the FDE pointer encoding ('R') and the signal-frame
+ * mark ('S'). .debug_frame CIEs carry no augmentation: absolute pointers. */
+static void cie_parse(struct builder *b, Dwarf_Off offset, const Dwarf_CIE *cie, struct cie_info *ret) {
+        const uint8_t *p = cie->augmentation_data, *end = p + cie->augmentation_data_size;
+        const char *a = cie->augmentation;
+
+        *ret = (struct cie_info) { .offset = offset, .fde_encoding = EH_PE_ABSPTR };
+        if (!a || !*a)
+                return;
+        if (*a != 'z') {
+                /* Without 'z' the augmentation data's size is unknown (old
+                 * "eh" CIEs): libdw cannot read these FDEs either. */
+                ret->bad = true;
+                return;
+        }
+        for (a++; *a; a++) {
+                uint64_t ignored;
+
+                switch (*a) {
+                case 'R':
+                        if (p >= end)
+                                goto bad;
+                        ret->fde_encoding = *p++;
+                        break;
+                case 'L':
+                        if (p >= end)
+                                goto bad;
+                        p++;
+                        break;
+                case 'P': {
+                        uint8_t enc;
+
+                        if (p >= end)
+                                goto bad;
+                        enc = *p++;
+                        if (read_encoded(b, enc & ~EH_PE_INDIRECT, false, &p, end, &ignored) < 0)
+                                goto bad;
+                        break;
+                }
+                case 'S':
+                        ret->signal = true;
+                        break;
+                case 'B': /* AArch64 BTI; no data */
+                case 'G': /* MTE tagged frames; no data */
+                        break;
+                default:
+                        /* 'z' sized the data: the rest can be skipped safely
+                         * only if 'R' came first, which it did if it was read */
+                        return;
+                }
+        }
+        return;
+bad:
+        ret->bad = true;
+}
+
+/* The CIE at offset, read once and cached. Returns NULL on ENOMEM (*r set)
+ * or when no CIE is there (*r = -EINVAL). */
+static const struct cie_info *cie_get(struct builder *b, Dwarf_Off offset, int *r) {
+        size_t lo = 0, hi = b->n_cies;
+        Dwarf_CFI_Entry entry;
+        Dwarf_Off next;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (b->cies[mid].offset == offset)
+                        return &b->cies[mid];
+                if (b->cies[mid].offset < offset)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (dwarf_next_cfi(b->ident, b->data, b->eh_frame, offset, &next, &entry) != 0 ||
+            !dwarf_cfi_cie_p(&entry)) {
+                *r = -EINVAL;
+                return NULL;
+        }
+        *r = grow((void **) &b->cies, &b->cap_cies, b->n_cies, sizeof(*b->cies));
+        if (*r < 0)
+                return NULL;
+        memmove(b->cies + lo + 1, b->cies + lo, (b->n_cies - lo) * sizeof(*b->cies));
+        b->n_cies++;
+        cie_parse(b, offset, &entry.cie, &b->cies[lo]);
+        return &b->cies[lo];
+}
+
+/* Collects [lo, hi) of every FDE in the section. FDEs whose CIE we cannot
+ * read are skipped: their addresses become gaps, walked by frame pointer.
+ * Returns 0, -E2BIG (code above 4 GiB), -EINVAL (section unreadable from
+ * the first entry), -ENOMEM. */
+static int fdes_collect(struct builder *b) {
+        Dwarf_Off offset = 0, next;
+        int r;
+
+        for (;;) {
+                Dwarf_CFI_Entry entry;
+                const struct cie_info *cie;
+                const uint8_t *p, *end;
+                uint64_t lo, len;
+
+                r = dwarf_next_cfi(b->ident, b->data, b->eh_frame, offset, &next, &entry);
+                if (r > 0)
+                        break; /* end of section */
+                if (r < 0) {
+                        /* A damaged entry ends the walk; what came before stands. */
+                        if (b->n_fdes == 0 && b->n_cies == 0)
+                                return -EINVAL;
+                        log_debug("Unreadable CFI entry at offset %" PRIu64 ": %s, ignoring the rest",
+                                  (uint64_t) offset, dwarf_errmsg(-1));
+                        break;
+                }
+                offset = next;
+                if (dwarf_cfi_cie_p(&entry))
+                        continue;
+
+                cie = cie_get(b, entry.fde.CIE_pointer, &r);
+                if (!cie) {
+                        if (r == -ENOMEM)
+                                return r;
+                        continue;
+                }
+                if (cie->bad)
+                        continue;
+                p = entry.fde.start;
+                end = entry.fde.end;
+                if (read_encoded(b, cie->fde_encoding, true, &p, end, &lo) < 0 ||
+                    read_encoded(b, cie->fde_encoding & EH_PE_FORMAT, false, &p, end, &len) < 0)
+                        continue;
+                if (len == 0)
+                        continue; /* covers nothing (discarded sections leave these) */
+                if (lo == 0 && !b->eh_frame)
+                        continue; /* .debug_frame FDE of a function the linker dropped */
+                if (lo > UINT32_MAX || len > (uint64_t) UINT32_MAX + 1 - lo)
+                        return -E2BIG;
+                r = grow((void **) &b->fdes, &b->cap_fdes, b->n_fdes, sizeof(*b->fdes));
+                if (r < 0)
+                        return r;
+                b->fdes[b->n_fdes++] = (struct fde_range) { .lo = lo, .hi = lo + len, .signal = cie->signal };
+        }
+        return 0;
+}
+
+static int fde_range_compare(const void *a, const void *b) {
+        const struct fde_range *x = a, *y = b;
+
+        if (x->lo != y->lo)
+                return x->lo < y->lo ? -1 : 1;
+        return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* The offset N of a rule "saved at CFA + N" as dwarf_frame_register gives
+ * it: DW_OP_call_frame_cfa, then DW_OP_plus_uconst N unless N is 0 (the
+ * unsigned operand wraps for negative N). */
+static bool rule_cfa_offset(const Dwarf_Op *ops, size_t nops, int64_t *ret) {
+        if (nops == 1 && ops[0].atom == DW_OP_call_frame_cfa) {
+                *ret = 0;
+                return true;
+        }
+        if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst) {
+                *ret = (int64_t) ops[1].number;
+                return true;
+        }
+        return false;
+}
+
+/* The PLT stub rule as GNU ld writes it for x86-64 lazy-binding stubs:
+ *   DW_OP_breg7 (rsp) 8; DW_OP_breg16 (rip) 0; DW_OP_lit15; DW_OP_and;
+ *   DW_OP_litK; DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus
+ * i.e. CFA = rsp + 8 + (((rip & 15) >= K) << 3): before the stub's push
+ * (the first K bytes of its 16) one word is on the stack, after it two.
+ * K is 11 for classic stubs, 10 for IBT stubs. Returns K, or -1. */
+static int plt_threshold(const Dwarf_Op *ops, size_t nops) {
+        if (nops != 9)
+                return -1;
+        if (!(ops[0].atom == DW_OP_breg7 && ops[0].number == 8) ||
+            !(ops[1].atom == DW_OP_breg16 && ops[1].number == 0) || ops[2].atom != DW_OP_lit15 ||
+            ops[3].atom != DW_OP_and || ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit15 ||
+            ops[5].atom != DW_OP_ge || ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl ||
+            ops[8].atom != DW_OP_plus)
+                return -1;
+        return ops[4].atom - DW_OP_lit0;
+}
+
+/* Classifies the rules of one CFI row into *row (pc left to the caller). */
+static void row_classify(Dwarf_Frame *frame, bool signal, struct profd_unwind_row *row) {
+        Dwarf_Op ops_mem[3], *ops;
+        size_t nops;
+        int64_t off;
+        bool signalp = false;
+        int ra, k;
+
+        row->cfa_off = 0;
+        row->rbp_off = 0;
+        row->kind = PROFD_UNWIND_UNSUPPORTED;
+
+        ra = dwarf_frame_info(frame, NULL, NULL, &signalp);
+        if (signalp || signal) {
+                row->kind = PROFD_UNWIND_SIGNAL;
+                return;
+        }
+        if (ra != DWARF_REG_RA)
+                return;
+
+        /* Return address: undefined ends the stack; else it must be the
+         * word just below the CFA (where call pushed it). */
+        if (dwarf_frame_register(frame, ra, ops_mem, &ops, &nops) < 0)
+                return;
+        if (nops == 0) {
+                if (ops) /* undefined (NULL would be "same value": meaningless for RA) */
+                        row->kind = PROFD_UNWIND_END;
+                return;
+        }
+        if (!rule_cfa_offset(ops, nops, &off) || off != -8)
+                return;
+
+        /* CFA */
+        if (dwarf_frame_cfa(frame, &ops, &nops) < 0 || nops == 0)
+                return;
+        if (nops == 1 && (ops[0].atom == DW_OP_bregx || (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31))) {
+                uint64_t reg = ops[0].atom == DW_OP_bregx ? ops[0].number : (uint64_t) (ops[0].atom - DW_OP_breg0);
+                int64_t cfa = (int64_t) (ops[0].atom == DW_OP_bregx ? ops[0].number2 : ops[0].number);
+
+                if (cfa < 0 || cfa > UINT16_MAX)
+                        return;
+                if (reg == DWARF_REG_RSP)
+                        row->kind = PROFD_UNWIND_CFA_SP;
+                else if (reg == DWARF_REG_RBP)
+                        row->kind = PROFD_UNWIND_CFA_FP;
+                else
+                        return;
+                row->cfa_off = (uint16_t) cfa;
+        } else if ((k = plt_threshold(ops, nops)) >= 0) {
+                row->kind = PROFD_UNWIND_PLT;
+                row->cfa_off = (uint16_t) k;
+        } else
+                return;
+
+        /* The caller's rsp is the CFA, as libdw's x86-64 ABI rule says
+         * (val_offset(0)), unless the CFI saved it elsewhere (setcontext,
+         * hand-written context switches). */
+        if (dwarf_frame_register(frame, DWARF_REG_RSP, ops_mem, &ops, &nops) < 0)
+                goto unsupported;
+        if (nops != 0 && !(nops == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_stack_value))
+                goto unsupported;
+
+        /* The caller's rbp: unchanged (same value, or undefined, which is
+         * how eh_frame leaves callee-saved registers it never touches), or
+         * saved in a word at CFA + 8 * n. */
+        if (dwarf_frame_register(frame, DWARF_REG_RBP, ops_mem, &ops, &nops) < 0)
+                goto unsupported;
+        if (nops == 0)
+                return;
+        if (!rule_cfa_offset(ops, nops, &off) || off == 0 || off % 8 != 0 || off / 8 < INT8_MIN ||
+            off / 8 > INT8_MAX)
+                goto unsupported;
+        row->rbp_off = (int8_t) (off / 8);
+        return;
+unsupported:
+        row->kind = PROFD_UNWIND_UNSUPPORTED;
+        row->cfa_off = 0;
+        row->rbp_off = 0;
+}
+
+static int row_append(struct builder *b, uint64_t pc, const struct profd_unwind_row *rule) {
+        int r = grow((void **) &b->rows, &b->cap_rows, b->n_rows, sizeof(*b->rows));
+
+        if (r < 0)
+                return r;
+        b->rows[b->n_rows] = *rule;
+        b->rows[b->n_rows++].pc = (uint32_t) pc;
+        return 0;
+}
+
+/* Appends the rows of [lo, hi), walking libdw's rows by their end address:
+ * after DW_CFA_restore_state, dwarf_frame_info may report a start below the
+ * address asked for, but the end is right. */
+static int fde_rows(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, bool signal) {
+        for (uint64_t addr = lo; addr < hi;) {
+                struct profd_unwind_row rule = { .kind = PROFD_UNWIND_UNSUPPORTED };
+                Dwarf_Frame *frame = NULL;
+                Dwarf_Addr start, end;
+                int r;
+
+                if (dwarf_cfi_addrframe(cfi, addr, &frame) < 0) {
+                        /* CFI libdw cannot execute (an unknown opcode): a
+                         * wrong guess would be worse than stopping. */
+                        log_debug("No CFI row at 0x%" PRIx64 " in FDE [0x%" PRIx64 ", 0x%" PRIx64 "): %s",
+                                  addr, lo, hi, dwarf_errmsg(-1));
+                        return row_append(b, addr, &rule);
+                }
+                if (dwarf_frame_info(frame, &start, &end, NULL) < 0 || end <= addr || end > hi)
+                        end = hi;
+                row_classify(frame, signal, &rule);
+                free(frame);
+                r = row_append(b, addr, &rule);
+                if (r < 0)
+                        return r;
+                addr = end;
+        }
+        return 0;
+}
+
+/* Merges equal neighbours in place and counts rows by kind. */
+static void rows_merge(struct unwind_table *t) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < t->n; i++) {
+                const struct profd_unwind_row *row = &t->rows[i];
+
+                if (n > 0 && t->rows[n - 1].kind == row->kind && t->rows[n - 1].cfa_off == row->cfa_off &&
+                    t->rows[n - 1].rbp_off == row->rbp_off)
+                        continue;
+                t->rows[n++] = *row;
+        }
+        t->n = n;
+        memset(t->by_kind, 0, sizeof(t->by_kind));
+        for (size_t i = 0; i < n; i++)
+                t->by_kind[t->rows[i].kind]++;
+}
+
+static Elf_Scn *section_by_name(Elf *elf, const char *name) {
+        size_t shstrndx;
+        Elf_Scn *scn = NULL;
+
+        if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+                return NULL;
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+
+                if (gelf_getshdr(scn, &shdr) && shdr.sh_type != SHT_NOBITS &&
+                    streq(elf_strptr(elf, shstrndx, shdr.sh_name), name))
+                        return scn;
+        }
+        return NULL;
+}
+
+/* Rows from one CFI section. Returns 0, -ENODATA (no FDE), or as
+ * fdes_collect. */
+static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, struct unwind_table *ret) {
+        GElf_Shdr shdr;
+        uint64_t covered = 0;
+        int r;
+
+        if (!gelf_getshdr(scn, &shdr) || !(b->data = elf_getdata(scn, NULL)) || !b->data->d_buf)
+                return -EINVAL;
+        b->section_addr = shdr.sh_addr;
+        r = fdes_collect(b);
+        if (r < 0)
+                return r;
+        if (b->n_fdes == 0)
+                return -ENODATA;
+        qsort(b->fdes, b->n_fdes, sizeof(*b->fdes), fde_range_compare);
+
+        /* About one row per 12 bytes of CFI in Debian's libraries: one
+         * allocation in most files. */
+        b->cap_rows = MAX(b->data->d_size / 12, (size_t) 16);
+        b->rows = reallocarray(NULL, b->cap_rows, sizeof(*b->rows));
+        if (!b->rows)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < b->n_fdes; i++) {
+                const struct fde_range *f = &b->fdes[i];
+                uint64_t lo = MAX(f->lo, covered);
+
+                if (lo >= f->hi)
+                        continue; /* inside an earlier FDE: libdw picks one rule for both */
+                /* The rule of the function before must not reach into code
+                 * no FDE covers. */
+                if (b->n_rows > 0 && lo > covered) {
+                        r = row_append(b, covered, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_GAP });
+                        if (r < 0)
+                                return r;
+                }
+                r = fde_rows(b, cfi, lo, f->hi, f->signal);
+                if (r < 0)
+                        return r;
+                covered = f->hi;
+        }
+        /* 2^32 itself cannot be a row's pc; nothing lies above it anyway. */
+        if (covered <= UINT32_MAX) {
+                r = row_append(b, covered, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_GAP });
+                if (r < 0)
+                        return r;
+        }
+
+        ret->rows = TAKE_PTR(b->rows);
+        ret->n = b->n_rows;
+        ret->fdes = b->n_fdes;
+        rows_merge(ret);
+        /* Give back what merging and the estimate left unused. */
+        if (ret->n > 0) {
+                struct profd_unwind_row *p = reallocarray(ret->rows, ret->n, sizeof(*ret->rows));
+
+                if (p)
+                        ret->rows = p;
+        }
+        return 0;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(Dwarf *, dwarf_end);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Dwarf_CFI *, dwarf_cfi_end);
+
+int unwind_table_build(Elf *elf, struct unwind_table *ret) {
+        const unsigned char *ident;
+        Elf_Scn *scn;
+        GElf_Ehdr ehdr;
+        int r;
+
+        *ret = (struct unwind_table) {};
+        if (!gelf_getehdr(elf, &ehdr) || !(ident = (const unsigned char *) elf_getident(elf, NULL)))
+                return -EINVAL;
+        /* Rows hold x86-64 rules and 32-bit addresses. */
+        if (ehdr.e_machine != EM_X86_64 || ident[EI_CLASS] != ELFCLASS64)
+                return -ENODATA;
+
+        scn = section_by_name(elf, ".eh_frame");
+        if (scn) {
+                _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = true };
+                _cleanup_(dwarf_cfi_endp) Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
+
+                if (!cfi)
+                        return -EINVAL;
+                r = build_from(&b, cfi, scn, ret);
+                if (r != -ENODATA)
+                        return r;
+        }
+
+        /* Only .debug_frame: objects built without unwind tables but with -g.
+         * dwarf_begin_elf decompresses the section in place, so it comes
+         * before the section's data is read. */
+        _cleanup_(dwarf_endp) Dwarf *dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+        Dwarf_CFI *cfi; /* owned by dwarf */
+
+        if (!dwarf || !(cfi = dwarf_getcfi(dwarf)))
+                return -ENODATA;
+        scn = section_by_name(elf, ".debug_frame");
+        if (!scn)
+                return -ENODATA;
+        {
+                _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = false };
+
+                return build_from(&b, cfi, scn, ret);
+        }
+}
+
+void unwind_table_done(struct unwind_table *t) {
+        if (!t)
+                return;
+        free(t->rows);
+        *t = (struct unwind_table) {};
+}
+
+const struct profd_unwind_row *unwind_table_lookup(const struct unwind_table *t, uint64_t pc) {
+        size_t lo = 0, hi = t->n;
+
+        /* the first row whose pc is above; the one before it covers pc */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (t->rows[mid].pc <= pc)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo == 0 ? NULL : &t->rows[lo - 1];
+}
+
+/* The kernel maps segments at page granularity: a segment's first page
+ * starts this far below its p_offset. 4 KiB pages on x86-64. */
+#define PAGE_MASK_4K ((uint64_t) 4095)
+
+int unwind_mapping_bias(Elf *elf, uint64_t map_start, uint64_t map_offset, uint64_t *ret_bias) {
+        size_t n;
+        bool found = false;
+        GElf_Phdr best;
+
+        if (elf_getphdrnum(elf, &n) < 0)
+                return -ENOENT;
+        /* An executable mapping's offset can fall in two segments' shared
+         * page (-z noseparate-code): the executable one is meant. */
+        for (size_t i = 0; i < n; i++) {
+                GElf_Phdr ph;
+
+                if (!gelf_getphdr(elf, (int) i, &ph) || ph.p_type != PT_LOAD)
+                        continue;
+                if (map_offset < ph.p_offset - (ph.p_vaddr & PAGE_MASK_4K) ||
+                    map_offset >= ph.p_offset + MAX(ph.p_filesz, (uint64_t) 1))
+                        continue;
+                if (!found || (!(best.p_flags & PF_X) && (ph.p_flags & PF_X))) {
+                        best = ph;
+                        found = true;
+                }
+        }
+        if (!found)
+                return -ENOENT;
+        /* File offset o is mapped at map_start + (o - map_offset); ELF
+         * address v of the segment lies at file offset v - p_vaddr + p_offset. */
+        *ret_bias = map_start - map_offset + best.p_offset - best.p_vaddr;
+        return 0;
+}

@@ -1,0 +1,881 @@
+/* The unwinder manager (see unwinder.h): one worker thread owns the file
+ * table cache, the processes' mapping slices and the writes into the
+ * kernel's unwind maps; the event loop only queues requests. */
+#include "unwinder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "hashmap.h"
+#include "helpers.h"
+#include "log.h"
+#include "macro.h"
+#include "procmaps.h"
+#include "rangealloc.h"
+#include "unwind-table.h"
+
+const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
+        [UNWINDER_FAIL_NO_CFI] = "no_cfi",
+        [UNWINDER_FAIL_UNREADABLE] = "unreadable",
+        [UNWINDER_FAIL_ABOVE_4G] = "above_4g",
+        [UNWINDER_FAIL_BAD_CFI] = "bad_cfi",
+        [UNWINDER_FAIL_BUDGET_FULL] = "budget_full",
+        [UNWINDER_FAIL_MAPS_FULL] = "maps_full",
+        [UNWINDER_FAIL_PROCS_FULL] = "procs_full",
+};
+
+/* No BPF program runs this long: a slice freed this long ago is read by
+ * none, and can take new contents. */
+#define GRACE_NS (2ULL * NSEC_PER_SEC)
+/* Exited processes are looked for this often: their tables become
+ * evictable, their mapping slices free. Reading one stat file per process
+ * every few seconds costs well under a millisecond on a host of hundreds
+ * of processes. */
+#define SWEEP_NS (3ULL * NSEC_PER_SEC)
+/* A process that reported an ip in no mapping is re-read at most this
+ * often: a stack through garbage would otherwise re-read it per sample. */
+#define MISS_INTERVAL_NS (5ULL * NSEC_PER_SEC)
+/* The BPF walker's binary searches: 2^16 mappings per process, 2^24 rows
+ * per table (bpf/unwind.bpf.h). */
+#define MAX_PROC_MAPPINGS 65535u
+#define MAX_TABLE_ROWS (1u << 24)
+
+/* What identifies a file's contents without reading it. */
+struct file_key {
+        uint64_t dev, ino, size;
+        int64_t mtime_sec, mtime_nsec;
+};
+
+/* Where one mapping offset of the file lands: ELF address of the mapping's
+ * start (bias = map_start - vaddr_at). */
+struct offset_bias {
+        uint64_t map_offset, vaddr_at;
+};
+
+struct ufile {
+        struct file_key key;
+        uint32_t off, n;           /* rows in unwind_rows; n == 0: no table (frame pointers) */
+        unsigned refs;             /* live processes' mappings */
+        uint64_t unref_ns;         /* CLOCK_MONOTONIC when refs became 0 */
+        struct ufile *lru_prev, *lru_next; /* in the unused list while refs == 0 */
+        struct offset_bias *biases;
+        size_t n_biases;
+        bool retry;                /* no table for want of room (or memory): build again when next mapped */
+        uint32_t want;             /* rows the table needs, when it found no room */
+};
+
+struct uproc {
+        uint32_t tgid;
+        uint64_t start;            /* ns, or ticks if tick_ns */
+        uint32_t tick_ns;
+        uint32_t maps_off, maps_n; /* slice of unwind_maps; maps_n == 0: none */
+        struct ufile **files;      /* one reference each */
+        size_t n_files;
+        uint64_t loaded_ns;        /* CLOCK_MONOTONIC of the last read of its maps */
+        bool miss_deferred;        /* a miss waits for MISS_INTERVAL_NS */
+};
+
+struct request {
+        uint32_t tgid, type;
+        uint64_t start_ns;
+};
+
+struct unwinder {
+        struct collector_unwind_maps maps;
+        char *proc_root;
+        uint64_t tick_ns;          /* /proc's clock tick */
+        pthread_t thread;
+        bool started;
+
+        pthread_mutex_t lock;      /* guards the fields below up to `stats` */
+        pthread_cond_t wake;
+        bool stop;
+        struct request *queue;
+        size_t n_queue, cap_queue;
+        struct unwinder_stats stats;
+
+        /* the worker's own */
+        rangealloc *rows_alloc, *maps_alloc;
+        hashmap *files;            /* struct file_key * -> struct ufile */
+        hashmap *procs;            /* tgid -> struct uproc */
+        struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
+        size_t n_unused;
+        uint64_t unused_rows;      /* rows of the unused files: room eviction can make */
+        struct ufile *vdso;        /* the daemon's own vDSO image's table */
+        Elf *vdso_elf;
+        uint64_t next_sweep_ns;
+};
+
+static uint64_t mono_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t file_key_hash(const void *k) {
+        return hash_bytes(k, sizeof(struct file_key));
+}
+
+static bool file_key_eq(const void *a, const void *b) {
+        return memcmp(a, b, sizeof(struct file_key)) == 0;
+}
+
+static void count_failure(unwinder *u, enum unwinder_failure f) {
+        pthread_mutex_lock(&u->lock);
+        u->stats.failures[f]++;
+        pthread_mutex_unlock(&u->lock);
+}
+
+/* --- the unused-file list ------------------------------------------------ */
+
+static void lru_unlink(unwinder *u, struct ufile *f) {
+        u->n_unused--;
+        u->unused_rows -= f->n;
+        if (f->lru_prev)
+                f->lru_prev->lru_next = f->lru_next;
+        else if (u->lru_head == f)
+                u->lru_head = f->lru_next;
+        if (f->lru_next)
+                f->lru_next->lru_prev = f->lru_prev;
+        else if (u->lru_tail == f)
+                u->lru_tail = f->lru_prev;
+        f->lru_prev = f->lru_next = NULL;
+}
+
+static void file_ref(unwinder *u, struct ufile *f) {
+        if (f->refs++ == 0)
+                lru_unlink(u, f);
+}
+
+static void file_unref(unwinder *u, struct ufile *f, uint64_t now) {
+        if (--f->refs > 0)
+                return;
+        f->unref_ns = now;
+        u->n_unused++;
+        u->unused_rows += f->n;
+        f->lru_prev = u->lru_tail;
+        f->lru_next = NULL;
+        if (u->lru_tail)
+                u->lru_tail->lru_next = f;
+        else
+                u->lru_head = f;
+        u->lru_tail = f;
+}
+
+static void ufile_free(struct ufile *f) {
+        if (!f)
+                return;
+        free(f->biases);
+        free(f);
+}
+
+/* Drops the oldest unused file from the cache, its rows freed as of the
+ * moment the last process stopped using them (so their grace may be over
+ * already). Returns false if no file is unused. */
+static bool evict_one(unwinder *u) {
+        struct ufile *f = u->lru_head;
+
+        if (!f)
+                return false;
+        lru_unlink(u, f);
+        (void) hashmap_remove(u->files, &f->key);
+        if (f->n > 0)
+                rangealloc_release(u->rows_alloc, f->off, f->n, f->unref_ns);
+        ufile_free(f);
+        pthread_mutex_lock(&u->lock);
+        u->stats.tables_evicted++;
+        pthread_mutex_unlock(&u->lock);
+        return true;
+}
+
+/* Rows for a new table: evicts unused tables, oldest first, until they fit. */
+static int rows_alloc(unwinder *u, uint32_t n, uint32_t *ret_off) {
+        for (;;) {
+                rangealloc_reclaim(u->rows_alloc, mono_ns());
+                if (rangealloc_alloc(u->rows_alloc, n, ret_off) >= 0)
+                        return 0;
+                if (!evict_one(u))
+                        return -ENOSPC;
+        }
+}
+
+/* --- building file tables -------------------------------------------------- */
+
+static int open_elf(int fd, Elf **ret) {
+        Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+        if (!e)
+                return -ENOEXEC;
+        if (elf_kind(e) != ELF_K_ELF) {
+                elf_end(e);
+                return -ENOEXEC;
+        }
+        *ret = e;
+        return 0;
+}
+
+/* Builds the table of elf into the kernel's rows. On failure the file is
+ * kept with no table (frame pointers) when the failure is the file's own,
+ * and the reason counted. */
+static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what) {
+        struct unwind_table t;
+        uint64_t t0 = mono_ns();
+        uint32_t off;
+        int r;
+
+        r = unwind_table_build(elf, &t);
+        if (r == 0 && (t.n == 0 || t.n > MAX_TABLE_ROWS)) {
+                r = t.n == 0 ? -ENODATA : -E2BIG;
+                unwind_table_done(&t);
+        }
+        if (r < 0) {
+                log_debug_errno(r, "No unwind table for %s, walking it by frame pointers: %m", what);
+                count_failure(u, r == -ENODATA ? UNWINDER_FAIL_NO_CFI
+                                 : r == -E2BIG ? UNWINDER_FAIL_ABOVE_4G
+                                 : r == -ENOMEM ? UNWINDER_FAIL_UNREADABLE : UNWINDER_FAIL_BAD_CFI);
+                f->retry = r == -ENOMEM;
+                return;
+        }
+        r = rows_alloc(u, (uint32_t) t.n, &off);
+        if (r < 0) {
+                log_debug("No room for the %zu unwind rows of %s (unwind_memory), walking it by frame pointers.",
+                          t.n, what);
+                count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
+                f->want = (uint32_t) t.n;
+                unwind_table_done(&t);
+                f->retry = true;
+                return;
+        }
+        memcpy(u->maps.rows + off, t.rows, t.n * sizeof(*t.rows));
+        f->off = off;
+        f->n = (uint32_t) t.n;
+        unwind_table_done(&t);
+        pthread_mutex_lock(&u->lock);
+        u->stats.tables_built++;
+        u->stats.build_ns += mono_ns() - t0;
+        pthread_mutex_unlock(&u->lock);
+}
+
+static int file_add_bias(struct ufile *f, uint64_t map_offset, uint64_t vaddr_at) {
+        struct offset_bias *b = realloc(f->biases, (f->n_biases + 1) * sizeof(*b));
+
+        if (!b)
+                return -ENOMEM;
+        f->biases = b;
+        b[f->n_biases++] = (struct offset_bias) { map_offset, vaddr_at };
+        return 0;
+}
+
+static bool file_find_bias(const struct ufile *f, uint64_t map_offset, uint64_t *ret_vaddr_at) {
+        for (size_t i = 0; i < f->n_biases; i++)
+                if (f->biases[i].map_offset == map_offset) {
+                        *ret_vaddr_at = f->biases[i].vaddr_at;
+                        return true;
+                }
+        return false;
+}
+
+/* The two ways to a process's mapped file: map_files reaches the very inode
+ * mapped (deleted or replaced files, other mount namespaces), root/PATH the
+ * process's view. */
+static void mapped_paths(const unwinder *u, uint32_t pid, const struct procmap *m, char by_map[static 96],
+                         char by_root[static PATH_MAX]) {
+        snprintf(by_map, 96, "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_root, pid, m->start, m->end);
+        if (snprintf(by_root, PATH_MAX, "%s/%" PRIu32 "/root%s", u->proc_root, pid, m->path) >= PATH_MAX)
+                by_root[0] = '\0';
+}
+
+/* Reads the ELF file at one of the paths: its table if the file is new,
+ * and where mapping offset m->offset lands. Returns 0, or -ENOEXEC when the
+ * file cannot be read (walk it by frame pointers), or -ENOMEM. */
+static int file_read(unwinder *u, struct ufile *f, const char *by_map, const char *by_root,
+                     const struct procmap *m, bool build) {
+        _cleanup_close_ int fd = open(by_map, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        uint64_t bias;
+        Elf *elf;
+        int r;
+
+        if (fd < 0 && by_root[0])
+                fd = open(by_root, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || open_elf(fd, &elf) < 0)
+                return -ENOEXEC;
+        r = unwind_mapping_bias(elf, m->start, m->offset, &bias);
+        if (r >= 0)
+                r = file_add_bias(f, m->offset, m->start - bias);
+        else
+                r = -ENOEXEC;
+        if (r >= 0 && build)
+                file_build(u, f, elf, m->path);
+        elf_end(elf);
+        return r;
+}
+
+/* The file of mapping m, and the ELF address its start maps: from the cache
+ * when the file's identity is known, else read now. Returns 0 with *ret
+ * (referenced for the caller; NULL: walk the mapping by frame pointers),
+ * or -ENOMEM. */
+static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, struct ufile **ret,
+                        uint64_t *ret_vaddr_at) {
+        char by_map[96], by_root[PATH_MAX];
+        struct ufile *f = NULL;
+        struct file_key key;
+        struct stat st;
+        bool is_new = false, build;
+        int r;
+
+        *ret = NULL;
+        mapped_paths(u, pid, m, by_map, by_root);
+        if (stat(by_map, &st) < 0 && (!by_root[0] || stat(by_root, &st) < 0)) {
+                count_failure(u, UNWINDER_FAIL_UNREADABLE);
+                return 0;
+        }
+        key = (struct file_key) {
+                .dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t) st.st_size,
+                .mtime_sec = st.st_mtim.tv_sec, .mtime_nsec = st.st_mtim.tv_nsec,
+        };
+        if (hashmap_get(u->files, &key, (void **) &f) < 0) {
+                f = calloc(1, sizeof(*f));
+                if (!f)
+                        return -ENOMEM;
+                f->key = key;
+                f->refs = 1;
+                is_new = true;
+        } else {
+                /* before building: evicting for room never takes it */
+                file_ref(u, f);
+        }
+        /* a table that found no room is tried again when the file is next
+         * mapped by a process */
+        /* building again is worth it only if the rows could fit now */
+        build = is_new || (f->retry && rangealloc_largest_free(u->rows_alloc) + u->unused_rows >= f->want);
+        if (f->retry && !build)
+                count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
+        if (build || !file_find_bias(f, m->offset, ret_vaddr_at)) {
+                if (build)
+                        f->retry = false;
+                r = file_read(u, f, by_map, by_root, m, build);
+                if (r < 0 || !file_find_bias(f, m->offset, ret_vaddr_at)) {
+                        if (is_new)
+                                ufile_free(f);
+                        else
+                                file_unref(u, f, mono_ns());
+                        if (r == -ENOMEM)
+                                return r;
+                        count_failure(u, UNWINDER_FAIL_UNREADABLE);
+                        return 0;
+                }
+        }
+        if (is_new) {
+                r = hashmap_put(u->files, &f->key, f);
+                if (r < 0) {
+                        ufile_free(f);
+                        return r;
+                }
+        }
+        *ret = f;
+        return 0;
+}
+
+/* The daemon's own vDSO: the kernel gives every 64-bit process the same
+ * image. NULL if it cannot be read. */
+static struct ufile *vdso_file(unwinder *u) {
+        const GElf_Ehdr *eh = (const GElf_Ehdr *) getauxval(AT_SYSINFO_EHDR);
+        size_t size;
+
+        if (u->vdso || !eh)
+                return u->vdso;
+        /* the image ends with its section headers */
+        size = eh->e_shoff + (size_t) eh->e_shnum * eh->e_shentsize;
+        u->vdso_elf = elf_memory((char *) eh, size);
+        if (!u->vdso_elf)
+                return NULL;
+        u->vdso = calloc(1, sizeof(*u->vdso));
+        if (!u->vdso)
+                return NULL;
+        file_build(u, u->vdso, u->vdso_elf, "[vdso]");
+        u->vdso->refs = 1; /* never evicted */
+        return u->vdso;
+}
+
+/* --- processes ------------------------------------------------------------------- */
+
+static void proc_release_refs(unwinder *u, struct ufile **files, size_t n, uint64_t now) {
+        for (size_t i = 0; i < n; i++)
+                if (files[i])
+                        file_unref(u, files[i], now);
+        free(files);
+}
+
+/* Forgets a process: its entry, its slice (after the grace), its files. */
+static void proc_drop(unwinder *u, struct uproc *p, bool delete_entry) {
+        uint64_t now = mono_ns();
+
+        if (delete_entry)
+                (void) bpf_map_delete_elem(u->maps.procs_fd, &p->tgid);
+        if (p->maps_n > 0)
+                rangealloc_release(u->maps_alloc, p->maps_off, p->maps_n, now);
+        proc_release_refs(u, p->files, p->n_files, now);
+        (void) hashmap_remove(u->procs, UINT64_TO_KEY(p->tgid));
+        free(p);
+}
+
+/* The start of process tgid in clock ticks (/proc/PID/stat). Returns 0 or
+ * a negative errno (gone). */
+static int proc_start_ticks(const unwinder *u, uint32_t tgid, uint64_t *ret_ticks) {
+        _cleanup_free_ char *text = NULL;
+        char path[PATH_MAX];
+        int r;
+
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", u->proc_root, tgid);
+        r = read_full_file(path, &text);
+        if (r < 0)
+                return r;
+        return procstat_parse_starttime(text, ret_ticks);
+}
+
+/* Is the process in /proc still the instance (start, tick_ns)? */
+static bool proc_alive(const unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
+        uint64_t ticks;
+
+        if (proc_start_ticks(u, tgid, &ticks) < 0)
+                return false;
+        return (tick_ns ? start : start / u->tick_ns) == ticks;
+}
+
+/* Reads the process's executable mappings and publishes them. */
+static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
+        _cleanup_free_ struct profd_unwind_mapping *out = NULL;
+        _cleanup_free_ struct ufile **files = NULL;
+        _cleanup_free_ char *text = NULL;
+        struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns };
+        struct uproc *p = NULL, *old = NULL;
+        size_t n = 0, cap = 0;
+        char path[PATH_MAX];
+        uint32_t off;
+        int r;
+
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
+        r = read_full_file(path, &text);
+        if (r < 0)
+                return 0; /* gone already */
+        for (char *line = text, *next; line && *line; line = next) {
+                struct procmap m;
+                struct ufile *f = NULL;
+                uint64_t vaddr_at = 0;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (procmap_parse_line(line, &m) < 0)
+                        continue;
+                if (!m.executable || n >= MAX_PROC_MAPPINGS) {
+                        procmap_done(&m);
+                        continue;
+                }
+                if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 32;
+                        void *a = realloc(out, nc * sizeof(*out)), *b;
+
+                        if (a)
+                                out = a;
+                        b = a ? realloc(files, nc * sizeof(*files)) : NULL;
+                        if (!a || !b) {
+                                procmap_done(&m);
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        files = b;
+                        cap = nc;
+                }
+                if (m.path && streq(m.path, "[vdso]")) {
+                        f = vdso_file(u);
+                        if (f)
+                                file_ref(u, f);
+                        if (f) {
+                                uint64_t bias;
+
+                                if (unwind_mapping_bias(u->vdso_elf, m.start, 0, &bias) == 0)
+                                        vaddr_at = m.start - bias;
+                                else {
+                                        file_unref(u, f, mono_ns());
+                                        f = NULL;
+                                }
+                        }
+                } else if (m.path && m.path[0] == '/' && m.inode != 0) {
+                        r = mapping_file(u, tgid, &m, &f, &vaddr_at);
+                        if (r < 0) {
+                                procmap_done(&m);
+                                goto fail;
+                        }
+                }
+                /* anonymous (JIT) and other special mappings: frame pointers */
+                out[n] = (struct profd_unwind_mapping) {
+                        .start = m.start,
+                        .end = m.end,
+                        .bias = m.start - vaddr_at,
+                        .kind = f && f->n > 0 ? PROFD_MAPPING_TABLE : PROFD_MAPPING_FP,
+                        .rows_off = f ? f->off : 0,
+                        .rows_n = f ? f->n : 0,
+                };
+                files[n] = f; /* mapping_file's reference */
+                n++;
+                procmap_done(&m);
+        }
+        if (n == 0)
+                return 0; /* a kernel thread, or gone */
+
+        rangealloc_reclaim(u->maps_alloc, mono_ns());
+        if (rangealloc_alloc(u->maps_alloc, (uint32_t) n, &off) < 0) {
+                count_failure(u, UNWINDER_FAIL_MAPS_FULL);
+                r = 0;
+                goto fail;
+        }
+        memcpy(u->maps.maps + off, out, n * sizeof(*out));
+        entry.maps_off = off;
+        entry.maps_n = (uint32_t) n;
+        /* the update is a syscall: the rows and mappings written above are
+         * visible before any program finds the entry */
+        if (bpf_map_update_elem(u->maps.procs_fd, &tgid, &entry, BPF_ANY) < 0) {
+                r = negative_errno();
+                rangealloc_release(u->maps_alloc, off, (uint32_t) n, mono_ns());
+                count_failure(u, UNWINDER_FAIL_PROCS_FULL);
+                log_debug_errno(r, "Failed to publish the unwind tables of pid %" PRIu32 ", ignoring: %m", tgid);
+                r = 0;
+                goto fail;
+        }
+
+        if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &old) == 0)
+                proc_drop(u, old, false);
+        p = calloc(1, sizeof(*p));
+        if (!p) {
+                r = -ENOMEM;
+                goto fail_published;
+        }
+        *p = (struct uproc) {
+                .tgid = tgid, .start = start, .tick_ns = tick_ns,
+                .maps_off = off, .maps_n = (uint32_t) n,
+                .files = TAKE_PTR(files), .n_files = n, .loaded_ns = mono_ns(),
+        };
+        r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
+        if (r < 0) {
+                files = p->files;
+                free(p);
+                goto fail_published;
+        }
+        pthread_mutex_lock(&u->lock);
+        u->stats.requests++;
+        pthread_mutex_unlock(&u->lock);
+        return 0;
+
+fail_published:
+        (void) bpf_map_delete_elem(u->maps.procs_fd, &tgid);
+        rangealloc_release(u->maps_alloc, off, (uint32_t) n, mono_ns());
+fail:
+        if (files) {
+                for (size_t i = 0; i < n; i++)
+                        if (files[i])
+                                file_unref(u, files[i], mono_ns());
+        }
+        return r;
+}
+
+/* One request, on the worker. */
+static int handle_request(unwinder *u, const struct request *q) {
+        struct uproc *p = NULL;
+        bool same = false;
+
+        if (hashmap_get(u->procs, UINT64_TO_KEY(q->tgid), (void **) &p) == 0)
+                same = p->tick_ns ? p->start == q->start_ns / p->tick_ns : p->start == q->start_ns;
+        if (p && !same) {
+                /* pid reuse: the old instance is gone */
+                proc_drop(u, p, false);
+                p = NULL;
+        }
+        if (q->type == PROFD_EVENT_UNWIND_MISS) {
+                pthread_mutex_lock(&u->lock);
+                u->stats.misses++;
+                pthread_mutex_unlock(&u->lock);
+        }
+        if (p) {
+                if (q->type == PROFD_EVENT_NEW_PROCESS) {
+                        struct profd_unwind_proc entry = {
+                                .start_ns = q->start_ns, .maps_off = p->maps_off, .maps_n = p->maps_n,
+                        };
+
+                        if (!p->tick_ns)
+                                return 0; /* known */
+                        /* found in /proc at start: now its exact start is known */
+                        if (bpf_map_update_elem(u->maps.procs_fd, &q->tgid, &entry, BPF_ANY) == 0) {
+                                p->start = q->start_ns;
+                                p->tick_ns = 0;
+                        }
+                        return 0;
+                }
+                if (q->type == PROFD_EVENT_UNWIND_MISS && mono_ns() - p->loaded_ns < MISS_INTERVAL_NS) {
+                        p->miss_deferred = true; /* the sweep does it */
+                        return 0;
+                }
+        }
+        return proc_load(u, q->tgid, q->start_ns, 0);
+}
+
+/* Forgets processes that exited; does deferred misses. */
+static int sweep(unwinder *u) {
+        _cleanup_free_ uint32_t *gone = NULL, *due = NULL;
+        size_t n_gone = 0, n_due = 0, i = 0, n = hashmap_size(u->procs);
+        uint64_t now = mono_ns();
+        const void *k;
+        void *v;
+        int r;
+
+        gone = calloc(n + 1, sizeof(*gone));
+        due = calloc(n + 1, sizeof(*due));
+        if (!gone || !due)
+                return -ENOMEM;
+        while (hashmap_iterate(u->procs, &i, &k, &v)) {
+                struct uproc *p = v;
+
+                if (!proc_alive(u, p->tgid, p->start, p->tick_ns))
+                        gone[n_gone++] = p->tgid;
+                else if (p->miss_deferred && now - p->loaded_ns >= MISS_INTERVAL_NS)
+                        due[n_due++] = p->tgid;
+        }
+        for (i = 0; i < n_gone; i++)
+                if (hashmap_get(u->procs, UINT64_TO_KEY(gone[i]), &v) == 0)
+                        proc_drop(u, v, true);
+        for (i = 0; i < n_due; i++) {
+                struct uproc *p;
+
+                if (hashmap_get(u->procs, UINT64_TO_KEY(due[i]), (void **) &p) < 0)
+                        continue;
+                r = proc_load(u, p->tgid, p->start, p->tick_ns);
+                if (r < 0)
+                        return r;
+        }
+        rangealloc_reclaim(u->rows_alloc, now);
+        rangealloc_reclaim(u->maps_alloc, now);
+        return 0;
+}
+
+/* Every process running when profd starts, by its start in clock ticks
+ * until its first event gives the exact one. */
+static int scan_all(unwinder *u) {
+        DIR *d = opendir(u->proc_root);
+        struct dirent *de;
+        void *v;
+        int r = 0;
+
+        if (!d) {
+                log_warning_errno(negative_errno(), "Failed to list %s, ignoring: %m", u->proc_root);
+                return 0;
+        }
+        while (r >= 0 && (de = readdir(d))) {
+                uint64_t pid, ticks;
+                bool stop;
+
+                if (parse_uint_strict(de->d_name, UINT32_MAX, &pid) < 0 || pid == 0)
+                        continue;
+                if (proc_start_ticks(u, (uint32_t) pid, &ticks) < 0)
+                        continue;
+                pthread_mutex_lock(&u->lock);
+                stop = u->stop;
+                pthread_mutex_unlock(&u->lock);
+                if (stop)
+                        break;
+                if (hashmap_get(u->procs, UINT64_TO_KEY(pid), &v) == 0)
+                        continue; /* an event was quicker */
+                r = proc_load(u, (uint32_t) pid, ticks, (uint32_t) u->tick_ns);
+        }
+        closedir(d);
+        return r;
+}
+
+/* Copies what only the worker knows into the stats others read. */
+static void publish_stats(unwinder *u) {
+        uint64_t rows = rangealloc_used(u->rows_alloc), maps = rangealloc_used(u->maps_alloc);
+
+        pthread_mutex_lock(&u->lock);
+        u->stats.processes = hashmap_size(u->procs);
+        u->stats.files = hashmap_size(u->files);
+        u->stats.files_unused = u->n_unused;
+        u->stats.rows_used = rows;
+        u->stats.rows_capacity = rangealloc_capacity(u->rows_alloc);
+        u->stats.mappings_used = maps;
+        u->stats.mappings_capacity = rangealloc_capacity(u->maps_alloc);
+        u->stats.kernel_bytes = rows * sizeof(struct profd_unwind_row) + maps * sizeof(struct profd_unwind_mapping) +
+                                u->stats.processes * (sizeof(uint32_t) + sizeof(struct profd_unwind_proc));
+        pthread_mutex_unlock(&u->lock);
+}
+
+static void *worker(void *userdata) {
+        unwinder *u = userdata;
+        bool scanned = false;
+        int r = 0;
+
+        for (;;) {
+                struct request *q = NULL;
+                size_t n_q = 0;
+                uint64_t now = mono_ns();
+
+                pthread_mutex_lock(&u->lock);
+                if (scanned && !u->stop && u->n_queue == 0 && now < u->next_sweep_ns) {
+                        struct timespec until;
+                        uint64_t wait_ns = u->next_sweep_ns - now;
+
+                        clock_gettime(CLOCK_MONOTONIC, &until);
+                        until.tv_sec += wait_ns / NSEC_PER_SEC;
+                        until.tv_nsec += wait_ns % NSEC_PER_SEC;
+                        if (until.tv_nsec >= (long) NSEC_PER_SEC) {
+                                until.tv_sec++;
+                                until.tv_nsec -= NSEC_PER_SEC;
+                        }
+                        (void) pthread_cond_timedwait(&u->wake, &u->lock, &until);
+                }
+                if (u->stop) {
+                        pthread_mutex_unlock(&u->lock);
+                        break;
+                }
+                q = TAKE_PTR(u->queue);
+                n_q = u->n_queue;
+                u->n_queue = u->cap_queue = 0;
+                pthread_mutex_unlock(&u->lock);
+
+                for (size_t i = 0; r >= 0 && i < n_q; i++)
+                        r = handle_request(u, &q[i]);
+                free(q);
+                if (r >= 0 && !scanned) {
+                        /* after the first events: those are the processes
+                         * being sampled right now */
+                        r = scan_all(u);
+                        scanned = true;
+                }
+                if (r >= 0 && mono_ns() >= u->next_sweep_ns) {
+                        r = sweep(u);
+                        u->next_sweep_ns = mono_ns() + SWEEP_NS;
+                }
+                publish_stats(u);
+                if (r < 0) {
+                        log_error_errno(r, "The unwinder ran out of memory; processes from now on are walked by "
+                                           "frame pointers: %m");
+                        break;
+                }
+        }
+        return NULL;
+}
+
+int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root, unwinder **ret) {
+        unwinder *u;
+        long tck = sysconf(_SC_CLK_TCK);
+        int r;
+
+        if (elf_version(EV_CURRENT) == EV_NONE)
+                return -EINVAL;
+        u = calloc(1, sizeof(*u));
+        if (!u)
+                return -ENOMEM;
+        u->maps = *maps;
+        u->tick_ns = NSEC_PER_SEC / (uint64_t) (tck > 0 ? tck : 100);
+        u->proc_root = strdup(proc_root);
+        u->rows_alloc = rangealloc_new(maps->rows_cap, GRACE_NS);
+        u->maps_alloc = rangealloc_new(maps->maps_cap, GRACE_NS);
+        u->files = hashmap_new(file_key_hash, file_key_eq);
+        u->procs = hashmap_new_u64();
+        u->next_sweep_ns = mono_ns() + SWEEP_NS;
+        pthread_mutex_init(&u->lock, NULL);
+        pthread_cond_init(&u->wake, NULL);
+        if (!u->proc_root || !u->rows_alloc || !u->maps_alloc || !u->files || !u->procs) {
+                unwinder_free(u);
+                return -ENOMEM;
+        }
+        r = -pthread_create(&u->thread, NULL, worker, u);
+        if (r < 0) {
+                unwinder_free(u);
+                return r;
+        }
+        u->started = true;
+        *ret = u;
+        return 0;
+}
+
+unwinder *unwinder_free(unwinder *u) {
+        const void *k;
+        void *v;
+        size_t i = 0;
+
+        if (!u)
+                return NULL;
+        if (u->started) {
+                pthread_mutex_lock(&u->lock);
+                u->stop = true;
+                pthread_cond_signal(&u->wake);
+                pthread_mutex_unlock(&u->lock);
+                pthread_join(u->thread, NULL);
+        }
+        if (u->procs) {
+                while (hashmap_iterate(u->procs, &i, &k, &v)) {
+                        struct uproc *p = v;
+                        free(p->files);
+                        free(p);
+                }
+                hashmap_free(u->procs);
+        }
+        if (u->files) {
+                i = 0;
+                while (hashmap_iterate(u->files, &i, &k, &v))
+                        ufile_free(v);
+                hashmap_free(u->files);
+        }
+        ufile_free(u->vdso);
+        if (u->vdso_elf)
+                elf_end(u->vdso_elf);
+        rangealloc_free(u->rows_alloc);
+        rangealloc_free(u->maps_alloc);
+        pthread_cond_destroy(&u->wake);
+        pthread_mutex_destroy(&u->lock);
+        free(u->queue);
+        free(u->proc_root);
+        free(u);
+        return NULL;
+}
+
+void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type) {
+        if (!u)
+                return;
+        pthread_mutex_lock(&u->lock);
+        if (u->n_queue == u->cap_queue) {
+                size_t nc = u->cap_queue ? u->cap_queue * 2 : 64;
+                struct request *q = realloc(u->queue, nc * sizeof(*q));
+
+                if (!q) {
+                        pthread_mutex_unlock(&u->lock);
+                        return;
+                }
+                u->queue = q;
+                u->cap_queue = nc;
+        }
+        u->queue[u->n_queue++] = (struct request) { .tgid = tgid, .type = event_type, .start_ns = start_ns };
+        pthread_cond_signal(&u->wake);
+        pthread_mutex_unlock(&u->lock);
+}
+
+void unwinder_get_stats(unwinder *u, struct unwinder_stats *ret) {
+        pthread_mutex_lock(&u->lock);
+        *ret = u->stats;
+        pthread_mutex_unlock(&u->lock);
+}

@@ -1,0 +1,63 @@
+/* The unwinder manager: gives the BPF stack walker the unwind tables of
+ * every process's executable mappings. A worker thread reads
+ * /proc/PID/maps, builds each file's table once (unwind-table.h; keyed by
+ * the file's identity, shared by every process mapping it), writes rows and
+ * mapping slices into the kernel's mmapped arrays (slices from
+ * rangealloc.h, freed with a grace period) and publishes the process in
+ * unwind_procs. Tables no live process maps stay cached until their rows
+ * are needed. Requests come from the event loop and never wait for the
+ * work. */
+#pragma once
+
+#include <stdint.h>
+
+#include "collector.h"
+
+/* Why a mapping got no table (it is then walked by frame pointers), or a
+ * process no entry. */
+enum unwinder_failure {
+        UNWINDER_FAIL_NO_CFI,       /* the file has no .eh_frame / .debug_frame (Go, FreePascal) */
+        UNWINDER_FAIL_UNREADABLE,   /* neither map_files nor root/PATH could be opened, or not ELF */
+        UNWINDER_FAIL_ABOVE_4G,     /* code above 4 GiB of ELF addresses, or too many rows for one table */
+        UNWINDER_FAIL_BAD_CFI,      /* CFI libdw could not read */
+        UNWINDER_FAIL_BUDGET_FULL,  /* no room in unwind_memory even after evicting unused tables */
+        UNWINDER_FAIL_MAPS_FULL,    /* no room for the process's mappings in unwind_maps */
+        UNWINDER_FAIL_PROCS_FULL,   /* unwind_procs had no room for the process */
+        UNWINDER_FAIL__MAX,
+};
+
+/* Names in profctl status (unwind.failures). */
+extern const char *const unwinder_failure_names[UNWINDER_FAIL__MAX];
+
+struct unwinder_stats {
+        uint64_t processes;           /* with an unwind entry */
+        uint64_t files;               /* file tables cached (referenced or not) */
+        uint64_t files_unused;        /* of them, mapped by no live process */
+        uint64_t rows_used, rows_capacity;     /* unwind_rows, counting rows in their grace period */
+        uint64_t mappings_used, mappings_capacity; /* unwind_maps */
+        uint64_t kernel_bytes;        /* rows and mappings in use, bytes */
+        uint64_t tables_built;        /* tables built since start */
+        uint64_t build_ns;            /* time spent building them */
+        uint64_t tables_evicted;      /* unused tables evicted for room */
+        uint64_t requests;            /* processes (re)loaded */
+        uint64_t misses;              /* UNWIND_MISS events received */
+        uint64_t failures[UNWINDER_FAIL__MAX];
+};
+
+typedef struct unwinder unwinder;
+
+/* Starts the worker, which first loads every process in proc_root (in the
+ * background). maps must stay valid until unwinder_free. Returns 0,
+ * -ENOMEM, or the error creating the thread. */
+int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root, unwinder **ret);
+/* Stops the worker; the kernel maps keep what was written. */
+unwinder *unwinder_free(unwinder *u);
+
+/* Asks for the tables of process tgid (instance start_ns) because of an
+ * event (enum profd_event_type): NEW_PROCESS loads it unless known, EXEC
+ * reloads it, UNWIND_MISS reloads it at most every few seconds. Never
+ * blocks on the work; a request that cannot be queued (ENOMEM) is
+ * dropped, and the process stays walked by frame pointers. */
+void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type);
+
+void unwinder_get_stats(unwinder *u, struct unwinder_stats *ret);
