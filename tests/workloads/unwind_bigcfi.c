@@ -5,7 +5,7 @@
  * samples cannot be walked by it and must be counted under a "no table yet"
  * truncation reason; afterwards they are complete. Built -O2
  * -fomit-frame-pointer. Prints {"pid":N} when done.
- * Usage: unwind_bigcfi [SECONDS]  (default 1) */
+ * Usage: unwind_bigcfi [SECONDS]  (of CPU, default 1) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,12 +36,12 @@ NOINLINE uint64_t bigcfi_leaf(uint64_t deadline) {
         do {
                 for (int i = 0; i < 100000; i++)
                         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        } while (unwind_clock_ns(CLOCK_MONOTONIC) < deadline);
+        } while (unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID) < deadline);
         return x;
 }
 
 NOINLINE void run(double seconds) {
-        bigcfi_sink = bigcfi_leaf(unwind_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9));
+        bigcfi_sink = bigcfi_leaf(unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID) + (uint64_t) (seconds * 1e9));
         KEEP_FRAME();
 }
 

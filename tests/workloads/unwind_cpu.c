@@ -13,7 +13,7 @@
  * under test is noinline and noclone with a body of its own (distinct
  * constants: identical bodies could be folded into one symbol), and nothing
  * is called in tail position, so each one is a real frame with a stable name.
- * Usage: unwind_cpu [SECONDS]  (default 3; 0.2 makes a short-lived process) */
+ * Usage: unwind_cpu [SECONDS]  (of CPU; default 3; 0.2 makes a short-lived process) */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +95,7 @@ NOINLINE void run(double seconds, uint64_t used[3]) {
         /* 3 ms: not a multiple of common timer periods, so the rotation does
          * not beat against the sampling clock; 5:3:2 of it per round */
         const uint64_t slice = 3000000;
-        uint64_t deadline = unwind_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9);
+        uint64_t deadline = unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID) + (uint64_t) (seconds * 1e9);
 
         do {
                 used[0] += phase_a(5 * slice);
@@ -104,7 +104,7 @@ NOINLINE void run(double seconds, uint64_t used[3]) {
                 KEEP_FRAME();
                 used[2] += phase_c(2 * slice);
                 KEEP_FRAME();
-        } while (unwind_clock_ns(CLOCK_MONOTONIC) < deadline);
+        } while (unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID) < deadline);
 }
 
 int main(int argc, char *argv[]) {

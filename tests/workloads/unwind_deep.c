@@ -3,7 +3,7 @@
  * DEPTH (default 200) above the unwinder's frame limit (PROFD_MAX_FRAMES,
  * 127), every sample's user stack ends at the limit and must be counted as
  * truncated by depth. Built -O2 -fomit-frame-pointer.
- * Prints {"pid":N} when done. Usage: unwind_deep [SECONDS [DEPTH]] */
+ * Prints {"pid":N} when done. Usage: unwind_deep [SECONDS [DEPTH]]  (SECONDS of CPU) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +24,7 @@ NOINLINE uint64_t deep_leaf(uint64_t deadline) {
         do {
                 for (int i = 0; i < 200000; i++)
                         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        } while (unwind_clock_ns(CLOCK_MONOTONIC) < deadline);
+        } while (unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID) < deadline);
         return x;
 }
 
@@ -35,7 +35,7 @@ NOINLINE uint64_t deep_recurse(int depth, uint64_t deadline) {
 }
 
 NOINLINE void run(double seconds, int depth) {
-        deep_sink = deep_recurse(depth, unwind_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9));
+        deep_sink = deep_recurse(depth, unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID) + (uint64_t) (seconds * 1e9));
         KEEP_FRAME();
 }
 

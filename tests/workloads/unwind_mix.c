@@ -6,7 +6,7 @@
  * Built twice (tests/workloads/meson.build): unwind_mix_fp (this program with
  * frame pointers, the library without) and unwind_mix_nofp (the reverse), so
  * an unwinder must cross from frame-pointer code to CFI-only code and back.
- * Prints {"pid":N} when done. Usage: unwind_mix [SECONDS]  (default 3) */
+ * Prints {"pid":N} when done. Usage: unwind_mix [SECONDS]  (of CPU, default 3) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +56,11 @@ NOINLINE uint64_t app_outer(uint64_t x) {
 }
 
 NOINLINE void run(double seconds) {
-        uint64_t deadline = unwind_clock_ns(CLOCK_MONOTONIC) + (uint64_t) (seconds * 1e9), x = mix_sink;
+        uint64_t deadline = unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID) + (uint64_t) (seconds * 1e9), x = mix_sink;
         do {
                 x = app_outer(x);
                 KEEP_FRAME();
-        } while (unwind_clock_ns(CLOCK_MONOTONIC) < deadline);
+        } while (unwind_clock_ns(CLOCK_PROCESS_CPUTIME_ID) < deadline);
         mix_sink = x;
 }
 

@@ -1,6 +1,9 @@
 /* Shared by the unwinder's ground-truth workloads (unwind_*.c, issue 12):
  * what keeps each function under test a real frame with a stable name, and
- * how a workload stays alive until the test has queried profd. */
+ * how a workload stays alive until the test has queried profd. Their
+ * SECONDS are of CPU time (CLOCK_PROCESS_CPUTIME_ID), not of the wall
+ * clock: on a busy machine they take longer, with the same number of
+ * samples. */
 #pragma once
 
 #include <stdbool.h>
