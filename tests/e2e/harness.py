@@ -266,3 +266,36 @@ class HeldWorkload:
         self.proc.stdout.close()
         if exc[0] is None and self.proc.returncode != 0:
             raise AssertionError(f"{self.argv[0]} exited {self.proc.returncode}")
+
+
+def user_processes():
+    """Pids of the processes with user memory (kernel threads have none)."""
+    pids = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/maps") as f:
+                    if f.readline():
+                        pids.append(int(p))
+            except OSError:
+                pass
+    return pids
+
+
+def wait_unwinder_loaded(d, timeout=90):
+    """Waits until profd's unwinder has an entry for most processes that ran
+    when it started (status "unwind" "processes"): the unwind tests measure
+    the steady state of an always-on daemon, not its first seconds, while it
+    loads every process already running. Returns the seconds waited; on
+    timeout, says so and returns (the test then sees what there is)."""
+    want = 0.8 * len(user_processes())
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        u = json.loads(d.profctl("status", "--json").stdout).get("unwind") or {}
+        if u.get("processes", 0) >= want:
+            waited = time.monotonic() - t0
+            print(f"  (unwinder loaded {u['processes']} processes in {waited:.1f} s after start)")
+            return waited
+        time.sleep(0.2)
+    print(f"  (unwinder still loading after {timeout} s: {u}; going on)")
+    return timeout

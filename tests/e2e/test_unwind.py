@@ -21,7 +21,7 @@ frame pointers, and profctl's stacks must be complete and exact:
 
 profd runs at its defaults (private socket and store, as every e2e test)
 except the sampling frequency: 997 Hz instead of 49 gives the statistics
-power (a 3 s run is ~3000 samples, not ~150); it changes nothing of how a
+power (a run of 2 s of CPU is ~2000 samples, not ~100); it changes nothing of how a
 stack is walked."""
 import json
 import math
@@ -29,7 +29,7 @@ import subprocess
 import sys
 
 from harness import (HeldWorkload, Profd, binary, folded_stacks, reaches_start, require_root,
-                     run_tests, user_names)
+                     run_tests, user_names, wait_unwinder_loaded)
 
 FREQUENCY = "997"
 VARIANTS = ("nofp", "fp")
@@ -44,6 +44,28 @@ TRUNCATION_REASONS = ("no_process", "pending", "no_mapping", "unsupported", "rea
                       "fp_end", "cfa_stuck")
 # the unwinder's frame limit (PROFD_MAX_FRAMES): unwind_deep recurses deeper
 MAX_FRAMES = 127
+
+
+_profd = None
+
+
+class shared_profd:
+    """One profd for every test of this file (at FREQUENCY, otherwise its
+    defaults), started once and waited for until its unwinder has loaded the
+    processes already running (harness.wait_unwinder_loaded); stopped at the
+    end by main. As a context manager it only hands it out."""
+
+    def __enter__(self):
+        global _profd
+        if _profd is None:
+            _profd = Profd("--frequency", FREQUENCY)
+            _profd.start()
+            wait_unwinder_loaded(_profd)
+        return _profd
+
+    def __exit__(self, *exc):
+        if exc[0] is not None and _profd is not None:
+            print("--- profd log (last 3000 characters) ---\n" + _profd.read_log()[-3000:], file=sys.stderr)
 
 
 def run_json(*cmd, timeout=120):
@@ -66,11 +88,22 @@ def cpu_chain(names):
     return None
 
 
+def unwind_report(d, before):
+    """For the log: truncations since `before` (a status), and the unwinder's
+    own figures, so a failure shows why stacks ended early."""
+    st = json.loads(d.profctl("status", "--json").stdout)
+    t0, t1 = before.get("truncated", {}), st.get("truncated", {})
+    print(f"  truncations meanwhile (all processes): {({k: v - t0.get(k, 0) for k, v in t1.items() if v - t0.get(k, 0)})}; "
+          f"unwind status: {json.dumps(st.get('unwind'))}")
+
+
 def check_cpu_split(d, variant):
-    with HeldWorkload(binary("UNWIND_CPU_" + variant.upper()), "3") as truth:
+    before = json.loads(d.profctl("status", "--json").stdout)
+    with HeldWorkload(binary("UNWIND_CPU_" + variant.upper()), "2") as truth:
         d.profctl("flush")
         pid = str(truth["pid"])
         stacks = folded_stacks(d.profctl("query", "--pid", pid, "--since", "5m", "--folded").stdout)
+    unwind_report(d, before)
     n = sum(w for _, w in stacks)
     assert n >= 500, f"{variant}: only {n} samples of unwind_cpu (pid {pid})"
 
@@ -105,22 +138,23 @@ def check_cpu_split(d, variant):
 
 
 def test_cpu_chains_and_split_without_frame_pointers():
-    with Profd("--frequency", FREQUENCY) as d:
+    with shared_profd() as d:
         check_cpu_split(d, "nofp")
 
 
 def test_cpu_chains_and_split_with_frame_pointers_and_frameless_leaves():
-    with Profd("--frequency", FREQUENCY) as d:
+    with shared_profd() as d:
         check_cpu_split(d, "fp")
 
 
 def test_mixed_stacks_cross_library_boundaries():
     failures = []
-    with Profd("--frequency", FREQUENCY) as d:
+    with shared_profd() as d:
         for variant in VARIANTS:
+            before = json.loads(d.profctl("status", "--json").stdout)
             # nofp: the frame-pointer program calls the library without
             # frame pointers; fp: the reverse (names are the program's kind)
-            with HeldWorkload(binary("UNWIND_MIX_" + variant.upper()), "3") as truth:
+            with HeldWorkload(binary("UNWIND_MIX_" + variant.upper()), "2") as truth:
                 d.profctl("flush")
                 result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
             n = result["total"]
@@ -132,6 +166,7 @@ def test_mixed_stacks_cross_library_boundaries():
                              if from_main(user_names(st["frames"])) not in (MIX_CHAIN, MIX_CHAIN + ["app_checkpoint"])),
                             reverse=True)[:4]
             pct = 100.0 * exact / max(n, 1)
+            unwind_report(d, before)
             print(f"  unwind_mix_{variant}: {exact}/{n} samples ({pct:.1f}%) have the whole chain "
                   f"{';'.join(MIX_CHAIN)}; commonest others: {others}")
             if n < 500:
@@ -149,9 +184,11 @@ def test_short_lived_process_has_complete_stacks():
     # for samples before main (the dynamic loader, libc's start-up), when it
     # reaches where the process started (harness.STACK_START_FRAMES).
     runs, complete, total = [], 0, 0
-    with Profd("--frequency", FREQUENCY) as d:
+    with shared_profd() as d:
+        before = json.loads(d.profctl("status", "--json").stdout)
         pids = [str(run_json(binary("UNWIND_CPU_NOFP"), "0.2")["pid"]) for _ in range(8)]
         d.profctl("flush")
+        unwind_report(d, before)
         for pid in pids:
             result = d.query_json("--pid", pid, "--since", "5m")
             ok = sum(st["value"] for st in result["stacks"]
@@ -182,9 +219,9 @@ def truncations(d):
 
 
 def test_truncation_reasons_are_counted():
-    with Profd("--frequency", FREQUENCY) as d:
+    with shared_profd() as d:
         before = truncations(d)
-        with HeldWorkload(binary("UNWIND_DEEP"), "2", "200") as truth:
+        with HeldWorkload(binary("UNWIND_DEEP"), "1", "200") as truth:
             d.profctl("flush")
             after = truncations(d)
             result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
@@ -214,7 +251,7 @@ NO_TABLE_YET = ("no_process", "pending", "no_mapping")
 
 
 def test_first_sight_truncations_are_counted():
-    with Profd("--frequency", FREQUENCY) as d:
+    with shared_profd() as d:
         before = truncations(d)
         with HeldWorkload(binary("UNWIND_BIGCFI"), "1") as truth:
             d.profctl("flush")
@@ -248,4 +285,8 @@ if __name__ == "__main__":
              test_short_lived_process_has_complete_stacks,
              test_truncation_reasons_are_counted,
              test_first_sight_truncations_are_counted]
-    run_tests([t for t in tests if not only or t.__name__ in only])
+    try:
+        run_tests([t for t in tests if not only or t.__name__ in only])
+    finally:
+        if _profd is not None:
+            _profd.cleanup()

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from harness import Profd, reaches_start, require_root, run_tests, user_names
+from harness import Profd, reaches_start, require_root, run_tests, user_names, wait_unwinder_loaded
 
 FREQUENCY = "997"
 RUN_SECONDS = 2.5      # of CPU: on a busy machine the wall time is longer
@@ -72,6 +72,7 @@ def test_debian_binaries_reach_their_start():
             f.write(os.urandom(64 << 20))
         failures = []
         with Profd("--frequency", FREQUENCY) as d:
+            wait_unwinder_loaded(d)
             runs = []
             try:
                 # each is stopped (SIGSTOP), not killed, after its run: profd

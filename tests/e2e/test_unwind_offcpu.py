@@ -14,7 +14,8 @@ function that called it. For each function:
 profd runs at its defaults (private socket and store, as every e2e test)."""
 import sys
 
-from harness import HeldWorkload, Profd, binary, require_root, run_tests, user_names
+from harness import (HeldWorkload, Profd, binary, require_root, run_tests, user_names,
+                     wait_unwinder_loaded)
 
 TOLERANCE = 0.02       # the issue's bar for blocked time per function
 COMPLETE_SHARE = 0.95  # the issue's bar for the caller's presence
@@ -24,9 +25,11 @@ ROUNDS, BLOCK_MS = "10", "200"  # 2 s of blocking per function, the three at onc
 
 
 def check_blocked_functions(variant):
-    with Profd() as d, HeldWorkload(binary("UNWIND_OFFCPU_" + variant.upper()), ROUNDS, BLOCK_MS) as truth:
-        d.profctl("flush")
-        result = d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--since", "5m")
+    with Profd() as d:
+        wait_unwinder_loaded(d)
+        with HeldWorkload(binary("UNWIND_OFFCPU_" + variant.upper()), ROUNDS, BLOCK_MS) as truth:
+            d.profctl("flush")
+            result = d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--since", "5m")
 
     failures = []
     for f, thread in THREAD_OF.items():
