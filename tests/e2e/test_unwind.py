@@ -25,6 +25,7 @@ power (a run of 2 s of CPU is ~2000 samples, not ~100); it changes nothing of ho
 stack is walked."""
 import json
 import math
+import signal
 import subprocess
 import sys
 
@@ -278,6 +279,9 @@ def test_first_sight_truncations_are_counted():
 
 if __name__ == "__main__":
     require_root()
+    # meson stops a test past its timeout with SIGTERM: leave through the
+    # finally below, which stops the shared profd
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
     only = sys.argv[1:]
     tests = [test_cpu_chains_and_split_without_frame_pointers,
              test_cpu_chains_and_split_with_frame_pointers_and_frameless_leaves,
