@@ -84,7 +84,7 @@ def test_debian_binaries_reach_their_start():
                     run_for_cpu(p, RUN_SECONDS, RUN_TIMEOUT)
                     assert p.poll() is None, f"{label} exited {p.returncode} within {RUN_SECONDS} s of CPU"
                     p.send_signal(signal.SIGSTOP)  # our own child, by pid
-                d.profctl("flush")
+                d.profctl("flush", timeout=240)
                 results = [(label, p.pid, d.query_json("--pid", str(p.pid), "--since", "5m")) for label, p in runs]
             finally:
                 for _, p in runs:

@@ -28,7 +28,7 @@ def check_blocked_functions(variant):
     with Profd() as d:
         wait_unwinder_loaded(d)
         with HeldWorkload(binary("UNWIND_OFFCPU_" + variant.upper()), ROUNDS, BLOCK_MS) as truth:
-            d.profctl("flush")
+            d.profctl("flush", timeout=240)
             result = d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--since", "5m")
 
     failures = []

@@ -31,10 +31,10 @@ uint64_t phase_b(uint64_t budget);
 uint64_t phase_c(uint64_t budget);
 void run(double seconds, uint64_t used[3]);
 
-/* Iterations per leaf call: about a quarter of a millisecond here, long
- * enough that the clock reads between calls (in the phase, not the leaf) are
- * a negligible share of the samples. */
-#define CHUNK 200000
+/* Iterations per leaf call: about a millisecond here, long enough that the
+ * clock reads between calls (in the phase, not the leaf: a system call,
+ * slower on a busy machine) are a small share of the samples. */
+#define CHUNK 800000
 
 volatile uint64_t unwind_sink;
 
