@@ -53,6 +53,11 @@ const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
 /* The BPF walker's binary searches: 2^16 mappings per process, 2^24 rows
  * per table (bpf/unwind.bpf.h). */
 #define MAX_PROC_MAPPINGS 65535u
+/* Files larger than this are built after the process is published (its
+ * mappings of them PENDING meanwhile), so that one large binary (libLLVM:
+ * 950 k rows, seconds on a busy host) delays no other process's tables.
+ * libc (2 MiB, 25 k rows) takes under 10 ms and is built at once. */
+#define BUILD_INLINE_MAX_BYTES (4ULL << 20)
 #define MAX_TABLE_ROWS (1u << 24)
 
 /* What identifies a file's contents without reading it. */
@@ -76,6 +81,8 @@ struct ufile {
         struct offset_bias *biases;
         size_t n_biases;
         bool retry;                /* no table for want of room (or memory): build again when next mapped */
+        bool pending;              /* in the build queue: mappings of it are PROFD_MAPPING_PENDING */
+        char *paths[3];            /* pending: where to open it (map_files, root/PATH, PATH) */
         uint32_t want;             /* rows the table needs, when it found no room */
 };
 
@@ -93,6 +100,7 @@ struct uproc {
 struct request {
         uint32_t tgid, type;
         uint64_t start_ns;
+        uint64_t queued_ns;        /* CLOCK_MONOTONIC */
 };
 
 struct unwinder {
@@ -115,6 +123,8 @@ struct unwinder {
         hashmap *procs;            /* tgid -> struct uproc */
         struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
         size_t n_unused;
+        struct ufile **builds;     /* pending files, each referenced, oldest first */
+        size_t n_builds, cap_builds;
         uint64_t unused_rows;      /* rows of the unused files: room eviction can make */
         struct ufile *vdso;        /* the daemon's own vDSO image's table */
         Elf *vdso_elf;
@@ -181,6 +191,8 @@ static void file_unref(unwinder *u, struct ufile *f, uint64_t now) {
 static void ufile_free(struct ufile *f) {
         if (!f)
                 return;
+        for (size_t i = 0; i < ELEMENTSOF(f->paths); i++)
+                free(f->paths[i]);
         free(f->biases);
         free(f);
 }
@@ -326,6 +338,30 @@ static int file_read(unwinder *u, struct ufile *f, const char *by_map, const cha
         return r;
 }
 
+/* Queues f's table to be built after the current requests. */
+static int build_later(unwinder *u, struct ufile *f, const char *by_map, const char *by_root, const char *path) {
+        if (u->n_builds == u->cap_builds) {
+                size_t nc = u->cap_builds ? u->cap_builds * 2 : 16;
+                struct ufile **b = realloc(u->builds, nc * sizeof(*b));
+
+                if (!b)
+                        return -ENOMEM;
+                u->builds = b;
+                u->cap_builds = nc;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(f->paths); i++)
+                free(f->paths[i]);
+        f->paths[0] = strdup(by_map);
+        f->paths[1] = by_root[0] ? strdup(by_root) : NULL;
+        f->paths[2] = strdup(path);
+        if (!f->paths[0] || (by_root[0] && !f->paths[1]) || !f->paths[2])
+                return -ENOMEM;
+        f->pending = true;
+        f->refs++; /* the queue's (the caller holds one: never in the unused list here) */
+        u->builds[u->n_builds++] = f;
+        return 0;
+}
+
 /* The file of mapping m, and the ELF address its start maps: from the cache
  * when the file's identity is known, else read now. Returns 0 with *ret
  * (referenced for the caller; NULL: walk the mapping by frame pointers),
@@ -336,7 +372,7 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, stru
         struct ufile *f = NULL;
         struct file_key key;
         struct stat st;
-        bool is_new = false, build;
+        bool is_new = false, build, defer;
         int r;
 
         *ret = NULL;
@@ -364,6 +400,11 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, stru
          * mapped by a process */
         /* building again is worth it only if the rows could fit now */
         build = is_new || (f->retry && rangealloc_largest_free(u->rows_alloc) + u->unused_rows >= f->want);
+        defer = build && (uint64_t) st.st_size > BUILD_INLINE_MAX_BYTES;
+        if (defer) {
+                build = false;
+                f->retry = false;
+        }
         if (f->retry && !build)
                 count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
         if (build || !file_find_bias(f, m->offset, ret_vaddr_at)) {
@@ -385,6 +426,13 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, stru
                 r = hashmap_put(u->files, &f->key, f);
                 if (r < 0) {
                         ufile_free(f);
+                        return r;
+                }
+        }
+        if (defer) {
+                r = build_later(u, f, by_map, by_root, m->path);
+                if (r < 0) {
+                        file_unref(u, f, mono_ns());
                         return r;
                 }
         }
@@ -529,7 +577,8 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
                         .start = m.start,
                         .end = m.end,
                         .bias = m.start - vaddr_at,
-                        .kind = f && f->n > 0 ? PROFD_MAPPING_TABLE : PROFD_MAPPING_FP,
+                        .kind = f && f->pending ? PROFD_MAPPING_PENDING
+                                : f && f->n > 0 ? PROFD_MAPPING_TABLE : PROFD_MAPPING_FP,
                         .rows_off = f ? f->off : 0,
                         .rows_n = f ? f->n : 0,
                 };
@@ -632,7 +681,15 @@ static int handle_request(unwinder *u, const struct request *q) {
                         return 0;
                 }
         }
-        return proc_load(u, q->tgid, q->start_ns, 0);
+        {
+                uint64_t t0 = mono_ns();
+                int r = proc_load(u, q->tgid, q->start_ns, 0);
+
+                log_debug("Unwind tables of pid %" PRIu32 " (event %" PRIu32 ") published %" PRIu64 " ms after the "
+                          "request, in %" PRIu64 " ms.", q->tgid, q->type, (uint64_t) ((mono_ns() - q->queued_ns) / NSEC_PER_MSEC),
+                          (uint64_t) ((mono_ns() - t0) / NSEC_PER_MSEC));
+                return r;
+        }
 }
 
 /* Forgets processes that exited; does deferred misses. */
@@ -706,6 +763,62 @@ static int scan_all(unwinder *u) {
         return r;
 }
 
+/* Builds the oldest pending table, then publishes again every process
+ * that maps it. */
+static int build_next(unwinder *u) {
+        struct ufile *f = u->builds[0];
+        _cleanup_free_ uint32_t *tgids = NULL;
+        size_t n = 0, i = 0;
+        const void *k;
+        void *v;
+        int r = 0;
+
+        memmove(u->builds, u->builds + 1, --u->n_builds * sizeof(*u->builds));
+        f->pending = false;
+        for (size_t p = 0; p < ELEMENTSOF(f->paths); p++) {
+                _cleanup_close_ int fd = f->paths[p] ? open(f->paths[p], O_RDONLY | O_CLOEXEC | O_NOCTTY) : -EBADF;
+                struct stat st;
+                Elf *elf;
+
+                /* the process that mapped it may be gone: the same file by
+                 * another way, if it is the same file */
+                if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != f->key.dev || st.st_ino != f->key.ino ||
+                    (uint64_t) st.st_size != f->key.size || st.st_mtim.tv_sec != f->key.mtime_sec ||
+                    st.st_mtim.tv_nsec != f->key.mtime_nsec || open_elf(fd, &elf) < 0)
+                        continue;
+                file_build(u, f, elf, f->paths[2]);
+                elf_end(elf);
+                break;
+        }
+        for (size_t p = 0; p < ELEMENTSOF(f->paths); p++) {
+                free(f->paths[p]);
+                f->paths[p] = NULL;
+        }
+
+        tgids = calloc(hashmap_size(u->procs) + 1, sizeof(*tgids));
+        if (!tgids) {
+                file_unref(u, f, mono_ns());
+                return -ENOMEM;
+        }
+        while (hashmap_iterate(u->procs, &i, &k, &v)) {
+                struct uproc *p = v;
+
+                for (size_t j = 0; j < p->n_files; j++)
+                        if (p->files[j] == f) {
+                                tgids[n++] = p->tgid;
+                                break;
+                        }
+        }
+        for (i = 0; r >= 0 && i < n; i++) {
+                struct uproc *p;
+
+                if (hashmap_get(u->procs, UINT64_TO_KEY(tgids[i]), (void **) &p) == 0)
+                        r = proc_load(u, p->tgid, p->start, p->tick_ns);
+        }
+        file_unref(u, f, mono_ns());
+        return r;
+}
+
 /* Copies what only the worker knows into the stats others read. */
 static void publish_stats(unwinder *u) {
         uint64_t rows = rangealloc_used(u->rows_alloc), maps = rangealloc_used(u->maps_alloc);
@@ -734,7 +847,7 @@ static void *worker(void *userdata) {
                 uint64_t now = mono_ns();
 
                 pthread_mutex_lock(&u->lock);
-                if (scanned && !u->stop && u->n_queue == 0 && now < u->next_sweep_ns) {
+                if (scanned && !u->stop && u->n_queue == 0 && u->n_builds == 0 && now < u->next_sweep_ns) {
                         struct timespec until;
                         uint64_t wait_ns = u->next_sweep_ns - now;
 
@@ -765,6 +878,9 @@ static void *worker(void *userdata) {
                         r = scan_all(u);
                         scanned = true;
                 }
+                /* one large table at a time, requests in between */
+                if (r >= 0 && u->n_builds > 0)
+                        r = build_next(u);
                 if (r >= 0 && mono_ns() >= u->next_sweep_ns) {
                         r = sweep(u);
                         u->next_sweep_ns = mono_ns() + SWEEP_NS;
@@ -841,6 +957,8 @@ unwinder *unwinder_free(unwinder *u) {
                         ufile_free(v);
                 hashmap_free(u->files);
         }
+        /* the queue's references: the files are freed with the cache */
+        free(u->builds);
         ufile_free(u->vdso);
         if (u->vdso_elf)
                 elf_end(u->vdso_elf);
@@ -869,7 +987,9 @@ void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t ev
                 u->queue = q;
                 u->cap_queue = nc;
         }
-        u->queue[u->n_queue++] = (struct request) { .tgid = tgid, .type = event_type, .start_ns = start_ns };
+        u->queue[u->n_queue++] = (struct request) {
+                .tgid = tgid, .type = event_type, .start_ns = start_ns, .queued_ns = mono_ns(),
+        };
         pthread_cond_signal(&u->wake);
         pthread_mutex_unlock(&u->lock);
 }
