@@ -15,7 +15,10 @@
  * is not the measured call (the helpers' own waits, the round handshakes)
  * blocks in other functions, so a function's off-CPU time is exactly its
  * measured block.
- * Usage: unwind_offcpu [ROUNDS [BLOCK_MS]]  (default 10 rounds of 200 ms) */
+ * WARMUP_MS (default 0): the main thread first sleeps that long (in
+ * warm_up) before the measured threads start, so a profiler that loads a
+ * new process's unwind tables is measured once it has them.
+ * Usage: unwind_offcpu [ROUNDS [BLOCK_MS [WARMUP_MS]]]  (default 10 rounds of 200 ms) */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,6 +36,7 @@ void blocked_mutex(void);
 void writer_wait(void);
 void holder_wait(void);
 void round_sync(void);
+void warm_up(long ms);
 void *sleeper_thread(void *arg);
 void *reader_thread(void *arg);
 void *writer_thread(void *arg);
@@ -88,6 +92,12 @@ NOINLINE void writer_wait(void) {
 
 NOINLINE void holder_wait(void) {
         struct timespec ts = block_time();
+        nanosleep(&ts, NULL);
+        KEEP_FRAME();
+}
+
+NOINLINE void warm_up(long ms) {
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
         nanosleep(&ts, NULL);
         KEEP_FRAME();
 }
@@ -152,13 +162,17 @@ NOINLINE void *contender_thread(void *arg) {
 int main(int argc, char *argv[]) {
         void *(*mains[])(void *) = { sleeper_thread, reader_thread, writer_thread, holder_thread, contender_thread };
         pthread_t threads[5];
+        long warmup_ms = 0;
         char *end;
 
-        if (argc > 3 || (argc >= 2 && (rounds = (int) strtol(argv[1], &end, 10), *end != '\0' || rounds <= 0)) ||
-            (argc == 3 && (block_ms = strtol(argv[2], &end, 10), *end != '\0' || block_ms <= 0))) {
-                fprintf(stderr, "Usage: %s [ROUNDS [BLOCK_MS]]\n", argv[0]);
+        if (argc > 4 || (argc >= 2 && (rounds = (int) strtol(argv[1], &end, 10), *end != '\0' || rounds <= 0)) ||
+            (argc >= 3 && (block_ms = strtol(argv[2], &end, 10), *end != '\0' || block_ms <= 0)) ||
+            (argc == 4 && (warmup_ms = strtol(argv[3], &end, 10), *end != '\0' || warmup_ms < 0))) {
+                fprintf(stderr, "Usage: %s [ROUNDS [BLOCK_MS [WARMUP_MS]]]\n", argv[0]);
                 return 2;
         }
+        if (warmup_ms > 0)
+                warm_up(warmup_ms);
         if (pipe(pipe_fds) < 0 || pthread_barrier_init(&round_barrier, NULL, 2) != 0) {
                 perror("setup");
                 return 1;
