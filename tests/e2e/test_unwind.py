@@ -212,6 +212,13 @@ def test_short_lived_process_has_complete_stacks():
                      if cpu_chain(user_names(st["frames"]))
                      or ("main" not in user_names(st["frames"]) and reaches_start(user_names(st["frames"]))))
             runs.append(f"{ok}/{result['total']}")
+            if ok < SHORT_LIVED_SHARE * result["total"]:
+                others = {}
+                for st in result["stacks"]:
+                    names = user_names(st["frames"])
+                    if not (cpu_chain(names) or ("main" not in names and reaches_start(names))):
+                        others[";".join(names)] = others.get(";".join(names), 0) + st["value"]
+                print(f"    pid {pid}: commonest incomplete stacks {sorted(((v, k) for k, v in others.items()), reverse=True)[:3]}")
             complete += ok
             total += result["total"]
     print(f"  complete stacks per run: {' '.join(runs)}; all: {complete}/{total} "
