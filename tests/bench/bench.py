@@ -948,14 +948,15 @@ def profd_status(args, sock):
     return json.loads(sh([args.profctl, "--socket", sock, "status", "--json"], check=True).stdout)
 
 
-def unwind_settled(args, sock, timeout=60, quiet=2.0):
-    """profd's status once its "unwind" object stopped changing for `quiet`
-    seconds (the tables of every process it was asked about are built)."""
+def unwind_settled(args, sock, timeout=30, quiet=2.0):
+    """profd's status once its unwinder built no table for `quiet` seconds
+    (the tables of every process it was asked about are built), or after
+    `timeout` (a busy host starts processes all the time)."""
     deadline = time.monotonic() + timeout
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
         st = profd_status(args, sock)
-        u = json.dumps(st.get("unwind"), sort_keys=True)
+        u = (st.get("unwind") or {}).get("tables_built")
         if u != last:
             last, since = u, time.monotonic()
         elif time.monotonic() - since >= quiet:
