@@ -209,7 +209,10 @@ struct ustack_state {
 
 struct walk_window {
         struct ustack_state s;
-        __u8 bytes[WALK_WINDOW];
+        union {
+                __u8 bytes[WALK_WINDOW];
+                __u64 words[WALK_WINDOW / 8]; /* one load per word, not eight byte loads */
+        };
 };
 
 /* Per-CPU windows, one per program that walks (see enum scratch_slot). */

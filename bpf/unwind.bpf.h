@@ -25,15 +25,16 @@
 
 /* Reads the 8 bytes at addr through the window: a miss reads from addr to
  * the end of its page (at most WALK_WINDOW bytes) in one call, since stack
- * walks go upwards and each read costs ~100 ns however small. */
+ * walks go upwards and each read costs ~100 ns however small. Stack slots
+ * are 8-byte aligned; anything else (corruption) is read on its own. */
 static __always_inline bool win_read(struct ustack_state *s, struct walk_window *w, __u64 addr, __u64 *ret) {
-        __u64 off = addr - s->win_base;
+        __u64 off = addr - s->win_base, idx;
 
+        if (addr & 7)
+                return bpf_probe_read_user(ret, sizeof(*ret), (void *) addr) == 0;
         if (addr < s->win_base || off + 8 > s->win_len) {
                 __u64 len = 4096 - (addr & 4095);
 
-                if (len < 8)
-                        len = 8; /* a word straddling two pages */
                 if (len > WALK_WINDOW)
                         len = WALK_WINDOW;
                 s->win_len = 0;
@@ -43,9 +44,10 @@ static __always_inline bool win_read(struct ustack_state *s, struct walk_window 
                 s->win_len = len;
                 off = 0;
         }
-        if (off > WALK_WINDOW - 8)
+        idx = off / 8;
+        if (idx >= WALK_WINDOW / 8)
                 return false;
-        *ret = *(__u64 *) &w->bytes[off];
+        *ret = w->words[idx];
         return true;
 }
 

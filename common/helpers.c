@@ -1,4 +1,4 @@
-/* Whole-file reads, parser error messages, strict integers. */
+/* Whole-file reads, parser error messages, strict integers, growing arrays. */
 #include "helpers.h"
 
 #include <errno.h>
@@ -74,3 +74,17 @@ int parse_uint_strict(const char *s, uint64_t max, uint64_t *ret) {
         return 0;
 }
 
+int array_grow(void **array, size_t *allocated, size_t need, size_t elem_size) {
+        size_t n;
+        void *p;
+
+        if (need <= *allocated)
+                return 0;
+        n = MAX(need, MAX(*allocated * 2, (size_t) 16));
+        p = reallocarray(*array, n, elem_size);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *allocated = n;
+        return 0;
+}

@@ -1,7 +1,8 @@
 /* Small helpers both profd and profctl need: whole-file reads, error
- * messages for strict parsers, strict unsigned integers. */
+ * messages for strict parsers, strict unsigned integers, growing arrays. */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "macro.h"
@@ -20,3 +21,8 @@ int unhex_char(char c);
 /* Parses a decimal integer made of digits only (no sign, no spaces, no
  * "0x"), at most max. Returns 0, -EINVAL (not digits only) or -ERANGE. */
 int parse_uint_strict(const char *s, uint64_t max, uint64_t *ret);
+
+/* Makes *array (of elem_size elements, *allocated of them) hold at least
+ * need, at least doubling it so appends cost amortized O(1). Returns 0 or
+ * -ENOMEM (the array is then unchanged). */
+int array_grow(void **array, size_t *allocated, size_t need, size_t elem_size);

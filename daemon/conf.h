@@ -46,12 +46,14 @@
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
-/* 8 MiB of unwind rows in the kernel (1 Mi rows of 8 bytes): every binary
- * mapped by the processes of a typical host (318 k rows for the 51 files in
- * use on a measured Debian host: libc 23 k, libcrypto 70 k) fits three
- * times over, so tables of exited processes stay cached; a host running
- * libLLVM-sized binaries (840 k rows) needs more. */
-#define CONF_DEFAULT_UNWIND_MEMORY (8ULL << 20)
+/* 32 MiB of unwind rows in the kernel (4 Mi rows of 8 bytes), allocated
+ * at start. A plain Debian host's processes map 51 files of 318 k rows in
+ * all (libc 23 k, libcrypto 70 k), but a developer's host running clang
+ * (libLLVM: 950 k rows) and ClickHouse (373 k) needed 2.0 M rows (15.4 MiB)
+ * for its 95 processes: at 8 MiB perl's and xz's libraries found no room
+ * and their stacks fell back to frame pointers. 32 MiB holds that twice,
+ * so the tables of exited processes stay cached for the next ones. */
+#define CONF_DEFAULT_UNWIND_MEMORY (32ULL << 20)
 /* Below this not even libc's table fits; above, the kernel's array index
  * (32 bits of 8-byte rows) would not reach. */
 #define CONF_MIN_UNWIND_MEMORY (64ULL << 10)

@@ -46,7 +46,7 @@ static void help(void) {
                "      --max-keys N        advanced: kernel aggregation map entries (default: sized\n"
                "                          from frequency, CPUs and interval)\n"
                "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
-               "      --unwind-memory SIZE  kernel memory for unwind tables (default 8M)\n"
+               "      --unwind-memory SIZE  kernel memory for unwind tables (default 32M)\n"
                "  -v, --verbose           log debug messages\n"
                "  -h, --help              show this help\n"
                "      --version           show the version\n"

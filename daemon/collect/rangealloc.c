@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers.h"
 #include "log.h"
 #include "macro.h"
 
@@ -32,21 +33,6 @@ struct rangealloc {
         size_t n_pending, cap_pending;
 };
 
-static int grow(void **array, size_t *cap, size_t n, size_t size) {
-        size_t new_cap;
-        void *p;
-
-        if (n < *cap)
-                return 0;
-        new_cap = MAX(*cap * 2, (size_t) 16);
-        p = reallocarray(*array, new_cap, size);
-        if (!p)
-                return -ENOMEM;
-        *array = p;
-        *cap = new_cap;
-        return 0;
-}
-
 rangealloc *rangealloc_new(uint32_t capacity, uint64_t grace_ns) {
         rangealloc *a = calloc(1, sizeof(*a));
 
@@ -55,7 +41,7 @@ rangealloc *rangealloc_new(uint32_t capacity, uint64_t grace_ns) {
         a->capacity = capacity;
         a->grace_ns = grace_ns;
         if (capacity > 0) {
-                if (grow((void **) &a->free, &a->cap_free, 0, sizeof(*a->free)) < 0) {
+                if (array_grow((void **) &a->free, &a->cap_free, 1, sizeof(*a->free)) < 0) {
                         free(a);
                         return NULL;
                 }
@@ -96,8 +82,9 @@ int rangealloc_alloc(rangealloc *a, uint32_t n, uint32_t *ret_off) {
 }
 
 /* Puts [off, off + n) back among the free ranges, merged with the ranges
- * it touches. Returns -ENOMEM (the range then stays unusable: a leak of
- * slots, never a double use). */
+ * it touches. Returns 0 (also when the range was free already: a caller's
+ * double release, logged) or -ENOMEM (the range then stays unusable: a
+ * leak of slots, never a double use). */
 static int free_insert(rangealloc *a, uint32_t off, uint32_t n) {
         size_t lo = 0, hi = a->n_free;
         bool merge_prev, merge_next;
@@ -110,7 +97,13 @@ static int free_insert(rangealloc *a, uint32_t off, uint32_t n) {
                 else
                         hi = mid;
         }
-        /* lo: the first free range above off */
+        /* lo: the first free range at or above off. A range overlapping a
+         * free one was released twice: keeping it once is all we can do. */
+        if ((lo > 0 && a->free[lo - 1].off + a->free[lo - 1].n > off) ||
+            (lo < a->n_free && a->free[lo].off < off + n)) {
+                log_error("rangealloc: [%u, +%u) released twice, ignoring", off, n);
+                return 0;
+        }
         merge_prev = lo > 0 && a->free[lo - 1].off + a->free[lo - 1].n == off;
         merge_next = lo < a->n_free && off + n == a->free[lo].off;
         if (merge_prev && merge_next) {
@@ -123,7 +116,7 @@ static int free_insert(rangealloc *a, uint32_t off, uint32_t n) {
                 a->free[lo].off = off;
                 a->free[lo].n += n;
         } else {
-                int r = grow((void **) &a->free, &a->cap_free, a->n_free, sizeof(*a->free));
+                int r = array_grow((void **) &a->free, &a->cap_free, a->n_free + 1, sizeof(*a->free));
 
                 if (r < 0)
                         return r;
@@ -142,7 +135,7 @@ void rangealloc_release(rangealloc *a, uint32_t off, uint32_t n, uint64_t now_ns
                 log_error("rangealloc: release of [%u, +%u) beyond capacity %u, ignoring", off, n, a->capacity);
                 return;
         }
-        if (grow((void **) &a->pending, &a->cap_pending, a->n_pending, sizeof(*a->pending)) < 0) {
+        if (array_grow((void **) &a->pending, &a->cap_pending, a->n_pending + 1, sizeof(*a->pending)) < 0) {
                 log_oom();
                 return; /* the range is lost until restart: safe, never reused early */
         }

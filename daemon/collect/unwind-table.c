@@ -1,7 +1,9 @@
 /* Unwind tables from ELF call-frame information: every FDE of .eh_frame
- * (else .debug_frame) is enumerated with dwarf_next_cfi, its rows are read
- * through libdw's CFI interpreter and each row's rules are classified into
- * the few kinds the BPF walker evaluates (enum profd_unwind_kind). */
+ * (else .debug_frame) is enumerated with dwarf_next_cfi and its program
+ * checked (the files come from processes profd does not control), its rows
+ * are read through libdw's CFI interpreter, and each row's rules are
+ * classified into the few kinds the BPF walker evaluates (enum
+ * profd_unwind_kind). */
 #include "unwind-table.h"
 
 #include <dwarf.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers.h"
 #include "log.h"
 #include "macro.h"
 
@@ -42,12 +45,15 @@ struct cie_info {
         Dwarf_Off offset;
         uint8_t fde_encoding; /* of initial_location and address_range */
         bool signal;          /* augmentation 'S' */
-        bool bad;             /* an augmentation we cannot skip: its FDEs are unreadable */
+        bool sized;           /* augmentation 'z': FDEs hold a sized augmentation block */
+        bool bad;             /* an augmentation we cannot skip, or a program libdw must not run */
+        uint64_t program_len; /* of its initial instructions */
 };
 
 struct fde_range {
         uint64_t lo, hi; /* [lo, hi) */
         bool signal;     /* its CIE marks a signal frame */
+        bool costly;     /* too much work for libdw (CFI_MAX_*_WORK): one UNSUPPORTED row */
 };
 
 struct builder {
@@ -60,6 +66,10 @@ struct builder {
         size_t n_cies, cap_cies;
         struct fde_range *fdes;
         size_t n_fdes, cap_fdes;
+        uint64_t work;     /* sum of the FDEs' work (CFI_MAX_FILE_WORK) */
+        size_t row_bound;  /* rows the FDEs can make at most */
+        uint64_t *offsets; /* section offsets of the FDEs checked, ascending */
+        size_t n_offsets, cap_offsets;
         struct profd_unwind_row *rows;
         size_t n_rows, cap_rows;
 };
@@ -67,24 +77,8 @@ struct builder {
 static void builder_done(struct builder *b) {
         free(b->cies);
         free(b->fdes);
+        free(b->offsets);
         free(b->rows);
-}
-
-/* Grows an array to hold one more element; doubling keeps appends amortized
- * O(1). Returns -ENOMEM. */
-static int grow(void **array, size_t *cap, size_t n, size_t size) {
-        size_t new_cap;
-        void *p;
-
-        if (n < *cap)
-                return 0;
-        new_cap = MAX(*cap * 2, (size_t) 16);
-        p = reallocarray(*array, new_cap, size);
-        if (!p)
-                return -ENOMEM;
-        *array = p;
-        *cap = new_cap;
-        return 0;
 }
 
 static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
@@ -139,13 +133,10 @@ static int read_fixed(const uint8_t **p, const uint8_t *end, size_t n, bool is_s
         return 0;
 }
 
-/* Decodes one DW_EH_PE-encoded pointer at *p. apply: whether pc-relative
- * applies (address_range is a plain length in the same format). Returns
- * -EOPNOTSUPP for encodings that need run-time data (indirect, data- or
- * text-relative), -EINVAL when truncated. */
-static int read_encoded(struct builder *b, uint8_t enc, bool apply, const uint8_t **p, const uint8_t *end,
-                        uint64_t *ret) {
-        uint64_t field = b->section_addr + (uint64_t) (*p - (const uint8_t *) b->data->d_buf), v;
+/* Decodes the value of one DW_EH_PE-encoded pointer at *p, its format
+ * only. Returns -EOPNOTSUPP for formats we do not know, -EINVAL when
+ * truncated. */
+static int read_encoded_value(uint8_t enc, const uint8_t **p, const uint8_t *end, uint64_t *ret) {
         int64_t s;
         int r;
 
@@ -155,26 +146,34 @@ static int read_encoded(struct builder *b, uint8_t enc, bool apply, const uint8_
         case EH_PE_ABSPTR:
         case EH_PE_UDATA8:
         case EH_PE_SDATA8:
-                r = read_fixed(p, end, 8, false, &v);
-                break;
+                return read_fixed(p, end, 8, false, ret);
         case EH_PE_UDATA2:
         case EH_PE_SDATA2:
-                r = read_fixed(p, end, 2, (enc & EH_PE_FORMAT) == EH_PE_SDATA2, &v);
-                break;
+                return read_fixed(p, end, 2, (enc & EH_PE_FORMAT) == EH_PE_SDATA2, ret);
         case EH_PE_UDATA4:
         case EH_PE_SDATA4:
-                r = read_fixed(p, end, 4, (enc & EH_PE_FORMAT) == EH_PE_SDATA4, &v);
-                break;
+                return read_fixed(p, end, 4, (enc & EH_PE_FORMAT) == EH_PE_SDATA4, ret);
         case EH_PE_ULEB128:
-                r = read_uleb(p, end, &v);
-                break;
+                return read_uleb(p, end, ret);
         case EH_PE_SLEB128:
                 r = read_sleb(p, end, &s);
-                v = (uint64_t) s;
-                break;
+                *ret = (uint64_t) s;
+                return r;
         default:
                 return -EOPNOTSUPP;
         }
+}
+
+/* Decodes one DW_EH_PE-encoded pointer at *p in the CFI section. apply:
+ * whether pc-relative applies (address_range is a plain length in the same
+ * format). Returns as read_encoded_value, and -EOPNOTSUPP for applications
+ * that need run-time data (data- or text-relative). */
+static int read_encoded(struct builder *b, uint8_t enc, bool apply, const uint8_t **p, const uint8_t *end,
+                        uint64_t *ret) {
+        uint64_t field = b->section_addr + (uint64_t) (*p - (const uint8_t *) b->data->d_buf), v;
+        int r;
+
+        r = read_encoded_value(enc, p, end, &v);
         if (r < 0)
                 return r;
         if (apply) {
@@ -192,21 +191,195 @@ static int read_encoded(struct builder *b, uint8_t enc, bool apply, const uint8_
         return 0;
 }
 
+/* libdw grows a frame state to the largest register number a program
+ * names and copies the state at every DW_CFA_remember_state, and it runs
+ * an FDE's program from its start for every row asked for. A file from a
+ * process we do not control could make it allocate gigabytes or spin, so
+ * every program is checked before libdw runs it. x86-64 DWARF registers
+ * end at 130 (the mask registers k0-k7 are 118-125). */
+#define CFI_MAX_REGISTER 255
+/* gcc nests remember_state once per epilogue block; 64 is far beyond it */
+#define CFI_MAX_REMEMBER 64
+/* libdw runs an FDE's program from its start for every row: the work of
+ * an FDE is about rows x program bytes. The largest on this machine are
+ * 1.3e8 for one FDE (6677 rows) and 2.2e8 for a whole file (both in
+ * libclang-cpp, about 0.1 s); the limits leave 8x and 20x room. An FDE over
+ * either limit becomes one UNSUPPORTED row, so a crafted file cannot keep
+ * the builder busy for long. */
+#define CFI_MAX_FDE_WORK (UINT64_C(1) << 30)
+#define CFI_MAX_FILE_WORK (UINT64_C(1) << 32)
+
+static bool cfi_register_ok(const uint8_t **p, const uint8_t *end) {
+        uint64_t reg;
+
+        return read_uleb(p, end, &reg) == 0 && reg <= CFI_MAX_REGISTER;
+}
+
+static bool cfi_skip_uleb(const uint8_t **p, const uint8_t *end) {
+        uint64_t ignored;
+
+        return read_uleb(p, end, &ignored) == 0;
+}
+
+static bool cfi_skip_sleb(const uint8_t **p, const uint8_t *end) {
+        int64_t ignored;
+
+        return read_sleb(p, end, &ignored) == 0;
+}
+
+static bool cfi_skip_block(const uint8_t **p, const uint8_t *end) {
+        uint64_t len;
+
+        if (read_uleb(p, end, &len) < 0 || len > (uint64_t) (end - *p))
+                return false;
+        *p += len;
+        return true;
+}
+
+static bool cfi_skip_fixed(const uint8_t **p, const uint8_t *end, size_t n) {
+        if ((size_t) (end - *p) < n)
+                return false;
+        *p += n;
+        return true;
+}
+
+/* Checks a CFI program (a CIE's initial instructions or an FDE's) for what
+ * libdw would choke on: unknown opcodes, truncated operands, register
+ * numbers above CFI_MAX_REGISTER, remember_state nested deeper than
+ * CFI_MAX_REMEMBER. *ret_rows: how many rows the program makes (loc
+ * advances). */
+static bool cfi_program_ok(struct builder *b, uint8_t fde_encoding, const uint8_t *p, const uint8_t *end,
+                           uint64_t *ret_rows) {
+        uint64_t rows = 0, depth = 0, ignored;
+
+        while (p < end) {
+                uint8_t op = *p++;
+                bool ok;
+
+                switch (op & 0xc0) {
+                case DW_CFA_advance_loc:
+                        rows++;
+                        continue;
+                case DW_CFA_offset:
+                        if (!cfi_skip_uleb(&p, end))
+                                return false;
+                        continue;
+                case DW_CFA_restore:
+                        continue;
+                }
+                switch (op) {
+                case DW_CFA_nop:
+                case DW_CFA_GNU_window_save:
+                        ok = true;
+                        break;
+                case DW_CFA_set_loc:
+                        ok = read_encoded(b, fde_encoding, false, &p, end, &ignored) == 0;
+                        rows++;
+                        break;
+                case DW_CFA_advance_loc1:
+                        ok = cfi_skip_fixed(&p, end, 1);
+                        rows++;
+                        break;
+                case DW_CFA_advance_loc2:
+                        ok = cfi_skip_fixed(&p, end, 2);
+                        rows++;
+                        break;
+                case DW_CFA_advance_loc4:
+                        ok = cfi_skip_fixed(&p, end, 4);
+                        rows++;
+                        break;
+                case DW_CFA_MIPS_advance_loc8:
+                        ok = cfi_skip_fixed(&p, end, 8);
+                        rows++;
+                        break;
+                case DW_CFA_offset_extended:
+                case DW_CFA_val_offset:
+                case DW_CFA_GNU_negative_offset_extended:
+                        ok = cfi_register_ok(&p, end) && cfi_skip_uleb(&p, end);
+                        break;
+                case DW_CFA_offset_extended_sf:
+                case DW_CFA_val_offset_sf:
+                        ok = cfi_register_ok(&p, end) && cfi_skip_sleb(&p, end);
+                        break;
+                case DW_CFA_restore_extended:
+                case DW_CFA_undefined:
+                case DW_CFA_same_value:
+                case DW_CFA_def_cfa_register:
+                        ok = cfi_register_ok(&p, end);
+                        break;
+                case DW_CFA_register:
+                        ok = cfi_register_ok(&p, end) && cfi_register_ok(&p, end);
+                        break;
+                case DW_CFA_remember_state:
+                        ok = ++depth <= CFI_MAX_REMEMBER;
+                        break;
+                case DW_CFA_restore_state:
+                        ok = depth > 0;
+                        depth--;
+                        break;
+                case DW_CFA_def_cfa:
+                        ok = cfi_register_ok(&p, end) && cfi_skip_uleb(&p, end);
+                        break;
+                case DW_CFA_def_cfa_sf:
+                        ok = cfi_register_ok(&p, end) && cfi_skip_sleb(&p, end);
+                        break;
+                case DW_CFA_def_cfa_offset:
+                case DW_CFA_GNU_args_size:
+                        ok = cfi_skip_uleb(&p, end);
+                        break;
+                case DW_CFA_def_cfa_offset_sf:
+                        ok = cfi_skip_sleb(&p, end);
+                        break;
+                case DW_CFA_def_cfa_expression:
+                        ok = cfi_skip_block(&p, end);
+                        break;
+                case DW_CFA_expression:
+                case DW_CFA_val_expression:
+                        ok = cfi_register_ok(&p, end) && cfi_skip_block(&p, end);
+                        break;
+                default:
+                        ok = false;
+                }
+                if (!ok)
+                        return false;
+        }
+        if (ret_rows)
+                *ret_rows = rows;
+        return true;
+}
+
 /* Fills *ret from a CIE: the FDE pointer encoding ('R') and the signal-frame
  * mark ('S'). .debug_frame CIEs carry no augmentation: absolute pointers. */
+static void cie_parse_augmentation(struct builder *b, const Dwarf_CIE *cie, struct cie_info *ret);
+
 static void cie_parse(struct builder *b, Dwarf_Off offset, const Dwarf_CIE *cie, struct cie_info *ret) {
+        *ret = (struct cie_info) { .offset = offset, .fde_encoding = EH_PE_ABSPTR };
+        cie_parse_augmentation(b, cie, ret);
+        ret->program_len = (uint64_t) (cie->initial_instructions_end - cie->initial_instructions);
+        if (!ret->bad && !cfi_program_ok(b, ret->fde_encoding, cie->initial_instructions,
+                                         cie->initial_instructions_end, NULL))
+                ret->bad = true;
+}
+
+static void cie_parse_augmentation(struct builder *b, const Dwarf_CIE *cie, struct cie_info *ret) {
         const uint8_t *p = cie->augmentation_data, *end = p + cie->augmentation_data_size;
         const char *a = cie->augmentation;
 
-        *ret = (struct cie_info) { .offset = offset, .fde_encoding = EH_PE_ABSPTR };
         if (!a || !*a)
                 return;
         if (*a != 'z') {
-                /* Without 'z' the augmentation data's size is unknown (old
-                 * "eh" CIEs): libdw cannot read these FDEs either. */
-                ret->bad = true;
+                /* .debug_frame CIEs have no 'z' but may be "S" (GNU as
+                 * writes it for .cfi_signal_frame): letters without data.
+                 * Any other letter has data of unknown size (old "eh"
+                 * CIEs): libdw cannot read these FDEs either. */
+                if (strspn(a, "SBG") != strlen(a)) {
+                        ret->bad = true;
+                        return;
+                }
+                ret->signal = strchr(a, 'S') != NULL;
                 return;
         }
+        ret->sized = true;
         for (a++; *a; a++) {
                 uint64_t ignored;
 
@@ -270,13 +443,83 @@ static const struct cie_info *cie_get(struct builder *b, Dwarf_Off offset, int *
                 *r = -EINVAL;
                 return NULL;
         }
-        *r = grow((void **) &b->cies, &b->cap_cies, b->n_cies, sizeof(*b->cies));
+        *r = array_grow((void **) &b->cies, &b->cap_cies, b->n_cies + 1, sizeof(*b->cies));
         if (*r < 0)
                 return NULL;
         memmove(b->cies + lo + 1, b->cies + lo, (b->n_cies - lo) * sizeof(*b->cies));
         b->n_cies++;
         cie_parse(b, offset, &entry.cie, &b->cies[lo]);
         return &b->cies[lo];
+}
+
+static int offsets_add(struct builder *b, uint64_t offset) {
+        int r = array_grow((void **) &b->offsets, &b->cap_offsets, b->n_offsets + 1, sizeof(*b->offsets));
+
+        if (r < 0)
+                return r;
+        b->offsets[b->n_offsets++] = offset;
+        return 0;
+}
+
+static bool offsets_contain(const struct builder *b, uint64_t offset) {
+        size_t lo = 0, hi = b->n_offsets;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (b->offsets[mid] == offset)
+                        return true;
+                if (b->offsets[mid] < offset)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
+/* .eh_frame_hdr's search table sends libdw straight to an FDE by offset:
+ * every offset in it must be one of the FDEs checked, or libdw could run
+ * bytes nobody checked as a CFI program. libdw uses the table only in the
+ * one encoding every linker writes (DW_EH_PE_datarel | DW_EH_PE_sdata4);
+ * any other non-empty table is refused too, to be safe. Returns 0 or
+ * -EINVAL. */
+#define EH_PE_DATAREL_SDATA4 0x3b
+static int eh_frame_hdr_check(struct builder *b, Elf_Scn *hdr_scn) {
+        const uint8_t *p, *end;
+        uint8_t version, ptr_enc, count_enc, table_enc;
+        uint64_t ignored, count;
+        GElf_Shdr shdr;
+        Elf_Data *data;
+
+        if (!gelf_getshdr(hdr_scn, &shdr) || !(data = elf_rawdata(hdr_scn, NULL)) || !data->d_buf)
+                return -EINVAL;
+        p = data->d_buf;
+        end = p + data->d_size;
+        if (end - p < 4)
+                return -EINVAL;
+        version = p[0];
+        ptr_enc = p[1];
+        count_enc = p[2];
+        table_enc = p[3];
+        p += 4;
+        if (version != 1 || count_enc == EH_PE_OMIT || table_enc == EH_PE_OMIT)
+                return version == 1 ? 0 : -EINVAL; /* no table: libdw walks the entries we walked */
+        if (table_enc != EH_PE_DATAREL_SDATA4 || read_encoded_value(ptr_enc, &p, end, &ignored) < 0 ||
+            read_encoded_value(count_enc, &p, end, &count) < 0 || count > (uint64_t) (end - p) / 8)
+                return -EINVAL;
+        for (uint64_t i = 0; i < count; i++) {
+                uint64_t loc, fde;
+
+                if (read_fixed(&p, end, 4, true, &loc) < 0 || read_fixed(&p, end, 4, true, &fde) < 0)
+                        return -EINVAL;
+                /* datarel: from the start of .eh_frame_hdr */
+                fde += shdr.sh_addr;
+                if (fde < b->section_addr || !offsets_contain(b, fde - b->section_addr)) {
+                        log_debug(".eh_frame_hdr entry %" PRIu64 " names no FDE (0x%" PRIx64 ")", i, fde);
+                        return -EINVAL;
+                }
+        }
+        return 0;
 }
 
 /* Collects [lo, hi) of every FDE in the section. FDEs whose CIE we cannot
@@ -291,7 +534,9 @@ static int fdes_collect(struct builder *b) {
                 Dwarf_CFI_Entry entry;
                 const struct cie_info *cie;
                 const uint8_t *p, *end;
-                uint64_t lo, len;
+                uint64_t lo, len, rows, work;
+                Dwarf_Off offset_this = offset;
+                bool costly;
 
                 r = dwarf_next_cfi(b->ident, b->data, b->eh_frame, offset, &next, &entry);
                 if (r > 0)
@@ -314,23 +559,41 @@ static int fdes_collect(struct builder *b) {
                                 return r;
                         continue;
                 }
+                /* libdw would run this CIE's program for any address an
+                 * index (.eh_frame_hdr) sends it to: no table at all. */
                 if (cie->bad)
-                        continue;
+                        return -EINVAL;
                 p = entry.fde.start;
                 end = entry.fde.end;
                 if (read_encoded(b, cie->fde_encoding, true, &p, end, &lo) < 0 ||
-                    read_encoded(b, cie->fde_encoding & EH_PE_FORMAT, false, &p, end, &len) < 0)
-                        continue;
+                    read_encoded(b, cie->fde_encoding & EH_PE_FORMAT, false, &p, end, &len) < 0 ||
+                    (cie->sized && !cfi_skip_block(&p, end)) ||
+                    !cfi_program_ok(b, cie->fde_encoding, p, end, &rows))
+                        return -EINVAL;
+                r = offsets_add(b, offset_this);
+                if (r < 0)
+                        return r;
                 if (len == 0)
                         continue; /* covers nothing (discarded sections leave these) */
                 if (lo == 0 && !b->eh_frame)
                         continue; /* .debug_frame FDE of a function the linker dropped */
-                if (lo > UINT32_MAX || len > (uint64_t) UINT32_MAX + 1 - lo)
+                /* the GAP row after the last FDE needs a pc too */
+                if (lo > UINT32_MAX || len > UINT32_MAX - lo)
                         return -E2BIG;
-                r = grow((void **) &b->fdes, &b->cap_fdes, b->n_fdes, sizeof(*b->fdes));
+                r = array_grow((void **) &b->fdes, &b->cap_fdes, b->n_fdes + 1, sizeof(*b->fdes));
                 if (r < 0)
                         return r;
-                b->fdes[b->n_fdes++] = (struct fde_range) { .lo = lo, .hi = lo + len, .signal = cie->signal };
+                work = (rows + 1) * ((uint64_t) (end - p) + cie->program_len);
+                costly = work > CFI_MAX_FDE_WORK || work > CFI_MAX_FILE_WORK - b->work;
+                if (!costly)
+                        b->work += work;
+                b->row_bound += (size_t) rows + 2;
+                b->fdes[b->n_fdes++] = (struct fde_range) {
+                        .lo = lo,
+                        .hi = lo + len,
+                        .signal = cie->signal,
+                        .costly = costly,
+                };
         }
         return 0;
 }
@@ -457,7 +720,7 @@ unsupported:
 }
 
 static int row_append(struct builder *b, uint64_t pc, const struct profd_unwind_row *rule) {
-        int r = grow((void **) &b->rows, &b->cap_rows, b->n_rows, sizeof(*b->rows));
+        int r = array_grow((void **) &b->rows, &b->cap_rows, b->n_rows + 1, sizeof(*b->rows));
 
         if (r < 0)
                 return r;
@@ -529,9 +792,15 @@ static Elf_Scn *section_by_name(Elf *elf, const char *name) {
         return NULL;
 }
 
+static uint64_t section_size(Elf_Scn *scn) {
+        GElf_Shdr shdr;
+
+        return gelf_getshdr(scn, &shdr) ? shdr.sh_size : 0;
+}
+
 /* Rows from one CFI section. Returns 0, -ENODATA (no FDE), or as
  * fdes_collect. */
-static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, struct unwind_table *ret) {
+static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, Elf_Scn *hdr_scn, struct unwind_table *ret) {
         GElf_Shdr shdr;
         uint64_t covered = 0;
         int r;
@@ -542,13 +811,18 @@ static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, struct un
         r = fdes_collect(b);
         if (r < 0)
                 return r;
+        if (hdr_scn) {
+                r = eh_frame_hdr_check(b, hdr_scn);
+                if (r < 0)
+                        return r;
+        }
         if (b->n_fdes == 0)
                 return -ENODATA;
         qsort(b->fdes, b->n_fdes, sizeof(*b->fdes), fde_range_compare);
 
-        /* About one row per 12 bytes of CFI in Debian's libraries: one
-         * allocation in most files. */
-        b->cap_rows = MAX(b->data->d_size / 12, (size_t) 16);
+        /* Each FDE makes at most one row per advance of its program, one
+         * for its start and a GAP: one allocation, trimmed at the end. */
+        b->cap_rows = MAX(b->row_bound, (size_t) 1);
         b->rows = reallocarray(NULL, b->cap_rows, sizeof(*b->rows));
         if (!b->rows)
                 return -ENOMEM;
@@ -566,17 +840,17 @@ static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, struct un
                         if (r < 0)
                                 return r;
                 }
-                r = fde_rows(b, cfi, lo, f->hi, f->signal);
+                if (f->costly)
+                        r = row_append(b, lo, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_UNSUPPORTED });
+                else
+                        r = fde_rows(b, cfi, lo, f->hi, f->signal);
                 if (r < 0)
                         return r;
                 covered = f->hi;
         }
-        /* 2^32 itself cannot be a row's pc; nothing lies above it anyway. */
-        if (covered <= UINT32_MAX) {
-                r = row_append(b, covered, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_GAP });
-                if (r < 0)
-                        return r;
-        }
+        r = row_append(b, covered, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_GAP });
+        if (r < 0)
+                return r;
 
         ret->rows = TAKE_PTR(b->rows);
         ret->n = b->n_rows;
@@ -608,14 +882,15 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
         if (ehdr.e_machine != EM_X86_64 || ident[EI_CLASS] != ELFCLASS64)
                 return -ENODATA;
 
+        /* FreePascal leaves an empty .eh_frame: no CFI. */
         scn = section_by_name(elf, ".eh_frame");
-        if (scn) {
+        if (scn && section_size(scn) > 0) {
                 _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = true };
                 _cleanup_(dwarf_cfi_endp) Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
 
                 if (!cfi)
                         return -EINVAL;
-                r = build_from(&b, cfi, scn, ret);
+                r = build_from(&b, cfi, scn, section_by_name(elf, ".eh_frame_hdr"), ret);
                 if (r != -ENODATA)
                         return r;
         }
@@ -629,12 +904,12 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
         if (!dwarf || !(cfi = dwarf_getcfi(dwarf)))
                 return -ENODATA;
         scn = section_by_name(elf, ".debug_frame");
-        if (!scn)
+        if (!scn || section_size(scn) == 0)
                 return -ENODATA;
         {
                 _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = false };
 
-                return build_from(&b, cfi, scn, ret);
+                return build_from(&b, cfi, scn, NULL, ret);
         }
 }
 

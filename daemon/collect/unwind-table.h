@@ -23,8 +23,11 @@ struct unwind_table {
 
 /* Builds the table of an ELF file. Returns 0; -ENODATA when the file has no
  * CFI (it is then walked by frame pointers); -E2BIG when its code lies above
- * 4 GiB; -EINVAL for CFI libdw cannot read; -ENOMEM. On error *ret is
- * empty. */
+ * 4 GiB; -EINVAL for CFI libdw cannot read, or must not be given (a
+ * register number beyond x86-64's, remember_state nested too deep, an
+ * .eh_frame_hdr entry naming no FDE: crafted files); -ENOMEM. On error
+ * *ret is empty. An FDE whose rows would cost libdw too much work becomes
+ * one UNSUPPORTED row (none on this machine). */
 int unwind_table_build(Elf *elf, struct unwind_table *ret);
 void unwind_table_done(struct unwind_table *t);
 

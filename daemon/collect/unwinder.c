@@ -123,6 +123,8 @@ struct unwinder {
         hashmap *procs;            /* tgid -> struct uproc */
         struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
         size_t n_unused;
+        uint32_t *scan;            /* processes found at start, not loaded yet */
+        size_t n_scan, scan_next;
         struct ufile **builds;     /* pending files, each referenced, oldest first */
         size_t n_builds, cap_builds;
         uint64_t unused_rows;      /* rows of the unused files: room eviction can make */
@@ -130,6 +132,11 @@ struct unwinder {
         Elf *vdso_elf;
         uint64_t next_sweep_ns;
 };
+
+static uint32_t *mfree_u32(uint32_t *p) {
+        free(p);
+        return NULL;
+}
 
 static uint64_t mono_ns(void) {
         struct timespec ts;
@@ -730,36 +737,58 @@ static int sweep(unwinder *u) {
         return 0;
 }
 
-/* Every process running when profd starts, by its start in clock ticks
- * until its first event gives the exact one. */
-static int scan_all(unwinder *u) {
+/* Lists every process running when profd starts, to be loaded a few at a
+ * time between requests (a new process's request never waits for the whole
+ * host). */
+static int scan_list(unwinder *u) {
         DIR *d = opendir(u->proc_root);
         struct dirent *de;
-        void *v;
-        int r = 0;
+        size_t cap = 0;
 
         if (!d) {
                 log_warning_errno(negative_errno(), "Failed to list %s, ignoring: %m", u->proc_root);
                 return 0;
         }
-        while (r >= 0 && (de = readdir(d))) {
-                uint64_t pid, ticks;
-                bool stop;
+        while ((de = readdir(d))) {
+                uint64_t pid;
 
                 if (parse_uint_strict(de->d_name, UINT32_MAX, &pid) < 0 || pid == 0)
                         continue;
-                if (proc_start_ticks(u, (uint32_t) pid, &ticks) < 0)
-                        continue;
-                pthread_mutex_lock(&u->lock);
-                stop = u->stop;
-                pthread_mutex_unlock(&u->lock);
-                if (stop)
-                        break;
-                if (hashmap_get(u->procs, UINT64_TO_KEY(pid), &v) == 0)
-                        continue; /* an event was quicker */
-                r = proc_load(u, (uint32_t) pid, ticks, (uint32_t) u->tick_ns);
+                if (u->n_scan == cap) {
+                        uint32_t *a = realloc(u->scan, (cap = cap ? cap * 2 : 256) * sizeof(*a));
+
+                        if (!a) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        u->scan = a;
+                }
+                u->scan[u->n_scan++] = (uint32_t) pid;
         }
         closedir(d);
+        return 0;
+}
+
+/* Loads the next few listed processes, by their start in clock ticks until
+ * their first event gives the exact one. */
+static int scan_some(unwinder *u, size_t max) {
+        void *v;
+        int r = 0;
+
+        for (size_t k = 0; r >= 0 && k < max && u->scan_next < u->n_scan; k++) {
+                uint32_t pid = u->scan[u->scan_next++];
+                uint64_t ticks;
+
+                if (hashmap_get(u->procs, UINT64_TO_KEY(pid), &v) == 0)
+                        continue; /* an event was quicker */
+                if (proc_start_ticks(u, pid, &ticks) < 0)
+                        continue;
+                r = proc_load(u, pid, ticks, (uint32_t) u->tick_ns);
+        }
+        if (u->scan_next >= u->n_scan) {
+                u->scan = mfree_u32(u->scan);
+                u->n_scan = u->scan_next = 0;
+        }
         return r;
 }
 
@@ -847,7 +876,8 @@ static void *worker(void *userdata) {
                 uint64_t now = mono_ns();
 
                 pthread_mutex_lock(&u->lock);
-                if (scanned && !u->stop && u->n_queue == 0 && u->n_builds == 0 && now < u->next_sweep_ns) {
+                if (scanned && !u->stop && u->n_queue == 0 && u->n_builds == 0 && u->n_scan == 0 &&
+                    now < u->next_sweep_ns) {
                         struct timespec until;
                         uint64_t wait_ns = u->next_sweep_ns - now;
 
@@ -873,11 +903,12 @@ static void *worker(void *userdata) {
                         r = handle_request(u, &q[i]);
                 free(q);
                 if (r >= 0 && !scanned) {
-                        /* after the first events: those are the processes
-                         * being sampled right now */
-                        r = scan_all(u);
+                        r = scan_list(u);
                         scanned = true;
                 }
+                /* a few at a time: requests of new processes go first */
+                if (r >= 0 && u->n_scan > 0)
+                        r = scan_some(u, 2);
                 /* one large table at a time, requests in between */
                 if (r >= 0 && u->n_builds > 0)
                         r = build_next(u);
@@ -959,6 +990,7 @@ unwinder *unwinder_free(unwinder *u) {
         }
         /* the queue's references: the files are freed with the cache */
         free(u->builds);
+        free(u->scan);
         ufile_free(u->vdso);
         if (u->vdso_elf)
                 elf_end(u->vdso_elf);

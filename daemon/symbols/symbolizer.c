@@ -232,21 +232,6 @@ struct string_arena {
         size_t allocated;
 };
 
-static int grow_array(void **array, size_t *allocated, size_t need, size_t elem_size) {
-        size_t n;
-        void *p;
-
-        if (need <= *allocated)
-                return 0;
-        n = MAX(need, MAX(*allocated * 2, (size_t) 16));
-        p = reallocarray(*array, n, elem_size);
-        if (!p)
-                return -ENOMEM;
-        *array = p;
-        *allocated = n;
-        return 0;
-}
-
 /* Returns 0 and the offset of the copy, or -ENOMEM. */
 static int string_arena_add(struct string_arena *a, const char *s, size_t n, size_t *ret_off) {
         size_t need;
@@ -259,7 +244,7 @@ static int string_arena_add(struct string_arena *a, const char *s, size_t n, siz
                 size_t allocated = a->allocated;
                 void *buf = a->buf;
 
-                r = grow_array(&buf, &allocated, need, 1);
+                r = array_grow(&buf, &allocated, need, 1);
                 if (r < 0)
                         return r;
                 a->buf = buf;
@@ -576,7 +561,7 @@ static int elf_read_segments(Elf *e, sym_file *f) {
 
                 if (!gelf_getphdr(e, (int) i, &phdr) || phdr.p_type != PT_LOAD || phdr.p_filesz == 0)
                         continue;
-                r = grow_array((void **) &f->segments, &allocated, f->n_segments + 1, sizeof(*f->segments));
+                r = array_grow((void **) &f->segments, &allocated, f->n_segments + 1, sizeof(*f->segments));
                 if (r < 0)
                         return r;
                 f->segments[f->n_segments++] = (struct load_segment) {
@@ -685,7 +670,7 @@ static int symtab_collect(Elf *e, Elf_Scn *scn, const GElf_Shdr *shdr,
                 if (!name || !name[0])
                         continue;
 
-                r = grow_array((void **) syms, allocated, *n_syms + 1, sizeof(**syms));
+                r = array_grow((void **) syms, allocated, *n_syms + 1, sizeof(**syms));
                 if (r < 0)
                         return r;
                 (*syms)[(*n_syms)++] = (struct raw_sym) {
@@ -1091,7 +1076,7 @@ static int symbolizer_index_stat(symbolizer *s, const struct file_key *key, sym_
         _cleanup_free_ struct file_key *copy = NULL;
         int r;
 
-        r = grow_array((void **) &f->keys, &f->n_keys_allocated, f->n_keys + 1, sizeof(*f->keys));
+        r = array_grow((void **) &f->keys, &f->n_keys_allocated, f->n_keys + 1, sizeof(*f->keys));
         if (r < 0)
                 return r;
         copy = malloc(sizeof(*copy));
@@ -1229,7 +1214,7 @@ int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *ro
                 (f->build_id ? strlen(f->build_id) + 1 + HASH_ENTRY_BYTES : 0) +
                 (f->debug_path ? strlen(f->debug_path) + 1 : 0);
 
-        r = grow_array((void **) &s->files, &s->n_files_allocated, s->n_files + 1, sizeof(*s->files));
+        r = array_grow((void **) &s->files, &s->n_files_allocated, s->n_files + 1, sizeof(*s->files));
         if (r < 0)
                 return r;
         if (f->build_id) {
@@ -1406,7 +1391,7 @@ static int cu_ranges_add_unlisted(Dwarf *dwarf, const Dwarf_Off *listed, size_t 
 
                         if (start >= end)
                                 continue;
-                        r = grow_array((void **) ranges, allocated, *n_ranges + 1, sizeof(**ranges));
+                        r = array_grow((void **) ranges, allocated, *n_ranges + 1, sizeof(**ranges));
                         if (r < 0)
                                 return r;
                         (*ranges)[(*n_ranges)++] = (struct cu_range) { start, end, off };
@@ -1458,7 +1443,7 @@ static int sym_file_read_cu_runs(sym_file *f) {
         for (size_t i = 0; i < n_ranges; i++) {
                 if (f->n_cu_runs > 0 && f->cu_runs[f->n_cu_runs - 1].cu_offset == ranges[i].cu_offset)
                         continue;
-                r = grow_array((void **) &f->cu_runs, &runs_allocated, f->n_cu_runs + 1, sizeof(*f->cu_runs));
+                r = array_grow((void **) &f->cu_runs, &runs_allocated, f->n_cu_runs + 1, sizeof(*f->cu_runs));
                 if (r < 0)
                         return r;
                 f->cu_runs[f->n_cu_runs++] = (struct cu_run) {
@@ -1660,7 +1645,7 @@ static int frame_list_push(sym_file *f, struct frame_list *l, const char *raw, c
         function = sym_file_demangle(f, raw);
         if (!function)
                 return -ENOMEM;
-        r = grow_array((void **) &l->frames, &l->allocated, l->n_frames + 1, sizeof(*l->frames));
+        r = array_grow((void **) &l->frames, &l->allocated, l->n_frames + 1, sizeof(*l->frames));
         if (r < 0)
                 return r;
         l->frames[l->n_frames++] = (struct sym_frame) {
@@ -1732,7 +1717,7 @@ static int cu_scopes_walk(struct cu_scopes *c, Dwarf_Die *parent_die, uint32_t p
                 while ((off = dwarf_ranges(&child, off, &base, &start, &end)) > 0) {
                         if (start >= end)
                                 continue;
-                        r = grow_array((void **) &c->ranges, &c->ranges_allocated, c->n_ranges + 1,
+                        r = array_grow((void **) &c->ranges, &c->ranges_allocated, c->n_ranges + 1,
                                        sizeof(*c->ranges));
                         if (r < 0)
                                 return r;
@@ -1741,7 +1726,7 @@ static int cu_scopes_walk(struct cu_scopes *c, Dwarf_Die *parent_die, uint32_t p
                 if (c->n_ranges == first_range || c->n_nodes >= NO_NODE || c->n_ranges >= NO_NODE)
                         continue;
 
-                r = grow_array((void **) &c->nodes, &c->nodes_allocated, c->n_nodes + 1, sizeof(*c->nodes));
+                r = array_grow((void **) &c->nodes, &c->nodes_allocated, c->n_nodes + 1, sizeof(*c->nodes));
                 if (r < 0)
                         return r;
                 idx = (uint32_t) c->n_nodes++;
@@ -2253,7 +2238,7 @@ int symbolizer_load_kallsyms(symbolizer *s, const char *path) {
                         }
                 }
 
-                r = grow_array((void **) &syms, &allocated, n_syms + 1, sizeof(*syms));
+                r = array_grow((void **) &syms, &allocated, n_syms + 1, sizeof(*syms));
                 if (r < 0)
                         return r;
                 syms[n_syms++] = (struct kernel_sym) {

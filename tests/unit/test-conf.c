@@ -99,7 +99,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 22);
+        CHECK_INT_EQ(n, 23);
 }
 
 static void test_defaults(void) {
@@ -110,6 +110,7 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.retention_1m_ns, 7 * 86400 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.retention_ns, 14 * 86400 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.max_store_size, 1ULL << 30);
+        CHECK_INT_EQ(c.unwind_memory, 32ULL << 20);
         CHECK(c.debug_dirs && c.debug_dirs[0] && !c.debug_dirs[1]);
         CHECK_STR_EQ(c.debug_dirs[0], "/usr/lib/debug");
         CHECK(conf_check(&c, NULL) == 0);
@@ -192,7 +193,27 @@ static void test_none_values(void) {
         free(e);
 }
 
+static void test_unwind_memory(void) {
+        char *error = NULL;
+        struct conf c;
+
+        CHECK(conf_init(&c) == 0);
+        CHECK_INT_EQ(conf_set(&c, "unwind_memory", "16M", &error), 0);
+        CHECK_INT_EQ(c.unwind_memory, 16ULL << 20);
+        CHECK_INT_EQ(conf_set(&c, "unwind_memory", "64K", &error), 0);
+        CHECK_INT_EQ(c.unwind_memory, 64ULL << 10);
+        /* below libc's table, above what a 32-bit row index reaches */
+        CHECK_INT_EQ(conf_set(&c, "unwind_memory", "32K", &error), -EINVAL);
+        free(error);
+        error = NULL;
+        CHECK_INT_EQ(conf_set(&c, "unwind_memory", "5G", &error), -EINVAL);
+        free(error);
+        CHECK_INT_EQ(c.unwind_memory, 64ULL << 10);
+        conf_done(&c);
+}
+
 int main(void) {
+        test_unwind_memory();
         test_defaults();
         test_every_key_sets_its_field();
         test_every_listed_key_is_known();

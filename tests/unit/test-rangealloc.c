@@ -128,6 +128,18 @@ static void test_bad_release(void) {
         rangealloc_reclaim(a, 1);
         CHECK_INT_EQ(rangealloc_used(a), 10);
 
+        /* released twice: the second is ignored, the slots are not counted twice */
+        rangealloc_release(a, 0, 4, 0);
+        rangealloc_release(a, 2, 4, 0);
+        rangealloc_reclaim(a, 1);
+        CHECK_INT_EQ(rangealloc_used(a), 6);
+        rangealloc_release(a, 0, 4, 2);
+        rangealloc_reclaim(a, 3);
+        CHECK_INT_EQ(rangealloc_used(a), 6);
+        CHECK_INT_EQ(rangealloc_alloc(a, 4, &x), 0);
+        CHECK_INT_EQ(x, 0);
+        CHECK_INT_EQ(rangealloc_alloc(a, 1, &x), -ENOSPC);
+
         _cleanup_(rangealloc_freep) rangealloc *empty = rangealloc_new(0, 0);
         CHECK(empty);
         CHECK_INT_EQ(rangealloc_alloc(empty, 1, &x), -ENOSPC);

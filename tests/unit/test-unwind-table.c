@@ -6,7 +6,7 @@
  * named fixture functions get the kind their CFI form calls for; mapping
  * biases agree with the dynamic linker's load bases.
  *
- * usage: test-unwind-table READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z NOCFI HIGH */
+ * usage: test-unwind-table READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z FORMS_DEBUGFRAME NOCFI EMPTY HIGH HUGE_REGISTER */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -525,6 +526,34 @@ static const struct profd_unwind_row *row_at(const struct unwind_table *t, Elf *
         return unwind_table_lookup(t, symbol(e, name, NULL) + off);
 }
 
+/* The kinds of the rows covering every address of the function, as a bit
+ * mask (1 << kind); no row counts as bit 31. */
+static unsigned kinds_in(const struct unwind_table *t, Elf *e, const char *function) {
+        uint64_t size, f = symbol(e, function, &size);
+        unsigned kinds = 0;
+
+        for (uint64_t pc = f; pc < f + size; pc++) {
+                const struct profd_unwind_row *r = unwind_table_lookup(t, pc);
+
+                kinds |= r ? 1u << r->kind : 1u << 31;
+        }
+        return kinds;
+}
+
+/* Whether some address of the function gets the frame-pointer rule: CFA =
+ * rbp + 16, the caller's rbp at CFA - 16. */
+static bool has_frame_pointer_rule(const struct unwind_table *t, Elf *e, const char *function) {
+        uint64_t size, f = symbol(e, function, &size);
+
+        for (uint64_t pc = f; pc < f + size; pc++) {
+                const struct profd_unwind_row *r = unwind_table_lookup(t, pc);
+
+                if (r && r->kind == PROFD_UNWIND_CFA_FP && r->cfa_off == 16 && r->rbp_off == -2)
+                        return true;
+        }
+        return false;
+}
+
 #define CHECK_ROW(row, k, cfa, rbp)                                                         \
         do {                                                                                \
                 const struct profd_unwind_row *_r = (row);                                  \
@@ -535,16 +564,6 @@ static const struct profd_unwind_row *row_at(const struct unwind_table *t, Elf *
                         CHECK_INT_EQ(_r->rbp_off, rbp);                                     \
                 }                                                                           \
         } while (0)
-
-/* Builds a fixture's table and compares it with readelf. */
-static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *t, struct oracle_stats *stats) {
-        Elf *e = elf_open(path);
-
-        CHECK_INT_EQ(unwind_table_build(e, t), 0);
-        CHECK(t->n > 0);
-        check_against_readelf(path, t, stats);
-        *ret_elf = e;
-}
 
 /* Rows are sorted, strictly increasing, with no two equal neighbours, and
  * by_kind adds up. */
@@ -567,6 +586,17 @@ static void check_table_shape(const char *path, const struct unwind_table *t) {
         CHECK(t->n == 0 || t->rows[t->n - 1].kind == PROFD_UNWIND_GAP);
 }
 
+/* Builds a fixture's table, checks its shape and compares it with readelf. */
+static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *t, struct oracle_stats *stats) {
+        Elf *e = elf_open(path);
+
+        CHECK_INT_EQ(unwind_table_build(e, t), 0);
+        CHECK(t->n > 0);
+        check_table_shape(path, t);
+        check_against_readelf(path, t, stats);
+        *ret_elf = e;
+}
+
 /* The executable's PLT: its stubs get the PLT row readelf's expression
  * calls for, and its first bytes (the lazy-binding stub PLT0) rsp rows. */
 static void test_plt(const char *path, Elf *e, const struct unwind_table *t, const struct oracle_stats *stats) {
@@ -584,17 +614,10 @@ static void test_nofp(const char *path) {
         _cleanup_(elf_endp) Elf *e = NULL;
         struct unwind_table t;
         struct oracle_stats stats;
-        uint64_t size, phase;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
         /* no frame pointer anywhere in phase(): every row CFA = rsp + N */
-        phase = symbol(e, "phase", &size);
-        for (uint64_t pc = phase; pc < phase + size; pc++) {
-                const struct profd_unwind_row *r = unwind_table_lookup(&t, pc);
-
-                CHECK(r && r->kind == PROFD_UNWIND_CFA_SP && r->rbp_off == 0);
-        }
+        CHECK_INT_EQ(kinds_in(&t, e, "phase"), 1u << PROFD_UNWIND_CFA_SP);
         CHECK_ROW(row_at(&t, e, "phase", 0), PROFD_UNWIND_CFA_SP, 8, 0);
         /* the VLA needs rbp as frame pointer even here */
         CHECK(t.by_kind[PROFD_UNWIND_CFA_FP] > 0);
@@ -612,24 +635,47 @@ static void test_fp(const char *path) {
         _cleanup_(elf_endp) Elf *e = NULL;
         struct unwind_table t;
         struct oracle_stats stats;
-        uint64_t size, phase;
-        bool fp_rule = false;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
         /* push rbp; mov rbp, rsp: then CFA = rbp + 16, rbp saved at CFA - 16 */
         CHECK_ROW(row_at(&t, e, "phase", 0), PROFD_UNWIND_CFA_SP, 8, 0);
         CHECK_ROW(row_at(&t, e, "phase", 1), PROFD_UNWIND_CFA_SP, 16, -2);
-        phase = symbol(e, "phase", &size);
-        for (uint64_t pc = phase; pc < phase + size; pc++) {
-                const struct profd_unwind_row *r = unwind_table_lookup(&t, pc);
-
-                fp_rule |= r && r->kind == PROFD_UNWIND_CFA_FP && r->cfa_off == 16 && r->rbp_off == -2;
-        }
-        CHECK(fp_rule);
+        CHECK(has_frame_pointer_rule(&t, e, "phase"));
         CHECK_ROW(row_at(&t, e, "_start", 0), PROFD_UNWIND_END, 0, 0);
         test_plt(path, e, &t, &stats);
         unwind_table_done(&t);
+}
+
+/* The hand-written forms of forms.S, by function name. */
+static void check_forms(const struct unwind_table *t, Elf *e) {
+        uint64_t size, f;
+
+        /* the row at +0 is the CIE's: CFA = rsp + 8 */
+        CHECK_ROW(row_at(t, e, "form_cfa_r10", 0), PROFD_UNWIND_CFA_SP, 8, 0);
+        CHECK_ROW(row_at(t, e, "form_cfa_r10", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_cfa_deref", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_ra_offset", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_cfa_max", 1), PROFD_UNWIND_CFA_SP, 65535, 0);
+        CHECK_ROW(row_at(t, e, "form_cfa_too_big", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_expression", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_far", 1), PROFD_UNWIND_CFA_SP, 1040, -128);
+        CHECK_ROW(row_at(t, e, "form_rbp_too_far", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_register", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_val_offset", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_rbp_same", 1), PROFD_UNWIND_CFA_SP, 8, 0);
+        CHECK_ROW(row_at(t, e, "form_rsp_saved", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_end", 1), PROFD_UNWIND_END, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_signal", 0), PROFD_UNWIND_SIGNAL, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_signal", 2), PROFD_UNWIND_SIGNAL, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_plt10", 1), PROFD_UNWIND_PLT, 10, 0);
+        CHECK_ROW(row_at(t, e, "form_plt_minus", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
+        /* no CFI: the previous FDE's rule must not reach it */
+        CHECK_ROW(row_at(t, e, "form_no_cfi", 0), PROFD_UNWIND_GAP, 0, 0);
+        CHECK_ROW(row_at(t, e, "form_no_cfi", 2), PROFD_UNWIND_GAP, 0, 0);
+        /* remember/restore: the restored rule after the early return */
+        f = symbol(e, "form_remember", &size);
+        CHECK_ROW(unwind_table_lookup(t, f + size - 3), PROFD_UNWIND_CFA_SP, 16, 0);
+        CHECK_ROW(unwind_table_lookup(t, f + size - 1), PROFD_UNWIND_CFA_SP, 8, 0);
 }
 
 /* gcc realigns after setting up rbp, so the CFA stays rbp + 16; the
@@ -638,47 +684,28 @@ static void test_realign_and_forms(const char *path) {
         _cleanup_(elf_endp) Elf *e = NULL;
         struct unwind_table t;
         struct oracle_stats stats;
-        uint64_t size, f;
-        bool fp_rule = false;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
-        f = symbol(e, "realigned", &size);
-        for (uint64_t pc = f; pc < f + size; pc++) {
-                const struct profd_unwind_row *r = unwind_table_lookup(&t, pc);
+        CHECK_INT_EQ(kinds_in(&t, e, "realigned"), 1u << PROFD_UNWIND_CFA_SP | 1u << PROFD_UNWIND_CFA_FP);
+        CHECK(has_frame_pointer_rule(&t, e, "realigned"));
 
-                CHECK(r && (r->kind == PROFD_UNWIND_CFA_SP || r->kind == PROFD_UNWIND_CFA_FP));
-                fp_rule |= r && r->kind == PROFD_UNWIND_CFA_FP && r->cfa_off == 16 && r->rbp_off == -2;
-        }
-        CHECK(fp_rule);
-
-        /* the row at +0 is the CIE's: CFA = rsp + 8 */
-        CHECK_ROW(row_at(&t, e, "form_cfa_r10", 0), PROFD_UNWIND_CFA_SP, 8, 0);
-        CHECK_ROW(row_at(&t, e, "form_cfa_r10", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_cfa_deref", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_ra_offset", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_cfa_max", 1), PROFD_UNWIND_CFA_SP, 65535, 0);
-        CHECK_ROW(row_at(&t, e, "form_cfa_too_big", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_expression", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_far", 1), PROFD_UNWIND_CFA_SP, 1040, -128);
-        CHECK_ROW(row_at(&t, e, "form_rbp_too_far", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_register", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_val_offset", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_rbp_same", 1), PROFD_UNWIND_CFA_SP, 8, 0);
-        CHECK_ROW(row_at(&t, e, "form_rsp_saved", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_end", 1), PROFD_UNWIND_END, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_signal", 0), PROFD_UNWIND_SIGNAL, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_signal", 2), PROFD_UNWIND_SIGNAL, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_plt10", 1), PROFD_UNWIND_PLT, 10, 0);
-        CHECK_ROW(row_at(&t, e, "form_plt_minus", 1), PROFD_UNWIND_UNSUPPORTED, 0, 0);
-        /* no CFI: the previous FDE's rule must not reach it */
-        CHECK_ROW(row_at(&t, e, "form_no_cfi", 0), PROFD_UNWIND_GAP, 0, 0);
-        CHECK_ROW(row_at(&t, e, "form_no_cfi", 2), PROFD_UNWIND_GAP, 0, 0);
-        /* remember/restore: the restored rule after the early return */
-        f = symbol(e, "form_remember", &size);
-        CHECK_ROW(unwind_table_lookup(&t, f + size - 3), PROFD_UNWIND_CFA_SP, 16, 0);
-        CHECK_ROW(unwind_table_lookup(&t, f + size - 1), PROFD_UNWIND_CFA_SP, 8, 0);
+        check_forms(&t, e);
         CHECK(stats.by_kind[PROFD_UNWIND_PLT] >= 2); /* the executable's stubs and form_plt10 */
+        unwind_table_done(&t);
+}
+
+/* forms.S with its CFI in .debug_frame: the same kinds, "S" (no 'z') for
+ * the signal frame's CIE. */
+static void test_forms_debug_frame(const char *path) {
+        _cleanup_(elf_endp) Elf *e = NULL;
+        struct unwind_table t;
+        struct oracle_stats stats;
+        uint64_t size;
+
+        build_checked(path, &e, &t, &stats);
+        CHECK(section_addr(e, ".eh_frame", &size) == 0 || size == 0);
+        check_forms(&t, e);
+        CHECK_INT_EQ(stats.skipped, 0);
         unwind_table_done(&t);
 }
 
@@ -691,7 +718,6 @@ static void test_debug_frame(const char *path, const char *compressed) {
         uint64_t size;
 
         build_checked(path, &e, &t, &stats);
-        check_table_shape(path, &t);
         CHECK(section_addr(e, ".eh_frame", &size) == 0);
         CHECK_ROW(row_at(&t, e, "phase", 0), PROFD_UNWIND_CFA_SP, 8, 0);
         CHECK(stats.rows >= 5);
@@ -723,6 +749,16 @@ static void test_high(const char *path) {
         struct unwind_table t;
 
         CHECK_INT_EQ(unwind_table_build(e, &t), -E2BIG);
+        CHECK(t.rows == NULL && t.n == 0);
+}
+
+/* A CFI program naming register 2^30 - 1: refused before libdw runs it
+ * (it would allocate a 16 GiB frame state). */
+static void test_huge_register(const char *path) {
+        _cleanup_(elf_endp) Elf *e = elf_open(path);
+        struct unwind_table t;
+
+        CHECK_INT_EQ(unwind_table_build(e, &t), -EINVAL);
         CHECK(t.rows == NULL && t.n == 0);
 }
 
@@ -845,7 +881,6 @@ static void test_system(const char *suffix, bool expect_plt, bool expect_signal)
                 return;
         }
         build_checked(m[0].path, &e, &t, &stats);
-        check_table_shape(m[0].path, &t);
         fprintf(stderr, "%s: %zu FDEs, %zu rows (GAP %zu, CFA_SP %zu, CFA_FP %zu, PLT %zu, END %zu, SIGNAL %zu, "
                         "UNSUPPORTED %zu); %zu readelf rows compared, %zu FDE ends checked, %zu skipped\n",
                 m[0].path, t.fdes, t.n, t.by_kind[0], t.by_kind[1], t.by_kind[2], t.by_kind[3], t.by_kind[4],
@@ -862,9 +897,50 @@ static void test_system(const char *suffix, bool expect_plt, bool expect_signal)
         unwind_table_done(&t);
 }
 
+/* The vDSO, as the daemon reads it: its own copy, from memory
+ * (getauxval(AT_SYSINFO_EHDR)). Compared with readelf on a copy in a file;
+ * its bias is where the kernel mapped it. */
+static void test_vdso(void) {
+        const ElfW(Ehdr) *image = (const ElfW(Ehdr) *) getauxval(AT_SYSINFO_EHDR);
+        char path[] = "/tmp/test-unwind-vdso-XXXXXX";
+        _cleanup_(elf_endp) Elf *e = NULL;
+        struct unwind_table t;
+        struct oracle_stats stats;
+        struct mapping m[1];
+        size_t size;
+        uint64_t bias = 0;
+        int fd;
+
+        CHECK(image != NULL);
+        if (!image)
+                return;
+        /* the section headers come last in the vDSO image */
+        size = image->e_shoff + (size_t) image->e_shnum * image->e_shentsize;
+        e = elf_memory((char *) image, size);
+        CHECK(e != NULL);
+        if (!e)
+                return;
+        CHECK_INT_EQ(unwind_table_build(e, &t), 0);
+        check_table_shape("[vdso]", &t);
+        fd = mkstemp(path);
+        CHECK(fd >= 0);
+        if (fd >= 0) {
+                CHECK(write(fd, image, size) == (ssize_t) size);
+                close(fd);
+                check_against_readelf(path, &t, &stats);
+                unlink(path);
+                CHECK(stats.rows >= 7);
+                fprintf(stderr, "[vdso]: %zu FDEs, %zu rows; %zu readelf rows compared\n", t.fdes, t.n, stats.rows);
+        }
+        CHECK_INT_EQ(self_mappings("[vdso]", m, 1), 1);
+        CHECK_INT_EQ(unwind_mapping_bias(e, m[0].start, m[0].offset, &bias), 0);
+        CHECK_INT_EQ(bias, (uint64_t) image);
+        unwind_table_done(&t);
+}
+
 int main(int argc, char **argv) {
-        if (argc != 9) {
-                fprintf(stderr, "usage: %s READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z NOCFI HIGH\n", argv[0]);
+        if (argc != 12) {
+                fprintf(stderr, "usage: %s READELF NOFP FP REALIGN DEBUGFRAME DEBUGFRAME_Z FORMS_DEBUGFRAME NOCFI EMPTY HIGH HUGE_REGISTER\n", argv[0]);
                 return 2;
         }
         if (elf_version(EV_CURRENT) == EV_NONE)
@@ -875,12 +951,16 @@ int main(int argc, char **argv) {
         test_fp(argv[3]);
         test_realign_and_forms(argv[4]);
         test_debug_frame(argv[5], argv[6]);
-        test_no_cfi(argv[7]);
-        test_high(argv[8]);
+        test_forms_debug_frame(argv[7]);
+        test_no_cfi(argv[8]);
+        test_no_cfi(argv[9]);
+        test_high(argv[10]);
+        test_huge_register(argv[11]);
 
         test_system("/libc.so.6", true, true);
         test_system("/ld-linux-x86-64.so.2", false, false);
         test_bias("/libc.so.6", "getpid");
         test_bias("/ld-linux-x86-64.so.2", "__tls_get_addr");
+        test_vdso();
         TESTS_DONE();
 }

@@ -2,7 +2,11 @@
  * unwind table must classify, written with explicit CFI directives so the
  * forms do not depend on what a compiler chooses. The functions are never
  * called. In each, the rule under test starts at the function's address + 1
- * (after a one-byte nop) and holds to its end. */
+ * (after a one-byte nop) and holds to its end. With -DDEBUG_FRAME_ONLY
+ * the CFI goes to .debug_frame instead of .eh_frame. */
+#ifdef DEBUG_FRAME_ONLY
+        .cfi_sections .debug_frame
+#endif
         .text
 
 /* DEFUN name: starts the function and its FDE, then a one-byte nop. */
@@ -139,5 +143,13 @@ DEFUN form_remember
         pop %rbx
         .cfi_def_cfa_offset 8
 ENDFUN form_remember
+
+#ifdef HUGE_REGISTER
+/* DW_CFA_undefined for register 2^30 - 1: libdw would allocate a frame
+ * state for 2^30 registers (16 GiB). The whole file must be refused. */
+DEFUN form_huge_register
+        .cfi_escape 0x07, 0xff, 0xff, 0xff, 0xff, 0x03
+ENDFUN form_huge_register
+#endif
 
         .section .note.GNU-stack, "", @progbits

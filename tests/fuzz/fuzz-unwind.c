@@ -1,0 +1,77 @@
+/* libFuzzer target: call-frame information as the unwind-table builder
+ * meets it in files of processes it does not control (.eh_frame and
+ * .debug_frame, CIE augmentations, pointer encodings, CFI programs), and
+ * mapping biases from their program headers. The table must come out
+ * sorted, merged and consistent with its own lookup, or not at all. */
+#include <errno.h>
+#include <gelf.h>
+
+#include "fuzz.h"
+#include "macro.h"
+#include "unwind-table.h"
+
+static void check_table(const struct unwind_table *t) {
+        size_t sum = 0;
+
+        FUZZ_CHECK(t->n > 0 && t->rows);
+        FUZZ_CHECK(t->fdes > 0);
+        for (size_t i = 0; i < t->n; i++) {
+                const struct profd_unwind_row *r = &t->rows[i];
+
+                FUZZ_CHECK(r->kind <= PROFD_UNWIND_UNSUPPORTED);
+                if (r->kind == PROFD_UNWIND_PLT)
+                        FUZZ_CHECK(r->cfa_off <= 15);
+                if (r->kind != PROFD_UNWIND_CFA_SP && r->kind != PROFD_UNWIND_CFA_FP && r->kind != PROFD_UNWIND_PLT)
+                        FUZZ_CHECK(r->cfa_off == 0 && r->rbp_off == 0);
+                if (i > 0) {
+                        const struct profd_unwind_row *p = &t->rows[i - 1];
+
+                        FUZZ_CHECK(p->pc < r->pc);
+                        FUZZ_CHECK(p->kind != r->kind || p->cfa_off != r->cfa_off || p->rbp_off != r->rbp_off);
+                }
+                FUZZ_CHECK(unwind_table_lookup(t, r->pc) == r);
+                if (r->pc > 0)
+                        FUZZ_CHECK(unwind_table_lookup(t, r->pc - 1) == (i > 0 ? r - 1 : NULL));
+        }
+        /* the last FDE's end: nothing after it is covered */
+        FUZZ_CHECK(t->rows[t->n - 1].kind == PROFD_UNWIND_GAP);
+        FUZZ_CHECK(unwind_table_lookup(t, UINT64_MAX) == &t->rows[t->n - 1]);
+        for (size_t k = 0; k <= PROFD_UNWIND_UNSUPPORTED; k++)
+                sum += t->by_kind[k];
+        FUZZ_CHECK(sum == t->n);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        /* libelf may write into the image (decompressing .debug_frame) */
+        _cleanup_free_ char *image = malloc(size ? size : 1);
+        struct unwind_table t = { .n = 1 };
+        Elf *e;
+        int r;
+
+        if (!image)
+                abort();
+        memcpy(image, data, size);
+        if (elf_version(EV_CURRENT) == EV_NONE)
+                abort();
+        e = elf_memory(image, size);
+        if (!e)
+                return 0;
+
+        r = unwind_table_build(e, &t);
+        FUZZ_CHECK(r == 0 || r == -ENODATA || r == -E2BIG || r == -EINVAL || r == -ENOMEM);
+        if (r == 0)
+                check_table(&t);
+        else
+                FUZZ_CHECK(t.rows == NULL && t.n == 0);
+        unwind_table_done(&t);
+        FUZZ_CHECK(t.rows == NULL && t.n == 0);
+
+        for (uint64_t off = 0; off < 0x4000; off += 0x1000) {
+                uint64_t bias;
+
+                r = unwind_mapping_bias(e, 0x7f0000000000, off, &bias);
+                FUZZ_CHECK(r == 0 || r == -ENOENT);
+        }
+        elf_end(e);
+        return 0;
+}
