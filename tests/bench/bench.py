@@ -968,7 +968,7 @@ def unwind_settled(args, sock, timeout=30, quiet=2.0):
 def unwind_kernel_maps(pid):
     maps = json.loads(sh(["bpftool", "map", "show", "-j"], check=True).stdout)
     mine = owned_maps(pid)
-    return {m["name"]: {k: m.get(k) for k in ("bytes_memlock", "max_entries", "value_size", "type")}
+    return {m["name"]: {k: m.get(k) for k in ("bytes_memlock", "max_entries", "bytes_value", "type")}
             for m in maps if m["id"] in mine and m.get("name") in UNWIND_MAPS}
 
 
@@ -1063,13 +1063,17 @@ def render_unwind(r):
              f"every process on the host ({h.get('processes', '?')} in /proc) were built:", "",
              "| map | type | entries | value bytes | kernel bytes |", "| --- | --- | --- | --- | --- |"]
     for n, m in sorted(h.get("maps", {}).items()):
-        lines.append(f"| {n} | {m.get('type')} | {m.get('max_entries')} | {m.get('value_size')} | "
+        lines.append(f"| {n} | {m.get('type')} | {m.get('max_entries')} | {m.get('bytes_value')} | "
                      f"{m.get('bytes_memlock')} |")
     lines += ["", f"`unwind` status: `{json.dumps(h.get('unwind'), sort_keys=True)}`", "",
-              "Growth: one more Debian binary started (blocked reading its stdin) at a time:", "",
-              "| + binary | unwind status |", "| --- | --- |"]
+              "Growth: one more Debian binary started (blocked reading its stdin) at a time; the "
+              "host's other processes come and go meanwhile (processes, files):", "",
+              "| + binary | processes | files with a table | rows used | kernel bytes of rows and mappings | "
+              "tables built, total build ms |", "| --- | --- | --- | --- | --- | --- |"]
     for g in r.get("growth", []):
-        lines.append(f"| {g['binary']} | `{json.dumps(g['unwind'], sort_keys=True)}` |")
+        u = g["unwind"] or {}
+        lines.append(f"| {g['binary']} | {u.get('processes')} | {u.get('files')} | {u.get('rows_used')} | "
+                     f"{u.get('kernel_bytes')} | {u.get('tables_built')}, {u.get('build_ms')} |")
     pr, pf = r.get("profd", {}), r.get("perf_dwarf", {})
     if pr:
         lines += ["", f"`unwind_cpu_nofp` (-O2 -fomit-frame-pointer, main;run;phase;leaf), {pr['seconds']} s:", "",
