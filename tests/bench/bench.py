@@ -43,7 +43,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 # in the order --all runs them: the longest (daemon) last
-SUITES = ("cost", "bpf", "accuracy", "answers", "daemon")
+SUITES = ("cost", "bpf", "accuracy", "unwind", "answers", "daemon")
 # bcc compiles its programs against kernel headers; this kernel ships none, and
 # Debian splits its headers into an arch part and a common part that bcc wants
 # in one tree: it is merged (as symlinks) into a temporary directory.
@@ -483,8 +483,11 @@ def per_sample(progs):
 
 
 def per_switch(progs):
-    """BPF ns per context switch: all of a profiler's tracing programs over its sched_switch runs."""
-    sw = [p for n, p in progs.items() if "switch" in n]
+    """BPF ns per context switch: all of a profiler's tracing programs (profd's
+    sched_exit_tp program, profd_switch_done, included) over the runs of its
+    sched_switch program (profd_switch, offcputime's sched_switch: the name
+    ends there; profd_switch_done runs at every __schedule, switch or not)."""
+    sw = [p for n, p in progs.items() if n.endswith("switch")]
     if not sw or not sw[0][0]:
         return None
     return sum(p[1] for p in progs.values() if p[2] != "perf_event") / sw[0][0]
@@ -499,7 +502,8 @@ def render_bpf(r):
              "`kernel.bpf_stats_enabled=1` "
              "(run_time_ns and run_cnt from `bpftool prog show -j`, before and after the workload). "
              "Per sample: the perf_event program's time over its runs. Per context switch: the time of "
-             "all of a profiler's scheduler programs (sched_switch and sched_waking) over the runs of its "
+             "all of a profiler's scheduler programs (sched_switch, sched_waking and, for profd, "
+             "sched_exit_tp, where a kept block's user stack is walked) over the runs of its "
              "sched_switch program. % of a core: all of its programs' time over the workload's wall time.",
              "",
              "| configuration | BPF ns per on-CPU sample (stress-ng) | BPF % of a core, stress-ng | "
@@ -913,6 +917,179 @@ def render_answers(r):
     return section("answers", "Answers: query latency and symbolization rate (this run)", lines)
 
 
+# ---------------------------------------------------------------- suite: unwind
+
+# profd's unwind tables in the kernel (bpf/maps.bpf.h); bpftool shows map
+# names cut to 15 characters, these are shorter
+UNWIND_MAPS = ("unwind_rows", "unwind_maps", "unwind_procs")
+# Debian binaries that block reading stdin when started: each a distinct
+# file (and libraries) for the growth of the tables
+BLOCKING_BINARIES = [["/usr/bin/cat"], ["/usr/bin/sort"], ["/usr/bin/xz", "-c"], ["/usr/bin/gzip", "-c"],
+                     ["/usr/bin/bzip2", "-c"], ["/usr/bin/zstd", "-c"], ["/usr/bin/sha256sum"],
+                     ["/usr/bin/perl", "-e", "<STDIN>"], ["/usr/bin/python3", "-c", "import sys; sys.stdin.read()"],
+                     ["/usr/bin/sqlite3"], ["/usr/bin/node", "-e", "process.stdin.resume()"],
+                     ["/usr/bin/gdb", "-q", "-nx"]]
+
+
+def owned_maps(pid):
+    """Ids of the BPF maps process pid holds open."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            for line in open(f"/proc/{pid}/fdinfo/{fd}"):
+                if line.startswith("map_id:"):
+                    ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def profd_status(args, sock):
+    return json.loads(sh([args.profctl, "--socket", sock, "status", "--json"], check=True).stdout)
+
+
+def unwind_settled(args, sock, timeout=30, quiet=2.0):
+    """profd's status once its unwinder built no table for `quiet` seconds
+    (the tables of every process it was asked about are built), or after
+    `timeout` (a busy host starts processes all the time)."""
+    deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        st = profd_status(args, sock)
+        u = (st.get("unwind") or {}).get("tables_built")
+        if u != last:
+            last, since = u, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return st
+        time.sleep(0.25)
+    return st
+
+
+def unwind_kernel_maps(pid):
+    maps = json.loads(sh(["bpftool", "map", "show", "-j"], check=True).stdout)
+    mine = owned_maps(pid)
+    return {m["name"]: {k: m.get(k) for k in ("bytes_memlock", "max_entries", "bytes_value", "type")}
+            for m in maps if m["id"] in mine and m.get("name") in UNWIND_MAPS}
+
+
+def rusage_run(argv, **kw):
+    """Runs argv to its end; (returncode, user+system CPU seconds of it and
+    its children that it waited for)."""
+    p = subprocess.Popen(argv, **kw)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, ru.ru_utime + ru.ru_stime
+
+
+def suite_unwind(args, workdir, results):
+    """profd's unwinder: kernel memory of its tables for every process on the
+    host and how it grows with distinct binaries; the same workload under
+    perf record --call-graph dwarf (bytes per sample, CPU to record and to
+    unwind) and under profd (complete stacks)."""
+    out = {}
+    sock = os.path.join(workdir, "profd.sock")
+    wl = os.path.join(args.build, "tests", "workloads", "unwind_cpu_nofp")
+    secs = 2 if args.quick else args.accuracy_seconds
+
+    p = profilers(args, workdir, ["profd"])[0]
+    p.start(workdir)
+    held = []
+    try:
+        st = unwind_settled(args, sock)
+        out["host"] = {"unwind": st.get("unwind"), "maps": unwind_kernel_maps(p.pid),
+                       "processes": sum(1 for d in os.listdir("/proc") if d.isdigit())}
+        print(f"unwind host: {json.dumps(out['host'])[:400]}", file=sys.stderr)
+        growth = []
+        for argv in BLOCKING_BINARIES[:3] if args.quick else BLOCKING_BINARIES:
+            if not os.path.exists(argv[0]):
+                continue
+            held.append(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL))
+            st = unwind_settled(args, sock, quiet=1.0)
+            growth.append({"binary": os.path.basename(argv[0]), "unwind": st.get("unwind")})
+            print(f"unwind growth +{growth[-1]['binary']}: {json.dumps(growth[-1]['unwind'])[:300]}", file=sys.stderr)
+        out["growth"] = growth
+        out["maps_after"] = unwind_kernel_maps(p.pid)
+
+        # profd on the ground-truth workload (no frame pointers): complete stacks
+        r, w = os.pipe()
+        wp = subprocess.Popen([wl, str(secs)], stdin=r, stdout=subprocess.PIPE, text=True)
+        os.close(r)
+        truth = json.loads(wp.stdout.readline())
+        stacks = profd_query(args, sock, truth["pid"], "cpu")
+        os.close(w)
+        wp.wait()
+        n = sum(x[0] for x in stacks)
+        chains = {("main", "run", "phase_" + c, "leaf_" + c) for c in "abc"}
+        exact = sum(x[0] for x in stacks if "main" in x[1] and tuple(x[1][x[1].index("main"):]) in chains)
+        out["profd"] = {"samples": n, "exact": exact, "seconds": secs}
+    finally:
+        for h in held:
+            h.stdin.close()
+            h.kill()
+            h.wait()
+        p.stop()
+
+    # perf record --call-graph dwarf, attached to the same workload at
+    # profd's default frequency: what it stores and what it costs
+    data = os.path.join(workdir, "perf-dwarf.data")
+    r, w = os.pipe()
+    wp = subprocess.Popen([wl, str(secs)], stdin=r, stdout=subprocess.PIPE, text=True)
+    os.close(r)
+    rc, rec_cpu = rusage_run(["perf", "record", "-q", "-F", "49", "--call-graph", "dwarf", "-o", data,
+                              "-p", str(wp.pid), "--", "sleep", str(secs)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wp.stdout.readline()
+    os.close(w)
+    wp.wait()
+    size = os.path.getsize(data)
+    script = os.path.join(workdir, "perf-dwarf.txt")
+    with open(script, "w") as f:
+        _, unwind_cpu = rusage_run(["perf", "script", "-i", data, "-F", "ip,sym"], stdout=f,
+                                   stderr=subprocess.DEVNULL)
+    blocks = [b for b in open(script).read().split("\n\n") if b.strip()]
+    reach = sum(1 for b in blocks if re.search(r"\smain\b", b))
+    out["perf_dwarf"] = {"bytes": size, "samples": len(blocks), "record_cpu_s": rec_cpu,
+                         "script_cpu_s": unwind_cpu, "reach_main": reach, "seconds": secs,
+                         "command": f"perf record -F 49 --call-graph dwarf -p PID; perf script -F ip,sym"}
+    print(f"unwind perf dwarf: {out['perf_dwarf']}", file=sys.stderr)
+    results["unwind"] = out
+
+
+def render_unwind(r):
+    h = r.get("host", {})
+    lines = ["Kernel memory of profd's unwind tables (`bpftool map show -j`, bytes_memlock of its "
+             "maps) and its `profctl status --json` \"unwind\" object, at defaults, after the tables of "
+             f"every process on the host ({h.get('processes', '?')} in /proc) were built:", "",
+             "| map | type | entries | value bytes | kernel bytes |", "| --- | --- | --- | --- | --- |"]
+    for n, m in sorted(h.get("maps", {}).items()):
+        lines.append(f"| {n} | {m.get('type')} | {m.get('max_entries')} | {m.get('bytes_value')} | "
+                     f"{m.get('bytes_memlock')} |")
+    lines += ["", f"`unwind` status: `{json.dumps(h.get('unwind'), sort_keys=True)}`", "",
+              "Growth: one more Debian binary started (blocked reading its stdin) at a time; the "
+              "host's other processes come and go meanwhile (processes, files):", "",
+              "| + binary | processes | files with a table | rows used | kernel bytes of rows and mappings | "
+              "tables built, total build ms |", "| --- | --- | --- | --- | --- | --- |"]
+    for g in r.get("growth", []):
+        u = g["unwind"] or {}
+        lines.append(f"| {g['binary']} | {u.get('processes')} | {u.get('files')} | {u.get('rows_used')} | "
+                     f"{u.get('kernel_bytes')} | {u.get('tables_built')}, {u.get('build_ms')} |")
+    pr, pf = r.get("profd", {}), r.get("perf_dwarf", {})
+    if pr:
+        lines += ["", f"`unwind_cpu_nofp` (-O2 -fomit-frame-pointer, main;run;phase;leaf), {pr['seconds']} s:", "",
+                  "| tool | samples | stacks reaching main | bytes per sample stored | CPU |",
+                  "| --- | --- | --- | --- | --- |",
+                  f"| profd defaults | {pr['samples']} | {100.0 * pr['exact'] / max(pr['samples'], 1):.1f}% "
+                  "(exact chain) | stacks in kernel maps, deduplicated | BPF time: see the bpf suite |"]
+    if pf:
+        n = max(pf["samples"], 1)
+        lines.append(f"| perf record -F 49 --call-graph dwarf | {pf['samples']} | "
+                     f"{100.0 * pf['reach_main'] / n:.1f}% | {pf['bytes'] / n:.0f} ({pf['bytes']} in all) | "
+                     f"record {pf['record_cpu_s']:.2f} s, unwinding (perf script) {pf['script_cpu_s']:.2f} s "
+                     f"= {1000 * pf['script_cpu_s'] / n:.2f} ms per sample |")
+    return section("unwind", "Unwinder: table memory, and perf --call-graph dwarf on the same workload", lines)
+
+
 # ---------------------------------------------------------------- summary
 
 def render_summary(all_results, meta):
@@ -991,7 +1168,7 @@ def render_summary(all_results, meta):
 
 
 RENDER = {"cost": render_cost, "bpf": render_bpf, "daemon": render_daemon, "accuracy": render_accuracy,
-          "answers": render_answers}
+          "unwind": render_unwind, "answers": render_answers}
 
 
 def main():

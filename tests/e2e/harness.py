@@ -201,3 +201,106 @@ def run_tests(tests):
             failed += 1
             print(f"FAIL - {t.__name__}: {e}", file=sys.stderr)
     sys.exit(1 if failed else 0)
+
+
+# Where a complete user stack starts, named by libc's and ld.so's symbols
+# (libc6-dbg names glibc's static functions) or the program's own: the
+# main thread's stack runs _start -> __libc_start_main ->
+# __libc_start_call_main -> main, another thread's clone3 -> start_thread,
+# and the dynamic loader's, before main, _start -> _dl_start. A walk that
+# reached any of them has passed every frame of the program's own code.
+STACK_START_FRAMES = frozenset((
+    "main", "_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main",
+    "start_thread", "clone3", "__clone3", "clone", "__clone", "_dl_start", "_dl_start_user"))
+
+
+def user_names(frames):
+    """Names of a `query --json` stack's user frames, outermost first (kernel
+    frames, always innermost, dropped)."""
+    return [f["name"] for f in frames if not f["kernel"]]
+
+
+def reaches_start(names):
+    """Does a user stack (outermost first) reach where its thread started?
+    True when any frame is one of STACK_START_FRAMES: an unwinder's walk
+    goes outwards from the innermost frame, so a stack holding one of them
+    was walked through every frame below it."""
+    return any(n in STACK_START_FRAMES for n in names)
+
+
+def folded_stacks(text):
+    """`profctl query --folded` output as (user frames outermost first,
+    weight) pairs; kernel frames (flamegraph's `_[k]` suffix) dropped."""
+    out = []
+    for line in text.splitlines():
+        stack, _, weight = line.rpartition(" ")
+        names = [n for n in stack.split(";") if n and not n.endswith("_[k]")]
+        out.append((names, int(weight)))
+    return out
+
+
+class HeldWorkload:
+    """A workload that prints its truth as one JSON line, then stays alive
+    until its stdin closes (tests/workloads/unwind_workload.h): profd reads
+    the maps of a live process again when its frames fall outside what it
+    read at exec (libraries mapped later), not an exited one's. As a context
+    manager: `with HeldWorkload(argv) as truth:`; leaving closes its stdin
+    and waits for it."""
+
+    def __init__(self, *argv, timeout=120):
+        self.argv = [str(a) for a in argv]
+        self.timeout = timeout
+        self.proc = None
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(self.timeout)
+            raise AssertionError(f"{self.argv[0]} exited {self.proc.returncode} without its truth")
+        return json.loads(line)
+
+    def __exit__(self, *exc):
+        self.proc.stdin.close()
+        self.proc.wait(self.timeout)
+        self.proc.stdout.close()
+        if exc[0] is None and self.proc.returncode != 0:
+            raise AssertionError(f"{self.argv[0]} exited {self.proc.returncode}")
+
+
+def user_processes():
+    """Pids of the processes with user memory (kernel threads have none)."""
+    pids = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/maps") as f:
+                    if f.readline():
+                        pids.append(int(p))
+            except OSError:
+                pass
+    return pids
+
+
+def wait_unwinder_loaded(d, timeout=90, quiet=3.0):
+    """Waits until profd's unwinder has loaded the processes that ran when
+    it started: an entry for most of them (status "unwind" "processes") and
+    no table built for `quiet` seconds ("tables_built"; it builds the big
+    ones last, one at a time). The unwind tests measure the steady state of
+    an always-on daemon, not its first seconds, when a new process waits
+    behind that initial load. Returns the seconds waited; on timeout, says
+    so and returns (the test then sees what there is)."""
+    want = 0.8 * len(user_processes())
+    t0 = time.monotonic()
+    built, since = None, t0
+    while time.monotonic() - t0 < timeout:
+        u = json.loads(d.profctl("status", "--json").stdout).get("unwind") or {}
+        if u.get("tables_built") != built:
+            built, since = u.get("tables_built"), time.monotonic()
+        elif u.get("processes", 0) >= want and time.monotonic() - since >= quiet:
+            waited = time.monotonic() - t0
+            print(f"  (unwinder loaded {u['processes']} processes, {built} tables, in {waited:.1f} s after start)")
+            return waited
+        time.sleep(0.2)
+    print(f"  (unwinder still loading after {timeout} s: {u}; going on)")
+    return timeout

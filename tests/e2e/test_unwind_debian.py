@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""End to end, issue 12 (complete user stacks without frame pointers):
+Debian's own binaries, as installed (no frame pointers, stripped, libc's
+names from libc6-dbg), CPU-bound for 2.5 s of CPU each, two of them
+interpreters.
+For each process, >= 95% of its samples that have a user stack must reach
+where its thread started.
+
+"Reaches" (harness.reaches_start): the stack holds main, _start,
+__libc_start_main, __libc_start_call_main, start_thread or clone3 (or the
+dynamic loader's _dl_start before main). Debian's binaries are stripped, so
+their own main is not named; __libc_start_call_main (libc, which calls
+main) is, and a walk only gets there through every frame of the program.
+A sample "has a user stack" when at least one of its frames is a user
+frame (a walk that failed outright counts, as `[lost]`, against the bar);
+samples taken wholly in the kernel (exec, exit) are left out and counted.
+
+profd runs at its defaults (private socket and store, as every e2e test)
+except the sampling frequency: 997 Hz for ~2500 samples per binary."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Profd, reaches_start, require_root, run_tests, user_names, wait_unwinder_loaded
+
+FREQUENCY = "997"
+RUN_SECONDS = 2.5      # of CPU: on a busy machine the wall time is longer
+RUN_TIMEOUT = 30.0     # of wall time
+COMPLETE_SHARE = 0.95
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_for_cpu(p, seconds, timeout):
+    """Waits until child p has used `seconds` of CPU (or `timeout` of wall
+    time passed); it must still be running then."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and p.poll() is None and cpu_seconds(p.pid) < seconds:
+        time.sleep(0.05)
+
+
+def workloads(data, big):
+    """(label, argv) of CPU-bound runs of Debian's binaries; each would run
+    longer than RUN_SECONDS of CPU and is stopped then."""
+    return [
+        ("xz -6e", ["/usr/bin/xz", "-6e", "-T1", "-c", data]),
+        ("gzip -9", ["/usr/bin/gzip", "-9", "-c"] + [data] * 16),
+        ("sha256sum", ["/usr/bin/sha256sum"] + [big] * 64),
+        ("python3", ["/usr/bin/python3", "-c",
+                     "x = 0\nwhile True:\n    x = sum(i * i for i in range(1000)) + x % 7\n"]),
+        ("perl", ["/usr/bin/perl", "-e", "my $x = 0; while (1) { $x = ($x * 31 + 7) % 1000003 }"]),
+    ]
+
+
+def test_debian_binaries_reach_their_start():
+    d_tmp = tempfile.mkdtemp(prefix="profd-unwind-data-")
+    data, big = os.path.join(d_tmp, "text"), os.path.join(d_tmp, "random")
+    try:
+        # compressible text for the compressors (hex digits: 2:1), random
+        # bytes for the hash (from the page cache after the first read)
+        with open(data, "w") as f:
+            f.write(os.urandom(16 << 20).hex())
+        with open(big, "wb") as f:
+            f.write(os.urandom(64 << 20))
+        failures = []
+        with Profd("--frequency", FREQUENCY) as d:
+            wait_unwinder_loaded(d)
+            runs = []
+            try:
+                # each is stopped (SIGSTOP), not killed, after its run: profd
+                # reads a live process's maps again for frames in libraries
+                # mapped after its exec, not an exited one's
+                for label, argv in workloads(data, big):
+                    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    runs.append((label, p))
+                    run_for_cpu(p, RUN_SECONDS, RUN_TIMEOUT)
+                    assert p.poll() is None, f"{label} exited {p.returncode} within {RUN_SECONDS} s of CPU"
+                    p.send_signal(signal.SIGSTOP)  # our own child, by pid
+                d.profctl("flush", timeout=240)
+                results = [(label, p.pid, d.query_json("--pid", str(p.pid), "--since", "5m")) for label, p in runs]
+            finally:
+                for _, p in runs:
+                    p.kill()
+                    p.wait()
+            for label, pid, result in results:
+                with_user = reached = kernel_only = 0
+                others = {}
+                for st in result["stacks"]:
+                    names = user_names(st["frames"])
+                    if not names:
+                        kernel_only += st["value"]
+                        continue
+                    with_user += st["value"]
+                    if reaches_start(names):
+                        reached += st["value"]
+                    else:
+                        key = ";".join(names[:3]) + (";..." if len(names) > 3 else "")
+                        others[key] = others.get(key, 0) + st["value"]
+                worst = sorted(((v, k) for k, v in others.items()), reverse=True)[:3]
+                pct = 100.0 * reached / max(with_user, 1)
+                print(f"  {label} (pid {pid}): {reached}/{with_user} user stacks ({pct:.1f}%) reach their "
+                      f"start; {kernel_only} kernel-only samples; commonest others: {worst}")
+                if with_user < 300:
+                    failures.append(f"{label}: only {with_user} samples with a user stack")
+                elif reached < COMPLETE_SHARE * with_user:
+                    failures.append(f"{label}: {pct:.1f}% reach their start (need {100 * COMPLETE_SHARE:.0f}%)")
+    finally:
+        for p in (data, big):
+            if os.path.exists(p):
+                os.unlink(p)
+        os.rmdir(d_tmp)
+    assert not failures, "; ".join(failures)
+
+
+if __name__ == "__main__":
+    require_root()
+    run_tests([test_debian_binaries_reach_their_start])
