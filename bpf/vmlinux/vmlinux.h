@@ -41,6 +41,7 @@ enum bpf_map_type {
 
 enum {
         BPF_F_NO_PREALLOC = 1,
+        BPF_F_MMAPABLE = 1024,
 };
 
 enum {
