@@ -16,19 +16,24 @@ cd "$(dirname "$0")"
 # systemd-socket-activate for the service tests; protobuf-c, zlib and the
 # pprof proto build the pprof export, golang-go's `go tool pprof` reads it
 # back in the tests, and chromium renders the SVG flame graph headless.
+# libcurl4-openssl-dev: profd's ClickHouse export speaks HTTP through libcurl.
 PACKAGES="meson ninja-build pkg-config gcc clang llvm bpftool libbpf-dev libsystemd-dev
           libjansson-dev libelf-dev libdw-dev libsqlite3-dev python3 binutils elfutils valgrind
           linux-perf libbpf-tools libclang-rt-14-dev libiberty-dev g++ libc6-dbg nodejs e2fsprogs
           libdebuginfod-dev debuginfod iproute2 scdoc systemd
           protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev zlib1g-dev golang-go
-          time stress-ng bpfcc-tools bpftrace chromium"
+          time stress-ng bpfcc-tools bpftrace chromium libcurl4-openssl-dev"
+# Only for `./setup.sh test`: the ClickHouse export tests start Debian's
+# clickhouse-server (18.16) on loopback; `./setup.sh run` needs no ClickHouse.
+TEST_PACKAGES="clickhouse-server"
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
 
+# install_missing [PACKAGE...]: PACKAGES and the extra ones named.
 install_missing() {
     [ "$(id -u)" = 0 ] || die "run as root: it installs packages, and profd loads BPF programs"
     missing=""
-    for p in $PACKAGES; do
+    for p in $PACKAGES "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
     done
     if [ -n "$missing" ]; then
@@ -156,6 +161,6 @@ start_profd() {
 
 case "${1:-}" in
     run) install_missing; build; start_profd ;;
-    test) install_missing; run_tests ;;
+    test) install_missing $TEST_PACKAGES; run_tests ;;
     *) echo "usage: $0 run|test" >&2; exit 2 ;;
 esac
