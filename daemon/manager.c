@@ -505,10 +505,11 @@ static json_t *status_export(manager *m) {
         exporter_get_status(m->exporter, &es);
         for (int i = 0; errors && i < _EXPORTER_ERROR_MAX; i++)
                 json_object_set_new(errors, exporter_error_names[i], json_integer((json_int_t) es.errors[i]));
-        return json_pack("{s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
                          "url", m->conf->clickhouse_url,
                          "host", m->conf->host_name,
                          "state", es.state,
+                         "acknowledged_drain_id", (json_int_t) es.acknowledged_drain_id,
                          "backlog_drains", (json_int_t) es.backlog_drains,
                          "backlog_oldest_ns", es.backlog_oldest_ns ? json_integer((json_int_t) es.backlog_oldest_ns)
                                                                    : json_null(),
