@@ -24,6 +24,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import clickhouse  # noqa: E402
+from harness import memory_kib  # noqa: E402
 
 BEGIN, END = "<!-- bench:export:begin -->", "<!-- bench:export:end -->"
 HZ = os.sysconf("SC_CLK_TCK")
@@ -33,16 +34,6 @@ def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / HZ
-
-
-def memory_kib(pid):
-    vals = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("VmRSS", "VmHWM"):
-                vals[k] = int(v.split()[0])
-    return vals["VmRSS"], vals["VmHWM"]
 
 
 def workload(build, seconds):

@@ -76,9 +76,24 @@ def newest_drain(p):
         db.close()
 
 
+def drains_stored(p, n):
+    """Waits until the store holds n drains; returns [(start, end)] of them."""
+    def enough():
+        db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            rows = db.execute("SELECT start_ns, end_ns FROM drains WHERE resolution_ns = 0 ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # not created yet
+            rows = []
+        finally:
+            db.close()
+        return rows if len(rows) >= n else None
+    return wait_for(f"{n} drains in the store", enough, timeout=180, p=p)
+
+
 def caught_up(p):
     """Waits until ClickHouse acknowledged every drain stored so far;
     returns (id, end) of the last of them."""
+    drains_stored(p, 1)
     last = newest_drain(p)
     wait_for("the export to catch up", lambda: export_status(p)[0]["acknowledged_drain_id"] >= last[0],
              timeout=180, p=p)
@@ -217,10 +232,9 @@ def test_three_hosts_export_exactly_what_they_stored():
     try:
         for p in profds:
             p.start(timeout=180)
-        time.sleep(4)
-        t_from = time.time_ns() - 3 * 10**9
-        t_to = time.time_ns() - 1 * 10**9
-        time.sleep(3)
+        # a window in the past: from the 2nd drain's start to the 4th's end of the first host
+        drains = [drains_stored(p, 5) for p in profds][0]
+        t_from, t_to = drains[1][0] + 1, drains[3][1] - 1
         for p in profds:
             caught_up(p)
         for h, p in zip(hosts, profds):
