@@ -746,8 +746,12 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         /* serve-only: the store is only read (and migrated), nothing is
          * loaded into the kernel, and no writer runs (no retention either,
          * so a store copied off a host stays as it came) */
-        if (m->serve_only)
+        if (m->serve_only) {
+                if (m->conf && m->conf->clickhouse_url)
+                        log_notice("Serve-only (--kinds none): nothing is stored, so nothing is exported to %s.",
+                                   m->conf->clickhouse_url);
                 goto listen;
+        }
         r = writer_new(m->store_path, "/proc", cfg->symbol_cache_bytes, cfg->debuginfod_urls != NULL, &m->writer);
         if (r < 0)
                 goto fail;
