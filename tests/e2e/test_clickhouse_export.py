@@ -316,7 +316,8 @@ def test_read_only_user_keeps_a_backlog_then_catches_up():
     try:
         p.start(timeout=180)
         wait_for("an auth error", lambda: export_status(p)[0]["errors"]["auth"] > 0, p=p)
-        time.sleep(3)
+        # the backlog grows while every insert is refused
+        wait_for("a backlog of 3 drains", lambda: export_status(p)[0]["backlog_drains"] >= 3, p=p)
         e, st = export_status(p)
         assert e["state"] == "retrying" and e["error"] == "auth", e
         assert "readonly" in e["last_error"], e["last_error"]
