@@ -11,11 +11,14 @@ cd "$(dirname "$0")"
 # of the libraries profd and profctl link (their run-time libraries come
 # with them); python3 embeds the schema and the flame graph's script at
 # build time; scdoc builds the man pages; protobuf-c, zlib and pprof's
-# profile.proto (golang-github-google-pprof-dev) build the pprof export.
+# profile.proto (golang-github-google-pprof-dev) build the pprof export;
+# libcurl4-openssl-dev: the ClickHouse export and fleet queries speak HTTP
+# through libcurl.
 RUN_PACKAGES="meson ninja-build pkg-config gcc clang bpftool python3 scdoc
               libbpf-dev libsystemd-dev libjansson-dev libelf-dev libdw-dev libsqlite3-dev
               libdebuginfod-dev libiberty-dev
-              protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev zlib1g-dev"
+              protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev zlib1g-dev
+              libcurl4-openssl-dev"
 
 # What only the tests add (the `test` command installs both lists):
 #   llvm libclang-rt-14-dev   llvm-symbolizer and the libFuzzer runtimes (fuzzing)
@@ -29,6 +32,8 @@ RUN_PACKAGES="meson ninja-build pkg-config gcc clang bpftool python3 scdoc
 #   golang-go chromium        go tool pprof and a headless browser read the exports back
 #   debhelper lintian dpkg-dev adduser   the Debian package test builds, checks and
 #                             installs the package (adduser: its dependency)
+#   clickhouse-server         the ClickHouse export and fleet query tests (two shards
+#                             on loopback); `run` needs no ClickHouse
 #   linux-perf libbpf-tools stress-ng bpfcc-tools bpftrace time   the benchmark's
 #                             workloads and peers (its harness is tested)
 TEST_PACKAGES="llvm libclang-rt-14-dev
@@ -41,6 +46,7 @@ TEST_PACKAGES="llvm libclang-rt-14-dev
                sqlite3 util-linux
                golang-go chromium
                debhelper lintian dpkg-dev adduser
+               clickhouse-server
                linux-perf libbpf-tools stress-ng bpfcc-tools bpftrace time"
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
