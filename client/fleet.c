@@ -77,54 +77,43 @@ fleet *fleet_free(fleet *f) {
         return NULL;
 }
 
-/* "user NAME" and "password SECRET" lines; '#' comments, blank lines. */
+/* The user on the first line, the password on the second (none: no
+ * password), as profd's clickhouse_credentials file (docs/clickhouse.md). */
 static int read_credentials(fleet *f, const char *path) {
         _cleanup_fclose_ FILE *in = fopen(path, "re");
+        char **fields[] = { &f->user, &f->password };
         _cleanup_free_ char *line = NULL;
         size_t size = 0;
-        unsigned n = 0;
         ssize_t len;
 
         if (!in)
                 return cli_error(negative_errno(), "cannot open the ClickHouse credentials file %s: %m", path);
-        while ((len = getline(&line, &size, in)) >= 0) {
-                char *key = line, *value, **field;
-
-                n++;
+        for (size_t i = 0; i < ELEMENTSOF(fields) && (len = getline(&line, &size, in)) >= 0; i++) {
                 while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
                         line[--len] = '\0';
-                key += strspn(key, " \t");
-                if (!*key || *key == '#')
-                        continue;
-                value = key + strcspn(key, " \t");
-                if (*value)
-                        *value++ = '\0';
-                value += strspn(value, " \t");
-                if (streq(key, "user"))
-                        field = &f->user;
-                else if (streq(key, "password"))
-                        field = &f->password;
-                else
-                        return cli_error(-EINVAL, "%s:%u: unknown key '%s' (expected user or password)", path, n,
-                                         key);
-                if (*field)
-                        return cli_error(-EINVAL, "%s:%u: '%s' is given twice", path, n, key);
-                *field = strdup(value);
-                if (!*field)
+                *fields[i] = strdup(line);
+                if (!*fields[i])
                         return cli_error(-ENOMEM, "%m");
         }
-        if (!f->user)
-                return cli_error(-EINVAL, "%s: no 'user NAME' line", path);
+        if (!f->user || !*f->user)
+                return cli_error(-EINVAL, "%s: no user on the first line (the file holds the ClickHouse user on "
+                                 "its first line, the password on its second)", path);
+        if (getline(&line, &size, in) >= 0 && line[strspn(line, " \t\r\n")])
+                return cli_error(-EINVAL, "%s: more than two lines (the file holds the ClickHouse user on its "
+                                 "first line, the password on its second)", path);
         return 0;
+}
+
+bool fleet_url_valid(const char *url) {
+        return (strncmp(url, "http://", 7) == 0 && url[7]) || (strncmp(url, "https://", 8) == 0 && url[8]);
 }
 
 int fleet_open(const char *url, const char *credentials, fleet **ret) {
         _cleanup_fleet_ fleet *f = NULL;
         int r;
 
-        if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-                return cli_usage_error("--clickhouse '%s' is not an http:// or https:// URL (ClickHouse's HTTP "
-                                       "interface, like http://127.0.0.1:8123/)", url);
+        if (!fleet_url_valid(url))
+                return cli_error(-EINVAL, "'%s' is not an http:// or https:// URL", url);
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
                 return cli_error(-EIO, "cannot initialize libcurl");
         f = calloc(1, sizeof(*f));
@@ -249,12 +238,11 @@ static int fleet_http(fleet *f, const char *sql, bool quiet_missing, char **ret_
         return 0;
 }
 
-/* Runs the SQL written to a memstream by fn. */
-static int fleet_http_memstream(fleet *f, char *sql, size_t sql_size, FILE *s, char **ret_body, size_t *ret_len) {
-        (void) sql_size;
-        if (fclose(s) != 0)
+/* Closes the memstream m that wrote *sql and runs the statement. */
+static int fleet_http_memstream(fleet *f, FILE *m, char **sql, char **ret_body, size_t *ret_len) {
+        if (fclose(m) != 0)
                 return cli_error(-ENOMEM, "%m");
-        return fleet_http(f, sql, false, ret_body, ret_len);
+        return fleet_http(f, *sql, false, ret_body, ret_len);
 }
 
 int fleet_check_schema(fleet *f) {
@@ -346,7 +334,7 @@ int fleet_init(fleet *f, const char *cluster) {
                 fputs("SELECT count() FROM system.clusters WHERE cluster = ", m);
                 fleet_sql_quote(m, cluster);
                 fputs(" FORMAT TabSeparated", m);
-                r = fleet_http_memstream(f, sql, size, m, &answer, NULL);
+                r = fleet_http_memstream(f, m, &sql, &answer, NULL);
                 if (r < 0)
                         return r;
                 if (streq(answer, "0\n"))
@@ -463,7 +451,7 @@ static int fetch_rows(fleet *f, const struct query_request *q, const struct flee
                 fclose(m);
                 return cli_error(r, "cannot write the query: %m");
         }
-        r = fleet_http_memstream(f, sql, size, m, &d->bodies[0], &len);
+        r = fleet_http_memstream(f, m, &sql, &d->bodies[0], &len);
         if (r < 0)
                 return r;
         while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 3)) > 0) {
@@ -516,7 +504,7 @@ static int fetch_by_ids(fleet *f, hashmap *ids, int (*fn)(FILE *, const uint64_t
                 fclose(m);
                 return cli_error(r, "cannot write the query: %m");
         }
-        return fleet_http_memstream(f, sql, size, m, ret_body, ret_len);
+        return fleet_http_memstream(f, m, &sql, ret_body, ret_len);
 }
 
 static int fetch_stacks(fleet *f, struct answer_data *d) {
@@ -726,7 +714,7 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
                 fclose(m);
                 return cli_error(r, "cannot write the query: %m");
         }
-        r = fleet_http_memstream(f, sql, size, m, &body, &len);
+        r = fleet_http_memstream(f, m, &sql, &body, &len);
         if (r < 0)
                 return r;
         se = series_new(step, emit_point, a);

@@ -65,8 +65,8 @@ static void help_global(void) {
                "      --socket PATH  profd's socket (default: $PROFD_SOCKET, else %s)\n"
                "      --clickhouse URL  Ask ClickHouse's HTTP interface (http://HOST:8123/)\n"
                "                     for the fleet instead of the local profd\n"
-               "      --clickhouse-credentials FILE  ClickHouse user and password, as lines\n"
-               "                     'user NAME' and 'password SECRET' (default: user default)\n"
+               "      --clickhouse-credentials FILE  ClickHouse user (first line) and password\n"
+               "                     (second line) (default: user default, no password)\n"
                "  -h, --help         Show this help\n"
                "      --version      Show the version\n"
                "\n"
@@ -1858,8 +1858,10 @@ static int parse_argv(int argc, char *argv[]) {
                         printf("profctl %s\n", PROFD_VERSION);
                         return 0;
                 case ARG_CLICKHOUSE:
-                        if (!*optarg)
-                                return cli_usage_error("--clickhouse needs a URL, got ''");
+                        if (!fleet_url_valid(optarg))
+                                return cli_usage_error("--clickhouse '%s' is not an http:// or https:// URL "
+                                                       "(ClickHouse's HTTP interface, like "
+                                                       "http://127.0.0.1:8123/)", optarg);
                         arg_clickhouse = optarg;
                         break;
                 case ARG_CLICKHOUSE_CREDENTIALS:
