@@ -259,26 +259,17 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
         return ferror(f) ? -EIO : 0;
 }
 
-static void id_list(FILE *f, const uint64_t *ids, size_t n) {
-        fputc('(', f);
-        for (size_t i = 0; i < n; i++)
-                fprintf(f, "%s%" PRIu64, i ? "," : "", ids[i]);
-        fputc(')', f);
-}
-
-int fleet_sql_stack_frames(FILE *f, const uint64_t *stack_ids, size_t n) {
+int fleet_sql_stack_frames(FILE *f) {
         /* rows are deduplicated by ClickHouse in the background only: one
          * per id here */
-        fputs("SELECT " FST_ID ", any(" FST_FRAMES ") FROM " FS_TABLE_STACKS " WHERE " FST_ID " IN ", f);
-        id_list(f, stack_ids, n);
-        fputs(" GROUP BY " FST_ID " FORMAT TabSeparated", f);
+        fputs("SELECT " FST_ID ", any(" FST_FRAMES ") FROM " FS_TABLE_STACKS " WHERE " FST_ID " IN "
+              FLEET_SQL_IDS_TABLE " GROUP BY " FST_ID " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
 }
 
-int fleet_sql_frames(FILE *f, const uint64_t *frame_ids, size_t n) {
-        fputs("SELECT " FSF_COLUMNS " FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN ", f);
-        id_list(f, frame_ids, n);
-        fputs(" GROUP BY " FSF_ID " FORMAT TabSeparated", f);
+int fleet_sql_frames(FILE *f) {
+        fputs("SELECT " FSF_COLUMNS " FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE
+              " GROUP BY " FSF_ID " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
 }
 

@@ -164,27 +164,55 @@ enum {
         CH_AUTHENTICATION_FAILED = 516,
 };
 
-/* Runs one statement. Returns 0 with the body (NUL-terminated, owned by the
- * caller), or a negative errno after saying what failed: -ECONNREFUSED,
- * -ETIMEDOUT, -EACCES (credentials), -ENOENT (no such table or database:
- * not printed when quiet_missing), -EREMOTEIO (ClickHouse refused it). */
-static int fleet_http(fleet *f, const char *sql, bool quiet_missing, char **ret_body, size_t *ret_len) {
+static void curl_mimep(curl_mime **m) {
+        curl_mime_free(*m);
+}
+
+/* Runs one statement; with ids (ids_len bytes of TabSeparated UInt64s),
+ * they go along as the external table FLEET_SQL_IDS_TABLE. Returns 0 with
+ * the body (NUL-terminated, owned by the caller), or a negative errno
+ * after saying what failed: -ECONNREFUSED, -ETIMEDOUT, -EACCES
+ * (credentials), -ENOENT (no such table or database: not printed when
+ * quiet_missing), -EREMOTEIO (ClickHouse refused it). */
+static int fleet_http_ids(fleet *f, const char *sql, const char *ids, size_t ids_len, bool quiet_missing,
+                          char **ret_body, size_t *ret_len) {
         _cleanup_free_ char *url = NULL;
+        _cleanup_(curl_mimep) curl_mime *mime = NULL;
         struct body b = {};
         size_t sql_len = strlen(sql);
         long status = 0;
         CURLcode rc;
         int r = 0;
 
-        /* settings go in the URL; a query longer than the default limit
-         * (long id lists) raises the limit for itself */
-        if (asprintf(&url, "%s%cmax_query_size=%zu", f->url, strchr(f->url, '?') ? '&' : '?',
-                     MAX(sql_len + 1, (size_t) FLEET_QUERY_SIZE_DEFAULT)) < 0)
-                return cli_error(-ENOMEM, "%m");
         curl_easy_reset(f->curl);
+        if (ids) {
+                /* the body is the table: the statement goes in the URL */
+                char *q = curl_easy_escape(f->curl, sql, (int) sql_len);
+                curl_mimepart *part;
+
+                if (!q || asprintf(&url, "%s%c%s_structure=id%%20UInt64&query=%s", f->url,
+                                   strchr(f->url, '?') ? '&' : '?', FLEET_SQL_IDS_TABLE, q) < 0) {
+                        curl_free(q);
+                        return cli_error(-ENOMEM, "%m");
+                }
+                curl_free(q);
+                mime = curl_mime_init(f->curl);
+                part = mime ? curl_mime_addpart(mime) : NULL;
+                if (!part || curl_mime_name(part, FLEET_SQL_IDS_TABLE) != CURLE_OK ||
+                    curl_mime_filename(part, FLEET_SQL_IDS_TABLE) != CURLE_OK ||
+                    curl_mime_data(part, ids, ids_len) != CURLE_OK)
+                        return cli_error(-ENOMEM, "%m");
+                curl_easy_setopt(f->curl, CURLOPT_MIMEPOST, mime);
+        } else {
+                /* settings go in the URL; a query longer than ClickHouse's
+                 * default limit raises the limit for itself */
+                if (asprintf(&url, "%s%cmax_query_size=%zu", f->url, strchr(f->url, '?') ? '&' : '?',
+                             MAX(sql_len + 1, (size_t) FLEET_QUERY_SIZE_DEFAULT)) < 0)
+                        return cli_error(-ENOMEM, "%m");
+                curl_easy_setopt(f->curl, CURLOPT_POSTFIELDS, sql);
+                curl_easy_setopt(f->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) sql_len);
+        }
         curl_easy_setopt(f->curl, CURLOPT_URL, url);
-        curl_easy_setopt(f->curl, CURLOPT_POSTFIELDS, sql);
-        curl_easy_setopt(f->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) sql_len);
         curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, body_write);
         curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, &b);
         curl_easy_setopt(f->curl, CURLOPT_CONNECTTIMEOUT, (long) FLEET_CONNECT_TIMEOUT_S);
@@ -236,6 +264,10 @@ static int fleet_http(fleet *f, const char *sql, bool quiet_missing, char **ret_
         if (ret_len)
                 *ret_len = b.len;
         return 0;
+}
+
+static int fleet_http(fleet *f, const char *sql, bool quiet_missing, char **ret_body, size_t *ret_len) {
+        return fleet_http_ids(f, sql, NULL, 0, quiet_missing, ret_body, ret_len);
 }
 
 /* Closes the memstream m that wrote *sql and runs the statement. */
@@ -481,30 +513,28 @@ static int fetch_rows(fleet *f, const struct query_request *q, const struct flee
 }
 
 /* Runs the query fn writes for the ids of map's keys. */
-static int fetch_by_ids(fleet *f, hashmap *ids, int (*fn)(FILE *, const uint64_t *, size_t), char **ret_body,
-                        size_t *ret_len) {
-        _cleanup_free_ uint64_t *list = NULL;
-        _cleanup_free_ char *sql = NULL;
-        size_t n = 0, st = 0, size = 0;
+static int fetch_by_ids(fleet *f, hashmap *ids, int (*fn)(FILE *), char **ret_body, size_t *ret_len) {
+        _cleanup_free_ char *sql = NULL, *list = NULL;
+        size_t st = 0, size = 0, list_size = 0;
         const void *k;
         void *v;
-        FILE *m;
+        FILE *m, *l;
         int r;
 
-        list = calloc(MAX(hashmap_size(ids), (size_t) 1), sizeof(*list));
-        if (!list)
+        l = open_memstream(&list, &list_size);
+        if (!l)
                 return cli_error(-ENOMEM, "%m");
         while (hashmap_iterate(ids, &st, &k, &v))
-                list[n++] = KEY_TO_UINT64(k);
+                fprintf(l, "%" PRIu64 "\n", KEY_TO_UINT64(k));
+        if (fclose(l) != 0)
+                return cli_error(-ENOMEM, "%m");
         m = open_memstream(&sql, &size);
         if (!m)
                 return cli_error(-ENOMEM, "%m");
-        r = fn(m, list, n);
-        if (r < 0) {
-                fclose(m);
-                return cli_error(r, "cannot write the query: %m");
-        }
-        return fleet_http_memstream(f, m, &sql, ret_body, ret_len);
+        r = fn(m);
+        if (fclose(m) != 0 || r < 0)
+                return cli_error(-ENOMEM, "cannot write the query: %m");
+        return fleet_http_ids(f, sql, list, list_size, false, ret_body, ret_len);
 }
 
 static int fetch_stacks(fleet *f, struct answer_data *d) {
