@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "duration.h"
@@ -17,7 +18,8 @@ const char *const conf_keys[] = {
         "socket", "socket_mode", "socket_group", "admin_group", "store", "frequency", "interval", "kinds",
         "offcpu_min", "offcpu_max", "max_clients", "client_timeout", "retention_raw", "retention_1m",
         "retention", "max_store_size", "symbol_cache", "debug_dirs", "debuginfod_urls", "debuginfod_cache",
-        "max_keys", "max_stacks", NULL,
+        "max_keys", "max_stacks", "clickhouse_url", "host_name", "clickhouse_credentials", "clickhouse_timeout",
+        NULL,
 };
 
 static char **dirs_free(char **v) {
@@ -62,7 +64,20 @@ static int dirs_parse(const char *value, char ***ret, char **ret_error) {
         return 0;
 }
 
+bool conf_host_name_valid(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 255)
+                return false;
+        return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:") == n;
+}
+
 int conf_init(struct conf *c) {
+        char host[256] = "";
+
+        /* the machine's name labels its data in ClickHouse unless set */
+        if (gethostname(host, sizeof(host) - 1) < 0 || !conf_host_name_valid(host))
+                snprintf(host, sizeof(host), "localhost");
         *c = (struct conf) {
                 .socket_path = strdup(PROFD_DEFAULT_SOCKET),
                 .store_path = strdup(PROFD_DEFAULT_STORE),
@@ -82,9 +97,11 @@ int conf_init(struct conf *c) {
                 .retention_1m_ns = CONF_DEFAULT_RETENTION_1M_NS,
                 .retention_ns = CONF_DEFAULT_RETENTION_NS,
                 .max_store_size = CONF_DEFAULT_MAX_STORE_SIZE,
+                .host_name = strdup(host),
+                .clickhouse_timeout_ns = CONF_DEFAULT_CLICKHOUSE_TIMEOUT_NS,
         };
         (void) dirs_parse(CONF_DEFAULT_DEBUG_DIRS, &c->debug_dirs, NULL);
-        if (!c->socket_path || !c->store_path || !c->socket_group || !c->debug_dirs) {
+        if (!c->socket_path || !c->store_path || !c->socket_group || !c->debug_dirs || !c->host_name) {
                 conf_done(c);
                 return -ENOMEM;
         }
@@ -100,6 +117,10 @@ void conf_done(struct conf *c) {
         free(c->debuginfod_cache);
         c->debuginfod_urls = c->debuginfod_cache = NULL;
         c->debug_dirs = dirs_free(c->debug_dirs);
+        free(c->clickhouse_url);
+        free(c->host_name);
+        free(c->clickhouse_credentials);
+        c->clickhouse_url = c->host_name = c->clickhouse_credentials = NULL;
         c->socket_path = c->store_path = c->socket_group = c->admin_group = NULL;
 }
 
@@ -247,6 +268,52 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                         return -ENOMEM;
                 free(c->debuginfod_urls);
                 c->debuginfod_urls = u;
+                return 0;
+        }
+        if (streq(key, "clickhouse_url")) {
+                char *u;
+
+                /* ClickHouse's HTTP interface; "" turns the export off */
+                if (value[0] && ((strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0) ||
+                                 strpbrk(value, " \t@")))
+                        return format_error(ret_error, "clickhouse_url must be an http:// or https:// URL without "
+                                                       "spaces or credentials (those go in clickhouse_credentials), "
+                                                       "not \"%s\"", value);
+                u = value[0] ? strdup(value) : NULL;
+                if (value[0] && !u)
+                        return -ENOMEM;
+                free(c->clickhouse_url);
+                c->clickhouse_url = u;
+                return 0;
+        }
+        if (streq(key, "host_name")) {
+                char *h;
+
+                if (!conf_host_name_valid(value))
+                        return format_error(ret_error, "host_name must be 1 to 255 letters, digits, '.', '-', '_' "
+                                                       "or ':', not \"%s\"", value);
+                h = strdup(value);
+                if (!h)
+                        return -ENOMEM;
+                free(c->host_name);
+                c->host_name = h;
+                return 0;
+        }
+        if (streq(key, "clickhouse_credentials")) {
+                if (value[0] == '\0') {
+                        free(c->clickhouse_credentials);
+                        c->clickhouse_credentials = NULL;
+                        return 0;
+                }
+                return set_path(&c->clickhouse_credentials, key, value, ret_error);
+        }
+        if (streq(key, "clickhouse_timeout")) {
+                uint64_t ns;
+
+                if (parse_duration_ns(value, &ns) < 0 || ns < CONF_MIN_INTERVAL_NS || ns > CONF_MAX_INTERVAL_NS)
+                        return format_error(ret_error, "clickhouse_timeout must be a duration from 100ms to 1h "
+                                                       "(e.g. \"30s\"), not \"%s\"", value);
+                c->clickhouse_timeout_ns = ns;
                 return 0;
         }
         if (streq(key, "debuginfod_cache"))

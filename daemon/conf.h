@@ -46,6 +46,10 @@
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
+/* 30 s for one request to ClickHouse: a drain's insert takes milliseconds
+ * to a loaded server's second or two; a stall this long is given up and
+ * retried (the retry first asks whether the insert landed). */
+#define CONF_DEFAULT_CLICKHOUSE_TIMEOUT_NS (30ULL * 1000000000ULL)
 /* Where distributions install separate debug files (-dbg, -dbgsym). */
 #define CONF_DEFAULT_DEBUG_DIRS "/usr/lib/debug"
 
@@ -72,6 +76,11 @@ struct conf {
         uint64_t retention_raw_ns, retention_1m_ns, retention_ns;
         uint64_t max_store_size;  /* bytes of the store file; 0: no maximum */
         char **debug_dirs;        /* NULL-terminated; separate debug files are looked for there */
+        /* the ClickHouse export (docs/clickhouse.md) */
+        char *clickhouse_url;     /* NULL: no export */
+        char *host_name;          /* the host's label there; default: the machine's host name */
+        char *clickhouse_credentials; /* a file with the user and password; NULL: ClickHouse's default user */
+        uint64_t clickhouse_timeout_ns;
 };
 
 /* Every key the file knows, NULL-terminated, in the order profd.conf(5)
@@ -96,6 +105,11 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
  * (retention levels in order). Call after the file and the command line were
  * applied. Returns 0, or -EINVAL with *ret_error saying why, or -ENOMEM. */
 int conf_check(const struct conf *c, char **ret_error);
+
+/* A host name as the export labels hosts: 1 to 255 letters, digits, '.',
+ * '-', '_' or ':', so it goes unquoted into ClickHouse query ids and SQL
+ * literals. */
+bool conf_host_name_valid(const char *s);
 
 /* Parses "512K", "100M", "1G", "2T" or a plain number of bytes (powers of
  * 1024). Returns 0, -EINVAL or -ERANGE. */

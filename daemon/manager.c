@@ -20,6 +20,7 @@
 #include "collector.h"
 #include "config.h"
 #include "duration.h"
+#include "exporter.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -53,6 +54,7 @@ struct manager {
         collector *coll;
         store *store;                 /* this thread's connection: queries and status */
         writer *writer;               /* symbolizes and stores drains */
+        exporter *exporter;           /* sends stored drains to ClickHouse; NULL: no export */
         server *server;
         query_pool *queries;          /* query and series requests, on worker threads */
         struct flush_waiter *waiters;
@@ -205,6 +207,8 @@ static int on_writer(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
         while (writer_result_pop(m->writer, &res)) {
                 manager_notify_drain(m, &res);
+                if (m->exporter && res.error >= 0)
+                        exporter_wake(m->exporter);
                 for (struct flush_waiter **w = &m->waiters; *w;) {
                         struct flush_waiter *f = *w;
                         server_client *c;
@@ -360,6 +364,12 @@ static int manager_reload(manager *m) {
                      !str_eq(nc.debuginfod_cache, old->debuginfod_cache));
         KEEP_RUNNING(&nc, old, max_keys, "max_keys", nc.max_keys != old->max_keys);
         KEEP_RUNNING(&nc, old, max_stacks, "max_stacks", nc.max_stacks != old->max_stacks);
+        KEEP_RUNNING(&nc, old, clickhouse_url, "clickhouse_url", !str_eq(nc.clickhouse_url, old->clickhouse_url));
+        KEEP_RUNNING(&nc, old, host_name, "host_name", !str_eq(nc.host_name, old->host_name));
+        KEEP_RUNNING(&nc, old, clickhouse_credentials, "clickhouse_credentials",
+                     !str_eq(nc.clickhouse_credentials, old->clickhouse_credentials));
+        KEEP_RUNNING(&nc, old, clickhouse_timeout_ns, "clickhouse_timeout",
+                     nc.clickhouse_timeout_ns != old->clickhouse_timeout_ns);
         if (m->serve_only) {
                 /* nothing collects or writes: only the client limits apply */
                 nc.frequency_hz = old->frequency_hz;
@@ -486,6 +496,38 @@ static void status_add_settings(manager *m, json_t *o, const struct writer_stats
                 "vacuumed_bytes", (json_int_t) ws->retention.vacuumed_bytes));
 }
 
+/* The ClickHouse export: where to, how far behind, and what went wrong
+ * (docs/clickhouse.md, Status). */
+static json_t *status_export(manager *m) {
+        struct exporter_status es;
+        json_t *errors = json_object();
+
+        exporter_get_status(m->exporter, &es);
+        for (int i = 0; errors && i < _EXPORTER_ERROR_MAX; i++)
+                json_object_set_new(errors, exporter_error_names[i], json_integer((json_int_t) es.errors[i]));
+        return json_pack("{s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+                         "url", m->conf->clickhouse_url,
+                         "host", m->conf->host_name,
+                         "state", es.state,
+                         "backlog_drains", (json_int_t) es.backlog_drains,
+                         "backlog_oldest_ns", es.backlog_oldest_ns ? json_integer((json_int_t) es.backlog_oldest_ns)
+                                                                   : json_null(),
+                         "last_success_ns", es.last_success_ns ? json_integer((json_int_t) es.last_success_ns)
+                                                               : json_null(),
+                         "exported_drains", (json_int_t) es.exported_drains,
+                         "exported_samples", (json_int_t) es.exported_samples,
+                         "exported_stacks", (json_int_t) es.exported_stacks,
+                         "exported_frames", (json_int_t) es.exported_frames,
+                         "bytes_sent", (json_int_t) es.bytes_sent,
+                         "already_stored", (json_int_t) es.already_stored,
+                         "lost_by_retention", (json_int_t) es.lost_by_retention,
+                         "errors", errors ? errors : json_null(),
+                         "error", es.last_error_kind >= 0 ? json_string(exporter_error_names[es.last_error_kind])
+                                                          : json_null(),
+                         "last_error", es.last_error[0] ? json_string(es.last_error) : json_null(),
+                         "last_error_ns", es.last_error_ns ? json_integer((json_int_t) es.last_error_ns) : json_null());
+}
+
 static int send_status(manager *m, server_client *c) {
         struct writer_stats ws = {};
         struct store_stats st;
@@ -558,6 +600,8 @@ static int send_status(manager *m, server_client *c) {
                         "filtered_ns", (json_int_t) m->offcpu_filtered_ns));
                 if (m->conf)
                         status_add_settings(m, o, &ws);
+                if (m->exporter)
+                        json_object_set_new(o, "export", status_export(m));
         }
         store_stats_done(&st);
         return server_client_send(c, o);
@@ -720,6 +764,18 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 log_error_errno(r, "Failed to watch the writer: %m");
                 goto fail;
         }
+        if (m->conf && m->conf->clickhouse_url) {
+                r = exporter_new(&(struct exporter_config) {
+                                         .url = m->conf->clickhouse_url,
+                                         .host_name = m->conf->host_name,
+                                         .credentials_path = m->conf->clickhouse_credentials,
+                                         .store_path = m->store_path,
+                                         .timeout_ns = m->conf->clickhouse_timeout_ns,
+                                 },
+                                 &m->exporter);
+                if (r < 0)
+                        goto fail;
+        }
 
         r = collector_new(&m->collect, on_process_event, m, &m->coll);
         if (r < 0)
@@ -773,7 +829,10 @@ manager *manager_free(manager *m) {
                 m->waiters = f->next;
                 free(f);
         }
-        /* first the writer: it stores every drain still queued, the last
+        /* the export first: a request in flight is abandoned, its drain
+         * sent (or found stored) at the next start */
+        m->exporter = exporter_free(m->exporter);
+        /* then the writer: it stores every drain still queued, the last
          * interval included, before it stops */
         m->writer = writer_free(m->writer);
         sd_event_source_disable_unref(m->drain_timer);

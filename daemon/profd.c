@@ -43,6 +43,11 @@ static void help(void) {
                "      --retention-1m DURATION   then 1-minute buckets until this age (default 7d)\n"
                "      --retention DURATION      then 10-minute buckets until this age (default 14d)\n"
                "      --max-store-size SIZE  oldest data goes first above this (default 1G; none)\n"
+               "      --clickhouse-url URL  export every drain to ClickHouse's HTTP interface, e.g.\n"
+               "                          http://127.0.0.1:8123/ (default: no export; the user and\n"
+               "                          password go in the clickhouse_credentials file)\n"
+               "      --host-name NAME    this host's name in ClickHouse (default: the host name)\n"
+               "      --clickhouse-timeout DURATION  give up one request after this (default 30s)\n"
                "      --max-keys N        advanced: kernel aggregation map entries (default: sized\n"
                "                          from frequency, CPUs and interval)\n"
                "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
@@ -165,6 +170,9 @@ int main(int argc, char *argv[]) {
                 { "retention-1m", required_argument, NULL, ARG_SETTING },
                 { "retention", required_argument, NULL, ARG_SETTING },
                 { "max-store-size", required_argument, NULL, ARG_SETTING },
+                { "clickhouse-url", required_argument, NULL, ARG_SETTING },
+                { "host-name", required_argument, NULL, ARG_SETTING },
+                { "clickhouse-timeout", required_argument, NULL, ARG_SETTING },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },

@@ -264,6 +264,16 @@ void retention_get_totals(const retention *r, struct retention_totals *ret) {
         *ret = r->totals;
 }
 
+/* The drains as drained in temp.doomed, about to be merged or deleted,
+ * that an export target has not acknowledged yet are lost to it: counted
+ * in its export cursor (schema/0005), shown by profctl status. Inside the
+ * transaction that merges or deletes them. */
+static int64_t count_unexported(retention *r) {
+        return run(r, "UPDATE export_cursors SET lost_drains = lost_drains + "
+                      "(SELECT count(*) FROM drains d WHERE d.id IN temp.doomed AND d.resolution_ns = 0 "
+                      "AND d.id > export_cursors.drain_id)", NULL, 0);
+}
+
 /* Deletes the drains listed in temp.doomed with their samples and drops;
  * the stacks and processes they referred to become candidates for removal.
  * Inside a transaction. Returns the number of drains deleted. */
@@ -276,8 +286,12 @@ static int64_t delete_doomed(retention *r) {
                 "DELETE FROM samples WHERE drain_id IN temp.doomed",
                 "DELETE FROM drops WHERE drain_id IN temp.doomed",
         };
+        int64_t k = count_unexported(r);
+
+        if (k < 0)
+                return k;
         for (size_t i = 0; i < ELEMENTSOF(sql); i++) {
-                int64_t k = run(r, sql[i], NULL, 0);
+                k = run(r, sql[i], NULL, 0);
                 if (k < 0)
                         return k;
         }
@@ -424,6 +438,11 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
                                "SELECT id, keys, sum(keys) OVER (ORDER BY end_ns, id) AS upto FROM drains "
                                "WHERE resolution_ns < ?1 AND end_ns >= ?2 AND end_ns < ?3) WHERE upto - keys < ?4",
                             args, 4);
+        if (count >= 0) {
+                int64_t lost = count_unexported(r);
+                if (lost < 0)
+                        count = lost;
+        }
         if (count < 0)
                 return rollback(r, (int) count);
         if (count <= 1) {

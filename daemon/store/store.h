@@ -63,6 +63,10 @@ const char *store_path(const store *s);
  * WAL lets it read while the writer stores drains. The store must exist at
  * the current schema version. Returns 0 or a negative errno, logged. */
 int store_open_reader(const char *path, store **ret);
+/* A read-write connection for the export thread (daemon/export/): reads
+ * drains like a reader and writes only its cursor (export_cursors). Same
+ * conditions and errors as store_open_reader. */
+int store_open_outbox(const char *path, store **ret);
 /* Makes the SQL running on s (in another thread) stop soon with an error.
  * Safe to call from any thread while s is open. */
 void store_interrupt(store *s);
@@ -173,3 +177,54 @@ struct store_stats {
 
 int store_get_stats(store *s, struct store_stats *ret);
 void store_stats_done(struct store_stats *st);
+
+/* --- the export outbox (schema/0005, docs/clickhouse.md) ---
+ * A target's cursor is the last drain it acknowledged; drains as drained
+ * (not merged by retention) with a larger id are its backlog, in id order. */
+
+/* The cursor of target (created at 0, nothing sent, when new) and how many
+ * drains retention merged or deleted before they were exported. A cursor
+ * past every drain id (the table was emptied and ids started over) is set
+ * back to 0. Returns 0 or a negative errno. */
+int store_outbox_cursor(store *s, const char *target, int64_t *ret_drain_id, uint64_t *ret_lost);
+/* Records that target acknowledged everything up to drain_id. Returns 0 or
+ * a negative errno. */
+int store_outbox_ack(store *s, const char *target, int64_t drain_id);
+
+struct store_outbox_drain {
+        int64_t id;
+        uint64_t start_ns, end_ns; /* Unix-epoch ns */
+};
+
+/* Up to max drains after after_id, oldest first, in ret (room for max);
+ * the whole backlog's size and its oldest end (0 when empty) if asked.
+ * Returns 0 or a negative errno. */
+int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_outbox_drain *ret, size_t *ret_n,
+                         uint64_t *ret_backlog, uint64_t *ret_oldest_end_ns);
+
+/* A sample row of a drain with its process and its frames, as exported.
+ * Strings and frames are valid during the callback only; NULL strings are
+ * unknown (NULL in the store). */
+struct store_outbox_sample {
+        uint32_t pid;
+        uint64_t process_start_ns; /* boot-time ns */
+        const char *comm, *exe, *cgroup, *unit, *container;
+        bool have_uid;
+        uint32_t uid;
+        uint32_t tid;
+        uint64_t cgroup_id;
+        int kind, state;
+        uint32_t peer_tid;
+        int64_t stack_id; /* the store's id: within one call, the same id is the same frames */
+        const struct store_frame_out *frames; /* root first, as a query answers the stack */
+        size_t n_frames;
+        uint64_t value;
+};
+
+/* Returning a negative errno stops store_outbox_samples and is passed on. */
+typedef int (*store_outbox_sample_fn)(const struct store_outbox_sample *smp, void *userdata);
+
+/* Calls fn for every sample row of drain_id, in one read transaction.
+ * Returns 0, -ENOENT when the drain is no longer there as drained
+ * (retention merged or deleted it), or a negative errno. */
+int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata);

@@ -298,11 +298,11 @@ class Cluster:
         return self.servers[0].query(sql, **kw)
 
     def write_credentials(self, path, user=USER, password=PASSWORD):
-        """A credentials file for profd (clickhouse_credentials): user on
-        the first line, password on the second; mode 0600."""
+        """A credentials file for profd (clickhouse_credentials): "user =
+        NAME" and "password = SECRET" lines; mode 0600."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(f"{user}\n{password}\n")
+            f.write(f"# ClickHouse user for profd's export\nuser = {user}\npassword = {password}\n")
         return path
 
     def __enter__(self):

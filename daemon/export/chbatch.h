@@ -1,0 +1,73 @@
+/* One stored drain as the bodies of ClickHouse INSERTs (TabSeparated) into
+ * the fleet tables of schema/clickhouse/: its sample rows, and the stacks
+ * and frames they use that this host has not sent yet for the drain's day.
+ * Stacks and frames are named by content (64-bit hashes defined here, part
+ * of the schema: every host computes the same id for the same frame).
+ * Pure: no I/O, no clock; daemon/export/exporter.c sends what it makes,
+ * tests/unit/test-chbatch.c checks it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* The statements the bodies go with; their column lists fix the order in
+ * which chbatch writes each row's fields. */
+extern const char chbatch_insert_samples[];
+extern const char chbatch_insert_stacks[];
+extern const char chbatch_insert_frames[];
+
+typedef struct chbatch chbatch;
+
+/* Returns 0 or -ENOMEM. */
+int chbatch_new(chbatch **ret);
+chbatch *chbatch_free(chbatch *b);
+
+/* Starts the bodies of one drain of host (its bucket start_ns..end_ns,
+ * Unix-epoch ns), dropping what the previous drain left. A drain of another
+ * UTC day than the stacks and frames sent so far starts that day's set
+ * over: each day's partitions are complete on their own. Returns 0 or
+ * -ENOMEM. */
+int chbatch_begin(chbatch *b, const char *host, uint64_t start_ns, uint64_t end_ns);
+
+/* Adds one sample row, and its stack and frames unless sent (or added)
+ * already for this day. Returns 0 or -ENOMEM. */
+int chbatch_add(chbatch *b, const struct store_outbox_sample *smp);
+
+/* The body for one statement and its number of rows (0: nothing to send). */
+struct chbatch_body {
+        const char *data;
+        size_t len;
+        size_t rows;
+};
+struct chbatch_body chbatch_samples(const chbatch *b);
+struct chbatch_body chbatch_stacks(const chbatch *b);
+struct chbatch_body chbatch_frames(const chbatch *b);
+
+/* The drain's bodies were all stored: its new stacks and frames count as
+ * sent for its day (a failed drain's are sent again with the retry).
+ * Returns 0 or -ENOMEM. */
+int chbatch_commit(chbatch *b);
+
+/* Forgets what was sent (after a restart of ClickHouse lost data, or to
+ * send everything again): the next drains send their stacks and frames. */
+void chbatch_forget(chbatch *b);
+
+/* The content ids (schema/clickhouse/shard.sql, stacks and frames): a
+ * 64-bit FNV-1a over the fields, then the fmix64 finalizer. */
+uint64_t chbatch_frame_id(const struct store_frame_out *f);
+uint64_t chbatch_stack_id(const uint64_t *frame_ids, size_t n);
+
+/* Writes the UTC day of ns as "YYYY-MM-DD" into ret (11 bytes). */
+void chbatch_day(uint64_t ns, char ret[11]);
+
+/* Appends s to a TabSeparated field with ClickHouse's escapes (backslash,
+ * tab, newline, carriage return, backspace, form feed). NULL is "". Exposed
+ * for tests. Returns 0 or -ENOMEM. */
+struct chbuf {
+        char *data;
+        size_t len, cap;
+};
+int chbuf_escaped(struct chbuf *b, const char *s);

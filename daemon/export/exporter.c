@@ -1,0 +1,738 @@
+/* The export thread: outbox cursor, ClickHouse over HTTP, retries (see
+ * exporter.h and docs/clickhouse.md, Exactly once). */
+#include "exporter.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "chbatch.h"
+#include "clickhouse-schema.h"
+#include "conf.h"
+#include "helpers.h"
+#include "log.h"
+#include "macro.h"
+#include "store.h"
+
+const char *const exporter_error_names[_EXPORTER_ERROR_MAX] = {
+        [EXPORTER_ERROR_CONNECT] = "connect",
+        [EXPORTER_ERROR_TIMEOUT] = "timeout",
+        [EXPORTER_ERROR_AUTH] = "auth",
+        [EXPORTER_ERROR_SCHEMA] = "schema",
+        [EXPORTER_ERROR_HTTP] = "http",
+        [EXPORTER_ERROR_LOCAL] = "local",
+};
+
+/* Drains read from the outbox per look: enough to stream a backlog, few
+ * enough that status's backlog figure follows closely. */
+#define PENDING_BATCH 16
+/* Retry waits double from 1 s to 30 s: a blip costs a second, and a fleet
+ * of a thousand hosts knocks on a ClickHouse that is down about 33 times a
+ * second, while an outage is caught up at most 30 s after it ends. */
+#define BACKOFF_MIN_NS (1ULL * NSEC_PER_SEC)
+#define BACKOFF_MAX_NS (30ULL * NSEC_PER_SEC)
+/* With nothing to do, the thread looks again this often even without a
+ * wake-up: status's backlog stays fresh, and a ClickHouse that was fixed
+ * meanwhile (schema created, user allowed) is noticed. */
+#define IDLE_CHECK_NS (60ULL * NSEC_PER_SEC)
+/* The same error is logged again at most this often while it lasts. */
+#define LOG_REPEAT_NS (600ULL * NSEC_PER_SEC)
+/* ClickHouse's answers we keep: an error message, a count. */
+#define ANSWER_MAX (64 * 1024)
+
+struct exporter {
+        char *url, *host_name, *credentials_path, *store_path, *target;
+        char *user, *password;
+        uint64_t timeout_ns;
+
+        pthread_t thread;
+        bool thread_started;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;   /* wake-ups and stop, on CLOCK_MONOTONIC */
+        bool woken;
+        atomic_bool stopping;
+
+        /* the thread's own */
+        CURL *curl;
+        store *outbox;
+        chbatch *batch;
+        bool schema_ok;
+        bool check_next;       /* the next drain's earlier attempt may have landed: look it up first */
+        bool credentials_read;
+        uint64_t logged_ns;    /* when last_error was logged */
+        char logged[512];
+
+        struct exporter_status status; /* under lock */
+};
+
+static uint64_t now_realtime_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t now_monotonic_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+/* --- pure helpers (unit-tested) --------------------------------------------------- */
+
+int exporter_clickhouse_code(const char *body) {
+        const char *p = body ? strstr(body, "Code: ") : NULL;
+        char *end;
+        long v;
+
+        if (!p)
+                return -1;
+        errno = 0;
+        v = strtol(p + 6, &end, 10);
+        if (errno != 0 || end == p + 6 || v < 0 || v > 100000)
+                return -1;
+        return (int) v;
+}
+
+enum exporter_error exporter_classify(long http_status, int code) {
+        switch (code) {
+        case 192: /* UNKNOWN_USER */
+        case 193: /* WRONG_PASSWORD */
+        case 194: /* REQUIRED_PASSWORD */
+        case 516: /* AUTHENTICATION_FAILED (later versions) */
+        case 164: /* READONLY: a user that may not insert */
+        case 497: /* ACCESS_DENIED */
+        case 291: /* DATABASE_ACCESS_DENIED */
+                return EXPORTER_ERROR_AUTH;
+        case 16:  /* NO_SUCH_COLUMN_IN_TABLE */
+        case 47:  /* UNKNOWN_IDENTIFIER */
+        case 60:  /* UNKNOWN_TABLE */
+        case 81:  /* UNKNOWN_DATABASE */
+                return EXPORTER_ERROR_SCHEMA;
+        case 159: /* TIMEOUT_EXCEEDED */
+        case 209: /* SOCKET_TIMEOUT */
+                return EXPORTER_ERROR_TIMEOUT;
+        case 210: /* NETWORK_ERROR: a shard behind a Distributed table */
+        case 279: /* ALL_CONNECTION_TRIES_FAILED */
+                return EXPORTER_ERROR_CONNECT;
+        }
+        if (http_status == 401 || http_status == 403)
+                return EXPORTER_ERROR_AUTH;
+        return EXPORTER_ERROR_HTTP;
+}
+
+/* --- errors and status --------------------------------------------------------- */
+
+/* Records a failed attempt: counted by kind, shown in status, logged when
+ * it is news (another message than the last one logged, or the same one
+ * after LOG_REPEAT_NS). Returns -EAGAIN: the caller backs off. */
+_printf_(3, 4) static int fail(exporter *e, enum exporter_error kind, const char *fmt, ...) {
+        char msg[512];
+        uint64_t now = now_monotonic_ns();
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        pthread_mutex_lock(&e->lock);
+        e->status.errors[kind]++;
+        e->status.last_error_kind = (int) kind;
+        snprintf(e->status.last_error, sizeof(e->status.last_error), "%s", msg);
+        e->status.last_error_ns = now_realtime_ns();
+        e->status.state = "retrying";
+        pthread_mutex_unlock(&e->lock);
+        if (!streq(msg, e->logged) || now - e->logged_ns >= LOG_REPEAT_NS) {
+                log_warning("ClickHouse export (%s): %s; profiling goes on locally, retrying.",
+                            exporter_error_names[kind], msg);
+                snprintf(e->logged, sizeof(e->logged), "%s", msg);
+                e->logged_ns = now;
+        }
+        return -EAGAIN;
+}
+
+static void set_state(exporter *e, const char *state) {
+        pthread_mutex_lock(&e->lock);
+        e->status.state = state;
+        pthread_mutex_unlock(&e->lock);
+}
+
+/* --- credentials --------------------------------------------------------------- */
+
+/* "user = NAME" and "password = SECRET" lines, '#' comments. The file must
+ * not be readable by others: it holds a password. */
+static int read_credentials(exporter *e) {
+        _cleanup_free_ char *text = NULL;
+        char *line, *next, *save_user = NULL, *save_password = NULL;
+        unsigned lineno = 0;
+        struct stat st;
+        int r;
+
+        if (!e->credentials_path) {
+                e->credentials_read = true;
+                return 0;
+        }
+        if (stat(e->credentials_path, &st) < 0)
+                return fail(e, EXPORTER_ERROR_LOCAL, "cannot read the credentials file %s: %s", e->credentials_path,
+                            strerror(errno));
+        if (st.st_mode & (S_IROTH | S_IWOTH))
+                return fail(e, EXPORTER_ERROR_LOCAL, "the credentials file %s can be read or written by others "
+                            "(mode %04o); make it 0600", e->credentials_path, (unsigned) (st.st_mode & 07777));
+        r = read_full_file(e->credentials_path, &text);
+        if (r < 0)
+                return fail(e, EXPORTER_ERROR_LOCAL, "cannot read the credentials file %s: %s", e->credentials_path,
+                            strerror(-r));
+        for (line = text; line; line = next) {
+                char *eq, *key, *value, **field;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                lineno++;
+                line += strspn(line, " \t");
+                if (line[0] == '\0' || line[0] == '#')
+                        continue;
+                eq = strchr(line, '=');
+                if (!eq)
+                        goto bad;
+                *eq = '\0';
+                key = line;
+                value = eq + 1 + strspn(eq + 1, " \t");
+                for (char *k = eq; k > key && (k[-1] == ' ' || k[-1] == '\t'); k--)
+                        k[-1] = '\0';
+                for (size_t n = strlen(value); n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t' ||
+                                                         value[n - 1] == '\r');)
+                        value[--n] = '\0';
+                if (streq(key, "user"))
+                        field = &save_user;
+                else if (streq(key, "password"))
+                        field = &save_password;
+                else
+                        goto bad;
+                *field = value;
+        }
+        if (!save_user) {
+                free(e->user);
+                e->user = NULL;
+                return fail(e, EXPORTER_ERROR_LOCAL, "the credentials file %s has no \"user = NAME\" line",
+                            e->credentials_path);
+        }
+        free(e->user);
+        free(e->password);
+        e->user = strdup(save_user);
+        e->password = strdup(save_password ? save_password : "");
+        if (!e->user || !e->password)
+                return -ENOMEM;
+        e->credentials_read = true;
+        return 0;
+bad:
+        return fail(e, EXPORTER_ERROR_LOCAL, "the credentials file %s, line %u: expected \"user = NAME\" or "
+                    "\"password = SECRET\"", e->credentials_path, lineno);
+}
+
+/* --- HTTP ---------------------------------------------------------------------- */
+
+struct answer {
+        struct chbuf body;
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
+        struct answer *a = userdata;
+        size_t len = size * n, keep = a->body.len < ANSWER_MAX ? MIN(len, ANSWER_MAX - a->body.len) : 0;
+        char *d;
+
+        if (keep == 0)
+                return len;
+        d = realloc(a->body.data, a->body.len + keep + 1);
+        if (!d)
+                return 0; /* curl fails the transfer: CURLE_WRITE_ERROR */
+        memcpy(d + a->body.len, data, keep);
+        a->body.data = d;
+        a->body.len += keep;
+        d[a->body.len] = '\0';
+        return len;
+}
+
+/* Stops a transfer in flight when profd stops. */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+        exporter *e = userdata;
+        return atomic_load(&e->stopping) ? 1 : 0;
+}
+
+/* Why a request failed, before it is recorded (fail()). */
+struct failure {
+        enum exporter_error kind;
+        char msg[400];
+};
+
+/* One request: POST to the URL with params (already URL-encoded, may be
+ * ""), body data. On success returns 0 with ClickHouse's answer in
+ * *ret_answer (when not NULL). On failure returns -EAGAIN with *ret_failure
+ * saying why (doing `what`); -ECANCELED when profd stops; -ENOMEM. */
+static int http_post(exporter *e, const char *what, const char *params, const char *data, size_t len,
+                     char **ret_answer, struct failure *f) {
+        _cleanup_free_ char *url = NULL;
+        struct curl_slist *headers = NULL;
+        struct answer a = {};
+        long status = 0;
+        CURLcode cc;
+        int r = 0;
+
+        if (asprintf(&url, "%s%s%s", e->url, strchr(e->url, '?') ? "&" : "?", params) < 0)
+                return -ENOMEM;
+        curl_easy_reset(e->curl);
+        /* no "Expect: 100-continue" round trip before a large body */
+        headers = curl_slist_append(NULL, "Expect:");
+        if (!headers)
+                return -ENOMEM;
+        curl_easy_setopt(e->curl, CURLOPT_URL, url);
+        curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, data);
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+        curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
+        curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long) (e->timeout_ns / NSEC_PER_MSEC));
+        curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long) (e->timeout_ns / NSEC_PER_MSEC));
+        curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &a);
+        curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
+        if (e->user) {
+                curl_easy_setopt(e->curl, CURLOPT_HTTPAUTH, (long) CURLAUTH_BASIC);
+                curl_easy_setopt(e->curl, CURLOPT_USERNAME, e->user);
+                curl_easy_setopt(e->curl, CURLOPT_PASSWORD, e->password);
+        }
+        cc = curl_easy_perform(e->curl);
+        curl_slist_free_all(headers);
+        if (cc == CURLE_OK)
+                curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (atomic_load(&e->stopping))
+                r = -ECANCELED;
+        else if (cc == CURLE_OPERATION_TIMEDOUT) {
+                f->kind = EXPORTER_ERROR_TIMEOUT;
+                snprintf(f->msg, sizeof(f->msg), "%s: no answer within %" PRIu64 " ms", what,
+                         (uint64_t) (e->timeout_ns / NSEC_PER_MSEC));
+                r = -EAGAIN;
+        } else if (cc != CURLE_OK) {
+                f->kind = EXPORTER_ERROR_CONNECT;
+                snprintf(f->msg, sizeof(f->msg), "%s: %s", what, curl_easy_strerror(cc));
+                r = -EAGAIN;
+        } else if (status != 200) {
+                const char *msg = a.body.data ? a.body.data : "";
+
+                f->kind = exporter_classify(status, exporter_clickhouse_code(a.body.data));
+                snprintf(f->msg, sizeof(f->msg), "%s: HTTP %ld: %.*s", what, status, (int) strcspn(msg, "\n"), msg);
+                r = -EAGAIN;
+        }
+        if (r >= 0 && ret_answer)
+                *ret_answer = TAKE_PTR(a.body.data);
+        free(a.body.data);
+        return r;
+}
+
+/* Records f (see fail()). Returns -EAGAIN. */
+static int fail_with(exporter *e, const struct failure *f) {
+        return fail(e, f->kind, "%s (ClickHouse at %s)", f->msg, e->url);
+}
+
+/* The query (a SELECT) in the URL, its answer's first line as a number.
+ * Returns 0, or -EAGAIN with *f saying why, or -ECANCELED, -ENOMEM. */
+static int query_u64(exporter *e, const char *what, const char *sql, uint64_t *ret, struct failure *f) {
+        _cleanup_free_ char *params = NULL, *answer = NULL;
+        char *enc = curl_easy_escape(e->curl, sql, 0);
+        int r;
+
+        if (!enc)
+                return -ENOMEM;
+        r = asprintf(&params, "query=%s", enc);
+        curl_free(enc);
+        if (r < 0)
+                return -ENOMEM;
+        r = http_post(e, what, params, "", 0, &answer, f);
+        if (r < 0)
+                return r;
+        if (!answer || parse_uint_strict(strtok(answer, "\n"), UINT64_MAX, ret) < 0) {
+                f->kind = EXPORTER_ERROR_HTTP;
+                snprintf(f->msg, sizeof(f->msg), "%s: unexpected answer \"%.100s\"", what, answer ? answer : "");
+                return -EAGAIN;
+        }
+        return 0;
+}
+
+/* --- the protocol -------------------------------------------------------------- */
+
+static int check_schema(exporter *e) {
+        struct failure f;
+        uint64_t version;
+        int r;
+
+        r = query_u64(e, "reading profd.schema_version", "SELECT max(version) FROM profd.schema_version", &version, &f);
+        if (r == -EAGAIN && f.kind == EXPORTER_ERROR_SCHEMA)
+                /* say what to do about it */
+                return fail(e, EXPORTER_ERROR_SCHEMA, "no profd schema at %s (%s); create it with profctl "
+                            "--clickhouse URL init (docs/clickhouse.md)", e->url, f.msg);
+        if (r == -EAGAIN)
+                return fail_with(e, &f);
+        if (r < 0)
+                return r;
+        if (version != clickhouse_schema_version)
+                return fail(e, EXPORTER_ERROR_SCHEMA, "%s holds profd schema version %" PRIu64 ", this profd "
+                            "exports version %u; use a profd of the same version, or a database made for it",
+                            e->url, version, clickhouse_schema_version);
+        e->schema_ok = true;
+        return 0;
+}
+
+/* The INSERT's query id: a retry of the same drain gets the same id, so
+ * ClickHouse refuses it while the earlier attempt still runs. */
+static void drain_query_id(const exporter *e, const struct store_outbox_drain *d, char *ret, size_t size) {
+        snprintf(ret, size, "profd-%s-%" PRIu64, e->host_name, d->end_ns);
+}
+
+/* Is drain d in ClickHouse already (an earlier attempt stored it, and its
+ * answer was lost)? One drain is one INSERT of one block into one
+ * partition of one shard, so it is there whole or not at all. First makes
+ * sure that attempt is no longer running. Returns 1, 0, or -EAGAIN. */
+static int drain_stored(exporter *e, const struct store_outbox_drain *d) {
+        _cleanup_free_ char *sql = NULL;
+        struct failure f;
+        char qid[300], day[11];
+        uint64_t n;
+        int r;
+
+        drain_query_id(e, d, qid, sizeof(qid));
+        /* host names need no quoting (conf_host_name_valid), nor query ids made of them */
+        if (asprintf(&sql, "SELECT count() FROM system.processes WHERE query_id = '%s'", qid) < 0)
+                return -ENOMEM;
+        r = query_u64(e, "looking for an insert still running", sql, &n, &f);
+        if (r == -EAGAIN)
+                return fail_with(e, &f);
+        if (r < 0)
+                return r;
+        if (n > 0)
+                return fail(e, EXPORTER_ERROR_TIMEOUT, "an earlier insert of the drain ending at %" PRIu64
+                            " ns is still running at %s; waiting for it", d->end_ns, e->url);
+        free(sql);
+        chbatch_day(d->end_ns, day);
+        if (asprintf(&sql, "SELECT count() FROM profd.samples WHERE day = '%s' AND host = '%s' AND kind IN (0, 1, 2) "
+                           "AND time = toDateTime(%" PRIu64 ") AND drain_end = %" PRIu64,
+                     day, e->host_name, (uint64_t) (d->end_ns / NSEC_PER_SEC), d->end_ns) < 0)
+                return -ENOMEM;
+        r = query_u64(e, "looking for a drain sent before", sql, &n, &f);
+        if (r == -EAGAIN)
+                return fail_with(e, &f);
+        if (r < 0)
+                return r;
+        return n > 0;
+}
+
+/* Sends one statement's body, if it has rows. */
+static int insert(exporter *e, const char *what, const char *statement, struct chbatch_body b, const char *qid) {
+        _cleanup_free_ char *params = NULL;
+        struct failure f;
+        char *enc;
+        int r;
+
+        if (b.rows == 0)
+                return 0;
+        enc = curl_easy_escape(e->curl, statement, 0);
+        if (!enc)
+                return -ENOMEM;
+        /* synchronous: the answer comes once every shard stored its rows;
+         * one block: a drain is never split into parts */
+        r = asprintf(&params, "query=%s&insert_distributed_sync=1&max_insert_block_size=%zu%s%s", enc,
+                     MAX(b.rows, (size_t) 1048576), qid ? "&query_id=" : "", qid ? qid : "");
+        curl_free(enc);
+        if (r < 0)
+                return -ENOMEM;
+        r = http_post(e, what, params, b.data, b.len, NULL, &f);
+        if (r == -EAGAIN)
+                return fail_with(e, &f);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&e->lock);
+        e->status.bytes_sent += b.len;
+        pthread_mutex_unlock(&e->lock);
+        return 0;
+}
+
+static int add_sample(const struct store_outbox_sample *smp, void *userdata) {
+        return chbatch_add(userdata, smp);
+}
+
+static void acknowledged(exporter *e, const struct store_outbox_drain *d, bool sent) {
+        struct chbatch_body s = chbatch_samples(e->batch), st = chbatch_stacks(e->batch), f = chbatch_frames(e->batch);
+
+        pthread_mutex_lock(&e->lock);
+        if (sent) {
+                e->status.exported_drains++;
+                e->status.exported_samples += s.rows;
+                e->status.exported_stacks += st.rows;
+                e->status.exported_frames += f.rows;
+        } else
+                e->status.already_stored++;
+        e->status.last_success_ns = now_realtime_ns();
+        e->status.last_error_kind = -1;
+        if (e->status.backlog_drains > 0)
+                e->status.backlog_drains--;
+        pthread_mutex_unlock(&e->lock);
+}
+
+/* Sends drain d, or finds it there. Returns 0 once ClickHouse has it and
+ * the cursor says so, or a negative errno (-EAGAIN: recorded, back off). */
+static int export_drain(exporter *e, const struct store_outbox_drain *d) {
+        char qid[300];
+        bool sent = true;
+        int r;
+
+        r = chbatch_begin(e->batch, e->host_name, d->start_ns, d->end_ns);
+        if (r < 0)
+                return r;
+        r = store_outbox_samples(e->outbox, d->id, add_sample, e->batch);
+        if (r == -ENOENT) {
+                /* merged or deleted by retention meanwhile: counted there */
+                log_debug("ClickHouse export: drain %" PRId64 " went to retention before it was sent.", d->id);
+                r = store_outbox_ack(e->outbox, e->target, d->id);
+                return r < 0 ? fail(e, EXPORTER_ERROR_LOCAL, "cannot move the export cursor in %s: %s", e->store_path,
+                                    strerror(-r)) : 0;
+        }
+        if (r < 0)
+                return r == -ENOMEM ? r : fail(e, EXPORTER_ERROR_LOCAL, "cannot read drain %" PRId64 " from %s: %s",
+                                                d->id, e->store_path, strerror(-r));
+        if (e->check_next) {
+                r = drain_stored(e, d);
+                if (r < 0)
+                        return r;
+                sent = r == 0;
+        }
+        if (sent) {
+                drain_query_id(e, d, qid, sizeof(qid));
+                /* stacks and frames first: a sample never names a stack
+                 * ClickHouse lacks; sending them again is harmless */
+                if ((r = insert(e, "inserting frames", chbatch_insert_frames, chbatch_frames(e->batch), NULL)) < 0 ||
+                    (r = insert(e, "inserting stacks", chbatch_insert_stacks, chbatch_stacks(e->batch), NULL)) < 0)
+                        return r;
+                /* from here on a failure may leave the samples stored */
+                e->check_next = true;
+                r = insert(e, "inserting samples", chbatch_insert_samples, chbatch_samples(e->batch), qid);
+                if (r < 0)
+                        return r;
+        }
+        /* found stored: its stacks and frames went before it */
+        r = chbatch_commit(e->batch);
+        if (r < 0)
+                return r;
+        r = store_outbox_ack(e->outbox, e->target, d->id);
+        if (r < 0)
+                return fail(e, EXPORTER_ERROR_LOCAL, "cannot move the export cursor in %s: %s", e->store_path,
+                            strerror(-r));
+        e->check_next = false;
+        acknowledged(e, d, sent);
+        return 0;
+}
+
+/* One look at the outbox. Returns 1 when there may be more to send, 0 when
+ * caught up, or a negative errno (-EAGAIN: recorded, back off). */
+static int export_pass(exporter *e) {
+        struct store_outbox_drain pending[PENDING_BATCH];
+        uint64_t backlog = 0, oldest = 0, lost = 0;
+        int64_t cursor;
+        size_t n = 0;
+        bool failing;
+        int r;
+
+        if (!e->outbox) {
+                r = store_open_outbox(e->store_path, &e->outbox);
+                if (r < 0)
+                        return fail(e, EXPORTER_ERROR_LOCAL, "cannot open the store %s: %s", e->store_path, strerror(-r));
+        }
+        r = store_outbox_cursor(e->outbox, e->target, &cursor, &lost);
+        if (r >= 0)
+                r = store_outbox_pending(e->outbox, cursor, ELEMENTSOF(pending), pending, &n, &backlog, &oldest);
+        if (r < 0)
+                return fail(e, EXPORTER_ERROR_LOCAL, "cannot read the export backlog in %s: %s", e->store_path,
+                            strerror(-r));
+        pthread_mutex_lock(&e->lock);
+        e->status.backlog_drains = backlog;
+        e->status.backlog_oldest_ns = oldest;
+        e->status.lost_by_retention = lost;
+        failing = e->status.last_error_kind >= 0;
+        pthread_mutex_unlock(&e->lock);
+        if (!e->credentials_read && (r = read_credentials(e)) < 0)
+                return r;
+        if (!e->schema_ok && (r = check_schema(e)) < 0)
+                return r;
+        if (n == 0) {
+                pthread_mutex_lock(&e->lock);
+                e->status.state = "caught_up";
+                e->status.last_error_kind = -1; /* ClickHouse answered, nothing is waiting */
+                pthread_mutex_unlock(&e->lock);
+                return 0;
+        }
+        set_state(e, "sending");
+        for (size_t i = 0; i < n; i++) {
+                r = export_drain(e, &pending[i]);
+                if (r < 0) {
+                        /* an insert refused for the schema: look at it again */
+                        if (e->status.last_error_kind == EXPORTER_ERROR_SCHEMA)
+                                e->schema_ok = false;
+                        return r;
+                }
+                if (failing) {
+                        log_info("ClickHouse export to %s works again; %" PRIu64 " drains to catch up.", e->url,
+                                 backlog > i + 1 ? backlog - i - 1 : 0);
+                        failing = false;
+                        e->logged[0] = '\0';
+                }
+        }
+        return 1;
+}
+
+/* Waits until woken, stopped, or ns passed. Returns false when stopping. */
+static bool wait_for(exporter *e, uint64_t ns, bool wakeable) {
+        uint64_t deadline = now_monotonic_ns() + ns;
+        struct timespec ts = { .tv_sec = (time_t) (deadline / NSEC_PER_SEC), .tv_nsec = (long) (deadline % NSEC_PER_SEC) };
+
+        pthread_mutex_lock(&e->lock);
+        while (!atomic_load(&e->stopping) && !(wakeable && e->woken) && now_monotonic_ns() < deadline)
+                if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT)
+                        break;
+        if (wakeable)
+                e->woken = false;
+        pthread_mutex_unlock(&e->lock);
+        return !atomic_load(&e->stopping);
+}
+
+static void *exporter_thread(void *userdata) {
+        exporter *e = userdata;
+        uint64_t backoff = 0;
+
+        while (!atomic_load(&e->stopping)) {
+                int r;
+
+                pthread_mutex_lock(&e->lock);
+                e->woken = false; /* what a wake-up asks for is looked at now */
+                pthread_mutex_unlock(&e->lock);
+                r = export_pass(e);
+                if (r == -ECANCELED)
+                        break;
+                if (r < 0) {
+                        if (r != -EAGAIN)
+                                (void) fail(e, EXPORTER_ERROR_LOCAL, "%s", strerror(-r));
+                        backoff = backoff ? MIN(backoff * 2, BACKOFF_MAX_NS) : BACKOFF_MIN_NS;
+                        /* drains stored meanwhile wait for the backoff */
+                        if (!wait_for(e, backoff, false))
+                                break;
+                        continue;
+                }
+                backoff = 0;
+                if (r == 0 && !wait_for(e, IDLE_CHECK_NS, true))
+                        break;
+        }
+        return NULL;
+}
+
+static void curl_init_once(void) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                log_warning("libcurl's global initialisation failed; exports may fail.");
+}
+
+int exporter_new(const struct exporter_config *cfg, exporter **ret) {
+        static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+        pthread_condattr_t ca;
+        exporter *e;
+        int r;
+
+        if (!conf_host_name_valid(cfg->host_name))
+                return log_error_errno(-EINVAL, "host_name \"%s\" is not a plain host name.", cfg->host_name);
+        /* before any thread: curl_global_init is not thread-safe */
+        (void) pthread_once(&curl_once, curl_init_once);
+        e = calloc(1, sizeof(*e));
+        if (!e)
+                return log_oom();
+        e->url = strdup(cfg->url);
+        e->host_name = strdup(cfg->host_name);
+        e->store_path = strdup(cfg->store_path);
+        e->credentials_path = cfg->credentials_path ? strdup(cfg->credentials_path) : NULL;
+        e->timeout_ns = cfg->timeout_ns;
+        e->status.state = "starting";
+        e->status.last_error_kind = -1;
+        /* at start the first drain after the cursor may have been stored by
+         * the previous run, its acknowledgement lost with it */
+        e->check_next = true;
+        if (!e->url || !e->host_name || !e->store_path || (cfg->credentials_path && !e->credentials_path) ||
+            asprintf(&e->target, "%s %s", cfg->host_name, cfg->url) < 0) {
+                e->target = NULL;
+                exporter_free(e);
+                return log_oom();
+        }
+        pthread_mutex_init(&e->lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&e->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        e->curl = curl_easy_init();
+        r = e->curl ? chbatch_new(&e->batch) : -ENOMEM;
+        if (r < 0) {
+                exporter_free(e);
+                return log_oom();
+        }
+        r = -pthread_create(&e->thread, NULL, exporter_thread, e);
+        if (r < 0) {
+                exporter_free(e);
+                return log_error_errno(r, "Failed to start the export thread: %m");
+        }
+        e->thread_started = true;
+        log_info("Exporting drains to ClickHouse at %s as host %s.", e->url, e->host_name);
+        *ret = e;
+        return 0;
+}
+
+exporter *exporter_free(exporter *e) {
+        if (!e)
+                return NULL;
+        if (e->thread_started) {
+                pthread_mutex_lock(&e->lock);
+                atomic_store(&e->stopping, true);
+                pthread_cond_broadcast(&e->cond);
+                pthread_mutex_unlock(&e->lock);
+                pthread_join(e->thread, NULL);
+                pthread_mutex_destroy(&e->lock);
+                pthread_cond_destroy(&e->cond);
+        }
+        if (e->curl)
+                curl_easy_cleanup(e->curl);
+        chbatch_free(e->batch);
+        store_close(e->outbox);
+        free(e->url);
+        free(e->host_name);
+        free(e->credentials_path);
+        free(e->store_path);
+        free(e->target);
+        free(e->user);
+        if (e->password)
+                explicit_bzero(e->password, strlen(e->password));
+        free(e->password);
+        free(e);
+        return NULL;
+}
+
+void exporter_wake(exporter *e) {
+        pthread_mutex_lock(&e->lock);
+        e->woken = true;
+        pthread_cond_signal(&e->cond);
+        pthread_mutex_unlock(&e->lock);
+}
+
+void exporter_get_status(exporter *e, struct exporter_status *ret) {
+        pthread_mutex_lock(&e->lock);
+        *ret = e->status;
+        pthread_mutex_unlock(&e->lock);
+}
