@@ -14,6 +14,7 @@
 
 #include "../bpf/profd.h"
 #include "clickhouse-schema.h"
+#include "credentials.h"
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"
@@ -77,30 +78,27 @@ fleet *fleet_free(fleet *f) {
         return NULL;
 }
 
-/* The user on the first line, the password on the second (none: no
- * password), as profd's clickhouse_credentials file (docs/clickhouse.md). */
+/* The credentials file profd's exporter reads too (common/credentials.h). */
 static int read_credentials(fleet *f, const char *path) {
-        _cleanup_fclose_ FILE *in = fopen(path, "re");
-        char **fields[] = { &f->user, &f->password };
-        _cleanup_free_ char *line = NULL;
-        size_t size = 0;
-        ssize_t len;
+        _cleanup_free_ char *text = NULL;
+        const char *user, *password;
+        unsigned line;
+        int r;
 
-        if (!in)
-                return cli_error(negative_errno(), "cannot open the ClickHouse credentials file %s: %m", path);
-        for (size_t i = 0; i < ELEMENTSOF(fields) && (len = getline(&line, &size, in)) >= 0; i++) {
-                while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-                        line[--len] = '\0';
-                *fields[i] = strdup(line);
-                if (!*fields[i])
-                        return cli_error(-ENOMEM, "%m");
-        }
-        if (!f->user || !*f->user)
-                return cli_error(-EINVAL, "%s: no user on the first line (the file holds the ClickHouse user on "
-                                 "its first line, the password on its second)", path);
-        if (getline(&line, &size, in) >= 0 && line[strspn(line, " \t\r\n")])
-                return cli_error(-EINVAL, "%s: more than two lines (the file holds the ClickHouse user on its "
-                                 "first line, the password on its second)", path);
+        r = read_full_file(path, &text);
+        if (r < 0)
+                return cli_error(r, "cannot read the ClickHouse credentials file %s: %m", path);
+        r = credentials_parse(text, &user, &password, &line);
+        if (r < 0 && line == 0)
+                return cli_error(-EINVAL, "the credentials file %s has no \"user = NAME\" line", path);
+        if (r < 0)
+                return cli_error(-EINVAL, "the credentials file %s, line %u: expected \"user = NAME\" or "
+                                 "\"password = SECRET\"", path, line);
+        f->user = strdup(user);
+        f->password = strdup(password);
+        explicit_bzero(text, strlen(text));
+        if (!f->user || !f->password)
+                return cli_error(-ENOMEM, "%m");
         return 0;
 }
 

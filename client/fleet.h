@@ -25,9 +25,9 @@ typedef struct fleet fleet;
 bool fleet_url_valid(const char *url);
 
 /* url: ClickHouse's HTTP interface ("http://127.0.0.1:8123/"). credentials:
- * a file with the user on its first line and the password on its second,
- * as profd's (NULL: ClickHouse's default user without a password), so no
- * password is ever on a command line. Returns 0, -EINVAL for a bad URL or file, -ENOMEM. */
+ * a file of "user = NAME" and "password = SECRET" lines, as profd's
+ * (common/credentials.h; NULL: ClickHouse's default user without a
+ * password), so no password is ever on a command line. Returns 0, -EINVAL for a bad URL or file, -ENOMEM. */
 int fleet_open(const char *url, const char *credentials, fleet **ret);
 fleet *fleet_free(fleet *f);
 DEFINE_TRIVIAL_CLEANUP_FUNC(fleet *, fleet_free);

@@ -19,6 +19,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clickhouse  # noqa: E402
@@ -424,7 +425,7 @@ def test_bad_url_credentials_and_usage_are_clear_errors():
     assert r.returncode == 1 and b"refused the credentials" in r.stderr, r.stderr
     assert b"wrong" not in r.stderr  # the password is never printed
     r = F.fleet("query", *WINDOW, credentials=os.path.join(d, "missing"), check=False)
-    assert r.returncode == 1 and b"cannot open the ClickHouse credentials file" in r.stderr, r.stderr
+    assert r.returncode == 1 and b"cannot read the ClickHouse credentials file" in r.stderr, r.stderr
     # the port of something that is not ClickHouse's HTTP interface (its native TCP port)
     r = F.fleet("query", *WINDOW, url=f"http://127.0.0.1:{F.ch.servers[0].tcp_port}/", check=False)
     assert r.returncode == 1 and r.stderr.startswith(b"profctl: "), r.stderr
@@ -436,6 +437,73 @@ def test_bad_url_credentials_and_usage_are_clear_errors():
         assert r.returncode == 2 and b"asks one profd" in r.stderr, (cmd, r.stderr)
     r = F.fleet("query", "--last", check=False)
     assert r.returncode == 1 and b"--last is the most recent drain of one profd" in r.stderr, r.stderr
+
+
+def rfc3339(ns):
+    import datetime
+    t = datetime.datetime.fromtimestamp(ns // 10**9, datetime.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + ".%09dZ" % (ns % 10**9)
+
+
+def test_real_profd_exports_equal_local_answers():
+    """Three real profd (BPF, the real kernel) on stores with known past
+    content, each exporting to the cluster under its own host_name: once
+    each has flushed and ClickHouse acknowledged every drain, a fleet query
+    of a past window equals each host's local one, known and live stacks
+    alike, and every live host together is their sum."""
+    if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+        print("SKIP: test_real_profd_exports_equal_local_answers loads BPF and needs root and BTF; it did "
+              "NOT run", file=sys.stderr)
+        return
+    d = tempfile.mkdtemp(prefix="profd-test-")
+    cred = F.ch.write_credentials(os.path.join(d, "ch.cred"))
+    live = {}
+    try:
+        for i in range(1, 4):
+            host = f"live-{i}"
+            wd = tempfile.mkdtemp(prefix="profd-test-")
+            store = os.path.join(wd, "profd.db")
+            storegen(store, host_spec(i))  # known stacks, minutes to hours ago
+            conf = os.path.join(wd, "profd.conf")
+            with open(conf, "w") as f:
+                f.write(f"clickhouse_url = {F.ch.url}\nhost_name = {host}\nclickhouse_credentials = {cred}\n")
+            # cpu only, at a low rate: three profd on two shared CPUs
+            live[host] = Profd("--kinds", "cpu", "--frequency", "19", "--interval", "2s", store=store,
+                               workdir=wd, config=conf).start()
+        time.sleep(8)  # a few drains of whatever runs on the machine
+        stop_ns = time.time_ns()
+        for host, p in live.items():
+            p.profctl("flush")
+            deadline = time.monotonic() + 90
+            while True:
+                st = json.loads(p.profctl("status", "--json").stdout)
+                ex = st.get("export", {})
+                if ex.get("backlog_drains") == 0 and ex.get("exported_drains", 0) > 0:
+                    break
+                assert time.monotonic() < deadline, f"{host} did not export its backlog: {ex}"
+                time.sleep(0.5)
+        window = ["--from", "4h", "--to", rfc3339(stop_ns - 10**9)]
+        want = {}
+        for host, p in live.items():
+            for filters in ([], ["--comm", "web"], ["--kind", "offcpu"]):
+                local = json.loads(p.profctl("query", "--json", *window, *filters).stdout)
+                fleet = json.loads(F.fleet("query", "--json", "--host", host, *window, *filters).stdout)
+                assert local["total"] > 0, (host, filters)
+                assert stacks_of(fleet) == stacks_of(local), (host, filters)
+                assert fleet["total"] == local["total"], (host, filters, fleet["total"], local["total"])
+                if not filters:
+                    for k, v in stacks_of(local).items():
+                        want[k] = want.get(k, 0) + v
+            # the live part holds real stacks of the real kernel
+            known = {f["name"] for line in host_spec(int(host[-1])) for f in line["stack"]} | {"w+0x1234"}
+            real = [s for s in json.loads(p.profctl("query", "--json", *window).stdout)["stacks"]
+                    if any(f["name"] not in known for f in s["frames"])]
+            assert real, host
+        fleet = json.loads(F.fleet("query", "--json", "--host", "live-*", *window).stdout)
+        assert stacks_of(fleet) == want
+    finally:
+        for p in live.values():
+            p.cleanup()
 
 
 def test_a_schema_of_another_version_is_refused():
@@ -466,5 +534,6 @@ if __name__ == "__main__":
             test_series_of_a_host_equals_its_local_series,
             test_diff_across_windows_and_between_hosts,
             test_bad_url_credentials_and_usage_are_clear_errors,
+            test_real_profd_exports_equal_local_answers,
             test_a_schema_of_another_version_is_refused,
         ])
