@@ -38,7 +38,5 @@
 #define FST_FRAMES "frames"
 
 /* profd.frames: the fields of a stack line's frame */
-#define FSF_COLUMNS "id, any(name), any(raw_name), any(module), any(build_id), any(file), any(line), " \
-                    "any(address), any(has_address), any(kernel), any(resolved), any(inlined), any(jit)"
 #define FSF_N_COLUMNS 13
 #define FSF_ID "id"

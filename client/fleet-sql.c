@@ -131,8 +131,16 @@ static const char *utc_day(char buf[static 16], uint64_t t) {
         return buf;
 }
 
-int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+/* " AND day >= ... AND day <= ...": the days whose partitions hold the
+ * window's drains (by their end), and the stacks and frames they use. */
+static void where_days(FILE *f, const struct fleet_scope *s) {
         char from_day[16], to_day[16];
+
+        fprintf(f, " AND " FS_DAY " >= '%s' AND " FS_DAY " <= '%s'", utc_day(from_day, s->from_ns / NSEC_PER_SEC),
+                utc_day(to_day, s->to_ns / NSEC_PER_SEC + FS_DRAIN_MAX_S));
+}
+
+int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
         int r = 0;
 
         fprintf(f, " WHERE " FS_KIND " = %d", q->kind);
@@ -143,8 +151,7 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
          * end) let ClickHouse skip what cannot overlap */
         fprintf(f, " AND " FS_TIME " >= toDateTime(%" PRIu64 ") AND " FS_TIME " <= toDateTime(%" PRIu64 ")",
                 (uint64_t) (s->from_ns / NSEC_PER_SEC), (uint64_t) (s->to_ns / NSEC_PER_SEC + FS_DRAIN_MAX_S));
-        fprintf(f, " AND " FS_DAY " >= '%s' AND " FS_DAY " <= '%s'", utc_day(from_day, s->from_ns / NSEC_PER_SEC),
-                utc_day(to_day, s->to_ns / NSEC_PER_SEC + FS_DRAIN_MAX_S));
+        where_days(f, s);
         if (s->host)
                 r = where_string(f, FS_HOST, s->host);
         if (r >= 0 && q->tid)
@@ -259,17 +266,34 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
         return ferror(f) ? -EIO : 0;
 }
 
-int fleet_sql_stack_frames(FILE *f) {
+int fleet_sql_stack_frames(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
         /* rows are deduplicated by ClickHouse in the background only: one
-         * per id here */
+         * per id here; only the window's days, where its samples' stacks
+         * were sent; binary, as arrays of numbers are most of the bytes */
         fputs("SELECT " FST_ID ", any(" FST_FRAMES ") FROM " FS_TABLE_STACKS " WHERE " FST_ID " IN "
-              FLEET_SQL_IDS_TABLE " GROUP BY " FST_ID " FORMAT TabSeparated", f);
+              FLEET_SQL_IDS_TABLE, f);
+        where_days(f, s);
+        fputs(" GROUP BY " FST_ID " FORMAT RowBinary", f);
         return ferror(f) ? -EIO : 0;
 }
 
-int fleet_sql_frames(FILE *f) {
-        fputs("SELECT " FSF_COLUMNS " FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE
-              " GROUP BY " FSF_ID " FORMAT TabSeparated", f);
+int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        /* a folded answer shows names (and file:line with lines) only:
+         * what it does not show is not sent ('' and 0 in its place), a
+         * third of the bytes of a large answer's frames */
+        bool folded = q && q->folded;
+        const char *name = folded && q->raw_names ? "''" : "any(name)";
+        const char *raw_name = folded && !q->raw_names ? "''" : "any(raw_name)";
+        const char *file = folded && !q->lines ? "''" : "any(file)";
+        const char *line = folded && !q->lines ? "0" : "any(line)";
+        const char *full = folded ? "''" : NULL;
+
+        fprintf(f, "SELECT " FSF_ID ", %s, %s, %s, %s, %s, %s, %s, any(has_address), any(kernel), any(resolved), "
+                "any(inlined), any(jit) FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
+                name, raw_name, full ?: "any(module)", full ?: "any(build_id)", file, line,
+                folded ? "0" : "any(address)");
+        where_days(f, s);
+        fputs(" GROUP BY " FSF_ID " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -355,36 +379,53 @@ int fleet_tsv_u64(const char *field, uint64_t *ret) {
         return 0;
 }
 
-int fleet_tsv_u64_array(const char *field, uint64_t **ret, size_t *ret_n) {
-        _cleanup_free_ uint64_t *a = NULL;
-        size_t n = 0, cap = 0, len = strlen(field);
-        const char *p = field + 1;
+/* ClickHouse's RowBinary: an array's length as unsigned LEB128, numbers
+ * little-endian. */
+static int rowbinary_varint(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret) {
+        uint64_t v = 0;
 
-        if (len < 2 || field[0] != '[' || field[len - 1] != ']')
-                return -EBADMSG;
-        while (*p != ']') {
-                char *end;
+        for (unsigned shift = 0; shift < 64; shift += 7) {
+                uint8_t b;
 
-                if (*p < '0' || *p > '9')
+                if (*pos >= len)
                         return -EBADMSG;
-                if (n == cap) {
-                        size_t c = MAX(cap * 2, (size_t) 16);
-                        uint64_t *b = reallocarray(a, c, sizeof(*b));
-
-                        if (!b)
-                                return -ENOMEM;
-                        a = b;
-                        cap = c;
+                b = data[(*pos)++];
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return 0;
                 }
-                errno = 0;
-                a[n++] = strtoull(p, &end, 10);
-                if (errno != 0 || (*end != ',' && *end != ']'))
-                        return -EBADMSG;
-                p = end;
-                if (*p == ',' && *++p == ']')
-                        return -EBADMSG;
         }
-        *ret = TAKE_PTR(a);
-        *ret_n = n;
-        return 0;
+        return -EBADMSG;
+}
+
+static uint64_t rowbinary_u64(const uint8_t *p) {
+        uint64_t v = 0;
+
+        for (int i = 7; i >= 0; i--)
+                v = v << 8 | p[i];
+        return v;
+}
+
+int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
+                          size_t *ret_n) {
+        _cleanup_free_ uint64_t *frames = NULL;
+        uint64_t n;
+
+        if (*pos == len)
+                return 0;
+        if (len - *pos < 8)
+                return -EBADMSG;
+        *ret_id = rowbinary_u64(data + *pos);
+        *pos += 8;
+        if (rowbinary_varint(data, len, pos, &n) < 0 || n > (len - *pos) / 8)
+                return -EBADMSG;
+        frames = malloc(MAX(n, (uint64_t) 1) * sizeof(*frames));
+        if (!frames)
+                return -ENOMEM;
+        for (uint64_t i = 0; i < n; i++, *pos += 8)
+                frames[i] = rowbinary_u64(data + *pos);
+        *ret_frames = TAKE_PTR(frames);
+        *ret_n = (size_t) n;
+        return 1;
 }

@@ -65,15 +65,24 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
 #define FLEET_SQL_IDS_TABLE "ids"
 #define FLEET_SQL_IDS_STRUCTURE "id UInt64"
 
-/* The query whose rows are "stack_id \t frame ids" ([1,2,3], root first)
- * of the stacks whose ids are in the ids table. Returns 0 or -EIO. */
-int fleet_sql_stack_frames(FILE *f);
+/* The query whose rows are a stack id and its frame ids (root first), in
+ * RowBinary (fleet_rowbinary_stack() reads them), of the stacks whose ids
+ * are in the ids table, sent on the days of scope's window. Returns 0 or
+ * -EIO. */
+int fleet_sql_stack_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The next row of fleet_sql_stack_frames()'s answer at data[*pos]: returns
+ * 1 with the id and a malloc'd array of frame ids, 0 at the end, -EBADMSG
+ * for a cut or malformed row, -ENOMEM. */
+int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
+                          size_t *ret_n);
 
 /* The query whose rows are one frame each, "id \t name \t raw_name \t
  * module \t build_id \t file \t line \t address \t has_address \t kernel
  * \t resolved \t inlined \t jit" (FSF_N_COLUMNS fields), of the frames
- * whose ids are in the ids table. Returns 0 or -EIO. */
-int fleet_sql_frames(FILE *f);
+ * whose ids are in the ids table. With a folded request q, only what
+ * its lines show: the other fields come as '' and 0. Returns 0 or -EIO. */
+int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* One row of TabSeparated output, split in place: the line is cut at its
  * tabs and each field unescaped (\t \n \\ \' \0 \b \f \r \xHH; "\N", NULL,
@@ -86,6 +95,3 @@ int fleet_tsv_row(char *text, size_t len, size_t *pos, char **fields, size_t max
 /* A number field of TabSeparated output. Returns 0 or -EBADMSG. */
 int fleet_tsv_u64(const char *field, uint64_t *ret);
 
-/* An Array(UInt64) field ("[1,2,3]") as a malloc'd array. Returns 0 or
- * -EBADMSG, -ENOMEM. */
-int fleet_tsv_u64_array(const char *field, uint64_t **ret, size_t *ret_n);

@@ -466,22 +466,31 @@ static int bad_answer(fleet *f, const char *what) {
         return cli_error(-EBADMSG, "ClickHouse at %s sent a malformed %s", f->url, what);
 }
 
-/* The summed stacks of the request. */
-static int fetch_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
+/* Runs the query that write makes of the request. */
+static int fleet_run(fleet *f, int (*write)(FILE *, const struct query_request *, const struct fleet_scope *),
+                     const struct query_request *q, const struct fleet_scope *s, char **ret_body, size_t *ret_len) {
         _cleanup_free_ char *sql = NULL;
-        size_t size = 0, len, pos = 0, cap = 0;
+        size_t size = 0;
         FILE *m = open_memstream(&sql, &size);
-        char *fields[3];
         int r;
 
         if (!m)
                 return cli_error(-ENOMEM, "%m");
-        r = fleet_sql_stacks(m, q, s);
+        r = write(m, q, s);
         if (r < 0) {
                 fclose(m);
                 return cli_error(r, "cannot write the query: %m");
         }
-        r = fleet_http_memstream(f, m, &sql, &d->bodies[0], &len);
+        return fleet_http_memstream(f, m, &sql, ret_body, ret_len);
+}
+
+/* The summed stacks of the request. */
+static int fetch_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
+        size_t len, pos = 0, cap = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_stacks, q, s, &d->bodies[0], &len);
         if (r < 0)
                 return r;
         while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 3)) > 0) {
@@ -511,7 +520,9 @@ static int fetch_rows(fleet *f, const struct query_request *q, const struct flee
 }
 
 /* Runs the query fn writes for the ids of map's keys. */
-static int fetch_by_ids(fleet *f, hashmap *ids, int (*fn)(FILE *), char **ret_body, size_t *ret_len) {
+static int fetch_by_ids(fleet *f, hashmap *ids,
+                        int (*fn)(FILE *, const struct query_request *, const struct fleet_scope *),
+                        const struct query_request *q, const struct fleet_scope *s, char **ret_body, size_t *ret_len) {
         _cleanup_free_ char *sql = NULL, *list = NULL;
         size_t st = 0, size = 0, list_size = 0;
         const void *k;
@@ -529,15 +540,15 @@ static int fetch_by_ids(fleet *f, hashmap *ids, int (*fn)(FILE *), char **ret_bo
         m = open_memstream(&sql, &size);
         if (!m)
                 return cli_error(-ENOMEM, "%m");
-        r = fn(m);
+        r = fn(m, q, s);
         if (fclose(m) != 0 || r < 0)
                 return cli_error(-ENOMEM, "cannot write the query: %m");
         return fleet_http_ids(f, sql, list, list_size, false, ret_body, ret_len);
 }
 
-static int fetch_stacks(fleet *f, struct answer_data *d) {
+static int fetch_stacks(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                        struct answer_data *d) {
         size_t len, pos = 0;
-        char *fields[2];
         int r;
 
         d->stacks = hashmap_new_u64();
@@ -551,17 +562,22 @@ static int fetch_stacks(fleet *f, struct answer_data *d) {
         }
         if (d->n_rows == 0)
                 return 0;
-        r = fetch_by_ids(f, d->stacks, fleet_sql_stack_frames, &d->bodies[1], &len);
+        r = fetch_by_ids(f, d->stacks, fleet_sql_stack_frames, q, s, &d->bodies[1], &len);
         if (r < 0)
                 return r;
-        while ((r = fleet_tsv_row(d->bodies[1], len, &pos, fields, 2)) > 0) {
+        for (;;) {
                 _cleanup_free_ struct stack_frames *sf = calloc(1, sizeof(*sf));
                 uint64_t id;
                 void *old;
 
                 if (!sf)
                         return cli_error(-ENOMEM, "%m");
-                if (r != 2 || fleet_tsv_u64(fields[0], &id) < 0 || fleet_tsv_u64_array(fields[1], &sf->ids, &sf->n) < 0)
+                r = fleet_rowbinary_stack((const uint8_t *) d->bodies[1], len, &pos, &id, &sf->ids, &sf->n);
+                if (r == 0)
+                        break;
+                if (r == -ENOMEM)
+                        return cli_error(r, "%m");
+                if (r < 0)
                         return bad_answer(f, "stack");
                 if (hashmap_get(d->stacks, UINT64_TO_KEY(id), &old) < 0 || old) {
                         free(sf->ids);
@@ -587,14 +603,15 @@ static int fetch_stacks(fleet *f, struct answer_data *d) {
         return 0;
 }
 
-static int fetch_frames(fleet *f, struct answer_data *d) {
+static int fetch_frames(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                        struct answer_data *d) {
         size_t len, pos = 0;
         char *fields[FSF_N_COLUMNS];
         int r;
 
         if (hashmap_size(d->frames) == 0)
                 return 0;
-        r = fetch_by_ids(f, d->frames, fleet_sql_frames, &d->bodies[2], &len);
+        r = fetch_by_ids(f, d->frames, fleet_sql_frames, q, s, &d->bodies[2], &len);
         if (r < 0)
                 return r;
         while ((r = fleet_tsv_row(d->bodies[2], len, &pos, fields, FSF_N_COLUMNS)) > 0) {
@@ -664,7 +681,8 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
         uint64_t total = 0;
         int r;
 
-        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_stacks(f, &d)) < 0 || (r = fetch_frames(f, &d)) < 0)
+        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
+            (r = fetch_frames(f, q, s, &d)) < 0)
                 return r;
         for (size_t i = 0; i < d.n_rows; i++) {
                 struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
@@ -723,10 +741,9 @@ static int emit_point(uint64_t t_ns, uint64_t value, void *userdata) {
 #define FLEET_SERIES_STEP_DEFAULT_NS (10 * NSEC_PER_SEC)
 
 static int answer_series(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a) {
-        _cleanup_free_ char *sql = NULL, *body = NULL;
-        size_t size = 0, len, pos = 0;
+        _cleanup_free_ char *body = NULL;
+        size_t len, pos = 0;
         uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0;
-        FILE *m;
         series *se;
         char *fields[3];
         int r;
@@ -734,15 +751,7 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
         if ((s->to_ns - s->from_ns) / step >= SERIES_MAX_POINTS)
                 return answer_error(a, "field 'step': the window would have more than 1000000 points; use a "
                                        "longer step or a shorter window");
-        m = open_memstream(&sql, &size);
-        if (!m)
-                return cli_error(-ENOMEM, "%m");
-        r = fleet_sql_drains(m, q, s);
-        if (r < 0) {
-                fclose(m);
-                return cli_error(r, "cannot write the query: %m");
-        }
-        r = fleet_http_memstream(f, m, &sql, &body, &len);
+        r = fleet_run(f, fleet_sql_drains, q, s, &body, &len);
         if (r < 0)
                 return r;
         se = series_new(step, emit_point, a);

@@ -168,9 +168,8 @@ static void test_tsv_rows_are_split_and_unescaped(void) {
         CHECK_INT_EQ(fleet_tsv_row(cut, sizeof(cut) - 1, &pos, fields, 2), -EBADMSG);
 }
 
-static void test_tsv_numbers_and_arrays(void) {
-        uint64_t v, *a = NULL;
-        size_t n;
+static void test_tsv_numbers(void) {
+        uint64_t v;
 
         CHECK_INT_EQ(fleet_tsv_u64("18446744073709551615", &v), 0);
         CHECK(v == UINT64_MAX);
@@ -179,16 +178,35 @@ static void test_tsv_numbers_and_arrays(void) {
         CHECK_INT_EQ(fleet_tsv_u64("12x", &v), -EBADMSG);
         CHECK_INT_EQ(fleet_tsv_u64("", &v), -EBADMSG);
 
-        CHECK_INT_EQ(fleet_tsv_u64_array("[3,1,18446744073709551615]", &a, &n), 0);
-        CHECK_INT_EQ(n, 3);
-        CHECK(a && a[0] == 3 && a[1] == 1 && a[2] == UINT64_MAX);
-        free(a);
-        CHECK_INT_EQ(fleet_tsv_u64_array("[]", &a, &n), 0);
-        CHECK_INT_EQ(n, 0);
-        free(a);
-        CHECK_INT_EQ(fleet_tsv_u64_array("[1,]", &a, &n), -EBADMSG);
-        CHECK_INT_EQ(fleet_tsv_u64_array("1,2", &a, &n), -EBADMSG);
-        CHECK_INT_EQ(fleet_tsv_u64_array("[1 2]", &a, &n), -EBADMSG);
+}
+
+static void test_rowbinary_stacks_are_read_and_cut_rows_refused(void) {
+        /* id 0x0102, frames [5, 2^64-1]; then id 7 with no frames */
+        const uint8_t data[] = {
+                0x02, 0x01, 0, 0, 0, 0, 0, 0, 2,
+                5, 0, 0, 0, 0, 0, 0, 0,
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                7, 0, 0, 0, 0, 0, 0, 0, 0,
+        };
+        uint64_t id, *frames = NULL;
+        size_t n, pos = 0;
+
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 1);
+        CHECK(id == 0x0102 && n == 2 && frames[0] == 5 && frames[1] == UINT64_MAX);
+        free(frames);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 1);
+        CHECK(id == 7 && n == 0);
+        free(frames);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 0);
+        /* cut in the middle of the frames, or of the id */
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 20, &pos, &id, &frames, &n), -EBADMSG);
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 5, &pos, &id, &frames, &n), -EBADMSG);
+        /* a length that does not fit what is left */
+        const uint8_t big[] = { 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03 };
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_stack(big, sizeof(big), &pos, &id, &frames, &n), -EBADMSG);
 }
 
 int main(void) {
@@ -199,6 +217,7 @@ int main(void) {
         test_cgroup_glob_matches_the_subtree();
         test_stacks_group_by_what_was_asked();
         test_tsv_rows_are_split_and_unescaped();
-        test_tsv_numbers_and_arrays();
+        test_tsv_numbers();
+        test_rowbinary_stacks_are_read_and_cut_rows_refused();
         return tests_failed ? 1 : 0;
 }
