@@ -615,6 +615,65 @@ static void extras_write(FILE *f, const json_t *status) {
         }
 }
 
+static uint64_t u64_of(const json_t *o, const char *key) {
+        const json_t *v = json_object_get(o, key);
+        return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t) json_integer_value(v) : 0;
+}
+
+/* "at TIME (N ago)" for a Unix-epoch ns time, or "never". */
+static const char *when_write(char *buf, size_t size, uint64_t t_ns, uint64_t now_ns) {
+        char at[64], ago[64];
+
+        if (t_ns == 0)
+                snprintf(buf, size, "never");
+        else if (now_ns >= t_ns)
+                snprintf(buf, size, "%s (%s ago)", format_local_time(at, sizeof(at), t_ns),
+                         format_duration(ago, sizeof(ago), (now_ns - t_ns) / NSEC_PER_SEC * NSEC_PER_SEC));
+        else
+                snprintf(buf, size, "%s", format_local_time(at, sizeof(at), t_ns));
+        return buf;
+}
+
+/* The ClickHouse export, when profd runs one (docs/clickhouse.md, Status). */
+static void export_write(FILE *f, const json_t *status, uint64_t now_ns) {
+        const json_t *e = json_object_get(status, "export"), *errors, *v;
+        char a[128], b[128], size[32];
+        const char *k;
+
+        if (!json_is_object(e))
+                return;
+        fputs("export:    ClickHouse ", f);
+        write_sanitized(f, json_string_value(json_object_get(e, "url")));
+        fputs(" as ", f);
+        write_sanitized(f, json_string_value(json_object_get(e, "host")));
+        fputs(", ", f);
+        write_sanitized(f, json_string_value(json_object_get(e, "state")));
+        fprintf(f, "; backlog %" PRIu64 " drains", u64_of(e, "backlog_drains"));
+        if (u64_of(e, "backlog_oldest_ns"))
+                fprintf(f, ", oldest from %s", when_write(a, sizeof(a), u64_of(e, "backlog_oldest_ns"), now_ns));
+        fprintf(f, "\n           last success %s\n", when_write(b, sizeof(b), u64_of(e, "last_success_ns"), now_ns));
+        fprintf(f, "           sent %" PRIu64 " drains: %" PRIu64 " sample rows, %" PRIu64 " stacks, %" PRIu64
+                " frames (%s); %" PRIu64 " found stored already, %" PRIu64 " lost to retention\n",
+                u64_of(e, "exported_drains"), u64_of(e, "exported_samples"), u64_of(e, "exported_stacks"),
+                u64_of(e, "exported_frames"), format_bytes(size, sizeof(size), u64_of(e, "bytes_sent")),
+                u64_of(e, "already_stored"), u64_of(e, "lost_by_retention"));
+        errors = json_object_get(e, "errors");
+        if (json_is_object(errors)) {
+                fputs("           errors:", f);
+                json_object_foreach((json_t *) errors, k, v)
+                        fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
+                fputc('\n', f);
+        }
+        if (json_is_string(json_object_get(e, "last_error"))) {
+                const char *kind = json_string_value(json_object_get(e, "error"));
+
+                fprintf(f, "           %s error%s%s, %s: ", kind ? "current" : "last",
+                        kind ? " " : "", kind ? kind : "", when_write(a, sizeof(a), u64_of(e, "last_error_ns"), now_ns));
+                write_sanitized(f, json_string_value(json_object_get(e, "last_error")));
+                fputc('\n', f);
+        }
+}
+
 int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         const char *version, *event, *store_path;
         uint64_t pid, uptime_s, frequency_hz, interval_ms, store_bytes, drains, last_drain_ns = 0,
@@ -687,6 +746,7 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 "(idle samples are not stored)\n", samples_seen, idle_samples);
         fprintf(f, "store:     %s (%s)\n", store_path, format_bytes(size, sizeof(size), store_bytes));
         extras_write(f, status);
+        export_write(f, status, now_ns);
 
         drops_write(f, json_object_get(status, "drops"));
         return ferror(f) ? -EIO : 0;

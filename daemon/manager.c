@@ -505,10 +505,11 @@ static json_t *status_export(manager *m) {
         exporter_get_status(m->exporter, &es);
         for (int i = 0; errors && i < _EXPORTER_ERROR_MAX; i++)
                 json_object_set_new(errors, exporter_error_names[i], json_integer((json_int_t) es.errors[i]));
-        return json_pack("{s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
                          "url", m->conf->clickhouse_url,
                          "host", m->conf->host_name,
                          "state", es.state,
+                         "acknowledged_drain_id", (json_int_t) es.acknowledged_drain_id,
                          "backlog_drains", (json_int_t) es.backlog_drains,
                          "backlog_oldest_ns", es.backlog_oldest_ns ? json_integer((json_int_t) es.backlog_oldest_ns)
                                                                    : json_null(),
@@ -745,8 +746,12 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         /* serve-only: the store is only read (and migrated), nothing is
          * loaded into the kernel, and no writer runs (no retention either,
          * so a store copied off a host stays as it came) */
-        if (m->serve_only)
+        if (m->serve_only) {
+                if (m->conf && m->conf->clickhouse_url)
+                        log_notice("Serve-only (--kinds none): nothing is stored, so nothing is exported to %s.",
+                                   m->conf->clickhouse_url);
                 goto listen;
+        }
         r = writer_new(m->store_path, "/proc", cfg->symbol_cache_bytes, cfg->debuginfod_urls != NULL, &m->writer);
         if (r < 0)
                 goto fail;

@@ -22,9 +22,10 @@ const char chbatch_insert_frames[] =
 
 struct chbatch {
         struct chbuf samples, stacks, frames;
-        size_t n_samples, n_stacks, n_frames;
+        size_t n_samples, n_stacks, n_frames, n_drains;
+        char *host;            /* escaped for TabSeparated */
         struct chbuf prefix;   /* host and the drain's columns: every sample row starts so */
-        char day[11];          /* the current drain's */
+        char day[11];          /* the batch's */
         char sent_day[11];     /* the day of sent_stacks and sent_frames */
         hashmap *sent_stacks, *sent_frames; /* ids stored in ClickHouse for sent_day */
         hashmap *new_stacks, *new_frames;   /* ids in the current drain's bodies */
@@ -204,6 +205,7 @@ chbatch *chbatch_free(chbatch *b) {
         free(b->stacks.data);
         free(b->frames.data);
         free(b->prefix.data);
+        free(b->host);
         hashmap_free(b->sent_stacks);
         hashmap_free(b->sent_frames);
         hashmap_free(b->new_stacks);
@@ -218,30 +220,61 @@ void chbatch_forget(chbatch *b) {
         b->sent_day[0] = '\0';
 }
 
-int chbatch_begin(chbatch *b, const char *host, uint64_t start_ns, uint64_t end_ns) {
+int chbatch_begin(chbatch *b, const char *host) {
+        struct chbuf h = {};
         int r;
 
         b->samples.len = b->stacks.len = b->frames.len = b->prefix.len = 0;
-        b->n_samples = b->n_stacks = b->n_frames = 0;
-        chbatch_day(end_ns, b->day);
-        if (!streq(b->day, b->sent_day)) {
-                b->sent_stacks = set_renew(b->sent_stacks);
-                b->sent_frames = set_renew(b->sent_frames);
-                memcpy(b->sent_day, b->day, sizeof(b->day));
-        }
+        b->n_samples = b->n_stacks = b->n_frames = b->n_drains = 0;
         b->new_stacks = set_renew(b->new_stacks);
         b->new_frames = set_renew(b->new_frames);
-        b->memo = set_renew(b->memo);
-        if (!b->sent_stacks || !b->sent_frames || !b->new_stacks || !b->new_frames || !b->memo) {
-                b->sent_day[0] = '\0'; /* the sets are not whole: start them over */
+        if (!b->new_stacks || !b->new_frames)
                 return -ENOMEM;
+        r = chbuf_escaped(&h, host);
+        if (r >= 0 && !h.data)
+                r = chbuf_put(&h, "", 0);
+        if (r < 0) {
+                free(h.data);
+                return r;
         }
+        free(b->host);
+        b->host = h.data;
+        return 0;
+}
+
+int chbatch_drain(chbatch *b, uint64_t start_ns, uint64_t end_ns) {
+        char day[11];
+        int r;
+
+        chbatch_day(end_ns, day);
+        if (b->n_drains > 0 && !streq(day, b->day))
+                return -EXDEV;
+        if (b->n_drains == 0 && !streq(day, b->sent_day)) {
+                b->sent_stacks = set_renew(b->sent_stacks);
+                b->sent_frames = set_renew(b->sent_frames);
+                memcpy(b->sent_day, day, sizeof(day));
+                if (!b->sent_stacks || !b->sent_frames) {
+                        b->sent_day[0] = '\0'; /* the sets are not whole: start them over */
+                        return -ENOMEM;
+                }
+        }
+        memcpy(b->day, day, sizeof(day));
+        /* a store's stack ids mean the same frames within one read */
+        b->memo = set_renew(b->memo);
+        if (!b->memo)
+                return -ENOMEM;
         /* host, drain_start, drain_end, time, day */
-        if ((r = chbuf_field(&b->prefix, host)) < 0 || (r = chbuf_u64(&b->prefix, start_ns, '\t')) < 0 ||
-            (r = chbuf_u64(&b->prefix, end_ns, '\t')) < 0 ||
+        b->prefix.len = 0;
+        if ((r = chbuf_put(&b->prefix, b->host, strlen(b->host))) < 0 || (r = chbuf_char(&b->prefix, '\t')) < 0 ||
+            (r = chbuf_u64(&b->prefix, start_ns, '\t')) < 0 || (r = chbuf_u64(&b->prefix, end_ns, '\t')) < 0 ||
             (r = chbuf_u64(&b->prefix, end_ns / NSEC_PER_SEC, '\t')) < 0 || (r = chbuf_field(&b->prefix, b->day)) < 0)
                 return r;
+        b->n_drains++;
         return 0;
+}
+
+size_t chbatch_drains(const chbatch *b) {
+        return b->n_drains;
 }
 
 static bool seen(const hashmap *sent, const hashmap *added, uint64_t id) {

@@ -1,6 +1,8 @@
-/* One stored drain as the bodies of ClickHouse INSERTs (TabSeparated) into
- * the fleet tables of schema/clickhouse/: its sample rows, and the stacks
- * and frames they use that this host has not sent yet for the drain's day.
+/* Stored drains as the bodies of ClickHouse INSERTs (TabSeparated) into the
+ * fleet tables of schema/clickhouse/: their sample rows, and the stacks and
+ * frames they use that this host has not sent yet for their day. A batch
+ * holds drains of one UTC day only, so its samples are one block of one
+ * partition: ClickHouse stores them whole or not at all.
  * Stacks and frames are named by content (64-bit hashes defined here, part
  * of the schema: every host computes the same id for the same frame).
  * Pure: no I/O, no clock; daemon/export/exporter.c sends what it makes,
@@ -25,16 +27,24 @@ typedef struct chbatch chbatch;
 int chbatch_new(chbatch **ret);
 chbatch *chbatch_free(chbatch *b);
 
-/* Starts the bodies of one drain of host (its bucket start_ns..end_ns,
- * Unix-epoch ns), dropping what the previous drain left. A drain of another
- * UTC day than the stacks and frames sent so far starts that day's set
- * over: each day's partitions are complete on their own. Returns 0 or
- * -ENOMEM. */
-int chbatch_begin(chbatch *b, const char *host, uint64_t start_ns, uint64_t end_ns);
+/* Starts a batch of host's drains, dropping what the previous one left.
+ * Returns 0 or -ENOMEM. */
+int chbatch_begin(chbatch *b, const char *host);
 
-/* Adds one sample row, and its stack and frames unless sent (or added)
- * already for this day. Returns 0 or -ENOMEM. */
+/* Adds a drain (its bucket start_ns..end_ns, Unix-epoch ns) to the batch:
+ * the samples added next belong to it. A batch's first drain of another
+ * UTC day than the stacks and frames sent so far starts that day's set
+ * over (each day's partitions are complete on their own). Returns 0,
+ * -EXDEV when the drain is of another day than the batch's (send the
+ * batch first), or -ENOMEM. */
+int chbatch_drain(chbatch *b, uint64_t start_ns, uint64_t end_ns);
+
+/* Adds one sample row of the current drain, and its stack and frames
+ * unless sent (or added) already for this day. Returns 0 or -ENOMEM. */
 int chbatch_add(chbatch *b, const struct store_outbox_sample *smp);
+
+/* Drains in the batch. */
+size_t chbatch_drains(const chbatch *b);
 
 /* The body for one statement and its number of rows (0: nothing to send). */
 struct chbatch_body {
@@ -46,8 +56,8 @@ struct chbatch_body chbatch_samples(const chbatch *b);
 struct chbatch_body chbatch_stacks(const chbatch *b);
 struct chbatch_body chbatch_frames(const chbatch *b);
 
-/* The drain's bodies were all stored: its new stacks and frames count as
- * sent for its day (a failed drain's are sent again with the retry).
+/* The batch's bodies were all stored: its new stacks and frames count as
+ * sent for its day (a failed batch's are sent again with the retry).
  * Returns 0 or -ENOMEM. */
 int chbatch_commit(chbatch *b);
 

@@ -31,9 +31,8 @@ const char *const exporter_error_names[_EXPORTER_ERROR_MAX] = {
         [EXPORTER_ERROR_LOCAL] = "local",
 };
 
-/* Drains read from the outbox per look: enough to stream a backlog, few
- * enough that status's backlog figure follows closely. */
-#define PENDING_BATCH 16
+/* Drains read from the outbox per look: one batch at most (below). */
+#define PENDING_BATCH 64
 /* Retry waits double from 1 s to 30 s: a blip costs a second, and a fleet
  * of a thousand hosts knocks on a ClickHouse that is down about 33 times a
  * second, while an outage is caught up at most 30 s after it ends. */
@@ -148,6 +147,10 @@ _printf_(3, 4) static int fail(exporter *e, enum exporter_error kind, const char
         e->status.last_error_ns = now_realtime_ns();
         e->status.state = "retrying";
         pthread_mutex_unlock(&e->lock);
+        /* a fixed password (or a user allowed to insert) in the file is
+         * taken at the next attempt, without a restart */
+        if (kind == EXPORTER_ERROR_AUTH)
+                e->credentials_read = false;
         if (!streq(msg, e->logged) || now - e->logged_ns >= LOG_REPEAT_NS) {
                 log_warning("ClickHouse export (%s): %s; profiling goes on locally, retrying.",
                             exporter_error_names[kind], msg);
@@ -358,7 +361,7 @@ static int query_u64(exporter *e, const char *what, const char *sql, uint64_t *r
         r = http_post(e, what, params, "", 0, &answer, f);
         if (r < 0)
                 return r;
-        if (!answer || parse_uint_strict(strtok(answer, "\n"), UINT64_MAX, ret) < 0) {
+        if (!answer || parse_uint_strict(strtok(answer, "\n") ?: "", UINT64_MAX, ret) < 0) {
                 f->kind = EXPORTER_ERROR_HTTP;
                 snprintf(f->msg, sizeof(f->msg), "%s: unexpected answer \"%.100s\"", what, answer ? answer : "");
                 return -EAGAIN;
@@ -390,47 +393,77 @@ static int check_schema(exporter *e) {
         return 0;
 }
 
-/* The INSERT's query id: a retry of the same drain gets the same id, so
- * ClickHouse refuses it while the earlier attempt still runs. */
-static void drain_query_id(const exporter *e, const struct store_outbox_drain *d, char *ret, size_t size) {
-        snprintf(ret, size, "profd-%s-%" PRIu64, e->host_name, d->end_ns);
+/* The sample INSERT's query id: "profd-HOST-" and the first drain's end. */
+static void batch_query_id(const exporter *e, const struct store_outbox_drain *first, char *ret, size_t size) {
+        snprintf(ret, size, "profd-%s-%" PRIu64, e->host_name, first->end_ns);
 }
 
-/* Is drain d in ClickHouse already (an earlier attempt stored it, and its
- * answer was lost)? One drain is one INSERT of one block into one
- * partition of one shard, so it is there whole or not at all. First makes
- * sure that attempt is no longer running. Returns 1, 0, or -EAGAIN. */
-static int drain_stored(exporter *e, const struct store_outbox_drain *d) {
-        _cleanup_free_ char *sql = NULL;
+/* Which of drains[0..n) ClickHouse holds already (an earlier attempt
+ * stored them, and its answer was lost): stored[i] set for those. A batch
+ * is one INSERT of one block into one partition of one shard, so each
+ * drain is there whole or not at all. First makes sure no earlier insert
+ * of this host is still running, which could land after the look. Returns
+ * 0, or -EAGAIN (recorded: back off), -ENOMEM, -ECANCELED. */
+static int drains_stored(exporter *e, const struct store_outbox_drain *drains, size_t n, bool *stored) {
+        _cleanup_free_ char *sql = NULL, *answer = NULL;
+        struct chbuf ends = {}, days = {};
         struct failure f;
-        char qid[300], day[11];
-        uint64_t n;
+        uint64_t running;
         int r;
 
-        drain_query_id(e, d, qid, sizeof(qid));
-        /* host names need no quoting (conf_host_name_valid), nor query ids made of them */
-        if (asprintf(&sql, "SELECT count() FROM system.processes WHERE query_id = '%s'", qid) < 0)
+        /* host names need no quoting (conf_host_name_valid) */
+        if (asprintf(&sql, "SELECT count() FROM system.processes WHERE substring(query_id, 1, %zu) = 'profd-%s-'",
+                     strlen(e->host_name) + 7, e->host_name) < 0)
                 return -ENOMEM;
-        r = query_u64(e, "looking for an insert still running", sql, &n, &f);
+        r = query_u64(e, "looking for an insert still running", sql, &running, &f);
         if (r == -EAGAIN)
                 return fail_with(e, &f);
         if (r < 0)
                 return r;
-        if (n > 0)
-                return fail(e, EXPORTER_ERROR_TIMEOUT, "an earlier insert of the drain ending at %" PRIu64
-                            " ns is still running at %s; waiting for it", d->end_ns, e->url);
+        if (running > 0)
+                return fail(e, EXPORTER_ERROR_TIMEOUT, "an earlier insert is still running at %s; waiting for it",
+                            e->url);
+        for (size_t i = 0; i < n; i++) {
+                char day[11], num[32];
+
+                chbatch_day(drains[i].end_ns, day);
+                snprintf(num, sizeof(num), "%s%" PRIu64, i ? "," : "", drains[i].end_ns);
+                if (chbuf_escaped(&ends, num) < 0 ||
+                    (!strstr(days.data ? days.data : "", day) &&
+                     (chbuf_escaped(&days, days.len ? ",'" : "'") < 0 || chbuf_escaped(&days, day) < 0 ||
+                      chbuf_escaped(&days, "'") < 0))) {
+                        free(ends.data);
+                        free(days.data);
+                        return -ENOMEM;
+                }
+                stored[i] = false;
+        }
         free(sql);
-        chbatch_day(d->end_ns, day);
-        if (asprintf(&sql, "SELECT count() FROM profd.samples WHERE day = '%s' AND host = '%s' AND kind IN (0, 1, 2) "
-                           "AND time = toDateTime(%" PRIu64 ") AND drain_end = %" PRIu64,
-                     day, e->host_name, (uint64_t) (d->end_ns / NSEC_PER_SEC), d->end_ns) < 0)
+        r = asprintf(&sql, "SELECT DISTINCT drain_end FROM profd.samples WHERE day IN (%s) AND host = '%s' "
+                           "AND kind IN (0, 1, 2) AND drain_end IN (%s)", days.data, e->host_name, ends.data);
+        free(ends.data);
+        free(days.data);
+        if (r < 0)
                 return -ENOMEM;
-        r = query_u64(e, "looking for a drain sent before", sql, &n, &f);
+        /* the list of drains may be long: the query goes in the body */
+        r = http_post(e, "looking for drains sent before", "", sql, strlen(sql), &answer, &f);
         if (r == -EAGAIN)
                 return fail_with(e, &f);
         if (r < 0)
                 return r;
-        return n > 0;
+        /* no rows: an empty answer (no body at all) */
+        for (char *save = NULL, *line = answer ? strtok_r(answer, "\n", &save) : NULL; line;
+             line = strtok_r(NULL, "\n", &save)) {
+                uint64_t end;
+
+                if (parse_uint_strict(line, UINT64_MAX, &end) < 0)
+                        return fail(e, EXPORTER_ERROR_HTTP, "looking for drains sent before: unexpected answer "
+                                    "\"%.100s\" (ClickHouse at %s)", line, e->url);
+                for (size_t i = 0; i < n; i++)
+                        if (drains[i].end_ns == end)
+                                stored[i] = true;
+        }
+        return 0;
 }
 
 /* Sends one statement's body, if it has rows. */
@@ -446,7 +479,7 @@ static int insert(exporter *e, const char *what, const char *statement, struct c
         if (!enc)
                 return -ENOMEM;
         /* synchronous: the answer comes once every shard stored its rows;
-         * one block: a drain is never split into parts */
+         * one block: a batch is never split into parts */
         r = asprintf(&params, "query=%s&insert_distributed_sync=1&max_insert_block_size=%zu%s%s", enc,
                      MAX(b.rows, (size_t) 1048576), qid ? "&query_id=" : "", qid ? qid : "");
         curl_free(enc);
@@ -467,75 +500,86 @@ static int add_sample(const struct store_outbox_sample *smp, void *userdata) {
         return chbatch_add(userdata, smp);
 }
 
-static void acknowledged(exporter *e, const struct store_outbox_drain *d, bool sent) {
-        struct chbatch_body s = chbatch_samples(e->batch), st = chbatch_stacks(e->batch), f = chbatch_frames(e->batch);
+/* Drains of one batch at most, and bytes of sample rows: a backlog goes
+ * in requests of a few MiB (one part per shard each, which ClickHouse
+ * merges easily), and a request stays well within the timeout. */
+#define BATCH_DRAINS_MAX 64
+#define BATCH_BYTES_MAX (8U << 20)
+_Static_assert(PENDING_BATCH <= BATCH_DRAINS_MAX, "a look at the outbox is one batch at most");
 
-        pthread_mutex_lock(&e->lock);
-        if (sent) {
-                e->status.exported_drains++;
-                e->status.exported_samples += s.rows;
-                e->status.exported_stacks += st.rows;
-                e->status.exported_frames += f.rows;
-        } else
-                e->status.already_stored++;
-        e->status.last_success_ns = now_realtime_ns();
-        e->status.last_error_kind = -1;
-        if (e->status.backlog_drains > 0)
-                e->status.backlog_drains--;
-        pthread_mutex_unlock(&e->lock);
-}
-
-/* Sends drain d, or finds it there. Returns 0 once ClickHouse has it and
- * the cursor says so, or a negative errno (-EAGAIN: recorded, back off). */
-static int export_drain(exporter *e, const struct store_outbox_drain *d) {
+/* Sends drains[0..k) for some k >= 1 that fits in one batch (one day, the
+ * limits above), skipping those ClickHouse holds already, and moves the
+ * cursor past them. Returns k, or a negative errno (-EAGAIN: recorded,
+ * back off). */
+static int export_batch(exporter *e, const struct store_outbox_drain *drains, size_t n) {
+        bool stored[PENDING_BATCH] = {};
+        size_t k = 0, sent = 0, found = 0;
         char qid[300];
-        bool sent = true;
         int r;
 
-        r = chbatch_begin(e->batch, e->host_name, d->start_ns, d->end_ns);
+        if (e->check_next) {
+                r = drains_stored(e, drains, n, stored);
+                if (r < 0)
+                        return r;
+        }
+        r = chbatch_begin(e->batch, e->host_name);
         if (r < 0)
                 return r;
-        r = store_outbox_samples(e->outbox, d->id, add_sample, e->batch);
-        if (r == -ENOENT) {
-                /* merged or deleted by retention meanwhile: counted there */
-                log_debug("ClickHouse export: drain %" PRId64 " went to retention before it was sent.", d->id);
-                r = store_outbox_ack(e->outbox, e->target, d->id);
-                return r < 0 ? fail(e, EXPORTER_ERROR_LOCAL, "cannot move the export cursor in %s: %s", e->store_path,
-                                    strerror(-r)) : 0;
+        for (; k < n && chbatch_samples(e->batch).len < BATCH_BYTES_MAX; k++) {
+                if (stored[k]) {
+                        found++;
+                        continue;
+                }
+                r = chbatch_drain(e->batch, drains[k].start_ns, drains[k].end_ns);
+                if (r == -EXDEV) /* another day: the next batch */
+                        break;
+                if (r < 0)
+                        return r;
+                r = store_outbox_samples(e->outbox, drains[k].id, add_sample, e->batch);
+                if (r == -ENOENT) {
+                        /* merged or deleted by retention meanwhile: counted there */
+                        log_debug("ClickHouse export: drain %" PRId64 " went to retention before it was sent.",
+                                  drains[k].id);
+                        continue;
+                }
+                if (r < 0)
+                        return r == -ENOMEM ? r : fail(e, EXPORTER_ERROR_LOCAL, "cannot read drain %" PRId64
+                                                       " from %s: %s", drains[k].id, e->store_path, strerror(-r));
+                sent++;
         }
+        if (k == 0)
+                return -EIO; /* cannot happen: the first drain always fits */
+        batch_query_id(e, &drains[0], qid, sizeof(qid));
+        /* stacks and frames first: a sample never names a stack ClickHouse
+         * lacks; sending them again is harmless */
+        if ((r = insert(e, "inserting frames", chbatch_insert_frames, chbatch_frames(e->batch), NULL)) < 0 ||
+            (r = insert(e, "inserting stacks", chbatch_insert_stacks, chbatch_stacks(e->batch), NULL)) < 0)
+                return r;
+        /* from here on a failure may leave the samples stored */
+        e->check_next = true;
+        r = insert(e, "inserting samples", chbatch_insert_samples, chbatch_samples(e->batch), qid);
         if (r < 0)
-                return r == -ENOMEM ? r : fail(e, EXPORTER_ERROR_LOCAL, "cannot read drain %" PRId64 " from %s: %s",
-                                                d->id, e->store_path, strerror(-r));
-        if (e->check_next) {
-                r = drain_stored(e, d);
-                if (r < 0)
-                        return r;
-                sent = r == 0;
-        }
-        if (sent) {
-                drain_query_id(e, d, qid, sizeof(qid));
-                /* stacks and frames first: a sample never names a stack
-                 * ClickHouse lacks; sending them again is harmless */
-                if ((r = insert(e, "inserting frames", chbatch_insert_frames, chbatch_frames(e->batch), NULL)) < 0 ||
-                    (r = insert(e, "inserting stacks", chbatch_insert_stacks, chbatch_stacks(e->batch), NULL)) < 0)
-                        return r;
-                /* from here on a failure may leave the samples stored */
-                e->check_next = true;
-                r = insert(e, "inserting samples", chbatch_insert_samples, chbatch_samples(e->batch), qid);
-                if (r < 0)
-                        return r;
-        }
-        /* found stored: its stacks and frames went before it */
+                return r;
         r = chbatch_commit(e->batch);
         if (r < 0)
                 return r;
-        r = store_outbox_ack(e->outbox, e->target, d->id);
+        r = store_outbox_ack(e->outbox, e->target, drains[k - 1].id);
         if (r < 0)
                 return fail(e, EXPORTER_ERROR_LOCAL, "cannot move the export cursor in %s: %s", e->store_path,
                             strerror(-r));
         e->check_next = false;
-        acknowledged(e, d, sent);
-        return 0;
+        pthread_mutex_lock(&e->lock);
+        e->status.exported_drains += sent;
+        e->status.exported_samples += chbatch_samples(e->batch).rows;
+        e->status.exported_stacks += chbatch_stacks(e->batch).rows;
+        e->status.exported_frames += chbatch_frames(e->batch).rows;
+        e->status.already_stored += found;
+        e->status.acknowledged_drain_id = drains[k - 1].id;
+        e->status.last_success_ns = now_realtime_ns();
+        e->status.last_error_kind = -1;
+        e->status.backlog_drains -= MIN(e->status.backlog_drains, (uint64_t) k);
+        pthread_mutex_unlock(&e->lock);
+        return (int) k;
 }
 
 /* One look at the outbox. Returns 1 when there may be more to send, 0 when
@@ -563,6 +607,7 @@ static int export_pass(exporter *e) {
         e->status.backlog_drains = backlog;
         e->status.backlog_oldest_ns = oldest;
         e->status.lost_by_retention = lost;
+        e->status.acknowledged_drain_id = cursor;
         failing = e->status.last_error_kind >= 0;
         pthread_mutex_unlock(&e->lock);
         if (!e->credentials_read && (r = read_credentials(e)) < 0)
@@ -577,20 +622,17 @@ static int export_pass(exporter *e) {
                 return 0;
         }
         set_state(e, "sending");
-        for (size_t i = 0; i < n; i++) {
-                r = export_drain(e, &pending[i]);
-                if (r < 0) {
-                        /* an insert refused for the schema: look at it again */
-                        if (e->status.last_error_kind == EXPORTER_ERROR_SCHEMA)
-                                e->schema_ok = false;
-                        return r;
-                }
-                if (failing) {
-                        log_info("ClickHouse export to %s works again; %" PRIu64 " drains to catch up.", e->url,
-                                 backlog > i + 1 ? backlog - i - 1 : 0);
-                        failing = false;
-                        e->logged[0] = '\0';
-                }
+        r = export_batch(e, pending, n);
+        if (r < 0) {
+                /* an insert refused for the schema: look at it again */
+                if (e->status.last_error_kind == EXPORTER_ERROR_SCHEMA)
+                        e->schema_ok = false;
+                return r;
+        }
+        if (failing) {
+                log_info("ClickHouse export to %s works again; %" PRIu64 " drains to catch up.", e->url,
+                         backlog > (uint64_t) r ? backlog - (uint64_t) r : 0);
+                e->logged[0] = '\0';
         }
         return 1;
 }
@@ -610,6 +652,24 @@ static bool wait_for(exporter *e, uint64_t ns, bool wakeable) {
         return !atomic_load(&e->stopping);
 }
 
+/* The backlog as status shows it, read again (while backing off, so
+ * status follows the drains being stored). */
+static void refresh_backlog(exporter *e) {
+        struct store_outbox_drain first;
+        uint64_t backlog, oldest, lost;
+        int64_t cursor;
+        size_t n;
+
+        if (!e->outbox || store_outbox_cursor(e->outbox, e->target, &cursor, &lost) < 0 ||
+            store_outbox_pending(e->outbox, cursor, 1, &first, &n, &backlog, &oldest) < 0)
+                return;
+        pthread_mutex_lock(&e->lock);
+        e->status.backlog_drains = backlog;
+        e->status.backlog_oldest_ns = oldest;
+        e->status.lost_by_retention = lost;
+        pthread_mutex_unlock(&e->lock);
+}
+
 static void *exporter_thread(void *userdata) {
         exporter *e = userdata;
         uint64_t backoff = 0;
@@ -624,12 +684,16 @@ static void *exporter_thread(void *userdata) {
                 if (r == -ECANCELED)
                         break;
                 if (r < 0) {
+                        uint64_t until;
+
                         if (r != -EAGAIN)
                                 (void) fail(e, EXPORTER_ERROR_LOCAL, "%s", strerror(-r));
                         backoff = backoff ? MIN(backoff * 2, BACKOFF_MAX_NS) : BACKOFF_MIN_NS;
-                        /* drains stored meanwhile wait for the backoff */
-                        if (!wait_for(e, backoff, false))
-                                break;
+                        /* drains stored meanwhile wait for the backoff; they
+                         * only update the backlog */
+                        until = now_monotonic_ns() + backoff;
+                        while (now_monotonic_ns() < until && wait_for(e, until - now_monotonic_ns(), true))
+                                refresh_backlog(e);
                         continue;
                 }
                 backoff = 0;

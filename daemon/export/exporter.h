@@ -36,6 +36,7 @@ extern const char *const exporter_error_names[_EXPORTER_ERROR_MAX];
 struct exporter_status {
         const char *state;          /* "starting", "sending", "caught_up", "retrying" */
         uint64_t backlog_drains;    /* stored, not yet acknowledged */
+        int64_t acknowledged_drain_id; /* the cursor: drains up to this id are in ClickHouse */
         uint64_t backlog_oldest_ns; /* the oldest one's end, Unix-epoch ns; 0: none */
         uint64_t last_success_ns;   /* when ClickHouse last acknowledged a drain, Unix-epoch ns; 0: never */
         uint64_t exported_drains, exported_samples, exported_stacks, exported_frames;

@@ -1389,12 +1389,15 @@ int store_outbox_cursor(store *s, const char *target, int64_t *ret_drain_id, uin
         int64_t id, lost, max_id, ignored;
         int r;
 
-        if ((r = outbox_i64(s, "INSERT INTO export_cursors (target, drain_id) VALUES (?1, 0) "
-                               "ON CONFLICT (target) DO NOTHING", target, 0, 0, &ignored)) < 0 ||
-            (r = outbox_i64(s, "SELECT drain_id FROM export_cursors WHERE target = ?1", target, 0, 0,
-                            &id)) < 0 ||
-            (r = outbox_i64(s, "SELECT lost_drains FROM export_cursors WHERE target = ?1", target, 0, 0,
-                            &lost)) < 0 ||
+        if ((r = outbox_i64(s, "SELECT drain_id FROM export_cursors WHERE target = ?1", target, 0, -1, &id)) < 0)
+                return r;
+        /* a new target: nothing sent yet (written once, not at every look) */
+        if (id < 0 && ((r = outbox_i64(s, "INSERT INTO export_cursors (target, drain_id) VALUES (?1, 0)", target, 0,
+                                       0, &ignored)) < 0 ||
+                       (r = outbox_i64(s, "SELECT drain_id FROM export_cursors WHERE target = ?1", target, 0, 0,
+                                       &id)) < 0))
+                return r;
+        if ((r = outbox_i64(s, "SELECT lost_drains FROM export_cursors WHERE target = ?1", target, 0, 0, &lost)) < 0 ||
             (r = outbox_i64(s, "SELECT max(id) FROM drains", NULL, 0, 0, &max_id)) < 0)
                 return r;
         /* ids start over only in a table retention emptied (everything older

@@ -235,12 +235,14 @@ class Server:
 
     def query(self, sql, data=None, user="default", password="", timeout=60, settings=None):
         """Runs one statement over HTTP; returns the body as text. With
-        data (bytes), sql is an INSERT whose rows are data. Raises Error
-        when ClickHouse refuses it."""
-        params = {"query": sql}
-        params.update(settings or {})
+        data (bytes), sql is an INSERT whose rows are data; without, the
+        statement is the request's body (no limit on its length). Raises
+        Error when ClickHouse refuses it."""
+        params = dict(settings or {})
+        if data is not None:
+            params["query"] = sql
         url = self.url + "?" + urllib.parse.urlencode(params)
-        req = urllib.request.Request(url, data=data if data is not None else b"", method="POST")
+        req = urllib.request.Request(url, data=data if data is not None else sql.encode(), method="POST")
         req.add_header("X-ClickHouse-User", user)
         req.add_header("X-ClickHouse-Key", password)
         try:

@@ -99,7 +99,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 22);
+        CHECK_INT_EQ(n, 26);
 }
 
 static void test_defaults(void) {
@@ -142,6 +142,12 @@ static void test_bad_files_name_file_line_and_key(void) {
                 { " = 5\n", "f.conf:1: missing key before '='" },
                 { "retention_raw = 8d\n", "retention_raw (8d) is longer than retention_1m (7d)" },
                 { "retention = 3d\n", "retention_1m (7d) is longer than retention (3d)" },
+                { "clickhouse_url = 127.0.0.1:8123\n", "f.conf:1: key 'clickhouse_url': clickhouse_url must be an http:// or https:// URL *" },
+                { "clickhouse_url = http://u:pw@ch:8123/\n", "f.conf:1: key 'clickhouse_url': clickhouse_url must be an http:// or https:// URL without spaces or credentials (those go in clickhouse_credentials), not \"http://u:pw@ch:8123/\"" },
+                { "host_name = web 1\n", "f.conf:1: key 'host_name': host_name must be 1 to 255 letters, digits, *" },
+                { "host_name = o'brien\n", "f.conf:1: key 'host_name': *" },
+                { "clickhouse_credentials = creds.txt\n", "f.conf:1: key 'clickhouse_credentials': clickhouse_credentials must be an absolute path, not \"creds.txt\"" },
+                { "clickhouse_timeout = 0s\n", "f.conf:1: key 'clickhouse_timeout': clickhouse_timeout must be a duration from 100ms to 1h *" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct conf c;
@@ -159,6 +165,33 @@ static void test_bad_files_name_file_line_and_key(void) {
                 }
                 conf_done(&c);
         }
+}
+
+static void test_clickhouse_settings(void) {
+        struct conf c;
+        char *e;
+
+        /* off by default; the host's name labels it, and 30 s per request */
+        CHECK(conf_init(&c) == 0);
+        CHECK(c.clickhouse_url == NULL);
+        CHECK(c.host_name && conf_host_name_valid(c.host_name));
+        CHECK(c.clickhouse_credentials == NULL);
+        CHECK_INT_EQ(c.clickhouse_timeout_ns, 30 * NSEC_PER_SEC);
+        conf_done(&c);
+        e = parse(&c, "clickhouse_url = http://ch.example:8123/\nhost_name = web-1.dc_2:a\n"
+                      "clickhouse_credentials = /etc/profd/clickhouse\nclickhouse_timeout = 5s\n");
+        CHECK(e == NULL);
+        CHECK_STR_EQ(c.clickhouse_url, "http://ch.example:8123/");
+        CHECK_STR_EQ(c.host_name, "web-1.dc_2:a");
+        CHECK_STR_EQ(c.clickhouse_credentials, "/etc/profd/clickhouse");
+        CHECK_INT_EQ(c.clickhouse_timeout_ns, 5 * NSEC_PER_SEC);
+        conf_done(&c);
+        free(e);
+        /* "" turns the export off again */
+        e = parse(&c, "clickhouse_url = http://ch:8123/\nclickhouse_url =\n");
+        CHECK(e == NULL && c.clickhouse_url == NULL);
+        conf_done(&c);
+        free(e);
 }
 
 static void test_sizes(void) {
@@ -198,6 +231,7 @@ int main(void) {
         test_every_listed_key_is_known();
         test_bad_files_name_file_line_and_key();
         test_sizes();
+        test_clickhouse_settings();
         test_none_values();
         TESTS_DONE();
 }

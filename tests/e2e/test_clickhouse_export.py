@@ -1,0 +1,469 @@
+"""The ClickHouse export, end to end: real profd instances (BPF in the
+kernel) export to two real clickhouse-server shards on loopback
+(tests/e2e/clickhouse.py) behind Distributed tables.
+
+Exactly once is checked drain by drain: for every drain of a host's store
+(read with sqlite3, read-only), ClickHouse holds the same number of sample
+rows with the same sum of values, and no drain it does not have; and the
+answer of `profctl query` for a fixed past window equals ClickHouse's, stack
+by stack. That holds across a shard killed with SIGKILL mid-export, a user
+that may not insert, an answer lost after ClickHouse stored the insert,
+and bad configuration (unreachable URL, wrong password, another schema
+version), each shown in `profctl status` and the log while profd keeps
+profiling locally."""
+import http.server
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clickhouse  # noqa: E402
+from harness import Profd, binary, require_root, run_tests  # noqa: E402
+
+CH = None  # the cluster every test uses
+INTERVAL = "2s"  # enough drains in seconds, few enough for a loaded 2-CPU machine
+
+
+def start_profd(host, url=None, user=clickhouse.USER, password=clickhouse.PASSWORD, timeout=None):
+    """A profd (not started yet) exporting to url (default: the cluster) as
+    host, with a credentials file for user."""
+    p = Profd("--interval", INTERVAL, "--clickhouse-url", url or CH.url, "--host-name", host)
+    p.credentials = set_credentials(p, user, password)
+    p.config = os.path.join(p.dir, "profd.conf")
+    with open(p.config, "w") as f:
+        f.write(f"clickhouse_credentials = {p.credentials}\n")
+        if timeout:
+            f.write(f"clickhouse_timeout = {timeout}\n")
+    return p
+
+
+def set_credentials(p, user=clickhouse.USER, password=clickhouse.PASSWORD):
+    return CH.write_credentials(os.path.join(p.dir, "clickhouse.cred"), user, password)
+
+
+def export_status(p):
+    st = json.loads(p.profctl("status", "--json").stdout)
+    assert "export" in st, f"status has no export section: {st.keys()}"
+    return st["export"], st
+
+
+def wait_for(what, cond, timeout=90, p=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.3)
+    extra = ""
+    if p:
+        extra = "\nstatus: " + json.dumps(export_status(p)[0]) + "\nlog:\n" + p.read_log()[-3000:]
+    raise AssertionError(f"timed out waiting for {what}{extra}")
+
+
+def newest_drain(p):
+    """(id, end) of the store's newest drain, read-only."""
+    db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT id, end_ns FROM drains WHERE resolution_ns = 0 ORDER BY id DESC LIMIT 1").fetchone()
+    finally:
+        db.close()
+
+
+def drains_stored(p, n):
+    """Waits until the store holds n drains; returns [(start, end)] of them."""
+    def enough():
+        db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            rows = db.execute("SELECT start_ns, end_ns FROM drains WHERE resolution_ns = 0 ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # not created yet
+            rows = []
+        finally:
+            db.close()
+        return rows if len(rows) >= n else None
+    return wait_for(f"{n} drains in the store", enough, timeout=180, p=p)
+
+
+def caught_up(p):
+    """Waits until ClickHouse acknowledged every drain stored so far;
+    returns (id, end) of the last of them."""
+    drains_stored(p, 1)
+    last = newest_drain(p)
+    wait_for("the export to catch up", lambda: export_status(p)[0]["acknowledged_drain_id"] >= last[0],
+             timeout=180, p=p)
+    p.upto = last
+    return last
+
+
+def local_drains(p):
+    """{drain_end: (sample rows, sum of values)} of the store's drains as
+    drained up to caught_up's, read-only."""
+    db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT d.end_ns, count(s.value), coalesce(sum(s.value), 0) FROM drains d "
+                          "LEFT JOIN samples s ON s.drain_id = d.id WHERE d.resolution_ns = 0 AND d.id <= ? "
+                          "GROUP BY d.id", (p.upto[0],)).fetchall()
+    finally:
+        db.close()
+    return {end: (n, v) for end, n, v in rows if n > 0}
+
+
+def clickhouse_drains(host, upto_end):
+    out = CH.query(f"SELECT drain_end, count(), sum(value) FROM profd.samples WHERE host = '{host}' "
+                   f"AND drain_end <= {upto_end} GROUP BY drain_end FORMAT TabSeparated")
+    res = {}
+    for line in out.splitlines():
+        end, n, v = map(int, line.split("\t"))
+        res[end] = (n, v)
+    return res
+
+
+def assert_exactly_once(p, host):
+    """Every drain of the store is in ClickHouse once, with the same rows
+    and values; ClickHouse has nothing else for host."""
+    local, remote = local_drains(p), clickhouse_drains(host, p.upto[1])
+    assert local, "the store holds no samples"
+    missing = sorted(set(local) - set(remote))
+    extra = sorted(set(remote) - set(local))
+    differ = sorted(e for e in set(local) & set(remote) if local[e] != remote[e])
+    assert not missing and not extra and not differ, (
+        f"{host}: {len(local)} drains stored, {len(remote)} in ClickHouse; missing {missing[:5]}, "
+        f"not in the store {extra[:5]}, different (rows, sum) {[(e, local[e], remote[e]) for e in differ[:5]]}")
+    return len(local)
+
+
+def rfc3339(ns):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + ".%09dZ" % (ns % 10**9)
+
+
+def local_stacks(p, kind, from_ns, to_ns):
+    """{(frame names, modules): value} and the total of a local query."""
+    doc = p.query_json("--kind", kind, "--from", rfc3339(from_ns), "--to", rfc3339(to_ns))
+    stacks = {}
+    for st in doc["stacks"]:
+        key = tuple((f["name"], f.get("module", "")) for f in st["frames"])
+        stacks[key] = stacks.get(key, 0) + st["value"]
+    return stacks, doc["total"]
+
+
+def clickhouse_stacks(host, kind, from_ns, to_ns):
+    """The same from ClickHouse: samples of the window's drains summed per
+    stack, stacks and frames looked up by id (duplicates tolerated)."""
+    k = {"cpu": 0, "offcpu": 1, "wakeup": 2}[kind]
+    sums = CH.query(f"SELECT stack, sum(value) FROM profd.samples WHERE host = '{host}' AND kind = {k} "
+                    f"AND drain_end >= {from_ns} AND drain_start <= {to_ns} GROUP BY stack FORMAT TabSeparated")
+    by_stack = {int(s): int(v) for s, v in (l.split("\t") for l in sums.splitlines())}
+    if not by_stack:
+        return {}, 0
+    ids = ",".join(map(str, by_stack))
+    frames_of = {}
+    for line in CH.query(f"SELECT id, any(frames) FROM profd.stacks WHERE id IN ({ids}) "
+                         "GROUP BY id FORMAT TabSeparated").splitlines():
+        i, arr = line.split("\t")
+        frames_of[int(i)] = json.loads(arr)
+    fids = {f for fr in frames_of.values() for f in fr}
+    names = {}
+    if fids:
+        for line in CH.query(f"SELECT id, any(name) AS name, any(module) AS module FROM profd.frames "
+                             f"WHERE id IN ({','.join(map(str, fids))}) GROUP BY id "
+                             "FORMAT JSONEachRow").splitlines():
+            row = json.loads(line)
+            names[int(row["id"])] = (row["name"], row["module"])
+    stacks = {}
+    for sid, v in by_stack.items():
+        assert sid in frames_of, f"stack {sid} of {host}'s samples is not in profd.stacks"
+        key = tuple(names[f] for f in frames_of[sid])
+        stacks[key] = stacks.get(key, 0) + v
+    return stacks, sum(by_stack.values())
+
+
+def stop(p):
+    """Stops profd: on a loaded machine its writer may need long for the
+    drains still queued."""
+    if p.proc and p.proc.poll() is None:
+        p.stop(timeout=300)
+    p.cleanup()
+
+
+def cleanup_all(profds):
+    """Stops every profd, even when stopping one fails; then raises the
+    first failure."""
+    errors = []
+    for p in profds:
+        try:
+            stop(p)
+        except Exception as e:  # the others must stop all the same
+            errors.append(e)
+    if errors:
+        raise errors[0]
+
+
+def busy(seconds):
+    """Work for the profilers to see: cpu_split, a real workload."""
+    return subprocess.Popen([binary("CPU_SPLIT"), str(seconds)], stdout=subprocess.DEVNULL)
+
+
+def hosts_on_both_shards(n):
+    """n host names whose samples land on both shards (sipHash64 % 2)."""
+    names, shards = [], set()
+    for i in range(100):
+        name = f"fleet-{i:02d}"
+        shard = int(CH.query(f"SELECT sipHash64('{name}') % 2").strip())
+        if len(names) < n - 1 or shard not in shards:
+            names.append(name)
+            shards.add(shard)
+        if len(names) == n and len(shards) == 2:
+            return names
+        if len(names) == n:
+            names.pop()
+    raise AssertionError("no host names for both shards")
+
+
+def test_three_hosts_export_exactly_what_they_stored():
+    hosts = hosts_on_both_shards(3)
+    profds = [start_profd(h) for h in hosts]
+    work = busy(8)
+    try:
+        for p in profds:
+            p.start(timeout=180)
+        # a window in the past: from the 2nd drain's start to the 4th's end of the first host
+        drains = [drains_stored(p, 5) for p in profds][0]
+        t_from, t_to = drains[1][0] + 1, drains[3][1] - 1
+        for p in profds:
+            caught_up(p)
+        for h, p in zip(hosts, profds):
+            n = assert_exactly_once(p, h)
+            assert n >= 3, f"{h}: only {n} drains with samples"
+            for kind in ("cpu", "offcpu", "wakeup"):
+                ls, lt = local_stacks(p, kind, t_from, t_to)
+                rs, rt = clickhouse_stacks(h, kind, t_from, t_to)
+                assert lt == rt, f"{h} {kind}: local total {lt}, ClickHouse {rt}"
+                assert ls == rs, (f"{h} {kind}: {len(ls)} local stacks, {len(rs)} in ClickHouse, "
+                                  f"{len(set(ls) ^ set(rs))} differ")
+                assert lt > 0 or kind != "cpu", f"{h}: no cpu samples in the window"
+            e, _ = export_status(p)
+            assert e["errors"] == {k: 0 for k in e["errors"]}, f"{h}: errors {e['errors']}"
+        # both shards hold samples, each host on one of them
+        per_shard = [s.query("SELECT DISTINCT host FROM profd.samples_local FORMAT TabSeparated").split()
+                     for s in CH.servers]
+        assert all(per_shard), f"a shard holds no samples: {per_shard}"
+        for h in hosts:
+            assert sum(h in s for s in per_shard) == 1, f"{h}'s samples are on {per_shard}"
+        # stacks and frames are named by content: a stack two hosts share is one id
+        shared = CH.query("SELECT count() FROM (SELECT stack FROM profd.samples GROUP BY stack "
+                          "HAVING uniqExact(host) > 1)").strip()
+        assert int(shared) > 0, "no stack id is shared between hosts"
+    except BaseException as e:
+        print(f"failed: {e!r}", file=sys.stderr)
+        for p in profds:
+            print(f"--- profd {p.args} ---\n" + p.read_log()[-3000:], file=sys.stderr)
+        raise
+    finally:
+        work.wait()
+        cleanup_all(profds)
+
+
+def test_shard_killed_mid_export_loses_and_doubles_nothing():
+    host = "crash-host"
+    p = start_profd(host, timeout="2s")
+    home = int(CH.query(f"SELECT sipHash64('{host}') % 2").strip())
+    work = busy(30)
+    try:
+        p.start(timeout=180)
+        time.sleep(2)
+        # the server profd talks to dies while drains stream in: connections break mid-insert
+        CH.servers[0].kill9()
+        wait_for("a connect error", lambda: export_status(p)[0]["errors"]["connect"] > 0, p=p)
+        time.sleep(2)
+        e, _ = export_status(p)
+        assert e["backlog_drains"] >= 2, f"no backlog while ClickHouse is down: {e}"
+        assert e["state"] == "retrying", e
+        CH.servers[0].start()
+        time.sleep(2)
+        # then the shard holding this host's samples, the other one
+        other = CH.servers[1]
+        other.kill9()
+        time.sleep(3)
+        other.start()
+        # and the shard of the host's samples once more, if it is the first
+        CH.servers[home].kill9()
+        time.sleep(1)
+        CH.servers[home].start()
+        caught_up(p)
+        n = assert_exactly_once(p, host)
+        e, _ = export_status(p)
+        assert n >= 5 and e["last_error"], (n, e)
+        log = p.read_log()
+        assert "ClickHouse export (connect)" in log and "works again" in log, log[-3000:]
+    finally:
+        work.kill()
+        work.wait()
+        stop(p)
+        for s in CH.servers:  # whatever failed, the next tests get a whole cluster
+            if not s.running():
+                s.start()
+
+
+def test_read_only_user_keeps_a_backlog_then_catches_up():
+    host = "readonly-host"
+    p = start_profd(host, user=clickhouse.READER)
+    try:
+        p.start(timeout=180)
+        wait_for("an auth error", lambda: export_status(p)[0]["errors"]["auth"] > 0, p=p)
+        time.sleep(3)
+        e, st = export_status(p)
+        assert e["state"] == "retrying" and e["error"] == "auth", e
+        assert "readonly" in e["last_error"], e["last_error"]
+        assert e["backlog_drains"] >= 3 and e["backlog_oldest_ns"], e
+        assert e["exported_drains"] == 0
+        assert CH.query(f"SELECT count() FROM profd.samples WHERE host = '{host}'").strip() == "0"
+        assert "ClickHouse export (auth)" in p.read_log()
+        # local profiling goes on meanwhile
+        assert st["drains"] >= 3 and p.query_json("--since", "1m")["total"] >= 0
+        # the operator gives profd a user that may insert: taken without a restart
+        set_credentials(p)
+        caught_up(p)
+        n = assert_exactly_once(p, host)
+        e, _ = export_status(p)
+        assert e["exported_drains"] >= n - e["already_stored"], e
+    finally:
+        stop(p)
+
+
+class DroppingProxy:
+    """An HTTP proxy on loopback in front of a ClickHouse server: passes
+    requests on and answers back, except that the first `drops` sample
+    INSERTs are passed on (ClickHouse stores them) and their answers are
+    never given: profd's request times out after the data was stored."""
+
+    def __init__(self, upstream, drops):
+        self.upstream, self.drops, self.dropped = upstream, drops, 0
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                req = urllib.request.Request(proxy.upstream.rstrip("/") + self.path, data=body, method="POST")
+                for h in ("Authorization", "X-ClickHouse-User", "X-ClickHouse-Key"):
+                    if self.headers.get(h):
+                        req.add_header(h, self.headers[h])
+                try:
+                    with urllib.request.urlopen(req, timeout=60) as r:
+                        status, data = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, data = e.code, e.read()
+                if "INSERT%20INTO%20profd.samples" in self.path and status == 200 and proxy.dropped < proxy.drops:
+                    proxy.dropped += 1
+                    time.sleep(4)  # longer than profd's clickhouse_timeout: it gives up
+                    self.close_connection = True
+                    return
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_insert_stored_but_answer_lost_is_not_sent_twice():
+    host = "timeout-host"
+    proxy = DroppingProxy(CH.url, drops=2)
+    p = start_profd(host, url=proxy.url, timeout="1s")
+    try:
+        p.start(timeout=180)
+        wait_for("two dropped answers", lambda: proxy.dropped >= 2, p=p)
+        caught_up(p)
+        e, _ = export_status(p)
+        assert e["errors"]["timeout"] >= 2, e
+        assert e["already_stored"] >= 2, f"the stored drains were not found before resending: {e}"
+        assert_exactly_once(p, host)
+    finally:
+        stop(p)
+        proxy.close()
+
+
+def free_url():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"  # closed again: nothing listens there
+
+
+def check_bad_config(p, kind, words):
+    """profd starts, reports kind in status and its log, and profiles on."""
+    p.start(timeout=180)
+    try:
+        wait_for(f"a {kind} error", lambda: export_status(p)[0]["errors"][kind] > 0, p=p)
+        e, st = export_status(p)
+        assert e["state"] == "retrying" and e["error"] == kind, e
+        for w in words:
+            assert w in e["last_error"], f"'{w}' not in status's error: {e['last_error']}"
+        log = p.read_log()
+        assert f"ClickHouse export ({kind})" in log and words[0] in log, log[-2000:]
+        human = p.profctl("status").stdout
+        assert "export:" in human and f"current error {kind}" in human, human
+        # profiling goes on locally
+        before = st["drains"]
+        wait_for("more local drains", lambda: export_status(p)[1]["drains"] > before + 2, p=p)
+        assert p.query_json("--since", "1m")["total"] > 0
+    finally:
+        stop(p)
+
+
+def test_unreachable_url_is_reported_and_profiling_goes_on():
+    check_bad_config(start_profd("unreachable-host", url=free_url()), "connect", ["Couldn't connect"])
+
+
+def test_wrong_password_is_reported_and_profiling_goes_on():
+    p = start_profd("badpw-host", password="not-the-password")
+    check_bad_config(p, "auth", ["Wrong password"])
+
+
+def test_other_schema_version_is_refused_and_profiling_goes_on():
+    entry = CH.servers[0]
+    entry.query("INSERT INTO profd.schema_version (version) VALUES (99)")
+    try:
+        p = start_profd("schema-host")
+        check_bad_config(p, "schema", ["schema version 99", "exports version 1"])
+        assert CH.query("SELECT count() FROM profd.samples WHERE host = 'schema-host'").strip() == "0"
+    finally:
+        entry.query("TRUNCATE TABLE profd.schema_version")
+        entry.query("INSERT INTO profd.schema_version (version) VALUES (1)")
+
+
+def main():
+    global CH
+    require_root()
+    clickhouse.require_server()
+    with clickhouse.Cluster() as CH:
+        CH.create_schema()
+        run_tests([t for t in [
+            test_three_hosts_export_exactly_what_they_stored,
+            test_shard_killed_mid_export_loses_and_doubles_nothing,
+            test_read_only_user_keeps_a_backlog_then_catches_up,
+            test_insert_stored_but_answer_lost_is_not_sent_twice,
+            test_unreachable_url_is_reported_and_profiling_goes_on,
+            test_wrong_password_is_reported_and_profiling_goes_on,
+            test_other_schema_version_is_refused_and_profiling_goes_on,
+        ] if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])  # names given: only those
+
+
+if __name__ == "__main__":
+    main()

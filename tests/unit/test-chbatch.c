@@ -1,0 +1,206 @@
+/* Drains as ClickHouse INSERT bodies (daemon/export/chbatch.c): fields
+ * escaped as TabSeparated wants, rows in the column order of the INSERT
+ * statements, stacks and frames named by content with ids that never
+ * change (they are part of the schema: the expected values below were
+ * computed independently, in Python, from the definition in chbatch.h),
+ * sent once per day and again after a failed batch. Also how the export
+ * reads ClickHouse's errors (daemon/export/exporter.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chbatch.h"
+#include "exporter.h"
+#include "tests.h"
+
+#define S 1000000000ULL
+/* 2025-11-24 16:00:00 UTC */
+#define DAY1 (1764000000ULL * S)
+
+static const struct store_frame_out frame_main = {
+        .name = "main", .raw_name = "main", .module = "/usr/bin/app", .build_id = "3f9a",
+        .address = 0x1234, .line = 42, .has_address = true, .resolved = true,
+};
+static const struct store_frame_out frame_kernel = {
+        .name = "do_syscall_64", .raw_name = "do_syscall_64", .module = "[kernel.kallsyms]",
+        .address = 0xffffffff81000000ULL, .has_address = true, .kernel = true, .resolved = true,
+};
+
+static int count_lines(const char *s, size_t len) {
+        int n = 0;
+        for (size_t i = 0; i < len; i++)
+                n += s[i] == '\n';
+        return n;
+}
+
+static void test_escaping(void) {
+        struct chbuf b = {};
+
+        CHECK_INT_EQ(chbuf_escaped(&b, "a\tb\nc\\d\re\bf\fg"), 0);
+        CHECK_STR_EQ(b.data, "a\\tb\\nc\\\\d\\re\\bf\\fg");
+        b.len = 0;
+        CHECK_INT_EQ(chbuf_escaped(&b, NULL), 0);
+        CHECK_INT_EQ(b.len, 0);
+        CHECK_INT_EQ(chbuf_escaped(&b, "plain 'quoted' ü"), 0);
+        CHECK_STR_EQ(b.data, "plain 'quoted' ü");
+        free(b.data);
+}
+
+static void test_ids_are_fixed_by_content(void) {
+        struct store_frame_out f = frame_main;
+        uint64_t ids[2];
+
+        /* the definition's values, computed outside this code */
+        CHECK_INT_EQ(chbatch_frame_id(&frame_main), (long long) 0xabd1ef66fcce2f90ULL);
+        CHECK_INT_EQ(chbatch_frame_id(&frame_kernel), (long long) 0xf6d2191f470bdf0eULL);
+        ids[0] = chbatch_frame_id(&frame_main);
+        ids[1] = chbatch_frame_id(&frame_kernel);
+        CHECK_INT_EQ(chbatch_stack_id(ids, 2), (long long) 0x275227389680f38dULL);
+
+        /* every field counts */
+        f.line = 43;
+        CHECK(chbatch_frame_id(&f) != chbatch_frame_id(&frame_main));
+        f = frame_main;
+        f.inlined = true;
+        CHECK(chbatch_frame_id(&f) != chbatch_frame_id(&frame_main));
+        f = frame_main;
+        f.build_id = NULL;
+        CHECK(chbatch_frame_id(&f) != chbatch_frame_id(&frame_main));
+        /* and where one string ends: ("mai", "nmain") is not ("main", "main") */
+        f = frame_main;
+        f.name = "mai";
+        f.raw_name = "nmain";
+        CHECK(chbatch_frame_id(&f) != chbatch_frame_id(&frame_main));
+        /* NULL is stored as '', so it names the same frame */
+        f = frame_main;
+        f.file = "";
+        CHECK_INT_EQ(chbatch_frame_id(&f), chbatch_frame_id(&frame_main));
+        /* order of frames matters, and so does the count */
+        {
+                uint64_t rev[2] = { ids[1], ids[0] };
+                CHECK(chbatch_stack_id(rev, 2) != chbatch_stack_id(ids, 2));
+                CHECK(chbatch_stack_id(ids, 1) != chbatch_stack_id(ids, 2));
+        }
+}
+
+static void test_days(void) {
+        char d[11];
+
+        chbatch_day(0, d);
+        CHECK_STR_EQ(d, "1970-01-01");
+        chbatch_day(DAY1, d);
+        CHECK_STR_EQ(d, "2025-11-24");
+        chbatch_day((1764028800ULL - 1) * S + S - 1, d); /* the last ns of that day */
+        CHECK_STR_EQ(d, "2025-11-24");
+        chbatch_day(1764028800ULL * S, d);
+        CHECK_STR_EQ(d, "2025-11-25");
+}
+
+static struct store_outbox_sample sample(int64_t stack_id, const struct store_frame_out *frames, size_t n,
+                                         uint64_t value) {
+        return (struct store_outbox_sample) {
+                .pid = 1234, .process_start_ns = 5678, .comm = "app\tx", .exe = "/usr/bin/app", .cgroup = "/a.slice",
+                .unit = NULL, .container = NULL, .have_uid = true, .uid = 1000, .tid = 1235, .cgroup_id = 77,
+                .kind = 1, .state = 3, .peer_tid = 0, .stack_id = stack_id, .frames = frames, .n_frames = n,
+                .value = value,
+        };
+}
+
+static void test_batches(void) {
+        struct store_frame_out two[2] = { frame_main, frame_kernel };
+        struct store_outbox_sample a = sample(7, two, 2, 100), b = sample(7, two, 2, 5), c = sample(9, two, 1, 1);
+        char expected[512];
+        chbatch *batch;
+
+        CHECK_INT_EQ(chbatch_new(&batch), 0);
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 10 * S, DAY1), 0);
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_add(batch, &b), 0); /* same stack: no new stack or frame */
+        CHECK_INT_EQ(chbatch_add(batch, &c), 0); /* another stack, of a frame already there */
+        CHECK_INT_EQ(chbatch_drains(batch), 1);
+        CHECK_INT_EQ(chbatch_samples(batch).rows, 3);
+        CHECK_INT_EQ(chbatch_stacks(batch).rows, 2);
+        CHECK_INT_EQ(chbatch_frames(batch).rows, 2);
+        CHECK_INT_EQ(count_lines(chbatch_samples(batch).data, chbatch_samples(batch).len), 3);
+        /* the first sample row, field by field in the INSERT's column order */
+        snprintf(expected, sizeof(expected),
+                 "web-1\t%llu\t%llu\t1764000000\t2025-11-24\t1234\t5678\tapp\\tx\t/usr/bin/app\t1000\t/a.slice\t\t\t"
+                 "1235\t77\t1\t3\t0\t%llu\t100\n",
+                 (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1, 0x275227389680f38dULL);
+        CHECK(strncmp(chbatch_samples(batch).data, expected, strlen(expected)) == 0);
+        snprintf(expected, sizeof(expected), "2025-11-24\t%llu\t[%llu,%llu]\n", 0x275227389680f38dULL,
+                 0xabd1ef66fcce2f90ULL, 0xf6d2191f470bdf0eULL);
+        CHECK(strncmp(chbatch_stacks(batch).data, expected, strlen(expected)) == 0);
+        snprintf(expected, sizeof(expected), "2025-11-24\t%llu\tmain\tmain\t/usr/bin/app\t3f9a\t\t4660\t42\t1\t0\t1\t0\t0\n",
+                 0xabd1ef66fcce2f90ULL);
+        CHECK(strncmp(chbatch_frames(batch).data, expected, strlen(expected)) == 0);
+        CHECK(strstr(chbatch_insert_samples, "(host, drain_start, drain_end, time, day, pid, process_start, comm, exe, "
+                                             "uid, cgroup, unit, container, tid, cgroup_id, kind, state, peer_tid, "
+                                             "stack, value)") != NULL);
+
+        /* a drain of another day cannot join the batch: one partition per batch */
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1, DAY1 + 86400 * S), -EXDEV);
+
+        /* not committed (the insert failed): the retry sends them again */
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1, DAY1 + S), 0);
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_stacks(batch).rows, 1);
+        CHECK_INT_EQ(chbatch_frames(batch).rows, 2);
+        CHECK_INT_EQ(chbatch_commit(batch), 0);
+
+        /* stored: the same day does not get them again, even from another store id */
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 + S, DAY1 + 2 * S), 0);
+        a.stack_id = 8;
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_samples(batch).rows, 1);
+        CHECK_INT_EQ(chbatch_stacks(batch).rows, 0);
+        CHECK_INT_EQ(chbatch_frames(batch).rows, 0);
+        CHECK_INT_EQ(chbatch_commit(batch), 0);
+
+        /* the next day's partitions need their own copies */
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 + 86400 * S, DAY1 + 86401 * S), 0);
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_stacks(batch).rows, 1);
+        CHECK_INT_EQ(chbatch_frames(batch).rows, 2);
+        CHECK(strncmp(chbatch_stacks(batch).data, "2025-11-25\t", 11) == 0);
+
+        /* forgotten (ClickHouse lost data): sent again */
+        CHECK_INT_EQ(chbatch_commit(batch), 0);
+        chbatch_forget(batch);
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 + 86401 * S, DAY1 + 86402 * S), 0);
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_stacks(batch).rows, 1);
+        chbatch_free(batch);
+}
+
+static void test_clickhouse_errors(void) {
+        CHECK_INT_EQ(exporter_clickhouse_code("Code: 193, e.displayText() = DB::Exception: Wrong password for user x"),
+                     193);
+        CHECK_INT_EQ(exporter_clickhouse_code("Code: 60, e.displayText() = DB::Exception: Table profd.x doesn't exist"),
+                     60);
+        CHECK_INT_EQ(exporter_clickhouse_code("Bad gateway"), -1);
+        CHECK_INT_EQ(exporter_clickhouse_code(NULL), -1);
+        CHECK_INT_EQ(exporter_classify(401, 193), EXPORTER_ERROR_AUTH);
+        CHECK_INT_EQ(exporter_classify(500, 164), EXPORTER_ERROR_AUTH); /* readonly user */
+        CHECK_INT_EQ(exporter_classify(404, 60), EXPORTER_ERROR_SCHEMA);
+        CHECK_INT_EQ(exporter_classify(500, 81), EXPORTER_ERROR_SCHEMA);
+        CHECK_INT_EQ(exporter_classify(500, 279), EXPORTER_ERROR_CONNECT); /* a shard down */
+        CHECK_INT_EQ(exporter_classify(500, 159), EXPORTER_ERROR_TIMEOUT);
+        CHECK_INT_EQ(exporter_classify(403, -1), EXPORTER_ERROR_AUTH);
+        CHECK_INT_EQ(exporter_classify(502, -1), EXPORTER_ERROR_HTTP);
+        CHECK_INT_EQ(exporter_classify(500, 241), EXPORTER_ERROR_HTTP); /* memory limit: another refusal */
+}
+
+int main(void) {
+        test_escaping();
+        test_ids_are_fixed_by_content();
+        test_days();
+        test_batches();
+        test_clickhouse_errors();
+        TESTS_DONE();
+}
