@@ -13,6 +13,10 @@ typedef struct conn conn;
  * failure on stderr ("profctl: cannot connect to ...") and returns a negative
  * errno, so callers only have to pass it on. */
 int conn_open(const char *path, conn **ret);
+/* A connection whose requests fleet answers from ClickHouse, as profd
+ * would (fleet.h); the conn owns f from now on, also on failure. */
+struct fleet;
+int conn_open_fleet(struct fleet *f, conn **ret);
 conn *conn_free(conn *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(conn *, conn_free);
 #define _cleanup_conn_ _cleanup_(conn_freep)

@@ -37,7 +37,9 @@ const char filters_help[] =
         "      --from TIME      Window start: RFC 3339 (2026-11-21T05:00:00Z, with an\n"
         "                       offset or fractional seconds) or a duration ago (10m)\n"
         "      --to TIME        Window end, as --from\n"
-        "      --last           Only the most recent drain\n";
+        "      --last           Only the most recent drain\n"
+        "      --host NAME      With --clickhouse: only host NAME, or the hosts a glob\n"
+        "                       like 'web-*' matches (default: every host)\n";
 
 int filters_check_duration(const char *option, const char *value, uint64_t *ret_ns) {
         int r = parse_duration_ns(value, ret_ns);
@@ -220,6 +222,12 @@ int filters_parse_option(struct filters *f, int opt, const char *arg) {
         case FILTER_LAST:
                 f->last = true;
                 return 1;
+        case FILTER_HOST:
+                r = check_string("--host", arg, "a host name or glob");
+                if (r < 0)
+                        return r;
+                f->host = arg;
+                return 1;
         default:
                 return 0;
         }
@@ -276,6 +284,7 @@ int filters_to_request(const struct filters *f, json_t *req) {
             set_string(req, "cgroup", f->cgroup) < 0 ||
             set_string(req, "unit", f->unit) < 0 ||
             set_string(req, "container", f->container) < 0 ||
+            set_string(req, "host", f->host) < 0 ||
             (f->pid > 0 && json_object_set_new(req, "pid", json_integer((json_int_t) f->pid)) < 0) ||
             (f->tid > 0 && json_object_set_new(req, "tid", json_integer((json_int_t) f->tid)) < 0) ||
             (f->uid_set && json_object_set_new(req, "uid", json_integer((json_int_t) f->uid)) < 0) ||
@@ -313,6 +322,7 @@ char *filters_describe(const struct filters *f) {
         DESCRIBE(container, "container");
         DESCRIBE(kind, "kind");
         DESCRIBE(state, "state");
+        DESCRIBE(host, "host");
 #undef DESCRIBE
         if (f->last)
                 fputs(" --last", s);

@@ -28,6 +28,7 @@ enum {
         FILTER_FROM,
         FILTER_TO,
         FILTER_LAST,
+        FILTER_HOST,
         FILTER_OPTION_END,
 };
 
@@ -47,7 +48,8 @@ enum {
         { "until",     required_argument, NULL, FILTER_UNTIL     },    \
         { "from",      required_argument, NULL, FILTER_FROM      },    \
         { "to",        required_argument, NULL, FILTER_TO        },    \
-        { "last",      no_argument,       NULL, FILTER_LAST      }
+        { "last",      no_argument,       NULL, FILTER_LAST      },    \
+        { "host",      required_argument, NULL, FILTER_HOST      }
 
 /* The help text of the filter options, for every command's --help. */
 extern const char filters_help[];
@@ -65,6 +67,7 @@ struct filters {
         const char *since, *until, *from, *to;
         uint64_t since_ns, until_ns;
         bool last;
+        const char *host;       /* fleet queries (--clickhouse): a host name or glob */
 };
 
 /* Takes option opt (a FILTER_* value) with its argument. Returns 1 if it

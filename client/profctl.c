@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "duration.h"
 #include "filters.h"
+#include "fleet.h"
 #include "flame.h"
 #include "folded.h"
 #include "macro.h"
@@ -36,9 +37,13 @@
 #define QUERY_LIMIT_DEFAULT 25
 
 static const char *arg_socket = NULL;
+/* Fleet mode: answers come from ClickHouse (fleet.h), not profd's socket. */
+static const char *arg_clickhouse = NULL;
+static const char *arg_clickhouse_credentials = NULL;
 
 static void help_global(void) {
         printf("Usage: profctl [--socket PATH] COMMAND [OPTIONS]\n"
+               "       profctl --clickhouse URL [--clickhouse-credentials FILE] COMMAND [OPTIONS]\n"
                "\n"
                "Ask profd, the system-wide sampling profiler, what it has seen.\n"
                "\n"
@@ -49,17 +54,26 @@ static void help_global(void) {
                "  series [OPTIONS]  Samples (or off-CPU time) per second, to see when it started\n"
                "  diff [OPTIONS]    What changed between a baseline and the current window\n"
                "  top [OPTIONS]     Live view of the hottest functions, refreshed every second\n"
+               "  init [--cluster NAME]  With --clickhouse: create profd's schema in ClickHouse\n"
+               "\n"
+               "With --clickhouse, query, series and diff ask ClickHouse for the profiles a\n"
+               "fleet of profd hosts exported, with the same filters and views, and --host.\n"
                "\n"
                "'profctl COMMAND --help' shows a command's options.\n"
                "\n"
                "Options:\n"
                "      --socket PATH  profd's socket (default: $PROFD_SOCKET, else %s)\n"
+               "      --clickhouse URL  Ask ClickHouse's HTTP interface (http://HOST:8123/)\n"
+               "                     for the fleet instead of the local profd\n"
+               "      --clickhouse-credentials FILE  ClickHouse user and password, lines\n"
+               "                     'user = NAME' and 'password = SECRET' (default: user\n"
+               "                     default, no password)\n"
                "  -h, --help         Show this help\n"
                "      --version      Show the version\n"
                "\n"
                "Exit status: 0 success (also when nothing matched: that is said on stderr),\n"
-               "1 profd answered with an error or could not be reached, 2 the command line\n"
-               "is wrong.\n",
+               "1 profd (or ClickHouse) answered with an error or could not be reached, 2 the\n"
+               "command line is wrong.\n",
                PROFD_DEFAULT_SOCKET);
 }
 
@@ -122,6 +136,7 @@ static void help_query(void) {
                "                       frame per systemd unit (\"-\" for processes in none);\n"
                "                       thread: a root frame per thread name, as\n"
                "                       stackcollapse-perf.pl writes by default\n"
+               "                       host (with --clickhouse): a root frame per host\n"
                "\n"
                "Tree (caller/callee tree, like pprof -focus and perf report -G):\n"
                "      --focus REGEX    Only stacks with a function matching REGEX; its callers are\n"
@@ -172,6 +187,7 @@ static void help_series(void) {
 static void help_diff(void) {
         printf("Usage: profctl diff [FILTERS] --baseline-from TIME --baseline-to TIME [OPTIONS]\n"
                "       profctl diff [FILTERS] --pid N --baseline-pid P [OPTIONS]\n"
+               "       profctl --clickhouse URL diff [FILTERS] --host H --baseline-host B [OPTIONS]\n"
                "\n"
                "Compare the current window (given by the filters, as for query) with a\n"
                "baseline: the same filters in another window (--baseline-from/--baseline-to),\n"
@@ -185,6 +201,8 @@ static void help_diff(void) {
                "      --baseline-from TIME  Baseline window start (RFC 3339 or a duration ago)\n"
                "      --baseline-to TIME    Baseline window end\n"
                "      --baseline-pid P      Baseline: process P (the current one is --pid)\n"
+               "      --baseline-host NAME  With --clickhouse: baseline host NAME or glob (the\n"
+               "                            current one is --host)\n"
                "\n"
                "Views:\n"
                "      --format FORMAT  table (default): per function its baseline and current\n"
@@ -204,6 +222,22 @@ static void help_diff(void) {
                "\n"
                "%s",
                filters_help, QUERY_LIMIT_DEFAULT, duration_help);
+}
+
+static void help_init(void) {
+        printf("Usage: profctl --clickhouse URL [--clickhouse-credentials FILE] init [--cluster NAME]\n"
+               "\n"
+               "Create profd's schema (docs/clickhouse.md) on the ClickHouse server at URL:\n"
+               "the database profd, the local tables a shard holds and, with --cluster, the\n"
+               "Distributed tables over the shards of cluster NAME (remote_servers in the\n"
+               "servers' configuration). Run it on every server of the cluster. Without\n"
+               "--cluster the server is a fleet store of its own. An existing schema of the\n"
+               "same version is kept as it is; one of another version is left untouched and\n"
+               "is an error.\n"
+               "\n"
+               "Options:\n"
+               "      --cluster NAME  The cluster the Distributed tables span\n"
+               "  -h, --help          Show this help\n");
 }
 
 static void help_top(void) {
@@ -249,6 +283,39 @@ static int bad_option(int c, char *const *argv) {
         if (optopt > 0)
                 return cli_usage_error("unrecognized option '-%c'", optopt);
         return cli_usage_error("unrecognized option '%s'", arg);
+}
+
+/* The connection a command's requests go to: profd's socket, or with
+ * --clickhouse the fleet in ClickHouse, after checking that it answers and
+ * holds the schema profctl reads. */
+static int profctl_connect(conn **ret) {
+        _cleanup_fleet_ fleet *f = NULL;
+        int r;
+
+        if (!arg_clickhouse)
+                return conn_open(arg_socket, ret);
+        r = fleet_open(arg_clickhouse, arg_clickhouse_credentials, &f);
+        if (r < 0)
+                return r;
+        r = fleet_check_schema(f);
+        if (r < 0)
+                return r;
+        return conn_open_fleet(TAKE_PTR(f), ret);
+}
+
+/* --host and --root host select among a fleet's hosts: without
+ * --clickhouse there is one host, profd's. */
+static int check_fleet_options(const struct filters *f, const char *root) {
+        if (f->host && !arg_clickhouse)
+                return cli_usage_error("--host selects hosts of a fleet: give --clickhouse URL (before the "
+                                       "command)");
+        if (root && streq(root, "host") && !arg_clickhouse)
+                return cli_usage_error("--root host groups a fleet by host: give --clickhouse URL (before the "
+                                       "command)");
+        if (root && streq(root, "thread") && arg_clickhouse)
+                return cli_usage_error("--root thread: thread names are kept in the local store only, not "
+                                       "exported to ClickHouse");
+        return 0;
 }
 
 /* Reads the next response line and checks it is of type expected. */
@@ -723,9 +790,10 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
                         a->raw_names = true;
                         break;
                 case ARG_ROOT:
-                        if (!streq(optarg, "process") && !streq(optarg, "unit") && !streq(optarg, "thread"))
-                                return cli_usage_error("--root '%s' is not known (expected process, unit or thread)",
-                                                       optarg);
+                        if (!streq(optarg, "process") && !streq(optarg, "unit") && !streq(optarg, "thread") &&
+                            !streq(optarg, "host"))
+                                return cli_usage_error("--root '%s' is not known (expected process, unit, thread or "
+                                                       "host)", optarg);
                         a->root = optarg;
                         break;
                 case ARG_FOCUS:
@@ -769,6 +837,9 @@ static int query_parse_argv(int argc, char *argv[], struct query_args *a) {
         if (optind < argc)
                 return cli_usage_error("query takes no arguments, got '%s'", argv[optind]);
         r = filters_check(&a->filters);
+        if (r < 0)
+                return r;
+        r = check_fleet_options(&a->filters, a->root);
         if (r < 0)
                 return r;
 
@@ -1066,7 +1137,7 @@ static int query_run(const struct query_args *a) {
         request = query_request(a);
         if (!request)
                 return cli_error(-ENOMEM, "%m");
-        r = conn_open(arg_socket, &c);
+        r = profctl_connect(&c);
         if (r < 0)
                 return r;
         r = output_open(&out, a->output);
@@ -1167,7 +1238,7 @@ static int run_series(int argc, char *argv[]) {
                 cli_usage_error("series takes no arguments, got '%s'", argv[optind]);
                 return EXIT_USAGE;
         }
-        if (filters_check(&f) < 0)
+        if (filters_check(&f) < 0 || check_fleet_options(&f, NULL) < 0)
                 return EXIT_USAGE;
 
         request = json_pack("{ss}", "op", "series");
@@ -1176,7 +1247,7 @@ static int run_series(int argc, char *argv[]) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }
-        if (conn_open(arg_socket, &c) < 0 || conn_send(c, request) < 0)
+        if (profctl_connect(&c) < 0 || conn_send(c, request) < 0)
                 return EXIT_FAILURE;
         for (;;) {
                 _cleanup_json_ json_t *line = NULL;
@@ -1240,6 +1311,7 @@ struct diff_args {
         struct filters filters;
         const char *baseline_from, *baseline_to;
         uint64_t baseline_pid;
+        const char *baseline_host;
         DiffFormat format;
         bool json;
         const char *output;
@@ -1254,6 +1326,7 @@ static int diff_parse_argv(int argc, char *argv[], struct diff_args *a) {
                 ARG_BASELINE_FROM = FILTER_OPTION_END,
                 ARG_BASELINE_TO,
                 ARG_BASELINE_PID,
+                ARG_BASELINE_HOST,
                 ARG_FORMAT,
                 ARG_JSON,
                 ARG_OUTPUT,
@@ -1271,6 +1344,7 @@ static int diff_parse_argv(int argc, char *argv[], struct diff_args *a) {
                 { "baseline-from", required_argument, NULL, ARG_BASELINE_FROM },
                 { "baseline-to",   required_argument, NULL, ARG_BASELINE_TO   },
                 { "baseline-pid",  required_argument, NULL, ARG_BASELINE_PID  },
+                { "baseline-host", required_argument, NULL, ARG_BASELINE_HOST },
                 { "format",        required_argument, NULL, ARG_FORMAT        },
                 { "json",          no_argument,       NULL, ARG_JSON          },
                 { "output",        required_argument, NULL, ARG_OUTPUT        },
@@ -1310,6 +1384,11 @@ static int diff_parse_argv(int argc, char *argv[], struct diff_args *a) {
                         if (r < 0 || a->baseline_pid == 0)
                                 return cli_usage_error("--baseline-pid '%s' is not a process id (expected a "
                                                        "positive integer)", optarg);
+                        break;
+                case ARG_BASELINE_HOST:
+                        if (!*optarg)
+                                return cli_usage_error("--baseline-host needs a host name or glob, got ''");
+                        a->baseline_host = optarg;
                         break;
                 case ARG_FORMAT:
                         if (streq(optarg, "table"))
@@ -1370,9 +1449,26 @@ static int diff_parse_argv(int argc, char *argv[], struct diff_args *a) {
         if (r < 0)
                 return r;
 
-        if (!a->baseline_from && !a->baseline_to && a->baseline_pid == 0)
+        r = check_fleet_options(&a->filters, NULL);
+        if (r < 0)
+                return r;
+        if (a->baseline_host) {
+                if (!arg_clickhouse)
+                        return cli_usage_error("--baseline-host compares hosts of a fleet: give --clickhouse URL "
+                                               "(before the command)");
+                if (a->baseline_pid > 0 || a->baseline_from || a->baseline_to)
+                        return cli_usage_error("--baseline-host compares two hosts in one window; it cannot be "
+                                               "combined with --baseline-pid, --baseline-from or --baseline-to");
+                if (!a->filters.host)
+                        return cli_usage_error("--baseline-host compares two hosts: give the current one with "
+                                               "--host");
+                if (streq(a->baseline_host, a->filters.host))
+                        return cli_usage_error("--baseline-host and --host are both '%s'; nothing to compare",
+                                               a->baseline_host);
+        } else if (!a->baseline_from && !a->baseline_to && a->baseline_pid == 0)
                 return cli_usage_error("diff needs a baseline: --baseline-from and --baseline-to (another "
-                                       "window), or --baseline-pid (another process)");
+                                       "window), --baseline-pid (another process) or --baseline-host (another "
+                                       "host, with --clickhouse)");
         if (a->baseline_pid > 0 && (a->baseline_from || a->baseline_to))
                 return cli_usage_error("--baseline-pid compares two processes in one window; it cannot be "
                                        "combined with --baseline-from/--baseline-to");
@@ -1381,7 +1477,7 @@ static int diff_parse_argv(int argc, char *argv[], struct diff_args *a) {
         if (a->baseline_pid > 0 && a->baseline_pid == a->filters.pid)
                 return cli_usage_error("--baseline-pid and --pid are both %" PRIu64 "; nothing to compare",
                                        a->baseline_pid);
-        if (a->baseline_pid == 0 && (!a->baseline_from || !a->baseline_to))
+        if (a->baseline_pid == 0 && !a->baseline_host && (!a->baseline_from || !a->baseline_to))
                 return cli_usage_error("the baseline window needs both --baseline-from and --baseline-to");
         if (a->baseline_from && a->baseline_to &&
             filters_check_window("--baseline-from", a->baseline_from, "--baseline-to", a->baseline_to) < 0)
@@ -1410,6 +1506,8 @@ static json_t *diff_baseline_request(const struct diff_args *a, const json_t *cu
 
         if (!req)
                 return NULL;
+        if (a->baseline_host)
+                return json_object_set_new(req, "host", json_string(a->baseline_host)) < 0 ? NULL : TAKE_PTR(req);
         if (a->baseline_pid > 0)
                 return json_object_set_new(req, "pid", json_integer((json_int_t) a->baseline_pid)) < 0 ?
                         NULL : TAKE_PTR(req);
@@ -1438,7 +1536,7 @@ static int diff_run(const struct diff_args *a) {
                 return cli_error(-ENOMEM, "%m");
 
         /* two requests, one connection: profd answers them in order */
-        r = conn_open(arg_socket, &c);
+        r = profctl_connect(&c);
         if (r < 0)
                 return r;
         r = profile_fetch(c, baseline_request, &baseline);
@@ -1794,14 +1892,60 @@ static int run_top(int argc, char *argv[]) {
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+static int run_init(int argc, char *argv[]) {
+        enum { ARG_CLUSTER = 0x100 };
+        static const struct option options[] = {
+                { "help",    no_argument,       NULL, 'h'         },
+                { "cluster", required_argument, NULL, ARG_CLUSTER },
+                {}
+        };
+        _cleanup_fleet_ fleet *f = NULL;
+        const char *cluster = NULL;
+        int opt;
+
+        optind = 0;
+        while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
+                switch (opt) {
+                case 'h':
+                        help_init();
+                        return EXIT_SUCCESS;
+                case ARG_CLUSTER:
+                        if (!*optarg) {
+                                cli_usage_error("--cluster needs a cluster name, got ''");
+                                return EXIT_USAGE;
+                        }
+                        cluster = optarg;
+                        break;
+                default:
+                        bad_option(opt, argv);
+                        return EXIT_USAGE;
+                }
+        if (optind < argc) {
+                cli_usage_error("init takes no arguments, got '%s'", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (!arg_clickhouse) {
+                cli_usage_error("init creates profd's schema in ClickHouse: give --clickhouse URL (before the "
+                                "command)");
+                return EXIT_USAGE;
+        }
+        if (fleet_open(arg_clickhouse, arg_clickhouse_credentials, &f) < 0 || fleet_init(f, cluster) < 0)
+                return EXIT_FAILURE;
+        printf("profd schema ready on ClickHouse at %s%s%s\n", arg_clickhouse, cluster ? ", cluster " : "",
+               cluster ? cluster : "");
+        return EXIT_SUCCESS;
+}
+
 /* Returns 1 to go on with a command, 0 if help or the version was shown,
  * -EINVAL on a usage error. */
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_SOCKET = 0x100, ARG_VERSION };
+        enum { ARG_SOCKET = 0x100, ARG_VERSION, ARG_CLICKHOUSE, ARG_CLICKHOUSE_CREDENTIALS };
         static const struct option options[] = {
-                { "help",    no_argument,       NULL, 'h'         },
-                { "socket",  required_argument, NULL, ARG_SOCKET  },
-                { "version", no_argument,       NULL, ARG_VERSION },
+                { "help",                   no_argument,       NULL, 'h'                        },
+                { "socket",                 required_argument, NULL, ARG_SOCKET                 },
+                { "version",                no_argument,       NULL, ARG_VERSION                },
+                { "clickhouse",             required_argument, NULL, ARG_CLICKHOUSE             },
+                { "clickhouse-credentials", required_argument, NULL, ARG_CLICKHOUSE_CREDENTIALS },
                 {}
         };
         const char *env;
@@ -1822,16 +1966,38 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("profctl %s\n", PROFD_VERSION);
                         return 0;
+                case ARG_CLICKHOUSE:
+                        if (!fleet_url_valid(optarg))
+                                return cli_usage_error("--clickhouse '%s' is not an http:// or https:// URL "
+                                                       "(ClickHouse's HTTP interface, like "
+                                                       "http://127.0.0.1:8123/)", optarg);
+                        arg_clickhouse = optarg;
+                        break;
+                case ARG_CLICKHOUSE_CREDENTIALS:
+                        if (!*optarg)
+                                return cli_usage_error("--clickhouse-credentials needs a file name, got ''");
+                        arg_clickhouse_credentials = optarg;
+                        break;
                 default:
                         return bad_option(opt, argv);
                 }
 
+        if (arg_clickhouse && arg_socket)
+                return cli_usage_error("--socket and --clickhouse both say where to ask; give one");
         if (!arg_socket) {
                 env = getenv("PROFD_SOCKET");
                 arg_socket = env && *env ? env : PROFD_DEFAULT_SOCKET;
         }
         if (optind >= argc)
-                return cli_usage_error("missing command (status, flush, query, series, diff or top)");
+                return cli_usage_error("missing command (status, flush, query, series, diff, top or init)");
+        if (arg_clickhouse_credentials && !arg_clickhouse)
+                return cli_usage_error("--clickhouse-credentials is for --clickhouse URL");
+        /* a fleet is asked for windows of what was stored: status, flush
+         * and top's live refresh are one profd's */
+        if (arg_clickhouse && (streq(argv[optind], "status") || streq(argv[optind], "flush") ||
+                               streq(argv[optind], "top")))
+                return cli_usage_error("%s asks one profd; with --clickhouse use query, series, diff or init",
+                                       argv[optind]);
         return 1;
 }
 
@@ -1845,6 +2011,7 @@ static const struct {
         { "series", run_series },
         { "diff",   run_diff   },
         { "top",    run_top    },
+        { "init",   run_init   },
 };
 
 int main(int argc, char *argv[]) {

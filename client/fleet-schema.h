@@ -1,0 +1,42 @@
+/* The names of schema/clickhouse/'s tables and columns that fleet queries
+ * read, in one place (docs/clickhouse.md describes them). The version
+ * profctl reads is clickhouse_schema_version (clickhouse-schema.h). */
+#pragma once
+
+/* The Distributed tables over every shard's local tables. */
+#define FS_TABLE_SAMPLES "profd.samples"
+#define FS_TABLE_STACKS  "profd.stacks"
+#define FS_TABLE_FRAMES  "profd.frames"
+#define FS_TABLE_VERSION "profd.schema_version"
+
+/* profd.samples */
+#define FS_DAY       "day"          /* Date: drain_end's day in UTC, the partition */
+#define FS_TIME      "time"         /* DateTime: drain_end in seconds, the sort key after kind, host */
+#define FS_HOST      "host"
+#define FS_START_NS  "drain_start"
+#define FS_END_NS    "drain_end"
+#define FS_PID       "pid"
+#define FS_TID       "tid"
+#define FS_COMM      "comm"
+#define FS_EXE       "exe"          /* '' where profd's store has NULL, as cgroup, unit, container */
+#define FS_UID       "uid"          /* Int64, -1 unknown */
+#define FS_CGROUP    "cgroup"
+#define FS_UNIT      "unit"
+#define FS_CONTAINER "container"
+#define FS_KIND      "kind"
+#define FS_STATE     "state"
+#define FS_STACK_ID  "stack"
+#define FS_VALUE     "value"
+/* How long a drain (or a bucket retention merged) may last: the time and
+ * day columns are its end, and a drain that ends this long after the
+ * window may still have started in it. Retention's widest bucket is 10
+ * minutes; a day is far beyond any drain interval. */
+#define FS_DRAIN_MAX_S 86400
+
+/* profd.stacks */
+#define FST_ID     "id"
+#define FST_FRAMES "frames"
+
+/* profd.frames: the fields of a stack line's frame */
+#define FSF_N_COLUMNS 13
+#define FSF_ID "id"

@@ -1,0 +1,431 @@
+/* Fleet queries as ClickHouse SQL, and ClickHouse's TabSeparated answers
+ * read back (see fleet-sql.h). */
+#include "fleet-sql.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../bpf/profd.h"
+#include "fleet-schema.h"
+#include "macro.h"
+
+int fleet_sql_quote(FILE *f, const char *s) {
+        fputc('\'', f);
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p == '\\' || *p == '\'')
+                        fprintf(f, "\\%c", *p);
+                else if (*p < 0x20 || *p == 0x7f)
+                        fprintf(f, "\\x%02X", *p);
+                else
+                        fputc(*p, f);
+        }
+        fputc('\'', f);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* RE2's special characters outside a set: escaped to stand for themselves. */
+static bool regex_special(char c) {
+        return strchr("\\.+*?()|[]{}^$", c) != NULL;
+}
+
+/* Writes the set starting at glob[i] ('[') and returns the index past its
+ * ']', or 0 when the set is not terminated. */
+static size_t glob_set(FILE *f, const char *glob, size_t i) {
+        size_t j = i + 1;
+
+        /* SQLite: '^' first negates; a ']' first (after it) is a member */
+        if (glob[j] == '^')
+                j++;
+        if (glob[j] == ']')
+                j++;
+        while (glob[j] && glob[j] != ']')
+                j++;
+        if (!glob[j])
+                return 0;
+        fputc('[', f);
+        j = i + 1;
+        if (glob[j] == '^') {
+                fputc('^', f);
+                j++;
+        }
+        for (bool first = true; glob[j] != ']' || first; j++, first = false) {
+                char c = glob[j];
+
+                /* a '-' between two members is a range, as in RE2; anything
+                 * else that is not alphanumeric is escaped (RE2 takes "\x"
+                 * for any punctuation x, inside a set too) */
+                if (c == '-' && !first && glob[j + 1] != ']')
+                        fputc('-', f);
+                else if (c == '\\' || c == ']' || c == '[' || c == '^' || c == '-')
+                        fprintf(f, "\\%c", c);
+                else
+                        fputc(c, f);
+        }
+        fputc(']', f);
+        return j + 1;
+}
+
+char *fleet_glob_to_regex(const char *glob) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                return NULL;
+        /* (?s): '*' and '?' match newlines too, as GLOB does */
+        fputs("^(?s)", f);
+        for (size_t i = 0; glob[i];) {
+                char c = glob[i];
+                size_t next;
+
+                if (c == '*') {
+                        fputs(".*", f);
+                        i++;
+                } else if (c == '?') {
+                        fputc('.', f);
+                        i++;
+                } else if (c == '[' && (next = glob_set(f, glob, i)) > 0)
+                        i = next;
+                else {
+                        if (regex_special(c))
+                                fputc('\\', f);
+                        fputc(c, f);
+                        i++;
+                }
+        }
+        fputc('$', f);
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
+/* " AND col = 'value'" or, for a glob, " AND match(col, 'regex')". */
+static int where_string(FILE *f, const char *column, const char *value) {
+        if (request_is_glob(value)) {
+                _cleanup_free_ char *re = fleet_glob_to_regex(value);
+
+                if (!re)
+                        return -ENOMEM;
+                fprintf(f, " AND match(%s, ", column);
+                fleet_sql_quote(f, re);
+                fputc(')', f);
+        } else {
+                fprintf(f, " AND %s = ", column);
+                fleet_sql_quote(f, value);
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+/* "YYYY-MM-DD" of a Unix time in UTC, as the day column holds it. */
+static const char *utc_day(char buf[static 16], uint64_t t) {
+        time_t tt = (time_t) MIN(t, (uint64_t) 253402300799); /* 9999-12-31: Date's end is far before */
+        struct tm tm;
+
+        gmtime_r(&tt, &tm);
+        strftime(buf, 16, "%Y-%m-%d", &tm);
+        return buf;
+}
+
+/* " AND day >= ... AND day <= ...": the days whose partitions hold the
+ * window's drains (by their end), and the stacks and frames they use. */
+static void where_days(FILE *f, const struct fleet_scope *s) {
+        char from_day[16], to_day[16];
+
+        fprintf(f, " AND " FS_DAY " >= '%s' AND " FS_DAY " <= '%s'", utc_day(from_day, s->from_ns / NSEC_PER_SEC),
+                utc_day(to_day, s->to_ns / NSEC_PER_SEC + FS_DRAIN_MAX_S));
+}
+
+int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        int r = 0;
+
+        fprintf(f, " WHERE " FS_KIND " = %d", q->kind);
+        /* every drain interval that overlaps the window, as profd's store
+         * (store.c, sql_add_filters); the day column prunes partitions */
+        fprintf(f, " AND " FS_END_NS " >= %" PRIu64 " AND " FS_START_NS " <= %" PRIu64, s->from_ns, s->to_ns);
+        /* the sort key's time and the partitions' day (both the drain's
+         * end) let ClickHouse skip what cannot overlap */
+        fprintf(f, " AND " FS_TIME " >= toDateTime(%" PRIu64 ") AND " FS_TIME " <= toDateTime(%" PRIu64 ")",
+                (uint64_t) (s->from_ns / NSEC_PER_SEC), (uint64_t) (s->to_ns / NSEC_PER_SEC + FS_DRAIN_MAX_S));
+        where_days(f, s);
+        if (s->host)
+                r = where_string(f, FS_HOST, s->host);
+        if (r >= 0 && q->tid)
+                fprintf(f, " AND " FS_TID " = %" PRIu32, q->tid);
+        if (r >= 0 && q->state_mask) {
+                bool first = true;
+
+                fputs(" AND " FS_STATE " IN (", f);
+                for (int st = 0; st < 32; st++)
+                        if (q->state_mask & (1u << st)) {
+                                fprintf(f, "%s%d", first ? "" : ", ", st);
+                                first = false;
+                        }
+                fputc(')', f);
+        }
+        if (r >= 0 && q->pid)
+                fprintf(f, " AND " FS_PID " = %" PRIu32, q->pid);
+        /* a process without the attribute (NULL in profd's store, '' here)
+         * matches no filter on it, a glob of '*' included */
+        if (r >= 0 && q->comm)
+                r = where_string(f, FS_COMM, q->comm);
+        if (r >= 0 && q->exe) {
+                fputs(" AND " FS_EXE " != ''", f);
+                r = where_string(f, FS_EXE, q->exe);
+        }
+        if (r >= 0 && q->have_uid)
+                fprintf(f, " AND " FS_UID " = %" PRIu32, q->uid);
+        if (r >= 0 && q->cgroup) {
+                fputs(" AND " FS_CGROUP " != ''", f);
+                if (request_is_glob(q->cgroup)) {
+                        /* the matching cgroups and their subtrees ('*' matches '/') */
+                        _cleanup_free_ char *dir = NULL, *re = NULL, *re_dir = NULL;
+
+                        if (asprintf(&dir, "%s/*", q->cgroup) < 0)
+                                return -ENOMEM;
+                        re = fleet_glob_to_regex(q->cgroup);
+                        re_dir = fleet_glob_to_regex(dir);
+                        if (!re || !re_dir)
+                                return -ENOMEM;
+                        fputs(" AND (match(" FS_CGROUP ", ", f);
+                        fleet_sql_quote(f, re);
+                        fputs(") OR match(" FS_CGROUP ", ", f);
+                        fleet_sql_quote(f, re_dir);
+                        fputs("))", f);
+                } else {
+                        /* that cgroup and below, not its siblings that share
+                         * a prefix (/a.service must not match /a.service-2);
+                         * "/" is the root, everything is below it */
+                        size_t n = strlen(q->cgroup);
+                        _cleanup_free_ char *dir = NULL;
+
+                        if (asprintf(&dir, "%s%s", q->cgroup, n > 0 && q->cgroup[n - 1] == '/' ? "" : "/") < 0)
+                                return -ENOMEM;
+                        fputs(" AND (" FS_CGROUP " = ", f);
+                        fleet_sql_quote(f, q->cgroup);
+                        fputs(" OR startsWith(" FS_CGROUP ", ", f);
+                        fleet_sql_quote(f, dir);
+                        fputs("))", f);
+                }
+        }
+        if (r >= 0 && q->unit) {
+                fputs(" AND " FS_UNIT " != ''", f);
+                r = where_string(f, FS_UNIT, q->unit);
+        }
+        if (r >= 0 && q->container) {
+                fputs(" AND startsWith(" FS_CONTAINER ", ", f);
+                fleet_sql_quote(f, q->container);
+                fputc(')', f);
+        }
+        if (r < 0)
+                return r;
+        return ferror(f) ? -EIO : 0;
+}
+
+int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        int r;
+
+        fputs("SELECT " FS_STACK_ID ", sum(" FS_VALUE ") AS v, ", f);
+        switch (s->group) {
+        case FLEET_GROUP_PROCESS:
+                /* by name and pid, as profd's root frame shows it */
+                fputs("concat(" FS_COMM ", '-', toString(" FS_PID "))", f);
+                break;
+        case FLEET_GROUP_UNIT:
+                fputs("if(" FS_UNIT " = '', '-', " FS_UNIT ")", f);
+                break;
+        case FLEET_GROUP_HOST:
+                fputs(FS_HOST, f);
+                break;
+        default:
+                fputs("''", f);
+        }
+        fputs(" AS grp FROM " FS_TABLE_SAMPLES, f);
+        r = fleet_sql_where(f, q, s);
+        if (r < 0)
+                return r;
+        fputs(" GROUP BY grp, " FS_STACK_ID " ORDER BY grp, " FS_STACK_ID " FORMAT TabSeparated", f);
+        return ferror(f) ? -EIO : 0;
+}
+
+int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        int r;
+
+        fputs("SELECT " FS_START_NS ", " FS_END_NS ", sum(" FS_VALUE ") FROM " FS_TABLE_SAMPLES, f);
+        r = fleet_sql_where(f, q, s);
+        if (r < 0)
+                return r;
+        /* one row per drain of each host: two hosts' drains of the same
+         * interval add up, which is what a series of their sum shows */
+        fputs(" GROUP BY " FS_HOST ", " FS_START_NS ", " FS_END_NS " ORDER BY " FS_START_NS ", " FS_END_NS
+              " FORMAT TabSeparated", f);
+        return ferror(f) ? -EIO : 0;
+}
+
+int fleet_sql_stack_frames(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
+        /* rows are deduplicated by ClickHouse in the background only: one
+         * per id here; only the window's days, where its samples' stacks
+         * were sent; binary, as arrays of numbers are most of the bytes */
+        fputs("SELECT " FST_ID ", any(" FST_FRAMES ") FROM " FS_TABLE_STACKS " WHERE " FST_ID " IN "
+              FLEET_SQL_IDS_TABLE, f);
+        where_days(f, s);
+        fputs(" GROUP BY " FST_ID " FORMAT RowBinary", f);
+        return ferror(f) ? -EIO : 0;
+}
+
+int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        /* a folded answer shows names (and file:line with lines) only:
+         * what it does not show is not sent ('' and 0 in its place), a
+         * third of the bytes of a large answer's frames */
+        bool folded = q && q->folded;
+        const char *name = folded && q->raw_names ? "''" : "any(name)";
+        const char *raw_name = folded && !q->raw_names ? "''" : "any(raw_name)";
+        const char *file = folded && !q->lines ? "''" : "any(file)";
+        const char *line = folded && !q->lines ? "0" : "any(line)";
+        const char *full = folded ? "''" : NULL;
+
+        fprintf(f, "SELECT " FSF_ID ", %s, %s, %s, %s, %s, %s, %s, any(has_address), any(kernel), any(resolved), "
+                "any(inlined), any(jit) FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
+                name, raw_name, full ?: "any(module)", full ?: "any(build_id)", file, line,
+                folded ? "0" : "any(address)");
+        where_days(f, s);
+        fputs(" GROUP BY " FSF_ID " FORMAT TabSeparated", f);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* Unescapes s in place (TabSeparated escapes, see fleet_tsv_row). */
+static void tsv_unescape(char *s) {
+        char *w = s;
+
+        if (streq(s, "\\N")) {
+                *s = '\0';
+                return;
+        }
+        for (char *p = s; *p; p++) {
+                if (*p != '\\' || !p[1]) {
+                        *w++ = *p;
+                        continue;
+                }
+                p++;
+                switch (*p) {
+                case 't': *w++ = '\t'; break;
+                case 'n': *w++ = '\n'; break;
+                case 'r': *w++ = '\r'; break;
+                case 'b': *w++ = '\b'; break;
+                case 'f': *w++ = '\f'; break;
+                case '0': *w++ = '\0'; break;
+                case 'a': *w++ = '\a'; break;
+                case 'v': *w++ = '\v'; break;
+                case 'x': {
+                        char hex[3] = { p[1], p[1] ? p[2] : 0, 0 };
+                        char *end;
+                        unsigned long v = strtoul(hex, &end, 16);
+
+                        if (end == hex + 2) {
+                                *w++ = (char) v;
+                                p += 2;
+                        } else
+                                *w++ = 'x';
+                        break;
+                }
+                default: *w++ = *p; /* \\ \' and anything else: the character */
+                }
+        }
+        *w = '\0';
+}
+
+int fleet_tsv_row(char *text, size_t len, size_t *pos, char **fields, size_t max) {
+        size_t start = *pos, n = 0;
+        char *nl, *p;
+
+        if (start >= len)
+                return 0;
+        nl = memchr(text + start, '\n', len - start);
+        if (!nl)
+                return -EBADMSG;
+        *nl = '\0';
+        *pos = (size_t) (nl - text) + 1;
+        for (p = text + start;;) {
+                char *tab = strchr(p, '\t');
+
+                if (n == max)
+                        return -EBADMSG;
+                if (tab)
+                        *tab = '\0';
+                tsv_unescape(p);
+                fields[n++] = p;
+                if (!tab)
+                        break;
+                p = tab + 1;
+        }
+        return (int) n;
+}
+
+int fleet_tsv_u64(const char *field, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        if (!field[0] || field[0] == '-' || field[0] == '+' || field[0] == ' ')
+                return -EBADMSG;
+        errno = 0;
+        v = strtoull(field, &end, 10);
+        if (errno != 0 || *end)
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+/* ClickHouse's RowBinary: an array's length as unsigned LEB128, numbers
+ * little-endian. */
+static int rowbinary_varint(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; shift < 64; shift += 7) {
+                uint8_t b;
+
+                if (*pos >= len)
+                        return -EBADMSG;
+                b = data[(*pos)++];
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return 0;
+                }
+        }
+        return -EBADMSG;
+}
+
+static uint64_t rowbinary_u64(const uint8_t *p) {
+        uint64_t v = 0;
+
+        for (int i = 7; i >= 0; i--)
+                v = v << 8 | p[i];
+        return v;
+}
+
+int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
+                          size_t *ret_n) {
+        _cleanup_free_ uint64_t *frames = NULL;
+        uint64_t n;
+
+        if (*pos == len)
+                return 0;
+        if (len - *pos < 8)
+                return -EBADMSG;
+        *ret_id = rowbinary_u64(data + *pos);
+        *pos += 8;
+        if (rowbinary_varint(data, len, pos, &n) < 0 || n > (len - *pos) / 8)
+                return -EBADMSG;
+        frames = malloc(MAX(n, (uint64_t) 1) * sizeof(*frames));
+        if (!frames)
+                return -ENOMEM;
+        for (uint64_t i = 0; i < n; i++, *pos += 8)
+                frames[i] = rowbinary_u64(data + *pos);
+        *ret_frames = TAKE_PTR(frames);
+        *ret_n = (size_t) n;
+        return 1;
+}

@@ -1,0 +1,97 @@
+/* The ClickHouse side of a fleet query, as text: a profd request (the same
+ * struct query_request profd parses, daemon/serve/request.h) becomes the SQL
+ * that lets ClickHouse filter and sum, and ClickHouse's TabSeparated answers
+ * become fields again. Pure: no I/O, unit-tested (tests/unit/test-fleet-sql.c).
+ *
+ * ClickHouse 18.16 (Debian's) has no query parameters over HTTP, so every
+ * value is written into the SQL as a literal: numbers by printf, strings
+ * through fleet_sql_quote() only. The table layout is docs/clickhouse.md's. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "request.h"
+
+/* What the stacks of an answer are grouped by: profd's groups and the
+ * fleet's own, one root frame per host. */
+enum fleet_group {
+        FLEET_GROUP_NONE,
+        FLEET_GROUP_PROCESS, /* "comm-pid", as profd */
+        FLEET_GROUP_UNIT,    /* the unit, "-" for none, as profd */
+        FLEET_GROUP_HOST,    /* the host name */
+};
+
+/* What a fleet query selects on top of profd's request. */
+struct fleet_scope {
+        const char *host;        /* a host name or glob; NULL: every host */
+        enum fleet_group group;
+        uint64_t from_ns, to_ns; /* the window, resolved as profd does (request_window) */
+};
+
+/* Writes s as a ClickHouse string literal: quoted, with backslash, quote
+ * and control bytes escaped (\\, \', \xHH); other bytes, UTF-8 included,
+ * as they are. Returns 0 or -EIO when the stream failed. */
+int fleet_sql_quote(FILE *f, const char *s);
+
+/* The RE2 regular expression that matches what the SQLite GLOB pattern
+ * `glob` matches (profd's store matches globs with SQLite): '*' any text,
+ * '?' one character, "[...]" a set ("[^...]" its complement, "a-z" ranges,
+ * ']' first is literal); everything else literally. Anchored at both ends.
+ * An unterminated '[' is a literal '[' here (SQLite would match nothing).
+ * Returns a malloc'd string or NULL on out of memory. */
+char *fleet_glob_to_regex(const char *glob);
+
+/* The WHERE clause (with " WHERE") of the samples a request selects.
+ * Returns 0 or -EIO. */
+int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The query whose rows are "stack_id \t value \t group" (group '' without
+ * grouping), summed by ClickHouse per group and stack. Returns 0 or -EIO. */
+int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The query whose rows are "start_ns \t end_ns \t value": one per drain
+ * (of each host) with matching samples, in order of start, then end: what
+ * series.c spreads over time. Returns 0 or -EIO. */
+int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The id lists of the two queries below are not in their SQL: they go
+ * along as ClickHouse "external data", a temporary table of this name with
+ * one UInt64 column "id" (ClickHouse 18.16 parsed a literal IN list of 6,000
+ * ids in 0.6 s, the same ids as a table in 0.01 s; a Distributed table
+ * passes the table on to the shards). */
+#define FLEET_SQL_IDS_TABLE "ids"
+#define FLEET_SQL_IDS_STRUCTURE "id UInt64"
+
+/* The query whose rows are a stack id and its frame ids (root first), in
+ * RowBinary (fleet_rowbinary_stack() reads them), of the stacks whose ids
+ * are in the ids table, sent on the days of scope's window. Returns 0 or
+ * -EIO. */
+int fleet_sql_stack_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The next row of fleet_sql_stack_frames()'s answer at data[*pos]: returns
+ * 1 with the id and a malloc'd array of frame ids, 0 at the end, -EBADMSG
+ * for a cut or malformed row, -ENOMEM. */
+int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
+                          size_t *ret_n);
+
+/* The query whose rows are one frame each, "id \t name \t raw_name \t
+ * module \t build_id \t file \t line \t address \t has_address \t kernel
+ * \t resolved \t inlined \t jit" (FSF_N_COLUMNS fields), of the frames
+ * whose ids are in the ids table. With a folded request q, only what
+ * its lines show: the other fields come as '' and 0. Returns 0 or -EIO. */
+int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* One row of TabSeparated output, split in place: the line is cut at its
+ * tabs and each field unescaped (\t \n \\ \' \0 \b \f \r \xHH; "\N", NULL,
+ * becomes ""). *pos is where the row starts and is moved past its newline.
+ * Returns the number of fields (at most max) stored in fields[], 0 at the
+ * end of the text, -EBADMSG for a row with more than max fields or an
+ * unterminated last row. */
+int fleet_tsv_row(char *text, size_t len, size_t *pos, char **fields, size_t max);
+
+/* A number field of TabSeparated output. Returns 0 or -EBADMSG. */
+int fleet_tsv_u64(const char *field, uint64_t *ret);
+

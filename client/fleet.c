@@ -1,0 +1,862 @@
+/* Fleet answers from ClickHouse over HTTP (see fleet.h): the request is
+ * parsed and its window resolved by profd's own request.c, the SQL is
+ * fleet-sql.c's, and the lines are written by profd's stackline.c and
+ * series.c, so a fleet answer has exactly the shape of profd's. */
+#include "fleet.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bpf/profd.h"
+#include "clickhouse-schema.h"
+#include "credentials.h"
+#include "fleet-schema.h"
+#include "fleet-sql.h"
+#include "hashmap.h"
+#include "request.h"
+#include "series.h"
+#include "stackline.h"
+#include "util.h"
+
+/* A person waits for the answer: ClickHouse on loopback or in the same
+ * network accepts in milliseconds, so 10 s means it is not there. */
+#define FLEET_CONNECT_TIMEOUT_S 10
+/* A day of a large fleet is summed in seconds; ten minutes without an
+ * answer means something is wrong, and a script must not hang forever. */
+#define FLEET_QUERY_TIMEOUT_S 600
+/* ClickHouse's own default max_query_size; queries with long id lists
+ * raise it for themselves (the setting is per query). */
+#define FLEET_QUERY_SIZE_DEFAULT (256 * 1024)
+
+struct fleet {
+        CURL *curl;
+        char *url;
+        char *user, *password;
+};
+
+struct body {
+        char *data;
+        size_t len, cap;
+};
+
+static size_t body_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        struct body *b = userdata;
+        size_t n = size * nmemb;
+
+        if (b->len + n + 1 > b->cap) {
+                size_t cap = MAX(b->cap * 2, b->len + n + 1 + 4096);
+                char *d = realloc(b->data, cap);
+
+                if (!d)
+                        return 0; /* curl fails the transfer */
+                b->data = d;
+                b->cap = cap;
+        }
+        memcpy(b->data + b->len, ptr, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return n;
+}
+
+fleet *fleet_free(fleet *f) {
+        if (!f)
+                return NULL;
+        if (f->curl)
+                curl_easy_cleanup(f->curl);
+        free(f->url);
+        free(f->user);
+        if (f->password) {
+                explicit_bzero(f->password, strlen(f->password));
+                free(f->password);
+        }
+        free(f);
+        return NULL;
+}
+
+/* The credentials file profd's exporter reads too (common/credentials.h). */
+static int read_credentials(fleet *f, const char *path) {
+        _cleanup_free_ char *text = NULL;
+        const char *user, *password;
+        unsigned line;
+        int r;
+
+        r = read_full_file(path, &text);
+        if (r < 0)
+                return cli_error(r, "cannot read the ClickHouse credentials file %s: %m", path);
+        r = credentials_parse(text, &user, &password, &line);
+        if (r < 0 && line == 0)
+                return cli_error(-EINVAL, "the credentials file %s has no \"user = NAME\" line", path);
+        if (r < 0)
+                return cli_error(-EINVAL, "the credentials file %s, line %u: expected \"user = NAME\" or "
+                                 "\"password = SECRET\"", path, line);
+        f->user = strdup(user);
+        f->password = strdup(password);
+        explicit_bzero(text, strlen(text));
+        if (!f->user || !f->password)
+                return cli_error(-ENOMEM, "%m");
+        return 0;
+}
+
+bool fleet_url_valid(const char *url) {
+        return (strncmp(url, "http://", 7) == 0 && url[7]) || (strncmp(url, "https://", 8) == 0 && url[8]);
+}
+
+int fleet_open(const char *url, const char *credentials, fleet **ret) {
+        _cleanup_fleet_ fleet *f = NULL;
+        int r;
+
+        if (!fleet_url_valid(url))
+                return cli_error(-EINVAL, "'%s' is not an http:// or https:// URL", url);
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+                return cli_error(-EIO, "cannot initialize libcurl");
+        f = calloc(1, sizeof(*f));
+        if (!f)
+                return cli_error(-ENOMEM, "%m");
+        f->url = strdup(url);
+        f->curl = curl_easy_init();
+        if (!f->url || !f->curl)
+                return cli_error(-ENOMEM, "%m");
+        if (credentials) {
+                r = read_credentials(f, credentials);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+/* ClickHouse's error text: "Code: 60, e.displayText() = DB::Exception:
+ * Table x doesn't exist., e.what() = DB::Exception\n". The code, and the
+ * message without its decoration. */
+static int clickhouse_error(char *body, char **ret_message) {
+        char *m = body ? body : (char *) "";
+        int code = 0;
+        char *e;
+
+        if (sscanf(m, "Code: %d", &code) != 1)
+                code = 0;
+        e = strstr(m, "DB::Exception: ");
+        if (e)
+                m = e + strlen("DB::Exception: ");
+        e = strstr(m, ", e.what()");
+        if (e)
+                *e = '\0';
+        m[strcspn(m, "\n")] = '\0';
+        *ret_message = m;
+        return code;
+}
+
+/* ClickHouse's error codes profctl tells apart. */
+enum {
+        CH_UNKNOWN_TABLE = 60,
+        CH_UNKNOWN_DATABASE = 81,
+        CH_UNKNOWN_USER = 192,
+        CH_WRONG_PASSWORD = 193,
+        CH_REQUIRED_PASSWORD = 194,
+        CH_IP_ADDRESS_NOT_ALLOWED = 195,
+        CH_AUTHENTICATION_FAILED = 516,
+};
+
+static void curl_mimep(curl_mime **m) {
+        curl_mime_free(*m);
+}
+
+/* Runs one statement; with ids (ids_len bytes of TabSeparated UInt64s),
+ * they go along as the external table FLEET_SQL_IDS_TABLE. Returns 0 with
+ * the body (NUL-terminated, owned by the caller), or a negative errno
+ * after saying what failed: -ECONNREFUSED, -ETIMEDOUT, -EACCES
+ * (credentials), -ENOENT (no such table or database: not printed when
+ * quiet_missing), -EREMOTEIO (ClickHouse refused it). */
+static int fleet_http_ids(fleet *f, const char *sql, const char *ids, size_t ids_len, bool quiet_missing,
+                          char **ret_body, size_t *ret_len) {
+        _cleanup_free_ char *url = NULL;
+        _cleanup_(curl_mimep) curl_mime *mime = NULL;
+        struct body b = {};
+        size_t sql_len = strlen(sql);
+        long status = 0;
+        CURLcode rc;
+        int r = 0;
+
+        curl_easy_reset(f->curl);
+        if (ids) {
+                /* the body is the table: the statement goes in the URL */
+                char *q = curl_easy_escape(f->curl, sql, (int) sql_len);
+                curl_mimepart *part;
+
+                if (!q || asprintf(&url, "%s%c%s_structure=id%%20UInt64&query=%s", f->url,
+                                   strchr(f->url, '?') ? '&' : '?', FLEET_SQL_IDS_TABLE, q) < 0) {
+                        curl_free(q);
+                        return cli_error(-ENOMEM, "%m");
+                }
+                curl_free(q);
+                mime = curl_mime_init(f->curl);
+                part = mime ? curl_mime_addpart(mime) : NULL;
+                if (!part || curl_mime_name(part, FLEET_SQL_IDS_TABLE) != CURLE_OK ||
+                    curl_mime_filename(part, FLEET_SQL_IDS_TABLE) != CURLE_OK ||
+                    curl_mime_data(part, ids, ids_len) != CURLE_OK)
+                        return cli_error(-ENOMEM, "%m");
+                curl_easy_setopt(f->curl, CURLOPT_MIMEPOST, mime);
+        } else {
+                /* settings go in the URL; a query longer than ClickHouse's
+                 * default limit raises the limit for itself */
+                if (asprintf(&url, "%s%cmax_query_size=%zu", f->url, strchr(f->url, '?') ? '&' : '?',
+                             MAX(sql_len + 1, (size_t) FLEET_QUERY_SIZE_DEFAULT)) < 0)
+                        return cli_error(-ENOMEM, "%m");
+                curl_easy_setopt(f->curl, CURLOPT_POSTFIELDS, sql);
+                curl_easy_setopt(f->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) sql_len);
+        }
+        curl_easy_setopt(f->curl, CURLOPT_URL, url);
+        curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, body_write);
+        curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(f->curl, CURLOPT_CONNECTTIMEOUT, (long) FLEET_CONNECT_TIMEOUT_S);
+        curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, (long) FLEET_QUERY_TIMEOUT_S);
+        curl_easy_setopt(f->curl, CURLOPT_NOSIGNAL, 1L);
+        if (f->user) {
+                curl_easy_setopt(f->curl, CURLOPT_USERNAME, f->user);
+                curl_easy_setopt(f->curl, CURLOPT_PASSWORD, f->password ? f->password : "");
+        }
+        rc = curl_easy_perform(f->curl);
+        if (rc == CURLE_OK)
+                curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &status);
+
+        if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+                r = cli_error(-ECONNREFUSED, "cannot connect to ClickHouse at %s: %s (is clickhouse-server "
+                              "running, and is this its HTTP port?)", f->url, curl_easy_strerror(rc));
+        else if (rc == CURLE_OPERATION_TIMEDOUT)
+                r = cli_error(-ETIMEDOUT, "ClickHouse at %s did not answer within %d s", f->url,
+                              FLEET_QUERY_TIMEOUT_S);
+        else if (rc != CURLE_OK)
+                r = cli_error(-EIO, "cannot query ClickHouse at %s: %s", f->url, curl_easy_strerror(rc));
+        else if (status != 200) {
+                char *msg;
+                int code = clickhouse_error(b.data, &msg);
+
+                if (code == CH_UNKNOWN_USER || code == CH_WRONG_PASSWORD || code == CH_REQUIRED_PASSWORD ||
+                    code == CH_IP_ADDRESS_NOT_ALLOWED || code == CH_AUTHENTICATION_FAILED || status == 401 ||
+                    status == 403)
+                        r = cli_error(-EACCES, "ClickHouse at %s refused the credentials%s: %s", f->url,
+                                      f->user ? "" : " (none given: see --clickhouse-credentials)", msg);
+                else if (code == CH_UNKNOWN_TABLE || code == CH_UNKNOWN_DATABASE) {
+                        r = -ENOENT;
+                        if (!quiet_missing)
+                                cli_error(r, "ClickHouse at %s has no profd schema (%s); create it with "
+                                          "'profctl --clickhouse URL init'", f->url, msg);
+                } else if (!b.data || status == 404)
+                        r = cli_error(-EREMOTEIO, "%s answered HTTP %ld: is it ClickHouse's HTTP interface?",
+                                      f->url, status);
+                else
+                        r = cli_error(-EREMOTEIO, "ClickHouse at %s refused a query: %s", f->url, msg);
+        }
+        if (r < 0) {
+                free(b.data);
+                return r;
+        }
+        *ret_body = b.data ? b.data : strdup("");
+        if (!*ret_body)
+                return cli_error(-ENOMEM, "%m");
+        if (ret_len)
+                *ret_len = b.len;
+        return 0;
+}
+
+static int fleet_http(fleet *f, const char *sql, bool quiet_missing, char **ret_body, size_t *ret_len) {
+        return fleet_http_ids(f, sql, NULL, 0, quiet_missing, ret_body, ret_len);
+}
+
+/* Closes the memstream m that wrote *sql and runs the statement. */
+static int fleet_http_memstream(fleet *f, FILE *m, char **sql, char **ret_body, size_t *ret_len) {
+        if (fclose(m) != 0)
+                return cli_error(-ENOMEM, "%m");
+        return fleet_http(f, *sql, false, ret_body, ret_len);
+}
+
+int fleet_check_schema(fleet *f) {
+        _cleanup_free_ char *body = NULL;
+        uint64_t version;
+        int r;
+
+        r = fleet_http(f, "SELECT max(version) FROM " FS_TABLE_VERSION " FORMAT TabSeparated", true, &body, NULL);
+        if (r == -ENOENT)
+                return cli_error(r, "ClickHouse at %s has no profd schema; create it with 'profctl --clickhouse "
+                                 "URL init'", f->url);
+        if (r < 0)
+                return r;
+        body[strcspn(body, "\n")] = '\0';
+        if (fleet_tsv_u64(body, &version) < 0)
+                return cli_error(-EPROTO, "ClickHouse at %s answered '%s' for the profd schema version", f->url,
+                                 body);
+        if (version != clickhouse_schema_version)
+                return cli_error(-EPROTO, "ClickHouse at %s holds profd schema version %" PRIu64 ", this profctl "
+                                 "reads version %u%s", f->url, version, clickhouse_schema_version,
+                                 version > clickhouse_schema_version ? " (use a newer profctl)" :
+                                 " (a profctl of that version reads it)");
+        return 0;
+}
+
+/* Runs one statement, its answer dropped. */
+static int fleet_exec(fleet *f, const char *sql) {
+        _cleanup_free_ char *body = NULL;
+
+        return fleet_http(f, sql, false, &body, NULL);
+}
+
+/* cluster.sql's statement for this server: {cluster} replaced by the
+ * cluster's name; without a cluster (one server) the Distributed engine is
+ * left out, so the table is of its local table's engine: the server holds
+ * the data itself. */
+static char *cluster_statement(const char *statement, const char *cluster) {
+        const char *engine = strstr(statement, "ENGINE = Distributed(");
+        char *text = NULL;
+        size_t size = 0;
+        FILE *m;
+
+        if (!cluster)
+                return engine ? strndup(statement, (size_t) (engine - statement)) : strdup(statement);
+        m = open_memstream(&text, &size);
+        if (!m)
+                return NULL;
+        for (const char *p = statement;;) {
+                const char *c = strstr(p, "{cluster}");
+
+                if (!c) {
+                        fputs(p, m);
+                        break;
+                }
+                fwrite(p, 1, (size_t) (c - p), m);
+                fleet_sql_quote(m, cluster);
+                p = c + strlen("{cluster}");
+        }
+        if (fclose(m) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
+int fleet_init(fleet *f, const char *cluster) {
+        _cleanup_free_ char *body = NULL;
+        int r;
+
+        /* an existing schema of another version is not touched */
+        r = fleet_http(f, "SELECT max(version) FROM " FS_TABLE_VERSION " FORMAT TabSeparated", true, &body, NULL);
+        if (r >= 0) {
+                uint64_t version;
+
+                body[strcspn(body, "\n")] = '\0';
+                if (fleet_tsv_u64(body, &version) >= 0 && version != 0 && version != clickhouse_schema_version)
+                        return cli_error(-EPROTO, "ClickHouse at %s already holds profd schema version %" PRIu64
+                                         "; this profctl creates version %u and leaves it as it is", f->url,
+                                         version, clickhouse_schema_version);
+        } else if (r != -ENOENT)
+                return r;
+        if (cluster) {
+                _cleanup_free_ char *sql = NULL, *answer = NULL;
+                size_t size = 0;
+                FILE *m = open_memstream(&sql, &size);
+
+                if (!m)
+                        return cli_error(-ENOMEM, "%m");
+                fputs("SELECT count() FROM system.clusters WHERE cluster = ", m);
+                fleet_sql_quote(m, cluster);
+                fputs(" FORMAT TabSeparated", m);
+                r = fleet_http_memstream(f, m, &sql, &answer, NULL);
+                if (r < 0)
+                        return r;
+                if (streq(answer, "0\n"))
+                        return cli_error(-ENOENT, "ClickHouse at %s has no cluster '%s' (remote_servers in its "
+                                         "configuration; SELECT DISTINCT cluster FROM system.clusters lists "
+                                         "them)", f->url, cluster);
+        }
+        for (size_t i = 0; clickhouse_schema_shard[i]; i++) {
+                r = fleet_exec(f, clickhouse_schema_shard[i]);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; clickhouse_schema_cluster[i]; i++) {
+                _cleanup_free_ char *st = cluster_statement(clickhouse_schema_cluster[i], cluster);
+
+                if (!st)
+                        return cli_error(-ENOMEM, "%m");
+                r = fleet_exec(f, st);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- answers ---- */
+
+static const char *const kind_names[] = {
+        [PROFD_KIND_CPU] = "cpu", [PROFD_KIND_OFFCPU] = "offcpu", [PROFD_KIND_WAKEUP] = "wakeup",
+};
+
+/* The answer being made: lines appended to a memstream. */
+struct answer {
+        FILE *out;
+        char *text;
+        size_t len;
+};
+
+static int answer_error(struct answer *a, const char *message) {
+        _cleanup_json_ json_t *line = json_pack("{s:s, s:s}", "type", "error", "error", message);
+        _cleanup_free_ char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+
+        if (!text)
+                return cli_error(-ENOMEM, "%m");
+        fprintf(a->out, "%s\n", text);
+        return 0;
+}
+
+/* A stack of the answer, as ClickHouse summed it. */
+struct row {
+        uint64_t stack_id, value;
+        char *group;
+};
+
+/* A frame as profd's answer shows it, its strings owned here. */
+struct frame {
+        struct store_frame_out out;
+        char *strings; /* one allocation for name..build_id */
+};
+
+struct answer_data {
+        struct row *rows;
+        size_t n_rows;
+        hashmap *stacks; /* stack id -> struct stack_frames* */
+        hashmap *frames; /* frame id -> struct frame* */
+        char *bodies[3];
+};
+
+struct stack_frames {
+        uint64_t *ids;
+        size_t n;
+};
+
+static void answer_data_done(struct answer_data *d) {
+        const void *k;
+        void *v;
+        size_t st = 0;
+
+        for (size_t i = 0; i < d->n_rows; i++)
+                free(d->rows[i].group);
+        free(d->rows);
+        while (d->stacks && hashmap_iterate(d->stacks, &st, &k, &v)) {
+                struct stack_frames *sf = v;
+                free(sf->ids);
+                free(sf);
+        }
+        hashmap_free(d->stacks);
+        st = 0;
+        while (d->frames && hashmap_iterate(d->frames, &st, &k, &v)) {
+                struct frame *fr = v;
+                free(fr->strings);
+                free(fr);
+        }
+        hashmap_free(d->frames);
+        for (size_t i = 0; i < ELEMENTSOF(d->bodies); i++)
+                free(d->bodies[i]);
+}
+
+static int bad_answer(fleet *f, const char *what) {
+        return cli_error(-EBADMSG, "ClickHouse at %s sent a malformed %s", f->url, what);
+}
+
+/* Runs the query that write makes of the request. */
+static int fleet_run(fleet *f, int (*write)(FILE *, const struct query_request *, const struct fleet_scope *),
+                     const struct query_request *q, const struct fleet_scope *s, char **ret_body, size_t *ret_len) {
+        _cleanup_free_ char *sql = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&sql, &size);
+        int r;
+
+        if (!m)
+                return cli_error(-ENOMEM, "%m");
+        r = write(m, q, s);
+        if (r < 0) {
+                fclose(m);
+                return cli_error(r, "cannot write the query: %m");
+        }
+        return fleet_http_memstream(f, m, &sql, ret_body, ret_len);
+}
+
+/* The summed stacks of the request. */
+static int fetch_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
+        size_t len, pos = 0, cap = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_stacks, q, s, &d->bodies[0], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 3)) > 0) {
+                struct row row = {};
+
+                if (r != 3 || fleet_tsv_u64(fields[0], &row.stack_id) < 0 || fleet_tsv_u64(fields[1], &row.value) < 0)
+                        return bad_answer(f, "stack row");
+                if (d->n_rows == cap) {
+                        size_t c = MAX(cap * 2, (size_t) 1024);
+                        struct row *n = reallocarray(d->rows, c, sizeof(*n));
+
+                        if (!n)
+                                return cli_error(-ENOMEM, "%m");
+                        d->rows = n;
+                        cap = c;
+                }
+                if (s->group != FLEET_GROUP_NONE) {
+                        row.group = strdup(fields[2]);
+                        if (!row.group)
+                                return cli_error(-ENOMEM, "%m");
+                }
+                d->rows[d->n_rows++] = row;
+        }
+        if (r < 0)
+                return bad_answer(f, "stack row");
+        return 0;
+}
+
+/* Runs the query fn writes for the ids of map's keys. */
+static int fetch_by_ids(fleet *f, hashmap *ids,
+                        int (*fn)(FILE *, const struct query_request *, const struct fleet_scope *),
+                        const struct query_request *q, const struct fleet_scope *s, char **ret_body, size_t *ret_len) {
+        _cleanup_free_ char *sql = NULL, *list = NULL;
+        size_t st = 0, size = 0, list_size = 0;
+        const void *k;
+        void *v;
+        FILE *m, *l;
+        int r;
+
+        l = open_memstream(&list, &list_size);
+        if (!l)
+                return cli_error(-ENOMEM, "%m");
+        while (hashmap_iterate(ids, &st, &k, &v))
+                fprintf(l, "%" PRIu64 "\n", KEY_TO_UINT64(k));
+        if (fclose(l) != 0)
+                return cli_error(-ENOMEM, "%m");
+        m = open_memstream(&sql, &size);
+        if (!m)
+                return cli_error(-ENOMEM, "%m");
+        r = fn(m, q, s);
+        if (fclose(m) != 0 || r < 0)
+                return cli_error(-ENOMEM, "cannot write the query: %m");
+        return fleet_http_ids(f, sql, list, list_size, false, ret_body, ret_len);
+}
+
+static int fetch_stacks(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                        struct answer_data *d) {
+        size_t len, pos = 0;
+        int r;
+
+        d->stacks = hashmap_new_u64();
+        d->frames = hashmap_new_u64();
+        if (!d->stacks || !d->frames)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < d->n_rows; i++) {
+                r = hashmap_put(d->stacks, UINT64_TO_KEY(d->rows[i].stack_id), NULL);
+                if (r < 0 && r != -EEXIST)
+                        return cli_error(r, "%m");
+        }
+        if (d->n_rows == 0)
+                return 0;
+        r = fetch_by_ids(f, d->stacks, fleet_sql_stack_frames, q, s, &d->bodies[1], &len);
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_free_ struct stack_frames *sf = calloc(1, sizeof(*sf));
+                uint64_t id;
+                void *old;
+
+                if (!sf)
+                        return cli_error(-ENOMEM, "%m");
+                r = fleet_rowbinary_stack((const uint8_t *) d->bodies[1], len, &pos, &id, &sf->ids, &sf->n);
+                if (r == 0)
+                        break;
+                if (r == -ENOMEM)
+                        return cli_error(r, "%m");
+                if (r < 0)
+                        return bad_answer(f, "stack");
+                if (hashmap_get(d->stacks, UINT64_TO_KEY(id), &old) < 0 || old) {
+                        free(sf->ids);
+                        return bad_answer(f, "stack (not asked for, or twice)");
+                }
+                for (size_t i = 0; i < sf->n; i++) {
+                        r = hashmap_put(d->frames, UINT64_TO_KEY(sf->ids[i]), NULL);
+                        if (r < 0 && r != -EEXIST) {
+                                free(sf->ids);
+                                return cli_error(r, "%m");
+                        }
+                }
+                hashmap_remove(d->stacks, UINT64_TO_KEY(id));
+                r = hashmap_put(d->stacks, UINT64_TO_KEY(id), sf);
+                if (r < 0) {
+                        free(sf->ids);
+                        return cli_error(r, "%m");
+                }
+                sf = NULL;
+        }
+        if (r < 0)
+                return bad_answer(f, "stack");
+        return 0;
+}
+
+static int fetch_frames(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                        struct answer_data *d) {
+        size_t len, pos = 0;
+        char *fields[FSF_N_COLUMNS];
+        int r;
+
+        if (hashmap_size(d->frames) == 0)
+                return 0;
+        r = fetch_by_ids(f, d->frames, fleet_sql_frames, q, s, &d->bodies[2], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[2], len, &pos, fields, FSF_N_COLUMNS)) > 0) {
+                uint64_t id, line, address, flags[5];
+                struct frame *fr;
+                size_t l[5], total = 0;
+                char *p;
+                void *old;
+
+                if (r != FSF_N_COLUMNS || fleet_tsv_u64(fields[0], &id) < 0 || fleet_tsv_u64(fields[6], &line) < 0 ||
+                    fleet_tsv_u64(fields[7], &address) < 0 || line > UINT32_MAX)
+                        return bad_answer(f, "frame");
+                /* has_address, kernel, resolved, inlined, jit */
+                for (size_t i = 0; i < 5; i++)
+                        if (fleet_tsv_u64(fields[8 + i], &flags[i]) < 0 || flags[i] > 1)
+                                return bad_answer(f, "frame");
+                if (hashmap_get(d->frames, UINT64_TO_KEY(id), &old) < 0 || old)
+                        return bad_answer(f, "frame (not asked for, or twice)");
+                for (size_t i = 0; i < 5; i++)
+                        total += (l[i] = strlen(fields[1 + i]) + 1);
+                fr = calloc(1, sizeof(*fr));
+                if (!fr || !(fr->strings = malloc(total))) {
+                        free(fr);
+                        return cli_error(-ENOMEM, "%m");
+                }
+                p = fr->strings;
+                const char **dst[5] = { &fr->out.name, &fr->out.raw_name, &fr->out.module, &fr->out.build_id,
+                                        &fr->out.file };
+                for (size_t i = 0; i < 5; i++) {
+                        memcpy(p, fields[1 + i], l[i]);
+                        *dst[i] = p;
+                        p += l[i];
+                }
+                /* profd leaves these out of its lines when it has none */
+                if (!*fr->out.raw_name)
+                        fr->out.raw_name = NULL;
+                if (!*fr->out.build_id)
+                        fr->out.build_id = NULL;
+                if (!*fr->out.file)
+                        fr->out.file = NULL;
+                fr->out.line = (unsigned) line;
+                fr->out.address = address;
+                fr->out.has_address = flags[0];
+                fr->out.kernel = flags[1];
+                fr->out.resolved = flags[2];
+                fr->out.inlined = flags[3];
+                fr->out.jit = flags[4];
+                hashmap_remove(d->frames, UINT64_TO_KEY(id));
+                r = hashmap_put(d->frames, UINT64_TO_KEY(id), fr);
+                if (r < 0) {
+                        free(fr->strings);
+                        free(fr);
+                        return cli_error(r, "%m");
+                }
+        }
+        if (r < 0)
+                return bad_answer(f, "frame");
+        return 0;
+}
+
+static int answer_query(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a) {
+        _cleanup_(answer_data_done) struct answer_data d = {};
+        _cleanup_free_ struct store_frame_out *frames = NULL;
+        struct stackline_buf b = {};
+        struct stack_style style = { .raw_names = q->raw_names, .folded = q->folded, .lines = q->lines };
+        size_t frames_cap = 0;
+        uint64_t total = 0;
+        int r;
+
+        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
+            (r = fetch_frames(f, q, s, &d)) < 0)
+                return r;
+        for (size_t i = 0; i < d.n_rows; i++) {
+                struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
+                struct stack_frames *sf;
+                void *v;
+
+                if (hashmap_get(d.stacks, UINT64_TO_KEY(d.rows[i].stack_id), &v) < 0 || !v)
+                        return cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the "
+                                         "stack (exported incompletely?)", f->url, d.rows[i].stack_id);
+                sf = v;
+                if (sf->n > frames_cap) {
+                        struct store_frame_out *n = reallocarray(frames, sf->n, sizeof(*n));
+
+                        if (!n)
+                                return cli_error(-ENOMEM, "%m");
+                        frames = n;
+                        frames_cap = sf->n;
+                }
+                for (size_t j = 0; j < sf->n; j++) {
+                        if (hashmap_get(d.frames, UINT64_TO_KEY(sf->ids[j]), &v) < 0 || !v)
+                                return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not its "
+                                                 "frame %" PRIu64 " (exported incompletely?)", f->url,
+                                                 d.rows[i].stack_id, sf->ids[j]);
+                        frames[j] = ((struct frame *) v)->out;
+                }
+                so.frames = frames;
+                so.n_frames = sf->n;
+                if (__builtin_add_overflow(total, so.value, &total))
+                        return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
+                b.len = 0;
+                r = stackline_append(&b, &so, &style);
+                if (r < 0) {
+                        stackline_buf_done(&b);
+                        return cli_error(r, "%m");
+                }
+                fwrite(b.data, 1, b.len, a->out);
+        }
+        stackline_buf_done(&b);
+        fprintf(a->out,
+                "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"stacks\":%zu,\"total\":%" PRIu64
+                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "}\n",
+                kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
+                s->to_ns);
+        return 0;
+}
+
+/* Points carry no complete part: how stacks ended is not exported. */
+static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *userdata) {
+        struct answer *a = userdata;
+
+        fprintf(a->out, "{\"type\":\"point\",\"t_ns\":%" PRIu64 ",\"value\":%" PRIu64 "}\n", t_ns, value);
+        return 0;
+}
+
+/* Series without a step: profd takes its drain interval; a fleet has one
+ * per host, so the default is profd's default drain interval. */
+#define FLEET_SERIES_STEP_DEFAULT_NS (10 * NSEC_PER_SEC)
+
+static int answer_series(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a) {
+        _cleanup_free_ char *body = NULL;
+        size_t len, pos = 0;
+        uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0;
+        series *se;
+        char *fields[3];
+        int r;
+
+        if ((s->to_ns - s->from_ns) / step >= SERIES_MAX_POINTS)
+                return answer_error(a, "field 'step': the window would have more than 1000000 points; use a "
+                                       "longer step or a shorter window");
+        r = fleet_run(f, fleet_sql_drains, q, s, &body, &len);
+        if (r < 0)
+                return r;
+        se = series_new(step, emit_point, a);
+        if (!se)
+                return cli_error(-ENOMEM, "%m");
+        while ((r = fleet_tsv_row(body, len, &pos, fields, 3)) > 0) {
+                uint64_t start, end, value;
+
+                if (r != 3 || fleet_tsv_u64(fields[0], &start) < 0 || fleet_tsv_u64(fields[1], &end) < 0 ||
+                    fleet_tsv_u64(fields[2], &value) < 0) {
+                        r = -EBADMSG;
+                        break;
+                }
+                total += value;
+                r = series_add(se, start, end, value, 0);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0)
+                r = series_finish(se);
+        fprintf(a->out,
+                "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"step_ns\":%" PRIu64 ",\"points\":%" PRIu64
+                ",\"total\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "}\n",
+                kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", step, series_points(se), total,
+                s->from_ns, s->to_ns);
+        series_free(se);
+        if (r == -EBADMSG)
+                return bad_answer(f, "drain row");
+        if (r == -E2BIG)
+                return cli_error(r, "a drain would be spread over more than a million points; use a longer --step");
+        if (r < 0)
+                return cli_error(r, "%m");
+        return 0;
+}
+
+/* Takes the fleet's own fields out of a copy of the request. */
+static int request_take_fleet_fields(json_t *req, struct fleet_scope *s, char **ret_host, char **ret_error) {
+        json_t *host = json_object_get(req, "host"), *group = json_object_get(req, "group");
+
+        if (host) {
+                if (!json_is_string(host) || !*json_string_value(host))
+                        return asprintf(ret_error, "field 'host' must be a non-empty string") < 0 ? -ENOMEM : -EINVAL;
+                *ret_host = strdup(json_string_value(host));
+                if (!*ret_host)
+                        return -ENOMEM;
+                json_object_del(req, "host");
+        }
+        if (json_is_string(group)) {
+                const char *g = json_string_value(group);
+
+                s->group = streq(g, "host") ? FLEET_GROUP_HOST : streq(g, "process") ? FLEET_GROUP_PROCESS :
+                           streq(g, "unit") ? FLEET_GROUP_UNIT : FLEET_GROUP_NONE;
+                if (s->group == FLEET_GROUP_HOST)
+                        json_object_del(req, "group");
+        }
+        return 0;
+}
+
+int fleet_answer(fleet *f, const json_t *request, uint64_t now_ns, char **ret_text, size_t *ret_len) {
+        _cleanup_json_ json_t *req = json_deep_copy(request);
+        _cleanup_free_ char *text = NULL, *error = NULL, *host = NULL;
+        struct answer a = {};
+        struct fleet_scope s = {};
+        struct request parsed = {};
+        int r;
+
+        if (!req)
+                return cli_error(-ENOMEM, "%m");
+        a.out = open_memstream(&a.text, &a.len);
+        if (!a.out)
+                return cli_error(-ENOMEM, "%m");
+        r = request_take_fleet_fields(req, &s, &host, &error);
+        s.host = host;
+        if (r >= 0) {
+                text = json_dumps(req, JSON_COMPACT);
+                r = text ? request_parse(text, strlen(text), &parsed, &error) : -ENOMEM;
+        }
+        if (r >= 0 && parsed.op == REQUEST_STATUS)
+                /* what profctl asks profd's status for: the sampling
+                 * frequency of pprof's cpu period, unknown for a fleet */
+                fputs("{\"type\":\"status\",\"frequency_hz\":0}\n", a.out);
+        else if (r >= 0 && parsed.op == REQUEST_FLUSH)
+                r = answer_error(&a, "flush is a request for one profd, not for a fleet");
+        else if (r >= 0 && parsed.query.last)
+                r = answer_error(&a, "--last is the most recent drain of one profd; ask a fleet for a window "
+                                     "(--since, --from/--to)");
+        else if (r >= 0) {
+                r = request_window(&parsed.query, now_ns, &s.from_ns, &s.to_ns, &error);
+                if (r >= 0)
+                        r = parsed.op == REQUEST_SERIES ? answer_series(f, &parsed.query, &s, &a) :
+                                                          answer_query(f, &parsed.query, &s, &a);
+        }
+        if (r == -EINVAL)
+                r = answer_error(&a, error ? error : "invalid request");
+        else if (r == -ENOMEM)
+                r = cli_error(r, "%m");
+        request_done(&parsed);
+        if (fclose(a.out) != 0 && r >= 0)
+                r = cli_error(-ENOMEM, "%m");
+        if (r < 0) {
+                free(a.text);
+                return r;
+        }
+        *ret_text = a.text;
+        *ret_len = a.len;
+        return 0;
+}

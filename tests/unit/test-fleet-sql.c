@@ -1,0 +1,223 @@
+/* Fleet SQL: string literals that cannot break out of their quotes, globs
+ * that match in ClickHouse what they match in profd's store, every filter
+ * of a request in the WHERE clause, and TabSeparated answers read back. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet-sql.h"
+#include "tests.h"
+
+static char *quote(const char *s) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        CHECK_INT_EQ(fleet_sql_quote(f, s), 0);
+        fclose(f);
+        return text;
+}
+
+static void test_quote_escapes_quotes_backslashes_and_control_bytes(void) {
+        char *q;
+
+        CHECK_STR_EQ(q = quote("nginx"), "'nginx'");
+        free(q);
+        CHECK_STR_EQ(q = quote("it's"), "'it\\'s'");
+        free(q);
+        /* a backslash before the quote must not turn the escape off */
+        CHECK_STR_EQ(q = quote("a\\' OR 1=1 --"), "'a\\\\\\' OR 1=1 --'");
+        free(q);
+        CHECK_STR_EQ(q = quote("tab\there\nnl\x7f"), "'tab\\x09here\\x0Anl\\x7F'");
+        free(q);
+        /* UTF-8 goes through as it is */
+        CHECK_STR_EQ(q = quote("caf\xc3\xa9"), "'caf\xc3\xa9'");
+        free(q);
+        CHECK_STR_EQ(q = quote(""), "''");
+        free(q);
+}
+
+static void check_regex(const char *glob, const char *expected) {
+        char *re = fleet_glob_to_regex(glob);
+
+        CHECK_STR_EQ(re, expected);
+        free(re);
+}
+
+static void test_globs_become_anchored_regexes(void) {
+        check_regex("nginx", "^(?s)nginx$");
+        check_regex("ng*", "^(?s)ng.*$");
+        check_regex("a?c", "^(?s)a.c$");
+        /* regex characters in a glob stand for themselves */
+        check_regex("/usr/bin/python3.11*", "^(?s)/usr/bin/python3\\.11.*$");
+        check_regex("a+(b)|c{1}$^\\", "^(?s)a\\+\\(b\\)\\|c\\{1\\}\\$\\^\\\\$");
+        /* sets, negated sets, ranges and a ']' that is a member */
+        check_regex("[abc]x", "^(?s)[abc]x$");
+        check_regex("[^0-9]*", "^(?s)[^0-9].*$");
+        check_regex("[]a]", "^(?s)[\\]a]$");
+        check_regex("[a-]", "^(?s)[a\\-]$");
+        check_regex("[\\[]", "^(?s)[\\\\\\[]$");
+        /* unterminated: a literal '[' */
+        check_regex("[ab", "^(?s)\\[ab$");
+}
+
+static char *sql(int (*fn)(FILE *, const struct query_request *, const struct fleet_scope *),
+                 const struct query_request *q, const struct fleet_scope *s) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        CHECK_INT_EQ(fn(f, q, s), 0);
+        fclose(f);
+        return text;
+}
+
+static void test_where_has_every_filter(void) {
+        struct query_request q = {
+                .kind = 1,
+                .pid = 42,
+                .tid = 43,
+                .comm = (char *) "ng*",
+                .exe = (char *) "/usr/sbin/nginx",
+                .have_uid = true,
+                .uid = 33,
+                .cgroup = (char *) "/system.slice/nginx.service",
+                .unit = (char *) "nginx.service",
+                .container = (char *) "abcd",
+                .state_mask = (1u << 1) | (1u << 2),
+        };
+        struct fleet_scope s = { .host = "web-*", .from_ns = 1000000000000, .to_ns = 1000600000000 };
+        char *w = sql(fleet_sql_where, &q, &s);
+
+        CHECK(strstr(w, " WHERE kind = 1 AND drain_end >= 1000000000000 AND drain_start <= 1000600000000"));
+        /* the drain's end may lie a day after the window's */
+        CHECK(strstr(w, " AND time >= toDateTime(1000) AND time <= toDateTime(87400)"));
+        CHECK(strstr(w, " AND day >= '1970-01-01' AND day <= '1970-01-02'"));
+        CHECK(strstr(w, " AND match(host, '^(?s)web-.*$')"));
+        CHECK(strstr(w, " AND tid = 43"));
+        CHECK(strstr(w, " AND state IN (1, 2)"));
+        CHECK(strstr(w, " AND pid = 42"));
+        CHECK(strstr(w, " AND match(comm, '^(?s)ng.*$')"));
+        CHECK(strstr(w, " AND exe != '' AND exe = '/usr/sbin/nginx'"));
+        CHECK(strstr(w, " AND uid = 33"));
+        CHECK(strstr(w, " AND (cgroup = '/system.slice/nginx.service' OR "
+                        "startsWith(cgroup, '/system.slice/nginx.service/'))"));
+        CHECK(strstr(w, " AND unit != '' AND unit = 'nginx.service'"));
+        CHECK(strstr(w, " AND startsWith(container, 'abcd')"));
+        free(w);
+}
+
+static void test_where_without_filters_is_kind_and_window(void) {
+        struct query_request q = { .kind = 0 };
+        struct fleet_scope s = { .from_ns = 1795996800000000000, .to_ns = 1795997400000000000 };
+        char *w = sql(fleet_sql_where, &q, &s);
+
+        CHECK_STR_EQ(w, " WHERE kind = 0 AND drain_end >= 1795996800000000000 AND drain_start <= "
+                        "1795997400000000000 AND time >= toDateTime(1795996800) AND time <= toDateTime(1796083800) "
+                        "AND day >= '2026-11-30' AND day <= '2026-12-01'");
+        free(w);
+}
+
+static void test_cgroup_glob_matches_the_subtree(void) {
+        struct query_request q = { .cgroup = (char *) "/system.slice/*.service" };
+        struct fleet_scope s = {};
+        char *w = sql(fleet_sql_where, &q, &s);
+
+        CHECK(strstr(w, " AND (match(cgroup, '^(?s)/system\\\\.slice/.*\\\\.service$') OR "
+                        "match(cgroup, '^(?s)/system\\\\.slice/.*\\\\.service/.*$'))"));
+        free(w);
+}
+
+static void test_stacks_group_by_what_was_asked(void) {
+        struct query_request q = {};
+        struct fleet_scope s = { .group = FLEET_GROUP_HOST };
+        char *t = sql(fleet_sql_stacks, &q, &s);
+
+        CHECK(strstr(t, "SELECT stack, sum(value) AS v, host AS grp FROM profd.samples WHERE") == t);
+        CHECK(strstr(t, " GROUP BY grp, stack ORDER BY grp, stack FORMAT TabSeparated"));
+        free(t);
+        s.group = FLEET_GROUP_PROCESS;
+        t = sql(fleet_sql_stacks, &q, &s);
+        CHECK(strstr(t, "concat(comm, '-', toString(pid)) AS grp"));
+        free(t);
+        s.group = FLEET_GROUP_UNIT;
+        t = sql(fleet_sql_stacks, &q, &s);
+        CHECK(strstr(t, "if(unit = '', '-', unit) AS grp"));
+        free(t);
+}
+
+static void test_tsv_rows_are_split_and_unescaped(void) {
+        char text[] = "1\tmain\\tx\t\\N\n2\ta\\\\b\\'c\\nd\\x41\t\n";
+        char *fields[4];
+        size_t pos = 0;
+
+        CHECK_INT_EQ(fleet_tsv_row(text, sizeof(text) - 1, &pos, fields, 4), 3);
+        CHECK_STR_EQ(fields[0], "1");
+        CHECK_STR_EQ(fields[1], "main\tx");
+        CHECK_STR_EQ(fields[2], "");
+        CHECK_INT_EQ(fleet_tsv_row(text, sizeof(text) - 1, &pos, fields, 4), 3);
+        CHECK_STR_EQ(fields[1], "a\\b'c\ndA");
+        CHECK_STR_EQ(fields[2], "");
+        CHECK_INT_EQ(fleet_tsv_row(text, sizeof(text) - 1, &pos, fields, 4), 0);
+
+        char two[] = "a\tb\tc\n";
+        pos = 0;
+        CHECK_INT_EQ(fleet_tsv_row(two, sizeof(two) - 1, &pos, fields, 2), -EBADMSG);
+        char cut[] = "a\tb";
+        pos = 0;
+        CHECK_INT_EQ(fleet_tsv_row(cut, sizeof(cut) - 1, &pos, fields, 2), -EBADMSG);
+}
+
+static void test_tsv_numbers(void) {
+        uint64_t v;
+
+        CHECK_INT_EQ(fleet_tsv_u64("18446744073709551615", &v), 0);
+        CHECK(v == UINT64_MAX);
+        CHECK_INT_EQ(fleet_tsv_u64("18446744073709551616", &v), -EBADMSG);
+        CHECK_INT_EQ(fleet_tsv_u64("-1", &v), -EBADMSG);
+        CHECK_INT_EQ(fleet_tsv_u64("12x", &v), -EBADMSG);
+        CHECK_INT_EQ(fleet_tsv_u64("", &v), -EBADMSG);
+
+}
+
+static void test_rowbinary_stacks_are_read_and_cut_rows_refused(void) {
+        /* id 0x0102, frames [5, 2^64-1]; then id 7 with no frames */
+        const uint8_t data[] = {
+                0x02, 0x01, 0, 0, 0, 0, 0, 0, 2,
+                5, 0, 0, 0, 0, 0, 0, 0,
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                7, 0, 0, 0, 0, 0, 0, 0, 0,
+        };
+        uint64_t id, *frames = NULL;
+        size_t n, pos = 0;
+
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 1);
+        CHECK(id == 0x0102 && n == 2 && frames[0] == 5 && frames[1] == UINT64_MAX);
+        free(frames);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 1);
+        CHECK(id == 7 && n == 0);
+        free(frames);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 0);
+        /* cut in the middle of the frames, or of the id */
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 20, &pos, &id, &frames, &n), -EBADMSG);
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 5, &pos, &id, &frames, &n), -EBADMSG);
+        /* a length that does not fit what is left */
+        const uint8_t big[] = { 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03 };
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_stack(big, sizeof(big), &pos, &id, &frames, &n), -EBADMSG);
+}
+
+int main(void) {
+        test_quote_escapes_quotes_backslashes_and_control_bytes();
+        test_globs_become_anchored_regexes();
+        test_where_has_every_filter();
+        test_where_without_filters_is_kind_and_window();
+        test_cgroup_glob_matches_the_subtree();
+        test_stacks_group_by_what_was_asked();
+        test_tsv_rows_are_split_and_unescaped();
+        test_tsv_numbers();
+        test_rowbinary_stacks_are_read_and_cut_rows_refused();
+        return tests_failed ? 1 : 0;
+}
