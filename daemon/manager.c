@@ -117,6 +117,14 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
 
         /* unwind tables are built on the unwinder's thread */
         unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type);
+        /* A miss (an ip in no mapping the unwinder knows, e.g. a library
+         * loaded since) concerns the unwinder alone: the writer re-reads a
+         * process's maps itself when a frame falls outside them. Another
+         * snapshot here would open every mapped file again, and one read
+         * while the process is in the middle of an exec would replace a good
+         * snapshot with a partial one. */
+        if (e->type == PROFD_EVENT_UNWIND_MISS)
+                return;
         /* read /proc now, while the process lives; the writer reads the files */
         r = proc_snapshot("/proc", e->tgid, e->start_ns, e->comm, &p, &vanished);
         if (r >= 0)

@@ -48,8 +48,12 @@ const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
  * of processes. */
 #define SWEEP_NS (3ULL * NSEC_PER_SEC)
 /* A process that reported an ip in no mapping is re-read at most this
- * often: a stack through garbage would otherwise re-read it per sample. */
-#define MISS_INTERVAL_NS (5ULL * NSEC_PER_SEC)
+ * often: a stack through garbage would otherwise re-read it per sample.
+ * Short, since a process's libraries can come in several steps (the
+ * dynamic linker's, then dlopen) and a short-lived process would otherwise
+ * run its whole life without them; a re-read of a process whose files are
+ * cached reads its maps and stats its files, well under a millisecond. */
+#define MISS_INTERVAL_NS (250ULL * NSEC_PER_MSEC)
 /* The BPF walker's binary searches: 2^16 mappings per process, 2^24 rows
  * per table (bpf/unwind.bpf.h). */
 #define MAX_PROC_MAPPINGS 65535u
@@ -691,7 +695,10 @@ static int handle_request(unwinder *u, const struct request *q) {
                  * binary and the dynamic linker were mapped, the libraries
                  * come moments later */
                 if (q->type == PROFD_EVENT_UNWIND_MISS && p->miss_ns && mono_ns() - p->miss_ns < MISS_INTERVAL_NS) {
-                        p->miss_deferred = true; /* the sweep does it */
+                        /* the sweep does it, brought forward to when it is due */
+                        p->miss_deferred = true;
+                        if (u->next_sweep_ns > p->loaded_ns + MISS_INTERVAL_NS)
+                                u->next_sweep_ns = p->loaded_ns + MISS_INTERVAL_NS;
                         return 0;
                 }
         }
