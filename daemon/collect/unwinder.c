@@ -691,6 +691,13 @@ static int handle_request(unwinder *u, const struct request *q) {
                         }
                         return 0;
                 }
+                /* a new image: its first miss is a first one again (a miss
+                 * taken between the exec and its event, with the old
+                 * image's mappings, must not hold back the new image's) */
+                if (q->type == PROFD_EVENT_EXEC) {
+                        p->miss_ns = 0;
+                        p->miss_deferred = false;
+                }
                 /* the first miss is reloaded at once: at exec only the
                  * binary and the dynamic linker were mapped, the libraries
                  * come moments later */

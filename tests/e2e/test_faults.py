@@ -414,7 +414,11 @@ def test_process_storm_keeps_memory_bounded_and_table_pruned():
         print(f"  profd memory: RSS {rss0 // KIB} MiB before, {rss_max // KIB} MiB max during, {rss1 // KIB} MiB after; "
               f"high-water {hwm1 // KIB} MiB; slowest status during the storm {slowest * 1000:.0f} ms")
         print(f"  drops: " + ", ".join(f"{k} {post['drops'][k]}" for k in sorted(post["drops"])))
-        assert truth["forks"] >= 1000 * STORM_S * 0.5, f"the storm forked only {truth['forks']} processes"
+        # a storm worth the name: hundreds of processes alive and gone
+        # within the run (how fast it forks depends on the machine and on
+        # what profd does per new process; docs/performance.md measures
+        # that, not this test)
+        assert truth["forks"] >= 100 * STORM_S, f"the storm forked only {truth['forks']} processes"
         assert truth["failed"] == 0, truth
         assert d.proc.poll() is None
         if sanitized():
