@@ -17,6 +17,7 @@
 #include "chbatch.h"
 #include "clickhouse-schema.h"
 #include "conf.h"
+#include "credentials.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -168,11 +169,11 @@ static void set_state(exporter *e, const char *state) {
 
 /* --- credentials --------------------------------------------------------------- */
 
-/* "user = NAME" and "password = SECRET" lines, '#' comments. The file must
+/* The credentials file (common/credentials.h, as profctl reads it). It must
  * not be readable by others: it holds a password. */
 static int read_credentials(exporter *e) {
         _cleanup_free_ char *text = NULL;
-        char *line, *next, *save_user = NULL, *save_password = NULL;
+        const char *user, *password;
         unsigned lineno = 0;
         struct stat st;
         int r;
@@ -191,52 +192,24 @@ static int read_credentials(exporter *e) {
         if (r < 0)
                 return fail(e, EXPORTER_ERROR_LOCAL, "cannot read the credentials file %s: %s", e->credentials_path,
                             strerror(-r));
-        for (line = text; line; line = next) {
-                char *eq, *key, *value, **field;
-
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = '\0';
-                lineno++;
-                line += strspn(line, " \t");
-                if (line[0] == '\0' || line[0] == '#')
-                        continue;
-                eq = strchr(line, '=');
-                if (!eq)
-                        goto bad;
-                *eq = '\0';
-                key = line;
-                value = eq + 1 + strspn(eq + 1, " \t");
-                for (char *k = eq; k > key && (k[-1] == ' ' || k[-1] == '\t'); k--)
-                        k[-1] = '\0';
-                for (size_t n = strlen(value); n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t' ||
-                                                         value[n - 1] == '\r');)
-                        value[--n] = '\0';
-                if (streq(key, "user"))
-                        field = &save_user;
-                else if (streq(key, "password"))
-                        field = &save_password;
-                else
-                        goto bad;
-                *field = value;
-        }
-        if (!save_user) {
+        r = credentials_parse(text, &user, &password, &lineno);
+        if (r < 0 && lineno == 0) {
                 free(e->user);
                 e->user = NULL;
                 return fail(e, EXPORTER_ERROR_LOCAL, "the credentials file %s has no \"user = NAME\" line",
                             e->credentials_path);
         }
+        if (r < 0)
+                return fail(e, EXPORTER_ERROR_LOCAL, "the credentials file %s, line %u: expected \"user = NAME\" or "
+                            "\"password = SECRET\"", e->credentials_path, lineno);
         free(e->user);
         free(e->password);
-        e->user = strdup(save_user);
-        e->password = strdup(save_password ? save_password : "");
+        e->user = strdup(user);
+        e->password = strdup(password);
         if (!e->user || !e->password)
                 return -ENOMEM;
         e->credentials_read = true;
         return 0;
-bad:
-        return fail(e, EXPORTER_ERROR_LOCAL, "the credentials file %s, line %u: expected \"user = NAME\" or "
-                    "\"password = SECRET\"", e->credentials_path, lineno);
 }
 
 /* --- HTTP ---------------------------------------------------------------------- */
