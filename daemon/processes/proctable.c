@@ -432,7 +432,7 @@ void proctable_reload_files(proctable *t) {
                         if (!m->path || m->path[0] != '/')
                                 continue;
                         /* the process's own view first: the file may be gone from ours */
-                        if (p->exited_drains == 0)
+                        if (p->exited_seq == 0)
                                 m->fd = open_mapping_file(t->proc_root, p->pid, m);
                         m->file = load_mapping_file(t, p->pid, m);
                 }
@@ -463,7 +463,7 @@ const struct proc_mapping *proc_find_mapping(const struct proc *p, uint64_t addr
         return NULL;
 }
 
-void proctable_prune(proctable *t) {
+void proctable_prune(proctable *t, uint64_t drain_seq, uint64_t queued_seq) {
         _cleanup_free_ struct entry **gone = NULL;
         size_t n_gone = 0, i = 0;
         const void *k;
@@ -474,10 +474,12 @@ void proctable_prune(proctable *t) {
                 return; /* try again after the next drain */
         while (hashmap_iterate(t->procs, &i, &k, &v)) {
                 struct entry *e = v;
-                if (e->proc.exited_drains > 0 || check_identity(t->proc_root, e->key.pid, e->key.start_ns) < 0) {
-                        if (e->proc.exited_drains++ > 0)
-                                gone[n_gone++] = e;
-                }
+
+                if (e->proc.exited_seq == 0) {
+                        if (check_identity(t->proc_root, e->key.pid, e->key.start_ns) < 0)
+                                e->proc.exited_seq = MAX(queued_seq, (uint64_t) 1);
+                } else if (drain_seq > e->proc.exited_seq && ++e->proc.exited_drains >= 2)
+                        gone[n_gone++] = e;
         }
         for (i = 0; i < n_gone; i++) {
                 hashmap_remove(t->procs, &gone[i]->key);

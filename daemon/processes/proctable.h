@@ -40,7 +40,8 @@ struct proc {
         bool have_uid;
         char *cgroup;          /* cgroup v2 path, NULL when unknown */
         bool snapshotted;      /* false: the process was gone before we looked */
-        unsigned exited_drains; /* drains since it was first found gone */
+        uint64_t exited_seq;   /* 0, or the last job queued to the writer when it was first found gone */
+        unsigned exited_drains; /* drains queued after exited_seq, written since */
         struct proc_mapping *maps; /* executable mappings, sorted by start, disjoint */
         size_t n_maps;
         uint32_t ns_pid;       /* its pid in its own pid namespace, which names its perf map */
@@ -149,9 +150,12 @@ const char *proc_jit_lookup(const struct proc *p, uint64_t addr);
  * the table was made. */
 uint64_t proctable_jit_entries_dropped(const proctable *t);
 
-/* Forgets processes that exited before the previous call: their samples have
- * been drained by now (a process found gone now may still have samples in
- * the generation being written, so it is kept one more round). */
-void proctable_prune(proctable *t);
+/* Called after drain job drain_seq was written, with queued_seq the last job
+ * queued so far. Forgets processes whose every sample has been written: a
+ * process found gone now may have samples in every drain queued (the writer
+ * may lag behind by several), in a generation taken out of the kernel but
+ * not queued yet, and in the one being collected. So it is kept until two
+ * drains queued after queued_seq have been written. */
+void proctable_prune(proctable *t, uint64_t drain_seq, uint64_t queued_seq);
 
 size_t proctable_size(const proctable *t);

@@ -558,7 +558,10 @@ static void run_job(writer *w, struct job *j) {
                                         j->batch.n_entries);
                 } else
                         log_debug("Stored drain %" PRId64 ": %zu keys.", res.drain_id, j->batch.n_entries);
-                proctable_prune(w->procs);
+                pthread_mutex_lock(&w->lock);
+                uint64_t queued = w->next_seq;
+                pthread_mutex_unlock(&w->lock);
+                proctable_prune(w->procs, j->seq, queued);
                 /* keep the symbol cache within its budget; what it evicted is
                  * read again for the processes still known */
                 uint64_t gen = symbolizer_generation(w->sym);
