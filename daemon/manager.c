@@ -531,7 +531,7 @@ static json_t *status_unwind(manager *m) {
                 unwinder_get_stats(m->unwinder, &us);
         for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
                 json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us.failures[i]));
-        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                       "active", m->unwinder != NULL,
                       "processes", (json_int_t) us.processes,
                       "files", (json_int_t) us.files,
@@ -541,6 +541,7 @@ static json_t *status_unwind(manager *m) {
                       "mappings_used", (json_int_t) us.mappings_used,
                       "mappings_capacity", (json_int_t) us.mappings_capacity,
                       "kernel_bytes", (json_int_t) us.kernel_bytes,
+                      "mapped_bytes", (json_int_t) us.mapped_bytes,
                       "tables_built", (json_int_t) us.tables_built,
                       "build_ms", (json_int_t) (us.build_ns / NSEC_PER_MSEC),
                       "tables_evicted", (json_int_t) us.tables_evicted,

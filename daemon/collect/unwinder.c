@@ -885,6 +885,8 @@ static void publish_stats(unwinder *u) {
         u->stats.rows_capacity = rangealloc_capacity(u->rows_alloc);
         u->stats.mappings_used = maps;
         u->stats.mappings_capacity = rangealloc_capacity(u->maps_alloc);
+        u->stats.mapped_bytes = rangealloc_capacity(u->rows_alloc) * sizeof(struct profd_unwind_row) +
+                                rangealloc_capacity(u->maps_alloc) * sizeof(struct profd_unwind_mapping);
         u->stats.kernel_bytes = rows * sizeof(struct profd_unwind_row) + maps * sizeof(struct profd_unwind_mapping) +
                                 u->stats.processes * (sizeof(uint32_t) + sizeof(struct profd_unwind_proc));
         pthread_mutex_unlock(&u->lock);
