@@ -280,9 +280,10 @@ def test_shard_killed_mid_export_loses_and_doubles_nothing():
         # the server profd talks to dies while drains stream in: connections break mid-insert
         CH.servers[0].kill9()
         wait_for("a connect error", lambda: export_status(p)[0]["errors"]["connect"] > 0, p=p)
-        time.sleep(2)
-        e, _ = export_status(p)
-        assert e["backlog_drains"] >= 2, f"no backlog while ClickHouse is down: {e}"
+        # drains keep being stored while nothing can be sent: the backlog grows
+        e = wait_for("a backlog of 2 drains while ClickHouse is down",
+                     lambda: (lambda s: s if s["backlog_drains"] >= 2 else None)(export_status(p)[0]),
+                     timeout=30, p=p)
         assert e["state"] in ("retrying", "sending"), e
         CH.servers[0].start()
         time.sleep(2)
