@@ -485,12 +485,15 @@ def test_tiny_kernel_maps_count_what_they_drop():
         # land between a drain's flip and its reading of the counters
         assert abs(seen - (st["samples"] + drops["map_full"])) <= 0.02 * seen + 20, \
             f"{seen} samples seen, {st['samples']} stored + {drops['map_full']} dropped"
-        # queries still work; samples whose stack found no room are kept as [lost]
+        # queries still work; samples whose stack found no room are kept as
+        # [lost] (whose they are depends on who ran first: the workload runs
+        # at nice 19, so other work on the machine may take the slots)
         result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
         assert result["total"] > 0, "no samples of the workload stored"
-        lost = sum(s["value"] for s in result["stacks"] if any(f["name"] == "[lost]" for f in s["frames"]))
+        every = d.query_json("--since", "5m")
+        lost = sum(s["value"] for s in every["stacks"] if any(f["name"] == "[lost]" for f in s["frames"]))
         assert lost > 0, "no [lost] stack, yet stacks were dropped"
-        print(f"  workload: {result['total']} samples stored, {lost} of them with a [lost] stack")
+        print(f"  workload: {result['total']} samples stored; {lost} of all samples stored with a [lost] stack")
         assert st["drains"] >= 1 and d.proc.poll() is None
 
 
