@@ -47,12 +47,17 @@ const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
  * every few seconds costs well under a millisecond on a host of hundreds
  * of processes. */
 #define SWEEP_NS (3ULL * NSEC_PER_SEC)
-/* A process that reported an ip in no mapping is re-read at most this
- * often: a stack through garbage would otherwise re-read it per sample.
- * Short, since a process's libraries can come in several steps (the
- * dynamic linker's, then dlopen) and a short-lived process would otherwise
- * run its whole life without them; a re-read of a process whose files are
- * cached reads its maps and stats its files, well under a millisecond. */
+/* A process that reported an ip in no mapping is re-read at once the first
+ * time, then after an interval that doubles from MISS_FIRST_INTERVAL_NS to
+ * MISS_INTERVAL_NS while misses keep coming: a stack through garbage would
+ * otherwise re-read it per sample. The first intervals are short because a
+ * process's libraries come in steps (the dynamic linker maps one after the
+ * other, then dlopen): a re-read taken between two of them must not leave
+ * the rest without tables for a quarter of a second, a tenth of the life of
+ * a short process. A re-read of a process whose files are cached reads its
+ * maps and stats its files, well under a millisecond; the doubling bounds a
+ * process to about 4 a second. */
+#define MISS_FIRST_INTERVAL_NS (8ULL * NSEC_PER_MSEC)
 #define MISS_INTERVAL_NS (250ULL * NSEC_PER_MSEC)
 /* The BPF walker's binary searches: 2^16 mappings per process, 2^24 rows
  * per table (bpf/unwind.bpf.h). */
@@ -99,7 +104,8 @@ struct uproc {
         size_t n_files;
         uint64_t loaded_ns;        /* CLOCK_MONOTONIC of the last read of its maps */
         uint64_t miss_ns;          /* CLOCK_MONOTONIC of the last reload for a miss */
-        bool miss_deferred;        /* a miss waits for MISS_INTERVAL_NS */
+        uint64_t miss_interval_ns; /* the next miss waits this long after miss_ns; 0: MISS_FIRST_INTERVAL_NS */
+        bool miss_deferred;        /* a miss waits for miss_ns + miss_interval_ns */
 };
 
 struct request {
@@ -525,7 +531,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
         _cleanup_free_ char *text = NULL;
         struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns };
         struct uproc *p = NULL, *old = NULL;
-        uint64_t miss_ns = 0;
+        uint64_t miss_ns = 0, miss_interval_ns = 0;
         size_t n = 0, cap = 0;
         char path[PATH_MAX];
         uint32_t off;
@@ -624,6 +630,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
 
         if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &old) == 0) {
                 miss_ns = old->miss_ns;
+                miss_interval_ns = old->miss_interval_ns;
                 proc_drop(u, old, false);
         }
         p = calloc(1, sizeof(*p));
@@ -635,6 +642,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
                 .tgid = tgid, .start = start, .tick_ns = tick_ns,
                 .maps_off = off, .maps_n = (uint32_t) n,
                 .files = TAKE_PTR(files), .n_files = n, .loaded_ns = mono_ns(), .miss_ns = miss_ns,
+                .miss_interval_ns = miss_interval_ns,
         };
         r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
         if (r < 0) {
@@ -657,6 +665,21 @@ fail:
                                 file_unref(u, files[i], mono_ns());
         }
         return r;
+}
+
+static uint64_t miss_interval(const struct uproc *p) {
+        return p->miss_interval_ns ? p->miss_interval_ns : MISS_FIRST_INTERVAL_NS;
+}
+
+/* After a reload for a miss at now: misses coming within the interval
+ * double it (up to MISS_INTERVAL_NS); a miss after a quiet spell of
+ * MISS_INTERVAL_NS starts again from the first interval. */
+static void miss_reloaded(struct uproc *p, uint64_t now) {
+        if (p->miss_ns && now - p->miss_ns < MISS_INTERVAL_NS)
+                p->miss_interval_ns = MIN(2 * miss_interval(p), MISS_INTERVAL_NS);
+        else
+                p->miss_interval_ns = MISS_FIRST_INTERVAL_NS;
+        p->miss_ns = now;
 }
 
 /* One request, on the worker. */
@@ -695,17 +718,17 @@ static int handle_request(unwinder *u, const struct request *q) {
                  * taken between the exec and its event, with the old
                  * image's mappings, must not hold back the new image's) */
                 if (q->type == PROFD_EVENT_EXEC) {
-                        p->miss_ns = 0;
+                        p->miss_ns = p->miss_interval_ns = 0;
                         p->miss_deferred = false;
                 }
                 /* the first miss is reloaded at once: at exec only the
                  * binary and the dynamic linker were mapped, the libraries
                  * come moments later */
-                if (q->type == PROFD_EVENT_UNWIND_MISS && p->miss_ns && mono_ns() - p->miss_ns < MISS_INTERVAL_NS) {
+                if (q->type == PROFD_EVENT_UNWIND_MISS && p->miss_ns && mono_ns() - p->miss_ns < miss_interval(p)) {
                         /* the sweep does it, brought forward to when it is due */
                         p->miss_deferred = true;
-                        if (u->next_sweep_ns > p->loaded_ns + MISS_INTERVAL_NS)
-                                u->next_sweep_ns = p->loaded_ns + MISS_INTERVAL_NS;
+                        if (u->next_sweep_ns > p->miss_ns + miss_interval(p))
+                                u->next_sweep_ns = p->miss_ns + miss_interval(p);
                         return 0;
                 }
         }
@@ -715,7 +738,7 @@ static int handle_request(unwinder *u, const struct request *q) {
 
                 if (r >= 0 && q->type == PROFD_EVENT_UNWIND_MISS &&
                     hashmap_get(u->procs, UINT64_TO_KEY(q->tgid), (void **) &p) == 0)
-                        p->miss_ns = mono_ns();
+                        miss_reloaded(p, mono_ns());
 
                 log_debug("Unwind tables of pid %" PRIu32 " (event %" PRIu32 ") published %" PRIu64 " ms after the "
                           "request, in %" PRIu64 " ms.", q->tgid, q->type, (uint64_t) ((mono_ns() - q->queued_ns) / NSEC_PER_MSEC),
@@ -742,7 +765,7 @@ static int sweep(unwinder *u) {
 
                 if (!proc_alive(u, p->tgid, p->start, p->tick_ns))
                         gone[n_gone++] = p->tgid;
-                else if (p->miss_deferred && now - p->loaded_ns >= MISS_INTERVAL_NS)
+                else if (p->miss_deferred && now - p->miss_ns >= miss_interval(p))
                         due[n_due++] = p->tgid;
         }
         for (i = 0; i < n_gone; i++)
@@ -756,6 +779,8 @@ static int sweep(unwinder *u) {
                 r = proc_load(u, p->tgid, p->start, p->tick_ns);
                 if (r < 0)
                         return r;
+                if (hashmap_get(u->procs, UINT64_TO_KEY(due[i]), (void **) &p) == 0)
+                        miss_reloaded(p, now);
         }
         rangealloc_reclaim(u->rows_alloc, now);
         rangealloc_reclaim(u->maps_alloc, now);

@@ -111,7 +111,9 @@ def test_debian_binaries_reach_their_start():
                 if with_user < 300:
                     failures.append(f"{label}: only {with_user} samples with a user stack")
                 elif reached < COMPLETE_SHARE * with_user:
-                    failures.append(f"{label}: {pct:.1f}% reach their start (need {100 * COMPLETE_SHARE:.0f}%)")
+                    q = result.get("quality", {})
+                    failures.append(f"{label}: {pct:.1f}% reach their start (need {100 * COMPLETE_SHARE:.0f}%); "
+                                    f"truncated by reason: {q.get('truncated')}")
     finally:
         for p in (data, big):
             if os.path.exists(p):
