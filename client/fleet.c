@@ -338,17 +338,50 @@ static char *cluster_statement(const char *statement, const char *cluster) {
         return text;
 }
 
+/* The version row: inserted last, once every table is there. */
+static bool version_statement(const char *statement) {
+        static const char prefix[] = "INSERT INTO " FS_TABLE_VERSION " ";
+
+        return strncmp(statement, prefix, sizeof(prefix) - 1) == 0;
+}
+
+/* Runs an upgrade.sql statement, "ALTER TABLE profd.TABLE ADD COLUMN NAME
+ * ...", unless the table has that column already. */
+static int fleet_upgrade(fleet *f, const char *statement) {
+        _cleanup_free_ char *sql = NULL, *answer = NULL;
+        char table[64], column[64];
+        size_t size = 0;
+        FILE *m;
+        int r;
+
+        if (sscanf(statement, "ALTER TABLE profd.%63s ADD COLUMN %63s ", table, column) != 2)
+                return cli_error(-EINVAL, "upgrade.sql has a statement profctl cannot check: %s", statement);
+        m = open_memstream(&sql, &size);
+        if (!m)
+                return cli_error(-ENOMEM, "%m");
+        fputs("SELECT count() FROM system.columns WHERE database = 'profd' AND table = ", m);
+        fleet_sql_quote(m, table);
+        fputs(" AND name = ", m);
+        fleet_sql_quote(m, column);
+        fputs(" FORMAT TabSeparated", m);
+        r = fleet_http_memstream(f, m, &sql, &answer, NULL);
+        if (r < 0)
+                return r;
+        return streq(answer, "0\n") ? fleet_exec(f, statement) : 0;
+}
+
 int fleet_init(fleet *f, const char *cluster) {
         _cleanup_free_ char *body = NULL;
         int r;
 
-        /* an existing schema of another version is not touched */
+        /* a newer schema is not touched; an older one is upgraded in place
+         * (version 1: upgrade.sql) */
         r = fleet_http(f, "SELECT max(version) FROM " FS_TABLE_VERSION " FORMAT TabSeparated", true, &body, NULL);
         if (r >= 0) {
                 uint64_t version;
 
                 body[strcspn(body, "\n")] = '\0';
-                if (fleet_tsv_u64(body, &version) >= 0 && version != 0 && version != clickhouse_schema_version)
+                if (fleet_tsv_u64(body, &version) >= 0 && version > clickhouse_schema_version)
                         return cli_error(-EPROTO, "ClickHouse at %s already holds profd schema version %" PRIu64
                                          "; this profctl creates version %u and leaves it as it is", f->url,
                                          version, clickhouse_schema_version);
@@ -373,6 +406,8 @@ int fleet_init(fleet *f, const char *cluster) {
                                          "them)", f->url, cluster);
         }
         for (size_t i = 0; clickhouse_schema_shard[i]; i++) {
+                if (version_statement(clickhouse_schema_shard[i]))
+                        continue;
                 r = fleet_exec(f, clickhouse_schema_shard[i]);
                 if (r < 0)
                         return r;
@@ -386,6 +421,15 @@ int fleet_init(fleet *f, const char *cluster) {
                 if (r < 0)
                         return r;
         }
+        for (size_t i = 0; clickhouse_schema_upgrade[i]; i++) {
+                r = fleet_upgrade(f, clickhouse_schema_upgrade[i]);
+                if (r < 0)
+                        return r;
+        }
+        /* a failure above leaves the version as it was: init runs again */
+        for (size_t i = 0; clickhouse_schema_shard[i]; i++)
+                if (version_statement(clickhouse_schema_shard[i]) && (r = fleet_exec(f, clickhouse_schema_shard[i])) < 0)
+                        return r;
         return 0;
 }
 
