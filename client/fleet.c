@@ -18,6 +18,8 @@
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"
+#include "quality-sum.h"
+#include "quality.h"
 #include "request.h"
 #include "series.h"
 #include "stackline.h"
@@ -468,17 +470,35 @@ struct frame {
         char *strings; /* one allocation for name..build_id */
 };
 
+/* A stack's value on one host: what the host's quality report is made of. */
+struct host_row {
+        size_t host; /* index in answer_data.hosts */
+        uint64_t stack_id, value;
+};
+
+/* A host of the answer (with samples or drops in the window) and its
+ * quality report, as its profd would answer it. */
+struct host_quality {
+        char *host;
+        struct quality q;
+};
+
 struct answer_data {
         struct row *rows;
         size_t n_rows;
+        struct host_row *host_rows;
+        size_t n_host_rows;
+        struct host_quality *hosts;
+        size_t n_hosts;
         hashmap *stacks; /* stack id -> struct stack_frames* */
         hashmap *frames; /* frame id -> struct frame* */
-        char *bodies[3];
+        char *bodies[5];
 };
 
 struct stack_frames {
         uint64_t *ids;
         size_t n;
+        int user_end; /* as the store's: STORE_END_UNKNOWN for FST_END_UNKNOWN */
 };
 
 static void answer_data_done(struct answer_data *d) {
@@ -489,6 +509,10 @@ static void answer_data_done(struct answer_data *d) {
         for (size_t i = 0; i < d->n_rows; i++)
                 free(d->rows[i].group);
         free(d->rows);
+        free(d->host_rows);
+        for (size_t i = 0; i < d->n_hosts; i++)
+                free(d->hosts[i].host);
+        free(d->hosts);
         while (d->stacks && hashmap_iterate(d->stacks, &st, &k, &v)) {
                 struct stack_frames *sf = v;
                 free(sf->ids);
@@ -563,6 +587,85 @@ static int fetch_rows(fleet *f, const struct query_request *q, const struct flee
         return 0;
 }
 
+/* The index of host in d->hosts, added when new (answers list hosts in
+ * order: the last one is looked at first). Returns it, or -ENOMEM. */
+static ssize_t host_index(struct answer_data *d, const char *host) {
+        struct host_quality *n;
+
+        for (size_t i = d->n_hosts; i > 0; i--)
+                if (streq(d->hosts[i - 1].host, host))
+                        return (ssize_t) (i - 1);
+        n = reallocarray(d->hosts, d->n_hosts + 1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        d->hosts = n;
+        n[d->n_hosts] = (struct host_quality) { .host = strdup(host) };
+        if (!n[d->n_hosts].host)
+                return -ENOMEM;
+        return (ssize_t) d->n_hosts++;
+}
+
+/* The request's stacks per host, for the hosts' quality reports. */
+static int fetch_host_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                           struct answer_data *d) {
+        size_t len, pos = 0, cap = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_host_stacks, q, s, &d->bodies[3], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[3], len, &pos, fields, 3)) > 0) {
+                struct host_row row = {};
+                ssize_t h;
+
+                if (r != 3 || fleet_tsv_u64(fields[1], &row.stack_id) < 0 || fleet_tsv_u64(fields[2], &row.value) < 0)
+                        return bad_answer(f, "host stack row");
+                if (d->n_host_rows == cap) {
+                        size_t c = MAX(cap * 2, (size_t) 1024);
+                        struct host_row *n = reallocarray(d->host_rows, c, sizeof(*n));
+
+                        if (!n)
+                                return cli_error(-ENOMEM, "%m");
+                        d->host_rows = n;
+                        cap = c;
+                }
+                h = host_index(d, fields[0]);
+                if (h < 0)
+                        return cli_error(-ENOMEM, "%m");
+                row.host = (size_t) h;
+                d->host_rows[d->n_host_rows++] = row;
+        }
+        if (r < 0)
+                return bad_answer(f, "host stack row");
+        return 0;
+}
+
+/* The drop counters of the window, each host's into its report. */
+static int fetch_drops(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
+        size_t len, pos = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_drops, q, s, &d->bodies[4], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[4], len, &pos, fields, 3)) > 0) {
+                uint64_t count;
+                ssize_t h;
+
+                if (r != 3 || fleet_tsv_u64(fields[2], &count) < 0)
+                        return bad_answer(f, "drop row");
+                h = host_index(d, fields[0]);
+                if (h < 0)
+                        return cli_error(-ENOMEM, "%m");
+                quality_add_drop(&d->hosts[h].q, fields[1], count);
+        }
+        if (r < 0)
+                return bad_answer(f, "drop row");
+        return 0;
+}
+
 /* Runs the query fn writes for the ids of map's keys. */
 static int fetch_by_ids(fleet *f, hashmap *ids,
                         int (*fn)(FILE *, const struct query_request *, const struct fleet_scope *),
@@ -599,12 +702,14 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
         d->frames = hashmap_new_u64();
         if (!d->stacks || !d->frames)
                 return cli_error(-ENOMEM, "%m");
-        for (size_t i = 0; i < d->n_rows; i++) {
-                r = hashmap_put(d->stacks, UINT64_TO_KEY(d->rows[i].stack_id), NULL);
+        for (size_t i = 0; i < d->n_rows + d->n_host_rows; i++) {
+                uint64_t id = i < d->n_rows ? d->rows[i].stack_id : d->host_rows[i - d->n_rows].stack_id;
+
+                r = hashmap_put(d->stacks, UINT64_TO_KEY(id), NULL);
                 if (r < 0 && r != -EEXIST)
                         return cli_error(r, "%m");
         }
-        if (d->n_rows == 0)
+        if (hashmap_size(d->stacks) == 0)
                 return 0;
         r = fetch_by_ids(f, d->stacks, fleet_sql_stack_frames, q, s, &d->bodies[1], &len);
         if (r < 0)
@@ -616,7 +721,10 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
 
                 if (!sf)
                         return cli_error(-ENOMEM, "%m");
-                r = fleet_rowbinary_stack((const uint8_t *) d->bodies[1], len, &pos, &id, &sf->ids, &sf->n);
+                r = fleet_rowbinary_stack((const uint8_t *) d->bodies[1], len, &pos, &id, &sf->ids, &sf->n,
+                                          &sf->user_end);
+                if (r > 0 && sf->user_end == FST_END_UNKNOWN)
+                        sf->user_end = STORE_END_UNKNOWN;
                 if (r == 0)
                         break;
                 if (r == -ENOMEM)
@@ -659,14 +767,15 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
         if (r < 0)
                 return r;
         while ((r = fleet_tsv_row(d->bodies[2], len, &pos, fields, FSF_N_COLUMNS)) > 0) {
-                uint64_t id, line, address, flags[5];
+                uint64_t id, line, address, flags[5], unresolved;
                 struct frame *fr;
                 size_t l[5], total = 0;
                 char *p;
                 void *old;
 
                 if (r != FSF_N_COLUMNS || fleet_tsv_u64(fields[0], &id) < 0 || fleet_tsv_u64(fields[6], &line) < 0 ||
-                    fleet_tsv_u64(fields[7], &address) < 0 || line > UINT32_MAX)
+                    fleet_tsv_u64(fields[7], &address) < 0 || line > UINT32_MAX ||
+                    fleet_tsv_u64(fields[13], &unresolved) < 0 || unresolved > UINT8_MAX)
                         return bad_answer(f, "frame");
                 /* has_address, kernel, resolved, inlined, jit */
                 for (size_t i = 0; i < 5; i++)
@@ -703,6 +812,7 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                 fr->out.resolved = flags[2];
                 fr->out.inlined = flags[3];
                 fr->out.jit = flags[4];
+                fr->out.unresolved = (uint8_t) unresolved;
                 hashmap_remove(d->frames, UINT64_TO_KEY(id));
                 r = hashmap_put(d->frames, UINT64_TO_KEY(id), fr);
                 if (r < 0) {
@@ -716,6 +826,60 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
         return 0;
 }
 
+/* Fills so's frames and user_end with stack_id's, in *frames (grown as
+ * needed). Returns 0, or -EBADMSG/-ENOMEM after saying why. */
+static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, struct store_frame_out **frames,
+                     size_t *frames_cap, struct store_stack_out *so) {
+        struct stack_frames *sf;
+        void *v;
+
+        if (hashmap_get(d->stacks, UINT64_TO_KEY(stack_id), &v) < 0 || !v)
+                return cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the "
+                                 "stack (exported incompletely?)", f->url, stack_id);
+        sf = v;
+        if (sf->n > *frames_cap) {
+                struct store_frame_out *n = reallocarray(*frames, sf->n, sizeof(*n));
+
+                if (!n)
+                        return cli_error(-ENOMEM, "%m");
+                *frames = n;
+                *frames_cap = sf->n;
+        }
+        for (size_t j = 0; j < sf->n; j++) {
+                if (hashmap_get(d->frames, UINT64_TO_KEY(sf->ids[j]), &v) < 0 || !v)
+                        return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not its "
+                                         "frame %" PRIu64 " (exported incompletely?)", f->url, stack_id, sf->ids[j]);
+                (*frames)[j] = ((struct frame *) v)->out;
+        }
+        so->frames = *frames;
+        so->n_frames = sf->n;
+        so->user_end = sf->user_end;
+        return 0;
+}
+
+/* Writes the end line's "quality" (the fleet's: its hosts' added up) and
+ * "quality_by_host" (each host's report, as its profd would answer it). */
+static int write_quality(struct answer *a, const struct answer_data *d) {
+        _cleanup_json_ json_t *by_host = json_object(), *total = NULL;
+        _cleanup_free_ char *t = NULL, *h = NULL;
+        struct quality sum = {};
+
+        if (!by_host)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < d->n_hosts; i++) {
+                quality_add(&sum, &d->hosts[i].q);
+                if (json_object_set_new(by_host, d->hosts[i].host, quality_to_json(&d->hosts[i].q)) < 0)
+                        return cli_error(-ENOMEM, "%m");
+        }
+        total = quality_to_json(&sum);
+        t = total ? json_dumps(total, JSON_COMPACT) : NULL;
+        h = json_dumps(by_host, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!t || !h)
+                return cli_error(-ENOMEM, "%m");
+        fprintf(a->out, ",\"quality\":%s,\"quality_by_host\":%s", t, h);
+        return 0;
+}
+
 static int answer_query(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a) {
         _cleanup_(answer_data_done) struct answer_data d = {};
         _cleanup_free_ struct store_frame_out *frames = NULL;
@@ -725,35 +889,25 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
         uint64_t total = 0;
         int r;
 
-        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
+        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_host_rows(f, q, s, &d)) < 0 ||
+            (r = fetch_drops(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
             (r = fetch_frames(f, q, s, &d)) < 0)
                 return r;
+        /* each host's report from its stacks, as its profd adds them up */
+        for (size_t i = 0; i < d.n_host_rows; i++) {
+                struct store_stack_out so = { .value = d.host_rows[i].value };
+
+                r = stack_out(f, &d, d.host_rows[i].stack_id, &frames, &frames_cap, &so);
+                if (r < 0)
+                        return r;
+                quality_add_stack(&d.hosts[d.host_rows[i].host].q, &so);
+        }
         for (size_t i = 0; i < d.n_rows; i++) {
                 struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
-                struct stack_frames *sf;
-                void *v;
 
-                if (hashmap_get(d.stacks, UINT64_TO_KEY(d.rows[i].stack_id), &v) < 0 || !v)
-                        return cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the "
-                                         "stack (exported incompletely?)", f->url, d.rows[i].stack_id);
-                sf = v;
-                if (sf->n > frames_cap) {
-                        struct store_frame_out *n = reallocarray(frames, sf->n, sizeof(*n));
-
-                        if (!n)
-                                return cli_error(-ENOMEM, "%m");
-                        frames = n;
-                        frames_cap = sf->n;
-                }
-                for (size_t j = 0; j < sf->n; j++) {
-                        if (hashmap_get(d.frames, UINT64_TO_KEY(sf->ids[j]), &v) < 0 || !v)
-                                return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not its "
-                                                 "frame %" PRIu64 " (exported incompletely?)", f->url,
-                                                 d.rows[i].stack_id, sf->ids[j]);
-                        frames[j] = ((struct frame *) v)->out;
-                }
-                so.frames = frames;
-                so.n_frames = sf->n;
+                r = stack_out(f, &d, d.rows[i].stack_id, &frames, &frames_cap, &so);
+                if (r < 0)
+                        return r;
                 if (__builtin_add_overflow(total, so.value, &total))
                         return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
                 b.len = 0;
@@ -767,9 +921,13 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
         stackline_buf_done(&b);
         fprintf(a->out,
                 "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"stacks\":%zu,\"total\":%" PRIu64
-                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "}\n",
+                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
                 s->to_ns);
+        r = write_quality(a, &d);
+        if (r < 0)
+                return r;
+        fputs("}\n", a->out);
         return 0;
 }
 

@@ -181,32 +181,38 @@ static void test_tsv_numbers(void) {
 }
 
 static void test_rowbinary_stacks_are_read_and_cut_rows_refused(void) {
-        /* id 0x0102, frames [5, 2^64-1]; then id 7 with no frames */
+        /* id 0x0102, frames [5, 2^64-1], user_end 4; then id 7 with no
+         * frames, user_end 255 (unknown) */
         const uint8_t data[] = {
                 0x02, 0x01, 0, 0, 0, 0, 0, 0, 2,
                 5, 0, 0, 0, 0, 0, 0, 0,
-                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                7, 0, 0, 0, 0, 0, 0, 0, 0,
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 4,
+                7, 0, 0, 0, 0, 0, 0, 0, 0, 255,
         };
         uint64_t id, *frames = NULL;
         size_t n, pos = 0;
+        int end = -1;
 
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 1);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n, &end), 1);
         CHECK(id == 0x0102 && n == 2 && frames[0] == 5 && frames[1] == UINT64_MAX);
+        CHECK_INT_EQ(end, 4);
         free(frames);
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 1);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n, &end), 1);
         CHECK(id == 7 && n == 0);
+        CHECK_INT_EQ(end, 255);
         free(frames);
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 0);
-        /* cut in the middle of the frames, or of the id */
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n, &end), 0);
+        /* cut in the middle of the frames, or of the id, or before user_end */
         pos = 0;
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, 20, &pos, &id, &frames, &n), -EBADMSG);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 20, &pos, &id, &frames, &n, &end), -EBADMSG);
         pos = 0;
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, 5, &pos, &id, &frames, &n), -EBADMSG);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 5, &pos, &id, &frames, &n, &end), -EBADMSG);
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 25, &pos, &id, &frames, &n, &end), -EBADMSG);
         /* a length that does not fit what is left */
         const uint8_t big[] = { 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03 };
         pos = 0;
-        CHECK_INT_EQ(fleet_rowbinary_stack(big, sizeof(big), &pos, &id, &frames, &n), -EBADMSG);
+        CHECK_INT_EQ(fleet_rowbinary_stack(big, sizeof(big), &pos, &id, &frames, &n, &end), -EBADMSG);
 }
 
 int main(void) {
