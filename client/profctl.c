@@ -474,12 +474,13 @@ struct answer_end {
         uint64_t stacks, total, from_ns, to_ns;
         struct quality quality;
         bool have_quality;      /* false from a profd before quality reports */
-        const json_t *by_host;  /* a fleet answer's "quality_by_host" (held by line or the profile); NULL: none */
+        json_t *by_host;        /* a fleet answer's "quality_by_host" (a reference of its own); NULL: none */
         json_t *line;
 };
 
 static void answer_end_done(struct answer_end *e) {
         json_decref(e->line);
+        json_decref(e->by_host);
 }
 
 /* Sends request on c and hands every "stack" line to on_stack, then checks
@@ -524,7 +525,7 @@ static int query_send_and_read(conn *c, const json_t *request, stack_handler on_
                                 if (quality_by_host_check(json_object_get(line, "quality_by_host")) < 0)
                                         return cli_error(-EBADMSG, "the fleet's answer ends with a "
                                                          "\"quality_by_host\" that is not an object of reports");
-                                ret_end->by_host = json_object_get(line, "quality_by_host");
+                                ret_end->by_host = json_incref(json_object_get(line, "quality_by_host"));
                         }
                         ret_end->line = TAKE_PTR(line);
                         return 0;
@@ -1046,7 +1047,7 @@ static int query_whole(conn *c, const struct query_args *a, const json_t *reques
                 return r;
         *end = (struct answer_end) { .stacks = p->n_stacks, .total = p->total, .from_ns = p->from_ns,
                                      .to_ns = p->to_ns, .quality = p->quality, .have_quality = p->have_quality,
-                                     .by_host = p->quality_by_host };
+                                     .by_host = json_incref(p->quality_by_host) };
 
         switch (a->format) {
         case FORMAT_TREE: {
@@ -1199,7 +1200,6 @@ static int query_run(const struct query_args *a) {
                 r = query_stream(c, a, request, out.f, &end);
         else
                 r = query_whole(c, a, request, out.f, &end);
-        answer_end_done(&end);
         if (r >= 0 && (fflush(out.f) != 0 || ferror(out.f)))
                 r = cli_error(-EIO, "cannot write %s", a->output ? a->output : "to standard output");
         if (output_close(&out, r >= 0) < 0)
@@ -1209,6 +1209,7 @@ static int query_run(const struct query_args *a) {
         /* JSON carries the whole report; --quality is the report */
         else if (r >= 0 && !a->json && !a->quality && a->format != FORMAT_JSON)
                 quality_summary_write(&end);
+        answer_end_done(&end);
         return r;
 }
 
