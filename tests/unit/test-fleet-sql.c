@@ -118,6 +118,33 @@ static void test_where_without_filters_is_kind_and_window(void) {
         free(w);
 }
 
+static void test_quality_queries_are_per_host(void) {
+        struct query_request q = { .kind = 1, .pid = 7 };
+        struct fleet_scope s = { .host = "web-*", .from_ns = 1795996800000000000, .to_ns = 1795997400000000000 };
+        char *t = sql(fleet_sql_host_stacks, &q, &s);
+
+        /* the request's samples, summed per host and stack */
+        CHECK(strstr(t, "SELECT host, stack, sum(value) FROM profd.samples WHERE kind = 1 ") == t);
+        CHECK(strstr(t, " AND pid = 7"));
+        CHECK(strstr(t, " GROUP BY host, stack ORDER BY host FORMAT TabSeparated"));
+        free(t);
+        /* drops: the window's drains and the hosts, no other filter */
+        t = sql(fleet_sql_drops, &q, &s);
+        CHECK_STR_EQ(t, "SELECT host, reason, sum(value) FROM profd.drops WHERE drain_end >= 1795996800000000000 "
+                        "AND drain_start <= 1795997400000000000 AND time >= toDateTime(1795996800) AND time <= "
+                        "toDateTime(1796083800) AND day >= '2026-11-30' AND day <= '2026-12-01' AND "
+                        "match(host, '^(?s)web-.*$') GROUP BY host, reason ORDER BY host, reason "
+                        "FORMAT TabSeparated");
+        free(t);
+        /* stacks with their end, frames with their reason */
+        t = sql(fleet_sql_stack_frames, &q, &s);
+        CHECK(strstr(t, "SELECT id, any(frames), any(user_end) FROM profd.stacks WHERE id IN ids") == t);
+        free(t);
+        t = sql(fleet_sql_frames, &q, &s);
+        CHECK(strstr(t, "any(jit), any(unresolved) FROM profd.frames"));
+        free(t);
+}
+
 static void test_cgroup_glob_matches_the_subtree(void) {
         struct query_request q = { .cgroup = (char *) "/system.slice/*.service" };
         struct fleet_scope s = {};
@@ -221,6 +248,7 @@ int main(void) {
         test_where_has_every_filter();
         test_where_without_filters_is_kind_and_window();
         test_cgroup_glob_matches_the_subtree();
+        test_quality_queries_are_per_host();
         test_stacks_group_by_what_was_asked();
         test_tsv_rows_are_split_and_unescaped();
         test_tsv_numbers();
