@@ -255,7 +255,13 @@ int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_
 int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
         int r;
 
-        fputs("SELECT " FS_START_NS ", " FS_END_NS ", sum(" FS_VALUE ") FROM " FS_TABLE_SAMPLES, f);
+        /* the complete part: samples whose stack ended complete (user_end
+         * 0), the stacks of the window's days looked up once on the server
+         * that asks and sent along to the shards (GLOBAL) */
+        fputs("SELECT " FS_START_NS ", " FS_END_NS ", sum(" FS_VALUE "), sumIf(" FS_VALUE ", " FS_STACK_ID
+              " GLOBAL IN (SELECT " FST_ID " FROM " FS_TABLE_STACKS " WHERE " FST_USER_END " = 0", f);
+        where_days(f, s);
+        fputs(")), " FS_HOST " FROM " FS_TABLE_SAMPLES, f);
         r = fleet_sql_where(f, q, s);
         if (r < 0)
                 return r;

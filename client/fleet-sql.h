@@ -52,9 +52,10 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
  * grouping), summed by ClickHouse per group and stack. Returns 0 or -EIO. */
 int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
-/* The query whose rows are "start_ns \t end_ns \t value": one per drain
- * (of each host) with matching samples, in order of start, then end: what
- * series.c spreads over time. Returns 0 or -EIO. */
+/* The query whose rows are "start_ns \t end_ns \t value \t complete \t
+ * host": one per drain (of each host) with matching samples, in order of
+ * start, then end, with the part of the value whose stacks are complete
+ * (user_end 0): what series.c spreads over time. Returns 0 or -EIO. */
 int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are "host \t stack_id \t value": the request's

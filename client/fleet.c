@@ -859,10 +859,10 @@ static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, s
 
 /* Writes the end line's "quality" (the fleet's: its hosts' added up) and
  * "quality_by_host" (each host's report, as its profd would answer it). */
-static int write_quality(struct answer *a, const struct answer_data *d) {
+static int write_quality(struct answer *a, const struct answer_data *d, bool partial) {
         _cleanup_json_ json_t *by_host = json_object(), *total = NULL;
         _cleanup_free_ char *t = NULL, *h = NULL;
-        struct quality sum = {};
+        struct quality sum = { .partial = partial };
 
         if (!by_host)
                 return cli_error(-ENOMEM, "%m");
@@ -924,18 +924,18 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
                 s->to_ns);
-        r = write_quality(a, &d);
+        r = write_quality(a, &d, false);
         if (r < 0)
                 return r;
         fputs("}\n", a->out);
         return 0;
 }
 
-/* Points carry no complete part: how stacks ended is not exported. */
 static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *userdata) {
         struct answer *a = userdata;
 
-        fprintf(a->out, "{\"type\":\"point\",\"t_ns\":%" PRIu64 ",\"value\":%" PRIu64 "}\n", t_ns, value);
+        fprintf(a->out, "{\"type\":\"point\",\"t_ns\":%" PRIu64 ",\"value\":%" PRIu64 ",\"complete\":%" PRIu64
+                "}\n", t_ns, value, complete);
         return 0;
 }
 
@@ -944,11 +944,12 @@ static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *us
 #define FLEET_SERIES_STEP_DEFAULT_NS (10 * NSEC_PER_SEC)
 
 static int answer_series(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a) {
+        _cleanup_(answer_data_done) struct answer_data d = {};
         _cleanup_free_ char *body = NULL;
         size_t len, pos = 0;
-        uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0;
+        uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0, complete_all = 0;
         series *se;
-        char *fields[3];
+        char *fields[5];
         int r;
 
         if ((s->to_ns - s->from_ns) / step >= SERIES_MAX_POINTS)
@@ -960,27 +961,50 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
         se = series_new(step, emit_point, a);
         if (!se)
                 return cli_error(-ENOMEM, "%m");
-        while ((r = fleet_tsv_row(body, len, &pos, fields, 3)) > 0) {
-                uint64_t start, end, value;
+        while ((r = fleet_tsv_row(body, len, &pos, fields, 5)) > 0) {
+                uint64_t start, end, value, complete;
+                ssize_t h;
 
-                if (r != 3 || fleet_tsv_u64(fields[0], &start) < 0 || fleet_tsv_u64(fields[1], &end) < 0 ||
-                    fleet_tsv_u64(fields[2], &value) < 0) {
+                if (r != 5 || fleet_tsv_u64(fields[0], &start) < 0 || fleet_tsv_u64(fields[1], &end) < 0 ||
+                    fleet_tsv_u64(fields[2], &value) < 0 || fleet_tsv_u64(fields[3], &complete) < 0 ||
+                    complete > value) {
                         r = -EBADMSG;
                         break;
                 }
+                h = host_index(&d, fields[4]);
+                if (h < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* a series' report is partial, as profd's: total, complete, lost */
+                d.hosts[h].q.total += value;
+                d.hosts[h].q.complete += complete;
                 total += value;
-                r = series_add(se, start, end, value, 0);
+                complete_all += complete;
+                r = series_add(se, start, end, value, complete);
                 if (r < 0)
                         break;
         }
         if (r >= 0)
                 r = series_finish(se);
+        if (r >= 0) {
+                r = fetch_drops(f, q, s, &d);
+                if (r < 0) {
+                        series_free(se);
+                        return r;
+                }
+        }
+        for (size_t i = 0; i < d.n_hosts; i++)
+                d.hosts[i].q.partial = true;
         fprintf(a->out,
                 "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"step_ns\":%" PRIu64 ",\"points\":%" PRIu64
-                ",\"total\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "}\n",
+                ",\"total\":%" PRIu64 ",\"complete\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", step, series_points(se), total,
-                s->from_ns, s->to_ns);
+                complete_all, s->from_ns, s->to_ns);
         series_free(se);
+        if (r >= 0)
+                r = write_quality(a, &d, true);
+        fputs("}\n", a->out);
         if (r == -EBADMSG)
                 return bad_answer(f, "drain row");
         if (r == -E2BIG)

@@ -16,7 +16,6 @@ covers the exporter end to end)."""
 import gzip
 import hashlib
 import json
-import re
 import os
 import sqlite3
 import subprocess
@@ -273,19 +272,6 @@ def stacks_of(doc):
     return out
 
 
-# A fleet series carries no quality report yet (docs/profctl.md): fleet and
-# local series are compared without it.
-def without_quality(doc):
-    """A query --json document (or part of one) without its quality report
-    and the series points' complete parts."""
-    if isinstance(doc, dict):
-        return {k: without_quality(v) for k, v in doc.items()
-                if k not in ("quality", "complete", "complete_pct")}
-    if isinstance(doc, list):
-        return [without_quality(v) for v in doc]
-    return doc
-
-
 def without_by_host(doc):
     """A fleet --json document without its per-host reports: what is left
     is shaped as the local one."""
@@ -534,11 +520,17 @@ def test_series_of_a_host_equals_its_local_series():
             local = json.loads(F.local(host, "series", "--json", "--step", "1m", *WINDOW, *filters).stdout)
             fleet = json.loads(F.fleet("series", "--json", "--step", "1m", "--host", host, *WINDOW,
                                        *filters).stdout)
-            assert fleet == without_quality(local), (host, filters, fleet, local)
+            # the complete part per point and the partial report included
+            assert fleet == local, (host, filters, fleet, local)
     total = json.loads(F.fleet("series", "--json", "--step", "10m", *WINDOW).stdout)
     want = sum(json.loads(F.local(h, "series", "--json", "--step", "10m", *WINDOW).stdout)["total"]
                for h in HOSTS)
     assert total["total"] == want and sum(p["value"] for p in total["points"]) == want, (total, want)
+    # the fleet's complete part is the hosts' summed
+    want_complete = sum(json.loads(F.local(h, "series", "--json", "--step", "10m", *WINDOW).stdout)["quality"]
+                        ["complete"] for h in HOSTS)
+    assert total["quality"]["complete"] == want_complete and total["quality"]["partial"], total["quality"]
+    assert sum(p["complete"] for p in total["points"]) == want_complete, total["points"]
 
 
 def test_diff_across_windows_and_between_hosts():

@@ -136,6 +136,12 @@ static void test_quality_queries_are_per_host(void) {
                         "match(host, '^(?s)web-.*$') GROUP BY host, reason ORDER BY host, reason "
                         "FORMAT TabSeparated");
         free(t);
+        /* a series' drains with their complete part, and their host */
+        t = sql(fleet_sql_drains, &q, &s);
+        CHECK(strstr(t, "SELECT drain_start, drain_end, sum(value), sumIf(value, stack GLOBAL IN (SELECT id FROM "
+                        "profd.stacks WHERE user_end = 0 AND day >= '2026-11-30' AND day <= '2026-12-01')), host "
+                        "FROM profd.samples WHERE kind = 1 ") == t);
+        free(t);
         /* stacks with their end, frames with their reason */
         t = sql(fleet_sql_stack_frames, &q, &s);
         CHECK(strstr(t, "SELECT id, any(frames), any(user_end) FROM profd.stacks WHERE id IN ids") == t);
