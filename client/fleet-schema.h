@@ -8,6 +8,7 @@
 #define FS_TABLE_STACKS  "profd.stacks"
 #define FS_TABLE_FRAMES  "profd.frames"
 #define FS_TABLE_VERSION "profd.schema_version"
+#define FS_TABLE_DROPS   "profd.drops"
 
 /* profd.samples */
 #define FS_DAY       "day"          /* Date: drain_end's day in UTC, the partition */
@@ -36,7 +37,14 @@
 /* profd.stacks */
 #define FST_ID     "id"
 #define FST_FRAMES "frames"
+#define FST_USER_END "user_end"     /* UInt8: the store's stacks.user_end; FST_END_UNKNOWN unknown */
+#define FST_END_UNKNOWN 255         /* stored before version 2, or by a store that did not know */
+
+/* profd.drops: host, drain_start, drain_end, time, day as profd.samples */
+#define FSD_REASON "reason"
+#define FSD_VALUE  "value"
 
 /* profd.frames: the fields of a stack line's frame */
-#define FSF_N_COLUMNS 13
+#define FSF_N_COLUMNS 14
+#define FSF_UNRESOLVED "unresolved" /* UInt8: the store's locations.unresolved; 0 not known */
 #define FSF_ID "id"

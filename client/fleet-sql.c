@@ -255,7 +255,13 @@ int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_
 int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
         int r;
 
-        fputs("SELECT " FS_START_NS ", " FS_END_NS ", sum(" FS_VALUE ") FROM " FS_TABLE_SAMPLES, f);
+        /* the complete part: samples whose stack ended complete (user_end
+         * 0), the stacks of the window's days looked up once on the server
+         * that asks and sent along to the shards (GLOBAL) */
+        fputs("SELECT " FS_START_NS ", " FS_END_NS ", sum(" FS_VALUE "), sumIf(" FS_VALUE ", " FS_STACK_ID
+              " GLOBAL IN (SELECT " FST_ID " FROM " FS_TABLE_STACKS " WHERE " FST_USER_END " = 0", f);
+        where_days(f, s);
+        fputs(")), " FS_HOST " FROM " FS_TABLE_SAMPLES, f);
         r = fleet_sql_where(f, q, s);
         if (r < 0)
                 return r;
@@ -266,12 +272,41 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
         return ferror(f) ? -EIO : 0;
 }
 
+int fleet_sql_host_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        int r;
+
+        fputs("SELECT " FS_HOST ", " FS_STACK_ID ", sum(" FS_VALUE ") FROM " FS_TABLE_SAMPLES, f);
+        r = fleet_sql_where(f, q, s);
+        if (r < 0)
+                return r;
+        fputs(" GROUP BY " FS_HOST ", " FS_STACK_ID " ORDER BY " FS_HOST " FORMAT TabSeparated", f);
+        return ferror(f) ? -EIO : 0;
+}
+
+int fleet_sql_drops(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
+        int r = 0;
+
+        /* the drains that overlap the window, as fleet_sql_where's (and as
+         * profd's store_query_drops): host-wide, no other filter */
+        fprintf(f, "SELECT " FS_HOST ", " FSD_REASON ", sum(" FSD_VALUE ") FROM " FS_TABLE_DROPS " WHERE " FS_END_NS
+                " >= %" PRIu64 " AND " FS_START_NS " <= %" PRIu64 " AND " FS_TIME " >= toDateTime(%" PRIu64 ") AND "
+                FS_TIME " <= toDateTime(%" PRIu64 ")", s->from_ns, s->to_ns, (uint64_t) (s->from_ns / NSEC_PER_SEC),
+                (uint64_t) (s->to_ns / NSEC_PER_SEC + FS_DRAIN_MAX_S));
+        where_days(f, s);
+        if (s->host)
+                r = where_string(f, FS_HOST, s->host);
+        if (r < 0)
+                return r;
+        fputs(" GROUP BY " FS_HOST ", " FSD_REASON " ORDER BY " FS_HOST ", " FSD_REASON " FORMAT TabSeparated", f);
+        return ferror(f) ? -EIO : 0;
+}
+
 int fleet_sql_stack_frames(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
         /* rows are deduplicated by ClickHouse in the background only: one
          * per id here; only the window's days, where its samples' stacks
          * were sent; binary, as arrays of numbers are most of the bytes */
-        fputs("SELECT " FST_ID ", any(" FST_FRAMES ") FROM " FS_TABLE_STACKS " WHERE " FST_ID " IN "
-              FLEET_SQL_IDS_TABLE, f);
+        fputs("SELECT " FST_ID ", any(" FST_FRAMES "), any(" FST_USER_END ") FROM " FS_TABLE_STACKS " WHERE " FST_ID
+              " IN " FLEET_SQL_IDS_TABLE, f);
         where_days(f, s);
         fputs(" GROUP BY " FST_ID " FORMAT RowBinary", f);
         return ferror(f) ? -EIO : 0;
@@ -289,7 +324,7 @@ int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_
         const char *full = folded ? "''" : NULL;
 
         fprintf(f, "SELECT " FSF_ID ", %s, %s, %s, %s, %s, %s, %s, any(has_address), any(kernel), any(resolved), "
-                "any(inlined), any(jit) FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
+                "any(inlined), any(jit), any(" FSF_UNRESOLVED ") FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
                 name, raw_name, full ?: "any(module)", full ?: "any(build_id)", file, line,
                 folded ? "0" : "any(address)");
         where_days(f, s);
@@ -408,7 +443,7 @@ static uint64_t rowbinary_u64(const uint8_t *p) {
 }
 
 int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
-                          size_t *ret_n) {
+                          size_t *ret_n, int *ret_user_end) {
         _cleanup_free_ uint64_t *frames = NULL;
         uint64_t n;
 
@@ -418,13 +453,15 @@ int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t
                 return -EBADMSG;
         *ret_id = rowbinary_u64(data + *pos);
         *pos += 8;
-        if (rowbinary_varint(data, len, pos, &n) < 0 || n > (len - *pos) / 8)
+        /* the frames, then user_end's byte */
+        if (rowbinary_varint(data, len, pos, &n) < 0 || len - *pos < 1 || n > (len - *pos - 1) / 8)
                 return -EBADMSG;
         frames = malloc(MAX(n, (uint64_t) 1) * sizeof(*frames));
         if (!frames)
                 return -ENOMEM;
         for (uint64_t i = 0; i < n; i++, *pos += 8)
                 frames[i] = rowbinary_u64(data + *pos);
+        *ret_user_end = data[(*pos)++];
         *ret_frames = TAKE_PTR(frames);
         *ret_n = (size_t) n;
         return 1;

@@ -52,10 +52,22 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
  * grouping), summed by ClickHouse per group and stack. Returns 0 or -EIO. */
 int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
-/* The query whose rows are "start_ns \t end_ns \t value": one per drain
- * (of each host) with matching samples, in order of start, then end: what
- * series.c spreads over time. Returns 0 or -EIO. */
+/* The query whose rows are "start_ns \t end_ns \t value \t complete \t
+ * host": one per drain (of each host) with matching samples, in order of
+ * start, then end, with the part of the value whose stacks are complete
+ * (user_end 0): what series.c spreads over time. Returns 0 or -EIO. */
 int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The query whose rows are "host \t stack_id \t value": the request's
+ * samples summed per host and stack, hosts in order (each host's quality
+ * report is made of its rows). Returns 0 or -EIO. */
+int fleet_sql_host_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The query whose rows are "host \t reason \t count": the drop counters
+ * of every drain that overlaps the window, of the scope's hosts (host-wide:
+ * the request's other filters do not apply), hosts in order. Returns 0 or
+ * -EIO. */
+int fleet_sql_drops(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The id lists of the two queries below are not in their SQL: they go
  * along as ClickHouse "external data", a temporary table of this name with
@@ -65,21 +77,22 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
 #define FLEET_SQL_IDS_TABLE "ids"
 #define FLEET_SQL_IDS_STRUCTURE "id UInt64"
 
-/* The query whose rows are a stack id and its frame ids (root first), in
- * RowBinary (fleet_rowbinary_stack() reads them), of the stacks whose ids
+/* The query whose rows are a stack id, its frame ids (root first) and its
+ * user_end, in RowBinary (fleet_rowbinary_stack() reads them), of the stacks whose ids
  * are in the ids table, sent on the days of scope's window. Returns 0 or
  * -EIO. */
 int fleet_sql_stack_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The next row of fleet_sql_stack_frames()'s answer at data[*pos]: returns
- * 1 with the id and a malloc'd array of frame ids, 0 at the end, -EBADMSG
- * for a cut or malformed row, -ENOMEM. */
+ * 1 with the id, a malloc'd array of frame ids and the user_end byte
+ * (schema/clickhouse/shard.sql: 255 unknown), 0 at the end, -EBADMSG for a
+ * cut or malformed row, -ENOMEM. */
 int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
-                          size_t *ret_n);
+                          size_t *ret_n, int *ret_user_end);
 
 /* The query whose rows are one frame each, "id \t name \t raw_name \t
  * module \t build_id \t file \t line \t address \t has_address \t kernel
- * \t resolved \t inlined \t jit" (FSF_N_COLUMNS fields), of the frames
+ * \t resolved \t inlined \t jit \t unresolved" (FSF_N_COLUMNS fields), of the frames
  * whose ids are in the ids table. With a folded request q, only what
  * its lines show: the other fields come as '' and 0. Returns 0 or -EIO. */
 int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s);

@@ -18,6 +18,8 @@
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"
+#include "quality-sum.h"
+#include "quality.h"
 #include "request.h"
 #include "series.h"
 #include "stackline.h"
@@ -338,17 +340,50 @@ static char *cluster_statement(const char *statement, const char *cluster) {
         return text;
 }
 
+/* The version row: inserted last, once every table is there. */
+static bool version_statement(const char *statement) {
+        static const char prefix[] = "INSERT INTO " FS_TABLE_VERSION " ";
+
+        return strncmp(statement, prefix, sizeof(prefix) - 1) == 0;
+}
+
+/* Runs an upgrade.sql statement, "ALTER TABLE profd.TABLE ADD COLUMN NAME
+ * ...", unless the table has that column already. */
+static int fleet_upgrade(fleet *f, const char *statement) {
+        _cleanup_free_ char *sql = NULL, *answer = NULL;
+        char table[64], column[64];
+        size_t size = 0;
+        FILE *m;
+        int r;
+
+        if (sscanf(statement, "ALTER TABLE profd.%63s ADD COLUMN %63s ", table, column) != 2)
+                return cli_error(-EINVAL, "upgrade.sql has a statement profctl cannot check: %s", statement);
+        m = open_memstream(&sql, &size);
+        if (!m)
+                return cli_error(-ENOMEM, "%m");
+        fputs("SELECT count() FROM system.columns WHERE database = 'profd' AND table = ", m);
+        fleet_sql_quote(m, table);
+        fputs(" AND name = ", m);
+        fleet_sql_quote(m, column);
+        fputs(" FORMAT TabSeparated", m);
+        r = fleet_http_memstream(f, m, &sql, &answer, NULL);
+        if (r < 0)
+                return r;
+        return streq(answer, "0\n") ? fleet_exec(f, statement) : 0;
+}
+
 int fleet_init(fleet *f, const char *cluster) {
         _cleanup_free_ char *body = NULL;
         int r;
 
-        /* an existing schema of another version is not touched */
+        /* a newer schema is not touched; an older one is upgraded in place
+         * (version 1: upgrade.sql) */
         r = fleet_http(f, "SELECT max(version) FROM " FS_TABLE_VERSION " FORMAT TabSeparated", true, &body, NULL);
         if (r >= 0) {
                 uint64_t version;
 
                 body[strcspn(body, "\n")] = '\0';
-                if (fleet_tsv_u64(body, &version) >= 0 && version != 0 && version != clickhouse_schema_version)
+                if (fleet_tsv_u64(body, &version) >= 0 && version > clickhouse_schema_version)
                         return cli_error(-EPROTO, "ClickHouse at %s already holds profd schema version %" PRIu64
                                          "; this profctl creates version %u and leaves it as it is", f->url,
                                          version, clickhouse_schema_version);
@@ -373,6 +408,8 @@ int fleet_init(fleet *f, const char *cluster) {
                                          "them)", f->url, cluster);
         }
         for (size_t i = 0; clickhouse_schema_shard[i]; i++) {
+                if (version_statement(clickhouse_schema_shard[i]))
+                        continue;
                 r = fleet_exec(f, clickhouse_schema_shard[i]);
                 if (r < 0)
                         return r;
@@ -386,6 +423,15 @@ int fleet_init(fleet *f, const char *cluster) {
                 if (r < 0)
                         return r;
         }
+        for (size_t i = 0; clickhouse_schema_upgrade[i]; i++) {
+                r = fleet_upgrade(f, clickhouse_schema_upgrade[i]);
+                if (r < 0)
+                        return r;
+        }
+        /* a failure above leaves the version as it was: init runs again */
+        for (size_t i = 0; clickhouse_schema_shard[i]; i++)
+                if (version_statement(clickhouse_schema_shard[i]) && (r = fleet_exec(f, clickhouse_schema_shard[i])) < 0)
+                        return r;
         return 0;
 }
 
@@ -424,17 +470,35 @@ struct frame {
         char *strings; /* one allocation for name..build_id */
 };
 
+/* A stack's value on one host: what the host's quality report is made of. */
+struct host_row {
+        size_t host; /* index in answer_data.hosts */
+        uint64_t stack_id, value;
+};
+
+/* A host of the answer (with samples or drops in the window) and its
+ * quality report, as its profd would answer it. */
+struct host_quality {
+        char *host;
+        struct quality q;
+};
+
 struct answer_data {
         struct row *rows;
         size_t n_rows;
+        struct host_row *host_rows;
+        size_t n_host_rows;
+        struct host_quality *hosts;
+        size_t n_hosts;
         hashmap *stacks; /* stack id -> struct stack_frames* */
         hashmap *frames; /* frame id -> struct frame* */
-        char *bodies[3];
+        char *bodies[5];
 };
 
 struct stack_frames {
         uint64_t *ids;
         size_t n;
+        int user_end; /* as the store's: STORE_END_UNKNOWN for FST_END_UNKNOWN */
 };
 
 static void answer_data_done(struct answer_data *d) {
@@ -445,6 +509,10 @@ static void answer_data_done(struct answer_data *d) {
         for (size_t i = 0; i < d->n_rows; i++)
                 free(d->rows[i].group);
         free(d->rows);
+        free(d->host_rows);
+        for (size_t i = 0; i < d->n_hosts; i++)
+                free(d->hosts[i].host);
+        free(d->hosts);
         while (d->stacks && hashmap_iterate(d->stacks, &st, &k, &v)) {
                 struct stack_frames *sf = v;
                 free(sf->ids);
@@ -519,6 +587,85 @@ static int fetch_rows(fleet *f, const struct query_request *q, const struct flee
         return 0;
 }
 
+/* The index of host in d->hosts, added when new (answers list hosts in
+ * order: the last one is looked at first). Returns it, or -ENOMEM. */
+static ssize_t host_index(struct answer_data *d, const char *host) {
+        struct host_quality *n;
+
+        for (size_t i = d->n_hosts; i > 0; i--)
+                if (streq(d->hosts[i - 1].host, host))
+                        return (ssize_t) (i - 1);
+        n = reallocarray(d->hosts, d->n_hosts + 1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        d->hosts = n;
+        n[d->n_hosts] = (struct host_quality) { .host = strdup(host) };
+        if (!n[d->n_hosts].host)
+                return -ENOMEM;
+        return (ssize_t) d->n_hosts++;
+}
+
+/* The request's stacks per host, for the hosts' quality reports. */
+static int fetch_host_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                           struct answer_data *d) {
+        size_t len, pos = 0, cap = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_host_stacks, q, s, &d->bodies[3], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[3], len, &pos, fields, 3)) > 0) {
+                struct host_row row = {};
+                ssize_t h;
+
+                if (r != 3 || fleet_tsv_u64(fields[1], &row.stack_id) < 0 || fleet_tsv_u64(fields[2], &row.value) < 0)
+                        return bad_answer(f, "host stack row");
+                if (d->n_host_rows == cap) {
+                        size_t c = MAX(cap * 2, (size_t) 1024);
+                        struct host_row *n = reallocarray(d->host_rows, c, sizeof(*n));
+
+                        if (!n)
+                                return cli_error(-ENOMEM, "%m");
+                        d->host_rows = n;
+                        cap = c;
+                }
+                h = host_index(d, fields[0]);
+                if (h < 0)
+                        return cli_error(-ENOMEM, "%m");
+                row.host = (size_t) h;
+                d->host_rows[d->n_host_rows++] = row;
+        }
+        if (r < 0)
+                return bad_answer(f, "host stack row");
+        return 0;
+}
+
+/* The drop counters of the window, each host's into its report. */
+static int fetch_drops(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
+        size_t len, pos = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_drops, q, s, &d->bodies[4], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[4], len, &pos, fields, 3)) > 0) {
+                uint64_t count;
+                ssize_t h;
+
+                if (r != 3 || fleet_tsv_u64(fields[2], &count) < 0)
+                        return bad_answer(f, "drop row");
+                h = host_index(d, fields[0]);
+                if (h < 0)
+                        return cli_error(-ENOMEM, "%m");
+                quality_add_drop(&d->hosts[h].q, fields[1], count);
+        }
+        if (r < 0)
+                return bad_answer(f, "drop row");
+        return 0;
+}
+
 /* Runs the query fn writes for the ids of map's keys. */
 static int fetch_by_ids(fleet *f, hashmap *ids,
                         int (*fn)(FILE *, const struct query_request *, const struct fleet_scope *),
@@ -555,12 +702,14 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
         d->frames = hashmap_new_u64();
         if (!d->stacks || !d->frames)
                 return cli_error(-ENOMEM, "%m");
-        for (size_t i = 0; i < d->n_rows; i++) {
-                r = hashmap_put(d->stacks, UINT64_TO_KEY(d->rows[i].stack_id), NULL);
+        for (size_t i = 0; i < d->n_rows + d->n_host_rows; i++) {
+                uint64_t id = i < d->n_rows ? d->rows[i].stack_id : d->host_rows[i - d->n_rows].stack_id;
+
+                r = hashmap_put(d->stacks, UINT64_TO_KEY(id), NULL);
                 if (r < 0 && r != -EEXIST)
                         return cli_error(r, "%m");
         }
-        if (d->n_rows == 0)
+        if (hashmap_size(d->stacks) == 0)
                 return 0;
         r = fetch_by_ids(f, d->stacks, fleet_sql_stack_frames, q, s, &d->bodies[1], &len);
         if (r < 0)
@@ -572,7 +721,10 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
 
                 if (!sf)
                         return cli_error(-ENOMEM, "%m");
-                r = fleet_rowbinary_stack((const uint8_t *) d->bodies[1], len, &pos, &id, &sf->ids, &sf->n);
+                r = fleet_rowbinary_stack((const uint8_t *) d->bodies[1], len, &pos, &id, &sf->ids, &sf->n,
+                                          &sf->user_end);
+                if (r > 0 && sf->user_end == FST_END_UNKNOWN)
+                        sf->user_end = STORE_END_UNKNOWN;
                 if (r == 0)
                         break;
                 if (r == -ENOMEM)
@@ -615,14 +767,15 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
         if (r < 0)
                 return r;
         while ((r = fleet_tsv_row(d->bodies[2], len, &pos, fields, FSF_N_COLUMNS)) > 0) {
-                uint64_t id, line, address, flags[5];
+                uint64_t id, line, address, flags[5], unresolved;
                 struct frame *fr;
                 size_t l[5], total = 0;
                 char *p;
                 void *old;
 
                 if (r != FSF_N_COLUMNS || fleet_tsv_u64(fields[0], &id) < 0 || fleet_tsv_u64(fields[6], &line) < 0 ||
-                    fleet_tsv_u64(fields[7], &address) < 0 || line > UINT32_MAX)
+                    fleet_tsv_u64(fields[7], &address) < 0 || line > UINT32_MAX ||
+                    fleet_tsv_u64(fields[13], &unresolved) < 0 || unresolved > UINT8_MAX)
                         return bad_answer(f, "frame");
                 /* has_address, kernel, resolved, inlined, jit */
                 for (size_t i = 0; i < 5; i++)
@@ -659,6 +812,7 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                 fr->out.resolved = flags[2];
                 fr->out.inlined = flags[3];
                 fr->out.jit = flags[4];
+                fr->out.unresolved = (uint8_t) unresolved;
                 hashmap_remove(d->frames, UINT64_TO_KEY(id));
                 r = hashmap_put(d->frames, UINT64_TO_KEY(id), fr);
                 if (r < 0) {
@@ -672,6 +826,60 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
         return 0;
 }
 
+/* Fills so's frames and user_end with stack_id's, in *frames (grown as
+ * needed). Returns 0, or -EBADMSG/-ENOMEM after saying why. */
+static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, struct store_frame_out **frames,
+                     size_t *frames_cap, struct store_stack_out *so) {
+        struct stack_frames *sf;
+        void *v;
+
+        if (hashmap_get(d->stacks, UINT64_TO_KEY(stack_id), &v) < 0 || !v)
+                return cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the "
+                                 "stack (exported incompletely?)", f->url, stack_id);
+        sf = v;
+        if (sf->n > *frames_cap) {
+                struct store_frame_out *n = reallocarray(*frames, sf->n, sizeof(*n));
+
+                if (!n)
+                        return cli_error(-ENOMEM, "%m");
+                *frames = n;
+                *frames_cap = sf->n;
+        }
+        for (size_t j = 0; j < sf->n; j++) {
+                if (hashmap_get(d->frames, UINT64_TO_KEY(sf->ids[j]), &v) < 0 || !v)
+                        return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not its "
+                                         "frame %" PRIu64 " (exported incompletely?)", f->url, stack_id, sf->ids[j]);
+                (*frames)[j] = ((struct frame *) v)->out;
+        }
+        so->frames = *frames;
+        so->n_frames = sf->n;
+        so->user_end = sf->user_end;
+        return 0;
+}
+
+/* Writes the end line's "quality" (the fleet's: its hosts' added up) and
+ * "quality_by_host" (each host's report, as its profd would answer it). */
+static int write_quality(struct answer *a, const struct answer_data *d, bool partial) {
+        _cleanup_json_ json_t *by_host = json_object(), *total = NULL;
+        _cleanup_free_ char *t = NULL, *h = NULL;
+        struct quality sum = { .partial = partial };
+
+        if (!by_host)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < d->n_hosts; i++) {
+                quality_add(&sum, &d->hosts[i].q);
+                if (json_object_set_new(by_host, d->hosts[i].host, quality_to_json(&d->hosts[i].q)) < 0)
+                        return cli_error(-ENOMEM, "%m");
+        }
+        total = quality_to_json(&sum);
+        t = total ? json_dumps(total, JSON_COMPACT) : NULL;
+        h = json_dumps(by_host, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!t || !h)
+                return cli_error(-ENOMEM, "%m");
+        fprintf(a->out, ",\"quality\":%s,\"quality_by_host\":%s", t, h);
+        return 0;
+}
+
 static int answer_query(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a) {
         _cleanup_(answer_data_done) struct answer_data d = {};
         _cleanup_free_ struct store_frame_out *frames = NULL;
@@ -681,35 +889,25 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
         uint64_t total = 0;
         int r;
 
-        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
+        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_host_rows(f, q, s, &d)) < 0 ||
+            (r = fetch_drops(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
             (r = fetch_frames(f, q, s, &d)) < 0)
                 return r;
+        /* each host's report from its stacks, as its profd adds them up */
+        for (size_t i = 0; i < d.n_host_rows; i++) {
+                struct store_stack_out so = { .value = d.host_rows[i].value };
+
+                r = stack_out(f, &d, d.host_rows[i].stack_id, &frames, &frames_cap, &so);
+                if (r < 0)
+                        return r;
+                quality_add_stack(&d.hosts[d.host_rows[i].host].q, &so);
+        }
         for (size_t i = 0; i < d.n_rows; i++) {
                 struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
-                struct stack_frames *sf;
-                void *v;
 
-                if (hashmap_get(d.stacks, UINT64_TO_KEY(d.rows[i].stack_id), &v) < 0 || !v)
-                        return cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the "
-                                         "stack (exported incompletely?)", f->url, d.rows[i].stack_id);
-                sf = v;
-                if (sf->n > frames_cap) {
-                        struct store_frame_out *n = reallocarray(frames, sf->n, sizeof(*n));
-
-                        if (!n)
-                                return cli_error(-ENOMEM, "%m");
-                        frames = n;
-                        frames_cap = sf->n;
-                }
-                for (size_t j = 0; j < sf->n; j++) {
-                        if (hashmap_get(d.frames, UINT64_TO_KEY(sf->ids[j]), &v) < 0 || !v)
-                                return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not its "
-                                                 "frame %" PRIu64 " (exported incompletely?)", f->url,
-                                                 d.rows[i].stack_id, sf->ids[j]);
-                        frames[j] = ((struct frame *) v)->out;
-                }
-                so.frames = frames;
-                so.n_frames = sf->n;
+                r = stack_out(f, &d, d.rows[i].stack_id, &frames, &frames_cap, &so);
+                if (r < 0)
+                        return r;
                 if (__builtin_add_overflow(total, so.value, &total))
                         return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
                 b.len = 0;
@@ -723,17 +921,21 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
         stackline_buf_done(&b);
         fprintf(a->out,
                 "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"stacks\":%zu,\"total\":%" PRIu64
-                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "}\n",
+                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
                 s->to_ns);
+        r = write_quality(a, &d, false);
+        if (r < 0)
+                return r;
+        fputs("}\n", a->out);
         return 0;
 }
 
-/* Points carry no complete part: how stacks ended is not exported. */
 static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *userdata) {
         struct answer *a = userdata;
 
-        fprintf(a->out, "{\"type\":\"point\",\"t_ns\":%" PRIu64 ",\"value\":%" PRIu64 "}\n", t_ns, value);
+        fprintf(a->out, "{\"type\":\"point\",\"t_ns\":%" PRIu64 ",\"value\":%" PRIu64 ",\"complete\":%" PRIu64
+                "}\n", t_ns, value, complete);
         return 0;
 }
 
@@ -742,11 +944,12 @@ static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *us
 #define FLEET_SERIES_STEP_DEFAULT_NS (10 * NSEC_PER_SEC)
 
 static int answer_series(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a) {
+        _cleanup_(answer_data_done) struct answer_data d = {};
         _cleanup_free_ char *body = NULL;
         size_t len, pos = 0;
-        uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0;
+        uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0, complete_all = 0;
         series *se;
-        char *fields[3];
+        char *fields[5];
         int r;
 
         if ((s->to_ns - s->from_ns) / step >= SERIES_MAX_POINTS)
@@ -758,27 +961,50 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
         se = series_new(step, emit_point, a);
         if (!se)
                 return cli_error(-ENOMEM, "%m");
-        while ((r = fleet_tsv_row(body, len, &pos, fields, 3)) > 0) {
-                uint64_t start, end, value;
+        while ((r = fleet_tsv_row(body, len, &pos, fields, 5)) > 0) {
+                uint64_t start, end, value, complete;
+                ssize_t h;
 
-                if (r != 3 || fleet_tsv_u64(fields[0], &start) < 0 || fleet_tsv_u64(fields[1], &end) < 0 ||
-                    fleet_tsv_u64(fields[2], &value) < 0) {
+                if (r != 5 || fleet_tsv_u64(fields[0], &start) < 0 || fleet_tsv_u64(fields[1], &end) < 0 ||
+                    fleet_tsv_u64(fields[2], &value) < 0 || fleet_tsv_u64(fields[3], &complete) < 0 ||
+                    complete > value) {
                         r = -EBADMSG;
                         break;
                 }
+                h = host_index(&d, fields[4]);
+                if (h < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* a series' report is partial, as profd's: total, complete, lost */
+                d.hosts[h].q.total += value;
+                d.hosts[h].q.complete += complete;
                 total += value;
-                r = series_add(se, start, end, value, 0);
+                complete_all += complete;
+                r = series_add(se, start, end, value, complete);
                 if (r < 0)
                         break;
         }
         if (r >= 0)
                 r = series_finish(se);
+        if (r >= 0) {
+                r = fetch_drops(f, q, s, &d);
+                if (r < 0) {
+                        series_free(se);
+                        return r;
+                }
+        }
+        for (size_t i = 0; i < d.n_hosts; i++)
+                d.hosts[i].q.partial = true;
         fprintf(a->out,
                 "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"step_ns\":%" PRIu64 ",\"points\":%" PRIu64
-                ",\"total\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "}\n",
+                ",\"total\":%" PRIu64 ",\"complete\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", step, series_points(se), total,
-                s->from_ns, s->to_ns);
+                complete_all, s->from_ns, s->to_ns);
         series_free(se);
+        if (r >= 0)
+                r = write_quality(a, &d, true);
+        fputs("}\n", a->out);
         if (r == -EBADMSG)
                 return bad_answer(f, "drain row");
         if (r == -E2BIG)

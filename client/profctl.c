@@ -474,11 +474,13 @@ struct answer_end {
         uint64_t stacks, total, from_ns, to_ns;
         struct quality quality;
         bool have_quality;      /* false from a profd before quality reports */
+        json_t *by_host;        /* a fleet answer's "quality_by_host" (a reference of its own); NULL: none */
         json_t *line;
 };
 
 static void answer_end_done(struct answer_end *e) {
         json_decref(e->line);
+        json_decref(e->by_host);
 }
 
 /* Sends request on c and hands every "stack" line to on_stack, then checks
@@ -518,6 +520,12 @@ static int query_send_and_read(conn *c, const json_t *request, stack_handler on_
                                         return cli_error(-EBADMSG, "profd's answer ends with a \"quality\" that "
                                                          "is not a report of unsigned integers");
                                 ret_end->have_quality = true;
+                        }
+                        if (json_object_get(line, "quality_by_host")) {
+                                if (quality_by_host_check(json_object_get(line, "quality_by_host")) < 0)
+                                        return cli_error(-EBADMSG, "the fleet's answer ends with a "
+                                                         "\"quality_by_host\" that is not an object of reports");
+                                ret_end->by_host = json_incref(json_object_get(line, "quality_by_host"));
                         }
                         ret_end->line = TAKE_PTR(line);
                         return 0;
@@ -974,7 +982,7 @@ static int query_stream(conn *c, const struct query_args *a, const json_t *reque
         if (r >= 0)
                 switch (a->format) {
                 case FORMAT_JSON: {
-                        _cleanup_free_ char *quality = NULL;
+                        _cleanup_free_ char *quality = NULL, *by_host = NULL;
 
                         if (end->have_quality) {
                                 json_t *o = quality_to_json(&end->quality);
@@ -985,12 +993,18 @@ static int query_stream(conn *c, const struct query_args *a, const json_t *reque
                                         break;
                                 }
                         }
+                        if (end->by_host && !(by_host = json_dumps(end->by_host, JSON_COMPACT))) {
+                                r = cli_error(-ENOMEM, "%m");
+                                break;
+                        }
                         fprintf(out, "%s],\"kind\":\"%s\",\"unit\":\"%s\",\"total\":%" PRIu64
-                                ",\"stacks_count\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 "%s%s}\n",
+                                ",\"stacks_count\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64
+                                "%s%s%s%s}\n",
                                 x.n == 0 ? "{\"stacks\":[" : "\n", filters_kind(&a->filters),
                                 filters_kind_is_time(&a->filters) ? "ns" : "samples",
                                 end->total, end->stacks, end->from_ns, end->to_ns,
-                                quality ? ",\"quality\":" : "", quality ?: "");
+                                quality ? ",\"quality\":" : "", quality ?: "",
+                                by_host ? ",\"quality_by_host\":" : "", by_host ?: "");
                         break;
                 }
                 case FORMAT_TABLE: {
@@ -1002,6 +1016,7 @@ static int query_stream(conn *c, const struct query_args *a, const json_t *reque
                                 .limit = a->limit,
                                 .children = a->children,
                                 .quality = end->have_quality ? &end->quality : NULL,
+                                .quality_by_host = end->by_host,
                         };
 
                         if (a->json)
@@ -1031,7 +1046,8 @@ static int query_whole(conn *c, const struct query_args *a, const json_t *reques
         if (r < 0)
                 return r;
         *end = (struct answer_end) { .stacks = p->n_stacks, .total = p->total, .from_ns = p->from_ns,
-                                     .to_ns = p->to_ns, .quality = p->quality, .have_quality = p->have_quality };
+                                     .to_ns = p->to_ns, .quality = p->quality, .have_quality = p->have_quality,
+                                     .by_host = json_incref(p->quality_by_host) };
 
         switch (a->format) {
         case FORMAT_TREE: {
@@ -1103,16 +1119,36 @@ static int query_quality(conn *c, const struct query_args *a, const json_t *requ
         if (!end->have_quality)
                 return cli_error(-EPROTO, "this profd sends no quality report (it is older than profctl)");
         if (a->json) {
-                _cleanup_json_ json_t *doc = json_pack("{ss, ss, ss, sI, sI, so*}", "view", "quality",
+                _cleanup_json_ json_t *doc = json_pack("{ss, ss, ss, sI, sI, so*, sO*}", "view", "quality",
                                                        "kind", filters_kind(&a->filters), "unit", unit,
                                                        "from_ns", (json_int_t) end->from_ns,
                                                        "to_ns", (json_int_t) end->to_ns,
-                                                       "quality", quality_to_json(&end->quality));
+                                                       "quality", quality_to_json(&end->quality),
+                                                       "quality_by_host", end->by_host);
 
                 r = doc ? json_document_write(out, doc) : -ENOMEM;
-        } else
-                r = quality_write_report(out, &end->quality, filters_kind(&a->filters), unit, end->from_ns,
-                                         end->to_ns);
+        } else {
+                /* a fleet's: each host's report, then the fleet's */
+                const char *host;
+                json_t *o;
+
+                json_object_foreach((json_t *) end->by_host, host, o) {
+                        struct quality q;
+
+                        if (quality_from_json(o, &q) < 0)
+                                return cli_error(-EBADMSG, "the fleet's report of host %s is malformed", host);
+                        fprintf(out, "host %s: ", host);
+                        r = quality_write_report(out, &q, filters_kind(&a->filters), unit, end->from_ns, end->to_ns);
+                        if (r < 0)
+                                break;
+                        fputc('\n', out);
+                }
+                if (r >= 0 && end->by_host)
+                        fprintf(out, "fleet, %zu hosts: ", json_object_size(end->by_host));
+                if (r >= 0)
+                        r = quality_write_report(out, &end->quality, filters_kind(&a->filters), unit, end->from_ns,
+                                                 end->to_ns);
+        }
         return r < 0 ? cli_error(r, "cannot write the quality report: %m") : 0;
 }
 
@@ -1122,8 +1158,22 @@ static void quality_summary_write(const struct answer_end *end) {
 
         if (!end->have_quality)
                 return;
-        s = quality_summary(&end->quality);
         fflush(stdout);
+        /* a fleet's: a line per host, "HOST: quality: ...", then the fleet's */
+        if (end->by_host) {
+                const char *host;
+                json_t *o;
+
+                json_object_foreach((json_t *) end->by_host, host, o) {
+                        _cleanup_free_ char *hs = NULL;
+                        struct quality q;
+
+                        if (quality_from_json(o, &q) >= 0)
+                                hs = quality_summary(&q);
+                        fprintf(stderr, "%s: %s\n", host, hs ? hs : "quality: (out of memory)");
+                }
+        }
+        s = quality_summary(&end->quality);
         fprintf(stderr, "%s\n", s ? s : "quality: (out of memory)");
 }
 
@@ -1150,7 +1200,6 @@ static int query_run(const struct query_args *a) {
                 r = query_stream(c, a, request, out.f, &end);
         else
                 r = query_whole(c, a, request, out.f, &end);
-        answer_end_done(&end);
         if (r >= 0 && (fflush(out.f) != 0 || ferror(out.f)))
                 r = cli_error(-EIO, "cannot write %s", a->output ? a->output : "to standard output");
         if (output_close(&out, r >= 0) < 0)
@@ -1160,6 +1209,7 @@ static int query_run(const struct query_args *a) {
         /* JSON carries the whole report; --quality is the report */
         else if (r >= 0 && !a->json && !a->quality && a->format != FORMAT_JSON)
                 quality_summary_write(&end);
+        answer_end_done(&end);
         return r;
 }
 

@@ -95,6 +95,7 @@ profile *profile_free(profile *p) {
         }
         free(p->kind);
         free(p->unit);
+        json_decref(p->quality_by_host);
         free(p);
         return NULL;
 }
@@ -411,6 +412,13 @@ int profile_set_end(profile *p, const json_t *end) {
                         return cli_error(-EBADMSG, "profd sent an 'end' line whose \"quality\" is not a "
                                          "report of unsigned integers");
                 p->have_quality = true;
+        }
+        if (json_object_get(end, "quality_by_host")) {
+                if (quality_by_host_check(json_object_get(end, "quality_by_host")) < 0)
+                        return cli_error(-EBADMSG, "the fleet's 'end' line has a \"quality_by_host\" that is not "
+                                         "an object of reports");
+                json_decref(p->quality_by_host);
+                p->quality_by_host = json_incref(json_object_get(end, "quality_by_host"));
         }
         if (profile_set_kind(p, kind, unit) < 0)
                 return cli_error(-ENOMEM, "%m");

@@ -50,6 +50,7 @@ typedef struct profile {
                                * 0 while unknown; see profile_set_end() */
         struct quality quality; /* the answer's quality report (common/quality.h) */
         bool have_quality;    /* false: the answer had none (an older profd, or built here) */
+        json_t *quality_by_host; /* a fleet answer's reports per host (docs/profctl.md); NULL: none */
 
         struct profile_frame *frames;
         size_t n_frames;

@@ -490,6 +490,8 @@ int top_table_write_json(const top_table *t, FILE *f, const struct top_table_inf
                 return -ENOMEM;
         if (info->quality && json_object_set_new(doc, "quality", quality_to_json(info->quality)) < 0)
                 return -ENOMEM;
+        if (info->quality_by_host && json_object_set(doc, "quality_by_host", (json_t *) info->quality_by_host) < 0)
+                return -ENOMEM;
         return json_document_write(f, doc);
 }
 

@@ -101,6 +101,7 @@ struct top_table_info {
         size_t limit;                /* rows at most, 0 for all */
         bool children;               /* sort by total */
         const struct quality *quality; /* the answer's quality report; NULL: none */
+        const json_t *quality_by_host; /* a fleet answer's reports per host; NULL: none */
 };
 
 /* Writes the header (total samples and the window) and the rows in the

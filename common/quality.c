@@ -50,6 +50,35 @@ uint64_t quality_truncated_total(const struct quality *q) {
         return t;
 }
 
+void quality_add(struct quality *into, const struct quality *q) {
+        into->total += q->total;
+        into->complete += q->complete;
+        into->unknown += q->unknown;
+        for (size_t i = 0; i < _QUALITY_TRUNC_MAX; i++)
+                into->truncated[i] += q->truncated[i];
+        into->unresolved += q->unresolved;
+        for (size_t i = 0; i < _QUALITY_UNRES_MAX; i++)
+                into->unresolved_by[i] += q->unresolved_by[i];
+        for (size_t i = 0; i < _QUALITY_LOST_MAX; i++)
+                into->lost[i] += q->lost[i];
+        into->partial = into->partial || q->partial;
+}
+
+int quality_by_host_check(const json_t *o) {
+        const char *host;
+        json_t *v;
+
+        if (!json_is_object(o))
+                return -EBADMSG;
+        json_object_foreach((json_t *) o, host, v) {
+                struct quality q;
+
+                if (quality_from_json(v, &q) < 0)
+                        return -EBADMSG;
+        }
+        return 0;
+}
+
 static json_t *counts_to_json(const struct quality_name *names, const uint64_t *v, size_t n) {
         json_t *o = json_object();
 

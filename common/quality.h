@@ -69,6 +69,10 @@ struct quality {
 
 uint64_t quality_truncated_total(const struct quality *q);
 
+/* Adds q to into, field by field (a fleet's report is its hosts' added up);
+ * partial when either is. */
+void quality_add(struct quality *into, const struct quality *q);
+
 /* The report as the "quality" object of an answer's "end" line. Returns a
  * new object, or NULL on out of memory. */
 json_t *quality_to_json(const struct quality *q);
@@ -77,6 +81,10 @@ json_t *quality_to_json(const struct quality *q);
  * profd); a key that is not an unsigned integer is -EBADMSG. Returns 0 or
  * -EBADMSG. */
 int quality_from_json(const json_t *o, struct quality *ret);
+
+/* Checks a fleet answer's "quality_by_host": an object whose every value
+ * is a report quality_from_json() reads. Returns 0 or -EBADMSG. */
+int quality_by_host_check(const json_t *o);
 
 /* The one-line summary, e.g. "quality: 97.8% complete stacks; 1.9% truncated
  * (no table yet 1.2%, depth 0.7%); 0.3% unresolved (no symbols 0.3%); lost:

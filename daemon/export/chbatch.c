@@ -15,14 +15,16 @@
 const char chbatch_insert_samples[] =
         "INSERT INTO profd.samples (host, drain_start, drain_end, time, day, pid, process_start, comm, exe, uid, "
         "cgroup, unit, container, tid, cgroup_id, kind, state, peer_tid, stack, value) FORMAT TabSeparated";
-const char chbatch_insert_stacks[] = "INSERT INTO profd.stacks (day, id, frames) FORMAT TabSeparated";
+const char chbatch_insert_stacks[] = "INSERT INTO profd.stacks (day, id, frames, user_end) FORMAT TabSeparated";
 const char chbatch_insert_frames[] =
         "INSERT INTO profd.frames (day, id, name, raw_name, module, build_id, file, address, line, has_address, "
-        "kernel, resolved, inlined, jit) FORMAT TabSeparated";
+        "kernel, resolved, inlined, jit, unresolved) FORMAT TabSeparated";
+const char chbatch_insert_drops[] =
+        "INSERT INTO profd.drops (host, drain_start, drain_end, time, day, reason, value) FORMAT TabSeparated";
 
 struct chbatch {
-        struct chbuf samples, stacks, frames;
-        size_t n_samples, n_stacks, n_frames, n_drains;
+        struct chbuf samples, stacks, frames, drops;
+        size_t n_samples, n_stacks, n_frames, n_drops, n_drains;
         char *host;            /* escaped for TabSeparated */
         struct chbuf prefix;   /* host and the drain's columns: every sample row starts so */
         char day[11];          /* the batch's */
@@ -154,14 +156,25 @@ uint64_t chbatch_frame_id(const struct store_frame_out *f) {
         h = fnv_u64(h, f->address);
         h = fnv_u64(h, f->line);
         h = fnv_u64(h, frame_flags(f));
+        /* version 2's reason, only when known: every other frame keeps
+         * its version-1 id, and the rows version 1 sent read as 0 */
+        if (f->unresolved)
+                h = fnv_u64(h, f->unresolved);
         return fmix64(h);
 }
 
-uint64_t chbatch_stack_id(const uint64_t *frame_ids, size_t n) {
+uint8_t chbatch_user_end(int user_end) {
+        return user_end >= 0 && user_end < CHBATCH_END_UNKNOWN ? (uint8_t) user_end : CHBATCH_END_UNKNOWN;
+}
+
+uint64_t chbatch_stack_id(const uint64_t *frame_ids, size_t n, int user_end) {
         uint64_t h = fnv_u64(FNV_OFFSET, n);
 
         for (size_t i = 0; i < n; i++)
                 h = fnv_u64(h, frame_ids[i]);
+        /* always: a version-1 row of the same frames (its end read as
+         * unknown) has another id than a stack whose end is known */
+        h = fnv_u64(h, chbatch_user_end(user_end));
         return fmix64(h);
 }
 
@@ -204,6 +217,7 @@ chbatch *chbatch_free(chbatch *b) {
         free(b->samples.data);
         free(b->stacks.data);
         free(b->frames.data);
+        free(b->drops.data);
         free(b->prefix.data);
         free(b->host);
         hashmap_free(b->sent_stacks);
@@ -224,8 +238,8 @@ int chbatch_begin(chbatch *b, const char *host) {
         struct chbuf h = {};
         int r;
 
-        b->samples.len = b->stacks.len = b->frames.len = b->prefix.len = 0;
-        b->n_samples = b->n_stacks = b->n_frames = b->n_drains = 0;
+        b->samples.len = b->stacks.len = b->frames.len = b->drops.len = b->prefix.len = 0;
+        b->n_samples = b->n_stacks = b->n_frames = b->n_drops = b->n_drains = 0;
         b->new_stacks = set_renew(b->new_stacks);
         b->new_frames = set_renew(b->new_frames);
         if (!b->new_stacks || !b->new_frames)
@@ -282,7 +296,8 @@ static bool seen(const hashmap *sent, const hashmap *added, uint64_t id) {
         return hashmap_get(sent, UINT64_TO_KEY(id), &v) >= 0 || hashmap_get(added, UINT64_TO_KEY(id), &v) >= 0;
 }
 
-/* day, id, name, raw_name, module, build_id, file, address, line, has_address, kernel, resolved, inlined, jit */
+/* day, id, name, raw_name, module, build_id, file, address, line, has_address, kernel, resolved, inlined, jit,
+ * unresolved */
 static int add_frame(chbatch *b, const struct store_frame_out *f, uint64_t id) {
         struct chbuf *o = &b->frames;
         int r;
@@ -293,14 +308,14 @@ static int add_frame(chbatch *b, const struct store_frame_out *f, uint64_t id) {
             (r = chbuf_u64(o, f->address, '\t')) < 0 || (r = chbuf_u64(o, f->line, '\t')) < 0 ||
             (r = chbuf_u64(o, f->has_address, '\t')) < 0 || (r = chbuf_u64(o, f->kernel, '\t')) < 0 ||
             (r = chbuf_u64(o, f->resolved, '\t')) < 0 || (r = chbuf_u64(o, f->inlined, '\t')) < 0 ||
-            (r = chbuf_u64(o, f->jit, '\n')) < 0)
+            (r = chbuf_u64(o, f->jit, '\t')) < 0 || (r = chbuf_u64(o, f->unresolved, '\n')) < 0)
                 return r;
         b->n_frames++;
         return hashmap_put(b->new_frames, UINT64_TO_KEY(id), NULL);
 }
 
-/* day, id, frames */
-static int add_stack(chbatch *b, const uint64_t *ids, size_t n, uint64_t id) {
+/* day, id, frames, user_end */
+static int add_stack(chbatch *b, const uint64_t *ids, size_t n, int user_end, uint64_t id) {
         struct chbuf *o = &b->stacks;
         int r;
 
@@ -309,7 +324,7 @@ static int add_stack(chbatch *b, const uint64_t *ids, size_t n, uint64_t id) {
         for (size_t i = 0; i < n; i++)
                 if ((r = chbuf_u64(o, ids[i], i + 1 < n ? ',' : '\0')) < 0)
                         return r;
-        if ((r = chbuf_put(o, "]\n", 2)) < 0)
+        if ((r = chbuf_put(o, "]\t", 2)) < 0 || (r = chbuf_u64(o, chbatch_user_end(user_end), '\n')) < 0)
                 return r;
         b->n_stacks++;
         return hashmap_put(b->new_stacks, UINT64_TO_KEY(id), NULL);
@@ -338,8 +353,9 @@ static int stack_of(chbatch *b, const struct store_outbox_sample *smp, uint64_t 
                 if (!seen(b->sent_frames, b->new_frames, b->ids[i]) && (r = add_frame(b, &smp->frames[i], b->ids[i])) < 0)
                         return r;
         }
-        id = chbatch_stack_id(b->ids, smp->n_frames);
-        if (!seen(b->sent_stacks, b->new_stacks, id) && (r = add_stack(b, b->ids, smp->n_frames, id)) < 0)
+        id = chbatch_stack_id(b->ids, smp->n_frames, smp->user_end);
+        if (!seen(b->sent_stacks, b->new_stacks, id) &&
+            (r = add_stack(b, b->ids, smp->n_frames, smp->user_end, id)) < 0)
                 return r;
         _Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "ids are kept in pointers");
         r = hashmap_put(b->memo, UINT64_TO_KEY(smp->stack_id), (void *) (uintptr_t) id);
@@ -377,6 +393,22 @@ int chbatch_add(chbatch *b, const struct store_outbox_sample *smp) {
         return 0;
 }
 
+/* prefix (host .. day), reason, value */
+int chbatch_drop(chbatch *b, const char *reason, uint64_t count) {
+        struct chbuf *o = &b->drops;
+        int r;
+
+        if (b->n_drains == 0)
+                return -EINVAL;
+        if (count == 0)
+                return 0;
+        if ((r = chbuf_put(o, b->prefix.data, b->prefix.len)) < 0 || (r = chbuf_field(o, reason)) < 0 ||
+            (r = chbuf_u64(o, count, '\n')) < 0)
+                return r;
+        b->n_drops++;
+        return 0;
+}
+
 static struct chbatch_body body(const struct chbuf *o, size_t rows) {
         return (struct chbatch_body) { .data = o->data ? o->data : "", .len = o->len, .rows = rows };
 }
@@ -391,6 +423,10 @@ struct chbatch_body chbatch_stacks(const chbatch *b) {
 
 struct chbatch_body chbatch_frames(const chbatch *b) {
         return body(&b->frames, b->n_frames);
+}
+
+struct chbatch_body chbatch_drops(const chbatch *b) {
+        return body(&b->drops, b->n_drops);
 }
 
 static int set_merge(hashmap *into, const hashmap *from) {

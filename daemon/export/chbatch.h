@@ -1,6 +1,8 @@
 /* Stored drains as the bodies of ClickHouse INSERTs (TabSeparated) into the
- * fleet tables of schema/clickhouse/: their sample rows, and the stacks and
- * frames they use that this host has not sent yet for their day. A batch
+ * fleet tables of schema/clickhouse/ (version 2): their sample rows, their
+ * drop counters, and the stacks (with how their user part ended) and frames
+ * (with why an unresolved one has no name) they use that this host has not
+ * sent yet for their day. A batch
  * holds drains of one UTC day only, so its samples are one block of one
  * partition: ClickHouse stores them whole or not at all.
  * Stacks and frames are named by content (64-bit hashes defined here, part
@@ -20,6 +22,7 @@
 extern const char chbatch_insert_samples[];
 extern const char chbatch_insert_stacks[];
 extern const char chbatch_insert_frames[];
+extern const char chbatch_insert_drops[];
 
 typedef struct chbatch chbatch;
 
@@ -43,6 +46,11 @@ int chbatch_drain(chbatch *b, uint64_t start_ns, uint64_t end_ns);
  * unless sent (or added) already for this day. Returns 0 or -ENOMEM. */
 int chbatch_add(chbatch *b, const struct store_outbox_sample *smp);
 
+/* Adds one drop counter of the current drain (the store's drops row: a
+ * reason and its count; a count of 0 adds nothing). Returns 0, -EINVAL
+ * before any drain, or -ENOMEM. */
+int chbatch_drop(chbatch *b, const char *reason, uint64_t count);
+
 /* Drains in the batch. */
 size_t chbatch_drains(const chbatch *b);
 
@@ -55,6 +63,7 @@ struct chbatch_body {
 struct chbatch_body chbatch_samples(const chbatch *b);
 struct chbatch_body chbatch_stacks(const chbatch *b);
 struct chbatch_body chbatch_frames(const chbatch *b);
+struct chbatch_body chbatch_drops(const chbatch *b);
 
 /* The batch's bodies were all stored: its new stacks and frames count as
  * sent for its day (a failed batch's are sent again with the retry).
@@ -66,9 +75,17 @@ int chbatch_commit(chbatch *b);
 void chbatch_forget(chbatch *b);
 
 /* The content ids (schema/clickhouse/shard.sql, stacks and frames): a
- * 64-bit FNV-1a over the fields, then the fmix64 finalizer. */
+ * 64-bit FNV-1a over the fields, then the fmix64 finalizer. A frame's
+ * unresolved reason counts only when not 0, so every other frame keeps the
+ * id version 1 gave it; a stack's end always counts (as exported, below). */
 uint64_t chbatch_frame_id(const struct store_frame_out *f);
-uint64_t chbatch_stack_id(const uint64_t *frame_ids, size_t n);
+uint64_t chbatch_stack_id(const uint64_t *frame_ids, size_t n, int user_end);
+
+/* stacks.user_end as exported: the store's end (0 complete, 1-8 truncated,
+ * STORE_END_LOST), or CHBATCH_END_UNKNOWN for STORE_END_UNKNOWN and any end
+ * that does not fit (what version-1 rows read as, too). */
+#define CHBATCH_END_UNKNOWN 255
+uint8_t chbatch_user_end(int user_end);
 
 /* Writes the UTC day of ns as "YYYY-MM-DD" into ret (11 bytes). */
 void chbatch_day(uint64_t ns, char ret[11]);

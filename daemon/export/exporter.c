@@ -358,6 +358,12 @@ static int check_schema(exporter *e) {
                 return fail_with(e, &f);
         if (r < 0)
                 return r;
+        /* exactly the version whose columns chbatch writes: an older one
+         * lacks them, a newer one may need what this profd cannot write */
+        if (version < clickhouse_schema_version)
+                return fail(e, EXPORTER_ERROR_SCHEMA, "%s holds profd schema version %" PRIu64 ", this profd "
+                            "exports version %u; upgrade it in place with profctl --clickhouse URL init "
+                            "(docs/clickhouse.md)", e->url, version, clickhouse_schema_version);
         if (version != clickhouse_schema_version)
                 return fail(e, EXPORTER_ERROR_SCHEMA, "%s holds profd schema version %" PRIu64 ", this profd "
                             "exports version %u; use a profd of the same version, or a database made for it",
@@ -371,31 +377,16 @@ static void batch_query_id(const exporter *e, const struct store_outbox_drain *f
         snprintf(ret, size, "profd-%s-%" PRIu64, e->host_name, first->end_ns);
 }
 
-/* Which of drains[0..n) ClickHouse holds already (an earlier attempt
- * stored them, and its answer was lost): stored[i] set for those. A batch
- * is one INSERT of one block into one partition of one shard, so each
- * drain is there whole or not at all. First makes sure no earlier insert
- * of this host is still running, which could land after the look. Returns
- * 0, or -EAGAIN (recorded: back off), -ENOMEM, -ECANCELED. */
-static int drains_stored(exporter *e, const struct store_outbox_drain *drains, size_t n, bool *stored) {
+/* Sets stored[i] for the drains[0..n) whose drain_end `table` holds for
+ * this host (`where`: more conditions, "" or " AND ..."). Returns 0, or
+ * -EAGAIN (recorded: back off), -ENOMEM, -ECANCELED. */
+static int drains_in(exporter *e, const char *table, const char *where, const struct store_outbox_drain *drains,
+                     size_t n, bool *stored) {
         _cleanup_free_ char *sql = NULL, *answer = NULL;
         struct chbuf ends = {}, days = {};
         struct failure f;
-        uint64_t running;
         int r;
 
-        /* host names need no quoting (conf_host_name_valid) */
-        if (asprintf(&sql, "SELECT count() FROM system.processes WHERE substring(query_id, 1, %zu) = 'profd-%s-'",
-                     strlen(e->host_name) + 7, e->host_name) < 0)
-                return -ENOMEM;
-        r = query_u64(e, "looking for an insert still running", sql, &running, &f);
-        if (r == -EAGAIN)
-                return fail_with(e, &f);
-        if (r < 0)
-                return r;
-        if (running > 0)
-                return fail(e, EXPORTER_ERROR_TIMEOUT, "an earlier insert is still running at %s; waiting for it",
-                            e->url);
         for (size_t i = 0; i < n; i++) {
                 char day[11], num[32];
 
@@ -411,9 +402,9 @@ static int drains_stored(exporter *e, const struct store_outbox_drain *drains, s
                 }
                 stored[i] = false;
         }
-        free(sql);
-        r = asprintf(&sql, "SELECT DISTINCT drain_end FROM profd.samples WHERE day IN (%s) AND host = '%s' "
-                           "AND kind IN (0, 1, 2) AND drain_end IN (%s)", days.data, e->host_name, ends.data);
+        /* host names need no quoting (conf_host_name_valid) */
+        r = asprintf(&sql, "SELECT DISTINCT drain_end FROM %s WHERE day IN (%s) AND host = '%s'%s "
+                           "AND drain_end IN (%s)", table, days.data, e->host_name, where, ends.data);
         free(ends.data);
         free(days.data);
         if (r < 0)
@@ -437,6 +428,40 @@ static int drains_stored(exporter *e, const struct store_outbox_drain *drains, s
                                 stored[i] = true;
         }
         return 0;
+}
+
+/* Which of drains[0..n) ClickHouse holds already (an earlier attempt
+ * stored them, and its answer was lost): stored[i] set for those whose
+ * samples are there, drops_stored[i] for those whose drop rows are. A
+ * batch's drops and its samples are each one INSERT of one block into one
+ * partition of one shard, so each drain's are there whole or not at all,
+ * and the drops go first: a drain with samples there has its drops there.
+ * First makes sure no earlier insert of this host is still running, which
+ * could land after the look. Returns 0, or -EAGAIN (recorded: back off),
+ * -ENOMEM, -ECANCELED. */
+static int drains_stored(exporter *e, const struct store_outbox_drain *drains, size_t n, bool *stored,
+                         bool *drops_stored) {
+        _cleanup_free_ char *sql = NULL;
+        struct failure f;
+        uint64_t running;
+        int r;
+
+        /* host names need no quoting (conf_host_name_valid) */
+        if (asprintf(&sql, "SELECT count() FROM system.processes WHERE substring(query_id, 1, %zu) = 'profd-%s-'",
+                     strlen(e->host_name) + 7, e->host_name) < 0)
+                return -ENOMEM;
+        r = query_u64(e, "looking for an insert still running", sql, &running, &f);
+        if (r == -EAGAIN)
+                return fail_with(e, &f);
+        if (r < 0)
+                return r;
+        if (running > 0)
+                return fail(e, EXPORTER_ERROR_TIMEOUT, "an earlier insert is still running at %s; waiting for it",
+                            e->url);
+        r = drains_in(e, "profd.samples", " AND kind IN (0, 1, 2)", drains, n, stored);
+        if (r < 0)
+                return r;
+        return drains_in(e, "profd.drops", "", drains, n, drops_stored);
 }
 
 /* Sends one statement's body, if it has rows. */
@@ -473,6 +498,10 @@ static int add_sample(const struct store_outbox_sample *smp, void *userdata) {
         return chbatch_add(userdata, smp);
 }
 
+static int add_drop(const char *reason, uint64_t count, void *userdata) {
+        return chbatch_drop(userdata, reason, count);
+}
+
 /* Drains of one batch at most, and bytes of sample rows: a backlog goes
  * in requests of a few MiB (one part per shard each, which ClickHouse
  * merges easily), and a request stays well within the timeout. */
@@ -485,13 +514,13 @@ _Static_assert(PENDING_BATCH <= BATCH_DRAINS_MAX, "a look at the outbox is one b
  * cursor past them. Returns k, or a negative errno (-EAGAIN: recorded,
  * back off). */
 static int export_batch(exporter *e, const struct store_outbox_drain *drains, size_t n) {
-        bool stored[PENDING_BATCH] = {};
+        bool stored[PENDING_BATCH] = {}, drops_stored[PENDING_BATCH] = {};
         size_t k = 0, sent = 0, found = 0;
-        char qid[300];
+        char qid[300], qid_drops[310];
         int r;
 
         if (e->check_next) {
-                r = drains_stored(e, drains, n, stored);
+                r = drains_stored(e, drains, n, stored, drops_stored);
                 if (r < 0)
                         return r;
         }
@@ -515,6 +544,9 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
                                   drains[k].id);
                         continue;
                 }
+                /* after its samples: a drain retention took has none */
+                if (r >= 0 && !drops_stored[k])
+                        r = store_outbox_drops(e->outbox, drains[k].id, add_drop, e->batch);
                 if (r < 0)
                         return r == -ENOMEM ? r : fail(e, EXPORTER_ERROR_LOCAL, "cannot read drain %" PRId64
                                                        " from %s: %s", drains[k].id, e->store_path, strerror(-r));
@@ -523,14 +555,19 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
         if (k == 0)
                 return -EIO; /* cannot happen: the first drain always fits */
         batch_query_id(e, &drains[0], qid, sizeof(qid));
+        /* its own id, under the same prefix: drains_stored waits for it too */
+        snprintf(qid_drops, sizeof(qid_drops), "%s-drops", qid);
         /* stacks and frames first: a sample never names a stack ClickHouse
          * lacks; sending them again is harmless */
         if ((r = insert(e, "inserting frames", chbatch_insert_frames, chbatch_frames(e->batch), NULL)) < 0 ||
             (r = insert(e, "inserting stacks", chbatch_insert_stacks, chbatch_stacks(e->batch), NULL)) < 0)
                 return r;
-        /* from here on a failure may leave the samples stored */
+        /* from here on a failure may leave drops or samples stored; drops
+         * first (drains_stored) */
         e->check_next = true;
-        r = insert(e, "inserting samples", chbatch_insert_samples, chbatch_samples(e->batch), qid);
+        r = insert(e, "inserting drops", chbatch_insert_drops, chbatch_drops(e->batch), qid_drops);
+        if (r >= 0)
+                r = insert(e, "inserting samples", chbatch_insert_samples, chbatch_samples(e->batch), qid);
         if (r < 0)
                 return r;
         r = chbatch_commit(e->batch);

@@ -1432,6 +1432,15 @@ int store_query_drops(store *s, const struct store_query *q, store_drop_fn fn, v
         return r;
 }
 
+int store_outbox_drops(store *s, int64_t drain_id, store_drop_fn fn, void *userdata) {
+        struct store_query q = { .drain_id = drain_id };
+
+        /* one drain's rows, no window: the query above's first form */
+        if (drain_id <= 0)
+                return -EINVAL;
+        return store_query_drops(s, &q, fn, userdata);
+}
+
 int store_last_drain(store *s, int64_t *ret_id, uint64_t *ret_start_ns, uint64_t *ret_end_ns) {
         sqlite3_stmt *st = NULL;
         int rc, r = 0;
@@ -1680,11 +1689,7 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                         .value = (uint64_t) sqlite3_column_int64(st, 14),
                 };
 
-                /* how the stack ended is not exported (yet): ClickHouse's
-                 * schema has no place for it */
-                int user_end;
-
-                r = stack_frames(s, smp.stack_id, cache, &out, &out_cap, &smp.n_frames, &user_end);
+                r = stack_frames(s, smp.stack_id, cache, &out, &out_cap, &smp.n_frames, &smp.user_end);
                 if (r < 0)
                         goto out;
                 smp.frames = out;

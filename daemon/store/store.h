@@ -251,6 +251,7 @@ struct store_outbox_sample {
         int kind, state;
         uint32_t peer_tid;
         int64_t stack_id; /* the store's id: within one call, the same id is the same frames */
+        int user_end;     /* how its user part ended, as store_stack_out's */
         const struct store_frame_out *frames; /* root first, as a query answers the stack */
         size_t n_frames;
         uint64_t value;
@@ -263,3 +264,8 @@ typedef int (*store_outbox_sample_fn)(const struct store_outbox_sample *smp, voi
  * Returns 0, -ENOENT when the drain is no longer there as drained
  * (retention merged or deleted it), or a negative errno. */
 int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata);
+
+/* Calls fn for every drop counter (reason, count) of drain_id, as
+ * store_query_drops does for a window. Returns 0 or a negative errno
+ * (fn's included). */
+int store_outbox_drops(store *s, int64_t drain_id, store_drop_fn fn, void *userdata);

@@ -1,5 +1,6 @@
--- profd's fleet tables in ClickHouse (18.16 and later), version 1: what every
--- shard holds. Run on each shard once (profctl --clickhouse URL init does).
+-- profd's fleet tables in ClickHouse (18.16 and later), version 2: what every
+-- shard holds. Run on each shard once (profctl --clickhouse URL init does);
+-- a version-1 shard is upgraded in place by upgrade.sql.
 -- Statements end with ';' at the end of a line; '--' comments only.
 -- docs/clickhouse.md describes every column and why.
 
@@ -10,8 +11,6 @@ CREATE DATABASE IF NOT EXISTS profd;
 CREATE TABLE IF NOT EXISTS profd.schema_version (
         version UInt32
 ) ENGINE = ReplacingMergeTree ORDER BY version;
-
-INSERT INTO profd.schema_version (version) VALUES (1);
 
 -- One row per sample row of a host's store: a (process, thread, cgroup,
 -- kind, state, peer, stack) and its value within one drain. A drain is
@@ -44,7 +43,7 @@ CREATE TABLE IF NOT EXISTS profd.samples_local (
 PARTITION BY day
 ORDER BY (kind, host, time);
 
--- Stacks by content: id is a 64-bit hash of frames, so every host names the
+-- Stacks by content: id is a 64-bit hash of frames and user_end, so every host names the
 -- same stack alike and a stack is stored once per day however many hosts
 -- sent it. `day` is the day of the samples that use it: each host sends a
 -- stack again on the first day it uses it, so dropping a day's partitions
@@ -54,7 +53,9 @@ ORDER BY (kind, host, time);
 CREATE TABLE IF NOT EXISTS profd.stacks_local (
         day Date,
         id UInt64,
-        frames Array(UInt64)            -- frames.id, root first, as a local query answer lists them
+        frames Array(UInt64),           -- frames.id, root first, as a local query answer lists them
+        user_end UInt8 DEFAULT 255      -- how its user part ended, the store's stacks.user_end (schema/0006):
+                                        -- 0 complete, 1-8 truncated, 64 lost; 255 unknown (rows of version 1)
 ) ENGINE = ReplacingMergeTree
 PARTITION BY day
 ORDER BY id;
@@ -77,7 +78,30 @@ CREATE TABLE IF NOT EXISTS profd.frames_local (
         kernel UInt8,
         resolved UInt8,
         inlined UInt8,                  -- an inlined call: the caller is the frame before
-        jit UInt8
+        jit UInt8,
+        unresolved UInt8 DEFAULT 0      -- why an unresolved user frame has no name, the store's
+                                        -- locations.unresolved: 1 no symbols, 2 no file, 3 JIT without
+                                        -- map, 4 unknown mapping; 0 not known (and every other frame)
 ) ENGINE = ReplacingMergeTree
 PARTITION BY day
 ORDER BY id;
+
+-- Data lost host-wide in a drain interval (the store's drops table): one row
+-- per reason with a non-zero count, for the quality report of fleet queries.
+-- Inserted as one block per batch before its samples; profd looks (host,
+-- drain_end) up here as in samples before sending a drain's drops again.
+CREATE TABLE IF NOT EXISTS profd.drops_local (
+        host String,
+        drain_start UInt64,
+        drain_end UInt64,
+        time DateTime,                  -- drain_end in seconds
+        day Date,                       -- drain_end's day in UTC: the partition
+        reason String,                  -- as profctl status names it: map_full, ringbuf_full, ...
+        value UInt64                    -- events lost
+) ENGINE = MergeTree
+PARTITION BY day
+ORDER BY (host, time);
+
+-- Last: a version row says every table above is there (profctl's init
+-- inserts it after cluster.sql and upgrade.sql).
+INSERT INTO profd.schema_version (version) VALUES (2);

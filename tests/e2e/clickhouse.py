@@ -63,13 +63,17 @@ def free_port():
         return s.getsockname()[1]
 
 
-def schema_statements(name, cluster=CLUSTER_NAME):
-    """The statements of schema/clickhouse/NAME.sql as profd embeds them
-    (schema/clickhouse/embed.py), {cluster} replaced."""
+# Version 1 of the schema, as profd 1 created it: what the upgrade is tested on.
+SCHEMA_V1_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clickhouse-v1")
+
+
+def schema_statements(name, cluster=CLUSTER_NAME, schema_dir=SCHEMA_DIR):
+    """The statements of schema/clickhouse/NAME.sql (or of schema_dir's) as
+    profd embeds them (schema/clickhouse/embed.py), {cluster} replaced."""
     spec = importlib.util.spec_from_file_location("clickhouse_embed", os.path.join(SCHEMA_DIR, "embed.py"))
     embed = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(embed)
-    return [s.replace("{cluster}", cluster) for s in embed.statements(os.path.join(SCHEMA_DIR, name))]
+    return [s.replace("{cluster}", cluster) for s in embed.statements(os.path.join(schema_dir, name))]
 
 
 class Error(Exception):
@@ -287,11 +291,13 @@ class Cluster:
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
-    def create_schema(self, cluster=CLUSTER_NAME):
-        """shard.sql on every server, then cluster.sql on every server."""
+    def create_schema(self, cluster=CLUSTER_NAME, schema_dir=SCHEMA_DIR):
+        """shard.sql on every server, then cluster.sql on every server (of
+        schema_dir: SCHEMA_V1_DIR for version 1; a newer version's
+        upgrade.sql is profctl init's)."""
         for name in ("shard.sql", "cluster.sql"):
             for s in self.servers:
-                for stmt in schema_statements(name, cluster):
+                for stmt in schema_statements(name, cluster, schema_dir):
                     s.query(stmt)
 
     def query(self, sql, **kw):

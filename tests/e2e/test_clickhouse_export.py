@@ -25,16 +25,19 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clickhouse  # noqa: E402
-from harness import Profd, binary, require_root, run_tests  # noqa: E402
+from harness import Profd, binary, require_root, run_tests, storegen  # noqa: E402
 
 CH = None  # the cluster every test uses
 INTERVAL = "2s"  # enough drains in seconds, few enough for a loaded 2-CPU machine
 
 
-def start_profd(host, url=None, user=clickhouse.USER, password=clickhouse.PASSWORD, timeout=None):
+def start_profd(host, url=None, user=clickhouse.USER, password=clickhouse.PASSWORD, timeout=None, spec=None):
     """A profd (not started yet) exporting to url (default: the cluster) as
-    host, with a credentials file for user."""
+    host, with a credentials file for user; with spec, its store starts
+    with that known content (storegen)."""
     p = Profd("--interval", INTERVAL, "--clickhouse-url", url or CH.url, "--host-name", host)
+    if spec:
+        storegen(p.store, spec)
     p.credentials = set_credentials(p, user, password)
     p.config = os.path.join(p.dir, "profd.conf")
     with open(p.config, "w") as f:
@@ -124,9 +127,34 @@ def clickhouse_drains(host, upto_end):
     return res
 
 
+def local_drops(p):
+    """{(drain_end, reason): count} of the store's drains up to caught_up's."""
+    db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+    try:
+        return {(end, reason): n for end, reason, n in db.execute(
+            "SELECT d.end_ns, x.reason, x.count FROM drops x JOIN drains d ON d.id = x.drain_id "
+            "WHERE d.resolution_ns = 0 AND d.id <= ?", (p.upto[0],))}
+    finally:
+        db.close()
+
+
+def assert_drops_exactly_once(p, host):
+    """Every drop counter of the store's drains is in profd.drops once."""
+    out = CH.query(f"SELECT drain_end, reason, count(), sum(value) FROM profd.drops WHERE host = '{host}' "
+                   f"AND drain_end <= {p.upto[1]} GROUP BY drain_end, reason FORMAT TabSeparated")
+    rows = [line.split("\t") for line in out.splitlines()]
+    twice = [r for r in rows if r[2] != "1"]
+    remote = {(int(e), reason): int(v) for e, reason, _, v in rows}
+    local = local_drops(p)
+    assert not twice and remote == local, (host, twice[:5], sorted(set(local.items()) ^ set(remote.items()))[:10])
+    return len(local)
+
+
 def assert_exactly_once(p, host):
     """Every drain of the store is in ClickHouse once, with the same rows
-    and values; ClickHouse has nothing else for host."""
+    and values, and the same drop counters; ClickHouse has nothing else for
+    host."""
+    assert_drops_exactly_once(p, host)
     local, remote = local_drains(p), clickhouse_drains(host, p.upto[1])
     assert local, "the store holds no samples"
     missing = sorted(set(local) - set(remote))
@@ -346,8 +374,9 @@ class DroppingProxy:
     INSERTs are passed on (ClickHouse stores them) and their answers are
     never given: profd's request times out after the data was stored."""
 
-    def __init__(self, upstream, drops):
+    def __init__(self, upstream, drops, table="samples"):
         self.upstream, self.drops, self.dropped = upstream, drops, 0
+        self.insert = "INSERT%20INTO%20profd." + table + "%20"
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -365,7 +394,7 @@ class DroppingProxy:
                         status, data = r.status, r.read()
                 except urllib.error.HTTPError as e:
                     status, data = e.code, e.read()
-                if "INSERT%20INTO%20profd.samples" in self.path and status == 200 and proxy.dropped < proxy.drops:
+                if proxy.insert in self.path and status == 200 and proxy.dropped < proxy.drops:
                     proxy.dropped += 1
                     time.sleep(4)  # longer than profd's clickhouse_timeout: it gives up
                     self.close_connection = True
@@ -397,6 +426,29 @@ def test_insert_stored_but_answer_lost_is_not_sent_twice():
         e, _ = export_status(p)
         assert e["errors"]["timeout"] >= 2, e
         assert e["already_stored"] >= 2, f"the stored drains were not found before resending: {e}"
+        assert_exactly_once(p, host)
+    finally:
+        stop(p)
+        proxy.close()
+
+
+def test_drops_stored_but_answer_lost_are_not_sent_twice():
+    """Drop rows go in before the samples: when their insert landed but its
+    answer was lost, the retry finds them (profd.drops, by drain_end) and
+    sends only the samples."""
+    host = "drops-host"
+    spec = [{"ago_s": ago, "drops": {"map_full": 7, "ringbuf_full": i + 1}} for i, ago in enumerate((40, 30, 20))]
+    spec += [{"ago_s": ago, "pid": 9, "comm": "known", "value": 5, "stack": [{"name": "main", "module": "/bin/k"}]}
+             for ago in (40, 30)]
+    proxy = DroppingProxy(CH.url, drops=2, table="drops")
+    p = start_profd(host, url=proxy.url, timeout="1s", spec=spec)
+    try:
+        p.start(timeout=180)
+        wait_for("two dropped answers", lambda: proxy.dropped >= 2, p=p)
+        caught_up(p)
+        e, _ = export_status(p)
+        assert e["errors"]["timeout"] >= 2, e
+        assert assert_drops_exactly_once(p, host) >= 6
         assert_exactly_once(p, host)
     finally:
         stop(p)
@@ -445,11 +497,11 @@ def test_other_schema_version_is_refused_and_profiling_goes_on():
     entry.query("INSERT INTO profd.schema_version (version) VALUES (99)")
     try:
         p = start_profd("schema-host")
-        check_bad_config(p, "schema", ["schema version 99", "exports version 1"])
+        check_bad_config(p, "schema", ["schema version 99", "exports version 2"])
         assert CH.query("SELECT count() FROM profd.samples WHERE host = 'schema-host'").strip() == "0"
     finally:
         entry.query("TRUNCATE TABLE profd.schema_version")
-        entry.query("INSERT INTO profd.schema_version (version) VALUES (1)")
+        entry.query("INSERT INTO profd.schema_version (version) VALUES (2)")
 
 
 def main():
@@ -463,6 +515,7 @@ def main():
             test_shard_killed_mid_export_loses_and_doubles_nothing,
             test_read_only_user_keeps_a_backlog_then_catches_up,
             test_insert_stored_but_answer_lost_is_not_sent_twice,
+            test_drops_stored_but_answer_lost_are_not_sent_twice,
             test_unreachable_url_is_reported_and_profiling_goes_on,
             test_wrong_password_is_reported_and_profiling_goes_on,
             test_other_schema_version_is_refused_and_profiling_goes_on,

@@ -4,7 +4,9 @@ loopback (tests/e2e/clickhouse.py), the schema created by the real
 `profctl --clickhouse URL init`, three hosts' stores with known content
 (storegen) served by real serve-only profd instances, and every view of
 `profctl --clickhouse URL query --host H` compared with the same view of
-`profctl query` against that host's profd: same stacks, same totals.
+`profctl query` against that host's profd: same stacks, same totals, and
+the same quality report per host. The cluster starts with schema version 1
+(tests/e2e/clickhouse-v1/), which `profctl init` upgrades in place.
 
 The hosts' data reaches ClickHouse through load_store() below, which reads
 each store and inserts its drains, stacks and frames as the schema
@@ -14,7 +16,6 @@ covers the exporter end to end)."""
 import gzip
 import hashlib
 import json
-import re
 import os
 import sqlite3
 import subprocess
@@ -49,6 +50,8 @@ def kfr(name):
 
 
 MAIN = fr("main", file="app.c", line=10)
+Q = "/usr/bin/q"
+QLIB = "/usr/lib/libq.so"
 # Names a query must carry through SQL, TabSeparated and JSON unharmed.
 ODD = fr("ns::odd<'q\\\\'>;semi\tcaf\u00e9", file="o d.c", line=7, raw_name="_ZN2ns3oddE")
 
@@ -80,6 +83,17 @@ def host_spec(n):
             exe=APP, uid=33, cgroup=cg_web)
         add(ago, 500000, 100, "web", [MAIN, fr("flush"), kfr("io_schedule")], kind="offcpu", state="D",
             exe=APP, uid=33, cgroup=cg_web)
+        # the quality report's inputs: truncated stacks by reason, one of
+        # unknown end, unresolved frames by reason
+        add(ago, 10 * n, 500, "q", [fr("q_main", Q), fr("q_deep", Q)], end="depth")
+        add(ago, 4, 500, "q", [fr("q_main", Q), fr("q_x", Q, resolved=False, address=0x10, unresolved="no_symbols")],
+            end="no_process")
+        add(ago, n, 500, "q", [fr("q_main", Q), fr("l", QLIB, resolved=False, address=0x20, unresolved="no_file")],
+            end="unknown")
+        add(ago, 2, 500, "q", [fr("q_main", Q), fr("q_y", Q, resolved=False, address=0x30)], end="read_fault")
+    # losses: in the window, and before it (in EARLIER, not in WINDOW)
+    lines.append({"ago_s": 600, "drops": {"map_full": 5 * n, "ringbuf_full": 1}})
+    lines.append({"ago_s": 3 * 3600 - 60, "drops": {"stack_map_full": 99}})
     # before the window: the baseline of the diff between windows
     add(3 * 3600 - 60, 90, 100, "web", [MAIN, fr("serve"), fr("read", LIBC), kfr("ksys_read"),
                                         kfr("vfs_read")], exe=APP, uid=33, cgroup=cg_web, interval_s=10)
@@ -102,15 +116,16 @@ def hash64(*parts):
 def location_frames(db, lid):
     """The frames a local query answers for location lid, as profd's store
     makes them (daemon/store/store.c, load_location)."""
-    address, kernel, module, fn, raw, build_id = db.execute(
-        "SELECT l.address, l.kernel, m.path, f.name, f.raw_name, m.build_id FROM locations l "
+    address, kernel, module, fn, raw, build_id, unresolved = db.execute(
+        "SELECT l.address, l.kernel, m.path, f.name, f.raw_name, m.build_id, l.unresolved FROM locations l "
         "JOIN mappings m ON m.id = l.mapping_id LEFT JOIN functions f ON f.id = l.function_id "
         "WHERE l.id = ?", (lid,)).fetchone()
     module = module if module is not None else "[unknown]"
     jit = module == "[jit]"
     base = {"address": u64(address), "kernel": int(bool(kernel)), "module": module,
             "has_address": int(module != "[lost]"), "jit": int(jit),
-            "build_id": build_id if build_id and not jit else "", "file": "", "line": 0, "inlined": 0}
+            "build_id": build_id if build_id and not jit else "", "file": "", "line": 0, "inlined": 0,
+            "unresolved": unresolved or 0}
     if fn is not None:
         base.update(name=fn, raw_name=raw or "", resolved=1)
     else:
@@ -127,7 +142,7 @@ def location_frames(db, lid):
 
 
 FRAME_COLUMNS = ["id", "name", "raw_name", "module", "build_id", "file", "address", "line", "has_address",
-                 "kernel", "resolved", "inlined", "jit"]
+                 "kernel", "resolved", "inlined", "jit", "unresolved"]
 
 
 def tsv(values):
@@ -141,8 +156,10 @@ def day_of(ns):
     return datetime.datetime.fromtimestamp(ns // 10**9, datetime.timezone.utc).strftime("%Y-%m-%d")
 
 
-def load_store(ch, store, host):
-    """Inserts every drain of store into ClickHouse as host's."""
+def load_store(ch, store, host, version=2):
+    """Inserts every drain of store into ClickHouse as host's, in the
+    columns of schema version 2 (stack ends, unresolved reasons, drops) or
+    of version 1 (without them)."""
     db = sqlite3.connect(store)
     stack_cache = {}
     samples, stacks, frames = [], {}, {}
@@ -152,17 +169,18 @@ def load_store(ch, store, host):
             "s.tid, s.cgroup_id, s.kind, s.state, s.peer_tid, s.stack_id, s.value FROM samples s "
             "JOIN drains d ON d.id = s.drain_id JOIN processes p ON p.id = s.process_id"):
         if stack_id not in stack_cache:
-            (blob,) = db.execute("SELECT frames FROM stacks WHERE id = ?", (stack_id,)).fetchone()
+            blob, user_end = db.execute("SELECT frames, user_end FROM stacks WHERE id = ?", (stack_id,)).fetchone()
+            user_end = 255 if user_end is None else user_end
             ids = []
             for i in range(0, len(blob), 8):
                 for f in location_frames(db, int.from_bytes(blob[i:i + 8], "little", signed=True)):
                     fid = hash64(*(f[c] for c in FRAME_COLUMNS[1:]))
                     frames[fid] = dict(f, id=fid)
                     ids.append(fid)
-            stack_cache[stack_id] = (hash64(*ids), ids)
-        sid, ids = stack_cache[stack_id]
+            stack_cache[stack_id] = (hash64(*ids, user_end), ids, user_end)
+        sid, ids, user_end = stack_cache[stack_id]
         day = day_of(drain_end)
-        stacks[(day, sid)] = ids
+        stacks[(day, sid)] = (ids, user_end)
         samples.append([host, drain_start, drain_end, drain_end // 10**9, day, pid, pstart, comm, exe or "",
                         uid if uid is not None else -1, cgroup or "", unit or "", container or "", tid, cgroup_id,
                         kind, state, peer, sid, value])
@@ -174,17 +192,29 @@ def load_store(ch, store, host):
              "uid, cgroup, unit, container, tid, cgroup_id, kind, state, peer_tid, stack, value) "
              "FORMAT TabSeparated", data="".join(tsv(s[:3] + [s[3]] + s[4:]) for s in samples).encode(),
              settings=sync)
-    ch.query("INSERT INTO profd.stacks (day, id, frames) FORMAT TabSeparated",
-             data="".join(tsv([d, sid, "[" + ",".join(map(str, ids)) + "]"]) for (d, sid), ids in stacks.items())
+    columns = FRAME_COLUMNS if version >= 2 else FRAME_COLUMNS[:-1]
+    ch.query("INSERT INTO profd.stacks (day, id, frames%s) FORMAT TabSeparated" % (", user_end" if version >= 2 else ""),
+             data="".join(tsv([d, sid, "[" + ",".join(map(str, ids)) + "]"] + ([end] if version >= 2 else []))
+                          for (d, sid), (ids, end) in stacks.items()).encode(), settings=sync)
+    ch.query("INSERT INTO profd.frames (day, " + ", ".join(columns) + ") FORMAT TabSeparated",
+             data="".join(tsv([d] + [f[c] for c in columns]) for d in days for f in frames.values())
              .encode(), settings=sync)
-    ch.query("INSERT INTO profd.frames (day, " + ", ".join(FRAME_COLUMNS) + ") FORMAT TabSeparated",
-             data="".join(tsv([d] + [f[c] for c in FRAME_COLUMNS]) for d in days for f in frames.values())
-             .encode(), settings=sync)
+    drops = db.execute("SELECT d.start_ns, d.end_ns, x.reason, x.count FROM drops x JOIN drains d ON "
+                       "d.id = x.drain_id").fetchall()
+    if version >= 2 and drops:
+        ch.query("INSERT INTO profd.drops (host, drain_start, drain_end, time, day, reason, value) "
+                 "FORMAT TabSeparated", data="".join(tsv([host, s, e, e // 10**9, day_of(e), reason, n])
+                                                     for s, e, reason, n in drops).encode(), settings=sync)
 
 
 # ---- the fixture: a cluster, three hosts ----
 
 HOSTS = ["web-1", "web-2", "db-1"]
+# A host whose drains version 1 stored (before the upgrade), on a day no
+# other test's window touches.
+OLD_HOST = "old-1"
+OLD_NOW = "2026-11-18T12:00:00Z"
+OLD_WINDOW = ["--from", "2026-11-18T11:00:00Z", "--to", "2026-11-18T12:00:00Z"]
 
 
 class Fleet:
@@ -195,6 +225,11 @@ class Fleet:
     def __enter__(self):
         self.ch.__enter__()
         try:
+            # version 1, with a host's data in it: test_init upgrades it
+            self.ch.create_schema(schema_dir=clickhouse.SCHEMA_V1_DIR)
+            d = tempfile.mkdtemp(prefix="profd-test-")
+            storegen(os.path.join(d, "old.db"), host_spec(1), now=OLD_NOW)
+            load_store(self.ch, os.path.join(d, "old.db"), OLD_HOST, version=1)
             for i, h in enumerate(HOSTS, 1):
                 d = tempfile.mkdtemp(prefix="profd-test-")
                 store = os.path.join(d, "profd.db")
@@ -237,23 +272,28 @@ def stacks_of(doc):
     return out
 
 
-# The quality report (docs/profctl.md, "Quality") says how profd collected a
-# host's stacks; ClickHouse keeps no stack ends, so a fleet answer carries
-# none. Fleet and local answers are compared without it.
-def without_quality(doc):
-    """A query --json document (or part of one) without its quality report
-    and the series points' complete parts."""
-    if isinstance(doc, dict):
-        return {k: without_quality(v) for k, v in doc.items()
-                if k not in ("quality", "complete", "complete_pct")}
-    if isinstance(doc, list):
-        return [without_quality(v) for v in doc]
-    return doc
+def without_by_host(doc):
+    """A fleet --json document without its per-host reports: what is left
+    is shaped as the local one."""
+    return {k: v for k, v in doc.items() if k != "quality_by_host"}
 
 
-def svg_without_quality(data):
-    """An SVG flame graph without the quality summary of its subtitle."""
-    return re.sub(" \u2014 quality: [^<]*".encode(), b"", data)
+def add_reports(reports):
+    """The field-by-field sum of quality reports (a fleet's total)."""
+    out = None
+    for r in reports:
+        if out is None:
+            out = json.loads(json.dumps(r))
+            continue
+        for k, v in r.items():
+            if isinstance(v, dict):
+                for kk, vv in v.items():
+                    out[k][kk] += vv
+            elif isinstance(v, bool):
+                out[k] = out[k] or v
+            else:
+                out[k] += v
+    return out
 
 
 F = None
@@ -277,16 +317,29 @@ FILTERS = [
 ]
 
 
-def test_init_creates_the_schema_on_both_shards_and_is_idempotent():
+def test_init_upgrades_version_1_on_both_shards_and_is_idempotent():
+    assert F.ch.query("SELECT max(version) FROM profd.schema_version").strip() == "1"
+    old = F.ch.query("SELECT host, count(), sum(value) FROM profd.samples GROUP BY host ORDER BY host")
+    assert old.startswith(OLD_HOST + "\t"), old
+    # a profctl of version 2 does not read version 1: it says how to upgrade
+    r = F.fleet("query", *WINDOW, check=False)
+    assert r.returncode == 1 and b"holds profd schema version 1, this profctl reads version 2" in r.stderr, r.stderr
     for s in F.ch.servers:
         r = F.fleet("init", "--cluster", clickhouse.CLUSTER_NAME, url=s.url)
         assert b"schema ready" in r.stdout, r.stdout
     for s in F.ch.servers:
         tables = set(s.query("SELECT name FROM system.tables WHERE database = 'profd'").split())
-        assert tables >= {"samples_local", "stacks_local", "frames_local", "schema_version", "samples", "stacks",
-                          "frames"}, tables
+        assert tables >= {"samples_local", "stacks_local", "frames_local", "drops_local", "schema_version",
+                          "samples", "stacks", "frames", "drops"}, tables
+        for table, column in (("stacks_local", "user_end"), ("stacks", "user_end"), ("frames_local", "unresolved"),
+                              ("frames", "unresolved")):
+            assert s.query(f"SELECT count() FROM system.columns WHERE database = 'profd' AND table = '{table}' "
+                           f"AND name = '{column}'").strip() == "1", (s.name, table, column)
         assert "Distributed" in s.query("SELECT engine FROM system.tables WHERE database = 'profd' AND "
                                         "name = 'samples'")
+    # what version 1 stored is still there, its stacks of unknown end
+    assert F.ch.query("SELECT host, count(), sum(value) FROM profd.samples GROUP BY host ORDER BY host") == old
+    assert F.ch.query("SELECT DISTINCT user_end FROM profd.stacks").split() == ["255"]
     for host, p in F.hosts.items():
         load_store(F.ch, p.store, host)
     before = F.ch.query("SELECT host, count(), sum(value) FROM profd.samples GROUP BY host ORDER BY host")
@@ -296,7 +349,14 @@ def test_init_creates_the_schema_on_both_shards_and_is_idempotent():
     for s in F.ch.servers:
         F.fleet("init", "--cluster", clickhouse.CLUSTER_NAME, url=s.url)
     assert F.ch.query("SELECT host, count(), sum(value) FROM profd.samples GROUP BY host ORDER BY host") == before
-    assert F.ch.query("SELECT max(version) FROM profd.schema_version").strip() == "1"
+    assert F.ch.query("SELECT max(version) FROM profd.schema_version").strip() == "2"
+    # the version-1 host's answer: every stack of unknown end, every
+    # unresolved frame of unknown reason, no losses (version 1 kept none)
+    q = json.loads(F.fleet("query", "--json", "--host", OLD_HOST, *OLD_WINDOW).stdout)
+    rep = q["quality_by_host"][OLD_HOST]
+    assert q["total"] > 0 and rep["total"] == q["total"] and rep["unknown"] == q["total"], rep
+    assert rep["complete"] == 0 and rep["truncated_total"] == 0 and rep["unresolved"] > 0, rep
+    assert rep["unresolved_by"]["unknown"] == rep["unresolved"] and sum(rep["lost"].values()) == 0, rep
     r = F.fleet("init", "--cluster", "no_such_cluster", check=False)
     assert r.returncode == 1 and b"no cluster 'no_such_cluster'" in r.stderr, r.stderr
 
@@ -310,6 +370,60 @@ def test_each_hosts_fleet_answer_equals_its_local_answer():
             assert stacks_of(fleet) == stacks_of(local), (host, filters, fleet, local)
             for k in ("total", "stacks_count", "kind", "unit", "from_ns", "to_ns"):
                 assert fleet[k] == local[k], (host, filters, k, fleet[k], local[k])
+
+
+def test_init_on_an_empty_server_creates_what_the_upgrade_made():
+    """A new server: init creates version 2 whole, column for column what
+    the upgrade of version 1 made (types and defaults too)."""
+    columns = ("SELECT table, name, type, default_kind, default_expression FROM system.columns "
+               "WHERE database = 'profd' ORDER BY table, name FORMAT TabSeparated")
+    with clickhouse.Cluster(shards=1) as fresh:
+        r = F.fleet("init", "--cluster", clickhouse.CLUSTER_NAME, url=fresh.url)
+        assert b"schema ready" in r.stdout, r.stdout
+        assert fresh.query("SELECT max(version) FROM profd.schema_version").strip() == "2"
+        got = fresh.query(columns)
+    want = F.ch.servers[0].query(columns)
+    assert "drops_local\treason" in got and "stacks_local\tuser_end\tUInt8\tDEFAULT\t255" in got, got
+    assert got == want, (got, want)
+
+
+def test_each_hosts_quality_equals_its_local_quality():
+    """Per host, the fleet's report is its profd's for the same filters and
+    window: complete, truncated and unresolved weights by reason, and the
+    losses of the drains in the window (not those before it); the fleet's
+    total is the sum."""
+    for filters in FILTERS + [["--kind", "offcpu", "--comm", "q"], ["--pid", "500"]]:
+        local = {h: json.loads(F.local(h, "query", "--json", *WINDOW, *filters).stdout)["quality"] for h in HOSTS}
+        fleet = json.loads(F.fleet("query", "--json", *WINDOW, *filters).stdout)
+        assert fleet["quality_by_host"] == local, (filters, fleet["quality_by_host"], local)
+        assert fleet["quality"] == add_reports(local.values()), filters
+        for host in HOSTS:
+            one = json.loads(F.fleet("query", "--json", "--host", host, *WINDOW, *filters).stdout)
+            assert one["quality_by_host"] == {host: local[host]} and one["quality"] == local[host], (host, filters)
+    # the content behind it, so the comparison above is not of zeros
+    rep = json.loads(F.local("web-2", "query", "--json", *WINDOW).stdout)["quality"]
+    assert rep["truncated"]["depth"] == 3 * 20 and rep["truncated"]["no_table"] == 3 * 4, rep
+    assert rep["truncated"]["read_fault"] == 3 * 2 and rep["unknown"] == 3 * 2, rep
+    assert rep["unresolved_by"]["no_symbols"] == 12 and rep["unresolved_by"]["no_file"] == 6, rep
+    assert rep["lost"]["map_full"] == 10 and rep["lost"]["ringbuf_full"] == 1, rep
+    assert rep["lost"]["stack_map_full"] == 0, rep  # before the window
+    before = json.loads(F.fleet("query", "--json", "--host", "web-2", *EARLIER).stdout)["quality"]
+    assert before["lost"]["stack_map_full"] == 99 and before["lost"]["map_full"] == 0, before
+    # profctl's text: a summary line per host on stderr, then the fleet's
+    r = F.fleet("query", *WINDOW)
+    lines = r.stderr.decode().splitlines()
+    for host in HOSTS:
+        want = F.local(host, "query", *WINDOW).stderr.decode().splitlines()[-1]
+        assert want.startswith("quality: ") and f"{host}: {want}" in lines, (host, want, lines)
+    assert lines[-1].startswith("quality: "), lines
+    # --quality: each host's report, then the fleet's; --json carries them
+    text = F.fleet("query", "--quality", *WINDOW).stdout.decode()
+    for host in HOSTS:
+        local = F.local(host, "query", "--quality", *WINDOW).stdout.decode()
+        assert f"host {host}: {local}" in text, (host, text, local)
+    assert "fleet, 3 hosts: quality of " in text, text
+    doc = json.loads(F.fleet("query", "--quality", "--json", *WINDOW).stdout)
+    assert set(doc["quality_by_host"]) == set(HOSTS) and doc["view"] == "quality", doc
 
 
 def test_every_host_is_the_sum_of_the_hosts():
@@ -341,7 +455,10 @@ def test_views_of_a_host_equal_its_local_views():
             fleet = F.fleet("query", "--host", host, *WINDOW, *filters, *view).stdout
             if "--json" in view:
                 local, fleet = (json.loads(local), json.loads(fleet))
-                local = without_quality(local)
+                # one host: the fleet's report is the host's
+                if "quality_by_host" in fleet:
+                    assert fleet["quality_by_host"] == {host: local["quality"]}, (view, filters)
+                    fleet = without_by_host(fleet)
             assert fleet == local, (view, filters, str(fleet)[:2000], str(local)[:2000])
     # folded: profd writes each stack's line; the order of lines is not part of the format
     for extra in ([], ["--lines"], ["--root", "process"], ["--kind", "offcpu"], ["--raw-names"]):
@@ -357,7 +474,8 @@ def test_svg_and_pprof_of_the_fleet():
     F.local("web-1", "query", "--format", "svg", "--output", local_svg, *WINDOW)
     F.fleet("query", "--format", "svg", "--host", "web-1", "--output", fleet_svg, *WINDOW)
     with open(local_svg, "rb") as a, open(fleet_svg, "rb") as b:
-        assert svg_without_quality(a.read()) == b.read(), "the fleet's flame graph of web-1 differs from web-1's own"
+        # the subtitle's quality summary included
+        assert a.read() == b.read(), "the fleet's flame graph of web-1 differs from web-1's own"
     # the whole fleet's graph has every host's functions
     F.fleet("query", "--format", "svg", "--root", "host", "--output", fleet_svg, *WINDOW)
     svg = open(fleet_svg, encoding="utf-8").read()
@@ -374,8 +492,9 @@ def test_svg_and_pprof_of_the_fleet():
     # the same profile, whatever the order of its samples: same size, same strings
     with gzip.open(os.path.join(d, "l.pb.gz")) as a, gzip.open(os.path.join(d, "f.pb.gz")) as b:
         la, fb = a.read(), b.read()
-    # (the local profile has two comments more: the quality report)
-    assert b"quality report: " in la and b"quality report: " not in fb
+    # both carry the quality report as comments, the fleet's that of web-1
+    assert b"quality report: " in la and b"quality report: " in fb
+    assert la.count(b"quality") == fb.count(b"quality")
     for name in (b"main", b"serve", b"parse", b"inl", b"vfs_read", b"start"):
         assert la.count(name) == fb.count(name), name
 
@@ -401,11 +520,17 @@ def test_series_of_a_host_equals_its_local_series():
             local = json.loads(F.local(host, "series", "--json", "--step", "1m", *WINDOW, *filters).stdout)
             fleet = json.loads(F.fleet("series", "--json", "--step", "1m", "--host", host, *WINDOW,
                                        *filters).stdout)
-            assert fleet == without_quality(local), (host, filters, fleet, local)
+            # the complete part per point and the partial report included
+            assert fleet == local, (host, filters, fleet, local)
     total = json.loads(F.fleet("series", "--json", "--step", "10m", *WINDOW).stdout)
     want = sum(json.loads(F.local(h, "series", "--json", "--step", "10m", *WINDOW).stdout)["total"]
                for h in HOSTS)
     assert total["total"] == want and sum(p["value"] for p in total["points"]) == want, (total, want)
+    # the fleet's complete part is the hosts' summed
+    want_complete = sum(json.loads(F.local(h, "series", "--json", "--step", "10m", *WINDOW).stdout)["quality"]
+                        ["complete"] for h in HOSTS)
+    assert total["quality"]["complete"] == want_complete and total["quality"]["partial"], total["quality"]
+    assert sum(p["complete"] for p in total["points"]) == want_complete, total["points"]
 
 
 def test_diff_across_windows_and_between_hosts():
@@ -523,12 +648,21 @@ def test_real_profd_exports_equal_local_answers():
                     for k, v in stacks_of(local).items():
                         want[k] = want.get(k, 0) + v
             # the live part holds real stacks of the real kernel
-            known = {f["name"] for line in host_spec(int(host[-1])) for f in line["stack"]} | {"w+0x1234"}
+            known = {f["name"] for line in host_spec(int(host[-1])) for f in line.get("stack", [])} | \
+                {"w+0x1234", "q+0x10", "q+0x30", "libq.so+0x20"}
             real = [s for s in json.loads(p.profctl("query", "--json", *window).stdout)["stacks"]
                     if any(f["name"] not in known for f in s["frames"])]
             assert real, host
         fleet = json.loads(F.fleet("query", "--json", "--host", "live-*", *window).stdout)
         assert stacks_of(fleet) == want
+        # what profd's exporter sent (stack ends, unresolved reasons, drops)
+        # gives each host the report of its own profd
+        locals_ = {h: json.loads(p.profctl("query", "--json", *window).stdout)["quality"] for h, p in live.items()}
+        assert fleet["quality_by_host"] == locals_, (fleet["quality_by_host"], locals_)
+        assert fleet["quality"] == add_reports(locals_.values())
+        for h, rep in locals_.items():
+            assert rep["truncated"]["depth"] > 0 and rep["unresolved_by"]["no_file"] > 0, (h, rep)
+            assert rep["lost"]["map_full"] >= 5 * int(h[-1]), (h, rep)
     finally:
         for p in live.values():
             p.cleanup()
@@ -537,12 +671,12 @@ def test_real_profd_exports_equal_local_answers():
 def test_a_schema_of_another_version_is_refused():
     # last: it changes the cluster's schema version
     for s in F.ch.servers:
-        s.query("INSERT INTO profd.schema_version (version) VALUES (2)")
+        s.query("INSERT INTO profd.schema_version (version) VALUES (3)")
     r = F.fleet("query", *WINDOW, check=False)
-    assert r.returncode == 1 and b"holds profd schema version 2, this profctl reads version 1" in r.stderr, \
+    assert r.returncode == 1 and b"holds profd schema version 3, this profctl reads version 2" in r.stderr, \
         r.stderr
     r = F.fleet("init", "--cluster", clickhouse.CLUSTER_NAME, check=False)
-    assert r.returncode == 1 and b"already holds profd schema version 2" in r.stderr, r.stderr
+    assert r.returncode == 1 and b"already holds profd schema version 3" in r.stderr, r.stderr
     for s in F.ch.servers:
         s.query("DROP TABLE profd.schema_version")
     r = F.fleet("query", *WINDOW, check=False)
@@ -553,8 +687,10 @@ if __name__ == "__main__":
     clickhouse.require_server()
     with Fleet() as F:
         run_tests([
-            test_init_creates_the_schema_on_both_shards_and_is_idempotent,
+            test_init_upgrades_version_1_on_both_shards_and_is_idempotent,
+            test_init_on_an_empty_server_creates_what_the_upgrade_made,
             test_each_hosts_fleet_answer_equals_its_local_answer,
+            test_each_hosts_quality_equals_its_local_quality,
             test_every_host_is_the_sum_of_the_hosts,
             test_views_of_a_host_equal_its_local_views,
             test_svg_and_pprof_of_the_fleet,

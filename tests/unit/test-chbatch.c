@@ -3,12 +3,14 @@
  * statements, stacks and frames named by content with ids that never
  * change (they are part of the schema: the expected values below were
  * computed independently, in Python, from the definition in chbatch.h),
- * sent once per day and again after a failed batch. Also how the export
- * reads ClickHouse's errors (daemon/export/exporter.c). */
+ * sent once per day and again after a failed batch; schema version 2's
+ * stack ends, unresolved reasons and drop rows. Also how the export reads
+ * ClickHouse's errors (daemon/export/exporter.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../bpf/profd.h"
 #include "chbatch.h"
 #include "exporter.h"
 #include "tests.h"
@@ -55,7 +57,29 @@ static void test_ids_are_fixed_by_content(void) {
         CHECK_INT_EQ(chbatch_frame_id(&frame_kernel), (long long) 0xf6d2191f470bdf0eULL);
         ids[0] = chbatch_frame_id(&frame_main);
         ids[1] = chbatch_frame_id(&frame_kernel);
-        CHECK_INT_EQ(chbatch_stack_id(ids, 2), (long long) 0x275227389680f38dULL);
+        CHECK_INT_EQ(chbatch_stack_id(ids, 2, 0), (long long) 0xbff609ec45934f1cULL);
+        /* the end is part of the stack (as in the store): version 2 */
+        CHECK_INT_EQ(chbatch_stack_id(ids, 2, PROFD_END_DEPTH), (long long) 0x4b36b56f9b286be6ULL);
+        CHECK_INT_EQ(chbatch_stack_id(ids, 2, STORE_END_UNKNOWN), (long long) 0x63c038bb98bb237dULL);
+        CHECK_INT_EQ(chbatch_user_end(STORE_END_UNKNOWN), CHBATCH_END_UNKNOWN);
+        CHECK_INT_EQ(chbatch_user_end(STORE_END_LOST), STORE_END_LOST);
+        CHECK_INT_EQ(chbatch_user_end(0), 0);
+        CHECK_INT_EQ(chbatch_user_end(1000), CHBATCH_END_UNKNOWN);
+        /* an unresolved frame's reason counts when known; unknown (0) keeps
+         * the id version 1 gave it */
+        {
+                struct store_frame_out u = {
+                        .name = "app+0x99", .raw_name = "", .module = "/usr/bin/app", .build_id = "3f9a",
+                        .address = 0x99, .has_address = true, .unresolved = STORE_UNRESOLVED_NO_FILE,
+                };
+                uint64_t uid;
+
+                CHECK_INT_EQ(chbatch_frame_id(&u), (long long) 0x857839ad0998e0e2ULL);
+                uid = chbatch_frame_id(&u);
+                CHECK_INT_EQ(chbatch_stack_id(&uid, 1, PROFD_END_UNSUPPORTED), (long long) 0x534f53a6864941d3ULL);
+                u.unresolved = STORE_UNRESOLVED_NONE;
+                CHECK_INT_EQ(chbatch_frame_id(&u), (long long) 0x585bb4c73c82b342ULL);
+        }
 
         /* every field counts */
         f.line = 43;
@@ -78,8 +102,8 @@ static void test_ids_are_fixed_by_content(void) {
         /* order of frames matters, and so does the count */
         {
                 uint64_t rev[2] = { ids[1], ids[0] };
-                CHECK(chbatch_stack_id(rev, 2) != chbatch_stack_id(ids, 2));
-                CHECK(chbatch_stack_id(ids, 1) != chbatch_stack_id(ids, 2));
+                CHECK(chbatch_stack_id(rev, 2, 0) != chbatch_stack_id(ids, 2, 0));
+                CHECK(chbatch_stack_id(ids, 1, 0) != chbatch_stack_id(ids, 2, 0));
         }
 }
 
@@ -108,12 +132,19 @@ static struct store_outbox_sample sample(int64_t stack_id, const struct store_fr
 
 static void test_batches(void) {
         struct store_frame_out two[2] = { frame_main, frame_kernel };
-        struct store_outbox_sample a = sample(7, two, 2, 100), b = sample(7, two, 2, 5), c = sample(9, two, 1, 1);
+        struct store_frame_out unresolved = {
+                .name = "app+0x99", .raw_name = "", .module = "/usr/bin/app", .build_id = "3f9a",
+                .address = 0x99, .has_address = true, .unresolved = STORE_UNRESOLVED_NO_FILE,
+        };
+        struct store_outbox_sample a = sample(7, two, 2, 100), b = sample(7, two, 2, 5), c = sample(9, two, 1, 1),
+                                   d = sample(10, &unresolved, 1, 3);
         char expected[512];
         chbatch *batch;
 
+        d.user_end = PROFD_END_UNSUPPORTED;
         CHECK_INT_EQ(chbatch_new(&batch), 0);
         CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drop(batch, "map_full", 1), -EINVAL); /* no drain yet */
         CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 10 * S, DAY1), 0);
         CHECK_INT_EQ(chbatch_add(batch, &a), 0);
         CHECK_INT_EQ(chbatch_add(batch, &b), 0); /* same stack: no new stack or frame */
@@ -127,14 +158,45 @@ static void test_batches(void) {
         snprintf(expected, sizeof(expected),
                  "web-1\t%llu\t%llu\t1764000000\t2025-11-24\t1234\t5678\tapp\\tx\t/usr/bin/app\t1000\t/a.slice\t\t\t"
                  "1235\t77\t1\t3\t0\t%llu\t100\n",
-                 (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1, 0x275227389680f38dULL);
+                 (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1, 0xbff609ec45934f1cULL);
         CHECK(strncmp(chbatch_samples(batch).data, expected, strlen(expected)) == 0);
-        snprintf(expected, sizeof(expected), "2025-11-24\t%llu\t[%llu,%llu]\n", 0x275227389680f38dULL,
+        /* user_end last: 0, complete */
+        snprintf(expected, sizeof(expected), "2025-11-24\t%llu\t[%llu,%llu]\t0\n", 0xbff609ec45934f1cULL,
                  0xabd1ef66fcce2f90ULL, 0xf6d2191f470bdf0eULL);
         CHECK(strncmp(chbatch_stacks(batch).data, expected, strlen(expected)) == 0);
-        snprintf(expected, sizeof(expected), "2025-11-24\t%llu\tmain\tmain\t/usr/bin/app\t3f9a\t\t4660\t42\t1\t0\t1\t0\t0\n",
+        /* unresolved last: 0, a frame with a name */
+        snprintf(expected, sizeof(expected),
+                 "2025-11-24\t%llu\tmain\tmain\t/usr/bin/app\t3f9a\t\t4660\t42\t1\t0\t1\t0\t0\t0\n",
                  0xabd1ef66fcce2f90ULL);
         CHECK(strncmp(chbatch_frames(batch).data, expected, strlen(expected)) == 0);
+        CHECK(strstr(chbatch_insert_stacks, "(day, id, frames, user_end)") != NULL);
+        CHECK(strstr(chbatch_insert_frames, "inlined, jit, unresolved)") != NULL);
+
+        /* a truncated stack of an unresolved frame: its end and its reason */
+        CHECK_INT_EQ(chbatch_add(batch, &d), 0);
+        CHECK_INT_EQ(chbatch_stacks(batch).rows, 3);
+        CHECK_INT_EQ(chbatch_frames(batch).rows, 3);
+        snprintf(expected, sizeof(expected), "2025-11-24\t%llu\t[%llu]\t4\n", 0x534f53a6864941d3ULL,
+                 0x857839ad0998e0e2ULL);
+        CHECK(strstr(chbatch_stacks(batch).data, expected) != NULL);
+        snprintf(expected, sizeof(expected),
+                 "2025-11-24\t%llu\tapp+0x99\t\t/usr/bin/app\t3f9a\t\t153\t0\t1\t0\t0\t0\t0\t2\n",
+                 0x857839ad0998e0e2ULL);
+        CHECK(strstr(chbatch_frames(batch).data, expected) != NULL);
+
+        /* drop counters of the drain: the drain's columns, reason, count;
+         * a count of 0 is no row */
+        CHECK_INT_EQ(chbatch_drop(batch, "map_full", 12), 0);
+        CHECK_INT_EQ(chbatch_drop(batch, "ringbuf_full", 0), 0);
+        CHECK_INT_EQ(chbatch_drop(batch, "stack\tmap", 3), 0);
+        CHECK_INT_EQ(chbatch_drops(batch).rows, 2);
+        snprintf(expected, sizeof(expected), "web-1\t%llu\t%llu\t1764000000\t2025-11-24\tmap_full\t12\n"
+                 "web-1\t%llu\t%llu\t1764000000\t2025-11-24\tstack\\tmap\t3\n",
+                 (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1,
+                 (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1);
+        CHECK_STR_EQ(chbatch_drops(batch).data, expected);
+        CHECK(strstr(chbatch_insert_drops, "profd.drops (host, drain_start, drain_end, time, day, reason, value)") !=
+              NULL);
         CHECK(strstr(chbatch_insert_samples, "(host, drain_start, drain_end, time, day, pid, process_start, comm, exe, "
                                              "uid, cgroup, unit, container, tid, cgroup_id, kind, state, peer_tid, "
                                              "stack, value)") != NULL);
@@ -144,10 +206,18 @@ static void test_batches(void) {
 
         /* not committed (the insert failed): the retry sends them again */
         CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drops(batch).rows, 0); /* a new batch starts without the last one's */
         CHECK_INT_EQ(chbatch_drain(batch, DAY1, DAY1 + S), 0);
         CHECK_INT_EQ(chbatch_add(batch, &a), 0);
         CHECK_INT_EQ(chbatch_stacks(batch).rows, 1);
         CHECK_INT_EQ(chbatch_frames(batch).rows, 2);
+        /* two drains' drops in one body, each with its own columns */
+        CHECK_INT_EQ(chbatch_drop(batch, "map_full", 1), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 + S / 2, DAY1 + 2 * S / 2 + S), 0);
+        CHECK_INT_EQ(chbatch_drop(batch, "map_full", 2), 0);
+        CHECK_INT_EQ(chbatch_drops(batch).rows, 2);
+        CHECK(strstr(chbatch_drops(batch).data, "\t1764000001\t2025-11-24\tmap_full\t1\n") != NULL);
+        CHECK(strstr(chbatch_drops(batch).data, "\t1764000002\t2025-11-24\tmap_full\t2\n") != NULL);
         CHECK_INT_EQ(chbatch_commit(batch), 0);
 
         /* stored: the same day does not get them again, even from another store id */

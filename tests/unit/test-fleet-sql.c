@@ -118,6 +118,39 @@ static void test_where_without_filters_is_kind_and_window(void) {
         free(w);
 }
 
+static void test_quality_queries_are_per_host(void) {
+        struct query_request q = { .kind = 1, .pid = 7 };
+        struct fleet_scope s = { .host = "web-*", .from_ns = 1795996800000000000, .to_ns = 1795997400000000000 };
+        char *t = sql(fleet_sql_host_stacks, &q, &s);
+
+        /* the request's samples, summed per host and stack */
+        CHECK(strstr(t, "SELECT host, stack, sum(value) FROM profd.samples WHERE kind = 1 ") == t);
+        CHECK(strstr(t, " AND pid = 7"));
+        CHECK(strstr(t, " GROUP BY host, stack ORDER BY host FORMAT TabSeparated"));
+        free(t);
+        /* drops: the window's drains and the hosts, no other filter */
+        t = sql(fleet_sql_drops, &q, &s);
+        CHECK_STR_EQ(t, "SELECT host, reason, sum(value) FROM profd.drops WHERE drain_end >= 1795996800000000000 "
+                        "AND drain_start <= 1795997400000000000 AND time >= toDateTime(1795996800) AND time <= "
+                        "toDateTime(1796083800) AND day >= '2026-11-30' AND day <= '2026-12-01' AND "
+                        "match(host, '^(?s)web-.*$') GROUP BY host, reason ORDER BY host, reason "
+                        "FORMAT TabSeparated");
+        free(t);
+        /* a series' drains with their complete part, and their host */
+        t = sql(fleet_sql_drains, &q, &s);
+        CHECK(strstr(t, "SELECT drain_start, drain_end, sum(value), sumIf(value, stack GLOBAL IN (SELECT id FROM "
+                        "profd.stacks WHERE user_end = 0 AND day >= '2026-11-30' AND day <= '2026-12-01')), host "
+                        "FROM profd.samples WHERE kind = 1 ") == t);
+        free(t);
+        /* stacks with their end, frames with their reason */
+        t = sql(fleet_sql_stack_frames, &q, &s);
+        CHECK(strstr(t, "SELECT id, any(frames), any(user_end) FROM profd.stacks WHERE id IN ids") == t);
+        free(t);
+        t = sql(fleet_sql_frames, &q, &s);
+        CHECK(strstr(t, "any(jit), any(unresolved) FROM profd.frames"));
+        free(t);
+}
+
 static void test_cgroup_glob_matches_the_subtree(void) {
         struct query_request q = { .cgroup = (char *) "/system.slice/*.service" };
         struct fleet_scope s = {};
@@ -181,32 +214,38 @@ static void test_tsv_numbers(void) {
 }
 
 static void test_rowbinary_stacks_are_read_and_cut_rows_refused(void) {
-        /* id 0x0102, frames [5, 2^64-1]; then id 7 with no frames */
+        /* id 0x0102, frames [5, 2^64-1], user_end 4; then id 7 with no
+         * frames, user_end 255 (unknown) */
         const uint8_t data[] = {
                 0x02, 0x01, 0, 0, 0, 0, 0, 0, 2,
                 5, 0, 0, 0, 0, 0, 0, 0,
-                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                7, 0, 0, 0, 0, 0, 0, 0, 0,
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 4,
+                7, 0, 0, 0, 0, 0, 0, 0, 0, 255,
         };
         uint64_t id, *frames = NULL;
         size_t n, pos = 0;
+        int end = -1;
 
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 1);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n, &end), 1);
         CHECK(id == 0x0102 && n == 2 && frames[0] == 5 && frames[1] == UINT64_MAX);
+        CHECK_INT_EQ(end, 4);
         free(frames);
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 1);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n, &end), 1);
         CHECK(id == 7 && n == 0);
+        CHECK_INT_EQ(end, 255);
         free(frames);
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n), 0);
-        /* cut in the middle of the frames, or of the id */
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, sizeof(data), &pos, &id, &frames, &n, &end), 0);
+        /* cut in the middle of the frames, or of the id, or before user_end */
         pos = 0;
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, 20, &pos, &id, &frames, &n), -EBADMSG);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 20, &pos, &id, &frames, &n, &end), -EBADMSG);
         pos = 0;
-        CHECK_INT_EQ(fleet_rowbinary_stack(data, 5, &pos, &id, &frames, &n), -EBADMSG);
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 5, &pos, &id, &frames, &n, &end), -EBADMSG);
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_stack(data, 25, &pos, &id, &frames, &n, &end), -EBADMSG);
         /* a length that does not fit what is left */
         const uint8_t big[] = { 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03 };
         pos = 0;
-        CHECK_INT_EQ(fleet_rowbinary_stack(big, sizeof(big), &pos, &id, &frames, &n), -EBADMSG);
+        CHECK_INT_EQ(fleet_rowbinary_stack(big, sizeof(big), &pos, &id, &frames, &n, &end), -EBADMSG);
 }
 
 int main(void) {
@@ -215,6 +254,7 @@ int main(void) {
         test_where_has_every_filter();
         test_where_without_filters_is_kind_and_window();
         test_cgroup_glob_matches_the_subtree();
+        test_quality_queries_are_per_host();
         test_stacks_group_by_what_was_asked();
         test_tsv_rows_are_split_and_unescaped();
         test_tsv_numbers();

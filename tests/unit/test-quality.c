@@ -157,11 +157,41 @@ static void test_summary_line(void) {
         free(s);
 }
 
+static void test_reports_add_up(void) {
+        struct quality a = { .total = 10, .complete = 6, .unknown = 1, .unresolved = 2 }, b = a, sum = {};
+        json_t *hosts;
+
+        a.truncated[QUALITY_TRUNC_DEPTH] = 3;
+        a.unresolved_by[QUALITY_UNRES_NO_FILE] = 2;
+        a.lost[QUALITY_LOST_MAP_FULL] = 5;
+        b.partial = true;
+        b.lost[QUALITY_LOST_RINGBUF_FULL] = 1;
+        quality_add(&sum, &a);
+        quality_add(&sum, &b);
+        CHECK_INT_EQ(sum.total, 20);
+        CHECK_INT_EQ(sum.complete, 12);
+        CHECK_INT_EQ(sum.unknown, 2);
+        CHECK_INT_EQ(sum.truncated[QUALITY_TRUNC_DEPTH], 3);
+        CHECK_INT_EQ(sum.unresolved, 4);
+        CHECK_INT_EQ(sum.unresolved_by[QUALITY_UNRES_NO_FILE], 2);
+        CHECK_INT_EQ(sum.lost[QUALITY_LOST_MAP_FULL], 5);
+        CHECK_INT_EQ(sum.lost[QUALITY_LOST_RINGBUF_FULL], 1);
+        CHECK(sum.partial);
+        /* a fleet answer's reports per host */
+        hosts = json_pack("{s:o, s:o}", "a", quality_to_json(&a), "b", quality_to_json(&b));
+        CHECK_INT_EQ(quality_by_host_check(hosts), 0);
+        json_object_set_new(hosts, "c", json_string("x"));
+        CHECK_INT_EQ(quality_by_host_check(hosts), -EBADMSG);
+        json_decref(hosts);
+        CHECK_INT_EQ(quality_by_host_check(NULL), -EBADMSG);
+}
+
 int main(void) {
         test_stacks_are_classified_by_their_end();
         test_unresolved_counts_each_reason_once_per_stack();
         test_only_losses_count_as_lost();
         test_json_round_trip();
         test_summary_line();
+        test_reports_add_up();
         TESTS_DONE();
 }

@@ -1,0 +1,85 @@
+-- Version 1 of schema/clickhouse/shard.sql, as profd 1 created it: the
+-- starting point of the upgrade test (test_clickhouse_query.py). Do not edit.
+-- profd's fleet tables in ClickHouse (18.16 and later), version 1: what every
+-- shard holds. Run on each shard once (profctl --clickhouse URL init does).
+-- Statements end with ';' at the end of a line; '--' comments only.
+-- docs/clickhouse.md describes every column and why.
+
+CREATE DATABASE IF NOT EXISTS profd;
+
+-- The schema version this cluster holds: profd refuses to export to
+-- another one (a newer init adds a row: the largest version is the one).
+CREATE TABLE IF NOT EXISTS profd.schema_version (
+        version UInt32
+) ENGINE = ReplacingMergeTree ORDER BY version;
+
+INSERT INTO profd.schema_version (version) VALUES (1);
+
+-- One row per sample row of a host's store: a (process, thread, cgroup,
+-- kind, state, peer, stack) and its value within one drain. A drain is
+-- inserted as one block into one partition, so it is there whole or not at
+-- all; (host, drain_end) is its key: profd asks for it before re-sending a
+-- drain whose earlier attempt may have landed. Empty strings stand for
+-- what the local store holds as NULL, uid -1 for an unknown uid.
+CREATE TABLE IF NOT EXISTS profd.samples_local (
+        host String,                    -- host_name of the exporting profd
+        drain_start UInt64,             -- the drain's bucket, Unix-epoch ns, as in the local store
+        drain_end UInt64,
+        time DateTime,                  -- drain_end in seconds: sort order, windows
+        day Date,                       -- drain_end's day in UTC: the partition
+        pid UInt32,
+        process_start UInt64,           -- boot-time ns: (host, pid, process_start) is a process instance
+        comm String,
+        exe String,
+        uid Int64,                      -- effective uid; -1: unknown
+        cgroup String,                  -- cgroup v2 path
+        unit String,                    -- systemd unit derived from cgroup
+        container String,               -- container id derived from cgroup
+        tid UInt32,
+        cgroup_id UInt64,
+        kind UInt8,                     -- 0 cpu (value: samples), 1 offcpu, 2 wakeup (value: ns)
+        state UInt8,                    -- 0 for cpu; 1 R, 2 S, 3 D, 4 T, 5 I, 6 other
+        peer_tid UInt32,                -- wakeup: the thread whose blocked time the waker ended
+        stack UInt64,                   -- stacks.id
+        value UInt64
+) ENGINE = MergeTree
+PARTITION BY day
+ORDER BY (kind, host, time);
+
+-- Stacks by content: id is a 64-bit hash of frames, so every host names the
+-- same stack alike and a stack is stored once per day however many hosts
+-- sent it. `day` is the day of the samples that use it: each host sends a
+-- stack again on the first day it uses it, so dropping a day's partitions
+-- of samples, stacks and frames together leaves every other day whole.
+-- Until a merge collapses them, the same id may appear more than once in a
+-- day: read with GROUP BY id and any(frames).
+CREATE TABLE IF NOT EXISTS profd.stacks_local (
+        day Date,
+        id UInt64,
+        frames Array(UInt64)            -- frames.id, root first, as a local query answer lists them
+) ENGINE = ReplacingMergeTree
+PARTITION BY day
+ORDER BY id;
+
+-- Frames by content, as a local query answers them (docs/protocol.md, stack
+-- lines): an address with inlined calls is several frames. id is a 64-bit
+-- hash of all the other columns but day. Same day and duplicate rules as
+-- stacks.
+CREATE TABLE IF NOT EXISTS profd.frames_local (
+        day Date,
+        id UInt64,
+        name String,                    -- function, or module+0xoffset when unresolved
+        raw_name String,                -- as in the symbol table
+        module String,                  -- mapping path, [kernel.kallsyms], [jit], [lost], ...
+        build_id String,                -- hex; '' when unknown
+        file String,                    -- source file; '' when unknown
+        address UInt64,                 -- file offset (user) or address (kernel)
+        line UInt32,                    -- 0: unknown
+        has_address UInt8,              -- 0 for [lost]
+        kernel UInt8,
+        resolved UInt8,
+        inlined UInt8,                  -- an inlined call: the caller is the frame before
+        jit UInt8
+) ENGINE = ReplacingMergeTree
+PARTITION BY day
+ORDER BY id;
