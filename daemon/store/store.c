@@ -483,6 +483,10 @@ static void *check_main(void *userdata) {
                         ok = true;
                 else {
                         ok = false;
+                        /* SQLite names the database first: always "main" here */
+                        static const char prefix[] = "*** in database main ***\n";
+                        if (row && strncmp(row, prefix, strlen(prefix)) == 0)
+                                row += strlen(prefix);
                         check_message_add(msg, sizeof(msg), row ? row : "(null)");
                 }
                 rc = SQLITE_OK;
