@@ -62,6 +62,17 @@ def status(d):
     return json.loads(d.profctl("status", "--json", timeout=30).stdout)
 
 
+def wait_queries(d, done, timeout):
+    """The status's "queries" once done(it) holds, or as it is at the
+    timeout (the caller's assertions then say what is wrong)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        q = status(d)["queries"]
+        if done(q) or time.monotonic() > deadline:
+            return q
+        time.sleep(0.2)
+
+
 def test_clients_that_never_read_do_not_hold_the_query_workers():
     workdir = tempfile.mkdtemp(prefix="profd-test-")
     store = os.path.join(workdir, "profd.db")
@@ -78,12 +89,7 @@ def test_clients_that_never_read_do_not_hold_the_query_workers():
             t_stalled = time.monotonic()
             # every one of them fills what profd holds for it, then its job
             # waits for it to read: parked (status), not holding a worker
-            deadline = time.monotonic() + 60
-            while True:
-                q = status(d)["queries"]
-                if q["parked"] == STALLED or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
+            q = wait_queries(d, lambda q: q["parked"] == STALLED, 60)
             print(f"  {STALLED} clients that do not read; status queries: {q}")
             assert q["parked"] == STALLED, f"not every stalled answer was parked: {q}"
             assert q["running"] == 0 and q["queued"] == 0, q
@@ -119,12 +125,7 @@ def test_clients_that_never_read_do_not_hold_the_query_workers():
             for s in stalled:
                 s.close()
         # the spare workers end with their jobs
-        deadline = time.monotonic() + 30
-        while True:
-            q = status(d)["queries"]
-            if q["workers"] == QUERY_WORKERS or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        q = wait_queries(d, lambda q: q["workers"] == QUERY_WORKERS, 30)
         print(f"  afterwards: {q}")
         assert q["workers"] == QUERY_WORKERS and q["parked"] == 0 and q["running"] == 0, q
         assert "queries:" in d.profctl("status").stdout
