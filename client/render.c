@@ -741,8 +741,9 @@ static void check_write(FILE *f, const json_t *c, uint64_t now_ns) {
                         when_write(a, sizeof(a), u64_of(c, "started_ns"), now_ns));
                 return;
         }
+        /* whole milliseconds: nanoseconds are noise here */
         format_duration(took, sizeof(took), u64_of(c, "finished_ns") > u64_of(c, "started_ns")
-                                                    ? u64_of(c, "finished_ns") - u64_of(c, "started_ns") : 0);
+                        ? (u64_of(c, "finished_ns") - u64_of(c, "started_ns")) / NSEC_PER_MSEC * NSEC_PER_MSEC : 0);
         fprintf(f, "           integrity check %s", streq(state, "ok") ? "ok" : "FAILED");
         fprintf(f, " at %s, took %s", when_write(a, sizeof(a), u64_of(c, "finished_ns"), now_ns), took);
         if (json_is_string(json_object_get(c, "message"))) {
