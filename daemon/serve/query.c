@@ -46,10 +46,13 @@
  * milliseconds, worth it only after a large working set. */
 #define QUERY_TRIM_BYTES (4u * 1024 * 1024)
 /* How long a worker waits for room before it parks its job: a client that
- * reads is fed on the loop's next iteration (milliseconds, even on a busy
- * machine); one that has not taken 1 MiB in this long is not keeping up,
- * and others' queries should not wait for it. */
-#define QUERY_PARK_MS 100
+ * reads takes its next MiB within this even when a hundred clients share
+ * two CPUs; one that has not, is not reading, and others' queries should
+ * not wait for it. Not shorter: every parked job is a thread whose read
+ * snapshot keeps the WAL from being checkpointed, and a spare starts with
+ * an empty location cache (with 100 ms, test_load's hundred clients left
+ * profd in a WAL checkpoint for over 30 s at exit). */
+#define QUERY_PARK_MS 1000
 
 typedef struct query_job query_job;
 typedef struct query_worker query_worker;
