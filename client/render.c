@@ -639,11 +639,16 @@ static void offcpu_write(FILE *f, const json_t *status) {
                                 (uint64_t) json_integer_value(json_object_get(o, "filtered_ns"))));
 }
 
+static uint64_t u64_of(const json_t *o, const char *key) {
+        const json_t *v = json_object_get(o, key);
+        return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t) json_integer_value(v) : 0;
+}
+
 /* Memory, tables and unresolved frames, when the daemon reports them. */
 static void extras_write(FILE *f, const json_t *status) {
         json_t *rss = json_object_get(status, "rss_bytes"), *cache = json_object_get(status, "symbol_cache_bytes");
         json_t *procs = json_object_get(status, "processes_tracked"), *clients = json_object_get(status, "clients");
-        json_t *unres = json_object_get(status, "unresolved");
+        json_t *unres = json_object_get(status, "unresolved"), *queries = json_object_get(status, "queries");
         char a[32], b[32];
 
         if (json_is_integer(rss) && json_is_integer(cache))
@@ -653,6 +658,11 @@ static void extras_write(FILE *f, const json_t *status) {
         if (json_is_integer(procs) && json_is_integer(clients))
                 fprintf(f, "tracking:  %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT " clients connected\n",
                         json_integer_value(procs), json_integer_value(clients));
+        if (json_is_object(queries))
+                fprintf(f, "queries:   %" PRIu64 " running, %" PRIu64 " queued, %" PRIu64 " parked on clients that "
+                        "do not read (%" PRIu64 " times since start); %" PRIu64 " worker threads\n",
+                        u64_of(queries, "running"), u64_of(queries, "queued"), u64_of(queries, "parked"),
+                        u64_of(queries, "parked_total"), u64_of(queries, "workers"));
         if (json_is_object(unres)) {
                 const char *k;
                 json_t *v;
@@ -662,11 +672,6 @@ static void extras_write(FILE *f, const json_t *status) {
                         fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
                 fputc('\n', f);
         }
-}
-
-static uint64_t u64_of(const json_t *o, const char *key) {
-        const json_t *v = json_object_get(o, key);
-        return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t) json_integer_value(v) : 0;
 }
 
 /* "at TIME (N ago)" for a Unix-epoch ns time, or "never". */
@@ -721,6 +726,33 @@ static void export_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 write_sanitized(f, json_string_value(json_object_get(e, "last_error")));
                 fputc('\n', f);
         }
+}
+
+/* The store's integrity check, run after start (docs/protocol.md, status). */
+static void check_write(FILE *f, const json_t *c, uint64_t now_ns) {
+        const char *state;
+        char a[128], took[64];
+
+        if (!json_is_object(c))
+                return;
+        state = json_string_value(json_object_get(c, "state"));
+        if (!state)
+                return;
+        if (streq(state, "running")) {
+                fprintf(f, "           integrity check running since %s\n",
+                        when_write(a, sizeof(a), u64_of(c, "started_ns"), now_ns));
+                return;
+        }
+        /* whole milliseconds: nanoseconds are noise here */
+        format_duration(took, sizeof(took), u64_of(c, "finished_ns") > u64_of(c, "started_ns")
+                        ? (u64_of(c, "finished_ns") - u64_of(c, "started_ns")) / NSEC_PER_MSEC * NSEC_PER_MSEC : 0);
+        fprintf(f, "           integrity check %s", streq(state, "ok") ? "ok" : "FAILED");
+        fprintf(f, " at %s, took %s", when_write(a, sizeof(a), u64_of(c, "finished_ns"), now_ns), took);
+        if (json_is_string(json_object_get(c, "message"))) {
+                fputs(": ", f);
+                write_sanitized(f, json_string_value(json_object_get(c, "message")));
+        }
+        fputc('\n', f);
 }
 
 int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
@@ -794,6 +826,7 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         fprintf(f, "seen:      %" PRIu64 " samples since profd started, %" PRIu64 " of them idle "
                 "(idle samples are not stored)\n", samples_seen, idle_samples);
         fprintf(f, "store:     %s (%s)\n", store_path, format_bytes(size, sizeof(size), store_bytes));
+        check_write(f, json_object_get(status, "store_check"), now_ns);
         extras_write(f, status);
         unwind_write(f, status);
         export_write(f, status, now_ns);

@@ -55,6 +55,7 @@ struct manager {
         collector *coll;
         unwinder *unwinder;           /* unwind tables for the BPF stack walker */
         store *store;                 /* this thread's connection: queries and status */
+        store_check *check;           /* the store's integrity check, after READY; NULL: not started */
         writer *writer;               /* symbolizes and stores drains */
         exporter *exporter;           /* sends stored drains to ClickHouse; NULL: no export */
         server *server;
@@ -585,6 +586,35 @@ static json_t *status_export(manager *m) {
                          "last_error_ns", es.last_error_ns ? json_integer((json_int_t) es.last_error_ns) : json_null());
 }
 
+/* The query workers (docs/protocol.md, status): answers being made, parked
+ * on clients that do not read, and requests waiting for a worker. */
+static json_t *status_queries(manager *m) {
+        struct query_pool_stats qs;
+
+        query_pool_get_stats(m->queries, &qs);
+        return json_pack("{s:I, s:I, s:I, s:I, s:I}",
+                         "workers", (json_int_t) qs.threads,
+                         "running", (json_int_t) qs.running,
+                         "parked", (json_int_t) qs.parked,
+                         "queued", (json_int_t) qs.queued,
+                         "parked_total", (json_int_t) qs.parks);
+}
+
+/* The store's integrity check (docs/protocol.md, status); NULL when it
+ * could not start (logged then). */
+static json_t *status_store_check(manager *m) {
+        struct store_check_status cs;
+
+        if (!m->check)
+                return json_null();
+        store_check_get(m->check, &cs);
+        return json_pack("{s:s, s:I, s:o, s:o}",
+                         "state", store_check_state_name(cs.state),
+                         "started_ns", (json_int_t) cs.started_ns,
+                         "finished_ns", cs.finished_ns ? json_integer((json_int_t) cs.finished_ns) : json_null(),
+                         "message", cs.state == STORE_CHECK_FAILED ? json_string(cs.message) : json_null());
+}
+
 static int send_status(manager *m, server_client *c) {
         struct writer_stats ws = {};
         struct store_stats st;
@@ -647,6 +677,8 @@ static int send_status(manager *m, server_client *c) {
                 json_object_set_new(o, "unwind", status_unwind(m));
                 json_object_set_new(o, "jit_map_entries_dropped", json_integer((json_int_t) ws.jit_map_entries_dropped));
                 json_object_set_new(o, "clients", json_integer((json_int_t) server_n_clients(m->server)));
+                json_object_set_new(o, "queries", status_queries(m));
+                json_object_set_new(o, "store_check", status_store_check(m));
                 json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
                 json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
                         "min_ns", (json_int_t) m->collect.offcpu_min_ns,
@@ -891,6 +923,8 @@ fail:
 manager *manager_free(manager *m) {
         if (!m)
                 return NULL;
+        /* first: a check of a large store still running ends at once */
+        m->check = store_check_free(m->check);
         server_free(m->server);
         /* after the server: its clients are gone, their queries cancelled */
         m->queries = query_pool_free(m->queries);
@@ -944,5 +978,8 @@ int manager_run(manager *m) {
                         (void) sd_notifyf(0, "READY=1\nSTATUS=%s; first drain in %" PRIu64 " ms", what,
                                           (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC));
         }
+        /* the page check of the store reads all of it: after READY, on its
+         * own thread, so start-up time does not grow with the store */
+        (void) store_check_start(m->store_path, &m->check);
         return sd_event_loop(m->event);
 }

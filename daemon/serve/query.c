@@ -8,8 +8,21 @@
  * client's own unsent output is under QUERY_BUFFER_BYTES too. So for one
  * answer profd holds at most about three buffers (the job's, the client's,
  * one line), and a client that stops reading stops its query, not the
- * daemon. The loop thread alone touches clients; workers touch only their
- * connection and, under the pool's lock, their job's buffer and flags. */
+ * daemon.
+ *
+ * A client that stops reading must not hold a worker from the others
+ * either: a worker that found no room for QUERY_PARK_MS parks its job
+ * (it keeps its connection and the job's place in its SQL, so the answer
+ * waits in SQLite) and gives up its place among the QUERY_WORKERS that
+ * make answers at once; if no idle worker is left for the next job, a
+ * spare thread with its own connection is started for it. A parked job
+ * whose client read again waits for a place before any new job. So at most
+ * QUERY_WORKERS answers are made at once, every client has at most one job
+ * (its next requests wait for its answer), and threads beyond
+ * QUERY_WORKERS exist only for parked jobs (at most one per connected
+ * client) and end with them. The loop thread alone touches clients;
+ * workers touch only their connection and, under the pool's lock, their
+ * job's buffer, the flags and the counts. */
 #include "query.h"
 
 #include <errno.h>
@@ -18,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -31,8 +45,17 @@
 /* After an answer this large the worker trims the heap (malloc_trim): a few
  * milliseconds, worth it only after a large working set. */
 #define QUERY_TRIM_BYTES (4u * 1024 * 1024)
+/* How long a worker waits for room before it parks its job: a client that
+ * reads takes its next MiB within this even when a hundred clients share
+ * two CPUs; one that has not, is not reading, and others' queries should
+ * not wait for it. Not shorter: every parked job is a thread whose read
+ * snapshot keeps the WAL from being checkpointed, and a spare starts with
+ * an empty location cache (with 100 ms, test_load's hundred clients left
+ * profd in a WAL checkpoint for over 30 s at exit). */
+#define QUERY_PARK_MS 1000
 
 typedef struct query_job query_job;
+typedef struct query_worker query_worker;
 
 struct query_job {
         query_pool *pool;
@@ -47,17 +70,16 @@ struct query_job {
         /* under pool->lock */
         char *buf;              /* answer lines not yet handed to the client */
         size_t len, cap;
-        int worker;             /* running on workers[worker]; -1: not running */
+        query_worker *worker;   /* the worker making it; NULL: not running */
         uint64_t made;          /* bytes of answer made so far */
         bool done, cancelled;
         int result;
 };
 
+/* A worker thread; detached: it frees itself when it ends. */
 struct query_worker {
         query_pool *pool;
-        pthread_t thread;
-        bool started;
-        store *store;
+        store *store;                 /* NULL until a spare opened its own */
         struct stackline_buf scratch; /* the line being written */
 };
 
@@ -69,9 +91,14 @@ struct query_pool {
         pthread_mutex_t lock;
         pthread_cond_t work;     /* a job was queued, or the pool stops */
         pthread_cond_t room;     /* a buffer was taken, or a job cancelled */
+        pthread_cond_t slot;     /* a worker gave up its place (parked, done) */
+        pthread_cond_t gone;     /* a worker thread ended */
         query_job *queue_head, *queue_tail;
         bool stopping;
-        struct query_worker workers[QUERY_WORKERS];
+        char *store_path;        /* for spare workers' connections */
+        struct query_pool_stats stats; /* threads, running, parked, queued, ... */
+        unsigned idle;           /* threads waiting for a job */
+        unsigned resuming;       /* parked jobs whose client read, waiting for a place */
 
         query_job *jobs;         /* loop thread: every job not yet finished */
 };
@@ -120,6 +147,83 @@ static void job_free(query_job *j) {
         free(j);
 }
 
+static int worker_start(query_pool *p, store *st);
+
+/* Under the lock: a queued job that no worker will take (every thread is
+ * making an answer or parked, yet fewer than QUERY_WORKERS make answers)
+ * needs a spare thread. */
+static bool need_spare(const query_pool *p) {
+        return p->queue_head && !p->stopping && p->idle == 0 && p->resuming == 0 &&
+               p->stats.threads - p->stats.parked < QUERY_WORKERS;
+}
+
+/* Under the lock: a place among the QUERY_WORKERS was given up; parked
+ * jobs waiting for one go first, then new jobs. */
+static void slot_freed(query_pool *p) {
+        pthread_cond_broadcast(&p->slot);
+        pthread_cond_broadcast(&p->work);
+}
+
+static struct timespec deadline_after_ms(unsigned ms) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += ms / 1000;
+        t.tv_nsec += (long) (ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+        }
+        return t;
+}
+
+/* Worker side, under the lock: waits until the job's buffer has room; a
+ * client that does not make room within QUERY_PARK_MS gets its job parked
+ * (see the top of this file). Returns with the lock held. */
+static void job_wait_room(query_job *j) {
+        query_pool *p = j->pool;
+        bool parked = false;
+
+        if (j->len < QUERY_BUFFER_BYTES || j->cancelled)
+                return;
+        struct timespec until = deadline_after_ms(QUERY_PARK_MS);
+        while (j->len >= QUERY_BUFFER_BYTES && !j->cancelled) {
+                if (parked) {
+                        pthread_cond_wait(&p->room, &p->lock);
+                        continue;
+                }
+                if (pthread_cond_timedwait(&p->room, &p->lock, &until) != ETIMEDOUT)
+                        continue;
+                if (j->len < QUERY_BUFFER_BYTES || j->cancelled)
+                        break;
+                parked = true;
+                p->stats.running--;
+                p->stats.parked++;
+                p->stats.parks++;
+                slot_freed(p);
+                if (need_spare(p)) {
+                        /* counted before it starts, so no other worker
+                         * starts one more for the same job */
+                        p->stats.threads++;
+                        pthread_mutex_unlock(&p->lock);
+                        (void) worker_start(p, NULL);
+                        pthread_mutex_lock(&p->lock);
+                }
+        }
+        if (!parked)
+                return;
+        /* back among the workers that make answers, before any new job; a
+         * cancelled job ends at once, so it takes its place without waiting */
+        p->resuming++;
+        while (p->stats.running >= QUERY_WORKERS && !j->cancelled)
+                pthread_cond_wait(&p->slot, &p->lock);
+        p->resuming--;
+        p->stats.parked--;
+        p->stats.running++;
+        if (p->resuming == 0)
+                pthread_cond_broadcast(&p->work);
+}
+
 /* Worker side: answer text (whole lines) into the job's buffer, waiting
  * for room. */
 static int job_append(query_job *j, const char *s, size_t n) {
@@ -128,8 +232,7 @@ static int job_append(query_job *j, const char *s, size_t n) {
         int r = 0;
 
         pthread_mutex_lock(&p->lock);
-        while (j->len >= QUERY_BUFFER_BYTES && !j->cancelled)
-                pthread_cond_wait(&p->room, &p->lock);
+        job_wait_room(j);
         if (j->cancelled)
                 r = -ECANCELED;
         else {
@@ -179,7 +282,7 @@ static int job_emit(json_t *line, void *userdata) {
  * worker's scratch buffer, then appended. */
 static int job_emit_stack(const struct store_stack_out *stack, const struct stack_style *style, void *userdata) {
         query_job *j = userdata;
-        struct stackline_buf *b = &j->pool->workers[j->worker].scratch;
+        struct stackline_buf *b = &j->worker->scratch;
         int r;
 
         b->len = 0;
@@ -189,26 +292,44 @@ static int job_emit_stack(const struct store_stack_out *stack, const struct stac
         return job_append(j, b->data, b->len);
 }
 
-static void *worker_main(void *userdata) {
-        struct query_worker *w = userdata;
-        query_pool *p = w->pool;
+/* Under the lock: a worker ends when the pool stops, or when it is a spare
+ * no longer needed (more threads than QUERY_WORKERS besides the parked). */
+static bool worker_should_end(const query_pool *p) {
+        return p->stopping || p->stats.threads - p->stats.parked > QUERY_WORKERS;
+}
 
+static void *worker_main(void *userdata) {
+        query_worker *w = userdata;
+        query_pool *p = w->pool;
+        int r;
+
+        /* a spare opens its own connection, off the loop and the lock */
+        if (!w->store) {
+                r = store_open_reader(p->store_path, &w->store);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to open a spare query worker's connection, ignoring "
+                                          "(queries wait for the other workers): %m");
+        }
+
+        pthread_mutex_lock(&p->lock);
         for (;;) {
                 query_job *j;
-                int r;
 
-                pthread_mutex_lock(&p->lock);
-                while (!p->queue_head && !p->stopping)
-                        pthread_cond_wait(&p->work, &p->lock);
-                if (p->stopping) {
-                        pthread_mutex_unlock(&p->lock);
+                if (!w->store)
                         break;
-                }
+                p->idle++;
+                while (!p->stopping && !(p->queue_head && p->stats.running < QUERY_WORKERS && p->resuming == 0))
+                        pthread_cond_wait(&p->work, &p->lock);
+                p->idle--;
+                if (p->stopping)
+                        break;
                 j = p->queue_head;
                 p->queue_head = j->queued;
                 if (!p->queue_head)
                         p->queue_tail = NULL;
-                j->worker = (int) (w - p->workers);
+                p->stats.queued--;
+                p->stats.running++;
+                j->worker = w;
                 r = j->cancelled ? -ECANCELED : 0;
                 pthread_mutex_unlock(&p->lock);
 
@@ -232,13 +353,62 @@ static void *worker_main(void *userdata) {
                         (void) malloc_trim(0);
 
                 pthread_mutex_lock(&p->lock);
-                j->worker = -1;
+                j->worker = NULL;
                 j->done = true;
                 j->result = r;
-                pthread_mutex_unlock(&p->lock);
+                p->stats.running--;
+                slot_freed(p);
                 notify(p);
+                if (worker_should_end(p))
+                        break;
         }
+        p->stats.threads--;
+        pthread_cond_broadcast(&p->gone);
+        pthread_mutex_unlock(&p->lock);
+        store_close(w->store);
+        stackline_buf_done(&w->scratch);
+        free(w);
         return NULL;
+}
+
+/* Starts a worker thread; st: its connection, or NULL for a spare, which
+ * opens its own. The caller counted it in stats.threads already; on
+ * failure it is uncounted here (and st closed). Returns 0 or a negative
+ * errno, logged. */
+static int worker_start(query_pool *p, store *st) {
+        pthread_attr_t attr;
+        pthread_t thread;
+        query_worker *w;
+        int r;
+
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                r = log_oom();
+        else {
+                w->pool = p;
+                w->store = st;
+                pthread_attr_init(&attr);
+                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                r = -pthread_create(&thread, &attr, worker_main, w);
+                pthread_attr_destroy(&attr);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to start a query worker: %m");
+        }
+        if (r < 0) {
+                store_close(st);
+                free(w);
+                pthread_mutex_lock(&p->lock);
+                p->stats.threads--;
+                pthread_cond_broadcast(&p->gone);
+                pthread_mutex_unlock(&p->lock);
+        }
+        return r;
+}
+
+void query_pool_get_stats(query_pool *p, struct query_pool_stats *ret) {
+        pthread_mutex_lock(&p->lock);
+        *ret = p->stats;
+        pthread_mutex_unlock(&p->lock);
 }
 
 /* Loop side: stop a job whose client left (or at exit). */
@@ -247,8 +417,8 @@ static void job_cancel(query_job *j) {
 
         pthread_mutex_lock(&p->lock);
         j->cancelled = true;
-        if (j->worker >= 0)
-                store_interrupt(p->workers[j->worker].store);
+        if (j->worker)
+                store_interrupt(j->worker->store);
         pthread_cond_broadcast(&p->room);
         pthread_mutex_unlock(&p->lock);
 }
@@ -339,6 +509,7 @@ static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdat
 int query_pool_submit(query_pool *p, server_client *c, const struct request *req, const struct answer_caller *caller,
                       uint64_t now_ns, uint64_t default_step_ns) {
         query_job *j;
+        bool spare;
         int r;
 
         j = calloc(1, sizeof(*j));
@@ -353,7 +524,6 @@ int query_pool_submit(query_pool *p, server_client *c, const struct request *req
         j->caller = *caller;
         j->now_ns = now_ns;
         j->default_step_ns = default_step_ns;
-        j->worker = -1;
         j->client = c;
         j->next = p->jobs;
         if (p->jobs)
@@ -367,12 +537,21 @@ int query_pool_submit(query_pool *p, server_client *c, const struct request *req
         else
                 p->queue_head = j;
         p->queue_tail = j;
+        p->stats.queued++;
         pthread_cond_signal(&p->work);
+        spare = need_spare(p);
+        if (spare)
+                p->stats.threads++;
         pthread_mutex_unlock(&p->lock);
+        /* every worker is parked on a client that does not read: this job
+         * gets a thread of its own (its connection opens on that thread) */
+        if (spare)
+                (void) worker_start(p, NULL);
         return SERVER_DEFERRED;
 }
 
 int query_pool_new(sd_event *event, const char *store_path, query_pool **ret) {
+        pthread_condattr_t monotonic;
         query_pool *p;
         int r;
 
@@ -382,8 +561,19 @@ int query_pool_new(sd_event *event, const char *store_path, query_pool **ret) {
         p->notify_fd = -1;
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->work, NULL);
-        pthread_cond_init(&p->room, NULL);
+        /* job_wait_room's deadline is on the monotonic clock */
+        pthread_condattr_init(&monotonic);
+        pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+        pthread_cond_init(&p->room, &monotonic);
+        pthread_condattr_destroy(&monotonic);
+        pthread_cond_init(&p->slot, NULL);
+        pthread_cond_init(&p->gone, NULL);
         p->event = sd_event_ref(event);
+        p->store_path = strdup(store_path);
+        if (!p->store_path) {
+                r = log_oom();
+                goto fail;
+        }
         p->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (p->notify_fd < 0) {
                 r = log_error_errno(negative_errno(), "Failed to create the query workers' eventfd: %m");
@@ -394,19 +584,20 @@ int query_pool_new(sd_event *event, const char *store_path, query_pool **ret) {
                 log_error_errno(r, "Failed to watch the query workers: %m");
                 goto fail;
         }
+        /* the resident workers' connections open here, so a store they
+         * cannot read stops profd at start */
         for (unsigned i = 0; i < QUERY_WORKERS; i++) {
-                struct query_worker *w = &p->workers[i];
+                store *st;
 
-                w->pool = p;
-                r = store_open_reader(store_path, &w->store);
+                r = store_open_reader(store_path, &st);
                 if (r < 0)
                         goto fail;
-                r = -pthread_create(&w->thread, NULL, worker_main, w);
-                if (r < 0) {
-                        log_error_errno(r, "Failed to start a query worker: %m");
+                pthread_mutex_lock(&p->lock);
+                p->stats.threads++;
+                pthread_mutex_unlock(&p->lock);
+                r = worker_start(p, st);
+                if (r < 0)
                         goto fail;
-                }
-                w->started = true;
         }
         *ret = p;
         return 0;
@@ -425,13 +616,11 @@ query_pool *query_pool_free(query_pool *p) {
                 job_cancel(j);
         pthread_mutex_lock(&p->lock);
         pthread_cond_broadcast(&p->work);
+        pthread_cond_broadcast(&p->slot);
+        /* the workers are detached: wait until the last one ended */
+        while (p->stats.threads > 0)
+                pthread_cond_wait(&p->gone, &p->lock);
         pthread_mutex_unlock(&p->lock);
-        for (unsigned i = 0; i < QUERY_WORKERS; i++) {
-                if (p->workers[i].started)
-                        pthread_join(p->workers[i].thread, NULL);
-                store_close(p->workers[i].store);
-                stackline_buf_done(&p->workers[i].scratch);
-        }
         while (p->jobs) {
                 query_job *j = p->jobs;
                 if (j->client)
@@ -442,6 +631,9 @@ query_pool *query_pool_free(query_pool *p) {
         sd_event_source_disable_unref(p->notify_source);
         safe_close(p->notify_fd);
         sd_event_unref(p->event);
+        free(p->store_path);
+        pthread_cond_destroy(&p->gone);
+        pthread_cond_destroy(&p->slot);
         pthread_cond_destroy(&p->room);
         pthread_cond_destroy(&p->work);
         pthread_mutex_destroy(&p->lock);

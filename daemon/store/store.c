@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "hashmap.h"
@@ -282,9 +286,10 @@ int store_open(const char *path, store **ret) {
         r = store_make_private(s, false);
         if (r < 0)
                 goto fail;
-        r = exec_sql(s, "PRAGMA quick_check");
-        if (r < 0)
-                goto fail;
+        /* no page check here: it reads the whole file (seconds for a store
+         * of hundreds of MiB, more under load), so store_check_start runs
+         * it after READY; a file that is not a store, or whose header or
+         * schema SQLite cannot read, fails above or in migrate() */
         r = migrate(s);
         if (r < 0)
                 goto fail;
@@ -400,6 +405,160 @@ int store_open_outbox(const char *path, store **ret) {
 
 void store_interrupt(store *s) {
         sqlite3_interrupt(s->db);
+}
+
+/* --- integrity check, in the background (store_check_start) ---------------- */
+
+/* Lowest-but-one CPU priority for the check: it reads the whole file,
+ * seconds of CPU for a large store, and must not slow drains or queries;
+ * not 19, so it still finishes on a host kept busy by niced batch jobs. */
+#define STORE_CHECK_NICE 15
+
+struct store_check {
+        char *path;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        bool stopping;                   /* atomic: store_check_free asks the check to end */
+        struct store_check_status status; /* under lock */
+};
+
+static uint64_t realtime_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+const char *store_check_state_name(enum store_check_state state) {
+        static const char *const names[_STORE_CHECK_STATE_MAX] = {
+                [STORE_CHECK_RUNNING] = "running",
+                [STORE_CHECK_OK] = "ok",
+                [STORE_CHECK_FAILED] = "failed",
+        };
+        return state >= 0 && state < _STORE_CHECK_STATE_MAX ? names[state] : "unknown";
+}
+
+/* Appends one finding to msg (size bytes), "; " between them; a message
+ * that does not fit ends in "...". */
+static void check_message_add(char *msg, size_t size, const char *finding) {
+        size_t n = strlen(msg);
+
+        if (n + 4 >= size)
+                return;
+        snprintf(msg + n, size - n, "%s%s", n ? "; " : "", finding);
+        if (strlen(msg) + 1 >= size)
+                memcpy(msg + size - 4, "...", 4);
+}
+
+static int check_should_stop(void *userdata) {
+        store_check *c = userdata;
+        return __atomic_load_n(&c->stopping, __ATOMIC_RELAXED);
+}
+
+static void *check_main(void *userdata) {
+        store_check *c = userdata;
+        char msg[sizeof(c->status.message)] = "";
+        sqlite3_stmt *st = NULL;
+        sqlite3 *db = NULL;
+        bool ok = false;
+        int rc, rows = 0;
+
+        /* this thread only (a thread is a process to setpriority) */
+        (void) setpriority(PRIO_PROCESS, (id_t) gettid(), STORE_CHECK_NICE);
+        rc = sqlite3_open_v2(c->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+        if (rc == SQLITE_OK) {
+                /* the writer's checkpoints may make a reader wait a moment */
+                sqlite3_busy_timeout(db, 5000);
+                /* a check of gigabytes must not delay profd's exit:
+                 * asked often enough to end within milliseconds */
+                sqlite3_progress_handler(db, 10000, check_should_stop, c);
+                rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL);
+        }
+        /* one row "ok", or one row per problem found */
+        while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *row = (const char *) sqlite3_column_text(st, 0);
+
+                rows++;
+                if (rows == 1 && row && streq(row, "ok"))
+                        ok = true;
+                else {
+                        ok = false;
+                        /* SQLite names the database first: always "main" here */
+                        static const char prefix[] = "*** in database main ***\n";
+                        if (row && strncmp(row, prefix, strlen(prefix)) == 0)
+                                row += strlen(prefix);
+                        check_message_add(msg, sizeof(msg), row ? row : "(null)");
+                }
+                rc = SQLITE_OK;
+        }
+        if (rc != SQLITE_DONE && rc != SQLITE_INTERRUPT) {
+                ok = false;
+                check_message_add(msg, sizeof(msg), db ? sqlite3_errmsg(db) : "out of memory");
+        }
+        sqlite3_finalize(st);
+
+        pthread_mutex_lock(&c->lock);
+        if (rc != SQLITE_INTERRUPT) {
+                c->status.finished_ns = realtime_ns();
+                c->status.state = ok ? STORE_CHECK_OK : STORE_CHECK_FAILED;
+                memcpy(c->status.message, msg, sizeof(msg));
+        }
+        pthread_mutex_unlock(&c->lock);
+        sqlite3_close(db);
+
+        if (rc == SQLITE_INTERRUPT)
+                log_debug("Integrity check of store %s interrupted: profd is stopping.", c->path);
+        else if (ok)
+                log_info("Integrity check of store %s: ok.", c->path);
+        else
+                log_error("Integrity check of store %s failed: %s. profd goes on storing and answering what "
+                          "it can read; to start a clean store, stop profd and move the file aside (profd "
+                          "does not delete it).", c->path, msg);
+        return NULL;
+}
+
+int store_check_start(const char *path, store_check **ret) {
+        store_check *c;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return log_oom();
+        c->path = strdup(path);
+        if (!c->path) {
+                free(c);
+                return log_oom();
+        }
+        pthread_mutex_init(&c->lock, NULL);
+        c->status.state = STORE_CHECK_RUNNING;
+        c->status.started_ns = realtime_ns();
+        r = -pthread_create(&c->thread, NULL, check_main, c);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to start the integrity check of store %s: %m", path);
+                pthread_mutex_destroy(&c->lock);
+                free(c->path);
+                free(c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+void store_check_get(store_check *c, struct store_check_status *ret) {
+        pthread_mutex_lock(&c->lock);
+        *ret = c->status;
+        pthread_mutex_unlock(&c->lock);
+}
+
+store_check *store_check_free(store_check *c) {
+        if (!c)
+                return NULL;
+        __atomic_store_n(&c->stopping, true, __ATOMIC_RELAXED);
+        pthread_join(c->thread, NULL);
+        pthread_mutex_destroy(&c->lock);
+        free(c->path);
+        free(c);
+        return NULL;
 }
 
 /* Runs a statement that returns nothing. */

@@ -74,9 +74,42 @@ struct store_sample {
 
 /* Opens (creating if needed) and migrates the store. Returns 0, or a negative
  * errno with the reason logged: -EPROTO when the file is not a store this
- * profd can use (corrupt, or written by a newer schema). */
+ * profd can use (not a database, a header or schema SQLite cannot read, or
+ * written by a newer schema). Pages are not checked here, so opening takes
+ * the same time whatever the store's size: store_check_start does that. */
 int store_open(const char *path, store **ret);
 store *store_close(store *s);
+
+/* The store's integrity check (PRAGMA quick_check of every page), run on a
+ * thread of its own with its own read-only connection, at low CPU
+ * priority, after profd is ready: nothing waits for it. A failure is
+ * logged at error level and reported (profctl status); profd keeps
+ * collecting and serving what it can read (docs/reliability.md). */
+typedef struct store_check store_check;
+
+enum store_check_state {
+        STORE_CHECK_RUNNING,
+        STORE_CHECK_OK,
+        STORE_CHECK_FAILED,
+        _STORE_CHECK_STATE_MAX,
+};
+
+struct store_check_status {
+        enum store_check_state state;
+        uint64_t started_ns;  /* CLOCK_REALTIME */
+        uint64_t finished_ns; /* 0 while running */
+        char message[512];    /* failed: what SQLite found (its first findings) */
+};
+
+/* Starts checking the store at path. Returns 0, or a negative errno
+ * (logged) when the thread could not start: nothing was checked then. */
+int store_check_start(const char *path, store_check **ret);
+/* A consistent copy of the check's state; cannot fail. */
+void store_check_get(store_check *c, struct store_check_status *ret);
+/* "running", "ok", "failed" */
+const char *store_check_state_name(enum store_check_state state);
+/* Interrupts a check still running and waits for its thread; NULL is fine. */
+store_check *store_check_free(store_check *c);
 const char *store_path(const store *s);
 
 /* A read-only connection for queries on another thread (daemon/serve/query.c):
