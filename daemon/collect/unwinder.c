@@ -922,6 +922,9 @@ static void *worker(void *userdata) {
         bool scanned = false;
         int r = 0;
 
+        /* named, so top -H and profd's tests tell the threads apart */
+        (void) pthread_setname_np(pthread_self(), "profd-unwind");
+
         for (;;) {
                 struct request *q = NULL;
                 size_t n_q = 0;
@@ -997,7 +1000,17 @@ int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root
         u->procs = hashmap_new_u64();
         u->next_sweep_ns = mono_ns() + SWEEP_NS;
         pthread_mutex_init(&u->lock, NULL);
-        pthread_cond_init(&u->wake, NULL);
+        {
+                /* the worker's deadlines are CLOCK_MONOTONIC (the default,
+                 * CLOCK_REALTIME, would read them as 1970: every wait would
+                 * time out at once and the worker spin) */
+                pthread_condattr_t monotonic;
+
+                pthread_condattr_init(&monotonic);
+                pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+                pthread_cond_init(&u->wake, &monotonic);
+                pthread_condattr_destroy(&monotonic);
+        }
         if (!u->proc_root || !u->rows_alloc || !u->maps_alloc || !u->files || !u->procs) {
                 unwinder_free(u);
                 return -ENOMEM;

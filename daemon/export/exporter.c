@@ -684,6 +684,8 @@ static void *exporter_thread(void *userdata) {
         exporter *e = userdata;
         uint64_t backoff = 0;
 
+        (void) pthread_setname_np(pthread_self(), "profd-export");
+
         while (!atomic_load(&e->stopping)) {
                 int r;
 

@@ -303,6 +303,8 @@ static void *worker_main(void *userdata) {
         query_pool *p = w->pool;
         int r;
 
+        (void) pthread_setname_np(pthread_self(), "profd-query");
+
         /* a spare opens its own connection, off the loop and the lock */
         if (!w->store) {
                 r = store_open_reader(p->store_path, &w->store);

@@ -463,6 +463,7 @@ static void *check_main(void *userdata) {
         bool ok = false;
         int rc, rows = 0;
 
+        (void) pthread_setname_np(pthread_self(), "profd-check");
         /* this thread only (a thread is a process to setpriority) */
         (void) setpriority(PRIO_PROCESS, (id_t) gettid(), STORE_CHECK_NICE);
         rc = sqlite3_open_v2(c->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);

@@ -581,6 +581,7 @@ static void run_job(writer *w, struct job *j) {
 static void *writer_main(void *userdata) {
         writer *w = userdata;
 
+        (void) pthread_setname_np(pthread_self(), "profd-writer");
         for (;;) {
                 struct job *j;
 

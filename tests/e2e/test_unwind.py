@@ -26,9 +26,11 @@ power (a run of 2 s of CPU is ~2000 samples, not ~100); it changes nothing of ho
 stack is walked."""
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
+import time
 
 from harness import (HeldWorkload, Profd, binary, folded_stacks, reaches_start, require_root,
                      run_tests, user_names, wait_unwinder_loaded)
@@ -49,6 +51,8 @@ TRUNCATION_REASONS = ("no_process", "pending", "no_mapping", "unsupported", "rea
 FLUSH_TIMEOUT = 240
 # the unwinder's frame limit (PROFD_MAX_FRAMES): unwind_deep recurses deeper
 MAX_FRAMES = 127
+# how long the idle unwinder is watched
+IDLE_S = 4
 
 
 _profd = None
@@ -300,6 +304,40 @@ def test_first_sight_truncations_are_counted():
     assert complete >= 0.5 * n, f"only {complete} of {n} samples complete once the table was built"
 
 
+def thread_cpu_s(pid):
+    """CPU seconds (utime + stime) of each of pid's threads, by thread name."""
+    out = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                comm, rest = f.read().rsplit(")", 1)
+        except FileNotFoundError:
+            continue  # ended meanwhile
+        fields = rest.split()
+        name = comm.split("(", 1)[1]
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def test_unwinder_waits_when_idle():
+    # once the processes running at start are loaded, the unwinder's thread
+    # sleeps until a request or its next sweep: a wait that timed out at
+    # once (a CLOCK_MONOTONIC deadline read as CLOCK_REALTIME) spun a whole
+    # core. Not a speed target: a sleeping thread uses almost nothing, a
+    # spinning one all of a core.
+    with shared_profd() as d:
+        pid = d.proc.pid
+        before = thread_cpu_s(pid)
+        assert "profd-unwind" in before, f"no thread named profd-unwind: {sorted(before)}"
+        time.sleep(IDLE_S)
+        after = thread_cpu_s(pid)
+    used = after["profd-unwind"] - before["profd-unwind"]
+    print(f"  profd-unwind used {used:.2f} s of CPU in {IDLE_S} s (threads: "
+          + ", ".join(f"{k} {after[k] - before.get(k, 0):.2f} s" for k in sorted(after)) + ")")
+    assert used < IDLE_S / 3, f"the unwinder's thread used {used:.2f} s of CPU in {IDLE_S} s with nothing to do"
+
+
 if __name__ == "__main__":
     require_root()
     # meson stops a test past its timeout with SIGTERM: leave through the
@@ -311,7 +349,8 @@ if __name__ == "__main__":
              test_mixed_stacks_cross_library_boundaries,
              test_short_lived_process_has_complete_stacks,
              test_truncation_reasons_are_counted,
-             test_first_sight_truncations_are_counted]
+             test_first_sight_truncations_are_counted,
+             test_unwinder_waits_when_idle]
     try:
         run_tests([t for t in tests if not only or t.__name__ in only])
     finally:
