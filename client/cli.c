@@ -1,0 +1,101 @@
+/* The pieces every profctl command shares: where to ask, usage errors and
+ * the parsers of options several commands take (cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+
+#include "fleet.h"
+#include "util.h"
+
+const char duration_help[] =
+        "DUR is one or more <number><unit> parts, units ns us ms s m h d (1h30m,\n"
+        "500ms); a bare number is seconds. REGEX is a POSIX extended regular\n"
+        "expression matched against function names.\n";
+
+/* Reports what getopt_long() stopped at; opterr is off so every message has
+ * the same "profctl: " form. */
+int cli_bad_option(int c, char *const *argv) {
+        const char *arg = argv[optind - 1];
+
+        if (c == ':')
+                return cli_usage_error("option '%s' needs a value", arg);
+        /* long options in this file have values above 0xff; optopt holds one
+         * when such an option was given "=value" it does not take */
+        if (optopt > 0xff)
+                return cli_usage_error("option '%s' takes no value", arg);
+        if (optopt > 0)
+                return cli_usage_error("unrecognized option '-%c'", optopt);
+        return cli_usage_error("unrecognized option '%s'", arg);
+}
+
+/* The connection a command's requests go to: profd's socket, or with
+ * --clickhouse the fleet in ClickHouse, after checking that it answers and
+ * holds the schema profctl reads. */
+int cli_connect(const struct cli_target *t, conn **ret) {
+        _cleanup_fleet_ fleet *f = NULL;
+        int r;
+
+        if (!t->clickhouse)
+                return conn_open(t->socket, ret);
+        r = fleet_open(t->clickhouse, t->clickhouse_credentials, &f);
+        if (r < 0)
+                return r;
+        r = fleet_check_schema(f);
+        if (r < 0)
+                return r;
+        return conn_open_fleet(TAKE_PTR(f), ret);
+}
+
+/* --host and --root host select among a fleet's hosts: without
+ * --clickhouse there is one host, profd's. */
+int cli_check_fleet_options(const struct cli_target *t, const struct filters *f, const char *root) {
+        if (f->host && !t->clickhouse)
+                return cli_usage_error("--host selects hosts of a fleet: give --clickhouse URL (before the "
+                                       "command)");
+        if (root && streq(root, "host") && !t->clickhouse)
+                return cli_usage_error("--root host groups a fleet by host: give --clickhouse URL (before the "
+                                       "command)");
+        if (root && streq(root, "thread") && t->clickhouse)
+                return cli_usage_error("--root thread: thread names are kept in the local store only, not "
+                                       "exported to ClickHouse");
+        return 0;
+}
+
+/* Options only some formats use: naming the one that does not fit beats
+ * ignoring it. */
+int cli_check_applies(bool given, const char *option, bool applies, const char *to) {
+        if (given && !applies)
+                return cli_usage_error("%s applies to %s", option, to);
+        return 0;
+}
+
+int cli_parse_limit(const char *arg, size_t *ret) {
+        uint64_t u;
+
+        if (parse_uint_strict(arg, SIZE_MAX, &u) < 0)
+                return cli_usage_error("--limit '%s' is not a row count (expected 0 for all, or a "
+                                       "positive integer)", arg);
+        *ret = (size_t) u;
+        return 0;
+}
+
+int cli_parse_by(const char *arg, TopBy *ret) {
+        if (top_by_from_string(arg, ret) < 0)
+                return cli_usage_error("--by '%s' is not known (expected function, line or module)", arg);
+        return 0;
+}
+
+int cli_compile_regex(const char *option, const char *arg, regex_t *re) {
+        char msg[256];
+        int r;
+
+        /* REG_NOSUB: only whether it matches counts */
+        r = regcomp(re, arg, REG_EXTENDED | REG_NOSUB);
+        if (r != 0) {
+                regerror(r, re, msg, sizeof(msg));
+                return cli_usage_error("%s '%s' is not a valid regular expression: %s", option, arg, msg);
+        }
+        return 0;
+}

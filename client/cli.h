@@ -1,0 +1,54 @@
+/* What every profctl command shares: where to ask (profd's socket or a
+ * ClickHouse fleet), the usage errors of a getopt loop, and the checks of
+ * options several commands take. Each function that can fail prints its own
+ * "profctl: ..." message and returns a negative errno. */
+#pragma once
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "conn.h"
+#include "filters.h"
+#include "render.h"
+
+/* Enough to see where the time went on one screen; --limit 0 shows all. */
+#define QUERY_LIMIT_DEFAULT 25
+
+/* Where a command's requests go, from the options before the command. */
+struct cli_target {
+        const char *socket;                 /* profd's socket */
+        /* Fleet mode: answers come from ClickHouse (fleet.h), not profd's socket. */
+        const char *clickhouse;             /* NULL: ask profd */
+        const char *clickhouse_credentials; /* NULL: ClickHouse's default user */
+};
+
+/* The help text of durations and regular expressions, under each command's
+ * options. */
+extern const char duration_help[];
+
+#define IN_SET_FORMAT(x, a, b, c) ((x) == (a) || (x) == (b) || (x) == (c))
+/* A switch over an enum that handled every value before reaching here. */
+#define assert_not_reached() abort()
+
+/* Reports what getopt_long() stopped at (c is what it returned). Returns
+ * -EINVAL. */
+int cli_bad_option(int c, char *const *argv);
+
+/* Opens the connection a command's requests go to. Returns 0 or a negative
+ * errno after a message. */
+int cli_connect(const struct cli_target *t, conn **ret);
+
+/* Refuses --host and --root host without --clickhouse, and --root thread
+ * with it (root: --root's value or NULL). Returns 0 or -EINVAL. */
+int cli_check_fleet_options(const struct cli_target *t, const struct filters *f, const char *root);
+
+/* A usage error "OPTION applies to TO" when an option was given that does not
+ * apply. Returns 0 or -EINVAL. */
+int cli_check_applies(bool given, const char *option, bool applies, const char *to);
+
+/* --limit N, --by WHAT, and a --focus/--hide expression (compiled into *re,
+ * which the caller regfree()s on success). Return 0 or -EINVAL. */
+int cli_parse_limit(const char *arg, size_t *ret);
+int cli_parse_by(const char *arg, TopBy *ret);
+int cli_compile_regex(const char *option, const char *arg, regex_t *re);
