@@ -4,13 +4,11 @@
  * "profctl: ..." message and returns a negative errno. */
 #pragma once
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "conn.h"
 #include "filters.h"
-#include "render.h"
 
 /* Enough to see where the time went on one screen; --limit 0 shows all. */
 #define QUERY_LIMIT_DEFAULT 25
@@ -42,13 +40,3 @@ int cli_connect(const struct cli_target *t, conn **ret);
 /* Refuses --host and --root host without --clickhouse, and --root thread
  * with it (root: --root's value or NULL). Returns 0 or -EINVAL. */
 int cli_check_fleet_options(const struct cli_target *t, const struct filters *f, const char *root);
-
-/* A usage error "OPTION applies to TO" when an option was given that does not
- * apply. Returns 0 or -EINVAL. */
-int cli_check_applies(bool given, const char *option, bool applies, const char *to);
-
-/* --limit N, --by WHAT, and a --focus/--hide expression (compiled into *re,
- * which the caller regfree()s on success). Return 0 or -EINVAL. */
-int cli_parse_limit(const char *arg, size_t *ret);
-int cli_parse_by(const char *arg, TopBy *ret);
-int cli_compile_regex(const char *option, const char *arg, regex_t *re);

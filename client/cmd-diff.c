@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "flame.h"
+#include "options.h"
 #include "output.h"
 #include "profile.h"
 #include "util.h"
@@ -57,151 +58,77 @@ static void help_diff(void) {
                filters_help, QUERY_LIMIT_DEFAULT, duration_help);
 }
 
-typedef enum DiffFormat {
-        DIFF_TABLE,
-        DIFF_FOLDED,
-        DIFF_JSON,
-        DIFF_SVG,
-} DiffFormat;
+enum {
+        ARG_BASELINE_FROM = VIEW_OPTION_END,
+        ARG_BASELINE_TO,
+        ARG_BASELINE_PID,
+        ARG_BASELINE_HOST,
+};
 
 struct diff_args {
         struct filters filters;
+        struct view_options view;
         const char *baseline_from, *baseline_to;
         uint64_t baseline_pid;
         const char *baseline_host;
-        DiffFormat format;
-        bool json;
-        const char *output;
-        struct diff_opts opts;
-        bool by_set, limit_set;
-        bool raw_names, icicle;
-        const char *title;
+        struct diff_opts opts;  /* from view, for views.h */
 };
 
-static int diff_parse_argv(const struct cli_target *t, int argc, char *argv[], struct diff_args *a) {
-        enum {
-                ARG_BASELINE_FROM = FILTER_OPTION_END,
-                ARG_BASELINE_TO,
-                ARG_BASELINE_PID,
-                ARG_BASELINE_HOST,
-                ARG_FORMAT,
-                ARG_JSON,
-                ARG_OUTPUT,
-                ARG_BY,
-                ARG_CHILDREN,
-                ARG_LIMIT,
-                ARG_LINES,
-                ARG_RAW_NAMES,
-                ARG_ICICLE,
-                ARG_TITLE,
-        };
-        static const struct option options[] = {
-                { "help",          no_argument,       NULL, 'h'               },
-                FILTER_OPTIONS,
+static int diff_parse_option(void *userdata, int opt, const char *arg) {
+        struct diff_args *a = userdata;
+        int r;
+
+        switch (opt) {
+        case ARG_BASELINE_FROM:
+        case ARG_BASELINE_TO:
+                r = filters_check_time(opt == ARG_BASELINE_FROM ? "--baseline-from" : "--baseline-to", arg);
+                if (r < 0)
+                        return r;
+                *(opt == ARG_BASELINE_FROM ? &a->baseline_from : &a->baseline_to) = arg;
+                return 0;
+        case ARG_BASELINE_PID:
+                r = parse_uint_strict(arg, INT32_MAX, &a->baseline_pid);
+                if (r < 0 || a->baseline_pid == 0)
+                        return cli_usage_error("--baseline-pid '%s' is not a process id (expected a "
+                                               "positive integer)", arg);
+                return 0;
+        case ARG_BASELINE_HOST:
+                if (!*arg)
+                        return cli_usage_error("--baseline-host needs a host name or glob, got ''");
+                a->baseline_host = arg;
+                return 0;
+        default:
+                assert_not_reached();
+        }
+}
+
+static const struct command_options diff_options = {
+        .name = "diff",
+        .help = help_diff,
+        .filters = true,
+        .views = VIEW_OPT(VIEW_FORMAT) | VIEW_OPT(VIEW_JSON) | VIEW_OPT(VIEW_OUTPUT) | VIEW_OPT(VIEW_BY) |
+                 VIEW_OPT(VIEW_CHILDREN) | VIEW_OPT(VIEW_LIMIT) | VIEW_OPT(VIEW_LINES) | VIEW_OPT(VIEW_RAW_NAMES) |
+                 VIEW_OPT(VIEW_ICICLE) | VIEW_OPT(VIEW_TITLE),
+        .formats = FORMAT_BIT(FORMAT_TABLE) | FORMAT_BIT(FORMAT_FOLDED) | FORMAT_BIT(FORMAT_JSON) |
+                   FORMAT_BIT(FORMAT_SVG),
+        /* diff has always let the last --format win */
+        .format_last_wins = true,
+        .options = (const struct option[]) {
                 { "baseline-from", required_argument, NULL, ARG_BASELINE_FROM },
                 { "baseline-to",   required_argument, NULL, ARG_BASELINE_TO   },
                 { "baseline-pid",  required_argument, NULL, ARG_BASELINE_PID  },
                 { "baseline-host", required_argument, NULL, ARG_BASELINE_HOST },
-                { "format",        required_argument, NULL, ARG_FORMAT        },
-                { "json",          no_argument,       NULL, ARG_JSON          },
-                { "output",        required_argument, NULL, ARG_OUTPUT        },
-                { "by",            required_argument, NULL, ARG_BY            },
-                { "children",      no_argument,       NULL, ARG_CHILDREN      },
-                { "limit",         required_argument, NULL, ARG_LIMIT         },
-                { "lines",         no_argument,       NULL, ARG_LINES         },
-                { "raw-names",     no_argument,       NULL, ARG_RAW_NAMES     },
-                { "icicle",        no_argument,       NULL, ARG_ICICLE        },
-                { "title",         required_argument, NULL, ARG_TITLE         },
                 {}
-        };
-        bool format_set = false;
-        int opt, r;
+        },
+        .parse_option = diff_parse_option,
+};
 
-        a->opts.limit = QUERY_LIMIT_DEFAULT;
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-                r = filters_parse_option(&a->filters, opt, optarg);
-                if (r < 0)
-                        return r;
-                if (r > 0)
-                        continue;
-                switch (opt) {
-                case 'h':
-                        help_diff();
-                        return 0;
-                case ARG_BASELINE_FROM:
-                case ARG_BASELINE_TO:
-                        r = filters_check_time(opt == ARG_BASELINE_FROM ? "--baseline-from" : "--baseline-to", optarg);
-                        if (r < 0)
-                                return r;
-                        *(opt == ARG_BASELINE_FROM ? &a->baseline_from : &a->baseline_to) = optarg;
-                        break;
-                case ARG_BASELINE_PID:
-                        r = parse_uint_strict(optarg, INT32_MAX, &a->baseline_pid);
-                        if (r < 0 || a->baseline_pid == 0)
-                                return cli_usage_error("--baseline-pid '%s' is not a process id (expected a "
-                                                       "positive integer)", optarg);
-                        break;
-                case ARG_BASELINE_HOST:
-                        if (!*optarg)
-                                return cli_usage_error("--baseline-host needs a host name or glob, got ''");
-                        a->baseline_host = optarg;
-                        break;
-                case ARG_FORMAT:
-                        if (streq(optarg, "table"))
-                                a->format = DIFF_TABLE;
-                        else if (streq(optarg, "folded"))
-                                a->format = DIFF_FOLDED;
-                        else if (streq(optarg, "json"))
-                                a->format = DIFF_JSON;
-                        else if (streq(optarg, "svg"))
-                                a->format = DIFF_SVG;
-                        else
-                                return cli_usage_error("--format '%s' is not known for diff (expected table, "
-                                                       "folded, json or svg)", optarg);
-                        format_set = true;
-                        break;
-                case ARG_JSON:
-                        a->json = true;
-                        break;
-                case ARG_OUTPUT:
-                        if (!*optarg)
-                                return cli_usage_error("--output needs a file name, got ''");
-                        a->output = optarg;
-                        break;
-                case ARG_BY:
-                        r = cli_parse_by(optarg, &a->opts.by);
-                        if (r < 0)
-                                return r;
-                        a->by_set = true;
-                        break;
-                case ARG_CHILDREN:
-                        a->opts.children = true;
-                        break;
-                case ARG_LIMIT:
-                        r = cli_parse_limit(optarg, &a->opts.limit);
-                        if (r < 0)
-                                return r;
-                        a->limit_set = true;
-                        break;
-                case ARG_LINES:
-                        a->opts.lines = true;
-                        break;
-                case ARG_RAW_NAMES:
-                        a->raw_names = true;
-                        break;
-                case ARG_ICICLE:
-                        a->icicle = true;
-                        break;
-                case ARG_TITLE:
-                        a->title = optarg;
-                        break;
-                default:
-                        return cli_bad_option(opt, argv);
-                }
-        }
-        if (optind < argc)
-                return cli_usage_error("diff takes no arguments, got '%s'", argv[optind]);
+/* Checks what single options can't: combinations. Returns 1 to go on,
+ * -EINVAL on a usage error. */
+static int diff_check(const struct cli_target *t, struct diff_args *a) {
+        struct view_options *v = &a->view;
+        int r;
+
         r = filters_check(&a->filters);
         if (r < 0)
                 return r;
@@ -240,19 +167,20 @@ static int diff_parse_argv(const struct cli_target *t, int argc, char *argv[], s
             filters_check_window("--baseline-from", a->baseline_from, "--baseline-to", a->baseline_to) < 0)
                 return -EINVAL;
 
-        if (a->json && !format_set)
-                a->format = DIFF_JSON;
-        if (a->json && a->format != DIFF_TABLE && a->format != DIFF_JSON)
+        if (v->json && !view_options_given(v, VIEW_FORMAT))
+                v->format = FORMAT_JSON;
+        if (v->json && v->format != FORMAT_TABLE && v->format != FORMAT_JSON)
                 return cli_usage_error("--json cannot be combined with --format %s",
-                                       a->format == DIFF_FOLDED ? "folded" : "svg");
-        if ((r = cli_check_applies(a->by_set, "--by", a->format == DIFF_TABLE, "--format table")) < 0 ||
-            (r = cli_check_applies(a->opts.children, "--children", a->format == DIFF_TABLE, "--format table")) < 0 ||
-            (r = cli_check_applies(a->limit_set, "--limit", a->format == DIFF_TABLE, "--format table")) < 0 ||
-            (r = cli_check_applies(a->icicle, "--icicle", a->format == DIFF_SVG, "--format svg")) < 0 ||
-            (r = cli_check_applies(a->title, "--title", a->format == DIFF_SVG, "--format svg")) < 0)
+                                       view_format_to_string(v->format));
+        r = view_options_check_applies(v);
+        if (r < 0)
                 return r;
-        if (a->opts.by == TOP_BY_LINE)
-                a->opts.lines = true;
+        a->opts = (struct diff_opts) {
+                .lines = v->lines || v->by == TOP_BY_LINE,
+                .by = v->by,
+                .children = v->children,
+                .limit = view_options_given(v, VIEW_LIMIT) ? v->limit : QUERY_LIMIT_DEFAULT,
+        };
         return 1;
 }
 
@@ -286,7 +214,7 @@ static int diff_run(const struct cli_target *t, const struct diff_args *a) {
 
         request = json_pack("{ss}", "op", "query");
         if (!request || filters_to_request(&a->filters, request) < 0 ||
-            (a->raw_names && json_object_set_new(request, "raw_names", json_true()) < 0))
+            (a->view.raw_names && json_object_set_new(request, "raw_names", json_true()) < 0))
                 return cli_error(-ENOMEM, "%m");
         baseline_request = diff_baseline_request(a, request);
         if (!baseline_request)
@@ -303,31 +231,33 @@ static int diff_run(const struct cli_target *t, const struct diff_args *a) {
         if (r < 0)
                 return r;
 
-        r = output_open(&out, a->output);
+        r = output_open(&out, a->view.output);
         if (r < 0)
                 return r;
-        switch (a->format) {
-        case DIFF_TABLE:
-                r = a->json ? diff_table_write_json(out.f, baseline, current, &a->opts) :
+        switch (a->view.format) {
+        case FORMAT_TABLE:
+                r = a->view.json ? diff_table_write_json(out.f, baseline, current, &a->opts) :
                         diff_table_write(out.f, baseline, current, &a->opts);
                 break;
-        case DIFF_FOLDED:
+        case FORMAT_FOLDED:
                 r = diff_write_folded(out.f, baseline, current, &a->opts);
                 break;
-        case DIFF_JSON:
+        case FORMAT_JSON:
                 r = diff_write_json(out.f, baseline, current, &a->opts);
                 break;
-        case DIFF_SVG: {
-                struct flame_opts fo = { .title = a->title, .icicle = a->icicle };
+        case FORMAT_SVG: {
+                struct flame_opts fo = { .title = a->view.title, .icicle = a->view.icicle };
 
                 r = flame_svg_write_diff(out.f, baseline, current, &fo);
                 break;
         }
+        default:
+                assert_not_reached();
         }
         if (r < 0)
                 r = cli_error(r, "cannot write the diff: %m");
         if (r >= 0 && (fflush(out.f) != 0 || ferror(out.f)))
-                r = cli_error(-EIO, "cannot write %s", a->output ? a->output : "to standard output");
+                r = cli_error(-EIO, "cannot write %s", a->view.output ? a->view.output : "to standard output");
         if (output_close(&out, r >= 0) < 0)
                 r = -EIO;
         if (r < 0)
@@ -337,7 +267,7 @@ static int diff_run(const struct cli_target *t, const struct diff_args *a) {
         if (current->total == 0)
                 no_samples_message(&a->filters, current->from_ns, current->to_ns, " in the current window");
         /* a change is only as good as the worse of its two pictures */
-        if (!a->json && a->format != DIFF_JSON)
+        if (!a->view.json && a->view.format != FORMAT_JSON)
                 for (int i = 0; i < 2; i++) {
                         const profile *p = i == 0 ? baseline : current;
                         _cleanup_free_ char *line = p->have_quality ? quality_summary(&p->quality) : NULL;
@@ -352,7 +282,9 @@ int cmd_diff(const struct cli_target *t, int argc, char *argv[]) {
         struct diff_args a = {};
         int r;
 
-        r = diff_parse_argv(t, argc, argv, &a);
+        r = command_parse_argv(&diff_options, argc, argv, &a.filters, &a.view, &a);
+        if (r > 0)
+                r = diff_check(t, &a);
         if (r <= 0)
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
         return diff_run(t, &a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -1,11 +1,12 @@
 /* profctl init: create profd's schema in ClickHouse. */
-#include <getopt.h>
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "fleet.h"
+#include "options.h"
 #include "util.h"
 
 static void help_init(void) {
@@ -24,38 +25,39 @@ static void help_init(void) {
                "  -h, --help          Show this help\n");
 }
 
-int cmd_init(const struct cli_target *t, int argc, char *argv[]) {
-        enum { ARG_CLUSTER = 0x100 };
-        static const struct option options[] = {
-                { "help",    no_argument,       NULL, 'h'         },
+enum {
+        ARG_CLUSTER = VIEW_OPTION_END,
+};
+
+static int init_parse_option(void *userdata, int opt, const char *arg) {
+        const char **cluster = userdata;
+
+        assert(opt == ARG_CLUSTER);
+        if (!*arg)
+                return cli_usage_error("--cluster needs a cluster name, got ''");
+        *cluster = arg;
+        return 0;
+}
+
+static const struct command_options init_options = {
+        .name = "init",
+        .help = help_init,
+        .options = (const struct option[]) {
                 { "cluster", required_argument, NULL, ARG_CLUSTER },
                 {}
-        };
-        _cleanup_fleet_ fleet *f = NULL;
-        const char *cluster = NULL;
-        int opt;
+        },
+        .parse_option = init_parse_option,
+};
 
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
-                switch (opt) {
-                case 'h':
-                        help_init();
-                        return EXIT_SUCCESS;
-                case ARG_CLUSTER:
-                        if (!*optarg) {
-                                cli_usage_error("--cluster needs a cluster name, got ''");
-                                return EXIT_USAGE;
-                        }
-                        cluster = optarg;
-                        break;
-                default:
-                        cli_bad_option(opt, argv);
-                        return EXIT_USAGE;
-                }
-        if (optind < argc) {
-                cli_usage_error("init takes no arguments, got '%s'", argv[optind]);
-                return EXIT_USAGE;
-        }
+int cmd_init(const struct cli_target *t, int argc, char *argv[]) {
+        _cleanup_fleet_ fleet *f = NULL;
+        struct view_options view = {};
+        const char *cluster = NULL;
+        int r;
+
+        r = command_parse_argv(&init_options, argc, argv, NULL, &view, &cluster);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
         if (!t->clickhouse) {
                 cli_usage_error("init creates profd's schema in ClickHouse: give --clickhouse URL (before the "
                                 "command)");

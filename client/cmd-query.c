@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "flame.h"
 #include "macro.h"
+#include "options.h"
 #include "output.h"
 #include "pprof.h"
 #include "profile.h"
@@ -79,241 +80,75 @@ static void help_query(void) {
                filters_help, QUERY_LIMIT_DEFAULT, duration_help);
 }
 
-static const char *const format_names[_FORMAT_MAX] = {
-        [FORMAT_TABLE] = "table",
-        [FORMAT_FOLDED] = "folded",
-        [FORMAT_JSON] = "json",
-        [FORMAT_TREE] = "tree",
-        [FORMAT_SVG] = "svg",
-        [FORMAT_PPROF] = "pprof",
-};
+/* Checks what single options can't: combinations. Returns 1 to go on,
+ * -EINVAL on a usage error. */
+static int query_check(const struct cli_target *t, struct query_args *a) {
+        struct view_options *v = &a->view;
+        bool format_set = view_options_given(v, VIEW_FORMAT);
+        int r;
 
-static int parse_format(const char *arg, QueryFormat *ret) {
-        for (size_t i = 0; i < _FORMAT_MAX; i++)
-                if (streq(arg, format_names[i])) {
-                        *ret = (QueryFormat) i;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-static void query_args_done(struct query_args *a) {
-        if (a->focus_text)
-                regfree(&a->focus);
-        if (a->hide_text)
-                regfree(&a->hide);
-}
-
-
-/* Returns 1 to go on, 0 if --help was shown, -EINVAL on a usage error. */
-static int query_parse_argv(const struct cli_target *t, int argc, char *argv[], struct query_args *a) {
-        enum {
-                ARG_FORMAT = FILTER_OPTION_END,
-                ARG_FOLDED,
-                ARG_JSON,
-                ARG_OUTPUT,
-                ARG_BY,
-                ARG_CHILDREN,
-                ARG_LIMIT,
-                ARG_LINES,
-                ARG_RAW_NAMES,
-                ARG_ROOT,
-                ARG_FOCUS,
-                ARG_HIDE,
-                ARG_MAX_DEPTH,
-                ARG_ICICLE,
-                ARG_TITLE,
-                ARG_QUALITY,
-        };
-        static const struct option options[] = {
-                { "help",      no_argument,       NULL, 'h'           },
-                FILTER_OPTIONS,
-                { "format",    required_argument, NULL, ARG_FORMAT    },
-                { "folded",    no_argument,       NULL, ARG_FOLDED    },
-                { "json",      no_argument,       NULL, ARG_JSON      },
-                { "output",    required_argument, NULL, ARG_OUTPUT    },
-                { "by",        required_argument, NULL, ARG_BY        },
-                { "children",  no_argument,       NULL, ARG_CHILDREN  },
-                { "limit",     required_argument, NULL, ARG_LIMIT     },
-                { "lines",     no_argument,       NULL, ARG_LINES     },
-                { "raw-names", no_argument,       NULL, ARG_RAW_NAMES },
-                { "root",      required_argument, NULL, ARG_ROOT      },
-                { "focus",     required_argument, NULL, ARG_FOCUS     },
-                { "hide",      required_argument, NULL, ARG_HIDE      },
-                { "max-depth", required_argument, NULL, ARG_MAX_DEPTH },
-                { "icicle",    no_argument,       NULL, ARG_ICICLE    },
-                { "title",     required_argument, NULL, ARG_TITLE     },
-                { "quality",   no_argument,       NULL, ARG_QUALITY   },
-                {}
-        };
-        bool folded = false, format_set = false;
-        QueryFormat format = FORMAT_TABLE;
-        uint64_t u;
-        int opt, r;
-
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-                r = filters_parse_option(&a->filters, opt, optarg);
-                if (r < 0)
-                        return r;
-                if (r > 0)
-                        continue;
-                switch (opt) {
-                case 'h':
-                        help_query();
-                        return 0;
-                case ARG_FORMAT:
-                        if (parse_format(optarg, &format) < 0)
-                                return cli_usage_error("--format '%s' is not known (expected table, folded, "
-                                                       "json, tree, svg or pprof)", optarg);
-                        if (format_set && format != a->format)
-                                return cli_usage_error("--format given twice, as %s and %s",
-                                                       format_names[a->format], optarg);
-                        a->format = format;
-                        format_set = true;
-                        break;
-                case ARG_FOLDED:
-                        folded = true;
-                        break;
-                case ARG_JSON:
-                        a->json = true;
-                        break;
-                case ARG_OUTPUT:
-                        if (!*optarg)
-                                return cli_usage_error("--output needs a file name, got ''");
-                        a->output = optarg;
-                        break;
-                case ARG_BY:
-                        r = cli_parse_by(optarg, &a->by);
-                        if (r < 0)
-                                return r;
-                        a->by_set = true;
-                        break;
-                case ARG_CHILDREN:
-                        a->children = true;
-                        break;
-                case ARG_LIMIT:
-                        r = cli_parse_limit(optarg, &a->limit);
-                        if (r < 0)
-                                return r;
-                        a->limit_set = true;
-                        break;
-                case ARG_LINES:
-                        a->lines = true;
-                        break;
-                case ARG_RAW_NAMES:
-                        a->raw_names = true;
-                        break;
-                case ARG_ROOT:
-                        if (!streq(optarg, "process") && !streq(optarg, "unit") && !streq(optarg, "thread") &&
-                            !streq(optarg, "host"))
-                                return cli_usage_error("--root '%s' is not known (expected process, unit, thread or "
-                                                       "host)", optarg);
-                        a->root = optarg;
-                        break;
-                case ARG_FOCUS:
-                case ARG_HIDE: {
-                        bool focus = opt == ARG_FOCUS;
-                        regex_t *re = focus ? &a->focus : &a->hide;
-                        const char **text = focus ? &a->focus_text : &a->hide_text;
-
-                        if (*text) {
-                                regfree(re);
-                                *text = NULL;
-                        }
-                        r = cli_compile_regex(focus ? "--focus" : "--hide", optarg, re);
-                        if (r < 0)
-                                return r;
-                        *text = optarg;
-                        break;
-                }
-                case ARG_MAX_DEPTH:
-                        r = parse_uint_strict(optarg, SIZE_MAX, &u);
-                        if (r < 0 || u == 0)
-                                return cli_usage_error("--max-depth '%s' is not a depth (expected a "
-                                                       "positive integer)", optarg);
-                        a->max_depth = (size_t) u;
-                        a->max_depth_set = true;
-                        break;
-                case ARG_ICICLE:
-                        a->icicle = true;
-                        break;
-                case ARG_TITLE:
-                        a->title = optarg;
-                        break;
-                case ARG_QUALITY:
-                        a->quality = true;
-                        break;
-                default:
-                        return cli_bad_option(opt, argv);
-                }
-        }
-
-        if (optind < argc)
-                return cli_usage_error("query takes no arguments, got '%s'", argv[optind]);
         r = filters_check(&a->filters);
         if (r < 0)
                 return r;
-        r = cli_check_fleet_options(t, &a->filters, a->root);
+        r = cli_check_fleet_options(t, &a->filters, v->root);
         if (r < 0)
                 return r;
 
         /* the report alone, as text or (--json) as JSON: no view to pick */
-        if (a->quality && (folded || format_set))
+        if (v->quality && (v->folded || format_set))
                 return cli_usage_error("--quality prints only the quality report; drop --format/--folded "
                                        "(--json gives it as JSON)");
         /* --folded and --json: the old shorthands for --format */
-        if (folded) {
-                if (a->json)
+        if (v->folded) {
+                if (v->json)
                         return cli_usage_error("--folded and --json cannot be combined");
-                if (format_set && a->format != FORMAT_FOLDED)
+                if (format_set && v->format != FORMAT_FOLDED)
                         return cli_usage_error("--folded and --format %s cannot be combined",
-                                               format_names[a->format]);
-                a->format = FORMAT_FOLDED;
-        } else if (a->json && !format_set && !a->quality)
-                a->format = FORMAT_JSON;
-        if (a->json && !IN_SET_FORMAT(a->format, FORMAT_TABLE, FORMAT_TREE, FORMAT_JSON))
+                                               view_format_to_string(v->format));
+                v->format = FORMAT_FOLDED;
+        } else if (v->json && !format_set && !v->quality)
+                v->format = FORMAT_JSON;
+        if (v->json && !IN_SET_FORMAT(v->format, FORMAT_TABLE, FORMAT_TREE, FORMAT_JSON))
                 return cli_usage_error("--json cannot be combined with --format %s (JSON is there for "
                                        "the table, the tree and the stacks: --format json)",
-                                       format_names[a->format]);
+                                       view_format_to_string(v->format));
 
-        if ((r = cli_check_applies(a->by_set, "--by", a->format == FORMAT_TABLE, "--format table")) < 0 ||
-            (r = cli_check_applies(a->children, "--children", a->format == FORMAT_TABLE, "--format table")) < 0 ||
-            /* folded and json stream every stack as profd sends it; cutting
-             * them off would need them all in memory to find the largest */
-            (r = cli_check_applies(a->limit_set, "--limit", a->format == FORMAT_TABLE, "--format table")) < 0 ||
-            (r = cli_check_applies(a->root, "--root", a->format != FORMAT_TABLE,
-                               "--format folded, tree, json, svg and pprof")) < 0 ||
-            (r = cli_check_applies(a->focus_text, "--focus", a->format == FORMAT_TREE, "--format tree")) < 0 ||
-            (r = cli_check_applies(a->hide_text, "--hide", a->format == FORMAT_TREE, "--format tree")) < 0 ||
-            (r = cli_check_applies(a->max_depth_set, "--max-depth", a->format == FORMAT_TREE, "--format tree")) < 0 ||
-            (r = cli_check_applies(a->icicle, "--icicle", a->format == FORMAT_SVG, "--format svg")) < 0 ||
-            (r = cli_check_applies(a->title, "--title", a->format == FORMAT_SVG, "--format svg")) < 0)
+        r = view_options_check_applies(v);
+        if (r < 0)
                 return r;
-        if (a->by_set && a->by == TOP_BY_LINE && a->lines)
+        if (view_options_given(v, VIEW_BY) && v->by == TOP_BY_LINE && v->lines)
                 return cli_usage_error("--by line already names rows by file:line; drop --lines");
-        if (a->format == FORMAT_PPROF && !a->output && isatty(STDOUT_FILENO))
+        if (v->format == FORMAT_PPROF && !v->output && isatty(STDOUT_FILENO))
                 return cli_usage_error("--format pprof writes gzipped binary data; give --output FILE "
                                        "or redirect standard output");
-        if (!a->limit_set)
-                a->limit = QUERY_LIMIT_DEFAULT;
+        if (!view_options_given(v, VIEW_LIMIT))
+                v->limit = QUERY_LIMIT_DEFAULT;
         return 1;
 }
+
+static const struct command_options query_options = {
+        .name = "query",
+        .help = help_query,
+        .filters = true,
+        /* every view option is query's */
+        .views = VIEW_OPT(VIEW_OPTION_END) - 1,
+        .formats = FORMAT_BIT(_FORMAT_MAX) - 1,
+};
 
 static json_t *query_request(const struct query_args *a) {
         _cleanup_json_ json_t *req = json_pack("{ss}", "op", "query");
 
         if (!req || filters_to_request(&a->filters, req) < 0 ||
-            (a->raw_names && json_object_set_new(req, "raw_names", json_true()) < 0) ||
-            (a->root && json_object_set_new(req, "group", json_string(a->root)) < 0))
+            (a->view.raw_names && json_object_set_new(req, "raw_names", json_true()) < 0) ||
+            (a->view.root && json_object_set_new(req, "group", json_string(a->view.root)) < 0))
                 return NULL;
         /* folded output needs only names: profd sends each stack as one
          * folded string, a fraction of the bytes of its frames (most of
          * what reading a large answer cost profctl was parsing them); the
          * quality report alone needs no frames at all, so the same */
-        if ((a->format == FORMAT_FOLDED || a->quality) &&
+        if ((a->view.format == FORMAT_FOLDED || a->view.quality) &&
             (json_object_set_new(req, "format", json_string("folded")) < 0 ||
-             (a->lines && json_object_set_new(req, "lines", json_true()) < 0)))
+             (a->view.lines && json_object_set_new(req, "lines", json_true()) < 0)))
                 return NULL;
         return TAKE_PTR(req);
 }
@@ -353,7 +188,7 @@ static int stream_on_stack(void *userdata, const json_t *line, const char *raw, 
         int r;
 
         x->n++;
-        switch (x->a->format) {
+        switch (x->a->view.format) {
         case FORMAT_FOLDED:
                 return stream_folded(x, line);
         case FORMAT_JSON:
@@ -364,7 +199,7 @@ static int stream_on_stack(void *userdata, const json_t *line, const char *raw, 
                 fwrite(raw, 1, raw_len, x->out);
                 return 0;
         case FORMAT_TABLE:
-                r = stack_parse(&x->stack, line, x->a->lines || x->a->by == TOP_BY_LINE);
+                r = stack_parse(&x->stack, line, x->a->view.lines || x->a->view.by == TOP_BY_LINE);
                 if (r < 0)
                         return r;
                 r = top_table_add(x->table, &x->stack);
@@ -380,14 +215,14 @@ int query_stream(conn *c, const struct query_args *a, const json_t *request, FIL
         struct stream_ctx x = { .a = a, .out = out };
         int r;
 
-        if (a->format == FORMAT_TABLE) {
-                x.table = top_table_new(a->by);
+        if (a->view.format == FORMAT_TABLE) {
+                x.table = top_table_new(a->view.by);
                 if (!x.table)
                         return cli_error(-ENOMEM, "%m");
         }
         r = query_send_and_read(c, request, stream_on_stack, &x, end);
         if (r >= 0)
-                switch (a->format) {
+                switch (a->view.format) {
                 case FORMAT_JSON: {
                         _cleanup_free_ char *quality = NULL, *by_host = NULL;
 
@@ -420,13 +255,13 @@ int query_stream(conn *c, const struct query_args *a, const json_t *request, FIL
                                 .total = end->total,
                                 .from_ns = end->from_ns,
                                 .to_ns = end->to_ns,
-                                .limit = a->limit,
-                                .children = a->children,
+                                .limit = a->view.limit,
+                                .children = a->view.children,
                                 .quality = end->have_quality ? &end->quality : NULL,
                                 .quality_by_host = end->by_host,
                         };
 
-                        if (a->json)
+                        if (a->view.json)
                                 r = top_table_write_json(x.table, out, &info);
                         /* an empty table would be a header alone */
                         else if (end->total > 0)
@@ -456,22 +291,22 @@ static int query_whole(conn *c, const struct query_args *a, const json_t *reques
                                      .to_ns = p->to_ns, .quality = p->quality, .have_quality = p->have_quality,
                                      .by_host = json_incref(p->quality_by_host) };
 
-        switch (a->format) {
+        switch (a->view.format) {
         case FORMAT_TREE: {
                 _cleanup_view_tree_ view_tree *t = NULL;
                 struct tree_opts o = {
-                        .focus = a->focus_text ? &a->focus : NULL,
-                        .focus_text = a->focus_text,
-                        .hide = a->hide_text ? &a->hide : NULL,
-                        .max_depth = a->max_depth,
-                        .lines = a->lines,
-                        .root_group = a->root != NULL,
+                        .focus = a->view.focus_text ? &a->view.focus : NULL,
+                        .focus_text = a->view.focus_text,
+                        .hide = a->view.hide_text ? &a->view.hide : NULL,
+                        .max_depth = a->view.max_depth,
+                        .lines = a->view.lines,
+                        .root_group = a->view.root != NULL,
                 };
 
                 r = view_tree_build(p, &o, &t);
                 if (r < 0)
                         return cli_error(r, "%m");
-                if (a->json)
+                if (a->view.json)
                         r = view_tree_write_json(t, out);
                 else if (p->total > 0 && view_tree_matched(t) > 0)
                         r = view_tree_write(t, out);
@@ -480,7 +315,7 @@ static int query_whole(conn *c, const struct query_args *a, const json_t *reques
                 if (p->total > 0 && view_tree_matched(t) == 0) {
                         fflush(out);
                         fprintf(stderr, "no frame matches --focus '%s' in the %" PRIu64 " stacks of the window\n",
-                                a->focus_text, (uint64_t) p->n_stacks);
+                                a->view.focus_text, (uint64_t) p->n_stacks);
                 }
                 return 0;
         }
@@ -497,7 +332,7 @@ static int query_whole(conn *c, const struct query_args *a, const json_t *reques
                         return cli_error(r, "cannot write the pprof profile: %m");
                 return 0;
         case FORMAT_SVG: {
-                struct flame_opts o = { .title = a->title, .icicle = a->icicle };
+                struct flame_opts o = { .title = a->view.title, .icicle = a->view.icicle };
 
                 r = flame_svg_write(out, p, &o);
                 if (r < 0)
@@ -525,7 +360,7 @@ static int query_quality(conn *c, const struct query_args *a, const json_t *requ
                 return r;
         if (!end->have_quality)
                 return cli_error(-EPROTO, "this profd sends no quality report (it is older than profctl)");
-        if (a->json) {
+        if (a->view.json) {
                 _cleanup_json_ json_t *doc = json_pack("{ss, ss, ss, sI, sI, so*, sO*}", "view", "quality",
                                                        "kind", filters_kind(&a->filters), "unit", unit,
                                                        "from_ns", (json_int_t) end->from_ns,
@@ -597,24 +432,24 @@ static int query_run(const struct cli_target *t, const struct query_args *a) {
         r = cli_connect(t, &c);
         if (r < 0)
                 return r;
-        r = output_open(&out, a->output);
+        r = output_open(&out, a->view.output);
         if (r < 0)
                 return r;
 
-        if (a->quality)
+        if (a->view.quality)
                 r = query_quality(c, a, request, out.f, &end);
-        else if (IN_SET_FORMAT(a->format, FORMAT_TABLE, FORMAT_FOLDED, FORMAT_JSON))
+        else if (IN_SET_FORMAT(a->view.format, FORMAT_TABLE, FORMAT_FOLDED, FORMAT_JSON))
                 r = query_stream(c, a, request, out.f, &end);
         else
                 r = query_whole(c, a, request, out.f, &end);
         if (r >= 0 && (fflush(out.f) != 0 || ferror(out.f)))
-                r = cli_error(-EIO, "cannot write %s", a->output ? a->output : "to standard output");
+                r = cli_error(-EIO, "cannot write %s", a->view.output ? a->view.output : "to standard output");
         if (output_close(&out, r >= 0) < 0)
                 r = -EIO;
-        if (r >= 0 && end.total == 0 && !a->quality)
+        if (r >= 0 && end.total == 0 && !a->view.quality)
                 no_samples_message(&a->filters, end.from_ns, end.to_ns, NULL);
         /* JSON carries the whole report; --quality is the report */
-        else if (r >= 0 && !a->json && !a->quality && a->format != FORMAT_JSON)
+        else if (r >= 0 && !a->view.json && !a->view.quality && a->view.format != FORMAT_JSON)
                 quality_summary_write(&end);
         answer_end_done(&end);
         return r;
@@ -624,7 +459,9 @@ int cmd_query(const struct cli_target *t, int argc, char *argv[]) {
         _cleanup_(query_args_done) struct query_args a = {};
         int r;
 
-        r = query_parse_argv(t, argc, argv, &a);
+        r = command_parse_argv(&query_options, argc, argv, &a.filters, &a.view, NULL);
+        if (r > 0)
+                r = query_check(t, &a);
         if (r <= 0)
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
         return query_run(t, &a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;

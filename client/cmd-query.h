@@ -10,37 +10,17 @@
 #include "answer.h"
 #include "conn.h"
 #include "filters.h"
+#include "options.h"
 #include "render.h"
-
-typedef enum QueryFormat {
-        FORMAT_TABLE,
-        FORMAT_FOLDED,
-        FORMAT_JSON,
-        FORMAT_TREE,
-        FORMAT_SVG,
-        FORMAT_PPROF,
-        _FORMAT_MAX,
-} QueryFormat;
 
 struct query_args {
         struct filters filters;
-        QueryFormat format;
-        bool json;              /* the view as JSON */
-        const char *output;
-        TopBy by;
-        bool by_set, children;
-        size_t limit;
-        bool limit_set;
-        bool lines, raw_names;
-        const char *root;       /* "process", "unit", "thread" or NULL */
-        regex_t focus, hide;
-        const char *focus_text, *hide_text;
-        size_t max_depth;
-        bool max_depth_set;
-        bool icicle;
-        const char *title;
-        bool quality;           /* --quality: the report alone */
+        struct view_options view;
 };
+
+static inline void query_args_done(struct query_args *a) {
+        view_options_done(&a->view);
+}
 
 /* table, folded, json: written as the answer to request streams in from c.
  * Returns 0 or a negative errno after a message. */

@@ -1,5 +1,6 @@
 /* profctl series: samples (or off-CPU time) per step of time, to see when
  * something started. */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -10,6 +11,7 @@
 #include "answer.h"
 #include "cli.h"
 #include "commands.h"
+#include "options.h"
 #include "output.h"
 #include "util.h"
 #include "views.h"
@@ -36,74 +38,63 @@ static void help_series(void) {
                filters_help, duration_help);
 }
 
-int cmd_series(const struct cli_target *t, int argc, char *argv[]) {
-        enum {
-                ARG_STEP = FILTER_OPTION_END,
-                ARG_JSON,
-                ARG_OUTPUT,
-        };
-        static const struct option options[] = {
-                { "help",   no_argument,       NULL, 'h'        },
-                FILTER_OPTIONS,
-                { "step",   required_argument, NULL, ARG_STEP   },
-                { "json",   no_argument,       NULL, ARG_JSON   },
-                { "output", required_argument, NULL, ARG_OUTPUT },
+enum {
+        ARG_STEP = VIEW_OPTION_END,
+};
+
+struct series_args {
+        struct filters filters;
+        struct view_options view;
+        const char *step;       /* NULL: profd's */
+};
+
+static int series_parse_option(void *userdata, int opt, const char *arg) {
+        struct series_args *a = userdata;
+        uint64_t step_ns;
+
+        assert(opt == ARG_STEP);
+        if (filters_check_duration("--step", arg, &step_ns) < 0)
+                return -EINVAL;
+        if (step_ns == 0)
+                return cli_usage_error("--step must be longer than 0");
+        a->step = arg;
+        return 0;
+}
+
+static const struct command_options series_options = {
+        .name = "series",
+        .help = help_series,
+        .filters = true,
+        .views = VIEW_OPT(VIEW_JSON) | VIEW_OPT(VIEW_OUTPUT),
+        .options = (const struct option[]) {
+                { "step", required_argument, NULL, ARG_STEP },
                 {}
-        };
-        struct filters f = {};
-        const char *step = NULL, *output = NULL;
-        bool json = false;
+        },
+        .parse_option = series_parse_option,
+};
+
+int cmd_series(const struct cli_target *t, int argc, char *argv[]) {
+        struct series_args a = {};
+        struct filters *f = &a.filters;
+        const char *step, *output;
+        bool json;
         _cleanup_conn_ conn *c = NULL;
         _cleanup_json_ json_t *request = NULL;
         _cleanup_(series_done) struct series s = {};
         struct output out;
-        uint64_t step_ns;
-        int opt, r;
+        int r;
 
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-                r = filters_parse_option(&f, opt, optarg);
-                if (r < 0)
-                        return EXIT_USAGE;
-                if (r > 0)
-                        continue;
-                switch (opt) {
-                case 'h':
-                        help_series();
-                        return EXIT_SUCCESS;
-                case ARG_STEP:
-                        if (filters_check_duration("--step", optarg, &step_ns) < 0)
-                                return EXIT_USAGE;
-                        if (step_ns == 0) {
-                                cli_usage_error("--step must be longer than 0");
-                                return EXIT_USAGE;
-                        }
-                        step = optarg;
-                        break;
-                case ARG_JSON:
-                        json = true;
-                        break;
-                case ARG_OUTPUT:
-                        if (!*optarg) {
-                                cli_usage_error("--output needs a file name, got ''");
-                                return EXIT_USAGE;
-                        }
-                        output = optarg;
-                        break;
-                default:
-                        cli_bad_option(opt, argv);
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind < argc) {
-                cli_usage_error("series takes no arguments, got '%s'", argv[optind]);
-                return EXIT_USAGE;
-        }
-        if (filters_check(&f) < 0 || cli_check_fleet_options(t, &f, NULL) < 0)
+        r = command_parse_argv(&series_options, argc, argv, &a.filters, &a.view, &a);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+        step = a.step;
+        output = a.view.output;
+        json = a.view.json;
+        if (filters_check(f) < 0 || cli_check_fleet_options(t, f, NULL) < 0)
                 return EXIT_USAGE;
 
         request = json_pack("{ss}", "op", "series");
-        if (!request || filters_to_request(&f, request) < 0 ||
+        if (!request || filters_to_request(f, request) < 0 ||
             (step && json_object_set_new(request, "step", json_string(step)) < 0)) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
@@ -149,7 +140,7 @@ int cmd_series(const struct cli_target *t, int argc, char *argv[]) {
         if (r < 0)
                 return EXIT_FAILURE;
         if (s.total == 0)
-                no_samples_message(&f, s.from_ns, s.to_ns, NULL);
+                no_samples_message(f, s.from_ns, s.to_ns, NULL);
         else if (!json && s.have_quality) {
                 _cleanup_free_ char *summary = quality_summary(&s.quality);
 

@@ -1,7 +1,6 @@
 /* profctl status and profctl flush: one request, one answer line, printed
  * as sent or in words. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "answer.h"
 #include "cli.h"
 #include "commands.h"
+#include "options.h"
 #include "render.h"
 #include "util.h"
 
@@ -44,38 +44,18 @@ static int status_write_now(FILE *f, const json_t *status) {
 
 /* status and flush: one request, one answer line, printed as sent (--json)
  * or by write_human. */
-static int run_simple(const struct cli_target *t, int argc, char *argv[], const char *op, const char *answer,
-                      void (*help)(void), int (*write_human)(FILE *f, const json_t *line)) {
-        enum { ARG_JSON = 0x100 };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, ARG_JSON },
-                {}
-        };
+static int run_simple(const struct cli_target *t, int argc, char *argv[], const struct command_options *cmd,
+                      const char *answer, int (*write_human)(FILE *f, const json_t *line)) {
         _cleanup_conn_ conn *c = NULL;
         _cleanup_json_ json_t *request = NULL, *line = NULL;
-        const char *raw;
+        struct view_options view = {};
+        const char *op = cmd->name, *raw;
         size_t raw_len;
-        bool json = false;
-        int opt, r;
+        int r;
 
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
-                switch (opt) {
-                case 'h':
-                        help();
-                        return EXIT_SUCCESS;
-                case ARG_JSON:
-                        json = true;
-                        break;
-                default:
-                        cli_bad_option(opt, argv);
-                        return EXIT_USAGE;
-                }
-        if (optind < argc) {
-                cli_usage_error("%s takes no arguments, got '%s'", op, argv[optind]);
-                return EXIT_USAGE;
-        }
+        r = command_parse_argv(cmd, argc, argv, NULL, &view, NULL);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
 
         request = json_pack("{ss}", "op", op);
         if (!request) {
@@ -92,7 +72,7 @@ static int run_simple(const struct cli_target *t, int argc, char *argv[], const 
         if (r < 0)
                 return EXIT_FAILURE;
 
-        if (json) {
+        if (view.json) {
                 fwrite(raw, 1, raw_len, stdout);
                 fputc('\n', stdout);
         } else if (write_human(stdout, line) < 0)
@@ -101,9 +81,21 @@ static int run_simple(const struct cli_target *t, int argc, char *argv[], const 
 }
 
 int cmd_status(const struct cli_target *t, int argc, char *argv[]) {
-        return run_simple(t, argc, argv, "status", "status", help_status, status_write_now);
+        static const struct command_options options = {
+                .name = "status",
+                .help = help_status,
+                .views = VIEW_OPT(VIEW_JSON),
+        };
+
+        return run_simple(t, argc, argv, &options, "status", status_write_now);
 }
 
 int cmd_flush(const struct cli_target *t, int argc, char *argv[]) {
-        return run_simple(t, argc, argv, "flush", "flushed", help_flush, flushed_write);
+        static const struct command_options options = {
+                .name = "flush",
+                .help = help_flush,
+                .views = VIEW_OPT(VIEW_JSON),
+        };
+
+        return run_simple(t, argc, argv, &options, "flushed", flushed_write);
 }

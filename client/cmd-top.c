@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "cmd-query.h"
 #include "commands.h"
+#include "options.h"
 #include "util.h"
 
 static void help_top(void) {
@@ -119,88 +120,61 @@ static bool top_wait(uint64_t deadline) {
         }
 }
 
+enum {
+        ARG_WINDOW = VIEW_OPTION_END,
+        ARG_ITERATIONS,
+};
+
 struct top_args {
         struct filters filters;
+        struct view_options view; /* --json: one JSON table per refresh, one per line */
         const char *window;
-        TopBy by;
-        bool children;
-        bool json;           /* one JSON table per refresh, one per line */
-        size_t limit;
-        bool limit_set;
         uint64_t iterations; /* 0: until told to stop */
 };
 
-static int top_parse_argv(int argc, char *argv[], struct top_args *a) {
-        enum {
-                ARG_WINDOW = FILTER_OPTION_END,
-                ARG_BY,
-                ARG_CHILDREN,
-                ARG_LIMIT,
-                ARG_ITERATIONS,
-                ARG_JSON,
-        };
-        static const struct option options[] = {
-                { "help",       no_argument,       NULL, 'h'            },
-                FILTER_OPTIONS,
-                { "window",     required_argument, NULL, ARG_WINDOW     },
-                { "by",         required_argument, NULL, ARG_BY         },
-                { "children",   no_argument,       NULL, ARG_CHILDREN   },
-                { "limit",      required_argument, NULL, ARG_LIMIT      },
-                { "iterations", required_argument, NULL, ARG_ITERATIONS },
-                { "json",       no_argument,       NULL, ARG_JSON       },
-                {}
-        };
+static int top_parse_option(void *userdata, int opt, const char *arg) {
+        struct top_args *a = userdata;
         uint64_t ns;
-        int opt, r;
+        int r;
 
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
-                r = filters_parse_option(&a->filters, opt, optarg);
+        switch (opt) {
+        case ARG_WINDOW:
+                r = filters_check_duration("--window", arg, &ns);
                 if (r < 0)
                         return r;
-                if (r > 0)
-                        continue;
-                switch (opt) {
-                case 'h':
-                        help_top();
-                        return 0;
-                case ARG_WINDOW:
-                        r = filters_check_duration("--window", optarg, &ns);
-                        if (r < 0)
-                                return r;
-                        if (ns == 0)
-                                return cli_usage_error("--window must be longer than 0");
-                        a->window = optarg;
-                        break;
-                case ARG_BY:
-                        r = cli_parse_by(optarg, &a->by);
-                        if (r < 0)
-                                return r;
-                        break;
-                case ARG_CHILDREN:
-                        a->children = true;
-                        break;
-                case ARG_LIMIT:
-                        r = cli_parse_limit(optarg, &a->limit);
-                        if (r < 0)
-                                return r;
-                        a->limit_set = true;
-                        break;
-                case ARG_ITERATIONS:
-                        r = parse_uint_strict(optarg, UINT64_MAX, &a->iterations);
-                        if (r < 0 || a->iterations == 0)
-                                return cli_usage_error("--iterations '%s' is not a count (expected a positive "
-                                                       "integer)", optarg);
-                        break;
-                case ARG_JSON:
-                        a->json = true;
-                        break;
-                default:
-                        return cli_bad_option(opt, argv);
-                }
+                if (ns == 0)
+                        return cli_usage_error("--window must be longer than 0");
+                a->window = arg;
+                return 0;
+        case ARG_ITERATIONS:
+                r = parse_uint_strict(arg, UINT64_MAX, &a->iterations);
+                if (r < 0 || a->iterations == 0)
+                        return cli_usage_error("--iterations '%s' is not a count (expected a positive "
+                                               "integer)", arg);
+                return 0;
+        default:
+                assert_not_reached();
         }
-        if (optind < argc)
-                return cli_usage_error("top takes no arguments, got '%s'", argv[optind]);
+}
+
+static const struct command_options top_options = {
+        .name = "top",
+        .help = help_top,
+        .filters = true,
+        .views = VIEW_OPT(VIEW_BY) | VIEW_OPT(VIEW_CHILDREN) | VIEW_OPT(VIEW_LIMIT) | VIEW_OPT(VIEW_JSON),
+        .options = (const struct option[]) {
+                { "window",     required_argument, NULL, ARG_WINDOW     },
+                { "iterations", required_argument, NULL, ARG_ITERATIONS },
+                {}
+        },
+        .parse_option = top_parse_option,
+};
+
+/* Checks what single options can't: combinations. Returns 1 to go on,
+ * -EINVAL on a usage error. */
+static int top_check(struct top_args *a) {
+        int r;
+
         /* a live view is of now: only a window ending now makes sense */
         if (a->filters.until || a->filters.to || a->filters.from)
                 return cli_usage_error("top shows the newest data; use --window DUR (or --since) for its "
@@ -224,8 +198,7 @@ static int top_frame(const struct cli_target *t, const struct top_args *a, const
                      char **ret, size_t *ret_size) {
         _cleanup_conn_ conn *c = NULL;
         _cleanup_(answer_end_done) struct answer_end end = {};
-        struct query_args qa = { .filters = a->filters, .format = FORMAT_TABLE, .by = a->by,
-                                 .children = a->children, .limit = limit, .json = a->json };
+        struct query_args qa = { .filters = a->filters, .view = a->view };
         /* the window is said in words; the rest are the user's filters */
         struct filters shown = a->filters;
         _cleanup_free_ char *filters = NULL;
@@ -237,6 +210,7 @@ static int top_frame(const struct cli_target *t, const struct top_args *a, const
 
         shown.last = false;
         shown.since = NULL;
+        qa.view.limit = limit;
         filters = filters_describe(&shown);
         r = conn_open(t->socket, &c);
         if (r < 0)
@@ -245,7 +219,7 @@ static int top_frame(const struct cli_target *t, const struct top_args *a, const
         if (!f)
                 return cli_error(-ENOMEM, "%m");
         /* a script wants the tables alone (the window is in each) */
-        if (!a->json) {
+        if (!a->view.json) {
                 clock_gettime(CLOCK_REALTIME, &ts);
                 fprintf(f, "profctl top at %s: %s%s%s",
                         format_local_time(now, sizeof(now), (uint64_t) ts.tv_sec * NSEC_PER_SEC),
@@ -256,7 +230,7 @@ static int top_frame(const struct cli_target *t, const struct top_args *a, const
                 fputs(tty.raw ? " (q quits)\n" : "\n", f);
         }
         r = query_stream(c, &qa, request, f, &end);
-        if (r >= 0 && end.total == 0 && !a->json)
+        if (r >= 0 && end.total == 0 && !a->view.json)
                 fputs("no samples match\n", f);
         if (fclose(f) != 0 && r >= 0)
                 r = cli_error(-ENOMEM, "%m");
@@ -276,11 +250,13 @@ int cmd_top(const struct cli_target *t, int argc, char *argv[]) {
         bool redraw;
         int r = 0;
 
-        r = top_parse_argv(argc, argv, &a);
+        r = command_parse_argv(&top_options, argc, argv, &a.filters, &a.view, &a);
+        if (r > 0)
+                r = top_check(&a);
         if (r <= 0)
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
         /* JSON lines are for a program even on a terminal: no redrawing */
-        redraw = isatty(STDOUT_FILENO) && !a.json;
+        redraw = isatty(STDOUT_FILENO) && !a.view.json;
 
         request = json_pack("{ss}", "op", "query");
         if (!request || filters_to_request(&a.filters, request) < 0) {
@@ -303,13 +279,13 @@ int cmd_top(const struct cli_target *t, int argc, char *argv[]) {
                 _cleanup_free_ char *frame = NULL;
                 struct timespec ts;
                 uint64_t start;
-                size_t size = 0, limit = a.limit_set ? a.limit : QUERY_LIMIT_DEFAULT, rows;
+                size_t size = 0, limit = view_options_given(&a.view, VIEW_LIMIT) ? a.view.limit : QUERY_LIMIT_DEFAULT, rows;
 
                 clock_gettime(CLOCK_MONOTONIC, &ts);
                 start = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
                 /* title, window, blank, header: 4 lines above the rows, and
                  * one spare so the last row does not scroll the screen */
-                if (redraw && !a.limit_set && (rows = terminal_rows()) > 6)
+                if (redraw && !view_options_given(&a.view, VIEW_LIMIT) && (rows = terminal_rows()) > 6)
                         limit = rows - 5;
 
                 r = top_frame(t, &a, request, limit, &frame, &size);
@@ -317,7 +293,7 @@ int cmd_top(const struct cli_target *t, int argc, char *argv[]) {
                         break;
                 if (redraw)
                         fputs("\033[H\033[2J", stdout);
-                else if (i > 0 && !a.json)
+                else if (i > 0 && !a.view.json)
                         fputc('\n', stdout);
                 fwrite(frame, 1, size, stdout);
                 if (fflush(stdout) != 0) {
