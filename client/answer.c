@@ -9,6 +9,16 @@
 #include "macro.h"
 #include "util.h"
 
+json_t *request_new(const char *op, const struct filters *f, const struct view_options *v) {
+        _cleanup_json_ json_t *req = json_pack("{ss}", "op", op);
+
+        if (!req || (f && filters_to_request(f, req) < 0) ||
+            (v && v->raw_names && json_object_set_new(req, "raw_names", json_true()) < 0) ||
+            (v && v->root && json_object_set_new(req, "group", json_string(v->root)) < 0))
+                return NULL;
+        return TAKE_PTR(req);
+}
+
 /* Reads the next response line and checks it is of type expected. */
 int read_expected(conn *c, const char *op, const char *expected, json_t **ret_line,
                   const char **ret_raw, size_t *ret_raw_len) {
@@ -99,7 +109,7 @@ static int profile_on_stack(void *userdata, const json_t *line, const char *raw 
 /* The sampling period of profd, for pprof's cpu/nanoseconds, when the
  * answer did not carry it. */
 int profile_ask_frequency(conn *c, profile *p) {
-        _cleanup_json_ json_t *request = json_pack("{ss}", "op", "status"), *line = NULL;
+        _cleanup_json_ json_t *request = request_new("status", NULL, NULL), *line = NULL;
         const char *type, *raw;
         size_t raw_len;
         uint64_t hz;
@@ -150,4 +160,11 @@ void no_samples_message(const struct filters *f, uint64_t from_ns, uint64_t to_n
         fprintf(stderr, "no samples%s%s%s from %s to %s\n", filters && *filters ? " match " : "",
                 filters && *filters ? filters : "", where ? where : "",
                 format_local_time(from, sizeof(from), from_ns), format_local_time(to, sizeof(to), to_ns));
+}
+
+void quality_summary_print(const struct quality *q) {
+        _cleanup_free_ char *s = quality_summary(q);
+
+        fflush(stdout);
+        fprintf(stderr, "%s\n", s ? s : "quality: (out of memory)");
 }

@@ -11,6 +11,7 @@
 
 #include "conn.h"
 #include "filters.h"
+#include "options.h"
 #include "profile.h"
 #include "quality.h"
 
@@ -26,6 +27,11 @@ struct answer_end {
 };
 
 void answer_end_done(struct answer_end *e);
+
+/* A request {"op": op} with the fields of the filters f (NULL: none) and of
+ * the view options v that profd reads (--raw-names, --root; v NULL: none).
+ * Returns it, or NULL on -ENOMEM. */
+json_t *request_new(const char *op, const struct filters *f, const struct view_options *v);
 
 /* Reads the next response line and checks it is of type expected. */
 int read_expected(conn *c, const char *op, const char *expected, json_t **ret_line,
@@ -47,3 +53,7 @@ int profile_fetch(conn *c, const json_t *request, profile **ret);
 /* "no samples match --pid 42 from <time> to <time>" on stderr: an empty
  * answer is not an error, but a person must learn why the output is empty. */
 void no_samples_message(const struct filters *f, uint64_t from_ns, uint64_t to_ns, const char *where);
+
+/* The summary line of an answer's quality ("quality: 98.1% complete stacks;
+ * ...") on stderr, under what went to standard output. */
+void quality_summary_print(const struct quality *q);

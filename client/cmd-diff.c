@@ -212,9 +212,8 @@ static int diff_run(const struct cli_target *t, const struct diff_args *a) {
         struct output out;
         int r;
 
-        request = json_pack("{ss}", "op", "query");
-        if (!request || filters_to_request(&a->filters, request) < 0 ||
-            (a->view.raw_names && json_object_set_new(request, "raw_names", json_true()) < 0))
+        request = request_new("query", &a->filters, &a->view);
+        if (!request)
                 return cli_error(-ENOMEM, "%m");
         baseline_request = diff_baseline_request(a, request);
         if (!baseline_request)
@@ -256,10 +255,7 @@ static int diff_run(const struct cli_target *t, const struct diff_args *a) {
         }
         if (r < 0)
                 r = cli_error(r, "cannot write the diff: %m");
-        if (r >= 0 && (fflush(out.f) != 0 || ferror(out.f)))
-                r = cli_error(-EIO, "cannot write %s", a->view.output ? a->view.output : "to standard output");
-        if (output_close(&out, r >= 0) < 0)
-                r = -EIO;
+        r = output_finish(&out, r);
         if (r < 0)
                 return r;
         if (baseline->total == 0)

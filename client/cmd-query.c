@@ -136,11 +136,9 @@ static const struct command_options query_options = {
 };
 
 static json_t *query_request(const struct query_args *a) {
-        _cleanup_json_ json_t *req = json_pack("{ss}", "op", "query");
+        _cleanup_json_ json_t *req = request_new("query", &a->filters, &a->view);
 
-        if (!req || filters_to_request(&a->filters, req) < 0 ||
-            (a->view.raw_names && json_object_set_new(req, "raw_names", json_true()) < 0) ||
-            (a->view.root && json_object_set_new(req, "group", json_string(a->view.root)) < 0))
+        if (!req)
                 return NULL;
         /* folded output needs only names: profd sends each stack as one
          * folded string, a fraction of the bytes of its frames (most of
@@ -396,8 +394,6 @@ static int query_quality(conn *c, const struct query_args *a, const json_t *requ
 
 /* The summary under a view, on stderr: how far to trust what was shown. */
 static void quality_summary_write(const struct answer_end *end) {
-        _cleanup_free_ char *s = NULL;
-
         if (!end->have_quality)
                 return;
         fflush(stdout);
@@ -415,8 +411,7 @@ static void quality_summary_write(const struct answer_end *end) {
                         fprintf(stderr, "%s: %s\n", host, hs ? hs : "quality: (out of memory)");
                 }
         }
-        s = quality_summary(&end->quality);
-        fprintf(stderr, "%s\n", s ? s : "quality: (out of memory)");
+        quality_summary_print(&end->quality);
 }
 
 static int query_run(const struct cli_target *t, const struct query_args *a) {
@@ -442,10 +437,7 @@ static int query_run(const struct cli_target *t, const struct query_args *a) {
                 r = query_stream(c, a, request, out.f, &end);
         else
                 r = query_whole(c, a, request, out.f, &end);
-        if (r >= 0 && (fflush(out.f) != 0 || ferror(out.f)))
-                r = cli_error(-EIO, "cannot write %s", a->view.output ? a->view.output : "to standard output");
-        if (output_close(&out, r >= 0) < 0)
-                r = -EIO;
+        r = output_finish(&out, r);
         if (r >= 0 && end.total == 0 && !a->view.quality)
                 no_samples_message(&a->filters, end.from_ns, end.to_ns, NULL);
         /* JSON carries the whole report; --quality is the report */

@@ -73,34 +73,13 @@ static const struct command_options series_options = {
         .parse_option = series_parse_option,
 };
 
-int cmd_series(const struct cli_target *t, int argc, char *argv[]) {
-        struct series_args a = {};
-        struct filters *f = &a.filters;
-        const char *step, *output;
-        bool json;
-        _cleanup_conn_ conn *c = NULL;
-        _cleanup_json_ json_t *request = NULL;
-        _cleanup_(series_done) struct series s = {};
-        struct output out;
+/* Runs request on c and keeps its points in s. */
+static int series_fetch(conn *c, const json_t *request, struct series *s) {
         int r;
 
-        r = command_parse_argv(&series_options, argc, argv, &a.filters, &a.view, &a);
-        if (r <= 0)
-                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
-        step = a.step;
-        output = a.view.output;
-        json = a.view.json;
-        if (filters_check(f) < 0 || cli_check_fleet_options(t, f, NULL) < 0)
-                return EXIT_USAGE;
-
-        request = json_pack("{ss}", "op", "series");
-        if (!request || filters_to_request(f, request) < 0 ||
-            (step && json_object_set_new(request, "step", json_string(step)) < 0)) {
-                cli_error(-ENOMEM, "%m");
-                return EXIT_FAILURE;
-        }
-        if (cli_connect(t, &c) < 0 || conn_send(c, request) < 0)
-                return EXIT_FAILURE;
+        r = conn_send(c, request);
+        if (r < 0)
+                return r;
         for (;;) {
                 _cleanup_json_ json_t *line = NULL;
                 const char *type, *raw;
@@ -108,44 +87,64 @@ int cmd_series(const struct cli_target *t, int argc, char *argv[]) {
 
                 r = conn_read_response(c, &line, &type, &raw, &raw_len);
                 if (r < 0)
-                        return EXIT_FAILURE;
-                if (streq(type, "end")) {
-                        r = series_set_end(&s, line);
-                        if (r < 0)
-                                return EXIT_FAILURE;
-                        break;
-                }
-                if (!streq(type, "point")) {
-                        cli_error(-EBADMSG, "profd answered 'series' with an unexpected '%s' line", type);
-                        return EXIT_FAILURE;
-                }
-                r = series_add_point_line(&s, line);
+                        return r;
+                if (streq(type, "end"))
+                        return series_set_end(s, line);
+                if (!streq(type, "point"))
+                        return cli_error(-EBADMSG, "profd answered 'series' with an unexpected '%s' line", type);
+                r = series_add_point_line(s, line);
                 if (r < 0)
-                        return EXIT_FAILURE;
+                        return r;
         }
+}
 
-        if (output_open(&out, output) < 0)
-                return EXIT_FAILURE;
-        r = 0;
-        if (json)
-                r = series_write_json(out.f, &s);
-        else if (s.total > 0)
-                r = series_write(out.f, &s);
+/* Writes s to --output (or standard output), then what is to be said on
+ * stderr. */
+static int series_show(const struct series_args *a, const struct series *s) {
+        struct output out;
+        int r;
+
+        r = output_open(&out, a->view.output);
+        if (r < 0)
+                return r;
+        if (a->view.json)
+                r = series_write_json(out.f, s);
+        else if (s->total > 0)
+                r = series_write(out.f, s);
         if (r < 0)
                 cli_error(r, "cannot write the series: %m");
-        if (r >= 0 && (fflush(out.f) != 0 || ferror(out.f)))
-                r = cli_error(-EIO, "cannot write %s", output ? output : "to standard output");
-        if (output_close(&out, r >= 0) < 0)
-                r = -EIO;
+        r = output_finish(&out, r);
         if (r < 0)
-                return EXIT_FAILURE;
-        if (s.total == 0)
-                no_samples_message(f, s.from_ns, s.to_ns, NULL);
-        else if (!json && s.have_quality) {
-                _cleanup_free_ char *summary = quality_summary(&s.quality);
+                return r;
+        if (s->total == 0)
+                no_samples_message(&a->filters, s->from_ns, s->to_ns, NULL);
+        else if (!a->view.json && s->have_quality)
+                quality_summary_print(&s->quality);
+        return 0;
+}
 
-                fflush(stdout);
-                fprintf(stderr, "%s\n", summary ? summary : "quality: (out of memory)");
+int cmd_series(const struct cli_target *t, int argc, char *argv[]) {
+        struct series_args a = {};
+        _cleanup_conn_ conn *c = NULL;
+        _cleanup_json_ json_t *request = NULL;
+        _cleanup_(series_done) struct series s = {};
+        int r;
+
+        r = command_parse_argv(&series_options, argc, argv, &a.filters, &a.view, &a);
+        if (r > 0 && (filters_check(&a.filters) < 0 || cli_check_fleet_options(t, &a.filters, NULL) < 0))
+                r = -EINVAL;
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+
+        request = request_new("series", &a.filters, &a.view);
+        if (!request || (a.step && json_object_set_new(request, "step", json_string(a.step)) < 0)) {
+                cli_error(-ENOMEM, "%m");
+                return EXIT_FAILURE;
         }
-        return EXIT_SUCCESS;
+        r = cli_connect(t, &c);
+        if (r >= 0)
+                r = series_fetch(c, request, &s);
+        if (r >= 0)
+                r = series_show(&a, &s);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -57,7 +57,7 @@ static int run_simple(const struct cli_target *t, int argc, char *argv[], const 
         if (r <= 0)
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
 
-        request = json_pack("{ss}", "op", op);
+        request = request_new(op, NULL, NULL);
         if (!request) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;

@@ -258,8 +258,8 @@ int cmd_top(const struct cli_target *t, int argc, char *argv[]) {
         /* JSON lines are for a program even on a terminal: no redrawing */
         redraw = isatty(STDOUT_FILENO) && !a.view.json;
 
-        request = json_pack("{ss}", "op", "query");
-        if (!request || filters_to_request(&a.filters, request) < 0) {
+        request = request_new("query", &a.filters, &a.view);
+        if (!request) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }

@@ -59,3 +59,12 @@ int output_close(struct output *o, bool ok) {
         o->tmp_path = NULL;
         return r;
 }
+
+int output_finish(struct output *o, int r) {
+        /* buffered bytes may fail only now (a full disk) */
+        if (r >= 0 && (fflush(o->f) != 0 || ferror(o->f)))
+                r = cli_error(-EIO, "cannot write %s", o->path ? o->path : "to standard output");
+        if (output_close(o, r >= 0) < 0)
+                r = -EIO;
+        return r;
+}

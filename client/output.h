@@ -17,3 +17,9 @@ int output_open(struct output *o, const char *path);
 
 /* ok: the output is complete. Returns 0, or -EIO after an error message. */
 int output_close(struct output *o, bool ok);
+
+/* Ends an output a command wrote with result r (>= 0: written in full):
+ * checks that every byte got out, then replaces the file (or removes the
+ * temporary one if r < 0 or writing failed). Returns r, or -EIO after a
+ * message. */
+int output_finish(struct output *o, int r);
