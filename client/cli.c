@@ -1,9 +1,8 @@
-/* The pieces every profctl command shares: where to ask, usage errors and
- * the parsers of options several commands take (cli.h). */
+/* The pieces every profctl command shares: where to ask and usage errors
+ * (cli.h). */
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdint.h>
 
 #include "fleet.h"
@@ -13,22 +12,6 @@ const char duration_help[] =
         "DUR is one or more <number><unit> parts, units ns us ms s m h d (1h30m,\n"
         "500ms); a bare number is seconds. REGEX is a POSIX extended regular\n"
         "expression matched against function names.\n";
-
-/* Reports what getopt_long() stopped at; opterr is off so every message has
- * the same "profctl: " form. */
-int cli_bad_option(int c, char *const *argv) {
-        const char *arg = argv[optind - 1];
-
-        if (c == ':')
-                return cli_usage_error("option '%s' needs a value", arg);
-        /* long options in this file have values above 0xff; optopt holds one
-         * when such an option was given "=value" it does not take */
-        if (optopt > 0xff)
-                return cli_usage_error("option '%s' takes no value", arg);
-        if (optopt > 0)
-                return cli_usage_error("unrecognized option '-%c'", optopt);
-        return cli_usage_error("unrecognized option '%s'", arg);
-}
 
 /* The connection a command's requests go to: profd's socket, or with
  * --clickhouse the fleet in ClickHouse, after checking that it answers and

@@ -1,17 +1,11 @@
 /* What every profctl command shares: where to ask (profd's socket or a
- * ClickHouse fleet), the usage errors of a getopt loop, and the checks of
- * options several commands take. Each function that can fail prints its own
+ * ClickHouse fleet), the usage error of an option getopt refused, and the
+ * fleet-only options. Each function that can fail prints its own
  * "profctl: ..." message and returns a negative errno. */
 #pragma once
 
-#include <stdbool.h>
-#include <stddef.h>
-
 #include "conn.h"
 #include "filters.h"
-
-/* Enough to see where the time went on one screen; --limit 0 shows all. */
-#define QUERY_LIMIT_DEFAULT 25
 
 /* Where a command's requests go, from the options before the command. */
 struct cli_target {
@@ -28,10 +22,6 @@ extern const char duration_help[];
 #define IN_SET_FORMAT(x, a, b, c) ((x) == (a) || (x) == (b) || (x) == (c))
 /* A switch over an enum that handled every value before reaching here. */
 #define assert_not_reached() abort()
-
-/* Reports what getopt_long() stopped at (c is what it returned). Returns
- * -EINVAL. */
-int cli_bad_option(int c, char *const *argv);
 
 /* Opens the connection a command's requests go to. Returns 0 or a negative
  * errno after a message. */

@@ -3,7 +3,6 @@
 #include "cmd-query.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -131,8 +130,8 @@ static const struct command_options query_options = {
         .help = help_query,
         .filters = true,
         /* every view option is query's */
-        .views = VIEW_OPT(VIEW_OPTION_END) - 1,
-        .formats = FORMAT_BIT(_FORMAT_MAX) - 1,
+        .views = VIEW_OPTS_ALL,
+        .formats = FORMATS_ALL,
 };
 
 static json_t *query_request(const struct query_args *a) {

@@ -2,9 +2,7 @@
  * table: the parsed options and the streamed views. */
 #pragma once
 
-#include <regex.h>
-#include <stdbool.h>
-#include <stddef.h>
+#include <jansson.h>
 #include <stdio.h>
 
 #include "answer.h"

@@ -24,7 +24,6 @@ const char *view_format_to_string(ViewFormat f) {
         return f < _FORMAT_MAX ? format_names[f] : NULL;
 }
 
-#define ALL_FORMATS (FORMAT_BIT(_FORMAT_MAX) - 1)
 #define TABLE_ONLY FORMAT_BIT(FORMAT_TABLE), "--format table"
 #define TREE_ONLY FORMAT_BIT(FORMAT_TREE), "--format tree"
 #define SVG_ONLY FORMAT_BIT(FORMAT_SVG), "--format svg"
@@ -50,7 +49,7 @@ static const struct view_option {
         V(VIEW_LINES)     = { { "lines",     no_argument,       NULL, VIEW_LINES     } },
         V(VIEW_RAW_NAMES) = { { "raw-names", no_argument,       NULL, VIEW_RAW_NAMES } },
         V(VIEW_ROOT)      = { { "root",      required_argument, NULL, VIEW_ROOT      },
-                              ALL_FORMATS & ~FORMAT_BIT(FORMAT_TABLE), "--format folded, tree, json, svg and pprof" },
+                              FORMATS_ALL & ~FORMAT_BIT(FORMAT_TABLE), "--format folded, tree, json, svg and pprof" },
         V(VIEW_FOCUS)     = { { "focus",     required_argument, NULL, VIEW_FOCUS     }, TREE_ONLY },
         V(VIEW_HIDE)      = { { "hide",      required_argument, NULL, VIEW_HIDE      }, TREE_ONLY },
         V(VIEW_MAX_DEPTH) = { { "max-depth", required_argument, NULL, VIEW_MAX_DEPTH }, TREE_ONLY },
@@ -134,8 +133,8 @@ static int parse_format(const struct command_options *cmd, struct view_options *
         }
         formats_list(cmd->formats, expected, sizeof(expected));
         return cli_usage_error("--format '%s' is not known%s%s (expected %s)", arg,
-                               cmd->formats != ALL_FORMATS ? " for " : "",
-                               cmd->formats != ALL_FORMATS ? cmd->name : "", expected);
+                               cmd->formats != FORMATS_ALL ? " for " : "",
+                               cmd->formats != FORMATS_ALL ? cmd->name : "", expected);
 }
 
 /* Takes view option opt with its argument. Returns 0 or -EINVAL. */
@@ -220,6 +219,22 @@ static int view_options_parse(const struct command_options *cmd, struct view_opt
         return 0;
 }
 
+/* Reports what getopt_long() stopped at; opterr is off so every message has
+ * the same "profctl: " form. */
+int command_bad_option(int c, char *const *argv) {
+        const char *arg = argv[optind - 1];
+
+        if (c == ':')
+                return cli_usage_error("option '%s' needs a value", arg);
+        /* long options in this file have values above 0xff; optopt holds one
+         * when such an option was given "=value" it does not take */
+        if (optopt > 0xff)
+                return cli_usage_error("option '%s' takes no value", arg);
+        if (optopt > 0)
+                return cli_usage_error("unrecognized option '-%c'", optopt);
+        return cli_usage_error("unrecognized option '%s'", arg);
+}
+
 /* The getopt table of cmd: --help, the filters, the view options it takes,
  * its own. Returns a malloc'd array or NULL. */
 static struct option *command_getopt_table(const struct command_options *cmd) {
@@ -264,7 +279,7 @@ int command_parse_argv(const struct command_options *cmd, int argc, char *argv[]
                 else if (opt >= VIEW_OPTION_END && cmd->parse_option)
                         r = cmd->parse_option(userdata, opt, optarg);
                 else
-                        r = cli_bad_option(opt, argv);
+                        r = command_bad_option(opt, argv);
                 if (r < 0)
                         return r;
         }

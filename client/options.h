@@ -36,8 +36,13 @@ enum {
         VIEW_OPTION_END,
 };
 
+/* --limit's default for tables: enough to see where the time went on one
+ * screen; --limit 0 shows all. */
+#define QUERY_LIMIT_DEFAULT 25
+
 /* A set of view options: VIEW_OPT(VIEW_JSON) | VIEW_OPT(VIEW_OUTPUT). */
 #define VIEW_OPT(o) (1u << ((o) - VIEW_FORMAT))
+#define VIEW_OPTS_ALL (VIEW_OPT(VIEW_OPTION_END) - 1)
 
 /* The values of --format, in the order --help and the messages list them. */
 typedef enum ViewFormat {
@@ -52,6 +57,7 @@ typedef enum ViewFormat {
 
 /* A set of formats: FORMAT_BIT(FORMAT_TABLE) | FORMAT_BIT(FORMAT_SVG). */
 #define FORMAT_BIT(f) (1u << (f))
+#define FORMATS_ALL (FORMAT_BIT(_FORMAT_MAX) - 1)
 
 /* "table", "folded", ... */
 const char *view_format_to_string(ViewFormat f);
@@ -106,6 +112,10 @@ struct command_options {
          * error. */
         int (*parse_option)(void *userdata, int opt, const char *arg);
 };
+
+/* Reports what getopt_long() stopped at (c is what it returned) as a usage
+ * error. Returns -EINVAL. */
+int command_bad_option(int c, char *const *argv);
 
 /* Parses a command's arguments (argv[0] its name): -h/--help, the filters
  * into *f, the view options into *v, its own options through

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "fleet.h"
 #include "macro.h"
+#include "options.h"
 #include "util.h"
 
 static void help_global(void) {
@@ -92,7 +93,7 @@ static int parse_argv(int argc, char *argv[], struct cli_target *t) {
                         t->clickhouse_credentials = optarg;
                         break;
                 default:
-                        return cli_bad_option(opt, argv);
+                        return command_bad_option(opt, argv);
                 }
 
         if (t->clickhouse && t->socket)
