@@ -18,14 +18,16 @@
 /* What a stream of stack lines is handed to. */
 typedef int (*stack_handler)(void *userdata, const json_t *line, const char *raw, size_t raw_len);
 
+/* What an answer's "end" line said, checked against the stacks before it. */
 struct answer_end {
         uint64_t stacks, total, from_ns, to_ns;
         struct quality quality;
         bool have_quality;      /* false from a profd before quality reports */
         json_t *by_host;        /* a fleet answer's "quality_by_host" (a reference of its own); NULL: none */
-        json_t *line;
+        json_t *line;           /* the "end" line itself */
 };
 
+/* Drops the references e holds. */
 void answer_end_done(struct answer_end *e);
 
 /* A request {"op": op} with the fields of the filters f (NULL: none) and of
