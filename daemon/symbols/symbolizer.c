@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bsearch.h"
 #include "hashmap.h"
 #include "helpers.h"
 #include "macro.h"
@@ -1256,18 +1257,9 @@ static bool sym_file_vaddr(const sym_file *f, uint64_t file_offset, uint64_t *re
 /* The function symbol covering vaddr in seg, or NULL. */
 static const struct func_sym *func_table_find(const struct func_table *t, uint64_t vaddr,
                                               const struct load_segment *seg) {
+        size_t lo = UPPER_BOUND_BY(t->syms, t->n_syms, start, vaddr);
         const struct func_sym *sym;
-        size_t lo = 0, hi = t->n_syms;
 
-        /* lo ends as the number of symbols starting at or before vaddr. */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (t->syms[mid].start <= vaddr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         if (lo == 0)
                 return NULL;
         sym = &t->syms[lo - 1];
@@ -1380,11 +1372,11 @@ static int cu_ranges_add_unlisted(Dwarf *dwarf, const Dwarf_Off *listed, size_t 
 
         while (dwarf_get_units(dwarf, cu, &cu, NULL, &unit_type, &cudie, NULL) == 0) {
                 Dwarf_Off off = dwarf_dieoffset(&cudie);
+                size_t at = LOWER_BOUND(listed, n_listed, off);
                 Dwarf_Addr base, start, end;
                 ptrdiff_t it = 0;
 
-                if (unit_type != DW_UT_compile ||
-                    (n_listed > 0 && bsearch(&off, listed, n_listed, sizeof(*listed), dwarf_off_compare)))
+                if (unit_type != DW_UT_compile || (at < n_listed && listed[at] == off))
                         continue;
                 while ((it = dwarf_ranges(&cudie, it, &base, &start, &end)) > 0) {
                         int r;
@@ -1528,17 +1520,9 @@ static int sym_file_open_dwarf(sym_file *f) {
 /* The CU containing vaddr, by libdwfl's rule: the run starting at or before
  * it, where the last run ends with the last arange (inclusive, as there). */
 static Dwarf_Die *sym_file_cu_die(sym_file *f, uint64_t vaddr) {
+        size_t lo = UPPER_BOUND_BY(f->cu_runs, f->n_cu_runs, start, vaddr);
         struct cu_run *run;
-        size_t lo = 0, hi = f->n_cu_runs;
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (f->cu_runs[mid].start <= vaddr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         if (lo == 0)
                 return NULL;
         if (lo == f->n_cu_runs && vaddr > f->cu_runs_end)
@@ -1819,20 +1803,12 @@ static bool scope_node_contains(const struct cu_scopes *c, uint32_t node, uint64
  * child of the CU (in DIE order) containing pc, then its first child
  * containing pc, and so on. NO_NODE when no child of the CU contains it. */
 static uint32_t cu_scopes_innermost(const struct cu_scopes *c, uint64_t pc) {
+        /* lo is the number of top ranges starting at or before pc; going
+         * down from there, any range containing pc has a prefix maximum
+         * above pc, so the scan stops at the first that has none. */
+        size_t lo = UPPER_BOUND_BY(c->top, c->n_top, lo, pc);
         uint32_t node = NO_NODE;
-        size_t lo = 0, hi = c->n_top;
 
-        /* lo ends as the number of top ranges starting at or before pc;
-         * going down from there, any range containing pc has a prefix
-         * maximum above pc, so the scan stops at the first that has none. */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (c->top[mid].lo <= pc)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         for (size_t i = lo; i > 0 && c->top_max_hi[i - 1] > pc; i--)
                 if (pc < c->top[i - 1].hi && c->top[i - 1].node < node)
                         node = c->top[i - 1].node;
@@ -2267,19 +2243,11 @@ int symbolizer_load_kallsyms(symbolizer *s, const char *path) {
 
 const char *symbolizer_lookup_kernel(const symbolizer *s, uint64_t addr, const char **ret_module) {
         const struct kernel_table *t = &s->kernel;
+        size_t lo = UPPER_BOUND_BY(t->syms, t->n_syms, start, addr);
         const struct kernel_sym *sym;
-        size_t lo = 0, hi = t->n_syms;
 
         if (ret_module)
                 *ret_module = NULL;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (t->syms[mid].start <= addr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         if (lo == 0)
                 return NULL;
         sym = &t->syms[lo - 1];
