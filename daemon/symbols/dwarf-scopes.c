@@ -36,7 +36,12 @@ struct top_range {
 /* The DIEs of one CU that code addresses can fall in, as a tree: what
  * dwarf_getscopes searches, built once per CU instead of walking every DIE
  * of the CU for each address (which made C++ CUs, with thousands of DIEs,
- * resolve at a few hundred addresses per second). */
+ * resolve at a few hundred addresses per second). Measured again when the
+ * symbolizer was split: dwarf_getscopes for the innermost scope plus
+ * dwarf_getscopes_die for the inline chain, as eu-addr2line does, give the
+ * same frames (the oracle test passes) but resolve cold addresses at 164/s
+ * instead of 127,685/s on the C++ fixture, 10,255/s instead of 1,302,442/s
+ * on the C one and 3,411/s instead of 9,179/s on libc (bench-symbolize). */
 struct cu_scopes {
         struct scope_node *nodes; /* in DIE order (preorder) */
         size_t n_nodes, nodes_allocated;
