@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bsearch.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -86,17 +87,9 @@ int rangealloc_alloc(rangealloc *a, uint32_t n, uint32_t *ret_off) {
  * double release, logged) or -ENOMEM (the range then stays unusable: a
  * leak of slots, never a double use). */
 static int free_insert(rangealloc *a, uint32_t off, uint32_t n) {
-        size_t lo = 0, hi = a->n_free;
+        size_t lo = LOWER_BOUND_BY(a->free, a->n_free, off, off);
         bool merge_prev, merge_next;
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (a->free[mid].off < off)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         /* lo: the first free range at or above off. A range overlapping a
          * free one was released twice: keeping it once is all we can do. */
         if ((lo > 0 && a->free[lo - 1].off + a->free[lo - 1].n > off) ||

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bsearch.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -424,20 +425,12 @@ bad:
 /* The CIE at offset, read once and cached. Returns NULL on ENOMEM (*r set)
  * or when no CIE is there (*r = -EINVAL). */
 static const struct cie_info *cie_get(struct builder *b, Dwarf_Off offset, int *r) {
-        size_t lo = 0, hi = b->n_cies;
+        size_t lo = LOWER_BOUND_BY(b->cies, b->n_cies, offset, offset);
         Dwarf_CFI_Entry entry;
         Dwarf_Off next;
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (b->cies[mid].offset == offset)
-                        return &b->cies[mid];
-                if (b->cies[mid].offset < offset)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        if (lo < b->n_cies && b->cies[lo].offset == offset)
+                return &b->cies[lo];
         if (dwarf_next_cfi(b->ident, b->data, b->eh_frame, offset, &next, &entry) != 0 ||
             !dwarf_cfi_cie_p(&entry)) {
                 *r = -EINVAL;
@@ -462,19 +455,9 @@ static int offsets_add(struct builder *b, uint64_t offset) {
 }
 
 static bool offsets_contain(const struct builder *b, uint64_t offset) {
-        size_t lo = 0, hi = b->n_offsets;
+        size_t i = LOWER_BOUND(b->offsets, b->n_offsets, offset);
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (b->offsets[mid] == offset)
-                        return true;
-                if (b->offsets[mid] < offset)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return false;
+        return i < b->n_offsets && b->offsets[i] == offset;
 }
 
 /* .eh_frame_hdr's search table sends libdw straight to an FDE by offset:
@@ -921,17 +904,9 @@ void unwind_table_done(struct unwind_table *t) {
 }
 
 const struct profd_unwind_row *unwind_table_lookup(const struct unwind_table *t, uint64_t pc) {
-        size_t lo = 0, hi = t->n;
-
         /* the first row whose pc is above; the one before it covers pc */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
+        size_t lo = UPPER_BOUND_BY(t->rows, t->n, pc, pc);
 
-                if (t->rows[mid].pc <= pc)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         return lo == 0 ? NULL : &t->rows[lo - 1];
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bsearch.h"
 #include "macro.h"
 #include "perfmap.h"
 
@@ -272,16 +273,9 @@ int jitmap_feed(jitmap *m, const char *text, size_t len, size_t *ret_consumed) {
 }
 
 const char *jitmap_lookup(const jitmap *m, uint64_t addr) {
-        size_t lo = 0, hi = m->n;
-
         /* the last entry starting at or before addr is the only candidate */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (m->entries[mid].start <= addr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        size_t lo = UPPER_BOUND_BY(m->entries, m->n, start, addr);
+
         if (lo == 0 || addr >= m->entries[lo - 1].end)
                 return NULL;
         return m->entries[lo - 1].name;

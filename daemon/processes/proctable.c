@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <linux/openat2.h>
 
+#include "bsearch.h"
 #include "hashmap.h"
 #include "jitmap.h"
 #include "log.h"
@@ -449,18 +450,10 @@ struct proc *proctable_get(proctable *t, uint32_t pid, uint64_t start_ns) {
 }
 
 const struct proc_mapping *proc_find_mapping(const struct proc *p, uint64_t addr) {
-        size_t lo = 0, hi = p->n_maps;
+        /* sorted and disjoint: only the last one starting at or before addr can hold it */
+        size_t i = UPPER_BOUND_BY(p->maps, p->n_maps, start, addr);
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (addr < p->maps[mid].start)
-                        hi = mid;
-                else if (addr >= p->maps[mid].end)
-                        lo = mid + 1;
-                else
-                        return &p->maps[mid];
-        }
-        return NULL;
+        return i > 0 && addr < p->maps[i - 1].end ? &p->maps[i - 1] : NULL;
 }
 
 void proctable_prune(proctable *t, uint64_t drain_seq, uint64_t queued_seq) {
@@ -508,16 +501,9 @@ static bool mapping_same(const struct proc_mapping *a, const struct proc_mapping
 }
 
 static bool mappings_overlap(const struct proc_mapping *maps, size_t n, uint64_t start, uint64_t end) {
-        size_t lo = 0, hi = n;
-
         /* disjoint and sorted: only the last one starting before end can reach into [start, end) */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (maps[mid].start < end)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        size_t lo = LOWER_BOUND_BY(maps, n, start, end);
+
         return lo > 0 && maps[lo - 1].end > start;
 }
 

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct symbolizer symbolizer;
-typedef struct sym_file sym_file;
+/* The file object (sym_file): what one loaded file answers. */
+#include "symfile.h"
 
 /* Returns 0 or -ENOMEM. */
 int symbolizer_new(symbolizer **ret);
@@ -67,63 +67,6 @@ int symbolizer_load_file(symbolizer *s, const char *open_path, const sym_file **
  * is answered from the cache. */
 int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *root_prefix,
                             const char *display_path, const sym_file **ret);
-
-/* The GNU build-id as lowercase hex, or NULL when the file has none. */
-const char *sym_file_build_id(const sym_file *f);
-
-/* The function whose range contains the address that file_offset (an offset
- * into the file, as /proc/PID/maps gives for a mapping) is loaded at, or
- * NULL. Offsets are turned into ELF virtual addresses through the PT_LOAD
- * program headers. The name is the raw symbol table name (not demangled),
- * from .symtab (the debug file's when the file itself is stripped), else
- * .dynsym. The returned string lives as long as the file. */
-const char *sym_file_lookup(const sym_file *f, uint64_t file_offset);
-
-/* One level of a frame chain. */
-struct sym_frame {
-        const char *function; /* demangled (C++, Rust) unless raw is all there is */
-        const char *raw_function; /* as in the symbol table or DWARF linkage name */
-        const char *file; /* source file as DWARF names it, NULL if unknown */
-        unsigned line; /* 0 if unknown */
-        bool inlined; /* this function was inlined into the next frame's */
-};
-
-/* Resolves file_offset to its frame chain: frames[0] is the innermost
- * (deepest inlined) call, the last one the function the code belongs to;
- * each frame's file:line is where execution is in that function (for the
- * outer ones, the call site of the inlined function). Names, file paths
- * (relative ones joined to the CU's comp_dir) and lines are those of
- * `eu-addr2line -f -i -C`, with one exception: eu-addr2line takes the
- * callers at the start of the address's line-table row, profd at the
- * address itself (see tests/unit/test-symbolize-oracle.c). Without DWARF it
- * is one frame from the symbol table, without file:line; an address DWARF
- * and symbols put in no function (padding) is unresolved. When the chain is
- * longer than max, its innermost frames are dropped, so the last frame is
- * always the real function.
- *
- * Returns the number of frames written (at most max; 0 when unresolved, see
- * sym_file_why_unresolved), -EINVAL when max is 0, or -ENOMEM. Results are
- * cached per address, so asking again is a hash lookup. Strings live as long
- * as the file stays cached. */
-int sym_file_resolve(symbolizer *s, const sym_file *f, uint64_t file_offset,
-                     struct sym_frame *frames, size_t max);
-
-/* Why sym_file_resolve found nothing at file_offset. */
-enum sym_unresolved {
-        SYM_NOT_MAPPED, /* the offset lies in no PT_LOAD segment of the file */
-        SYM_NO_SYMBOLS, /* no symbol table or DWARF at all: stripped, no debug file found */
-        SYM_EXPORTS_ONLY, /* only .dynsym: most likely a static function of a stripped file */
-        SYM_NO_FUNCTION, /* full symbols, but none covers it (PLT, padding, hand-written code) */
-};
-enum sym_unresolved sym_file_why_unresolved(const sym_file *f, uint64_t file_offset);
-/* "not-mapped", "no-symbols", "exports-only", "no-function". */
-const char *sym_unresolved_to_string(enum sym_unresolved reason);
-
-/* Whether the file has any symbol table or DWARF (false: SYM_NO_SYMBOLS). */
-bool sym_file_has_symbols(const sym_file *f);
-/* The file DWARF is read from (the file itself or its debug file), or NULL
- * when there is none: then there are no inline frames or file:line. */
-const char *sym_file_debug_path(const sym_file *f);
 
 /* The cache budget in bytes (default 256 MiB: the DWARF of a few large
  * programs plus every library of a typical host). */

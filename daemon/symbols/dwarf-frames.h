@@ -1,0 +1,67 @@
+/* A file's DWARF (its own or its debug file's): opened on first use, CUs indexed by address, frame chains with inlines and file:line. */
+#pragma once
+
+#include <elfutils/libdw.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hashmap.h"
+#include "symfile.h"
+
+/* A run of address ranges that belong to one CU, as libdwfl (and so
+ * eu-addr2line) groups .debug_aranges: the gaps inside a run, and up to the
+ * next run, count as part of it. */
+struct cu_run {
+        uint64_t start;
+        Dwarf_Off cu_offset;
+        Dwarf_Die die; /* valid once has_die */
+        bool has_die;
+};
+
+/* Owned by its sym_file. The fd is taken at load and stays open while the
+ * file is cached, so a debug file or binary deleted or replaced after
+ * loading still resolves; the rest is built by dwarf_index_open. */
+struct dwarf_index {
+        int fd; /* -1: no DWARF found */
+        char *path; /* the file DWARF is read from, NULL with fd -1 */
+        Elf *elf;
+        Dwarf *dwarf; /* NULL until opened, or when it could not be */
+        bool failed; /* opening it failed (or there is none): symbol tables only */
+        struct cu_run *cu_runs; /* sorted by start */
+        size_t n_cu_runs;
+        uint64_t cu_runs_end; /* end of the last arange */
+        hashmap *cu_scopes; /* CU DIE offset -> struct cu_scopes * */
+        hashmap *paths; /* libdw's file name pointer -> name with the CU's comp_dir (or itself) */
+
+        uint64_t bytes; /* section data, libdw's line tables, CU runs and scope trees */
+        uint64_t cache_bytes; /* joined paths */
+};
+
+/* An empty index: no DWARF (fd -1). */
+void dwarf_index_init(struct dwarf_index *d);
+/* Closes and frees everything and leaves d as dwarf_index_init does. */
+void dwarf_index_done(struct dwarf_index *d);
+
+/* Opens the DWARF behind d->fd on first use (later calls return at once).
+ * DWARF that cannot be read (including string sections without a final
+ * NUL, here or in a dwz file) leaves d->dwarf NULL and d->failed set: the
+ * file resolves through its symbol table alone. Returns 0 or -ENOMEM. */
+int dwarf_index_open(struct dwarf_index *d);
+
+/* The frames of one address while they are collected; function is left
+ * NULL for the caller to fill (demangled names are cached per file). */
+struct frame_list {
+        struct sym_frame *frames;
+        size_t n_frames;
+        size_t allocated;
+};
+
+/* Collects the frame chain of vaddr in d's open DWARF the way eu-addr2line
+ * -f -i finds it: the innermost function from the DIE scopes containing
+ * vaddr, file:line from the CU's line table, then the inline chain. symbol
+ * is the symbol table's name for vaddr (or NULL): it names a function DIE
+ * without a name, and the frame when DWARF puts vaddr in no function.
+ * Returns 0 (no frames added: unresolved) or -ENOMEM (l may hold some;
+ * the caller frees l->frames either way). */
+int dwarf_index_collect(struct dwarf_index *d, uint64_t vaddr, const char *symbol, struct frame_list *l);

@@ -1,0 +1,236 @@
+/* Kernel frames: /proc/kallsyms read into one sorted table of text symbols, looked up by binary search. */
+#include "kallsyms.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bsearch.h"
+#include "helpers.h"
+#include "macro.h"
+
+/* No kernel function is anywhere near this long, so an address further than
+ * this past the nearest symbol lies in data, a gap, or past the end of the
+ * table (kallsyms gives no sizes) and is better left unresolved. */
+#define KERNEL_SYMBOL_MAX_SPAN (UINT64_C(1) << 20)
+
+/* A growing buffer of NUL-terminated strings addressed by offset, because
+ * realloc moves it while it fills. */
+struct string_arena {
+        char *buf;
+        size_t len;
+        size_t allocated;
+};
+
+/* Returns 0 and the offset of the copy, or -ENOMEM. */
+static int string_arena_add(struct string_arena *a, const char *s, size_t n, size_t *ret_off) {
+        size_t need;
+        int r;
+
+        if (n >= SIZE_MAX - a->len)
+                return -ENOMEM;
+        need = a->len + n + 1;
+        if (need > a->allocated) {
+                size_t allocated = a->allocated;
+                void *buf = a->buf;
+
+                r = array_grow(&buf, &allocated, need, 1);
+                if (r < 0)
+                        return r;
+                a->buf = buf;
+                a->allocated = allocated;
+        }
+        memcpy(a->buf + a->len, s, n);
+        a->buf[a->len + n] = '\0';
+        *ret_off = a->len;
+        a->len = need;
+        return 0;
+}
+
+static void string_arena_done(struct string_arena *a) {
+        free(a->buf);
+}
+
+void kernel_table_done(struct kernel_table *t) {
+        free(t->syms);
+        free(t->names);
+        *t = (struct kernel_table) {};
+}
+
+/* Splits one kallsyms line, "ADDR TYPE NAME" optionally followed by
+ * "\t[MODULE]", in place. Returns 0, or -EINVAL when the line has another
+ * shape. *ret_module is NULL for the kernel image. */
+static int kallsyms_parse_line(char *line, uint64_t *ret_addr, char *ret_type,
+                               char **ret_name, char **ret_module) {
+        uint64_t addr = 0;
+        char *p = line, *name, *module = NULL;
+        size_t n_digits = 0;
+        char type;
+
+        for (int d; (d = unhex_char(*p)) >= 0; p++) {
+                if (++n_digits > 16)
+                        return -EINVAL;
+                addr = addr << 4 | (uint64_t) d;
+        }
+        if (n_digits == 0 || *p++ != ' ')
+                return -EINVAL;
+        type = *p++;
+        if (!isalpha((unsigned char) type) || *p++ != ' ')
+                return -EINVAL;
+
+        name = p;
+        p += strcspn(p, " \t\n");
+        if (p == name)
+                return -EINVAL;
+        if (*p == '\t') {
+                *p++ = '\0';
+                if (*p++ != '[')
+                        return -EINVAL;
+                module = p;
+                p += strcspn(p, "] \t\n");
+                if (p == module || *p != ']')
+                        return -EINVAL;
+                *p++ = '\0';
+        } else if (*p == ' ')
+                return -EINVAL;
+        if (*p == '\n')
+                *p++ = '\0';
+        if (*p != '\0')
+                return -EINVAL;
+
+        *ret_addr = addr;
+        *ret_type = type;
+        *ret_name = name;
+        *ret_module = module;
+        return 0;
+}
+
+/* Functions live in text, local or global; weak symbols (w, W) are code too,
+ * since kallsyms gives weak objects their own letters (v, V). */
+static bool kallsyms_type_is_text(char type) {
+        return type == 't' || type == 'T' || type == 'w' || type == 'W';
+}
+
+/* Text before weak, global before local, then as for ELF aliases. */
+static int kernel_type_rank(char type) {
+        switch (type) {
+        case 'T':
+                return 0;
+        case 'W':
+                return 1;
+        case 't':
+                return 2;
+        default:
+                return 3;
+        }
+}
+
+static int kernel_sym_compare(const void *a, const void *b, void *userdata) {
+        const struct kernel_sym *x = a, *y = b;
+        const char *names = userdata, *nx = names + x->name_off, *ny = names + y->name_off;
+        int rx = kernel_type_rank(x->type), ry = kernel_type_rank(y->type), ux, uy;
+
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
+        if (rx != ry)
+                return rx - ry;
+        ux = nx[0] == '_';
+        uy = ny[0] == '_';
+        if (ux != uy)
+                return ux - uy;
+        return strcmp(nx, ny);
+}
+
+int kernel_table_load(struct kernel_table *t, const char *path) {
+        _cleanup_(string_arena_done) struct string_arena names = {};
+        _cleanup_free_ struct kernel_sym *syms = NULL;
+        _cleanup_fclose_ FILE *file = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t n_syms = 0, allocated = 0, line_size = 0, n_kept = 0;
+        size_t last_module_off = SIZE_MAX;
+        bool any_address = false;
+        int r;
+
+        file = fopen(path, "re");
+        if (!file)
+                return negative_errno();
+
+        for (;;) {
+                char *name, *module;
+                size_t name_off, module_off = SIZE_MAX;
+                uint64_t addr;
+                char type;
+
+                errno = 0;
+                if (getline(&line, &line_size, file) < 0) {
+                        if (ferror(file))
+                                return errno == ENOMEM ? -ENOMEM : -EIO;
+                        break;
+                }
+                if (kallsyms_parse_line(line, &addr, &type, &name, &module) < 0)
+                        continue;
+                if (addr != 0)
+                        any_address = true;
+                if (addr == 0 || !kallsyms_type_is_text(type))
+                        continue;
+
+                r = string_arena_add(&names, name, strlen(name), &name_off);
+                if (r < 0)
+                        return r;
+                if (module) {
+                        /* A module's symbols come in one run: store its name once per run. */
+                        if (last_module_off != SIZE_MAX && streq(names.buf + last_module_off, module))
+                                module_off = last_module_off;
+                        else {
+                                r = string_arena_add(&names, module, strlen(module), &module_off);
+                                if (r < 0)
+                                        return r;
+                                last_module_off = module_off;
+                        }
+                }
+
+                r = array_grow((void **) &syms, &allocated, n_syms + 1, sizeof(*syms));
+                if (r < 0)
+                        return r;
+                syms[n_syms++] = (struct kernel_sym) {
+                        .start = addr,
+                        .name_off = name_off,
+                        .module_off = module_off,
+                        .type = type,
+                };
+        }
+        if (!any_address)
+                return -ENODATA;
+
+        qsort_r(syms, n_syms, sizeof(*syms), kernel_sym_compare, names.buf);
+        for (size_t i = 0; i < n_syms; i++)
+                if (n_kept == 0 || syms[n_kept - 1].start != syms[i].start)
+                        syms[n_kept++] = syms[i];
+
+        kernel_table_done(t);
+        *t = (struct kernel_table) {
+                .syms = TAKE_PTR(syms),
+                .n_syms = n_kept,
+                .names = TAKE_PTR(names.buf),
+        };
+        return 0;
+}
+
+const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module) {
+        size_t lo = UPPER_BOUND_BY(t->syms, t->n_syms, start, addr);
+        const struct kernel_sym *sym;
+
+        if (ret_module)
+                *ret_module = NULL;
+        if (lo == 0)
+                return NULL;
+        sym = &t->syms[lo - 1];
+        if (addr - sym->start > KERNEL_SYMBOL_MAX_SPAN)
+                return NULL;
+        if (ret_module && sym->module_off != SIZE_MAX)
+                *ret_module = t->names + sym->module_off;
+        return t->names + sym->name_off;
+}

@@ -1,0 +1,34 @@
+/* The kernel's symbol table from a kallsyms-format file: read it, and find the function containing an address. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kernel_sym {
+        uint64_t start;
+        size_t name_off; /* into kernel_table.names */
+        size_t module_off; /* into kernel_table.names, or SIZE_MAX for the kernel image */
+        char type;
+};
+
+/* Empty ({}) until loaded; then only text symbols, one per address. */
+struct kernel_table {
+        struct kernel_sym *syms; /* sorted by start, starts unique */
+        size_t n_syms;
+        char *names;
+};
+
+/* Frees the table's arrays and empties it; an empty table is fine. */
+void kernel_table_done(struct kernel_table *t);
+
+/* Reads a kallsyms-format file (normally /proc/kallsyms) into *t, replacing
+ * what it held. Lines of another shape are skipped. Returns 0, a negative
+ * errno from opening it, -EIO or -ENOMEM from reading it, or -ENODATA when
+ * every address in it is zero (addresses hidden); on failure *t is
+ * unchanged. */
+int kernel_table_load(struct kernel_table *t, const char *path);
+
+/* The kernel function containing addr, or NULL (also for an empty table).
+ * *ret_module (if ret_module is not NULL) is set to the module name or
+ * NULL for the kernel image. Strings live as long as the table. */
+const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module);

@@ -1,0 +1,398 @@
+/* The file object: one binary's load segments, symbols, debug file and DWARF index, its resolved addresses and demangled names. */
+#include "symfile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debug-file.h"
+#include "dwarf-frames.h"
+#include "elf-symbols.h"
+#include "hashmap.h"
+#include "helpers.h"
+#include "macro.h"
+
+/* Last: libiberty.h (which demangle.h includes) redefines basename and
+ * declares helpers of its own, so nothing after it may rely on libc's. */
+#include <libiberty/demangle.h>
+
+/* What a cached file costs beyond the arrays counted exactly: the struct,
+ * its hashmaps' first tables, libelf's and the kernel's per-open-file state. */
+#define FILE_OVERHEAD_BYTES 4096
+
+/* A resolved address: its frame chain, innermost first (n_frames 0:
+ * unresolved, remembered so that asking again is cheap too). */
+struct resolved {
+        size_t n_frames;
+        struct sym_frame frames[];
+};
+
+/* The cached answer for addresses nothing covers. */
+static struct resolved unresolved;
+
+struct sym_file {
+        symbolizer *owner;
+        uint64_t *clock; /* the owner's LRU clock */
+        uint64_t last_used; /* *clock when last loaded, looked up or resolved */
+
+        char *build_id;
+        struct load_segment *segments;
+        size_t n_segments;
+        struct func_table funcs;
+
+        /* The stat keys that lead here (owned, also the keys in the owner's by_stat). */
+        struct file_key **keys;
+        size_t n_keys;
+        size_t n_keys_allocated;
+
+        /* DWARF: found at load, opened at the first resolve. */
+        struct dwarf_index dwarf;
+
+        hashmap *resolved; /* vaddr -> struct resolved * (or &unresolved) */
+        hashmap *demangled; /* raw name pointer -> demangled copy (or the raw name itself) */
+
+        uint64_t base_bytes; /* struct, tables, names, keys, paths */
+        uint64_t cache_bytes; /* resolved addresses, demangled names */
+};
+
+uint64_t file_key_hash(const void *k) {
+        return hash_bytes(k, sizeof(struct file_key));
+}
+
+bool file_key_eq(const void *a, const void *b) {
+        return memcmp(a, b, sizeof(struct file_key)) == 0;
+}
+
+struct file_key file_key_from_stat(const struct stat *st) {
+        return (struct file_key) {
+                .dev = (uint64_t) st->st_dev,
+                .ino = (uint64_t) st->st_ino,
+                .size = (uint64_t) st->st_size,
+                .mtime_sec = (uint64_t) st->st_mtim.tv_sec,
+                .mtime_nsec = (uint64_t) st->st_mtim.tv_nsec,
+        };
+}
+
+sym_file *sym_file_free(sym_file *f) {
+        const void *key;
+        void *value;
+        size_t state = 0;
+
+        if (!f)
+                return NULL;
+        if (f->resolved)
+                while (hashmap_iterate(f->resolved, &state, NULL, &value))
+                        if (value != &unresolved)
+                                free(value);
+        hashmap_free(f->resolved);
+        state = 0;
+        if (f->demangled)
+                while (hashmap_iterate(f->demangled, &state, &key, &value))
+                        if (value != key)
+                                free(value);
+        hashmap_free(f->demangled);
+        /* After our copies of pointers into libdw's strings, above. */
+        dwarf_index_done(&f->dwarf);
+        for (size_t i = 0; i < f->n_keys; i++)
+                free(f->keys[i]);
+        free(f->keys);
+        free(f->build_id);
+        free(f->segments);
+        func_table_done(&f->funcs);
+        free(f);
+        return NULL;
+}
+
+const char *sym_file_build_id(const sym_file *f) {
+        return f ? f->build_id : NULL;
+}
+
+void sym_file_touch(const sym_file *f) {
+        sym_file *m = (sym_file *) f;
+
+        m->last_used = ++*m->clock;
+}
+
+uint64_t sym_file_last_used(const sym_file *f) {
+        return f->last_used;
+}
+
+uint64_t sym_file_bytes(const sym_file *f) {
+        return f->base_bytes + f->dwarf.bytes + f->dwarf.cache_bytes + f->cache_bytes;
+}
+
+int sym_file_index_key(sym_file *f, hashmap *by_stat, const struct file_key *key) {
+        _cleanup_free_ struct file_key *copy = NULL;
+        int r;
+
+        r = array_grow((void **) &f->keys, &f->n_keys_allocated, f->n_keys + 1, sizeof(*f->keys));
+        if (r < 0)
+                return r;
+        copy = malloc(sizeof(*copy));
+        if (!copy)
+                return -ENOMEM;
+        *copy = *key;
+        r = hashmap_put(by_stat, copy, f);
+        if (r < 0)
+                return r;
+        f->keys[f->n_keys++] = TAKE_PTR(copy);
+        f->base_bytes += sizeof(*copy) + sizeof(*f->keys) + HASH_ENTRY_BYTES;
+        return 0;
+}
+
+void sym_file_unindex(sym_file *f, hashmap *by_stat, hashmap *by_build_id) {
+        void *v;
+
+        for (size_t i = 0; i < f->n_keys; i++)
+                (void) hashmap_remove(by_stat, f->keys[i]);
+        if (f->build_id && hashmap_get(by_build_id, f->build_id, &v) >= 0 && v == f)
+                (void) hashmap_remove(by_build_id, f->build_id);
+}
+
+/* Finds where f's DWARF and best symbol table are: the file itself (whose
+ * fd it then takes), else a separate debug file. Returns 0 or -ENOMEM. */
+static int sym_file_find_debug_info(sym_file *f, const struct sym_file_origin *o, Elf *e, int *fd,
+                                    const struct stat *st) {
+        _cleanup_(debug_file_done) struct debug_file d = { .fd = -1 };
+        _cleanup_free_ char *link_name = NULL;
+        struct debug_query q = {
+                .build_id = f->build_id,
+                .st = *st,
+                .want_symtab = f->funcs.kind != SYMTAB_FULL,
+        };
+        int r;
+
+        if (elf_has_dwarf(e)) {
+                f->dwarf.path = strdup(o->display_path);
+                if (!f->dwarf.path)
+                        return -ENOMEM;
+                f->dwarf.fd = TAKE_FD(*fd);
+                return 0;
+        }
+
+        r = elf_read_debuglink(e, &link_name, &q.link_crc);
+        if (r < 0)
+                return r;
+        q.link_name = link_name;
+        r = debug_file_find(o->debug, &q, o->root_prefix, o->display_path, &d);
+        if (r <= 0)
+                return r;
+
+        if (d.funcs.kind == SYMTAB_FULL && f->funcs.kind != SYMTAB_FULL) {
+                func_table_done(&f->funcs);
+                f->funcs = d.funcs;
+                d.funcs = (struct func_table) {};
+        }
+        if (d.has_dwarf) {
+                f->dwarf.path = TAKE_PTR(d.path);
+                f->dwarf.fd = TAKE_FD(d.fd);
+        }
+        return 0;
+}
+
+int sym_file_new(const struct sym_file_origin *o, Elf *e, int *fd, const struct stat *st, char **build_id,
+                 sym_file **ret) {
+        _cleanup_(sym_file_freep) sym_file *f = NULL;
+        int r;
+
+        f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        f->owner = o->owner;
+        f->clock = o->clock;
+        dwarf_index_init(&f->dwarf);
+        f->build_id = TAKE_PTR(*build_id);
+        r = elf_read_segments(e, &f->segments, &f->n_segments);
+        if (r < 0)
+                return r;
+        r = elf_read_functions(e, false, &f->funcs);
+        if (r < 0)
+                return r;
+        r = sym_file_find_debug_info(f, o, e, fd, st);
+        if (r < 0)
+                return r;
+        f->base_bytes += sizeof(*f) + FILE_OVERHEAD_BYTES +
+                f->n_segments * sizeof(*f->segments) +
+                f->funcs.n_syms * sizeof(*f->funcs.syms) + f->funcs.names_len +
+                (f->build_id ? strlen(f->build_id) + 1 + HASH_ENTRY_BYTES : 0) +
+                (f->dwarf.path ? strlen(f->dwarf.path) + 1 : 0);
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+/* The virtual address file_offset is loaded at; false when it lies in no
+ * PT_LOAD segment. *ret_seg is that segment. */
+static bool sym_file_vaddr(const sym_file *f, uint64_t file_offset, uint64_t *ret_vaddr,
+                           const struct load_segment **ret_seg) {
+        return load_segments_vaddr(f->segments, f->n_segments, file_offset, ret_vaddr, ret_seg);
+}
+
+const char *sym_file_lookup(const sym_file *f, uint64_t file_offset) {
+        const struct load_segment *seg;
+        const struct func_sym *sym;
+        uint64_t vaddr;
+
+        if (!f || !sym_file_vaddr(f, file_offset, &vaddr, &seg))
+                return NULL;
+        sym_file_touch(f);
+        sym = func_table_find(&f->funcs, vaddr, seg);
+        return sym ? sym->name : NULL;
+}
+
+bool sym_file_has_symbols(const sym_file *f) {
+        return f && (f->funcs.kind != SYMTAB_NONE || f->dwarf.path);
+}
+
+const char *sym_file_debug_path(const sym_file *f) {
+        return f ? f->dwarf.path : NULL;
+}
+
+enum sym_unresolved sym_file_why_unresolved(const sym_file *f, uint64_t file_offset) {
+        const struct load_segment *seg;
+        uint64_t vaddr;
+
+        if (!f || !sym_file_vaddr(f, file_offset, &vaddr, &seg))
+                return SYM_NOT_MAPPED;
+        if (!sym_file_has_symbols(f))
+                return SYM_NO_SYMBOLS;
+        if (f->funcs.kind == SYMTAB_DYNSYM && !f->dwarf.path)
+                return SYM_EXPORTS_ONLY;
+        return SYM_NO_FUNCTION;
+}
+
+const char *sym_unresolved_to_string(enum sym_unresolved reason) {
+        switch (reason) {
+        case SYM_NOT_MAPPED:
+                return "not-mapped";
+        case SYM_NO_SYMBOLS:
+                return "no-symbols";
+        case SYM_EXPORTS_ONLY:
+                return "exports-only";
+        case SYM_NO_FUNCTION:
+                return "no-function";
+        }
+        return NULL;
+}
+
+/* The display form of raw: demangled when it is a C++ (_Z) or Rust (_R, and
+ * legacy _ZN..17h<hash>E) name, else raw itself. Results are kept per raw
+ * pointer, which stays put while the file is cached. Returns NULL on OOM. */
+static const char *sym_file_demangle(sym_file *f, const char *raw) {
+        char *d = NULL;
+        void *cached;
+
+        if (!(raw[0] == '_' && (raw[1] == 'Z' || raw[1] == 'R')))
+                return raw;
+        if (!f->demangled) {
+                f->demangled = hashmap_new_u64();
+                if (!f->demangled)
+                        return NULL;
+        }
+        if (hashmap_get(f->demangled, raw, &cached) >= 0)
+                return cached;
+        /* DMGL_PARAMS | DMGL_ANSI is what __cxa_demangle (eu-addr2line -C)
+         * prints; the default style tries Rust before GNU v3. */
+        d = cplus_demangle(raw, DMGL_PARAMS | DMGL_ANSI);
+        if (hashmap_put(f->demangled, raw, d ?: (char *) raw) < 0) {
+                free(d);
+                return NULL;
+        }
+        f->cache_bytes += HASH_ENTRY_BYTES + (d ? strlen(d) + 1 : 0);
+        return d ?: raw;
+}
+
+/* Collects, demangles and caches the frame chain of vaddr (in seg) from the
+ * open DWARF. Returns 0 and *ret (&unresolved when nothing covers it), or
+ * -ENOMEM. */
+static int sym_file_resolve_dwarf(sym_file *f, uint64_t vaddr, const struct load_segment *seg,
+                                  struct resolved **ret) {
+        const struct func_sym *sym = func_table_find(&f->funcs, vaddr, seg);
+        _cleanup_free_ struct sym_frame *collected = NULL;
+        struct frame_list l = {};
+        struct resolved *res;
+        int r;
+
+        r = dwarf_index_collect(&f->dwarf, vaddr, sym ? sym->dwfl_name : NULL, &l);
+        collected = l.frames;
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l.n_frames; i++) {
+                l.frames[i].function = sym_file_demangle(f, l.frames[i].raw_function);
+                if (!l.frames[i].function)
+                        return -ENOMEM;
+        }
+        if (l.n_frames == 0)
+                res = &unresolved;
+        else {
+                res = malloc(sizeof(*res) + l.n_frames * sizeof(res->frames[0]));
+                if (!res)
+                        return -ENOMEM;
+                res->n_frames = l.n_frames;
+                memcpy(res->frames, l.frames, l.n_frames * sizeof(res->frames[0]));
+        }
+        r = hashmap_put(f->resolved, UINT64_TO_KEY(vaddr), res);
+        if (r < 0) {
+                if (res != &unresolved)
+                        free(res);
+                return r;
+        }
+        f->cache_bytes += HASH_ENTRY_BYTES;
+        if (res != &unresolved)
+                f->cache_bytes += sizeof(*res) + res->n_frames * sizeof(res->frames[0]);
+        *ret = res;
+        return 0;
+}
+
+int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
+                     struct sym_frame *frames, size_t max) {
+        sym_file *f = (sym_file *) cf;
+        const struct load_segment *seg;
+        struct resolved *res;
+        uint64_t vaddr;
+        void *cached;
+        size_t first;
+        int r;
+
+        if (!f || max == 0 || (s && s != f->owner))
+                return -EINVAL;
+        if (!sym_file_vaddr(f, file_offset, &vaddr, &seg))
+                return 0;
+        sym_file_touch(f);
+
+        r = dwarf_index_open(&f->dwarf);
+        if (r < 0)
+                return r;
+        if (!f->dwarf.dwarf) {
+                /* Symbol tables only: a binary search, cheaper than caching
+                 * its answer per address. */
+                const struct func_sym *sym = func_table_find(&f->funcs, vaddr, seg);
+                const char *function;
+
+                if (!sym)
+                        return 0;
+                function = sym_file_demangle(f, sym->dwfl_name);
+                if (!function)
+                        return -ENOMEM;
+                frames[0] = (struct sym_frame) { .function = function, .raw_function = sym->dwfl_name };
+                return 1;
+        }
+
+        if (!f->resolved) {
+                f->resolved = hashmap_new_u64();
+                if (!f->resolved)
+                        return -ENOMEM;
+        }
+        if (hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0)
+                res = cached;
+        else {
+                r = sym_file_resolve_dwarf(f, vaddr, seg, &res);
+                if (r < 0)
+                        return r;
+        }
+
+        /* Keep the outermost frames: the function the code belongs to
+         * matters more than the deepest inlined helper. */
+        first = res->n_frames > max ? res->n_frames - max : 0;
+        memcpy(frames, res->frames + first, (res->n_frames - first) * sizeof(frames[0]));
+        return (int) (res->n_frames - first);
+}

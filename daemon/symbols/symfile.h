@@ -1,0 +1,133 @@
+/* The file object: one per binary file (by build-id, else by device, inode, size and mtime), owning its symbols, debug file and DWARF index. */
+#pragma once
+
+#include <libelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "hashmap.h"
+#include "macro.h"
+
+typedef struct symbolizer symbolizer;
+typedef struct sym_file sym_file;
+
+/* ---- For everyone (through symbolizer.h): what a loaded file answers. */
+
+/* The GNU build-id as lowercase hex, or NULL when the file has none. */
+const char *sym_file_build_id(const sym_file *f);
+
+/* The function whose range contains the address that file_offset (an offset
+ * into the file, as /proc/PID/maps gives for a mapping) is loaded at, or
+ * NULL. Offsets are turned into ELF virtual addresses through the PT_LOAD
+ * program headers. The name is the raw symbol table name (not demangled),
+ * from .symtab (the debug file's when the file itself is stripped), else
+ * .dynsym. The returned string lives as long as the file. */
+const char *sym_file_lookup(const sym_file *f, uint64_t file_offset);
+
+/* One level of a frame chain. */
+struct sym_frame {
+        const char *function; /* demangled (C++, Rust) unless raw is all there is */
+        const char *raw_function; /* as in the symbol table or DWARF linkage name */
+        const char *file; /* source file as DWARF names it, NULL if unknown */
+        unsigned line; /* 0 if unknown */
+        bool inlined; /* this function was inlined into the next frame's */
+};
+
+/* Resolves file_offset to its frame chain: frames[0] is the innermost
+ * (deepest inlined) call, the last one the function the code belongs to;
+ * each frame's file:line is where execution is in that function (for the
+ * outer ones, the call site of the inlined function). Names, file paths
+ * (relative ones joined to the CU's comp_dir) and lines are those of
+ * `eu-addr2line -f -i -C`, with one exception: eu-addr2line takes the
+ * callers at the start of the address's line-table row, profd at the
+ * address itself (see tests/unit/test-symbolize-oracle.c). Without DWARF it
+ * is one frame from the symbol table, without file:line; an address DWARF
+ * and symbols put in no function (padding) is unresolved. When the chain is
+ * longer than max, its innermost frames are dropped, so the last frame is
+ * always the real function.
+ *
+ * Returns the number of frames written (at most max; 0 when unresolved, see
+ * sym_file_why_unresolved), -EINVAL when max is 0, or -ENOMEM. Results are
+ * cached per address, so asking again is a hash lookup. Strings live as long
+ * as the file stays cached. */
+int sym_file_resolve(symbolizer *s, const sym_file *f, uint64_t file_offset,
+                     struct sym_frame *frames, size_t max);
+
+/* Why sym_file_resolve found nothing at file_offset. */
+enum sym_unresolved {
+        SYM_NOT_MAPPED, /* the offset lies in no PT_LOAD segment of the file */
+        SYM_NO_SYMBOLS, /* no symbol table or DWARF at all: stripped, no debug file found */
+        SYM_EXPORTS_ONLY, /* only .dynsym: most likely a static function of a stripped file */
+        SYM_NO_FUNCTION, /* full symbols, but none covers it (PLT, padding, hand-written code) */
+};
+enum sym_unresolved sym_file_why_unresolved(const sym_file *f, uint64_t file_offset);
+/* "not-mapped", "no-symbols", "exports-only", "no-function". */
+const char *sym_unresolved_to_string(enum sym_unresolved reason);
+
+/* Whether the file has any symbol table or DWARF (false: SYM_NO_SYMBOLS). */
+bool sym_file_has_symbols(const sym_file *f);
+/* The file DWARF is read from (the file itself or its debug file), or NULL
+ * when there is none: then there are no inline frames or file:line. */
+const char *sym_file_debug_path(const sym_file *f);
+
+/* ---- For the symbolizer's cache (symbolizer.c) only. */
+
+/* What one cache entry costs per key in a hashmap: a hash slot (24 bytes)
+ * at the map's 3/4 load factor, rounded up. */
+#define HASH_ENTRY_BYTES 32
+
+/* Identity of a file's contents as far as stat can tell; every field is
+ * 64-bit so the struct has no padding and can be hashed as bytes. */
+struct file_key {
+        uint64_t dev;
+        uint64_t ino;
+        uint64_t size;
+        uint64_t mtime_sec;
+        uint64_t mtime_nsec;
+};
+struct file_key file_key_from_stat(const struct stat *st);
+/* For a hashmap keyed by struct file_key *. */
+uint64_t file_key_hash(const void *k);
+bool file_key_eq(const void *a, const void *b);
+
+struct debug_search;
+
+/* Where a new file comes from and who holds it. */
+struct sym_file_origin {
+        symbolizer *owner; /* sym_file_resolve refuses other symbolizers */
+        uint64_t *clock; /* the owner's LRU clock, advanced by every touch */
+        struct debug_search *debug; /* where to look for a separate debug file */
+        const char *root_prefix; /* the process's root as profd reaches it, NULL for the host's */
+        const char *display_path; /* the file's path as the process sees it */
+};
+
+/* Makes the file object of the ELF file open as e (whose headers
+ * elf_check_headers accepted) through *fd, of stat st: its load segments,
+ * best symbol table, and where its DWARF is (itself, taking *fd, or a debug
+ * file found through o->debug). Takes *build_id (hex or NULL). Returns 0
+ * and *ret, or -ENOMEM. */
+int sym_file_new(const struct sym_file_origin *o, Elf *e, int *fd, const struct stat *st, char **build_id,
+                 sym_file **ret);
+/* Frees the file and everything it owns (its keys too, which must be out of
+ * every index by then: see sym_file_unindex). Accepts NULL, returns NULL. */
+sym_file *sym_file_free(sym_file *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(sym_file *, sym_file_free);
+
+/* Makes f reachable in by_stat (struct file_key * -> sym_file *) through a
+ * copy of key that f owns. Returns 0 or -ENOMEM (f is then not indexed by
+ * it). */
+int sym_file_index_key(sym_file *f, hashmap *by_stat, const struct file_key *key);
+/* Removes f's keys from by_stat and its build-id from by_build_id (if it is
+ * f that the build-id maps to). */
+void sym_file_unindex(sym_file *f, hashmap *by_stat, hashmap *by_build_id);
+
+/* Marks f as just used, for the LRU order. f is const to callers that only
+ * read it; the clock is the one thing that changes. */
+void sym_file_touch(const sym_file *f);
+/* The owner's clock when f was last loaded, looked up or resolved. */
+uint64_t sym_file_last_used(const sym_file *f);
+/* The estimated memory f holds: symbol tables, names, keys, the debug
+ * sections and libdw's tables of opened DWARF, resolved addresses. */
+uint64_t sym_file_bytes(const sym_file *f);
