@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "db.h"
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
@@ -83,7 +84,7 @@ static const char *const stmt_sql[_STMT_MAX] = {
 };
 
 struct store {
-        sqlite3 *db;
+        struct db d;   /* the connection; d.path is path */
         char *path;
         sqlite3_stmt *stmts[_STMT_MAX];
         /* Ids of rows already in the file, so a drain does not ask SQLite
@@ -107,44 +108,6 @@ struct store {
         struct location_info **transient; /* see transient_add */
         size_t n_transient, transient_cap;
 };
-
-static int sqlite_to_errno(int rc) {
-        switch (rc & 0xff) {
-        case SQLITE_OK:
-                return 0;
-        case SQLITE_NOMEM:
-                return -ENOMEM;
-        case SQLITE_FULL:
-                return -ENOSPC;
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-                return -EBUSY;
-        case SQLITE_READONLY:
-        case SQLITE_PERM:
-        case SQLITE_AUTH:
-                return -EACCES;
-        case SQLITE_CANTOPEN:
-                return -ENOENT;
-        case SQLITE_CORRUPT:
-        case SQLITE_NOTADB:
-        case SQLITE_SCHEMA:
-                return -EPROTO;
-        case SQLITE_TOOBIG:
-                return -E2BIG;
-        case SQLITE_INTERRUPT: /* store_interrupt: the query was cancelled */
-                return -ECANCELED;
-        default:
-                return -EIO;
-        }
-}
-
-static int store_fail(store *s, int rc, const char *what) {
-        int r = sqlite_to_errno(rc);
-        if (r == -ECANCELED) /* a cancelled query, not a problem with the store */
-                return r;
-        log_error("Store %s: %s failed: %s", s->path, what, sqlite3_errmsg(s->db));
-        return r;
-}
 
 /* Frees a map whose keys and values are both malloc'd; returns NULL. */
 static hashmap *hashmap_free_with_keys_and_values(hashmap *m) {
@@ -173,31 +136,19 @@ static int caches_reset(store *s) {
         return 0;
 }
 
-static int exec_sql(store *s, const char *sql) {
-        char *err = NULL;
-        int rc = sqlite3_exec(s->db, sql, NULL, NULL, &err);
-
-        if (rc != SQLITE_OK) {
-                log_error("Store %s: %s", s->path, err ? err : sqlite3_errstr(rc));
-                sqlite3_free(err);
-                return sqlite_to_errno(rc);
-        }
-        return 0;
-}
-
 static int migrate(store *s) {
         sqlite3_stmt *st = NULL;
         int64_t version;
         int rc, r;
 
-        rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+        rc = sqlite3_prepare_v2(s->d.handle, "PRAGMA user_version", -1, &st, NULL);
         if (rc != SQLITE_OK)
-                return store_fail(s, rc, "reading the schema version");
+                return db_fail(&s->d, rc, "reading the schema version");
         rc = sqlite3_step(st);
         version = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
         sqlite3_finalize(st);
         if (version < 0)
-                return store_fail(s, rc, "reading the schema version");
+                return db_fail(&s->d, rc, "reading the schema version");
         if (version > (int64_t) schema_version) {
                 log_error("Store %s has schema version %" PRId64 ", newer than this profd's %u; "
                           "use a newer profd or another --store.", s->path, version, schema_version);
@@ -207,17 +158,17 @@ static int migrate(store *s) {
                 char pragma[64];
 
                 log_info("Migrating store %s to schema version %u.", s->path, v + 1);
-                r = exec_sql(s, "BEGIN IMMEDIATE");
+                r = db_exec(&s->d, "BEGIN IMMEDIATE");
                 if (r < 0)
                         return r;
                 snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %u", v + 1);
-                r = exec_sql(s, schema_migrations[v]);
+                r = db_exec(&s->d, schema_migrations[v]);
                 if (r >= 0)
-                        r = exec_sql(s, pragma);
+                        r = db_exec(&s->d, pragma);
                 if (r >= 0)
-                        r = exec_sql(s, "COMMIT");
+                        r = db_exec(&s->d, "COMMIT");
                 if (r < 0) {
-                        (void) exec_sql(s, "ROLLBACK");
+                        (void) db_exec(&s->d, "ROLLBACK");
                         return r;
                 }
         }
@@ -249,6 +200,7 @@ int store_open(const char *path, store **ret) {
         if (!s)
                 return log_oom();
         s->path = strdup(path);
+        s->d.path = s->path;
         if (!s->path || caches_reset(s) < 0) {
                 store_close(s);
                 return log_oom();
@@ -260,26 +212,26 @@ int store_open(const char *path, store **ret) {
                 store_close(s);
                 return r;
         }
-        rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        rc = sqlite3_open_v2(path, &s->d.handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
         if (rc != SQLITE_OK) {
-                r = s->db ? store_fail(s, rc, "opening") : -ENOMEM;
+                r = s->d.handle ? db_fail(&s->d, rc, "opening") : -ENOMEM;
                 store_close(s);
                 return r;
         }
-        sqlite3_extended_result_codes(s->db, 1);
+        sqlite3_extended_result_codes(s->d.handle, 1);
         /* SQLite quietly falls back to read-only (an immutable file, a
          * read-only mount): every drain would fail, so refuse to start */
-        if (sqlite3_db_readonly(s->db, "main") == 1) {
+        if (sqlite3_db_readonly(s->d.handle, "main") == 1) {
                 log_error("Store %s can only be opened read-only (immutable file or read-only file system?); "
                           "profd needs to write it.", path);
                 store_close(s);
                 return -EROFS;
         }
         /* A drain may wait a little for a reader checkpointing; never forever. */
-        sqlite3_busy_timeout(s->db, 5000);
+        sqlite3_busy_timeout(s->d.handle, 5000);
         /* WAL: readers never block the drain. synchronous=NORMAL: a power cut
          * can lose the last drains, never corrupt the file. */
-        r = exec_sql(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;");
+        r = db_exec(&s->d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;");
         if (r < 0)
                 goto fail;
         /* the -wal and -shm SQLite just created: private as the store */
@@ -294,9 +246,9 @@ int store_open(const char *path, store **ret) {
         if (r < 0)
                 goto fail;
         for (int i = 0; i < _STMT_MAX; i++) {
-                rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL);
+                rc = sqlite3_prepare_v3(s->d.handle, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL);
                 if (rc != SQLITE_OK) {
-                        r = store_fail(s, rc, "preparing statements");
+                        r = db_fail(&s->d, rc, "preparing statements");
                         goto fail;
                 }
         }
@@ -319,8 +271,8 @@ store *store_close(store *s) {
                 return NULL;
         for (int i = 0; i < _STMT_MAX; i++)
                 sqlite3_finalize(s->stmts[i]);
-        if (s->db)
-                sqlite3_close(s->db);
+        if (s->d.handle)
+                sqlite3_close(s->d.handle);
         hashmap_free_with_keys(s->mapping_ids);
         hashmap_free_with_keys(s->function_ids);
         hashmap_free_with_keys(s->location_ids);
@@ -355,24 +307,25 @@ static int open_secondary(const char *path, bool writable, store **ret) {
                 return log_oom();
         s->reader = true;
         s->path = strdup(path);
+        s->d.path = s->path;
         if (!s->path || caches_reset(s) < 0) {
                 store_close(s);
                 return log_oom();
         }
         /* read-only: a query can never change the store, whatever it asks */
-        rc = sqlite3_open_v2(path, &s->db, (writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX,
+        rc = sqlite3_open_v2(path, &s->d.handle, (writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX,
                              NULL);
         if (rc != SQLITE_OK) {
-                r = s->db ? store_fail(s, rc, "opening for reading") : -ENOMEM;
+                r = s->d.handle ? db_fail(&s->d, rc, "opening for reading") : -ENOMEM;
                 store_close(s);
                 return r;
         }
-        sqlite3_extended_result_codes(s->db, 1);
+        sqlite3_extended_result_codes(s->d.handle, 1);
         /* WAL readers only wait while a checkpoint resets the log; the
          * outbox's one-row cursor update waits at most for one drain's
          * transaction */
-        sqlite3_busy_timeout(s->db, 5000);
-        rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+        sqlite3_busy_timeout(s->d.handle, 5000);
+        rc = sqlite3_prepare_v2(s->d.handle, "PRAGMA user_version", -1, &st, NULL);
         if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
                 version = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
@@ -384,9 +337,9 @@ static int open_secondary(const char *path, bool writable, store **ret) {
                 return -EPROTO;
         }
         for (int i = 0; i < _STMT_MAX; i++) {
-                rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL);
+                rc = sqlite3_prepare_v3(s->d.handle, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL);
                 if (rc != SQLITE_OK) {
-                        r = store_fail(s, rc, "preparing statements");
+                        r = db_fail(&s->d, rc, "preparing statements");
                         store_close(s);
                         return r;
                 }
@@ -404,7 +357,7 @@ int store_open_outbox(const char *path, store **ret) {
 }
 
 void store_interrupt(store *s) {
-        sqlite3_interrupt(s->db);
+        sqlite3_interrupt(s->d.handle);
 }
 
 /* --- integrity check, in the background (store_check_start) ---------------- */
@@ -568,7 +521,7 @@ static int step_done(store *s, sqlite3_stmt *st, const char *what) {
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
         if (rc != SQLITE_DONE)
-                return store_fail(s, rc, what);
+                return db_fail(&s->d, rc, what);
         return 0;
 }
 
@@ -581,7 +534,7 @@ static int step_id(store *s, sqlite3_stmt *st, int64_t *ret, const char *what) {
                 *ret = sqlite3_column_int64(st, 0);
                 r = 1;
         } else if (rc != SQLITE_DONE)
-                r = store_fail(s, rc, what);
+                r = db_fail(&s->d, rc, what);
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
         return r;
@@ -608,7 +561,7 @@ static int intern(store *s, hashmap *cache, const char *key, sqlite3_stmt *selec
                 r = step_done(s, insert, "insert");
                 if (r < 0)
                         return r;
-                *ret = sqlite3_last_insert_rowid(s->db);
+                *ret = sqlite3_last_insert_rowid(s->d.handle);
         } else
                 sqlite3_clear_bindings(insert);
         k = strdup(key);
@@ -714,7 +667,7 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
                 r = step_done(s, ins, "location insert");
                 if (r < 0)
                         return r;
-                *ret = sqlite3_last_insert_rowid(s->db);
+                *ret = sqlite3_last_insert_rowid(s->d.handle);
                 r = location_lines_insert(s, *ret, mapping, f);
                 if (r < 0)
                         return r;
@@ -759,7 +712,7 @@ static int stack_id(store *s, const int64_t *locations, size_t n, int user_end, 
         r = step_done(s, ins, "stack insert");
         if (r < 0)
                 return r;
-        *ret = sqlite3_last_insert_rowid(s->db);
+        *ret = sqlite3_last_insert_rowid(s->d.handle);
         return 0;
 }
 
@@ -851,7 +804,7 @@ static int thread_name(store *s, int64_t proc, uint32_t tid, const char *comm) {
 int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns) {
         int r;
 
-        r = exec_sql(s, "BEGIN IMMEDIATE");
+        r = db_exec(&s->d, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
         s->in_drain = true;
@@ -860,7 +813,7 @@ int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns) {
         r = step_done(s, s->stmts[STMT_INSERT_DRAIN], "drain insert");
         if (r < 0)
                 return r;
-        s->drain_id = sqlite3_last_insert_rowid(s->db);
+        s->drain_id = sqlite3_last_insert_rowid(s->d.handle);
         s->drain_samples = s->drain_keys = 0;
         return 0;
 }
@@ -928,7 +881,7 @@ int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, u
         r = step_done(s, st, "drain update");
         if (r < 0)
                 return r;
-        r = exec_sql(s, "COMMIT");
+        r = db_exec(&s->d, "COMMIT");
         if (r < 0)
                 return r;
         s->in_drain = false;
@@ -942,8 +895,7 @@ int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, u
 }
 
 void store_drain_abort(store *s) {
-        if (!sqlite3_get_autocommit(s->db))
-                (void) exec_sql(s, "ROLLBACK");
+        db_rollback(&s->d);
         s->in_drain = false;
         /* ids cached during the transaction point at rows that are gone */
         if (caches_reset(s) < 0)
@@ -1027,7 +979,7 @@ static int load_location_lines(store *s, int64_t id, const struct store_frame_ou
                         break;
         }
         if (r >= 0 && rc != SQLITE_DONE)
-                r = store_fail(s, rc, "location lines lookup");
+                r = db_fail(&s->d, rc, "location lines lookup");
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
         return r;
@@ -1079,7 +1031,7 @@ static int load_location(store *s, int64_t id, struct location_info **ret) {
                         base.raw_name = base.name;
                 }
         } else
-                r = rc == SQLITE_DONE ? -ENOENT : store_fail(s, rc, "location lookup");
+                r = rc == SQLITE_DONE ? -ENOENT : db_fail(&s->d, rc, "location lookup");
         free(unresolved);
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
@@ -1229,9 +1181,9 @@ static int query_prepare(store *s, struct sql_text *t, const struct store_query 
 
         if (t->oom)
                 return -ENOMEM;
-        rc = sqlite3_prepare_v2(s->db, t->buf, -1, &st, NULL);
+        rc = sqlite3_prepare_v2(s->d.handle, t->buf, -1, &st, NULL);
         if (rc != SQLITE_OK)
-                return store_fail(s, rc, "preparing the query");
+                return db_fail(&s->d, rc, "preparing the query");
         bind_i64(st, ":kind", q->kind);
         bind_i64(st, ":drain", q->drain_id);
         bind_i64(st, ":from", (int64_t) q->from_ns);
@@ -1302,7 +1254,7 @@ static int stack_frames(store *s, int64_t sid, hashmap *cache, struct store_fram
         if (rc != SQLITE_ROW) {
                 sqlite3_reset(frames_st);
                 sqlite3_clear_bindings(frames_st);
-                return rc == SQLITE_DONE ? -ENOENT : store_fail(s, rc, "stack lookup");
+                return rc == SQLITE_DONE ? -ENOENT : db_fail(&s->d, rc, "stack lookup");
         }
         n = (size_t) sqlite3_column_bytes(frames_st, 0) / sizeof(int64_t);
         locs = sqlite3_column_blob(frames_st, 0);
@@ -1364,9 +1316,9 @@ static hashmap *query_location_cache(store *s) {
 
         if (!s->reader)
                 return hashmap_new_u64();
-        if (sqlite3_get_autocommit(s->db) && exec_sql(s, "BEGIN") < 0)
+        if (sqlite3_get_autocommit(s->d.handle) && db_exec(&s->d, "BEGIN") < 0)
                 return hashmap_new_u64();
-        if (sqlite3_prepare_v2(s->db, "SELECT coalesce((SELECT value FROM retention_totals "
+        if (sqlite3_prepare_v2(s->d.handle, "SELECT coalesce((SELECT value FROM retention_totals "
                                       "WHERE name = 'deleted_locations'), 0)", -1, &st, NULL) == SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW)
                 deleted = (uint64_t) sqlite3_column_int64(st, 0);
@@ -1433,7 +1385,7 @@ static int query_stacks_summed(store *s, sqlite3_stmt *st, hashmap *cache, store
         }
         hashmap_free(index);
         if (r >= 0 && rc != SQLITE_DONE)
-                r = store_fail(s, rc, "query");
+                r = db_fail(&s->d, rc, "query");
         if (r < 0)
                 return r;
         if (n > 1) /* an empty answer has no array: qsort(NULL, ...) is undefined */
@@ -1516,14 +1468,14 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
                         goto out;
         }
         if (rc != SQLITE_DONE)
-                r = store_fail(s, rc, "query");
+                r = db_fail(&s->d, rc, "query");
 out:
         sqlite3_finalize(st);
         if (cache != s->query_locations)
                 location_cache_free(cache);
         transient_release(s);
-        if (s->reader && !sqlite3_get_autocommit(s->db))
-                (void) exec_sql(s, "COMMIT");
+        if (s->reader && !sqlite3_get_autocommit(s->d.handle))
+                (void) db_exec(&s->d, "COMMIT");
         free(out);
         if (r >= 0) {
                 if (ret_total)
@@ -1560,7 +1512,7 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
                         break;
         }
         if (r >= 0 && rc != SQLITE_DONE)
-                r = store_fail(s, rc, "series query");
+                r = db_fail(&s->d, rc, "series query");
         sqlite3_finalize(st);
         return r;
 }
@@ -1570,14 +1522,14 @@ int store_query_drops(store *s, const struct store_query *q, store_drop_fn fn, v
         int rc, r = 0;
 
         /* the same drains as the query's samples (sql_add_filters) */
-        rc = sqlite3_prepare_v2(s->db, q->drain_id > 0 ?
+        rc = sqlite3_prepare_v2(s->d.handle, q->drain_id > 0 ?
                                 "SELECT x.reason, sum(x.count) FROM drops x WHERE x.drain_id = :drain "
                                 "GROUP BY x.reason ORDER BY x.reason" :
                                 "SELECT x.reason, sum(x.count) FROM drains d CROSS JOIN drops x ON x.drain_id = d.id "
                                 "WHERE d.end_ns >= :from AND d.start_ns <= :to GROUP BY x.reason ORDER BY x.reason",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
-                return store_fail(s, rc, "drops query");
+                return db_fail(&s->d, rc, "drops query");
         bind_i64(st, ":drain", q->drain_id);
         bind_i64(st, ":from", (int64_t) q->from_ns);
         bind_i64(st, ":to", (int64_t) q->to_ns);
@@ -1587,7 +1539,7 @@ int store_query_drops(store *s, const struct store_query *q, store_drop_fn fn, v
                         break;
         }
         if (r >= 0 && rc != SQLITE_DONE)
-                r = store_fail(s, rc, "drops query");
+                r = db_fail(&s->d, rc, "drops query");
         sqlite3_finalize(st);
         return r;
 }
@@ -1605,31 +1557,31 @@ int store_last_drain(store *s, int64_t *ret_id, uint64_t *ret_start_ns, uint64_t
         sqlite3_stmt *st = NULL;
         int rc, r = 0;
 
-        rc = sqlite3_prepare_v2(s->db, "SELECT id, start_ns, end_ns FROM drains ORDER BY end_ns DESC, id DESC LIMIT 1",
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT id, start_ns, end_ns FROM drains ORDER BY end_ns DESC, id DESC LIMIT 1",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
-                return store_fail(s, rc, "last drain lookup");
+                return db_fail(&s->d, rc, "last drain lookup");
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
                 *ret_id = sqlite3_column_int64(st, 0);
                 *ret_start_ns = (uint64_t) sqlite3_column_int64(st, 1);
                 *ret_end_ns = (uint64_t) sqlite3_column_int64(st, 2);
         } else
-                r = rc == SQLITE_DONE ? -ENOENT : store_fail(s, rc, "last drain lookup");
+                r = rc == SQLITE_DONE ? -ENOENT : db_fail(&s->d, rc, "last drain lookup");
         sqlite3_finalize(st);
         return r;
 }
 
 static int query_u64(store *s, const char *sql, uint64_t *ret) {
         sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        int rc = sqlite3_prepare_v2(s->d.handle, sql, -1, &st, NULL);
 
         if (rc != SQLITE_OK)
-                return store_fail(s, rc, "status query");
+                return db_fail(&s->d, rc, "status query");
         rc = sqlite3_step(st);
         *ret = rc == SQLITE_ROW ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
         sqlite3_finalize(st);
-        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(s, rc, "status query");
+        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_fail(&s->d, rc, "status query");
 }
 
 int store_get_stats(store *s, struct store_stats *ret) {
@@ -1651,10 +1603,10 @@ int store_get_stats(store *s, struct store_stats *ret) {
         if (stat(wal, &sb) == 0)
                 st.file_bytes += sb.st_size;
 
-        rc = sqlite3_prepare_v2(s->db, "SELECT reason, sum(count) FROM drops GROUP BY reason ORDER BY reason",
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT reason, sum(count) FROM drops GROUP BY reason ORDER BY reason",
                                 -1, &q, NULL);
         if (rc != SQLITE_OK)
-                return store_fail(s, rc, "status query");
+                return db_fail(&s->d, rc, "status query");
         while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
                 struct store_drop_total *nd = realloc(st.drops, (st.n_drops + 1) * sizeof(*nd));
                 if (!nd) {
@@ -1671,7 +1623,7 @@ int store_get_stats(store *s, struct store_stats *ret) {
                 st.n_drops++;
         }
         if (r >= 0 && rc != SQLITE_DONE)
-                r = store_fail(s, rc, "status query");
+                r = db_fail(&s->d, rc, "status query");
         sqlite3_finalize(q);
         if (r < 0) {
                 store_stats_done(&st);
@@ -1695,10 +1647,10 @@ void store_stats_done(struct store_stats *st) {
  * *ret, or dflt when there is no row or it is NULL. */
 static int outbox_i64(store *s, const char *sql, const char *text, int64_t arg, int64_t dflt, int64_t *ret) {
         sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        int rc = sqlite3_prepare_v2(s->d.handle, sql, -1, &st, NULL);
 
         if (rc != SQLITE_OK)
-                return store_fail(s, rc, "preparing an outbox statement");
+                return db_fail(&s->d, rc, "preparing an outbox statement");
         if (text)
                 sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
         if (sqlite3_bind_parameter_count(st) > (text ? 1 : 0))
@@ -1706,7 +1658,7 @@ static int outbox_i64(store *s, const char *sql, const char *text, int64_t arg, 
         rc = sqlite3_step(st);
         *ret = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL ? sqlite3_column_int64(st, 0) : dflt;
         sqlite3_finalize(st);
-        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(s, rc, "outbox statement");
+        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_fail(&s->d, rc, "outbox statement");
 }
 
 int store_outbox_cursor(store *s, const char *target, int64_t *ret_drain_id, uint64_t *ret_lost) {
@@ -1751,12 +1703,12 @@ int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_ou
         int rc, r = 0;
 
         /* one read transaction: the list and the counts agree */
-        if ((r = exec_sql(s, "BEGIN")) < 0)
+        if ((r = db_exec(&s->d, "BEGIN")) < 0)
                 return r;
-        rc = sqlite3_prepare_v2(s->db, "SELECT id, start_ns, end_ns FROM drains WHERE id > ?1 AND resolution_ns = 0 "
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT id, start_ns, end_ns FROM drains WHERE id > ?1 AND resolution_ns = 0 "
                                        "ORDER BY id LIMIT ?2", -1, &st, NULL);
         if (rc != SQLITE_OK) {
-                r = store_fail(s, rc, "outbox lookup");
+                r = db_fail(&s->d, rc, "outbox lookup");
                 goto out;
         }
         sqlite3_bind_int64(st, 1, after_id);
@@ -1768,7 +1720,7 @@ int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_ou
                         .end_ns = (uint64_t) sqlite3_column_int64(st, 2),
                 };
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-                r = store_fail(s, rc, "outbox lookup");
+                r = db_fail(&s->d, rc, "outbox lookup");
                 goto out;
         }
         sqlite3_finalize(st);
@@ -1792,7 +1744,7 @@ int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_ou
         *ret_n = n;
 out:
         sqlite3_finalize(st);
-        (void) exec_sql(s, "COMMIT");
+        (void) db_exec(&s->d, "COMMIT");
         return r;
 }
 
@@ -1806,7 +1758,7 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
 
         /* one read transaction: retention may merge or delete the drain
          * meanwhile, this sees it whole or not at all */
-        if ((r = exec_sql(s, "BEGIN")) < 0)
+        if ((r = db_exec(&s->d, "BEGIN")) < 0)
                 return r;
         r = outbox_i64(s, "SELECT count(*) FROM drains WHERE id = ?1 AND resolution_ns = 0", NULL, drain_id, 0, &raw);
         if (r < 0)
@@ -1820,12 +1772,12 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                 r = -ENOMEM;
                 goto out;
         }
-        rc = sqlite3_prepare_v2(s->db, "SELECT p.pid, p.start_ns, p.comm, p.exe, p.uid, p.cgroup, p.unit, p.container, "
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT p.pid, p.start_ns, p.comm, p.exe, p.uid, p.cgroup, p.unit, p.container, "
                                        "s.tid, s.cgroup_id, s.kind, s.state, s.peer_tid, s.stack_id, s.value "
                                        "FROM samples s JOIN processes p ON p.id = s.process_id WHERE s.drain_id = ?1",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK) {
-                r = store_fail(s, rc, "outbox samples");
+                r = db_fail(&s->d, rc, "outbox samples");
                 goto out;
         }
         sqlite3_bind_int64(st, 1, drain_id);
@@ -1858,10 +1810,10 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                         goto out;
         }
         if (rc != SQLITE_DONE)
-                r = store_fail(s, rc, "outbox samples");
+                r = db_fail(&s->d, rc, "outbox samples");
 out:
         sqlite3_finalize(st);
         transient_release(s);
-        (void) exec_sql(s, "COMMIT");
+        (void) db_exec(&s->d, "COMMIT");
         return r;
 }
