@@ -118,7 +118,7 @@ static int rollback(retention *r, int err) {
 }
 
 int retention_open(const char *path, const struct retention_settings *settings, retention **ret) {
-        retention *r = calloc(1, sizeof(*r));
+        _cleanup_(retention_closep) retention *r = calloc(1, sizeof(*r));
         int64_t mode;
         int rc, k;
 
@@ -126,18 +126,13 @@ int retention_open(const char *path, const struct retention_settings *settings, 
                 return log_oom();
         r->set = *settings;
         r->path = strdup(path);
-        if (!r->path) {
-                retention_close(r);
+        if (!r->path)
                 return log_oom();
-        }
         r->d.path = r->path;
         r->d.who = "retention: ";
         rc = sqlite3_open_v2(path, &r->d.handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
-        if (rc != SQLITE_OK) {
-                k = r->d.handle ? db_fail(&r->d, rc, "opening") : -ENOMEM;
-                retention_close(r);
-                return k;
-        }
+        if (rc != SQLITE_OK)
+                return r->d.handle ? db_fail(&r->d, rc, "opening") : -ENOMEM;
         sqlite3_busy_timeout(r->d.handle, 5000);
         k = db_exec(&r->d, "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;"
                     "CREATE TEMP TABLE doomed (id INTEGER PRIMARY KEY);"
@@ -169,13 +164,11 @@ int retention_open(const char *path, const struct retention_settings *settings, 
         if (k >= 0)
                 k = db_exec(&r->d, "INSERT INTO temp.gc_stacks SELECT id FROM stacks;"
                             "INSERT INTO temp.gc_processes SELECT id FROM processes;");
-        if (k < 0) {
-                retention_close(r);
+        if (k < 0)
                 return k;
-        }
         r->gc_pending = true;
         r->stacks_since_sweep = UINT64_MAX / 2;
-        *ret = r;
+        *ret = TAKE_PTR(r);
         return 0;
 }
 

@@ -145,74 +145,91 @@ static int store_make_private(store *s, bool create) {
         return r;
 }
 
-int store_open(const char *path, store **ret) {
-        store *s;
-        int rc, r;
+/* A store object for path with empty id caches and no connection yet.
+ * Returns 0 or -ENOMEM, logged. */
+static int store_new(const char *path, bool reader, store **ret) {
+        _cleanup_(store_closep) store *s = calloc(1, sizeof(*s));
 
-        s = calloc(1, sizeof(*s));
         if (!s)
                 return log_oom();
+        s->reader = reader;
         s->path = strdup(path);
         s->d.path = s->path;
-        if (!s->path || store_caches_reset(s) < 0) {
-                store_close(s);
+        if (!s->path || store_caches_reset(s) < 0)
                 return log_oom();
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static int store_prepare_statements(store *s) {
+        for (int i = 0; i < _STMT_MAX; i++) {
+                int rc = sqlite3_prepare_v3(s->d.handle, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i],
+                                            NULL);
+                if (rc != SQLITE_OK)
+                        return db_fail(&s->d, rc, "preparing statements");
         }
-        /* created 0600 before SQLite opens it, which gives its -wal and
-         * -shm the store's mode; ones that exist are judged as the store */
-        r = store_make_private(s, true);
-        if (r < 0) {
-                store_close(s);
-                return r;
-        }
-        rc = sqlite3_open_v2(path, &s->d.handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-        if (rc != SQLITE_OK) {
-                r = s->d.handle ? db_fail(&s->d, rc, "opening") : -ENOMEM;
-                store_close(s);
-                return r;
-        }
-        sqlite3_extended_result_codes(s->d.handle, 1);
-        /* SQLite quietly falls back to read-only (an immutable file, a
-         * read-only mount): every drain would fail, so refuse to start */
-        if (sqlite3_db_readonly(s->d.handle, "main") == 1) {
-                log_error("Store %s can only be opened read-only (immutable file or read-only file system?); "
-                          "profd needs to write it.", path);
-                store_close(s);
-                return -EROFS;
-        }
+        return 0;
+}
+
+/* The drain connection, once SQLite opened the file: WAL, its files
+ * private, the schema migrated, the statements prepared. */
+static int store_setup(store *s) {
+        int r;
+
         /* A drain may wait a little for a reader checkpointing; never forever. */
         sqlite3_busy_timeout(s->d.handle, 5000);
         /* WAL: readers never block the drain. synchronous=NORMAL: a power cut
          * can lose the last drains, never corrupt the file. */
         r = db_exec(&s->d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;");
         if (r < 0)
-                goto fail;
+                return r;
         /* the -wal and -shm SQLite just created: private as the store */
         r = store_make_private(s, false);
         if (r < 0)
-                goto fail;
+                return r;
         /* no page check here: it reads the whole file (seconds for a store
          * of hundreds of MiB, more under load), so store_check_start runs
          * it after READY; a file that is not a store, or whose header or
          * schema SQLite cannot read, fails above or in migrate() */
         r = migrate(s);
         if (r < 0)
-                goto fail;
-        for (int i = 0; i < _STMT_MAX; i++) {
-                rc = sqlite3_prepare_v3(s->d.handle, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL);
-                if (rc != SQLITE_OK) {
-                        r = db_fail(&s->d, rc, "preparing statements");
-                        goto fail;
-                }
+                return r;
+        return store_prepare_statements(s);
+}
+
+int store_open(const char *path, store **ret) {
+        _cleanup_(store_closep) store *s = NULL;
+        int rc, r;
+
+        r = store_new(path, false, &s);
+        if (r < 0)
+                return r;
+        /* created 0600 before SQLite opens it, which gives its -wal and
+         * -shm the store's mode; ones that exist are judged as the store */
+        r = store_make_private(s, true);
+        if (r < 0)
+                return r;
+        rc = sqlite3_open_v2(path, &s->d.handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        if (rc != SQLITE_OK)
+                return s->d.handle ? db_fail(&s->d, rc, "opening") : -ENOMEM;
+        sqlite3_extended_result_codes(s->d.handle, 1);
+        /* SQLite quietly falls back to read-only (an immutable file, a
+         * read-only mount): every drain would fail, so refuse to start */
+        if (sqlite3_db_readonly(s->d.handle, "main") == 1) {
+                log_error("Store %s can only be opened read-only (immutable file or read-only file system?); "
+                          "profd needs to write it.", path);
+                return -EROFS;
         }
-        *ret = s;
-        return 0;
-fail:
-        if (r == -EIO || r == -EPROTO)
+        r = store_setup(s);
+        if (r == -EIO || r == -EPROTO) {
                 log_error("Store %s is not usable (corrupt or not a profd store?). Move it aside to start "
                           "a new one; profd does not delete it.", path);
-        store_close(s);
-        return r == -EIO ? -EPROTO : r;
+                return -EPROTO;
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(s);
+        return 0;
 }
 
 store *store_close(store *s) {
@@ -246,29 +263,19 @@ const char *store_path(const store *s) {
  * outbox (which writes only its cursor). Either keeps the locations it
  * loaded from one query to the next (store_query_location_cache). */
 static int open_secondary(const char *path, bool writable, store **ret) {
-        sqlite3_stmt *st = NULL;
+        _cleanup_(store_closep) store *s = NULL;
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int64_t version = -1;
-        store *s;
         int rc, r;
 
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return log_oom();
-        s->reader = true;
-        s->path = strdup(path);
-        s->d.path = s->path;
-        if (!s->path || store_caches_reset(s) < 0) {
-                store_close(s);
-                return log_oom();
-        }
+        r = store_new(path, true, &s);
+        if (r < 0)
+                return r;
         /* read-only: a query can never change the store, whatever it asks */
         rc = sqlite3_open_v2(path, &s->d.handle, (writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX,
                              NULL);
-        if (rc != SQLITE_OK) {
-                r = s->d.handle ? db_fail(&s->d, rc, "opening for reading") : -ENOMEM;
-                store_close(s);
-                return r;
-        }
+        if (rc != SQLITE_OK)
+                return s->d.handle ? db_fail(&s->d, rc, "opening for reading") : -ENOMEM;
         sqlite3_extended_result_codes(s->d.handle, 1);
         /* WAL readers only wait while a checkpoint resets the log; the
          * outbox's one-row cursor update waits at most for one drain's
@@ -277,23 +284,16 @@ static int open_secondary(const char *path, bool writable, store **ret) {
         rc = sqlite3_prepare_v2(s->d.handle, "PRAGMA user_version", -1, &st, NULL);
         if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
                 version = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
         /* the daemon's own connection migrated it before readers open */
         if (version != (int64_t) schema_version) {
                 log_error("Store %s has schema version %" PRId64 ", expected %u for reading.", path, version,
                           schema_version);
-                store_close(s);
                 return -EPROTO;
         }
-        for (int i = 0; i < _STMT_MAX; i++) {
-                rc = sqlite3_prepare_v3(s->d.handle, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL);
-                if (rc != SQLITE_OK) {
-                        r = db_fail(&s->d, rc, "preparing statements");
-                        store_close(s);
-                        return r;
-                }
-        }
-        *ret = s;
+        r = store_prepare_statements(s);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
@@ -421,29 +421,23 @@ static void *check_main(void *userdata) {
 }
 
 int store_check_start(const char *path, store_check **ret) {
-        store_check *c;
+        _cleanup_free_ store_check *c = calloc(1, sizeof(*c));
+        _cleanup_free_ char *p = strdup(path);
         int r;
 
-        c = calloc(1, sizeof(*c));
-        if (!c)
+        if (!c || !p)
                 return log_oom();
-        c->path = strdup(path);
-        if (!c->path) {
-                free(c);
-                return log_oom();
-        }
         pthread_mutex_init(&c->lock, NULL);
+        c->path = p;
         c->status.state = STORE_CHECK_RUNNING;
         c->status.started_ns = realtime_ns();
         r = -pthread_create(&c->thread, NULL, check_main, c);
         if (r < 0) {
-                log_warning_errno(r, "Failed to start the integrity check of store %s: %m", path);
                 pthread_mutex_destroy(&c->lock);
-                free(c->path);
-                free(c);
-                return r;
+                return log_warning_errno(r, "Failed to start the integrity check of store %s: %m", path);
         }
-        *ret = c;
+        TAKE_PTR(p);
+        *ret = TAKE_PTR(c);
         return 0;
 }
 
