@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "macro.h"
+
 typedef struct store store;
 
 /* One level of what debug info says is at an address. */
@@ -79,6 +81,7 @@ struct store_sample {
  * the same time whatever the store's size: store_check_start does that. */
 int store_open(const char *path, store **ret);
 store *store_close(store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(store *, store_close)
 
 /* The store's integrity check (PRAGMA quick_check of every page), run on a
  * thread of its own with its own read-only connection, at low CPU
