@@ -35,6 +35,10 @@ struct manager_config {
         struct conf *conf;
         manager_reload_fn reload; /* NULL: SIGHUP only logs that there is nothing to reload */
         void *reload_userdata;
+        /* Tests only (profd's hidden --test-clock-rate, --test-clock-start-ago):
+         * the wall clock runs this many times as fast, starting this many
+         * seconds in the past. 0 or 1: the real clock. */
+        uint64_t test_clock_rate, test_clock_start_ago_s;
 };
 
 typedef struct manager manager;

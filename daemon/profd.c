@@ -133,7 +133,7 @@ static int settings_reload(struct conf *ret, char **ret_error, void *userdata) {
 int main(int argc, char *argv[]) {
         /* Options that set a setting carry ARG_SETTING (or a short name) and
          * are applied, by their long name, after the configuration file. */
-        enum { ARG_VERSION = 0x100, ARG_SETTING };
+        enum { ARG_VERSION = 0x100, ARG_SETTING, ARG_TEST_CLOCK_RATE, ARG_TEST_CLOCK_START_AGO };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "socket", required_argument, NULL, 's' },
@@ -165,12 +165,16 @@ int main(int argc, char *argv[]) {
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
+                /* tests only, not in --help: see manager_config.test_clock_rate */
+                { "test-clock-rate", required_argument, NULL, ARG_TEST_CLOCK_RATE },
+                { "test-clock-start-ago", required_argument, NULL, ARG_TEST_CLOCK_START_AGO },
                 {}
         };
         /* command-line settings are applied after the file, so keep them */
         const char *cli_options[ELEMENTSOF(options)], *cli_values[ELEMENTSOF(options)];
         size_t n_cli = 0;
         const char *config_path = NULL;
+        uint64_t test_clock_rate = 0, test_clock_start_ago_s = 0;
         struct settings_source source;
         struct conf conf;
         manager *m = NULL;
@@ -212,6 +216,16 @@ int main(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("profd %s\n", PROFD_VERSION);
                         return 0;
+                case ARG_TEST_CLOCK_RATE:
+                case ARG_TEST_CLOCK_START_AGO:
+                        if (parse_uint_strict(optarg, c == ARG_TEST_CLOCK_RATE ? 1000000 : 100ULL * 365 * 86400,
+                                              c == ARG_TEST_CLOCK_RATE ? &test_clock_rate
+                                                                       : &test_clock_start_ago_s) < 0) {
+                                fprintf(stderr, "profd: --%s: '%s' is not a whole number in range\n",
+                                        options[index].name, optarg);
+                                return 2;
+                        }
+                        break;
                 default:
                         fprintf(stderr, "Try 'profd --help'.\n");
                         return 2;
@@ -292,6 +306,8 @@ int main(int argc, char *argv[]) {
                                 .conf = &conf,
                                 .reload = settings_reload,
                                 .reload_userdata = &source,
+                                .test_clock_rate = test_clock_rate,
+                                .test_clock_start_ago_s = test_clock_start_ago_s,
                         },
                         &m);
         if (r < 0)
