@@ -46,6 +46,16 @@
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
+/* At most 64 MiB for the kernel's sample and stack maps, both generations:
+ * they are sized from the sampling rate (frequency x CPUs x interval) and
+ * stop growing here, from about 20 CPUs at the defaults; a 2-CPU host
+ * takes 12 MiB. 256 CPUs at 49 Hz make 125 k samples a drain, of which a
+ * few tens of thousands of keys and stacks are distinct on a busy host: 64
+ * MiB holds 60 k keys and 110 k stack nodes a generation. */
+#define CONF_DEFAULT_KERNEL_MEMORY (64ULL << 20)
+/* Below this the floor of the maps (mapsize.c) does not fit */
+#define CONF_MIN_KERNEL_MEMORY (1ULL << 20)
+#define CONF_MAX_KERNEL_MEMORY (4ULL << 30)
 /* 32 MiB of unwind rows in the kernel (4 Mi rows of 8 bytes), allocated
  * at start. A plain Debian host's processes map 51 files of 318 k rows in
  * all (libc 23 k, libcrypto 70 k), but a developer's host running clang
@@ -83,6 +93,7 @@ struct conf {
         char *debuginfod_cache; /* their cache directory; NULL: libdebuginfod's default */
         uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */
         uint64_t max_stacks;
+        uint64_t kernel_memory; /* bytes the sample and stack maps may lock (both generations) */
         uint64_t unwind_memory; /* bytes of unwind rows in the kernel */
         /* retention: raw drains, then 1-minute buckets, then 10-minute
          * buckets, each kept until the data is this old */
