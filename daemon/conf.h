@@ -56,14 +56,16 @@
 /* Below this the floor of the maps (mapsize.c) does not fit */
 #define CONF_MIN_KERNEL_MEMORY (1ULL << 20)
 #define CONF_MAX_KERNEL_MEMORY (4ULL << 30)
-/* 32 MiB of unwind rows in the kernel (4 Mi rows of 8 bytes), allocated
+/* 24 MiB of unwind rows in the kernel (3 Mi rows of 8 bytes), allocated
  * at start. A plain Debian host's processes map 51 files of 318 k rows in
  * all (libc 23 k, libcrypto 70 k), but a developer's host running clang
  * (libLLVM: 950 k rows) and ClickHouse (373 k) needed 2.0 M rows (15.4 MiB)
  * for its 95 processes: at 8 MiB perl's and xz's libraries found no room
- * and their stacks fell back to frame pointers. 32 MiB holds that twice,
- * so the tables of exited processes stay cached for the next ones. */
-#define CONF_DEFAULT_UNWIND_MEMORY (32ULL << 20)
+ * and their stacks fell back to frame pointers. 24 MiB holds that half as
+ * much again, so the tables of exited processes stay cached for the next
+ * ones, and keeps all of profd's kernel maps under 40 MiB on a small host
+ * (docs/performance.md, "Kernel memory"). */
+#define CONF_DEFAULT_UNWIND_MEMORY (24ULL << 20)
 /* Below this not even libc's table fits; above, the kernel's array index
  * (32 bits of 8-byte rows) would not reach. */
 #define CONF_MIN_UNWIND_MEMORY (64ULL << 10)

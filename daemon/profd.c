@@ -55,7 +55,7 @@ static void help(void) {
                "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
                "      --kernel-memory SIZE  kernel memory for the sample and stack maps, at most\n"
                "                          (default 64M; a 2-CPU host takes about 12M)\n"
-               "      --unwind-memory SIZE  kernel memory for unwind tables (default 32M)\n"
+               "      --unwind-memory SIZE  kernel memory for unwind tables (default 24M)\n"
                "  -v, --verbose           log debug messages\n"
                "  -h, --help              show this help\n"
                "      --version           show the version\n"
