@@ -48,8 +48,8 @@
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
 /* At most 64 MiB for the kernel's sample and stack maps, both generations:
  * they are sized from the sampling rate (frequency x CPUs x interval) and
- * stop growing here, from about 20 CPUs at the defaults; a 2-CPU host
- * takes 12 MiB. 256 CPUs at 49 Hz make 125 k samples a drain, of which a
+ * stop growing here, from about 100 CPUs at the defaults; a 2-CPU host
+ * takes 11 MiB. 256 CPUs at 49 Hz make 125 k samples a drain, of which a
  * few tens of thousands of keys and stacks are distinct on a busy host: 64
  * MiB holds 60 k keys and 110 k stack nodes a generation. */
 #define CONF_DEFAULT_KERNEL_MEMORY (64ULL << 20)

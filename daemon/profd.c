@@ -54,7 +54,7 @@ static void help(void) {
                "                          from frequency, CPUs and interval)\n"
                "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
                "      --kernel-memory SIZE  kernel memory for the sample and stack maps, at most\n"
-               "                          (default 64M; a 2-CPU host takes about 12M)\n"
+               "                          (default 64M; a 2-CPU host takes about 11M)\n"
                "      --unwind-memory SIZE  kernel memory for unwind tables (default 24M)\n"
                "  -v, --verbose           log debug messages\n"
                "  -h, --help              show this help\n"

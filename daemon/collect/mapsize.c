@@ -16,9 +16,10 @@
  * stack, state) in an interval, not per CPU: a busy 2-CPU host running
  * builds and test suites made up to 14 k keys and 11 k stacks in most 10 s
  * drains (one burst of thread-heavy tests: 43 k keys, counted map_full).
- * At 49 Hz the two fill about 11.4 MiB on 2 CPUs. */
-#define BLOCK_KEYS 20480
-#define BLOCK_STACKS 12288
+ * At 49 Hz the two take 11.0 MiB on 2 CPUs, which keeps all of profd's
+ * maps under 40 MiB there with the default unwind_memory. */
+#define BLOCK_KEYS 18432
+#define BLOCK_STACKS 11264
 /* Without blocks: short-lived processes and rare stacks */
 #define BASE_STACKS 4096
 #define MIN_KEYS 4096
@@ -29,9 +30,12 @@
 
 /* Node classes' shares of a generation's nodes, in percent. Stacks of this
  * machine, heads of 8 or fewer frames: 46 %, 9 to 16: 30 %, 17 to 32: 10 %,
- * deeper: 14 % (each one 32-frame node or more, outer ones shared). A full
- * class overflows into larger ones, so the larger get a margin. */
-static const unsigned class_share[PROFD_CLASS__MAX] = { 45, 30, 25 };
+ * deeper: 14 %; but deeper stacks also bring their outer 32-frame nodes,
+ * and on a host running compilers and test suites the three classes
+ * peaked at about the same number of nodes (docs/performance.md, "Kernel
+ * memory"). A full class overflows into larger ones only, so the largest
+ * must not be the one short. */
+static const unsigned class_share[PROFD_CLASS__MAX] = { 35, 30, 35 };
 
 static size_t roundup_pow2(size_t v) {
         size_t p = 1;
