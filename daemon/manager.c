@@ -380,6 +380,7 @@ static int manager_reload(manager *m) {
                      !str_eq(nc.debuginfod_cache, old->debuginfod_cache));
         KEEP_RUNNING(&nc, old, max_keys, "max_keys", nc.max_keys != old->max_keys);
         KEEP_RUNNING(&nc, old, max_stacks, "max_stacks", nc.max_stacks != old->max_stacks);
+        KEEP_RUNNING(&nc, old, kernel_memory, "kernel_memory", nc.kernel_memory != old->kernel_memory);
         KEEP_RUNNING(&nc, old, unwind_memory, "unwind_memory", nc.unwind_memory != old->unwind_memory);
         KEEP_RUNNING(&nc, old, clickhouse_url, "clickhouse_url", !str_eq(nc.clickhouse_url, old->clickhouse_url));
         KEEP_RUNNING(&nc, old, host_name, "host_name", !str_eq(nc.host_name, old->host_name));
@@ -769,6 +770,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 .offcpu_max_ns = cfg->offcpu_max_ns,
                 .max_keys = cfg->max_keys,
                 .max_stacks = cfg->max_stacks,
+                .kernel_memory = cfg->kernel_memory,
                 .unwind_memory = cfg->unwind_memory,
         };
         m->conf = cfg->conf;

@@ -20,6 +20,7 @@ struct manager_config {
         bool cpu, offcpu, wakeup;
         uint64_t offcpu_min_ns, offcpu_max_ns;
         uint64_t max_keys, max_stacks;   /* 0: sized from the machine */
+        uint64_t kernel_memory;          /* bytes of the counts and stack maps in the kernel */
         uint64_t unwind_memory;          /* bytes of unwind rows in the kernel */
         unsigned socket_mode;
         const char *socket_group, *admin_group;

@@ -53,7 +53,9 @@ static void help(void) {
                "      --max-keys N        advanced: kernel aggregation map entries (default: sized\n"
                "                          from frequency, CPUs and interval)\n"
                "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
-               "      --unwind-memory SIZE  kernel memory for unwind tables (default 32M)\n"
+               "      --kernel-memory SIZE  kernel memory for the sample and stack maps, at most\n"
+               "                          (default 64M; a 2-CPU host takes about 11M)\n"
+               "      --unwind-memory SIZE  kernel memory for unwind tables (default 24M)\n"
                "  -v, --verbose           log debug messages\n"
                "  -h, --help              show this help\n"
                "      --version           show the version\n"
@@ -148,6 +150,7 @@ int main(int argc, char *argv[]) {
                 { "symbol-cache", required_argument, NULL, ARG_SETTING },
                 { "max-keys", required_argument, NULL, ARG_SETTING },
                 { "max-stacks", required_argument, NULL, ARG_SETTING },
+                { "kernel-memory", required_argument, NULL, ARG_SETTING },
                 { "unwind-memory", required_argument, NULL, ARG_SETTING },
                 { "debug-dirs", required_argument, NULL, ARG_SETTING },
                 { "debuginfod-urls", required_argument, NULL, ARG_SETTING },
@@ -294,6 +297,7 @@ int main(int argc, char *argv[]) {
                                 .offcpu_max_ns = conf.offcpu_max_ns,
                                 .max_keys = conf.max_keys,
                                 .max_stacks = conf.max_stacks,
+                                .kernel_memory = conf.kernel_memory,
                                 .unwind_memory = conf.unwind_memory,
                                 .socket_mode = conf.socket_mode,
                                 .socket_group = conf.socket_group,
