@@ -102,10 +102,7 @@ int answer_store_query(const struct query_request *rq, const struct answer_calle
                 .unit = rq->unit,
                 .container = rq->container,
                 .state_mask = rq->state_mask,
-                .group = rq->group == QUERY_GROUP_PROCESS ? STORE_GROUP_PROCESS
-                       : rq->group == QUERY_GROUP_UNIT    ? STORE_GROUP_UNIT
-                       : rq->group == QUERY_GROUP_THREAD  ? STORE_GROUP_THREAD
-                                                          : STORE_GROUP_NONE,
+                .group = rq->group,
                 /* enforced here, not in profctl: a caller that is not root
                  * or an admin sees only processes that ran with its uid,
                  * whatever it filters or groups by */

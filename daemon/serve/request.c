@@ -303,11 +303,11 @@ static int parse_query(json_t *o, bool series, struct query_request *q, char **r
                                 return format_error(ret_error, "field 'group' must be a string");
                         g = json_string_value(v);
                         if (streq(g, "process"))
-                                q->group = QUERY_GROUP_PROCESS;
+                                q->group = STORE_GROUP_PROCESS;
                         else if (streq(g, "unit"))
-                                q->group = QUERY_GROUP_UNIT;
+                                q->group = STORE_GROUP_UNIT;
                         else if (streq(g, "thread"))
-                                q->group = QUERY_GROUP_THREAD;
+                                q->group = STORE_GROUP_THREAD;
                         else
                                 return format_error(ret_error, "field 'group': \"%.32s\" is not a grouping "
                                                                "(expected \"process\", \"unit\" or \"thread\")", g);
