@@ -36,7 +36,7 @@
 
 #include "log.h"
 #include "macro.h"
-#include "stackline.h"
+#include "protocol.h"
 #include "store.h"
 #include "workqueue.h"
 
