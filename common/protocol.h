@@ -42,8 +42,11 @@
 #define PROTO_KEY_LINES     "lines"
 #define PROTO_KEY_GROUP     "group"
 #define PROTO_KEY_STEP      "step"
+/* fleet requests only: profctl answers them from ClickHouse (client/fleet.c) */
+#define PROTO_KEY_HOST      "host"
 
 /* "format" values and "group" values. */
+#define PROTO_FORMAT_FRAMES  "frames"
 #define PROTO_FORMAT_FOLDED  "folded"
 #define PROTO_GROUP_PROCESS  "process"
 #define PROTO_GROUP_UNIT     "unit"
