@@ -36,7 +36,7 @@
 
 #include "log.h"
 #include "macro.h"
-#include "stackline.h"
+#include "protocol.h"
 #include "store.h"
 #include "workqueue.h"
 
@@ -230,7 +230,7 @@ static int job_emit(json_t *line, void *userdata) {
         return r;
 }
 
-/* Stack lines, most of an answer: written as text by stackline.c into the
+/* Stack lines, most of an answer: written as text by common/protocol.c into the
  * worker's scratch buffer, then appended. */
 static int job_emit_stack(const struct store_stack_out *stack, const struct stack_style *style, void *userdata) {
         query_job *j = userdata;
