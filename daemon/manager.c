@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,60 +296,62 @@ static struct writer_settings writer_settings_of(const struct conf *c) {
         };
 }
 
-static bool str_eq(const char *a, const char *b) {
-        return (!a && !b) || (a && b && streq(a, b));
-}
+/* Re-applies one component after SIGHUP (conf_reload_diff calls it once
+ * for each component with a changed setting). Returns 0, or a negative
+ * errno to keep that component's running settings (logged here). */
+static int manager_apply(enum conf_apply what, const struct conf *next, const struct conf *running,
+                         void *userdata) {
+        manager *m = userdata;
+        int r;
 
-static bool dirs_eq(char **a, char **b) {
-        size_t i;
-
-        for (i = 0; a && b && a[i] && b[i]; i++)
-                if (!streq(a[i], b[i]))
-                        return false;
-        return (!a || !a[i]) && (!b || !b[i]);
-}
-
-/* Appends ", what" to the summary of a reload. */
-static void note(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
-static void note(char *buf, size_t size, const char *fmt, ...) {
-        size_t n = strlen(buf);
-        va_list ap;
-
-        if (n + 3 >= size)
-                return;
-        if (n > 0) {
-                strcpy(buf + n, ", ");
-                n += 2;
+        switch (what) {
+        case CONF_APPLY_FREQUENCY:
+                r = m->collect.cpu ? collector_set_frequency(m->coll, next->frequency_hz) : 0;
+                if (r < 0)
+                        return log_error_errno(r, "Failed to sample at %u Hz, keeping %u Hz: %m", next->frequency_hz,
+                                               running->frequency_hz);
+                m->collect.frequency_hz = next->frequency_hz;
+                return 0;
+        case CONF_APPLY_INTERVAL:
+                m->collect.interval_ns = next->interval_ns;
+                /* from now: the drain in progress keeps what it holds */
+                r = sd_event_source_set_time_relative(m->drain_timer, next->interval_ns / NSEC_PER_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        log_error_errno(r, "Failed to re-arm the drain timer: %m");
+                return 0;
+        case CONF_APPLY_OFFCPU:
+                if (m->coll && (m->collect.offcpu || m->collect.wakeup))
+                        collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns);
+                m->collect.offcpu_min_ns = next->offcpu_min_ns;
+                m->collect.offcpu_max_ns = next->offcpu_max_ns;
+                return 0;
+        case CONF_APPLY_CLIENTS:
+                server_set_limits(m->server, next->max_clients, next->client_timeout_ns / NSEC_PER_USEC);
+                return 0;
+        case CONF_APPLY_WRITER:
+                if (m->writer) {
+                        struct writer_settings ws = writer_settings_of(next);
+                        r = writer_configure(m->writer, &ws);
+                        if (r < 0)
+                                return log_oom();
+                }
+                return 0;
+        default:
+                return -EINVAL;
         }
-        va_start(ap, fmt);
-        vsnprintf(buf + n, size - n, fmt, ap);
-        va_end(ap);
 }
-
-/* A setting that only takes effect at start: keeps the running value in
- * nc (so status and the next reload compare with what runs) and says so. */
-#define KEEP_RUNNING(nc, old, field, key, differ)                                                       \
-        do {                                                                                            \
-                if (differ) {                                                                           \
-                        log_warning("Setting %s changed; it needs a restart of profd to take effect, "  \
-                                    "keeping the running value.", key);                                 \
-                        SWAP_VALUES((nc)->field, (old)->field);                                         \
-                }                                                                                       \
-        } while (0)
-#define SWAP_VALUES(a, b)                                                                               \
-        do {                                                                                            \
-                __typeof__(a) _t = (a);                                                                 \
-                (a) = (b);                                                                              \
-                (b) = _t;                                                                               \
-        } while (0)
 
 /* SIGHUP: reads the settings again. A bad file is logged and changes
  * nothing; otherwise what can change while running is applied without
- * losing data, and what cannot is kept and logged as needing a restart. */
+ * losing data, and what cannot is kept and logged as needing a restart
+ * (conf_reload_diff, row by row of conf_settings[]). */
 static int manager_reload(manager *m) {
         _cleanup_free_ char *error = NULL;
         struct conf nc, *old = m->conf;
-        char summary[1024] = "", a[32], b[32];
+        struct conf_reload res;
+        unsigned skip = 0;
         int r;
 
         if (!m->reload || !old) {
@@ -363,105 +364,18 @@ static int manager_reload(manager *m) {
                           error ? error : strerror(-r));
                 return 0;
         }
-
-        KEEP_RUNNING(&nc, old, socket_path, "socket", !str_eq(nc.socket_path, old->socket_path));
-        KEEP_RUNNING(&nc, old, store_path, "store", !str_eq(nc.store_path, old->store_path));
-        if (nc.kind_cpu != old->kind_cpu || nc.kind_offcpu != old->kind_offcpu || nc.kind_wakeup != old->kind_wakeup) {
-                log_warning("Setting kinds changed; it needs a restart of profd to take effect, keeping the running value.");
-                nc.kind_cpu = old->kind_cpu;
-                nc.kind_offcpu = old->kind_offcpu;
-                nc.kind_wakeup = old->kind_wakeup;
-        }
-        KEEP_RUNNING(&nc, old, socket_mode, "socket_mode", nc.socket_mode != old->socket_mode);
-        KEEP_RUNNING(&nc, old, socket_group, "socket_group", !str_eq(nc.socket_group, old->socket_group));
-        KEEP_RUNNING(&nc, old, admin_group, "admin_group", !str_eq(nc.admin_group, old->admin_group));
-        KEEP_RUNNING(&nc, old, debuginfod_urls, "debuginfod_urls", !str_eq(nc.debuginfod_urls, old->debuginfod_urls));
-        KEEP_RUNNING(&nc, old, debuginfod_cache, "debuginfod_cache",
-                     !str_eq(nc.debuginfod_cache, old->debuginfod_cache));
-        KEEP_RUNNING(&nc, old, max_keys, "max_keys", nc.max_keys != old->max_keys);
-        KEEP_RUNNING(&nc, old, max_stacks, "max_stacks", nc.max_stacks != old->max_stacks);
-        KEEP_RUNNING(&nc, old, kernel_memory, "kernel_memory", nc.kernel_memory != old->kernel_memory);
-        KEEP_RUNNING(&nc, old, unwind_memory, "unwind_memory", nc.unwind_memory != old->unwind_memory);
-        KEEP_RUNNING(&nc, old, clickhouse_url, "clickhouse_url", !str_eq(nc.clickhouse_url, old->clickhouse_url));
-        KEEP_RUNNING(&nc, old, host_name, "host_name", !str_eq(nc.host_name, old->host_name));
-        KEEP_RUNNING(&nc, old, clickhouse_credentials, "clickhouse_credentials",
-                     !str_eq(nc.clickhouse_credentials, old->clickhouse_credentials));
-        KEEP_RUNNING(&nc, old, clickhouse_timeout_ns, "clickhouse_timeout",
-                     nc.clickhouse_timeout_ns != old->clickhouse_timeout_ns);
-        if (m->serve_only) {
-                /* nothing collects or writes: only the client limits apply */
-                nc.frequency_hz = old->frequency_hz;
-                nc.interval_ns = old->interval_ns;
-                nc.offcpu_min_ns = old->offcpu_min_ns;
-                nc.offcpu_max_ns = old->offcpu_max_ns;
-        }
-
-        if (nc.frequency_hz != old->frequency_hz) {
-                r = m->collect.cpu ? collector_set_frequency(m->coll, nc.frequency_hz) : 0;
-                if (r < 0) {
-                        log_error_errno(r, "Failed to sample at %u Hz, keeping %u Hz: %m", nc.frequency_hz,
-                                        old->frequency_hz);
-                        nc.frequency_hz = old->frequency_hz;
-                } else {
-                        note(summary, sizeof(summary), "frequency %u -> %u Hz", old->frequency_hz, nc.frequency_hz);
-                        m->collect.frequency_hz = nc.frequency_hz;
-                }
-        }
-        if (nc.interval_ns != old->interval_ns) {
-                note(summary, sizeof(summary), "interval %s -> %s", format_duration(a, sizeof(a), old->interval_ns),
-                     format_duration(b, sizeof(b), nc.interval_ns));
-                m->collect.interval_ns = nc.interval_ns;
-                /* from now: the drain in progress keeps what it holds */
-                r = sd_event_source_set_time_relative(m->drain_timer, nc.interval_ns / NSEC_PER_USEC);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ONESHOT);
-                if (r < 0)
-                        log_error_errno(r, "Failed to re-arm the drain timer: %m");
-        }
+        /* serve-only: nothing collects or writes, only the client limits apply */
+        if (m->serve_only)
+                skip = 1u << CONF_APPLY_FREQUENCY | 1u << CONF_APPLY_INTERVAL | 1u << CONF_APPLY_OFFCPU;
+        conf_reload_diff(&nc, old, skip, manager_apply, m, &res);
         /* the maps were sized at start from frequency x interval */
         if (m->collect.cpu && (uint64_t) nc.frequency_hz * (nc.interval_ns / NSEC_PER_MSEC) >
                                       (uint64_t) old->frequency_hz * (old->interval_ns / NSEC_PER_MSEC))
                 log_notice("The kernel maps were sized at start for fewer samples per interval; if status "
                            "shows map_full drops, restart profd to size them anew.");
-        if (nc.offcpu_min_ns != old->offcpu_min_ns || nc.offcpu_max_ns != old->offcpu_max_ns) {
-                if (m->coll && (m->collect.offcpu || m->collect.wakeup))
-                        collector_set_offcpu_thresholds(m->coll, nc.offcpu_min_ns, nc.offcpu_max_ns);
-                m->collect.offcpu_min_ns = nc.offcpu_min_ns;
-                m->collect.offcpu_max_ns = nc.offcpu_max_ns;
-                note(summary, sizeof(summary), "offcpu_min %s, offcpu_max %s",
-                     format_duration(a, sizeof(a), nc.offcpu_min_ns),
-                     nc.offcpu_max_ns == UINT64_MAX ? "none" : format_duration(b, sizeof(b), nc.offcpu_max_ns));
-        }
-        if (nc.max_clients != old->max_clients || nc.client_timeout_ns != old->client_timeout_ns) {
-                server_set_limits(m->server, nc.max_clients, nc.client_timeout_ns / NSEC_PER_USEC);
-                note(summary, sizeof(summary), "max_clients %u, client_timeout %s", nc.max_clients,
-                     format_duration(a, sizeof(a), nc.client_timeout_ns));
-        }
-        if (nc.retention_raw_ns != old->retention_raw_ns || nc.retention_1m_ns != old->retention_1m_ns ||
-            nc.retention_ns != old->retention_ns)
-                note(summary, sizeof(summary), "retention raw %s, 1m %s, all %s",
-                     format_duration(a, sizeof(a), nc.retention_raw_ns), format_duration(b, sizeof(b), nc.retention_1m_ns),
-                     format_duration((char[32]) {}, 32, nc.retention_ns));
-        if (nc.max_store_size != old->max_store_size)
-                note(summary, sizeof(summary), "max_store_size %" PRIu64 " -> %" PRIu64, old->max_store_size,
-                     nc.max_store_size);
-        if (nc.symbol_cache_bytes != old->symbol_cache_bytes)
-                note(summary, sizeof(summary), "symbol_cache %" PRIu64 " -> %" PRIu64 " MiB",
-                     old->symbol_cache_bytes >> 20, nc.symbol_cache_bytes >> 20);
-        if (!dirs_eq(nc.debug_dirs, old->debug_dirs))
-                note(summary, sizeof(summary), "debug_dirs (for files read from now on)");
-        if (m->writer) {
-                struct writer_settings ws = writer_settings_of(&nc);
-                r = writer_configure(m->writer, &ws);
-                if (r < 0) {
-                        conf_done(&nc);
-                        return log_oom();
-                }
-        }
-
         conf_done(old);
         *old = nc;
-        log_info("Reloaded the configuration: %s.", summary[0] ? summary : "nothing changed");
+        log_info("Reloaded the configuration: %s.", res.summary[0] ? res.summary : "nothing changed");
         return 0;
 }
 
