@@ -47,9 +47,6 @@ struct wall_clock {
 };
 
 struct manager {
-        char *socket_path;
-        char *store_path;
-        struct collector_config collect;
 
         sd_event *event;
         sd_event_source *drain_timer;
@@ -57,7 +54,9 @@ struct manager {
         sd_event_source *writer_io;
         sd_event_source *sigterm, *sigint;
         sd_event_source *sighup;      /* reload the settings */
-        struct conf *conf;            /* the running settings (the caller's) */
+        /* the running settings (the caller's): read on this thread only, and
+         * replaced in place by a reload; the threads get copies */
+        struct conf *conf;
         manager_reload_fn reload;
         void *reload_userdata;
         collector *coll;
@@ -179,12 +178,12 @@ static void manager_describe(const manager *m, char *buf, size_t size) {
                 snprintf(buf, size, "serving queries only (--kinds none)");
                 return;
         }
-        if (m->collect.cpu)
-                snprintf(buf, size, "sampling %u Hz %s%s%s", m->collect.frequency_hz, collector_event_name(m->coll),
-                         m->collect.offcpu ? ", offcpu" : "", m->collect.wakeup ? ", wakeup" : "");
+        if (m->conf->kind_cpu)
+                snprintf(buf, size, "sampling %u Hz %s%s%s", m->conf->frequency_hz, collector_event_name(m->coll),
+                         m->conf->kind_offcpu ? ", offcpu" : "", m->conf->kind_wakeup ? ", wakeup" : "");
         else
-                snprintf(buf, size, "collecting%s%s", m->collect.offcpu ? " offcpu" : "",
-                         m->collect.wakeup ? (m->collect.offcpu ? ", wakeup" : " wakeup") : "");
+                snprintf(buf, size, "collecting%s%s", m->conf->kind_offcpu ? " offcpu" : "",
+                         m->conf->kind_wakeup ? (m->conf->kind_offcpu ? ", wakeup" : " wakeup") : "");
 }
 
 /* Tells systemd (`systemctl status profd`) what the drain the writer just
@@ -257,7 +256,7 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         int r;
 
         (void) manager_drain(m, NULL);
-        r = sd_event_source_set_time_relative(s, m->collect.interval_ns / NSEC_PER_USEC);
+        r = sd_event_source_set_time_relative(s, m->conf->interval_ns / NSEC_PER_USEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         if (r < 0)
@@ -283,19 +282,6 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
-static struct writer_settings writer_settings_of(const struct conf *c) {
-        return (struct writer_settings) {
-                .symbol_cache_bytes = c->symbol_cache_bytes,
-                .debug_dirs = (const char *const *) c->debug_dirs,
-                .retention = {
-                        .raw_ns = c->retention_raw_ns,
-                        .m1_ns = c->retention_1m_ns,
-                        .all_ns = c->retention_ns,
-                        .max_bytes = c->max_store_size,
-                },
-        };
-}
-
 /* Re-applies one component after SIGHUP (conf_reload_diff calls it once
  * for each component with a changed setting). Returns 0, or a negative
  * errno to keep that component's running settings (logged here). */
@@ -306,14 +292,12 @@ static int manager_apply(enum conf_apply what, const struct conf *next, const st
 
         switch (what) {
         case CONF_APPLY_FREQUENCY:
-                r = m->collect.cpu ? collector_set_frequency(m->coll, next->frequency_hz) : 0;
+                r = running->kind_cpu ? collector_set_frequency(m->coll, next->frequency_hz) : 0;
                 if (r < 0)
                         return log_error_errno(r, "Failed to sample at %u Hz, keeping %u Hz: %m", next->frequency_hz,
                                                running->frequency_hz);
-                m->collect.frequency_hz = next->frequency_hz;
                 return 0;
         case CONF_APPLY_INTERVAL:
-                m->collect.interval_ns = next->interval_ns;
                 /* from now: the drain in progress keeps what it holds */
                 r = sd_event_source_set_time_relative(m->drain_timer, next->interval_ns / NSEC_PER_USEC);
                 if (r >= 0)
@@ -322,21 +306,15 @@ static int manager_apply(enum conf_apply what, const struct conf *next, const st
                         log_error_errno(r, "Failed to re-arm the drain timer: %m");
                 return 0;
         case CONF_APPLY_OFFCPU:
-                if (m->coll && (m->collect.offcpu || m->collect.wakeup))
+                if (m->coll && (running->kind_offcpu || running->kind_wakeup))
                         collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns);
-                m->collect.offcpu_min_ns = next->offcpu_min_ns;
-                m->collect.offcpu_max_ns = next->offcpu_max_ns;
                 return 0;
         case CONF_APPLY_CLIENTS:
                 server_set_limits(m->server, next->max_clients, next->client_timeout_ns / NSEC_PER_USEC);
                 return 0;
         case CONF_APPLY_WRITER:
-                if (m->writer) {
-                        struct writer_settings ws = writer_settings_of(next);
-                        r = writer_configure(m->writer, &ws);
-                        if (r < 0)
-                                return log_oom();
-                }
+                if (m->writer && writer_configure(m->writer, next) < 0)
+                        return log_oom();
                 return 0;
         default:
                 return -EINVAL;
@@ -354,7 +332,7 @@ static int manager_reload(manager *m) {
         unsigned skip = 0;
         int r;
 
-        if (!m->reload || !old) {
+        if (!m->reload) {
                 log_info("Received SIGHUP, but profd was started without reloadable settings; ignoring.");
                 return 0;
         }
@@ -369,7 +347,7 @@ static int manager_reload(manager *m) {
                 skip = 1u << CONF_APPLY_FREQUENCY | 1u << CONF_APPLY_INTERVAL | 1u << CONF_APPLY_OFFCPU;
         conf_reload_diff(&nc, old, skip, manager_apply, m, &res);
         /* the maps were sized at start from frequency x interval */
-        if (m->collect.cpu && (uint64_t) nc.frequency_hz * (nc.interval_ns / NSEC_PER_MSEC) >
+        if (m->conf->kind_cpu && (uint64_t) nc.frequency_hz * (nc.interval_ns / NSEC_PER_MSEC) >
                                       (uint64_t) old->frequency_hz * (old->interval_ns / NSEC_PER_MSEC))
                 log_notice("The kernel maps were sized at start for fewer samples per interval; if status "
                            "shows map_full drops, restart profd to size them anew.");
@@ -559,10 +537,10 @@ static int send_status(manager *m, server_client *c) {
                       "version", PROFD_VERSION,
                       "pid", (json_int_t) getpid(),
                       "uptime_s", (json_int_t) ((wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC),
-                      "frequency_hz", (json_int_t) (m->collect.cpu ? m->collect.frequency_hz : 0),
+                      "frequency_hz", (json_int_t) (m->conf->kind_cpu ? m->conf->frequency_hz : 0),
                       "event", m->coll ? collector_event_name(m->coll) : NULL,
-                      "interval_ms", (json_int_t) (m->collect.interval_ns / NSEC_PER_MSEC),
-                      "store_path", m->store_path,
+                      "interval_ms", (json_int_t) (m->conf->interval_ns / NSEC_PER_MSEC),
+                      "store_path", m->conf->store_path,
                       "store_bytes", (json_int_t) st.file_bytes,
                       "drains", (json_int_t) st.drains,
                       "last_drain_ns", (json_int_t) st.last_drain_ns,
@@ -574,11 +552,11 @@ static int send_status(manager *m, server_client *c) {
                       "drops", drops);
         if (o) {
                 json_t *kinds = json_array();
-                if (m->collect.cpu)
+                if (m->conf->kind_cpu)
                         json_array_append_new(kinds, json_string("cpu"));
-                if (m->collect.offcpu)
+                if (m->conf->kind_offcpu)
                         json_array_append_new(kinds, json_string("offcpu"));
-                if (m->collect.wakeup)
+                if (m->conf->kind_wakeup)
                         json_array_append_new(kinds, json_string("wakeup"));
                 json_object_set_new(o, "kinds", kinds);
                 json_object_set_new(o, "processes_tracked", json_integer((json_int_t) ws.processes_tracked));
@@ -597,13 +575,12 @@ static int send_status(manager *m, server_client *c) {
                 json_object_set_new(o, "store_check", status_store_check(m));
                 json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
                 json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
-                        "min_ns", (json_int_t) m->collect.offcpu_min_ns,
-                        "max_ns", m->collect.offcpu_max_ns == UINT64_MAX ? json_null()
-                                                                        : json_integer((json_int_t) m->collect.offcpu_max_ns),
+                        "min_ns", (json_int_t) m->conf->offcpu_min_ns,
+                        "max_ns", m->conf->offcpu_max_ns == UINT64_MAX ? json_null()
+                                                                        : json_integer((json_int_t) m->conf->offcpu_max_ns),
                         "filtered_blocks", (json_int_t) m->offcpu_filtered,
                         "filtered_ns", (json_int_t) m->offcpu_filtered_ns));
-                if (m->conf)
-                        status_add_settings(m, o, &ws);
+                status_add_settings(m, o, &ws);
                 if (m->exporter)
                         json_object_set_new(o, "export", status_export(m));
         }
@@ -619,7 +596,7 @@ static int send_answer(manager *m, server_client *c, const struct request *req) 
         const struct client_creds *creds = server_client_creds(c);
         struct answer_caller who = { .privileged = creds->privileged, .uid = creds->uid };
 
-        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->collect.interval_ns);
+        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns);
 }
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {
@@ -668,31 +645,12 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         m = calloc(1, sizeof(*m));
         if (!m)
                 return log_oom();
-        m->socket_path = strdup(cfg->socket_path);
-        m->store_path = strdup(cfg->store_path);
-        if (!m->socket_path || !m->store_path) {
-                r = log_oom();
-                goto fail;
-        }
-        m->collect = (struct collector_config) {
-                .frequency_hz = cfg->frequency_hz,
-                .interval_ns = cfg->interval_ns,
-                .cpu = cfg->cpu,
-                .offcpu = cfg->offcpu,
-                .wakeup = cfg->wakeup,
-                .offcpu_min_ns = cfg->offcpu_min_ns,
-                .offcpu_max_ns = cfg->offcpu_max_ns,
-                .max_keys = cfg->max_keys,
-                .max_stacks = cfg->max_stacks,
-                .kernel_memory = cfg->kernel_memory,
-                .unwind_memory = cfg->unwind_memory,
-        };
         m->conf = cfg->conf;
         m->reload = cfg->reload;
         m->reload_userdata = cfg->reload_userdata;
         wall_clock_init(&m->clock, cfg->test_clock_rate, cfg->test_clock_start_ago_s);
         m->started_ns = m->last_drain_end_ns = wall_clock_now(&m->clock);
-        m->serve_only = !cfg->cpu && !cfg->offcpu && !cfg->wakeup;
+        m->serve_only = !m->conf->kind_cpu && !m->conf->kind_offcpu && !m->conf->kind_wakeup;
 
         r = sd_event_default(&m->event);
         if (r < 0) {
@@ -728,67 +686,58 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 goto fail;
         }
 
-        r = store_open(m->store_path, &m->store);
+        r = store_open(m->conf->store_path, &m->store);
         if (r < 0)
                 goto fail;
         /* after store_open: the workers' read-only connections need the
          * store created and migrated */
-        r = query_pool_new(m->event, m->store_path, &m->queries);
+        r = query_pool_new(m->event, m->conf->store_path, &m->queries);
         if (r < 0)
                 goto fail;
         /* libdebuginfod reads its settings from the environment; set them
          * before the writer thread exists (setenv is not thread-safe) */
-        if (cfg->debuginfod_urls) {
-                if (setenv("DEBUGINFOD_URLS", cfg->debuginfod_urls, 1) < 0 ||
-                    (cfg->debuginfod_cache && setenv("DEBUGINFOD_CACHE_PATH", cfg->debuginfod_cache, 1) < 0) ||
+        if (m->conf->debuginfod_urls) {
+                if (setenv("DEBUGINFOD_URLS", m->conf->debuginfod_urls, 1) < 0 ||
+                    (m->conf->debuginfod_cache && setenv("DEBUGINFOD_CACHE_PATH", m->conf->debuginfod_cache, 1) < 0) ||
                     /* a slow server delays the drain being written, not
                      * queries: still, not for the library's 90 s default */
                     setenv("DEBUGINFOD_TIMEOUT", "10", 0) < 0) {
                         r = log_oom();
                         goto fail;
                 }
-                log_info("Debug files missing on this host are asked from %s.", cfg->debuginfod_urls);
+                log_info("Debug files missing on this host are asked from %s.", m->conf->debuginfod_urls);
         }
         /* serve-only: the store is only read (and migrated), nothing is
          * loaded into the kernel, and no writer runs (no retention either,
          * so a store copied off a host stays as it came) */
         if (m->serve_only) {
-                if (m->conf && m->conf->clickhouse_url)
+                if (m->conf->clickhouse_url)
                         log_notice("Serve-only (--kinds none): nothing is stored, so nothing is exported to %s.",
                                    m->conf->clickhouse_url);
                 goto listen;
         }
-        r = writer_new(m->store_path, "/proc", cfg->symbol_cache_bytes, cfg->debuginfod_urls != NULL, &m->writer);
+        r = writer_new(m->conf->store_path, "/proc", m->conf->symbol_cache_bytes, m->conf->debuginfod_urls != NULL,
+                       &m->writer);
         if (r < 0)
                 goto fail;
-        if (m->conf) {
-                /* starts retention too; without settings, it does not run */
-                struct writer_settings ws = writer_settings_of(m->conf);
-                r = writer_configure(m->writer, &ws);
-                if (r < 0) {
-                        r = log_oom();
-                        goto fail;
-                }
+        /* starts retention too */
+        r = writer_configure(m->writer, m->conf);
+        if (r < 0) {
+                r = log_oom();
+                goto fail;
         }
         r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);
         if (r < 0) {
                 log_error_errno(r, "Failed to watch the writer: %m");
                 goto fail;
         }
-        if (m->conf && m->conf->clickhouse_url) {
-                r = exporter_new(&(struct exporter_config) {
-                                         .url = m->conf->clickhouse_url,
-                                         .host_name = m->conf->host_name,
-                                         .credentials_path = m->conf->clickhouse_credentials,
-                                         .store_path = m->store_path,
-                                         .timeout_ns = m->conf->clickhouse_timeout_ns,
-                                 },
-                                 &m->exporter);
+        if (m->conf->clickhouse_url) {
+                r = exporter_new(m->conf, &m->exporter);
                 if (r < 0)
                         goto fail;
         }
 
-        r = collector_new(&m->collect, on_process_event, m, &m->coll);
+        r = collector_new(m->conf, on_process_event, m, &m->coll);
         if (r < 0)
                 goto fail;
 #if defined(__x86_64__)
@@ -804,7 +753,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 log_error_errno(r, "Failed to watch process events: %m");
                 goto fail;
         }
-        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, m->collect.interval_ns / NSEC_PER_USEC,
+        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, m->conf->interval_ns / NSEC_PER_USEC,
                                        0, on_drain_timer, m);
         if (r < 0) {
                 log_error_errno(r, "Failed to arm the drain timer: %m");
@@ -817,16 +766,7 @@ listen:
         (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);
         (void) sd_event_source_set_priority(m->sigint, SD_EVENT_PRIORITY_IMPORTANT);
 
-        r = server_new(m->event,
-                       &(struct server_config) {
-                               .path = m->socket_path,
-                               .mode = cfg->socket_mode,
-                               .group = cfg->socket_group,
-                               .admin_group = cfg->admin_group,
-                               .max_clients = cfg->max_clients,
-                               .idle_timeout_usec = cfg->client_timeout_ns / NSEC_PER_USEC,
-                       },
-                       handle_request, m, &m->server);
+        r = server_new(m->event, m->conf, handle_request, m, &m->server);
         if (r < 0)
                 goto fail;
 
@@ -867,8 +807,6 @@ manager *manager_free(manager *m) {
         collector_free(m->coll);
         store_close(m->store);
         sd_event_unref(m->event);
-        free(m->socket_path);
-        free(m->store_path);
         free(m);
         return NULL;
 }
@@ -876,12 +814,12 @@ manager *manager_free(manager *m) {
 int manager_run(manager *m) {
         if (m->serve_only)
                 log_info("profd %s: serve-only (--kinds none), collecting nothing; socket %s, store %s.",
-                         PROFD_VERSION, server_socket_path(m->server), m->store_path);
+                         PROFD_VERSION, server_socket_path(m->server), m->conf->store_path);
         else
                 log_info("profd %s: collecting%s%s%s, draining every %" PRIu64 " ms; socket %s, store %s.",
-                         PROFD_VERSION, m->collect.cpu ? " cpu" : "", m->collect.offcpu ? " offcpu" : "",
-                         m->collect.wakeup ? " wakeup" : "", (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC),
-                         server_socket_path(m->server), m->store_path);
+                         PROFD_VERSION, m->conf->kind_cpu ? " cpu" : "", m->conf->kind_offcpu ? " offcpu" : "",
+                         m->conf->kind_wakeup ? " wakeup" : "", (uint64_t) (m->conf->interval_ns / NSEC_PER_MSEC),
+                         server_socket_path(m->server), m->conf->store_path);
         /* manager_new returned: programs attached, store open, socket
          * listening. Units ordered after profd can query it now. */
         {
@@ -893,10 +831,10 @@ int manager_run(manager *m) {
                         (void) sd_notifyf(0, "READY=1\nSTATUS=%s", what);
                 else
                         (void) sd_notifyf(0, "READY=1\nSTATUS=%s; first drain in %" PRIu64 " ms", what,
-                                          (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC));
+                                          (uint64_t) (m->conf->interval_ns / NSEC_PER_MSEC));
         }
         /* the page check of the store reads all of it: after READY, on its
          * own thread, so start-up time does not grow with the store */
-        (void) store_check_start(m->store_path, &m->check);
+        (void) store_check_start(m->conf->store_path, &m->check);
         return sd_event_loop(m->event);
 }
