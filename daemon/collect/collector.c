@@ -168,7 +168,7 @@ static int handle_event(void *ctx, void *data, size_t size) {
         return 0;
 }
 
-static int attach(collector *c, const struct collector_config *cfg) {
+static int attach(collector *c, const struct conf *cfg) {
         _cleanup_free_ int *cpus = NULL;
         size_t n_cpus;
         uint32_t type = PERF_TYPE_HARDWARE;
@@ -182,8 +182,8 @@ static int attach(collector *c, const struct collector_config *cfg) {
         c->perf_fds = calloc(n_cpus, sizeof(*c->perf_fds));
         if (!c->links || !c->perf_fds)
                 return log_oom();
-        c->event_name = cfg->cpu ? "cycles" : NULL;
-        for (size_t i = 0; cfg->cpu && i < n_cpus; i++) {
+        c->event_name = cfg->kind_cpu ? "cycles" : NULL;
+        for (size_t i = 0; cfg->kind_cpu && i < n_cpus; i++) {
                 int fd = perf_open(type, config, c->frequency, cpus[i]);
                 if (fd < 0 && i == 0 && type == PERF_TYPE_HARDWARE) {
                         /* no PMU (most VMs): the software timer samples just as well */
@@ -212,9 +212,9 @@ static int attach(collector *c, const struct collector_config *cfg) {
                 const char *what;
         } progs[] = {
                 { c->skel->progs.profd_exec, true, "sched_process_exec" },
-                { c->skel->progs.profd_switch, cfg->offcpu || cfg->wakeup, "sched_switch" },
-                { c->skel->progs.profd_switch_done, cfg->offcpu && c->switch_done, "sched_exit_tp" },
-                { c->skel->progs.profd_waking, cfg->wakeup, "sched_waking" },
+                { c->skel->progs.profd_switch, cfg->kind_offcpu || cfg->kind_wakeup, "sched_switch" },
+                { c->skel->progs.profd_switch_done, cfg->kind_offcpu && c->switch_done, "sched_exit_tp" },
+                { c->skel->progs.profd_waking, cfg->kind_wakeup, "sched_waking" },
         };
         for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
                 if (!progs[i].enabled)
@@ -237,7 +237,7 @@ static struct bpf_map *frames_map(const collector *c, unsigned cls, unsigned gen
         return m[cls][gen];
 }
 
-int collector_new(const struct collector_config *cfg, collector_event_fn on_event, void *userdata,
+int collector_new(const struct conf *cfg, collector_event_fn on_event, void *userdata,
                   collector **ret) {
         collector *c;
         unsigned long pid_max = 32768;
@@ -272,8 +272,8 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
                              .cpus = ncpus,
                              .frequency_hz = cfg->frequency_hz,
                              .interval_ns = cfg->interval_ns,
-                             .cpu = cfg->cpu,
-                             .blocks = cfg->offcpu || cfg->wakeup,
+                             .cpu = cfg->kind_cpu,
+                             .blocks = cfg->kind_offcpu || cfg->kind_wakeup,
                              .max_keys = cfg->max_keys,
                              .max_stacks = cfg->max_stacks,
                              .kernel_memory = cfg->kernel_memory,
@@ -301,17 +301,17 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
 
         c->skel->data->offcpu_min_ns = cfg->offcpu_min_ns;
         c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
-        c->skel->rodata->offcpu_enabled = cfg->offcpu;
-        c->skel->rodata->wakeup_enabled = cfg->wakeup;
+        c->skel->rodata->offcpu_enabled = cfg->kind_offcpu;
+        c->skel->rodata->wakeup_enabled = cfg->kind_wakeup;
         c->switch_done = have_sched_exit_tp();
-        if (!c->switch_done && cfg->offcpu)
+        if (!c->switch_done && cfg->kind_offcpu)
                 log_info("The kernel has no sched_exit_tp tracepoint: off-CPU user stacks are walked at "
                          "every switch-out, which costs more per context switch.");
         c->skel->rodata->offcpu_walk_at_switch_out = !c->switch_done;
-        bpf_program__set_autoload(c->skel->progs.profd_switch_done, cfg->offcpu && c->switch_done);
-        bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->cpu);
-        bpf_program__set_autoload(c->skel->progs.profd_switch, cfg->offcpu || cfg->wakeup);
-        bpf_program__set_autoload(c->skel->progs.profd_waking, cfg->wakeup);
+        bpf_program__set_autoload(c->skel->progs.profd_switch_done, cfg->kind_offcpu && c->switch_done);
+        bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->kind_cpu);
+        bpf_program__set_autoload(c->skel->progs.profd_switch, cfg->kind_offcpu || cfg->kind_wakeup);
+        bpf_program__set_autoload(c->skel->progs.profd_waking, cfg->kind_wakeup);
 
         r = profd_bpf__load(c->skel);
         if (r < 0) {
@@ -359,16 +359,16 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
         if (r < 0)
                 goto fail;
 
-        if (cfg->cpu)
+        if (cfg->kind_cpu)
                 log_info("Sampling %s at %u Hz on every online CPU.", c->event_name, c->frequency);
         log_info("Kernel maps per generation: %zu keys, %zu stacks (nodes of 8, 16, 32 frames: %zu, %zu, %zu); "
                  "%.1f MiB for both generations%s.",
                  c->counts_max, plan.stacks, plan.nodes[PROFD_CLASS_8], plan.nodes[PROFD_CLASS_16],
                  plan.nodes[PROFD_CLASS_32], plan.bytes / 1048576.0,
                  plan.capped ? " (kernel_memory; the sampling rate asked for more)" : "");
-        if (cfg->offcpu || cfg->wakeup)
+        if (cfg->kind_offcpu || cfg->kind_wakeup)
                 log_info("Measuring off-CPU time%s of blocks from %" PRIu64 " us%s.",
-                         cfg->wakeup ? (cfg->offcpu ? " and wakers" : " wakers only") : "",
+                         cfg->kind_wakeup ? (cfg->kind_offcpu ? " and wakers" : " wakers only") : "",
                          (uint64_t) (cfg->offcpu_min_ns / NSEC_PER_USEC),
                          cfg->offcpu_max_ns == UINT64_MAX ? "" : " up to a maximum");
         *ret = c;

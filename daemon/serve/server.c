@@ -498,10 +498,10 @@ static int group_gid(const char *name, gid_t *ret) {
         return 0;
 }
 
-int server_new(sd_event *event, const struct server_config *cfg, server_request_fn handler, void *userdata,
+int server_new(sd_event *event, const struct conf *cfg, server_request_fn handler, void *userdata,
                server **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        const char *path = cfg->path;
+        const char *path = cfg->socket_path;
         gid_t socket_gid = 0;
         server *s;
         int r;
@@ -516,7 +516,7 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
                 return log_oom();
         s->fd = -1;
         s->max_clients = cfg->max_clients;
-        s->idle_timeout_usec = cfg->idle_timeout_usec;
+        s->idle_timeout_usec = cfg->client_timeout_ns / NSEC_PER_USEC;
         if (cfg->admin_group) {
                 r = group_gid(cfg->admin_group, &s->admin_gid);
                 if (r < 0)
@@ -554,12 +554,12 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
                 goto watch;
         }
 
-        if (cfg->group) {
-                r = group_gid(cfg->group, &socket_gid);
+        if (cfg->socket_group) {
+                r = group_gid(cfg->socket_group, &socket_gid);
                 if (r < 0) {
                         log_notice("Group '%s' not found: socket %s stays root's (mode %04o), only root can query. "
                                    "Create the group to let its members in.",
-                                   cfg->group, path, (unsigned) cfg->mode);
+                                   cfg->socket_group, path, (unsigned) cfg->socket_mode);
                         socket_gid = 0;
                 }
         }
@@ -583,7 +583,7 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
                 r = log_error_errno(negative_errno(), "Failed to give socket %s to its group: %m", path);
                 goto fail;
         }
-        if (chmod(path, cfg->mode) < 0) {
+        if (chmod(path, cfg->socket_mode) < 0) {
                 r = log_error_errno(negative_errno(), "Failed to set the mode of socket %s: %m", path);
                 goto fail;
         }
