@@ -637,9 +637,106 @@ static int handle_request(server_client *c, const struct request *req, void *use
         return -EINVAL;
 }
 
-int manager_new(const struct manager_config *cfg, manager **ret) {
+DEFINE_TRIVIAL_CLEANUP_FUNC(manager *, manager_free);
+
+/* The event loop with its watchdog and the signals profd answers: SIGTERM
+ * and SIGINT stop it, SIGHUP reloads. Returns 0 or a negative errno,
+ * logged. */
+static int manager_setup_loop(manager *m) {
         sigset_t mask;
-        manager *m;
+        int r;
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the event loop: %m");
+        /* With WatchdogSec= (WATCHDOG_USEC), the loop itself sends
+         * WATCHDOG=1: a loop stuck in one callback stops the pings and
+         * systemd restarts profd. */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to enable the watchdog: %m");
+        if (r > 0)
+                log_debug("Watchdog enabled: the event loop pings systemd.");
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        if ((r = sd_event_add_signal(m->event, &m->sigterm, SIGTERM, on_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, &m->sigint, SIGINT, on_signal, m)) < 0)
+                return log_error_errno(r, "Failed to watch signals: %m");
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch SIGHUP: %m");
+        return 0;
+}
+
+/* libdebuginfod reads its settings from the environment; they are set
+ * before the writer thread exists (setenv is not thread-safe). Returns 0 or
+ * -ENOMEM, logged. */
+static int manager_setup_debuginfod(const struct conf *conf) {
+        if (!conf->debuginfod_urls)
+                return 0;
+        if (setenv("DEBUGINFOD_URLS", conf->debuginfod_urls, 1) < 0 ||
+            (conf->debuginfod_cache && setenv("DEBUGINFOD_CACHE_PATH", conf->debuginfod_cache, 1) < 0) ||
+            /* a slow server delays the drain being written, not queries:
+             * still, not for the library's 90 s default */
+            setenv("DEBUGINFOD_TIMEOUT", "10", 0) < 0)
+                return log_oom();
+        log_info("Debug files missing on this host are asked from %s.", conf->debuginfod_urls);
+        return 0;
+}
+
+/* What profiling adds to a serving profd: the writer (and retention), the
+ * export, the BPF collector and unwinder, and the drain timer. Returns 0 or
+ * a negative errno, logged. */
+static int manager_setup_collect(manager *m) {
+        int r;
+
+        r = writer_new(m->conf->store_path, "/proc", m->conf->symbol_cache_bytes, m->conf->debuginfod_urls != NULL,
+                       &m->writer);
+        if (r < 0)
+                return r;
+        /* starts retention too */
+        r = writer_configure(m->writer, m->conf);
+        if (r < 0)
+                return log_oom();
+        r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the writer: %m");
+        if (m->conf->clickhouse_url) {
+                r = exporter_new(m->conf, &m->exporter);
+                if (r < 0)
+                        return r;
+        }
+
+        r = collector_new(m->conf, on_process_event, m, &m->coll);
+        if (r < 0)
+                return r;
+#if defined(__x86_64__)
+        /* the BPF walker reads x86-64 CFI rules; elsewhere it walks frame pointers */
+        r = unwinder_new(collector_unwind_maps(m->coll), "/proc", &m->unwinder);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the unwinder: %m");
+#endif
+        r = sd_event_add_io(m->event, &m->events_io, collector_events_fd(m->coll), EPOLLIN, on_events, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch process events: %m");
+        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, m->conf->interval_ns / NSEC_PER_USEC,
+                                       0, on_drain_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the drain timer: %m");
+        /* Drains and signals go before client requests: however many clients
+         * keep the loop busy, a due drain is the next thing it does. */
+        (void) sd_event_source_set_priority(m->drain_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        return 0;
+}
+
+int manager_new(const struct manager_config *cfg, manager **ret) {
+        _cleanup_(manager_freep) manager *m = NULL;
         int r;
 
         m = calloc(1, sizeof(*m));
@@ -652,61 +749,20 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         m->started_ns = m->last_drain_end_ns = wall_clock_now(&m->clock);
         m->serve_only = !m->conf->kind_cpu && !m->conf->kind_offcpu && !m->conf->kind_wakeup;
 
-        r = sd_event_default(&m->event);
-        if (r < 0) {
-                log_error_errno(r, "Failed to create the event loop: %m");
-                goto fail;
-        }
-        /* With WatchdogSec= (WATCHDOG_USEC), the loop itself sends
-         * WATCHDOG=1: a loop stuck in one callback stops the pings and
-         * systemd restarts profd. */
-        r = sd_event_set_watchdog(m->event, true);
-        if (r < 0) {
-                log_error_errno(r, "Failed to enable the watchdog: %m");
-                goto fail;
-        }
-        if (r > 0)
-                log_debug("Watchdog enabled: the event loop pings systemd.");
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-        if ((r = sd_event_add_signal(m->event, &m->sigterm, SIGTERM, on_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, &m->sigint, SIGINT, on_signal, m)) < 0) {
-                log_error_errno(r, "Failed to watch signals: %m");
-                goto fail;
-        }
-
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGHUP);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-        r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to watch SIGHUP: %m");
-                goto fail;
-        }
-
+        r = manager_setup_loop(m);
+        if (r < 0)
+                return r;
         r = store_open(m->conf->store_path, &m->store);
         if (r < 0)
-                goto fail;
+                return r;
         /* after store_open: the workers' read-only connections need the
          * store created and migrated */
         r = query_pool_new(m->event, m->conf->store_path, &m->queries);
         if (r < 0)
-                goto fail;
-        /* libdebuginfod reads its settings from the environment; set them
-         * before the writer thread exists (setenv is not thread-safe) */
-        if (m->conf->debuginfod_urls) {
-                if (setenv("DEBUGINFOD_URLS", m->conf->debuginfod_urls, 1) < 0 ||
-                    (m->conf->debuginfod_cache && setenv("DEBUGINFOD_CACHE_PATH", m->conf->debuginfod_cache, 1) < 0) ||
-                    /* a slow server delays the drain being written, not
-                     * queries: still, not for the library's 90 s default */
-                    setenv("DEBUGINFOD_TIMEOUT", "10", 0) < 0) {
-                        r = log_oom();
-                        goto fail;
-                }
-                log_info("Debug files missing on this host are asked from %s.", m->conf->debuginfod_urls);
-        }
+                return r;
+        r = manager_setup_debuginfod(m->conf);
+        if (r < 0)
+                return r;
         /* serve-only: the store is only read (and migrated), nothing is
          * loaded into the kernel, and no writer runs (no retention either,
          * so a store copied off a host stays as it came) */
@@ -714,67 +770,20 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 if (m->conf->clickhouse_url)
                         log_notice("Serve-only (--kinds none): nothing is stored, so nothing is exported to %s.",
                                    m->conf->clickhouse_url);
-                goto listen;
-        }
-        r = writer_new(m->conf->store_path, "/proc", m->conf->symbol_cache_bytes, m->conf->debuginfod_urls != NULL,
-                       &m->writer);
-        if (r < 0)
-                goto fail;
-        /* starts retention too */
-        r = writer_configure(m->writer, m->conf);
-        if (r < 0) {
-                r = log_oom();
-                goto fail;
-        }
-        r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to watch the writer: %m");
-                goto fail;
-        }
-        if (m->conf->clickhouse_url) {
-                r = exporter_new(m->conf, &m->exporter);
+        } else {
+                r = manager_setup_collect(m);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
-
-        r = collector_new(m->conf, on_process_event, m, &m->coll);
-        if (r < 0)
-                goto fail;
-#if defined(__x86_64__)
-        /* the BPF walker reads x86-64 CFI rules; elsewhere it walks frame pointers */
-        r = unwinder_new(collector_unwind_maps(m->coll), "/proc", &m->unwinder);
-        if (r < 0) {
-                log_error_errno(r, "Failed to start the unwinder: %m");
-                goto fail;
-        }
-#endif
-        r = sd_event_add_io(m->event, &m->events_io, collector_events_fd(m->coll), EPOLLIN, on_events, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to watch process events: %m");
-                goto fail;
-        }
-        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, m->conf->interval_ns / NSEC_PER_USEC,
-                                       0, on_drain_timer, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to arm the drain timer: %m");
-                goto fail;
-        }
-        /* Drains and signals go before client requests: however many clients
-         * keep the loop busy, a due drain is the next thing it does. */
-        (void) sd_event_source_set_priority(m->drain_timer, SD_EVENT_PRIORITY_IMPORTANT);
-listen:
         (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);
         (void) sd_event_source_set_priority(m->sigint, SD_EVENT_PRIORITY_IMPORTANT);
 
         r = server_new(m->event, m->conf, handle_request, m, &m->server);
         if (r < 0)
-                goto fail;
+                return r;
 
-        *ret = m;
+        *ret = TAKE_PTR(m);
         return 0;
-fail:
-        manager_free(m);
-        return r;
 }
 
 manager *manager_free(manager *m) {

@@ -93,6 +93,61 @@ static int settings_reload(struct conf *ret, char **ret_error, void *userdata) {
         return settings_load(userdata, ret, ret_error, &usage);
 }
 
+/* The socket's directory must let clients reach the socket: made first,
+ * 0755. The store's own directory is private (0750: its group may list it)
+ * unless it is the socket's too; the ones above it are the system's. The
+ * debuginfod cache is private. Returns 0 or a negative errno, logged. */
+static int prepare_directories(const struct conf *conf) {
+        _cleanup_free_ char *store_dir = NULL, *socket_dir = NULL;
+        struct stat a, b;
+        bool shared;
+        int r;
+
+        r = privacy_make_parents(conf->socket_path);
+        if (r < 0)
+                return r;
+        store_dir = strdup(conf->store_path);
+        socket_dir = strdup(conf->socket_path);
+        if (!store_dir || !socket_dir)
+                return log_oom();
+        shared = stat(dirname(store_dir), &a) >= 0 && stat(dirname(socket_dir), &b) >= 0 &&
+                 a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+        r = privacy_make_dir(store_dir, PRIVACY_DIR_MODE, shared);
+        if (r < 0)
+                return log_error_errno(r, "Failed to prepare the directory of the store %s: %m", conf->store_path);
+        if (conf->debuginfod_urls && conf->debuginfod_cache)
+                return privacy_make_dir(conf->debuginfod_cache, PRIVACY_DIR_MODE, false);
+        return 0;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(manager *, manager_free);
+
+/* Runs profd with its settings until SIGTERM/SIGINT. Returns 0 or a
+ * negative errno, logged. */
+static int run(struct conf *conf, struct settings_source *source, uint64_t test_clock_rate,
+               uint64_t test_clock_start_ago_s) {
+        _cleanup_(manager_freep) manager *m = NULL;
+        int r;
+
+        r = prepare_directories(conf);
+        if (r < 0)
+                return r;
+        r = manager_new(&(struct manager_config) {
+                                .conf = conf,
+                                .reload = settings_reload,
+                                .reload_userdata = source,
+                                .test_clock_rate = test_clock_rate,
+                                .test_clock_start_ago_s = test_clock_start_ago_s,
+                        },
+                        &m);
+        if (r < 0)
+                return r;
+        r = manager_run(m);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_TEST_CLOCK_RATE, ARG_TEST_CLOCK_START_AGO };
         static const struct option own_options[] = {
@@ -116,7 +171,6 @@ int main(int argc, char *argv[]) {
         uint64_t test_clock_rate = 0, test_clock_start_ago_s = 0;
         struct settings_source source;
         struct conf conf;
-        manager *m = NULL;
         int c, r, index;
 
         memcpy(options, own_options, sizeof(own_options));
@@ -196,46 +250,7 @@ int main(int argc, char *argv[]) {
                 }
         }
 
-        /* The socket's directory must let clients reach the socket: made
-         * first, 0755. The store's own directory is private (0750: its
-         * group may list it) unless it is the socket's too; the ones above
-         * it are the system's. */
-        r = privacy_make_parents(conf.socket_path);
-        if (r >= 0) {
-                _cleanup_free_ char *store_dir = strdup(conf.store_path), *socket_dir = strdup(conf.socket_path);
-                struct stat a, b;
-                bool shared;
-
-                if (!store_dir || !socket_dir) {
-                        r = log_oom();
-                        goto finish;
-                }
-                shared = stat(dirname(store_dir), &a) >= 0 && stat(dirname(socket_dir), &b) >= 0 &&
-                         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-                r = privacy_make_dir(store_dir, PRIVACY_DIR_MODE, shared);
-                if (r < 0)
-                        log_error_errno(r, "Failed to prepare the directory of the store %s: %m", conf.store_path);
-        }
-        if (r >= 0 && conf.debuginfod_urls && conf.debuginfod_cache)
-                r = privacy_make_dir(conf.debuginfod_cache, PRIVACY_DIR_MODE, false);
-        if (r < 0)
-                goto finish;
-
-        r = manager_new(&(struct manager_config) {
-                                .conf = &conf,
-                                .reload = settings_reload,
-                                .reload_userdata = &source,
-                                .test_clock_rate = test_clock_rate,
-                                .test_clock_start_ago_s = test_clock_start_ago_s,
-                        },
-                        &m);
-        if (r < 0)
-                goto finish;
-        r = manager_run(m);
-        if (r < 0)
-                log_error_errno(r, "Event loop failed: %m");
-finish:
-        manager_free(m);
+        r = run(&conf, &source, test_clock_rate, test_clock_start_ago_s);
         conf_done(&conf);
         return r < 0 ? 1 : 0;
 }
