@@ -204,7 +204,8 @@ struct ustack_state {
         __u8 end;               /* enum profd_stack_end, END_WALKING while walking */
         __u8 fp_only;           /* no unwind entry: frame pointers all the way */
         __u8 exact_ip;          /* ip is not a return address (frame 0, after a signal frame) */
-        __u8 pad[5];
+        __u8 m_index_shift;     /* the mapping's table index (profd_unwind_mapping.index_shift) */
+        __u8 pad[4];
 };
 
 struct walk_window {
