@@ -148,6 +148,11 @@ struct profd_unwind_proc {
          * ns, as /proc/PID/stat gives it: for processes found in /proc when
          * profd starts, until their first event brings the exact start. */
         __u32 start_tick_ns;
+        /* Different in every entry the daemon ever writes (a count): what
+         * the rows BPF found for this process may be remembered under
+         * (bpf/unwind.bpf.h, row cache), since its mappings and their
+         * tables stay as they are until the entry is replaced. */
+        __u64 version;
 };
 
 /* Counters in the per-CPU array "counters": cumulative since load, summed over
@@ -206,7 +211,7 @@ _Static_assert(sizeof(struct profd_event) == 32, "profd_event layout");
 _Static_assert(sizeof(struct profd_seen) == 8, "profd_seen layout");
 _Static_assert(sizeof(struct profd_unwind_row) == 8, "profd_unwind_row layout");
 _Static_assert(sizeof(struct profd_unwind_mapping) == 40, "profd_unwind_mapping layout");
-_Static_assert(sizeof(struct profd_unwind_proc) == 24, "profd_unwind_proc layout");
+_Static_assert(sizeof(struct profd_unwind_proc) == 32, "profd_unwind_proc layout");
 _Static_assert(sizeof(struct profd_unwind_index) == sizeof(struct profd_unwind_row), "an index head fills a row slot");
 _Static_assert(PROFD_TRUNC_CFA_STUCK - PROFD_TRUNC_NO_PROCESS == PROFD_END_CFA_STUCK - PROFD_END_NO_PROCESS,
                "one truncation counter per stack end");

@@ -132,6 +132,7 @@ struct unwinder {
 
         /* the worker's own */
         rangealloc *rows_alloc, *maps_alloc;
+        uint64_t versions;         /* of unwind_procs entries written (struct profd_unwind_proc.version) */
         hashmap *files;            /* struct file_key * -> struct ufile */
         hashmap *procs;            /* tgid -> struct uproc */
         struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
@@ -537,7 +538,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
         _cleanup_free_ struct profd_unwind_mapping *out = NULL;
         _cleanup_free_ struct ufile **files = NULL;
         _cleanup_free_ char *text = NULL;
-        struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns };
+        struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns, .version = ++u->versions };
         struct uproc *p = NULL, *old = NULL;
         uint64_t miss_ns = 0, miss_interval_ns = 0;
         size_t n = 0, cap = 0;
@@ -712,6 +713,7 @@ static int handle_request(unwinder *u, const struct request *q) {
                 if (q->type == PROFD_EVENT_NEW_PROCESS) {
                         struct profd_unwind_proc entry = {
                                 .start_ns = q->start_ns, .maps_off = p->maps_off, .maps_n = p->maps_n,
+                                .version = ++u->versions,
                         };
 
                         if (!p->tick_ns)
