@@ -142,8 +142,10 @@ class Profiler:
         self.prog_ids = owned_progs(self.pid)
         if not self.prog_ids:
             # not visible through its descriptors: what appeared meanwhile
-            # (other users of the machine may load programs too)
+            # (other users of the machine may load programs too: say so)
             self.prog_ids = set(bpf_progs()) - before
+            print(f"{self.name}: holds no BPF program descriptor; measuring every program loaded since its "
+                  f"start ({len(self.prog_ids)}), which may include others'", file=sys.stderr)
 
     def stop(self, sig=signal.SIGINT, timeout=300):
         if not self.proc:
@@ -190,13 +192,17 @@ def ready_socket(path, timeout=60):
 
 
 def ready_new_progs(kinds, timeout=180, settle=0.5):
-    """Ready once a BPF program of one of these types has been loaded (bcc
-    compiles first: tens of seconds here) and the count stopped growing."""
+    """Ready once the profiler holds a BPF program of one of these types
+    (bcc compiles first: tens of seconds here) and the count stopped
+    growing. Only its own: on a shared machine others load programs of the
+    same types meanwhile (profd's sampler under tests), and taking theirs
+    for the peer's measured the wrong programs."""
     def ready(p, before):
         deadline = time.monotonic() + timeout
         seen = 0
         while time.monotonic() < deadline and p.proc.poll() is None:
-            new = [q for i, q in bpf_progs().items() if i not in before and q.get("type") in kinds]
+            mine = owned_progs(p.pid)
+            new = [q for i, q in bpf_progs().items() if i in mine and i not in before and q.get("type") in kinds]
             if new and len(new) == seen:
                 time.sleep(settle)
                 return
