@@ -534,74 +534,107 @@ static bool proc_alive(const unwinder *u, uint32_t tgid, uint64_t start, uint32_
 }
 
 /* Reads the process's executable mappings and publishes them. */
-static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
-        _cleanup_free_ struct profd_unwind_mapping *out = NULL;
-        _cleanup_free_ struct ufile **files = NULL;
+/* A process's executable mappings as read from its maps file, each with
+ * the file whose table it uses (a reference, or NULL: frame pointers). */
+struct proc_mappings {
+        unwinder *u;
+        struct profd_unwind_mapping *out;
+        struct ufile **files;
+        size_t n, cap;
+};
+
+/* Drops the references the mappings still hold and frees the arrays. */
+static void proc_mappings_done(struct proc_mappings *pm) {
+        for (size_t i = 0; pm->files && i < pm->n; i++)
+                if (pm->files[i])
+                        file_unref(pm->u, pm->files[i], mono_ns());
+        free(pm->files);
+        free(pm->out);
+        *pm = (struct proc_mappings) {};
+}
+
+/* Room for one more mapping. Returns 0 or -ENOMEM. */
+static int proc_mappings_grow(struct proc_mappings *pm) {
+        size_t nc;
+        void *a, *b;
+
+        if (pm->n < pm->cap)
+                return 0;
+        nc = pm->cap ? pm->cap * 2 : 32;
+        a = realloc(pm->out, nc * sizeof(*pm->out));
+        if (!a)
+                return -ENOMEM;
+        pm->out = a;
+        b = realloc(pm->files, nc * sizeof(*pm->files));
+        if (!b)
+                return -ENOMEM;
+        pm->files = b;
+        pm->cap = nc;
+        return 0;
+}
+
+/* The file (a reference) whose table serves mapping m, and the file
+ * address the mapping starts at; *ret NULL for anonymous (JIT) and other
+ * special mappings, and a vDSO whose bias is unknown: frame pointers.
+ * Returns 0 or a negative errno. */
+static int proc_mapping_file(unwinder *u, uint32_t tgid, const struct procmap *m, struct ufile **ret,
+                             uint64_t *ret_vaddr_at) {
+        struct ufile *f = NULL;
+        uint64_t bias;
+
+        *ret = NULL;
+        *ret_vaddr_at = 0;
+        if (m->path && streq(m->path, "[vdso]")) {
+                f = vdso_file(u);
+                if (!f)
+                        return 0;
+                file_ref(u, f);
+                if (unwind_mapping_bias(u->vdso_elf, m->start, 0, &bias) < 0) {
+                        file_unref(u, f, mono_ns());
+                        return 0;
+                }
+                *ret_vaddr_at = m->start - bias;
+                *ret = f;
+                return 0;
+        }
+        if (m->path && m->path[0] == '/' && m->inode != 0)
+                return mapping_file(u, tgid, m, ret, ret_vaddr_at);
+        return 0;
+}
+
+/* Reads /proc/PID/maps into pm: every executable mapping with its table.
+ * Returns 0 (also for a process already gone: pm->n 0) or a negative
+ * errno. */
+static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *pm) {
         _cleanup_free_ char *text = NULL;
-        struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns, .version = ++u->versions };
-        struct uproc *p = NULL, *old = NULL;
-        uint64_t miss_ns = 0, miss_interval_ns = 0;
-        size_t n = 0, cap = 0;
         char path[PATH_MAX];
-        uint32_t off;
         int r;
 
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
-        r = read_full_file(path, &text);
-        if (r < 0)
+        if (read_full_file(path, &text) < 0)
                 return 0; /* gone already */
         for (char *line = text, *next; line && *line; line = next) {
                 struct procmap m;
-                struct ufile *f = NULL;
-                uint64_t vaddr_at = 0;
+                struct ufile *f;
+                uint64_t vaddr_at;
 
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = '\0';
                 if (procmap_parse_line(line, &m) < 0)
                         continue;
-                if (!m.executable || n >= MAX_PROC_MAPPINGS) {
+                if (!m.executable || pm->n >= MAX_PROC_MAPPINGS) {
                         procmap_done(&m);
                         continue;
                 }
-                if (n == cap) {
-                        size_t nc = cap ? cap * 2 : 32;
-                        void *a = realloc(out, nc * sizeof(*out)), *b;
-
-                        if (a)
-                                out = a;
-                        b = a ? realloc(files, nc * sizeof(*files)) : NULL;
-                        if (!a || !b) {
-                                procmap_done(&m);
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        files = b;
-                        cap = nc;
+                r = proc_mappings_grow(pm);
+                if (r >= 0)
+                        r = proc_mapping_file(u, tgid, &m, &f, &vaddr_at);
+                if (r < 0) {
+                        procmap_done(&m);
+                        return r;
                 }
-                if (m.path && streq(m.path, "[vdso]")) {
-                        f = vdso_file(u);
-                        if (f)
-                                file_ref(u, f);
-                        if (f) {
-                                uint64_t bias;
-
-                                if (unwind_mapping_bias(u->vdso_elf, m.start, 0, &bias) == 0)
-                                        vaddr_at = m.start - bias;
-                                else {
-                                        file_unref(u, f, mono_ns());
-                                        f = NULL;
-                                }
-                        }
-                } else if (m.path && m.path[0] == '/' && m.inode != 0) {
-                        r = mapping_file(u, tgid, &m, &f, &vaddr_at);
-                        if (r < 0) {
-                                procmap_done(&m);
-                                goto fail;
-                        }
-                }
-                /* anonymous (JIT) and other special mappings: frame pointers */
-                out[n] = (struct profd_unwind_mapping) {
+                pm->out[pm->n] = (struct profd_unwind_mapping) {
                         .start = m.start,
                         .end = m.end,
                         .bias = m.start - vaddr_at,
@@ -611,32 +644,55 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
                         .rows_n = f ? f->n : 0,
                         .index_shift = f ? f->index_shift : 0,
                 };
-                files[n] = f; /* mapping_file's reference */
-                n++;
+                pm->files[pm->n++] = f; /* the reference taken above */
                 procmap_done(&m);
         }
-        if (n == 0)
-                return 0; /* a kernel thread, or gone */
+        return 0;
+}
+
+/* Writes pm's mappings into the shared array and publishes the process's
+ * entry to the BPF programs. Returns 1 and the mappings' offset, 0 when
+ * there was no room (counted), or a negative errno. */
+static int proc_publish(unwinder *u, uint32_t tgid, struct profd_unwind_proc *entry,
+                        const struct proc_mappings *pm, uint32_t *ret_off) {
+        uint32_t off;
+        int r;
 
         rangealloc_reclaim(u->maps_alloc, mono_ns());
-        if (rangealloc_alloc(u->maps_alloc, (uint32_t) n, &off) < 0) {
+        if (rangealloc_alloc(u->maps_alloc, (uint32_t) pm->n, &off) < 0) {
                 count_failure(u, UNWINDER_FAIL_MAPS_FULL);
-                r = 0;
-                goto fail;
+                return 0;
         }
-        memcpy(u->maps.maps + off, out, n * sizeof(*out));
-        entry.maps_off = off;
-        entry.maps_n = (uint32_t) n;
+        memcpy(u->maps.maps + off, pm->out, pm->n * sizeof(*pm->out));
+        entry->maps_off = off;
+        entry->maps_n = (uint32_t) pm->n;
         /* the update is a syscall: the rows and mappings written above are
          * visible before any program finds the entry */
-        if (bpf_map_update_elem(u->maps.procs_fd, &tgid, &entry, BPF_ANY) < 0) {
+        if (bpf_map_update_elem(u->maps.procs_fd, &tgid, entry, BPF_ANY) < 0) {
                 r = negative_errno();
-                rangealloc_release(u->maps_alloc, off, (uint32_t) n, mono_ns());
+                rangealloc_release(u->maps_alloc, off, (uint32_t) pm->n, mono_ns());
                 count_failure(u, UNWINDER_FAIL_PROCS_FULL);
                 log_debug_errno(r, "Failed to publish the unwind tables of pid %" PRIu32 ", ignoring: %m", tgid);
-                r = 0;
-                goto fail;
+                return 0;
         }
+        *ret_off = off;
+        return 1;
+}
+
+static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
+        _cleanup_(proc_mappings_done) struct proc_mappings pm = { .u = u };
+        struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns, .version = ++u->versions };
+        struct uproc *p, *old = NULL;
+        uint64_t miss_ns = 0, miss_interval_ns = 0;
+        uint32_t off;
+        int r;
+
+        r = proc_read_mappings(u, tgid, &pm);
+        if (r < 0 || pm.n == 0)
+                return r; /* a kernel thread, or gone */
+        r = proc_publish(u, tgid, &entry, &pm, &off);
+        if (r <= 0)
+                return r;
 
         if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &old) == 0) {
                 miss_ns = old->miss_ns;
@@ -644,37 +700,30 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
                 proc_drop(u, old, false);
         }
         p = calloc(1, sizeof(*p));
-        if (!p) {
+        if (p) {
+                *p = (struct uproc) {
+                        .tgid = tgid, .start = start, .tick_ns = tick_ns,
+                        .maps_off = off, .maps_n = (uint32_t) pm.n,
+                        .files = pm.files, .n_files = pm.n, .loaded_ns = mono_ns(), .miss_ns = miss_ns,
+                        .miss_interval_ns = miss_interval_ns,
+                };
+                r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
+                if (r >= 0) {
+                        pm.files = NULL; /* the process holds the references now */
+                        pm.n = 0;
+                } else
+                        free(p);
+        } else
                 r = -ENOMEM;
-                goto fail_published;
-        }
-        *p = (struct uproc) {
-                .tgid = tgid, .start = start, .tick_ns = tick_ns,
-                .maps_off = off, .maps_n = (uint32_t) n,
-                .files = TAKE_PTR(files), .n_files = n, .loaded_ns = mono_ns(), .miss_ns = miss_ns,
-                .miss_interval_ns = miss_interval_ns,
-        };
-        r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
         if (r < 0) {
-                files = p->files;
-                free(p);
-                goto fail_published;
+                (void) bpf_map_delete_elem(u->maps.procs_fd, &tgid);
+                rangealloc_release(u->maps_alloc, off, (uint32_t) pm.n, mono_ns());
+                return r;
         }
         pthread_mutex_lock(&u->lock);
         u->stats.requests++;
         pthread_mutex_unlock(&u->lock);
         return 0;
-
-fail_published:
-        (void) bpf_map_delete_elem(u->maps.procs_fd, &tgid);
-        rangealloc_release(u->maps_alloc, off, (uint32_t) n, mono_ns());
-fail:
-        if (files) {
-                for (size_t i = 0; i < n; i++)
-                        if (files[i])
-                                file_unref(u, files[i], mono_ns());
-        }
-        return r;
 }
 
 static uint64_t miss_interval(const struct uproc *p) {
