@@ -488,7 +488,7 @@ static void answer_end_done(struct answer_end *e) {
  * lost on the way and the numbers would be wrong, so it is an error. */
 static int query_send_and_read(conn *c, const json_t *request, stack_handler on_stack, void *userdata,
                                struct answer_end *ret_end) {
-        uint64_t n_stacks = 0, sum = 0;
+        uint64_t n_stacks = 0, n_rows = 0, sum = 0;
         int r;
 
         r = conn_send(c, request);
@@ -509,10 +509,20 @@ static int query_send_and_read(conn *c, const json_t *request, stack_handler on_
                             (r = response_get_u64(line, "end", "from_ns", &ret_end->from_ns)) < 0 ||
                             (r = response_get_u64(line, "end", "to_ns", &ret_end->to_ns)) < 0)
                                 return r;
-                        if (ret_end->stacks != n_stacks)
+                        if (json_object_get(line, "rows") || n_rows > 0) {
+                                uint64_t rows;
+
+                                /* a table's rows: the stacks stayed in ClickHouse */
+                                if ((r = response_get_u64(line, "end", "rows", &rows)) < 0)
+                                        return r;
+                                if (rows != n_rows || n_stacks > 0)
+                                        return cli_error(-EBADMSG, "the fleet's answer ends with \"rows\":%" PRIu64
+                                                         " but it sent %" PRIu64 " row and %" PRIu64 " stack lines",
+                                                         rows, n_rows, n_stacks);
+                        } else if (ret_end->stacks != n_stacks)
                                 return cli_error(-EBADMSG, "profd's answer ends with \"stacks\":%" PRIu64
                                                  " but it sent %" PRIu64 " stack lines", ret_end->stacks, n_stacks);
-                        if (ret_end->total != sum)
+                        if (n_rows == 0 && !json_object_get(line, "rows") && ret_end->total != sum)
                                 return cli_error(-EBADMSG, "profd's answer ends with \"total\":%" PRIu64
                                                  " but its stacks add up to %" PRIu64, ret_end->total, sum);
                         if (json_object_get(line, "quality")) {
@@ -529,6 +539,15 @@ static int query_send_and_read(conn *c, const json_t *request, stack_handler on_
                         }
                         ret_end->line = TAKE_PTR(line);
                         return 0;
+                }
+                /* a fleet's table (a request with "table"): its rows, summed
+                 * by ClickHouse, instead of the stacks */
+                if (streq(type, "row") && json_object_get(request, "table")) {
+                        n_rows++;
+                        r = on_stack(userdata, line, raw, raw_len);
+                        if (r < 0)
+                                return r;
+                        continue;
                 }
                 if (!streq(type, "stack"))
                         return cli_error(-EBADMSG, "profd answered 'query' with an unexpected '%s' line", type);
@@ -904,6 +923,15 @@ static json_t *query_request(const struct query_args *a) {
          * folded string, a fraction of the bytes of its frames (most of
          * what reading a large answer cost profctl was parsing them); the
          * quality report alone needs no frames at all, so the same */
+        /* a fleet sums the table itself (ClickHouse), when it is told
+         * how: rows instead of stacks */
+        if (arg_clickhouse && a->format == FORMAT_TABLE && !a->quality) {
+                json_t *t = json_pack("{ss, sb, sb, sI}", "by", top_by_to_string(a->by), "children", a->children,
+                                      "lines", a->lines, "limit", (json_int_t) a->limit);
+
+                if (!t || json_object_set_new(req, "table", t) < 0)
+                        return NULL;
+        }
         if ((a->format == FORMAT_FOLDED || a->quality) &&
             (json_object_set_new(req, "format", json_string("folded")) < 0 ||
              (a->lines && json_object_set_new(req, "lines", json_true()) < 0)))
@@ -941,6 +969,26 @@ static int stream_folded(struct stream_ctx *x, const json_t *line) {
         return 0;
 }
 
+/* A "row" line of a fleet's table: a function's sums, as top_table_add()
+ * would have made them of the stacks. */
+static int stream_table_row(struct stream_ctx *x, const json_t *line) {
+        json_t *kernel = json_object_get(line, "kernel");
+        struct func_key key = { .kernel = json_is_true(kernel) };
+        uint64_t self, total;
+        int r;
+
+        if ((r = response_get_string(line, "row", "name", &key.name)) < 0 ||
+            (r = response_get_string(line, "row", "module", &key.module)) < 0 ||
+            (r = response_get_u64(line, "row", "self", &self)) < 0 ||
+            (r = response_get_u64(line, "row", "total", &total)) < 0)
+                return r;
+        if (!json_is_boolean(kernel) || self > total)
+                return cli_error(-EBADMSG, "the fleet sent a 'row' line whose \"kernel\" is not a boolean or "
+                                 "whose \"self\" exceeds its \"total\"");
+        r = top_table_add_row(x->table, &key, self, total);
+        return r < 0 ? cli_error(r, "%m") : 0;
+}
+
 static int stream_on_stack(void *userdata, const json_t *line, const char *raw, size_t raw_len) {
         struct stream_ctx *x = userdata;
         int r;
@@ -957,6 +1005,8 @@ static int stream_on_stack(void *userdata, const json_t *line, const char *raw, 
                 fwrite(raw, 1, raw_len, x->out);
                 return 0;
         case FORMAT_TABLE:
+                if (streq(json_string_value(json_object_get(line, "type")) ?: "", "row"))
+                        return stream_table_row(x, line);
                 r = stack_parse(&x->stack, line, x->a->lines || x->a->by == TOP_BY_LINE);
                 if (r < 0)
                         return r;
