@@ -66,12 +66,6 @@ def samples_sql(p, host, hid, t0_ns, n_drains):
     stacks Zipf-like over the fleet's stacks, processes by stack."""
     r, s, procs = p["rows_per_drain"], p["stacks"], p["processes"]
 
-    # names from constant arrays: indexing one costs less than building a
-    # string per row, and generation is what takes the time
-    def strings(fmt, n):
-        return "[" + ", ".join("'" + fmt % i + "'" for i in range(n)) + "]"
-    comms, exes = strings("proc%d", 61), strings("/usr/bin/proc%d", 61)
-    cgroups, units = strings("/system.slice/svc%d.service", 41), strings("svc%d.service", 41)
     return f"""
 INSERT INTO profd.samples_local
 SELECT host, drain_start, drain_end, time, day, pid, process_start, comm, exe, uid, cgroup, unit, container,
@@ -88,11 +82,11 @@ FROM (
     toUInt64(pow((h % 1000003) / 1000003, 2.5) * {s}) AS si,
     toUInt32(1000 + si % {procs} * 7 + {hid} % 5) AS pid,
     toUInt64(pid * 1000003) AS process_start,
-    {comms}[pid % 61 + 1] AS comm,
-    {exes}[pid % 61 + 1] AS exe,
+    concat('proc', toString(pid % 61)) AS comm,
+    concat('/usr/bin/proc', toString(pid % 61)) AS exe,
     toInt64(pid % 3 = 0 ? 0 : 1000 + pid % 7) AS uid,
-    {cgroups}[pid % 41 + 1] AS cgroup,
-    {units}[pid % 41 + 1] AS unit,
+    concat('/system.slice/svc', toString(pid % 41), '.service') AS cgroup,
+    concat('svc', toString(pid % 41), '.service') AS unit,
     '' AS container,
     toUInt32(pid + i % 4) AS tid,
     toUInt64(pid % 41) AS cgroup_id,
@@ -117,6 +111,15 @@ def frames_expr(p, own_hid=None):
     return f"arrayMap(k -> (k + 3 >= {depth} ? cityHash64(k, si, {own_hid}) : {shared}), range({depth}))"
 
 
+def stop_sample_merges(ch):
+    """Stops background merges of samples_local on every shard (until the
+    server restarts): the timing is of queries, not of merges running
+    beside them. Reads see the parts the inserts made, a few per host and
+    day: more than a merged table has, so no faster."""
+    for s in ch.servers:
+        s.query("SYSTEM STOP MERGES profd.samples_local")
+
+
 def generate(ch, p, t0_ns, n_drains):
     """Fills the cluster; returns a line saying what and how fast."""
     started = time.monotonic()
@@ -128,11 +131,21 @@ def generate(ch, p, t0_ns, n_drains):
     for hid, host in enumerate(hosts, 1):
         by_shard[int(ch.query(f"SELECT sipHash64('{host}') % {n_shards}"))].append((hid, host))
     errors = []
+    # A host's rows in parts of 4 M rows (the default squashes inserts into
+    # blocks of 256 MB, 1.3 M rows here): fewer parts for merges to rewrite,
+    # and far below parts_to_delay_insert (150 per partition), where
+    # ClickHouse starts to slow inserts down.
+    big_blocks = {"min_insert_block_size_rows": str(4 << 20), "max_insert_block_size": str(4 << 20),
+                  "min_insert_block_size_bytes": str(4 << 30), "max_memory_usage": str(6 << 30)}
+    # Merges would rewrite every row a few times while the fleet is being
+    # generated, on the same 2 cores: stopped until the timing is done.
+    stop_sample_merges(ch)
 
     def fill(shard):
         try:
             for hid, host in by_shard[shard]:
-                ch.servers[shard].query(samples_sql(p, host, hid, t0_ns, n_drains), timeout=7200)
+                ch.servers[shard].query(samples_sql(p, host, hid, t0_ns, n_drains), timeout=7200,
+                                        settings=big_blocks)
                 log(f"  {host}: {n_drains * p['rows_per_drain']} rows on shard {shard + 1} "
                     f"({time.monotonic() - started:.0f} s)")
         except Exception as e:  # reported by the main thread
@@ -215,9 +228,13 @@ def main():
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the cluster's data in DIR and reuse it when it holds this fleet (generated less "
                          "than two hours ago): time again without generating again")
+    ap.add_argument("--generate-only", action="store_true",
+                    help="with --keep: generate the fleet (or find it there) and stop, timing nothing")
     ap.add_argument("--output", default=os.path.join(ROOT, "docs", "performance.md"),
                     help="the Markdown file whose fleet section is rewritten")
     args = ap.parse_args()
+    if args.generate_only and not args.keep:
+        ap.error("--generate-only needs --keep DIR (where the fleet is kept for the timing)")
     clickhouse.require_server()
     p = dict(QUICK if args.quick else FULL)
     if args.hosts:
@@ -265,8 +282,12 @@ def main():
                 with open(marker, "w") as fm:
                     json.dump({"params": p, "generated_at": time.time(), "gen_s": gen_s,
                                "ports": [(s.http_port, s.tcp_port) for s in ch.servers]}, fm)
+        if args.generate_only:
+            log(f"generated in {gen_s:.0f} s: {facts(ch)}")
+            return
+        stop_sample_merges(ch)
         # a running cluster has merged what inserts left in parts: stacks
-        # and frames are merged here, samples by ClickHouse in the background
+        # and frames are merged here (samples: stop_sample_merges)
         for s in ch.servers:
             for t in ("stacks_local", "frames_local"):
                 s.query(f"OPTIMIZE TABLE profd.{t} FINAL", timeout=3600)
