@@ -430,9 +430,32 @@ static void sql_not_utf8(FILE *f, const char *expr) {
         fprintf(f, "convertCharset(%s, 'UTF-8', 'UTF-8') != %s", expr, expr);
 }
 
+/* The key of the table's row of a stack without frames, as
+ * sql_table_keys() hashes keys. */
+#define SQL_UNKNOWN_KEY "cityHash64('[unknown]', '', toUInt8(0))"
+
+/* Each frame of the stacks in the ids table as a key of the table:
+ * fid, k_name, k_module, k_kernel, k_id (their hash), k_not_utf8. */
+static int sql_table_keys(FILE *f, const struct fleet_scope *s, const struct fleet_table *t, const char *shown) {
+        /* by module: the module, or the frame's name where it has none */
+        if (t->by == FLEET_TABLE_BY_MODULE)
+                fprintf(f, "SELECT fid, if(f_module != '', f_module, %s) AS k_name, '' AS k_module, ", shown);
+        else
+                fprintf(f, "SELECT fid, %s AS k_name, f_module AS k_module, ", shown);
+        fputs("f_kernel AS k_kernel, cityHash64(k_name, k_module, k_kernel) AS k_id, (", f);
+        sql_not_utf8(f, "k_name");
+        fputs(") OR (", f);
+        sql_not_utf8(f, "k_module");
+        fputs(") AS k_not_utf8 FROM (", f);
+        sql_frames_of_stacks(f, s);
+        fputc(')', f);
+        return ferror(f) ? -EIO : 0;
+}
+
 int fleet_sql_table(FILE *f, const struct query_request *q, const struct fleet_scope *s, const struct fleet_table *t) {
         const char *name = sql_frame_name(q);
         _cleanup_free_ char *shown = NULL;
+        int r;
 
         /* the name client/render.c's stack_parse() gives a frame: with
          * lines (or by line) "name (base:line)", the base name being the
@@ -445,25 +468,27 @@ int fleet_sql_table(FILE *f, const struct query_request *q, const struct fleet_s
         } else if (!(shown = strdup(name)))
                 return -ENOMEM;
 
-        fputs("SELECT kname, kmodule, kkernel, sum(v * leaf) AS self, sum(v) AS total, sum(not_utf8) FROM (", f);
-        /* one row per stack and key: its value once, whether it is the leaf */
-        fputs("SELECT stack, kname, kmodule, kkernel, any(v) AS v, max(pos = n) AS leaf, any(k_not_utf8) AS not_utf8 "
-              "FROM (SELECT stack, v, n, pos, if(n = 0, '[unknown]', k_name) AS kname, if(n = 0, '', k_module) AS "
-              "kmodule, if(n = 0, 0, k_kernel) AS kkernel, if(n = 0, 0, k_bad) AS k_not_utf8 FROM (", f);
+        /* Summed by a number, the key's 64-bit hash (as a frame's id is
+         * one), and named at the end: a key is a few strings, and there
+         * are far fewer keys than frames of stacks. */
+        fputs("SELECT kname, kmodule, kkernel, sum(k_self) AS self, sum(k_total) AS total, max(k_bad) FROM (", f);
+        /* per key, from one row per stack and key: its value once, and
+         * whether it is the stack's leaf */
+        fputs("SELECT kid, sum(v * leaf) AS k_self, sum(v) AS k_total FROM (SELECT stack, kid, any(v) AS v, max(pos = n) "
+              "AS leaf FROM (SELECT stack, v, n, pos, if(n = 0, " SQL_UNKNOWN_KEY ", k_id) AS kid FROM (", f);
         sql_stack_frames(f, s, ", v");
-        /* by module: the module, or the frame's name where it has none */
-        if (t->by == FLEET_TABLE_BY_MODULE)
-                fprintf(f, ") ANY LEFT JOIN (SELECT fid, if(f_module != '', f_module, %s) AS k_name, '' AS k_module, ",
-                        shown);
-        else
-                fprintf(f, ") ANY LEFT JOIN (SELECT fid, %s AS k_name, f_module AS k_module, ", shown);
-        fputs("f_kernel AS k_kernel, (", f);
-        sql_not_utf8(f, "k_name");
-        fputs(") OR (", f);
-        sql_not_utf8(f, "k_module");
-        fputs(") AS k_bad FROM (", f);
-        sql_frames_of_stacks(f, s);
-        fputs(")) USING fid) GROUP BY stack, kname, kmodule, kkernel) GROUP BY kname, kmodule, kkernel WITH TOTALS", f);
+        fputs(") ANY LEFT JOIN (SELECT fid, k_id FROM (", f);
+        r = sql_table_keys(f, s, t, shown);
+        if (r < 0)
+                return r;
+        fputs(")) USING fid) GROUP BY stack, kid) GROUP BY kid) ANY LEFT JOIN (SELECT k_id AS kid, any(k_name) AS kname, "
+              "any(k_module) AS kmodule, any(k_kernel) AS kkernel, max(k_not_utf8) AS k_bad FROM (", f);
+        r = sql_table_keys(f, s, t, shown);
+        if (r < 0)
+                return r;
+        /* a stack without frames: "[unknown]" (top_table_add) */
+        fputs(") GROUP BY k_id UNION ALL SELECT " SQL_UNKNOWN_KEY ", '[unknown]', '', toUInt8(0), toUInt8(0)) USING kid "
+              "GROUP BY kname, kmodule, kkernel WITH TOTALS", f);
         /* top_table_rows()'s order: strings compare as bytes, as strcmp */
         if (t->children)
                 fputs(" ORDER BY total DESC, self DESC, kname, kmodule, kkernel", f);
