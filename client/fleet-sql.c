@@ -226,7 +226,8 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
         return ferror(f) ? -EIO : 0;
 }
 
-int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+/* The stacks' sums per group and stack, and per host too when by_host. */
+static int sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s, bool by_host) {
         int r;
 
         fputs("SELECT " FS_STACK_ID ", sum(" FS_VALUE ") AS v, ", f);
@@ -244,12 +245,27 @@ int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_
         default:
                 fputs("''", f);
         }
-        fputs(" AS grp FROM " FS_TABLE_SAMPLES, f);
+        fputs(" AS grp", f);
+        if (by_host)
+                fputs(", " FS_HOST, f);
+        fputs(" FROM " FS_TABLE_SAMPLES, f);
         r = fleet_sql_where(f, q, s);
         if (r < 0)
                 return r;
-        fputs(" GROUP BY grp, " FS_STACK_ID " ORDER BY grp, " FS_STACK_ID " FORMAT TabSeparated", f);
+        fputs(" GROUP BY grp, " FS_STACK_ID, f);
+        if (by_host)
+                fputs(", " FS_HOST " ORDER BY grp, " FS_STACK_ID ", " FS_HOST " FORMAT TabSeparated", f);
+        else
+                fputs(" ORDER BY grp, " FS_STACK_ID " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
+}
+
+int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        return sql_stacks(f, q, s, false);
+}
+
+int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        return sql_stacks(f, q, s, true);
 }
 
 int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
@@ -405,22 +421,6 @@ int fleet_sql_stack_info(FILE *f, const struct query_request *q, const struct fl
         fputs(" FROM (", f);
         sql_frames_of_stacks(f, s);
         fputs(")) USING fid GROUP BY stack FORMAT TabSeparated", f);
-        return ferror(f) ? -EIO : 0;
-}
-
-int fleet_sql_host_quality(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        int r;
-
-        /* summed per host and stack on the shards, then per what the
-         * quality of a stack depends on, here */
-        fputs("SELECT " FS_HOST ", user_end, mask, sum(v) FROM (SELECT " FS_HOST ", " FS_STACK_ID " AS stack, sum("
-              FS_VALUE ") AS v FROM " FS_TABLE_SAMPLES, f);
-        r = fleet_sql_where(f, q, s);
-        if (r < 0)
-                return r;
-        fputs(" GROUP BY " FS_HOST ", " FS_STACK_ID ") ANY INNER JOIN (SELECT id AS stack, user_end, mask FROM "
-              FLEET_SQL_IDS_TABLE ") USING stack GROUP BY " FS_HOST ", user_end, mask ORDER BY " FS_HOST
-              ", user_end, mask FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
 }
 

@@ -52,6 +52,13 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
  * grouping), summed by ClickHouse per group and stack. Returns 0 or -EIO. */
 int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
+/* The same sums per host too: rows "stack_id \t value \t group \t host",
+ * in order of group, stack and host, so that a stack's rows follow each
+ * other (their sum is fleet_sql_stacks()'s row) and each host's quality
+ * report can be made of its own: one scan of the samples for both.
+ * Returns 0 or -EIO. */
+int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
 /* The query whose rows are "start_ns \t end_ns \t value \t complete \t
  * host": one per drain (of each host) with matching samples, in order of
  * start, then end, with the part of the value whose stacks are complete
@@ -112,16 +119,6 @@ enum {
  * fleet_folded_sanitize() turns into '?' as the writer does; '' for a
  * stack without frames. Returns 0 or -EIO. */
 int fleet_sql_stack_info(FILE *f, const struct query_request *q, const struct fleet_scope *s);
-
-/* The external table of fleet_sql_host_quality(): the answer's stacks as
- * fleet_sql_stack_info() described them. */
-#define FLEET_SQL_STACK_INFO_STRUCTURE "id UInt64, user_end UInt8, mask UInt8"
-
-/* The query whose rows are "host \t user_end \t unresolved_mask \t
- * value": the request's samples per host, summed by what a stack's
- * quality depends on (the ids table: FLEET_SQL_STACK_INFO_STRUCTURE),
- * hosts in order. Returns 0 or -EIO. */
-int fleet_sql_host_quality(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* How profctl's table view (client/render.h) names and orders its rows. */
 enum fleet_table_by {

@@ -505,7 +505,6 @@ struct stack_info {
         size_t n_frames;
         int user_end;   /* as the store's: STORE_END_UNKNOWN for FST_END_UNKNOWN */
         uint8_t mask;   /* reasons of its unresolved user frames, fleet-sql.h */
-        uint8_t end_byte; /* user_end as ClickHouse holds it */
         const char *folded; /* in a body of answer_data; NULL unless folded */
 };
 
@@ -989,7 +988,6 @@ static int fetch_stack_info(fleet *f, const struct query_request *q, const struc
                         return cli_error(-ENOMEM, "%m");
                 *info = (struct stack_info) {
                         .n_frames = (size_t) n,
-                        .end_byte = (uint8_t) end,
                         .user_end = end == FST_END_UNKNOWN ? STORE_END_UNKNOWN : (int) end,
                         .mask = (uint8_t) mask,
                         .folded = q->folded ? fields[5] : NULL,
@@ -1017,49 +1015,62 @@ static struct stack_info *stack_info_get(fleet *f, const struct answer_data *d, 
         return v;
 }
 
-/* Each host's quality report, summed by ClickHouse per what a stack's
- * quality depends on (fleet_sql_host_quality). */
-static int fetch_host_quality(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+/* The summed stacks of the request (d->rows, as fetch_rows makes them)
+ * and each host's part of them (d->host_rows), from one scan: rows of
+ * (stack, value, group, host) in order of group and stack. */
+static int fetch_rows_by_host(fleet *f, const struct query_request *q, const struct fleet_scope *s,
                               struct answer_data *d) {
-        _cleanup_free_ char *list = NULL;
-        size_t list_size = 0, len, pos = 0, st = 0;
-        const void *k;
-        void *v;
+        size_t len, pos = 0, cap = 0, host_cap = 0;
         char *fields[4];
-        FILE *l;
         int r;
 
-        if (hashmap_size(d->infos) == 0)
-                return 0;
-        l = open_memstream(&list, &list_size);
-        if (!l)
-                return cli_error(-ENOMEM, "%m");
-        while (hashmap_iterate(d->infos, &st, &k, &v)) {
-                struct stack_info *info = v;
-
-                fprintf(l, "%" PRIu64 "\t%u\t%u\n", KEY_TO_UINT64(k), info->end_byte, info->mask);
-        }
-        if (fclose(l) != 0)
-                return cli_error(-ENOMEM, "%m");
-        r = fetch_with_table(f, FLEET_SQL_STACK_INFO_STRUCTURE, list, list_size, fleet_sql_host_quality, q, s,
-                             &d->bodies[6], &len);
+        r = fleet_run(f, fleet_sql_stacks_by_host, q, s, &d->bodies[0], &len);
         if (r < 0)
                 return r;
-        while ((r = fleet_tsv_row(d->bodies[6], len, &pos, fields, 4)) > 0) {
-                uint64_t end, mask, value;
+        while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 4)) > 0) {
+                struct host_row hr = {};
+                struct row *last = d->n_rows > 0 ? &d->rows[d->n_rows - 1] : NULL;
                 ssize_t h;
 
-                if (r != 4 || fleet_tsv_u64(fields[1], &end) < 0 || end > UINT8_MAX || fleet_tsv_u64(fields[2], &mask) < 0 ||
-                    mask >= 1u << (FLEET_UNRESOLVED_MAX + 1) || fleet_tsv_u64(fields[3], &value) < 0)
-                        return bad_answer(f, "host quality row");
-                h = host_index(d, fields[0]);
+                if (r != 4 || fleet_tsv_u64(fields[0], &hr.stack_id) < 0 || fleet_tsv_u64(fields[1], &hr.value) < 0)
+                        return bad_answer(f, "stack row");
+                /* the same group and stack as the row before: another host's part */
+                if (last && last->stack_id == hr.stack_id && streq(last->group ?: "", fields[2])) {
+                        if (__builtin_add_overflow(last->value, hr.value, &last->value))
+                                return cli_error(-EOVERFLOW, "a stack's values add up to more than 2^64");
+                } else {
+                        struct row row = { .stack_id = hr.stack_id, .value = hr.value };
+
+                        if (d->n_rows == cap) {
+                                size_t c = MAX(cap * 2, (size_t) 1024);
+                                struct row *n = reallocarray(d->rows, c, sizeof(*n));
+
+                                if (!n)
+                                        return cli_error(-ENOMEM, "%m");
+                                d->rows = n;
+                                cap = c;
+                        }
+                        if (s->group != FLEET_GROUP_NONE && !(row.group = strdup(fields[2])))
+                                return cli_error(-ENOMEM, "%m");
+                        d->rows[d->n_rows++] = row;
+                }
+                if (d->n_host_rows == host_cap) {
+                        size_t c = MAX(host_cap * 2, (size_t) 1024);
+                        struct host_row *n = reallocarray(d->host_rows, c, sizeof(*n));
+
+                        if (!n)
+                                return cli_error(-ENOMEM, "%m");
+                        d->host_rows = n;
+                        host_cap = c;
+                }
+                h = host_index(d, fields[3]);
                 if (h < 0)
                         return cli_error(-ENOMEM, "%m");
-                quality_add_info(&d->hosts[h].q, value, end == FST_END_UNKNOWN ? STORE_END_UNKNOWN : (int) end,
-                                 (uint8_t) mask);
+                hr.host = (size_t) h;
+                d->host_rows[d->n_host_rows++] = hr;
         }
         if (r < 0)
-                return bad_answer(f, "host quality row");
+                return bad_answer(f, "stack row");
         return 0;
 }
 
@@ -1254,12 +1265,19 @@ static int answer_query_without_frames(fleet *f, const struct query_request *q, 
         size_t n_table_rows = 0;
         int r;
 
-        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_stack_info(f, q, s, &d)) < 0)
+        if ((r = fetch_rows_by_host(f, q, s, &d)) < 0 || (r = fetch_stack_info(f, q, s, &d)) < 0)
                 return r;
         for (size_t i = 0; i < d.n_rows; i++)
                 if (!stack_info_get(f, &d, d.rows[i].stack_id))
                         return -EBADMSG;
-        if ((r = fetch_host_quality(f, q, s, &d)) < 0 || (r = fetch_drops(f, q, s, &d)) < 0)
+        /* each host's report: a stack's quality depends on how it ended
+         * and on the reasons of its unresolved frames only */
+        for (size_t i = 0; i < d.n_host_rows; i++) {
+                struct stack_info *info = stack_info_get(f, &d, d.host_rows[i].stack_id);
+
+                quality_add_info(&d.hosts[d.host_rows[i].host].q, d.host_rows[i].value, info->user_end, info->mask);
+        }
+        if ((r = fetch_drops(f, q, s, &d)) < 0)
                 return r;
         if (q->folded)
                 r = write_folded_lines(f, &d, a, &total);

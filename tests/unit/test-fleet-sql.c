@@ -296,17 +296,18 @@ static void test_stack_info_folds_only_for_folded_answers(void) {
         free(t);
 }
 
-static void test_host_quality_sums_per_host_and_stack_kind(void) {
+static void test_stacks_by_host_are_one_scan_in_stack_order(void) {
         struct query_request q = { .kind = 2, .pid = 9 };
-        struct fleet_scope s = { .host = "db-1", .from_ns = 1000000000000ULL, .to_ns = 1600000000000ULL };
-        char *t = sql(fleet_sql_host_quality, &q, &s);
+        struct fleet_scope s = { .host = "db-1", .group = FLEET_GROUP_UNIT, .from_ns = 1000000000000ULL,
+                                 .to_ns = 1600000000000ULL };
+        char *t = sql(fleet_sql_stacks_by_host, &q, &s);
 
-        CHECK(strstr(t, "SELECT host, user_end, mask, sum(v) FROM (SELECT host, stack AS stack, sum(value) AS v FROM "
-                        "profd.samples WHERE kind = 2 ") == t);
+        CHECK(strstr(t, "SELECT stack, sum(value) AS v, if(unit = '', '-', unit) AS grp, host FROM profd.samples "
+                        "WHERE kind = 2 ") == t);
         CHECK(strstr(t, " AND host = 'db-1'"));
         CHECK(strstr(t, " AND pid = 9"));
-        CHECK(strstr(t, " GROUP BY host, stack) ANY INNER JOIN (SELECT id AS stack, user_end, mask FROM ids) USING "
-                        "stack GROUP BY host, user_end, mask ORDER BY host, user_end, mask FORMAT TabSeparated"));
+        /* a stack's hosts follow each other */
+        CHECK(strstr(t, " GROUP BY grp, stack, host ORDER BY grp, stack, host FORMAT TabSeparated"));
         free(t);
 }
 
@@ -391,7 +392,7 @@ int main(void) {
         test_tsv_numbers();
         test_rowbinary_stacks_are_read_and_cut_rows_refused();
         test_stack_info_folds_only_for_folded_answers();
-        test_host_quality_sums_per_host_and_stack_kind();
+        test_stacks_by_host_are_one_scan_in_stack_order();
         test_table_is_keyed_ordered_and_cut_as_the_view();
         test_folded_sanitize_is_what_the_writer_makes_of_names();
         return tests_failed ? 1 : 0;
