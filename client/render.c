@@ -257,6 +257,18 @@ int top_table_add(top_table *t, const struct stack *s) {
         return 0;
 }
 
+int top_table_add_row(top_table *t, const struct func_key *key, uint64_t self, uint64_t total) {
+        struct func_stat *f;
+        int r;
+
+        r = top_table_get(t, key, &f);
+        if (r < 0)
+                return r;
+        f->self += self;
+        f->total += total;
+        return 0;
+}
+
 static int func_key_compare(const struct func_key *x, const struct func_key *y) {
         int c = strcmp(x->name, y->name);
 

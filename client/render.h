@@ -82,6 +82,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(top_table *, top_table_free);
  * Returns 0 or -ENOMEM. */
 int top_table_add(top_table *t, const struct stack *s);
 
+/* Adds a row whose sums were made elsewhere (a fleet's table: ClickHouse
+ * sums what top_table_add() would, docs/clickhouse.md): key as top_table_add
+ * keys it for the table's "by". Returns 0 or -ENOMEM. */
+int top_table_add_row(top_table *t, const struct func_key *key, uint64_t self, uint64_t total);
+
 struct top_row {
         const char *name;   /* function, "function (file:line)" or module path */
         const char *module; /* "" in a table by module */

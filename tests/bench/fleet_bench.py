@@ -29,6 +29,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -66,12 +67,6 @@ def samples_sql(p, host, hid, t0_ns, n_drains):
     stacks Zipf-like over the fleet's stacks, processes by stack."""
     r, s, procs = p["rows_per_drain"], p["stacks"], p["processes"]
 
-    # names from constant arrays: indexing one costs less than building a
-    # string per row, and generation is what takes the time
-    def strings(fmt, n):
-        return "[" + ", ".join("'" + fmt % i + "'" for i in range(n)) + "]"
-    comms, exes = strings("proc%d", 61), strings("/usr/bin/proc%d", 61)
-    cgroups, units = strings("/system.slice/svc%d.service", 41), strings("svc%d.service", 41)
     return f"""
 INSERT INTO profd.samples_local
 SELECT host, drain_start, drain_end, time, day, pid, process_start, comm, exe, uid, cgroup, unit, container,
@@ -88,11 +83,11 @@ FROM (
     toUInt64(pow((h % 1000003) / 1000003, 2.5) * {s}) AS si,
     toUInt32(1000 + si % {procs} * 7 + {hid} % 5) AS pid,
     toUInt64(pid * 1000003) AS process_start,
-    {comms}[pid % 61 + 1] AS comm,
-    {exes}[pid % 61 + 1] AS exe,
+    concat('proc', toString(pid % 61)) AS comm,
+    concat('/usr/bin/proc', toString(pid % 61)) AS exe,
     toInt64(pid % 3 = 0 ? 0 : 1000 + pid % 7) AS uid,
-    {cgroups}[pid % 41 + 1] AS cgroup,
-    {units}[pid % 41 + 1] AS unit,
+    concat('/system.slice/svc', toString(pid % 41), '.service') AS cgroup,
+    concat('svc', toString(pid % 41), '.service') AS unit,
     '' AS container,
     toUInt32(pid + i % 4) AS tid,
     toUInt64(pid % 41) AS cgroup_id,
@@ -117,6 +112,15 @@ def frames_expr(p, own_hid=None):
     return f"arrayMap(k -> (k + 3 >= {depth} ? cityHash64(k, si, {own_hid}) : {shared}), range({depth}))"
 
 
+def stop_sample_merges(ch):
+    """Stops background merges of samples_local on every shard (until the
+    server restarts): the timing is of queries, not of merges running
+    beside them. Reads see the parts the inserts made, a few per host and
+    day: more than a merged table has, so no faster."""
+    for s in ch.servers:
+        s.query("SYSTEM STOP MERGES profd.samples_local")
+
+
 def generate(ch, p, t0_ns, n_drains):
     """Fills the cluster; returns a line saying what and how fast."""
     started = time.monotonic()
@@ -128,11 +132,21 @@ def generate(ch, p, t0_ns, n_drains):
     for hid, host in enumerate(hosts, 1):
         by_shard[int(ch.query(f"SELECT sipHash64('{host}') % {n_shards}"))].append((hid, host))
     errors = []
+    # A host's rows in parts of 4 M rows (the default squashes inserts into
+    # blocks of 256 MB, 1.3 M rows here): fewer parts for merges to rewrite,
+    # and far below parts_to_delay_insert (150 per partition), where
+    # ClickHouse starts to slow inserts down.
+    big_blocks = {"min_insert_block_size_rows": str(4 << 20), "max_insert_block_size": str(4 << 20),
+                  "min_insert_block_size_bytes": str(4 << 30), "max_memory_usage": str(6 << 30)}
+    # Merges would rewrite every row a few times while the fleet is being
+    # generated, on the same 2 cores: stopped until the timing is done.
+    stop_sample_merges(ch)
 
     def fill(shard):
         try:
             for hid, host in by_shard[shard]:
-                ch.servers[shard].query(samples_sql(p, host, hid, t0_ns, n_drains), timeout=7200)
+                ch.servers[shard].query(samples_sql(p, host, hid, t0_ns, n_drains), timeout=7200,
+                                        settings=big_blocks)
                 log(f"  {host}: {n_drains * p['rows_per_drain']} rows on shard {shard + 1} "
                     f"({time.monotonic() - started:.0f} s)")
         except Exception as e:  # reported by the main thread
@@ -174,7 +188,7 @@ FROM (SELECT DISTINCT id, toUInt8(id % 9 = 0) AS kernel FROM profd.stacks ARRAY 
 
 def facts(ch):
     q = ch.query("SELECT count(), uniqExact(host), uniqExact(stack), min(drain_start), max(drain_end) "
-                 "FROM profd.samples FORMAT TabSeparated").split()
+                 "FROM profd.samples FORMAT TabSeparated", timeout=7200).split()
     stacks = ch.query("SELECT uniqExact(id) FROM profd.stacks").strip()
     frames = ch.query("SELECT uniqExact(id) FROM profd.frames").strip()
     disk = sum(int(s.query("SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'profd' AND active"))
@@ -185,15 +199,34 @@ def facts(ch):
             "stacks": int(stacks), "frames": int(frames), "disk": disk, "sample_disk": sample_disk}
 
 
-def run(profctl, url, args):
+def server_cpu_s(ch):
+    """CPU seconds the cluster's servers have used (user + system)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for srv in ch.servers:
+        with open(f"/proc/{srv.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def run(profctl, ch, args):
+    """One profctl run: wall ms, answer bytes, profctl's CPU s and the
+    servers' CPU s (user + system) while it ran. On this shared machine the
+    wall time is mostly waiting for a CPU; the CPU times say what the
+    answer costs."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ch_before = server_cpu_s(ch)
     t = time.monotonic()
-    with open(os.devnull, "wb") as null:
-        r = subprocess.run([profctl, "--clickhouse", url] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=600)
+    r = subprocess.run([profctl, "--clickhouse", ch.url] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=1800)
     ms = (time.monotonic() - t) * 1000
+    ch_cpu = server_cpu_s(ch) - ch_before
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise SystemExit(f"profctl {' '.join(args)} failed:\n{r.stderr.decode()}")
-    return ms, len(r.stdout)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return ms, len(r.stdout), cpu, ch_cpu
 
 
 def machine():
@@ -215,9 +248,13 @@ def main():
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the cluster's data in DIR and reuse it when it holds this fleet (generated less "
                          "than two hours ago): time again without generating again")
+    ap.add_argument("--generate-only", action="store_true",
+                    help="with --keep: generate the fleet (or find it there) and stop, timing nothing")
     ap.add_argument("--output", default=os.path.join(ROOT, "docs", "performance.md"),
                     help="the Markdown file whose fleet section is rewritten")
     args = ap.parse_args()
+    if args.generate_only and not args.keep:
+        ap.error("--generate-only needs --keep DIR (where the fleet is kept for the timing)")
     clickhouse.require_server()
     p = dict(QUICK if args.quick else FULL)
     if args.hosts:
@@ -265,16 +302,18 @@ def main():
                 with open(marker, "w") as fm:
                     json.dump({"params": p, "generated_at": time.time(), "gen_s": gen_s,
                                "ports": [(s.http_port, s.tcp_port) for s in ch.servers]}, fm)
+        if args.generate_only:
+            log(f"generated in {gen_s:.0f} s")
+            return
+        stop_sample_merges(ch)
         # a running cluster has merged what inserts left in parts: stacks
-        # and frames are merged here, samples by ClickHouse in the background
+        # and frames are merged here (samples: stop_sample_merges)
         for s in ch.servers:
             for t in ("stacks_local", "frames_local"):
                 s.query(f"OPTIMIZE TABLE profd.{t} FINAL", timeout=3600)
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline and any(int(s.query("SELECT count() FROM system.merges")) for s in ch.servers):
             time.sleep(5)
-        f = facts(ch)
-        log(f"generated in {gen_s:.0f} s: {f}")
         loadavg = open("/proc/loadavg").read().split()[0]
         rows = []
         for name, q in QUERIES:
@@ -284,13 +323,21 @@ def main():
             if p["hosts"] < 7 and "host-07" in name:
                 q = [a.replace("host-07", "host-01") for a in q]
                 name = name.replace("host-07", "host-01")
-            run(profctl, ch.url, q)  # warm-up: page cache, marks
-            times = []
+            run(profctl, ch, q)  # warm-up: page cache, marks
+            times, cpus, ch_cpus = [], [], []
             for _ in range(runs):
-                ms, size = run(profctl, ch.url, q)
+                ms, size, cpu, ch_cpu = run(profctl, ch, q)
                 times.append(ms)
-            rows.append((name, q, statistics.median(times), min(times), max(times), size))
-            log(f"  {name}: {statistics.median(times):.0f} ms ({min(times):.0f}-{max(times):.0f}), {size} bytes")
+                cpus.append(cpu)
+                ch_cpus.append(ch_cpu)
+            rows.append((name, q, statistics.median(times), min(times), max(times), size, statistics.median(cpus),
+                         statistics.median(ch_cpus)))
+            log(f"  {name}: {statistics.median(times):.0f} ms ({min(times):.0f}-{max(times):.0f}), {size} bytes, "
+                f"CPU profctl {statistics.median(cpus):.2f} s, ClickHouse {statistics.median(ch_cpus):.2f} s")
+        loadavg_end = open("/proc/loadavg").read().split()[0]
+        # after the timing: counting 557 M rows takes minutes on a loaded machine
+        f = facts(ch)
+        log(f"generated in {gen_s:.0f} s: {f}")
     finally:
         if args.keep:
             ch.stop()
@@ -303,23 +350,26 @@ def main():
         cmd += f" --hosts {p['hosts']} --hours {p['hours']:g} --after-min {args.after_min}"
     out = [BEGIN, f"### Fleet queries: {p['hosts']} hosts x {p['hours']:g} h", "",
            f"Measured {now} on {machine()}, clickhouse-server 18.16 (Debian), two shards on this machine; "
-           f"load average {loadavg} at the start (the machine is shared).", "",
+           f"load average {loadavg} at the start, {loadavg_end} at the end (the machine is shared).", "",
            f"Fleet: `{cmd}` generated {f['hosts']} hosts x {p['hours']:g} h (+{AFTER_S // 60} min after the "
            f"generation time) at profd's defaults as gen_store models a busy 2-CPU host: {f['rows']:,} sample "
            f"rows ({p['rows_per_drain']:,} per 10 s drain and host), {f['stacks']:,} distinct stacks "
            f"({f['stacks_used']:,} used), {f['frames']:,} distinct frames; "
            f"{f['disk'] / 2**20:,.0f} MiB on disk in all, samples {f['sample_disk'] / 2**20:,.0f} MiB "
            f"({f['sample_disk'] / max(f['rows'], 1):.1f} bytes per sample row). Generated by ClickHouse in "
-           f"{gen_s:.0f} s.", "",
+           f"{gen_s:.0f} s ({f['rows'] / max(gen_s, 1):,.0f} sample rows/s).", "",
            f"Each query: the real `profctl --clickhouse URL ...`, output to a pipe; {runs} runs after one "
            f"warm-up, wall time median (min-max). Goal: 10 minutes of the whole fleet in under "
            f"{TARGET_MS} ms.", "",
-           "| query | ms, median (min-max) | answer bytes | goal |", "| --- | --- | --- | --- |"]
-    for name, q, med, lo, hi, size in rows:
+           "| query | ms, median (min-max) | CPU s: profctl, ClickHouse (medians) | answer bytes | goal |",
+           "| --- | --- | --- | --- | --- |"]
+    for name, q, med, lo, hi, size, cpu, ch_cpu in rows:
         goal = "-"
         if q[1:3] == ["--since", "10m"] and "--root" not in q and "--host" not in q:
-            goal = f"< {TARGET_MS} ms " + ("met" if med < TARGET_MS else "NOT met")
-        out.append(f"| `profctl --clickhouse URL {' '.join(q)}` | {med:.0f} ({lo:.0f}-{hi:.0f}) | {size:,} | {goal} |")
+            goal = f"< {TARGET_MS} ms " + ("met" if med < TARGET_MS else "NOT met") + \
+                f" (CPU {(cpu + ch_cpu) * 1000:.0f} ms)"
+        out.append(f"| `profctl --clickhouse URL {' '.join(q)}` | {med:.0f} ({lo:.0f}-{hi:.0f}) | {cpu:.2f}, "
+                   f"{ch_cpu:.2f} | {size:,} | {goal} |")
     out.append(END)
     section = "\n".join(out) + "\n"
     text = open(args.output).read() if os.path.exists(args.output) else ""
