@@ -47,6 +47,20 @@ static int entry_cmp(const void *a, const void *b) {
         return 0;
 }
 
+size_t sample_entries_combine(struct sample_entry *entries, size_t n) {
+        size_t out = 0;
+
+        if (n > 1)
+                qsort(entries, n, sizeof(*entries), entry_cmp);
+        for (size_t i = 0; i < n; i++) {
+                if (out > 0 && entry_cmp(&entries[out - 1], &entries[i]) == 0)
+                        entries[out - 1].value += entries[i].value;
+                else
+                        entries[out++] = entries[i];
+        }
+        return out;
+}
+
 /* Bytes needed for v: 0 for 0. */
 static unsigned bytes_for(uint64_t v) {
         unsigned n = 0;

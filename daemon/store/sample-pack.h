@@ -51,6 +51,11 @@ struct sample_block {
  * NULL). Returns 0 or -ENOMEM. */
 int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_block *ret);
 
+/* Sorts entries as sample_block_pack does and sums the values of those
+ * equal in every other field into one (retention's merges). Returns the
+ * number of entries left, at the start of the array. */
+size_t sample_entries_combine(struct sample_entry *entries, size_t n);
+
 /* Bytes per entry of a block with these widths. */
 size_t sample_block_entry_width(uint32_t widths);
 

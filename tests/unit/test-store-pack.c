@@ -125,7 +125,32 @@ static void test_empty_block_and_bad_sizes(void) {
         free(b.data);
 }
 
+static void test_combine_sums_equal_keys_only(void) {
+        struct sample_entry e[] = {
+                { .stack_id = 9, .tid = 1, .state = 2, .value = 10 },
+                { .stack_id = 3, .tid = 1, .value = 1 },
+                { .stack_id = 9, .tid = 1, .state = 2, .value = 5 },
+                { .stack_id = 9, .tid = 1, .state = 3, .value = 7 },   /* another state */
+                { .stack_id = 9, .tid = 1, .state = 2, .peer_tid = 4, .value = 2 }, /* another peer */
+                { .stack_id = 3, .tid = 1, .value = 1 },
+        };
+        size_t n = sample_entries_combine(e, ELEMENTSOF(e));
+
+        CHECK_INT_EQ(n, 4);
+        CHECK_INT_EQ(e[0].stack_id, 3);
+        CHECK_INT_EQ(e[0].value, 2);
+        CHECK_INT_EQ(e[1].stack_id, 9);
+        CHECK_INT_EQ(e[1].state, 2);
+        CHECK_INT_EQ(e[1].peer_tid, 0);
+        CHECK_INT_EQ(e[1].value, 15);
+        CHECK_INT_EQ(e[2].peer_tid, 4);
+        CHECK_INT_EQ(e[2].value, 2);
+        CHECK_INT_EQ(e[3].state, 3);
+        CHECK_INT_EQ(e[3].value, 7);
+}
+
 int main(void) {
+        test_combine_sums_equal_keys_only();
         test_round_trip_sorted_and_sized_by_range();
         test_many_random_entries_come_back();
         test_empty_block_and_bad_sizes();
