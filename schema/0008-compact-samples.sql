@@ -19,19 +19,24 @@ CREATE TABLE sample_blocks (
         peer_base INTEGER NOT NULL,
         cgroup_base INTEGER NOT NULL,
         value_base INTEGER NOT NULL,
-        entries BLOB                    -- NULL when every field is its base
-);
--- what queries read: the blocks of a window's drains, of one kind, of the
--- filtered processes (as samples_query did for rows)
-CREATE UNIQUE INDEX sample_blocks_query ON sample_blocks(drain_id, kind, process_id);
--- whether a process is still referred to (retention)
-CREATE INDEX sample_blocks_process ON sample_blocks(process_id);
+        entries BLOB,                   -- NULL when every field is its base
+        -- what queries seek: the blocks of a window's drains, of one kind,
+        -- of the filtered processes (as samples_query did for rows); the
+        -- key of the table itself, so no index repeats it
+        PRIMARY KEY (drain_id, kind, process_id)
+) WITHOUT ROWID;
 
--- How many blocks hold each stack: a stack whose count fell to 0 is no
--- longer referred to (retention removes it). Kept by the writer and by
--- retention's merges and deletes; stacks without a row hold none.
+-- How many blocks hold each stack, and each process: one whose count fell
+-- to 0 is no longer referred to (retention removes it). Kept by the writer
+-- and by retention's merges and deletes; a row missing counts 0. Counts,
+-- not indexes on the blocks: an index on process_id would repeat the key
+-- of every block, and stack ids are inside the blobs.
 CREATE TABLE stack_refs (
         stack_id INTEGER PRIMARY KEY,
+        blocks INTEGER NOT NULL
+);
+CREATE TABLE process_refs (
+        process_id INTEGER PRIMARY KEY,
         blocks INTEGER NOT NULL
 );
 

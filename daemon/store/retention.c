@@ -202,23 +202,26 @@ static int64_t count_unexported(retention *r) {
                       "AND d.id > export_cursors.drain_id)", NULL, 0);
 }
 
-/* Reads the blocks of the drains in temp.doomed: each block's stacks
- * count -1 in refs; with merge, their entries are gathered per (process,
- * kind), and each group, combined (sums per thread, cgroup, state, peer and
- * stack), is written as a block of drain `into` and counted +1. Without
- * refs, the counts are applied here with the stacks that reach 0 made
- * candidates for removal. Returns the entries written, or a negative
- * errno. */
-static int64_t blocks_uncount(retention *r, hashmap *merge_refs, const int64_t *into) {
+/* Reads the blocks of the drains in temp.doomed: each block counts -1 for
+ * its process and each of its stacks; with `into`, their entries are
+ * gathered per (process, kind), and each group, combined (sums per
+ * thread, cgroup, state, peer and stack), is written as a block of drain
+ * *into and counted +1. The counts are applied, the stacks and processes
+ * that reach 0 made candidates for removal. Returns the entries written,
+ * or a negative errno. */
+static int64_t blocks_uncount(retention *r, const int64_t *into) {
         _cleanup_free_ struct sample_entry *e = NULL;
-        hashmap *refs = merge_refs ? merge_refs : hashmap_new_u64();
+        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
         sqlite3_stmt *st = NULL;
         int64_t process = -1, written = 0;
         size_t n = 0, cap = 0;
         int kind = -1, rc, k;
 
-        if (!refs)
+        if (!refs || !prefs) {
+                hashmap_free(refs);
+                hashmap_free(prefs);
                 return -ENOMEM;
+        }
         k = db_prepare(&r->d, "SELECT b.process_id, b.kind, " SAMPLE_BLOCK_COLUMNS " FROM sample_blocks b "
                        "WHERE b.drain_id IN temp.doomed ORDER BY b.process_id, b.kind", NULL, 0, &st);
         for (;;) {
@@ -235,7 +238,7 @@ static int64_t blocks_uncount(retention *r, hashmap *merge_refs, const int64_t *
                 }
                 if (into && n > 0 && (!row || p != process || kd != kind)) {
                         n = sample_entries_combine(e, n);
-                        k = sample_blocks_insert(&r->d, *into, kind, process, e, n, refs);
+                        k = sample_blocks_insert(&r->d, *into, kind, process, e, n, refs, prefs);
                         written += (int64_t) n;
                         n = 0;
                         if (k < 0)
@@ -250,6 +253,8 @@ static int64_t blocks_uncount(retention *r, hashmap *merge_refs, const int64_t *
                         break;
                 }
                 k = stack_refs_add_block(refs, &b, -1);
+                if (k >= 0)
+                        k = stack_refs_add(prefs, p, -1);
                 if (k < 0 || !into)
                         continue;
                 if (n + b.n > cap) {
@@ -268,8 +273,10 @@ static int64_t blocks_uncount(retention *r, hashmap *merge_refs, const int64_t *
         sqlite3_finalize(st);
         if (k >= 0)
                 k = stack_refs_apply(&r->d, refs, true);
-        if (!merge_refs)
-                hashmap_free(refs);
+        if (k >= 0)
+                k = process_refs_apply(&r->d, prefs, true);
+        hashmap_free(refs);
+        hashmap_free(prefs);
         return k < 0 ? k : written;
 }
 
@@ -278,8 +285,6 @@ static int64_t blocks_uncount(retention *r, hashmap *merge_refs, const int64_t *
  * Inside a transaction. Returns the number of drains deleted. */
 static int64_t delete_doomed(retention *r) {
         static const char *const sql[] = {
-                "INSERT OR IGNORE INTO temp.gc_processes SELECT DISTINCT process_id FROM sample_blocks "
-                "WHERE drain_id IN temp.doomed",
                 "DELETE FROM sample_blocks WHERE drain_id IN temp.doomed",
                 "DELETE FROM drops WHERE drain_id IN temp.doomed",
         };
@@ -287,8 +292,9 @@ static int64_t delete_doomed(retention *r) {
 
         if (k < 0)
                 return k;
-        /* their stacks' counts of blocks go down; those at 0 are candidates */
-        k = blocks_uncount(r, NULL, NULL);
+        /* their stacks' and processes' counts of blocks go down; those at 0
+         * are candidates for removal */
+        k = blocks_uncount(r, NULL);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < ELEMENTSOF(sql); i++) {
@@ -459,11 +465,7 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (merged < 0)
                 return rollback(r, (int) merged);
         int64_t id[1] = { sqlite3_last_insert_rowid(r->d.handle) };
-        {
-                hashmap *refs = hashmap_new_u64();
-                keys = refs ? blocks_uncount(r, refs, id) : -ENOMEM;
-                hashmap_free(refs);
-        }
+        keys = blocks_uncount(r, id);
         if (keys >= 0)
                 k = (int) db_run(&r->d, "INSERT INTO drops (drain_id, reason, count) "
                                  "SELECT ?1, reason, sum(count) FROM drops WHERE drain_id IN temp.doomed GROUP BY reason",
@@ -526,10 +528,13 @@ static int step_gc(retention *r, bool *ret_forget) {
         if (k >= 0)
                 k = (int) db_run(&r->d, "INSERT INTO temp.batch SELECT id FROM temp.gc_processes LIMIT ?1", &limit, 1);
         procs = k >= 0 ? db_run(&r->d, "DELETE FROM processes WHERE id IN temp.batch "
-                                "AND NOT EXISTS (SELECT 1 FROM sample_blocks WHERE process_id = processes.id)", NULL, 0)
+                                "AND coalesce((SELECT blocks FROM process_refs WHERE process_id = processes.id), 0) <= 0", NULL, 0)
                        : k;
-        /* their threads' names go with them */
+        /* their counts and their threads' names go with them */
         if (procs > 0)
+                k = (int) db_run(&r->d, "DELETE FROM process_refs WHERE process_id IN temp.batch "
+                                 "AND NOT EXISTS (SELECT 1 FROM processes WHERE id = process_refs.process_id)", NULL, 0);
+        if (procs > 0 && k >= 0)
                 k = (int) db_run(&r->d, "DELETE FROM threads WHERE process_id IN temp.batch "
                                  "AND NOT EXISTS (SELECT 1 FROM processes WHERE id = threads.process_id)", NULL, 0);
         if (k < 0)

@@ -54,7 +54,7 @@ int stack_refs_add_block(hashmap *refs, const struct sample_block *b, int64_t de
 }
 
 int sample_blocks_insert(const struct db *d, int64_t drain, int kind, int64_t process, struct sample_entry *e,
-                         size_t n, hashmap *refs) {
+                         size_t n, hashmap *refs, hashmap *process_refs) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         struct sample_block b;
         int rc, r;
@@ -88,6 +88,11 @@ int sample_blocks_insert(const struct db *d, int64_t drain, int kind, int64_t pr
         rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
                 return db_fail(d, rc, "block insert");
+        if (process_refs) {
+                r = stack_refs_add(process_refs, process, 1);
+                if (r < 0)
+                        return r;
+        }
         if (!refs)
                 return 0;
         /* the entries were sorted by pack: count each stack once */
@@ -100,20 +105,23 @@ int sample_blocks_insert(const struct db *d, int64_t drain, int kind, int64_t pr
         return 0;
 }
 
-int stack_refs_apply(const struct db *d, hashmap *refs, bool gc_candidates) {
+/* refs_apply's statements for one kind of count. */
+struct refs_sql {
+        const char *upsert, *candidate;
+};
+
+static int refs_apply(const struct db *d, const struct refs_sql *sql, hashmap *refs, bool gc_candidates) {
         _cleanup_stmt_ sqlite3_stmt *up = NULL, *gc = NULL;
         size_t state = 0;
         const void *k;
         void *v;
         int rc;
 
-        rc = sqlite3_prepare_v2(d->handle, "INSERT INTO stack_refs (stack_id, blocks) VALUES (?1, ?2) "
-                                "ON CONFLICT (stack_id) DO UPDATE SET blocks = blocks + excluded.blocks", -1, &up, NULL);
+        rc = sqlite3_prepare_v2(d->handle, sql->upsert, -1, &up, NULL);
         if (rc == SQLITE_OK && gc_candidates)
-                rc = sqlite3_prepare_v2(d->handle, "INSERT OR IGNORE INTO temp.gc_stacks SELECT ?1 "
-                                        "WHERE (SELECT blocks FROM stack_refs WHERE stack_id = ?1) <= 0", -1, &gc, NULL);
+                rc = sqlite3_prepare_v2(d->handle, sql->candidate, -1, &gc, NULL);
         if (rc != SQLITE_OK)
-                return db_fail(d, rc, "preparing stack counts");
+                return db_fail(d, rc, "preparing block counts");
         while (hashmap_iterate(refs, &state, &k, &v)) {
                 int64_t delta = (int64_t) (intptr_t) v;
 
@@ -124,14 +132,34 @@ int stack_refs_apply(const struct db *d, hashmap *refs, bool gc_candidates) {
                 rc = sqlite3_step(up);
                 sqlite3_reset(up);
                 if (rc != SQLITE_DONE)
-                        return db_fail(d, rc, "stack count update");
+                        return db_fail(d, rc, "block count update");
                 if (gc && delta < 0) {
                         sqlite3_bind_int64(gc, 1, (int64_t) KEY_TO_UINT64(k));
                         rc = sqlite3_step(gc);
                         sqlite3_reset(gc);
                         if (rc != SQLITE_DONE)
-                                return db_fail(d, rc, "stack candidate");
+                                return db_fail(d, rc, "removal candidate");
                 }
         }
         return 0;
+}
+
+int stack_refs_apply(const struct db *d, hashmap *refs, bool gc_candidates) {
+        static const struct refs_sql sql = {
+                "INSERT INTO stack_refs (stack_id, blocks) VALUES (?1, ?2) "
+                "ON CONFLICT (stack_id) DO UPDATE SET blocks = blocks + excluded.blocks",
+                "INSERT OR IGNORE INTO temp.gc_stacks SELECT ?1 "
+                "WHERE (SELECT blocks FROM stack_refs WHERE stack_id = ?1) <= 0",
+        };
+        return refs_apply(d, &sql, refs, gc_candidates);
+}
+
+int process_refs_apply(const struct db *d, hashmap *refs, bool gc_candidates) {
+        static const struct refs_sql sql = {
+                "INSERT INTO process_refs (process_id, blocks) VALUES (?1, ?2) "
+                "ON CONFLICT (process_id) DO UPDATE SET blocks = blocks + excluded.blocks",
+                "INSERT OR IGNORE INTO temp.gc_processes SELECT ?1 "
+                "WHERE (SELECT blocks FROM process_refs WHERE process_id = ?1) <= 0",
+        };
+        return refs_apply(d, &sql, refs, gc_candidates);
 }

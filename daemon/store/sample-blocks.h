@@ -25,13 +25,14 @@
 int sample_block_from_row(sqlite3_stmt *st, int col, struct sample_block *ret);
 
 /* Packs entries (sorted in place) and inserts them as the block (drain,
- * kind, process); counts 1 per distinct stack in refs (stack_refs_add).
- * n == 0 writes nothing. Returns 0 or a negative errno, logged. */
+ * kind, process); counts 1 per distinct stack in refs and 1 for the
+ * process in process_refs (stack_refs_add; either may be NULL). n == 0
+ * writes nothing. Returns 0 or a negative errno, logged. */
 int sample_blocks_insert(const struct db *d, int64_t drain, int kind, int64_t process, struct sample_entry *e,
-                         size_t n, hashmap *refs);
+                         size_t n, hashmap *refs, hashmap *process_refs);
 
-/* Adds delta blocks to stack's count in refs (a hashmap_new_u64 of
- * intptr_t counts). Returns 0 or -ENOMEM. */
+/* Adds delta blocks to the count of stack (or process) in refs (a
+ * hashmap_new_u64 of intptr_t counts). Returns 0 or -ENOMEM. */
 int stack_refs_add(hashmap *refs, int64_t stack, int64_t delta);
 
 /* Adds 1 (once per stack) for every distinct stack of block b to refs with
@@ -42,3 +43,6 @@ int stack_refs_add_block(hashmap *refs, const struct sample_block *b, int64_t de
  * stacks whose count fell to 0 or below are added to temp.gc_stacks.
  * Returns 0 or a negative errno, logged. */
 int stack_refs_apply(const struct db *d, hashmap *refs, bool gc_candidates);
+
+/* The same for processes: process_refs, temp.gc_processes. */
+int process_refs_apply(const struct db *d, hashmap *refs, bool gc_candidates);

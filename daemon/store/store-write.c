@@ -349,16 +349,19 @@ static int pending_add(store *s, int64_t proc, int kind, const struct sample_ent
 
 /* Writes the drain's gathered samples as blocks and counts their stacks. */
 static int pending_flush(store *s) {
-        hashmap *refs = hashmap_new_u64();
-        int r = refs ? 0 : -ENOMEM;
+        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
+        int r = refs && prefs ? 0 : -ENOMEM;
 
         for (size_t i = 0; r >= 0 && i < s->n_pending; i++) {
                 struct pending_block *b = &s->pending[i];
-                r = sample_blocks_insert(&s->d, s->drain_id, b->kind, b->process_id, b->entries, b->n, refs);
+                r = sample_blocks_insert(&s->d, s->drain_id, b->kind, b->process_id, b->entries, b->n, refs, prefs);
         }
         if (r >= 0)
                 r = stack_refs_apply(&s->d, refs, false);
+        if (r >= 0)
+                r = process_refs_apply(&s->d, prefs, false);
         hashmap_free(refs);
+        hashmap_free(prefs);
         store_pending_free(s);
         return r;
 }

@@ -103,19 +103,23 @@ static uint64_t now_ns_monotonic(void) {
 static int migrate_compact_samples(store *s) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_free_ struct sample_entry *e = NULL;
-        hashmap *refs = hashmap_new_u64();
+        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
         int64_t drain = -1, process = -1, rows = 0, blocks = 0;
         size_t n = 0, cap = 0;
         int kind = -1, rc, r = 0;
         uint64_t t0 = now_ns_monotonic();
 
-        if (!refs)
+        if (!refs || !prefs) {
+                hashmap_free(refs);
+                hashmap_free(prefs);
                 return log_oom();
+        }
         rc = sqlite3_prepare_v2(s->d.handle,
                                 "SELECT drain_id, kind, process_id, stack_id, tid, state, peer_tid, cgroup_id, value "
                                 "FROM samples_v7 ORDER BY drain_id, kind, process_id", -1, &st, NULL);
         if (rc != SQLITE_OK) {
                 hashmap_free(refs);
+                hashmap_free(prefs);
                 return db_fail(&s->d, rc, "reading samples to convert");
         }
         for (;;) {
@@ -128,7 +132,7 @@ static int migrate_compact_samples(store *s) {
                         break;
                 }
                 if (n > 0 && (!row || d != drain || k != kind || p != process)) {
-                        r = sample_blocks_insert(&s->d, drain, kind, process, e, n, refs);
+                        r = sample_blocks_insert(&s->d, drain, kind, process, e, n, refs, prefs);
                         if (r < 0)
                                 break;
                         blocks++;
@@ -160,7 +164,10 @@ static int migrate_compact_samples(store *s) {
         sqlite3_finalize(TAKE_PTR(st));
         if (r >= 0)
                 r = stack_refs_apply(&s->d, refs, false);
+        if (r >= 0)
+                r = process_refs_apply(&s->d, prefs, false);
         hashmap_free(refs);
+        hashmap_free(prefs);
         if (r >= 0)
                 r = db_exec(&s->d, "DROP TABLE samples_v7");
         if (r < 0)

@@ -1,7 +1,7 @@
 /* The move to schema 8 (blocks of samples): a store written in schema 7's
  * layout, one row per sample, gives after migration the same rows through
- * the samples view, a block per (drain, kind, process), each stack's count
- * of blocks, and the same answers to every kind of query (stacks, grouped
+ * the samples view, a block per (drain, kind, process), each stack's and
+ * each process's count of blocks, and the same answers to every kind of query (stacks, grouped
  * by process, unit and thread, per drain, with thread, state and process
  * filters) as SQL over the old rows gave. */
 #include <errno.h>
@@ -199,12 +199,15 @@ static const struct {
 #define ROWS_SQL \
         "SELECT group_concat(x, ';') FROM (SELECT drain_id || ',' || process_id || ',' || tid || ',' || cgroup_id || ',' " \
         "|| kind || ',' || state || ',' || peer_tid || ',' || stack_id || ',' || value AS x FROM samples ORDER BY 1)"
+#define PREFS_SQL_OLD \
+        "SELECT group_concat(x, ';') FROM (SELECT process_id || '=' || count(*) AS x FROM (SELECT DISTINCT drain_id, kind, " \
+        "process_id FROM samples) GROUP BY process_id ORDER BY process_id)"
 #define REFS_SQL_OLD \
         "SELECT group_concat(x, ';') FROM (SELECT stack_id || '=' || count(*) AS x FROM (SELECT DISTINCT drain_id, kind, " \
         "process_id, stack_id FROM samples) GROUP BY stack_id ORDER BY stack_id)"
 
 int main(void) {
-        char path[128], *expected[ELEMENTSOF(cases)], *rows_before, *refs_before, *series_before[3];
+        char path[128], *expected[ELEMENTSOF(cases)], *rows_before, *refs_before, *prefs_before, *series_before[3];
         store *s = NULL, *rd = NULL;
         sqlite3 *db;
 
@@ -222,6 +225,7 @@ int main(void) {
         series_before[2] = text1(db, SERIES_SQL("2"));
         rows_before = text1(db, ROWS_SQL);
         refs_before = text1(db, REFS_SQL_OLD);
+        prefs_before = text1(db, PREFS_SQL_OLD);
         CHECK(strlen(rows_before) > 1000);
         sqlite3_close(db);
 
@@ -233,6 +237,8 @@ int main(void) {
                 _cleanup_free_ char *rows = text1(db, ROWS_SQL);
                 _cleanup_free_ char *refs = text1(db, "SELECT group_concat(x, ';') FROM (SELECT stack_id || '=' || blocks AS x "
                                                   "FROM stack_refs ORDER BY stack_id)");
+                _cleanup_free_ char *prefs = text1(db, "SELECT group_concat(x, ';') FROM (SELECT process_id || '=' || blocks AS x "
+                                                   "FROM process_refs ORDER BY process_id)");
                 _cleanup_free_ char *blocks = text1(db, "SELECT count(*) FROM sample_blocks");
                 _cleanup_free_ char *old = text1(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                                  "('samples_v7', 'samples_query', 'samples_stack', 'samples_process')");
@@ -241,6 +247,7 @@ int main(void) {
                 /* every row back, exactly */
                 CHECK_STR_EQ(rows, rows_before);
                 CHECK_STR_EQ(refs, refs_before);
+                CHECK_STR_EQ(prefs, prefs_before);
                 /* 6 drains x 3 processes x 3 kinds, minus those left out */
                 CHECK_STR_EQ(blocks, "43");
                 CHECK_STR_EQ(old, "0");
@@ -275,6 +282,7 @@ int main(void) {
         store_close(s);
         free(rows_before);
         free(refs_before);
+        free(prefs_before);
         {
                 _cleanup_free_ char *cmd = NULL;
                 CHECK(asprintf(&cmd, "rm -rf %s", dir) > 0);
