@@ -73,6 +73,8 @@ static unsigned bytes_for(uint64_t v) {
 }
 
 int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_block *ret) {
+        int r;
+
         struct sample_block b = { .n = n };
         uint64_t max[_SAMPLE_FIELD_MAX] = {};
         size_t w;
@@ -106,34 +108,38 @@ int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_bloc
                         for (unsigned k = 0; k < field_width(b.widths, f); k++)
                                 *p++ = (uint8_t) (off >> (8 * k));
                 }
+        r = sample_block_check(&b);
+        if (r < 0) {
+                free(b.data);
+                return r;
+        }
         *ret = b;
         return 0;
 }
 
-int sample_block_check(const struct sample_block *b) {
-        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
+int sample_block_check(struct sample_block *b) {
+        size_t at = 0;
+
+        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++) {
                 if (field_width(b->widths, f) > 8)
                         return -EBADMSG;
+                b->width[f] = (uint8_t) field_width(b->widths, f);
+                b->offset[f] = (uint8_t) at;
+                at += b->width[f];
+        }
         if (b->widths >> (4 * _SAMPLE_FIELD_MAX))
                 return -EBADMSG;
-        if (b->size != b->n * sample_block_entry_width(b->widths))
+        b->entry_size = at;
+        if (b->size != b->n * at)
                 return -EBADMSG;
         return 0;
 }
 
 void sample_block_get(const struct sample_block *b, size_t i, struct sample_entry *ret) {
-        const uint8_t *p = b->data + i * sample_block_entry_width(b->widths);
         uint64_t v[_SAMPLE_FIELD_MAX];
 
-        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++) {
-                uint64_t off = 0;
-                unsigned w = field_width(b->widths, f);
-
-                for (unsigned k = 0; k < w; k++)
-                        off |= (uint64_t) p[k] << (8 * k);
-                p += w;
-                v[f] = b->base[f] + off;
-        }
+        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
+                v[f] = sample_block_field(b, i, f);
         *ret = (struct sample_entry) {
                 .stack_id = (int64_t) v[SAMPLE_FIELD_STACK],
                 .tid = (uint32_t) v[SAMPLE_FIELD_TID],

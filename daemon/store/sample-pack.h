@@ -44,6 +44,9 @@ struct sample_block {
         size_t n;
         uint8_t *data;  /* n * entry width bytes; malloc'd by sample_block_pack */
         size_t size;
+        /* set by sample_block_check: where each field is in an entry */
+        uint8_t width[_SAMPLE_FIELD_MAX], offset[_SAMPLE_FIELD_MAX];
+        size_t entry_size;
 };
 
 /* Sorts entries (by stack, tid, state, peer, cgroup) and packs them into
@@ -60,8 +63,20 @@ size_t sample_entries_combine(struct sample_entry *entries, size_t n);
 size_t sample_block_entry_width(uint32_t widths);
 
 /* Checks that a block read back from the store is whole: size is n entries
- * of its widths, each width at most 8. Returns 0 or -EBADMSG. */
-int sample_block_check(const struct sample_block *b);
+ * of its widths, each width at most 8; and sets where its fields are.
+ * Returns 0 or -EBADMSG. */
+int sample_block_check(struct sample_block *b);
 
 /* Entry i (< b->n) of a checked block. */
 void sample_block_get(const struct sample_block *b, size_t i, struct sample_entry *ret);
+
+/* Field f of entry i (< b->n) of a checked block: what a query that needs
+ * only stacks and values reads, without decoding the rest. */
+static inline uint64_t sample_block_field(const struct sample_block *b, size_t i, int f) {
+        const uint8_t *p = b->data + i * b->entry_size + b->offset[f];
+        uint64_t v = 0;
+
+        for (unsigned k = 0; k < b->width[f]; k++)
+                v |= (uint64_t) p[k] << (8 * k);
+        return b->base[f] + v;
+}

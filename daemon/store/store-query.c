@@ -589,6 +589,26 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
                 }
                 if (q->group != STORE_GROUP_NONE && q->group != STORE_GROUP_THREAD)
                         r = group_of(a, grp ? grp : "", &group);
+                /* the common case: only stacks and values are needed */
+                if (!q->tid && !q->state_mask && q->group != STORE_GROUP_THREAD) {
+                        int64_t cur = -1;
+                        uint64_t sum = 0;
+
+                        /* entries are sorted by stack: a run of one stack is one sum */
+                        for (size_t i = 0; r >= 0 && i < b.n; i++) {
+                                int64_t stack = (int64_t) sample_block_field(&b, i, SAMPLE_FIELD_STACK);
+                                uint64_t value = sample_block_field(&b, i, SAMPLE_FIELD_VALUE);
+
+                                if (stack != cur && cur >= 0)
+                                        r = stack_sums_add(a, group, cur, sum);
+                                if (stack != cur)
+                                        cur = stack, sum = 0;
+                                sum += value;
+                        }
+                        if (r >= 0 && cur >= 0)
+                                r = stack_sums_add(a, group, cur, sum);
+                        continue;
+                }
                 for (size_t i = 0; r >= 0 && i < b.n; i++) {
                         struct sample_entry e;
 
