@@ -11,6 +11,7 @@
 #include "../bpf/profd.h"
 #include "fleet-schema.h"
 #include "macro.h"
+#include "protocol.h"
 
 int fleet_sql_quote(FILE *f, const char *s) {
         fputc('\'', f);
@@ -500,43 +501,18 @@ int fleet_sql_table(FILE *f, const struct query_request *q, const struct fleet_s
         return ferror(f) ? -EIO : 0;
 }
 
-/* The length of the UTF-8 sequence at s (n bytes left) as profd's stack
- * writer decodes it (stackline.c, utf8_decode), 0 when it is not one. */
-static size_t utf8_sequence(const unsigned char *s, size_t n) {
-        uint32_t c;
-        size_t len;
-
-        if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                len = 2, c = s[0] & 0x1f;
-        else if (s[0] >= 0xe0 && s[0] <= 0xef)
-                len = 3, c = s[0] & 0x0f;
-        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-                len = 4, c = s[0] & 0x07;
-        else
-                return 0;
-        if (len > n)
-                return 0;
-        for (size_t i = 1; i < len; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                c = (c << 6) | (s[i] & 0x3f);
-        }
-        if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
-                return 0;
-        return len;
-}
-
 void fleet_folded_sanitize(char *text, size_t len) {
         unsigned char *s = (unsigned char *) text;
 
         for (size_t i = 0; i < len;) {
+                uint32_t c;
                 size_t n;
 
                 if (s[i] < 0x80) {
                         if (s[i] < 0x20 || s[i] == 0x7f)
                                 s[i] = '?';
                         i++;
-                } else if ((n = utf8_sequence(s + i, len - i)) > 0)
+                } else if ((n = utf8_decode(s + i, len - i, &c)) > 0)
                         i += n;
                 else
                         s[i++] = '?';

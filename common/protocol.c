@@ -38,7 +38,7 @@ static bool put(struct stackline_buf *b, const char *s, size_t n) {
 /* Decodes one UTF-8 sequence at s (n bytes left): the code point and its
  * length, or 0 for an invalid sequence (overlong forms and surrogates too,
  * as jansson refuses them). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret) {
+size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret) {
         uint32_t c;
         size_t len;
 

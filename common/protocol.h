@@ -134,6 +134,12 @@ int stackline_append(struct stackline_buf *b, const struct store_stack_out *stac
  * or -ENOMEM (b keeps what it had). */
 int stackline_folded(struct stackline_buf *b, const struct store_stack_out *stack, const struct stack_style *style);
 
+/* Decodes the UTF-8 sequence at s (n > 0 bytes left) as every writer of
+ * profd's text does: the code point in *ret and its length, or 0 for a
+ * byte that starts no valid sequence (overlong forms, surrogates and code
+ * points above U+10FFFF included, as jansson refuses them). */
+size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret);
+
 /* One frame of folded text, the only place names are sanitized for it:
  * ';' in a name becomes ':', control characters and bytes that are not
  * UTF-8 become '?', an empty or NULL name "[unknown]"; then " (file:line)"
