@@ -1,0 +1,1162 @@
+/* Fleet answers from ClickHouse (see fleet.h): the request is parsed and
+ * its window resolved by profd's own request.c, the SQL is fleet-sql.c's,
+ * and the lines are written by profd's stackline.c and series.c, so a fleet
+ * answer has exactly the shape of profd's. */
+#include "fleet-private.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bpf/profd.h"
+#include "fleet-schema.h"
+#include "fleet-sql.h"
+#include "hashmap.h"
+#include "quality-sum.h"
+#include "quality.h"
+#include "request.h"
+#include "series.h"
+#include "stackline.h"
+#include "util.h"
+
+static const char *const kind_names[] = {
+        [PROFD_KIND_CPU] = "cpu", [PROFD_KIND_OFFCPU] = "offcpu", [PROFD_KIND_WAKEUP] = "wakeup",
+};
+
+/* The answer being made: lines appended to a memstream. */
+struct answer {
+        FILE *out;
+        char *text;
+        size_t len;
+};
+
+static int answer_error(struct answer *a, const char *message) {
+        _cleanup_json_ json_t *line = json_pack("{s:s, s:s}", "type", "error", "error", message);
+        _cleanup_free_ char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+
+        if (!text)
+                return cli_error(-ENOMEM, "%m");
+        fprintf(a->out, "%s\n", text);
+        return 0;
+}
+
+/* A stack of the answer, as ClickHouse summed it. */
+struct row {
+        uint64_t stack_id, value;
+        char *group;
+};
+
+/* A frame as profd's answer shows it, its strings owned here. */
+struct frame {
+        struct store_frame_out out;
+        char *strings; /* one allocation for name..build_id */
+};
+
+/* A stack's value on one host: what the host's quality report is made of. */
+struct host_row {
+        size_t host; /* index in answer_data.hosts */
+        uint64_t stack_id, value;
+};
+
+/* A host of the answer (with samples or drops in the window) and its
+ * quality report, as its profd would answer it. */
+struct host_quality {
+        char *host;
+        struct quality q;
+};
+
+struct answer_data {
+        struct row *rows;
+        size_t n_rows;
+        struct host_row *host_rows;
+        size_t n_host_rows;
+        struct host_quality *hosts;
+        size_t n_hosts;
+        hashmap *stacks; /* stack id -> struct stack_frames* */
+        hashmap *frames; /* frame id -> struct frame* */
+        hashmap *infos;  /* stack id -> struct stack_info* (the answers made without frames) */
+        char *bodies[8];
+};
+
+/* What ClickHouse said of a stack without sending its frames
+ * (fleet_sql_stack_info). */
+struct stack_info {
+        size_t n_frames;
+        int user_end;   /* as the store's: STORE_END_UNKNOWN for FST_END_UNKNOWN */
+        uint8_t mask;   /* reasons of its unresolved user frames, fleet-sql.h */
+        const char *folded; /* in a body of answer_data; NULL unless folded */
+};
+
+struct stack_frames {
+        uint64_t *ids;
+        size_t n;
+        int user_end; /* as the store's: STORE_END_UNKNOWN for FST_END_UNKNOWN */
+};
+
+static void answer_data_done(struct answer_data *d) {
+        const void *k;
+        void *v;
+        size_t st = 0;
+
+        for (size_t i = 0; i < d->n_rows; i++)
+                free(d->rows[i].group);
+        free(d->rows);
+        free(d->host_rows);
+        for (size_t i = 0; i < d->n_hosts; i++)
+                free(d->hosts[i].host);
+        free(d->hosts);
+        while (d->stacks && hashmap_iterate(d->stacks, &st, &k, &v)) {
+                struct stack_frames *sf = v;
+                free(sf->ids);
+                free(sf);
+        }
+        hashmap_free(d->stacks);
+        st = 0;
+        while (d->frames && hashmap_iterate(d->frames, &st, &k, &v)) {
+                struct frame *fr = v;
+                free(fr->strings);
+                free(fr);
+        }
+        hashmap_free(d->frames);
+        st = 0;
+        while (d->infos && hashmap_iterate(d->infos, &st, &k, &v))
+                free(v);
+        hashmap_free(d->infos);
+        for (size_t i = 0; i < ELEMENTSOF(d->bodies); i++)
+                free(d->bodies[i]);
+}
+
+static int bad_answer(fleet *f, const char *what) {
+        return cli_error(-EBADMSG, "ClickHouse at %s sent a malformed %s", f->url, what);
+}
+
+/* Runs the query that write makes of the request. */
+static int fleet_run(fleet *f, int (*write)(FILE *, const struct query_request *, const struct fleet_scope *),
+                     const struct query_request *q, const struct fleet_scope *s, char **ret_body, size_t *ret_len) {
+        _cleanup_free_ char *sql = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&sql, &size);
+        int r;
+
+        if (!m)
+                return cli_error(-ENOMEM, "%m");
+        r = write(m, q, s);
+        if (r < 0) {
+                fclose(m);
+                return cli_error(r, "cannot write the query: %m");
+        }
+        return fleet_http_memstream(f, m, &sql, ret_body, ret_len);
+}
+
+/* The summed stacks of the request. */
+static int fetch_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
+        size_t len, pos = 0, cap = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_stacks, q, s, &d->bodies[0], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 3)) > 0) {
+                struct row row = {};
+
+                if (r != 3 || fleet_tsv_u64(fields[0], &row.stack_id) < 0 || fleet_tsv_u64(fields[1], &row.value) < 0)
+                        return bad_answer(f, "stack row");
+                if (d->n_rows == cap) {
+                        size_t c = MAX(cap * 2, (size_t) 1024);
+                        struct row *n = reallocarray(d->rows, c, sizeof(*n));
+
+                        if (!n)
+                                return cli_error(-ENOMEM, "%m");
+                        d->rows = n;
+                        cap = c;
+                }
+                if (s->group != FLEET_GROUP_NONE) {
+                        row.group = strdup(fields[2]);
+                        if (!row.group)
+                                return cli_error(-ENOMEM, "%m");
+                }
+                d->rows[d->n_rows++] = row;
+        }
+        if (r < 0)
+                return bad_answer(f, "stack row");
+        return 0;
+}
+
+/* The index of host in d->hosts, added when new (answers list hosts in
+ * order: the last one is looked at first). Returns it, or -ENOMEM. */
+static ssize_t host_index(struct answer_data *d, const char *host) {
+        struct host_quality *n;
+
+        for (size_t i = d->n_hosts; i > 0; i--)
+                if (streq(d->hosts[i - 1].host, host))
+                        return (ssize_t) (i - 1);
+        n = reallocarray(d->hosts, d->n_hosts + 1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        d->hosts = n;
+        n[d->n_hosts] = (struct host_quality) { .host = strdup(host) };
+        if (!n[d->n_hosts].host)
+                return -ENOMEM;
+        return (ssize_t) d->n_hosts++;
+}
+
+/* The request's stacks per host, for the hosts' quality reports. */
+static int fetch_host_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                           struct answer_data *d) {
+        size_t len, pos = 0, cap = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_host_stacks, q, s, &d->bodies[3], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[3], len, &pos, fields, 3)) > 0) {
+                struct host_row row = {};
+                ssize_t h;
+
+                if (r != 3 || fleet_tsv_u64(fields[1], &row.stack_id) < 0 || fleet_tsv_u64(fields[2], &row.value) < 0)
+                        return bad_answer(f, "host stack row");
+                if (d->n_host_rows == cap) {
+                        size_t c = MAX(cap * 2, (size_t) 1024);
+                        struct host_row *n = reallocarray(d->host_rows, c, sizeof(*n));
+
+                        if (!n)
+                                return cli_error(-ENOMEM, "%m");
+                        d->host_rows = n;
+                        cap = c;
+                }
+                h = host_index(d, fields[0]);
+                if (h < 0)
+                        return cli_error(-ENOMEM, "%m");
+                row.host = (size_t) h;
+                d->host_rows[d->n_host_rows++] = row;
+        }
+        if (r < 0)
+                return bad_answer(f, "host stack row");
+        return 0;
+}
+
+/* The drop counters of the window, each host's into its report. */
+static int fetch_drops(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
+        size_t len, pos = 0;
+        char *fields[3];
+        int r;
+
+        r = fleet_run(f, fleet_sql_drops, q, s, &d->bodies[4], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[4], len, &pos, fields, 3)) > 0) {
+                uint64_t count;
+                ssize_t h;
+
+                if (r != 3 || fleet_tsv_u64(fields[2], &count) < 0)
+                        return bad_answer(f, "drop row");
+                h = host_index(d, fields[0]);
+                if (h < 0)
+                        return cli_error(-ENOMEM, "%m");
+                quality_add_drop(&d->hosts[h].q, fields[1], count);
+        }
+        if (r < 0)
+                return bad_answer(f, "drop row");
+        return 0;
+}
+
+/* Runs the query fn writes with list (TabSeparated rows of structure) as
+ * the external table FLEET_SQL_IDS_TABLE. */
+static int fetch_with_table(fleet *f, const char *structure, const char *list, size_t list_size,
+                            int (*fn)(FILE *, const struct query_request *, const struct fleet_scope *),
+                            const struct query_request *q, const struct fleet_scope *s, char **ret_body,
+                            size_t *ret_len) {
+        _cleanup_free_ char *sql = NULL;
+        size_t size = 0;
+        FILE *m;
+        int r;
+
+        m = open_memstream(&sql, &size);
+        if (!m)
+                return cli_error(-ENOMEM, "%m");
+        r = fn(m, q, s);
+        if (fclose(m) != 0 || r < 0)
+                return cli_error(-ENOMEM, "cannot write the query: %m");
+        return fleet_http_ids(f, sql, structure, list, list_size, false, ret_body, ret_len);
+}
+
+/* Runs the query fn writes for the ids of map's keys. */
+static int fetch_by_ids(fleet *f, hashmap *ids,
+                        int (*fn)(FILE *, const struct query_request *, const struct fleet_scope *),
+                        const struct query_request *q, const struct fleet_scope *s, char **ret_body, size_t *ret_len) {
+        _cleanup_free_ char *sql = NULL, *list = NULL;
+        size_t st = 0, size = 0, list_size = 0;
+        const void *k;
+        void *v;
+        FILE *m, *l;
+        int r;
+
+        l = open_memstream(&list, &list_size);
+        if (!l)
+                return cli_error(-ENOMEM, "%m");
+        while (hashmap_iterate(ids, &st, &k, &v))
+                fprintf(l, "%" PRIu64 "\n", KEY_TO_UINT64(k));
+        if (fclose(l) != 0)
+                return cli_error(-ENOMEM, "%m");
+        m = open_memstream(&sql, &size);
+        if (!m)
+                return cli_error(-ENOMEM, "%m");
+        r = fn(m, q, s);
+        if (fclose(m) != 0 || r < 0)
+                return cli_error(-ENOMEM, "cannot write the query: %m");
+        return fleet_http_ids(f, sql, FLEET_SQL_IDS_STRUCTURE, list, list_size, false, ret_body, ret_len);
+}
+
+static int fetch_stacks(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                        struct answer_data *d) {
+        size_t len, pos = 0;
+        int r;
+
+        d->stacks = hashmap_new_u64();
+        d->frames = hashmap_new_u64();
+        if (!d->stacks || !d->frames)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < d->n_rows + d->n_host_rows; i++) {
+                uint64_t id = i < d->n_rows ? d->rows[i].stack_id : d->host_rows[i - d->n_rows].stack_id;
+
+                r = hashmap_put(d->stacks, UINT64_TO_KEY(id), NULL);
+                if (r < 0 && r != -EEXIST)
+                        return cli_error(r, "%m");
+        }
+        if (hashmap_size(d->stacks) == 0)
+                return 0;
+        r = fetch_by_ids(f, d->stacks, fleet_sql_stack_frames, q, s, &d->bodies[1], &len);
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_free_ struct stack_frames *sf = calloc(1, sizeof(*sf));
+                uint64_t id;
+                void *old;
+
+                if (!sf)
+                        return cli_error(-ENOMEM, "%m");
+                r = fleet_rowbinary_stack((const uint8_t *) d->bodies[1], len, &pos, &id, &sf->ids, &sf->n,
+                                          &sf->user_end);
+                if (r > 0 && sf->user_end == FST_END_UNKNOWN)
+                        sf->user_end = STORE_END_UNKNOWN;
+                if (r == 0)
+                        break;
+                if (r == -ENOMEM)
+                        return cli_error(r, "%m");
+                if (r < 0)
+                        return bad_answer(f, "stack");
+                if (hashmap_get(d->stacks, UINT64_TO_KEY(id), &old) < 0 || old) {
+                        free(sf->ids);
+                        return bad_answer(f, "stack (not asked for, or twice)");
+                }
+                for (size_t i = 0; i < sf->n; i++) {
+                        r = hashmap_put(d->frames, UINT64_TO_KEY(sf->ids[i]), NULL);
+                        if (r < 0 && r != -EEXIST) {
+                                free(sf->ids);
+                                return cli_error(r, "%m");
+                        }
+                }
+                hashmap_remove(d->stacks, UINT64_TO_KEY(id));
+                r = hashmap_put(d->stacks, UINT64_TO_KEY(id), sf);
+                if (r < 0) {
+                        free(sf->ids);
+                        return cli_error(r, "%m");
+                }
+                sf = NULL;
+        }
+        if (r < 0)
+                return bad_answer(f, "stack");
+        return 0;
+}
+
+static int fetch_frames(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                        struct answer_data *d) {
+        size_t len, pos = 0;
+        char *fields[FSF_N_COLUMNS];
+        int r;
+
+        if (hashmap_size(d->frames) == 0)
+                return 0;
+        r = fetch_by_ids(f, d->frames, fleet_sql_frames, q, s, &d->bodies[2], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[2], len, &pos, fields, FSF_N_COLUMNS)) > 0) {
+                uint64_t id, line, address, flags[5], unresolved;
+                struct frame *fr;
+                size_t l[5], total = 0;
+                char *p;
+                void *old;
+
+                if (r != FSF_N_COLUMNS || fleet_tsv_u64(fields[0], &id) < 0 || fleet_tsv_u64(fields[6], &line) < 0 ||
+                    fleet_tsv_u64(fields[7], &address) < 0 || line > UINT32_MAX ||
+                    fleet_tsv_u64(fields[13], &unresolved) < 0 || unresolved > UINT8_MAX)
+                        return bad_answer(f, "frame");
+                /* has_address, kernel, resolved, inlined, jit */
+                for (size_t i = 0; i < 5; i++)
+                        if (fleet_tsv_u64(fields[8 + i], &flags[i]) < 0 || flags[i] > 1)
+                                return bad_answer(f, "frame");
+                if (hashmap_get(d->frames, UINT64_TO_KEY(id), &old) < 0 || old)
+                        return bad_answer(f, "frame (not asked for, or twice)");
+                for (size_t i = 0; i < 5; i++)
+                        total += (l[i] = strlen(fields[1 + i]) + 1);
+                fr = calloc(1, sizeof(*fr));
+                if (!fr || !(fr->strings = malloc(total))) {
+                        free(fr);
+                        return cli_error(-ENOMEM, "%m");
+                }
+                p = fr->strings;
+                const char **dst[5] = { &fr->out.name, &fr->out.raw_name, &fr->out.module, &fr->out.build_id,
+                                        &fr->out.file };
+                for (size_t i = 0; i < 5; i++) {
+                        memcpy(p, fields[1 + i], l[i]);
+                        *dst[i] = p;
+                        p += l[i];
+                }
+                /* profd leaves these out of its lines when it has none */
+                if (!*fr->out.raw_name)
+                        fr->out.raw_name = NULL;
+                if (!*fr->out.build_id)
+                        fr->out.build_id = NULL;
+                if (!*fr->out.file)
+                        fr->out.file = NULL;
+                fr->out.line = (unsigned) line;
+                fr->out.address = address;
+                fr->out.has_address = flags[0];
+                fr->out.kernel = flags[1];
+                fr->out.resolved = flags[2];
+                fr->out.inlined = flags[3];
+                fr->out.jit = flags[4];
+                fr->out.unresolved = (uint8_t) unresolved;
+                hashmap_remove(d->frames, UINT64_TO_KEY(id));
+                r = hashmap_put(d->frames, UINT64_TO_KEY(id), fr);
+                if (r < 0) {
+                        free(fr->strings);
+                        free(fr);
+                        return cli_error(r, "%m");
+                }
+        }
+        if (r < 0)
+                return bad_answer(f, "frame");
+        return 0;
+}
+
+/* Fills so's frames and user_end with stack_id's, in *frames (grown as
+ * needed). Returns 0, or -EBADMSG/-ENOMEM after saying why. */
+static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, struct store_frame_out **frames,
+                     size_t *frames_cap, struct store_stack_out *so) {
+        struct stack_frames *sf;
+        void *v;
+
+        if (hashmap_get(d->stacks, UINT64_TO_KEY(stack_id), &v) < 0 || !v)
+                return cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the "
+                                 "stack (exported incompletely?)", f->url, stack_id);
+        sf = v;
+        if (sf->n > *frames_cap) {
+                struct store_frame_out *n = reallocarray(*frames, sf->n, sizeof(*n));
+
+                if (!n)
+                        return cli_error(-ENOMEM, "%m");
+                *frames = n;
+                *frames_cap = sf->n;
+        }
+        for (size_t j = 0; j < sf->n; j++) {
+                if (hashmap_get(d->frames, UINT64_TO_KEY(sf->ids[j]), &v) < 0 || !v)
+                        return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not its "
+                                         "frame %" PRIu64 " (exported incompletely?)", f->url, stack_id, sf->ids[j]);
+                (*frames)[j] = ((struct frame *) v)->out;
+        }
+        so->frames = *frames;
+        so->n_frames = sf->n;
+        so->user_end = sf->user_end;
+        return 0;
+}
+
+/* Writes the end line's "quality" (the fleet's: its hosts' added up) and
+ * "quality_by_host" (each host's report, as its profd would answer it). */
+static int write_quality(struct answer *a, const struct answer_data *d, bool partial) {
+        _cleanup_json_ json_t *by_host = json_object(), *total = NULL;
+        _cleanup_free_ char *t = NULL, *h = NULL;
+        struct quality sum = { .partial = partial };
+
+        if (!by_host)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < d->n_hosts; i++) {
+                quality_add(&sum, &d->hosts[i].q);
+                if (json_object_set_new(by_host, d->hosts[i].host, quality_to_json(&d->hosts[i].q)) < 0)
+                        return cli_error(-ENOMEM, "%m");
+        }
+        total = quality_to_json(&sum);
+        t = total ? json_dumps(total, JSON_COMPACT) : NULL;
+        h = json_dumps(by_host, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!t || !h)
+                return cli_error(-ENOMEM, "%m");
+        fprintf(a->out, ",\"quality\":%s,\"quality_by_host\":%s", t, h);
+        return 0;
+}
+
+/* ---- answers made without frames: folded and table ---- */
+
+/* A stack's quality depends on its user_end and on the reasons of its
+ * unresolved user frames only (quality-sum.c): a stack of that much value
+ * with one such frame per reason adds the same to a report. */
+static void quality_add_info(struct quality *q, uint64_t value, int user_end, uint8_t mask) {
+        struct store_frame_out frames[FLEET_UNRESOLVED_MAX + 1] = {};
+        struct store_stack_out so = { .value = value, .user_end = user_end, .frames = frames };
+
+        for (int k = 0; k <= FLEET_UNRESOLVED_MAX; k++)
+                if (mask & (1u << k))
+                        frames[so.n_frames++] = (struct store_frame_out) {
+                                .name = "", .module = "", .has_address = true, .unresolved = (uint8_t) k,
+                        };
+        quality_add_stack(q, &so);
+}
+
+/* What ClickHouse says of each stack of d->rows (fleet_sql_stack_info):
+ * into d->infos, checked to be every stack with every frame. */
+static int fetch_stack_info(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                            struct answer_data *d) {
+        _cleanup_free_ char *list = NULL;
+        size_t list_size = 0, len, pos = 0;
+        char *fields[6];
+        size_t n_fields = q->folded ? 6 : 5;
+        FILE *l;
+        int r;
+
+        d->infos = hashmap_new_u64();
+        if (!d->infos)
+                return cli_error(-ENOMEM, "%m");
+        l = open_memstream(&list, &list_size);
+        if (!l)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < d->n_rows; i++) {
+                r = hashmap_put(d->infos, UINT64_TO_KEY(d->rows[i].stack_id), NULL);
+                if (r == -EEXIST)
+                        continue;
+                if (r < 0) {
+                        fclose(l);
+                        return cli_error(r, "%m");
+                }
+                fprintf(l, "%" PRIu64 "\n", d->rows[i].stack_id);
+        }
+        if (fclose(l) != 0)
+                return cli_error(-ENOMEM, "%m");
+        if (hashmap_size(d->infos) == 0)
+                return 0;
+        r = fetch_with_table(f, FLEET_SQL_IDS_STRUCTURE, list, list_size, fleet_sql_stack_info, q, s, &d->bodies[5],
+                             &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[5], len, &pos, fields, n_fields)) > 0) {
+                uint64_t id, n, found, end, mask;
+                struct stack_info *info;
+                void *old;
+
+                if ((size_t) r != n_fields || fleet_tsv_u64(fields[0], &id) < 0 || fleet_tsv_u64(fields[1], &n) < 0 ||
+                    fleet_tsv_u64(fields[2], &found) < 0 || fleet_tsv_u64(fields[3], &end) < 0 || end > UINT8_MAX ||
+                    fleet_tsv_u64(fields[4], &mask) < 0 || mask >= 1u << (FLEET_UNRESOLVED_MAX + 1))
+                        return bad_answer(f, "stack");
+                if (hashmap_get(d->infos, UINT64_TO_KEY(id), &old) < 0 || old)
+                        return bad_answer(f, "stack (not asked for, or twice)");
+                if (found != n)
+                        return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not all its frames "
+                                         "(exported incompletely?)", f->url, id);
+                info = calloc(1, sizeof(*info));
+                if (!info)
+                        return cli_error(-ENOMEM, "%m");
+                *info = (struct stack_info) {
+                        .n_frames = (size_t) n,
+                        .user_end = end == FST_END_UNKNOWN ? STORE_END_UNKNOWN : (int) end,
+                        .mask = (uint8_t) mask,
+                        .folded = q->folded ? fields[5] : NULL,
+                };
+                hashmap_remove(d->infos, UINT64_TO_KEY(id));
+                r = hashmap_put(d->infos, UINT64_TO_KEY(id), info);
+                if (r < 0) {
+                        free(info);
+                        return cli_error(r, "%m");
+                }
+        }
+        if (r < 0)
+                return bad_answer(f, "stack");
+        return 0;
+}
+
+static struct stack_info *stack_info_get(fleet *f, const struct answer_data *d, uint64_t stack_id) {
+        void *v;
+
+        if (hashmap_get(d->infos, UINT64_TO_KEY(stack_id), &v) < 0 || !v) {
+                cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the stack "
+                          "(exported incompletely?)", f->url, stack_id);
+                return NULL;
+        }
+        return v;
+}
+
+/* The summed stacks of the request (d->rows, as fetch_rows makes them)
+ * and each host's part of them (d->host_rows), from one scan: rows of
+ * (stack, value, group, host) in order of group and stack. */
+static int fetch_rows_by_host(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                              struct answer_data *d) {
+        size_t len, pos = 0, cap = 0, host_cap = 0;
+        char *fields[4];
+        int r;
+
+        r = fleet_run(f, fleet_sql_stacks_by_host, q, s, &d->bodies[0], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 4)) > 0) {
+                struct host_row hr = {};
+                struct row *last = d->n_rows > 0 ? &d->rows[d->n_rows - 1] : NULL;
+                ssize_t h;
+
+                if (r != 4 || fleet_tsv_u64(fields[0], &hr.stack_id) < 0 || fleet_tsv_u64(fields[1], &hr.value) < 0)
+                        return bad_answer(f, "stack row");
+                /* the same group and stack as the row before: another host's part */
+                if (last && last->stack_id == hr.stack_id && streq(last->group ?: "", fields[2])) {
+                        if (__builtin_add_overflow(last->value, hr.value, &last->value))
+                                return cli_error(-EOVERFLOW, "a stack's values add up to more than 2^64");
+                } else {
+                        struct row row = { .stack_id = hr.stack_id, .value = hr.value };
+
+                        if (d->n_rows == cap) {
+                                size_t c = MAX(cap * 2, (size_t) 1024);
+                                struct row *n = reallocarray(d->rows, c, sizeof(*n));
+
+                                if (!n)
+                                        return cli_error(-ENOMEM, "%m");
+                                d->rows = n;
+                                cap = c;
+                        }
+                        if (s->group != FLEET_GROUP_NONE && !(row.group = strdup(fields[2])))
+                                return cli_error(-ENOMEM, "%m");
+                        d->rows[d->n_rows++] = row;
+                }
+                if (d->n_host_rows == host_cap) {
+                        size_t c = MAX(host_cap * 2, (size_t) 1024);
+                        struct host_row *n = reallocarray(d->host_rows, c, sizeof(*n));
+
+                        if (!n)
+                                return cli_error(-ENOMEM, "%m");
+                        d->host_rows = n;
+                        host_cap = c;
+                }
+                h = host_index(d, fields[3]);
+                if (h < 0)
+                        return cli_error(-ENOMEM, "%m");
+                hr.host = (size_t) h;
+                d->host_rows[d->n_host_rows++] = hr;
+        }
+        if (r < 0)
+                return bad_answer(f, "stack row");
+        return 0;
+}
+
+/* A JSON string of text that is UTF-8 without control characters (what
+ * fleet_folded_sanitize() leaves): only '"' and '\\' need escaping. */
+static void write_json_clean_string(FILE *out, const char *text, size_t len) {
+        fputc('"', out);
+        for (size_t i = 0; i < len;) {
+                size_t run = strcspn(text + i, "\"\\");
+
+                run = MIN(run, len - i);
+                fwrite(text + i, 1, run, out);
+                i += run;
+                if (i < len) {
+                        fputc('\\', out);
+                        fputc(text[i++], out);
+                }
+        }
+        fputc('"', out);
+}
+
+/* The folded stack lines: the strings ClickHouse joined, behind the
+ * group's root as profd's writer puts it, then sanitized as it does. */
+static int write_folded_lines(fleet *f, const struct answer_data *d, struct answer *a, uint64_t *ret_total) {
+        struct stackline_buf b = {};
+        uint64_t total = 0;
+        int r = 0;
+
+        for (size_t i = 0; i < d->n_rows; i++) {
+                const struct row *row = &d->rows[i];
+                struct stack_info *info = stack_info_get(f, d, row->stack_id);
+                size_t start;
+
+                if (!info) {
+                        r = -EBADMSG;
+                        break;
+                }
+                if (__builtin_add_overflow(total, row->value, &total)) {
+                        r = cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
+                        break;
+                }
+                b.len = 0;
+                if (row->group) {
+                        /* the root alone, as stackline_folded writes it */
+                        struct store_stack_out so = { .group = row->group };
+                        struct stack_style style = { .folded = true };
+
+                        r = stackline_folded(&b, &so, &style);
+                        if (r < 0)
+                                break;
+                }
+                start = b.len;
+                if (info->n_frames > 0) {
+                        size_t n = strlen(info->folded) + 1;
+
+                        if (b.len + n + 1 > b.cap) {
+                                char *nd = realloc(b.data, b.len + n + 1);
+
+                                if (!nd) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                b.data = nd;
+                                b.cap = b.len + n + 1;
+                        }
+                        if (row->group)
+                                b.data[b.len++] = ';';
+                        start = b.len;
+                        memcpy(b.data + b.len, info->folded, n - 1);
+                        b.len += n - 1;
+                } else if (!row->group) {
+                        struct store_stack_out so = {};
+                        struct stack_style style = { .folded = true };
+
+                        r = stackline_folded(&b, &so, &style); /* "[unknown]" */
+                        if (r < 0)
+                                break;
+                }
+                fleet_folded_sanitize(b.data + start, b.len - start);
+                fprintf(a->out, "{\"type\":\"stack\",\"value\":%" PRIu64 ",\"folded\":", row->value);
+                write_json_clean_string(a->out, b.data, b.len);
+                fputs("}\n", a->out);
+        }
+        stackline_buf_done(&b);
+        if (r == -ENOMEM)
+                return cli_error(r, "%m");
+        if (r < 0)
+                return r;
+        *ret_total = total;
+        return 0;
+}
+
+/* A row of the table view, its strings in a body of the answer. */
+struct table_row {
+        const char *name, *module;
+        bool kernel;
+        uint64_t self, total;
+};
+
+/* The table view's rows, summed by ClickHouse (fleet_sql_table), as "row"
+ * lines. Returns 1 when written, 0 when a name is not UTF-8 (profd's
+ * answer would show it otherwise: the caller answers with stacks), or a
+ * negative errno. */
+static int write_table_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                            const struct fleet_table *t, struct answer_data *d, struct answer *a, size_t *ret_rows) {
+        _cleanup_free_ char *list = NULL, *sql = NULL;
+        _cleanup_free_ struct table_row *rows = NULL;
+        size_t list_size = 0, sql_size = 0, len, pos = 0, n = 0, cap = 0;
+        bool totals = false, all_utf8 = false;
+        char *fields[6];
+        FILE *l, *m;
+        int r;
+
+        *ret_rows = 0;
+        if (d->n_rows == 0)
+                return 1;
+        l = open_memstream(&list, &list_size);
+        if (!l)
+                return cli_error(-ENOMEM, "%m");
+        /* without a group, one row per stack */
+        for (size_t i = 0; i < d->n_rows; i++)
+                fprintf(l, "%" PRIu64 "\t%" PRIu64 "\n", d->rows[i].stack_id, d->rows[i].value);
+        if (fclose(l) != 0)
+                return cli_error(-ENOMEM, "%m");
+        m = open_memstream(&sql, &sql_size);
+        if (!m)
+                return cli_error(-ENOMEM, "%m");
+        r = fleet_sql_table(m, q, s, t);
+        if (fclose(m) != 0 || r < 0)
+                return cli_error(-ENOMEM, "cannot write the query: %m");
+        r = fleet_http_ids(f, sql, FLEET_SQL_STACK_VALUES_STRUCTURE, list, list_size, false, &d->bodies[7], &len);
+        if (r < 0)
+                return r;
+        /* the rows, an empty line, the totals row */
+        for (;;) {
+                uint64_t kernel, self, total, not_utf8;
+
+                if (pos < len && d->bodies[7][pos] == '\n' && !totals) {
+                        totals = true;
+                        pos++;
+                        continue;
+                }
+                r = fleet_tsv_row(d->bodies[7], len, &pos, fields, 6);
+                if (r <= 0)
+                        break;
+                if (r != 6 || fleet_tsv_u64(fields[2], &kernel) < 0 || kernel > 1 || fleet_tsv_u64(fields[3], &self) < 0 ||
+                    fleet_tsv_u64(fields[4], &total) < 0 || fleet_tsv_u64(fields[5], &not_utf8) < 0 || all_utf8)
+                        return bad_answer(f, "table row");
+                if (totals) {
+                        all_utf8 = not_utf8 == 0;
+                        if (!all_utf8)
+                                return 0;
+                        continue;
+                }
+                if (n == cap) {
+                        size_t c = MAX(cap * 2, (size_t) 64);
+                        struct table_row *nr = reallocarray(rows, c, sizeof(*nr));
+
+                        if (!nr)
+                                return cli_error(-ENOMEM, "%m");
+                        rows = nr;
+                        cap = c;
+                }
+                rows[n++] = (struct table_row) { fields[0], fields[1], kernel, self, total };
+        }
+        if (r < 0 || !all_utf8)
+                return bad_answer(f, "table");
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_json_ json_t *line = NULL;
+                _cleanup_free_ char *text = NULL;
+
+                line = json_pack("{s:s, s:s, s:s, s:b, s:I, s:I}", "type", "row", "name", rows[i].name, "module",
+                                 rows[i].module, "kernel", (int) rows[i].kernel, "self", (json_int_t) rows[i].self,
+                                 "total", (json_int_t) rows[i].total);
+                text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+                if (!text)
+                        return cli_error(-ENOMEM, "%m");
+                fprintf(a->out, "%s\n", text);
+        }
+        *ret_rows = n;
+        return 1;
+}
+
+/* A folded or table answer: ClickHouse joins the frames and sends only
+ * the folded strings or the table's rows. Returns 1 when answered, 0 when
+ * the stacks must answer (a table with a name that is not UTF-8), or a
+ * negative errno. */
+static int answer_query_without_frames(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                                       const struct fleet_table *t, struct answer *a) {
+        _cleanup_(answer_data_done) struct answer_data d = {};
+        uint64_t total = 0;
+        size_t n_table_rows = 0;
+        int r;
+
+        if ((r = fetch_rows_by_host(f, q, s, &d)) < 0 || (r = fetch_stack_info(f, q, s, &d)) < 0)
+                return r;
+        for (size_t i = 0; i < d.n_rows; i++)
+                if (!stack_info_get(f, &d, d.rows[i].stack_id))
+                        return -EBADMSG;
+        /* each host's report: a stack's quality depends on how it ended
+         * and on the reasons of its unresolved frames only */
+        for (size_t i = 0; i < d.n_host_rows; i++) {
+                struct stack_info *info = stack_info_get(f, &d, d.host_rows[i].stack_id);
+
+                quality_add_info(&d.hosts[d.host_rows[i].host].q, d.host_rows[i].value, info->user_end, info->mask);
+        }
+        if ((r = fetch_drops(f, q, s, &d)) < 0)
+                return r;
+        if (q->folded)
+                r = write_folded_lines(f, &d, a, &total);
+        else {
+                for (size_t i = 0; i < d.n_rows; i++)
+                        if (__builtin_add_overflow(total, d.rows[i].value, &total))
+                                return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
+                r = write_table_rows(f, q, s, t, &d, a, &n_table_rows);
+                if (r == 0)
+                        return 0;
+        }
+        if (r < 0)
+                return r;
+        fprintf(a->out,
+                "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"stacks\":%zu,\"total\":%" PRIu64
+                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
+                kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
+                s->to_ns);
+        if (!q->folded)
+                fprintf(a->out, ",\"rows\":%zu", n_table_rows);
+        r = write_quality(a, &d, false);
+        if (r < 0)
+                return r;
+        fputs("}\n", a->out);
+        return 1;
+}
+
+static int answer_query(fleet *f, const struct query_request *q, const struct fleet_scope *s,
+                        const struct fleet_table *t, struct answer *a) {
+        _cleanup_(answer_data_done) struct answer_data d = {};
+        _cleanup_free_ struct store_frame_out *frames = NULL;
+        struct stackline_buf b = {};
+        struct stack_style style = { .raw_names = q->raw_names, .folded = q->folded, .lines = q->lines };
+        size_t frames_cap = 0;
+        uint64_t total = 0;
+        int r;
+
+        /* what a folded answer and the table show needs no frame here */
+        if (q->folded || (t && s->group == FLEET_GROUP_NONE)) {
+                r = answer_query_without_frames(f, q, s, t, a);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_host_rows(f, q, s, &d)) < 0 ||
+            (r = fetch_drops(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
+            (r = fetch_frames(f, q, s, &d)) < 0)
+                return r;
+        /* each host's report from its stacks, as its profd adds them up */
+        for (size_t i = 0; i < d.n_host_rows; i++) {
+                struct store_stack_out so = { .value = d.host_rows[i].value };
+
+                r = stack_out(f, &d, d.host_rows[i].stack_id, &frames, &frames_cap, &so);
+                if (r < 0)
+                        return r;
+                quality_add_stack(&d.hosts[d.host_rows[i].host].q, &so);
+        }
+        for (size_t i = 0; i < d.n_rows; i++) {
+                struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
+
+                r = stack_out(f, &d, d.rows[i].stack_id, &frames, &frames_cap, &so);
+                if (r < 0)
+                        return r;
+                if (__builtin_add_overflow(total, so.value, &total))
+                        return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
+                b.len = 0;
+                r = stackline_append(&b, &so, &style);
+                if (r < 0) {
+                        stackline_buf_done(&b);
+                        return cli_error(r, "%m");
+                }
+                fwrite(b.data, 1, b.len, a->out);
+        }
+        stackline_buf_done(&b);
+        fprintf(a->out,
+                "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"stacks\":%zu,\"total\":%" PRIu64
+                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
+                kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
+                s->to_ns);
+        r = write_quality(a, &d, false);
+        if (r < 0)
+                return r;
+        fputs("}\n", a->out);
+        return 0;
+}
+
+static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *userdata) {
+        struct answer *a = userdata;
+
+        fprintf(a->out, "{\"type\":\"point\",\"t_ns\":%" PRIu64 ",\"value\":%" PRIu64 ",\"complete\":%" PRIu64
+                "}\n", t_ns, value, complete);
+        return 0;
+}
+
+/* Series without a step: profd takes its drain interval; a fleet has one
+ * per host, so the default is profd's default drain interval. */
+#define FLEET_SERIES_STEP_DEFAULT_NS (10 * NSEC_PER_SEC)
+
+static int answer_series(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a) {
+        _cleanup_(answer_data_done) struct answer_data d = {};
+        _cleanup_free_ char *body = NULL;
+        size_t len, pos = 0;
+        uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0, complete_all = 0;
+        series *se;
+        char *fields[5];
+        int r;
+
+        if ((s->to_ns - s->from_ns) / step >= SERIES_MAX_POINTS)
+                return answer_error(a, "field 'step': the window would have more than 1000000 points; use a "
+                                       "longer step or a shorter window");
+        r = fleet_run(f, fleet_sql_drains, q, s, &body, &len);
+        if (r < 0)
+                return r;
+        se = series_new(step, emit_point, a);
+        if (!se)
+                return cli_error(-ENOMEM, "%m");
+        while ((r = fleet_tsv_row(body, len, &pos, fields, 5)) > 0) {
+                uint64_t start, end, value, complete;
+                ssize_t h;
+
+                if (r != 5 || fleet_tsv_u64(fields[0], &start) < 0 || fleet_tsv_u64(fields[1], &end) < 0 ||
+                    fleet_tsv_u64(fields[2], &value) < 0 || fleet_tsv_u64(fields[3], &complete) < 0 ||
+                    complete > value) {
+                        r = -EBADMSG;
+                        break;
+                }
+                h = host_index(&d, fields[4]);
+                if (h < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* a series' report is partial, as profd's: total, complete, lost */
+                d.hosts[h].q.total += value;
+                d.hosts[h].q.complete += complete;
+                total += value;
+                complete_all += complete;
+                r = series_add(se, start, end, value, complete);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0)
+                r = series_finish(se);
+        if (r >= 0) {
+                r = fetch_drops(f, q, s, &d);
+                if (r < 0) {
+                        series_free(se);
+                        return r;
+                }
+        }
+        for (size_t i = 0; i < d.n_hosts; i++)
+                d.hosts[i].q.partial = true;
+        fprintf(a->out,
+                "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"step_ns\":%" PRIu64 ",\"points\":%" PRIu64
+                ",\"total\":%" PRIu64 ",\"complete\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
+                kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", step, series_points(se), total,
+                complete_all, s->from_ns, s->to_ns);
+        series_free(se);
+        if (r >= 0)
+                r = write_quality(a, &d, true);
+        fputs("}\n", a->out);
+        if (r == -EBADMSG)
+                return bad_answer(f, "drain row");
+        if (r == -E2BIG)
+                return cli_error(r, "a drain would be spread over more than a million points; use a longer --step");
+        if (r < 0)
+                return cli_error(r, "%m");
+        return 0;
+}
+
+/* The fleet's "table" field: {"by": "function"|"line"|"module",
+ * "children": bool, "lines": bool, "limit": rows (0: all)}, each
+ * optional: profctl's table view, whose rows ClickHouse sums. */
+static int request_take_table(json_t *req, struct fleet_table *t, bool *ret_have, char **ret_error) {
+        json_t *table = json_object_get(req, "table"), *by, *children, *lines, *limit;
+        const char *key;
+        json_t *v;
+
+        if (!table)
+                return 0;
+        if (!json_is_object(table))
+                return asprintf(ret_error, "field 'table' must be an object") < 0 ? -ENOMEM : -EINVAL;
+        json_object_foreach(table, key, v)
+                if (!streq(key, "by") && !streq(key, "children") && !streq(key, "lines") && !streq(key, "limit"))
+                        return asprintf(ret_error, "field 'table' has an unknown field '%s'", key) < 0 ? -ENOMEM :
+                                                                                                          -EINVAL;
+        by = json_object_get(table, "by");
+        children = json_object_get(table, "children");
+        lines = json_object_get(table, "lines");
+        limit = json_object_get(table, "limit");
+        *t = (struct fleet_table) {};
+        if (by) {
+                const char *b = json_is_string(by) ? json_string_value(by) : "";
+
+                if (streq(b, "function"))
+                        t->by = FLEET_TABLE_BY_FUNCTION;
+                else if (streq(b, "line"))
+                        t->by = FLEET_TABLE_BY_LINE;
+                else if (streq(b, "module"))
+                        t->by = FLEET_TABLE_BY_MODULE;
+                else
+                        return asprintf(ret_error, "field 'table.by' must be \"function\", \"line\" or "
+                                        "\"module\"") < 0 ? -ENOMEM : -EINVAL;
+        }
+        if (children) {
+                if (!json_is_boolean(children))
+                        return asprintf(ret_error, "field 'table.children' must be true or false") < 0 ? -ENOMEM :
+                                                                                                      -EINVAL;
+                t->children = json_is_true(children);
+        }
+        if (lines) {
+                if (!json_is_boolean(lines))
+                        return asprintf(ret_error, "field 'table.lines' must be true or false") < 0 ? -ENOMEM : -EINVAL;
+                t->lines = json_is_true(lines);
+        }
+        if (limit) {
+                if (!json_is_integer(limit) || json_integer_value(limit) < 0)
+                        return asprintf(ret_error, "field 'table.limit' must be an integer, 0 or more") < 0 ?
+                                       -ENOMEM : -EINVAL;
+                t->limit = (uint64_t) json_integer_value(limit);
+        }
+        json_object_del(req, "table");
+        *ret_have = true;
+        return 0;
+}
+
+/* Takes the fleet's own fields out of a copy of the request. */
+static int request_take_fleet_fields(json_t *req, struct fleet_scope *s, char **ret_host, char **ret_error) {
+        json_t *host = json_object_get(req, "host"), *group = json_object_get(req, "group");
+
+        if (host) {
+                if (!json_is_string(host) || !*json_string_value(host))
+                        return asprintf(ret_error, "field 'host' must be a non-empty string") < 0 ? -ENOMEM : -EINVAL;
+                *ret_host = strdup(json_string_value(host));
+                if (!*ret_host)
+                        return -ENOMEM;
+                json_object_del(req, "host");
+        }
+        if (json_is_string(group)) {
+                const char *g = json_string_value(group);
+
+                s->group = streq(g, "host") ? FLEET_GROUP_HOST : streq(g, "process") ? FLEET_GROUP_PROCESS :
+                           streq(g, "unit") ? FLEET_GROUP_UNIT : FLEET_GROUP_NONE;
+                if (s->group == FLEET_GROUP_HOST)
+                        json_object_del(req, "group");
+        }
+        return 0;
+}
+
+int fleet_answer(fleet *f, const json_t *request, uint64_t now_ns, char **ret_text, size_t *ret_len) {
+        _cleanup_json_ json_t *req = json_deep_copy(request);
+        _cleanup_free_ char *text = NULL, *error = NULL, *host = NULL;
+        struct answer a = {};
+        struct fleet_scope s = {};
+        struct request parsed = {};
+        struct fleet_table table = {};
+        bool have_table = false;
+        int r;
+
+        if (!req)
+                return cli_error(-ENOMEM, "%m");
+        a.out = open_memstream(&a.text, &a.len);
+        if (!a.out)
+                return cli_error(-ENOMEM, "%m");
+        r = request_take_fleet_fields(req, &s, &host, &error);
+        s.host = host;
+        if (r >= 0)
+                r = request_take_table(req, &table, &have_table, &error);
+        if (r >= 0) {
+                text = json_dumps(req, JSON_COMPACT);
+                r = text ? request_parse(text, strlen(text), &parsed, &error) : -ENOMEM;
+        }
+        if (r >= 0 && parsed.op == REQUEST_STATUS)
+                /* what profctl asks profd's status for: the sampling
+                 * frequency of pprof's cpu period, unknown for a fleet */
+                fputs("{\"type\":\"status\",\"frequency_hz\":0}\n", a.out);
+        else if (r >= 0 && parsed.op == REQUEST_FLUSH)
+                r = answer_error(&a, "flush is a request for one profd, not for a fleet");
+        else if (r >= 0 && parsed.query.last)
+                r = answer_error(&a, "--last is the most recent drain of one profd; ask a fleet for a window "
+                                     "(--since, --from/--to)");
+        else if (r >= 0) {
+                r = request_window(&parsed.query, now_ns, &s.from_ns, &s.to_ns, &error);
+                if (r >= 0)
+                        r = parsed.op == REQUEST_SERIES ? answer_series(f, &parsed.query, &s, &a) :
+                                                          answer_query(f, &parsed.query, &s, have_table ? &table : NULL, &a);
+        }
+        if (r == -EINVAL)
+                r = answer_error(&a, error ? error : "invalid request");
+        else if (r == -ENOMEM)
+                r = cli_error(r, "%m");
+        request_done(&parsed);
+        if (fclose(a.out) != 0 && r >= 0)
+                r = cli_error(-ENOMEM, "%m");
+        if (r < 0) {
+                free(a.text);
+                return r;
+        }
+        *ret_text = a.text;
+        *ret_len = a.len;
+        return 0;
+}
