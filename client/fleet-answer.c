@@ -661,9 +661,11 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
 static void write_json_clean_string(FILE *out, const char *text, size_t len) {
         fputc('"', out);
         for (size_t i = 0; i < len;) {
-                size_t run = strcspn(text + i, "\"\\");
+                size_t run = 0;
 
-                run = MIN(run, len - i);
+                /* bounded by len: the text is not NUL-terminated */
+                while (i + run < len && text[i + run] != '"' && text[i + run] != '\\')
+                        run++;
                 fwrite(text + i, 1, run, out);
                 i += run;
                 if (i < len) {
