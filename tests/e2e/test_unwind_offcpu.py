@@ -12,6 +12,7 @@ function that called it. For each function:
   (start_thread), its thread function, the function, then libc.
 
 profd runs at its defaults (private socket and store, as every e2e test)."""
+import json
 import sys
 
 from harness import (HeldWorkload, Profd, binary, require_root, run_tests, user_names,
@@ -38,6 +39,7 @@ def check_blocked_functions(variant):
             result = d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--since", "5m")
             by_tid = {f: d.query_json("--kind", "offcpu", "--tid", str(tid), "--since", "5m")
                       for f, tid in truth["tids"].items()}
+            status = json.loads(d.profctl("status", "--json").stdout)
 
     failures = []
     for f, thread in THREAD_OF.items():
@@ -74,6 +76,8 @@ def check_blocked_functions(variant):
         top = sorted(((st["value"] // 1000000, ";".join(user_names(st["frames"]))) for st in result["stacks"]),
                      reverse=True)[:6]
         print(f"  {variant}: the process's commonest off-CPU user stacks (ms): {top}")
+        print(f"  {variant}: the answer's quality report: {json.dumps(result.get('quality'))}")
+        print(f"  {variant}: profd's drop counters: {json.dumps(status.get('drops'))}")
     assert not failures, f"{variant}: " + "; ".join(failures)
 
 
