@@ -15,6 +15,7 @@
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"
+#include "helpers.h"
 #include "quality-sum.h"
 #include "quality.h"
 #include "request.h"
@@ -165,15 +166,8 @@ static int fetch_rows(fleet *f, const struct query_request *q, const struct flee
 
                 if (r != 3 || fleet_tsv_u64(fields[0], &row.stack_id) < 0 || fleet_tsv_u64(fields[1], &row.value) < 0)
                         return bad_answer(f, "stack row");
-                if (d->n_rows == cap) {
-                        size_t c = MAX(cap * 2, (size_t) 1024);
-                        struct row *n = reallocarray(d->rows, c, sizeof(*n));
-
-                        if (!n)
-                                return cli_error(-ENOMEM, "%m");
-                        d->rows = n;
-                        cap = c;
-                }
+                if (array_grow((void **) &d->rows, &cap, d->n_rows + 1, sizeof(*d->rows)) < 0)
+                        return cli_error(-ENOMEM, "%m");
                 if (s->group != FLEET_GROUP_NONE) {
                         row.group = strdup(fields[2]);
                         if (!row.group)
@@ -204,6 +198,18 @@ static ssize_t host_index(struct answer_data *d, const char *host) {
         return (ssize_t) d->n_hosts++;
 }
 
+/* Appends row to d's host rows as the row of host (its index in d's
+ * hosts). Returns 0 or -ENOMEM. */
+static int host_row_append(struct answer_data *d, size_t *cap, const char *host, struct host_row row) {
+        ssize_t h = host_index(d, host);
+
+        if (h < 0 || array_grow((void **) &d->host_rows, cap, d->n_host_rows + 1, sizeof(*d->host_rows)) < 0)
+                return -ENOMEM;
+        row.host = (size_t) h;
+        d->host_rows[d->n_host_rows++] = row;
+        return 0;
+}
+
 /* The request's stacks per host, for the hosts' quality reports. */
 static int fetch_host_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s,
                            struct answer_data *d) {
@@ -216,24 +222,11 @@ static int fetch_host_rows(fleet *f, const struct query_request *q, const struct
                 return r;
         while ((r = fleet_tsv_row(d->bodies[3], len, &pos, fields, 3)) > 0) {
                 struct host_row row = {};
-                ssize_t h;
 
                 if (r != 3 || fleet_tsv_u64(fields[1], &row.stack_id) < 0 || fleet_tsv_u64(fields[2], &row.value) < 0)
                         return bad_answer(f, "host stack row");
-                if (d->n_host_rows == cap) {
-                        size_t c = MAX(cap * 2, (size_t) 1024);
-                        struct host_row *n = reallocarray(d->host_rows, c, sizeof(*n));
-
-                        if (!n)
-                                return cli_error(-ENOMEM, "%m");
-                        d->host_rows = n;
-                        cap = c;
-                }
-                h = host_index(d, fields[0]);
-                if (h < 0)
+                if (host_row_append(d, &cap, fields[0], row) < 0)
                         return cli_error(-ENOMEM, "%m");
-                row.host = (size_t) h;
-                d->host_rows[d->n_host_rows++] = row;
         }
         if (r < 0)
                 return bad_answer(f, "host stack row");
@@ -612,7 +605,6 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
         while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 4)) > 0) {
                 struct host_row hr = {};
                 struct row *last = d->n_rows > 0 ? &d->rows[d->n_rows - 1] : NULL;
-                ssize_t h;
 
                 if (r != 4 || fleet_tsv_u64(fields[0], &hr.stack_id) < 0 || fleet_tsv_u64(fields[1], &hr.value) < 0)
                         return bad_answer(f, "stack row");
@@ -623,33 +615,14 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
                 } else {
                         struct row row = { .stack_id = hr.stack_id, .value = hr.value };
 
-                        if (d->n_rows == cap) {
-                                size_t c = MAX(cap * 2, (size_t) 1024);
-                                struct row *n = reallocarray(d->rows, c, sizeof(*n));
-
-                                if (!n)
-                                        return cli_error(-ENOMEM, "%m");
-                                d->rows = n;
-                                cap = c;
-                        }
+                        if (array_grow((void **) &d->rows, &cap, d->n_rows + 1, sizeof(*d->rows)) < 0)
+                                return cli_error(-ENOMEM, "%m");
                         if (s->group != FLEET_GROUP_NONE && !(row.group = strdup(fields[2])))
                                 return cli_error(-ENOMEM, "%m");
                         d->rows[d->n_rows++] = row;
                 }
-                if (d->n_host_rows == host_cap) {
-                        size_t c = MAX(host_cap * 2, (size_t) 1024);
-                        struct host_row *n = reallocarray(d->host_rows, c, sizeof(*n));
-
-                        if (!n)
-                                return cli_error(-ENOMEM, "%m");
-                        d->host_rows = n;
-                        host_cap = c;
-                }
-                h = host_index(d, fields[3]);
-                if (h < 0)
+                if (host_row_append(d, &host_cap, fields[3], hr) < 0)
                         return cli_error(-ENOMEM, "%m");
-                hr.host = (size_t) h;
-                d->host_rows[d->n_host_rows++] = hr;
         }
         if (r < 0)
                 return bad_answer(f, "stack row");
