@@ -183,6 +183,7 @@ static const char *const drop_reasons[] = {
         "task_storage_full",
         "process_vanished",
         "store_write_failed",
+        "switch_missed",
 };
 
 static bool drop_reason_known(const char *reason) {

@@ -27,6 +27,7 @@ const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
         [PROFD_DROP_STACK_MAP_FULL] = "stack_map_full",
         [PROFD_DROP_RINGBUF_FULL] = "ringbuf_full",
         [PROFD_DROP_TASK_STORAGE] = "task_storage_full",
+        [PROFD_DROP_SWITCH_MISSED] = "switch_missed",
         /* user stacks that ended early (kept, with the frames walked) */
         [PROFD_TRUNC_NO_PROCESS] = TRUNCATED_PREFIX "no_process",
         [PROFD_TRUNC_PENDING] = TRUNCATED_PREFIX "pending",
