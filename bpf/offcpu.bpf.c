@@ -95,9 +95,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
                 return;
         }
         /* switch_in clears it: the kernel ran prev since its last switch-out
-         * without profd's program seeing it switched in (seen under heavy
-         * load while other BPF programs came and went), so that block's
-         * end, time and stack are unknown */
+         * without this program seeing it switched in (about once a second on
+         * the test VM, mostly kernel threads; docs/reliability.md), so that
+         * block's end, time and stack are unknown */
         if (t->switch_out_ns)
                 counter_add(PROFD_DROP_SWITCH_MISSED, 1);
         t->switch_out_ns = now;
