@@ -21,6 +21,7 @@
 #include "request.h"
 #include "series.h"
 #include "stackline.h"
+#include "top-table.h"
 #include "util.h"
 
 static const char *const kind_names[] = {
@@ -54,6 +55,7 @@ struct row {
 struct frame {
         struct store_frame_out out;
         char *strings; /* one allocation for name..build_id */
+        bool utf8;     /* every string of out is UTF-8 (profd's line would have U+FFFD in its place) */
 };
 
 /* A stack's value on one host: what the host's quality report is made of. */
@@ -78,23 +80,16 @@ struct answer_data {
         size_t n_hosts;
         hashmap *stacks; /* stack id -> struct stack_frames* */
         hashmap *frames; /* frame id -> struct frame* */
-        hashmap *infos;  /* stack id -> struct stack_info* (the answers made without frames) */
         char *bodies[8];
-};
-
-/* What ClickHouse said of a stack without sending its frames
- * (fleet_sql_stack_info). */
-struct stack_info {
-        size_t n_frames;
-        int user_end;   /* as the store's: STORE_END_UNKNOWN for FST_END_UNKNOWN */
-        uint8_t mask;   /* reasons of its unresolved user frames, fleet-sql.h */
-        const char *folded; /* in a body of answer_data; NULL unless folded */
 };
 
 struct stack_frames {
         uint64_t *ids;
         size_t n;
         int user_end; /* as the store's: STORE_END_UNKNOWN for FST_END_UNKNOWN */
+        int unresolved_mask; /* quality_unresolved_mask() of its frames; -1 until stack_quality() */
+        struct frame **frames; /* ids' frames, once stack_out() looked them up */
+        bool utf8;             /* every string of those frames is UTF-8 (when frames is set) */
 };
 
 static void answer_data_done(struct answer_data *d) {
@@ -112,6 +107,7 @@ static void answer_data_done(struct answer_data *d) {
         while (d->stacks && hashmap_iterate(d->stacks, &st, &k, &v)) {
                 struct stack_frames *sf = v;
                 free(sf->ids);
+                free(sf->frames);
                 free(sf);
         }
         hashmap_free(d->stacks);
@@ -122,10 +118,6 @@ static void answer_data_done(struct answer_data *d) {
                 free(fr);
         }
         hashmap_free(d->frames);
-        st = 0;
-        while (d->infos && hashmap_iterate(d->infos, &st, &k, &v))
-                free(v);
-        hashmap_free(d->infos);
         for (size_t i = 0; i < ELEMENTSOF(d->bodies); i++)
                 free(d->bodies[i]);
 }
@@ -150,34 +142,6 @@ static int fleet_run(fleet *f, int (*write)(FILE *, const struct query_request *
                 return cli_error(r, "cannot write the query: %m");
         }
         return fleet_http_memstream(f, m, &sql, ret_body, ret_len);
-}
-
-/* The summed stacks of the request. */
-static int fetch_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
-        size_t len, pos = 0, cap = 0;
-        char *fields[3];
-        int r;
-
-        r = fleet_run(f, fleet_sql_stacks, q, s, &d->bodies[0], &len);
-        if (r < 0)
-                return r;
-        while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 3)) > 0) {
-                struct row row = {};
-
-                if (r != 3 || fleet_tsv_u64(fields[0], &row.stack_id) < 0 || fleet_tsv_u64(fields[1], &row.value) < 0)
-                        return bad_answer(f, "stack row");
-                if (array_grow((void **) &d->rows, &cap, d->n_rows + 1, sizeof(*d->rows)) < 0)
-                        return cli_error(-ENOMEM, "%m");
-                if (s->group != FLEET_GROUP_NONE) {
-                        row.group = strdup(fields[2]);
-                        if (!row.group)
-                                return cli_error(-ENOMEM, "%m");
-                }
-                d->rows[d->n_rows++] = row;
-        }
-        if (r < 0)
-                return bad_answer(f, "stack row");
-        return 0;
 }
 
 /* The index of host in d->hosts, added when new (answers list hosts in
@@ -207,29 +171,6 @@ static int host_row_append(struct answer_data *d, size_t *cap, const char *host,
                 return -ENOMEM;
         row.host = (size_t) h;
         d->host_rows[d->n_host_rows++] = row;
-        return 0;
-}
-
-/* The request's stacks per host, for the hosts' quality reports. */
-static int fetch_host_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s,
-                           struct answer_data *d) {
-        size_t len, pos = 0, cap = 0;
-        char *fields[3];
-        int r;
-
-        r = fleet_run(f, fleet_sql_host_stacks, q, s, &d->bodies[3], &len);
-        if (r < 0)
-                return r;
-        while ((r = fleet_tsv_row(d->bodies[3], len, &pos, fields, 3)) > 0) {
-                struct host_row row = {};
-
-                if (r != 3 || fleet_tsv_u64(fields[1], &row.stack_id) < 0 || fleet_tsv_u64(fields[2], &row.value) < 0)
-                        return bad_answer(f, "host stack row");
-                if (host_row_append(d, &cap, fields[0], row) < 0)
-                        return cli_error(-ENOMEM, "%m");
-        }
-        if (r < 0)
-                return bad_answer(f, "host stack row");
         return 0;
 }
 
@@ -282,12 +223,11 @@ static int fetch_with_table(fleet *f, const char *structure, const char *list, s
 static int fetch_by_ids(fleet *f, hashmap *ids,
                         int (*fn)(FILE *, const struct query_request *, const struct fleet_scope *),
                         const struct query_request *q, const struct fleet_scope *s, char **ret_body, size_t *ret_len) {
-        _cleanup_free_ char *sql = NULL, *list = NULL;
-        size_t st = 0, size = 0, list_size = 0;
+        _cleanup_free_ char *list = NULL;
+        size_t st = 0, list_size = 0;
         const void *k;
         void *v;
-        FILE *m, *l;
-        int r;
+        FILE *l;
 
         l = open_memstream(&list, &list_size);
         if (!l)
@@ -296,13 +236,7 @@ static int fetch_by_ids(fleet *f, hashmap *ids,
                 fprintf(l, "%" PRIu64 "\n", KEY_TO_UINT64(k));
         if (fclose(l) != 0)
                 return cli_error(-ENOMEM, "%m");
-        m = open_memstream(&sql, &size);
-        if (!m)
-                return cli_error(-ENOMEM, "%m");
-        r = fn(m, q, s);
-        if (fclose(m) != 0 || r < 0)
-                return cli_error(-ENOMEM, "cannot write the query: %m");
-        return fleet_http_ids(f, sql, FLEET_SQL_IDS_STRUCTURE, list, list_size, false, ret_body, ret_len);
+        return fetch_with_table(f, FLEET_SQL_IDS_STRUCTURE, list, list_size, fn, q, s, ret_body, ret_len);
 }
 
 static int fetch_stacks(fleet *f, const struct query_request *q, const struct fleet_scope *s,
@@ -337,6 +271,7 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
                                           &sf->user_end);
                 if (r > 0 && sf->user_end == FST_END_UNKNOWN)
                         sf->user_end = STORE_END_UNKNOWN;
+                sf->unresolved_mask = -1;
                 if (r == 0)
                         break;
                 if (r == -ENOMEM)
@@ -425,6 +360,8 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                 fr->out.inlined = flags[3];
                 fr->out.jit = flags[4];
                 fr->out.unresolved = (uint8_t) unresolved;
+                fr->utf8 = utf8_valid(fr->out.name) && utf8_valid(fr->out.raw_name ?: "") &&
+                           utf8_valid(fr->out.module) && utf8_valid(fr->out.file ?: "");
                 hashmap_remove(d->frames, UINT64_TO_KEY(id));
                 r = hashmap_put(d->frames, UINT64_TO_KEY(id), fr);
                 if (r < 0) {
@@ -439,9 +376,10 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
 }
 
 /* Fills so's frames and user_end with stack_id's, in *frames (grown as
- * needed). Returns 0, or -EBADMSG/-ENOMEM after saying why. */
+ * needed), and *ret_sf (unless NULL) with the stack. Returns 0, or
+ * -EBADMSG/-ENOMEM after saying why. */
 static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, struct store_frame_out **frames,
-                     size_t *frames_cap, struct store_stack_out *so) {
+                     size_t *frames_cap, struct store_stack_out *so, struct stack_frames **ret_sf) {
         struct stack_frames *sf;
         void *v;
 
@@ -457,16 +395,56 @@ static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, s
                 *frames = n;
                 *frames_cap = sf->n;
         }
-        for (size_t j = 0; j < sf->n; j++) {
-                if (hashmap_get(d->frames, UINT64_TO_KEY(sf->ids[j]), &v) < 0 || !v)
-                        return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not its "
-                                         "frame %" PRIu64 " (exported incompletely?)", f->url, stack_id, sf->ids[j]);
-                (*frames)[j] = ((struct frame *) v)->out;
-        }
+        /* each frame looked up once, on the stack's first use */
+        if (!sf->frames && sf->n > 0) {
+                _cleanup_free_ struct frame **fr = calloc(sf->n, sizeof(*fr));
+
+                if (!fr)
+                        return cli_error(-ENOMEM, "%m");
+                sf->utf8 = true;
+                for (size_t j = 0; j < sf->n; j++) {
+                        if (hashmap_get(d->frames, UINT64_TO_KEY(sf->ids[j]), &v) < 0 || !v)
+                                return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not its "
+                                                 "frame %" PRIu64 " (exported incompletely?)", f->url, stack_id,
+                                                 sf->ids[j]);
+                        fr[j] = v;
+                        sf->utf8 = sf->utf8 && fr[j]->utf8;
+                }
+                sf->frames = TAKE_PTR(fr);
+        } else if (sf->n == 0)
+                sf->utf8 = true;
+        for (size_t j = 0; j < sf->n; j++)
+                (*frames)[j] = sf->frames[j]->out;
         so->frames = *frames;
         so->n_frames = sf->n;
         so->user_end = sf->user_end;
+        if (ret_sf)
+                *ret_sf = sf;
         return 0;
+}
+
+/* stack_id's stack, its unresolved_mask worked out on first use. */
+static int stack_quality(fleet *f, const struct answer_data *d, uint64_t stack_id, struct store_frame_out **frames,
+                         size_t *frames_cap, struct stack_frames **ret) {
+        struct stack_frames *sf;
+        void *v;
+
+        if (hashmap_get(d->stacks, UINT64_TO_KEY(stack_id), &v) >= 0 && v) {
+                sf = v;
+                if (sf->unresolved_mask < 0) {
+                        struct store_stack_out so = {};
+                        int r = stack_out(f, d, stack_id, frames, frames_cap, &so, NULL);
+
+                        if (r < 0)
+                                return r;
+                        sf->unresolved_mask = (int) quality_unresolved_mask(&so);
+                }
+                *ret = sf;
+                return 0;
+        }
+        /* not there: stack_out says so */
+        int r = stack_out(f, d, stack_id, frames, frames_cap, &(struct store_stack_out) {}, NULL);
+        return r < 0 ? r : -EBADMSG;
 }
 
 /* Writes the end line's "quality" (the fleet's: its hosts' added up) and
@@ -492,105 +470,7 @@ static int write_quality(struct answer *a, const struct answer_data *d, bool par
         return 0;
 }
 
-/* ---- answers made without frames: folded and table ---- */
-
-/* A stack's quality depends on its user_end and on the reasons of its
- * unresolved user frames only (quality-sum.c): a stack of that much value
- * with one such frame per reason adds the same to a report. */
-static void quality_add_info(struct quality *q, uint64_t value, int user_end, uint8_t mask) {
-        struct store_frame_out frames[FLEET_UNRESOLVED_MAX + 1] = {};
-        struct store_stack_out so = { .value = value, .user_end = user_end, .frames = frames };
-
-        for (int k = 0; k <= FLEET_UNRESOLVED_MAX; k++)
-                if (mask & (1u << k))
-                        frames[so.n_frames++] = (struct store_frame_out) {
-                                .name = "", .module = "", .has_address = true, .unresolved = (uint8_t) k,
-                        };
-        quality_add_stack(q, &so);
-}
-
-/* What ClickHouse says of each stack of d->rows (fleet_sql_stack_info):
- * into d->infos, checked to be every stack with every frame. */
-static int fetch_stack_info(fleet *f, const struct query_request *q, const struct fleet_scope *s,
-                            struct answer_data *d) {
-        _cleanup_free_ char *list = NULL;
-        size_t list_size = 0, len, pos = 0;
-        char *fields[6];
-        size_t n_fields = q->folded ? 6 : 5;
-        FILE *l;
-        int r;
-
-        d->infos = hashmap_new_u64();
-        if (!d->infos)
-                return cli_error(-ENOMEM, "%m");
-        l = open_memstream(&list, &list_size);
-        if (!l)
-                return cli_error(-ENOMEM, "%m");
-        for (size_t i = 0; i < d->n_rows; i++) {
-                r = hashmap_put(d->infos, UINT64_TO_KEY(d->rows[i].stack_id), NULL);
-                if (r == -EEXIST)
-                        continue;
-                if (r < 0) {
-                        fclose(l);
-                        return cli_error(r, "%m");
-                }
-                fprintf(l, "%" PRIu64 "\n", d->rows[i].stack_id);
-        }
-        if (fclose(l) != 0)
-                return cli_error(-ENOMEM, "%m");
-        if (hashmap_size(d->infos) == 0)
-                return 0;
-        r = fetch_with_table(f, FLEET_SQL_IDS_STRUCTURE, list, list_size, fleet_sql_stack_info, q, s, &d->bodies[5],
-                             &len);
-        if (r < 0)
-                return r;
-        while ((r = fleet_tsv_row(d->bodies[5], len, &pos, fields, n_fields)) > 0) {
-                uint64_t id, n, found, end, mask;
-                struct stack_info *info;
-                void *old;
-
-                if ((size_t) r != n_fields || fleet_tsv_u64(fields[0], &id) < 0 || fleet_tsv_u64(fields[1], &n) < 0 ||
-                    fleet_tsv_u64(fields[2], &found) < 0 || fleet_tsv_u64(fields[3], &end) < 0 || end > UINT8_MAX ||
-                    fleet_tsv_u64(fields[4], &mask) < 0 || mask >= 1u << (FLEET_UNRESOLVED_MAX + 1))
-                        return bad_answer(f, "stack");
-                if (hashmap_get(d->infos, UINT64_TO_KEY(id), &old) < 0 || old)
-                        return bad_answer(f, "stack (not asked for, or twice)");
-                if (found != n)
-                        return cli_error(-EBADMSG, "ClickHouse at %s has stack %" PRIu64 " but not all its frames "
-                                         "(exported incompletely?)", f->url, id);
-                info = calloc(1, sizeof(*info));
-                if (!info)
-                        return cli_error(-ENOMEM, "%m");
-                *info = (struct stack_info) {
-                        .n_frames = (size_t) n,
-                        .user_end = end == FST_END_UNKNOWN ? STORE_END_UNKNOWN : (int) end,
-                        .mask = (uint8_t) mask,
-                        .folded = q->folded ? fields[5] : NULL,
-                };
-                hashmap_remove(d->infos, UINT64_TO_KEY(id));
-                r = hashmap_put(d->infos, UINT64_TO_KEY(id), info);
-                if (r < 0) {
-                        free(info);
-                        return cli_error(r, "%m");
-                }
-        }
-        if (r < 0)
-                return bad_answer(f, "stack");
-        return 0;
-}
-
-static struct stack_info *stack_info_get(fleet *f, const struct answer_data *d, uint64_t stack_id) {
-        void *v;
-
-        if (hashmap_get(d->infos, UINT64_TO_KEY(stack_id), &v) < 0 || !v) {
-                cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the stack "
-                          "(exported incompletely?)", f->url, stack_id);
-                return NULL;
-        }
-        return v;
-}
-
-/* The summed stacks of the request (d->rows, as fetch_rows makes them)
+/* The summed stacks of the request (d->rows, one per group and stack)
  * and each host's part of them (d->host_rows), from one scan: rows of
  * (stack, value, group, host) in order of group and stack. */
 static int fetch_rows_by_host(fleet *f, const struct query_request *q, const struct fleet_scope *s,
@@ -629,172 +509,45 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
         return 0;
 }
 
-/* A JSON string of text that is UTF-8 without control characters (what
- * fleet_folded_sanitize() leaves): only '"' and '\\' need escaping. */
-static void write_json_clean_string(FILE *out, const char *text, size_t len) {
-        fputc('"', out);
-        for (size_t i = 0; i < len;) {
-                size_t run = 0;
-
-                /* bounded by len: the text is not NUL-terminated */
-                while (i + run < len && text[i + run] != '"' && text[i + run] != '\\')
-                        run++;
-                fwrite(text + i, 1, run, out);
-                i += run;
-                if (i < len) {
-                        fputc('\\', out);
-                        fputc(text[i++], out);
-                }
-        }
-        fputc('"', out);
-}
-
-/* The folded stack lines: the strings ClickHouse joined, behind the
- * group's root as profd's writer puts it, then sanitized as it does. */
-static int write_folded_lines(fleet *f, const struct answer_data *d, struct answer *a, uint64_t *ret_total) {
-        struct stackline_buf b = {};
-        uint64_t total = 0;
-        int r = 0;
-
-        for (size_t i = 0; i < d->n_rows; i++) {
-                const struct row *row = &d->rows[i];
-                struct stack_info *info = stack_info_get(f, d, row->stack_id);
-                size_t start;
-
-                if (!info) {
-                        r = -EBADMSG;
-                        break;
-                }
-                if (__builtin_add_overflow(total, row->value, &total)) {
-                        r = cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
-                        break;
-                }
-                b.len = 0;
-                if (row->group) {
-                        /* the root alone, as stackline_folded writes it */
-                        struct store_stack_out so = { .group = row->group };
-                        struct stack_style style = { .folded = true };
-
-                        r = stackline_folded(&b, &so, &style);
-                        if (r < 0)
-                                break;
-                }
-                start = b.len;
-                if (info->n_frames > 0) {
-                        size_t n = strlen(info->folded) + 1;
-
-                        if (b.len + n + 1 > b.cap) {
-                                char *nd = realloc(b.data, b.len + n + 1);
-
-                                if (!nd) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                                b.data = nd;
-                                b.cap = b.len + n + 1;
-                        }
-                        if (row->group)
-                                b.data[b.len++] = ';';
-                        start = b.len;
-                        memcpy(b.data + b.len, info->folded, n - 1);
-                        b.len += n - 1;
-                } else if (!row->group) {
-                        struct store_stack_out so = {};
-                        struct stack_style style = { .folded = true };
-
-                        r = stackline_folded(&b, &so, &style); /* "[unknown]" */
-                        if (r < 0)
-                                break;
-                }
-                fleet_folded_sanitize(b.data + start, b.len - start);
-                fprintf(a->out, "{\"type\":\"stack\",\"value\":%" PRIu64 ",\"folded\":", row->value);
-                write_json_clean_string(a->out, b.data, b.len);
-                fputs("}\n", a->out);
-        }
-        stackline_buf_done(&b);
-        if (r == -ENOMEM)
-                return cli_error(r, "%m");
-        if (r < 0)
-                return r;
-        *ret_total = total;
-        return 0;
-}
-
-/* A row of the table view, its strings in a body of the answer. */
-struct table_row {
-        const char *name, *module;
-        bool kernel;
-        uint64_t self, total;
-};
-
-/* The table view's rows, summed by ClickHouse (fleet_sql_table), as "row"
- * lines. Returns 1 when written, 0 when a name is not UTF-8 (profd's
- * answer would show it otherwise: the caller answers with stacks), or a
- * negative errno. */
-static int write_table_rows(fleet *f, const struct query_request *q, const struct fleet_scope *s,
-                            const struct fleet_table *t, struct answer_data *d, struct answer *a, size_t *ret_rows) {
-        _cleanup_free_ char *list = NULL, *sql = NULL;
-        _cleanup_free_ struct table_row *rows = NULL;
-        size_t list_size = 0, sql_size = 0, len, pos = 0, n = 0, cap = 0;
-        bool totals = false, all_utf8 = false;
-        char *fields[6];
-        FILE *l, *m;
+/* The table view's rows ("row" lines: a function's self and total over
+ * d->rows, at most t->limit in the view's order), as profctl would make
+ * them of the stack lines (top-table.c, the same code). Returns 1 when
+ * written, 0 when a string the table shows is not UTF-8 (the caller
+ * answers with stacks, as profd would: with U+FFFD in its place), or a
+ * negative errno after saying why. */
+static int write_table_rows(fleet *f, const struct answer_data *d, const struct query_request *q,
+                            const struct fleet_table *t, struct answer *a, struct store_frame_out **frames,
+                            size_t *frames_cap, size_t *ret_rows) {
+        static const TopBy by[] = {
+                [FLEET_TABLE_BY_FUNCTION] = TOP_BY_FUNCTION,
+                [FLEET_TABLE_BY_LINE] = TOP_BY_LINE,
+                [FLEET_TABLE_BY_MODULE] = TOP_BY_MODULE,
+        };
+        _cleanup_top_table_ top_table *table = top_table_new(by[t->by]);
+        _cleanup_free_ struct top_row *rows = NULL;
+        _cleanup_(stack_done) struct stack st = {};
+        size_t n;
         int r;
 
-        *ret_rows = 0;
-        if (d->n_rows == 0)
-                return 1;
-        l = open_memstream(&list, &list_size);
-        if (!l)
+        if (!table)
                 return cli_error(-ENOMEM, "%m");
-        /* without a group, one row per stack */
-        for (size_t i = 0; i < d->n_rows; i++)
-                fprintf(l, "%" PRIu64 "\t%" PRIu64 "\n", d->rows[i].stack_id, d->rows[i].value);
-        if (fclose(l) != 0)
-                return cli_error(-ENOMEM, "%m");
-        m = open_memstream(&sql, &sql_size);
-        if (!m)
-                return cli_error(-ENOMEM, "%m");
-        r = fleet_sql_table(m, q, s, t);
-        if (fclose(m) != 0 || r < 0)
-                return cli_error(-ENOMEM, "cannot write the query: %m");
-        r = fleet_http_ids(f, sql, FLEET_SQL_STACK_VALUES_STRUCTURE, list, list_size, false, &d->bodies[7], &len);
-        if (r < 0)
-                return r;
-        /* the rows, an empty line, the totals row */
-        for (;;) {
-                uint64_t kernel, self, total, not_utf8;
+        for (size_t i = 0; i < d->n_rows; i++) {
+                struct store_stack_out so = { .value = d->rows[i].value };
+                struct stack_frames *sf;
 
-                if (pos < len && d->bodies[7][pos] == '\n' && !totals) {
-                        totals = true;
-                        pos++;
-                        continue;
-                }
-                r = fleet_tsv_row(d->bodies[7], len, &pos, fields, 6);
-                if (r <= 0)
-                        break;
-                if (r != 6 || fleet_tsv_u64(fields[2], &kernel) < 0 || kernel > 1 || fleet_tsv_u64(fields[3], &self) < 0 ||
-                    fleet_tsv_u64(fields[4], &total) < 0 || fleet_tsv_u64(fields[5], &not_utf8) < 0 || all_utf8)
-                        return bad_answer(f, "table row");
-                if (totals) {
-                        all_utf8 = not_utf8 == 0;
-                        if (!all_utf8)
-                                return 0;
-                        continue;
-                }
-                if (n == cap) {
-                        size_t c = MAX(cap * 2, (size_t) 64);
-                        struct table_row *nr = reallocarray(rows, c, sizeof(*nr));
-
-                        if (!nr)
-                                return cli_error(-ENOMEM, "%m");
-                        rows = nr;
-                        cap = c;
-                }
-                rows[n++] = (struct table_row) { fields[0], fields[1], kernel, self, total };
+                r = stack_out(f, d, d->rows[i].stack_id, frames, frames_cap, &so, &sf);
+                if (r < 0)
+                        return r;
+                if (!sf->utf8)
+                        return 0;
+                if (stack_from_frames(&st, &so, t->lines || t->by == FLEET_TABLE_BY_LINE, q->raw_names) < 0 ||
+                    top_table_add(table, &st) < 0)
+                        return cli_error(-ENOMEM, "%m");
         }
-        if (r < 0 || !all_utf8)
-                return bad_answer(f, "table");
+        if (top_table_rows(table, t->children, &rows, &n) < 0)
+                return cli_error(-ENOMEM, "%m");
+        if (t->limit > 0 && n > t->limit)
+                n = (size_t) t->limit;
         for (size_t i = 0; i < n; i++) {
                 _cleanup_json_ json_t *line = NULL;
                 _cleanup_free_ char *text = NULL;
@@ -811,94 +564,50 @@ static int write_table_rows(fleet *f, const struct query_request *q, const struc
         return 1;
 }
 
-/* A folded or table answer: ClickHouse joins the frames and sends only
- * the folded strings or the table's rows. Returns 1 when answered, 0 when
- * the stacks must answer (a table with a name that is not UTF-8), or a
- * negative errno. */
-static int answer_query_without_frames(fleet *f, const struct query_request *q, const struct fleet_scope *s,
-                                       const struct fleet_table *t, struct answer *a) {
-        _cleanup_(answer_data_done) struct answer_data d = {};
-        uint64_t total = 0;
-        size_t n_table_rows = 0;
-        int r;
-
-        if ((r = fetch_rows_by_host(f, q, s, &d)) < 0 || (r = fetch_stack_info(f, q, s, &d)) < 0)
-                return r;
-        for (size_t i = 0; i < d.n_rows; i++)
-                if (!stack_info_get(f, &d, d.rows[i].stack_id))
-                        return -EBADMSG;
-        /* each host's report: a stack's quality depends on how it ended
-         * and on the reasons of its unresolved frames only */
-        for (size_t i = 0; i < d.n_host_rows; i++) {
-                struct stack_info *info = stack_info_get(f, &d, d.host_rows[i].stack_id);
-
-                quality_add_info(&d.hosts[d.host_rows[i].host].q, d.host_rows[i].value, info->user_end, info->mask);
-        }
-        if ((r = fetch_drops(f, q, s, &d)) < 0)
-                return r;
-        if (q->folded)
-                r = write_folded_lines(f, &d, a, &total);
-        else {
-                for (size_t i = 0; i < d.n_rows; i++)
-                        if (__builtin_add_overflow(total, d.rows[i].value, &total))
-                                return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
-                r = write_table_rows(f, q, s, t, &d, a, &n_table_rows);
-                if (r == 0)
-                        return 0;
-        }
-        if (r < 0)
-                return r;
-        fprintf(a->out,
-                "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"stacks\":%zu,\"total\":%" PRIu64
-                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
-                kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
-                s->to_ns);
-        if (!q->folded)
-                fprintf(a->out, ",\"rows\":%zu", n_table_rows);
-        r = write_quality(a, &d, false);
-        if (r < 0)
-                return r;
-        fputs("}\n", a->out);
-        return 1;
-}
-
 static int answer_query(fleet *f, const struct query_request *q, const struct fleet_scope *s,
                         const struct fleet_table *t, struct answer *a) {
         _cleanup_(answer_data_done) struct answer_data d = {};
         _cleanup_free_ struct store_frame_out *frames = NULL;
         struct stackline_buf b = {};
         struct stack_style style = { .raw_names = q->raw_names, .folded = q->folded, .lines = q->lines };
-        size_t frames_cap = 0;
+        size_t frames_cap = 0, n_table_rows = 0;
         uint64_t total = 0;
+        bool have_rows = false;
         int r;
 
-        /* what a folded answer and the table show needs no frame here */
-        if (q->folded || (t && s->group == FLEET_GROUP_NONE)) {
-                r = answer_query_without_frames(f, q, s, t, a);
-                if (r != 0)
-                        return r < 0 ? r : 0;
-        }
-        if ((r = fetch_rows(f, q, s, &d)) < 0 || (r = fetch_host_rows(f, q, s, &d)) < 0 ||
+        if ((r = fetch_rows_by_host(f, q, s, &d)) < 0 ||
             (r = fetch_drops(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
             (r = fetch_frames(f, q, s, &d)) < 0)
                 return r;
-        /* each host's report from its stacks, as its profd adds them up */
+        /* each host's report from its stacks, as its profd adds them up:
+         * a stack's class (its end, the reasons of its unnamed frames) is
+         * worked out once, however many hosts have it */
         for (size_t i = 0; i < d.n_host_rows; i++) {
-                struct store_stack_out so = { .value = d.host_rows[i].value };
+                struct stack_frames *sf = NULL;
 
-                r = stack_out(f, &d, d.host_rows[i].stack_id, &frames, &frames_cap, &so);
+                r = stack_quality(f, &d, d.host_rows[i].stack_id, &frames, &frames_cap, &sf);
                 if (r < 0)
                         return r;
-                quality_add_stack(&d.hosts[d.host_rows[i].host].q, &so);
+                quality_add_class(&d.hosts[d.host_rows[i].host].q, d.host_rows[i].value, sf->user_end,
+                                  (unsigned) sf->unresolved_mask);
         }
-        for (size_t i = 0; i < d.n_rows; i++) {
+        for (size_t i = 0; i < d.n_rows; i++)
+                if (__builtin_add_overflow(total, d.rows[i].value, &total))
+                        return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
+        /* the table without a group: its rows, made here, not every stack
+         * with its frames for profctl to parse again */
+        if (t && s->group == FLEET_GROUP_NONE) {
+                r = write_table_rows(f, &d, q, t, a, &frames, &frames_cap, &n_table_rows);
+                if (r < 0)
+                        return r;
+                have_rows = r > 0;
+        }
+        for (size_t i = 0; i < d.n_rows && !have_rows; i++) {
                 struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
 
-                r = stack_out(f, &d, d.rows[i].stack_id, &frames, &frames_cap, &so);
+                r = stack_out(f, &d, d.rows[i].stack_id, &frames, &frames_cap, &so, NULL);
                 if (r < 0)
                         return r;
-                if (__builtin_add_overflow(total, so.value, &total))
-                        return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
                 b.len = 0;
                 r = stackline_append(&b, &so, &style);
                 if (r < 0) {
@@ -913,6 +622,8 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
                 s->to_ns);
+        if (have_rows)
+                fprintf(a->out, ",\"rows\":%zu", n_table_rows);
         r = write_quality(a, &d, false);
         if (r < 0)
                 return r;

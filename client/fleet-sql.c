@@ -144,10 +144,14 @@ static void where_days(FILE *f, const struct fleet_scope *s) {
 int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
         int r = 0;
 
-        fprintf(f, " WHERE " FS_KIND " = %d", q->kind);
         /* every drain interval that overlaps the window, as profd's store
-         * (store.c, sql_add_filters); the day column prunes partitions */
-        fprintf(f, " AND " FS_END_NS " >= %" PRIu64 " AND " FS_START_NS " <= %" PRIu64, s->from_ns, s->to_ns);
+         * (store.c, sql_add_filters). PREWHERE: ClickHouse reads these two
+         * columns first and the others only where a row passes, so the
+         * day after a window that the sort key cannot rule out (a drain
+         * ending then may have started in the window: FS_DRAIN_MAX_S)
+         * costs two columns, not all of them */
+        fprintf(f, " PREWHERE " FS_END_NS " >= %" PRIu64 " AND " FS_START_NS " <= %" PRIu64, s->from_ns, s->to_ns);
+        fprintf(f, " WHERE " FS_KIND " = %d", q->kind);
         /* the sort key's time and the partitions' day (both the drain's
          * end) let ClickHouse skip what cannot overlap */
         fprintf(f, " AND " FS_TIME " >= toDateTime(%" PRIu64 ") AND " FS_TIME " <= toDateTime(%" PRIu64 ")",
@@ -227,8 +231,7 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
         return ferror(f) ? -EIO : 0;
 }
 
-/* The stacks' sums per group and stack, and per host too when by_host. */
-static int sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s, bool by_host) {
+int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
         int r;
 
         fputs("SELECT " FS_STACK_ID ", sum(" FS_VALUE ") AS v, ", f);
@@ -246,27 +249,13 @@ static int sql_stacks(FILE *f, const struct query_request *q, const struct fleet
         default:
                 fputs("''", f);
         }
-        fputs(" AS grp", f);
-        if (by_host)
-                fputs(", " FS_HOST, f);
-        fputs(" FROM " FS_TABLE_SAMPLES, f);
+        fputs(" AS grp, " FS_HOST " FROM " FS_TABLE_SAMPLES, f);
         r = fleet_sql_where(f, q, s);
         if (r < 0)
                 return r;
-        fputs(" GROUP BY grp, " FS_STACK_ID, f);
-        if (by_host)
-                fputs(", " FS_HOST " ORDER BY grp, " FS_STACK_ID ", " FS_HOST " FORMAT TabSeparated", f);
-        else
-                fputs(" ORDER BY grp, " FS_STACK_ID " FORMAT TabSeparated", f);
+        fputs(" GROUP BY grp, " FS_STACK_ID ", " FS_HOST " ORDER BY grp, " FS_STACK_ID ", " FS_HOST
+              " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
-}
-
-int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        return sql_stacks(f, q, s, false);
-}
-
-int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        return sql_stacks(f, q, s, true);
 }
 
 int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
@@ -286,17 +275,6 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
          * interval add up, which is what a series of their sum shows */
         fputs(" GROUP BY " FS_HOST ", " FS_START_NS ", " FS_END_NS " ORDER BY " FS_START_NS ", " FS_END_NS
               " FORMAT TabSeparated", f);
-        return ferror(f) ? -EIO : 0;
-}
-
-int fleet_sql_host_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        int r;
-
-        fputs("SELECT " FS_HOST ", " FS_STACK_ID ", sum(" FS_VALUE ") FROM " FS_TABLE_SAMPLES, f);
-        r = fleet_sql_where(f, q, s);
-        if (r < 0)
-                return r;
-        fputs(" GROUP BY " FS_HOST ", " FS_STACK_ID " ORDER BY " FS_HOST " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -347,176 +325,6 @@ int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_
         where_days(f, s);
         fputs(" GROUP BY " FSF_ID " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
-}
-
-/* The frames of the stacks in the ids table, one row per frame of each
- * stack: stack, n (its frame count), pos (1 from the root), fid; a stack
- * without frames is one row with n 0 and fid 0. extra: more columns of the
- * ids table to carry along ("" or ", v"). */
-static void sql_stack_frames(FILE *f, const struct fleet_scope *s, const char *extra) {
-        /* stacks wait for a merge to be one row per id: any(); the ids
-         * table goes along to the shards, where the stacks are */
-        fprintf(f, "SELECT stack%s, length(fr) AS n, pos, fid FROM (SELECT stack%s, fr FROM (SELECT " FST_ID
-                " AS stack, any(" FST_FRAMES ") AS fr FROM " FS_TABLE_STACKS " WHERE " FST_ID " IN (SELECT id FROM "
-                FLEET_SQL_IDS_TABLE ")", extra, extra);
-        where_days(f, s);
-        fprintf(f, " GROUP BY " FST_ID ") ANY INNER JOIN (SELECT id AS stack%s FROM " FLEET_SQL_IDS_TABLE
-                ") USING stack) LEFT ARRAY JOIN fr AS fid, arrayEnumerate(fr) AS pos", extra);
-}
-
-/* The frames of those stacks, one row per id with its columns as f_NAME
- * (duplicates waiting for a merge are one: any()). Sent to the shards as
- * a set made once (GLOBAL IN). */
-static void sql_frames_of_stacks(FILE *f, const struct fleet_scope *s) {
-        fputs("SELECT " FSF_ID " AS fid, any(name) AS f_name, any(raw_name) AS f_raw_name, any(module) AS f_module, "
-              "any(file) AS f_file, any(line) AS f_line, any(kernel) AS f_kernel, any(resolved) AS f_resolved, "
-              "any(has_address) AS f_has_address, any(" FSF_UNRESOLVED ") AS f_unresolved FROM " FS_TABLE_FRAMES
-              " WHERE " FSF_ID " GLOBAL IN (SELECT arrayJoin(" FST_FRAMES ") FROM " FS_TABLE_STACKS " WHERE " FST_ID
-              " IN (SELECT id FROM " FLEET_SQL_IDS_TABLE ")", f);
-        where_days(f, s);
-        fputc(')', f);
-        where_days(f, s);
-        fputs(" GROUP BY " FSF_ID, f);
-}
-
-/* The name a stack line shows for a frame (stackline.c, put_frame):
- * raw_names takes the symbol table's name where there is one. */
-static const char *sql_frame_name(const struct query_request *q) {
-        return q->raw_names ? "if(f_raw_name != '', f_raw_name, f_name)" : "f_name";
-}
-
-/* One name as the folded writer writes it (put_folded_name), but for what
- * fleet_folded_sanitize() does: ';' is the frames' separator. */
-static void sql_folded_name(FILE *f, const char *expr) {
-        fprintf(f, "if(%s = '', '[unknown]', replaceAll(%s, ';', ':'))", expr, expr);
-}
-
-int fleet_sql_stack_info(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        fputs("SELECT stack, any(n), sum(found), any(s_end), groupBitOr(bit)", f);
-        if (q->folded)
-                /* the frames in their order (pos), joined */
-                fputs(", arrayStringConcat(arrayMap(x -> x.2, arraySort(groupArray((pos, part)))), ';')", f);
-        /* a row per frame of each stack (one for a stack without frames,
-         * fid 0: LEFT), joined with the frame (found 0: not there) */
-        fputs(" FROM (SELECT stack, length(fr) AS n, pos, fid, s_end FROM (SELECT " FST_ID " AS stack, any(" FST_FRAMES
-              ") AS fr, any(" FST_USER_END ") AS s_end FROM " FS_TABLE_STACKS " WHERE " FST_ID " IN (SELECT id FROM "
-              FLEET_SQL_IDS_TABLE ")", f);
-        where_days(f, s);
-        fputs(" GROUP BY " FST_ID ") LEFT ARRAY JOIN fr AS fid, arrayEnumerate(fr) AS pos) ANY LEFT JOIN (SELECT fid, "
-              "1 AS found, ", f);
-        /* the reasons of unresolved user frames (quality-sum.c: not
-         * resolved, not kernel, with an address), as bits */
-        fprintf(f, "if(NOT f_resolved AND NOT f_kernel AND f_has_address, bitShiftLeft(toUInt8(1), if(f_unresolved "
-                ">= 1 AND f_unresolved <= %d, f_unresolved, 0)), 0) AS bit", FLEET_UNRESOLVED_MAX);
-        if (q->folded) {
-                fputs(", concat(", f);
-                sql_folded_name(f, sql_frame_name(q));
-                if (q->lines) {
-                        /* " (file's base name:line)" where both are known */
-                        fputs(", if(f_file != '' AND f_line != 0, concat(' (', ", f);
-                        sql_folded_name(f, "splitByChar('/', f_file)[-1]");
-                        fputs(", ':', toString(f_line), ')'), '')", f);
-                }
-                fputs(", if(f_kernel, '_[k]', '')) AS part", f);
-        }
-        fputs(" FROM (", f);
-        sql_frames_of_stacks(f, s);
-        fputs(")) USING fid GROUP BY stack FORMAT TabSeparated", f);
-        return ferror(f) ? -EIO : 0;
-}
-
-/* UTF-8 as profd's stack lines require it (stackline.c, utf8_decode):
- * ClickHouse's ICU conversion changes exactly the strings that are not. */
-static void sql_not_utf8(FILE *f, const char *expr) {
-        fprintf(f, "convertCharset(%s, 'UTF-8', 'UTF-8') != %s", expr, expr);
-}
-
-/* The key of the table's row of a stack without frames, as
- * sql_table_keys() hashes keys. */
-#define SQL_UNKNOWN_KEY "cityHash64('[unknown]', '', toUInt8(0))"
-
-/* Each frame of the stacks in the ids table as a key of the table:
- * fid, k_name, k_module, k_kernel, k_id (their hash), k_not_utf8. */
-static int sql_table_keys(FILE *f, const struct fleet_scope *s, const struct fleet_table *t, const char *shown) {
-        /* by module: the module, or the frame's name where it has none */
-        if (t->by == FLEET_TABLE_BY_MODULE)
-                fprintf(f, "SELECT fid, if(f_module != '', f_module, %s) AS k_name, '' AS k_module, ", shown);
-        else
-                fprintf(f, "SELECT fid, %s AS k_name, f_module AS k_module, ", shown);
-        fputs("f_kernel AS k_kernel, cityHash64(k_name, k_module, k_kernel) AS k_id, (", f);
-        sql_not_utf8(f, "k_name");
-        fputs(") OR (", f);
-        sql_not_utf8(f, "k_module");
-        fputs(") AS k_not_utf8 FROM (", f);
-        sql_frames_of_stacks(f, s);
-        fputc(')', f);
-        return ferror(f) ? -EIO : 0;
-}
-
-int fleet_sql_table(FILE *f, const struct query_request *q, const struct fleet_scope *s, const struct fleet_table *t) {
-        const char *name = sql_frame_name(q);
-        _cleanup_free_ char *shown = NULL;
-        int r;
-
-        /* the name client/render.c's stack_parse() gives a frame: with
-         * lines (or by line) "name (base:line)", the base name being the
-         * file's after its last '/' unless that is empty */
-        if (t->lines || t->by == FLEET_TABLE_BY_LINE) {
-                if (asprintf(&shown, "if(f_file != '' AND f_line > 0, concat(%s, ' (', if(splitByChar('/', f_file)[-1] "
-                             "!= '', splitByChar('/', f_file)[-1], f_file), ':', toString(f_line), ')'), %s)",
-                             name, name) < 0)
-                        return -ENOMEM;
-        } else if (!(shown = strdup(name)))
-                return -ENOMEM;
-
-        /* Summed by a number, the key's 64-bit hash (as a frame's id is
-         * one), and named at the end: a key is a few strings, and there
-         * are far fewer keys than frames of stacks. */
-        fputs("SELECT kname, kmodule, kkernel, sum(k_self) AS self, sum(k_total) AS total, max(k_bad) FROM (", f);
-        /* per key, from one row per stack and key: its value once, and
-         * whether it is the stack's leaf */
-        fputs("SELECT kid, sum(v * leaf) AS k_self, sum(v) AS k_total FROM (SELECT stack, kid, any(v) AS v, max(pos = n) "
-              "AS leaf FROM (SELECT stack, v, n, pos, if(n = 0, " SQL_UNKNOWN_KEY ", k_id) AS kid FROM (", f);
-        sql_stack_frames(f, s, ", v");
-        fputs(") ANY LEFT JOIN (SELECT fid, k_id FROM (", f);
-        r = sql_table_keys(f, s, t, shown);
-        if (r < 0)
-                return r;
-        fputs(")) USING fid) GROUP BY stack, kid) GROUP BY kid) ANY LEFT JOIN (SELECT k_id AS kid, any(k_name) AS kname, "
-              "any(k_module) AS kmodule, any(k_kernel) AS kkernel, max(k_not_utf8) AS k_bad FROM (", f);
-        r = sql_table_keys(f, s, t, shown);
-        if (r < 0)
-                return r;
-        /* a stack without frames: "[unknown]" (top_table_add) */
-        fputs(") GROUP BY k_id UNION ALL SELECT " SQL_UNKNOWN_KEY ", '[unknown]', '', toUInt8(0), toUInt8(0)) USING kid "
-              "GROUP BY kname, kmodule, kkernel WITH TOTALS", f);
-        /* top_table_rows()'s order: strings compare as bytes, as strcmp */
-        if (t->children)
-                fputs(" ORDER BY total DESC, self DESC, kname, kmodule, kkernel", f);
-        else
-                fputs(" ORDER BY self DESC, total DESC, kname, kmodule, kkernel", f);
-        if (t->limit > 0)
-                fprintf(f, " LIMIT %" PRIu64, t->limit);
-        fputs(" FORMAT TabSeparated", f);
-        return ferror(f) ? -EIO : 0;
-}
-
-void fleet_folded_sanitize(char *text, size_t len) {
-        unsigned char *s = (unsigned char *) text;
-
-        for (size_t i = 0; i < len;) {
-                uint32_t c;
-                size_t n;
-
-                if (s[i] < 0x80) {
-                        if (s[i] < 0x20 || s[i] == 0x7f)
-                                s[i] = '?';
-                        i++;
-                } else if ((n = utf8_decode(s + i, len - i, &c)) > 0)
-                        i += n;
-                else
-                        s[i++] = '?';
-        }
 }
 
 /* Unescapes s in place (TabSeparated escapes, see fleet_tsv_row). */

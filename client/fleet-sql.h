@@ -44,19 +44,16 @@ int fleet_sql_quote(FILE *f, const char *s);
  * Returns a malloc'd string or NULL on out of memory. */
 char *fleet_glob_to_regex(const char *glob);
 
-/* The WHERE clause (with " WHERE") of the samples a request selects.
- * Returns 0 or -EIO. */
+/* The PREWHERE and WHERE clauses (with " PREWHERE") of the samples a
+ * request selects. Returns 0 or -EIO. */
 int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
-/* The query whose rows are "stack_id \t value \t group" (group '' without
- * grouping), summed by ClickHouse per group and stack. Returns 0 or -EIO. */
-int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
-
-/* The same sums per host too: rows "stack_id \t value \t group \t host",
- * in order of group, stack and host, so that a stack's rows follow each
- * other (their sum is fleet_sql_stacks()'s row) and each host's quality
- * report can be made of its own: one scan of the samples for both.
- * Returns 0 or -EIO. */
+/* The query whose rows are "stack_id \t value \t group \t host" (group
+ * '' without grouping): the request's samples summed per group, stack and
+ * host, in order of group, stack and host, so that a stack's rows follow
+ * each other (their sum is the answer's stack) and each host's quality
+ * report can be made of its own: one scan of the samples for both, so the
+ * two agree even while hosts insert. Returns 0 or -EIO. */
 int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are "start_ns \t end_ns \t value \t complete \t
@@ -64,11 +61,6 @@ int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struc
  * start, then end, with the part of the value whose stacks are complete
  * (user_end 0): what series.c spreads over time. Returns 0 or -EIO. */
 int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s);
-
-/* The query whose rows are "host \t stack_id \t value": the request's
- * samples summed per host and stack, hosts in order (each host's quality
- * report is made of its rows). Returns 0 or -EIO. */
-int fleet_sql_host_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are "host \t reason \t count": the drop counters
  * of every drain that overlaps the window, of the scope's hosts (host-wide:
@@ -97,29 +89,6 @@ int fleet_sql_stack_frames(FILE *f, const struct query_request *q, const struct 
 int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
                           size_t *ret_n, int *ret_user_end);
 
-/* What ClickHouse says of each stack of an answer (fleet_sql_stack_info). */
-enum {
-        /* bit k of a stack's unresolved mask: it has an unresolved user
-         * frame whose reason (frames.unresolved) is k, 1 to
-         * FLEET_UNRESOLVED_MAX; bit 0: one of another or no reason */
-        FLEET_UNRESOLVED_MAX = 4,
-};
-
-/* The query whose rows are "stack_id \t n_frames \t found \t user_end \t
- * unresolved_mask" and, for a folded request, "\t folded": one per stack
- * of the ids table (a stack missing in ClickHouse has no row), where found
- * is how many of its n_frames frames ClickHouse holds (all of them, unless
- * it was exported incompletely), user_end the stack's (255 unknown), and
- * the mask says which reasons its unresolved user frames have (above):
- * what a quality report needs of a stack, without its frames. folded is
- * the stack's frames as profd's folded writer joins them (stackline.h:
- * ';' in a name as ':', an empty name "[unknown]", "_[k]" on kernel
- * frames, " (file:line)" with lines, raw names with raw_names), except
- * for control characters and bytes that are not UTF-8, which
- * fleet_folded_sanitize() turns into '?' as the writer does; '' for a
- * stack without frames. Returns 0 or -EIO. */
-int fleet_sql_stack_info(FILE *f, const struct query_request *q, const struct fleet_scope *s);
-
 /* How profctl's table view (client/render.h) names and orders its rows. */
 enum fleet_table_by {
         FLEET_TABLE_BY_FUNCTION,
@@ -133,30 +102,6 @@ struct fleet_table {
         bool lines;    /* functions named "name (file:line)" (as by line) */
         uint64_t limit; /* rows at most, 0: all */
 };
-
-/* The external table of fleet_sql_table(): the answer's stacks and their
- * summed values. */
-#define FLEET_SQL_STACK_VALUES_STRUCTURE "id UInt64, v UInt64"
-
-/* The query whose rows are the table view's, "name \t module \t kernel \t
- * self \t total \t not_utf8", in the view's order, at most t->limit, then
- * (WITH TOTALS) an empty line and a row whose not_utf8 counts the rows of
- * the whole table (not only those sent) whose name or module is not UTF-8:
- * a row is a function (module; a line with by line) of the stacks in the
- * ids table (FLEET_SQL_STACK_VALUES_STRUCTURE), keyed, named and summed as
- * top_table_add() does with the stack lines profd would send: self is the
- * value of the stacks it is the leaf of, total of those it is anywhere in,
- * once per stack; "[unknown]" for a stack without frames. profd's answer
- * would show such names with U+FFFD (stackline.h), so then only the stacks
- * answer the request exactly. Returns 0 or -EIO. */
-int fleet_sql_table(FILE *f, const struct query_request *q, const struct fleet_scope *s, const struct fleet_table *t);
-
-/* Replaces in place what profd's folded writer writes as '?' (see
- * stackline_folded): control characters and every byte of a sequence that
- * is not UTF-8 (overlong forms, surrogates and code points above U+10FFFF
- * included). Applied to folded strings of names joined by ASCII, it gives
- * what the writer gives for each name alone. */
-void fleet_folded_sanitize(char *s, size_t len);
 
 /* The query whose rows are one frame each, "id \t name \t raw_name \t
  * module \t build_id \t file \t line \t address \t has_address \t kernel

@@ -99,6 +99,28 @@ int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
         return 0;
 }
 
+int stack_from_frames(struct stack *s, const struct store_stack_out *so, bool with_lines, bool raw_names) {
+        if (stack_reserve(s, so->n_frames) < 0)
+                return -ENOMEM;
+        s->value = so->value;
+        s->group = so->group;
+        for (size_t i = 0; i < so->n_frames; i++) {
+                const struct store_frame_out *fr = &so->frames[i];
+                const char *name = raw_names && fr->raw_name ? fr->raw_name : fr->name;
+
+                s->frames[i] = (struct folded_frame) { .name = name, .kernel = fr->kernel };
+                s->modules[i] = fr->module ?: "";
+                if (with_lines) {
+                        if (frame_name_with_line(name, fr->file, fr->line, &s->owned[i]) < 0)
+                                return -ENOMEM;
+                        if (s->owned[i])
+                                s->frames[i].name = s->owned[i];
+                }
+                s->n_frames = i + 1;
+        }
+        return 0;
+}
+
 void stack_done(struct stack *s) {
         stack_free_owned(s);
         free(s->owned);

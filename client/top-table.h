@@ -10,6 +10,7 @@
 
 #include "folded.h"
 #include "macro.h"
+#include "protocol.h"
 
 /* One "stack" response line, checked and flattened. Strings point into the
  * json_t it was parsed from; the arrays are reused from line to line so a
@@ -31,6 +32,14 @@ struct stack {
  * is reported on stderr; returns 0, -EBADMSG or -ENOMEM. */
 int stack_parse(struct stack *s, const json_t *line, bool with_lines);
 void stack_done(struct stack *s);
+
+/* Fills s from the frames of an answered stack, as stack_parse() fills it
+ * from the line stackline_append() writes of them (raw_names: the
+ * symbol-table names, as the line's "name"), for an answer made here
+ * rather than read (a fleet's table), when its strings are UTF-8 (the
+ * written line has U+FFFD in place of what is not). Strings point into
+ * so's frames. Returns 0 or -ENOMEM. */
+int stack_from_frames(struct stack *s, const struct store_stack_out *so, bool with_lines, bool raw_names);
 
 /* Makes room for n frames in s (keeping none of its frames). Returns 0 or
  * -ENOMEM. */

@@ -155,6 +155,47 @@ static void test_stack_parse_names_lines_and_refuses_what_the_profile_refuses(vo
         }
 }
 
+/* stack_from_frames() flattens an answered stack as stack_parse() does
+ * the line stackline_append() writes of it: a fleet's table is made of
+ * the one and profd's of the other. */
+static void test_stack_from_frames_is_stack_parse_of_its_line(void) {
+        const struct store_frame_out frames[] = {
+                { .name = "main", .raw_name = "main", .module = "/bin/app", .file = "/src/app.c", .line = 12,
+                  .has_address = true, .address = 0x1130, .resolved = true },
+                { .name = "ns::run(int)", .raw_name = "_ZN2ns3runEi", .module = "/bin/app", .file = "lib.h",
+                  .line = 0, .has_address = true, .resolved = true, .inlined = true },
+                { .name = "app+0x99", .module = "/bin/app", .has_address = true, .address = 0x99 },
+                { .name = "do_syscall_64", .module = KERNEL, .kernel = true, .has_address = true, .resolved = true,
+                  .address = 0xffffffff81000100ULL },
+                { .name = "[lost]", .module = "[lost]" },
+        };
+        struct store_stack_out so = { .frames = frames, .n_frames = ELEMENTSOF(frames), .value = 9 };
+
+        for (int lines = 0; lines < 2; lines++)
+                for (int raw = 0; raw < 2; raw++) {
+                        _cleanup_(stack_done) struct stack want = {}, got = {};
+                        struct stackline_buf b = {};
+                        json_t *j;
+
+                        CHECK_INT_EQ(stackline_append(&b, &so, &(struct stack_style) { .raw_names = raw }), 0);
+                        j = json_loadb(b.data, b.len, 0, NULL);
+                        if (!j)
+                                abort();
+                        CHECK_INT_EQ(stack_parse(&want, j, lines), 0);
+                        CHECK_INT_EQ(stack_from_frames(&got, &so, lines, raw), 0);
+                        CHECK_INT_EQ(got.value, want.value);
+                        CHECK(got.group == NULL && want.group == NULL);
+                        CHECK_INT_EQ(got.n_frames, want.n_frames);
+                        for (size_t i = 0; i < got.n_frames && i < want.n_frames; i++) {
+                                CHECK_STR_EQ(got.frames[i].name, want.frames[i].name);
+                                CHECK_INT_EQ(got.frames[i].kernel, want.frames[i].kernel);
+                                CHECK_STR_EQ(got.modules[i], want.modules[i]);
+                        }
+                        json_decref(j);
+                        stackline_buf_done(&b);
+                }
+}
+
 struct want_row {
         const char *name;
         uint64_t self, total;
@@ -589,6 +630,7 @@ int main(void) {
         test_quality_report_lists_every_reason();
 
         test_stack_parse_names_lines_and_refuses_what_the_profile_refuses();
+        test_stack_from_frames_is_stack_parse_of_its_line();
         test_table_by_function_self_and_total();
         test_table_by_line_splits_a_function_by_its_lines();
         test_table_by_module_counts_each_module_once_per_stack();
