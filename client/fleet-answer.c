@@ -56,6 +56,7 @@ struct frame {
         struct store_frame_out out;
         char *strings; /* one allocation for name..build_id */
         bool utf8;     /* every string of out is UTF-8 (profd's line would have U+FFFD in its place) */
+        struct top_func *func; /* its row in the table being made (write_table_rows), once found */
 };
 
 /* A stack's value on one host: what the host's quality report is made of. */
@@ -80,6 +81,7 @@ struct answer_data {
         size_t n_hosts;
         hashmap *stacks; /* stack id -> struct stack_frames* */
         hashmap *frames; /* frame id -> struct frame* */
+        hashmap *host_indexes; /* host name (hosts[i].host) -> i */
         char *bodies[8];
 };
 
@@ -104,6 +106,7 @@ static void answer_data_done(struct answer_data *d) {
         for (size_t i = 0; i < d->n_hosts; i++)
                 free(d->hosts[i].host);
         free(d->hosts);
+        hashmap_free(d->host_indexes);
         while (d->stacks && hashmap_iterate(d->stacks, &st, &k, &v)) {
                 struct stack_frames *sf = v;
                 free(sf->ids);
@@ -144,14 +147,15 @@ static int fleet_run(fleet *f, int (*write)(FILE *, const struct query_request *
         return fleet_http_memstream(f, m, &sql, ret_body, ret_len);
 }
 
-/* The index of host in d->hosts, added when new (answers list hosts in
- * order: the last one is looked at first). Returns it, or -ENOMEM. */
+/* The index of host in d->hosts, added when new. Returns it, or -ENOMEM. */
 static ssize_t host_index(struct answer_data *d, const char *host) {
         struct host_quality *n;
+        void *v;
 
-        for (size_t i = d->n_hosts; i > 0; i--)
-                if (streq(d->hosts[i - 1].host, host))
-                        return (ssize_t) (i - 1);
+        if (!d->host_indexes && !(d->host_indexes = hashmap_new_string()))
+                return -ENOMEM;
+        if (hashmap_get(d->host_indexes, host, &v) >= 0)
+                return (ssize_t) (uintptr_t) v;
         n = reallocarray(d->hosts, d->n_hosts + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
@@ -159,6 +163,11 @@ static ssize_t host_index(struct answer_data *d, const char *host) {
         n[d->n_hosts] = (struct host_quality) { .host = strdup(host) };
         if (!n[d->n_hosts].host)
                 return -ENOMEM;
+        /* the key is the host's own copy */
+        if (hashmap_put(d->host_indexes, n[d->n_hosts].host, (void *) (uintptr_t) d->n_hosts) < 0) {
+                free(n[d->n_hosts].host);
+                return -ENOMEM;
+        }
         return (ssize_t) d->n_hosts++;
 }
 
@@ -375,11 +384,9 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
         return 0;
 }
 
-/* Fills so's frames and user_end with stack_id's, in *frames (grown as
- * needed), and *ret_sf (unless NULL) with the stack. Returns 0, or
+/* stack_id's stack, its frames looked up on its first use. Returns 0, or
  * -EBADMSG/-ENOMEM after saying why. */
-static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, struct store_frame_out **frames,
-                     size_t *frames_cap, struct store_stack_out *so, struct stack_frames **ret_sf) {
+static int stack_get(fleet *f, const struct answer_data *d, uint64_t stack_id, struct stack_frames **ret) {
         struct stack_frames *sf;
         void *v;
 
@@ -387,15 +394,6 @@ static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, s
                 return cli_error(-EBADMSG, "ClickHouse at %s has samples of stack %" PRIu64 " but not the "
                                  "stack (exported incompletely?)", f->url, stack_id);
         sf = v;
-        if (sf->n > *frames_cap) {
-                struct store_frame_out *n = reallocarray(*frames, sf->n, sizeof(*n));
-
-                if (!n)
-                        return cli_error(-ENOMEM, "%m");
-                *frames = n;
-                *frames_cap = sf->n;
-        }
-        /* each frame looked up once, on the stack's first use */
         if (!sf->frames && sf->n > 0) {
                 _cleanup_free_ struct frame **fr = calloc(sf->n, sizeof(*fr));
 
@@ -413,13 +411,27 @@ static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, s
                 sf->frames = TAKE_PTR(fr);
         } else if (sf->n == 0)
                 sf->utf8 = true;
+        *ret = sf;
+        return 0;
+}
+
+/* Fills so's frames and user_end with sf's, in *frames (grown as needed).
+ * Returns 0 or -ENOMEM after saying why. */
+static int stack_out(const struct stack_frames *sf, struct store_frame_out **frames, size_t *frames_cap,
+                     struct store_stack_out *so) {
+        if (sf->n > *frames_cap) {
+                struct store_frame_out *n = reallocarray(*frames, sf->n, sizeof(*n));
+
+                if (!n)
+                        return cli_error(-ENOMEM, "%m");
+                *frames = n;
+                *frames_cap = sf->n;
+        }
         for (size_t j = 0; j < sf->n; j++)
                 (*frames)[j] = sf->frames[j]->out;
         so->frames = *frames;
         so->n_frames = sf->n;
         so->user_end = sf->user_end;
-        if (ret_sf)
-                *ret_sf = sf;
         return 0;
 }
 
@@ -427,24 +439,21 @@ static int stack_out(fleet *f, const struct answer_data *d, uint64_t stack_id, s
 static int stack_quality(fleet *f, const struct answer_data *d, uint64_t stack_id, struct store_frame_out **frames,
                          size_t *frames_cap, struct stack_frames **ret) {
         struct stack_frames *sf;
-        void *v;
+        int r;
 
-        if (hashmap_get(d->stacks, UINT64_TO_KEY(stack_id), &v) >= 0 && v) {
-                sf = v;
-                if (sf->unresolved_mask < 0) {
-                        struct store_stack_out so = {};
-                        int r = stack_out(f, d, stack_id, frames, frames_cap, &so, NULL);
+        r = stack_get(f, d, stack_id, &sf);
+        if (r < 0)
+                return r;
+        if (sf->unresolved_mask < 0) {
+                struct store_stack_out so = {};
 
-                        if (r < 0)
-                                return r;
-                        sf->unresolved_mask = (int) quality_unresolved_mask(&so);
-                }
-                *ret = sf;
-                return 0;
+                r = stack_out(sf, frames, frames_cap, &so);
+                if (r < 0)
+                        return r;
+                sf->unresolved_mask = (int) quality_unresolved_mask(&so);
         }
-        /* not there: stack_out says so */
-        int r = stack_out(f, d, stack_id, frames, frames_cap, &(struct store_stack_out) {}, NULL);
-        return r < 0 ? r : -EBADMSG;
+        *ret = sf;
+        return 0;
 }
 
 /* Writes the end line's "quality" (the fleet's: its hosts' added up) and
@@ -470,12 +479,27 @@ static int write_quality(struct answer *a, const struct answer_data *d, bool par
         return 0;
 }
 
-/* The summed stacks of the request (d->rows, one per group and stack)
- * and each host's part of them (d->host_rows), from one scan: rows of
- * (stack, value, group, host) in order of group and stack. */
+/* A row of fleet_sql_stacks_by_host(): strings in the answer's body. */
+struct group_stack_host {
+        uint64_t stack_id, value;
+        const char *group, *host;
+};
+
+static int group_stack_compare(const void *a, const void *b) {
+        const struct group_stack_host *x = a, *y = b;
+        /* without --root every group is "" */
+        int c = x->group[0] || y->group[0] ? strcmp(x->group, y->group) : 0;
+
+        return c != 0 ? c : x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* The summed stacks of the request (d->rows, one per group and stack, in
+ * order of group and stack) and each host's part of them (d->host_rows),
+ * from one scan. */
 static int fetch_rows_by_host(fleet *f, const struct query_request *q, const struct fleet_scope *s,
                               struct answer_data *d) {
-        size_t len, pos = 0, cap = 0, host_cap = 0;
+        _cleanup_free_ struct group_stack_host *in = NULL;
+        size_t len, pos = 0, cap = 0, n = 0, in_cap = 0, host_cap = 0;
         char *fields[4];
         int r;
 
@@ -483,13 +507,26 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
         if (r < 0)
                 return r;
         while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 4)) > 0) {
-                struct host_row hr = {};
-                struct row *last = d->n_rows > 0 ? &d->rows[d->n_rows - 1] : NULL;
+                struct group_stack_host row = { .group = fields[2], .host = fields[3] };
 
-                if (r != 4 || fleet_tsv_u64(fields[0], &hr.stack_id) < 0 || fleet_tsv_u64(fields[1], &hr.value) < 0)
+                if (r != 4 || fleet_tsv_u64(fields[0], &row.stack_id) < 0 || fleet_tsv_u64(fields[1], &row.value) < 0)
                         return bad_answer(f, "stack row");
+                if (array_grow((void **) &in, &in_cap, n + 1, sizeof(*in)) < 0)
+                        return cli_error(-ENOMEM, "%m");
+                in[n++] = row;
+        }
+        if (r < 0)
+                return bad_answer(f, "stack row");
+        /* a stack's rows (its hosts') next to each other, stacks in a
+         * stable order: the answer is the same from run to run */
+        if (n > 0)
+                qsort(in, n, sizeof(*in), group_stack_compare);
+        for (size_t i = 0; i < n; i++) {
+                struct row *last = d->n_rows > 0 ? &d->rows[d->n_rows - 1] : NULL;
+                struct host_row hr = { .stack_id = in[i].stack_id, .value = in[i].value };
+
                 /* the same group and stack as the row before: another host's part */
-                if (last && last->stack_id == hr.stack_id && streq(last->group ?: "", fields[2])) {
+                if (last && last->stack_id == hr.stack_id && streq(last->group ?: "", in[i].group)) {
                         if (__builtin_add_overflow(last->value, hr.value, &last->value))
                                 return cli_error(-EOVERFLOW, "a stack's values add up to more than 2^64");
                 } else {
@@ -497,15 +534,13 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
 
                         if (array_grow((void **) &d->rows, &cap, d->n_rows + 1, sizeof(*d->rows)) < 0)
                                 return cli_error(-ENOMEM, "%m");
-                        if (s->group != FLEET_GROUP_NONE && !(row.group = strdup(fields[2])))
+                        if (s->group != FLEET_GROUP_NONE && !(row.group = strdup(in[i].group)))
                                 return cli_error(-ENOMEM, "%m");
                         d->rows[d->n_rows++] = row;
                 }
-                if (host_row_append(d, &host_cap, fields[3], hr) < 0)
+                if (host_row_append(d, &host_cap, in[i].host, hr) < 0)
                         return cli_error(-ENOMEM, "%m");
         }
-        if (r < 0)
-                return bad_answer(f, "stack row");
         return 0;
 }
 
@@ -516,8 +551,7 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
  * answers with stacks, as profd would: with U+FFFD in its place), or a
  * negative errno after saying why. */
 static int write_table_rows(fleet *f, const struct answer_data *d, const struct query_request *q,
-                            const struct fleet_table *t, struct answer *a, struct store_frame_out **frames,
-                            size_t *frames_cap, size_t *ret_rows) {
+                            const struct fleet_table *t, struct answer *a, size_t *ret_rows) {
         static const TopBy by[] = {
                 [FLEET_TABLE_BY_FUNCTION] = TOP_BY_FUNCTION,
                 [FLEET_TABLE_BY_LINE] = TOP_BY_LINE,
@@ -525,24 +559,48 @@ static int write_table_rows(fleet *f, const struct answer_data *d, const struct 
         };
         _cleanup_top_table_ top_table *table = top_table_new(by[t->by]);
         _cleanup_free_ struct top_row *rows = NULL;
-        _cleanup_(stack_done) struct stack st = {};
-        size_t n;
+        _cleanup_free_ struct top_func **funcs = NULL;
+        bool with_lines = t->lines || t->by == FLEET_TABLE_BY_LINE;
+        size_t n, funcs_cap = 0;
         int r;
 
         if (!table)
                 return cli_error(-ENOMEM, "%m");
         for (size_t i = 0; i < d->n_rows; i++) {
-                struct store_stack_out so = { .value = d->rows[i].value };
                 struct stack_frames *sf;
 
-                r = stack_out(f, d, d->rows[i].stack_id, frames, frames_cap, &so, &sf);
+                r = stack_get(f, d, d->rows[i].stack_id, &sf);
                 if (r < 0)
                         return r;
                 if (!sf->utf8)
                         return 0;
-                if (stack_from_frames(&st, &so, t->lines || t->by == FLEET_TABLE_BY_LINE, q->raw_names) < 0 ||
-                    top_table_add(table, &st) < 0)
+                if (array_grow((void **) &funcs, &funcs_cap, MAX(sf->n, (size_t) 1), sizeof(*funcs)) < 0)
                         return cli_error(-ENOMEM, "%m");
+                if (sf->n == 0) {
+                        /* as top_table_add() counts a stack without frames */
+                        struct func_key key = top_table_key(table, "[unknown]", "", false);
+
+                        if (top_table_func(table, &key, &funcs[0]) < 0)
+                                return cli_error(-ENOMEM, "%m");
+                }
+                /* each frame's row found once, whatever the stacks it is in */
+                for (size_t j = 0; j < sf->n; j++) {
+                        struct frame *fr = sf->frames[j];
+
+                        if (!fr->func) {
+                                _cleanup_free_ char *owned = NULL;
+                                struct func_key key;
+                                const char *name;
+
+                                if (frame_shown_name(&fr->out, with_lines, q->raw_names, &name, &owned) < 0)
+                                        return cli_error(-ENOMEM, "%m");
+                                key = top_table_key(table, name, fr->out.module ?: "", fr->out.kernel);
+                                if (top_table_func(table, &key, &fr->func) < 0)
+                                        return cli_error(-ENOMEM, "%m");
+                        }
+                        funcs[j] = fr->func;
+                }
+                top_table_add_funcs(table, funcs, MAX(sf->n, (size_t) 1), d->rows[i].value);
         }
         if (top_table_rows(table, t->children, &rows, &n) < 0)
                 return cli_error(-ENOMEM, "%m");
@@ -573,11 +631,16 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
         size_t frames_cap = 0, n_table_rows = 0;
         uint64_t total = 0;
         bool have_rows = false;
+        /* the table without a group is answered as its rows (below): only
+         * what they show of the frames is asked for */
+        struct fleet_scope frames_scope = *s;
         int r;
+
+        frames_scope.table = s->group == FLEET_GROUP_NONE ? t : NULL;
 
         if ((r = fetch_rows_by_host(f, q, s, &d)) < 0 ||
             (r = fetch_drops(f, q, s, &d)) < 0 || (r = fetch_stacks(f, q, s, &d)) < 0 ||
-            (r = fetch_frames(f, q, s, &d)) < 0)
+            (r = fetch_frames(f, q, &frames_scope, &d)) < 0)
                 return r;
         /* each host's report from its stacks, as its profd adds them up:
          * a stack's class (its end, the reasons of its unnamed frames) is
@@ -596,8 +659,8 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                         return cli_error(-EOVERFLOW, "the fleet's stack values add up to more than 2^64");
         /* the table without a group: its rows, made here, not every stack
          * with its frames for profctl to parse again */
-        if (t && s->group == FLEET_GROUP_NONE) {
-                r = write_table_rows(f, &d, q, t, a, &frames, &frames_cap, &n_table_rows);
+        if (frames_scope.table) {
+                r = write_table_rows(f, &d, q, t, a, &n_table_rows);
                 if (r < 0)
                         return r;
                 have_rows = r > 0;
@@ -605,7 +668,12 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
         for (size_t i = 0; i < d.n_rows && !have_rows; i++) {
                 struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
 
-                r = stack_out(f, &d, d.rows[i].stack_id, &frames, &frames_cap, &so, NULL);
+                struct stack_frames *sf;
+
+                r = stack_get(f, &d, d.rows[i].stack_id, &sf);
+                if (r < 0)
+                        return r;
+                r = stack_out(sf, &frames, &frames_cap, &so);
                 if (r < 0)
                         return r;
                 b.len = 0;

@@ -253,8 +253,12 @@ int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struc
         r = fleet_sql_where(f, q, s);
         if (r < 0)
                 return r;
-        fputs(" GROUP BY grp, " FS_STACK_ID ", " FS_HOST " ORDER BY grp, " FS_STACK_ID ", " FS_HOST
-              " FORMAT TabSeparated", f);
+        /* a host's samples are on one shard (cluster.sql shards by host),
+         * so each shard's groups are whole: the server that asks passes
+         * them on without merging, unordered (a group split across shards
+         * would be two rows, which profctl adds up as it adds hosts up) */
+        fputs(" GROUP BY grp, " FS_STACK_ID ", " FS_HOST " SETTINGS distributed_group_by_no_merge = 1 "
+              "FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -297,33 +301,38 @@ int fleet_sql_drops(FILE *f, const struct query_request *q _unused_, const struc
 }
 
 int fleet_sql_stack_frames(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
-        /* rows are deduplicated by ClickHouse in the background only: one
-         * per id here; only the window's days, where its samples' stacks
-         * were sent; binary, as arrays of numbers are most of the bytes */
-        fputs("SELECT " FST_ID ", any(" FST_FRAMES "), any(" FST_USER_END ") FROM " FS_TABLE_STACKS " WHERE " FST_ID
+        /* rows are deduplicated by ClickHouse in the background only (and
+         * a window over two days finds a stack in both): one per id here,
+         * any copy (the id is a hash of the content), which LIMIT BY takes
+         * at a third of GROUP BY's cost (every copy of an id is on one
+         * shard); only the window's days, where its samples' stacks were
+         * sent; binary, as arrays of numbers are most of the bytes */
+        fputs("SELECT " FST_ID ", " FST_FRAMES ", " FST_USER_END " FROM " FS_TABLE_STACKS " WHERE " FST_ID
               " IN " FLEET_SQL_IDS_TABLE, f);
         where_days(f, s);
-        fputs(" GROUP BY " FST_ID " FORMAT RowBinary", f);
+        fputs(" LIMIT 1 BY " FST_ID " FORMAT RowBinary", f);
         return ferror(f) ? -EIO : 0;
 }
 
 int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        /* a folded answer shows names (and file:line with lines) only:
-         * what it does not show is not sent ('' and 0 in its place), a
-         * third of the bytes of a large answer's frames */
-        bool folded = q && q->folded;
-        const char *name = folded && q->raw_names ? "''" : "any(name)";
-        const char *raw_name = folded && !q->raw_names ? "''" : "any(raw_name)";
-        const char *file = folded && !q->lines ? "''" : "any(file)";
-        const char *line = folded && !q->lines ? "0" : "any(line)";
-        const char *full = folded ? "''" : NULL;
+        /* a folded answer shows names (and file:line with lines) only,
+         * the table's rows names and modules (and file:line by line or
+         * with lines): what they do not show is not sent ('' and 0 in its
+         * place), a third to two thirds of the bytes of a large answer's
+         * frames. The name stays with raw names: a frame without a raw
+         * name shows it. */
+        bool folded = q && q->folded, table = s->table, trim = folded || table;
+        bool lines = q && (q->lines || (table && (s->table->lines || s->table->by == FLEET_TABLE_BY_LINE)));
+        const char *raw_name = trim && !(q && q->raw_names) ? "''" : "raw_name";
+        const char *file = trim && !lines ? "''" : "file";
+        const char *line = trim && !lines ? "0" : "line";
 
-        fprintf(f, "SELECT " FSF_ID ", %s, %s, %s, %s, %s, %s, %s, any(has_address), any(kernel), any(resolved), "
-                "any(inlined), any(jit), any(" FSF_UNRESOLVED ") FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
-                name, raw_name, full ?: "any(module)", full ?: "any(build_id)", file, line,
-                folded ? "0" : "any(address)");
+        /* one row per id, as fleet_sql_stack_frames() */
+        fprintf(f, "SELECT " FSF_ID ", name, %s, %s, %s, %s, %s, %s, has_address, kernel, resolved, inlined, jit, "
+                FSF_UNRESOLVED " FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
+                raw_name, folded ? "''" : "module", trim ? "''" : "build_id", file, line, trim ? "0" : "address");
         where_days(f, s);
-        fputs(" GROUP BY " FSF_ID " FORMAT TabSeparated", f);
+        fputs(" LIMIT 1 BY " FSF_ID " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
 }
 

@@ -24,11 +24,26 @@ enum fleet_group {
         FLEET_GROUP_HOST,    /* the host name */
 };
 
+/* How profctl's table view (client/render.h) names and orders its rows. */
+enum fleet_table_by {
+        FLEET_TABLE_BY_FUNCTION,
+        FLEET_TABLE_BY_LINE,
+        FLEET_TABLE_BY_MODULE,
+};
+
+struct fleet_table {
+        enum fleet_table_by by;
+        bool children; /* ordered by total, not self */
+        bool lines;    /* functions named "name (file:line)" (as by line) */
+        uint64_t limit; /* rows at most, 0: all */
+};
+
 /* What a fleet query selects on top of profd's request. */
 struct fleet_scope {
         const char *host;        /* a host name or glob; NULL: every host */
         enum fleet_group group;
         uint64_t from_ns, to_ns; /* the window, resolved as profd does (request_window) */
+        const struct fleet_table *table; /* answered as the table's rows (fleet-answer.c); NULL: as stacks */
 };
 
 /* Writes s as a ClickHouse string literal: quoted, with backslash, quote
@@ -50,10 +65,10 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
 
 /* The query whose rows are "stack_id \t value \t group \t host" (group
  * '' without grouping): the request's samples summed per group, stack and
- * host, in order of group, stack and host, so that a stack's rows follow
- * each other (their sum is the answer's stack) and each host's quality
- * report can be made of its own: one scan of the samples for both, so the
- * two agree even while hosts insert. Returns 0 or -EIO. */
+ * host, in no order (a (group, stack, host) may come as more than one row
+ * to add up): the answer's stacks are their sums, and each host's quality
+ * report is made of its own rows, from one scan of the samples, so the two
+ * agree even while hosts insert. Returns 0 or -EIO. */
 int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are "start_ns \t end_ns \t value \t complete \t
@@ -89,25 +104,13 @@ int fleet_sql_stack_frames(FILE *f, const struct query_request *q, const struct 
 int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
                           size_t *ret_n, int *ret_user_end);
 
-/* How profctl's table view (client/render.h) names and orders its rows. */
-enum fleet_table_by {
-        FLEET_TABLE_BY_FUNCTION,
-        FLEET_TABLE_BY_LINE,
-        FLEET_TABLE_BY_MODULE,
-};
-
-struct fleet_table {
-        enum fleet_table_by by;
-        bool children; /* ordered by total, not self */
-        bool lines;    /* functions named "name (file:line)" (as by line) */
-        uint64_t limit; /* rows at most, 0: all */
-};
-
 /* The query whose rows are one frame each, "id \t name \t raw_name \t
  * module \t build_id \t file \t line \t address \t has_address \t kernel
  * \t resolved \t inlined \t jit \t unresolved" (FSF_N_COLUMNS fields), of the frames
- * whose ids are in the ids table. With a folded request q, only what
- * its lines show: the other fields come as '' and 0. Returns 0 or -EIO. */
+ * whose ids are in the ids table. For a folded request q, or an answer
+ * made as the table's rows (s->table), only what those show and what the
+ * quality report needs: the other fields come as '' and 0. Returns 0 or
+ * -EIO. */
 int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* One row of TabSeparated output, split in place: the line is cut at its

@@ -99,25 +99,14 @@ int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
         return 0;
 }
 
-int stack_from_frames(struct stack *s, const struct store_stack_out *so, bool with_lines, bool raw_names) {
-        if (stack_reserve(s, so->n_frames) < 0)
-                return -ENOMEM;
-        s->value = so->value;
-        s->group = so->group;
-        for (size_t i = 0; i < so->n_frames; i++) {
-                const struct store_frame_out *fr = &so->frames[i];
-                const char *name = raw_names && fr->raw_name ? fr->raw_name : fr->name;
+int frame_shown_name(const struct store_frame_out *fr, bool with_lines, bool raw_names, const char **ret,
+                     char **ret_owned) {
+        const char *name = raw_names && fr->raw_name ? fr->raw_name : fr->name;
 
-                s->frames[i] = (struct folded_frame) { .name = name, .kernel = fr->kernel };
-                s->modules[i] = fr->module ?: "";
-                if (with_lines) {
-                        if (frame_name_with_line(name, fr->file, fr->line, &s->owned[i]) < 0)
-                                return -ENOMEM;
-                        if (s->owned[i])
-                                s->frames[i].name = s->owned[i];
-                }
-                s->n_frames = i + 1;
-        }
+        *ret_owned = NULL;
+        if (with_lines && frame_name_with_line(name, fr->file, fr->line, ret_owned) < 0)
+                return -ENOMEM;
+        *ret = *ret_owned ?: name;
         return 0;
 }
 
@@ -129,7 +118,7 @@ void stack_done(struct stack *s) {
         *s = (struct stack) {};
 }
 
-struct func_stat {
+struct top_func {
         struct func_key key; /* first: the map's key points here */
         uint64_t self;
         uint64_t total;
@@ -139,7 +128,7 @@ struct func_stat {
 
 struct top_table {
         TopBy by;
-        hashmap *funcs;    /* struct func_key* -> struct func_stat* (same object) */
+        hashmap *funcs;    /* struct func_key* -> struct top_func* (same object) */
         uint64_t n_stacks; /* numbers the stacks from 1, for last_stack */
 };
 
@@ -203,8 +192,8 @@ top_table *top_table_free(top_table *t) {
         return NULL;
 }
 
-static int top_table_get(top_table *t, const struct func_key *key, struct func_stat **ret) {
-        struct func_stat *f;
+static int top_table_get(top_table *t, const struct func_key *key, struct top_func **ret) {
+        struct top_func *f;
         size_t ln, lm;
         void *v;
         int r;
@@ -237,6 +226,31 @@ static int top_table_get(top_table *t, const struct func_key *key, struct func_s
         return 0;
 }
 
+struct func_key top_table_key(const top_table *t, const char *name, const char *module, bool kernel) {
+        if (t->by == TOP_BY_MODULE)
+                /* a frame without a module ([lost], [unknown]) is its own row */
+                return (struct func_key) { .name = *module ? module : name, .module = "", .kernel = kernel };
+        return (struct func_key) { .name = name, .module = module, .kernel = kernel };
+}
+
+int top_table_func(top_table *t, const struct func_key *key, struct top_func **ret) {
+        return top_table_get(t, key, ret);
+}
+
+/* Counts value for f, a function of the stack being added: once in its
+ * TOTAL however often the stack holds it, and in its SELF at the leaf. */
+static void count(top_table *t, struct top_func *f, uint64_t value, bool leaf) {
+        /* recursion puts a function in a stack more than once (and a
+         * module is there many times); its TOTAL is the share of samples
+         * it was anywhere on, so count each stack once */
+        if (f->last_stack != t->n_stacks) {
+                f->total += value;
+                f->last_stack = t->n_stacks;
+        }
+        if (leaf)
+                f->self += value;
+}
+
 int top_table_add(top_table *t, const struct stack *s) {
         /* a stack without frames still has samples: show them, don't drop them */
         static const struct folded_frame unknown_frame = { .name = "[unknown]" };
@@ -247,40 +261,27 @@ int top_table_add(top_table *t, const struct stack *s) {
 
         t->n_stacks++;
         for (size_t i = 0; i < n; i++) {
-                struct func_key key = {
-                        .name = frames[i].name,
-                        .module = modules[i],
-                        .kernel = frames[i].kernel,
-                };
-                struct func_stat *f;
+                struct func_key key = top_table_key(t, frames[i].name, modules[i], frames[i].kernel);
+                struct top_func *f;
                 int r;
-
-                if (t->by == TOP_BY_MODULE)
-                        /* a frame without a module ([lost], [unknown]) is its own row */
-                        key = (struct func_key) {
-                                .name = *modules[i] ? modules[i] : frames[i].name,
-                                .module = "",
-                                .kernel = frames[i].kernel,
-                        };
 
                 r = top_table_get(t, &key, &f);
                 if (r < 0)
                         return r;
-                /* recursion puts a function in a stack more than once (and a
-                 * module is there many times); its TOTAL is the share of
-                 * samples it was anywhere on, so count each stack once */
-                if (f->last_stack != t->n_stacks) {
-                        f->total += s->value;
-                        f->last_stack = t->n_stacks;
-                }
-                if (i == n - 1)
-                        f->self += s->value;
+                count(t, f, s->value, i == n - 1);
         }
         return 0;
 }
 
+int top_table_add_funcs(top_table *t, struct top_func *const *funcs, size_t n, uint64_t value) {
+        t->n_stacks++;
+        for (size_t i = 0; i < n; i++)
+                count(t, funcs[i], value, i == n - 1);
+        return 0;
+}
+
 int top_table_add_row(top_table *t, const struct func_key *key, uint64_t self, uint64_t total) {
-        struct func_stat *f;
+        struct top_func *f;
         int r;
 
         r = top_table_get(t, key, &f);
@@ -304,7 +305,7 @@ static int func_key_compare(const struct func_key *x, const struct func_key *y) 
 }
 
 static int func_stat_compare_self(const void *a, const void *b) {
-        const struct func_stat *x = *(struct func_stat *const *) a, *y = *(struct func_stat *const *) b;
+        const struct top_func *x = *(struct top_func *const *) a, *y = *(struct top_func *const *) b;
 
         if (x->self != y->self)
                 return x->self > y->self ? -1 : 1;
@@ -314,7 +315,7 @@ static int func_stat_compare_self(const void *a, const void *b) {
 }
 
 static int func_stat_compare_total(const void *a, const void *b) {
-        const struct func_stat *x = *(struct func_stat *const *) a, *y = *(struct func_stat *const *) b;
+        const struct top_func *x = *(struct top_func *const *) a, *y = *(struct top_func *const *) b;
 
         if (x->total != y->total)
                 return x->total > y->total ? -1 : 1;
@@ -324,7 +325,7 @@ static int func_stat_compare_total(const void *a, const void *b) {
 }
 
 int top_table_rows(const top_table *t, bool children, struct top_row **ret, size_t *ret_n) {
-        _cleanup_free_ struct func_stat **stats = NULL;
+        _cleanup_free_ struct top_func **stats = NULL;
         struct top_row *rows;
         size_t n = 0, state = 0;
         void *v;

@@ -33,13 +33,13 @@ struct stack {
 int stack_parse(struct stack *s, const json_t *line, bool with_lines);
 void stack_done(struct stack *s);
 
-/* Fills s from the frames of an answered stack, as stack_parse() fills it
- * from the line stackline_append() writes of them (raw_names: the
- * symbol-table names, as the line's "name"), for an answer made here
- * rather than read (a fleet's table), when its strings are UTF-8 (the
- * written line has U+FFFD in place of what is not). Strings point into
- * so's frames. Returns 0 or -ENOMEM. */
-int stack_from_frames(struct stack *s, const struct store_stack_out *so, bool with_lines, bool raw_names);
+/* The name stack_parse() gives frame fr of the line stackline_append()
+ * writes of it (raw_names: the symbol-table name, as the line's "name"),
+ * for a table made of frames rather than lines (a fleet's); with_lines as
+ * stack_parse's. *ret points into fr, or is *ret_owned (malloc'd, to
+ * free; NULL when not made). Returns 0 or -ENOMEM. */
+int frame_shown_name(const struct store_frame_out *fr, bool with_lines, bool raw_names, const char **ret,
+                     char **ret_owned);
 
 /* Makes room for n frames in s (keeping none of its frames). Returns 0 or
  * -ENOMEM. */
@@ -94,6 +94,23 @@ int top_table_add(top_table *t, const struct stack *s);
  * sums what top_table_add() would, docs/clickhouse.md): key as top_table_add
  * keys it for the table's "by". Returns 0 or -ENOMEM. */
 int top_table_add_row(top_table *t, const struct func_key *key, uint64_t self, uint64_t total);
+
+/* The key top_table_add() counts a frame under in t (its function, line
+ * or module, by t's TopBy); strings point into the arguments. */
+struct func_key top_table_key(const top_table *t, const char *name, const char *module, bool kernel);
+
+/* A row of the table, for top_table_add_funcs(). */
+struct top_func;
+
+/* The row of key (made when new): a caller adding many stacks made of the
+ * same frames looks each frame's row up once, not once per stack. Returns
+ * 0 or -ENOMEM. */
+int top_table_func(top_table *t, const struct func_key *key, struct top_func **ret);
+
+/* top_table_add() of a stack given as the rows of its frames, root first
+ * (a stack without frames: the row of "[unknown]" in module "", alone).
+ * Returns 0. */
+int top_table_add_funcs(top_table *t, struct top_func *const *funcs, size_t n, uint64_t value);
 
 struct top_row {
         const char *name;   /* function, "function (file:line)" or module path */
