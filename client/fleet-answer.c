@@ -171,18 +171,6 @@ static ssize_t host_index(struct answer_data *d, const char *host) {
         return (ssize_t) d->n_hosts++;
 }
 
-/* Appends row to d's host rows as the row of host (its index in d's
- * hosts). Returns 0 or -ENOMEM. */
-static int host_row_append(struct answer_data *d, size_t *cap, const char *host, struct host_row row) {
-        ssize_t h = host_index(d, host);
-
-        if (h < 0 || array_grow((void **) &d->host_rows, cap, d->n_host_rows + 1, sizeof(*d->host_rows)) < 0)
-                return -ENOMEM;
-        row.host = (size_t) h;
-        d->host_rows[d->n_host_rows++] = row;
-        return 0;
-}
-
 /* The drop counters of the window, each host's into its report. */
 static int fetch_drops(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer_data *d) {
         size_t len, pos = 0;
@@ -314,7 +302,6 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
 static int fetch_frames(fleet *f, const struct query_request *q, const struct fleet_scope *s,
                         struct answer_data *d) {
         size_t len, pos = 0;
-        char *fields[FSF_N_COLUMNS];
         int r;
 
         if (hashmap_size(d->frames) == 0)
@@ -322,25 +309,28 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
         r = fetch_by_ids(f, d->frames, fleet_sql_frames, q, s, &d->bodies[2], &len);
         if (r < 0)
                 return r;
-        while ((r = fleet_tsv_row(d->bodies[2], len, &pos, fields, FSF_N_COLUMNS)) > 0) {
-                uint64_t id, line, address, flags[5], unresolved;
+        for (;;) {
+                struct fleet_frame_row row;
                 struct frame *fr;
-                size_t l[5], total = 0;
+                size_t total = 0;
                 char *p;
                 void *old;
 
-                if (r != FSF_N_COLUMNS || fleet_tsv_u64(fields[0], &id) < 0 || fleet_tsv_u64(fields[6], &line) < 0 ||
-                    fleet_tsv_u64(fields[7], &address) < 0 || line > UINT32_MAX ||
-                    fleet_tsv_u64(fields[13], &unresolved) < 0 || unresolved > UINT8_MAX)
-                        return bad_answer(f, "frame");
+                r = fleet_rowbinary_frame((const uint8_t *) d->bodies[2], len, &pos, &row);
+                if (r <= 0)
+                        break;
                 /* has_address, kernel, resolved, inlined, jit */
                 for (size_t i = 0; i < 5; i++)
-                        if (fleet_tsv_u64(fields[8 + i], &flags[i]) < 0 || flags[i] > 1)
+                        if (row.flags[i] > 1)
                                 return bad_answer(f, "frame");
-                if (hashmap_get(d->frames, UINT64_TO_KEY(id), &old) < 0 || old)
+                if (hashmap_get(d->frames, UINT64_TO_KEY(row.id), &old) < 0 || old)
                         return bad_answer(f, "frame (not asked for, or twice)");
-                for (size_t i = 0; i < 5; i++)
-                        total += (l[i] = strlen(fields[1 + i]) + 1);
+                for (size_t i = 0; i < ELEMENTSOF(row.strings); i++) {
+                        /* a C string each: a NUL inside would cut it */
+                        if (memchr(row.strings[i].s, '\0', row.strings[i].n))
+                                return bad_answer(f, "frame (a NUL in a string)");
+                        total += row.strings[i].n + 1;
+                }
                 fr = calloc(1, sizeof(*fr));
                 if (!fr || !(fr->strings = malloc(total))) {
                         free(fr);
@@ -350,9 +340,10 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                 const char **dst[5] = { &fr->out.name, &fr->out.raw_name, &fr->out.module, &fr->out.build_id,
                                         &fr->out.file };
                 for (size_t i = 0; i < 5; i++) {
-                        memcpy(p, fields[1 + i], l[i]);
+                        memcpy(p, row.strings[i].s, row.strings[i].n);
+                        p[row.strings[i].n] = '\0';
                         *dst[i] = p;
-                        p += l[i];
+                        p += row.strings[i].n + 1;
                 }
                 /* profd leaves these out of its lines when it has none */
                 if (!*fr->out.raw_name)
@@ -361,18 +352,18 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                         fr->out.build_id = NULL;
                 if (!*fr->out.file)
                         fr->out.file = NULL;
-                fr->out.line = (unsigned) line;
-                fr->out.address = address;
-                fr->out.has_address = flags[0];
-                fr->out.kernel = flags[1];
-                fr->out.resolved = flags[2];
-                fr->out.inlined = flags[3];
-                fr->out.jit = flags[4];
-                fr->out.unresolved = (uint8_t) unresolved;
+                fr->out.line = row.line;
+                fr->out.address = row.address;
+                fr->out.has_address = row.flags[0];
+                fr->out.kernel = row.flags[1];
+                fr->out.resolved = row.flags[2];
+                fr->out.inlined = row.flags[3];
+                fr->out.jit = row.flags[4];
+                fr->out.unresolved = row.flags[5];
                 fr->utf8 = utf8_valid(fr->out.name) && utf8_valid(fr->out.raw_name ?: "") &&
                            utf8_valid(fr->out.module) && utf8_valid(fr->out.file ?: "");
-                hashmap_remove(d->frames, UINT64_TO_KEY(id));
-                r = hashmap_put(d->frames, UINT64_TO_KEY(id), fr);
+                hashmap_remove(d->frames, UINT64_TO_KEY(row.id));
+                r = hashmap_put(d->frames, UINT64_TO_KEY(row.id), fr);
                 if (r < 0) {
                         free(fr->strings);
                         free(fr);
@@ -479,18 +470,25 @@ static int write_quality(struct answer *a, const struct answer_data *d, bool par
         return 0;
 }
 
-/* A row of fleet_sql_stacks_by_host(): strings in the answer's body. */
+/* A row of fleet_sql_stacks_by_host(): its group in the answer's body. */
 struct group_stack_host {
         uint64_t stack_id, value;
-        const char *group, *host;
+        struct fleet_string group;
+        size_t host; /* index in answer_data.hosts */
 };
 
 static int group_stack_compare(const void *a, const void *b) {
         const struct group_stack_host *x = a, *y = b;
-        /* without --root every group is "" */
-        int c = x->group[0] || y->group[0] ? strcmp(x->group, y->group) : 0;
+        /* as strcmp() orders the groups (without --root every group is "") */
+        int c = x->group.n || y->group.n ? memcmp(x->group.s, y->group.s, MIN(x->group.n, y->group.n)) : 0;
 
+        if (c == 0 && x->group.n != y->group.n)
+                c = x->group.n < y->group.n ? -1 : 1;
         return c != 0 ? c : x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+static bool group_eq(const char *group, struct fleet_string g) {
+        return strlen(group) == g.n && memcmp(group, g.s, g.n) == 0;
 }
 
 /* The summed stacks of the request (d->rows, one per group and stack, in
@@ -499,21 +497,33 @@ static int group_stack_compare(const void *a, const void *b) {
 static int fetch_rows_by_host(fleet *f, const struct query_request *q, const struct fleet_scope *s,
                               struct answer_data *d) {
         _cleanup_free_ struct group_stack_host *in = NULL;
-        size_t len, pos = 0, cap = 0, n = 0, in_cap = 0, host_cap = 0;
-        char *fields[4];
+        _cleanup_free_ char *host = NULL;
+        size_t len, pos = 0, cap = 0, n = 0, in_cap = 0, host_cap = 0, host_size = 0;
         int r;
 
         r = fleet_run(f, fleet_sql_stacks_by_host, q, s, &d->bodies[0], &len);
         if (r < 0)
                 return r;
-        while ((r = fleet_tsv_row(d->bodies[0], len, &pos, fields, 4)) > 0) {
-                struct group_stack_host row = { .group = fields[2], .host = fields[3] };
+        for (;;) {
+                struct fleet_sum_row row;
+                ssize_t h;
 
-                if (r != 4 || fleet_tsv_u64(fields[0], &row.stack_id) < 0 || fleet_tsv_u64(fields[1], &row.value) < 0)
-                        return bad_answer(f, "stack row");
+                r = fleet_rowbinary_sum((const uint8_t *) d->bodies[0], len, &pos, &row);
+                if (r <= 0)
+                        break;
+                if (memchr(row.group.s, '\0', row.group.n) || memchr(row.host.s, '\0', row.host.n))
+                        return bad_answer(f, "stack row (a NUL in a string)");
+                /* the host's name as a C string, for its index */
+                if (array_grow((void **) &host, &host_size, row.host.n + 1, 1) < 0)
+                        return cli_error(-ENOMEM, "%m");
+                memcpy(host, row.host.s, row.host.n);
+                host[row.host.n] = '\0';
+                h = host_index(d, host);
+                if (h < 0)
+                        return cli_error(-ENOMEM, "%m");
                 if (array_grow((void **) &in, &in_cap, n + 1, sizeof(*in)) < 0)
                         return cli_error(-ENOMEM, "%m");
-                in[n++] = row;
+                in[n++] = (struct group_stack_host) { row.stack_id, row.value, row.group, (size_t) h };
         }
         if (r < 0)
                 return bad_answer(f, "stack row");
@@ -523,10 +533,10 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
                 qsort(in, n, sizeof(*in), group_stack_compare);
         for (size_t i = 0; i < n; i++) {
                 struct row *last = d->n_rows > 0 ? &d->rows[d->n_rows - 1] : NULL;
-                struct host_row hr = { .stack_id = in[i].stack_id, .value = in[i].value };
+                struct host_row hr = { .host = in[i].host, .stack_id = in[i].stack_id, .value = in[i].value };
 
                 /* the same group and stack as the row before: another host's part */
-                if (last && last->stack_id == hr.stack_id && streq(last->group ?: "", in[i].group)) {
+                if (last && last->stack_id == hr.stack_id && group_eq(last->group ?: "", in[i].group)) {
                         if (__builtin_add_overflow(last->value, hr.value, &last->value))
                                 return cli_error(-EOVERFLOW, "a stack's values add up to more than 2^64");
                 } else {
@@ -534,12 +544,13 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
 
                         if (array_grow((void **) &d->rows, &cap, d->n_rows + 1, sizeof(*d->rows)) < 0)
                                 return cli_error(-ENOMEM, "%m");
-                        if (s->group != FLEET_GROUP_NONE && !(row.group = strdup(in[i].group)))
+                        if (s->group != FLEET_GROUP_NONE && !(row.group = strndup(in[i].group.s, in[i].group.n)))
                                 return cli_error(-ENOMEM, "%m");
                         d->rows[d->n_rows++] = row;
                 }
-                if (host_row_append(d, &host_cap, in[i].host, hr) < 0)
+                if (array_grow((void **) &d->host_rows, &host_cap, d->n_host_rows + 1, sizeof(*d->host_rows)) < 0)
                         return cli_error(-ENOMEM, "%m");
+                d->host_rows[d->n_host_rows++] = hr;
         }
         return 0;
 }

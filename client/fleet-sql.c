@@ -258,7 +258,7 @@ int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struc
          * them on without merging, unordered (a group split across shards
          * would be two rows, which profctl adds up as it adds hosts up) */
         fputs(" GROUP BY grp, " FS_STACK_ID ", " FS_HOST " SETTINGS distributed_group_by_no_merge = 1 "
-              "FORMAT TabSeparated", f);
+              "FORMAT RowBinary", f);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -325,14 +325,16 @@ int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_
         bool lines = q && (q->lines || (table && (s->table->lines || s->table->by == FLEET_TABLE_BY_LINE)));
         const char *raw_name = trim && !(q && q->raw_names) ? "''" : "raw_name";
         const char *file = trim && !lines ? "''" : "file";
-        const char *line = trim && !lines ? "0" : "line";
+        const char *line = trim && !lines ? "toUInt32(0)" : "line";
 
         /* one row per id, as fleet_sql_stack_frames() */
         fprintf(f, "SELECT " FSF_ID ", name, %s, %s, %s, %s, %s, %s, has_address, kernel, resolved, inlined, jit, "
                 FSF_UNRESOLVED " FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
-                raw_name, folded ? "''" : "module", trim ? "''" : "build_id", file, line, trim ? "0" : "address");
+                raw_name, folded ? "''" : "module", trim ? "''" : "build_id", file, line,
+                trim ? "toUInt64(0)" : "address");
         where_days(f, s);
-        fputs(" LIMIT 1 BY " FSF_ID " FORMAT TabSeparated", f);
+        /* binary: no escaping to write and undo, numbers as they are */
+        fputs(" LIMIT 1 BY " FSF_ID " FORMAT RowBinary", f);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -444,6 +446,57 @@ static uint64_t rowbinary_u64(const uint8_t *p) {
         for (int i = 7; i >= 0; i--)
                 v = v << 8 | p[i];
         return v;
+}
+
+static int rowbinary_string(const uint8_t *data, size_t len, size_t *pos, struct fleet_string *ret) {
+        uint64_t n;
+
+        if (rowbinary_varint(data, len, pos, &n) < 0 || n > len - *pos)
+                return -EBADMSG;
+        *ret = (struct fleet_string) { (const char *) data + *pos, (size_t) n };
+        *pos += (size_t) n;
+        return 0;
+}
+
+int fleet_rowbinary_sum(const uint8_t *data, size_t len, size_t *pos, struct fleet_sum_row *ret) {
+        size_t p = *pos;
+
+        if (p == len)
+                return 0;
+        if (len - p < 16)
+                return -EBADMSG;
+        ret->stack_id = rowbinary_u64(data + p);
+        ret->value = rowbinary_u64(data + p + 8);
+        p += 16;
+        if (rowbinary_string(data, len, &p, &ret->group) < 0 || rowbinary_string(data, len, &p, &ret->host) < 0)
+                return -EBADMSG;
+        *pos = p;
+        return 1;
+}
+
+int fleet_rowbinary_frame(const uint8_t *data, size_t len, size_t *pos, struct fleet_frame_row *ret) {
+        size_t p = *pos;
+
+        if (p == len)
+                return 0;
+        if (len - p < 8)
+                return -EBADMSG;
+        ret->id = rowbinary_u64(data + p);
+        p += 8;
+        for (size_t i = 0; i < ELEMENTSOF(ret->strings); i++)
+                if (rowbinary_string(data, len, &p, &ret->strings[i]) < 0)
+                        return -EBADMSG;
+        /* line UInt32, address UInt64, then six UInt8 */
+        if (len - p < 4 + 8 + ELEMENTSOF(ret->flags))
+                return -EBADMSG;
+        ret->line = (uint32_t) data[p] | (uint32_t) data[p + 1] << 8 | (uint32_t) data[p + 2] << 16 |
+                    (uint32_t) data[p + 3] << 24;
+        ret->address = rowbinary_u64(data + p + 4);
+        p += 12;
+        memcpy(ret->flags, data + p, ELEMENTSOF(ret->flags));
+        p += ELEMENTSOF(ret->flags);
+        *pos = p;
+        return 1;
 }
 
 int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,

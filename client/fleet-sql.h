@@ -63,12 +63,13 @@ char *fleet_glob_to_regex(const char *glob);
  * request selects. Returns 0 or -EIO. */
 int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
-/* The query whose rows are "stack_id \t value \t group \t host" (group
- * '' without grouping): the request's samples summed per group, stack and
- * host, in no order (a (group, stack, host) may come as more than one row
- * to add up): the answer's stacks are their sums, and each host's quality
- * report is made of its own rows, from one scan of the samples, so the two
- * agree even while hosts insert. Returns 0 or -EIO. */
+/* The query whose rows are (stack_id, value, group, host) in RowBinary
+ * (fleet_rowbinary_sum() reads them; group '' without grouping): the
+ * request's samples summed per group, stack and host, in no order (a
+ * (group, stack, host) may come as more than one row to add up): the
+ * answer's stacks are their sums, and each host's quality report is made
+ * of its own rows, from one scan of the samples, so the two agree even
+ * while hosts insert. Returns 0 or -EIO. */
 int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are "start_ns \t end_ns \t value \t complete \t
@@ -104,10 +105,37 @@ int fleet_sql_stack_frames(FILE *f, const struct query_request *q, const struct 
 int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
                           size_t *ret_n, int *ret_user_end);
 
-/* The query whose rows are one frame each, "id \t name \t raw_name \t
- * module \t build_id \t file \t line \t address \t has_address \t kernel
- * \t resolved \t inlined \t jit \t unresolved" (FSF_N_COLUMNS fields), of the frames
- * whose ids are in the ids table. For a folded request q, or an answer
+/* A string of a RowBinary row: in the answer's body, not NUL-terminated. */
+struct fleet_string {
+        const char *s;
+        size_t n;
+};
+
+struct fleet_sum_row {
+        uint64_t stack_id, value;
+        struct fleet_string group, host;
+};
+
+/* The next row of fleet_sql_stacks_by_host()'s answer at data[*pos]:
+ * returns 1, 0 at the end, -EBADMSG for a cut or malformed row. */
+int fleet_rowbinary_sum(const uint8_t *data, size_t len, size_t *pos, struct fleet_sum_row *ret);
+
+struct fleet_frame_row {
+        uint64_t id;
+        struct fleet_string strings[5]; /* name, raw_name, module, build_id, file */
+        uint32_t line;
+        uint64_t address;
+        uint8_t flags[6];               /* has_address, kernel, resolved, inlined, jit, unresolved */
+};
+
+/* The next row of fleet_sql_frames()'s answer at data[*pos]: returns 1, 0
+ * at the end, -EBADMSG for a cut or malformed row. */
+int fleet_rowbinary_frame(const uint8_t *data, size_t len, size_t *pos, struct fleet_frame_row *ret);
+
+/* The query whose rows are one frame each, (id, name, raw_name, module,
+ * build_id, file, line, address, has_address, kernel, resolved, inlined,
+ * jit, unresolved) in RowBinary (fleet_rowbinary_frame() reads them), of
+ * the frames whose ids are in the ids table. For a folded request q, or an answer
  * made as the table's rows (s->table), only what those show and what the
  * quality report needs: the other fields come as '' and 0. Returns 0 or
  * -EIO. */

@@ -83,6 +83,23 @@ bool utf8_valid(const char *str) {
         return true;
 }
 
+/* Copies the run at *s (n bytes left) of bytes from 0x20 to below max
+ * but stop1 and stop2, and moves past it. Returns its length (0: none),
+ * or SIZE_MAX when out of memory. */
+static inline size_t put_run(struct stackline_buf *b, const unsigned char **s, size_t *n, unsigned char max,
+                             unsigned char stop1, unsigned char stop2) {
+        const unsigned char *p = *s;
+        size_t run = 0;
+
+        while (run < *n && p[run] >= 0x20 && p[run] < max && p[run] != stop1 && p[run] != stop2)
+                run++;
+        if (run > 0 && !put(b, (const char *) *s, run))
+                return SIZE_MAX;
+        *s += run;
+        *n -= run;
+        return run;
+}
+
 static bool put_u16(struct stackline_buf *b, uint32_t u) {
         char e[16];
         snprintf(e, sizeof(e), "\\u%04" PRIX32, u & 0xffff);
@@ -103,15 +120,11 @@ static bool put_string(struct stackline_buf *b, const char *str) {
                 size_t len;
 
                 /* plain ASCII is copied as a run */
-                while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
-                        run++;
-                if (run > 0) {
-                        if (!put(b, (const char *) s, run))
-                                return false;
-                        s += run;
-                        n -= run;
+                run = put_run(b, &s, &n, 0x80, '"', '\\');
+                if (run == SIZE_MAX)
+                        return false;
+                if (run > 0)
                         continue;
-                }
                 len = utf8_decode(s, n, &c);
                 if (len == 0) {
                         c = 0xfffd;
@@ -208,15 +221,11 @@ static bool put_folded_name(struct stackline_buf *b, const char *name) {
                 size_t len, run = 0;
 
                 /* printable ASCII but ';' is copied as a run */
-                while (run < n && s[run] >= 0x20 && s[run] < 0x7f && s[run] != ';')
-                        run++;
-                if (run > 0) {
-                        if (!put(b, (const char *) s, run))
-                                return false;
-                        s += run;
-                        n -= run;
+                run = put_run(b, &s, &n, 0x7f, ';', ';');
+                if (run == SIZE_MAX)
+                        return false;
+                if (run > 0)
                         continue;
-                }
                 len = s[0] < 0x80 ? 1 : utf8_decode(s, n, &c);
                 if (len == 0 || s[0] < 0x20 || s[0] == 0x7f) {
                         if (!PUT_LITERAL(b, "?"))

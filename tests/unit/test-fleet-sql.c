@@ -152,27 +152,27 @@ static void test_quality_queries_are_per_host(void) {
         t = sql(fleet_sql_frames, &q, &s);
         CHECK(strstr(t, "SELECT id, name, raw_name, module, build_id, file, line, address, has_address, kernel, "
                         "resolved, inlined, jit, unresolved FROM profd.frames WHERE id IN ids") == t);
-        CHECK(strstr(t, " LIMIT 1 BY id FORMAT TabSeparated"));
+        CHECK(strstr(t, " LIMIT 1 BY id FORMAT RowBinary"));
         free(t);
         /* a folded answer: names, with lines file:line, with raw names both names */
         q.folded = true;
         t = sql(fleet_sql_frames, &q, &s);
-        CHECK(strstr(t, "SELECT id, name, '', '', '', '', 0, 0, has_address") == t);
+        CHECK(strstr(t, "SELECT id, name, '', '', '', '', toUInt32(0), toUInt64(0), has_address") == t);
         free(t);
         q.lines = q.raw_names = true;
         t = sql(fleet_sql_frames, &q, &s);
-        CHECK(strstr(t, "SELECT id, name, raw_name, '', '', file, line, 0, has_address") == t);
+        CHECK(strstr(t, "SELECT id, name, raw_name, '', '', file, line, toUInt64(0), has_address") == t);
         free(t);
         /* the table's rows: names and modules, file:line by line */
         struct fleet_table table = { .by = FLEET_TABLE_BY_FUNCTION };
         q = (struct query_request) { .kind = 1 };
         s.table = &table;
         t = sql(fleet_sql_frames, &q, &s);
-        CHECK(strstr(t, "SELECT id, name, '', module, '', '', 0, 0, has_address") == t);
+        CHECK(strstr(t, "SELECT id, name, '', module, '', '', toUInt32(0), toUInt64(0), has_address") == t);
         free(t);
         table.by = FLEET_TABLE_BY_LINE;
         t = sql(fleet_sql_frames, &q, &s);
-        CHECK(strstr(t, "SELECT id, name, '', module, '', file, line, 0, has_address") == t);
+        CHECK(strstr(t, "SELECT id, name, '', module, '', file, line, toUInt64(0), has_address") == t);
         free(t);
 }
 
@@ -237,6 +237,52 @@ static void test_tsv_numbers(void) {
 
 }
 
+static void test_rowbinary_sums_and_frames_are_read_and_cut_rows_refused(void) {
+        /* stack 9, value 2^40 + 1, group "", host "web-1"; stack 2^64-1,
+         * value 3, group "a b", host "h" */
+        const uint8_t sums[] = {
+                9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 5, 'w', 'e', 'b', '-', '1',
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 3, 0, 0, 0, 0, 0, 0, 0, 3, 'a', ' ', 'b', 1, 'h',
+        };
+        /* frame 0x0203: name "main", raw_name "", module "/bin/a", build_id
+         * "", file "a.c", line 70000, address 0x1130, has_address, not
+         * kernel, resolved, not inlined, not jit, unresolved 2 */
+        const uint8_t frame[] = {
+                3, 2, 0, 0, 0, 0, 0, 0, 4, 'm', 'a', 'i', 'n', 0, 6, '/', 'b', 'i', 'n', '/', 'a', 0, 3, 'a', '.',
+                'c', 0x70, 0x11, 0x01, 0, 0x30, 0x11, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2,
+        };
+        struct fleet_sum_row row;
+        struct fleet_frame_row fr;
+        size_t pos = 0;
+
+        CHECK_INT_EQ(fleet_rowbinary_sum(sums, sizeof(sums), &pos, &row), 1);
+        CHECK(row.stack_id == 9 && row.value == (1ULL << 40) + 1 && row.group.n == 0);
+        CHECK(row.host.n == 5 && memcmp(row.host.s, "web-1", 5) == 0);
+        CHECK_INT_EQ(fleet_rowbinary_sum(sums, sizeof(sums), &pos, &row), 1);
+        CHECK(row.stack_id == UINT64_MAX && row.value == 3 && row.group.n == 3 && memcmp(row.group.s, "a b", 3) == 0);
+        CHECK(row.host.n == 1 && row.host.s[0] == 'h');
+        CHECK_INT_EQ(fleet_rowbinary_sum(sums, sizeof(sums), &pos, &row), 0);
+        /* cut anywhere: refused, never read past the end */
+        for (size_t cut = 1; cut < 23; cut++) {
+                pos = 0;
+                CHECK_INT_EQ(fleet_rowbinary_sum(sums, cut, &pos, &row), -EBADMSG);
+        }
+
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_frame(frame, sizeof(frame), &pos, &fr), 1);
+        CHECK(fr.id == 0x0203 && fr.strings[0].n == 4 && memcmp(fr.strings[0].s, "main", 4) == 0);
+        CHECK(fr.strings[1].n == 0 && fr.strings[2].n == 6 && memcmp(fr.strings[2].s, "/bin/a", 6) == 0);
+        CHECK(fr.strings[3].n == 0 && fr.strings[4].n == 3 && memcmp(fr.strings[4].s, "a.c", 3) == 0);
+        CHECK(fr.line == 70000 && fr.address == 0x1130);
+        CHECK(fr.flags[0] == 1 && fr.flags[1] == 0 && fr.flags[2] == 1 && fr.flags[3] == 0 && fr.flags[4] == 0 &&
+              fr.flags[5] == 2);
+        CHECK_INT_EQ(fleet_rowbinary_frame(frame, sizeof(frame), &pos, &fr), 0);
+        for (size_t cut = 1; cut < sizeof(frame); cut++) {
+                pos = 0;
+                CHECK_INT_EQ(fleet_rowbinary_frame(frame, cut, &pos, &fr), -EBADMSG);
+        }
+}
+
 static void test_rowbinary_stacks_are_read_and_cut_rows_refused(void) {
         /* id 0x0102, frames [5, 2^64-1], user_end 4; then id 7 with no
          * frames, user_end 255 (unknown) */
@@ -284,7 +330,7 @@ static void test_stacks_by_host_are_one_scan_unmerged(void) {
         CHECK(strstr(t, " AND host = 'db-1'"));
         CHECK(strstr(t, " AND pid = 9"));
         /* each shard's groups as they are: a host is on one shard */
-        CHECK(strstr(t, " GROUP BY grp, stack, host SETTINGS distributed_group_by_no_merge = 1 FORMAT TabSeparated"));
+        CHECK(strstr(t, " GROUP BY grp, stack, host SETTINGS distributed_group_by_no_merge = 1 FORMAT RowBinary"));
         free(t);
 }
 
@@ -299,6 +345,7 @@ int main(void) {
         test_tsv_rows_are_split_and_unescaped();
         test_tsv_numbers();
         test_rowbinary_stacks_are_read_and_cut_rows_refused();
+        test_rowbinary_sums_and_frames_are_read_and_cut_rows_refused();
         test_stacks_by_host_are_one_scan_unmerged();
         return tests_failed ? 1 : 0;
 }
