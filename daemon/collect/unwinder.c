@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +121,7 @@ struct unwinder {
         struct collector_unwind_maps maps;
         char *proc_root;
         uint64_t tick_ns;          /* /proc's clock tick */
+        uint64_t page;             /* bytes */
         pthread_t thread;
         bool started;
 
@@ -133,6 +135,7 @@ struct unwinder {
         /* the worker's own */
         rangealloc *rows_alloc, *maps_alloc;
         uint64_t versions;         /* of unwind_procs entries written (struct profd_unwind_proc.version) */
+        uint64_t mapped_max;       /* the largest slice of the arrays mapped at once, bytes */
         hashmap *files;            /* struct file_key * -> struct ufile */
         hashmap *procs;            /* tgid -> struct uproc */
         struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
@@ -248,6 +251,44 @@ static int rows_alloc(unwinder *u, uint32_t n, uint32_t *ret_off) {
         }
 }
 
+/* --- writing the kernel's arrays ------------------------------------------ */
+
+/* A slice of one of the mmapable arrays (unwind_rows, unwind_maps) mapped
+ * for writing: only the pages under it, and only while it is written. The
+ * arrays are kernel memory, counted in the maps' bytes_memlock; mapped
+ * whole they counted a second time in profd's RSS, every page of them from
+ * the mmap on (the kernel inserts them all): 25 MiB at the defaults.
+ * Mapping a slice, writing it and unmapping it takes about 5 us for a
+ * process's mappings and 25 us for libc's 25 k rows (a whole-mapped copy:
+ * 4 us), next to milliseconds to build the table. The pages at its ends
+ * may hold other slices that programs read meanwhile: only the slice's
+ * own bytes are written. */
+struct slice {
+        void *map;                 /* page aligned; NULL: not mapped */
+        size_t len;
+        void *at;                  /* the slice's first element */
+};
+
+static int slice_map(unwinder *u, int fd, size_t elem_size, uint32_t off, uint32_t n, struct slice *ret) {
+        uint64_t begin = (uint64_t) off * elem_size, end = begin + (uint64_t) n * elem_size;
+        uint64_t base = begin / u->page * u->page;
+        size_t len = (size_t) ((end + u->page - 1) / u->page * u->page - base);
+        void *p;
+
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) base);
+        if (p == MAP_FAILED)
+                return negative_errno();
+        *ret = (struct slice) { .map = p, .len = len, .at = (uint8_t *) p + (begin - base) };
+        u->mapped_max = MAX(u->mapped_max, (uint64_t) len);
+        return 0;
+}
+
+static void slice_unmap(struct slice *s) {
+        if (s->map)
+                (void) munmap(s->map, s->len);
+        *s = (struct slice) {};
+}
+
 /* --- building file tables -------------------------------------------------- */
 
 static int open_elf(int fd, Elf **ret) {
@@ -267,6 +308,7 @@ static int open_elf(int fd, Elf **ret) {
  * kept with no table (frame pointers) when the failure is the file's own,
  * and the reason counted. */
 static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what) {
+        _cleanup_(slice_unmap) struct slice rows = {};
         struct unwind_table t;
         uint64_t t0 = mono_ns();
         uint32_t off, shift;
@@ -297,9 +339,19 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what)
                 f->retry = true;
                 return;
         }
-        memcpy(u->maps.rows + off, t.rows, t.n * sizeof(*t.rows));
+        r = slice_map(u, u->maps.rows_fd, sizeof(struct profd_unwind_row), off, (uint32_t) slots, &rows);
+        if (r < 0) {
+                /* out of address space or mappings: as a build out of memory */
+                log_debug_errno(r, "Failed to map the unwind rows of %s, walking it by frame pointers: %m", what);
+                rangealloc_release(u->rows_alloc, off, (uint32_t) slots, mono_ns());
+                count_failure(u, UNWINDER_FAIL_UNREADABLE);
+                unwind_table_done(&t);
+                f->retry = true;
+                return;
+        }
+        memcpy(rows.at, t.rows, t.n * sizeof(*t.rows));
         if (shift)
-                unwind_index_write(&t, shift, u->maps.rows + off + t.n);
+                unwind_index_write(&t, shift, (struct profd_unwind_row *) rows.at + t.n);
         f->off = off;
         f->n = (uint32_t) t.n;
         f->slots = (uint32_t) slots;
@@ -655,6 +707,7 @@ static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *
  * there was no room (counted), or a negative errno. */
 static int proc_publish(unwinder *u, uint32_t tgid, struct profd_unwind_proc *entry,
                         const struct proc_mappings *pm, uint32_t *ret_off) {
+        struct slice maps;
         uint32_t off;
         int r;
 
@@ -663,7 +716,14 @@ static int proc_publish(unwinder *u, uint32_t tgid, struct profd_unwind_proc *en
                 count_failure(u, UNWINDER_FAIL_MAPS_FULL);
                 return 0;
         }
-        memcpy(u->maps.maps + off, pm->out, pm->n * sizeof(*pm->out));
+        r = slice_map(u, u->maps.maps_fd, sizeof(struct profd_unwind_mapping), off, (uint32_t) pm->n, &maps);
+        if (r < 0) {
+                rangealloc_release(u->maps_alloc, off, (uint32_t) pm->n, mono_ns());
+                log_debug_errno(r, "Failed to map the unwind mappings of pid %" PRIu32 ": %m", tgid);
+                return r;
+        }
+        memcpy(maps.at, pm->out, pm->n * sizeof(*pm->out));
+        slice_unmap(&maps);
         entry->maps_off = off;
         entry->maps_n = (uint32_t) pm->n;
         /* the update is a syscall: the rows and mappings written above are
@@ -970,8 +1030,7 @@ static void publish_stats(unwinder *u) {
         u->stats.rows_capacity = rangealloc_capacity(u->rows_alloc);
         u->stats.mappings_used = maps;
         u->stats.mappings_capacity = rangealloc_capacity(u->maps_alloc);
-        u->stats.mapped_bytes = rangealloc_capacity(u->rows_alloc) * sizeof(struct profd_unwind_row) +
-                                rangealloc_capacity(u->maps_alloc) * sizeof(struct profd_unwind_mapping);
+        u->stats.mapped_bytes = u->mapped_max;
         u->stats.kernel_bytes = rows * sizeof(struct profd_unwind_row) + maps * sizeof(struct profd_unwind_mapping) +
                                 u->stats.processes * (sizeof(uint32_t) + sizeof(struct profd_unwind_proc));
         pthread_mutex_unlock(&u->lock);
@@ -1053,6 +1112,7 @@ int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root
                 return -ENOMEM;
         u->maps = *maps;
         u->tick_ns = NSEC_PER_SEC / (uint64_t) (tck > 0 ? tck : 100);
+        u->page = (uint64_t) sysconf(_SC_PAGESIZE);
         u->proc_root = strdup(proc_root);
         u->rows_alloc = rangealloc_new(maps->rows_cap, GRACE_NS);
         u->maps_alloc = rangealloc_new(maps->maps_cap, GRACE_NS);
