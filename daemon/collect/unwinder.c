@@ -135,7 +135,7 @@ struct unwinder {
         /* the worker's own */
         rangealloc *rows_alloc, *maps_alloc;
         uint64_t versions;         /* of unwind_procs entries written (struct profd_unwind_proc.version) */
-        uint64_t mapped_max;       /* the largest slice of the arrays mapped at once, bytes */
+        uint64_t mapped_max;       /* the most of the arrays mapped at once, bytes */
         hashmap *files;            /* struct file_key * -> struct ufile */
         hashmap *procs;            /* tgid -> struct uproc */
         struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
@@ -253,40 +253,56 @@ static int rows_alloc(unwinder *u, uint32_t n, uint32_t *ret_off) {
 
 /* --- writing the kernel's arrays ------------------------------------------ */
 
-/* A slice of one of the mmapable arrays (unwind_rows, unwind_maps) mapped
- * for writing: only the pages under it, and only while it is written. The
- * arrays are kernel memory, counted in the maps' bytes_memlock; mapped
+/* The most of an array mapped at once: a table of a million rows (8 MiB)
+ * is written in windows, so that it does not count a second time in
+ * profd's peak RSS while its rows are in the heap. */
+#define WRITE_WINDOW_BYTES (1u << 20)
+
+/* Copies n elements into one of the mmapable arrays (unwind_rows,
+ * unwind_maps) at element off, through mappings of only the pages under
+ * them (at most WRITE_WINDOW_BYTES at once), each removed once written.
+ * The arrays are kernel memory, counted in the maps' bytes_memlock; mapped
  * whole they counted a second time in profd's RSS, every page of them from
  * the mmap on (the kernel inserts them all): 25 MiB at the defaults.
- * Mapping a slice, writing it and unmapping it takes about 5 us for a
- * process's mappings and 25 us for libc's 25 k rows (a whole-mapped copy:
- * 4 us), next to milliseconds to build the table. The pages at its ends
- * may hold other slices that programs read meanwhile: only the slice's
- * own bytes are written. */
-struct slice {
-        void *map;                 /* page aligned; NULL: not mapped */
-        size_t len;
-        void *at;                  /* the slice's first element */
-};
-
-static int slice_map(unwinder *u, int fd, size_t elem_size, uint32_t off, uint32_t n, struct slice *ret) {
+ * Mapping, writing and unmapping takes about 5 us for a process's mappings
+ * and 25 us for libc's 25 k rows (a copy into a whole mapping: 4 us), next
+ * to milliseconds to build the table. The pages at the ends may hold other
+ * slices that programs read meanwhile: only the n elements are written. */
+static int array_write(unwinder *u, int fd, size_t elem_size, uint32_t off, const void *src, size_t n) {
         uint64_t begin = (uint64_t) off * elem_size, end = begin + (uint64_t) n * elem_size;
-        uint64_t base = begin / u->page * u->page;
-        size_t len = (size_t) ((end + u->page - 1) / u->page * u->page - base);
-        void *p;
+        const uint8_t *from = src;
 
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) base);
-        if (p == MAP_FAILED)
-                return negative_errno();
-        *ret = (struct slice) { .map = p, .len = len, .at = (uint8_t *) p + (begin - base) };
-        u->mapped_max = MAX(u->mapped_max, (uint64_t) len);
+        while (begin < end) {
+                uint64_t base = begin / u->page * u->page, stop = MIN(end, base + WRITE_WINDOW_BYTES);
+                size_t len = (size_t) ((stop + u->page - 1) / u->page * u->page - base);
+                void *p;
+
+                p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) base);
+                if (p == MAP_FAILED)
+                        return negative_errno();
+                memcpy((uint8_t *) p + (begin - base), from, (size_t) (stop - begin));
+                (void) munmap(p, len);
+                u->mapped_max = MAX(u->mapped_max, (uint64_t) len);
+                from += stop - begin;
+                begin = stop;
+        }
         return 0;
 }
 
-static void slice_unmap(struct slice *s) {
-        if (s->map)
-                (void) munmap(s->map, s->len);
-        *s = (struct slice) {};
+/* Writes table t and its index (shift; 0: none) into its slice of
+ * unwind_rows, slots long. */
+static int rows_write(unwinder *u, const struct unwind_table *t, uint32_t shift, uint32_t off, size_t slots) {
+        _cleanup_free_ struct profd_unwind_row *index = NULL;
+        int r;
+
+        r = array_write(u, u->maps.rows_fd, sizeof(*t->rows), off, t->rows, t->n);
+        if (r < 0 || !shift)
+                return r;
+        index = calloc(slots - t->n, sizeof(*index));
+        if (!index)
+                return -ENOMEM;
+        unwind_index_write(t, shift, index);
+        return array_write(u, u->maps.rows_fd, sizeof(*index), off + (uint32_t) t->n, index, slots - t->n);
 }
 
 /* --- building file tables -------------------------------------------------- */
@@ -308,7 +324,6 @@ static int open_elf(int fd, Elf **ret) {
  * kept with no table (frame pointers) when the failure is the file's own,
  * and the reason counted. */
 static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what) {
-        _cleanup_(slice_unmap) struct slice rows = {};
         struct unwind_table t;
         uint64_t t0 = mono_ns();
         uint32_t off, shift;
@@ -339,19 +354,16 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what)
                 f->retry = true;
                 return;
         }
-        r = slice_map(u, u->maps.rows_fd, sizeof(struct profd_unwind_row), off, (uint32_t) slots, &rows);
+        r = rows_write(u, &t, shift, off, slots);
         if (r < 0) {
-                /* out of address space or mappings: as a build out of memory */
-                log_debug_errno(r, "Failed to map the unwind rows of %s, walking it by frame pointers: %m", what);
+                /* out of memory or mappings: as a build out of memory */
+                log_debug_errno(r, "Failed to write the unwind rows of %s, walking it by frame pointers: %m", what);
                 rangealloc_release(u->rows_alloc, off, (uint32_t) slots, mono_ns());
                 count_failure(u, UNWINDER_FAIL_UNREADABLE);
                 unwind_table_done(&t);
                 f->retry = true;
                 return;
         }
-        memcpy(rows.at, t.rows, t.n * sizeof(*t.rows));
-        if (shift)
-                unwind_index_write(&t, shift, (struct profd_unwind_row *) rows.at + t.n);
         f->off = off;
         f->n = (uint32_t) t.n;
         f->slots = (uint32_t) slots;
@@ -707,7 +719,6 @@ static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *
  * there was no room (counted), or a negative errno. */
 static int proc_publish(unwinder *u, uint32_t tgid, struct profd_unwind_proc *entry,
                         const struct proc_mappings *pm, uint32_t *ret_off) {
-        struct slice maps;
         uint32_t off;
         int r;
 
@@ -716,14 +727,12 @@ static int proc_publish(unwinder *u, uint32_t tgid, struct profd_unwind_proc *en
                 count_failure(u, UNWINDER_FAIL_MAPS_FULL);
                 return 0;
         }
-        r = slice_map(u, u->maps.maps_fd, sizeof(struct profd_unwind_mapping), off, (uint32_t) pm->n, &maps);
+        r = array_write(u, u->maps.maps_fd, sizeof(*pm->out), off, pm->out, pm->n);
         if (r < 0) {
                 rangealloc_release(u->maps_alloc, off, (uint32_t) pm->n, mono_ns());
-                log_debug_errno(r, "Failed to map the unwind mappings of pid %" PRIu32 ": %m", tgid);
+                log_debug_errno(r, "Failed to write the unwind mappings of pid %" PRIu32 ": %m", tgid);
                 return r;
         }
-        memcpy(maps.at, pm->out, pm->n * sizeof(*pm->out));
-        slice_unmap(&maps);
         entry->maps_off = off;
         entry->maps_n = (uint32_t) pm->n;
         /* the update is a syscall: the rows and mappings written above are
