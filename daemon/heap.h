@@ -1,0 +1,14 @@
+/* The daemon's malloc heap: freed pages given back to the kernel after
+ * large transient work, counted for status. */
+#pragma once
+
+#include <stdint.h>
+
+/* malloc_trim(0): gives back the pages of free chunks in every thread's
+ * arena, not only the free end of each heap (all glibc returns by itself).
+ * A few milliseconds on profd's heap: call it after work that freed a lot,
+ * not per allocation. Any thread. */
+void heap_trim(void);
+
+/* Trims since start and the time they took. */
+void heap_trim_stats(uint64_t *ret_trims, uint64_t *ret_ns);
