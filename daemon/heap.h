@@ -1,8 +1,12 @@
-/* The daemon's malloc heap: freed pages given back to the kernel after
- * large transient work, counted for status. */
+/* The daemon's malloc heap: few arenas, and freed pages given back to the
+ * kernel after large transient work, counted for status. */
 #pragma once
 
 #include <stdint.h>
+
+/* At start, before any thread: at most HEAP_ARENAS malloc arenas, unless
+ * the environment sets glibc's own limit. */
+void heap_setup(void);
 
 /* malloc_trim(0): gives back the pages of free chunks in every thread's
  * arena, not only the free end of each heap (all glibc returns by itself).
