@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "heap.h"
 #include "helpers.h"
 #include "privacy.h"
 
@@ -188,6 +189,7 @@ int main(int argc, char *argv[]) {
          * and commands, and the launcher's umask (022 from a shell) must not
          * decide who reads them. Explicit modes follow on every creation. */
         umask(0077);
+        heap_setup();
 
         while ((c = getopt_long(argc, argv, shorts, options, &index)) >= 0) {
                 const struct conf_setting *setting = conf_setting_of_option(c);

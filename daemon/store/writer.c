@@ -13,6 +13,7 @@
 
 #include <bpf/bpf.h>
 
+#include "heap.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -538,6 +539,11 @@ static void run_drain(writer *w, struct job *j) {
         drain_batch_done(&j->batch);
         workqueue_complete(w->queue, &j->item); /* the loop's from here */
         run_retention(w, end_ns);
+        /* once a drain, so that profd's RSS between drains is what it
+         * holds, not the most it held: the free chunks left in the middle
+         * of the arenas by the drain, a symbol cache eviction, retention
+         * or a batch of unwind tables stay resident until trimmed */
+        heap_trim();
 }
 
 /* The queue's ops->run, on the writer thread. */
