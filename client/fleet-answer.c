@@ -260,7 +260,7 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
         for (;;) {
                 _cleanup_free_ struct stack_frames *sf = calloc(1, sizeof(*sf));
                 uint64_t id;
-                void *old;
+                void **slot;
 
                 if (!sf)
                         return cli_error(-ENOMEM, "%m");
@@ -275,7 +275,8 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
                         return cli_error(r, "%m");
                 if (r < 0)
                         return bad_answer(f, "stack");
-                if (hashmap_get(d->stacks, UINT64_TO_KEY(id), &old) < 0 || old) {
+                slot = hashmap_value(d->stacks, UINT64_TO_KEY(id));
+                if (!slot || *slot) {
                         free(sf->ids);
                         return bad_answer(f, "stack (not asked for, or twice)");
                 }
@@ -286,13 +287,8 @@ static int fetch_stacks(fleet *f, const struct query_request *q, const struct fl
                                 return cli_error(r, "%m");
                         }
                 }
-                hashmap_remove(d->stacks, UINT64_TO_KEY(id));
-                r = hashmap_put(d->stacks, UINT64_TO_KEY(id), sf);
-                if (r < 0) {
-                        free(sf->ids);
-                        return cli_error(r, "%m");
-                }
-                sf = NULL;
+                /* the puts above went to the frames map: slot is still valid */
+                *slot = TAKE_PTR(sf);
         }
         if (r < 0)
                 return bad_answer(f, "stack");
@@ -314,7 +310,7 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                 struct frame *fr;
                 size_t total = 0;
                 char *p;
-                void *old;
+                void **slot;
 
                 r = fleet_rowbinary_frame((const uint8_t *) d->bodies[2], len, &pos, &row);
                 if (r <= 0)
@@ -323,7 +319,8 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                 for (size_t i = 0; i < 5; i++)
                         if (row.flags[i] > 1)
                                 return bad_answer(f, "frame");
-                if (hashmap_get(d->frames, UINT64_TO_KEY(row.id), &old) < 0 || old)
+                slot = hashmap_value(d->frames, UINT64_TO_KEY(row.id));
+                if (!slot || *slot)
                         return bad_answer(f, "frame (not asked for, or twice)");
                 for (size_t i = 0; i < ELEMENTSOF(row.strings); i++) {
                         /* a C string each: a NUL inside would cut it */
@@ -362,13 +359,7 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                 fr->out.unresolved = row.flags[5];
                 fr->utf8 = utf8_valid(fr->out.name) && utf8_valid(fr->out.raw_name ?: "") &&
                            utf8_valid(fr->out.module) && utf8_valid(fr->out.file ?: "");
-                hashmap_remove(d->frames, UINT64_TO_KEY(row.id));
-                r = hashmap_put(d->frames, UINT64_TO_KEY(row.id), fr);
-                if (r < 0) {
-                        free(fr->strings);
-                        free(fr);
-                        return cli_error(r, "%m");
-                }
+                *slot = fr;
         }
         if (r < 0)
                 return bad_answer(f, "frame");
@@ -479,12 +470,19 @@ struct group_stack_host {
 
 static int group_stack_compare(const void *a, const void *b) {
         const struct group_stack_host *x = a, *y = b;
-        /* as strcmp() orders the groups (without --root every group is "") */
-        int c = x->group.n || y->group.n ? memcmp(x->group.s, y->group.s, MIN(x->group.n, y->group.n)) : 0;
+        /* as strcmp() orders the groups */
+        int c = memcmp(x->group.s, y->group.s, MIN(x->group.n, y->group.n));
 
         if (c == 0 && x->group.n != y->group.n)
                 c = x->group.n < y->group.n ? -1 : 1;
         return c != 0 ? c : x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* group_stack_compare() of rows whose groups are all "" */
+static int stack_compare(const void *a, const void *b) {
+        const struct group_stack_host *x = a, *y = b;
+
+        return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
 static bool group_eq(const char *group, struct fleet_string g) {
@@ -530,7 +528,7 @@ static int fetch_rows_by_host(fleet *f, const struct query_request *q, const str
         /* a stack's rows (its hosts') next to each other, stacks in a
          * stable order: the answer is the same from run to run */
         if (n > 0)
-                qsort(in, n, sizeof(*in), group_stack_compare);
+                qsort(in, n, sizeof(*in), s->group == FLEET_GROUP_NONE ? stack_compare : group_stack_compare);
         for (size_t i = 0; i < n; i++) {
                 struct row *last = d->n_rows > 0 ? &d->rows[d->n_rows - 1] : NULL;
                 struct host_row hr = { .host = in[i].host, .stack_id = in[i].stack_id, .value = in[i].value };

@@ -152,6 +152,12 @@ int hashmap_get(const hashmap *m, const void *key, void **ret_value) {
         return 0;
 }
 
+void **hashmap_value(hashmap *m, const void *key) {
+        struct entry *e = find(m, key, entry_hash(m, key));
+
+        return e ? &e->value : NULL;
+}
+
 void *hashmap_remove(hashmap *m, const void *key) {
         struct entry *e = find(m, key, entry_hash(m, key));
         void *value;

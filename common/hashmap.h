@@ -28,6 +28,10 @@ hashmap *hashmap_free_with_keys(hashmap *m);
 int hashmap_put(hashmap *m, const void *key, void *value);
 /* Returns 0 and sets *ret_value, or -ENOENT. */
 int hashmap_get(const hashmap *m, const void *key, void **ret_value);
+/* Where key's value is stored, to read or change in place (one lookup
+ * instead of a get, a remove and a put); NULL if absent. Valid until the
+ * next put or remove. */
+void **hashmap_value(hashmap *m, const void *key);
 /* Removes the key; returns its value or NULL if absent. */
 void *hashmap_remove(hashmap *m, const void *key);
 size_t hashmap_size(const hashmap *m);

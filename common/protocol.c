@@ -381,10 +381,12 @@ bool stackline_parse_plain_folded(const char *line, size_t len, uint64_t *ret_va
                 return false;
         p += sizeof(mid) - 1;
         text = p;
-        while (p < end && *p != '"')
-                p++;
-        /* the string ends at its first '"' only when it holds no escape */
-        if (end - p != 2 || p[1] != '}' || !json_plain(text, (size_t) (p - text)))
+        /* plain text up to the closing '"' (a '\\' or a byte json_plain()
+         * refuses means escapes: left to the JSON parser) */
+        for (; p < end && *p != '"'; p++)
+                if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f || *p == '\\')
+                        return false;
+        if (end - p != 2 || p[1] != '}')
                 return false;
         *ret_value = v;
         *ret_text = text;

@@ -49,6 +49,13 @@ static void test_iterate_visits_each_entry_once(void) {
         CHECK_INT_EQ(sum, 31);
         CHECK_INT_EQ(hashmap_get(m, "gamma", &v), 0);
         CHECK(v == (void *) 4);
+        /* a value changed in place, as a get sees it; none for an absent key */
+        CHECK(hashmap_value(m, "nope") == NULL);
+        CHECK(hashmap_value(m, "gamma") && *hashmap_value(m, "gamma") == (void *) 4);
+        *hashmap_value(m, "gamma") = (void *) 40;
+        CHECK_INT_EQ(hashmap_get(m, "gamma", &v), 0);
+        CHECK(v == (void *) 40);
+        CHECK_INT_EQ(hashmap_size(m), 5);
         hashmap_free(m);
 }
 
