@@ -54,9 +54,9 @@ struct row {
 /* A frame as profd's answer shows it, its strings owned here. */
 struct frame {
         struct store_frame_out out;
-        char *strings; /* one allocation for name..build_id */
         bool utf8;     /* every string of out is UTF-8 (profd's line would have U+FFFD in its place) */
         struct top_func *func; /* its row in the table being made (write_table_rows), once found */
+        char strings[]; /* name..file, in the same allocation */
 };
 
 /* A stack's value on one host: what the host's quality report is made of. */
@@ -116,9 +116,7 @@ static void answer_data_done(struct answer_data *d) {
         hashmap_free(d->stacks);
         st = 0;
         while (d->frames && hashmap_iterate(d->frames, &st, &k, &v)) {
-                struct frame *fr = v;
-                free(fr->strings);
-                free(fr);
+                free(v);
         }
         hashmap_free(d->frames);
         for (size_t i = 0; i < ELEMENTSOF(d->bodies); i++)
@@ -328,11 +326,9 @@ static int fetch_frames(fleet *f, const struct query_request *q, const struct fl
                                 return bad_answer(f, "frame (a NUL in a string)");
                         total += row.strings[i].n + 1;
                 }
-                fr = calloc(1, sizeof(*fr));
-                if (!fr || !(fr->strings = malloc(total))) {
-                        free(fr);
+                fr = calloc(1, sizeof(*fr) + total);
+                if (!fr)
                         return cli_error(-ENOMEM, "%m");
-                }
                 p = fr->strings;
                 const char **dst[5] = { &fr->out.name, &fr->out.raw_name, &fr->out.module, &fr->out.build_id,
                                         &fr->out.file };
