@@ -5,7 +5,7 @@ directories), asked by the real `profctl --clickhouse URL query`:
 
   tests/bench/fleet_bench.py --build build                 50 hosts x 24 h; rewrites the "Fleet queries"
                                                            section of docs/performance.md
-  tests/bench/fleet_bench.py --quick --output F            2 hosts x 1 h (what the test suite runs)
+  tests/bench/fleet_bench.py --quick --output F            2 hosts x 1 h (checks the harness runs)
 
 The fleet: every host at profd's defaults as tests/bench/gen_store.c models
 a busy 2-CPU host (10 s drains, cpu+offcpu+wakeup, some 1,190 sample rows
