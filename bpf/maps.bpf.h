@@ -211,8 +211,9 @@ static __always_inline __u64 node_put(__u32 gen, const struct profd_node32 *nd, 
 /* Stores a stack as its chain of nodes, outermost first (see profd.h),
  * and returns its id: that of the innermost node. PROFD_STACK_LOST (counted)
  * if a node found no room; an empty stack is PROFD_STACK_NONE. slot is the
- * caller's scratch slot. */
-static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot) {
+ * caller's scratch slot. A BPF subprogram: one copy of its code for the
+ * kernel and the user stack (see win_read in unwind.bpf.h on cold code). */
+static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot) {
         struct profd_node32 *nd = bpf_map_lookup_elem(&node_scratch, &slot);
         __u64 parent = PROFD_NODE_ROOT;
         __u32 top = f->n; /* frames [0, top) are still to store */
