@@ -307,6 +307,8 @@ struct ustack_state {
         __u8 m_index_shift;     /* the mapping's table index (profd_unwind_mapping.index_shift) */
         __u8 pad[4];
         __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
+        __u32 r_next;           /* find_row: the index of the first row above the pc looked up */
+        __u32 pad2;
 };
 
 struct walk_window {

@@ -51,8 +51,33 @@ struct row_cache_set {
         struct row_cache_entry way[2];
 };
 
+/* The leaf cache: the frame the sample interrupted (an exact ip) is at a
+ * different address almost every sample, so the row cache, keyed by
+ * address, mostly misses it; but mostly in the same row as the last time
+ * (a loop). So for exact ips the sampler also remembers the range of
+ * addresses [lo, hi) that the row found covers (from the row's pc to the
+ * next row's, within the mapping), per process version: every ip in it
+ * finds the same mapping and the same row, so a hit is exactly what the
+ * lookup would find, and spares the lookup's code and its lines of
+ * unwind_maps and unwind_rows. Two ways per set (the newer first), sets
+ * by version: the processes taking turns on a CPU. */
+#define LEAF_CACHE_SETS 16
+struct leaf_cache_entry {
+        __u64 version; /* 0: empty */
+        __u64 lo, hi;  /* exact ips with this rule */
+        __u16 cfa_off; /* the rule, as in row_cache_entry */
+        __u8 kind;
+        __s8 rbp_off;
+        __u32 pad;
+};
+
+struct leaf_cache_set {
+        struct leaf_cache_entry way[2];
+};
+
 struct row_cache {
         struct row_cache_set set[ROW_CACHE_SETS];
+        struct leaf_cache_set leaf[LEAF_CACHE_SETS];
 };
 
 struct {
@@ -70,6 +95,26 @@ static __always_inline struct row_cache_set *row_cache_set(__u64 tag) {
         if (!c)
                 return NULL;
         return &c->set[(h >> 57) & (ROW_CACHE_SETS - 1)];
+}
+
+static __always_inline struct leaf_cache_set *leaf_cache_set(__u64 version) {
+        __u32 zero = 0;
+        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
+        __u64 h = version * 0x9e3779b97f4a7c15ULL;
+
+        if (!c)
+                return NULL;
+        return &c->leaf[(h >> 60) & (LEAF_CACHE_SETS - 1)];
+}
+
+static __always_inline bool leaf_cache_hit(struct leaf_cache_entry *e, __u64 ip, __u64 version,
+                                           struct profd_unwind_row *ret) {
+        if (e->version != version || ip < e->lo || ip >= e->hi)
+                return false;
+        ret->cfa_off = e->cfa_off;
+        ret->kind = e->kind;
+        ret->rbp_off = e->rbp_off;
+        return true;
 }
 
 static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, __u64 version,
@@ -207,6 +252,7 @@ static __always_inline struct profd_unwind_row *find_row(struct ustack_state *s,
         }
         if (lo == 0 || lo < hi)
                 return NULL;
+        s->r_next = lo; /* the first row above pc, if lo < m_rows_n */
         idx = s->m_rows_off + lo - 1;
         return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
@@ -305,8 +351,8 @@ fault:
  * fewer lines of it. */
 static __noinline bool row_lookup(struct ustack_state *s, struct row_cache_set *c, __u64 tag,
                                   struct profd_unwind_row *ret) {
-        struct profd_unwind_row *r;
-        __u64 pc;
+        struct profd_unwind_row *r = NULL;
+        __u64 pc, lo = 0, hi = 0;
 
         if (!find_mapping(s)) {
                 s->end = PROFD_END_NO_MAPPING;
@@ -326,11 +372,45 @@ static __noinline bool row_lookup(struct ustack_state *s, struct row_cache_set *
                         return false;
                 }
                 r = find_row(s, (__u32) pc);
-                if (r) /* else below the first FDE: no CFI, a gap */
+                if (r) { /* else below the first FDE: no CFI, a gap */
                         *ret = *r;
-        } else if (s->m_kind != PROFD_MAPPING_FP) {
+                        /* the ips of this row: up to the next row, the
+                         * mapping's end, or the end of 32-bit pcs */
+                        lo = s->m_bias + r->pc;
+                        hi = s->m_bias + 0x100000000ULL;
+                        if (s->r_next < s->m_rows_n) {
+                                __u32 idx = s->m_rows_off + s->r_next;
+                                struct profd_unwind_row *next = bpf_map_lookup_elem(&unwind_rows, &idx);
+
+                                if (next)
+                                        hi = s->m_bias + next->pc;
+                                else
+                                        hi = 0;
+                        }
+                }
+        } else if (s->m_kind == PROFD_MAPPING_FP) {
+                lo = s->m_start;
+                hi = s->m_end;
+        } else {
                 s->end = PROFD_END_PENDING;
                 return false;
+        }
+        if (lo < s->m_start)
+                lo = s->m_start;
+        if (hi > s->m_end)
+                hi = s->m_end;
+        if ((tag >> 63) && s->version && lo < hi) {
+                struct leaf_cache_set *l = leaf_cache_set(s->version);
+
+                if (l) {
+                        l->way[1] = l->way[0];
+                        l->way[0].version = s->version;
+                        l->way[0].lo = lo;
+                        l->way[0].hi = hi;
+                        l->way[0].cfa_off = ret->cfa_off;
+                        l->way[0].kind = ret->kind;
+                        l->way[0].rbp_off = ret->rbp_off;
+                }
         }
         if (c) {
                 c->way[1] = c->way[0];
@@ -354,6 +434,13 @@ static __always_inline bool unwind_one(struct ustack_state *s, struct walk_windo
         s->exact_ip = 0;
         if (s->fp_only)
                 return fp_step(s, w);
+        if (s->version && exact) {
+                struct leaf_cache_set *l = leaf_cache_set(s->version);
+
+                if (l && (leaf_cache_hit(&l->way[0], s->ip, s->version, &row) ||
+                          leaf_cache_hit(&l->way[1], s->ip, s->version, &row)))
+                        return row_step(s, w, &row);
+        }
         if (s->version) {
                 c = row_cache_set(tag);
                 if (c && (row_cache_hit(&c->way[0], tag, s->version, &row) ||
