@@ -127,10 +127,19 @@ static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, 
         return true;
 }
 
-/* Reads the 8 bytes at addr through the window: a miss reads from addr to
- * the end of its page (at most WALK_WINDOW bytes) in one call, since stack
- * walks go upwards and each read costs ~100 ns however small. Stack slots
- * are 8-byte aligned; anything else (corruption) is read on its own.
+/* What a window miss reads: from the address to the end of its page, at
+ * most this much. Stack walks go upwards and each read has a fixed cost,
+ * but the bytes cost too: the stacks sampled here span 4 KiB or more (10-15
+ * frames; stress-ng keeps buffers on its stack), and a walk that read
+ * up to 2 KiB at a time copied ~4.5 KiB per sample. Concurrent runs under
+ * stress-ng, ns per sample against 2 KiB: 1 KiB -3%, 512 bytes -8%, 384
+ * the same as 512, 256 and 128 worse again (more reads). */
+#define UNWIND_READ 512
+
+/* Reads the 8 bytes at addr through the window: a miss reads from addr
+ * towards the end of its page (UNWIND_READ bytes at most) in one call.
+ * Stack slots are 8-byte aligned; anything else (corruption) is read on
+ * its own.
  *
  * win_read, fp_step, row_step and row_lookup are BPF subprograms, not
  * inlined: at 49 Hz a sample finds the program's code as cold as its data
@@ -147,8 +156,8 @@ static __noinline bool win_read(struct ustack_state *s, struct walk_window *w, _
         if (addr < s->win_base || off + 8 > s->win_len) {
                 __u64 len = 4096 - (addr & 4095);
 
-                if (len > WALK_WINDOW)
-                        len = WALK_WINDOW;
+                if (len > UNWIND_READ)
+                        len = UNWIND_READ;
                 s->win_len = 0;
                 if (bpf_probe_read_user(w->bytes, len, (void *) addr))
                         return false;
