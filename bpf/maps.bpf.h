@@ -308,11 +308,29 @@ struct ustack_state {
         __u8 pad[4];
         __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
         __u32 r_next;           /* find_row: the index of the first row above the pc looked up */
+        /* the walk memo (sampler only, bpf/unwind.bpf.h) */
+        __u8 memo_slot;         /* the slot of this thread */
+        __u8 memo_ok;           /* the slot holds a walk of this version */
+        __u8 memo_dirty;        /* a frame missed it: rewrite it */
+        __u8 memo_pos;          /* where the next frame is looked for first */
+        __u32 memo_n;           /* frames of this walk in memo_cur */
         __u32 pad2;
+};
+
+/* One frame of the walk memo (bpf/unwind.bpf.h): a row cache tag and its
+ * rule. */
+#define WALK_MEMO_DEPTH 32
+struct walk_memo_frame {
+        __u64 tag;
+        __u16 cfa_off;
+        __u8 kind;
+        __s8 rbp_off;
+        __u32 pad;
 };
 
 struct walk_window {
         struct ustack_state s;
+        struct walk_memo_frame memo_cur[WALK_MEMO_DEPTH]; /* this walk's frames, for the memo */
         union {
                 __u8 bytes[WALK_WINDOW];
                 __u64 words[WALK_WINDOW / 8]; /* one load per word, not eight byte loads */
