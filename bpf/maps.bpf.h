@@ -211,8 +211,9 @@ static __always_inline __u64 node_put(__u32 gen, const struct profd_node32 *nd, 
 /* Stores a stack as its chain of nodes, outermost first (see profd.h),
  * and returns its id: that of the innermost node. PROFD_STACK_LOST (counted)
  * if a node found no room; an empty stack is PROFD_STACK_NONE. slot is the
- * caller's scratch slot. */
-static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot) {
+ * caller's scratch slot. A BPF subprogram: one copy of its code for the
+ * kernel and the user stack (see win_read in unwind.bpf.h on cold code). */
+static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot) {
         struct profd_node32 *nd = bpf_map_lookup_elem(&node_scratch, &slot);
         __u64 parent = PROFD_NODE_ROOT;
         __u32 top = f->n; /* frames [0, top) are still to store */
@@ -306,10 +307,30 @@ struct ustack_state {
         __u8 m_index_shift;     /* the mapping's table index (profd_unwind_mapping.index_shift) */
         __u8 pad[4];
         __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
+        __u32 r_next;           /* find_row: the index of the first row above the pc looked up */
+        /* the walk memo (sampler only, bpf/unwind.bpf.h) */
+        __u8 memo_slot;         /* the slot of this thread */
+        __u8 memo_ok;           /* the slot holds a walk of this version */
+        __u8 memo_dirty;        /* a frame missed it: rewrite it */
+        __u8 memo_pos;          /* where the next frame is looked for first */
+        __u32 memo_n;           /* frames of this walk in memo_cur */
+        __u32 pad2;
+};
+
+/* One frame of the walk memo (bpf/unwind.bpf.h): a row cache tag and its
+ * rule. */
+#define WALK_MEMO_DEPTH 32
+struct walk_memo_frame {
+        __u64 tag;
+        __u16 cfa_off;
+        __u8 kind;
+        __s8 rbp_off;
+        __u32 pad;
 };
 
 struct walk_window {
         struct ustack_state s;
+        struct walk_memo_frame memo_cur[WALK_MEMO_DEPTH]; /* this walk's frames, for the memo */
         union {
                 __u8 bytes[WALK_WINDOW];
                 __u64 words[WALK_WINDOW / 8]; /* one load per word, not eight byte loads */

@@ -51,8 +51,33 @@ struct row_cache_set {
         struct row_cache_entry way[2];
 };
 
+/* The leaf cache: the frame the sample interrupted (an exact ip) is at a
+ * different address almost every sample, so the row cache, keyed by
+ * address, mostly misses it; but mostly in the same row as the last time
+ * (a loop). So for exact ips the sampler also remembers the range of
+ * addresses [lo, hi) that the row found covers (from the row's pc to the
+ * next row's, within the mapping), per process version: every ip in it
+ * finds the same mapping and the same row, so a hit is exactly what the
+ * lookup would find, and spares the lookup's code and its lines of
+ * unwind_maps and unwind_rows. Two ways per set (the newer first), sets
+ * by version: the processes taking turns on a CPU. */
+#define LEAF_CACHE_SETS 16
+struct leaf_cache_entry {
+        __u64 version; /* 0: empty */
+        __u64 lo, hi;  /* exact ips with this rule */
+        __u16 cfa_off; /* the rule, as in row_cache_entry */
+        __u8 kind;
+        __s8 rbp_off;
+        __u32 pad;
+};
+
+struct leaf_cache_set {
+        struct leaf_cache_entry way[2];
+};
+
 struct row_cache {
         struct row_cache_set set[ROW_CACHE_SETS];
+        struct leaf_cache_set leaf[LEAF_CACHE_SETS];
 };
 
 struct {
@@ -72,6 +97,26 @@ static __always_inline struct row_cache_set *row_cache_set(__u64 tag) {
         return &c->set[(h >> 57) & (ROW_CACHE_SETS - 1)];
 }
 
+static __always_inline struct leaf_cache_set *leaf_cache_set(__u64 version) {
+        __u32 zero = 0;
+        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
+        __u64 h = version * 0x9e3779b97f4a7c15ULL;
+
+        if (!c)
+                return NULL;
+        return &c->leaf[(h >> 60) & (LEAF_CACHE_SETS - 1)];
+}
+
+static __always_inline bool leaf_cache_hit(struct leaf_cache_entry *e, __u64 ip, __u64 version,
+                                           struct profd_unwind_row *ret) {
+        if (e->version != version || ip < e->lo || ip >= e->hi)
+                return false;
+        ret->cfa_off = e->cfa_off;
+        ret->kind = e->kind;
+        ret->rbp_off = e->rbp_off;
+        return true;
+}
+
 static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, __u64 version,
                                           struct profd_unwind_row *ret) {
         if (e->tag != tag || e->version != version)
@@ -82,11 +127,103 @@ static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, 
         return true;
 }
 
-/* Reads the 8 bytes at addr through the window: a miss reads from addr to
- * the end of its page (at most WALK_WINDOW bytes) in one call, since stack
- * walks go upwards and each read costs ~100 ns however small. Stack slots
- * are 8-byte aligned; anything else (corruption) is read on its own. */
-static __always_inline bool win_read(struct ustack_state *s, struct walk_window *w, __u64 addr, __u64 *ret) {
+/* What a window miss reads: from the address to the end of its page, at
+ * most this much. Stack walks go upwards and each read has a fixed cost,
+ * but the bytes cost too: the stacks sampled here span 4 KiB or more (10-15
+ * frames; stress-ng keeps buffers on its stack), and a walk that read
+ * up to 2 KiB at a time copied ~4.5 KiB per sample. Concurrent runs under
+ * stress-ng, ns per sample against 2 KiB: 1 KiB -3%, 512 bytes -8%, 384
+ * the same as 512, 256 and 128 worse again (more reads). */
+#define UNWIND_READ 512
+
+/* The walk memo: the sampler's last walk of a thread (a slot per tid hash,
+ * per CPU), frame by frame: the row cache's tag and rule of each frame, in
+ * walk order. The next walk of that thread looks for frame i where the
+ * last one's frame i was, or one or two further (a leaf with one callee
+ * less), then goes on from where it found it. It holds the same facts as
+ * the row cache (a rule is a function of the version and the tag alone, and
+ * a slot is only read under the version it was written in), so a hit is
+ * exactly what the lookup would find; but a walk finds its rules in a few
+ * consecutive lines of one page, where the row cache, by address, cost one
+ * cold line per frame: ~170 ns each, at 10-15 frames per sample. The row
+ * cache stays behind it for the frames the memo misses. */
+#define WALK_MEMO_SLOTS 16 /* VERIFIER_MASK(k, 15) below */
+struct walk_memo_slot {
+        __u64 version; /* 0: empty */
+        __u32 n;       /* frames in f */
+        __u32 pad;
+        struct walk_memo_frame f[WALK_MEMO_DEPTH]; /* VERIFIER_MASK(j, 31) below */
+};
+
+struct walk_memo {
+        struct walk_memo_slot slot[WALK_MEMO_SLOTS];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct walk_memo);
+} walk_memo SEC(".maps") __weak;
+
+/* v & mask where the verifier sees it: clang drops a mask it proves
+ * useless after a bounds check, and the verifier may not have followed
+ * that check on the register the index ends up in. */
+#define VERIFIER_MASK(v, mask)                            \
+        ({                                                \
+                __u64 __v = (v);                          \
+                asm volatile("%0 &= " #mask : "+r"(__v)); \
+                __v;                                      \
+        })
+
+static __always_inline struct walk_memo_slot *walk_memo_slot(__u32 k) {
+        __u32 zero = 0;
+        struct walk_memo *m = bpf_map_lookup_elem(&walk_memo, &zero);
+
+        if (!m)
+                return NULL;
+        return &m->slot[VERIFIER_MASK(k, 15)];
+}
+
+/* The memo's rule for tag, looked for at s->memo_pos and the two after. */
+static __always_inline bool walk_memo_hit(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
+        struct walk_memo_slot *m = walk_memo_slot(s->memo_slot);
+        __u32 n;
+
+        if (!m)
+                return false;
+        n = m->n;
+        for (__u32 d = 0; d < 3; d++) {
+                __u32 j = s->memo_pos + d;
+                struct walk_memo_frame *e;
+
+                if (j >= n || j >= WALK_MEMO_DEPTH)
+                        break;
+                e = &m->f[VERIFIER_MASK(j, 31)];
+                if (e->tag == tag) {
+                        ret->cfa_off = e->cfa_off;
+                        ret->kind = e->kind;
+                        ret->rbp_off = e->rbp_off;
+                        s->memo_pos = j + 1;
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* Reads the 8 bytes at addr through the window: a miss reads from addr
+ * towards the end of its page (UNWIND_READ bytes at most) in one call.
+ * Stack slots are 8-byte aligned; anything else (corruption) is read on
+ * its own.
+ *
+ * win_read, fp_step, row_step and row_lookup are BPF subprograms, not
+ * inlined: at 49 Hz a sample finds the program's code as cold as its data
+ * (a walk done twice in a row took 0.6 us the second time, 2.6 us the
+ * first, and reading its data lines in advance did not shorten it), and
+ * inlined at every call site, win_read made up half of the callback's 1,400
+ * instructions. Out of line, the callback and the steps are 360
+ * instructions, each frame runs through the same few. */
+static __noinline bool win_read(struct ustack_state *s, struct walk_window *w, __u64 addr, __u64 *ret) {
         __u64 off = addr - s->win_base, idx;
 
         if (addr & 7)
@@ -94,8 +231,8 @@ static __always_inline bool win_read(struct ustack_state *s, struct walk_window 
         if (addr < s->win_base || off + 8 > s->win_len) {
                 __u64 len = 4096 - (addr & 4095);
 
-                if (len > WALK_WINDOW)
-                        len = WALK_WINDOW;
+                if (len > UNWIND_READ)
+                        len = UNWIND_READ;
                 s->win_len = 0;
                 if (bpf_probe_read_user(w->bytes, len, (void *) addr))
                         return false;
@@ -199,13 +336,14 @@ static __always_inline struct profd_unwind_row *find_row(struct ustack_state *s,
         }
         if (lo == 0 || lo < hi)
                 return NULL;
+        s->r_next = lo; /* the first row above pc, if lo < m_rows_n */
         idx = s->m_rows_off + lo - 1;
         return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
 
 /* One frame by frame pointer: the caller's rbp and return address are at
  * rbp. Returns false with s->end set when the chain ends. */
-static __always_inline bool fp_step(struct ustack_state *s, struct walk_window *w) {
+static __noinline bool fp_step(struct ustack_state *s, struct walk_window *w) {
         __u64 fp = s->bp, next, ret;
 
         if (fp == 0) {
@@ -229,8 +367,8 @@ static __always_inline bool fp_step(struct ustack_state *s, struct walk_window *
 }
 
 /* One frame by a CFI row. Returns false with s->end set when the walk ends. */
-static __always_inline bool row_step(struct ustack_state *s, struct walk_window *w,
-                                     struct profd_unwind_row *r) {
+static __noinline bool row_step(struct ustack_state *s, struct walk_window *w,
+                                struct profd_unwind_row *r) {
         __u64 cfa, ra, v;
         __u8 kind = r->kind;
 
@@ -289,54 +427,148 @@ fault:
         return false;
 }
 
-/* Unwinds the frame of s->ip into its caller's registers. */
-static __always_inline bool unwind_one(struct ustack_state *s, struct walk_window *w) {
-        struct profd_unwind_row *r, gap = { .kind = PROFD_UNWIND_GAP }, hit = {};
-        struct row_cache_set *c = NULL;
-        __u8 exact = s->exact_ip;
-        __u64 pc, tag = s->ip | ((__u64) exact << 63);
+/* The rule for tag (s->ip, and whether it is exact) in the process's
+ * tables, into *ret, remembered in the row cache for the sampler (c: its
+ * set, NULL for the others). False with s->end set if the walk ends here.
+ * Out of line, like the steps: at 49 Hz a sample finds the program's code
+ * cold too, and the common frame (a row cache hit) then runs through
+ * fewer lines of it. */
+static __noinline bool row_lookup(struct ustack_state *s, struct row_cache_set *c, __u64 tag,
+                                  struct profd_unwind_row *ret) {
+        struct profd_unwind_row *r = NULL;
+        __u64 pc, lo = 0, hi = 0;
 
-        /* the caller's ip is a return address, unless a signal frame sets it */
-        s->exact_ip = 0;
-        if (s->fp_only)
-                return fp_step(s, w);
-        if (s->version) {
-                c = row_cache_set(tag);
-                if (c && (row_cache_hit(&c->way[0], tag, s->version, &hit) ||
-                          row_cache_hit(&c->way[1], tag, s->version, &hit)))
-                        return row_step(s, w, &hit);
-        }
         if (!find_mapping(s)) {
                 s->end = PROFD_END_NO_MAPPING;
                 return false;
         }
-        if (s->m_kind == PROFD_MAPPING_FP) {
-                r = &gap;
-        } else if (s->m_kind != PROFD_MAPPING_TABLE) {
-                s->end = PROFD_END_PENDING;
-                return false;
-        } else {
+        ret->pc = 0;
+        ret->cfa_off = 0;
+        ret->kind = PROFD_UNWIND_GAP;
+        ret->rbp_off = 0;
+        if (s->m_kind == PROFD_MAPPING_TABLE) {
                 /* a return address points after the call, maybe past the
                  * end of the caller's function: look up the call
                  * instruction itself */
-                pc = s->ip - s->m_bias - (exact ? 0 : 1);
+                pc = s->ip - s->m_bias - (tag >> 63 ? 0 : 1);
                 if (pc > 0xffffffffULL) {
                         s->end = PROFD_END_NO_MAPPING;
                         return false;
                 }
                 r = find_row(s, (__u32) pc);
-                if (!r)
-                        r = &gap; /* below the first FDE: no CFI */
+                if (r) { /* else below the first FDE: no CFI, a gap */
+                        *ret = *r;
+                        /* the ips of this row: up to the next row, the
+                         * mapping's end, or the end of 32-bit pcs */
+                        lo = s->m_bias + r->pc;
+                        hi = s->m_bias + 0x100000000ULL;
+                        if (s->r_next < s->m_rows_n) {
+                                __u32 idx = s->m_rows_off + s->r_next;
+                                struct profd_unwind_row *next = bpf_map_lookup_elem(&unwind_rows, &idx);
+
+                                if (next)
+                                        hi = s->m_bias + next->pc;
+                                else
+                                        hi = 0;
+                        }
+                }
+        } else if (s->m_kind == PROFD_MAPPING_FP) {
+                lo = s->m_start;
+                hi = s->m_end;
+        } else {
+                s->end = PROFD_END_PENDING;
+                return false;
+        }
+        if (lo < s->m_start)
+                lo = s->m_start;
+        if (hi > s->m_end)
+                hi = s->m_end;
+        if ((tag >> 63) && s->version && lo < hi) {
+                struct leaf_cache_set *l = leaf_cache_set(s->version);
+
+                if (l) {
+                        l->way[1] = l->way[0];
+                        l->way[0].version = s->version;
+                        l->way[0].lo = lo;
+                        l->way[0].hi = hi;
+                        l->way[0].cfa_off = ret->cfa_off;
+                        l->way[0].kind = ret->kind;
+                        l->way[0].rbp_off = ret->rbp_off;
+                }
         }
         if (c) {
                 c->way[1] = c->way[0];
                 c->way[0].tag = tag;
                 c->way[0].version = s->version;
-                c->way[0].cfa_off = r->cfa_off;
-                c->way[0].kind = r->kind;
-                c->way[0].rbp_off = r->rbp_off;
+                c->way[0].cfa_off = ret->cfa_off;
+                c->way[0].kind = ret->kind;
+                c->way[0].rbp_off = ret->rbp_off;
         }
-        return row_step(s, w, r);
+        return true;
+}
+
+/* Unwinds the frame of s->ip, frame i of the walk, into its caller's
+ * registers. */
+static __always_inline bool unwind_one(struct ustack_state *s, struct walk_window *w, __u32 i) {
+        struct profd_unwind_row row = {};
+        struct row_cache_set *c = NULL;
+        __u8 exact = s->exact_ip;
+        __u64 tag = s->ip | ((__u64) exact << 63);
+
+        /* the caller's ip is a return address, unless a signal frame sets it */
+        s->exact_ip = 0;
+        if (s->fp_only)
+                return fp_step(s, w);
+        if (!s->version)
+                goto lookup;
+        if (s->memo_ok && walk_memo_hit(s, tag, &row))
+                goto found;
+        /* the leaf is rarely where it was: no reason to rewrite the slot */
+        if (i > 0)
+                s->memo_dirty = 1;
+        if (exact) {
+                struct leaf_cache_set *l = leaf_cache_set(s->version);
+
+                if (l && (leaf_cache_hit(&l->way[0], s->ip, s->version, &row) ||
+                          leaf_cache_hit(&l->way[1], s->ip, s->version, &row)))
+                        goto found;
+        }
+        c = row_cache_set(tag);
+        if (c && (row_cache_hit(&c->way[0], tag, s->version, &row) ||
+                  row_cache_hit(&c->way[1], tag, s->version, &row)))
+                goto found;
+lookup:
+        if (!row_lookup(s, c, tag, &row))
+                return false;
+found:
+        if (s->version && i < WALK_MEMO_DEPTH) {
+                struct walk_memo_frame *e = &w->memo_cur[VERIFIER_MASK(i, 31)];
+
+                e->tag = tag;
+                e->cfa_off = row.cfa_off;
+                e->kind = row.kind;
+                e->rbp_off = row.rbp_off;
+                s->memo_n = i + 1;
+        }
+        return row_step(s, w, &row);
+}
+
+/* After a sampler's walk: the memo slot becomes this walk, unless every
+ * frame was found in it. */
+static __always_inline void walk_memo_save(struct ustack_state *s, struct walk_window *w) {
+        struct walk_memo_slot *m = walk_memo_slot(s->memo_slot);
+        __u32 n = s->memo_n;
+
+        if (!m || (!s->memo_dirty && n == m->n))
+                return;
+#pragma clang loop unroll(disable)
+        for (__u32 j = 0; j < WALK_MEMO_DEPTH; j++) {
+                if (j >= n)
+                        break;
+                m->f[j] = w->memo_cur[j];
+        }
+        m->n = n;
+        m->version = s->version;
 }
 
 static long unwind_frame_cb(__u32 i, void *ctx) {
@@ -349,7 +581,7 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
         if (!f || !w)
                 return 1;
         s = &w->s;
-        if (!unwind_one(s, w))
+        if (!unwind_one(s, w, i))
                 return 1;
         if (s->ip == 0) {
                 s->end = PROFD_END_COMPLETE;
@@ -429,7 +661,19 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                 s->fp_only = 1;
                 s->version = 0;
         }
+        if (s->version) {
+                struct walk_memo_slot *m;
+
+                s->memo_slot = (task->pid * 0x9e3779b1U) >> 28;
+                m = walk_memo_slot(s->memo_slot);
+                s->memo_ok = m && m->version == s->version;
+                s->memo_pos = 0;
+                s->memo_n = 0;
+                s->memo_dirty = 0;
+        }
         bpf_loop(PROFD_MAX_FRAMES, unwind_frame_cb, &slot, 0);
+        if (s->version)
+                walk_memo_save(s, w);
         end = s->end;
         if (end == END_WALKING)
                 end = PROFD_END_DEPTH;
