@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "debug-file.h"
 #include "elf-symbols.h"
@@ -30,8 +31,15 @@ struct symbolizer {
         uint64_t budget;
         uint64_t tick; /* LRU clock */
         uint64_t generation; /* bumped by every trim that evicted a file */
+        char *scratch_dir; /* where DWARF copies go; NULL: DWARF is read into the heap */
         struct kernel_table kernel;
 };
+
+/* A file's DWARF unused this long is closed at the next trim. Short, since
+ * what it answered is in the store (the writer asks there first) and a
+ * reopen costs little: libc's is copied and mapped in about 50 ms, and only
+ * the CUs then asked for are read again. */
+#define DWARF_IDLE_NS (UINT64_C(60) * 1000000000)
 
 int symbolizer_new(symbolizer **ret) {
         symbolizer *s;
@@ -60,6 +68,7 @@ symbolizer *symbolizer_free(symbolizer *s) {
         free(s->files);
         debug_search_done(&s->debug);
         kernel_table_done(&s->kernel);
+        free(s->scratch_dir);
         free(s);
         return NULL;
 }
@@ -74,6 +83,30 @@ int symbolizer_set_debug_dirs(symbolizer *s, const char *const *dirs) {
 
 void symbolizer_set_cache_budget(symbolizer *s, uint64_t bytes) {
         s->budget = bytes;
+}
+
+int symbolizer_set_scratch_dir(symbolizer *s, const char *dir) {
+        char *copy = NULL;
+
+        if (dir) {
+                copy = strdup(dir);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        free(s->scratch_dir);
+        s->scratch_dir = copy;
+        return 0;
+}
+
+int symbolizer_forget_stored(symbolizer *s) {
+        int r;
+
+        for (size_t i = 0; i < s->n_files; i++) {
+                r = sym_file_forget_stored(s->files[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 uint64_t symbolizer_generation(const symbolizer *s) {
@@ -165,6 +198,7 @@ int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *ro
         r = sym_file_new(&(struct sym_file_origin) {
                                  .owner = s,
                                  .clock = &s->tick,
+                                 .scratch_dir = (const char *const *) &s->scratch_dir,
                                  .debug = &s->debug,
                                  .root_prefix = root_prefix,
                                  .display_path = display_path,
@@ -205,14 +239,40 @@ static void symbolizer_evict(symbolizer *s, sym_file *f) {
 }
 
 size_t symbolizer_trim(symbolizer *s) {
-        uint64_t total = symbolizer_cache_bytes(s);
+        struct timespec ts;
+        uint64_t total, now_ns;
         size_t n_evicted = 0, n_kept = 0;
 
+        /* Idle DWARF goes whatever the budget; the pages of the rest are
+         * given back (the next drain faults in what it reads). */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now_ns = (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+        for (size_t i = 0; i < s->n_files; i++) {
+                sym_file *f = s->files[i];
+
+                if (!sym_file_dwarf_is_open(f))
+                        continue;
+                if (now_ns - sym_file_dwarf_used_ns(f) >= DWARF_IDLE_NS)
+                        (void) sym_file_close_dwarf(f);
+                else
+                        sym_file_drop_pages(f);
+        }
+
+        total = symbolizer_cache_bytes(s);
         if (total <= s->budget)
                 return 0;
         /* Oldest first; the survivors stay in that order, which is as good
          * as any (the array has no order of its own). */
         qsort(s->files, s->n_files, sizeof(*s->files), sym_file_compare_last_used);
+        /* First the DWARF, which is most of the memory and which the
+         * store's answers make rarely needed again; then whole files. */
+        for (size_t i = 0; i < s->n_files && total > s->budget; i++) {
+                sym_file *f = s->files[i];
+                uint64_t before = sym_file_bytes(f);
+
+                if (sym_file_close_dwarf(f) > 0)
+                        total -= before - sym_file_bytes(f);
+        }
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
 
@@ -224,7 +284,8 @@ size_t symbolizer_trim(symbolizer *s) {
                         s->files[n_kept++] = f;
         }
         s->n_files = n_kept;
-        s->generation++;
+        if (n_evicted > 0)
+                s->generation++;
         return n_evicted;
 }
 

@@ -504,7 +504,9 @@ static void test_cache_budget_evicts_lru(void) {
         char *paths[N_FILES] = {};
         const sym_file *files[N_FILES] = {}, *again = NULL;
         struct sym_frame frames[MAX_FRAMES];
-        uint64_t off = split_quick_sort_offset(), one = 0, gen;
+        uint64_t off = split_quick_sort_offset(), one = 0, gen, full, closed;
+        _cleanup_(symbolizer_freep) symbolizer *t = NULL;
+        const sym_file *alone = NULL;
         _cleanup_free_ char *debug = NULL;
         size_t evicted;
 
@@ -529,16 +531,40 @@ static void test_cache_budget_evicts_lru(void) {
         CHECK(one > 0);
         CHECK(symbolizer_cache_bytes(s) >= one * (N_FILES - 1));
 
-        /* Room for about four; file 0 was used last. */
+        /* Just over budget: the DWARF of the least recently used file
+         * (file 1; file 0 was used last) is closed, no file is evicted. */
         CHECK_INT_EQ(sym_file_resolve(s, files[0], off, frames, MAX_FRAMES) >= 1, 1);
-        symbolizer_set_cache_budget(s, one * 4 + one / 2);
+        full = symbolizer_cache_bytes(s);
+        symbolizer_set_cache_budget(s, full - 1);
+        gen = symbolizer_generation(s);
+        CHECK_INT_EQ(symbolizer_trim(s), 0);
+        CHECK(symbolizer_cache_bytes(s) < full);
+        CHECK_INT_EQ(symbolizer_generation(s), gen);
+        CHECK(!sym_file_dwarf_is_open(files[1]));
+        CHECK(sym_file_dwarf_is_open(files[2]));
+        CHECK(sym_file_dwarf_is_open(files[0]));
+
+        /* What one file with its DWARF closed costs, in a cache of its own. */
+        CHECK_INT_EQ(symbolizer_new(&t), 0);
+        CHECK_INT_EQ(symbolizer_load_file(t, paths[5], &alone), 0);
+        CHECK_INT_EQ(sym_file_resolve(t, alone, off, frames, MAX_FRAMES) >= 1, 1);
+        symbolizer_set_cache_budget(t, symbolizer_cache_bytes(t) - 1);
+        CHECK_INT_EQ(symbolizer_trim(t), 0);
+        CHECK(!sym_file_dwarf_is_open(alone));
+        closed = symbolizer_cache_bytes(t);
+        CHECK(closed > 0 && closed < one);
+
+        /* Room for about four closed files: every DWARF is closed, then
+         * the least recently used files go. */
+        symbolizer_set_cache_budget(s, closed * 4 + closed / 2);
         gen = symbolizer_generation(s);
         evicted = symbolizer_trim(s);
         CHECK_INT_EQ(evicted, N_FILES - 4);
-        CHECK(symbolizer_cache_bytes(s) <= one * 4 + one / 2);
+        CHECK(symbolizer_cache_bytes(s) <= closed * 4 + closed / 2);
         CHECK(symbolizer_generation(s) != gen);
         CHECK_INT_EQ(symbolizer_load_file(s, paths[0], &again), 0);
         CHECK(again == files[0]);
+        CHECK(!sym_file_dwarf_is_open(again));
         CHECK_INT_EQ(symbolizer_load_file(s, paths[N_FILES - 1], &again), 0);
         CHECK(again == files[N_FILES - 1]);
 
