@@ -41,6 +41,7 @@ enum {
         STMT_SELECT_LOCATION_LINES,
         STMT_SELECT_STACK_FRAMES,
         STMT_UPSERT_THREAD,
+        STMT_SELECT_LOCATION_RESOLVED,
         _STMT_MAX,
 };
 
@@ -80,6 +81,9 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_STACK_FRAMES] = "SELECT frames, user_end FROM stacks WHERE id = ?1",
         [STMT_UPSERT_THREAD] = "INSERT INTO threads (process_id, tid, comm) VALUES (?1, ?2, ?3) "
                                "ON CONFLICT (process_id, tid) DO UPDATE SET comm = excluded.comm",
+        [STMT_SELECT_LOCATION_RESOLVED] = "SELECT l.function_id IS NOT NULL FROM locations l "
+                                          "JOIN mappings m ON m.id = l.mapping_id "
+                                          "WHERE m.path = ?1 AND m.build_id = ?2 AND l.address = ?3",
 };
 
 struct store {
@@ -726,6 +730,20 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
         if (r < 0)
                 free(k);
         return r;
+}
+
+int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address) {
+        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_RESOLVED];
+        int64_t resolved = 0;
+        int r;
+
+        sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, build_id ? build_id : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, (int64_t) address);
+        r = step_id(s, st, &resolved, "location lookup");
+        if (r <= 0)
+                return r;
+        return resolved != 0;
 }
 
 /* Binds a stack's user_end: NULL for STORE_END_UNKNOWN. */

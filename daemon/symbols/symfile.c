@@ -32,15 +32,23 @@ struct resolved {
 
 /* The cached answer for addresses nothing covers. */
 static struct resolved unresolved;
-/* An address the caller has stored with its function already
- * (sym_file_mark_stored): it needs no resolving, and this is all that is
- * kept of it, so the DWARF behind it can be closed. */
-static struct resolved stored;
+/* An address the caller has stored with its function already, under the
+ * mapping whose tag it gave (sym_file_mark_stored): the value is the tag
+ * shifted left, with the low bit set, which no real pointer has. It needs
+ * no resolving, and this is all that is kept of it, so the DWARF behind it
+ * can be closed. */
+static bool resolved_is_stored(const void *v) {
+        return (uintptr_t) v & 1;
+}
+
+static void *stored_marker(uint64_t tag) {
+        return (void *) (uintptr_t) ((tag << 1) | 1);
+}
 
 /* Whether a resolved-map value is a frame chain of our own to free (and
  * holds pointers into the DWARF), rather than one of the markers. */
 static bool resolved_is_chain(const struct resolved *r) {
-        return r != &unresolved && r != &stored;
+        return r != &unresolved && !resolved_is_stored(r);
 }
 
 struct sym_file {
@@ -63,7 +71,7 @@ struct sym_file {
         /* DWARF: found at load, opened at the first resolve. */
         struct dwarf_index dwarf;
 
-        hashmap *resolved; /* vaddr -> struct resolved * (or &unresolved, &stored) */
+        hashmap *resolved; /* vaddr -> struct resolved * (or &unresolved, or a stored marker) */
         hashmap *demangled; /* raw name pointer -> demangled copy (or the raw name itself) */
 
         uint64_t base_bytes; /* struct, tables, names, keys, paths */
@@ -387,7 +395,8 @@ int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
         sym_file_touch(f);
 
         /* Answered before: no need for the DWARF to be open. */
-        if (f->resolved && hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0 && cached != &stored) {
+        if (f->resolved && hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0 &&
+            !resolved_is_stored(cached)) {
                 res = cached;
                 f->dwarf_used_ns = monotonic_ns();
                 goto answer;
@@ -429,7 +438,7 @@ answer:
         return (int) (res->n_frames - first);
 }
 
-enum sym_cached sym_file_cached(const sym_file *f, uint64_t file_offset) {
+enum sym_cached sym_file_cached(const sym_file *f, uint64_t file_offset, uint64_t tag) {
         const struct load_segment *seg;
         uint64_t vaddr;
         void *cached;
@@ -437,17 +446,19 @@ enum sym_cached sym_file_cached(const sym_file *f, uint64_t file_offset) {
         if (!f || !sym_file_vaddr(f, file_offset, &vaddr, &seg))
                 return SYM_CACHED_CHEAP;
         if (f->resolved && hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0)
-                return cached == &stored ? SYM_CACHED_STORED : SYM_CACHED_CHEAP;
+                return !resolved_is_stored(cached) ? SYM_CACHED_CHEAP :
+                        cached == stored_marker(tag) ? SYM_CACHED_STORED : SYM_CACHED_NOT;
         /* Without DWARF, resolving is a binary search of the symbol table. */
         if (f->dwarf.fd < 0 || f->dwarf.failed)
                 return SYM_CACHED_CHEAP;
         return SYM_CACHED_NOT;
 }
 
-int sym_file_mark_stored(symbolizer *s, const sym_file *cf, uint64_t file_offset) {
+int sym_file_mark_stored(symbolizer *s, const sym_file *cf, uint64_t file_offset, uint64_t tag) {
         sym_file *f = (sym_file *) cf;
         const struct load_segment *seg;
         uint64_t vaddr;
+        void *cached;
         int r;
 
         if (!f || (s && s != f->owner))
@@ -459,9 +470,15 @@ int sym_file_mark_stored(symbolizer *s, const sym_file *cf, uint64_t file_offset
                 if (!f->resolved)
                         return -ENOMEM;
         }
-        r = hashmap_put(f->resolved, UINT64_TO_KEY(vaddr), &stored);
-        if (r == -EEXIST)
-                return 0; /* resolved or marked already: either answers as well */
+        if (hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0) {
+                /* A frame chain answers as cheaply; a marker of another
+                 * mapping (the file under another path) gives way. */
+                if (!resolved_is_stored(cached))
+                        return 0;
+                (void) hashmap_remove(f->resolved, UINT64_TO_KEY(vaddr));
+                f->resolved_bytes -= HASH_ENTRY_BYTES;
+        }
+        r = hashmap_put(f->resolved, UINT64_TO_KEY(vaddr), stored_marker(tag));
         if (r < 0)
                 return r;
         f->resolved_bytes += HASH_ENTRY_BYTES;
@@ -506,7 +523,7 @@ static bool resolved_is_marker(const struct resolved *r) {
 }
 
 static bool resolved_is_not_stored(const struct resolved *r) {
-        return r != &stored;
+        return !resolved_is_stored(r);
 }
 
 int sym_file_forget_stored(sym_file *f) {

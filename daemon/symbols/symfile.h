@@ -60,15 +60,19 @@ int sym_file_resolve(symbolizer *s, const sym_file *f, uint64_t file_offset,
 enum sym_cached {
         SYM_CACHED_NOT, /* it reads DWARF (opening it, maybe): ask the store first */
         SYM_CACHED_CHEAP, /* an answer is cached, or there is no DWARF (a binary search) */
-        SYM_CACHED_STORED, /* sym_file_mark_stored said the caller has it already */
+        SYM_CACHED_STORED, /* sym_file_mark_stored said the caller has it already, under tag */
 };
-enum sym_cached sym_file_cached(const sym_file *f, uint64_t file_offset);
+enum sym_cached sym_file_cached(const sym_file *f, uint64_t file_offset, uint64_t tag);
 /* Remembers that the caller has stored file_offset's frames already (the
- * writer: its location is in the store, with its function), so that
- * sym_file_cached says SYM_CACHED_STORED from now on, at the cost of one
- * hash entry that outlives the DWARF. sym_file_resolve still resolves it
- * when asked. Returns 0, -EINVAL (another symbolizer's file) or -ENOMEM. */
-int sym_file_mark_stored(symbolizer *s, const sym_file *f, uint64_t file_offset);
+ * writer: its location is in the store, with its function) under tag (the
+ * writer: a hash of the mapping's path, since one file can be mapped under
+ * several; 63 bits are kept), so that sym_file_cached with that tag says
+ * SYM_CACHED_STORED from now on, at the cost of one hash entry that
+ * outlives the DWARF. An address already resolved keeps its answer. One
+ * tag per address: the last marked wins. sym_file_resolve still resolves a
+ * marked address when asked. Returns 0, -EINVAL (another symbolizer's file)
+ * or -ENOMEM. */
+int sym_file_mark_stored(symbolizer *s, const sym_file *f, uint64_t file_offset, uint64_t tag);
 
 /* Why sym_file_resolve found nothing at file_offset. */
 enum sym_unresolved {
