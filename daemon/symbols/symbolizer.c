@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,10 +17,14 @@
 #include "kallsyms.h"
 #include "macro.h"
 
-/* Enough for the DWARF of a few large programs (a browser's is ~1 GiB, but
- * profiled daemons are mostly 1-50 MiB) plus the symbol tables of every
- * library of a busy host (a few hundred KiB each). */
-#define CACHE_BUDGET_DEFAULT (UINT64_C(256) << 20)
+/* The heap, not the debug files' size: DWARF sections are mapped (see
+ * dwarf_index_open), and what stays in the heap is the symbol tables of
+ * every library of a busy host (a few hundred KiB each) and, for open
+ * DWARF, the line tables and scope trees of the CUs asked about (libc's
+ * full index is ~25 MiB, a drain's share a few hundred KiB); over budget
+ * the DWARF is closed first, and the store answers what it had resolved.
+ * The daemon's default is conf.h's CONF_DEFAULT_SYMBOL_CACHE_MIB. */
+#define CACHE_BUDGET_DEFAULT (UINT64_C(16) << 20)
 
 struct symbolizer {
         hashmap *by_stat; /* struct file_key * (owned by the file) -> sym_file * */
@@ -238,10 +243,19 @@ static void symbolizer_evict(symbolizer *s, sym_file *f) {
         sym_file_free(f);
 }
 
+/* After DWARF was closed or files evicted: glibc keeps freed memory in the
+ * calling thread's arena (the writer's is not the main one, which alone is
+ * trimmed on its own), so without this the heap a file's DWARF held stays
+ * resident. A walk of the arenas: cheap next to what was freed. */
+static void symbolizer_give_back(size_t n_freed) {
+        if (n_freed > 0)
+                (void) malloc_trim(0);
+}
+
 size_t symbolizer_trim(symbolizer *s) {
         struct timespec ts;
         uint64_t total, now_ns;
-        size_t n_evicted = 0, n_kept = 0;
+        size_t n_evicted = 0, n_kept = 0, n_closed = 0;
 
         /* Idle DWARF goes whatever the budget; the pages of the rest are
          * given back (the next drain faults in what it reads). */
@@ -253,14 +267,16 @@ size_t symbolizer_trim(symbolizer *s) {
                 if (!sym_file_dwarf_is_open(f))
                         continue;
                 if (now_ns - sym_file_dwarf_used_ns(f) >= DWARF_IDLE_NS)
-                        (void) sym_file_close_dwarf(f);
+                        n_closed += sym_file_close_dwarf(f) > 0;
                 else
                         sym_file_drop_pages(f);
         }
 
         total = symbolizer_cache_bytes(s);
-        if (total <= s->budget)
+        if (total <= s->budget) {
+                symbolizer_give_back(n_closed);
                 return 0;
+        }
         /* Oldest first; the survivors stay in that order, which is as good
          * as any (the array has no order of its own). */
         qsort(s->files, s->n_files, sizeof(*s->files), sym_file_compare_last_used);
@@ -270,8 +286,10 @@ size_t symbolizer_trim(symbolizer *s) {
                 sym_file *f = s->files[i];
                 uint64_t before = sym_file_bytes(f);
 
-                if (sym_file_close_dwarf(f) > 0)
+                if (sym_file_close_dwarf(f) > 0) {
                         total -= before - sym_file_bytes(f);
+                        n_closed++;
+                }
         }
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
@@ -286,6 +304,7 @@ size_t symbolizer_trim(symbolizer *s) {
         s->n_files = n_kept;
         if (n_evicted > 0)
                 s->generation++;
+        symbolizer_give_back(n_closed + n_evicted);
         return n_evicted;
 }
 
