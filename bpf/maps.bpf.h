@@ -16,7 +16,7 @@
 #define ENOMEM 12
 #define E2BIG 7
 
-/* Which generation of counts_* and frames_* the programs write.
+/* Which generation of counts_* and frames*_* the programs write.
  * Defined in proc.bpf.c. Only the daemon changes it (through the mmapped
  * .bss), then waits for an RCU grace period (see `barrier`) before it reads
  * the other generation. */
@@ -34,17 +34,25 @@ struct counts_map {
 struct counts_map counts_0 SEC(".maps") __weak;
 struct counts_map counts_1 SEC(".maps") __weak;
 
-/* Stacks by content hash, one map per generation: key -> frames. Every
- * sample and block refers to its stacks by hash. Sized by the daemon; a full
- * map is counted in PROFD_DROP_STACK_MAP_FULL and the stack kept as lost. */
-struct frames_map {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 1);
-        __type(key, __u64);
-        __type(value, struct profd_frames);
-};
-struct frames_map frames_0 SEC(".maps") __weak;
-struct frames_map frames_1 SEC(".maps") __weak;
+/* Stack nodes (see "Stack nodes" in profd.h), one map per class and
+ * generation: id -> node. Every sample and block refers to its stacks by
+ * the id of their innermost node. Preallocated (the sampler runs in NMI
+ * context), so the daemon sizes them from its kernel_memory budget (see
+ * daemon/collect/mapsize.c); a node that finds no room in its class or a
+ * larger one is counted in PROFD_DROP_STACK_MAP_FULL and its stack kept as
+ * lost. */
+#define DEFINE_FRAMES_MAP(K)                                     \
+        struct frames##K##_map {                                 \
+                __uint(type, BPF_MAP_TYPE_HASH);                 \
+                __uint(max_entries, 1);                          \
+                __type(key, __u64);                              \
+                __type(value, struct profd_node##K);             \
+        };                                                       \
+        struct frames##K##_map frames##K##_0 SEC(".maps") __weak; \
+        struct frames##K##_map frames##K##_1 SEC(".maps") __weak;
+DEFINE_FRAMES_MAP(8)
+DEFINE_FRAMES_MAP(16)
+DEFINE_FRAMES_MAP(32)
 
 /* Per-CPU scratch for stacks too large for the 512-byte BPF stack, one slot
  * per user so that programs which can interrupt each other never share one:
@@ -136,30 +144,121 @@ static __always_inline struct profd_frames *scratch_get(__u32 slot) {
         return bpf_map_lookup_elem(&scratch, &slot);
 }
 
-/* Stores a stack in frames_<gen> under a hash of its frames and returns the
- * hash, or PROFD_STACK_LOST (counted) if the map is full. An empty stack is
- * PROFD_STACK_NONE. */
-static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f) {
-        /* how a user walk ended is part of the stack's identity */
-        __u64 h = 0xcbf29ce484222325ULL ^ f->n ^ ((__u64) f->end << 32);
-        long err;
+/* The node being stored, per CPU and scratch slot (a program interrupted
+ * in the middle of storing a stack must find its node intact): the BPF
+ * stack has no room for it. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, SCRATCH__MAX);
+        __type(key, __u32);
+        __type(value, struct profd_node32);
+} node_scratch SEC(".maps") __weak;
 
-        if (f->n == 0)
-                return PROFD_STACK_NONE;
-        for (__u32 i = 0; i < PROFD_MAX_FRAMES; i++) {
-                if (i >= f->n)
-                        break;
-                h = (h ^ f->ips[i]) * 0x100000001b3ULL;
-                h ^= h >> 29;
+/* node_tryK: stores nd under id in framesK_<gen>, or finds it there.
+ * 0: the id names nd's contents now. -EEXIST: the id holds another node
+ * (a hash collision). Else the map's error: -E2BIG when it is full. The
+ * comparison covers everything the id was hashed from. */
+#define DEFINE_NODE_TRY(K)                                                                      \
+        static __always_inline long node_try##K(__u32 gen, __u64 id, const struct profd_node32 *nd) { \
+                void *map = gen ? (void *) &frames##K##_1 : (void *) &frames##K##_0;            \
+                struct profd_node##K *v = bpf_map_lookup_elem(map, &id);                       \
+                long err;                                                                       \
+                                                                                                \
+                if (!v) {                                                                       \
+                        err = bpf_map_update_elem(map, &id, nd, BPF_NOEXIST);                   \
+                        if (err != -EEXIST)                                                     \
+                                return err;                                                     \
+                        /* another CPU stored this id in between */                             \
+                        v = bpf_map_lookup_elem(map, &id);                                      \
+                        if (!v)                                                                 \
+                                return -EEXIST;                                                 \
+                }                                                                               \
+                if (v->h.parent != nd->h.parent || v->h.n != nd->h.n || v->h.end != nd->h.end)  \
+                        return -EEXIST;                                                         \
+                for (__u32 i = 0; i < K; i++) {                                                 \
+                        if (i >= nd->h.n)                                                       \
+                                break;                                                          \
+                        if (v->ips[i] != nd->ips[i])                                            \
+                                return -EEXIST;                                                 \
+                }                                                                               \
+                return 0;                                                                       \
         }
-        if (h >= PROFD_STACK_LOST)
-                h -= 2; /* keep clear of the sentinels */
-        err = bpf_map_update_elem(gen ? (void *) &frames_1 : (void *) &frames_0, &h, f, BPF_NOEXIST);
-        if (err && err != -EEXIST) {
+DEFINE_NODE_TRY(8)
+DEFINE_NODE_TRY(16)
+DEFINE_NODE_TRY(32)
+
+/* Stores the node in the smallest class that holds its frames, else in
+ * the next larger one with room, or whose slot for it is not taken by
+ * another node: lookups go through the classes in the same order, so a
+ * node is found where it was stored. Returns its id, or PROFD_STACK_LOST
+ * (counted) when no class took it. */
+static __always_inline __u64 node_put(__u32 gen, const struct profd_node32 *nd, __u64 h) {
+        __u32 n = nd->h.n;
+
+        h &= PROFD_ID_HASH_MASK;
+        if (n <= PROFD_CLASS_FRAMES(PROFD_CLASS_8) &&
+            node_try8(gen, h | ((__u64) PROFD_CLASS_8 << PROFD_ID_CLASS_SHIFT), nd) == 0)
+                return h | ((__u64) PROFD_CLASS_8 << PROFD_ID_CLASS_SHIFT);
+        if (n <= PROFD_CLASS_FRAMES(PROFD_CLASS_16) &&
+            node_try16(gen, h | ((__u64) PROFD_CLASS_16 << PROFD_ID_CLASS_SHIFT), nd) == 0)
+                return h | ((__u64) PROFD_CLASS_16 << PROFD_ID_CLASS_SHIFT);
+        if (node_try32(gen, h | ((__u64) PROFD_CLASS_32 << PROFD_ID_CLASS_SHIFT), nd) == 0)
+                return h | ((__u64) PROFD_CLASS_32 << PROFD_ID_CLASS_SHIFT);
+        counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
+        return PROFD_STACK_LOST;
+}
+
+/* Stores a stack as its chain of nodes, outermost first (see profd.h),
+ * and returns its id: that of the innermost node. PROFD_STACK_LOST (counted)
+ * if a node found no room; an empty stack is PROFD_STACK_NONE. slot is the
+ * caller's scratch slot. */
+static __always_inline __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot) {
+        struct profd_node32 *nd = bpf_map_lookup_elem(&node_scratch, &slot);
+        __u64 parent = PROFD_NODE_ROOT;
+        __u32 top = f->n; /* frames [0, top) are still to store */
+
+        if (top == 0)
+                return PROFD_STACK_NONE;
+        if (!nd) {
                 counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
                 return PROFD_STACK_LOST;
         }
-        return h;
+        if (top > PROFD_MAX_FRAMES)
+                top = PROFD_MAX_FRAMES;
+        for (__u32 k = 0; k < (PROFD_MAX_FRAMES + PROFD_NODE_CHUNK - 1) / PROFD_NODE_CHUNK; k++) {
+                /* full nodes from the outermost frame, then the rest */
+                __u32 start = top > PROFD_NODE_CHUNK ? top - PROFD_NODE_CHUNK : 0;
+                __u32 cnt = top - start;
+                __u8 end = start == 0 ? f->end : 0;
+                __u64 h = 0xcbf29ce484222325ULL ^ cnt ^ ((__u64) end << 32);
+                __u64 id;
+
+                h = (h ^ parent) * 0x100000001b3ULL;
+                h ^= h >> 29;
+                nd->h.parent = parent;
+                nd->h.n = cnt;
+                nd->h.end = end;
+                for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
+                        __u32 idx = start + i;
+                        __u64 ip;
+
+                        if (i >= cnt || idx >= PROFD_MAX_FRAMES)
+                                break;
+                        /* index here, after the check: clang would else
+                         * step a pointer the verifier cannot bound */
+                        barrier_var(idx);
+                        ip = f->ips[idx];
+                        nd->ips[i] = ip;
+                        h = (h ^ ip) * 0x100000001b3ULL;
+                        h ^= h >> 29;
+                }
+                id = node_put(gen, nd, h);
+                if (id == PROFD_STACK_LOST || start == 0)
+                        return id;
+                parent = id;
+                top = start;
+        }
+        return PROFD_STACK_LOST; /* not reached: 127 frames make at most 4 nodes */
 }
 
 /* Copies bytes written by bpf_get_stack/bpf_get_task_stack into n; on error

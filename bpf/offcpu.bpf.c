@@ -128,8 +128,8 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
         else if (user_error)
                 key->user_stack = PROFD_STACK_LOST;
         else
-                key->user_stack = frames_store(gen, u);
-        key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k);
+                key->user_stack = frames_store(gen, u, SCRATCH_SWITCH_USER);
+        key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL);
         count_key(gen, key, delta);
         announce_if_new(task, key->tgid, key->start_ns);
 }
@@ -275,13 +275,13 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 f = scratch_get(SCRATCH_WAKER_USER);
                 if (!f)
                         return 0;
-                key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f) : PROFD_STACK_LOST;
+                key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f, SCRATCH_WAKER_USER) : PROFD_STACK_LOST;
         }
         f = scratch_get(SCRATCH_WAKER_KERNEL);
         if (!f)
                 return 0;
         if (frames_set(f, bpf_get_stack(ctx, f->ips, sizeof(f->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
-                key.kernel_stack = frames_store(gen, f);
+                key.kernel_stack = frames_store(gen, f, SCRATCH_WAKER_KERNEL);
         else
                 key.kernel_stack = PROFD_STACK_LOST;
 

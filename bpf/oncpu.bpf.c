@@ -43,7 +43,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
                 if (!k)
                         return 0;
                 if (frames_set(k, bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
-                        key.kernel_stack = frames_store(gen, k);
+                        key.kernel_stack = frames_store(gen, k, SCRATCH_ONCPU_KERNEL);
                 else
                         key.kernel_stack = PROFD_STACK_LOST;
         }
@@ -55,7 +55,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
 
                 if (!u)
                         return 0;
-                key.user_stack = user_stack_unwind(task, u, SCRATCH_ONCPU_USER) ? frames_store(gen, u) : PROFD_STACK_LOST;
+                key.user_stack = user_stack_unwind(task, u, SCRATCH_ONCPU_USER) ? frames_store(gen, u, SCRATCH_ONCPU_USER) : PROFD_STACK_LOST;
         }
 
         count_key(gen, &key, 1);

@@ -29,17 +29,70 @@ enum profd_state {
         PROFD_STATE_OTHER = 6,
 };
 
-/* Stacks in profd_sample_key are 64-bit hashes of their frames, keys of the
- * frames_<gen> map of the same generation as the key. (Not ids of a kernel
- * stack map: a blocked thread's user stack is taken at switch-out, possibly
- * generations before it is counted.) Real hashes never take the sentinel
- * values. */
+/* Stacks in profd_sample_key are stack ids: the id of the innermost node of
+ * the stack's chain (see "Stack nodes" below) in the maps of the same
+ * generation as the key. (Not ids of a kernel stack map: a blocked thread's
+ * user stack is taken at switch-out, possibly generations before it is
+ * counted.) Ids never take the sentinel values: their class bits are never
+ * 3. */
 #define PROFD_STACK_NONE (~0ULL)       /* nothing to walk: kernel thread, or user mode */
 #define PROFD_STACK_LOST (~0ULL - 1)   /* walk failed or its map slot was taken; counted */
 
-/* Frames per stack in frames_<gen> and per-task storage: the kernel's
+/* Frames per stack walked (scratch and per-task storage): the kernel's
  * default perf_event_max_stack. */
 #define PROFD_MAX_FRAMES 127
+
+/* --- Stack nodes (BPF -> daemon) -----------------------------------------
+ * A stack is stored by its real depth, as a chain of nodes: its outermost
+ * frames in full nodes of PROFD_NODE_CHUNK frames, counted from the
+ * outermost frame (so stacks that share their outer frames share those
+ * nodes, whatever their depth), then one innermost node of the remaining 1
+ * to PROFD_NODE_CHUNK frames. Each node points to the next outer one
+ * (parent). A node lives in the map of the smallest class that holds its
+ * frames (8, 16 or 32 frames), or a larger one when that is full:
+ * frames<class>_<gen>, keyed by its id.
+ *
+ * An id is a 62-bit hash of the node's contents (frames, count, end,
+ * parent) with the class of the map holding it in the top 2 bits, so ids of
+ * different maps never meet. A node is stored only if its id is free or
+ * holds the same contents (compared in full), so an id names one node
+ * and, through its parents, one stack: a hash collision is detected, the
+ * stack becomes PROFD_STACK_LOST and is counted (PROFD_DROP_STACK_MAP_FULL:
+ * its slot was taken). */
+#define PROFD_NODE_CHUNK 32
+enum profd_stack_class {
+        PROFD_CLASS_8 = 0,
+        PROFD_CLASS_16 = 1,
+        PROFD_CLASS_32 = 2,
+        PROFD_CLASS__MAX,
+};
+#define PROFD_CLASS_FRAMES(c) (8u << (c))
+#define PROFD_ID_CLASS_SHIFT 62
+#define PROFD_ID_HASH_MASK ((1ULL << PROFD_ID_CLASS_SHIFT) - 1)
+#define PROFD_ID_CLASS(id) ((unsigned) ((id) >> PROFD_ID_CLASS_SHIFT))
+/* parent of an outermost node */
+#define PROFD_NODE_ROOT PROFD_STACK_NONE
+
+struct profd_node_head {
+        __u64 parent;          /* id of the next outer node, PROFD_NODE_ROOT for the outermost */
+        __u32 n;               /* frames in this node, 1 to its class's */
+        __u8 end;              /* innermost node of a user stack: enum profd_stack_end; else 0 */
+        __u8 pad[3];
+};
+/* Values of frames8_<gen>, frames16_<gen>, frames32_<gen>: frames
+ * innermost first, as in profd_frames. */
+struct profd_node8 {
+        struct profd_node_head h;
+        __u64 ips[8];
+};
+struct profd_node16 {
+        struct profd_node_head h;
+        __u64 ips[16];
+};
+struct profd_node32 {
+        struct profd_node_head h;
+        __u64 ips[32];
+};
 
 /* Key of the aggregation maps (counts_0 / counts_1). One entry per distinct
  * (process instance, thread, cgroup, stacks, kind, state, peer). */
@@ -56,8 +109,8 @@ struct profd_sample_key {
         __u8 pad[2];
 };
 
-/* A stack, innermost frame first: value of frames_<gen>, per-task storage,
- * and per-CPU scratch. */
+/* A stack, innermost frame first, as walked: per-task storage and per-CPU
+ * scratch (stored as nodes, above). */
 struct profd_frames {
         __u32 n;
         __u8 end;              /* user stacks: enum profd_stack_end (part of the hash); kernel: 0 */
@@ -146,7 +199,7 @@ enum profd_counter {
         PROFD_DROP_MAP_FULL,            /* aggregation map had no room for a new key */
         PROFD_DROP_USER_STACK_ERROR,    /* no user registers to start a user stack walk */
         PROFD_DROP_KERNEL_STACK_ERROR,  /* kernel stack walk failed */
-        PROFD_DROP_STACK_MAP_FULL,      /* frames map had no room for a new stack */
+        PROFD_DROP_STACK_MAP_FULL,      /* no room for a new stack node, or its id held another (collision) */
         PROFD_DROP_RINGBUF_FULL,        /* process event could not be sent */
         PROFD_DROP_TASK_STORAGE,        /* no per-task storage for a switch-out */
         PROFD_CNT_OFFCPU_FILTERED,      /* blocks outside [min, max] block time (not stored) */
@@ -189,6 +242,12 @@ struct profd_seen {
 #ifndef __bpf__
 _Static_assert(sizeof(struct profd_sample_key) == 48, "profd_sample_key layout");
 _Static_assert(sizeof(struct profd_frames) == 8 + 8 * PROFD_MAX_FRAMES, "profd_frames layout");
+_Static_assert(sizeof(struct profd_node_head) == 16, "profd_node_head layout");
+_Static_assert(sizeof(struct profd_node8) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_CLASS_8), "profd_node8 layout");
+_Static_assert(sizeof(struct profd_node16) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_CLASS_16), "profd_node16 layout");
+_Static_assert(sizeof(struct profd_node32) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_CLASS_32), "profd_node32 layout");
+_Static_assert(PROFD_CLASS_FRAMES(PROFD_CLASS__MAX - 1) == PROFD_NODE_CHUNK, "full nodes are the largest class");
+_Static_assert(PROFD_STACK_LOST >> PROFD_ID_CLASS_SHIFT == 3 && PROFD_CLASS__MAX <= 3, "ids never meet the sentinels");
 _Static_assert(sizeof(struct profd_event) == 32, "profd_event layout");
 _Static_assert(sizeof(struct profd_seen) == 8, "profd_seen layout");
 _Static_assert(sizeof(struct profd_unwind_row) == 8, "profd_unwind_row layout");

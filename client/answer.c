@@ -7,14 +7,15 @@
 #include <stdlib.h>
 
 #include "macro.h"
+#include "protocol.h"
 #include "util.h"
 
 json_t *request_new(const char *op, const struct filters *f, const struct view_options *v) {
-        _cleanup_json_ json_t *req = json_pack("{ss}", "op", op);
+        _cleanup_json_ json_t *req = json_pack("{ss}", PROTO_KEY_OP, op);
 
         if (!req || (f && filters_to_request(f, req) < 0) ||
-            (v && v->raw_names && json_object_set_new(req, "raw_names", json_true()) < 0) ||
-            (v && v->root && json_object_set_new(req, "group", json_string(v->root)) < 0))
+            (v && v->raw_names && json_object_set_new(req, PROTO_KEY_RAW_NAMES, json_true()) < 0) ||
+            (v && v->root && json_object_set_new(req, PROTO_KEY_GROUP, json_string(v->root)) < 0))
                 return NULL;
         return TAKE_PTR(req);
 }
@@ -109,7 +110,7 @@ static int profile_on_stack(void *userdata, const json_t *line, const char *raw 
 /* The sampling period of profd, for pprof's cpu/nanoseconds, when the
  * answer did not carry it. */
 int profile_ask_frequency(conn *c, profile *p) {
-        _cleanup_json_ json_t *request = request_new("status", NULL, NULL), *line = NULL;
+        _cleanup_json_ json_t *request = request_new(PROTO_OP_STATUS, NULL, NULL), *line = NULL;
         const char *type, *raw;
         size_t raw_len;
         uint64_t hz;

@@ -15,6 +15,7 @@
 #include "options.h"
 #include "output.h"
 #include "profile.h"
+#include "protocol.h"
 #include "util.h"
 #include "views.h"
 
@@ -192,15 +193,15 @@ static json_t *diff_baseline_request(const struct diff_args *a, const json_t *cu
         if (!req)
                 return NULL;
         if (a->baseline_host)
-                return json_object_set_new(req, "host", json_string(a->baseline_host)) < 0 ? NULL : TAKE_PTR(req);
+                return json_object_set_new(req, PROTO_KEY_HOST, json_string(a->baseline_host)) < 0 ? NULL : TAKE_PTR(req);
         if (a->baseline_pid > 0)
-                return json_object_set_new(req, "pid", json_integer((json_int_t) a->baseline_pid)) < 0 ?
+                return json_object_set_new(req, PROTO_KEY_PID, json_integer((json_int_t) a->baseline_pid)) < 0 ?
                         NULL : TAKE_PTR(req);
         json_object_del(req, "since");
         json_object_del(req, "until");
         json_object_del(req, "last");
-        if (json_object_set_new(req, "from", json_string(a->baseline_from)) < 0 ||
-            json_object_set_new(req, "to", json_string(a->baseline_to)) < 0)
+        if (json_object_set_new(req, PROTO_KEY_FROM, json_string(a->baseline_from)) < 0 ||
+            json_object_set_new(req, PROTO_KEY_TO, json_string(a->baseline_to)) < 0)
                 return NULL;
         return TAKE_PTR(req);
 }
@@ -212,7 +213,7 @@ static int diff_run(const struct cli_target *t, const struct diff_args *a) {
         struct output out;
         int r;
 
-        request = request_new("query", &a->filters, &a->view);
+        request = request_new(PROTO_OP_QUERY, &a->filters, &a->view);
         if (!request)
                 return cli_error(-ENOMEM, "%m");
         baseline_request = diff_baseline_request(a, request);

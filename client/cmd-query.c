@@ -18,6 +18,7 @@
 #include "output.h"
 #include "pprof.h"
 #include "profile.h"
+#include "protocol.h"
 #include "util.h"
 #include "views.h"
 
@@ -135,7 +136,7 @@ static const struct command_options query_options = {
 };
 
 static json_t *query_request(const struct query_args *a) {
-        _cleanup_json_ json_t *req = request_new("query", &a->filters, &a->view);
+        _cleanup_json_ json_t *req = request_new(PROTO_OP_QUERY, &a->filters, &a->view);
 
         if (!req)
                 return NULL;
@@ -144,8 +145,8 @@ static json_t *query_request(const struct query_args *a) {
          * what reading a large answer cost profctl was parsing them); the
          * quality report alone needs no frames at all, so the same */
         if ((a->view.format == FORMAT_FOLDED || a->view.quality) &&
-            (json_object_set_new(req, "format", json_string("folded")) < 0 ||
-             (a->view.lines && json_object_set_new(req, "lines", json_true()) < 0)))
+            (json_object_set_new(req, PROTO_KEY_FORMAT, json_string(PROTO_FORMAT_FOLDED)) < 0 ||
+             (a->view.lines && json_object_set_new(req, PROTO_KEY_LINES, json_true()) < 0)))
                 return NULL;
         return TAKE_PTR(req);
 }
@@ -165,8 +166,8 @@ static int stream_folded(struct stream_ctx *x, const json_t *line) {
         uint64_t value;
         int r;
 
-        if ((r = response_get_string(line, "stack", "folded", &folded)) < 0 ||
-            (r = response_get_u64(line, "stack", "value", &value)) < 0)
+        if ((r = response_get_string(line, PROTO_TYPE_STACK, PROTO_KEY_FOLDED, &folded)) < 0 ||
+            (r = response_get_u64(line, PROTO_TYPE_STACK, PROTO_KEY_VALUE, &value)) < 0)
                 return r;
         /* one stack must stay one line, whatever profd sent */
         if (!*folded || strpbrk(folded, "\n\r"))

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "options.h"
+#include "protocol.h"
 #include "output.h"
 #include "util.h"
 #include "views.h"
@@ -136,8 +137,8 @@ int cmd_series(const struct cli_target *t, int argc, char *argv[]) {
         if (r <= 0)
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
 
-        request = request_new("series", &a.filters, &a.view);
-        if (!request || (a.step && json_object_set_new(request, "step", json_string(a.step)) < 0)) {
+        request = request_new(PROTO_OP_SERIES, &a.filters, &a.view);
+        if (!request || (a.step && json_object_set_new(request, PROTO_KEY_STEP, json_string(a.step)) < 0)) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }

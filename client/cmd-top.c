@@ -17,6 +17,7 @@
 #include "cmd-query.h"
 #include "commands.h"
 #include "options.h"
+#include "protocol.h"
 #include "util.h"
 
 static void help_top(void) {
@@ -258,7 +259,7 @@ int cmd_top(const struct cli_target *t, int argc, char *argv[]) {
         /* JSON lines are for a program even on a terminal: no redrawing */
         redraw = isatty(STDOUT_FILENO) && !a.view.json;
 
-        request = request_new("query", &a.filters, &a.view);
+        request = request_new(PROTO_OP_QUERY, &a.filters, &a.view);
         if (!request) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;

@@ -10,6 +10,7 @@
 #include "duration.h"
 #include "helpers.h"
 #include "macro.h"
+#include "protocol.h"
 #include "timestamp.h"
 #include "util.h"
 
@@ -273,22 +274,22 @@ static int set_string(json_t *req, const char *key, const char *value) {
 }
 
 int filters_to_request(const struct filters *f, json_t *req) {
-        if (set_string(req, "kind", f->kind) < 0 ||
-            set_string(req, "state", f->state) < 0 ||
-            set_string(req, "since", f->since) < 0 ||
-            set_string(req, "until", f->until) < 0 ||
-            set_string(req, "from", f->from) < 0 ||
-            set_string(req, "to", f->to) < 0 ||
-            set_string(req, "comm", f->comm) < 0 ||
-            set_string(req, "exe", f->exe) < 0 ||
-            set_string(req, "cgroup", f->cgroup) < 0 ||
-            set_string(req, "unit", f->unit) < 0 ||
-            set_string(req, "container", f->container) < 0 ||
-            set_string(req, "host", f->host) < 0 ||
-            (f->pid > 0 && json_object_set_new(req, "pid", json_integer((json_int_t) f->pid)) < 0) ||
-            (f->tid > 0 && json_object_set_new(req, "tid", json_integer((json_int_t) f->tid)) < 0) ||
-            (f->uid_set && json_object_set_new(req, "uid", json_integer((json_int_t) f->uid)) < 0) ||
-            (f->last && json_object_set_new(req, "last", json_true()) < 0))
+        if (set_string(req, PROTO_KEY_KIND, f->kind) < 0 ||
+            set_string(req, PROTO_KEY_STATE, f->state) < 0 ||
+            set_string(req, PROTO_KEY_SINCE, f->since) < 0 ||
+            set_string(req, PROTO_KEY_UNTIL, f->until) < 0 ||
+            set_string(req, PROTO_KEY_FROM, f->from) < 0 ||
+            set_string(req, PROTO_KEY_TO, f->to) < 0 ||
+            set_string(req, PROTO_KEY_COMM, f->comm) < 0 ||
+            set_string(req, PROTO_KEY_EXE, f->exe) < 0 ||
+            set_string(req, PROTO_KEY_CGROUP, f->cgroup) < 0 ||
+            set_string(req, PROTO_KEY_UNIT, f->unit) < 0 ||
+            set_string(req, PROTO_KEY_CONTAINER, f->container) < 0 ||
+            set_string(req, PROTO_KEY_HOST, f->host) < 0 ||
+            (f->pid > 0 && json_object_set_new(req, PROTO_KEY_PID, json_integer((json_int_t) f->pid)) < 0) ||
+            (f->tid > 0 && json_object_set_new(req, PROTO_KEY_TID, json_integer((json_int_t) f->tid)) < 0) ||
+            (f->uid_set && json_object_set_new(req, PROTO_KEY_UID, json_integer((json_int_t) f->uid)) < 0) ||
+            (f->last && json_object_set_new(req, PROTO_KEY_LAST, json_true()) < 0))
                 return -ENOMEM;
         return 0;
 }

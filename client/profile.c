@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hashmap.h"
+#include "protocol.h"
 #include "util.h"
 
 /* The key of the frame map: a frame whose strings are already interned, so
@@ -244,7 +245,7 @@ static int frame_get_u64(const json_t *frame, size_t i, const char *key, uint64_
  * parsers), so a kernel address, top bit set, arrives as a negative integer
  * whose two's complement is the address; a "0x..." string is taken too. */
 static int frame_get_address(const json_t *frame, size_t i, uint64_t *ret) {
-        json_t *v = json_object_get(frame, "address");
+        json_t *v = json_object_get(frame, PROTO_KEY_ADDRESS);
 
         if (!v || json_is_null(v))
                 return 0;
@@ -292,30 +293,30 @@ static int frame_parse(const json_t *frame, size_t i, struct profile_frame *ret)
 
         if (!json_is_object(frame))
                 return cli_error(-EBADMSG, "profd sent a 'stack' line whose frame %zu is not an object", i);
-        if (!json_is_string(json_object_get(frame, "name")))
+        if (!json_is_string(json_object_get(frame, PROTO_KEY_NAME)))
                 return cli_error(-EBADMSG, "profd sent a 'stack' line whose frame %zu has no \"name\" "
                                  "string", i);
-        f.name = json_string_value(json_object_get(frame, "name"));
-        if ((r = frame_get_string(frame, i, "raw_name", &f.raw_name)) < 0 ||
-            (r = frame_get_string(frame, i, "module", &f.module)) < 0 ||
-            (r = frame_get_string(frame, i, "build_id", &f.build_id)) < 0 ||
-            (r = frame_get_string(frame, i, "file", &f.file)) < 0)
+        f.name = json_string_value(json_object_get(frame, PROTO_KEY_NAME));
+        if ((r = frame_get_string(frame, i, PROTO_KEY_RAW_NAME, &f.raw_name)) < 0 ||
+            (r = frame_get_string(frame, i, PROTO_KEY_MODULE, &f.module)) < 0 ||
+            (r = frame_get_string(frame, i, PROTO_KEY_BUILD_ID, &f.build_id)) < 0 ||
+            (r = frame_get_string(frame, i, PROTO_KEY_FILE, &f.file)) < 0)
                 return r;
         u = 0;
-        if ((r = frame_get_u64(frame, i, "line", UINT32_MAX, &u)) < 0)
+        if ((r = frame_get_u64(frame, i, PROTO_KEY_LINE, UINT32_MAX, &u)) < 0)
                 return r;
         f.line = (uint32_t) u;
         if ((r = frame_get_address(frame, i, &f.address)) < 0)
                 return r;
-        if ((r = frame_get_flag(frame, i, "kernel", true, PROFILE_FRAME_KERNEL, &f.flags)) < 0 ||
-            (r = frame_get_flag(frame, i, "inlined", false, PROFILE_FRAME_INLINED, &f.flags)) < 0 ||
-            (r = frame_get_flag(frame, i, "jit", false, PROFILE_FRAME_JIT, &f.flags)) < 0)
+        if ((r = frame_get_flag(frame, i, PROTO_KEY_KERNEL, true, PROFILE_FRAME_KERNEL, &f.flags)) < 0 ||
+            (r = frame_get_flag(frame, i, PROTO_KEY_INLINED, false, PROFILE_FRAME_INLINED, &f.flags)) < 0 ||
+            (r = frame_get_flag(frame, i, PROTO_KEY_JIT, false, PROFILE_FRAME_JIT, &f.flags)) < 0)
                 return r;
         /* "resolved" is the positive form; absent means resolved (older profd) */
-        if (json_object_get(frame, "resolved")) {
+        if (json_object_get(frame, PROTO_KEY_RESOLVED)) {
                 unsigned resolved = 0;
 
-                if ((r = frame_get_flag(frame, i, "resolved", true, 1, &resolved)) < 0)
+                if ((r = frame_get_flag(frame, i, PROTO_KEY_RESOLVED, true, 1, &resolved)) < 0)
                         return r;
                 resolved_true = resolved;
         }
@@ -337,14 +338,14 @@ int profile_add_stack_line(profile *p, const json_t *line) {
         size_t n;
         int r;
 
-        r = response_get_u64(line, "stack", "value", &value);
+        r = response_get_u64(line, PROTO_TYPE_STACK, PROTO_KEY_VALUE, &value);
         if (r < 0)
                 return r;
-        jframes = json_object_get(line, "frames");
+        jframes = json_object_get(line, PROTO_KEY_FRAMES);
         if (!json_is_array(jframes))
                 return cli_error(-EBADMSG, "profd sent a 'stack' line without a valid \"frames\" "
                                  "(expected an array)");
-        jgroup = json_object_get(line, "group");
+        jgroup = json_object_get(line, PROTO_KEY_GROUP);
         if (jgroup) {
                 if (!json_is_string(jgroup))
                         return cli_error(-EBADMSG, "profd sent a 'stack' line whose \"group\" is not "

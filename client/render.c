@@ -9,6 +9,7 @@
 
 #include "duration.h"
 #include "hashmap.h"
+#include "protocol.h"
 #include "util.h"
 
 static void stack_free_owned(struct stack *s) {
@@ -65,14 +66,14 @@ int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
 
         stack_free_owned(s);
 
-        r = response_get_u64(line, "stack", "value", &s->value);
+        r = response_get_u64(line, PROTO_TYPE_STACK, PROTO_KEY_VALUE, &s->value);
         if (r < 0)
                 return r;
-        frames = json_object_get(line, "frames");
+        frames = json_object_get(line, PROTO_KEY_FRAMES);
         if (!json_is_array(frames))
                 return cli_error(-EBADMSG, "profd sent a 'stack' line without a valid \"frames\" "
                                  "(expected an array)");
-        group = json_object_get(line, "group");
+        group = json_object_get(line, PROTO_KEY_GROUP);
         if (group && !json_is_string(group))
                 return cli_error(-EBADMSG, "profd sent a 'stack' line whose \"group\" is not a string");
         s->group = json_string_value(group);
@@ -83,9 +84,9 @@ int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
 
         for (size_t i = 0; i < n; i++) {
                 json_t *frame = json_array_get(frames, i);
-                json_t *name = json_object_get(frame, "name");
-                json_t *module = json_object_get(frame, "module");
-                json_t *kernel = json_object_get(frame, "kernel");
+                json_t *name = json_object_get(frame, PROTO_KEY_NAME);
+                json_t *module = json_object_get(frame, PROTO_KEY_MODULE);
+                json_t *kernel = json_object_get(frame, PROTO_KEY_KERNEL);
 
                 if (!json_is_string(name) || !json_is_boolean(kernel) ||
                     !(module == NULL || json_is_null(module) || json_is_string(module)))
@@ -98,10 +99,10 @@ int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
                 /* a [lost] frame may come without a module */
                 s->modules[i] = json_is_string(module) ? json_string_value(module) : "";
                 if (with_lines) {
-                        json_t *ln = json_object_get(frame, "line");
+                        json_t *ln = json_object_get(frame, PROTO_KEY_LINE);
 
                         r = frame_name_with_line(s->frames[i].name,
-                                                 json_string_value(json_object_get(frame, "file")),
+                                                 json_string_value(json_object_get(frame, PROTO_KEY_FILE)),
                                                  json_is_integer(ln) && json_integer_value(ln) > 0 ?
                                                  (uint64_t) json_integer_value(ln) : 0,
                                                  &s->owned[i]);

@@ -1,47 +1,35 @@
 /* Writer for folded stacks ("root;caller;leaf 42"), the input of
- * flamegraph.pl, inferno and speedscope. */
+ * flamegraph.pl, inferno and speedscope. Frames are written by the
+ * protocol's folded_append_frame(), the one sanitizer profd's folded answers
+ * also go through. */
 #include "folded.h"
 
 #include <errno.h>
 #include <inttypes.h>
 
-/* Frame names come from symbol tables and /proc, so they may hold anything.
- * ';' separates frames and '\n' ends the line, so those can't pass; other
- * control characters would garble a terminal or an SVG. Spaces stay: C++ and
- * Rust names have them, and readers split the weight off at the last space. */
-static void write_name(FILE *f, const char *name) {
-        if (!name || !*name) {
-                /* an empty name would read as a missing frame (";;") */
-                fputs_unlocked("[unknown]", f);
-                return;
-        }
-        for (const unsigned char *p = (const unsigned char *) name; *p; p++) {
-                unsigned char c = *p;
-                if (c == ';')
-                        c = ':';
-                else if (c < 0x20 || c == 0x7f)
-                        c = '?';
-                putc_unlocked(c, f);
-        }
-}
+#include "protocol.h"
 
 int folded_write_line(FILE *f, const struct folded_frame *frames, size_t n, uint64_t value) {
+        struct stackline_buf b = {};
         int r = 0;
 
-        flockfile(f);
-        if (n == 0)
-                fputs_unlocked("[unknown]", f);
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; r >= 0 && i < n; i++) {
                 if (i > 0)
-                        putc_unlocked(';', f);
-                write_name(f, frames[i].name);
-                if (frames[i].kernel)
-                        fputs_unlocked("_[k]", f);
+                        r = stackline_buf_append(&b, ";", 1);
+                if (r >= 0)
+                        r = folded_append_frame(&b, frames[i].name, NULL, 0, frames[i].kernel);
         }
-        /* The unlocked calls above don't report errors one by one; the stream's
-         * error flag catches any of them. */
-        if (fprintf(f, " %" PRIu64 "\n", value) < 0 || ferror_unlocked(f))
-                r = -EIO;
-        funlockfile(f);
+        /* an empty stack still needs a name to be a line */
+        if (r >= 0 && n == 0)
+                r = folded_append_frame(&b, NULL, NULL, 0, false);
+        if (r >= 0) {
+                /* one line in one piece, whoever else writes to f */
+                flockfile(f);
+                if ((b.len > 0 && fwrite_unlocked(b.data, 1, b.len, f) != b.len) ||
+                    fprintf(f, " %" PRIu64 "\n", value) < 0 || ferror_unlocked(f))
+                        r = -EIO;
+                funlockfile(f);
+        }
+        stackline_buf_done(&b);
         return r;
 }

@@ -12,6 +12,10 @@
 #define _likely_(x) __builtin_expect(!!(x), 1)
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 
+/* The object that embeds member `member` at ptr (intrusive lists, such as
+ * workqueue items in their jobs). */
+#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - __builtin_offsetof(type, member)))
+
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -18,7 +18,7 @@ const char *const conf_keys[] = {
         "socket", "socket_mode", "socket_group", "admin_group", "store", "frequency", "interval", "kinds",
         "offcpu_min", "offcpu_max", "max_clients", "client_timeout", "retention_raw", "retention_1m",
         "retention", "max_store_size", "symbol_cache", "debug_dirs", "debuginfod_urls", "debuginfod_cache",
-        "max_keys", "max_stacks", "unwind_memory", "clickhouse_url", "host_name", "clickhouse_credentials", "clickhouse_timeout",
+        "max_keys", "max_stacks", "kernel_memory", "unwind_memory", "clickhouse_url", "host_name", "clickhouse_credentials", "clickhouse_timeout",
         NULL,
 };
 
@@ -97,6 +97,7 @@ int conf_init(struct conf *c) {
                 .retention_1m_ns = CONF_DEFAULT_RETENTION_1M_NS,
                 .retention_ns = CONF_DEFAULT_RETENTION_NS,
                 .max_store_size = CONF_DEFAULT_MAX_STORE_SIZE,
+                .kernel_memory = CONF_DEFAULT_KERNEL_MEMORY,
                 .unwind_memory = CONF_DEFAULT_UNWIND_MEMORY,
                 .host_name = strdup(host),
                 .clickhouse_timeout_ns = CONF_DEFAULT_CLICKHOUSE_TIMEOUT_NS,
@@ -332,6 +333,15 @@ int conf_set(struct conf *c, const char *key, const char *value, char **ret_erro
                 return set_count(&c->max_keys, key, value, 1, 1 << 24, ret_error);
         if (streq(key, "max_stacks"))
                 return set_count(&c->max_stacks, key, value, 1, 1 << 20, ret_error);
+        if (streq(key, "kernel_memory")) {
+                uint64_t v;
+
+                if (parse_size(value, &v) < 0 || v < CONF_MIN_KERNEL_MEMORY || v > CONF_MAX_KERNEL_MEMORY)
+                        return format_error(ret_error, "kernel_memory must be a size from 1M to 4G (bytes, or with "
+                                                       "a K, M or G suffix), not \"%s\"", value);
+                c->kernel_memory = v;
+                return 0;
+        }
         if (streq(key, "unwind_memory")) {
                 uint64_t v;
 

@@ -48,14 +48,26 @@
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
-/* 32 MiB of unwind rows in the kernel (4 Mi rows of 8 bytes), allocated
+/* At most 64 MiB for the kernel's sample and stack maps, both generations:
+ * they are sized from the sampling rate (frequency x CPUs x interval) and
+ * stop growing here, from about 100 CPUs at the defaults; a 2-CPU host
+ * takes 11 MiB. 256 CPUs at 49 Hz make 125 k samples a drain, of which a
+ * few tens of thousands of keys and stacks are distinct on a busy host: 64
+ * MiB holds 60 k keys and 110 k stack nodes a generation. */
+#define CONF_DEFAULT_KERNEL_MEMORY (64ULL << 20)
+/* Below this the floor of the maps (mapsize.c) does not fit */
+#define CONF_MIN_KERNEL_MEMORY (1ULL << 20)
+#define CONF_MAX_KERNEL_MEMORY (4ULL << 30)
+/* 24 MiB of unwind rows in the kernel (3 Mi rows of 8 bytes), allocated
  * at start. A plain Debian host's processes map 51 files of 318 k rows in
  * all (libc 23 k, libcrypto 70 k), but a developer's host running clang
  * (libLLVM: 950 k rows) and ClickHouse (373 k) needed 2.0 M rows (15.4 MiB)
  * for its 95 processes: at 8 MiB perl's and xz's libraries found no room
- * and their stacks fell back to frame pointers. 32 MiB holds that twice,
- * so the tables of exited processes stay cached for the next ones. */
-#define CONF_DEFAULT_UNWIND_MEMORY (32ULL << 20)
+ * and their stacks fell back to frame pointers. 24 MiB holds that half as
+ * much again, so the tables of exited processes stay cached for the next
+ * ones, and keeps all of profd's kernel maps under 40 MiB on a small host
+ * (docs/performance.md, "Kernel memory"). */
+#define CONF_DEFAULT_UNWIND_MEMORY (24ULL << 20)
 /* Below this not even libc's table fits; above, the kernel's array index
  * (32 bits of 8-byte rows) would not reach. */
 #define CONF_MIN_UNWIND_MEMORY (64ULL << 10)
@@ -85,6 +97,7 @@ struct conf {
         char *debuginfod_cache; /* their cache directory; NULL: libdebuginfod's default */
         uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */
         uint64_t max_stacks;
+        uint64_t kernel_memory; /* bytes the sample and stack maps may lock (both generations) */
         uint64_t unwind_memory; /* bytes of unwind rows in the kernel */
         /* retention: raw drains, then 1-minute buckets, then 10-minute
          * buckets, each kept until the data is this old */

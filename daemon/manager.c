@@ -38,6 +38,15 @@ struct flush_waiter {
         uint64_t client_id;  /* the client may have left by then */
 };
 
+/* profd's wall clock (drain times, retention, queries' "now"): the real
+ * one, or for tests a clock that runs `rate` times as fast from `start_ago`
+ * in the past (manager_config.test_clock_*), so days of retention pass in
+ * minutes. Given by the caller, never read from the environment. */
+struct wall_clock {
+        uint64_t rate;                /* <= 1: the real clock */
+        uint64_t real0, fake0;
+};
+
 struct manager {
         char *socket_path;
         char *store_path;
@@ -63,6 +72,7 @@ struct manager {
         struct flush_waiter *waiters;
 
         bool serve_only;              /* --kinds none: no BPF, no writer, queries only */
+        struct wall_clock clock;      /* CLOCK_REALTIME, or the tests' faster one */
         uint64_t started_ns;          /* CLOCK_REALTIME at start */
         uint64_t last_drain_end_ns;   /* CLOCK_REALTIME: the next drain's bucket starts here */
         uint64_t vanished;            /* processes gone before they could be read */
@@ -77,37 +87,28 @@ struct manager {
         unsigned drain_spans_next;
 };
 
-/* Tests only: $PROFD_TEST_CLOCK_RATE=N makes profd's wall clock (drain
- * times, retention, queries' "now") run N times faster than the real one,
- * from $PROFD_TEST_CLOCK_START_AGO seconds in the past at start, so days of
- * retention pass in minutes. Unset (as always outside tests): the real
- * clock. */
-static uint64_t test_clock_rate = 1, test_clock_real0, test_clock_fake0;
-
-static uint64_t now_ns(clockid_t clock) {
+static uint64_t clock_now_ns(clockid_t clock) {
         struct timespec ts;
-        uint64_t t;
 
         clock_gettime(clock, &ts);
-        t = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
-        if (clock == CLOCK_REALTIME && test_clock_rate > 1)
-                t = test_clock_fake0 + (t - test_clock_real0) * test_clock_rate;
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t wall_clock_now(const struct wall_clock *w) {
+        uint64_t t = clock_now_ns(CLOCK_REALTIME);
+
+        if (w->rate > 1)
+                t = w->fake0 + (t - w->real0) * w->rate;
         return t;
 }
 
-static void test_clock_init(void) {
-        const char *rate = getenv("PROFD_TEST_CLOCK_RATE"), *ago = getenv("PROFD_TEST_CLOCK_START_AGO");
-        uint64_t v, a = 0;
-
-        if (!rate || parse_uint_strict(rate, 1000000, &v) < 0 || v < 2)
+static void wall_clock_init(struct wall_clock *w, uint64_t rate, uint64_t start_ago_s) {
+        *w = (struct wall_clock) { .rate = rate };
+        if (rate <= 1)
                 return;
-        if (ago && parse_uint_strict(ago, 100ULL * 365 * 86400, &a) < 0)
-                a = 0;
-        test_clock_real0 = now_ns(CLOCK_REALTIME);
-        test_clock_fake0 = test_clock_real0 - a * NSEC_PER_SEC;
-        test_clock_rate = v;
-        log_warning("Test clock: time runs %" PRIu64 "x as fast, from %" PRIu64 " s ago (PROFD_TEST_CLOCK_RATE).",
-                    v, a);
+        w->real0 = clock_now_ns(CLOCK_REALTIME);
+        w->fake0 = w->real0 - start_ago_s * NSEC_PER_SEC;
+        log_warning("Test clock: time runs %" PRIu64 "x as fast, from %" PRIu64 " s ago.", rate, start_ago_s);
 }
 
 static void on_process_event(const struct profd_event *e, void *userdata) {
@@ -151,7 +152,7 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         r = collector_drain(m->coll, &b);
         if (r < 0)
                 return r;
-        m->last_drain_end_ns = now_ns(CLOCK_REALTIME);
+        m->last_drain_end_ns = wall_clock_now(&m->clock);
         m->samples_seen += b.counters[PROFD_CNT_SAMPLES];
         m->idle_samples += b.counters[PROFD_CNT_IDLE];
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
@@ -161,7 +162,7 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         if (r < 0)
                 return log_error_errno(r, "Failed to queue a drain: %m");
         {
-                uint64_t mono = now_ns(CLOCK_MONOTONIC);
+                uint64_t mono = clock_now_ns(CLOCK_MONOTONIC);
                 unsigned i = m->drain_spans_next++ % ELEMENTSOF(m->drain_spans);
 
                 m->drain_spans[i].seq = seq;
@@ -379,6 +380,7 @@ static int manager_reload(manager *m) {
                      !str_eq(nc.debuginfod_cache, old->debuginfod_cache));
         KEEP_RUNNING(&nc, old, max_keys, "max_keys", nc.max_keys != old->max_keys);
         KEEP_RUNNING(&nc, old, max_stacks, "max_stacks", nc.max_stacks != old->max_stacks);
+        KEEP_RUNNING(&nc, old, kernel_memory, "kernel_memory", nc.kernel_memory != old->kernel_memory);
         KEEP_RUNNING(&nc, old, unwind_memory, "unwind_memory", nc.unwind_memory != old->unwind_memory);
         KEEP_RUNNING(&nc, old, clickhouse_url, "clickhouse_url", !str_eq(nc.clickhouse_url, old->clickhouse_url));
         KEEP_RUNNING(&nc, old, host_name, "host_name", !str_eq(nc.host_name, old->host_name));
@@ -469,7 +471,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         /* `systemctl reload profd` (ExecReload= sends SIGHUP) shows the unit
          * reloading until READY=1; MONOTONIC_USEC is what newer systemd
          * matches the reload by */
-        (void) sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, (uint64_t) (now_ns(CLOCK_MONOTONIC) / NSEC_PER_USEC));
+        (void) sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, (uint64_t) (clock_now_ns(CLOCK_MONOTONIC) / NSEC_PER_USEC));
         r = manager_reload(userdata);
         (void) sd_notify(0, "READY=1");
         return r;
@@ -642,7 +644,7 @@ static int send_status(manager *m, server_client *c) {
                       "type", "status",
                       "version", PROFD_VERSION,
                       "pid", (json_int_t) getpid(),
-                      "uptime_s", (json_int_t) ((now_ns(CLOCK_REALTIME) - m->started_ns) / NSEC_PER_SEC),
+                      "uptime_s", (json_int_t) ((wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC),
                       "frequency_hz", (json_int_t) (m->collect.cpu ? m->collect.frequency_hz : 0),
                       "event", m->coll ? collector_event_name(m->coll) : NULL,
                       "interval_ms", (json_int_t) (m->collect.interval_ns / NSEC_PER_MSEC),
@@ -703,7 +705,7 @@ static int send_answer(manager *m, server_client *c, const struct request *req) 
         const struct client_creds *creds = server_client_creds(c);
         struct answer_caller who = { .privileged = creds->privileged, .uid = creds->uid };
 
-        return query_pool_submit(m->queries, c, req, &who, now_ns(CLOCK_REALTIME), m->collect.interval_ns);
+        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->collect.interval_ns);
 }
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {
@@ -768,13 +770,14 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 .offcpu_max_ns = cfg->offcpu_max_ns,
                 .max_keys = cfg->max_keys,
                 .max_stacks = cfg->max_stacks,
+                .kernel_memory = cfg->kernel_memory,
                 .unwind_memory = cfg->unwind_memory,
         };
         m->conf = cfg->conf;
         m->reload = cfg->reload;
         m->reload_userdata = cfg->reload_userdata;
-        test_clock_init();
-        m->started_ns = m->last_drain_end_ns = now_ns(CLOCK_REALTIME);
+        wall_clock_init(&m->clock, cfg->test_clock_rate, cfg->test_clock_start_ago_s);
+        m->started_ns = m->last_drain_end_ns = wall_clock_now(&m->clock);
         m->serve_only = !cfg->cpu && !cfg->offcpu && !cfg->wakeup;
 
         r = sd_event_default(&m->event);
@@ -971,7 +974,7 @@ int manager_run(manager *m) {
                 char what[128];
 
                 manager_describe(m, what, sizeof(what));
-                m->drain_mono_ns = now_ns(CLOCK_MONOTONIC);
+                m->drain_mono_ns = clock_now_ns(CLOCK_MONOTONIC);
                 if (m->serve_only)
                         (void) sd_notifyf(0, "READY=1\nSTATUS=%s", what);
                 else

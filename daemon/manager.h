@@ -20,6 +20,7 @@ struct manager_config {
         bool cpu, offcpu, wakeup;
         uint64_t offcpu_min_ns, offcpu_max_ns;
         uint64_t max_keys, max_stacks;   /* 0: sized from the machine */
+        uint64_t kernel_memory;          /* bytes of the counts and stack maps in the kernel */
         uint64_t unwind_memory;          /* bytes of unwind rows in the kernel */
         unsigned socket_mode;
         const char *socket_group, *admin_group;
@@ -35,6 +36,10 @@ struct manager_config {
         struct conf *conf;
         manager_reload_fn reload; /* NULL: SIGHUP only logs that there is nothing to reload */
         void *reload_userdata;
+        /* Tests only (profd's hidden --test-clock-rate, --test-clock-start-ago):
+         * the wall clock runs this many times as fast, starting this many
+         * seconds in the past. 0 or 1: the real clock. */
+        uint64_t test_clock_rate, test_clock_start_ago_s;
 };
 
 typedef struct manager manager;

@@ -53,7 +53,9 @@ static void help(void) {
                "      --max-keys N        advanced: kernel aggregation map entries (default: sized\n"
                "                          from frequency, CPUs and interval)\n"
                "      --max-stacks N      advanced: kernel stack map entries (default: likewise)\n"
-               "      --unwind-memory SIZE  kernel memory for unwind tables (default 32M)\n"
+               "      --kernel-memory SIZE  kernel memory for the sample and stack maps, at most\n"
+               "                          (default 64M; a 2-CPU host takes about 11M)\n"
+               "      --unwind-memory SIZE  kernel memory for unwind tables (default 24M)\n"
                "  -v, --verbose           log debug messages\n"
                "  -h, --help              show this help\n"
                "      --version           show the version\n"
@@ -133,7 +135,7 @@ static int settings_reload(struct conf *ret, char **ret_error, void *userdata) {
 int main(int argc, char *argv[]) {
         /* Options that set a setting carry ARG_SETTING (or a short name) and
          * are applied, by their long name, after the configuration file. */
-        enum { ARG_VERSION = 0x100, ARG_SETTING };
+        enum { ARG_VERSION = 0x100, ARG_SETTING, ARG_TEST_CLOCK_RATE, ARG_TEST_CLOCK_START_AGO };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "socket", required_argument, NULL, 's' },
@@ -148,6 +150,7 @@ int main(int argc, char *argv[]) {
                 { "symbol-cache", required_argument, NULL, ARG_SETTING },
                 { "max-keys", required_argument, NULL, ARG_SETTING },
                 { "max-stacks", required_argument, NULL, ARG_SETTING },
+                { "kernel-memory", required_argument, NULL, ARG_SETTING },
                 { "unwind-memory", required_argument, NULL, ARG_SETTING },
                 { "debug-dirs", required_argument, NULL, ARG_SETTING },
                 { "debuginfod-urls", required_argument, NULL, ARG_SETTING },
@@ -165,12 +168,16 @@ int main(int argc, char *argv[]) {
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
+                /* tests only, not in --help: see manager_config.test_clock_rate */
+                { "test-clock-rate", required_argument, NULL, ARG_TEST_CLOCK_RATE },
+                { "test-clock-start-ago", required_argument, NULL, ARG_TEST_CLOCK_START_AGO },
                 {}
         };
         /* command-line settings are applied after the file, so keep them */
         const char *cli_options[ELEMENTSOF(options)], *cli_values[ELEMENTSOF(options)];
         size_t n_cli = 0;
         const char *config_path = NULL;
+        uint64_t test_clock_rate = 0, test_clock_start_ago_s = 0;
         struct settings_source source;
         struct conf conf;
         manager *m = NULL;
@@ -212,6 +219,16 @@ int main(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("profd %s\n", PROFD_VERSION);
                         return 0;
+                case ARG_TEST_CLOCK_RATE:
+                case ARG_TEST_CLOCK_START_AGO:
+                        if (parse_uint_strict(optarg, c == ARG_TEST_CLOCK_RATE ? 1000000 : 100ULL * 365 * 86400,
+                                              c == ARG_TEST_CLOCK_RATE ? &test_clock_rate
+                                                                       : &test_clock_start_ago_s) < 0) {
+                                fprintf(stderr, "profd: --%s: '%s' is not a whole number in range\n",
+                                        options[index].name, optarg);
+                                return 2;
+                        }
+                        break;
                 default:
                         fprintf(stderr, "Try 'profd --help'.\n");
                         return 2;
@@ -280,6 +297,7 @@ int main(int argc, char *argv[]) {
                                 .offcpu_max_ns = conf.offcpu_max_ns,
                                 .max_keys = conf.max_keys,
                                 .max_stacks = conf.max_stacks,
+                                .kernel_memory = conf.kernel_memory,
                                 .unwind_memory = conf.unwind_memory,
                                 .socket_mode = conf.socket_mode,
                                 .socket_group = conf.socket_group,
@@ -292,6 +310,8 @@ int main(int argc, char *argv[]) {
                                 .conf = &conf,
                                 .reload = settings_reload,
                                 .reload_userdata = &source,
+                                .test_clock_rate = test_clock_rate,
+                                .test_clock_start_ago_s = test_clock_start_ago_s,
                         },
                         &m);
         if (r < 0)

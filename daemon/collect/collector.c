@@ -19,7 +19,9 @@
 
 #include "log.h"
 #include "macro.h"
+#include "mapsize.h"
 #include "profd.skel.h"
+#include "stacknodes.h"
 
 struct collector {
         struct profd_bpf *skel;
@@ -91,13 +93,6 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
         /* most of libbpf's lines name it already */
         log_internal(prio, 0, "%s%s", strncmp(buf, "libbpf: ", 8) == 0 ? "" : "libbpf: ", buf);
         return 0;
-}
-
-static size_t roundup_pow2(size_t v) {
-        size_t p = 1;
-        while (p < v)
-                p <<= 1;
-        return p;
 }
 
 static int read_uint_file(const char *path, unsigned long *ret) {
@@ -232,12 +227,22 @@ static int attach(collector *c, const struct collector_config *cfg) {
         return 0;
 }
 
+/* The stack node map of class cls and generation gen. */
+static struct bpf_map *frames_map(const collector *c, unsigned cls, unsigned gen) {
+        struct bpf_map *const m[PROFD_CLASS__MAX][2] = {
+                { c->skel->maps.frames8_0, c->skel->maps.frames8_1 },
+                { c->skel->maps.frames16_0, c->skel->maps.frames16_1 },
+                { c->skel->maps.frames32_0, c->skel->maps.frames32_1 },
+        };
+        return m[cls][gen];
+}
+
 int collector_new(const struct collector_config *cfg, collector_event_fn on_event, void *userdata,
                   collector **ret) {
         collector *c;
         unsigned long pid_max = 32768;
-        size_t per_interval, frames_max, seen_max;
-        uint64_t interval_s;
+        struct mapsize_plan plan;
+        size_t seen_max;
         int ncpus, r;
         __u32 zero = 0;
         int inner_fd;
@@ -260,26 +265,21 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
 
         (void) read_uint_file("/proc/sys/kernel/pid_max", &pid_max);
 
-        /* At most this many samples land in one generation, and every sample
-         * may be a distinct key. Blocks and wakers add keys per distinct
-         * (thread, stack, state): 16 Ki of them cover thousands of threads
-         * each blocking in a few places per interval (~100 bytes each). */
-        interval_s = (cfg->interval_ns + NSEC_PER_SEC - 1) / NSEC_PER_SEC;
-        per_interval = cfg->cpu ? (size_t) cfg->frequency_hz * (size_t) ncpus * (size_t) MAX(interval_s, 1u) : 0;
-        /* At most 128 Ki keys (~13 MiB preallocated per generation): a long
-         * interval repeats the same keys rather than finding new ones. */
-        c->counts_max = roundup_pow2(MIN(MAX(per_interval + (cfg->offcpu || cfg->wakeup ? 16384 : 0), (size_t) 4096),
-                                         (size_t) 1 << 17));
-        /* Distinct stacks per generation: each sample brings at most two (user
-         * and kernel), blocks and wakers a few thousand more on a busy host.
-         * Each entry is 1 KiB and hash maps are preallocated, so at most 64 Ki
-         * entries; a full map is counted (stack_map_full) and the sample kept
-         * with a [lost] stack. */
-        frames_max = roundup_pow2(MIN(MAX(per_interval * 2 + 4096, (size_t) 8192), (size_t) 1 << 16));
-        if (cfg->max_keys)
-                c->counts_max = cfg->max_keys;
-        if (cfg->max_stacks)
-                frames_max = cfg->max_stacks;
+        /* Keys and stack nodes per generation: from the sampling rate and
+         * the CPUs, within kernel_memory (mapsize.c; docs/architecture.md,
+         * "Map sizes") */
+        mapsize_plan(&(struct mapsize_input) {
+                             .cpus = ncpus,
+                             .frequency_hz = cfg->frequency_hz,
+                             .interval_ns = cfg->interval_ns,
+                             .cpu = cfg->cpu,
+                             .blocks = cfg->offcpu || cfg->wakeup,
+                             .max_keys = cfg->max_keys,
+                             .max_stacks = cfg->max_stacks,
+                             .kernel_memory = cfg->kernel_memory,
+                     },
+                     &plan);
+        c->counts_max = plan.keys;
         /* one entry per live process; an evicted one is only announced again */
         seen_max = MIN(pid_max, 65536ul);
 
@@ -290,8 +290,9 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
         }
         bpf_map__set_max_entries(c->skel->maps.counts_0, c->counts_max);
         bpf_map__set_max_entries(c->skel->maps.counts_1, c->counts_max);
-        bpf_map__set_max_entries(c->skel->maps.frames_0, frames_max);
-        bpf_map__set_max_entries(c->skel->maps.frames_1, frames_max);
+        for (unsigned k = 0; k < PROFD_CLASS__MAX; k++)
+                for (unsigned g = 0; g < 2; g++)
+                        bpf_map__set_max_entries(frames_map(c, k, g), plan.nodes[k]);
         bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
         /* unwind tables: see maps.bpf.h */
         bpf_map__set_max_entries(c->skel->maps.unwind_rows, MAX(cfg->unwind_memory / sizeof(struct profd_unwind_row), 1u));
@@ -360,8 +361,11 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
 
         if (cfg->cpu)
                 log_info("Sampling %s at %u Hz on every online CPU.", c->event_name, c->frequency);
-        log_info("Kernel maps per generation: %zu keys, %zu stacks of up to %d frames.", c->counts_max, frames_max,
-                 PROFD_MAX_FRAMES);
+        log_info("Kernel maps per generation: %zu keys, %zu stacks (nodes of 8, 16, 32 frames: %zu, %zu, %zu); "
+                 "%.1f MiB for both generations%s.",
+                 c->counts_max, plan.stacks, plan.nodes[PROFD_CLASS_8], plan.nodes[PROFD_CLASS_16],
+                 plan.nodes[PROFD_CLASS_32], plan.bytes / 1048576.0,
+                 plan.capped ? " (kernel_memory; the sampling rate asked for more)" : "");
         if (cfg->offcpu || cfg->wakeup)
                 log_info("Measuring off-CPU time%s of blocks from %" PRIu64 " us%s.",
                          cfg->wakeup ? (cfg->offcpu ? " and wakers" : " wakers only") : "",
@@ -497,43 +501,122 @@ static void stacks_free(hashmap *m) {
         hashmap_free(m);
 }
 
-/* Reads every stack of a frames map into a hash map hash -> stack_trace and
- * deletes it from the kernel map. */
-static int drain_frames(int fd, hashmap **ret) {
-        _cleanup_free_ struct profd_frames *f = calloc(1, sizeof(*f));
-        hashmap *m = hashmap_new_u64();
-        __u64 key, next;
-        int have, r;
+/* Node ids are read this many at a time: a bounded buffer however large
+ * the maps are. */
+#define NODES_BATCH 1024
 
-        if (!f || !m) {
-                hashmap_free(m);
+/* Reads and empties one stack node map into nodes (id -> struct
+ * stack_node*), with batch operations, else one key at a time (kernels
+ * without batch support for hash maps). A node whose count does not fit
+ * its class cannot come from BPF and is skipped. */
+static int drain_node_map(int fd, size_t value_size, hashmap *nodes) {
+        _cleanup_free_ __u64 *keys = calloc(NODES_BATCH, sizeof(__u64));
+        _cleanup_free_ void *values = calloc(NODES_BATCH, value_size);
+        __u32 token = 0, count;
+        void *in = NULL;
+        bool batch = true;
+        int r;
+
+        if (!keys || !values)
                 return -ENOMEM;
-        }
-        have = bpf_map_get_next_key(fd, NULL, &key) == 0;
-        while (have) {
-                have = bpf_map_get_next_key(fd, &key, &next) == 0;
-                if (bpf_map_lookup_elem(fd, &key, f) == 0) {
-                        size_t n = MIN((size_t) f->n, (size_t) PROFD_MAX_FRAMES);
-                        struct stack_trace *t = malloc(sizeof(*t) + n * sizeof(uint64_t));
+        for (;;) {
+                bool last = false;
 
-                        if (!t) {
-                                stacks_free(m);
-                                return -ENOMEM;
-                        }
-                        t->n = n;
-                        t->end = f->end;
-                        memcpy(t->ips, f->ips, n * sizeof(uint64_t));
-                        r = hashmap_put(m, UINT64_TO_KEY(key), t);
+                count = NODES_BATCH;
+                if (batch) {
+                        r = bpf_map_lookup_and_delete_batch(fd, in, &token, keys, values, &count, NULL);
                         if (r < 0) {
-                                free(t);
-                                stacks_free(m);
-                                return r;
+                                r = negative_errno();
+                                if (r == -ENOENT)
+                                        last = true;
+                                else if (!in && count == 0 && (r == -EINVAL || r == -EOPNOTSUPP || r == -ENOTSUP)) {
+                                        batch = false;
+                                        continue;
+                                } else
+                                        return r;
+                        }
+                        in = &token;
+                } else {
+                        count = 0;
+                        while (count < NODES_BATCH && bpf_map_get_next_key(fd, NULL, &keys[count]) == 0) {
+                                if (bpf_map_lookup_elem(fd, &keys[count], (char *) values + count * value_size) < 0 ||
+                                    bpf_map_delete_elem(fd, &keys[count]) < 0)
+                                        return negative_errno();
+                                count++;
+                        }
+                        last = count < NODES_BATCH;
+                }
+                for (__u32 i = 0; i < count; i++) {
+                        struct stack_node *s = stack_node_from_value((char *) values + i * value_size, value_size);
+
+                        if (!s) {
+                                if (errno == ENOMEM)
+                                        return -ENOMEM;
+                                continue;
+                        }
+                        r = hashmap_put(nodes, UINT64_TO_KEY(keys[i]), s);
+                        if (r < 0) {
+                                free(s);
+                                if (r != -EEXIST)
+                                        return r;
                         }
                 }
-                (void) bpf_map_delete_elem(fd, &key);
-                key = next;
+                if (last)
+                        return 0;
         }
-        *ret = m;
+}
+
+/* The stack a key names, put together from the nodes into stacks (id ->
+ * struct stack_trace*) unless it is there. A chain with a node missing
+ * cannot come from BPF (parents are stored first, and nothing deletes
+ * during a generation): its key keeps a [lost] stack, logged. */
+static int stack_add(hashmap *stacks, const hashmap *nodes, uint64_t id) {
+        struct stack_trace *t;
+        void *v;
+        int r;
+
+        if (id == PROFD_STACK_NONE || id == PROFD_STACK_LOST || hashmap_get(stacks, UINT64_TO_KEY(id), &v) == 0)
+                return 0;
+        r = stack_nodes_assemble(nodes, id, &t);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_debug_errno(r, "Stack %016" PRIx64 " has no complete chain of nodes, keeping it as lost: %m", id);
+                return 0;
+        }
+        r = hashmap_put(stacks, UINT64_TO_KEY(id), t);
+        if (r < 0)
+                free(t);
+        return r;
+}
+
+/* Reads every node of a generation's stack maps (deleting them) and puts
+ * together the stacks the n drained keys name, into a hash map id ->
+ * stack_trace. */
+static int drain_frames(collector *c, unsigned gen, size_t n, hashmap **ret) {
+        hashmap *nodes = hashmap_new_u64(), *stacks = hashmap_new_u64();
+        int r = 0;
+
+        if (!nodes || !stacks) {
+                r = -ENOMEM;
+                goto done;
+        }
+        for (unsigned k = 0; k < PROFD_CLASS__MAX && r >= 0; k++) {
+                struct bpf_map *m = frames_map(c, k, gen);
+                r = drain_node_map(bpf_map__fd(m), bpf_map__value_size(m), nodes);
+        }
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                r = stack_add(stacks, nodes, c->keys_buf[i].user_stack);
+                if (r >= 0)
+                        r = stack_add(stacks, nodes, c->keys_buf[i].kernel_stack);
+        }
+done:
+        stacks_free(nodes);
+        if (r < 0) {
+                stacks_free(stacks);
+                return r;
+        }
+        *ret = stacks;
         return 0;
 }
 
@@ -583,7 +666,7 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the aggregation map: %m");
-        r = drain_frames(bpf_map__fd(old ? c->skel->maps.frames_1 : c->skel->maps.frames_0), &b.frames);
+        r = drain_frames(c, old, n, &b.frames);
         if (r < 0)
                 goto fail;
         r = read_counters(c, b.counters);

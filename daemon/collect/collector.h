@@ -16,6 +16,7 @@ struct collector_config {
         bool cpu, offcpu, wakeup; /* which kinds to collect */
         uint64_t offcpu_min_ns, offcpu_max_ns; /* blocks outside are only counted */
         uint64_t max_keys, max_stacks;         /* map sizes; 0: sized from the machine */
+        uint64_t kernel_memory;                /* bytes the counts and stack maps may lock, both generations */
         uint64_t unwind_memory;                /* bytes of unwind rows in the kernel */
 };
 

@@ -19,75 +19,6 @@ static const char *kind_unit(int kind) {
         return kind == PROFD_KIND_CPU ? "samples" : "ns";
 }
 
-static json_t *folded_stack_line(const struct store_stack_out *stack, const struct stack_style *style) {
-        struct stackline_buf b = {};
-        json_t *line = NULL;
-
-        if (stackline_folded(&b, stack, style) >= 0)
-                line = json_pack("{s:s, s:I, s:s%}", "type", "stack", "value", (json_int_t) stack->value,
-                                 "folded", b.data ?: "", b.len);
-        stackline_buf_done(&b);
-        if (line && stack->group && json_object_set_new(line, "group", json_string(stack->group)) < 0) {
-                json_decref(line);
-                return NULL;
-        }
-        return line;
-}
-
-json_t *answer_stack_line(const struct store_stack_out *stack, const struct stack_style *style) {
-        bool collapse_kernel = style->collapse_kernel, raw_names = style->raw_names;
-        json_t *arr, *line;
-
-        if (style->folded)
-                return folded_stack_line(stack, style);
-        arr = json_array();
-        if (!arr)
-                return NULL;
-        for (size_t i = 0; i < stack->n_frames; i++) {
-                const struct store_frame_out *fr = &stack->frames[i];
-                json_t *f;
-
-                if (collapse_kernel && fr->kernel) {
-                        /* what perf_event_paranoid=2 shows a user of the kernel: that
-                         * it was there, no function and no address */
-                        if (i > 0 && stack->frames[i - 1].kernel)
-                                continue;
-                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", "[kernel]", "module", "[kernel]",
-                                      "kernel", 1, "resolved", 0);
-                } else {
-                        const char *name = raw_names && fr->raw_name ? fr->raw_name : fr->name;
-
-                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", name, "module", fr->module,
-                                      "kernel", fr->kernel, "resolved", fr->resolved);
-                        if (f && fr->has_address)
-                                json_object_set_new(f, "address", json_integer((json_int_t) fr->address));
-                        if (f && fr->build_id)
-                                json_object_set_new(f, "build_id", json_string(fr->build_id));
-                        if (f && fr->jit)
-                                json_object_set_new(f, "jit", json_true());
-                        /* what debug info adds, only when there is some */
-                        if (f && fr->file)
-                                json_object_set_new(f, "file", json_string(fr->file));
-                        if (f && fr->line)
-                                json_object_set_new(f, "line", json_integer(fr->line));
-                        if (f && fr->inlined)
-                                json_object_set_new(f, "inlined", json_true());
-                        if (f && fr->raw_name && !streq(fr->raw_name, name))
-                                json_object_set_new(f, "raw_name", json_string(fr->raw_name));
-                }
-                if (!f || json_array_append_new(arr, f) < 0) {
-                        json_decref(arr);
-                        return NULL;
-                }
-        }
-        line = json_pack("{s:s, s:I, s:o}", "type", "stack", "value", (json_int_t) stack->value, "frames", arr);
-        if (line && stack->group && json_object_set_new(line, "group", json_string(stack->group)) < 0) {
-                json_decref(line);
-                return NULL;
-        }
-        return line;
-}
-
 int answer_store_query(const struct query_request *rq, const struct answer_caller *who, uint64_t now_ns,
                        struct store_query *ret, char **ret_error) {
         struct store_query q = {
@@ -102,10 +33,7 @@ int answer_store_query(const struct query_request *rq, const struct answer_calle
                 .unit = rq->unit,
                 .container = rq->container,
                 .state_mask = rq->state_mask,
-                .group = rq->group == QUERY_GROUP_PROCESS ? STORE_GROUP_PROCESS
-                       : rq->group == QUERY_GROUP_UNIT    ? STORE_GROUP_UNIT
-                       : rq->group == QUERY_GROUP_THREAD  ? STORE_GROUP_THREAD
-                                                          : STORE_GROUP_NONE,
+                .group = rq->group,
                 /* enforced here, not in profctl: a caller that is not root
                  * or an admin sees only processes that ran with its uid,
                  * whatever it filters or groups by */
@@ -132,15 +60,9 @@ struct stack_ctx {
 
 static int emit_stack(const struct store_stack_out *stack, void *userdata) {
         struct stack_ctx *sc = userdata;
-        json_t *line;
 
         quality_add_stack(&sc->quality, stack);
-        if (sc->ctx->emit_stack)
-                return sc->ctx->emit_stack(stack, &sc->style, sc->ctx->userdata);
-        line = answer_stack_line(stack, &sc->style);
-        if (!line)
-                return -ENOMEM;
-        return sc->ctx->emit(line, sc->ctx->userdata);
+        return sc->ctx->emit_stack(stack, &sc->style, sc->ctx->userdata);
 }
 
 struct series_ctx {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "request.h"
-#include "stackline.h"
+#include "protocol.h"
 #include "store.h"
 
 /* Who asks, from the socket's peer credentials. */
@@ -28,9 +28,9 @@ struct answer_context {
         uint64_t default_step_ns; /* series without "step": the drain interval */
         struct answer_caller caller;
         answer_emit_fn emit;
-        /* optional: writes a stack line itself instead of emit() getting
-         * answer_stack_line()'s object (query.c writes the text directly,
-         * daemon/serve/stackline.c); same arguments, same userdata */
+        /* writes one "stack" line, with stackline_append() (common/protocol.h)
+         * as query.c does: text written directly, no jansson object per
+         * frame; same userdata */
         int (*emit_stack)(const struct store_stack_out *stack, const struct stack_style *style, void *userdata);
         void *userdata;
 };
@@ -40,13 +40,6 @@ struct answer_context {
  * window, too many points), "error". Returns 0, or a negative errno when the
  * store or emit failed (the caller then reports an internal error). */
 int answer_request(const struct answer_context *ctx, const struct request *req);
-
-/* The "stack" line of one stack: frames root first (or, style->folded, the
- * folded string), and "group" when the query groups. Unprivileged callers
- * (style->collapse_kernel) get each run of kernel frames as one "[kernel]"
- * frame, without names or addresses. Returns a new object, or NULL on out
- * of memory. */
-json_t *answer_stack_line(const struct store_stack_out *stack, const struct stack_style *style);
 
 /* Fills the store query for a request, as the caller may see it, with the
  * window resolved against now_ns (a "last" request needs the drain set by

@@ -20,9 +20,11 @@
  * QUERY_WORKERS answers are made at once, every client has at most one job
  * (its next requests wait for its answer), and threads beyond
  * QUERY_WORKERS exist only for parked jobs (at most one per connected
- * client) and end with them. The loop thread alone touches clients;
- * workers touch only their connection and, under the pool's lock, their
- * job's buffer, the flags and the counts. */
+ * client) and end with them. The threads, the places, parking and
+ * cancelling are the work queue's (daemon/workqueue.c); this file makes
+ * the answers and moves them to clients. The loop thread alone touches
+ * clients; workers touch only their connection and, under the pool's
+ * lock, their job's buffer. */
 #include "query.h"
 
 #include <errno.h>
@@ -30,14 +32,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "macro.h"
-#include "stackline.h"
+#include "protocol.h"
 #include "store.h"
+#include "workqueue.h"
 
 /* The loop is woken when a job's buffer reaches this much (or the job ends):
  * a wake-up per line would cost more than the line. */
@@ -58,56 +59,40 @@ typedef struct query_job query_job;
 typedef struct query_worker query_worker;
 
 struct query_job {
+        workqueue_item item;    /* in the pool's queue; cancelled: workqueue_cancel */
         query_pool *pool;
         query_job *prev, *next; /* pool->jobs: loop thread only */
-        query_job *queued;      /* pool->queue: under the lock */
         struct request req;     /* owned copy */
         struct answer_caller caller;
         uint64_t now_ns;
         uint64_t default_step_ns; /* series without a step: the drain interval */
         server_client *client;  /* loop thread only; NULL once the client left */
+        bool done;              /* loop thread only: the worker completed it */
+        query_worker *worker;   /* worker thread only: the worker making it */
 
         /* under pool->lock */
         char *buf;              /* answer lines not yet handed to the client */
         size_t len, cap;
-        query_worker *worker;   /* the worker making it; NULL: not running */
         uint64_t made;          /* bytes of answer made so far */
-        bool done, cancelled;
         int result;
 };
 
-/* A worker thread; detached: it frees itself when it ends. */
+/* A worker thread's own state: made before a resident thread starts, or
+ * by a spare on its thread (query_thread_init). */
 struct query_worker {
-        query_pool *pool;
-        store *store;                 /* NULL until a spare opened its own */
+        store *store;                 /* its read-only connection */
         struct stackline_buf scratch; /* the line being written */
 };
 
 struct query_pool {
-        sd_event *event;
-        sd_event_source *notify_source;
-        int notify_fd;           /* eventfd: workers wake the loop */
-
-        pthread_mutex_t lock;
-        pthread_cond_t work;     /* a job was queued, or the pool stops */
-        pthread_cond_t room;     /* a buffer was taken, or a job cancelled */
-        pthread_cond_t slot;     /* a worker gave up its place (parked, done) */
-        pthread_cond_t gone;     /* a worker thread ended */
-        query_job *queue_head, *queue_tail;
-        bool stopping;
+        workqueue *queue;        /* threads, places, parking, cancel; wakes the loop */
         char *store_path;        /* for spare workers' connections */
-        struct query_pool_stats stats; /* threads, running, parked, queued, ... */
-        unsigned idle;           /* threads waiting for a job */
-        unsigned resuming;       /* parked jobs whose client read, waiting for a place */
+
+        pthread_mutex_t lock;    /* the jobs' buffers */
+        pthread_cond_t room;     /* a buffer was taken, or a job cancelled */
 
         query_job *jobs;         /* loop thread: every job not yet finished */
 };
-
-static void notify(query_pool *p) {
-        uint64_t one = 1;
-        /* EAGAIN only when the counter is full: the loop is woken anyway */
-        (void) !write(p->notify_fd, &one, sizeof(one));
-}
 
 static char *strdup_or_null(const char *s, bool *failed) {
         char *c;
@@ -147,23 +132,6 @@ static void job_free(query_job *j) {
         free(j);
 }
 
-static int worker_start(query_pool *p, store *st);
-
-/* Under the lock: a queued job that no worker will take (every thread is
- * making an answer or parked, yet fewer than QUERY_WORKERS make answers)
- * needs a spare thread. */
-static bool need_spare(const query_pool *p) {
-        return p->queue_head && !p->stopping && p->idle == 0 && p->resuming == 0 &&
-               p->stats.threads - p->stats.parked < QUERY_WORKERS;
-}
-
-/* Under the lock: a place among the QUERY_WORKERS was given up; parked
- * jobs waiting for one go first, then new jobs. */
-static void slot_freed(query_pool *p) {
-        pthread_cond_broadcast(&p->slot);
-        pthread_cond_broadcast(&p->work);
-}
-
 static struct timespec deadline_after_ms(unsigned ms) {
         struct timespec t;
 
@@ -177,51 +145,35 @@ static struct timespec deadline_after_ms(unsigned ms) {
         return t;
 }
 
+static bool job_has_room(query_job *j) {
+        return j->len < QUERY_BUFFER_BYTES || workqueue_item_cancelled(&j->item);
+}
+
 /* Worker side, under the lock: waits until the job's buffer has room; a
  * client that does not make room within QUERY_PARK_MS gets its job parked
  * (see the top of this file). Returns with the lock held. */
 static void job_wait_room(query_job *j) {
         query_pool *p = j->pool;
-        bool parked = false;
 
-        if (j->len < QUERY_BUFFER_BYTES || j->cancelled)
+        if (job_has_room(j))
                 return;
         struct timespec until = deadline_after_ms(QUERY_PARK_MS);
-        while (j->len >= QUERY_BUFFER_BYTES && !j->cancelled) {
-                if (parked) {
-                        pthread_cond_wait(&p->room, &p->lock);
-                        continue;
-                }
-                if (pthread_cond_timedwait(&p->room, &p->lock, &until) != ETIMEDOUT)
-                        continue;
-                if (j->len < QUERY_BUFFER_BYTES || j->cancelled)
+        while (!job_has_room(j))
+                if (pthread_cond_timedwait(&p->room, &p->lock, &until) == ETIMEDOUT)
                         break;
-                parked = true;
-                p->stats.running--;
-                p->stats.parked++;
-                p->stats.parks++;
-                slot_freed(p);
-                if (need_spare(p)) {
-                        /* counted before it starts, so no other worker
-                         * starts one more for the same job */
-                        p->stats.threads++;
-                        pthread_mutex_unlock(&p->lock);
-                        (void) worker_start(p, NULL);
-                        pthread_mutex_lock(&p->lock);
-                }
-        }
-        if (!parked)
+        if (job_has_room(j))
                 return;
-        /* back among the workers that make answers, before any new job; a
-         * cancelled job ends at once, so it takes its place without waiting */
-        p->resuming++;
-        while (p->stats.running >= QUERY_WORKERS && !j->cancelled)
-                pthread_cond_wait(&p->slot, &p->lock);
-        p->resuming--;
-        p->stats.parked--;
-        p->stats.running++;
-        if (p->resuming == 0)
-                pthread_cond_broadcast(&p->work);
+        /* parked: its place goes to the next job (a spare thread starts if
+         * none is idle), then back among them, before any new job, once
+         * the client read; a cancelled job takes its place at once */
+        pthread_mutex_unlock(&p->lock);
+        workqueue_park(p->queue, &j->item);
+        pthread_mutex_lock(&p->lock);
+        while (!job_has_room(j))
+                pthread_cond_wait(&p->room, &p->lock);
+        pthread_mutex_unlock(&p->lock);
+        workqueue_unpark(p->queue, &j->item);
+        pthread_mutex_lock(&p->lock);
 }
 
 /* Worker side: answer text (whole lines) into the job's buffer, waiting
@@ -233,7 +185,7 @@ static int job_append(query_job *j, const char *s, size_t n) {
 
         pthread_mutex_lock(&p->lock);
         job_wait_room(j);
-        if (j->cancelled)
+        if (workqueue_item_cancelled(&j->item))
                 r = -ECANCELED;
         else {
                 if (j->len + n > j->cap) {
@@ -255,7 +207,7 @@ static int job_append(query_job *j, const char *s, size_t n) {
         }
         pthread_mutex_unlock(&p->lock);
         if (wake)
-                notify(p);
+                workqueue_wake(p->queue);
         return r;
 }
 
@@ -278,7 +230,7 @@ static int job_emit(json_t *line, void *userdata) {
         return r;
 }
 
-/* Stack lines, most of an answer: written as text by stackline.c into the
+/* Stack lines, most of an answer: written as text by common/protocol.c into the
  * worker's scratch buffer, then appended. */
 static int job_emit_stack(const struct store_stack_out *stack, const struct stack_style *style, void *userdata) {
         query_job *j = userdata;
@@ -292,135 +244,115 @@ static int job_emit_stack(const struct store_stack_out *stack, const struct stac
         return job_append(j, b->data, b->len);
 }
 
-/* Under the lock: a worker ends when the pool stops, or when it is a spare
- * no longer needed (more threads than QUERY_WORKERS besides the parked). */
-static bool worker_should_end(const query_pool *p) {
-        return p->stopping || p->stats.threads - p->stats.parked > QUERY_WORKERS;
+/* The queue's ops->run, on a worker thread: the answer, into the job's
+ * buffer; then the job goes back to the loop. */
+static void query_run(workqueue_item *item, void *thread_data, void *userdata) {
+        query_job *j = container_of(item, query_job, item);
+        query_pool *p = userdata;
+        int r = workqueue_item_cancelled(item) ? -ECANCELED : 0;
+
+        j->worker = thread_data;
+        if (r >= 0) {
+                struct answer_context ctx = {
+                        .store = j->worker->store,
+                        .now_ns = j->now_ns,
+                        .default_step_ns = j->default_step_ns,
+                        .caller = j->caller,
+                        .emit = job_emit,
+                        .emit_stack = job_emit_stack,
+                        .userdata = j,
+                };
+                r = answer_request(&ctx, &j->req);
+        }
+        /* a large answer's working set (its stacks' sums, frames,
+         * locations beyond the cache) is freed now; give the pages
+         * back, so what profd holds after it does not depend on the
+         * largest answer it ever gave */
+        if (j->made >= QUERY_TRIM_BYTES)
+                (void) malloc_trim(0);
+        j->worker = NULL;
+        pthread_mutex_lock(&p->lock);
+        j->result = r;
+        pthread_mutex_unlock(&p->lock);
+        workqueue_complete(p->queue, item);
 }
 
-static void *worker_main(void *userdata) {
-        query_worker *w = userdata;
-        query_pool *p = w->pool;
-        int r;
-
-        (void) pthread_setname_np(pthread_self(), "profd-query");
-
-        /* a spare opens its own connection, off the loop and the lock */
-        if (!w->store) {
-                r = store_open_reader(p->store_path, &w->store);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to open a spare query worker's connection, ignoring "
-                                          "(queries wait for the other workers): %m");
+static query_worker *query_worker_free(query_worker *w) {
+        if (w) {
+                store_close(w->store);
+                stackline_buf_done(&w->scratch);
+                free(w);
         }
-
-        pthread_mutex_lock(&p->lock);
-        for (;;) {
-                query_job *j;
-
-                if (!w->store)
-                        break;
-                p->idle++;
-                while (!p->stopping && !(p->queue_head && p->stats.running < QUERY_WORKERS && p->resuming == 0))
-                        pthread_cond_wait(&p->work, &p->lock);
-                p->idle--;
-                if (p->stopping)
-                        break;
-                j = p->queue_head;
-                p->queue_head = j->queued;
-                if (!p->queue_head)
-                        p->queue_tail = NULL;
-                p->stats.queued--;
-                p->stats.running++;
-                j->worker = w;
-                r = j->cancelled ? -ECANCELED : 0;
-                pthread_mutex_unlock(&p->lock);
-
-                if (r >= 0) {
-                        struct answer_context ctx = {
-                                .store = w->store,
-                                .now_ns = j->now_ns,
-                                .default_step_ns = j->default_step_ns,
-                                .caller = j->caller,
-                                .emit = job_emit,
-                                .emit_stack = job_emit_stack,
-                                .userdata = j,
-                        };
-                        r = answer_request(&ctx, &j->req);
-                }
-                /* a large answer's working set (its stacks' sums, frames,
-                 * locations beyond the cache) is freed now; give the pages
-                 * back, so what profd holds after it does not depend on the
-                 * largest answer it ever gave */
-                if (j->made >= QUERY_TRIM_BYTES)
-                        (void) malloc_trim(0);
-
-                pthread_mutex_lock(&p->lock);
-                j->worker = NULL;
-                j->done = true;
-                j->result = r;
-                p->stats.running--;
-                slot_freed(p);
-                notify(p);
-                if (worker_should_end(p))
-                        break;
-        }
-        p->stats.threads--;
-        pthread_cond_broadcast(&p->gone);
-        pthread_mutex_unlock(&p->lock);
-        store_close(w->store);
-        stackline_buf_done(&w->scratch);
-        free(w);
         return NULL;
 }
 
-/* Starts a worker thread; st: its connection, or NULL for a spare, which
- * opens its own. The caller counted it in stats.threads already; on
- * failure it is uncounted here (and st closed). Returns 0 or a negative
- * errno, logged. */
-static int worker_start(query_pool *p, store *st) {
-        pthread_attr_t attr;
-        pthread_t thread;
-        query_worker *w;
+/* A worker's state with its own reader connection. Returns 0 or a
+ * negative errno, logged. */
+static int query_worker_new(const char *store_path, query_worker **ret) {
+        _cleanup_free_ query_worker *w = calloc(1, sizeof(*w));
         int r;
 
-        w = calloc(1, sizeof(*w));
         if (!w)
-                r = log_oom();
-        else {
-                w->pool = p;
-                w->store = st;
-                pthread_attr_init(&attr);
-                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-                r = -pthread_create(&thread, &attr, worker_main, w);
-                pthread_attr_destroy(&attr);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to start a query worker: %m");
-        }
-        if (r < 0) {
-                store_close(st);
-                free(w);
-                pthread_mutex_lock(&p->lock);
-                p->stats.threads--;
-                pthread_cond_broadcast(&p->gone);
-                pthread_mutex_unlock(&p->lock);
-        }
-        return r;
+                return log_oom();
+        r = store_open_reader(store_path, &w->store);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(w);
+        return 0;
 }
 
+/* ops->thread_init: a spare opens its own connection, off the loop */
+static int query_thread_init(void *userdata, void **ret_thread_data) {
+        query_pool *p = userdata;
+        query_worker *w = NULL;
+        int r;
+
+        r = query_worker_new(p->store_path, &w);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to open a spare query worker's connection, ignoring "
+                                         "(queries wait for the other workers): %m");
+        *ret_thread_data = w;
+        return 0;
+}
+
+static void query_thread_done(void *thread_data) {
+        query_worker_free(thread_data);
+}
+
+/* ops->interrupt: the running SQL of a cancelled job stops soon */
+static void query_interrupt(workqueue_item *item, void *thread_data) {
+        query_worker *w = thread_data;
+        store_interrupt(w->store);
+}
+
+static const struct workqueue_ops query_ops = {
+        .run = query_run,
+        .thread_init = query_thread_init,
+        .thread_done = query_thread_done,
+        .interrupt = query_interrupt,
+};
+
 void query_pool_get_stats(query_pool *p, struct query_pool_stats *ret) {
-        pthread_mutex_lock(&p->lock);
-        *ret = p->stats;
-        pthread_mutex_unlock(&p->lock);
+        struct workqueue_stats ws;
+
+        workqueue_get_stats(p->queue, &ws);
+        *ret = (struct query_pool_stats) {
+                .threads = ws.threads,
+                .running = ws.running,
+                .parked = ws.parked,
+                .queued = ws.queued,
+                .parks = ws.parks,
+        };
 }
 
 /* Loop side: stop a job whose client left (or at exit). */
 static void job_cancel(query_job *j) {
         query_pool *p = j->pool;
 
+        /* the flag first, then the wake-up under the lock job_wait_room
+         * holds while it checks the flag: no wake-up is lost */
+        workqueue_cancel(p->queue, &j->item);
         pthread_mutex_lock(&p->lock);
-        j->cancelled = true;
-        if (j->worker)
-                store_interrupt(j->worker->store);
         pthread_cond_broadcast(&p->room);
         pthread_mutex_unlock(&p->lock);
 }
@@ -440,7 +372,7 @@ static void on_client_writable(server_client *c, void *userdata) {
         query_job *j = userdata;
         /* the client took some: feed it from the loop's next iteration, not
          * from inside the server's io callback */
-        notify(j->pool);
+        workqueue_wake(j->pool->queue);
 }
 
 static void on_client_gone(server_client *c, void *userdata) {
@@ -496,22 +428,22 @@ static void job_pump(query_job *j) {
         server_client_resume(c);
 }
 
-static int on_notify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+/* The loop was woken: jobs completed, new output, or a client read. */
+static void on_wake(workqueue *wq, void *userdata) {
         query_pool *p = userdata;
-        uint64_t v;
+        workqueue_item *item;
 
-        (void) !read(p->notify_fd, &v, sizeof(v));
+        while ((item = workqueue_pop_done(wq)))
+                container_of(item, query_job, item)->done = true;
         for (query_job *j = p->jobs, *next; j; j = next) {
                 next = j->next;
                 job_pump(j);
         }
-        return 0;
 }
 
 int query_pool_submit(query_pool *p, server_client *c, const struct request *req, const struct answer_caller *caller,
                       uint64_t now_ns, uint64_t default_step_ns) {
         query_job *j;
-        bool spare;
         int r;
 
         j = calloc(1, sizeof(*j));
@@ -532,97 +464,58 @@ int query_pool_submit(query_pool *p, server_client *c, const struct request *req
                 p->jobs->prev = j;
         p->jobs = j;
         server_client_set_hooks(c, on_client_writable, on_client_gone, j);
-
-        pthread_mutex_lock(&p->lock);
-        if (p->queue_tail)
-                p->queue_tail->queued = j;
-        else
-                p->queue_head = j;
-        p->queue_tail = j;
-        p->stats.queued++;
-        pthread_cond_signal(&p->work);
-        spare = need_spare(p);
-        if (spare)
-                p->stats.threads++;
-        pthread_mutex_unlock(&p->lock);
-        /* every worker is parked on a client that does not read: this job
-         * gets a thread of its own (its connection opens on that thread) */
-        if (spare)
-                (void) worker_start(p, NULL);
+        workqueue_submit(p->queue, &j->item);
         return SERVER_DEFERRED;
 }
 
 int query_pool_new(sd_event *event, const char *store_path, query_pool **ret) {
+        _cleanup_(query_pool_freep) query_pool *p = calloc(1, sizeof(*p));
         pthread_condattr_t monotonic;
-        query_pool *p;
         int r;
 
-        p = calloc(1, sizeof(*p));
         if (!p)
                 return log_oom();
-        p->notify_fd = -1;
         pthread_mutex_init(&p->lock, NULL);
-        pthread_cond_init(&p->work, NULL);
         /* job_wait_room's deadline is on the monotonic clock */
         pthread_condattr_init(&monotonic);
         pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
         pthread_cond_init(&p->room, &monotonic);
         pthread_condattr_destroy(&monotonic);
-        pthread_cond_init(&p->slot, NULL);
-        pthread_cond_init(&p->gone, NULL);
-        p->event = sd_event_ref(event);
         p->store_path = strdup(store_path);
-        if (!p->store_path) {
-                r = log_oom();
-                goto fail;
-        }
-        p->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (p->notify_fd < 0) {
-                r = log_error_errno(negative_errno(), "Failed to create the query workers' eventfd: %m");
-                goto fail;
-        }
-        r = sd_event_add_io(event, &p->notify_source, p->notify_fd, EPOLLIN, on_notify, p);
-        if (r < 0) {
-                log_error_errno(r, "Failed to watch the query workers: %m");
-                goto fail;
-        }
+        if (!p->store_path)
+                return log_oom();
+        r = workqueue_new("profd-query", &query_ops, p, QUERY_WORKERS, &p->queue);
+        if (r < 0)
+                return r;
+        r = workqueue_attach(p->queue, event, on_wake, p);
+        if (r < 0)
+                return r;
         /* the resident workers' connections open here, so a store they
          * cannot read stops profd at start */
         for (unsigned i = 0; i < QUERY_WORKERS; i++) {
-                store *st;
+                query_worker *w = NULL;
 
-                r = store_open_reader(store_path, &st);
+                r = query_worker_new(store_path, &w);
                 if (r < 0)
-                        goto fail;
-                pthread_mutex_lock(&p->lock);
-                p->stats.threads++;
-                pthread_mutex_unlock(&p->lock);
-                r = worker_start(p, st);
-                if (r < 0)
-                        goto fail;
+                        return r;
+                r = workqueue_start_thread(p->queue, w);
+                if (r < 0) {
+                        query_worker_free(w);
+                        return r;
+                }
         }
-        *ret = p;
+        *ret = TAKE_PTR(p);
         return 0;
-fail:
-        query_pool_free(p);
-        return r;
 }
 
 query_pool *query_pool_free(query_pool *p) {
         if (!p)
                 return NULL;
-        pthread_mutex_lock(&p->lock);
-        p->stopping = true;
-        pthread_mutex_unlock(&p->lock);
+        /* running SQL is interrupted, parked jobs stop waiting */
         for (query_job *j = p->jobs; j; j = j->next)
                 job_cancel(j);
-        pthread_mutex_lock(&p->lock);
-        pthread_cond_broadcast(&p->work);
-        pthread_cond_broadcast(&p->slot);
-        /* the workers are detached: wait until the last one ended */
-        while (p->stats.threads > 0)
-                pthread_cond_wait(&p->gone, &p->lock);
-        pthread_mutex_unlock(&p->lock);
+        if (p->queue)
+                workqueue_stop(p->queue, false);
         while (p->jobs) {
                 query_job *j = p->jobs;
                 if (j->client)
@@ -630,14 +523,9 @@ query_pool *query_pool_free(query_pool *p) {
                 job_unlink(j);
                 job_free(j);
         }
-        sd_event_source_disable_unref(p->notify_source);
-        safe_close(p->notify_fd);
-        sd_event_unref(p->event);
+        p->queue = workqueue_free(p->queue);
         free(p->store_path);
-        pthread_cond_destroy(&p->gone);
-        pthread_cond_destroy(&p->slot);
         pthread_cond_destroy(&p->room);
-        pthread_cond_destroy(&p->work);
         pthread_mutex_destroy(&p->lock);
         free(p);
         return NULL;

@@ -10,6 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "answer.h"
+#include "macro.h"
 #include "request.h"
 #include "server.h"
 
@@ -40,6 +41,7 @@ int query_pool_new(sd_event *event, const char *store_path, query_pool **ret);
 /* Cancels every job (running SQL is interrupted), waits for every worker
  * thread to end. */
 query_pool *query_pool_free(query_pool *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(query_pool *, query_pool_free)
 
 /* Queues req (REQUEST_QUERY or REQUEST_SERIES) for client c. Returns
  * SERVER_DEFERRED: the client's answer follows and its next requests wait

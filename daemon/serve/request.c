@@ -13,6 +13,7 @@
 #include "timestamp.h"
 #include "macro.h"
 #include "helpers.h"
+#include "protocol.h"
 
 /* Default window of a query without "since": recent enough to answer "what is
  * it doing now" quickly, long enough to hold dozens of drains. */
@@ -175,7 +176,7 @@ static int check_container(char *c, char **ret_error) {
 }
 
 static int parse_query(json_t *o, bool series, struct query_request *q, char **ret_error) {
-        const char *op = series ? "series" : "query";
+        const char *op = series ? PROTO_OP_SERIES : PROTO_OP_QUERY;
         /* the window fields given, to refuse contradicting combinations */
         const char *have_since = NULL, *have_until = NULL;
         const char *key;
@@ -185,51 +186,51 @@ static int parse_query(json_t *o, bool series, struct query_request *q, char **r
         q->kind = PROFD_KIND_CPU;
         q->since_ns = QUERY_DEFAULT_SINCE_NS;
         json_object_foreach(o, key, v) {
-                if (streq(key, "op"))
+                if (streq(key, PROTO_KEY_OP))
                         continue;
-                if (streq(key, "kind")) {
+                if (streq(key, PROTO_KEY_KIND)) {
                         if (!json_is_string(v))
                                 return format_error(ret_error, "field 'kind' must be a string");
                         if (parse_kind(json_string_value(v), &q->kind) < 0)
                                 return format_error(ret_error, "unknown kind '%s' (expected cpu, offcpu or wakeup)",
                                             json_string_value(v));
-                } else if (streq(key, "since")) {
+                } else if (streq(key, PROTO_KEY_SINCE)) {
                         r = parse_duration_field(v, key, &q->since_ns, ret_error);
                         if (r < 0)
                                 return r;
                         have_since = "since";
-                } else if (streq(key, "until")) {
+                } else if (streq(key, PROTO_KEY_UNTIL)) {
                         r = parse_duration_field(v, key, &q->until_ns, ret_error);
                         if (r < 0)
                                 return r;
                         have_until = "until";
-                } else if (streq(key, "from")) {
+                } else if (streq(key, PROTO_KEY_FROM)) {
                         r = parse_time_field(v, key, &q->from, ret_error);
                         if (r < 0)
                                 return r;
                         q->have_from = true;
-                } else if (streq(key, "to")) {
+                } else if (streq(key, PROTO_KEY_TO)) {
                         r = parse_time_field(v, key, &q->to, ret_error);
                         if (r < 0)
                                 return r;
                         q->have_to = true;
-                } else if (streq(key, "last")) {
+                } else if (streq(key, PROTO_KEY_LAST)) {
                         if (!json_is_boolean(v))
                                 return format_error(ret_error, "field 'last' must be true or false");
                         q->last = json_is_true(v);
-                } else if (streq(key, "pid")) {
+                } else if (streq(key, PROTO_KEY_PID)) {
                         json_int_t pid;
                         r = parse_id_field(v, key, 1, INT32_MAX, "a process id", &pid, ret_error);
                         if (r < 0)
                                 return r;
                         q->pid = pid;
-                } else if (streq(key, "tid")) {
+                } else if (streq(key, PROTO_KEY_TID)) {
                         json_int_t tid;
                         r = parse_id_field(v, key, 1, INT32_MAX, "a thread id", &tid, ret_error);
                         if (r < 0)
                                 return r;
                         q->tid = tid;
-                } else if (streq(key, "uid")) {
+                } else if (streq(key, PROTO_KEY_UID)) {
                         json_int_t uid;
                         /* (uid_t) -1 means "no uid" to the kernel */
                         r = parse_id_field(v, key, 0, (json_int_t) UINT32_MAX - 1, "a user id", &uid, ret_error);
@@ -237,7 +238,7 @@ static int parse_query(json_t *o, bool series, struct query_request *q, char **r
                                 return r;
                         q->uid = uid;
                         q->have_uid = true;
-                } else if (streq(key, "comm")) {
+                } else if (streq(key, PROTO_KEY_COMM)) {
                         r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->comm, ret_error);
                         if (r < 0)
                                 return r;
@@ -247,7 +248,7 @@ static int parse_query(json_t *o, bool series, struct query_request *q, char **r
                                             "field 'comm': \"%.32s\" is longer than %d characters, "
                                             "the most the kernel keeps of a command name",
                                             q->comm, REQUEST_COMM_MAX);
-                } else if (streq(key, "exe")) {
+                } else if (streq(key, PROTO_KEY_EXE)) {
                         r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->exe, ret_error);
                         if (r < 0)
                                 return r;
@@ -255,63 +256,64 @@ static int parse_query(json_t *o, bool series, struct query_request *q, char **r
                                 return format_error(ret_error,
                                             "field 'exe': \"%.64s\" is not an absolute path (a glob such as "
                                             "\"*/%.64s\" matches it by name)", q->exe, q->exe);
-                } else if (streq(key, "cgroup")) {
+                } else if (streq(key, PROTO_KEY_CGROUP)) {
                         r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->cgroup, ret_error);
                         if (r < 0)
                                 return r;
                         r = check_cgroup(q->cgroup, ret_error);
                         if (r < 0)
                                 return r;
-                } else if (streq(key, "unit")) {
+                } else if (streq(key, PROTO_KEY_UNIT)) {
                         r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->unit, ret_error);
                         if (r < 0)
                                 return r;
                         r = check_unit(q->unit, ret_error);
                         if (r < 0)
                                 return r;
-                } else if (streq(key, "container")) {
+                } else if (streq(key, PROTO_KEY_CONTAINER)) {
                         r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->container, ret_error);
                         if (r < 0)
                                 return r;
                         r = check_container(q->container, ret_error);
                         if (r < 0)
                                 return r;
-                } else if (streq(key, "state")) {
+                } else if (streq(key, PROTO_KEY_STATE)) {
                         if (!json_is_string(v))
                                 return format_error(ret_error, "field 'state' must be a string such as \"S,D\"");
                         r = parse_states(json_string_value(v), &q->state_mask, ret_error);
                         if (r < 0)
                                 return r;
-                } else if (!series && streq(key, "raw_names")) {
+                } else if (!series && streq(key, PROTO_KEY_RAW_NAMES)) {
                         if (!json_is_boolean(v))
                                 return format_error(ret_error, "field 'raw_names' must be true or false");
                         q->raw_names = json_is_true(v);
-                } else if (!series && streq(key, "format")) {
+                } else if (!series && streq(key, PROTO_KEY_FORMAT)) {
                         /* folded: what a flame graph needs and nothing else,
                          * a fraction of the bytes to send and to parse */
                         if (!json_is_string(v) ||
-                            (!streq(json_string_value(v), "frames") && !streq(json_string_value(v), "folded")))
+                            (!streq(json_string_value(v), PROTO_FORMAT_FRAMES) &&
+                             !streq(json_string_value(v), PROTO_FORMAT_FOLDED)))
                                 return format_error(ret_error, "field 'format' must be \"frames\" or \"folded\"");
-                        q->folded = streq(json_string_value(v), "folded");
-                } else if (!series && streq(key, "lines")) {
+                        q->folded = streq(json_string_value(v), PROTO_FORMAT_FOLDED);
+                } else if (!series && streq(key, PROTO_KEY_LINES)) {
                         if (!json_is_boolean(v))
                                 return format_error(ret_error, "field 'lines' must be true or false");
                         q->lines = json_is_true(v);
-                } else if (!series && streq(key, "group")) {
+                } else if (!series && streq(key, PROTO_KEY_GROUP)) {
                         const char *g;
                         if (!json_is_string(v))
                                 return format_error(ret_error, "field 'group' must be a string");
                         g = json_string_value(v);
-                        if (streq(g, "process"))
-                                q->group = QUERY_GROUP_PROCESS;
-                        else if (streq(g, "unit"))
-                                q->group = QUERY_GROUP_UNIT;
-                        else if (streq(g, "thread"))
-                                q->group = QUERY_GROUP_THREAD;
+                        if (streq(g, PROTO_GROUP_PROCESS))
+                                q->group = STORE_GROUP_PROCESS;
+                        else if (streq(g, PROTO_GROUP_UNIT))
+                                q->group = STORE_GROUP_UNIT;
+                        else if (streq(g, PROTO_GROUP_THREAD))
+                                q->group = STORE_GROUP_THREAD;
                         else
                                 return format_error(ret_error, "field 'group': \"%.32s\" is not a grouping "
                                                                "(expected \"process\", \"unit\" or \"thread\")", g);
-                } else if (series && streq(key, "step")) {
+                } else if (series && streq(key, PROTO_KEY_STEP)) {
                         r = parse_duration_field(v, key, &q->step_ns, ret_error);
                         if (r < 0)
                                 return r;
@@ -379,7 +381,7 @@ static int parse_no_args(json_t *o, const char *op, char **ret_error) {
         json_t *v;
 
         json_object_foreach(o, key, v)
-                if (!streq(key, "op"))
+                if (!streq(key, PROTO_KEY_OP))
                         return format_error(ret_error, "unknown field '%s' in %s request", key, op);
         return 0;
 }
@@ -401,7 +403,7 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
                 r = format_error(ret_error, "request must be a JSON object");
                 goto out;
         }
-        op = json_object_get(root, "op");
+        op = json_object_get(root, PROTO_KEY_OP);
         if (!op) {
                 r = format_error(ret_error, "missing field 'op'");
                 goto out;
@@ -411,16 +413,16 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
                 goto out;
         }
         ops = json_string_value(op);
-        if (streq(ops, "status")) {
+        if (streq(ops, PROTO_OP_STATUS)) {
                 req.op = REQUEST_STATUS;
                 r = parse_no_args(root, ops, ret_error);
-        } else if (streq(ops, "flush")) {
+        } else if (streq(ops, PROTO_OP_FLUSH)) {
                 req.op = REQUEST_FLUSH;
                 r = parse_no_args(root, ops, ret_error);
-        } else if (streq(ops, "query")) {
+        } else if (streq(ops, PROTO_OP_QUERY)) {
                 req.op = REQUEST_QUERY;
                 r = parse_query(root, false, &req.query, ret_error);
-        } else if (streq(ops, "series")) {
+        } else if (streq(ops, PROTO_OP_SERIES)) {
                 req.op = REQUEST_SERIES;
                 r = parse_query(root, true, &req.query, ret_error);
         } else

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store.h"
+
 enum request_op {
         REQUEST_STATUS,
         REQUEST_FLUSH,
@@ -28,13 +30,6 @@ enum request_op {
 /* Series steps below a millisecond would spread one drain over millions of
  * points without saying anything more. */
 #define REQUEST_STEP_MIN_NS 1000000ULL
-
-enum query_group {
-        QUERY_GROUP_NONE,
-        QUERY_GROUP_PROCESS, /* root "comm-pid" */
-        QUERY_GROUP_UNIT,    /* root = unit, "-" when none */
-        QUERY_GROUP_THREAD,  /* root = the thread's name */
-};
 
 /* A point in time as a request gives it: that long before now ("since",
  * "until", a duration "from"/"to"), or an RFC 3339 time. */
@@ -63,7 +58,7 @@ struct query_request {
         bool raw_names;      /* function names as in the symbol table (not demangled) */
         bool folded;         /* "format":"folded": each stack as one folded string, not frames */
         bool lines;          /* folded: "name (file:line)" where debug info placed the frame */
-        enum query_group group;
+        enum store_group group; /* the store's own enum: a request asks for what the store does */
         uint64_t step_ns;    /* series: bucket width; 0: the drain interval */
 };
 

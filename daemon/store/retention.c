@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db.h"
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
@@ -34,7 +35,7 @@
 #define VACUUM_MIN_BYTES (1ULL << 20)
 
 struct retention {
-        sqlite3 *db;
+        struct db d;                     /* the connection; d.path is path */
         char *path;
         struct retention_settings set;
         struct retention_totals totals;
@@ -57,86 +58,19 @@ static uint64_t *total_field(struct retention_totals *t, size_t i) {
         return f[i];
 }
 
-static int sqlite_errno(int rc) {
-        switch (rc & 0xff) {
-        case SQLITE_NOMEM:
-                return -ENOMEM;
-        case SQLITE_FULL:
-                return -ENOSPC;
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-                return -EBUSY;
-        case SQLITE_READONLY:
-        case SQLITE_PERM:
-                return -EACCES;
-        default:
-                return -EIO;
-        }
-}
-
-static int fail(retention *r, int rc, const char *what) {
-        log_error("Store %s: retention: %s failed: %s", r->path, what, sqlite3_errmsg(r->db));
-        return sqlite_errno(rc);
-}
-
-static int exec(retention *r, const char *sql) {
-        int rc = sqlite3_exec(r->db, sql, NULL, NULL, NULL);
-        return rc == SQLITE_OK ? 0 : fail(r, rc, sql);
-}
-
-/* Prepares sql and binds the integers in args (count n) to ?1..?n. */
-static int prepare(retention *r, const char *sql, const int64_t *args, size_t n, sqlite3_stmt **ret) {
-        int rc = sqlite3_prepare_v2(r->db, sql, -1, ret, NULL);
-
-        if (rc != SQLITE_OK)
-                return fail(r, rc, sql);
-        for (size_t i = 0; i < n; i++)
-                sqlite3_bind_int64(*ret, (int) i + 1, args[i]);
-        return 0;
-}
-
-/* Runs a statement without results; returns the number of rows changed. */
-static int64_t run(retention *r, const char *sql, const int64_t *args, size_t n) {
-        sqlite3_stmt *st;
-        int rc, k = prepare(r, sql, args, n, &st);
-
-        if (k < 0)
-                return k;
-        rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-                return fail(r, rc, sql);
-        return sqlite3_changes64(r->db);
-}
-
-/* Runs a query of one integer; NULL or no row gives dflt. */
-static int query_i64(retention *r, const char *sql, const int64_t *args, size_t n, int64_t dflt, int64_t *ret) {
-        sqlite3_stmt *st;
-        int rc, k = prepare(r, sql, args, n, &st);
-
-        if (k < 0)
-                return k;
-        rc = sqlite3_step(st);
-        *ret = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL ? sqlite3_column_int64(st, 0) : dflt;
-        sqlite3_finalize(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return fail(r, rc, sql);
-        return 0;
-}
-
 static int totals_load(retention *r) {
         for (size_t i = 0; i < ELEMENTSOF(total_names); i++) {
                 sqlite3_stmt *st;
-                int rc = sqlite3_prepare_v2(r->db, "SELECT value FROM retention_totals WHERE name = ?1", -1, &st, NULL);
+                int rc = sqlite3_prepare_v2(r->d.handle, "SELECT value FROM retention_totals WHERE name = ?1", -1, &st, NULL);
 
                 if (rc != SQLITE_OK)
-                        return fail(r, rc, "reading retention totals");
+                        return db_fail(&r->d, rc, "reading retention totals");
                 sqlite3_bind_text(st, 1, total_names[i], -1, SQLITE_STATIC);
                 rc = sqlite3_step(st);
                 *total_field(&r->totals, i) = rc == SQLITE_ROW ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
                 sqlite3_finalize(st);
                 if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                        return fail(r, rc, "reading retention totals");
+                        return db_fail(&r->d, rc, "reading retention totals");
         }
         return 0;
 }
@@ -144,24 +78,24 @@ static int totals_load(retention *r) {
 static int totals_save(retention *r, struct retention_totals *t) {
         for (size_t i = 0; i < ELEMENTSOF(total_names); i++) {
                 sqlite3_stmt *st;
-                int rc = sqlite3_prepare_v2(r->db,
+                int rc = sqlite3_prepare_v2(r->d.handle,
                                             "INSERT INTO retention_totals (name, value) VALUES (?1, ?2) "
                                             "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                                             -1, &st, NULL);
                 if (rc != SQLITE_OK)
-                        return fail(r, rc, "saving retention totals");
+                        return db_fail(&r->d, rc, "saving retention totals");
                 sqlite3_bind_text(st, 1, total_names[i], -1, SQLITE_STATIC);
                 sqlite3_bind_int64(st, 2, (int64_t) *total_field(t, i));
                 rc = sqlite3_step(st);
                 sqlite3_finalize(st);
                 if (rc != SQLITE_DONE)
-                        return fail(r, rc, "saving retention totals");
+                        return db_fail(&r->d, rc, "saving retention totals");
         }
         return 0;
 }
 
 static int begin(retention *r) {
-        return exec(r, "BEGIN IMMEDIATE");
+        return db_exec(&r->d, "BEGIN IMMEDIATE");
 }
 
 /* Commits with the totals t; on failure rolls back and keeps the old ones. */
@@ -169,10 +103,9 @@ static int commit(retention *r, struct retention_totals *t) {
         int k = totals_save(r, t);
 
         if (k >= 0)
-                k = exec(r, "COMMIT");
+                k = db_exec(&r->d, "COMMIT");
         if (k < 0) {
-                if (!sqlite3_get_autocommit(r->db))
-                        (void) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+                db_rollback(&r->d);
                 return k;
         }
         r->totals = *t;
@@ -180,13 +113,12 @@ static int commit(retention *r, struct retention_totals *t) {
 }
 
 static int rollback(retention *r, int err) {
-        if (!sqlite3_get_autocommit(r->db))
-                (void) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+        db_rollback(&r->d);
         return err;
 }
 
 int retention_open(const char *path, const struct retention_settings *settings, retention **ret) {
-        retention *r = calloc(1, sizeof(*r));
+        _cleanup_(retention_closep) retention *r = calloc(1, sizeof(*r));
         int64_t mode;
         int rc, k;
 
@@ -194,24 +126,21 @@ int retention_open(const char *path, const struct retention_settings *settings, 
                 return log_oom();
         r->set = *settings;
         r->path = strdup(path);
-        if (!r->path) {
-                retention_close(r);
+        if (!r->path)
                 return log_oom();
-        }
-        rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
-        if (rc != SQLITE_OK) {
-                k = r->db ? fail(r, rc, "opening") : -ENOMEM;
-                retention_close(r);
-                return k;
-        }
-        sqlite3_busy_timeout(r->db, 5000);
-        k = exec(r, "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;"
+        r->d.path = r->path;
+        r->d.who = "retention: ";
+        rc = sqlite3_open_v2(path, &r->d.handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        if (rc != SQLITE_OK)
+                return r->d.handle ? db_fail(&r->d, rc, "opening") : -ENOMEM;
+        sqlite3_busy_timeout(r->d.handle, 5000);
+        k = db_exec(&r->d, "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;"
                     "CREATE TEMP TABLE doomed (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE batch (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE gc_stacks (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE gc_processes (id INTEGER PRIMARY KEY);");
         if (k >= 0)
-                k = query_i64(r, "PRAGMA auto_vacuum", NULL, 0, 0, &mode);
+                k = db_query_i64(&r->d, "PRAGMA auto_vacuum", NULL, 0, 0, &mode);
         /* Deleted data only frees pages inside the file; with incremental
          * auto-vacuum they can be given back to the file system. A store
          * created without it (SQLite's default) is switched once: setting
@@ -219,8 +148,8 @@ int retention_open(const char *path, const struct retention_settings *settings, 
          * file (a new store is nearly empty here, so that is instant). */
         if (k >= 0 && mode != 2) {
                 log_info("Store %s: switching to incremental auto-vacuum (rewrites the file once).", path);
-                k = exec(r, "PRAGMA auto_vacuum = INCREMENTAL");
-                if (k >= 0 && exec(r, "VACUUM") < 0)
+                k = db_exec(&r->d, "PRAGMA auto_vacuum = INCREMENTAL");
+                if (k >= 0 && db_exec(&r->d, "VACUUM") < 0)
                         /* a reader in the way: space is still reused inside
                          * the file, and the next start tries again */
                         log_warning("Store %s: could not switch to incremental auto-vacuum now; deleted data "
@@ -233,23 +162,21 @@ int retention_open(const char *path, const struct retention_settings *settings, 
          * candidate once (checked in batches by the next steps, an index
          * probe each), then locations are swept. */
         if (k >= 0)
-                k = exec(r, "INSERT INTO temp.gc_stacks SELECT id FROM stacks;"
+                k = db_exec(&r->d, "INSERT INTO temp.gc_stacks SELECT id FROM stacks;"
                             "INSERT INTO temp.gc_processes SELECT id FROM processes;");
-        if (k < 0) {
-                retention_close(r);
+        if (k < 0)
                 return k;
-        }
         r->gc_pending = true;
         r->stacks_since_sweep = UINT64_MAX / 2;
-        *ret = r;
+        *ret = TAKE_PTR(r);
         return 0;
 }
 
 retention *retention_close(retention *r) {
         if (!r)
                 return NULL;
-        if (r->db)
-                sqlite3_close(r->db);
+        if (r->d.handle)
+                sqlite3_close(r->d.handle);
         free(r->path);
         free(r);
         return NULL;
@@ -269,7 +196,7 @@ void retention_get_totals(const retention *r, struct retention_totals *ret) {
  * in its export cursor (schema/0005), shown by profctl status. Inside the
  * transaction that merges or deletes them. */
 static int64_t count_unexported(retention *r) {
-        return run(r, "UPDATE export_cursors SET lost_drains = lost_drains + "
+        return db_run(&r->d, "UPDATE export_cursors SET lost_drains = lost_drains + "
                       "(SELECT count(*) FROM drains d WHERE d.id IN temp.doomed AND d.resolution_ns = 0 "
                       "AND d.id > export_cursors.drain_id)", NULL, 0);
 }
@@ -291,12 +218,12 @@ static int64_t delete_doomed(retention *r) {
         if (k < 0)
                 return k;
         for (size_t i = 0; i < ELEMENTSOF(sql); i++) {
-                k = run(r, sql[i], NULL, 0);
+                k = db_run(&r->d, sql[i], NULL, 0);
                 if (k < 0)
                         return k;
         }
         r->gc_pending = true;
-        return run(r, "DELETE FROM drains WHERE id IN temp.doomed", NULL, 0);
+        return db_run(&r->d, "DELETE FROM drains WHERE id IN temp.doomed", NULL, 0);
 }
 
 /* The database's pages in use (not on the free list), in bytes. */
@@ -304,9 +231,9 @@ static int used_bytes(retention *r, uint64_t *ret, uint64_t *ret_free) {
         int64_t pages, free_pages, page_size;
         int k;
 
-        if ((k = query_i64(r, "PRAGMA page_count", NULL, 0, 0, &pages)) < 0 ||
-            (k = query_i64(r, "PRAGMA freelist_count", NULL, 0, 0, &free_pages)) < 0 ||
-            (k = query_i64(r, "PRAGMA page_size", NULL, 0, 4096, &page_size)) < 0)
+        if ((k = db_query_i64(&r->d, "PRAGMA page_count", NULL, 0, 0, &pages)) < 0 ||
+            (k = db_query_i64(&r->d, "PRAGMA freelist_count", NULL, 0, 0, &free_pages)) < 0 ||
+            (k = db_query_i64(&r->d, "PRAGMA page_size", NULL, 0, 4096, &page_size)) < 0)
                 return k;
         *ret = (uint64_t) (pages - free_pages) * (uint64_t) page_size;
         if (ret_free)
@@ -347,9 +274,9 @@ static int step_size(retention *r, bool *ret_forget) {
         k = begin(r);
         if (k < 0)
                 return k;
-        n = run(r, "DELETE FROM temp.doomed", NULL, 0);
+        n = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
         if (n >= 0)
-                n = run(r, "INSERT INTO temp.doomed SELECT id FROM drains "
+                n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains "
                            "WHERE end_ns < (SELECT max(end_ns) FROM drains) ORDER BY end_ns LIMIT ?1",
                         &limit, 1);
         if (n >= 0)
@@ -380,7 +307,7 @@ static int step_expire(retention *r, uint64_t now_ns) {
                 return 0;
         args[0] = (int64_t) (now_ns - r->set.all_ns);
         args[1] = DELETE_BATCH;
-        k = query_i64(r, "SELECT min(end_ns) FROM drains", NULL, 0, INT64_MAX, &oldest);
+        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains", NULL, 0, INT64_MAX, &oldest);
         if (k < 0)
                 return k;
         if (oldest >= args[0])
@@ -388,9 +315,9 @@ static int step_expire(retention *r, uint64_t now_ns) {
         k = begin(r);
         if (k < 0)
                 return k;
-        n = run(r, "DELETE FROM temp.doomed", NULL, 0);
+        n = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
         if (n >= 0)
-                n = run(r, "INSERT INTO temp.doomed SELECT id FROM drains WHERE end_ns < ?1 ORDER BY end_ns LIMIT ?2",
+                n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains WHERE end_ns < ?1 ORDER BY end_ns LIMIT ?2",
                         args, 2);
         if (n >= 0)
                 n = delete_doomed(r);
@@ -417,7 +344,7 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (now_ns < age + width)
                 return 0;
         args[0] = (int64_t) width;
-        k = query_i64(r, "SELECT min(end_ns) FROM drains WHERE resolution_ns < ?1", args, 1, -1, &oldest);
+        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains WHERE resolution_ns < ?1", args, 1, -1, &oldest);
         if (k < 0 || oldest < 0)
                 return k;
         bucket = retention_bucket((uint64_t) oldest, width);
@@ -432,9 +359,9 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
                 return k;
         /* the bucket's rows, oldest first, as many as fit in one step's
          * share of sample rows (at least one) */
-        count = run(r, "DELETE FROM temp.doomed", NULL, 0);
+        count = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
         if (count >= 0)
-                count = run(r, "INSERT INTO temp.doomed SELECT id FROM ("
+                count = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM ("
                                "SELECT id, keys, sum(keys) OVER (ORDER BY end_ns, id) AS upto FROM drains "
                                "WHERE resolution_ns < ?1 AND end_ns >= ?2 AND end_ns < ?3) WHERE upto - keys < ?4",
                             args, 4);
@@ -446,37 +373,37 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (count < 0)
                 return rollback(r, (int) count);
         if (count <= 1) {
-                merged = run(r, "UPDATE drains SET resolution_ns = ?1 WHERE id IN temp.doomed", args, 1);
+                merged = db_run(&r->d, "UPDATE drains SET resolution_ns = ?1 WHERE id IN temp.doomed", args, 1);
                 if (merged < 0)
                         return rollback(r, (int) merged);
                 k = commit(r, &t);
                 return k < 0 ? k : 1;
         }
-        merged = run(r, "INSERT INTO drains (start_ns, end_ns, samples, keys, resolution_ns) "
+        merged = db_run(&r->d, "INSERT INTO drains (start_ns, end_ns, samples, keys, resolution_ns) "
                         "SELECT min(start_ns), max(end_ns), sum(samples), 0, ?1 FROM drains "
                         "WHERE id IN temp.doomed", args, 1);
         if (merged < 0)
                 return rollback(r, (int) merged);
-        int64_t id[1] = { sqlite3_last_insert_rowid(r->db) };
-        keys = run(r, "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, stack_id, value) "
+        int64_t id[1] = { sqlite3_last_insert_rowid(r->d.handle) };
+        keys = db_run(&r->d, "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, stack_id, value) "
                       "SELECT ?1, process_id, tid, cgroup_id, kind, state, peer_tid, stack_id, sum(value) FROM samples "
                       "WHERE drain_id IN temp.doomed "
                       "GROUP BY process_id, tid, cgroup_id, kind, state, peer_tid, stack_id", id, 1);
         if (keys >= 0)
-                k = (int) run(r, "INSERT INTO drops (drain_id, reason, count) "
+                k = (int) db_run(&r->d, "INSERT INTO drops (drain_id, reason, count) "
                                  "SELECT ?1, reason, sum(count) FROM drops WHERE drain_id IN temp.doomed GROUP BY reason",
                               id, 1);
         else
                 k = (int) keys;
         if (k >= 0)
-                k = (int) run(r, "DELETE FROM samples WHERE drain_id IN temp.doomed", NULL, 0);
+                k = (int) db_run(&r->d, "DELETE FROM samples WHERE drain_id IN temp.doomed", NULL, 0);
         if (k >= 0)
-                k = (int) run(r, "DELETE FROM drops WHERE drain_id IN temp.doomed", NULL, 0);
+                k = (int) db_run(&r->d, "DELETE FROM drops WHERE drain_id IN temp.doomed", NULL, 0);
         if (k >= 0)
-                k = (int) run(r, "DELETE FROM drains WHERE id IN temp.doomed", NULL, 0);
+                k = (int) db_run(&r->d, "DELETE FROM drains WHERE id IN temp.doomed", NULL, 0);
         if (k >= 0) {
                 int64_t a[2] = { id[0], keys };
-                k = (int) run(r, "UPDATE drains SET keys = ?2 WHERE id = ?1", a, 2);
+                k = (int) db_run(&r->d, "UPDATE drains SET keys = ?2 WHERE id = ?1", a, 2);
         }
         if (k < 0)
                 return rollback(r, k);
@@ -501,35 +428,35 @@ static int step_gc(retention *r, bool *ret_forget) {
         k = begin(r);
         if (k < 0)
                 return k;
-        stacks = run(r, "DELETE FROM temp.batch", NULL, 0);
+        stacks = db_run(&r->d, "DELETE FROM temp.batch", NULL, 0);
         if (stacks >= 0)
-                stacks = run(r, "INSERT INTO temp.batch SELECT id FROM temp.gc_stacks LIMIT ?1", &limit, 1);
+                stacks = db_run(&r->d, "INSERT INTO temp.batch SELECT id FROM temp.gc_stacks LIMIT ?1", &limit, 1);
         if (stacks >= 0)
-                stacks = run(r, "DELETE FROM stacks WHERE id IN temp.batch "
+                stacks = db_run(&r->d, "DELETE FROM stacks WHERE id IN temp.batch "
                                 "AND NOT EXISTS (SELECT 1 FROM samples WHERE stack_id = stacks.id)", NULL, 0);
         if (stacks >= 0)
-                k = (int) run(r, "DELETE FROM temp.gc_stacks WHERE id IN temp.batch", NULL, 0);
+                k = (int) db_run(&r->d, "DELETE FROM temp.gc_stacks WHERE id IN temp.batch", NULL, 0);
         else
                 k = (int) stacks;
         if (k >= 0)
-                k = (int) run(r, "DELETE FROM temp.batch", NULL, 0);
+                k = (int) db_run(&r->d, "DELETE FROM temp.batch", NULL, 0);
         if (k >= 0)
-                k = (int) run(r, "INSERT INTO temp.batch SELECT id FROM temp.gc_processes LIMIT ?1", &limit, 1);
-        procs = k >= 0 ? run(r, "DELETE FROM processes WHERE id IN temp.batch "
+                k = (int) db_run(&r->d, "INSERT INTO temp.batch SELECT id FROM temp.gc_processes LIMIT ?1", &limit, 1);
+        procs = k >= 0 ? db_run(&r->d, "DELETE FROM processes WHERE id IN temp.batch "
                                 "AND NOT EXISTS (SELECT 1 FROM samples WHERE process_id = processes.id)", NULL, 0)
                        : k;
         /* their threads' names go with them */
         if (procs > 0)
-                k = (int) run(r, "DELETE FROM threads WHERE process_id IN temp.batch "
+                k = (int) db_run(&r->d, "DELETE FROM threads WHERE process_id IN temp.batch "
                                  "AND NOT EXISTS (SELECT 1 FROM processes WHERE id = threads.process_id)", NULL, 0);
         if (k < 0)
                 procs = k;
         if (procs >= 0)
-                k = (int) run(r, "DELETE FROM temp.gc_processes WHERE id IN temp.batch", NULL, 0);
+                k = (int) db_run(&r->d, "DELETE FROM temp.gc_processes WHERE id IN temp.batch", NULL, 0);
         else
                 k = (int) procs;
         if (k >= 0)
-                k = query_i64(r, "SELECT (SELECT count(*) FROM temp.gc_stacks) + (SELECT count(*) FROM temp.gc_processes)",
+                k = db_query_i64(&r->d, "SELECT (SELECT count(*) FROM temp.gc_stacks) + (SELECT count(*) FROM temp.gc_processes)",
                               NULL, 0, 0, &left);
         if (k < 0)
                 return rollback(r, k);
@@ -549,7 +476,7 @@ static int step_gc(retention *r, bool *ret_forget) {
 /* Adds every integer of column 0 of sql's rows to set. */
 static int mark(retention *r, hashmap *set, const char *sql) {
         sqlite3_stmt *st;
-        int rc, k = prepare(r, sql, NULL, 0, &st);
+        int rc, k = db_prepare(&r->d, sql, NULL, 0, &st);
 
         if (k < 0)
                 return k;
@@ -562,7 +489,7 @@ static int mark(retention *r, hashmap *set, const char *sql) {
         sqlite3_finalize(st);
         if (k < 0)
                 return k;
-        return rc == SQLITE_DONE ? 0 : fail(r, rc, sql);
+        return rc == SQLITE_DONE ? 0 : db_fail(&r->d, rc, sql);
 }
 
 /* Deletes the rows of `table` whose id is not in live (and, with
@@ -572,7 +499,7 @@ static int64_t sweep_table(retention *r, hashmap *live, const char *select_ids, 
         _cleanup_free_ int64_t *dead = NULL;
         size_t n = 0, cap = 0;
         sqlite3_stmt *st;
-        int rc, k = prepare(r, select_ids, NULL, 0, &st);
+        int rc, k = db_prepare(&r->d, select_ids, NULL, 0, &st);
 
         if (k < 0)
                 return k;
@@ -594,12 +521,12 @@ static int64_t sweep_table(retention *r, hashmap *live, const char *select_ids, 
         }
         sqlite3_finalize(st);
         if (rc != SQLITE_DONE)
-                return fail(r, rc, select_ids);
+                return db_fail(&r->d, rc, select_ids);
         for (size_t i = 0; i < n; i++) {
                 int64_t k2;
-                if (delete_lines && (k2 = run(r, delete_lines, &dead[i], 1)) < 0)
+                if (delete_lines && (k2 = db_run(&r->d, delete_lines, &dead[i], 1)) < 0)
                         return k2;
-                if ((k2 = run(r, delete_one, &dead[i], 1)) < 0)
+                if ((k2 = db_run(&r->d, delete_one, &dead[i], 1)) < 0)
                         return k2;
         }
         return (int64_t) n;
@@ -619,7 +546,7 @@ static int step_sweep(retention *r, bool force, bool *ret_forget) {
 
         if (r->stacks_since_sweep == 0 || r->gc_pending)
                 return 0;
-        k = query_i64(r, "SELECT count(*) FROM stacks", NULL, 0, 0, &n_stacks);
+        k = db_query_i64(&r->d, "SELECT count(*) FROM stacks", NULL, 0, 0, &n_stacks);
         if (k < 0)
                 return k;
         if (!force && r->stacks_since_sweep < 1024 && r->stacks_since_sweep * 8 < (uint64_t) n_stacks)
@@ -634,7 +561,7 @@ static int step_sweep(retention *r, bool force, bool *ret_forget) {
                 k = -ENOMEM;
                 goto out;
         }
-        k = prepare(r, "SELECT frames FROM stacks", NULL, 0, &st);
+        k = db_prepare(&r->d, "SELECT frames FROM stacks", NULL, 0, &st);
         while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const unsigned char *b = sqlite3_column_blob(st, 0);
                 size_t n = (size_t) sqlite3_column_bytes(st, 0) / sizeof(int64_t);
@@ -648,7 +575,7 @@ static int step_sweep(retention *r, bool force, bool *ret_forget) {
                 }
         }
         if (k >= 0 && rc != SQLITE_DONE)
-                k = fail(r, rc, "reading stacks");
+                k = db_fail(&r->d, rc, "reading stacks");
         sqlite3_finalize(st);
         if (k < 0)
                 goto out;
@@ -707,19 +634,19 @@ static int step_vacuum(retention *r) {
         if (free_bytes == 0 || (free_bytes < VACUUM_MIN_BYTES && (r->set.max_bytes == 0 ||
                                                                   used + free_bytes <= r->set.max_bytes)))
                 return 0;
-        if ((k = query_i64(r, "PRAGMA page_count", NULL, 0, 0, &before)) < 0 ||
-            (k = query_i64(r, "PRAGMA page_size", NULL, 0, 4096, &page_size)) < 0)
+        if ((k = db_query_i64(&r->d, "PRAGMA page_count", NULL, 0, 0, &before)) < 0 ||
+            (k = db_query_i64(&r->d, "PRAGMA page_size", NULL, 0, 4096, &page_size)) < 0)
                 return k;
         snprintf(sql, sizeof(sql), "PRAGMA incremental_vacuum(%d)", VACUUM_BATCH);
-        k = exec(r, sql);
+        k = db_exec(&r->d, sql);
         if (k >= 0)
-                k = query_i64(r, "PRAGMA page_count", NULL, 0, 0, &after);
+                k = db_query_i64(&r->d, "PRAGMA page_count", NULL, 0, 0, &after);
         if (k < 0)
                 return k;
         if (after >= before)
                 return 0; /* the store is not in incremental mode after all */
         /* the file itself shrinks when the log is copied back into it */
-        (void) exec(r, "PRAGMA wal_checkpoint(PASSIVE)");
+        (void) db_exec(&r->d, "PRAGMA wal_checkpoint(PASSIVE)");
         t.vacuumed_bytes += (uint64_t) (before - after) * (uint64_t) page_size;
         k = begin(r);
         if (k >= 0)

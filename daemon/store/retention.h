@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "macro.h"
+
 #define RETENTION_1M_NS (60ULL * 1000000000ULL)
 #define RETENTION_10M_NS (600ULL * 1000000000ULL)
 
@@ -39,6 +41,7 @@ struct retention_totals {
  * logged. */
 int retention_open(const char *path, const struct retention_settings *settings, retention **ret);
 retention *retention_close(retention *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(retention *, retention_close)
 
 void retention_configure(retention *r, const struct retention_settings *settings);
 

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "macro.h"
+#include "protocol.h"
+
 typedef struct store store;
 
 /* One level of what debug info says is at an address. */
@@ -79,6 +82,7 @@ struct store_sample {
  * the same time whatever the store's size: store_check_start does that. */
 int store_open(const char *path, store **ret);
 store *store_close(store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(store *, store_close)
 
 /* The store's integrity check (PRAGMA quick_check of every page), run on a
  * thread of its own with its own read-only connection, at low CPU
@@ -180,32 +184,8 @@ struct store_query {
         uint32_t uid;
 };
 
-/* A frame as queries return it. An address with inlined calls becomes
- * several frames, outermost first. */
-struct store_frame_out {
-        const char *name;     /* function, or "module+0xoffset" when unresolved */
-        const char *raw_name; /* as in the symbol table */
-        const char *module;   /* mapping path */
-        const char *file;     /* source file, or NULL */
-        const char *build_id; /* hex build-id of the module, NULL when unknown */
-        uint64_t address;     /* file offset (user) or address (kernel), if has_address */
-        unsigned line;        /* 0: unknown */
-        bool has_address;     /* false for [lost] */
-        bool kernel;
-        bool resolved;
-        bool inlined;         /* an inlined call: the caller is the frame before */
-        bool jit;             /* JIT code: perf map entry or unmapped anonymous code */
-        uint8_t unresolved;   /* enum store_unresolved of an unresolved user frame (NONE: not known) */
-};
-
-/* One answer line of a stack query. */
-struct store_stack_out {
-        const struct store_frame_out *frames; /* root first */
-        size_t n_frames;
-        uint64_t value;
-        const char *group; /* with STORE_GROUP_PROCESS/UNIT/THREAD: the group's name; else NULL */
-        int user_end;      /* how its user part ended: enum profd_stack_end, STORE_END_LOST, STORE_END_UNKNOWN */
-};
+/* struct store_frame_out and struct store_stack_out, what queries return,
+ * are the protocol's frame and stack: common/protocol.h. */
 
 /* Called for every stack matching a query. Returning a negative errno stops
  * the query and is passed on. */

@@ -1,5 +1,6 @@
-/* The writer thread: a queue of jobs (process snapshots and drains), worked
- * in order; results go back to the event loop through an eventfd. */
+/* The writer thread: a work queue (workqueue.h) of jobs (process snapshots,
+ * settings, drains) worked in order on one thread; drain results go back to
+ * the event loop through the queue's eventfd. */
 #include "writer.h"
 
 #include <errno.h>
@@ -9,9 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -20,6 +19,7 @@
 #include "macro.h"
 #include "store.h"
 #include "symbolizer.h"
+#include "workqueue.h"
 
 const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
         [PROFD_DROP_MAP_FULL] = "map_full",
@@ -50,7 +50,7 @@ enum job_type {
 #define RETENTION_BUDGET_NS (100ULL * 1000000ULL)
 
 struct job {
-        struct job *next;
+        workqueue_item item;
         enum job_type type;
         struct proc *proc;         /* JOB_LEARN */
         struct drain_batch batch;  /* JOB_DRAIN */
@@ -58,23 +58,13 @@ struct job {
         uint64_t symbol_cache_bytes; /* JOB_SETTINGS */
         char **debug_dirs;
         struct retention_settings retention;
-};
-
-struct result {
-        struct result *next;
-        struct writer_result r;
+        struct writer_result result; /* JOB_DRAIN, once run: what the loop pops */
 };
 
 struct writer {
-        pthread_t thread;
-        bool started;
-        int efd;                   /* eventfd: results are waiting */
+        workqueue *queue;          /* one thread; its eventfd wakes the loop for results */
 
         pthread_mutex_t lock;      /* guards everything below up to the marker */
-        pthread_cond_t wake;
-        struct job *head, *tail;
-        struct result *results, *results_tail;
-        bool stopping;
         uint64_t next_seq;
         unsigned drains_queued;    /* JOB_DRAINs in the queue: retention yields to them */
         struct writer_stats stats;
@@ -497,28 +487,6 @@ static void job_free(struct job *j) {
         }
 }
 
-static void post_result(writer *w, const struct writer_result *r) {
-        struct result *res = calloc(1, sizeof(*res));
-        uint64_t one = 1;
-
-        if (!res) {
-                log_oom();
-                return; /* the flush waiting for it times out on its client's side */
-        }
-        res->r = *r;
-        pthread_mutex_lock(&w->lock);
-        if (w->results_tail)
-                w->results_tail->next = res;
-        else
-                w->results = res;
-        w->results_tail = res;
-        pthread_mutex_unlock(&w->lock);
-        /* an eventfd only fails to count on overflow (2^64 - 1 results
-         * unread): the loop is woken by the ones already counted */
-        if (write(w->efd, &one, sizeof(one)) < 0)
-                log_debug_errno(errno, "Failed to wake the event loop for a result, ignoring: %m");
-}
-
 static uint64_t monotonic_ns(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -544,8 +512,9 @@ static void run_retention(writer *w, uint64_t now_ns) {
                 if (r <= 0)
                         break; /* done, or failed (logged): tried again after the next drain */
                 pthread_mutex_lock(&w->lock);
-                waiting = w->drains_queued > 0 || w->stopping;
+                waiting = w->drains_queued > 0;
                 pthread_mutex_unlock(&w->lock);
+                waiting = waiting || workqueue_stopping(w->queue);
                 if (waiting || monotonic_ns() >= deadline)
                         break;
         }
@@ -569,7 +538,42 @@ static void apply_settings(writer *w, struct job *j) {
         pthread_mutex_unlock(&w->lock);
 }
 
-static void run_job(writer *w, struct job *j) {
+/* A drain: stored, handed back to the loop (the flush waiting for it),
+ * then retention's turn. */
+static void run_drain(writer *w, struct job *j) {
+        uint64_t end_ns = j->end_ns;
+        struct writer_result *res = &j->result;
+        int r;
+
+        *res = (struct writer_result) { .seq = j->seq };
+        kallsyms_refresh(w);
+        r = write_drain(w, j, res);
+        if (r < 0) {
+                res->error = r;
+                log_error_errno(r, "Failed to store a drain of %zu keys (lost; counted as store_write_failed): %m",
+                                j->batch.n_entries);
+        } else
+                log_debug("Stored drain %" PRId64 ": %zu keys.", res->drain_id, j->batch.n_entries);
+        pthread_mutex_lock(&w->lock);
+        uint64_t queued = w->next_seq;
+        pthread_mutex_unlock(&w->lock);
+        proctable_prune(w->procs, j->seq, queued);
+        /* keep the symbol cache within its budget; what it evicted is
+         * read again for the processes still known */
+        uint64_t gen = symbolizer_generation(w->sym);
+        (void) symbolizer_trim(w->sym);
+        if (symbolizer_generation(w->sym) != gen)
+                proctable_reload_files(w->procs);
+        /* the batch is done with: not held until the loop pops the result */
+        drain_batch_done(&j->batch);
+        workqueue_complete(w->queue, &j->item); /* the loop's from here */
+        run_retention(w, end_ns);
+}
+
+/* The queue's ops->run, on the writer thread. */
+static void writer_run(workqueue_item *item, void *thread_data, void *userdata) {
+        struct job *j = container_of(item, struct job, item);
+        writer *w = userdata;
         int r;
 
         if (j->type == JOB_SETTINGS)
@@ -579,29 +583,12 @@ static void run_job(writer *w, struct job *j) {
                 if (r < 0)
                         log_warning_errno(r, "Failed to record a process, ignoring: %m");
         } else {
-                struct writer_result res = { .seq = j->seq };
-
-                kallsyms_refresh(w);
-                r = write_drain(w, j, &res);
-                if (r < 0) {
-                        res.error = r;
-                        log_error_errno(r, "Failed to store a drain of %zu keys (lost; counted as store_write_failed): %m",
-                                        j->batch.n_entries);
-                } else
-                        log_debug("Stored drain %" PRId64 ": %zu keys.", res.drain_id, j->batch.n_entries);
                 pthread_mutex_lock(&w->lock);
-                uint64_t queued = w->next_seq;
+                w->drains_queued--;
                 pthread_mutex_unlock(&w->lock);
-                proctable_prune(w->procs, j->seq, queued);
-                /* keep the symbol cache within its budget; what it evicted is
-                 * read again for the processes still known */
-                uint64_t gen = symbolizer_generation(w->sym);
-                (void) symbolizer_trim(w->sym);
-                if (symbolizer_generation(w->sym) != gen)
-                        proctable_reload_files(w->procs);
-                post_result(w, &res);
-                run_retention(w, j->end_ns);
+                run_drain(w, TAKE_PTR(j));
         }
+        job_free(j);
         pthread_mutex_lock(&w->lock);
         w->stats.processes_tracked = proctable_size(w->procs);
         w->stats.symbol_cache_bytes = symbolizer_cache_bytes(w->sym);
@@ -609,31 +596,14 @@ static void run_job(writer *w, struct job *j) {
         pthread_mutex_unlock(&w->lock);
 }
 
-static void *writer_main(void *userdata) {
-        writer *w = userdata;
-
-        (void) pthread_setname_np(pthread_self(), "profd-writer");
-        for (;;) {
-                struct job *j;
-
-                pthread_mutex_lock(&w->lock);
-                while (!w->head && !w->stopping)
-                        pthread_cond_wait(&w->wake, &w->lock);
-                j = w->head;
-                if (j) {
-                        if (j->type == JOB_DRAIN)
-                                w->drains_queued--;
-                        w->head = j->next;
-                        if (!w->head)
-                                w->tail = NULL;
-                }
-                pthread_mutex_unlock(&w->lock);
-                if (!j)
-                        return NULL; /* stopping, and every job done */
-                run_job(w, j);
-                job_free(j);
-        }
+static void writer_release(workqueue_item *item) {
+        job_free(container_of(item, struct job, item));
 }
+
+static const struct workqueue_ops writer_ops = {
+        .run = writer_run,
+        .release = writer_release,
+};
 
 /* Queues j; the writer may run and free it at once. Returns its sequence
  * number. */
@@ -644,131 +614,84 @@ static uint64_t enqueue(writer *w, struct job *j) {
         seq = j->seq = ++w->next_seq;
         if (j->type == JOB_DRAIN)
                 w->drains_queued++;
-        if (w->tail)
-                w->tail->next = j;
-        else
-                w->head = j;
-        w->tail = j;
-        pthread_cond_signal(&w->wake);
         pthread_mutex_unlock(&w->lock);
+        workqueue_submit(w->queue, &j->item);
         return seq;
 }
 
 int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_cache_budget, bool debuginfod,
                writer **ret) {
-        writer *w = calloc(1, sizeof(*w));
+        _cleanup_(writer_freep) writer *w = calloc(1, sizeof(*w));
         int r;
 
         if (!w)
                 return log_oom();
-        w->efd = -1;
         pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->wake, NULL);
-
         r = store_open(store_path, &w->store);
         if (r < 0)
-                goto fail;
+                return r;
         r = symbolizer_new(&w->sym);
-        if (r < 0) {
-                log_oom();
-                goto fail;
-        }
+        if (r < 0)
+                return log_oom();
         symbolizer_set_cache_budget(w->sym, symbol_cache_budget);
         /* DWARF copies go next to the store: a disk profd writes anyway. */
         {
                 _cleanup_free_ char *dir = strdup(store_path);
 
-                if (!dir || symbolizer_set_scratch_dir(w->sym, dirname(dir)) < 0) {
-                        r = log_oom();
-                        goto fail;
-                }
+                if (!dir || symbolizer_set_scratch_dir(w->sym, dirname(dir)) < 0)
+                        return log_oom();
         }
-        if (debuginfod && symbolizer_enable_debuginfod(w->sym) < 0) {
-                r = log_oom();
-                goto fail;
-        }
+        if (debuginfod && symbolizer_enable_debuginfod(w->sym) < 0)
+                return log_oom();
         r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
         if (r < 0)
                 log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");
         r = proctable_new(w->sym, proc_root, &w->procs);
-        if (r < 0) {
-                log_oom();
-                goto fail;
-        }
-        w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (w->efd < 0) {
-                r = log_error_errno(negative_errno(), "Failed to create an eventfd: %m");
-                goto fail;
-        }
-        r = -pthread_create(&w->thread, NULL, writer_main, w);
-        if (r < 0) {
-                log_error_errno(r, "Failed to start the writer thread: %m");
-                goto fail;
-        }
-        w->started = true;
-        *ret = w;
+        if (r < 0)
+                return log_oom();
+        /* one thread: jobs are worked in the order they came */
+        r = workqueue_new("profd-writer", &writer_ops, w, 1, &w->queue);
+        if (r < 0)
+                return r;
+        r = workqueue_start_thread(w->queue, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the writer thread: %m");
+        *ret = TAKE_PTR(w);
         return 0;
-fail:
-        writer_free(w);
-        return r;
 }
 
 writer *writer_free(writer *w) {
         if (!w)
                 return NULL;
-        if (w->started) {
-                pthread_mutex_lock(&w->lock);
-                w->stopping = true;
-                pthread_cond_signal(&w->wake);
-                pthread_mutex_unlock(&w->lock);
-                pthread_join(w->thread, NULL);
-        }
-        while (w->head) {
-                struct job *j = w->head;
-                w->head = j->next;
-                job_free(j);
-        }
-        while (w->results) {
-                struct result *r = w->results;
-                w->results = r->next;
-                free(r);
-        }
+        /* every queued job is done first: no drain is lost at exit */
+        if (w->queue)
+                workqueue_stop(w->queue, true);
+        /* results the loop did not pop */
+        w->queue = workqueue_free(w->queue);
         proctable_free(w->procs);
         symbolizer_free(w->sym);
         retention_close(w->ret);
         store_close(w->store);
         free(w->frames);
         free(w->lines);
-        safe_close(w->efd);
-        pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
         free(w);
         return NULL;
 }
 
 int writer_fd(const writer *w) {
-        return w->efd;
+        return workqueue_fd(w->queue);
 }
 
 bool writer_result_pop(writer *w, struct writer_result *ret) {
-        struct result *r;
-        uint64_t n;
+        workqueue_item *item = workqueue_pop_done(w->queue);
+        struct job *j;
 
-        /* reset; results are counted by the list. EAGAIN: already reset */
-        if (read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-                log_debug_errno(errno, "Failed to reset the writer's eventfd, ignoring: %m");
-        pthread_mutex_lock(&w->lock);
-        r = w->results;
-        if (r) {
-                w->results = r->next;
-                if (!w->results)
-                        w->results_tail = NULL;
-        }
-        pthread_mutex_unlock(&w->lock);
-        if (!r)
+        if (!item)
                 return false;
-        *ret = r->r;
-        free(r);
+        j = container_of(item, struct job, item);
+        *ret = j->result;
+        job_free(j);
         return true;
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "macro.h"
 #include "proctable.h"
 #include "retention.h"
 
@@ -60,6 +61,7 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
                writer **ret);
 /* Finishes every queued job, stops the thread and frees it. NULL is fine. */
 writer *writer_free(writer *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(writer *, writer_free)
 
 /* Readable when results are waiting for writer_result_pop. */
 int writer_fd(const writer *w);

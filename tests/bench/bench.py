@@ -5,7 +5,7 @@ running no profiler and against the peers users would otherwise run, on the
 same machine in the same run.
 
   tests/bench/bench.py --all                 as root: every suite, rewrites docs/performance.md
-  tests/bench/bench.py --suite cost,bpf      some suites (cost bpf daemon accuracy answers)
+  tests/bench/bench.py --suite cost,bpf      some suites (cost bpf daemon accuracy answers unwind kmem)
   tests/bench/bench.py --quick --output F    a tiny configuration (what the test suite runs)
 
 Cost runs are interleaved (no profiler, profd, peers, no profiler, ...) because
@@ -43,7 +43,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 # in the order --all runs them: the longest (daemon) last
-SUITES = ("cost", "bpf", "accuracy", "unwind", "answers", "daemon")
+SUITES = ("cost", "bpf", "accuracy", "unwind", "answers", "kmem", "daemon")
 # bcc compiles its programs against kernel headers; this kernel ships none, and
 # Debian splits its headers into an arch part and a common part that bcc wants
 # in one tree: it is merged (as symlinks) into a temporary directory.
@@ -532,6 +532,121 @@ def render_bpf(r):
                     load = e["load"] if isinstance(e["load"], str) else spread(e["load"])
                     lines.append(f"| {name} | {w} | {pn} | {typ} | {cnt} | {ns / cnt:.0f} | {load} |")
     return section("bpf", "Cost to the workload: BPF time per sample and per context switch", lines)
+
+
+# ---------------------------------------------------------------- suite: kmem
+
+KMEM_CPUS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+MIB_F = float(1 << 20)
+
+
+def kmem_group(name):
+    """Which budget a map of profd's counts against."""
+    if name.startswith(("counts_", "frames")):
+        return "aggregation"
+    if name.startswith("unwind_"):
+        return "unwind"
+    return "other"
+
+
+def kmem_map_entries(map_id):
+    """Entries in a hash map now (bpftool dumps it: a few MiB of JSON)."""
+    p = sh(["bpftool", "map", "dump", "id", str(map_id), "-j"])
+    try:
+        return len(json.loads(p.stdout))
+    except ValueError:
+        return None
+
+
+def suite_kmem(args, workdir, results):
+    """Locked kernel memory of profd's BPF maps: measured (bytes_memlock of
+    every map profd holds, bpftool) at defaults on this host while it runs
+    under the machine's own load, the peak fill of each stack node class,
+    the drops; and the aggregation maps' size per CPU count from the
+    collector's sizing (build/tests/bench/kmem-plan), before and after
+    stacks were stored by depth."""
+    out = {}
+    plan_tool = os.path.join(args.build, "tests", "bench", "kmem-plan")
+    rows = sh([plan_tool] + [str(c) for c in KMEM_CPUS], check=True).stdout.splitlines()
+    out["plan"] = [json.loads(l) for l in rows]
+    here = json.loads(sh([plan_tool, str(os.sysconf("SC_NPROCESSORS_CONF"))], check=True).stdout)
+    out["plan_here"] = here
+    sock = os.path.join(workdir, "profd.sock")
+    secs = 3 if args.quick else args.kmem_seconds
+    p = profilers(args, workdir, ["profd"])[0]
+    p.start(workdir)
+    try:
+        st0 = profd_status(args, sock)
+        all_maps = json.loads(sh(["bpftool", "map", "show", "-j"], check=True).stdout)
+        mine = owned_maps(p.pid)
+        maps = {m["name"]: {k: m.get(k) for k in ("id", "type", "max_entries", "bytes_memlock")}
+                for m in all_maps if m["id"] in mine}
+        peak = {n: 0 for n in maps if n.startswith("frames")}
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            for n in peak:
+                e = kmem_map_entries(maps[n]["id"])
+                if e is not None:
+                    peak[n] = max(peak[n], e)
+            time.sleep(1)
+        st1 = profd_status(args, sock)
+    finally:
+        p.stop(signal.SIGTERM)
+    groups = {}
+    for n, m in maps.items():
+        groups[kmem_group(n)] = groups.get(kmem_group(n), 0) + (m["bytes_memlock"] or 0)
+    out["maps"] = maps
+    out["groups"] = groups
+    out["total"] = sum(groups.values())
+    out["node_peak"] = peak
+    out["seconds"] = secs
+    out["drains"] = st1.get("drains", 0) - st0.get("drains", 0)
+    out["drops"] = {k: st1["drops"].get(k, 0) - st0["drops"].get(k, 0) for k in ("map_full", "stack_map_full")}
+    out["stacks"] = st1.get("stacks", 0) - st0.get("stacks", 0)
+    out["unwind"] = {k: (st1.get("unwind") or {}).get(k) for k in ("rows_used", "rows_capacity", "files", "files_unused",
+                                                                    "tables_evicted")}
+    out["unwind"]["budget_full"] = ((st1.get("unwind") or {}).get("failures") or {}).get("budget_full")
+    out["cpus"] = os.sysconf("SC_NPROCESSORS_CONF")
+    results["kmem"] = out
+
+
+def render_kmem(r):
+    g, here = r["groups"], r["plan_here"]
+    lines = [f"profd at defaults (`--config /dev/null`) on this {r['cpus']}-CPU host for {r['seconds']:.0f} s "
+             f"({r['drains']} drains) under the machine's own load; `bytes_memlock` of every BPF map it holds "
+             "(`bpftool map show -j`):", "",
+             "| maps | MiB locked |", "| --- | --- |",
+             f"| aggregation: `counts_0/1`, `frames8/16/32_0/1` | {g.get('aggregation', 0) / MIB_F:.2f} |",
+             f"| unwind tables: `unwind_rows`, `unwind_maps`, `unwind_procs` | {g.get('unwind', 0) / MIB_F:.2f} |",
+             f"| the rest (`seen`, `events`, scratch, counters, ...) | {g.get('other', 0) / MIB_F:.2f} |",
+             f"| all of profd's maps | {r['total'] / MIB_F:.2f} |", "",
+             f"The collector's sizing (kmem-plan) gives {here['bytes'] / MIB_F:.2f} MiB for the aggregation maps of "
+             f"{r['cpus']} CPUs: {here['keys']} keys and {here['stacks']} stack nodes "
+             f"({', '.join(str(n) for n in here['nodes'])} of 8, 16, 32 frames) a generation; before stacks were "
+             f"stored by depth, {here['before_bytes'] / MIB_F:.2f} MiB ({here['before_keys']} keys, "
+             f"{here['before_stacks']} stacks of 1 KiB).", "",
+             "| map | entries | MiB | peak entries in use |", "| --- | --- | --- | --- |"]
+    for n in sorted(r["maps"]):
+        m = r["maps"][n]
+        if kmem_group(n) == "aggregation" or (m["bytes_memlock"] or 0) > (1 << 20):
+            pk = r["node_peak"].get(n)
+            lines.append(f"| `{n}` | {m['max_entries']} | {(m['bytes_memlock'] or 0) / MIB_F:.2f} | "
+                         f"{'' if pk is None else pk} |")
+    u = r["unwind"]
+    lines += ["", f"During the run: {r['stacks']} stacks stored, drops `map_full` {r['drops']['map_full']}, "
+              f"`stack_map_full` {r['drops']['stack_map_full']}; unwind rows {u['rows_used']} of "
+              f"{u['rows_capacity']} ({u['files']} files, {u['files_unused']} unused), {u['tables_evicted']} "
+              f"tables evicted, `budget_full` {u['budget_full']}.", "",
+              "Aggregation maps per CPU count (49 Hz, 10 s, every kind, `kernel_memory` 64M), from the "
+              "collector's sizing (`build/tests/bench/kmem-plan`, which reproduces the kernel's figures: "
+              "tests/unit/test-kstacks.c):", "",
+              "| CPUs | keys | stack nodes | MiB | capped by kernel_memory | before: keys, stacks | before: MiB |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for p in r["plan"]:
+        lines.append(f"| {p['cpus']} | {p['keys']} | {p['stacks']} | {p['bytes'] / MIB_F:.1f} | "
+                     f"{'yes (asked ' + format(p['demand_bytes'] / MIB_F, '.0f') + ')' if p['capped'] else 'no'} | "
+                     f"{p['before_keys']}, {p['before_stacks']} | {p['before_bytes'] / MIB_F:.1f} |")
+    return section("kmem", "Kernel memory", lines)
 
 
 # ---------------------------------------------------------------- suite: daemon
@@ -1179,7 +1294,7 @@ def render_summary(all_results, meta):
 
 
 RENDER = {"cost": render_cost, "bpf": render_bpf, "daemon": render_daemon, "accuracy": render_accuracy,
-          "unwind": render_unwind, "answers": render_answers}
+          "unwind": render_unwind, "answers": render_answers, "kmem": render_kmem}
 
 
 def main():
@@ -1195,6 +1310,7 @@ def main():
     ap.add_argument("--daemon-modes", default="idle,busy",
                     help="daemon suite: idle, busy or both (default); a mode not run keeps its last result")
     ap.add_argument("--accuracy-seconds", type=float, default=20, help="ground-truth workload length (default 20)")
+    ap.add_argument("--kmem-seconds", type=float, default=60, help="kmem suite: how long profd runs (default 60)")
     ap.add_argument("--configs", default="", help="cost/bpf suites: only these configurations, comma-separated "
                     "(none profd-cpu profd-hooks profd-offcpu profd perf offcputime bcc)")
     ap.add_argument("--workloads", default="stress,pipe", help="cost/bpf suites: stress, pipe or both (default)")

@@ -69,9 +69,10 @@ static void check_accepted(const struct request *r) {
         }
         FUZZ_CHECK((q->state_mask & ~STATE_BITS_KNOWN) == 0);
         FUZZ_CHECK(q->state_mask == 0 || q->kind != PROFD_KIND_CPU);
-        FUZZ_CHECK(q->group == QUERY_GROUP_NONE || q->group == QUERY_GROUP_PROCESS || q->group == QUERY_GROUP_UNIT);
+        FUZZ_CHECK(q->group == STORE_GROUP_NONE || q->group == STORE_GROUP_PROCESS || q->group == STORE_GROUP_UNIT ||
+                   q->group == STORE_GROUP_THREAD);
         if (r->op == REQUEST_SERIES)
-                FUZZ_CHECK(q->group == QUERY_GROUP_NONE && !q->raw_names &&
+                FUZZ_CHECK(q->group == STORE_GROUP_NONE && !q->raw_names &&
                            (q->step_ns == 0 || q->step_ns >= REQUEST_STEP_MIN_NS));
         else
                 FUZZ_CHECK(q->step_ns == 0);

@@ -52,6 +52,7 @@ static void test_every_key_sets_its_field(void) {
                         "debuginfod_urls = https://debuginfod.debian.net\n"
                         "debuginfod_cache = /var/cache/dbg\n"
                         "max_keys = 1000\n"
+                        "kernel_memory = 20M\n"
                         "  max_stacks=2000  \n");
         CHECK(!e);
         CHECK_STR_EQ(c.socket_path, "/run/x/p.sock");
@@ -78,6 +79,7 @@ static void test_every_key_sets_its_field(void) {
         CHECK_STR_EQ(c.debuginfod_cache, "/var/cache/dbg");
         CHECK_INT_EQ(c.max_keys, 1000);
         CHECK_INT_EQ(c.max_stacks, 2000);
+        CHECK_INT_EQ(c.kernel_memory, 20ULL << 20);
         conf_done(&c);
 }
 
@@ -99,7 +101,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 27);
+        CHECK_INT_EQ(n, 28);
 }
 
 static void test_defaults(void) {
@@ -110,7 +112,8 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.retention_1m_ns, 7 * 86400 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.retention_ns, 14 * 86400 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.max_store_size, 1ULL << 30);
-        CHECK_INT_EQ(c.unwind_memory, 32ULL << 20);
+        CHECK_INT_EQ(c.unwind_memory, 24ULL << 20);
+        CHECK_INT_EQ(c.kernel_memory, 64ULL << 20);
         CHECK(c.debug_dirs && c.debug_dirs[0] && !c.debug_dirs[1]);
         CHECK_STR_EQ(c.debug_dirs[0], "/usr/lib/debug");
         CHECK(conf_check(&c, NULL) == 0);
@@ -245,7 +248,31 @@ static void test_unwind_memory(void) {
         conf_done(&c);
 }
 
+static void test_kernel_memory(void) {
+        char *error = NULL;
+        struct conf c;
+
+        CHECK(conf_init(&c) == 0);
+        CHECK_INT_EQ(conf_set(&c, "kernel_memory", "1G", &error), 0);
+        CHECK_INT_EQ(c.kernel_memory, 1ULL << 30);
+        CHECK_INT_EQ(conf_set(&c, "kernel_memory", "1M", &error), 0);
+        CHECK_INT_EQ(c.kernel_memory, 1ULL << 20);
+        /* below the maps' floor, above what profd would ever lock */
+        CHECK_INT_EQ(conf_set(&c, "kernel_memory", "512K", &error), -EINVAL);
+        CHECK(error && strstr(error, "kernel_memory must be a size from 1M to 4G"));
+        free(error);
+        error = NULL;
+        CHECK_INT_EQ(conf_set(&c, "kernel_memory", "8G", &error), -EINVAL);
+        free(error);
+        error = NULL;
+        CHECK_INT_EQ(conf_set(&c, "kernel_memory", "16Mx", &error), -EINVAL);
+        free(error);
+        CHECK_INT_EQ(c.kernel_memory, 1ULL << 20);
+        conf_done(&c);
+}
+
 int main(void) {
+        test_kernel_memory();
         test_unwind_memory();
         test_defaults();
         test_every_key_sets_its_field();

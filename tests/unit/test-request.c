@@ -82,19 +82,19 @@ static void test_new_filters_are_applied(void) {
         CHECK_STR_EQ(r.query.unit, "nginx.service");
         /* container ids are lowercase in cgroup paths */
         CHECK_STR_EQ(r.query.container, "4f5a1c");
-        CHECK_INT_EQ(r.query.group, QUERY_GROUP_UNIT);
+        CHECK_INT_EQ(r.query.group, STORE_GROUP_UNIT);
         CHECK(r.query.raw_names);
         CHECK(!r.query.last);
         request_done(&r);
 
         CHECK_INT_EQ(parse("{\"op\":\"query\",\"group\":\"thread\"}", &r, &err), 0);
-        CHECK_INT_EQ(r.query.group, QUERY_GROUP_THREAD);
+        CHECK_INT_EQ(r.query.group, STORE_GROUP_THREAD);
         request_done(&r);
 
         CHECK_INT_EQ(parse("{\"op\":\"query\",\"cgroup\":\"/\",\"group\":\"process\",\"comm\":\"[a-z]*worker-thread-?\","
                            "\"exe\":\"*/python3*\",\"unit\":\"*.scope\"}", &r, &err), 0);
         CHECK_STR_EQ(r.query.cgroup, "/");
-        CHECK_INT_EQ(r.query.group, QUERY_GROUP_PROCESS);
+        CHECK_INT_EQ(r.query.group, STORE_GROUP_PROCESS);
         /* a glob may be longer than the names it matches */
         CHECK_STR_EQ(r.query.comm, "[a-z]*worker-thread-?");
         CHECK(!r.query.have_uid);

@@ -1,5 +1,6 @@
-/* The stack lines profd streams (daemon/serve/stackline.c, written as text) say
- * exactly what answer_stack_line() (daemon/serve/answer.c, jansson objects) says:
+/* The stack lines profd streams (stackline_append() in common/protocol.c,
+ * written as text) say exactly what oracle_stack_line() below, built from
+ * jansson objects as profd once wrote them, says:
  * same keys and values for every kind of frame, kernel frames collapsed for
  * unprivileged callers, raw names, groups, strings that need escaping; and
  * the text is byte for byte what jansson writes with JSON_ENSURE_ASCII. A
@@ -7,9 +8,8 @@
 #include <jansson.h>
 #include <stdlib.h>
 
-#include "answer.h"
 #include "macro.h"
-#include "stackline.h"
+#include "protocol.h"
 #include "tests.h"
 
 static const struct store_frame_out frames[] = {
@@ -31,10 +31,81 @@ static const struct store_frame_out frames[] = {
         { .name = "[lost]", .module = "[lost]", .kernel = true },
 };
 
+/* The oracle: the same line built from jansson objects, key by key (the
+ * keys spelled out here rather than taken from protocol.h, so a misspelt
+ * macro fails too). The folded string itself is checked by check_folded(). */
+static json_t *oracle_folded_line(const struct store_stack_out *stack, const struct stack_style *style) {
+        struct stackline_buf b = {};
+        json_t *line = NULL;
+
+        if (stackline_folded(&b, stack, style) >= 0)
+                line = json_pack("{s:s, s:I, s:s%}", "type", "stack", "value", (json_int_t) stack->value,
+                                 "folded", b.data ?: "", b.len);
+        stackline_buf_done(&b);
+        if (line && stack->group && json_object_set_new(line, "group", json_string(stack->group)) < 0) {
+                json_decref(line);
+                return NULL;
+        }
+        return line;
+}
+
+static json_t *oracle_stack_line(const struct store_stack_out *stack, const struct stack_style *style) {
+        bool collapse_kernel = style->collapse_kernel, raw_names = style->raw_names;
+        json_t *arr, *line;
+
+        if (style->folded)
+                return oracle_folded_line(stack, style);
+        arr = json_array();
+        if (!arr)
+                return NULL;
+        for (size_t i = 0; i < stack->n_frames; i++) {
+                const struct store_frame_out *fr = &stack->frames[i];
+                json_t *f;
+
+                if (collapse_kernel && fr->kernel) {
+                        /* what perf_event_paranoid=2 shows a user of the kernel: that
+                         * it was there, no function and no address */
+                        if (i > 0 && stack->frames[i - 1].kernel)
+                                continue;
+                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", "[kernel]", "module", "[kernel]",
+                                      "kernel", 1, "resolved", 0);
+                } else {
+                        const char *name = raw_names && fr->raw_name ? fr->raw_name : fr->name;
+
+                        f = json_pack("{s:s, s:s, s:b, s:b}", "name", name, "module", fr->module,
+                                      "kernel", fr->kernel, "resolved", fr->resolved);
+                        if (f && fr->has_address)
+                                json_object_set_new(f, "address", json_integer((json_int_t) fr->address));
+                        if (f && fr->build_id)
+                                json_object_set_new(f, "build_id", json_string(fr->build_id));
+                        if (f && fr->jit)
+                                json_object_set_new(f, "jit", json_true());
+                        if (f && fr->file)
+                                json_object_set_new(f, "file", json_string(fr->file));
+                        if (f && fr->line)
+                                json_object_set_new(f, "line", json_integer(fr->line));
+                        if (f && fr->inlined)
+                                json_object_set_new(f, "inlined", json_true());
+                        if (f && fr->raw_name && !streq(fr->raw_name, name))
+                                json_object_set_new(f, "raw_name", json_string(fr->raw_name));
+                }
+                if (!f || json_array_append_new(arr, f) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        }
+        line = json_pack("{s:s, s:I, s:o}", "type", "stack", "value", (json_int_t) stack->value, "frames", arr);
+        if (line && stack->group && json_object_set_new(line, "group", json_string(stack->group)) < 0) {
+                json_decref(line);
+                return NULL;
+        }
+        return line;
+}
+
 /* Both writers on one stack: the same JSON value, and the same text. */
 static void check_style(const struct store_stack_out *st, const struct stack_style *style) {
         struct stackline_buf b = {};
-        json_t *want = answer_stack_line(st, style), *got;
+        json_t *want = oracle_stack_line(st, style), *got;
         json_error_t err;
         char *want_text;
 

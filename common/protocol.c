@@ -1,5 +1,5 @@
-/* A stack answer line as JSON text, written directly (see stackline.h). */
-#include "stackline.h"
+/* The wire protocol's stack-line encoder and folded-text writer (protocol.h). */
+#include "protocol.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -140,32 +140,39 @@ static bool put_frame(struct stackline_buf *b, const struct store_frame_out *fr,
         const char *name = raw_names && fr->raw_name ? fr->raw_name : fr->name;
         bool ok;
 
-        ok = PUT_LITERAL(b, "{\"name\":") && put_string(b, name) && PUT_LITERAL(b, ",\"module\":") &&
-             put_string(b, fr->module) && PUT_LITERAL(b, ",\"kernel\":") && put_bool(b, fr->kernel) &&
-             PUT_LITERAL(b, ",\"resolved\":") && put_bool(b, fr->resolved);
-        /* as answer_stack_line: addresses as jansson's signed integers */
+        ok = PUT_LITERAL(b, "{\"" PROTO_KEY_NAME "\":") && put_string(b, name) &&
+             PUT_LITERAL(b, ",\"" PROTO_KEY_MODULE "\":") && put_string(b, fr->module) &&
+             PUT_LITERAL(b, ",\"" PROTO_KEY_KERNEL "\":") && put_bool(b, fr->kernel) &&
+             PUT_LITERAL(b, ",\"" PROTO_KEY_RESOLVED "\":") && put_bool(b, fr->resolved);
+        /* addresses as signed integers, as jansson writes them (a kernel
+         * address, top bit set, is negative; profctl reads it back) */
         if (ok && fr->has_address)
-                ok = PUT_LITERAL(b, ",\"address\":") && put_int(b, (int64_t) fr->address);
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_ADDRESS "\":") && put_int(b, (int64_t) fr->address);
         if (ok && fr->build_id)
-                ok = PUT_LITERAL(b, ",\"build_id\":") && put_string(b, fr->build_id);
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_BUILD_ID "\":") && put_string(b, fr->build_id);
         if (ok && fr->jit)
-                ok = PUT_LITERAL(b, ",\"jit\":true");
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_JIT "\":true");
+        /* what debug info adds, only when there is some */
         if (ok && fr->file)
-                ok = PUT_LITERAL(b, ",\"file\":") && put_string(b, fr->file);
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_FILE "\":") && put_string(b, fr->file);
         if (ok && fr->line)
-                ok = PUT_LITERAL(b, ",\"line\":") && put_int(b, fr->line);
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_LINE "\":") && put_int(b, fr->line);
         if (ok && fr->inlined)
-                ok = PUT_LITERAL(b, ",\"inlined\":true");
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_INLINED "\":true");
         if (ok && fr->raw_name && !streq(fr->raw_name, name))
-                ok = PUT_LITERAL(b, ",\"raw_name\":") && put_string(b, fr->raw_name);
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_RAW_NAME "\":") && put_string(b, fr->raw_name);
         return ok && PUT_LITERAL(b, "}");
 }
 
-/* One frame name as folded text (see stackline_folded). */
+/* One frame name as folded text (see folded_append_frame): the one
+ * sanitizer. Frame names come from symbol tables and /proc, so they may hold
+ * anything; ';' separates frames and '\n' ends the line, so those can't
+ * pass, and other control characters would garble a terminal or an SVG. */
 static bool put_folded_name(struct stackline_buf *b, const char *name) {
-        const unsigned char *s = (const unsigned char *) name;
-        size_t n = strlen(name);
+        const unsigned char *s = (const unsigned char *) (name ?: "");
+        size_t n = strlen((const char *) s);
 
+        /* an empty name would read as a missing frame (";;") */
         if (n == 0)
                 return PUT_LITERAL(b, "[unknown]");
         while (n > 0) {
@@ -192,6 +199,25 @@ static const char *base_name(const char *path) {
         return slash ? slash + 1 : path;
 }
 
+int folded_append_frame(struct stackline_buf *b, const char *name, const char *file, unsigned line, bool kernel) {
+        size_t start = b->len;
+        bool ok = put_folded_name(b, name);
+
+        if (ok && file && line) {
+                char num[16];
+                int len = snprintf(num, sizeof(num), ":%u)", line);
+
+                ok = PUT_LITERAL(b, " (") && put_folded_name(b, base_name(file)) && put(b, num, (size_t) len);
+        }
+        if (ok && kernel)
+                ok = PUT_LITERAL(b, "_[k]");
+        if (!ok) {
+                b->len = start;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int stackline_folded(struct stackline_buf *b, const struct store_stack_out *stack, const struct stack_style *style) {
         size_t start = b->len;
         bool ok = true, first = true;
@@ -215,16 +241,8 @@ int stackline_folded(struct stackline_buf *b, const struct store_stack_out *stac
                         ok = PUT_LITERAL(b, "[kernel]_[k]");
                         continue;
                 }
-                ok = put_folded_name(b, style->raw_names && fr->raw_name ? fr->raw_name : fr->name);
-                if (ok && style->lines && fr->file && fr->line) {
-                        char num[16];
-                        int len = snprintf(num, sizeof(num), ":%u)", (unsigned) fr->line);
-
-                        ok = PUT_LITERAL(b, " (") && put_folded_name(b, base_name(fr->file)) &&
-                             put(b, num, (size_t) len);
-                }
-                if (ok && fr->kernel)
-                        ok = PUT_LITERAL(b, "_[k]");
+                ok = folded_append_frame(b, style->raw_names && fr->raw_name ? fr->raw_name : fr->name,
+                                         style->lines ? fr->file : NULL, fr->line, fr->kernel) >= 0;
         }
         /* a stack without frames still needs a name to be a line */
         if (ok && first)
@@ -240,18 +258,18 @@ int stackline_append(struct stackline_buf *b, const struct store_stack_out *stac
         size_t start = b->len;
         bool ok, first = true;
 
-        ok = PUT_LITERAL(b, "{\"type\":\"stack\",\"value\":") && put_int(b, (int64_t) stack->value);
+        ok = PUT_LITERAL(b, "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_STACK "\",\"" PROTO_KEY_VALUE "\":") && put_int(b, (int64_t) stack->value);
         if (ok && style->folded) {
                 struct stackline_buf f = {};
 
                 ok = stackline_folded(&f, stack, style) >= 0 && reserve(&f, 1);
                 if (ok) {
                         f.data[f.len] = '\0';
-                        ok = PUT_LITERAL(b, ",\"folded\":") && put_string(b, f.data);
+                        ok = PUT_LITERAL(b, ",\"" PROTO_KEY_FOLDED "\":") && put_string(b, f.data);
                 }
                 stackline_buf_done(&f);
         } else if (ok) {
-                ok = PUT_LITERAL(b, ",\"frames\":[");
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_FRAMES "\":[");
                 for (size_t i = 0; ok && i < stack->n_frames; i++) {
                         const struct store_frame_out *fr = &stack->frames[i];
 
@@ -260,8 +278,9 @@ int stackline_append(struct stackline_buf *b, const struct store_stack_out *stac
                                 if (i > 0 && stack->frames[i - 1].kernel)
                                         continue;
                                 ok = (first || PUT_LITERAL(b, ",")) &&
-                                     PUT_LITERAL(b, "{\"name\":\"[kernel]\",\"module\":\"[kernel]\",\"kernel\":true,"
-                                                    "\"resolved\":false}");
+                                     PUT_LITERAL(b, "{\"" PROTO_KEY_NAME "\":\"[kernel]\",\"" PROTO_KEY_MODULE
+                                                    "\":\"[kernel]\",\"" PROTO_KEY_KERNEL "\":true,\""
+                                                    PROTO_KEY_RESOLVED "\":false}");
                         } else
                                 ok = (first || PUT_LITERAL(b, ",")) && put_frame(b, fr, style->raw_names);
                         first = false;
@@ -269,13 +288,17 @@ int stackline_append(struct stackline_buf *b, const struct store_stack_out *stac
                 ok = ok && PUT_LITERAL(b, "]");
         }
         if (ok && stack->group)
-                ok = PUT_LITERAL(b, ",\"group\":") && put_string(b, stack->group);
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_GROUP "\":") && put_string(b, stack->group);
         ok = ok && PUT_LITERAL(b, "}\n");
         if (!ok) {
                 b->len = start;
                 return -ENOMEM;
         }
         return 0;
+}
+
+int stackline_buf_append(struct stackline_buf *b, const char *s, size_t n) {
+        return put(b, s, n) ? 0 : -ENOMEM;
 }
 
 void stackline_buf_done(struct stackline_buf *b) {

@@ -1,0 +1,148 @@
+/* The wire protocol between profd and profctl, defined once (docs/protocol.md):
+ * op and key names, the frame and stack a "stack" line carries, the one
+ * encoder of a stack line, and the folded-text writer with its one
+ * sanitizer. The daemon, profctl's fleet answers and
+ * profctl's readers all link this file, so a key spelled here is spelled the
+ * same on both sides. Pure: no I/O but the caller's FILE; unit-tested. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Names are string-literal macros, not const char arrays, so the encoder can
+ * paste them into the literal text it writes ("{\"" PROTO_KEY_NAME "\":")
+ * and still have one spelling. */
+
+/* Request ops ("op"). */
+#define PROTO_OP_STATUS "status"
+#define PROTO_OP_FLUSH  "flush"
+#define PROTO_OP_QUERY  "query"
+#define PROTO_OP_SERIES "series"
+
+/* Request keys. */
+#define PROTO_KEY_OP        "op"
+#define PROTO_KEY_KIND      "kind"
+#define PROTO_KEY_SINCE     "since"
+#define PROTO_KEY_UNTIL     "until"
+#define PROTO_KEY_FROM      "from"
+#define PROTO_KEY_TO        "to"
+#define PROTO_KEY_LAST      "last"
+#define PROTO_KEY_PID       "pid"
+#define PROTO_KEY_TID       "tid"
+#define PROTO_KEY_COMM      "comm"
+#define PROTO_KEY_EXE       "exe"
+#define PROTO_KEY_UID       "uid"
+#define PROTO_KEY_CGROUP    "cgroup"
+#define PROTO_KEY_UNIT      "unit"
+#define PROTO_KEY_CONTAINER "container"
+#define PROTO_KEY_STATE     "state"
+#define PROTO_KEY_RAW_NAMES "raw_names"
+#define PROTO_KEY_FORMAT    "format"
+#define PROTO_KEY_LINES     "lines"
+#define PROTO_KEY_GROUP     "group"
+#define PROTO_KEY_STEP      "step"
+/* fleet requests only: profctl answers them from ClickHouse (client/fleet.c) */
+#define PROTO_KEY_HOST      "host"
+
+/* "format" values and "group" values. */
+#define PROTO_FORMAT_FRAMES  "frames"
+#define PROTO_FORMAT_FOLDED  "folded"
+#define PROTO_GROUP_PROCESS  "process"
+#define PROTO_GROUP_UNIT     "unit"
+#define PROTO_GROUP_THREAD   "thread"
+
+/* Answer lines: "type" and the keys of a "stack" line and its frames. */
+#define PROTO_KEY_TYPE      "type"
+#define PROTO_TYPE_STACK    "stack"
+#define PROTO_TYPE_END      "end"
+#define PROTO_TYPE_ERROR    "error"
+#define PROTO_KEY_VALUE     "value"
+#define PROTO_KEY_FRAMES    "frames"
+#define PROTO_KEY_FOLDED    "folded"
+/* PROTO_KEY_GROUP above is also the stack line's group */
+#define PROTO_KEY_NAME      "name"
+#define PROTO_KEY_MODULE    "module"
+#define PROTO_KEY_KERNEL    "kernel"
+#define PROTO_KEY_RESOLVED  "resolved"
+#define PROTO_KEY_ADDRESS   "address"
+#define PROTO_KEY_BUILD_ID  "build_id"
+#define PROTO_KEY_JIT       "jit"
+#define PROTO_KEY_FILE      "file"
+#define PROTO_KEY_LINE      "line"
+#define PROTO_KEY_INLINED   "inlined"
+#define PROTO_KEY_RAW_NAME  "raw_name"
+
+/* A frame as queries return it. An address with inlined calls becomes
+ * several frames, outermost first. The store fills it (hence the name:
+ * store.h includes this header), profd's answers and profctl's fleet answers
+ * encode it, the quality report and the export read it. */
+struct store_frame_out {
+        const char *name;     /* function, or "module+0xoffset" when unresolved */
+        const char *raw_name; /* as in the symbol table */
+        const char *module;   /* mapping path */
+        const char *file;     /* source file, or NULL */
+        const char *build_id; /* hex build-id of the module, NULL when unknown */
+        uint64_t address;     /* file offset (user) or address (kernel), if has_address */
+        unsigned line;        /* 0: unknown */
+        bool has_address;     /* false for [lost] */
+        bool kernel;
+        bool resolved;
+        bool inlined;         /* an inlined call: the caller is the frame before */
+        bool jit;             /* JIT code: perf map entry or unmapped anonymous code */
+        uint8_t unresolved;   /* enum store_unresolved of an unresolved user frame (NONE: not known) */
+};
+
+/* One answer line of a stack query. */
+struct store_stack_out {
+        const struct store_frame_out *frames; /* root first */
+        size_t n_frames;
+        uint64_t value;
+        const char *group; /* with STORE_GROUP_PROCESS/UNIT/THREAD: the group's name; else NULL */
+        int user_end;      /* how its user part ended: enum profd_stack_end, STORE_END_LOST, STORE_END_UNKNOWN */
+};
+
+/* A growing text buffer, reused from line to line so a long answer does not
+ * allocate per stack. */
+struct stackline_buf {
+        char *data;
+        size_t len, cap;
+};
+
+/* How a stack line is written, from the request and who asks. */
+struct stack_style {
+        bool collapse_kernel; /* unprivileged caller: each run of kernel frames is one "[kernel]" */
+        bool raw_names;       /* symbol-table names instead of demangled ones */
+        bool folded;          /* "folded":"root;..;leaf" instead of "frames" */
+        bool lines;           /* folded: "name (file:line)" where debug info placed a frame */
+};
+
+/* The "stack" line written as JSON text directly, without building jansson
+ * objects: a day's answer has hundreds of thousands of frames, and making
+ * and freeing an object per frame was most of what a query cost the daemon
+ * (docs/performance.md, Queries). Appends the line, newline included, to b.
+ * Strings are written as jansson writes them with JSON_ENSURE_ASCII
+ * (tests/unit/test-stackline.c checks it against jansson); a byte sequence
+ * that is not UTF-8 (a symbol name is whatever bytes the ELF file has)
+ * becomes U+FFFD rather than failing the whole answer. Returns 0 or -ENOMEM
+ * (b keeps what it had). */
+int stackline_append(struct stackline_buf *b, const struct store_stack_out *stack, const struct stack_style *style);
+
+/* The folded string of a stack (no weight, no newline): the grouping root
+ * when there is one, then the frames joined by ';', each written by
+ * folded_append_frame(). Appends to b without a terminating NUL; returns 0
+ * or -ENOMEM (b keeps what it had). */
+int stackline_folded(struct stackline_buf *b, const struct store_stack_out *stack, const struct stack_style *style);
+
+/* One frame of folded text, the only place names are sanitized for it:
+ * ';' in a name becomes ':', control characters and bytes that are not
+ * UTF-8 become '?', an empty or NULL name "[unknown]"; then " (file:line)"
+ * with the file's last path component when file is set and line is not 0;
+ * then "_[k]" (flamegraph.pl's colouring) for a kernel frame. Spaces stay:
+ * C++ and Rust names have them, and readers split the weight off at the
+ * last space. Returns 0 or -ENOMEM (b keeps what it had). */
+int folded_append_frame(struct stackline_buf *b, const char *name, const char *file, unsigned line, bool kernel);
+
+/* Appends n bytes of s to b. Returns 0 or -ENOMEM (b keeps what it had). */
+int stackline_buf_append(struct stackline_buf *b, const char *s, size_t n);
+void stackline_buf_done(struct stackline_buf *b);

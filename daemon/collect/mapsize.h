@@ -1,0 +1,42 @@
+/* Sizes of profd's aggregation maps (counts_<gen> and the stack node maps
+ * frames<class>_<gen>) from the machine, the settings and the kernel_memory
+ * budget, and what the kernel locks for them. Pure arithmetic, no BPF: the
+ * unit tests and the kmem bench use the same figures as the collector. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../bpf/profd.h"
+
+struct mapsize_input {
+        unsigned cpus;            /* possible CPUs (per-CPU extras of each map) */
+        unsigned frequency_hz;    /* on-CPU samples per second per CPU */
+        uint64_t interval_ns;     /* drain interval: one generation's time */
+        bool cpu;                 /* on-CPU sampling */
+        bool blocks;              /* off-CPU or wakeup: blocks and wakers add keys and stacks */
+        uint64_t max_keys;        /* entries of each counts map; 0: sized here */
+        uint64_t max_stacks;      /* stack nodes per generation, all classes; 0: sized here */
+        uint64_t kernel_memory;   /* bytes all of them may lock, both generations */
+};
+
+struct mapsize_plan {
+        size_t keys;                      /* max_entries of counts_0 and counts_1 */
+        size_t nodes[PROFD_CLASS__MAX];   /* max_entries of frames<class>_0 and _1 */
+        size_t stacks;                    /* the nodes of one generation, all classes */
+        uint64_t bytes;                   /* the kernel's memory for all 8 maps */
+        uint64_t demand_bytes;            /* what the demand alone would have taken */
+        bool capped;                      /* kernel_memory made the maps smaller than the demand */
+};
+
+/* Memory the kernel locks for a preallocated BPF hash map (not per-CPU, not
+ * LRU), as bpftool reports it (bytes_memlock; kernel/bpf/hashtab.c,
+ * htab_map_mem_usage): the struct, a bucket per power of two of entries,
+ * and an element per entry plus one spare per CPU. */
+uint64_t mapsize_hash_bytes(size_t entries, size_t key_size, size_t value_size, unsigned cpus);
+
+/* The plan for in. Never fails: explicit max_keys / max_stacks are taken as
+ * they are (then bytes may exceed kernel_memory); what is sized here is
+ * shrunk until the total fits kernel_memory, down to small minimums. */
+void mapsize_plan(const struct mapsize_input *in, struct mapsize_plan *ret);

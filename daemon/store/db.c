@@ -1,0 +1,97 @@
+/* The SQLite helpers shared by every connection to the store (db.h). */
+#include "db.h"
+
+#include <errno.h>
+
+#include "log.h"
+
+int db_errno(int rc) {
+        switch (rc & 0xff) {
+        case SQLITE_OK:
+                return 0;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_READONLY:
+        case SQLITE_PERM:
+        case SQLITE_AUTH:
+                return -EACCES;
+        case SQLITE_CANTOPEN:
+                return -ENOENT;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+        case SQLITE_SCHEMA:
+                return -EPROTO;
+        case SQLITE_TOOBIG:
+                return -E2BIG;
+        case SQLITE_INTERRUPT: /* store_interrupt: the query was cancelled */
+                return -ECANCELED;
+        default:
+                return -EIO;
+        }
+}
+
+int db_fail(const struct db *d, int rc, const char *what) {
+        int r = db_errno(rc);
+
+        if (r == -ECANCELED) /* a cancelled query, not a problem with the store */
+                return r;
+        log_error("Store %s: %s%s failed: %s", d->path, d->who ? d->who : "", what, sqlite3_errmsg(d->handle));
+        return r;
+}
+
+int db_exec(const struct db *d, const char *sql) {
+        char *err = NULL;
+        int rc = sqlite3_exec(d->handle, sql, NULL, NULL, &err);
+
+        if (rc != SQLITE_OK) {
+                log_error("Store %s: %s%s", d->path, d->who ? d->who : "", err ? err : sqlite3_errstr(rc));
+                sqlite3_free(err);
+                return db_errno(rc);
+        }
+        return 0;
+}
+
+int db_prepare(const struct db *d, const char *sql, const int64_t *args, size_t n, sqlite3_stmt **ret) {
+        int rc = sqlite3_prepare_v2(d->handle, sql, -1, ret, NULL);
+
+        if (rc != SQLITE_OK)
+                return db_fail(d, rc, sql);
+        for (size_t i = 0; i < n; i++)
+                sqlite3_bind_int64(*ret, (int) i + 1, args[i]);
+        return 0;
+}
+
+int64_t db_run(const struct db *d, const char *sql, const int64_t *args, size_t n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int rc, r = db_prepare(d, sql, args, n, &st);
+
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return db_fail(d, rc, sql);
+        return sqlite3_changes64(d->handle);
+}
+
+int db_query_i64(const struct db *d, const char *sql, const int64_t *args, size_t n, int64_t dflt, int64_t *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int rc, r = db_prepare(d, sql, args, n, &st);
+
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(st);
+        *ret = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL ? sqlite3_column_int64(st, 0) : dflt;
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return db_fail(d, rc, sql);
+        return 0;
+}
+
+void db_rollback(const struct db *d) {
+        if (!sqlite3_get_autocommit(d->handle))
+                (void) sqlite3_exec(d->handle, "ROLLBACK", NULL, NULL, NULL);
+}

@@ -1,0 +1,197 @@
+/* The store as the export's outbox (daemon/export/exporter.c, schema/0005):
+ * a cursor per target, the drains after it, and each drain's samples with
+ * their frames as a query answers them. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "store-private.h"
+
+/* Runs sql with its parameters bound: ?1 the text when not NULL, then the
+ * next one (if sql has it) arg. Returns the first column of its row in
+ * *ret, or dflt when there is no row or it is NULL. */
+static int outbox_i64(store *s, const char *sql, const char *text, int64_t arg, int64_t dflt, int64_t *ret) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->d.handle, sql, -1, &st, NULL);
+
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "preparing an outbox statement");
+        if (text)
+                sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+        if (sqlite3_bind_parameter_count(st) > (text ? 1 : 0))
+                sqlite3_bind_int64(st, text ? 2 : 1, arg);
+        rc = sqlite3_step(st);
+        *ret = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL ? sqlite3_column_int64(st, 0) : dflt;
+        sqlite3_finalize(st);
+        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_fail(&s->d, rc, "outbox statement");
+}
+
+int store_outbox_cursor(store *s, const char *target, int64_t *ret_drain_id, uint64_t *ret_lost) {
+        int64_t id, lost, max_id, ignored;
+        int r;
+
+        if ((r = outbox_i64(s, "SELECT drain_id FROM export_cursors WHERE target = ?1", target, 0, -1, &id)) < 0)
+                return r;
+        /* a new target: nothing sent yet (written once, not at every look) */
+        if (id < 0 && ((r = outbox_i64(s, "INSERT INTO export_cursors (target, drain_id) VALUES (?1, 0)", target, 0,
+                                       0, &ignored)) < 0 ||
+                       (r = outbox_i64(s, "SELECT drain_id FROM export_cursors WHERE target = ?1", target, 0, 0,
+                                       &id)) < 0))
+                return r;
+        if ((r = outbox_i64(s, "SELECT lost_drains FROM export_cursors WHERE target = ?1", target, 0, 0, &lost)) < 0 ||
+            (r = outbox_i64(s, "SELECT max(id) FROM drains", NULL, 0, 0, &max_id)) < 0)
+                return r;
+        /* ids start over only in a table retention emptied (everything older
+         * than `retention`): what is there now was never sent */
+        if (id > max_id && max_id > 0) {
+                log_info("Store %s: export cursor %" PRId64 " is past the newest drain %" PRId64
+                         " (the store was emptied since); exporting from its oldest drain.", s->path, id, max_id);
+                r = store_outbox_ack(s, target, 0);
+                if (r < 0)
+                        return r;
+                id = 0;
+        }
+        *ret_drain_id = id;
+        *ret_lost = (uint64_t) lost;
+        return 0;
+}
+
+int store_outbox_ack(store *s, const char *target, int64_t drain_id) {
+        int64_t ignored;
+        return outbox_i64(s, "UPDATE export_cursors SET drain_id = ?2 WHERE target = ?1", target, drain_id, 0, &ignored);
+}
+
+int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_outbox_drain *ret, size_t *ret_n,
+                         uint64_t *ret_backlog, uint64_t *ret_oldest_end_ns) {
+        sqlite3_stmt *st = NULL;
+        size_t n = 0;
+        int rc, r = 0;
+
+        /* one read transaction: the list and the counts agree */
+        if ((r = db_exec(&s->d, "BEGIN")) < 0)
+                return r;
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT id, start_ns, end_ns FROM drains WHERE id > ?1 AND resolution_ns = 0 "
+                                       "ORDER BY id LIMIT ?2", -1, &st, NULL);
+        if (rc != SQLITE_OK) {
+                r = db_fail(&s->d, rc, "outbox lookup");
+                goto out;
+        }
+        sqlite3_bind_int64(st, 1, after_id);
+        sqlite3_bind_int64(st, 2, (int64_t) max);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < max)
+                ret[n++] = (struct store_outbox_drain) {
+                        .id = sqlite3_column_int64(st, 0),
+                        .start_ns = (uint64_t) sqlite3_column_int64(st, 1),
+                        .end_ns = (uint64_t) sqlite3_column_int64(st, 2),
+                };
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+                r = db_fail(&s->d, rc, "outbox lookup");
+                goto out;
+        }
+        sqlite3_finalize(st);
+        st = NULL;
+        if (ret_backlog) {
+                int64_t v;
+                r = outbox_i64(s, "SELECT count(*) FROM drains WHERE id > ?1 AND resolution_ns = 0", NULL, after_id, 0,
+                               &v);
+                if (r < 0)
+                        goto out;
+                *ret_backlog = (uint64_t) v;
+        }
+        if (ret_oldest_end_ns) {
+                int64_t v;
+                r = outbox_i64(s, "SELECT min(end_ns) FROM drains WHERE id > ?1 AND resolution_ns = 0", NULL, after_id,
+                               0, &v);
+                if (r < 0)
+                        goto out;
+                *ret_oldest_end_ns = (uint64_t) v;
+        }
+        *ret_n = n;
+out:
+        sqlite3_finalize(st);
+        (void) db_exec(&s->d, "COMMIT");
+        return r;
+}
+
+int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata) {
+        _cleanup_free_ struct store_frame_out *out = NULL;
+        sqlite3_stmt *st = NULL;
+        size_t out_cap = 0;
+        int64_t raw = 0;
+        hashmap *cache;
+        int rc, r;
+
+        /* one read transaction: retention may merge or delete the drain
+         * meanwhile, this sees it whole or not at all */
+        if ((r = db_exec(&s->d, "BEGIN")) < 0)
+                return r;
+        r = outbox_i64(s, "SELECT count(*) FROM drains WHERE id = ?1 AND resolution_ns = 0", NULL, drain_id, 0, &raw);
+        if (r < 0)
+                goto out;
+        if (raw == 0) {
+                r = -ENOENT;
+                goto out;
+        }
+        cache = store_query_location_cache(s);
+        if (!cache) {
+                r = -ENOMEM;
+                goto out;
+        }
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT p.pid, p.start_ns, p.comm, p.exe, p.uid, p.cgroup, p.unit, p.container, "
+                                       "s.tid, s.cgroup_id, s.kind, s.state, s.peer_tid, s.stack_id, s.value "
+                                       "FROM samples s JOIN processes p ON p.id = s.process_id WHERE s.drain_id = ?1",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK) {
+                r = db_fail(&s->d, rc, "outbox samples");
+                goto out;
+        }
+        sqlite3_bind_int64(st, 1, drain_id);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_outbox_sample smp = {
+                        .pid = (uint32_t) sqlite3_column_int64(st, 0),
+                        .process_start_ns = (uint64_t) sqlite3_column_int64(st, 1),
+                        .comm = (const char *) sqlite3_column_text(st, 2),
+                        .exe = (const char *) sqlite3_column_text(st, 3),
+                        .have_uid = sqlite3_column_type(st, 4) != SQLITE_NULL,
+                        .uid = (uint32_t) sqlite3_column_int64(st, 4),
+                        .cgroup = (const char *) sqlite3_column_text(st, 5),
+                        .unit = (const char *) sqlite3_column_text(st, 6),
+                        .container = (const char *) sqlite3_column_text(st, 7),
+                        .tid = (uint32_t) sqlite3_column_int64(st, 8),
+                        .cgroup_id = (uint64_t) sqlite3_column_int64(st, 9),
+                        .kind = sqlite3_column_int(st, 10),
+                        .state = sqlite3_column_int(st, 11),
+                        .peer_tid = (uint32_t) sqlite3_column_int64(st, 12),
+                        .stack_id = sqlite3_column_int64(st, 13),
+                        .value = (uint64_t) sqlite3_column_int64(st, 14),
+                };
+
+                r = store_stack_frames(s, smp.stack_id, cache, &out, &out_cap, &smp.n_frames, &smp.user_end);
+                if (r < 0)
+                        goto out;
+                smp.frames = out;
+                r = fn(&smp, userdata);
+                if (r < 0)
+                        goto out;
+        }
+        if (rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "outbox samples");
+out:
+        sqlite3_finalize(st);
+        store_transient_release(s);
+        (void) db_exec(&s->d, "COMMIT");
+        return r;
+}
+
+int store_outbox_drops(store *s, int64_t drain_id, store_drop_fn fn, void *userdata) {
+        struct store_query q = { .drain_id = drain_id };
+
+        /* one drain's rows, no window: the query above's first form */
+        if (drain_id <= 0)
+                return -EINVAL;
+        return store_query_drops(s, &q, fn, userdata);
+}

@@ -1,0 +1,738 @@
+/* The store's query path: the stacks, per-drain sums and drops a query's
+ * filters select (SQL built from fixed fragments, every value bound), the
+ * frames of each stack through a reader's location cache, and the status
+ * counts. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "macro.h"
+#include "store-private.h"
+
+/* A location as queries return it: one frame, or several for inlined calls.
+ * Strings are owned here. */
+struct location_info {
+        struct store_frame_out *frames; /* outermost first */
+        size_t n;
+        char **strings;
+        size_t n_strings;
+};
+
+static void location_info_free(struct location_info *li) {
+        if (li) {
+                for (size_t i = 0; i < li->n_strings; i++)
+                        free(li->strings[i]);
+                free(li->strings);
+                free(li->frames);
+                free(li);
+        }
+}
+
+/* Keeps a copy of s (NULL stays NULL) owned by li. */
+static int li_strdup(struct location_info *li, const char *s, const char **ret) {
+        char **ns;
+        char *c;
+
+        if (!s) {
+                *ret = NULL;
+                return 0;
+        }
+        c = strdup(s);
+        ns = c ? realloc(li->strings, (li->n_strings + 1) * sizeof(char *)) : NULL;
+        if (!ns) {
+                free(c);
+                return -ENOMEM;
+        }
+        li->strings = ns;
+        li->strings[li->n_strings++] = c;
+        *ret = c;
+        return 0;
+}
+
+static const char *path_basename(const char *p) {
+        const char *b = strrchr(p, '/');
+        return b ? b + 1 : p;
+}
+
+/* Adds the inline chain of location id to li; none when it has no lines. */
+static int load_location_lines(store *s, int64_t id, const struct store_frame_out *base, struct location_info *li) {
+        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_LINES];
+        int rc, r = 0;
+
+        sqlite3_bind_int64(st, 1, id);
+        while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_frame_out *nf = realloc(li->frames, (li->n + 1) * sizeof(*nf));
+                struct store_frame_out *f;
+
+                if (!nf) {
+                        r = -ENOMEM;
+                        break;
+                }
+                li->frames = nf;
+                f = &li->frames[li->n++];
+                *f = *base;
+                f->resolved = true;
+                f->line = (unsigned) sqlite3_column_int64(st, 3);
+                f->inlined = sqlite3_column_int(st, 4);
+                if ((r = li_strdup(li, (const char *) sqlite3_column_text(st, 0), &f->name)) < 0 ||
+                    (r = li_strdup(li, (const char *) sqlite3_column_text(st, 1), &f->raw_name)) < 0 ||
+                    (r = li_strdup(li, (const char *) sqlite3_column_text(st, 2), &f->file)) < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "location lines lookup");
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return r;
+}
+
+static int load_location(store *s, int64_t id, struct location_info **ret) {
+        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_INFO];
+        struct store_frame_out base = {};
+        struct location_info *li;
+        char *unresolved = NULL;
+        int rc, r = 0;
+
+        li = calloc(1, sizeof(*li));
+        if (!li)
+                return -ENOMEM;
+        sqlite3_bind_int64(st, 1, id);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                uint64_t address = (uint64_t) sqlite3_column_int64(st, 0);
+                const char *module = (const char *) sqlite3_column_text(st, 2);
+                const char *fn = (const char *) sqlite3_column_text(st, 3);
+                const char *raw = (const char *) sqlite3_column_text(st, 4);
+                const char *build_id = (const char *) sqlite3_column_text(st, 5);
+                int64_t why = sqlite3_column_int64(st, 6); /* NULL reads as 0: not known */
+
+                base.kernel = sqlite3_column_int(st, 1);
+                base.address = address;
+                /* a stack that could not be walked has no address to give */
+                base.has_address = !module || !streq(module, "[lost]");
+                /* the writer puts perf-map and anonymous code in [jit]; its
+                 * build_id is a tag telling processes apart, not a build-id */
+                base.jit = module && streq(module, "[jit]");
+                r = li_strdup(li, module ? module : "[unknown]", &base.module);
+                if (r >= 0 && build_id && build_id[0] && !base.jit)
+                        r = li_strdup(li, build_id, &base.build_id);
+                if (r >= 0 && fn) {
+                        base.resolved = true;
+                        r = li_strdup(li, fn, &base.name);
+                        if (r >= 0)
+                                r = li_strdup(li, raw, &base.raw_name);
+                } else if (r >= 0) {
+                        base.unresolved = why > 0 && why < _STORE_UNRESOLVED_MAX ? (uint8_t) why
+                                                                                  : STORE_UNRESOLVED_NONE;
+                        /* kept as module+0xoffset, never dropped */
+                        if (asprintf(&unresolved, "%s+0x%" PRIx64, path_basename(base.module), address) < 0)
+                                r = -ENOMEM;
+                        else
+                                r = li_strdup(li, unresolved, &base.name);
+                        base.raw_name = base.name;
+                }
+        } else
+                r = rc == SQLITE_DONE ? -ENOENT : db_fail(&s->d, rc, "location lookup");
+        free(unresolved);
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        if (r >= 0)
+                r = load_location_lines(s, id, &base, li);
+        if (r >= 0 && li->n == 0) {
+                li->frames = malloc(sizeof(*li->frames));
+                if (!li->frames)
+                        r = -ENOMEM;
+                else
+                        li->frames[li->n++] = base;
+        }
+        if (r < 0) {
+                location_info_free(li);
+                return r;
+        }
+        *ret = li;
+        return 0;
+}
+
+void store_location_cache_free(hashmap *m) {
+        void *v;
+        size_t i = 0;
+
+        if (!m)
+                return;
+        while (hashmap_iterate(m, &i, NULL, &v))
+                location_info_free(v);
+        hashmap_free(m);
+}
+
+static bool is_glob(const char *s) {
+        return s && strpbrk(s, "*?[");
+}
+
+/* A statement's text, built from fixed fragments only: what varies between
+ * queries is which filters apply, never their values, which are bound by
+ * name (":pid") afterwards. */
+struct sql_text {
+        char *buf;
+        size_t len, cap;
+        bool oom;
+};
+
+static void sql_add(struct sql_text *t, const char *fragment) {
+        size_t n = strlen(fragment);
+
+        if (t->oom)
+                return;
+        if (t->len + n + 1 > t->cap) {
+                size_t cap = MAX(t->cap * 2, t->len + n + 1);
+                char *b = realloc(t->buf, MAX(cap, (size_t) 512));
+                if (!b) {
+                        t->oom = true;
+                        return;
+                }
+                t->buf = b;
+                t->cap = MAX(cap, (size_t) 512);
+        }
+        memcpy(t->buf + t->len, fragment, n + 1);
+        t->len += n;
+}
+
+static void sql_add_process_filters(struct sql_text *t, const struct store_query *q);
+
+/* The FROM and WHERE clauses a query's filters make.
+ *
+ * The plan (docs/performance.md, Queries): drains of the window first (by
+ * drains_end), then their samples of the kind through the covering index
+ * samples_query (schema/0004), whose next column is the process: the
+ * process filters become one set of process ids, computed once, so a
+ * filtered query seeks to that process's samples in each drain and an
+ * unfiltered one never reads the samples table itself. CROSS JOIN fixes
+ * that order: without statistics SQLite would rather walk samples_stack
+ * for the GROUP BY, reading every sample of the store for any window.
+ * `with_process` joins processes for the columns a grouped query shows. */
+static void sql_add_filters(struct sql_text *t, const struct store_query *q, bool with_process) {
+        bool process_filter = q->pid || q->comm || q->exe || q->have_uid || q->only_uid || q->cgroup || q->unit ||
+                              q->container;
+
+        sql_add(t, " FROM drains d CROSS JOIN samples s ON s.drain_id = d.id");
+        if (with_process)
+                sql_add(t, " JOIN processes p ON p.id = s.process_id");
+        if (with_process && q->group == STORE_GROUP_THREAD)
+                sql_add(t, " LEFT JOIN threads th ON th.process_id = s.process_id AND th.tid = s.tid");
+        sql_add(t, " WHERE s.kind = :kind");
+        if (q->drain_id > 0)
+                sql_add(t, " AND d.id = :drain");
+        else
+                /* every drain interval that overlaps the window */
+                sql_add(t, " AND d.end_ns >= :from AND d.start_ns <= :to");
+        if (q->tid)
+                sql_add(t, " AND s.tid = :tid");
+        if (q->state_mask)
+                sql_add(t, " AND ((1 << s.state) & :states) != 0");
+        if (!process_filter)
+                return;
+        sql_add(t, " AND s.process_id IN (SELECT p.id FROM processes p WHERE 1");
+        sql_add_process_filters(t, q);
+        sql_add(t, ")");
+}
+
+/* The conditions on processes (alias p) of sql_add_filters. */
+static void sql_add_process_filters(struct sql_text *t, const struct store_query *q) {
+        if (q->pid)
+                sql_add(t, " AND p.pid = :pid");
+        if (q->comm)
+                sql_add(t, is_glob(q->comm) ? " AND p.comm GLOB :comm" : " AND p.comm = :comm");
+        if (q->exe)
+                sql_add(t, is_glob(q->exe) ? " AND p.exe GLOB :exe" : " AND p.exe = :exe");
+        if (q->have_uid)
+                sql_add(t, " AND p.uid = :uid");
+        if (q->only_uid)
+                sql_add(t, " AND p.uid = :own_uid");
+        if (q->cgroup) {
+                if (is_glob(q->cgroup))
+                        /* the matching cgroups and their subtrees ('*' matches '/') */
+                        sql_add(t, " AND (p.cgroup GLOB :cgroup OR p.cgroup GLOB :cgroup || '/*')");
+                else
+                        /* that cgroup and below, not its siblings that share a
+                         * prefix (/a.service must not match /a.service-2) */
+                        sql_add(t, " AND (p.cgroup = :cgroup OR substr(p.cgroup, 1, length(:cgroup_dir)) = :cgroup_dir)");
+        }
+        if (q->unit)
+                sql_add(t, is_glob(q->unit) ? " AND p.unit GLOB :unit" : " AND p.unit = :unit");
+        if (q->container)
+                sql_add(t, " AND substr(p.container, 1, length(:container)) = :container");
+}
+
+static void bind_i64(sqlite3_stmt *st, const char *name, int64_t v) {
+        int i = sqlite3_bind_parameter_index(st, name);
+        if (i > 0)
+                sqlite3_bind_int64(st, i, v);
+}
+
+static void bind_text(sqlite3_stmt *st, const char *name, const char *v) {
+        int i = sqlite3_bind_parameter_index(st, name);
+        if (i > 0)
+                sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+}
+
+/* Prepares the statement t built and binds what q filters on. */
+static int query_prepare(store *s, struct sql_text *t, const struct store_query *q, sqlite3_stmt **ret) {
+        _cleanup_free_ char *cgroup_dir = NULL;
+        sqlite3_stmt *st = NULL;
+        int rc;
+
+        if (t->oom)
+                return -ENOMEM;
+        rc = sqlite3_prepare_v2(s->d.handle, t->buf, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "preparing the query");
+        bind_i64(st, ":kind", q->kind);
+        bind_i64(st, ":drain", q->drain_id);
+        bind_i64(st, ":from", (int64_t) q->from_ns);
+        bind_i64(st, ":to", (int64_t) q->to_ns);
+        bind_i64(st, ":pid", q->pid);
+        bind_i64(st, ":tid", q->tid);
+        bind_text(st, ":comm", q->comm);
+        bind_text(st, ":exe", q->exe);
+        bind_i64(st, ":uid", q->filter_uid);
+        bind_i64(st, ":own_uid", q->uid);
+        bind_text(st, ":cgroup", q->cgroup);
+        if (q->cgroup && !is_glob(q->cgroup)) {
+                size_t n = strlen(q->cgroup);
+                /* "/" is the root: everything is below it */
+                if (asprintf(&cgroup_dir, "%s%s", q->cgroup, n > 0 && q->cgroup[n - 1] == '/' ? "" : "/") < 0) {
+                        sqlite3_finalize(st);
+                        return -ENOMEM;
+                }
+                bind_text(st, ":cgroup_dir", cgroup_dir);
+        }
+        bind_text(st, ":unit", q->unit);
+        bind_text(st, ":container", q->container);
+        bind_i64(st, ":states", q->state_mask);
+        *ret = st;
+        return 0;
+}
+
+/* Appends the frames of stack sid to *out, loading (and caching) each
+ * location once per query. Returns the number of frames or a negative errno. */
+/* Most locations a reader keeps between queries: a day of a busy host
+ * references some tens of thousands; at a few hundred bytes each this caps
+ * a worker's cache near 10 MiB. Past it, a query loads what its stacks
+ * need one stack at a time (transient_add), so a worker's memory does not
+ * grow with the answer. */
+#define QUERY_LOCATION_CACHE_MAX 32768
+
+/* Locations of the stack being answered that did not fit in the cache:
+ * freed once the stack line was made, at the next stack or the query's end. */
+void store_transient_release(store *s) {
+        for (size_t i = 0; i < s->n_transient; i++)
+                location_info_free(s->transient[i]);
+        s->n_transient = 0;
+}
+
+static int transient_add(store *s, struct location_info *li) {
+        if (s->n_transient == s->transient_cap) {
+                size_t cap = MAX(s->transient_cap * 2, 64u);
+                struct location_info **t = realloc(s->transient, cap * sizeof(*t));
+                if (!t)
+                        return -ENOMEM;
+                s->transient = t;
+                s->transient_cap = cap;
+        }
+        s->transient[s->n_transient++] = li;
+        return 0;
+}
+
+int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame_out **out, size_t *out_cap,
+                        size_t *ret_n, int *ret_user_end) {
+        sqlite3_stmt *frames_st = s->stmts[STMT_SELECT_STACK_FRAMES];
+        const int64_t *locs;
+        size_t n, n_out = 0;
+        int rc, r = 0;
+
+        store_transient_release(s); /* the previous stack's: its line is made */
+        sqlite3_bind_int64(frames_st, 1, sid);
+        rc = sqlite3_step(frames_st);
+        if (rc != SQLITE_ROW) {
+                sqlite3_reset(frames_st);
+                sqlite3_clear_bindings(frames_st);
+                return rc == SQLITE_DONE ? -ENOENT : db_fail(&s->d, rc, "stack lookup");
+        }
+        n = (size_t) sqlite3_column_bytes(frames_st, 0) / sizeof(int64_t);
+        locs = sqlite3_column_blob(frames_st, 0);
+        *ret_user_end = sqlite3_column_type(frames_st, 1) == SQLITE_NULL ? STORE_END_UNKNOWN
+                                                                          : sqlite3_column_int(frames_st, 1);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                struct location_info *li;
+                int64_t lid;
+                void *v;
+
+                memcpy(&lid, &locs[i], sizeof(lid));
+                if (hashmap_get(cache, UINT64_TO_KEY(lid), &v) < 0) {
+                        r = load_location(s, lid, &li);
+                        if (r < 0)
+                                break;
+                        if (cache == s->query_locations && hashmap_size(cache) >= QUERY_LOCATION_CACHE_MAX)
+                                r = transient_add(s, li);
+                        else
+                                r = hashmap_put(cache, UINT64_TO_KEY(lid), li);
+                        if (r < 0) {
+                                location_info_free(li);
+                                break;
+                        }
+                } else
+                        li = v;
+                if (n_out + li->n > *out_cap) {
+                        size_t cap = MAX(*out_cap * 2, n_out + li->n);
+                        struct store_frame_out *no = realloc(*out, cap * sizeof(**out));
+                        if (!no) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        *out = no;
+                        *out_cap = cap;
+                }
+                memcpy(*out + n_out, li->frames, li->n * sizeof(**out));
+                n_out += li->n;
+        }
+        sqlite3_reset(frames_st);
+        sqlite3_clear_bindings(frames_st);
+        if (r < 0)
+                return r;
+        *ret_n = n_out;
+        return 0;
+}
+
+/* --- query speed (C2; docs/performance.md, Queries) ------------------------ */
+
+/* The location cache a query uses. A reader connection keeps its locations
+ * from one query to the next: a location row never changes once written,
+ * only retention deletes rows (and SQLite may then give a deleted id to a
+ * new location), so the cache is emptied when retention's count of deleted
+ * locations moved. The check and the query share one read transaction
+ * (committed at the end of store_query_stacks), so they see the same
+ * store. Anything but a reader gets a new cache, freed after the query. */
+hashmap *store_query_location_cache(store *s) {
+        uint64_t deleted = UINT64_MAX;
+        sqlite3_stmt *st = NULL;
+
+        if (!s->reader)
+                return hashmap_new_u64();
+        if (sqlite3_get_autocommit(s->d.handle) && db_exec(&s->d, "BEGIN") < 0)
+                return hashmap_new_u64();
+        if (sqlite3_prepare_v2(s->d.handle, "SELECT coalesce((SELECT value FROM retention_totals "
+                                      "WHERE name = 'deleted_locations'), 0)", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+                deleted = (uint64_t) sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        if (s->query_locations &&
+            (deleted != s->query_locations_deleted || deleted == UINT64_MAX ||
+             hashmap_size(s->query_locations) > QUERY_LOCATION_CACHE_MAX)) {
+                store_location_cache_free(s->query_locations);
+                s->query_locations = NULL;
+        }
+        if (!s->query_locations)
+                s->query_locations = hashmap_new_u64();
+        s->query_locations_deleted = deleted;
+        return s->query_locations;
+}
+
+struct stack_sum {
+        int64_t stack_id;
+        uint64_t value;
+};
+
+static int stack_sum_cmp(const void *a, const void *b) {
+        const struct stack_sum *x = a, *y = b;
+        return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* An ungrouped query's rows (stack, value), summed per stack in a hash map
+ * and answered in stack order. SQLite's GROUP BY would sort every row of
+ * the window through a temporary B-tree first: for a day's window that
+ * was most of the query's time. */
+static int query_stacks_summed(store *s, sqlite3_stmt *st, hashmap *cache, store_stack_fn fn, void *userdata,
+                               uint64_t *ret_total, uint64_t *ret_stacks) {
+        _cleanup_free_ struct stack_sum *sums = NULL;
+        _cleanup_free_ struct store_frame_out *out = NULL;
+        hashmap *index = hashmap_new_u64();
+        size_t n = 0, cap = 0, out_cap = 0;
+        int rc, r = 0;
+
+        if (!index)
+                return -ENOMEM;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t sid = sqlite3_column_int64(st, 0);
+                uint64_t value = (uint64_t) sqlite3_column_int64(st, 1);
+                void *v;
+
+                if (hashmap_get(index, UINT64_TO_KEY(sid), &v) >= 0) {
+                        sums[(uintptr_t) v].value += value;
+                        continue;
+                }
+                if (n == cap) {
+                        size_t ncap = MAX(cap * 2, 1024u);
+                        struct stack_sum *ns = realloc(sums, ncap * sizeof(*ns));
+                        if (!ns) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        sums = ns;
+                        cap = ncap;
+                }
+                r = hashmap_put(index, UINT64_TO_KEY(sid), (void *) (uintptr_t) n);
+                if (r < 0)
+                        break;
+                sums[n++] = (struct stack_sum) { sid, value };
+        }
+        hashmap_free(index);
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "query");
+        if (r < 0)
+                return r;
+        if (n > 1) /* an empty answer has no array: qsort(NULL, ...) is undefined */
+                qsort(sums, n, sizeof(*sums), stack_sum_cmp);
+        *ret_total = *ret_stacks = 0;
+        for (size_t i = 0; i < n; i++) {
+                struct store_stack_out so = { .value = sums[i].value };
+
+                r = store_stack_frames(s, sums[i].stack_id, cache, &out, &out_cap, &so.n_frames, &so.user_end);
+                if (r < 0)
+                        return r;
+                so.frames = out;
+                *ret_total += so.value;
+                (*ret_stacks)++;
+                r = fn(&so, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn, void *userdata,
+                       uint64_t *ret_total, uint64_t *ret_stacks) {
+        struct sql_text t = {};
+        sqlite3_stmt *st = NULL;
+        hashmap *cache = NULL;
+        struct store_frame_out *out = NULL;
+        size_t out_cap = 0;
+        uint64_t total = 0, stacks = 0;
+        int rc, r;
+
+        switch (q->group) {
+        case STORE_GROUP_PROCESS:
+                /* by name and pid, as the root frame shows it: two instances
+                 * of a reused pid with the same comm are one root */
+                sql_add(&t, "SELECT s.stack_id, sum(s.value), p.comm || '-' || p.pid AS grp");
+                break;
+        case STORE_GROUP_UNIT:
+                sql_add(&t, "SELECT s.stack_id, sum(s.value), coalesce(p.unit, '-') AS grp");
+                break;
+        case STORE_GROUP_THREAD:
+                /* by name alone, as stackcollapse-perf.pl's root frame: the
+                 * threads of a pool with one name are one root */
+                sql_add(&t, "SELECT s.stack_id, sum(s.value), coalesce(th.comm, p.comm) AS grp");
+                break;
+        default:
+                sql_add(&t, "SELECT s.stack_id, s.value");
+        }
+        sql_add_filters(&t, q, q->group != STORE_GROUP_NONE);
+        /* ungrouped: summed per stack here, not by SQLite (see query_stacks_summed) */
+        if (q->group != STORE_GROUP_NONE)
+                sql_add(&t, " GROUP BY grp, s.stack_id ORDER BY grp");
+        r = query_prepare(s, &t, q, &st);
+        free(t.buf);
+        if (r < 0)
+                return r;
+        cache = store_query_location_cache(s);
+        if (!cache) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (q->group == STORE_GROUP_NONE) {
+                r = query_stacks_summed(s, st, cache, fn, userdata, &total, &stacks);
+                goto out;
+        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_stack_out so = {
+                        .value = (uint64_t) sqlite3_column_int64(st, 1),
+                        .group = (const char *) sqlite3_column_text(st, 2),
+                };
+
+                r = store_stack_frames(s, sqlite3_column_int64(st, 0), cache, &out, &out_cap, &so.n_frames, &so.user_end);
+                if (r < 0)
+                        goto out;
+                so.frames = out;
+                total += so.value;
+                stacks++;
+                r = fn(&so, userdata);
+                if (r < 0)
+                        goto out;
+        }
+        if (rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "query");
+out:
+        sqlite3_finalize(st);
+        if (cache != s->query_locations)
+                store_location_cache_free(cache);
+        store_transient_release(s);
+        if (s->reader && !sqlite3_get_autocommit(s->d.handle))
+                (void) db_exec(&s->d, "COMMIT");
+        free(out);
+        if (r >= 0) {
+                if (ret_total)
+                        *ret_total = total;
+                if (ret_stacks)
+                        *ret_stacks = stacks;
+        }
+        return r;
+}
+
+int store_query_drains(store *s, const struct store_query *q, store_drain_value_fn fn, void *userdata) {
+        struct sql_text t = {};
+        sqlite3_stmt *st = NULL;
+        int rc, r;
+
+        /* the complete set is one ephemeral index built once per query from
+         * the stacks table, not a lookup per sample row */
+        sql_add(&t, "SELECT d.start_ns, d.end_ns, sum(s.value), "
+                    "sum(CASE WHEN s.stack_id IN (SELECT id FROM stacks WHERE user_end = 0) THEN s.value ELSE 0 END)");
+        sql_add_filters(&t, q, false);
+        /* grouped in the order drains come (drains_end: end_ns, id), so
+         * SQLite sums each drain's samples as they stream by instead of
+         * sorting all of them (3.4 s -> 1.0 s for a day); only the per-drain
+         * sums are sorted into time order */
+        sql_add(&t, " GROUP BY d.end_ns, d.id ORDER BY d.start_ns, d.end_ns");
+        r = query_prepare(s, &t, q, &st);
+        free(t.buf);
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                r = fn((uint64_t) sqlite3_column_int64(st, 0), (uint64_t) sqlite3_column_int64(st, 1),
+                       (uint64_t) sqlite3_column_int64(st, 2), (uint64_t) sqlite3_column_int64(st, 3), userdata);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "series query");
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_query_drops(store *s, const struct store_query *q, store_drop_fn fn, void *userdata) {
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        /* the same drains as the query's samples (sql_add_filters) */
+        rc = sqlite3_prepare_v2(s->d.handle, q->drain_id > 0 ?
+                                "SELECT x.reason, sum(x.count) FROM drops x WHERE x.drain_id = :drain "
+                                "GROUP BY x.reason ORDER BY x.reason" :
+                                "SELECT x.reason, sum(x.count) FROM drains d CROSS JOIN drops x ON x.drain_id = d.id "
+                                "WHERE d.end_ns >= :from AND d.start_ns <= :to GROUP BY x.reason ORDER BY x.reason",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "drops query");
+        bind_i64(st, ":drain", q->drain_id);
+        bind_i64(st, ":from", (int64_t) q->from_ns);
+        bind_i64(st, ":to", (int64_t) q->to_ns);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                r = fn((const char *) sqlite3_column_text(st, 0), (uint64_t) sqlite3_column_int64(st, 1), userdata);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "drops query");
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_last_drain(store *s, int64_t *ret_id, uint64_t *ret_start_ns, uint64_t *ret_end_ns) {
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT id, start_ns, end_ns FROM drains ORDER BY end_ns DESC, id DESC LIMIT 1",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "last drain lookup");
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                *ret_id = sqlite3_column_int64(st, 0);
+                *ret_start_ns = (uint64_t) sqlite3_column_int64(st, 1);
+                *ret_end_ns = (uint64_t) sqlite3_column_int64(st, 2);
+        } else
+                r = rc == SQLITE_DONE ? -ENOENT : db_fail(&s->d, rc, "last drain lookup");
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int query_u64(store *s, const char *sql, uint64_t *ret) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->d.handle, sql, -1, &st, NULL);
+
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "status query");
+        rc = sqlite3_step(st);
+        *ret = rc == SQLITE_ROW ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
+        sqlite3_finalize(st);
+        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_fail(&s->d, rc, "status query");
+}
+
+int store_get_stats(store *s, struct store_stats *ret) {
+        struct store_stats st = {};
+        sqlite3_stmt *q = NULL;
+        struct stat sb;
+        char wal[4096];
+        int rc, r;
+
+        if ((r = query_u64(s, "SELECT count(*) FROM drains", &st.drains)) < 0 ||
+            (r = query_u64(s, "SELECT coalesce(sum(samples), 0) FROM drains", &st.samples)) < 0 ||
+            (r = query_u64(s, "SELECT count(*) FROM stacks", &st.stacks)) < 0 ||
+            (r = query_u64(s, "SELECT count(*) FROM processes", &st.processes)) < 0 ||
+            (r = query_u64(s, "SELECT coalesce(max(end_ns), 0) FROM drains", &st.last_drain_ns)) < 0)
+                return r;
+        if (stat(s->path, &sb) == 0)
+                st.file_bytes += sb.st_size;
+        snprintf(wal, sizeof(wal), "%s-wal", s->path);
+        if (stat(wal, &sb) == 0)
+                st.file_bytes += sb.st_size;
+
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT reason, sum(count) FROM drops GROUP BY reason ORDER BY reason",
+                                -1, &q, NULL);
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "status query");
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+                struct store_drop_total *nd = realloc(st.drops, (st.n_drops + 1) * sizeof(*nd));
+                if (!nd) {
+                        r = -ENOMEM;
+                        break;
+                }
+                st.drops = nd;
+                nd[st.n_drops].reason = strdup((const char *) sqlite3_column_text(q, 0));
+                nd[st.n_drops].count = (uint64_t) sqlite3_column_int64(q, 1);
+                if (!nd[st.n_drops].reason) {
+                        r = -ENOMEM;
+                        break;
+                }
+                st.n_drops++;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "status query");
+        sqlite3_finalize(q);
+        if (r < 0) {
+                store_stats_done(&st);
+                return r;
+        }
+        *ret = st;
+        return 0;
+}
+
+void store_stats_done(struct store_stats *st) {
+        for (size_t i = 0; i < st->n_drops; i++)
+                free(st->drops[i].reason);
+        free(st->drops);
+        *st = (struct store_stats) {};
+}
+

@@ -1,0 +1,373 @@
+/* A work queue on threads, completions back to sd-event through an eventfd,
+ * with cancel, parking and drain at shutdown (workqueue.h). */
+#include "workqueue.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+
+struct workqueue_thread {
+        workqueue *wq;
+        pthread_t id;
+        void *data;       /* ops->run's thread_data */
+        bool spare;       /* started by the queue: makes its data with ops->thread_init */
+        struct workqueue_thread *next; /* in wq->ended once it decided to end */
+};
+
+struct workqueue {
+        char name[16];
+        struct workqueue_ops ops;
+        void *userdata;
+        unsigned max_running;
+        int efd;                        /* eventfd: the loop has something to do */
+        sd_event_source *source;        /* workqueue_attach */
+        workqueue_wake_fn wake_fn;
+        void *wake_userdata;
+
+        pthread_mutex_t lock;           /* guards everything below */
+        pthread_cond_t work;            /* an item was queued, a place was freed, or the queue stops */
+        pthread_cond_t slot;            /* a place among max_running was given up, or a cancel */
+        pthread_cond_t gone;            /* a thread ended */
+        workqueue_item *head, *tail;    /* queued */
+        workqueue_item *done, *done_tail; /* completed, for the loop */
+        struct workqueue_stats stats;
+        unsigned idle;                  /* threads waiting for an item */
+        bool stopping, finish;
+        struct workqueue_thread *ended; /* threads to join */
+};
+
+/* Under the lock: the queue stops, and this thread has nothing more to do. */
+static bool stop_now(const workqueue *wq) {
+        return wq->stopping && (!wq->finish || !wq->head);
+}
+
+/* Under the lock: a queued item that no thread will take (every thread
+ * runs or parks an item, yet fewer than max_running run) needs a spare. */
+static bool need_spare(const workqueue *wq) {
+        return wq->head && !wq->stopping && wq->idle == 0 && wq->stats.resuming == 0 &&
+               wq->stats.threads - wq->stats.parked < wq->max_running;
+}
+
+/* Under the lock: a place among the max_running was given up; parked
+ * items waiting for one go first, then queued ones. */
+static void slot_freed(workqueue *wq) {
+        pthread_cond_broadcast(&wq->slot);
+        pthread_cond_broadcast(&wq->work);
+}
+
+/* Under the lock: this thread takes the next item, if it may. */
+static workqueue_item *take_item(workqueue *wq, struct workqueue_thread *t) {
+        workqueue_item *item;
+
+        wq->idle++;
+        while (!stop_now(wq) && !(wq->head && wq->stats.running < wq->max_running && wq->stats.resuming == 0))
+                pthread_cond_wait(&wq->work, &wq->lock);
+        wq->idle--;
+        if (stop_now(wq))
+                return NULL;
+        item = wq->head;
+        wq->head = item->next;
+        if (!wq->head)
+                wq->tail = NULL;
+        item->next = NULL;
+        item->thread = t;
+        wq->stats.queued--;
+        wq->stats.running++;
+        return item;
+}
+
+static void *thread_main(void *userdata) {
+        struct workqueue_thread *t = userdata;
+        workqueue *wq = t->wq;
+        int r = 0;
+
+        (void) pthread_setname_np(pthread_self(), wq->name);
+        /* a spare makes its state (a connection) off the loop and the lock */
+        if (t->spare && wq->ops.thread_init)
+                r = wq->ops.thread_init(wq->userdata, &t->data);
+
+        pthread_mutex_lock(&wq->lock);
+        while (r >= 0) {
+                workqueue_item *item = take_item(wq, t);
+
+                if (!item)
+                        break;
+                pthread_mutex_unlock(&wq->lock);
+                wq->ops.run(item, t->data, wq->userdata); /* item may be gone now */
+                pthread_mutex_lock(&wq->lock);
+                wq->stats.running--;
+                slot_freed(wq);
+                /* a spare is no longer needed once the threads not parked
+                 * outnumber the places */
+                if (stop_now(wq) || wq->stats.threads - wq->stats.parked > wq->max_running)
+                        break;
+        }
+        wq->stats.threads--;
+        t->next = wq->ended;
+        wq->ended = t;
+        pthread_cond_broadcast(&wq->gone);
+        pthread_mutex_unlock(&wq->lock);
+        /* wq outlives this: workqueue_free joins the thread first */
+        if (wq->ops.thread_done && r >= 0)
+                wq->ops.thread_done(t->data);
+        return NULL;
+}
+
+/* Starts a thread the caller counted in stats.threads already; on failure
+ * it is uncounted here. */
+static int thread_start(workqueue *wq, void *data, bool spare) {
+        struct workqueue_thread *t = calloc(1, sizeof(*t));
+        int r;
+
+        if (!t)
+                r = log_oom();
+        else {
+                *t = (struct workqueue_thread) { .wq = wq, .data = data, .spare = spare };
+                r = -pthread_create(&t->id, NULL, thread_main, t);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to start a %s thread: %m", wq->name);
+        }
+        if (r < 0) {
+                free(t);
+                pthread_mutex_lock(&wq->lock);
+                wq->stats.threads--;
+                pthread_cond_broadcast(&wq->gone);
+                pthread_mutex_unlock(&wq->lock);
+        }
+        return r;
+}
+
+/* Joins the threads that ended. They ended under the lock; what is left is
+ * their thread_done, so this waits a moment at most. */
+static void reap(workqueue *wq) {
+        struct workqueue_thread *t;
+
+        pthread_mutex_lock(&wq->lock);
+        t = TAKE_PTR(wq->ended);
+        pthread_mutex_unlock(&wq->lock);
+        while (t) {
+                struct workqueue_thread *next = t->next;
+                pthread_join(t->id, NULL);
+                free(t);
+                t = next;
+        }
+}
+
+int workqueue_new(const char *name, const struct workqueue_ops *ops, void *userdata, unsigned max_running,
+                  workqueue **ret) {
+        _cleanup_free_ workqueue *wq = calloc(1, sizeof(*wq));
+
+        if (!wq)
+                return log_oom();
+        snprintf(wq->name, sizeof(wq->name), "%s", name);
+        wq->ops = *ops;
+        wq->userdata = userdata;
+        wq->max_running = MAX(max_running, 1u);
+        wq->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (wq->efd < 0)
+                return log_error_errno(negative_errno(), "Failed to create an eventfd for %s: %m", name);
+        pthread_mutex_init(&wq->lock, NULL);
+        pthread_cond_init(&wq->work, NULL);
+        pthread_cond_init(&wq->slot, NULL);
+        pthread_cond_init(&wq->gone, NULL);
+        *ret = TAKE_PTR(wq);
+        return 0;
+}
+
+int workqueue_start_thread(workqueue *wq, void *thread_data) {
+        pthread_mutex_lock(&wq->lock);
+        wq->stats.threads++;
+        pthread_mutex_unlock(&wq->lock);
+        return thread_start(wq, thread_data, false);
+}
+
+void workqueue_submit(workqueue *wq, workqueue_item *item) {
+        bool spare;
+
+        reap(wq);
+        pthread_mutex_lock(&wq->lock);
+        item->next = NULL;
+        item->thread = NULL;
+        if (wq->tail)
+                wq->tail->next = item;
+        else
+                wq->head = item;
+        wq->tail = item;
+        wq->stats.queued++;
+        pthread_cond_signal(&wq->work);
+        spare = need_spare(wq);
+        /* counted before it starts, so nothing starts a second one for it */
+        if (spare)
+                wq->stats.threads++;
+        pthread_mutex_unlock(&wq->lock);
+        /* every thread runs a parked item: this one gets a thread of its own */
+        if (spare)
+                (void) thread_start(wq, NULL, true);
+}
+
+void workqueue_cancel(workqueue *wq, workqueue_item *item) {
+        pthread_mutex_lock(&wq->lock);
+        __atomic_store_n(&item->cancelled, true, __ATOMIC_RELAXED);
+        if (item->thread && wq->ops.interrupt)
+                wq->ops.interrupt(item, item->thread->data);
+        pthread_cond_broadcast(&wq->slot);
+        pthread_mutex_unlock(&wq->lock);
+}
+
+bool workqueue_item_cancelled(const workqueue_item *item) {
+        return __atomic_load_n(&item->cancelled, __ATOMIC_RELAXED);
+}
+
+void workqueue_wake(workqueue *wq) {
+        uint64_t one = 1;
+        /* EAGAIN only when the counter is full: the loop is woken anyway */
+        (void) !write(wq->efd, &one, sizeof(one));
+}
+
+void workqueue_complete(workqueue *wq, workqueue_item *item) {
+        pthread_mutex_lock(&wq->lock);
+        item->thread = NULL;
+        item->next = NULL;
+        if (wq->done_tail)
+                wq->done_tail->next = item;
+        else
+                wq->done = item;
+        wq->done_tail = item;
+        pthread_mutex_unlock(&wq->lock);
+        workqueue_wake(wq);
+}
+
+int workqueue_fd(const workqueue *wq) {
+        return wq->efd;
+}
+
+workqueue_item *workqueue_pop_done(workqueue *wq) {
+        workqueue_item *item;
+        uint64_t n;
+
+        /* reset; completions are counted by the list. EAGAIN: already reset */
+        if (read(wq->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+                log_debug_errno(errno, "Failed to reset the eventfd of %s, ignoring: %m", wq->name);
+        pthread_mutex_lock(&wq->lock);
+        item = wq->done;
+        if (item) {
+                wq->done = item->next;
+                if (!wq->done)
+                        wq->done_tail = NULL;
+                item->next = NULL;
+        }
+        pthread_mutex_unlock(&wq->lock);
+        return item;
+}
+
+static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        workqueue *wq = userdata;
+        uint64_t n;
+
+        (void) !read(wq->efd, &n, sizeof(n));
+        wq->wake_fn(wq, wq->wake_userdata);
+        return 0;
+}
+
+int workqueue_attach(workqueue *wq, sd_event *event, workqueue_wake_fn fn, void *userdata) {
+        int r;
+
+        wq->wake_fn = fn;
+        wq->wake_userdata = userdata;
+        r = sd_event_add_io(event, &wq->source, wq->efd, EPOLLIN, on_wake, wq);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch %s: %m", wq->name);
+        return 0;
+}
+
+void workqueue_park(workqueue *wq, workqueue_item *item) {
+        bool spare;
+
+        pthread_mutex_lock(&wq->lock);
+        wq->stats.running--;
+        wq->stats.parked++;
+        wq->stats.parks++;
+        slot_freed(wq);
+        spare = need_spare(wq);
+        if (spare)
+                wq->stats.threads++;
+        pthread_mutex_unlock(&wq->lock);
+        if (spare)
+                (void) thread_start(wq, NULL, true);
+}
+
+void workqueue_unpark(workqueue *wq, workqueue_item *item) {
+        pthread_mutex_lock(&wq->lock);
+        /* back among the running before any queued item; a cancelled item
+         * ends at once, so it takes its place without waiting */
+        wq->stats.resuming++;
+        while (wq->stats.running >= wq->max_running && !workqueue_item_cancelled(item) &&
+               !(wq->stopping && !wq->finish))
+                pthread_cond_wait(&wq->slot, &wq->lock);
+        wq->stats.resuming--;
+        wq->stats.parked--;
+        wq->stats.running++;
+        if (wq->stats.resuming == 0)
+                pthread_cond_broadcast(&wq->work);
+        pthread_mutex_unlock(&wq->lock);
+}
+
+void workqueue_stop(workqueue *wq, bool finish) {
+        pthread_mutex_lock(&wq->lock);
+        if (!wq->stopping) {
+                wq->stopping = true;
+                wq->finish = finish;
+        }
+        pthread_cond_broadcast(&wq->work);
+        pthread_cond_broadcast(&wq->slot);
+        while (wq->stats.threads > 0)
+                pthread_cond_wait(&wq->gone, &wq->lock);
+        pthread_mutex_unlock(&wq->lock);
+        reap(wq);
+}
+
+bool workqueue_stopping(workqueue *wq) {
+        bool stopping;
+
+        pthread_mutex_lock(&wq->lock);
+        stopping = wq->stopping;
+        pthread_mutex_unlock(&wq->lock);
+        return stopping;
+}
+
+void workqueue_get_stats(workqueue *wq, struct workqueue_stats *ret) {
+        pthread_mutex_lock(&wq->lock);
+        *ret = wq->stats;
+        pthread_mutex_unlock(&wq->lock);
+}
+
+static void release_list(workqueue *wq, workqueue_item *item) {
+        while (item) {
+                workqueue_item *next = item->next;
+                if (wq->ops.release)
+                        wq->ops.release(item);
+                item = next;
+        }
+}
+
+workqueue *workqueue_free(workqueue *wq) {
+        if (!wq)
+                return NULL;
+        workqueue_stop(wq, false);
+        release_list(wq, TAKE_PTR(wq->head));
+        release_list(wq, TAKE_PTR(wq->done));
+        sd_event_source_disable_unref(wq->source);
+        safe_close(wq->efd);
+        pthread_cond_destroy(&wq->gone);
+        pthread_cond_destroy(&wq->slot);
+        pthread_cond_destroy(&wq->work);
+        pthread_mutex_destroy(&wq->lock);
+        free(wq);
+        return NULL;
+}

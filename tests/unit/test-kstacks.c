@@ -1,0 +1,198 @@
+/* Tests of the kernel's stack storage as the daemon sees it: the sizes of
+ * the aggregation maps (bounded by kernel_memory whatever the CPU count,
+ * the kernel's own memory figures reproduced) and stacks put back together
+ * from chains of nodes (order, missing links, cycles). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "mapsize.h"
+#include "stacknodes.h"
+#include "tests.h"
+
+#define MIB (1ULL << 20)
+
+static struct mapsize_input defaults(unsigned cpus) {
+        return (struct mapsize_input) {
+                .cpus = cpus,
+                .frequency_hz = 49,
+                .interval_ns = 10ULL * 1000000000ULL,
+                .cpu = true,
+                .blocks = true,
+                .kernel_memory = 64 * MIB,
+        };
+}
+
+static void test_hash_bytes_as_the_kernel_reports(void) {
+        /* bytes_memlock that bpftool showed for profd's maps on 6.18,
+         * 2 possible CPUs: counts_0 (32768 keys of 48 bytes, 8-byte values)
+         * and the old frames_0 (8192 stacks of 1024 bytes) */
+        CHECK_INT_EQ(mapsize_hash_bytes(32768, 48, 8, 2), 3933280);
+        CHECK_INT_EQ(mapsize_hash_bytes(8192, 8, 1024, 2), 8981504);
+}
+
+static void test_two_cpus_fit_in_twelve_mib(void) {
+        struct mapsize_input in = defaults(2);
+        struct mapsize_plan p;
+
+        mapsize_plan(&in, &p);
+        /* 49 Hz x 2 CPUs x 10 s samples, plus room for blocks and wakers */
+        CHECK_INT_EQ(p.keys, 980 + 18432);
+        CHECK_INT_EQ(p.stacks, 2 * 980 + 11264);
+        CHECK_INT_EQ(p.nodes[PROFD_CLASS_8] + p.nodes[PROFD_CLASS_16] + p.nodes[PROFD_CLASS_32], p.stacks);
+        for (unsigned c = 0; c < PROFD_CLASS__MAX; c++)
+                CHECK(p.nodes[c] >= p.stacks / 4);
+        CHECK(!p.capped);
+        CHECK(p.bytes <= 12 * MIB);
+        CHECK_INT_EQ(p.bytes, p.demand_bytes);
+}
+
+static void test_bounded_whatever_the_cpus(void) {
+        uint64_t last = 0;
+
+        for (unsigned cpus = 1; cpus <= 256; cpus++) {
+                struct mapsize_input in = defaults(cpus);
+                struct mapsize_plan p;
+
+                mapsize_plan(&in, &p);
+                CHECK(p.bytes <= in.kernel_memory);
+                /* more CPUs get larger maps until the budget, then about
+                 * the budget (buckets come in powers of two)... */
+                if (p.capped)
+                        CHECK(p.bytes >= in.kernel_memory - 4 * MIB);
+                else
+                        CHECK(p.bytes >= last);
+                last = p.bytes;
+                if (cpus == 256) {
+                        /* ...and the budget still holds a busy host's interval */
+                        CHECK(p.capped);
+                        CHECK(p.demand_bytes > 2 * in.kernel_memory);
+                        CHECK(p.keys >= 40000);
+                        CHECK(p.stacks >= 80000);
+                        CHECK(p.bytes >= in.kernel_memory - 2 * MIB);
+                }
+        }
+}
+
+static void test_small_budget_and_overrides(void) {
+        struct mapsize_input in = defaults(64);
+        struct mapsize_plan p;
+
+        in.kernel_memory = 1 * MIB;
+        mapsize_plan(&in, &p);
+        CHECK(p.capped);
+        CHECK(p.bytes <= 1 * MIB);
+        CHECK(p.keys >= 64);
+
+        /* explicit sizes are taken as they are, also over the budget */
+        in = defaults(2);
+        in.max_keys = 64;
+        in.max_stacks = 64;
+        mapsize_plan(&in, &p);
+        CHECK_INT_EQ(p.keys, 64);
+        CHECK_INT_EQ(p.stacks, 64);
+        CHECK(!p.capped);
+        in.max_stacks = 3;
+        mapsize_plan(&in, &p);
+        CHECK_INT_EQ(p.stacks, 3);
+        for (unsigned c = 0; c < PROFD_CLASS__MAX; c++)
+                CHECK_INT_EQ(p.nodes[c], 1);
+        in = defaults(2);
+        in.max_keys = 1 << 20;
+        in.kernel_memory = 8 * MIB;
+        mapsize_plan(&in, &p);
+        CHECK_INT_EQ(p.keys, 1 << 20);
+        CHECK(p.bytes > in.kernel_memory);
+}
+
+/* node as the kernel map holds it: head then frames */
+static struct stack_node *node(uint64_t parent, uint32_t n, uint8_t end, uint64_t first_ip, size_t value_size) {
+        _cleanup_free_ char *v = calloc(1, value_size);
+        struct profd_node_head h = { .parent = parent, .n = n, .end = end };
+
+        CHECK(v);
+        memcpy(v, &h, sizeof(h));
+        for (uint32_t i = 0; i < n && sizeof(h) + (i + 1) * 8 <= value_size; i++) {
+                uint64_t ip = first_ip + i;
+                memcpy(v + sizeof(h) + i * 8, &ip, 8);
+        }
+        return stack_node_from_value(v, value_size);
+}
+
+static void nodes_free(hashmap *m) {
+        const void *k;
+        void *v;
+        size_t i = 0;
+
+        while (hashmap_iterate(m, &i, &k, &v))
+                free(v);
+        hashmap_free(m);
+}
+
+static void test_chain_assembled_innermost_first(void) {
+        hashmap *m = hashmap_new_u64();
+        struct stack_trace *t;
+
+        /* a 70-frame stack: 32 outermost (ips 1000..), 32 more (2000..),
+         * and 6 innermost (3000..) whose walk ended at depth */
+        CHECK(m);
+        CHECK_INT_EQ(hashmap_put(m, UINT64_TO_KEY(0x8000000000000001ULL),
+                                 node(PROFD_NODE_ROOT, 32, 0, 1000, sizeof(struct profd_node32))), 0);
+        CHECK_INT_EQ(hashmap_put(m, UINT64_TO_KEY(0x8000000000000002ULL),
+                                 node(0x8000000000000001ULL, 32, 0, 2000, sizeof(struct profd_node32))), 0);
+        CHECK_INT_EQ(hashmap_put(m, UINT64_TO_KEY(7), node(0x8000000000000002ULL, 6, PROFD_END_DEPTH, 3000,
+                                                          sizeof(struct profd_node8))), 0);
+        CHECK_INT_EQ(stack_nodes_assemble(m, 7, &t), 0);
+        CHECK_INT_EQ(t->n, 70);
+        CHECK_INT_EQ(t->end, PROFD_END_DEPTH);
+        CHECK_INT_EQ(t->ips[0], 3000);
+        CHECK_INT_EQ(t->ips[5], 3005);
+        CHECK_INT_EQ(t->ips[6], 2000);
+        CHECK_INT_EQ(t->ips[37], 2031);
+        CHECK_INT_EQ(t->ips[38], 1000);
+        CHECK_INT_EQ(t->ips[69], 1031);
+        free(t);
+        /* an outer node is a stack of its own too (shared prefix) */
+        CHECK_INT_EQ(stack_nodes_assemble(m, 0x8000000000000002ULL, &t), 0);
+        CHECK_INT_EQ(t->n, 64);
+        CHECK_INT_EQ(t->ips[0], 2000);
+        free(t);
+        nodes_free(m);
+}
+
+static void test_broken_chains_refused(void) {
+        hashmap *m = hashmap_new_u64();
+        struct stack_trace *t = NULL;
+
+        CHECK(m);
+        /* parent missing */
+        CHECK_INT_EQ(hashmap_put(m, UINT64_TO_KEY(1), node(99, 4, 0, 10, sizeof(struct profd_node8))), 0);
+        CHECK_INT_EQ(stack_nodes_assemble(m, 1, &t), -ENOENT);
+        CHECK_INT_EQ(stack_nodes_assemble(m, 42, &t), -ENOENT);
+        /* a cycle ends at the frame limit */
+        CHECK_INT_EQ(hashmap_put(m, UINT64_TO_KEY(2), node(3, 32, 0, 10, sizeof(struct profd_node32))), 0);
+        CHECK_INT_EQ(hashmap_put(m, UINT64_TO_KEY(3), node(2, 32, 0, 10, sizeof(struct profd_node32))), 0);
+        CHECK_INT_EQ(stack_nodes_assemble(m, 2, &t), -ELOOP);
+        /* a self-loop of a single frame too */
+        CHECK_INT_EQ(hashmap_put(m, UINT64_TO_KEY(4), node(4, 1, 0, 10, sizeof(struct profd_node8))), 0);
+        CHECK_INT_EQ(stack_nodes_assemble(m, 4, &t), -ELOOP);
+        CHECK(!t);
+        nodes_free(m);
+
+        /* a count the class cannot hold, or none, is no node */
+        errno = 0;
+        CHECK(!node(PROFD_NODE_ROOT, 9, 0, 1, sizeof(struct profd_node8)));
+        CHECK_INT_EQ(errno, EINVAL);
+        CHECK(!node(PROFD_NODE_ROOT, 0, 0, 1, sizeof(struct profd_node8)));
+}
+
+int main(void) {
+        test_hash_bytes_as_the_kernel_reports();
+        test_two_cpus_fit_in_twelve_mib();
+        test_bounded_whatever_the_cpus();
+        test_small_budget_and_overrides();
+        test_chain_assembled_innermost_first();
+        test_broken_chains_refused();
+        TESTS_DONE();
+}

@@ -1,0 +1,293 @@
+/* The store's write and query paths on a temporary file: drains written
+ * through store_drain_* come back from a reader connection with their exact
+ * sums per stack, per group, per drain and per drop reason, their frames
+ * (inline chains, unresolved frames named module+offset with their reason,
+ * kernel frames) and their filters; an aborted drain leaves nothing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "store.h"
+#include "tests.h"
+
+#define SEC 1000000000ULL
+#define T0 (1700000000ULL * SEC)
+
+static const struct store_process alpha = {
+        .pid = 100, .start_ns = 11, .comm = "alpha", .exe = "/usr/bin/alpha",
+        .cgroup = "/system.slice/alpha.service", .uid = 0, .have_uid = true,
+};
+static const struct store_process beta = {
+        .pid = 200, .start_ns = 22, .comm = "beta", .exe = "/usr/bin/beta",
+        .cgroup = "/user.slice/user-1000.slice/session-1.scope", .uid = 1000, .have_uid = true,
+};
+
+/* S1: main -> work, with work's code inlined from helper (file:line) */
+static const struct store_line work_lines[2] = {
+        { .function = "helper", .file = "app.c", .line = 7, .inlined = true },
+        { .function = "work", .file = "app.c", .line = 30 },
+};
+static const struct store_frame s1[2] = {
+        { .module = "/usr/bin/app", .build_id = "abcd", .address = 0x1000, .function = "main" },
+        { .module = "/usr/bin/app", .build_id = "abcd", .address = 0x2000, .function = "work",
+          .lines = work_lines, .n_lines = 2 },
+};
+/* S2: main -> an address no symbol covers; its user walk ended early */
+static const struct store_frame s2[2] = {
+        { .module = "/usr/bin/app", .build_id = "abcd", .address = 0x1000, .function = "main" },
+        { .module = "/usr/bin/app", .build_id = "abcd", .address = 0x3000,
+          .unresolved = STORE_UNRESOLVED_NO_SYMBOLS },
+};
+#define S2_END 6 /* a truncated walk: not complete */
+/* K: a kernel stack (off-CPU) */
+static const struct store_frame k1[1] = {
+        { .module = "[kernel.kallsyms]", .address = 0xffffffff81000000ULL, .function = "schedule", .kernel = true },
+};
+
+static void add(store *s, const struct store_process *p, uint32_t tid, int kind, const struct store_frame *f,
+                size_t n, int user_end, uint64_t value) {
+        CHECK_INT_EQ(store_drain_add(s, &(struct store_sample) {
+                .process = p, .tid = tid, .kind = kind, .state = kind ? 2 : 0, .frames = f, .n_frames = n,
+                .user_end = user_end, .value = value }), 0);
+}
+
+/* Drain 1 [T0, T0+10s]: alpha S1 5 (tid 100) + 3 (tid 101), beta S2 7,
+ * alpha off-CPU K 1 ms, map_full 3. Drain 2 [T0+10s, T0+20s]: beta S1 11. */
+static void write_drains(store *s, int64_t *ret_id1, int64_t *ret_id2) {
+        uint64_t samples, keys;
+
+        CHECK_INT_EQ(store_drain_begin(s, T0, T0 + 10 * SEC), 0);
+        add(s, &alpha, 100, 0, s1, 2, 0, 5);
+        add(s, &alpha, 101, 0, s1, 2, 0, 3);
+        add(s, &beta, 200, 0, s2, 2, S2_END, 7);
+        add(s, &alpha, 100, 1, k1, 1, 0, 1000000);
+        CHECK_INT_EQ(store_drain_drop(s, "map_full", 3), 0);
+        CHECK_INT_EQ(store_drain_drop(s, "ringbuf_full", 0), 0); /* zero: not stored */
+        CHECK_INT_EQ(store_drain_commit(s, ret_id1, &samples, &keys), 0);
+        CHECK_INT_EQ(samples, 15); /* on-CPU values only: the rest are ns */
+        CHECK_INT_EQ(keys, 4);
+
+        CHECK_INT_EQ(store_drain_begin(s, T0 + 10 * SEC, T0 + 20 * SEC), 0);
+        add(s, &beta, 200, 0, s1, 2, 0, 11);
+        CHECK_INT_EQ(store_drain_commit(s, ret_id2, &samples, &keys), 0);
+        CHECK_INT_EQ(samples, 11);
+        CHECK_INT_EQ(keys, 1);
+}
+
+/* Every answered stack as "group|frame;frame value end", one per line. */
+struct answer {
+        char text[2048];
+};
+
+static int collect(const struct store_stack_out *st, void *userdata) {
+        struct answer *a = userdata;
+        size_t n = strlen(a->text);
+
+        n += snprintf(a->text + n, sizeof(a->text) - n, "%s|", st->group ? st->group : "");
+        for (size_t i = 0; i < st->n_frames; i++)
+                n += snprintf(a->text + n, sizeof(a->text) - n, "%s%s", i ? ";" : "", st->frames[i].name);
+        snprintf(a->text + n, sizeof(a->text) - n, " %" PRIu64 " %d\n", st->value, st->user_end);
+        return 0;
+}
+
+static const char *query(store *r, const struct store_query *q, uint64_t expect_total, uint64_t expect_stacks) {
+        static struct answer a;
+        uint64_t total = 0, stacks = 0;
+
+        memset(&a, 0, sizeof(a));
+        CHECK_INT_EQ(store_query_stacks(r, q, collect, &a, &total, &stacks), 0);
+        CHECK_INT_EQ(total, expect_total);
+        CHECK_INT_EQ(stacks, expect_stacks);
+        return a.text;
+}
+
+#define WINDOW .from_ns = T0, .to_ns = T0 + 20 * SEC
+
+static void test_stacks_summed_per_stack_and_group(store *r) {
+        /* ungrouped: S1 = 5 + 3 + 11 over both drains, in stack order */
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW }, 26, 2),
+                     "|main;work;helper 19 0\n|main;app+0x3000 7 6\n");
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW, .group = STORE_GROUP_PROCESS }, 26, 3),
+                     "alpha-100|main;work;helper 8 0\nbeta-200|main;work;helper 11 0\nbeta-200|main;app+0x3000 7 6\n");
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW, .group = STORE_GROUP_UNIT }, 26, 3),
+                     "alpha.service|main;work;helper 8 0\nsession-1.scope|main;work;helper 11 0\n"
+                     "session-1.scope|main;app+0x3000 7 6\n");
+        /* the off-CPU kind apart, kernel frame kept */
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 1, WINDOW }, 1000000, 1), "|schedule 1000000 0\n");
+}
+
+static void test_filters(store *r) {
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW, .pid = 200 }, 18, 2),
+                     "|main;work;helper 11 0\n|main;app+0x3000 7 6\n");
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW, .tid = 101 }, 3, 1), "|main;work;helper 3 0\n");
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW, .comm = "al*" }, 8, 1), "|main;work;helper 8 0\n");
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW, .only_uid = true, .uid = 1000 }, 18, 2),
+                     "|main;work;helper 11 0\n|main;app+0x3000 7 6\n");
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW, .cgroup = "/system.slice" }, 8, 1),
+                     "|main;work;helper 8 0\n");
+        /* /system.slice/alpha must not match alpha.service's sibling prefix */
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, WINDOW, .cgroup = "/system.slice/alpha" }, 0, 0), "");
+        /* only the second drain's window */
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, .from_ns = T0 + 15 * SEC, .to_ns = T0 + 30 * SEC },
+                           11, 1),
+                     "|main;work;helper 11 0\n");
+}
+
+struct frames_seen {
+        struct store_frame_out f[3];
+        size_t n;
+};
+
+/* Keeps the first three-frame stack's frames (their flags and numbers;
+ * strings are checked here: they live during the callback only) and checks
+ * the unresolved frame of the two-frame one. */
+static int frames_check(const struct store_stack_out *st, void *userdata) {
+        struct frames_seen *fs = userdata;
+
+        if (st->n_frames == 3 && !fs->n) {
+                memcpy(fs->f, st->frames, sizeof(fs->f));
+                fs->n = 3;
+                CHECK(st->frames[0].file == NULL); /* main has no debug lines */
+                CHECK_STR_EQ(st->frames[1].file, "app.c");
+                CHECK_STR_EQ(st->frames[2].file, "app.c");
+                CHECK_STR_EQ(st->frames[1].build_id, "abcd");
+                CHECK_STR_EQ(st->frames[1].module, "/usr/bin/app");
+        }
+        if (st->n_frames == 2) {
+                CHECK(!st->frames[1].resolved);
+                CHECK_INT_EQ(st->frames[1].unresolved, STORE_UNRESOLVED_NO_SYMBOLS);
+                CHECK_INT_EQ(st->frames[1].address, 0x3000);
+        }
+        return 0;
+}
+
+static void test_frames(store *r) {
+        struct frames_seen seen = {};
+
+        CHECK_INT_EQ(store_query_stacks(r, &(struct store_query) { .kind = 0, WINDOW }, frames_check, &seen, NULL, NULL), 0);
+        CHECK_INT_EQ(seen.n, 3);
+        /* work is at line 30 calling the inlined helper at line 7 */
+        CHECK(seen.f[0].resolved && !seen.f[0].inlined);
+        CHECK(!seen.f[1].inlined);
+        CHECK_INT_EQ(seen.f[1].line, 30);
+        CHECK(seen.f[2].inlined);
+        CHECK_INT_EQ(seen.f[2].line, 7);
+        CHECK_INT_EQ(seen.f[2].address, 0x2000);
+}
+
+struct drain_sums {
+        uint64_t start[4], value[4], complete[4];
+        size_t n;
+};
+
+static int drain_value(uint64_t start_ns, uint64_t end_ns, uint64_t value, uint64_t complete, void *userdata) {
+        struct drain_sums *d = userdata;
+
+        if (d->n < 4) {
+                d->start[d->n] = start_ns;
+                d->value[d->n] = value;
+                d->complete[d->n] = complete;
+        }
+        d->n++;
+        return 0;
+}
+
+static int drop_sum(const char *reason, uint64_t count, void *userdata) {
+        char *out = userdata;
+        size_t n = strlen(out);
+        snprintf(out + n, 256 - n, "%s=%" PRIu64 ";", reason, count);
+        return 0;
+}
+
+static void test_drains_drops_and_stats(store *r, int64_t id1, int64_t id2) {
+        struct drain_sums d = {};
+        struct store_stats st;
+        char drops[256] = "";
+        int64_t last;
+        uint64_t start, end;
+
+        CHECK_INT_EQ(store_query_drains(r, &(struct store_query) { .kind = 0, WINDOW }, drain_value, &d), 0);
+        CHECK_INT_EQ(d.n, 2);
+        CHECK_INT_EQ(d.start[0], T0);
+        CHECK_INT_EQ(d.value[0], 15);
+        CHECK_INT_EQ(d.complete[0], 8); /* S2's 7 ended early */
+        CHECK_INT_EQ(d.start[1], T0 + 10 * SEC);
+        CHECK_INT_EQ(d.value[1], 11);
+        CHECK_INT_EQ(d.complete[1], 11);
+
+        CHECK_INT_EQ(store_query_drops(r, &(struct store_query) { WINDOW }, drop_sum, drops), 0);
+        CHECK_STR_EQ(drops, "map_full=3;");
+        drops[0] = 0;
+        CHECK_INT_EQ(store_query_drops(r, &(struct store_query) { .drain_id = id2 }, drop_sum, drops), 0);
+        CHECK_STR_EQ(drops, "");
+
+        CHECK_INT_EQ(store_last_drain(r, &last, &start, &end), 0);
+        CHECK_INT_EQ(last, id2);
+        CHECK_INT_EQ(start, T0 + 10 * SEC);
+        CHECK_INT_EQ(end, T0 + 20 * SEC);
+        CHECK(id1 != id2);
+
+        CHECK_INT_EQ(store_get_stats(r, &st), 0);
+        CHECK_INT_EQ(st.drains, 2);
+        CHECK_INT_EQ(st.samples, 26);
+        CHECK_INT_EQ(st.stacks, 3);
+        CHECK_INT_EQ(st.processes, 2);
+        CHECK_INT_EQ(st.last_drain_ns, T0 + 20 * SEC);
+        CHECK_INT_EQ(st.n_drops, 1);
+        CHECK(st.file_bytes > 0);
+        store_stats_done(&st);
+}
+
+/* An aborted drain leaves no row; the next one is stored whole, its ids
+ * not taken from the rolled-back rows. */
+static void test_abort(store *s, store *r) {
+        static const struct store_frame fresh[1] = {
+                { .module = "/usr/lib/new.so", .address = 0x40, .function = "fresh" },
+        };
+        struct store_stats st;
+
+        CHECK_INT_EQ(store_drain_begin(s, T0 + 20 * SEC, T0 + 30 * SEC), 0);
+        add(s, &beta, 200, 0, fresh, 1, 0, 99);
+        store_drain_abort(s);
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, .from_ns = T0 + 21 * SEC, .to_ns = T0 + 40 * SEC },
+                           0, 0), "");
+        CHECK_INT_EQ(store_drain_begin(s, T0 + 30 * SEC, T0 + 40 * SEC), 0);
+        add(s, &beta, 200, 0, fresh, 1, 0, 4);
+        CHECK_INT_EQ(store_drain_commit(s, NULL, NULL, NULL), 0);
+        CHECK_STR_EQ(query(r, &(struct store_query) { .kind = 0, .from_ns = T0 + 21 * SEC, .to_ns = T0 + 40 * SEC },
+                           4, 1), "|fresh 4 0\n");
+        CHECK_INT_EQ(store_get_stats(r, &st), 0);
+        CHECK_INT_EQ(st.drains, 3);
+        store_stats_done(&st);
+}
+
+int main(void) {
+        char dir[] = "/tmp/test-store-XXXXXX";
+        _cleanup_free_ char *path = NULL, *cmd = NULL;
+        store *s = NULL, *r = NULL;
+        int64_t id1 = 0, id2 = 0;
+
+        CHECK(mkdtemp(dir) != NULL);
+        CHECK(asprintf(&path, "%s/store.db", dir) > 0);
+        CHECK_INT_EQ(store_open(path, &s), 0);
+        if (!s)
+                TESTS_DONE();
+        write_drains(s, &id1, &id2);
+        CHECK_INT_EQ(store_open_reader(path, &r), 0);
+        if (r) {
+                test_stacks_summed_per_stack_and_group(r);
+                test_filters(r);
+                test_frames(r);
+                test_drains_drops_and_stats(r, id1, id2);
+                test_abort(s, r);
+                /* a reader cannot write, whatever it asks */
+                CHECK(store_drain_begin(r, T0, T0 + SEC) < 0);
+        }
+        store_close(r);
+        store_close(s);
+        CHECK(asprintf(&cmd, "rm -rf %s", dir) > 0);
+        CHECK_INT_EQ(system(cmd), 0);
+        TESTS_DONE();
+}
