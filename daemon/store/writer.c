@@ -425,6 +425,16 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                 store_drain_abort(w->store);
                 /* Locations of the rolled back drain may be marked stored. */
                 (void) symbolizer_forget_stored(w->sym);
+                /* The disk the DWARF copies take (next to the store) is
+                 * the store's first: give it back; DWARF is read into the
+                 * heap until there is room again. */
+                if (r == -ENOSPC || r == -EDQUOT) {
+                        int64_t freed = symbolizer_release_copies(w->sym);
+
+                        if (freed > 0)
+                                log_info("The store's disk is full: gave back %" PRId64 " KiB of DWARF copies.",
+                                         freed >> 10);
+                }
                 w->stats.failed_drains++;
                 for (int i = 0; i < PROFD_COUNTER__MAX; i++)
                         w->stats.pending_drops[i] += b->counters[i];
@@ -592,6 +602,8 @@ static void writer_run(workqueue_item *item, void *thread_data, void *userdata) 
         pthread_mutex_lock(&w->lock);
         w->stats.processes_tracked = proctable_size(w->procs);
         w->stats.symbol_cache_bytes = symbolizer_cache_bytes(w->sym);
+        w->stats.symbol_mapped_bytes = symbolizer_mapped_bytes(w->sym);
+        w->stats.symbol_peak_bytes = symbolizer_peak_bytes(w->sym);
         w->stats.jit_map_entries_dropped = proctable_jit_entries_dropped(w->procs);
         pthread_mutex_unlock(&w->lock);
 }

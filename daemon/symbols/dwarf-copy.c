@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "helpers.h"
 #include "macro.h"
+
+#define ERRNO_IS_DISK_FULL(e) ((e) == ENOSPC || (e) == EDQUOT)
 
 /* Read and write in pieces this big: the copy streams through a fixed
  * buffer whatever the size of the sections. */
@@ -22,6 +25,23 @@
 /* zlib's deflate cannot expand more than about 1032:1; a header claiming
  * more is crafted, and is left to libelf (which refuses it) as before. */
 #define ZLIB_MAX_RATIO 1032
+
+/* A copy must leave this much of its filesystem free, and a twentieth of
+ * it: the copies go next to the store, and a drain that cannot be stored
+ * is lost while a copy not made only costs heap. */
+#define COPY_FREE_MARGIN (UINT64_C(64) << 20)
+
+/* Whether dir's filesystem has room for size more bytes and the margin. */
+static bool copy_fits(const char *dir, uint64_t size) {
+        struct statvfs vfs;
+        uint64_t avail, total;
+
+        if (statvfs(dir, &vfs) < 0)
+                return false;
+        avail = (uint64_t) vfs.f_bavail * vfs.f_frsize;
+        total = (uint64_t) vfs.f_blocks * vfs.f_frsize;
+        return avail >= size && avail - size >= COPY_FREE_MARGIN + total / 20;
+}
 
 /* One kept section: where its bytes are in the source, where they go. */
 struct copy_section {
@@ -233,9 +253,7 @@ int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size
         if (n_secs == 0)
                 goto fallback;
 
-        out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (out < 0)
-                goto fallback;
+        out = -1;
         in_buf = malloc(COPY_CHUNK);
         out_buf = malloc(COPY_CHUNK);
         shstr_len += sizeof(".shstrtab");
@@ -295,24 +313,42 @@ int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size
         memcpy(oh.e_ident, ehdr.e_ident, EI_NIDENT);
         if (n_secs + 2 >= SHN_LORESERVE)
                 goto fallback;
+        if (!copy_fits(dir, off + (n_secs + 2) * sizeof(*out_shdrs))) {
+                r = -ENOSPC;
+                goto done;
+        }
+        out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (out < 0) {
+                r = ERRNO_IS_DISK_FULL(errno) ? -ENOSPC : 0;
+                goto done;
+        }
 
         for (size_t i = 0; i < n_secs; i++) {
                 if (secs[i].shdr.sh_type == SHT_NOBITS)
                         continue;
                 r = copy_section_data(src_fd, out, &secs[i], in_buf, out_buf);
-                if (r == -ENOMEM)
-                        goto done;
+                if (r == -ENOMEM || ERRNO_IS_DISK_FULL(-r))
+                        goto done_disk;
                 if (r < 0)
                         goto fallback;
         }
-        if (pwrite_all(out, shstr, shstr_len, shstrtab_off) < 0 ||
-            pwrite_all(out, out_shdrs, (n_secs + 2) * sizeof(*out_shdrs), off) < 0 ||
-            pwrite_all(out, &oh, sizeof(oh), 0) < 0)
+        r = pwrite_all(out, shstr, shstr_len, shstrtab_off);
+        if (r >= 0)
+                r = pwrite_all(out, out_shdrs, (n_secs + 2) * sizeof(*out_shdrs), off);
+        if (r >= 0)
+                r = pwrite_all(out, &oh, sizeof(oh), 0);
+        if (ERRNO_IS_DISK_FULL(-r))
+                goto done_disk;
+        if (r < 0)
                 goto fallback;
 
         *ret_size = off + (n_secs + 2) * sizeof(*out_shdrs);
         *ret_fd = TAKE_FD(out);
         r = 1;
+        goto done;
+done_disk:
+        if (r != -ENOMEM)
+                r = -ENOSPC;
         goto done;
 fallback:
         r = 0;

@@ -17,10 +17,16 @@
  * so its mapping cannot be cut short; a disk full while writing it is a
  * write error here, not a fault later.
  *
+ * The copy is made only when it leaves dir's filesystem 64 MiB and a
+ * twentieth of its size free: it goes next to the store, whose drains
+ * matter more than heap saved.
+ *
  * Returns 1 and *ret_fd (the copy, read/write, close-on-exec) and
  * *ret_size; 0 when the file is not one this handles (not 64-bit in the
  * host's byte order, relocatable, a dwz .gnu_debugaltlink to follow, GNU
  * .zdebug or non-zlib compression, no O_TMPFILE in dir, a write failing,
- * compressed data that does not inflate): the caller then reads the
- * original as before; or -ENOMEM. */
+ * compressed data that does not inflate); -ENOSPC when there is no room
+ * for it (short of the margin, or a write found the disk full: nothing of
+ * it is left); in all these cases the caller reads the original as before;
+ * or -ENOMEM. */
 int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size);

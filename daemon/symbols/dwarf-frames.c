@@ -182,33 +182,36 @@ static bool elf_string_sections_terminated(Elf *e) {
         return true;
 }
 
-/* Maps the decompressed copy of d's DWARF sections, if one can be made,
- * and opens an Elf on it; else an Elf reading d->fd into the heap. Returns
- * 0 (d->elf NULL when neither works) or -ENOMEM. */
+/* Maps the decompressed copy of d's DWARF sections, made now if there is
+ * none yet and one can be made, and opens an Elf on it; else an Elf
+ * reading d->fd into the heap. Returns 0 (d->elf NULL when neither works)
+ * or -ENOMEM. */
 static int dwarf_index_open_elf(struct dwarf_index *d, const char *scratch_dir) {
-        _cleanup_close_ int copy = -1;
-        uint64_t size = 0;
         void *map;
         int r;
 
-        r = dwarf_copy_make(d->fd, scratch_dir, &copy, &size);
-        if (r < 0)
-                return r;
-        if (r > 0 && size <= SIZE_MAX) {
-                /* Read-only and private: nothing writes the copy, and the
-                 * mapping keeps the unlinked file (and its disk space) only
-                 * as long as the DWARF is open. */
-                map = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE, copy, 0);
+        if (d->copy_fd < 0 && !d->copy_refused && scratch_dir) {
+                r = dwarf_copy_make(d->fd, scratch_dir, &d->copy_fd, &d->copy_size);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == 0)
+                        d->copy_refused = true;
+                /* -ENOSPC: read into the heap this time, tried again at the
+                 * next open */
+        }
+        if (d->copy_fd >= 0 && d->copy_size <= SIZE_MAX) {
+                /* Read-only and private: nothing writes the copy. */
+                map = mmap(NULL, (size_t) d->copy_size, PROT_READ, MAP_PRIVATE, d->copy_fd, 0);
                 if (map != MAP_FAILED) {
                         /* ELF_C_READ_MMAP semantics: libelf never writes
                          * into a memory image. */
-                        d->elf = elf_memory(map, (size_t) size);
+                        d->elf = elf_memory(map, (size_t) d->copy_size);
                         if (d->elf) {
                                 d->map = map;
-                                d->map_size = (size_t) size;
+                                d->map_size = (size_t) d->copy_size;
                                 return 0;
                         }
-                        munmap(map, (size_t) size);
+                        munmap(map, (size_t) d->copy_size);
                 }
         }
         /* ELF_C_READ rather than mmap for the original: a file truncated
@@ -268,6 +271,16 @@ int dwarf_index_open(struct dwarf_index *d, const char *scratch_dir) {
 
 bool dwarf_index_is_open(const struct dwarf_index *d) {
         return d->dwarf;
+}
+
+uint64_t dwarf_index_release_copy(struct dwarf_index *d) {
+        uint64_t size = d->copy_size;
+
+        if (d->map || d->copy_fd < 0)
+                return 0;
+        d->copy_fd = safe_close(d->copy_fd);
+        d->copy_size = 0;
+        return size;
 }
 
 void dwarf_index_drop_pages(struct dwarf_index *d) {
@@ -482,7 +495,7 @@ int dwarf_index_collect(struct dwarf_index *d, uint64_t vaddr, const char *symbo
 }
 
 void dwarf_index_init(struct dwarf_index *d) {
-        *d = (struct dwarf_index) { .fd = -1 };
+        *d = (struct dwarf_index) { .fd = -1, .copy_fd = -1 };
 }
 
 void dwarf_index_close(struct dwarf_index *d) {
@@ -515,6 +528,7 @@ void dwarf_index_close(struct dwarf_index *d) {
 void dwarf_index_done(struct dwarf_index *d) {
         dwarf_index_close(d);
         safe_close(d->fd);
+        safe_close(d->copy_fd);
         free(d->cu_runs);
         free(d->path);
         dwarf_index_init(d);

@@ -32,6 +32,13 @@ struct dwarf_index {
         bool failed; /* opening it failed (or there is none): symbol tables only */
         void *map; /* the mapped decompressed copy (dwarf-copy.h) elf reads, or NULL: elf reads fd */
         size_t map_size;
+        /* The copy, kept across closes so that a reopen maps it again
+         * rather than inflating the sections anew (-1: none made yet, or
+         * given back by dwarf_index_release_copy); copy_refused: the file
+         * is not one dwarf_copy_make handles, never tried again. */
+        int copy_fd;
+        uint64_t copy_size;
+        bool copy_refused;
         bool runs_read; /* cu_runs is built (it outlives a close) */
         struct cu_run *cu_runs; /* sorted by start */
         size_t n_cu_runs, cu_runs_allocated;
@@ -52,8 +59,9 @@ void dwarf_index_done(struct dwarf_index *d);
  * With a scratch_dir (NULL: none), the DWARF sections are first copied,
  * decompressed, into an unlinked file there and read through a read-only
  * mapping of it (dwarf-copy.h), so that the sections are page cache the
- * kernel can drop rather than heap; files the copy does not handle are read
- * into the heap as without one. DWARF that cannot be read (including
+ * kernel can drop rather than heap; the copy is kept when the DWARF is
+ * closed, for the next open. Files the copy does not handle, or when there
+ * is no room for it, are read into the heap as without one. DWARF that cannot be read (including
  * string sections without a final NUL, here or in a dwz file) leaves
  * d->dwarf NULL and d->failed set: the file resolves through its symbol
  * table alone. Returns 0 or -ENOMEM. */
@@ -65,6 +73,9 @@ bool dwarf_index_is_open(const struct dwarf_index *d);
  * dwarf_index_open reopens it as it was. Every pointer into it (names, file
  * paths) becomes invalid. A closed or never opened d is left as it is. */
 void dwarf_index_close(struct dwarf_index *d);
+/* Closes a closed d's copy, giving its disk space back (the next open
+ * makes it again if there is room). Returns the bytes given back. */
+uint64_t dwarf_index_release_copy(struct dwarf_index *d);
 /* Lets the kernel take back the resident pages of the mapped copy (they
  * are read again from the page cache or disk when next touched). */
 void dwarf_index_drop_pages(struct dwarf_index *d);

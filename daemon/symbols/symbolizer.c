@@ -37,6 +37,7 @@ struct symbolizer {
         uint64_t tick; /* LRU clock */
         uint64_t generation; /* bumped by every trim that evicted a file */
         char *scratch_dir; /* where DWARF copies go; NULL: DWARF is read into the heap */
+        uint64_t peak_bytes; /* see symbolizer_peak_bytes */
         struct kernel_table kernel;
 };
 
@@ -230,6 +231,40 @@ uint64_t symbolizer_cache_bytes(const symbolizer *s) {
         return total;
 }
 
+/* After DWARF was closed or files evicted: glibc keeps freed memory in the
+ * calling thread's arena (the writer's is not the main one, which alone is
+ * trimmed on its own), so without this the heap a file's DWARF held stays
+ * resident. A walk of the arenas: cheap next to what was freed. */
+static void symbolizer_give_back(size_t n_freed) {
+        if (n_freed > 0)
+                (void) malloc_trim(0);
+}
+
+uint64_t symbolizer_mapped_bytes(const symbolizer *s) {
+        uint64_t total = 0;
+
+        for (size_t i = 0; i < s->n_files; i++)
+                total += sym_file_mapped_bytes(s->files[i]);
+        return total;
+}
+
+uint64_t symbolizer_peak_bytes(const symbolizer *s) {
+        return s->peak_bytes;
+}
+
+int64_t symbolizer_release_copies(symbolizer *s) {
+        int64_t total = 0, r;
+
+        for (size_t i = 0; i < s->n_files; i++) {
+                r = sym_file_release_copy(s->files[i]);
+                if (r < 0)
+                        return r;
+                total += r;
+        }
+        symbolizer_give_back(1);
+        return total;
+}
+
 static int sym_file_compare_last_used(const void *a, const void *b) {
         uint64_t x = sym_file_last_used(*(const sym_file *const *) a);
         uint64_t y = sym_file_last_used(*(const sym_file *const *) b);
@@ -243,15 +278,6 @@ static void symbolizer_evict(symbolizer *s, sym_file *f) {
         sym_file_free(f);
 }
 
-/* After DWARF was closed or files evicted: glibc keeps freed memory in the
- * calling thread's arena (the writer's is not the main one, which alone is
- * trimmed on its own), so without this the heap a file's DWARF held stays
- * resident. A walk of the arenas: cheap next to what was freed. */
-static void symbolizer_give_back(size_t n_freed) {
-        if (n_freed > 0)
-                (void) malloc_trim(0);
-}
-
 size_t symbolizer_trim(symbolizer *s) {
         struct timespec ts;
         uint64_t total, now_ns;
@@ -259,6 +285,7 @@ size_t symbolizer_trim(symbolizer *s) {
 
         /* Idle DWARF goes whatever the budget; the pages of the rest are
          * given back (the next drain faults in what it reads). */
+        s->peak_bytes = MAX(s->peak_bytes, symbolizer_cache_bytes(s) + symbolizer_mapped_bytes(s));
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now_ns = (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
         for (size_t i = 0; i < s->n_files; i++) {

@@ -97,6 +97,18 @@ uint64_t symbolizer_cache_bytes(const symbolizer *s);
  * every sym_file pointer of an evicted file: call it when no frame of the
  * last drain is still being used. Returns the number of files evicted. */
 size_t symbolizer_trim(symbolizer *s);
+/* The size of the DWARF copies mapped now (file pages: at most this much
+ * of it is resident, and the kernel can take it back). */
+uint64_t symbolizer_mapped_bytes(const symbolizer *s);
+/* The most symbolizer_cache_bytes plus symbolizer_mapped_bytes came to
+ * since symbolizer_new, sampled at each symbolizer_trim before it trims
+ * (the cache only grows between trims, so this is a drain's peak). */
+uint64_t symbolizer_peak_bytes(const symbolizer *s);
+/* The disk the copies take is wanted (the store's filesystem is full):
+ * closes every file's DWARF and its copy; the next open makes a copy only
+ * if there is room again. Invalidates strings as symbolizer_trim does.
+ * Returns the bytes given back, or -ENOMEM. */
+int64_t symbolizer_release_copies(symbolizer *s);
 /* Forgets every file's sym_file_mark_stored (the store deleted locations).
  * Returns 0 or -ENOMEM. */
 int symbolizer_forget_stored(symbolizer *s);

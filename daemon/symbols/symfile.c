@@ -565,3 +565,15 @@ int sym_file_close_dwarf(sym_file *f) {
 void sym_file_drop_pages(sym_file *f) {
         dwarf_index_drop_pages(&f->dwarf);
 }
+
+uint64_t sym_file_mapped_bytes(const sym_file *f) {
+        return f->dwarf.map_size;
+}
+
+int64_t sym_file_release_copy(sym_file *f) {
+        int r = sym_file_close_dwarf(f);
+
+        if (r < 0)
+                return r;
+        return (int64_t) dwarf_index_release_copy(&f->dwarf);
+}

@@ -168,3 +168,8 @@ int sym_file_close_dwarf(sym_file *f);
 /* Drops the resident pages of f's mapped DWARF copy (see
  * dwarf_index_drop_pages). */
 void sym_file_drop_pages(sym_file *f);
+/* The size of f's DWARF copy mapped now (0: none mapped). */
+uint64_t sym_file_mapped_bytes(const sym_file *f);
+/* Closes f's DWARF and its copy, giving the copy's disk space back.
+ * Returns the bytes given back, or -ENOMEM (then it stays open). */
+int64_t sym_file_release_copy(sym_file *f);
