@@ -16,7 +16,9 @@
  * Memory: a file's DWARF is opened at the first address that needs it and
  * closed again after a minute without use, or sooner when the cache is over
  * its budget; with a scratch directory its sections are read through a
- * mapping of a decompressed private copy, not the heap. */
+ * mapping of a decompressed private copy, not the heap; the copy (disk,
+ * next to the store) is kept while the file stays cached, unless the disk
+ * fills (symbolizer_release_copies). */
 #pragma once
 
 #include <stdbool.h>
