@@ -303,7 +303,9 @@ struct ustack_state {
         __u8 end;               /* enum profd_stack_end, END_WALKING while walking */
         __u8 fp_only;           /* no unwind entry: frame pointers all the way */
         __u8 exact_ip;          /* ip is not a return address (frame 0, after a signal frame) */
-        __u8 pad[5];
+        __u8 m_index_shift;     /* the mapping's table index (profd_unwind_mapping.index_shift) */
+        __u8 pad[4];
+        __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
 };
 
 struct walk_window {
@@ -403,15 +405,16 @@ static __always_inline void *counts_map(__u32 gen) {
         return gen ? (void *) &counts_1 : (void *) &counts_0;
 }
 
-/* Adds n to the value of key, inserting it if new. */
-static __always_inline void count_key(__u32 gen, struct profd_sample_key *key, __u64 n) {
+/* Adds n to the value of key, inserting it if new. Returns true if the key
+ * was there already (counted before in this generation). */
+static __always_inline bool count_key(__u32 gen, struct profd_sample_key *key, __u64 n) {
         void *counts = counts_map(gen);
         __u64 *v = bpf_map_lookup_elem(counts, key);
         long err;
 
         if (v) {
                 __sync_fetch_and_add(v, n);
-                return;
+                return true;
         }
         err = bpf_map_update_elem(counts, key, &n, BPF_NOEXIST);
         if (err == -EEXIST) {
@@ -422,6 +425,7 @@ static __always_inline void count_key(__u32 gen, struct profd_sample_key *key, _
         } else if (err) {
                 counter_add(PROFD_DROP_MAP_FULL, 1);
         }
+        return false;
 }
 
 /* Tells the daemon about a process instance; false if the ring buffer was full

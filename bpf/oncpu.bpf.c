@@ -58,7 +58,11 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
                 key.user_stack = user_stack_unwind(task, u, SCRATCH_ONCPU_USER) ? frames_store(gen, u, SCRATCH_ONCPU_USER) : PROFD_STACK_LOST;
         }
 
-        count_key(gen, &key, 1);
-        announce_if_new(task, key.tgid, key.start_ns);
+        /* A key counted before in this generation was followed by the
+         * announcement of its process (or its counted failure, tried again
+         * with the process's next new key, at the latest in the next
+         * generation): one hash lookup less per sample. */
+        if (!count_key(gen, &key, 1))
+                announce_if_new(task, key.tgid, key.start_ns);
         return 0;
 }

@@ -176,7 +176,20 @@ struct profd_unwind_mapping {
         __u64 bias;        /* ip - bias = the address in the file's table */
         __u32 rows_off, rows_n;
         __u32 kind;        /* enum profd_mapping_kind */
-        __u32 pad;
+        __u32 index_shift; /* 0: no index; else the table's index (below) has buckets of 2^index_shift bytes */
+};
+
+/* A table's index, so that finding a row touches a cache line or two
+ * instead of one per binary search step (each a cache and TLB miss at a
+ * sampling rate of 49 Hz). It follows the table's rows_n rows in its slice
+ * of unwind_rows: this head in the first slot, then buckets + 1 counts
+ * (__u32, two per slot, the even one first): count[b] = how many rows have
+ * pc < base + (b << index_shift). The row covering pc in bucket b is thus
+ * among rows [count[b] - 1, count[b + 1]); above the last bucket it is the
+ * last row; below base there is none. */
+struct profd_unwind_index {
+        __u32 base;        /* the first row's pc */
+        __u32 buckets;     /* every row's pc is below base + (buckets << index_shift) */
 };
 
 /* Value of the hash unwind_procs, key: tgid. */
@@ -188,6 +201,11 @@ struct profd_unwind_proc {
          * ns, as /proc/PID/stat gives it: for processes found in /proc when
          * profd starts, until their first event brings the exact start. */
         __u32 start_tick_ns;
+        /* Different in every entry the daemon ever writes (a count): what
+         * the rows BPF found for this process may be remembered under
+         * (bpf/unwind.bpf.h, row cache), since its mappings and their
+         * tables stay as they are until the entry is replaced. */
+        __u64 version;
 };
 
 /* Counters in the per-CPU array "counters": cumulative since load, summed over
@@ -252,7 +270,8 @@ _Static_assert(sizeof(struct profd_event) == 32, "profd_event layout");
 _Static_assert(sizeof(struct profd_seen) == 8, "profd_seen layout");
 _Static_assert(sizeof(struct profd_unwind_row) == 8, "profd_unwind_row layout");
 _Static_assert(sizeof(struct profd_unwind_mapping) == 40, "profd_unwind_mapping layout");
-_Static_assert(sizeof(struct profd_unwind_proc) == 24, "profd_unwind_proc layout");
+_Static_assert(sizeof(struct profd_unwind_proc) == 32, "profd_unwind_proc layout");
+_Static_assert(sizeof(struct profd_unwind_index) == sizeof(struct profd_unwind_row), "an index head fills a row slot");
 _Static_assert(PROFD_TRUNC_CFA_STUCK - PROFD_TRUNC_NO_PROCESS == PROFD_END_CFA_STUCK - PROFD_END_NO_PROCESS,
                "one truncation counter per stack end");
 #endif

@@ -23,6 +23,65 @@
 #define UC_RIP (40 + 128)
 #define END_WALKING 0xff
 
+/* The row cache: what finding the mapping and the row of an ip gave (a
+ * row, or "frame pointer": no table, or no CFI there), per CPU, under the
+ * process's unwind entry version. An entry's mappings and tables never
+ * change (the daemon writes a new entry, a new version, to change them),
+ * so a hit is exactly what the lookup would find. It pays because the
+ * same return addresses come back sample after sample, and at 49 Hz each
+ * lookup in the tables is a few cache and TLB misses (vmalloc'd maps, 4
+ * KiB pages) while the cache is one line of a few pages. Only the sampler
+ * uses it: it is the walk of which the cost repeats the most, and a
+ * program that can interrupt another (the sampler runs from the timer
+ * interrupt) must not find an entry half written. Two ways per set, the
+ * newer first: the same return address in two processes (the forked
+ * workers of one program, taking turns on a CPU) keeps both. 128 sets of
+ * one cache line: the distinct return addresses of a CPU's busy threads. */
+#define ROW_CACHE_SETS 128
+struct row_cache_entry {
+        __u64 tag;     /* ip | exact_ip << 63 (user addresses are below 2^63) */
+        __u64 version; /* 0: empty (versions start at 1) */
+        __u16 cfa_off; /* the row's rule, as in struct profd_unwind_row */
+        __u8 kind;     /* PROFD_UNWIND_GAP: a frame-pointer step */
+        __s8 rbp_off;
+        __u32 pad[3];  /* a set is one 64-byte line */
+};
+
+struct row_cache_set {
+        struct row_cache_entry way[2];
+};
+
+struct row_cache {
+        struct row_cache_set set[ROW_CACHE_SETS];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct row_cache);
+} row_cache SEC(".maps") __weak;
+
+static __always_inline struct row_cache_set *row_cache_set(__u64 tag) {
+        __u32 zero = 0;
+        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
+        __u64 h = tag * 0x9e3779b97f4a7c15ULL;
+
+        if (!c)
+                return NULL;
+        return &c->set[(h >> 57) & (ROW_CACHE_SETS - 1)];
+}
+
+static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, __u64 version,
+                                          struct profd_unwind_row *ret) {
+        if (e->tag != tag || e->version != version)
+                return false;
+        ret->cfa_off = e->cfa_off;
+        ret->kind = e->kind;
+        ret->rbp_off = e->rbp_off;
+        return true;
+}
+
 /* Reads the 8 bytes at addr through the window: a miss reads from addr to
  * the end of its page (at most WALK_WINDOW bytes) in one call, since stack
  * walks go upwards and each read costs ~100 ns however small. Stack slots
@@ -85,15 +144,44 @@ static __always_inline bool find_mapping(struct ustack_state *s) {
         s->m_rows_off = m->rows_off;
         s->m_rows_n = m->rows_n;
         s->m_kind = m->kind;
+        s->m_index_shift = m->index_shift;
+        return true;
+}
+
+/* count[b] of the current mapping's table index (struct
+ * profd_unwind_index in profd.h); false on a lookup failure. */
+static __always_inline bool index_count(struct ustack_state *s, __u32 b, __u32 *ret) {
+        __u32 idx = s->m_rows_off + s->m_rows_n + 1 + b / 2;
+        __u32 *slot = bpf_map_lookup_elem(&unwind_rows, &idx);
+
+        if (!slot)
+                return false;
+        *ret = slot[b & 1];
         return true;
 }
 
 /* The row covering pc in the current mapping's table; NULL below its first
- * row (no CFI there: a gap) or on a lookup failure. */
+ * row (no CFI there: a gap) or on a lookup failure. The table's index
+ * narrows the search to a bucket of ~UNWIND_INDEX_ROWS rows (a cache line
+ * or two) before the binary search: exactly the row a search of the whole
+ * table finds, in a few cache misses instead of one per step. */
 static __always_inline struct profd_unwind_row *find_row(struct ustack_state *s, __u32 pc) {
         __u32 lo = 0, hi = s->m_rows_n, idx;
         struct profd_unwind_row *r;
 
+        if (s->m_index_shift) {
+                __u32 head_idx = s->m_rows_off + s->m_rows_n, b;
+                struct profd_unwind_index *head = bpf_map_lookup_elem(&unwind_rows, &head_idx);
+
+                if (!head || pc < head->base)
+                        return NULL;
+                b = (pc - head->base) >> (s->m_index_shift & 31);
+                if (b >= head->buckets) {
+                        lo = hi; /* above the last bucket: the last row */
+                } else if (!index_count(s, b, &lo) || !index_count(s, b + 1, &hi)) {
+                        return NULL;
+                }
+        }
         for (int k = 0; k < UNWIND_ROWS_STEPS; k++) {
                 __u32 mid;
 
@@ -203,34 +291,51 @@ fault:
 
 /* Unwinds the frame of s->ip into its caller's registers. */
 static __always_inline bool unwind_one(struct ustack_state *s, struct walk_window *w) {
-        struct profd_unwind_row *r;
+        struct profd_unwind_row *r, gap = { .kind = PROFD_UNWIND_GAP }, hit = {};
+        struct row_cache_set *c = NULL;
         __u8 exact = s->exact_ip;
-        __u64 pc;
+        __u64 pc, tag = s->ip | ((__u64) exact << 63);
 
         /* the caller's ip is a return address, unless a signal frame sets it */
         s->exact_ip = 0;
         if (s->fp_only)
                 return fp_step(s, w);
+        if (s->version) {
+                c = row_cache_set(tag);
+                if (c && (row_cache_hit(&c->way[0], tag, s->version, &hit) ||
+                          row_cache_hit(&c->way[1], tag, s->version, &hit)))
+                        return row_step(s, w, &hit);
+        }
         if (!find_mapping(s)) {
                 s->end = PROFD_END_NO_MAPPING;
                 return false;
         }
-        if (s->m_kind == PROFD_MAPPING_FP)
-                return fp_step(s, w);
-        if (s->m_kind != PROFD_MAPPING_TABLE) {
+        if (s->m_kind == PROFD_MAPPING_FP) {
+                r = &gap;
+        } else if (s->m_kind != PROFD_MAPPING_TABLE) {
                 s->end = PROFD_END_PENDING;
                 return false;
+        } else {
+                /* a return address points after the call, maybe past the
+                 * end of the caller's function: look up the call
+                 * instruction itself */
+                pc = s->ip - s->m_bias - (exact ? 0 : 1);
+                if (pc > 0xffffffffULL) {
+                        s->end = PROFD_END_NO_MAPPING;
+                        return false;
+                }
+                r = find_row(s, (__u32) pc);
+                if (!r)
+                        r = &gap; /* below the first FDE: no CFI */
         }
-        /* a return address points after the call, maybe past the end of
-         * the caller's function: look up the call instruction itself */
-        pc = s->ip - s->m_bias - (exact ? 0 : 1);
-        if (pc > 0xffffffffULL) {
-                s->end = PROFD_END_NO_MAPPING;
-                return false;
+        if (c) {
+                c->way[1] = c->way[0];
+                c->way[0].tag = tag;
+                c->way[0].version = s->version;
+                c->way[0].cfa_off = r->cfa_off;
+                c->way[0].kind = r->kind;
+                c->way[0].rbp_off = r->rbp_off;
         }
-        r = find_row(s, (__u32) pc);
-        if (!r)
-                return fp_step(s, w); /* below the first FDE: no CFI */
         return row_step(s, w, r);
 }
 
@@ -273,6 +378,7 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
  * slot (f, from scratch_get(slot)), and sets f->end. A process without an
  * unwind entry (or with one of an earlier instance) is walked by frame
  * pointers and ends PROFD_END_NO_PROCESS unless the chain reached its end.
+ * The sampler's walks (slot SCRATCH_ONCPU_USER) use the row cache.
  * Returns false (counted as user_stack_error) if there are no user
  * registers. */
 static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot) {
@@ -301,7 +407,6 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
         f->ips[0] = s->ip;
         s->win_base = 0;
         s->win_len = 0;
-        s->m_start = s->m_end = 0;
         s->n = 1;
         s->end = END_WALKING;
         s->exact_ip = 1;
@@ -309,11 +414,20 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
         start = process_start_ns(task);
         p = bpf_map_lookup_elem(&unwind_procs, &tgid);
         if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
+                __u64 version = slot == SCRATCH_ONCPU_USER ? p->version : 0;
+
+                /* the last walk's mapping, found in this same version of
+                 * the process's mappings, is still the one it was */
+                if (!version || version != s->version)
+                        s->m_start = s->m_end = 0;
                 s->maps_off = p->maps_off;
                 s->maps_n = p->maps_n;
                 s->fp_only = 0;
+                s->version = version;
         } else {
+                s->m_start = s->m_end = 0;
                 s->fp_only = 1;
+                s->version = 0;
         }
         bpf_loop(PROFD_MAX_FRAMES, unwind_frame_cb, &slot, 0);
         end = s->end;

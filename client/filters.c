@@ -104,7 +104,8 @@ static bool ends_with(const char *s, const char *suffix) {
         return l >= m && streq(s + l - m, suffix);
 }
 
-int filters_parse_option(struct filters *f, int opt, const char *arg) {
+/* --pid, --tid, --uid: numeric ids. */
+static int filters_parse_id(struct filters *f, int opt, const char *arg) {
         uint64_t u;
         int r;
 
@@ -129,6 +130,16 @@ int filters_parse_option(struct filters *f, int opt, const char *arg) {
                 f->uid = u;
                 f->uid_set = true;
                 return 1;
+        default:
+                return 0;
+        }
+}
+
+/* --comm, --exe: what a process runs. */
+static int filters_parse_program(struct filters *f, int opt, const char *arg) {
+        int r;
+
+        switch (opt) {
         case FILTER_COMM:
                 r = check_string("--comm", arg, "a command name");
                 if (r < 0)
@@ -150,6 +161,16 @@ int filters_parse_option(struct filters *f, int opt, const char *arg) {
                                                "matches any directory)", arg, arg);
                 f->exe = arg;
                 return 1;
+        default:
+                return 0;
+        }
+}
+
+/* --cgroup, --unit, --container: where a process runs. */
+static int filters_parse_placement(struct filters *f, int opt, const char *arg) {
+        int r;
+
+        switch (opt) {
         case FILTER_CGROUP:
                 r = check_string("--cgroup", arg, "a cgroup path");
                 if (r < 0)
@@ -183,6 +204,14 @@ int filters_parse_option(struct filters *f, int opt, const char *arg) {
                 f->container = arg;
                 return 1;
         }
+        default:
+                return 0;
+        }
+}
+
+/* --kind, --state: which samples. */
+static int filters_parse_samples(struct filters *f, int opt, const char *arg) {
+        switch (opt) {
         case FILTER_KIND:
                 if (!streq(arg, "cpu") && !streq(arg, "offcpu") && !streq(arg, "wakeup"))
                         return cli_usage_error("--kind '%s' is not known (expected cpu, offcpu or "
@@ -201,6 +230,16 @@ int filters_parse_option(struct filters *f, int opt, const char *arg) {
                 }
                 f->state = arg;
                 return 1;
+        default:
+                return 0;
+        }
+}
+
+/* --since, --until, --from, --to, --last: the window. */
+static int filters_parse_window(struct filters *f, int opt, const char *arg) {
+        int r;
+
+        switch (opt) {
         case FILTER_SINCE:
                 r = filters_check_duration("--since", arg, &f->since_ns);
                 if (r < 0)
@@ -223,6 +262,35 @@ int filters_parse_option(struct filters *f, int opt, const char *arg) {
         case FILTER_LAST:
                 f->last = true;
                 return 1;
+        default:
+                return 0;
+        }
+}
+
+int filters_parse_option(struct filters *f, int opt, const char *arg) {
+        int r;
+
+        switch (opt) {
+        case FILTER_PID:
+        case FILTER_TID:
+        case FILTER_UID:
+                return filters_parse_id(f, opt, arg);
+        case FILTER_COMM:
+        case FILTER_EXE:
+                return filters_parse_program(f, opt, arg);
+        case FILTER_CGROUP:
+        case FILTER_UNIT:
+        case FILTER_CONTAINER:
+                return filters_parse_placement(f, opt, arg);
+        case FILTER_KIND:
+        case FILTER_STATE:
+                return filters_parse_samples(f, opt, arg);
+        case FILTER_SINCE:
+        case FILTER_UNTIL:
+        case FILTER_FROM:
+        case FILTER_TO:
+        case FILTER_LAST:
+                return filters_parse_window(f, opt, arg);
         case FILTER_HOST:
                 r = check_string("--host", arg, "a host name or glob");
                 if (r < 0)

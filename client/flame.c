@@ -651,6 +651,107 @@ static void write_subtitle(struct flame_writer *w, const profile *base, const pr
         }
 }
 
+/* The tree t (w's) of cur and, for a diff, base, laid out, and what the
+ * picture's size and colours follow from it. Returns 0 or -ENOMEM. */
+static int flame_build(struct flame_writer *w, struct flame_tree *t, const profile *base, const profile *cur) {
+        int r;
+
+        r = flame_tree_init(t);
+        if (r < 0)
+                return r;
+        r = flame_tree_add(t, cur, false);
+        if (r < 0)
+                return r;
+        if (base) {
+                r = flame_tree_add(t, base, true);
+                if (r < 0)
+                        return r;
+        }
+        r = flame_tree_layout(t, w->scale, w->min_width);
+        if (r < 0)
+                return r;
+        if (w->diff) {
+                size_t state = 0;
+                void *v;
+
+                /* the strongest colour is the largest change among drawn frames */
+                while (hashmap_iterate(t->nodes, &state, NULL, &v)) {
+                        const struct flame_node *n = v;
+
+                        if (n->drawn)
+                                w->max_delta = MAX(w->max_delta, fabs(node_self_delta(n, w->total, w->base_total)));
+                }
+        }
+        /* an empty profile still makes a valid image, with a note */
+        w->height = FLAME_HEADER + (double) (t->max_depth + 1) * w->frame_height + FLAME_FOOTER;
+        return 0;
+}
+
+/* The <svg> element with the figures the script reads, the style, the
+ * script and the background. */
+static void write_head(struct flame_writer *w) {
+        FILE *f = w->f;
+        char buf[64], buf2[64];
+
+        fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+                "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" "
+                "viewBox=\"0 0 %s %s\" ",
+                fixed2(buf, sizeof(buf), w->width), fixed2(buf2, sizeof(buf2), w->height),
+                fixed2(buf, sizeof(buf), w->width), fixed2(buf2, sizeof(buf2), w->height));
+        fprintf(f, "data-total=\"%" PRIu64 "\" data-pad=\"%d\" ", w->total, FLAME_PAD);
+        fprintf(f, "data-avail=\"%s\" ", fixed2(buf, sizeof(buf), w->avail));
+        /* the script hides what the writer would have left out */
+        fprintf(f, "data-minw=\"%s\" ", fixed2(buf, sizeof(buf), w->min_width));
+        fprintf(f, "data-cw=\"%s\">\n", fixed2(buf, sizeof(buf), FLAME_CHAR_WIDTH));
+        fputs("<!-- written by profctl (profd); the script below is profctl's own -->\n", f);
+        fprintf(f, "<style>\n"
+                "text { font-family: Verdana, \"DejaVu Sans\", sans-serif; font-size: %dpx; fill: #000; }\n"
+                "#title { font-size: 17px; text-anchor: middle; }\n"
+                "#subtitle { fill: #555; text-anchor: middle; }\n"
+                "#frames text { pointer-events: none; }\n"
+                /* a diff's unchanged frames are white: they need an outline */
+                "#frames rect { stroke: %s; stroke-width: 0.5; }\n"
+                "g.fr:hover rect { stroke: #000; stroke-width: 1; }\n"
+                "g.fr { cursor: pointer; }\n"
+                "g.parent { opacity: 0.5; }\n"
+                "#reset { cursor: pointer; fill: #06c; }\n"
+                "#tip rect { fill: #ffffe8; stroke: #888; }\n"
+                "#tip { pointer-events: none; }\n"
+                "</style>\n", FLAME_FONT_SIZE, w->diff ? "#999" : "rgba(255,255,255,0.6)");
+        fputs("<script type=\"text/ecmascript\"><![CDATA[\n", f);
+        fputs(flame_js, f);
+        fputs("]]></script>\n", f);
+        fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%s\" height=\"%s\" fill=\"%s\"/>\n",
+                fixed2(buf, sizeof(buf), w->width), fixed2(buf2, sizeof(buf2), w->height),
+                w->diff ? "#f8f8f8" : "#fbf7ee");
+}
+
+/* The title and subtitle, and the controls: reset, search, match count. */
+static void write_titles(struct flame_writer *w, const profile *base, const profile *cur) {
+        const struct flame_opts *o = w->o;
+        FILE *f = w->f;
+        char buf[64], buf2[64];
+        const char *title;
+
+        title = o->title ? o->title
+                : w->diff ? "Differential Flame Graph"
+                : o->icicle ? "Icicle Graph" : "Flame Graph";
+
+        fprintf(f, "<text id=\"title\" x=\"%s\" y=\"24\">", fixed2(buf, sizeof(buf), w->width / 2));
+        xml_write(f, title, SIZE_MAX);
+        fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%s\" y=\"42\">", fixed2(buf, sizeof(buf), w->width / 2));
+        write_subtitle(w, base, cur);
+        fputs("</text>\n", f);
+        fprintf(f, "<text id=\"reset\" x=\"%d\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n", FLAME_PAD);
+        /* an HTML input inside the SVG: browsers show it, other viewers skip it */
+        fprintf(f, "<foreignObject x=\"%s\" y=\"8\" width=\"220\" height=\"26\">"
+                "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\" type=\"search\" "
+                "placeholder=\"search (regex, Ctrl-F)\" style=\"width:210px;font-size:12px\"/>"
+                "</foreignObject>\n", fixed2(buf, sizeof(buf), w->width - FLAME_PAD - 220));
+        fprintf(f, "<text id=\"matched\" x=\"%s\" y=\"%s\" style=\"text-anchor:end\"></text>\n",
+                fixed2(buf, sizeof(buf), w->width - FLAME_PAD), fixed2(buf2, sizeof(buf2), w->height - 10));
+}
+
 static int flame_write(FILE *f, const profile *base, const profile *cur, const struct flame_opts *opts) {
         static const struct flame_opts defaults = {};
         const struct flame_opts *o = opts ? opts : &defaults;
@@ -667,7 +768,6 @@ static int flame_write(FILE *f, const profile *base, const profile *cur, const s
                 .min_width = o->min_width == 0 ? FLAME_MIN_WIDTH_DEFAULT : MAX(o->min_width, 0.0),
         };
         char buf[64], buf2[64];
-        const char *title;
         int r;
 
         /* "ns" values are shown as times unless the caller names a unit */
@@ -676,83 +776,11 @@ static int flame_write(FILE *f, const profile *base, const profile *cur, const s
         w.avail = MAX(w.width - 2 * FLAME_PAD, 1.0);
         w.scale = w.total ? w.avail / (double) w.total : 0;
 
-        r = flame_tree_init(&t);
+        r = flame_build(&w, &t, base, cur);
         if (r < 0)
                 return r;
-        r = flame_tree_add(&t, cur, false);
-        if (r < 0)
-                return r;
-        if (base) {
-                r = flame_tree_add(&t, base, true);
-                if (r < 0)
-                        return r;
-        }
-        r = flame_tree_layout(&t, w.scale, w.min_width);
-        if (r < 0)
-                return r;
-        if (w.diff) {
-                size_t state = 0;
-                void *v;
-
-                /* the strongest colour is the largest change among drawn frames */
-                while (hashmap_iterate(t.nodes, &state, NULL, &v)) {
-                        const struct flame_node *n = v;
-
-                        if (n->drawn)
-                                w.max_delta = MAX(w.max_delta, fabs(node_self_delta(n, w.total, w.base_total)));
-                }
-        }
-        /* an empty profile still makes a valid image, with a note */
-        w.height = FLAME_HEADER + (double) (t.max_depth + 1) * w.frame_height + FLAME_FOOTER;
-
-        title = o->title ? o->title
-                : w.diff ? "Differential Flame Graph"
-                : o->icicle ? "Icicle Graph" : "Flame Graph";
-
-        fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-                "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" "
-                "viewBox=\"0 0 %s %s\" ",
-                fixed2(buf, sizeof(buf), w.width), fixed2(buf2, sizeof(buf2), w.height),
-                fixed2(buf, sizeof(buf), w.width), fixed2(buf2, sizeof(buf2), w.height));
-        fprintf(f, "data-total=\"%" PRIu64 "\" data-pad=\"%d\" ", w.total, FLAME_PAD);
-        fprintf(f, "data-avail=\"%s\" ", fixed2(buf, sizeof(buf), w.avail));
-        /* the script hides what the writer would have left out */
-        fprintf(f, "data-minw=\"%s\" ", fixed2(buf, sizeof(buf), w.min_width));
-        fprintf(f, "data-cw=\"%s\">\n", fixed2(buf, sizeof(buf), FLAME_CHAR_WIDTH));
-        fputs("<!-- written by profctl (profd); the script below is profctl's own -->\n", f);
-        fprintf(f, "<style>\n"
-                "text { font-family: Verdana, \"DejaVu Sans\", sans-serif; font-size: %dpx; fill: #000; }\n"
-                "#title { font-size: 17px; text-anchor: middle; }\n"
-                "#subtitle { fill: #555; text-anchor: middle; }\n"
-                "#frames text { pointer-events: none; }\n"
-                /* a diff's unchanged frames are white: they need an outline */
-                "#frames rect { stroke: %s; stroke-width: 0.5; }\n"
-                "g.fr:hover rect { stroke: #000; stroke-width: 1; }\n"
-                "g.fr { cursor: pointer; }\n"
-                "g.parent { opacity: 0.5; }\n"
-                "#reset { cursor: pointer; fill: #06c; }\n"
-                "#tip rect { fill: #ffffe8; stroke: #888; }\n"
-                "#tip { pointer-events: none; }\n"
-                "</style>\n", FLAME_FONT_SIZE, w.diff ? "#999" : "rgba(255,255,255,0.6)");
-        fputs("<script type=\"text/ecmascript\"><![CDATA[\n", f);
-        fputs(flame_js, f);
-        fputs("]]></script>\n", f);
-        fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%s\" height=\"%s\" fill=\"%s\"/>\n",
-                fixed2(buf, sizeof(buf), w.width), fixed2(buf2, sizeof(buf2), w.height),
-                w.diff ? "#f8f8f8" : "#fbf7ee");
-        fprintf(f, "<text id=\"title\" x=\"%s\" y=\"24\">", fixed2(buf, sizeof(buf), w.width / 2));
-        xml_write(f, title, SIZE_MAX);
-        fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%s\" y=\"42\">", fixed2(buf, sizeof(buf), w.width / 2));
-        write_subtitle(&w, base, cur);
-        fputs("</text>\n", f);
-        fprintf(f, "<text id=\"reset\" x=\"%d\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n", FLAME_PAD);
-        /* an HTML input inside the SVG: browsers show it, other viewers skip it */
-        fprintf(f, "<foreignObject x=\"%s\" y=\"8\" width=\"220\" height=\"26\">"
-                "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\" type=\"search\" "
-                "placeholder=\"search (regex, Ctrl-F)\" style=\"width:210px;font-size:12px\"/>"
-                "</foreignObject>\n", fixed2(buf, sizeof(buf), w.width - FLAME_PAD - 220));
-        fprintf(f, "<text id=\"matched\" x=\"%s\" y=\"%s\" style=\"text-anchor:end\"></text>\n",
-                fixed2(buf, sizeof(buf), w.width - FLAME_PAD), fixed2(buf2, sizeof(buf2), w.height - 10));
+        write_head(&w);
+        write_titles(&w, base, cur);
         write_legend(&w);
         if (w.total == 0)
                 fprintf(f, "<text x=\"%s\" y=\"%s\" style=\"text-anchor:middle\">no samples in this "

@@ -386,23 +386,225 @@ static int gzip_write(FILE *f, const uint8_t *buf, size_t size) {
         return r;
 }
 
+/* What the packed message points through: arrays of pointers into the
+ * builder's arrays, and the strings and values the message borrows. All
+ * must live until the message is packed. */
+struct pprof_links {
+        pb_value_type *types;
+        pb_value_type **type_ptrs;
+        pb_value_type period_type;
+        pb_sample **sample_ptrs;
+        pb_label **label_ptrs;
+        pb_mapping **mapping_ptrs;
+        pb_location **location_ptrs;
+        pb_line **line_ptrs;
+        pb_function **function_ptrs;
+        const char *type_names[2], *type_units[2];
+        int64_t comments[2];
+        /* the comments' strings: the string table borrows them until packed */
+        char *full_report, *summary;
+};
+
+static void pprof_links_done(struct pprof_links *l) {
+        free(l->types);
+        free(l->type_ptrs);
+        free(l->sample_ptrs);
+        free(l->label_ptrs);
+        free(l->mapping_ptrs);
+        free(l->location_ptrs);
+        free(l->line_ptrs);
+        free(l->function_ptrs);
+        free(l->full_report);
+        free(l->summary);
+}
+
+/* The sample types of p's kind: a count and, with the period known, a time
+ * for cpu; the blocked time for the others. Sets b->n_value_types, which
+ * add_stack() needs. */
+static void pprof_choose_types(struct pprof_builder *b, const profile *p, struct pprof_links *l) {
+        if (streq(p->kind, "cpu")) {
+                l->type_names[0] = "samples";
+                l->type_units[0] = "count";
+                l->type_names[1] = "cpu";
+                l->type_units[1] = "nanoseconds";
+                /* without the period a time would be a guess: leave it out */
+                b->n_value_types = p->period_ns ? 2 : 1;
+        } else {
+                /* "off_cpu" and "wakeup": blocked time by the blocking or the waking stack */
+                l->type_names[0] = streq(p->kind, "offcpu") ? "off_cpu" : p->kind;
+                l->type_units[0] = "nanoseconds";
+                b->n_value_types = 1;
+        }
+}
+
+/* Every stack of p into the builder. Returns 0, -EOVERFLOW or -ENOMEM. */
+static int pprof_add_stacks(struct pprof_builder *b, const profile *p) {
+        int r;
+
+        /* pprof names the profile after its first mapping ("File: ..."):
+         * number user modules first, in the order stacks reach them from
+         * their roots, so that is the program rather than the kernel */
+        for (size_t i = 0; i < p->n_stacks; i++)
+                for (size_t j = 0; j < p->stacks[i].n_frames; j++) {
+                        const struct profile_frame *fr = &p->frames[p->stacks[i].frames[j]];
+                        uint64_t ignored;
+
+                        if (fr->flags & PROFILE_FRAME_KERNEL)
+                                break;
+                        r = mapping_id(b, fr, &ignored);
+                        if (r < 0)
+                                return r;
+                }
+        for (size_t i = 0; i < p->n_stacks; i++) {
+                r = add_stack(b, &p->stacks[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The sample types and the period. Returns 0 or -ENOMEM. */
+static int pprof_link_types(struct pprof_builder *b, const profile *p, struct pprof_links *l, pb_profile *pb) {
+        l->types = calloc(b->n_value_types, sizeof(*l->types));
+        l->type_ptrs = calloc(b->n_value_types, sizeof(*l->type_ptrs));
+        if (!l->types || !l->type_ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_value_types; i++) {
+                int64_t t = string_id(b, l->type_names[i]), u = string_id(b, l->type_units[i]);
+
+                if (t < 0 || u < 0)
+                        return -ENOMEM;
+                perftools__profiles__value_type__init(&l->types[i]);
+                l->types[i].type = t;
+                l->types[i].unit = u;
+                l->type_ptrs[i] = &l->types[i];
+        }
+        pb->n_sample_type = b->n_value_types;
+        pb->sample_type = l->type_ptrs;
+        /* the period is one sample's worth of the last (the default) type */
+        l->period_type = l->types[b->n_value_types - 1];
+        pb->period_type = &l->period_type;
+        pb->period = streq(p->kind, "cpu") ? (int64_t) (p->period_ns ? p->period_ns : 1) : 1;
+        return 0;
+}
+
+/* The samples, each with its locations, values and its group as a label.
+ * Returns 0 or -ENOMEM. */
+static int pprof_link_samples(struct pprof_builder *b, const profile *p, struct pprof_links *l, pb_profile *pb) {
+        int64_t group_key = 0;
+
+        if (b->has_groups) {
+                group_key = string_id(b, "group");
+                if (group_key < 0)
+                        return -ENOMEM;
+                b->labels = calloc(b->n_samples, sizeof(*b->labels));
+                l->label_ptrs = calloc(b->n_samples, sizeof(*l->label_ptrs));
+                if (!b->labels || !l->label_ptrs)
+                        return -ENOMEM;
+        }
+        l->sample_ptrs = calloc(MAX(b->n_samples, (size_t) 1), sizeof(*l->sample_ptrs));
+        if (!l->sample_ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_samples; i++) {
+                pb_sample *s = &b->samples[i];
+                const char *group = p->stacks[i].group;
+
+                s->location_id = b->sample_locations + b->sample_first_location[i];
+                s->value = b->values + i * b->n_value_types;
+                if (*group) {
+                        int64_t str = string_id(b, group);
+
+                        if (str < 0)
+                                return -ENOMEM;
+                        perftools__profiles__label__init(&b->labels[i]);
+                        b->labels[i].key = group_key;
+                        b->labels[i].str = str;
+                        l->label_ptrs[i] = &b->labels[i];
+                        s->n_label = 1;
+                        s->label = &l->label_ptrs[i];
+                }
+                l->sample_ptrs[i] = s;
+        }
+        pb->n_sample = b->n_samples;
+        pb->sample = l->sample_ptrs;
+        return 0;
+}
+
+/* The mappings, locations with their lines, and functions. Returns 0 or
+ * -ENOMEM. */
+static int pprof_link_tables(struct pprof_builder *b, struct pprof_links *l, pb_profile *pb) {
+        l->mapping_ptrs = calloc(MAX(b->n_mappings, (size_t) 1), sizeof(*l->mapping_ptrs));
+        if (!l->mapping_ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_mappings; i++) {
+                pb_mapping *m = &b->mappings[i];
+
+                /* a module seen only without addresses: an empty range at 0 */
+                if (m->memory_start == UINT64_MAX)
+                        m->memory_start = 0;
+                /* user addresses are file offsets (docs/protocol.md): with the
+                 * offset equal to the start, address - start + offset is the
+                 * file offset a symbolizer wants */
+                m->file_offset = m->memory_start;
+                l->mapping_ptrs[i] = m;
+        }
+        pb->n_mapping = b->n_mappings;
+        pb->mapping = l->mapping_ptrs;
+
+        l->location_ptrs = calloc(MAX(b->n_locations, (size_t) 1), sizeof(*l->location_ptrs));
+        l->line_ptrs = calloc(MAX(b->n_lines, (size_t) 1), sizeof(*l->line_ptrs));
+        if (!l->location_ptrs || !l->line_ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_lines; i++)
+                l->line_ptrs[i] = &b->lines[i];
+        for (size_t i = 0; i < b->n_locations; i++) {
+                b->locations_pb[i].line = l->line_ptrs + b->location_first_line[i];
+                l->location_ptrs[i] = &b->locations_pb[i];
+        }
+        pb->n_location = b->n_locations;
+        pb->location = l->location_ptrs;
+
+        l->function_ptrs = calloc(MAX(b->n_functions, (size_t) 1), sizeof(*l->function_ptrs));
+        if (!l->function_ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_functions; i++)
+                l->function_ptrs[i] = &b->functions_pb[i];
+        pb->n_function = b->n_functions;
+        pb->function = l->function_ptrs;
+        return 0;
+}
+
+/* The quality report as comments (`go tool pprof -comments`): the summary
+ * profctl prints, then the whole report as JSON. Returns 0 or -ENOMEM. */
+static int pprof_link_comments(struct pprof_builder *b, const profile *p, struct pprof_links *l,
+                               pb_profile *pb) {
+        _cleanup_free_ char *report = NULL;
+        json_t *o;
+
+        if (!p->have_quality)
+                return 0;
+        o = quality_to_json(&p->quality);
+        l->summary = quality_summary(&p->quality);
+        report = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(o);
+        if (!l->summary || !report || asprintf(&l->full_report, "quality report: %s", report) < 0) {
+                l->full_report = NULL;
+                return -ENOMEM;
+        }
+        l->comments[0] = string_id(b, l->summary);
+        l->comments[1] = string_id(b, l->full_report);
+        if (l->comments[0] < 0 || l->comments[1] < 0)
+                return -ENOMEM;
+        pb->n_comment = 2;
+        pb->comment = l->comments;
+        return 0;
+}
+
 int pprof_write(FILE *f, const profile *p) {
         _cleanup_(pprof_builder_done) struct pprof_builder b = { .p = p };
-        _cleanup_free_ pb_value_type *types = NULL;
-        _cleanup_free_ pb_value_type **type_ptrs = NULL;
-        _cleanup_free_ pb_sample **sample_ptrs = NULL;
-        _cleanup_free_ pb_mapping **mapping_ptrs = NULL;
-        _cleanup_free_ pb_location **location_ptrs = NULL;
-        _cleanup_free_ pb_line **line_ptrs = NULL;
-        _cleanup_free_ pb_function **function_ptrs = NULL;
-        _cleanup_free_ pb_label **label_ptrs = NULL;
+        _cleanup_(pprof_links_done) struct pprof_links l = {};
         _cleanup_free_ uint8_t *buf = NULL;
         pb_profile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
-        pb_value_type period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-        const char *type_names[2], *type_units[2];
-        int64_t group_key = 0, comments[2];
-        /* the comments' strings: the string table borrows them until packed */
-        _cleanup_free_ char *full_report = NULL, *summary = NULL;
         size_t size;
         int r;
 
@@ -416,156 +618,18 @@ int pprof_write(FILE *f, const profile *p) {
         if (string_id(&b, "") < 0)
                 return -ENOMEM;
 
-        if (streq(p->kind, "cpu")) {
-                type_names[0] = "samples";
-                type_units[0] = "count";
-                type_names[1] = "cpu";
-                type_units[1] = "nanoseconds";
-                /* without the period a time would be a guess: leave it out */
-                b.n_value_types = p->period_ns ? 2 : 1;
-        } else {
-                /* "off_cpu" and "wakeup": blocked time by the blocking or the waking stack */
-                type_names[0] = streq(p->kind, "offcpu") ? "off_cpu" : p->kind;
-                type_units[0] = "nanoseconds";
-                b.n_value_types = 1;
-        }
+        pprof_choose_types(&b, p, &l);
+        r = pprof_add_stacks(&b, p);
+        if (r < 0)
+                return r;
 
-        /* pprof names the profile after its first mapping ("File: ..."):
-         * number user modules first, in the order stacks reach them from
-         * their roots, so that is the program rather than the kernel */
-        for (size_t i = 0; i < p->n_stacks; i++)
-                for (size_t j = 0; j < p->stacks[i].n_frames; j++) {
-                        const struct profile_frame *fr = &p->frames[p->stacks[i].frames[j]];
-                        uint64_t ignored;
-
-                        if (fr->flags & PROFILE_FRAME_KERNEL)
-                                break;
-                        r = mapping_id(&b, fr, &ignored);
-                        if (r < 0)
-                                return r;
-                }
-        for (size_t i = 0; i < p->n_stacks; i++) {
-                r = add_stack(&b, &p->stacks[i]);
-                if (r < 0)
-                        return r;
-        }
-
-        /* every array has its final size now: point the messages at each other */
-        types = calloc(b.n_value_types, sizeof(*types));
-        type_ptrs = calloc(b.n_value_types, sizeof(*type_ptrs));
-        if (!types || !type_ptrs)
-                return -ENOMEM;
-        for (size_t i = 0; i < b.n_value_types; i++) {
-                int64_t t = string_id(&b, type_names[i]), u = string_id(&b, type_units[i]);
-
-                if (t < 0 || u < 0)
-                        return -ENOMEM;
-                perftools__profiles__value_type__init(&types[i]);
-                types[i].type = t;
-                types[i].unit = u;
-                type_ptrs[i] = &types[i];
-        }
-        pb.n_sample_type = b.n_value_types;
-        pb.sample_type = type_ptrs;
-        /* the period is one sample's worth of the last (the default) type */
-        period_type = types[b.n_value_types - 1];
-        pb.period_type = &period_type;
-        pb.period = streq(p->kind, "cpu") ? (int64_t) (p->period_ns ? p->period_ns : 1) : 1;
-
-        if (b.has_groups) {
-                group_key = string_id(&b, "group");
-                if (group_key < 0)
-                        return -ENOMEM;
-                b.labels = calloc(b.n_samples, sizeof(*b.labels));
-                label_ptrs = calloc(b.n_samples, sizeof(*label_ptrs));
-                if (!b.labels || !label_ptrs)
-                        return -ENOMEM;
-        }
-        sample_ptrs = calloc(MAX(b.n_samples, (size_t) 1), sizeof(*sample_ptrs));
-        if (!sample_ptrs)
-                return -ENOMEM;
-        for (size_t i = 0; i < b.n_samples; i++) {
-                pb_sample *s = &b.samples[i];
-                const char *group = p->stacks[i].group;
-
-                s->location_id = b.sample_locations + b.sample_first_location[i];
-                s->value = b.values + i * b.n_value_types;
-                if (*group) {
-                        int64_t str = string_id(&b, group);
-
-                        if (str < 0)
-                                return -ENOMEM;
-                        perftools__profiles__label__init(&b.labels[i]);
-                        b.labels[i].key = group_key;
-                        b.labels[i].str = str;
-                        label_ptrs[i] = &b.labels[i];
-                        s->n_label = 1;
-                        s->label = &label_ptrs[i];
-                }
-                sample_ptrs[i] = s;
-        }
-        pb.n_sample = b.n_samples;
-        pb.sample = sample_ptrs;
-
-        mapping_ptrs = calloc(MAX(b.n_mappings, (size_t) 1), sizeof(*mapping_ptrs));
-        if (!mapping_ptrs)
-                return -ENOMEM;
-        for (size_t i = 0; i < b.n_mappings; i++) {
-                pb_mapping *m = &b.mappings[i];
-
-                /* a module seen only without addresses: an empty range at 0 */
-                if (m->memory_start == UINT64_MAX)
-                        m->memory_start = 0;
-                /* user addresses are file offsets (docs/protocol.md): with the
-                 * offset equal to the start, address - start + offset is the
-                 * file offset a symbolizer wants */
-                m->file_offset = m->memory_start;
-                mapping_ptrs[i] = m;
-        }
-        pb.n_mapping = b.n_mappings;
-        pb.mapping = mapping_ptrs;
-
-        location_ptrs = calloc(MAX(b.n_locations, (size_t) 1), sizeof(*location_ptrs));
-        line_ptrs = calloc(MAX(b.n_lines, (size_t) 1), sizeof(*line_ptrs));
-        if (!location_ptrs || !line_ptrs)
-                return -ENOMEM;
-        for (size_t i = 0; i < b.n_lines; i++)
-                line_ptrs[i] = &b.lines[i];
-        for (size_t i = 0; i < b.n_locations; i++) {
-                b.locations_pb[i].line = line_ptrs + b.location_first_line[i];
-                location_ptrs[i] = &b.locations_pb[i];
-        }
-        pb.n_location = b.n_locations;
-        pb.location = location_ptrs;
-
-        function_ptrs = calloc(MAX(b.n_functions, (size_t) 1), sizeof(*function_ptrs));
-        if (!function_ptrs)
-                return -ENOMEM;
-        for (size_t i = 0; i < b.n_functions; i++)
-                function_ptrs[i] = &b.functions_pb[i];
-        pb.n_function = b.n_functions;
-        pb.function = function_ptrs;
-
-        /* the quality report as comments (`go tool pprof -comments`): the
-         * summary profctl prints, then the whole report as JSON */
-        if (p->have_quality) {
-                _cleanup_free_ char *report = NULL;
-                json_t *o = quality_to_json(&p->quality);
-
-                summary = quality_summary(&p->quality);
-                report = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-                json_decref(o);
-                if (!summary || !report || asprintf(&full_report, "quality report: %s", report) < 0) {
-                        full_report = NULL;
-                        return -ENOMEM;
-                }
-                comments[0] = string_id(&b, summary);
-                comments[1] = string_id(&b, full_report);
-                if (comments[0] < 0 || comments[1] < 0)
-                        return -ENOMEM;
-                pb.n_comment = 2;
-                pb.comment = comments;
-        }
+        /* every array has its final size now: point the messages at each
+         * other (in this order: it is the order strings enter the table) */
+        if ((r = pprof_link_types(&b, p, &l, &pb)) < 0 ||
+            (r = pprof_link_samples(&b, p, &l, &pb)) < 0 ||
+            (r = pprof_link_tables(&b, &l, &pb)) < 0 ||
+            (r = pprof_link_comments(&b, p, &l, &pb)) < 0)
+                return r;
 
         /* protobuf-c's string table is char **; it only reads them */
         pb.n_string_table = b.n_strings;

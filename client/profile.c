@@ -285,8 +285,8 @@ static int frame_get_flag(const json_t *frame, size_t i, const char *key, bool r
         return 0;
 }
 
-static int frame_parse(const json_t *frame, size_t i, struct profile_frame *ret) {
-        struct profile_frame f = { .name = NULL };
+int profile_frame_decode(const json_t *frame, size_t i, struct profile_frame *ret) {
+        struct profile_frame f = { .name = "", .raw_name = "", .module = "", .build_id = "", .file = "" };
         bool resolved_true = true;
         uint64_t u;
         int r;
@@ -323,47 +323,56 @@ static int frame_parse(const json_t *frame, size_t i, struct profile_frame *ret)
         if (!resolved_true)
                 f.flags |= PROFILE_FRAME_UNRESOLVED;
         /* profd's stand-in for a stack it could not walk (docs/protocol.md) */
-        if (streq(f.name, "[lost]") && (!f.module || !*f.module || streq(f.module, "[lost]")))
+        if (streq(f.name, "[lost]") && (!*f.module || streq(f.module, "[lost]")))
                 f.flags |= PROFILE_FRAME_LOST;
         *ret = f;
+        return 0;
+}
+
+int profile_stack_line_decode(const json_t *line, struct profile_stack_line *ret) {
+        json_t *frames, *group;
+        uint64_t value;
+        int r;
+
+        r = response_get_u64(line, PROTO_TYPE_STACK, PROTO_KEY_VALUE, &value);
+        if (r < 0)
+                return r;
+        frames = json_object_get(line, PROTO_KEY_FRAMES);
+        if (!json_is_array(frames))
+                return cli_error(-EBADMSG, "profd sent a 'stack' line without a valid \"frames\" "
+                                 "(expected an array)");
+        group = json_object_get(line, PROTO_KEY_GROUP);
+        if (group && !json_is_string(group))
+                return cli_error(-EBADMSG, "profd sent a 'stack' line whose \"group\" is not a string");
+        *ret = (struct profile_stack_line) {
+                .value = value,
+                .group = json_string_value(group),
+                .frames = frames,
+                .n_frames = json_array_size(frames),
+        };
         return 0;
 }
 
 int profile_add_stack_line(profile *p, const json_t *line) {
         struct profile_priv *priv = p->priv;
         _cleanup_free_ struct profile_frame *frames = NULL;
-        const char *group = "";
-        json_t *jframes, *jgroup;
-        uint64_t value;
-        size_t n;
+        struct profile_stack_line l;
         int r;
 
-        r = response_get_u64(line, PROTO_TYPE_STACK, PROTO_KEY_VALUE, &value);
+        r = profile_stack_line_decode(line, &l);
         if (r < 0)
                 return r;
-        jframes = json_object_get(line, PROTO_KEY_FRAMES);
-        if (!json_is_array(jframes))
-                return cli_error(-EBADMSG, "profd sent a 'stack' line without a valid \"frames\" "
-                                 "(expected an array)");
-        jgroup = json_object_get(line, PROTO_KEY_GROUP);
-        if (jgroup) {
-                if (!json_is_string(jgroup))
-                        return cli_error(-EBADMSG, "profd sent a 'stack' line whose \"group\" is not "
-                                         "a string");
-                group = json_string_value(jgroup);
-        }
-        n = json_array_size(jframes);
-        if (n > 0) {
-                frames = calloc(n, sizeof(*frames));
+        if (l.n_frames > 0) {
+                frames = calloc(l.n_frames, sizeof(*frames));
                 if (!frames)
                         return cli_error(-ENOMEM, "%m");
         }
-        for (size_t i = 0; i < n; i++) {
-                r = frame_parse(json_array_get(jframes, i), i, &frames[i]);
+        for (size_t i = 0; i < l.n_frames; i++) {
+                r = profile_frame_decode(json_array_get(l.frames, i), i, &frames[i]);
                 if (r < 0)
                         return r;
         }
-        r = profile_add_stack(p, frames, n, value, group);
+        r = profile_add_stack(p, frames, l.n_frames, l.value, l.group);
         if (r == -EOVERFLOW)
                 return cli_error(-EBADMSG, "profd sent stacks whose values add up to more than 2^64");
         if (r < 0)

@@ -65,6 +65,29 @@ profile *profile_free(profile *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(profile *, profile_free);
 #define _cleanup_profile_ _cleanup_(profile_freep)
 
+/* profctl's one decoder of a "stack" line (docs/protocol.md), the
+ * inverse of common/protocol.c's stackline_append(): the model below and
+ * render.c's streamed stacks (top table, folded output) both read lines
+ * through it, so each field is checked, and its fault worded, once.
+ * Strings point into the json_t decoded. */
+struct profile_stack_line {
+        uint64_t value;
+        const char *group;    /* NULL if none */
+        const json_t *frames; /* the array, root first: decode each with profile_frame_decode() */
+        size_t n_frames;
+};
+
+/* Checks the line's "value", "frames" (an array) and "group". A missing or
+ * mistyped field is reported on stderr as profd's fault; returns 0 or
+ * -EBADMSG. */
+int profile_stack_line_decode(const json_t *line, struct profile_stack_line *ret);
+
+/* Frame i of a stack line: every field typed and range-checked, flags set,
+ * absent strings "" (never NULL), the "[lost]" stand-in recognised. A
+ * malformed frame is reported on stderr naming its index and field;
+ * returns 0 or -EBADMSG. */
+int profile_frame_decode(const json_t *frame, size_t i, struct profile_frame *ret);
+
 /* Adds one "stack" line of profd's answer (docs/protocol.md). Equal frames
  * (all fields equal) are stored once. A malformed line is reported on stderr
  * as profd's fault; returns 0, -EBADMSG or -ENOMEM. */

@@ -9,7 +9,7 @@
 
 #include "duration.h"
 #include "hashmap.h"
-#include "protocol.h"
+#include "profile.h"
 #include "util.h"
 
 static void stack_free_owned(struct stack *s) {
@@ -60,52 +60,33 @@ int frame_name_with_line(const char *name, const char *file, uint64_t line, char
 }
 
 int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
-        json_t *frames, *group;
-        size_t n;
+        struct profile_stack_line l;
         int r;
 
         stack_free_owned(s);
 
-        r = response_get_u64(line, PROTO_TYPE_STACK, PROTO_KEY_VALUE, &s->value);
+        r = profile_stack_line_decode(line, &l);
         if (r < 0)
                 return r;
-        frames = json_object_get(line, PROTO_KEY_FRAMES);
-        if (!json_is_array(frames))
-                return cli_error(-EBADMSG, "profd sent a 'stack' line without a valid \"frames\" "
-                                 "(expected an array)");
-        group = json_object_get(line, PROTO_KEY_GROUP);
-        if (group && !json_is_string(group))
-                return cli_error(-EBADMSG, "profd sent a 'stack' line whose \"group\" is not a string");
-        s->group = json_string_value(group);
-        n = json_array_size(frames);
-
-        if (stack_reserve(s, n) < 0)
+        s->value = l.value;
+        s->group = l.group;
+        if (stack_reserve(s, l.n_frames) < 0)
                 return cli_error(-ENOMEM, "%m");
 
-        for (size_t i = 0; i < n; i++) {
-                json_t *frame = json_array_get(frames, i);
-                json_t *name = json_object_get(frame, PROTO_KEY_NAME);
-                json_t *module = json_object_get(frame, PROTO_KEY_MODULE);
-                json_t *kernel = json_object_get(frame, PROTO_KEY_KERNEL);
+        for (size_t i = 0; i < l.n_frames; i++) {
+                struct profile_frame f;
 
-                if (!json_is_string(name) || !json_is_boolean(kernel) ||
-                    !(module == NULL || json_is_null(module) || json_is_string(module)))
-                        return cli_error(-EBADMSG, "profd sent a 'stack' line whose frame %zu is not "
-                                         "{\"name\": string, \"module\": string, \"kernel\": bool}", i);
+                r = profile_frame_decode(json_array_get(l.frames, i), i, &f);
+                if (r < 0)
+                        return r;
                 s->frames[i] = (struct folded_frame) {
-                        .name = json_string_value(name),
-                        .kernel = json_is_true(kernel),
+                        .name = f.name,
+                        .kernel = f.flags & PROFILE_FRAME_KERNEL,
                 };
-                /* a [lost] frame may come without a module */
-                s->modules[i] = json_is_string(module) ? json_string_value(module) : "";
+                /* a [lost] frame may come without a module: "" */
+                s->modules[i] = f.module;
                 if (with_lines) {
-                        json_t *ln = json_object_get(frame, PROTO_KEY_LINE);
-
-                        r = frame_name_with_line(s->frames[i].name,
-                                                 json_string_value(json_object_get(frame, PROTO_KEY_FILE)),
-                                                 json_is_integer(ln) && json_integer_value(ln) > 0 ?
-                                                 (uint64_t) json_integer_value(ln) : 0,
-                                                 &s->owned[i]);
+                        r = frame_name_with_line(f.name, f.file, f.line, &s->owned[i]);
                         if (r < 0)
                                 return cli_error(r, "%m");
                         if (s->owned[i])
@@ -114,7 +95,7 @@ int stack_parse(struct stack *s, const json_t *line, bool with_lines) {
                 /* counted as we go, so an error above frees what was made */
                 s->n_frames = i + 1;
         }
-        s->n_frames = n;
+        s->n_frames = l.n_frames;
         return 0;
 }
 

@@ -25,7 +25,8 @@ struct stack {
         size_t allocated;
 };
 
-/* Fills s from a "stack" line. with_lines: a frame that debug info placed
+/* Fills s from a "stack" line, decoded by profile.h's one stack-line
+ * decoder. with_lines: a frame that debug info placed
  * is named "function (file:line)", the file as its last path component, so
  * the table and folded output tell lines apart. A missing or mistyped field
  * is reported on stderr; returns 0, -EBADMSG or -ENOMEM. */

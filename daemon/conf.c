@@ -3,6 +3,9 @@
 #include "conf.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,14 +16,7 @@
 #include "duration.h"
 #include "macro.h"
 #include "helpers.h"
-
-const char *const conf_keys[] = {
-        "socket", "socket_mode", "socket_group", "admin_group", "store", "frequency", "interval", "kinds",
-        "offcpu_min", "offcpu_max", "max_clients", "client_timeout", "retention_raw", "retention_1m",
-        "retention", "max_store_size", "symbol_cache", "debug_dirs", "debuginfod_urls", "debuginfod_cache",
-        "max_keys", "max_stacks", "kernel_memory", "unwind_memory", "clickhouse_url", "host_name", "clickhouse_credentials", "clickhouse_timeout",
-        NULL,
-};
+#include "log.h"
 
 static char **dirs_free(char **v) {
         for (size_t i = 0; v && v[i]; i++)
@@ -110,69 +106,187 @@ int conf_init(struct conf *c) {
         return 0;
 }
 
-void conf_done(struct conf *c) {
-        free(c->socket_path);
-        free(c->store_path);
-        free(c->socket_group);
-        free(c->admin_group);
-        free(c->debuginfod_urls);
-        free(c->debuginfod_cache);
-        c->debuginfod_urls = c->debuginfod_cache = NULL;
-        c->debug_dirs = dirs_free(c->debug_dirs);
-        free(c->clickhouse_url);
-        free(c->host_name);
-        free(c->clickhouse_credentials);
-        c->clickhouse_url = c->host_name = c->clickhouse_credentials = NULL;
-        c->socket_path = c->store_path = c->socket_group = c->admin_group = NULL;
-}
 
-/* A group name as getent would accept it, or "" for none. */
-static int set_group(char **field, const char *key, const char *value, char **ret_error) {
-        char *g;
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define FIELD(f) offsetof(struct conf, f)
 
-        for (const char *p = value; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                      *p == '_' || *p == '-' || *p == '.'))
-                        return format_error(ret_error, "%s: \"%s\" is not a group name", key, value);
-        if (value[0] == '\0') {
-                free(*field);
-                *field = NULL;
-                return 0;
-        }
-        g = strdup(value);
-        if (!g)
-                return -ENOMEM;
-        free(*field);
-        *field = g;
+/* The kinds are one setting kept in three adjacent bools. */
+_Static_assert(offsetof(struct conf, kind_wakeup) == offsetof(struct conf, kind_cpu) + 2 * sizeof(bool),
+               "kinds: kind_cpu, kind_offcpu, kind_wakeup must be adjacent");
+
+/* offcpu_min and offcpu_max: blocks between them are attributed to stacks. */
+static int check_offcpu_order(const struct conf *c, char **ret_error) {
+        if (c->offcpu_min_ns > c->offcpu_max_ns)
+                return format_error(ret_error, "offcpu_min is larger than offcpu_max");
         return 0;
 }
 
-static int set_count(uint64_t *field, const char *key, const char *value, uint64_t min, uint64_t max,
-                     char **ret_error) {
-        uint64_t v;
+/* Retention levels below a minute: nothing would ever reach a coarser one. */
+#define RETENTION_MIN_NS (60 * NSEC_PER_SEC)
+#define RETENTION_MUST_BE "a duration of at least 1m (e.g. \"24h\", \"14d\")"
 
-        if (parse_uint_strict(value, max, &v) < 0 || v < min)
-                return format_error(ret_error, "%s must be a whole number from %" PRIu64 " to %" PRIu64 ", not \"%s\"",
-                                    key, min, max, value);
+const struct conf_setting conf_settings[] = {
+        { .key = "socket", .type = CONF_PATH, .offset = FIELD(socket_path), .short_option = 's',
+          .help_arg = "PATH", .help = "query socket (default " PROFD_DEFAULT_SOCKET ")" },
+        { .key = "socket_mode", .type = CONF_MODE, .offset = FIELD(socket_mode),
+          .must_be = "an octal mode such as 0660",
+          .help_arg = "MODE", .help = "permissions of the socket (default 0660)" },
+        { .key = "socket_group", .type = CONF_GROUP, .offset = FIELD(socket_group),
+          .help_arg = "GROUP", .help = "its group, whose members may query (default profd)" },
+        { .key = "admin_group", .type = CONF_GROUP, .offset = FIELD(admin_group),
+          .help_arg = "GROUP", .help = "members see every process, like root (default none)" },
+        { .key = "store", .type = CONF_PATH, .offset = FIELD(store_path), .short_option = 'd',
+          .help_arg = "PATH", .help = "SQLite store (default " PROFD_DEFAULT_STORE ")" },
+        { .key = "frequency", .type = CONF_UINT, .offset = FIELD(frequency_hz), .apply = CONF_APPLY_FREQUENCY,
+          .min = 1, .max = CONF_MAX_FREQUENCY_HZ, .unit = " Hz", .short_option = 'F',
+          .must_be = "a whole number of Hz from 1 to " STR(CONF_MAX_FREQUENCY_HZ),
+          .help_arg = "HZ",
+          .help = "samples per second per CPU, 1-" STR(CONF_MAX_FREQUENCY_HZ) " (default "
+                  STR(CONF_DEFAULT_FREQUENCY_HZ) ")" },
+        { .key = "interval", .type = CONF_DURATION, .offset = FIELD(interval_ns), .apply = CONF_APPLY_INTERVAL,
+          .min = CONF_MIN_INTERVAL_NS, .max = CONF_MAX_INTERVAL_NS, .short_option = 'i',
+          .must_be = "a duration from 100ms to 1h (e.g. \"10s\")",
+          .help_arg = "DURATION", .help = "how often kernel maps are drained, 100ms-1h (default 10s)" },
+        { .key = "kinds", .type = CONF_KINDS, .offset = FIELD(kind_cpu), .short_option = 'k',
+          .help_arg = "LIST", .help = "what to collect: cpu, offcpu, wakeup (default all three)" },
+        { .key = "offcpu_min", .type = CONF_DURATION, .offset = FIELD(offcpu_min_ns), .apply = CONF_APPLY_OFFCPU,
+          .check = check_offcpu_order, .must_be = "a duration (e.g. \"1ms\", \"500us\")",
+          .help_arg = "DURATION", .help = "shortest block attributed to a stack (default 1ms)" },
+        { .key = "offcpu_max", .type = CONF_DURATION, .offset = FIELD(offcpu_max_ns), .apply = CONF_APPLY_OFFCPU,
+          .has_none = true, .none_value = UINT64_MAX, .check = check_offcpu_order,
+          .must_be = "a duration (e.g. \"1ms\", \"500us\") or \"none\"",
+          .help_arg = "DURATION", .help = "longest block attributed, or none (default none)" },
+        { .key = "max_clients", .type = CONF_UINT, .offset = FIELD(max_clients), .apply = CONF_APPLY_CLIENTS,
+          .min = 1, .max = 65536,
+          .help_arg = "N", .help = "clients connected at once (default " STR(CONF_DEFAULT_MAX_CLIENTS) ")" },
+        { .key = "client_timeout", .type = CONF_DURATION, .offset = FIELD(client_timeout_ns),
+          .apply = CONF_APPLY_CLIENTS, .min = CONF_MIN_INTERVAL_NS,
+          .must_be = "a duration of at least 100ms",
+          .help_arg = "DURATION", .help = "disconnect a silent client after this (default 30s)" },
+        { .key = "retention_raw", .type = CONF_DURATION, .offset = FIELD(retention_raw_ns),
+          .apply = CONF_APPLY_WRITER, .min = RETENTION_MIN_NS, .must_be = RETENTION_MUST_BE,
+          .help_arg = "DURATION", .help = "keep drains as drained this long (default 24h)" },
+        { .key = "retention_1m", .type = CONF_DURATION, .offset = FIELD(retention_1m_ns),
+          .apply = CONF_APPLY_WRITER, .min = RETENTION_MIN_NS, .must_be = RETENTION_MUST_BE,
+          .help_arg = "DURATION", .help = "then 1-minute buckets until this age (default 7d)" },
+        { .key = "retention", .type = CONF_DURATION, .offset = FIELD(retention_ns),
+          .apply = CONF_APPLY_WRITER, .min = RETENTION_MIN_NS, .must_be = RETENTION_MUST_BE,
+          .help_arg = "DURATION", .help = "then 10-minute buckets until this age (default 14d)" },
+        { .key = "max_store_size", .type = CONF_SIZE, .offset = FIELD(max_store_size), .apply = CONF_APPLY_WRITER,
+          .min = CONF_MIN_MAX_STORE_SIZE, .has_none = true, .none_value = 0,
+          .must_be = "a size of at least 1M (bytes, or with a K, M, G or T suffix) or \"none\"",
+          .help_arg = "SIZE", .help = "oldest data goes first above this (default 1G; none)" },
+        { .key = "symbol_cache", .type = CONF_COUNT, .offset = FIELD(symbol_cache_bytes), .apply = CONF_APPLY_WRITER,
+          .min = 1, .max = 1 << 20, .shift = 20, .unit = " MiB",
+          .help_arg = "MIB", .help = "memory for symbols and debug info (default " STR(CONF_DEFAULT_SYMBOL_CACHE_MIB) ")" },
+        { .key = "debug_dirs", .type = CONF_DIRS, .offset = FIELD(debug_dirs), .apply = CONF_APPLY_WRITER,
+          .help_arg = "\"DIR...\"",
+          .help = "where separate debug files are looked for\n(default " CONF_DEFAULT_DEBUG_DIRS ")" },
+        { .key = "debuginfod_urls", .type = CONF_URLS, .offset = FIELD(debuginfod_urls),
+          .must_be = "http:// or https:// URLs separated by spaces",
+          .help_arg = "\"URL...\"", .help = "debuginfod servers for debug files found nowhere" },
+        { .key = "debuginfod_cache", .type = CONF_PATH, .offset = FIELD(debuginfod_cache),
+          .help_arg = "DIR", .help = "their cache (default: libdebuginfod's)" },
+        /* Advanced: kernel map sizes, to bound memory or to test a full map.
+         * The kernel rounds hash maps up to powers of two internally. */
+        { .key = "max_keys", .type = CONF_COUNT, .offset = FIELD(max_keys), .min = 1, .max = 1 << 24,
+          .help_arg = "N", .help = "advanced: kernel aggregation map entries (default: sized\n"
+                                   "from frequency, CPUs and interval)" },
+        { .key = "max_stacks", .type = CONF_COUNT, .offset = FIELD(max_stacks), .min = 1, .max = 1 << 20,
+          .help_arg = "N", .help = "advanced: kernel stack map entries (default: likewise)" },
+        { .key = "kernel_memory", .type = CONF_SIZE, .offset = FIELD(kernel_memory),
+          .min = CONF_MIN_KERNEL_MEMORY, .max = CONF_MAX_KERNEL_MEMORY,
+          .must_be = "a size from 1M to 4G (bytes, or with a K, M or G suffix)",
+          .help_arg = "SIZE", .help = "kernel memory for the sample and stack maps, at most\n"
+                                      "(default 64M; a 2-CPU host takes about 11M)" },
+        { .key = "unwind_memory", .type = CONF_SIZE, .offset = FIELD(unwind_memory),
+          .min = CONF_MIN_UNWIND_MEMORY, .max = CONF_MAX_UNWIND_MEMORY,
+          .must_be = "a size from 64K to 4G (bytes, or with a K, M or G suffix)",
+          .help_arg = "SIZE", .help = "kernel memory for unwind tables (default 24M)" },
+        { .key = "clickhouse_url", .type = CONF_URL, .offset = FIELD(clickhouse_url),
+          .must_be = "an http:// or https:// URL without spaces or credentials (those go in "
+                     "clickhouse_credentials)",
+          .help_arg = "URL", .help = "export every drain to ClickHouse's HTTP interface, e.g.\n"
+                                     "http://127.0.0.1:8123/ (default: no export; the user and\n"
+                                     "password go in the clickhouse_credentials file)" },
+        { .key = "host_name", .type = CONF_HOST_NAME, .offset = FIELD(host_name),
+          .must_be = "1 to 255 letters, digits, '.', '-', '_' or ':'",
+          .help_arg = "NAME", .help = "this host's name in ClickHouse (default: the host name)" },
+        /* a path, harmless in ps, but the file is the only place credentials go */
+        { .key = "clickhouse_credentials", .type = CONF_PATH, .offset = FIELD(clickhouse_credentials),
+          .empty_unsets = true, .file_only = true },
+        { .key = "clickhouse_timeout", .type = CONF_DURATION, .offset = FIELD(clickhouse_timeout_ns),
+          .min = CONF_MIN_INTERVAL_NS, .max = CONF_MAX_INTERVAL_NS,
+          .must_be = "a duration from 100ms to 1h (e.g. \"30s\")",
+          .help_arg = "DURATION", .help = "give up one request after this (default 30s)" },
+};
+const size_t conf_n_settings = ELEMENTSOF(conf_settings);
+
+const struct conf_setting *conf_setting_find(const char *key) {
+        for (size_t i = 0; i < conf_n_settings; i++)
+                if (streq(conf_settings[i].key, key))
+                        return &conf_settings[i];
+        return NULL;
+}
+
+#define FIELD_PTR(type, s, c) ((type *) ((char *) (c) + (s)->offset))
+#define FIELD_CPTR(type, s, c) ((type const *) ((const char *) (c) + (s)->offset))
+
+static bool type_is_string(enum conf_type t) {
+        return t == CONF_PATH || t == CONF_GROUP || t == CONF_URLS || t == CONF_URL || t == CONF_HOST_NAME;
+}
+
+static bool type_is_u64(enum conf_type t) {
+        return t == CONF_COUNT || t == CONF_DURATION || t == CONF_SIZE;
+}
+
+void conf_done(struct conf *c) {
+        for (size_t i = 0; i < conf_n_settings; i++) {
+                const struct conf_setting *s = &conf_settings[i];
+
+                if (type_is_string(s->type)) {
+                        char **p = FIELD_PTR(char *, s, c);
+                        free(*p);
+                        *p = NULL;
+                } else if (s->type == CONF_DIRS)
+                        *FIELD_PTR(char **, s, c) = dirs_free(*FIELD_PTR(char **, s, c));
+        }
+}
+
+/* Replaces a string field; value NULL stores NULL. */
+static int set_string(char **field, const char *value) {
+        char *v = NULL;
+
+        if (value && !(v = strdup(value)))
+                return -ENOMEM;
+        free(*field);
         *field = v;
         return 0;
 }
 
-static int set_path(char **field, const char *key, const char *value, char **ret_error) {
-        char *p;
+static int must_be(const struct conf_setting *s, const char *value, char **ret_error) {
+        if (s->must_be)
+                return format_error(ret_error, "%s must be %s, not \"%s\"", s->key, s->must_be, value);
+        return format_error(ret_error, "%s must be a whole number from %" PRIu64 " to %" PRIu64 ", not \"%s\"",
+                            s->key, s->min, s->max, value);
+}
 
-        if (value[0] != '/')
-                return format_error(ret_error, "%s must be an absolute path, not \"%s\"", key, value);
-        p = strdup(value);
-        if (!p)
-                return -ENOMEM;
-        free(*field);
-        *field = p;
-        return 0;
+static bool is_http_url(const char *v) {
+        return strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0;
+}
+
+/* A group name as getent would accept it, or "" for none. */
+static int set_group(const struct conf_setting *s, char **field, const char *value, char **ret_error) {
+        for (const char *p = value; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '_' || *p == '-' || *p == '.'))
+                        return format_error(ret_error, "%s: \"%s\" is not a group name", s->key, value);
+        return set_string(field, value[0] ? value : NULL);
 }
 
 /* "cpu,offcpu,wakeup": the kinds to collect, at least one. */
-static int set_kinds(struct conf *c, const char *value, char **ret_error) {
+static int set_kinds(bool kinds[3], const char *value, char **ret_error) {
         _cleanup_free_ char *copy = strdup(value);
         bool cpu = false, offcpu = false, wakeup = false;
         char *save = NULL;
@@ -182,7 +296,7 @@ static int set_kinds(struct conf *c, const char *value, char **ret_error) {
         /* serve-only: no BPF, only queries of the store (tests with known
          * content, a store copied off a host after an incident) */
         if (streq(value, "none")) {
-                c->kind_cpu = c->kind_offcpu = c->kind_wakeup = false;
+                kinds[0] = kinds[1] = kinds[2] = false;
                 return 0;
         }
         for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
@@ -197,215 +311,315 @@ static int set_kinds(struct conf *c, const char *value, char **ret_error) {
         }
         if (!cpu && !offcpu && !wakeup)
                 return format_error(ret_error, "kinds must name at least one of cpu, offcpu, wakeup (or be \"none\")");
-        c->kind_cpu = cpu;
-        c->kind_offcpu = offcpu;
-        c->kind_wakeup = wakeup;
+        kinds[0] = cpu;
+        kinds[1] = offcpu;
+        kinds[2] = wakeup;
         return 0;
 }
 
-int conf_set(struct conf *c, const char *key, const char *value, char **ret_error) {
-        if (streq(key, "socket"))
-                return set_path(&c->socket_path, key, value, ret_error);
-        if (streq(key, "store"))
-                return set_path(&c->store_path, key, value, ret_error);
-        if (streq(key, "frequency")) {
-                uint64_t v;
+/* Numbers, durations and sizes: parsed, then checked against [min, max]. */
+static int set_number(const struct conf_setting *s, struct conf *c, const char *value, char **ret_error) {
+        uint64_t v, max = s->max ? s->max : UINT64_MAX;
+        int r;
 
-                if (parse_uint_strict(value, CONF_MAX_FREQUENCY_HZ, &v) < 0 || v == 0)
-                        return format_error(ret_error, "frequency must be a whole number of Hz from 1 to %d, not \"%s\"",
-                                            CONF_MAX_FREQUENCY_HZ, value);
-                c->frequency_hz = v;
-                return 0;
-        }
-        if (streq(key, "interval")) {
-                uint64_t ns;
+        if (s->has_none && streq(value, "none"))
+                v = s->none_value;
+        else {
+                switch (s->type) {
+                case CONF_MODE: {
+                        char *end;
 
-                if (parse_duration_ns(value, &ns) < 0 || ns < CONF_MIN_INTERVAL_NS || ns > CONF_MAX_INTERVAL_NS)
-                        return format_error(ret_error, "interval must be a duration from 100ms to 1h (e.g. \"10s\"), not \"%s\"",
-                                    value);
-                c->interval_ns = ns;
-                return 0;
-        }
-        if (streq(key, "kinds"))
-                return set_kinds(c, value, ret_error);
-        if (streq(key, "socket_mode")) {
-                char *end;
-                unsigned long mode;
-
-                errno = 0;
-                mode = strtoul(value, &end, 8);
-                if (value[0] < '0' || value[0] > '7' || *end != '\0' || errno != 0 || mode > 0777)
-                        return format_error(ret_error, "socket_mode must be an octal mode such as 0660, not \"%s\"", value);
-                c->socket_mode = mode;
-                return 0;
-        }
-        if (streq(key, "socket_group"))
-                return set_group(&c->socket_group, key, value, ret_error);
-        if (streq(key, "admin_group"))
-                return set_group(&c->admin_group, key, value, ret_error);
-        if (streq(key, "max_clients")) {
-                uint64_t v = 0;
-                int r = set_count(&v, key, value, 1, 65536, ret_error);
-                if (r >= 0)
-                        c->max_clients = v;
-                return r;
-        }
-        if (streq(key, "client_timeout")) {
-                uint64_t ns;
-
-                if (parse_duration_ns(value, &ns) < 0 || ns < CONF_MIN_INTERVAL_NS)
-                        return format_error(ret_error, "client_timeout must be a duration of at least 100ms, not \"%s\"", value);
-                c->client_timeout_ns = ns;
-                return 0;
-        }
-        if (streq(key, "debuginfod_urls")) {
-                char *u;
-
-                /* space-separated http(s) URLs, as $DEBUGINFOD_URLS */
-                if (value[0] && strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0)
-                        return format_error(ret_error, "debuginfod_urls must be http:// or https:// URLs separated "
-                                                       "by spaces, not \"%s\"", value);
-                u = value[0] ? strdup(value) : NULL;
-                if (value[0] && !u)
-                        return -ENOMEM;
-                free(c->debuginfod_urls);
-                c->debuginfod_urls = u;
-                return 0;
-        }
-        if (streq(key, "clickhouse_url")) {
-                char *u;
-
-                /* ClickHouse's HTTP interface; "" turns the export off */
-                if (value[0] && ((strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0) ||
-                                 strpbrk(value, " \t@")))
-                        return format_error(ret_error, "clickhouse_url must be an http:// or https:// URL without "
-                                                       "spaces or credentials (those go in clickhouse_credentials), "
-                                                       "not \"%s\"", value);
-                u = value[0] ? strdup(value) : NULL;
-                if (value[0] && !u)
-                        return -ENOMEM;
-                free(c->clickhouse_url);
-                c->clickhouse_url = u;
-                return 0;
-        }
-        if (streq(key, "host_name")) {
-                char *h;
-
-                if (!conf_host_name_valid(value))
-                        return format_error(ret_error, "host_name must be 1 to 255 letters, digits, '.', '-', '_' "
-                                                       "or ':', not \"%s\"", value);
-                h = strdup(value);
-                if (!h)
-                        return -ENOMEM;
-                free(c->host_name);
-                c->host_name = h;
-                return 0;
-        }
-        if (streq(key, "clickhouse_credentials")) {
-                if (value[0] == '\0') {
-                        free(c->clickhouse_credentials);
-                        c->clickhouse_credentials = NULL;
-                        return 0;
+                        errno = 0;
+                        v = strtoul(value, &end, 8);
+                        r = value[0] < '0' || value[0] > '7' || *end != '\0' || errno != 0 ? -EINVAL : 0;
+                        max = 0777;
+                        break;
                 }
-                return set_path(&c->clickhouse_credentials, key, value, ret_error);
-        }
-        if (streq(key, "clickhouse_timeout")) {
-                uint64_t ns;
-
-                if (parse_duration_ns(value, &ns) < 0 || ns < CONF_MIN_INTERVAL_NS || ns > CONF_MAX_INTERVAL_NS)
-                        return format_error(ret_error, "clickhouse_timeout must be a duration from 100ms to 1h "
-                                                       "(e.g. \"30s\"), not \"%s\"", value);
-                c->clickhouse_timeout_ns = ns;
-                return 0;
-        }
-        if (streq(key, "debuginfod_cache"))
-                return set_path(&c->debuginfod_cache, key, value, ret_error);
-        if (streq(key, "symbol_cache")) {
-                uint64_t mib = 0;
-                int r = set_count(&mib, key, value, 1, 1 << 20, ret_error);
-                if (r >= 0)
-                        c->symbol_cache_bytes = mib << 20;
-                return r;
-        }
-        /* Advanced: kernel map sizes, to bound memory or to test a full map.
-         * The kernel rounds hash maps up to powers of two internally. */
-        if (streq(key, "max_keys"))
-                return set_count(&c->max_keys, key, value, 1, 1 << 24, ret_error);
-        if (streq(key, "max_stacks"))
-                return set_count(&c->max_stacks, key, value, 1, 1 << 20, ret_error);
-        if (streq(key, "kernel_memory")) {
-                uint64_t v;
-
-                if (parse_size(value, &v) < 0 || v < CONF_MIN_KERNEL_MEMORY || v > CONF_MAX_KERNEL_MEMORY)
-                        return format_error(ret_error, "kernel_memory must be a size from 1M to 4G (bytes, or with "
-                                                       "a K, M or G suffix), not \"%s\"", value);
-                c->kernel_memory = v;
-                return 0;
-        }
-        if (streq(key, "unwind_memory")) {
-                uint64_t v;
-
-                if (parse_size(value, &v) < 0 || v < CONF_MIN_UNWIND_MEMORY || v > CONF_MAX_UNWIND_MEMORY)
-                        return format_error(ret_error, "unwind_memory must be a size from 64K to 4G (bytes, or with "
-                                                       "a K, M or G suffix), not \"%s\"", value);
-                c->unwind_memory = v;
-                return 0;
-        }
-        if (streq(key, "retention_raw") || streq(key, "retention_1m") || streq(key, "retention")) {
-                uint64_t *field = streq(key, "retention_raw") ? &c->retention_raw_ns
-                                  : streq(key, "retention_1m") ? &c->retention_1m_ns : &c->retention_ns;
-                uint64_t ns;
-
-                /* under a minute nothing would ever reach a coarser level */
-                if (parse_duration_ns(value, &ns) < 0 || ns < 60 * NSEC_PER_SEC)
-                        return format_error(ret_error, "%s must be a duration of at least 1m (e.g. \"24h\", \"14d\"), "
-                                                       "not \"%s\"", key, value);
-                *field = ns;
-                return 0;
-        }
-        if (streq(key, "max_store_size")) {
-                uint64_t v;
-
-                if (streq(value, "none")) {
-                        c->max_store_size = 0;
-                        return 0;
+                case CONF_UINT:
+                case CONF_COUNT:
+                        r = parse_uint_strict(value, max, &v);
+                        break;
+                case CONF_DURATION:
+                        r = parse_duration_ns(value, &v);
+                        break;
+                default:
+                        r = parse_size(value, &v);
+                        break;
                 }
-                if (parse_size(value, &v) < 0 || v < CONF_MIN_MAX_STORE_SIZE)
-                        return format_error(ret_error, "max_store_size must be a size of at least 1M (bytes, or "
-                                                       "with a K, M, G or T suffix) or \"none\", not \"%s\"", value);
-                c->max_store_size = v;
-                return 0;
+                if (r < 0 || v < s->min || v > max)
+                        return must_be(s, value, ret_error);
         }
-        if (streq(key, "debug_dirs")) {
-                char **v;
-                int r = dirs_parse(value, &v, ret_error);
+        if (s->type == CONF_MODE || s->type == CONF_UINT)
+                *FIELD_PTR(unsigned, s, c) = (unsigned) v;
+        else
+                *FIELD_PTR(uint64_t, s, c) = v << s->shift;
+        return 0;
+}
 
-                if (r < 0)
-                        return r;
-                dirs_free(c->debug_dirs);
-                c->debug_dirs = v;
-                return 0;
-        }
-        if (streq(key, "offcpu_min") || streq(key, "offcpu_max")) {
-                bool is_max = streq(key, "offcpu_max");
-                uint64_t ns;
+int conf_setting_set(struct conf *c, const struct conf_setting *s, const char *value, char **ret_error) {
+        char **str = FIELD_PTR(char *, s, c);
+        int r;
 
-                if (is_max && streq(value, "none")) {
-                        c->offcpu_max_ns = UINT64_MAX;
-                        return 0;
-                }
-                if (parse_duration_ns(value, &ns) < 0)
-                        return format_error(ret_error, "%s must be a duration (e.g. \"1ms\", \"500us\")%s, not \"%s\"",
-                                            key, is_max ? " or \"none\"" : "", value);
-                if (is_max)
-                        c->offcpu_max_ns = ns;
+        switch (s->type) {
+        case CONF_PATH:
+                if (s->empty_unsets && value[0] == '\0')
+                        r = set_string(str, NULL);
+                else if (value[0] != '/')
+                        return format_error(ret_error, "%s must be an absolute path, not \"%s\"", s->key, value);
                 else
-                        c->offcpu_min_ns = ns;
-                if (c->offcpu_min_ns > c->offcpu_max_ns)
-                        return format_error(ret_error, "offcpu_min is larger than offcpu_max");
-                return 0;
+                        r = set_string(str, value);
+                break;
+        case CONF_GROUP:
+                r = set_group(s, str, value, ret_error);
+                break;
+        case CONF_URLS:
+                /* space-separated http(s) URLs, as $DEBUGINFOD_URLS */
+                if (value[0] && !is_http_url(value))
+                        return must_be(s, value, ret_error);
+                r = set_string(str, value[0] ? value : NULL);
+                break;
+        case CONF_URL:
+                /* one URL; "" turns off what it is for */
+                if (value[0] && (!is_http_url(value) || strpbrk(value, " \t@")))
+                        return must_be(s, value, ret_error);
+                r = set_string(str, value[0] ? value : NULL);
+                break;
+        case CONF_HOST_NAME:
+                if (!conf_host_name_valid(value))
+                        return must_be(s, value, ret_error);
+                r = set_string(str, value);
+                break;
+        case CONF_DIRS: {
+                char **v;
+
+                r = dirs_parse(value, &v, ret_error);
+                if (r >= 0) {
+                        dirs_free(*FIELD_PTR(char **, s, c));
+                        *FIELD_PTR(char **, s, c) = v;
+                }
+                break;
         }
-        return -ENOENT;
+        case CONF_KINDS:
+                r = set_kinds(FIELD_PTR(bool, s, c), value, ret_error);
+                break;
+        default:
+                r = set_number(s, c, value, ret_error);
+                break;
+        }
+        if (r < 0)
+                return r;
+        return s->check ? s->check(c, ret_error) : 0;
+}
+
+int conf_set(struct conf *c, const char *key, const char *value, char **ret_error) {
+        const struct conf_setting *s = conf_setting_find(key);
+
+        return s ? conf_setting_set(c, s, value, ret_error) : -ENOENT;
+}
+
+static bool str_eq(const char *a, const char *b) {
+        return (!a && !b) || (a && b && streq(a, b));
+}
+
+static bool dirs_eq(char *const *a, char *const *b) {
+        size_t i;
+
+        for (i = 0; a && b && a[i] && b[i]; i++)
+                if (!streq(a[i], b[i]))
+                        return false;
+        return (!a || !a[i]) && (!b || !b[i]);
+}
+
+bool conf_setting_equal(const struct conf_setting *s, const struct conf *a, const struct conf *b) {
+        if (type_is_string(s->type))
+                return str_eq(*FIELD_CPTR(char *, s, a), *FIELD_CPTR(char *, s, b));
+        if (s->type == CONF_DIRS)
+                return dirs_eq(*FIELD_CPTR(char **, s, a), *FIELD_CPTR(char **, s, b));
+        if (s->type == CONF_KINDS)
+                return memcmp(FIELD_CPTR(bool, s, a), FIELD_CPTR(bool, s, b), 3 * sizeof(bool)) == 0;
+        if (type_is_u64(s->type))
+                return *FIELD_CPTR(uint64_t, s, a) == *FIELD_CPTR(uint64_t, s, b);
+        return *FIELD_CPTR(unsigned, s, a) == *FIELD_CPTR(unsigned, s, b);
+}
+
+/* Exchanges s's values between a and b (ownership of strings included). */
+static void setting_swap(const struct conf_setting *s, struct conf *a, struct conf *b) {
+        size_t n = type_is_string(s->type) ? sizeof(char *)
+                   : s->type == CONF_DIRS  ? sizeof(char **)
+                   : s->type == CONF_KINDS ? 3 * sizeof(bool)
+                   : type_is_u64(s->type)  ? sizeof(uint64_t)
+                                           : sizeof(unsigned);
+        char t[sizeof(uint64_t)];
+
+        memcpy(t, FIELD_PTR(char, s, a), n);
+        memcpy(FIELD_PTR(char, s, a), FIELD_PTR(char, s, b), n);
+        memcpy(FIELD_PTR(char, s, b), t, n);
+}
+
+const char *conf_setting_format(const struct conf_setting *s, const struct conf *c, char *buf, size_t size) {
+        uint64_t v;
+
+        buf[0] = '\0';
+        if (type_is_string(s->type)) {
+                const char *str = *FIELD_CPTR(char *, s, c);
+                snprintf(buf, size, "%s", str ? str : "none");
+        } else if (s->type == CONF_DIRS) {
+                char *const *d = *FIELD_CPTR(char **, s, c);
+                size_t n = 0;
+
+                for (size_t i = 0; d && d[i] && n < size; i++)
+                        n += snprintf(buf + n, size - n, "%s%s", i ? " " : "", d[i]);
+                if (!d || !d[0])
+                        snprintf(buf, size, "none");
+        } else if (s->type == CONF_KINDS) {
+                const bool *k = FIELD_CPTR(bool, s, c);
+                snprintf(buf, size, "%s%s%s%s", k[0] ? "cpu" : "", k[1] ? (k[0] ? ",offcpu" : "offcpu") : "",
+                         k[2] ? (k[0] || k[1] ? ",wakeup" : "wakeup") : "", !k[0] && !k[1] && !k[2] ? "none" : "");
+        } else if (s->type == CONF_MODE)
+                snprintf(buf, size, "%04o", *FIELD_CPTR(unsigned, s, c));
+        else if (s->type == CONF_UINT)
+                snprintf(buf, size, "%u", *FIELD_CPTR(unsigned, s, c));
+        else {
+                v = *FIELD_CPTR(uint64_t, s, c);
+                if (s->has_none && v == s->none_value)
+                        snprintf(buf, size, "none");
+                else if (s->type == CONF_DURATION)
+                        format_duration(buf, size, v);
+                else
+                        snprintf(buf, size, "%" PRIu64, v >> s->shift);
+        }
+        return buf;
+}
+
+/* Option names, "offcpu-min" for offcpu_min, built on first use. */
+static char option_names[ELEMENTSOF(conf_settings)][32];
+
+const char *conf_setting_option(const struct conf_setting *s) {
+        char *name = option_names[s - conf_settings];
+
+        if (name[0] == '\0') {
+                snprintf(name, sizeof(option_names[0]), "%s", s->key);
+                for (char *k = name; *k; k++)
+                        if (*k == '_')
+                                *k = '-';
+        }
+        return name;
+}
+
+size_t conf_options(struct option *options, char *shorts, size_t shorts_size) {
+        size_t n = 0, len = strlen(shorts);
+
+        for (size_t i = 0; i < conf_n_settings; i++) {
+                const struct conf_setting *s = &conf_settings[i];
+
+                if (s->file_only)
+                        continue;
+                options[n++] = (struct option) { conf_setting_option(s), required_argument, NULL,
+                                                 s->short_option ? s->short_option : CONF_OPTION_FIRST + (int) i };
+                if (s->short_option && len + 3 <= shorts_size) {
+                        shorts[len++] = s->short_option;
+                        shorts[len++] = ':';
+                        shorts[len] = '\0';
+                }
+        }
+        return n;
+}
+
+const struct conf_setting *conf_setting_of_option(int val) {
+        if (val >= CONF_OPTION_FIRST && (size_t) (val - CONF_OPTION_FIRST) < conf_n_settings)
+                return &conf_settings[val - CONF_OPTION_FIRST];
+        for (size_t i = 0; val > 0 && i < conf_n_settings; i++)
+                if (conf_settings[i].short_option == val)
+                        return &conf_settings[i];
+        return NULL;
+}
+
+/* --help's columns: the option, then its text from column 26. */
+#define HELP_COLUMN 26
+
+void conf_print_help(FILE *f) {
+        for (size_t i = 0; i < conf_n_settings; i++) {
+                const struct conf_setting *s = &conf_settings[i];
+                char head[80];
+                int n;
+
+                if (s->file_only || !s->help)
+                        continue;
+                if (s->short_option)
+                        n = snprintf(head, sizeof(head), "  -%c, --%s %s", s->short_option, conf_setting_option(s),
+                                     s->help_arg);
+                else
+                        n = snprintf(head, sizeof(head), "      --%s %s", conf_setting_option(s), s->help_arg);
+                fprintf(f, "%s%*s", head, n + 2 <= HELP_COLUMN ? HELP_COLUMN - n : 2, "");
+                for (const char *p = s->help; *p; p++) {
+                        fputc(*p, f);
+                        if (*p == '\n')
+                                fprintf(f, "%*s", HELP_COLUMN, "");
+                }
+                fputc('\n', f);
+        }
+}
+
+/* Appends ", what" to a reload's summary. */
+static void summary_add(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+static void summary_add(char *buf, size_t size, const char *fmt, ...) {
+        size_t n = strlen(buf);
+        va_list ap;
+
+        if (n + 3 >= size)
+                return;
+        if (n > 0) {
+                strcpy(buf + n, ", ");
+                n += 2;
+        }
+        va_start(ap, fmt);
+        vsnprintf(buf + n, size - n, fmt, ap);
+        va_end(ap);
+}
+
+void conf_reload_diff(struct conf *next, struct conf *running, unsigned skip, conf_apply_fn apply,
+                      void *userdata, struct conf_reload *ret) {
+        unsigned changed = 0;
+
+        *ret = (struct conf_reload) {};
+        for (size_t i = 0; i < conf_n_settings; i++) {
+                const struct conf_setting *s = &conf_settings[i];
+
+                if (conf_setting_equal(s, next, running))
+                        continue;
+                if (s->apply == CONF_APPLY_RESTART) {
+                        log_warning("Setting %s changed; it needs a restart of profd to take effect, "
+                                    "keeping the running value.", s->key);
+                        setting_swap(s, next, running);
+                        ret->n_restart++;
+                } else if (skip & (1u << s->apply))
+                        setting_swap(s, next, running);
+                else
+                        changed |= 1u << s->apply;
+        }
+        for (unsigned a = CONF_APPLY_RESTART + 1; a < _CONF_APPLY_MAX; a++) {
+                bool failed;
+
+                if (!(changed & (1u << a)))
+                        continue;
+                failed = apply && apply(a, next, running, userdata) < 0;
+                for (size_t i = 0; i < conf_n_settings; i++) {
+                        const struct conf_setting *s = &conf_settings[i];
+                        char o[256], n[256];
+
+                        if (s->apply != a || conf_setting_equal(s, next, running))
+                                continue;
+                        if (failed) {
+                                setting_swap(s, next, running);
+                                continue;
+                        }
+                        summary_add(ret->summary, sizeof(ret->summary), "%s %s -> %s%s", s->key,
+                                    conf_setting_format(s, running, o, sizeof(o)),
+                                    conf_setting_format(s, next, n, sizeof(n)), s->unit ? s->unit : "");
+                }
+                if (!failed)
+                        ret->applied |= 1u << a;
+        }
 }
 
 int parse_size(const char *s, uint64_t *ret) {
@@ -452,16 +666,16 @@ static char *known_keys(void) {
         size_t n = 1;
         char *s;
 
-        for (size_t i = 0; conf_keys[i]; i++)
-                n += strlen(conf_keys[i]) + 2;
+        for (size_t i = 0; i < conf_n_settings; i++)
+                n += strlen(conf_settings[i].key) + 2;
         s = malloc(n);
         if (!s)
                 return NULL;
         s[0] = '\0';
-        for (size_t i = 0; conf_keys[i]; i++) {
+        for (size_t i = 0; i < conf_n_settings; i++) {
                 if (i > 0)
                         strcat(s, ", ");
-                strcat(s, conf_keys[i]);
+                strcat(s, conf_settings[i].key);
         }
         return s;
 }

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* 49 Hz: a prime, so sampling does not run in lockstep with periodic work
  * (timers at 10, 50, 100 Hz), and low enough to cost well under 1% CPU. */
@@ -111,9 +113,65 @@ struct conf {
         uint64_t clickhouse_timeout_ns;
 };
 
-/* Every key the file knows, NULL-terminated, in the order profd.conf(5)
- * documents them. */
-extern const char *const conf_keys[];
+/* What re-applies a setting changed on SIGHUP. */
+enum conf_apply {
+        CONF_APPLY_RESTART,   /* read once at start: a change needs a restart of profd */
+        CONF_APPLY_FREQUENCY, /* the perf events' sampling frequency */
+        CONF_APPLY_INTERVAL,  /* the drain timer, from the next drain */
+        CONF_APPLY_OFFCPU,    /* the off-CPU thresholds the BPF programs read */
+        CONF_APPLY_CLIENTS,   /* the server's client limits */
+        CONF_APPLY_WRITER,    /* symbol cache, debug directories, retention (writer_configure) */
+        _CONF_APPLY_MAX,
+};
+
+/* How a value is written and where it is kept. */
+enum conf_type {
+        CONF_PATH,      /* char *: an absolute path */
+        CONF_GROUP,     /* char *: a group name; "": none (NULL) */
+        CONF_URLS,      /* char *: http(s) URLs separated by spaces; "": none */
+        CONF_URL,       /* char *: one http(s) URL without credentials; "": none */
+        CONF_HOST_NAME, /* char *: see conf_host_name_valid */
+        CONF_DIRS,      /* char **, NULL-terminated: absolute directories separated by spaces */
+        CONF_KINDS,     /* bool kind_cpu, kind_offcpu, kind_wakeup: "cpu,offcpu,wakeup" or "none" */
+        CONF_MODE,      /* unsigned: an octal file mode */
+        CONF_UINT,      /* unsigned: a whole number in [min, max] */
+        CONF_COUNT,     /* uint64_t: a whole number in [min, max], stored << shift */
+        CONF_DURATION,  /* uint64_t ns: "10s", "1ms", in [min, max] */
+        CONF_SIZE,      /* uint64_t bytes: "64M", in [min, max] */
+};
+
+/* One setting: everything profd knows about it, in one row of
+ * conf_settings[]. The file parser, the command-line options, --help, the
+ * man-page check (docs/man/check_man.py reads the .key lines) and SIGHUP's
+ * diff all go through this table. */
+struct conf_setting {
+        const char *key;         /* in the file; the option is --key with '-' for '_' */
+        enum conf_type type;
+        size_t offset;           /* of its field in struct conf */
+        enum conf_apply apply;   /* on SIGHUP; CONF_APPLY_RESTART: kept until a restart */
+        uint64_t min, max;       /* numbers, durations, sizes: the range accepted (max 0: none) */
+        unsigned shift;          /* CONF_COUNT: stored as value << shift (MiB -> bytes) */
+        bool has_none;           /* "none" is accepted and stored as none_value */
+        uint64_t none_value;
+        bool empty_unsets;       /* CONF_PATH: "" stores NULL */
+        /* a bad value: "KEY must be MUST_BE, not \"VALUE\""; NULL: from min and max */
+        const char *must_be;
+        /* after it is set: what it must agree with (e.g. offcpu_min <= offcpu_max);
+         * returns 0 or -EINVAL with *ret_error set */
+        int (*check)(const struct conf *c, char **ret_error);
+        const char *unit;        /* after the values in the reload summary: " Hz" */
+        char short_option;       /* 0: only the long one */
+        bool file_only;          /* no command-line option (a secret's path stays out of ps) */
+        const char *help_arg;    /* --help: "--key HELP_ARG  HELP"; '\n' in help continues */
+        const char *help;        /* NULL: not in --help */
+};
+
+/* Every setting, in the order profd.conf(5) documents them. */
+extern const struct conf_setting conf_settings[];
+extern const size_t conf_n_settings;
+
+/* The setting named key, or NULL. */
+const struct conf_setting *conf_setting_find(const char *key);
 
 /* Fills defaults. Returns 0 or -ENOMEM. */
 int conf_init(struct conf *c);
@@ -128,6 +186,54 @@ int conf_parse_text(struct conf *c, const char *name, const char *text, char **r
  * Returns 0, -ENOENT for an unknown key, -EINVAL for a bad value (with
  * *ret_error saying why), -ENOMEM. */
 int conf_set(struct conf *c, const char *key, const char *value, char **ret_error);
+
+/* conf_set for a setting already looked up. Returns 0, -EINVAL with
+ * *ret_error, or -ENOMEM. */
+int conf_setting_set(struct conf *c, const struct conf_setting *s, const char *value, char **ret_error);
+
+/* Whether a and b hold the same value of s. */
+bool conf_setting_equal(const struct conf_setting *s, const struct conf *a, const struct conf *b);
+
+/* Writes s's value in c as the reload summary shows it ("10s", "none",
+ * "/a /b"). Returns buf. */
+const char *conf_setting_format(const struct conf_setting *s, const struct conf *c, char *buf, size_t size);
+
+/* The command line: getopt_long's val for a setting without a short option
+ * is CONF_OPTION_FIRST + its row. */
+#define CONF_OPTION_FIRST 0x1000
+struct option;
+/* Writes the settings' long options (at most conf_n_settings) to options
+ * and appends their short ones ("s:d:...") to shorts. The names are built
+ * once, in static storage. Returns the number written. */
+size_t conf_options(struct option *options, char *shorts, size_t shorts_size);
+/* The setting getopt_long's val stands for, or NULL. */
+const struct conf_setting *conf_setting_of_option(int val);
+/* "offcpu-min" for offcpu_min: valid as long as the program runs. */
+const char *conf_setting_option(const struct conf_setting *s);
+/* Prints --help's lines for the settings that have an option. */
+void conf_print_help(FILE *f);
+
+/* Re-applies one component with the new settings (next); running holds the
+ * values it runs with. Returns 0, or a negative errno to keep the running
+ * values of that component's settings (the callee logs why). */
+typedef int (*conf_apply_fn)(enum conf_apply what, const struct conf *next, const struct conf *running,
+                             void *userdata);
+
+struct conf_reload {
+        unsigned applied;    /* bits (1 << enum conf_apply) of the components re-applied */
+        unsigned n_restart;  /* changed settings that need a restart: logged, running value kept */
+        char summary[1024];  /* "frequency 29 -> 197 Hz, interval 10s -> 5s", or "" */
+};
+
+/* SIGHUP's diff, row by row: a setting that changed and needs a restart is
+ * logged and keeps its running value in next (so status and the next
+ * reload see what runs); one whose component is in skip (bits 1 << enum
+ * conf_apply) keeps it silently; every other component with a change is
+ * applied once, and if that fails its settings keep their running values.
+ * running may have values swapped in from next (the caller frees it and
+ * keeps next). Fills *ret. */
+void conf_reload_diff(struct conf *next, struct conf *running, unsigned skip, conf_apply_fn apply,
+                      void *userdata, struct conf_reload *ret);
 
 /* Checks what no single key can: settings that must agree with each other
  * (retention levels in order). Call after the file and the command line were

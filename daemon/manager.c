@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +47,6 @@ struct wall_clock {
 };
 
 struct manager {
-        char *socket_path;
-        char *store_path;
-        struct collector_config collect;
 
         sd_event *event;
         sd_event_source *drain_timer;
@@ -58,7 +54,9 @@ struct manager {
         sd_event_source *writer_io;
         sd_event_source *sigterm, *sigint;
         sd_event_source *sighup;      /* reload the settings */
-        struct conf *conf;            /* the running settings (the caller's) */
+        /* the running settings (the caller's): read on this thread only, and
+         * replaced in place by a reload; the threads get copies */
+        struct conf *conf;
         manager_reload_fn reload;
         void *reload_userdata;
         collector *coll;
@@ -180,12 +178,12 @@ static void manager_describe(const manager *m, char *buf, size_t size) {
                 snprintf(buf, size, "serving queries only (--kinds none)");
                 return;
         }
-        if (m->collect.cpu)
-                snprintf(buf, size, "sampling %u Hz %s%s%s", m->collect.frequency_hz, collector_event_name(m->coll),
-                         m->collect.offcpu ? ", offcpu" : "", m->collect.wakeup ? ", wakeup" : "");
+        if (m->conf->kind_cpu)
+                snprintf(buf, size, "sampling %u Hz %s%s%s", m->conf->frequency_hz, collector_event_name(m->coll),
+                         m->conf->kind_offcpu ? ", offcpu" : "", m->conf->kind_wakeup ? ", wakeup" : "");
         else
-                snprintf(buf, size, "collecting%s%s", m->collect.offcpu ? " offcpu" : "",
-                         m->collect.wakeup ? (m->collect.offcpu ? ", wakeup" : " wakeup") : "");
+                snprintf(buf, size, "collecting%s%s", m->conf->kind_offcpu ? " offcpu" : "",
+                         m->conf->kind_wakeup ? (m->conf->kind_offcpu ? ", wakeup" : " wakeup") : "");
 }
 
 /* Tells systemd (`systemctl status profd`) what the drain the writer just
@@ -258,7 +256,7 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         int r;
 
         (void) manager_drain(m, NULL);
-        r = sd_event_source_set_time_relative(s, m->collect.interval_ns / NSEC_PER_USEC);
+        r = sd_event_source_set_time_relative(s, m->conf->interval_ns / NSEC_PER_USEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         if (r < 0)
@@ -284,76 +282,57 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
-static struct writer_settings writer_settings_of(const struct conf *c) {
-        return (struct writer_settings) {
-                .symbol_cache_bytes = c->symbol_cache_bytes,
-                .debug_dirs = (const char *const *) c->debug_dirs,
-                .retention = {
-                        .raw_ns = c->retention_raw_ns,
-                        .m1_ns = c->retention_1m_ns,
-                        .all_ns = c->retention_ns,
-                        .max_bytes = c->max_store_size,
-                },
-        };
-}
+/* Re-applies one component after SIGHUP (conf_reload_diff calls it once
+ * for each component with a changed setting). Returns 0, or a negative
+ * errno to keep that component's running settings (logged here). */
+static int manager_apply(enum conf_apply what, const struct conf *next, const struct conf *running,
+                         void *userdata) {
+        manager *m = userdata;
+        int r;
 
-static bool str_eq(const char *a, const char *b) {
-        return (!a && !b) || (a && b && streq(a, b));
-}
-
-static bool dirs_eq(char **a, char **b) {
-        size_t i;
-
-        for (i = 0; a && b && a[i] && b[i]; i++)
-                if (!streq(a[i], b[i]))
-                        return false;
-        return (!a || !a[i]) && (!b || !b[i]);
-}
-
-/* Appends ", what" to the summary of a reload. */
-static void note(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
-static void note(char *buf, size_t size, const char *fmt, ...) {
-        size_t n = strlen(buf);
-        va_list ap;
-
-        if (n + 3 >= size)
-                return;
-        if (n > 0) {
-                strcpy(buf + n, ", ");
-                n += 2;
+        switch (what) {
+        case CONF_APPLY_FREQUENCY:
+                r = running->kind_cpu ? collector_set_frequency(m->coll, next->frequency_hz) : 0;
+                if (r < 0)
+                        return log_error_errno(r, "Failed to sample at %u Hz, keeping %u Hz: %m", next->frequency_hz,
+                                               running->frequency_hz);
+                return 0;
+        case CONF_APPLY_INTERVAL:
+                /* from now: the drain in progress keeps what it holds */
+                r = sd_event_source_set_time_relative(m->drain_timer, next->interval_ns / NSEC_PER_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        log_error_errno(r, "Failed to re-arm the drain timer: %m");
+                return 0;
+        case CONF_APPLY_OFFCPU:
+                if (m->coll && (running->kind_offcpu || running->kind_wakeup))
+                        collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns);
+                return 0;
+        case CONF_APPLY_CLIENTS:
+                server_set_limits(m->server, next->max_clients, next->client_timeout_ns / NSEC_PER_USEC);
+                return 0;
+        case CONF_APPLY_WRITER:
+                if (m->writer && writer_configure(m->writer, next) < 0)
+                        return log_oom();
+                return 0;
+        default:
+                return -EINVAL;
         }
-        va_start(ap, fmt);
-        vsnprintf(buf + n, size - n, fmt, ap);
-        va_end(ap);
 }
-
-/* A setting that only takes effect at start: keeps the running value in
- * nc (so status and the next reload compare with what runs) and says so. */
-#define KEEP_RUNNING(nc, old, field, key, differ)                                                       \
-        do {                                                                                            \
-                if (differ) {                                                                           \
-                        log_warning("Setting %s changed; it needs a restart of profd to take effect, "  \
-                                    "keeping the running value.", key);                                 \
-                        SWAP_VALUES((nc)->field, (old)->field);                                         \
-                }                                                                                       \
-        } while (0)
-#define SWAP_VALUES(a, b)                                                                               \
-        do {                                                                                            \
-                __typeof__(a) _t = (a);                                                                 \
-                (a) = (b);                                                                              \
-                (b) = _t;                                                                               \
-        } while (0)
 
 /* SIGHUP: reads the settings again. A bad file is logged and changes
  * nothing; otherwise what can change while running is applied without
- * losing data, and what cannot is kept and logged as needing a restart. */
+ * losing data, and what cannot is kept and logged as needing a restart
+ * (conf_reload_diff, row by row of conf_settings[]). */
 static int manager_reload(manager *m) {
         _cleanup_free_ char *error = NULL;
         struct conf nc, *old = m->conf;
-        char summary[1024] = "", a[32], b[32];
+        struct conf_reload res;
+        unsigned skip = 0;
         int r;
 
-        if (!m->reload || !old) {
+        if (!m->reload) {
                 log_info("Received SIGHUP, but profd was started without reloadable settings; ignoring.");
                 return 0;
         }
@@ -363,105 +342,18 @@ static int manager_reload(manager *m) {
                           error ? error : strerror(-r));
                 return 0;
         }
-
-        KEEP_RUNNING(&nc, old, socket_path, "socket", !str_eq(nc.socket_path, old->socket_path));
-        KEEP_RUNNING(&nc, old, store_path, "store", !str_eq(nc.store_path, old->store_path));
-        if (nc.kind_cpu != old->kind_cpu || nc.kind_offcpu != old->kind_offcpu || nc.kind_wakeup != old->kind_wakeup) {
-                log_warning("Setting kinds changed; it needs a restart of profd to take effect, keeping the running value.");
-                nc.kind_cpu = old->kind_cpu;
-                nc.kind_offcpu = old->kind_offcpu;
-                nc.kind_wakeup = old->kind_wakeup;
-        }
-        KEEP_RUNNING(&nc, old, socket_mode, "socket_mode", nc.socket_mode != old->socket_mode);
-        KEEP_RUNNING(&nc, old, socket_group, "socket_group", !str_eq(nc.socket_group, old->socket_group));
-        KEEP_RUNNING(&nc, old, admin_group, "admin_group", !str_eq(nc.admin_group, old->admin_group));
-        KEEP_RUNNING(&nc, old, debuginfod_urls, "debuginfod_urls", !str_eq(nc.debuginfod_urls, old->debuginfod_urls));
-        KEEP_RUNNING(&nc, old, debuginfod_cache, "debuginfod_cache",
-                     !str_eq(nc.debuginfod_cache, old->debuginfod_cache));
-        KEEP_RUNNING(&nc, old, max_keys, "max_keys", nc.max_keys != old->max_keys);
-        KEEP_RUNNING(&nc, old, max_stacks, "max_stacks", nc.max_stacks != old->max_stacks);
-        KEEP_RUNNING(&nc, old, kernel_memory, "kernel_memory", nc.kernel_memory != old->kernel_memory);
-        KEEP_RUNNING(&nc, old, unwind_memory, "unwind_memory", nc.unwind_memory != old->unwind_memory);
-        KEEP_RUNNING(&nc, old, clickhouse_url, "clickhouse_url", !str_eq(nc.clickhouse_url, old->clickhouse_url));
-        KEEP_RUNNING(&nc, old, host_name, "host_name", !str_eq(nc.host_name, old->host_name));
-        KEEP_RUNNING(&nc, old, clickhouse_credentials, "clickhouse_credentials",
-                     !str_eq(nc.clickhouse_credentials, old->clickhouse_credentials));
-        KEEP_RUNNING(&nc, old, clickhouse_timeout_ns, "clickhouse_timeout",
-                     nc.clickhouse_timeout_ns != old->clickhouse_timeout_ns);
-        if (m->serve_only) {
-                /* nothing collects or writes: only the client limits apply */
-                nc.frequency_hz = old->frequency_hz;
-                nc.interval_ns = old->interval_ns;
-                nc.offcpu_min_ns = old->offcpu_min_ns;
-                nc.offcpu_max_ns = old->offcpu_max_ns;
-        }
-
-        if (nc.frequency_hz != old->frequency_hz) {
-                r = m->collect.cpu ? collector_set_frequency(m->coll, nc.frequency_hz) : 0;
-                if (r < 0) {
-                        log_error_errno(r, "Failed to sample at %u Hz, keeping %u Hz: %m", nc.frequency_hz,
-                                        old->frequency_hz);
-                        nc.frequency_hz = old->frequency_hz;
-                } else {
-                        note(summary, sizeof(summary), "frequency %u -> %u Hz", old->frequency_hz, nc.frequency_hz);
-                        m->collect.frequency_hz = nc.frequency_hz;
-                }
-        }
-        if (nc.interval_ns != old->interval_ns) {
-                note(summary, sizeof(summary), "interval %s -> %s", format_duration(a, sizeof(a), old->interval_ns),
-                     format_duration(b, sizeof(b), nc.interval_ns));
-                m->collect.interval_ns = nc.interval_ns;
-                /* from now: the drain in progress keeps what it holds */
-                r = sd_event_source_set_time_relative(m->drain_timer, nc.interval_ns / NSEC_PER_USEC);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ONESHOT);
-                if (r < 0)
-                        log_error_errno(r, "Failed to re-arm the drain timer: %m");
-        }
+        /* serve-only: nothing collects or writes, only the client limits apply */
+        if (m->serve_only)
+                skip = 1u << CONF_APPLY_FREQUENCY | 1u << CONF_APPLY_INTERVAL | 1u << CONF_APPLY_OFFCPU;
+        conf_reload_diff(&nc, old, skip, manager_apply, m, &res);
         /* the maps were sized at start from frequency x interval */
-        if (m->collect.cpu && (uint64_t) nc.frequency_hz * (nc.interval_ns / NSEC_PER_MSEC) >
+        if (m->conf->kind_cpu && (uint64_t) nc.frequency_hz * (nc.interval_ns / NSEC_PER_MSEC) >
                                       (uint64_t) old->frequency_hz * (old->interval_ns / NSEC_PER_MSEC))
                 log_notice("The kernel maps were sized at start for fewer samples per interval; if status "
                            "shows map_full drops, restart profd to size them anew.");
-        if (nc.offcpu_min_ns != old->offcpu_min_ns || nc.offcpu_max_ns != old->offcpu_max_ns) {
-                if (m->coll && (m->collect.offcpu || m->collect.wakeup))
-                        collector_set_offcpu_thresholds(m->coll, nc.offcpu_min_ns, nc.offcpu_max_ns);
-                m->collect.offcpu_min_ns = nc.offcpu_min_ns;
-                m->collect.offcpu_max_ns = nc.offcpu_max_ns;
-                note(summary, sizeof(summary), "offcpu_min %s, offcpu_max %s",
-                     format_duration(a, sizeof(a), nc.offcpu_min_ns),
-                     nc.offcpu_max_ns == UINT64_MAX ? "none" : format_duration(b, sizeof(b), nc.offcpu_max_ns));
-        }
-        if (nc.max_clients != old->max_clients || nc.client_timeout_ns != old->client_timeout_ns) {
-                server_set_limits(m->server, nc.max_clients, nc.client_timeout_ns / NSEC_PER_USEC);
-                note(summary, sizeof(summary), "max_clients %u, client_timeout %s", nc.max_clients,
-                     format_duration(a, sizeof(a), nc.client_timeout_ns));
-        }
-        if (nc.retention_raw_ns != old->retention_raw_ns || nc.retention_1m_ns != old->retention_1m_ns ||
-            nc.retention_ns != old->retention_ns)
-                note(summary, sizeof(summary), "retention raw %s, 1m %s, all %s",
-                     format_duration(a, sizeof(a), nc.retention_raw_ns), format_duration(b, sizeof(b), nc.retention_1m_ns),
-                     format_duration((char[32]) {}, 32, nc.retention_ns));
-        if (nc.max_store_size != old->max_store_size)
-                note(summary, sizeof(summary), "max_store_size %" PRIu64 " -> %" PRIu64, old->max_store_size,
-                     nc.max_store_size);
-        if (nc.symbol_cache_bytes != old->symbol_cache_bytes)
-                note(summary, sizeof(summary), "symbol_cache %" PRIu64 " -> %" PRIu64 " MiB",
-                     old->symbol_cache_bytes >> 20, nc.symbol_cache_bytes >> 20);
-        if (!dirs_eq(nc.debug_dirs, old->debug_dirs))
-                note(summary, sizeof(summary), "debug_dirs (for files read from now on)");
-        if (m->writer) {
-                struct writer_settings ws = writer_settings_of(&nc);
-                r = writer_configure(m->writer, &ws);
-                if (r < 0) {
-                        conf_done(&nc);
-                        return log_oom();
-                }
-        }
-
         conf_done(old);
         *old = nc;
-        log_info("Reloaded the configuration: %s.", summary[0] ? summary : "nothing changed");
+        log_info("Reloaded the configuration: %s.", res.summary[0] ? res.summary : "nothing changed");
         return 0;
 }
 
@@ -645,10 +537,10 @@ static int send_status(manager *m, server_client *c) {
                       "version", PROFD_VERSION,
                       "pid", (json_int_t) getpid(),
                       "uptime_s", (json_int_t) ((wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC),
-                      "frequency_hz", (json_int_t) (m->collect.cpu ? m->collect.frequency_hz : 0),
+                      "frequency_hz", (json_int_t) (m->conf->kind_cpu ? m->conf->frequency_hz : 0),
                       "event", m->coll ? collector_event_name(m->coll) : NULL,
-                      "interval_ms", (json_int_t) (m->collect.interval_ns / NSEC_PER_MSEC),
-                      "store_path", m->store_path,
+                      "interval_ms", (json_int_t) (m->conf->interval_ns / NSEC_PER_MSEC),
+                      "store_path", m->conf->store_path,
                       "store_bytes", (json_int_t) st.file_bytes,
                       "drains", (json_int_t) st.drains,
                       "last_drain_ns", (json_int_t) st.last_drain_ns,
@@ -660,11 +552,11 @@ static int send_status(manager *m, server_client *c) {
                       "drops", drops);
         if (o) {
                 json_t *kinds = json_array();
-                if (m->collect.cpu)
+                if (m->conf->kind_cpu)
                         json_array_append_new(kinds, json_string("cpu"));
-                if (m->collect.offcpu)
+                if (m->conf->kind_offcpu)
                         json_array_append_new(kinds, json_string("offcpu"));
-                if (m->collect.wakeup)
+                if (m->conf->kind_wakeup)
                         json_array_append_new(kinds, json_string("wakeup"));
                 json_object_set_new(o, "kinds", kinds);
                 json_object_set_new(o, "processes_tracked", json_integer((json_int_t) ws.processes_tracked));
@@ -685,13 +577,12 @@ static int send_status(manager *m, server_client *c) {
                 json_object_set_new(o, "store_check", status_store_check(m));
                 json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
                 json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
-                        "min_ns", (json_int_t) m->collect.offcpu_min_ns,
-                        "max_ns", m->collect.offcpu_max_ns == UINT64_MAX ? json_null()
-                                                                        : json_integer((json_int_t) m->collect.offcpu_max_ns),
+                        "min_ns", (json_int_t) m->conf->offcpu_min_ns,
+                        "max_ns", m->conf->offcpu_max_ns == UINT64_MAX ? json_null()
+                                                                        : json_integer((json_int_t) m->conf->offcpu_max_ns),
                         "filtered_blocks", (json_int_t) m->offcpu_filtered,
                         "filtered_ns", (json_int_t) m->offcpu_filtered_ns));
-                if (m->conf)
-                        status_add_settings(m, o, &ws);
+                status_add_settings(m, o, &ws);
                 if (m->exporter)
                         json_object_set_new(o, "export", status_export(m));
         }
@@ -707,7 +598,7 @@ static int send_answer(manager *m, server_client *c, const struct request *req) 
         const struct client_creds *creds = server_client_creds(c);
         struct answer_caller who = { .privileged = creds->privileged, .uid = creds->uid };
 
-        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->collect.interval_ns);
+        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns);
 }
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {
@@ -748,53 +639,24 @@ static int handle_request(server_client *c, const struct request *req, void *use
         return -EINVAL;
 }
 
-int manager_new(const struct manager_config *cfg, manager **ret) {
+DEFINE_TRIVIAL_CLEANUP_FUNC(manager *, manager_free);
+
+/* The event loop with its watchdog and the signals profd answers: SIGTERM
+ * and SIGINT stop it, SIGHUP reloads. Returns 0 or a negative errno,
+ * logged. */
+static int manager_setup_loop(manager *m) {
         sigset_t mask;
-        manager *m;
         int r;
 
-        m = calloc(1, sizeof(*m));
-        if (!m)
-                return log_oom();
-        m->socket_path = strdup(cfg->socket_path);
-        m->store_path = strdup(cfg->store_path);
-        if (!m->socket_path || !m->store_path) {
-                r = log_oom();
-                goto fail;
-        }
-        m->collect = (struct collector_config) {
-                .frequency_hz = cfg->frequency_hz,
-                .interval_ns = cfg->interval_ns,
-                .cpu = cfg->cpu,
-                .offcpu = cfg->offcpu,
-                .wakeup = cfg->wakeup,
-                .offcpu_min_ns = cfg->offcpu_min_ns,
-                .offcpu_max_ns = cfg->offcpu_max_ns,
-                .max_keys = cfg->max_keys,
-                .max_stacks = cfg->max_stacks,
-                .kernel_memory = cfg->kernel_memory,
-                .unwind_memory = cfg->unwind_memory,
-        };
-        m->conf = cfg->conf;
-        m->reload = cfg->reload;
-        m->reload_userdata = cfg->reload_userdata;
-        wall_clock_init(&m->clock, cfg->test_clock_rate, cfg->test_clock_start_ago_s);
-        m->started_ns = m->last_drain_end_ns = wall_clock_now(&m->clock);
-        m->serve_only = !cfg->cpu && !cfg->offcpu && !cfg->wakeup;
-
         r = sd_event_default(&m->event);
-        if (r < 0) {
-                log_error_errno(r, "Failed to create the event loop: %m");
-                goto fail;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the event loop: %m");
         /* With WatchdogSec= (WATCHDOG_USEC), the loop itself sends
          * WATCHDOG=1: a loop stuck in one callback stops the pings and
          * systemd restarts profd. */
         r = sd_event_set_watchdog(m->event, true);
-        if (r < 0) {
-                log_error_errno(r, "Failed to enable the watchdog: %m");
-                goto fail;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to enable the watchdog: %m");
         if (r > 0)
                 log_debug("Watchdog enabled: the event loop pings systemd.");
         sigemptyset(&mask);
@@ -802,127 +664,128 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         sigaddset(&mask, SIGINT);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         if ((r = sd_event_add_signal(m->event, &m->sigterm, SIGTERM, on_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, &m->sigint, SIGINT, on_signal, m)) < 0) {
-                log_error_errno(r, "Failed to watch signals: %m");
-                goto fail;
-        }
+            (r = sd_event_add_signal(m->event, &m->sigint, SIGINT, on_signal, m)) < 0)
+                return log_error_errno(r, "Failed to watch signals: %m");
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to watch SIGHUP: %m");
-                goto fail;
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch SIGHUP: %m");
+        return 0;
+}
+
+/* libdebuginfod reads its settings from the environment; they are set
+ * before the writer thread exists (setenv is not thread-safe). Returns 0 or
+ * -ENOMEM, logged. */
+static int manager_setup_debuginfod(const struct conf *conf) {
+        if (!conf->debuginfod_urls)
+                return 0;
+        if (setenv("DEBUGINFOD_URLS", conf->debuginfod_urls, 1) < 0 ||
+            (conf->debuginfod_cache && setenv("DEBUGINFOD_CACHE_PATH", conf->debuginfod_cache, 1) < 0) ||
+            /* a slow server delays the drain being written, not queries:
+             * still, not for the library's 90 s default */
+            setenv("DEBUGINFOD_TIMEOUT", "10", 0) < 0)
+                return log_oom();
+        log_info("Debug files missing on this host are asked from %s.", conf->debuginfod_urls);
+        return 0;
+}
+
+/* What profiling adds to a serving profd: the writer (and retention), the
+ * export, the BPF collector and unwinder, and the drain timer. Returns 0 or
+ * a negative errno, logged. */
+static int manager_setup_collect(manager *m) {
+        int r;
+
+        r = writer_new(m->conf->store_path, "/proc", m->conf->symbol_cache_bytes, m->conf->debuginfod_urls != NULL,
+                       &m->writer);
+        if (r < 0)
+                return r;
+        /* starts retention too */
+        r = writer_configure(m->writer, m->conf);
+        if (r < 0)
+                return log_oom();
+        r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the writer: %m");
+        if (m->conf->clickhouse_url) {
+                r = exporter_new(m->conf, &m->exporter);
+                if (r < 0)
+                        return r;
         }
 
-        r = store_open(m->store_path, &m->store);
+        r = collector_new(m->conf, on_process_event, m, &m->coll);
         if (r < 0)
-                goto fail;
+                return r;
+#if defined(__x86_64__)
+        /* the BPF walker reads x86-64 CFI rules; elsewhere it walks frame pointers */
+        r = unwinder_new(collector_unwind_maps(m->coll), "/proc", &m->unwinder);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the unwinder: %m");
+#endif
+        r = sd_event_add_io(m->event, &m->events_io, collector_events_fd(m->coll), EPOLLIN, on_events, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch process events: %m");
+        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, m->conf->interval_ns / NSEC_PER_USEC,
+                                       0, on_drain_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the drain timer: %m");
+        /* Drains and signals go before client requests: however many clients
+         * keep the loop busy, a due drain is the next thing it does. */
+        (void) sd_event_source_set_priority(m->drain_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        return 0;
+}
+
+int manager_new(const struct manager_config *cfg, manager **ret) {
+        _cleanup_(manager_freep) manager *m = NULL;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return log_oom();
+        m->conf = cfg->conf;
+        m->reload = cfg->reload;
+        m->reload_userdata = cfg->reload_userdata;
+        wall_clock_init(&m->clock, cfg->test_clock_rate, cfg->test_clock_start_ago_s);
+        m->started_ns = m->last_drain_end_ns = wall_clock_now(&m->clock);
+        m->serve_only = !m->conf->kind_cpu && !m->conf->kind_offcpu && !m->conf->kind_wakeup;
+
+        r = manager_setup_loop(m);
+        if (r < 0)
+                return r;
+        r = store_open(m->conf->store_path, &m->store);
+        if (r < 0)
+                return r;
         /* after store_open: the workers' read-only connections need the
          * store created and migrated */
-        r = query_pool_new(m->event, m->store_path, &m->queries);
+        r = query_pool_new(m->event, m->conf->store_path, &m->queries);
         if (r < 0)
-                goto fail;
-        /* libdebuginfod reads its settings from the environment; set them
-         * before the writer thread exists (setenv is not thread-safe) */
-        if (cfg->debuginfod_urls) {
-                if (setenv("DEBUGINFOD_URLS", cfg->debuginfod_urls, 1) < 0 ||
-                    (cfg->debuginfod_cache && setenv("DEBUGINFOD_CACHE_PATH", cfg->debuginfod_cache, 1) < 0) ||
-                    /* a slow server delays the drain being written, not
-                     * queries: still, not for the library's 90 s default */
-                    setenv("DEBUGINFOD_TIMEOUT", "10", 0) < 0) {
-                        r = log_oom();
-                        goto fail;
-                }
-                log_info("Debug files missing on this host are asked from %s.", cfg->debuginfod_urls);
-        }
+                return r;
+        r = manager_setup_debuginfod(m->conf);
+        if (r < 0)
+                return r;
         /* serve-only: the store is only read (and migrated), nothing is
          * loaded into the kernel, and no writer runs (no retention either,
          * so a store copied off a host stays as it came) */
         if (m->serve_only) {
-                if (m->conf && m->conf->clickhouse_url)
+                if (m->conf->clickhouse_url)
                         log_notice("Serve-only (--kinds none): nothing is stored, so nothing is exported to %s.",
                                    m->conf->clickhouse_url);
-                goto listen;
-        }
-        r = writer_new(m->store_path, "/proc", cfg->symbol_cache_bytes, cfg->debuginfod_urls != NULL, &m->writer);
-        if (r < 0)
-                goto fail;
-        if (m->conf) {
-                /* starts retention too; without settings, it does not run */
-                struct writer_settings ws = writer_settings_of(m->conf);
-                r = writer_configure(m->writer, &ws);
-                if (r < 0) {
-                        r = log_oom();
-                        goto fail;
-                }
-        }
-        r = sd_event_add_io(m->event, &m->writer_io, writer_fd(m->writer), EPOLLIN, on_writer, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to watch the writer: %m");
-                goto fail;
-        }
-        if (m->conf && m->conf->clickhouse_url) {
-                r = exporter_new(&(struct exporter_config) {
-                                         .url = m->conf->clickhouse_url,
-                                         .host_name = m->conf->host_name,
-                                         .credentials_path = m->conf->clickhouse_credentials,
-                                         .store_path = m->store_path,
-                                         .timeout_ns = m->conf->clickhouse_timeout_ns,
-                                 },
-                                 &m->exporter);
+        } else {
+                r = manager_setup_collect(m);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
-
-        r = collector_new(&m->collect, on_process_event, m, &m->coll);
-        if (r < 0)
-                goto fail;
-#if defined(__x86_64__)
-        /* the BPF walker reads x86-64 CFI rules; elsewhere it walks frame pointers */
-        r = unwinder_new(collector_unwind_maps(m->coll), "/proc", &m->unwinder);
-        if (r < 0) {
-                log_error_errno(r, "Failed to start the unwinder: %m");
-                goto fail;
-        }
-#endif
-        r = sd_event_add_io(m->event, &m->events_io, collector_events_fd(m->coll), EPOLLIN, on_events, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to watch process events: %m");
-                goto fail;
-        }
-        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, m->collect.interval_ns / NSEC_PER_USEC,
-                                       0, on_drain_timer, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to arm the drain timer: %m");
-                goto fail;
-        }
-        /* Drains and signals go before client requests: however many clients
-         * keep the loop busy, a due drain is the next thing it does. */
-        (void) sd_event_source_set_priority(m->drain_timer, SD_EVENT_PRIORITY_IMPORTANT);
-listen:
         (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);
         (void) sd_event_source_set_priority(m->sigint, SD_EVENT_PRIORITY_IMPORTANT);
 
-        r = server_new(m->event,
-                       &(struct server_config) {
-                               .path = m->socket_path,
-                               .mode = cfg->socket_mode,
-                               .group = cfg->socket_group,
-                               .admin_group = cfg->admin_group,
-                               .max_clients = cfg->max_clients,
-                               .idle_timeout_usec = cfg->client_timeout_ns / NSEC_PER_USEC,
-                       },
-                       handle_request, m, &m->server);
+        r = server_new(m->event, m->conf, handle_request, m, &m->server);
         if (r < 0)
-                goto fail;
+                return r;
 
-        *ret = m;
+        *ret = TAKE_PTR(m);
         return 0;
-fail:
-        manager_free(m);
-        return r;
 }
 
 manager *manager_free(manager *m) {
@@ -955,8 +818,6 @@ manager *manager_free(manager *m) {
         collector_free(m->coll);
         store_close(m->store);
         sd_event_unref(m->event);
-        free(m->socket_path);
-        free(m->store_path);
         free(m);
         return NULL;
 }
@@ -964,12 +825,12 @@ manager *manager_free(manager *m) {
 int manager_run(manager *m) {
         if (m->serve_only)
                 log_info("profd %s: serve-only (--kinds none), collecting nothing; socket %s, store %s.",
-                         PROFD_VERSION, server_socket_path(m->server), m->store_path);
+                         PROFD_VERSION, server_socket_path(m->server), m->conf->store_path);
         else
                 log_info("profd %s: collecting%s%s%s, draining every %" PRIu64 " ms; socket %s, store %s.",
-                         PROFD_VERSION, m->collect.cpu ? " cpu" : "", m->collect.offcpu ? " offcpu" : "",
-                         m->collect.wakeup ? " wakeup" : "", (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC),
-                         server_socket_path(m->server), m->store_path);
+                         PROFD_VERSION, m->conf->kind_cpu ? " cpu" : "", m->conf->kind_offcpu ? " offcpu" : "",
+                         m->conf->kind_wakeup ? " wakeup" : "", (uint64_t) (m->conf->interval_ns / NSEC_PER_MSEC),
+                         server_socket_path(m->server), m->conf->store_path);
         /* manager_new returned: programs attached, store open, socket
          * listening. Units ordered after profd can query it now. */
         {
@@ -981,10 +842,10 @@ int manager_run(manager *m) {
                         (void) sd_notifyf(0, "READY=1\nSTATUS=%s", what);
                 else
                         (void) sd_notifyf(0, "READY=1\nSTATUS=%s; first drain in %" PRIu64 " ms", what,
-                                          (uint64_t) (m->collect.interval_ns / NSEC_PER_MSEC));
+                                          (uint64_t) (m->conf->interval_ns / NSEC_PER_MSEC));
         }
         /* the page check of the store reads all of it: after READY, on its
          * own thread, so start-up time does not grow with the store */
-        (void) store_check_start(m->store_path, &m->check);
+        (void) store_check_start(m->conf->store_path, &m->check);
         return sd_event_loop(m->event);
 }

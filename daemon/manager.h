@@ -12,27 +12,14 @@
  * and fills *ret, or a negative errno with *ret_error saying why. */
 typedef int (*manager_reload_fn)(struct conf *ret, char **ret_error, void *userdata);
 
+/* What profd runs with that is not a setting. */
 struct manager_config {
-        const char *socket_path;
-        const char *store_path;
-        unsigned frequency_hz;
-        uint64_t interval_ns;
-        bool cpu, offcpu, wakeup;
-        uint64_t offcpu_min_ns, offcpu_max_ns;
-        uint64_t max_keys, max_stacks;   /* 0: sized from the machine */
-        uint64_t kernel_memory;          /* bytes of the counts and stack maps in the kernel */
-        uint64_t unwind_memory;          /* bytes of unwind rows in the kernel */
-        unsigned socket_mode;
-        const char *socket_group, *admin_group;
-        unsigned max_clients;
-        uint64_t client_timeout_ns;
-        uint64_t symbol_cache_bytes;
-        const char *debuginfod_urls;   /* NULL: no debuginfod */
-        const char *debuginfod_cache;
-        /* The settings profd runs with (the fields above come from it):
-         * a reload compares the new ones with it, applies what can change
-         * while running, and updates it in place (what needs a restart keeps
-         * its running value). The caller keeps it alive until manager_free. */
+        /* The settings profd runs with: the manager and the components it
+         * starts read them (the threads take copies); a reload compares the
+         * new ones with them row by row (conf_reload_diff), applies what can
+         * change while running, and updates them in place (what needs a
+         * restart keeps its running value). The caller keeps it alive until
+         * manager_free. */
         struct conf *conf;
         manager_reload_fn reload; /* NULL: SIGHUP only logs that there is nothing to reload */
         void *reload_userdata;

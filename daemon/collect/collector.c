@@ -168,7 +168,7 @@ static int handle_event(void *ctx, void *data, size_t size) {
         return 0;
 }
 
-static int attach(collector *c, const struct collector_config *cfg) {
+static int attach(collector *c, const struct conf *cfg) {
         _cleanup_free_ int *cpus = NULL;
         size_t n_cpus;
         uint32_t type = PERF_TYPE_HARDWARE;
@@ -182,8 +182,8 @@ static int attach(collector *c, const struct collector_config *cfg) {
         c->perf_fds = calloc(n_cpus, sizeof(*c->perf_fds));
         if (!c->links || !c->perf_fds)
                 return log_oom();
-        c->event_name = cfg->cpu ? "cycles" : NULL;
-        for (size_t i = 0; cfg->cpu && i < n_cpus; i++) {
+        c->event_name = cfg->kind_cpu ? "cycles" : NULL;
+        for (size_t i = 0; cfg->kind_cpu && i < n_cpus; i++) {
                 int fd = perf_open(type, config, c->frequency, cpus[i]);
                 if (fd < 0 && i == 0 && type == PERF_TYPE_HARDWARE) {
                         /* no PMU (most VMs): the software timer samples just as well */
@@ -212,9 +212,9 @@ static int attach(collector *c, const struct collector_config *cfg) {
                 const char *what;
         } progs[] = {
                 { c->skel->progs.profd_exec, true, "sched_process_exec" },
-                { c->skel->progs.profd_switch, cfg->offcpu || cfg->wakeup, "sched_switch" },
-                { c->skel->progs.profd_switch_done, cfg->offcpu && c->switch_done, "sched_exit_tp" },
-                { c->skel->progs.profd_waking, cfg->wakeup, "sched_waking" },
+                { c->skel->progs.profd_switch, cfg->kind_offcpu || cfg->kind_wakeup, "sched_switch" },
+                { c->skel->progs.profd_switch_done, cfg->kind_offcpu && c->switch_done, "sched_exit_tp" },
+                { c->skel->progs.profd_waking, cfg->kind_wakeup, "sched_waking" },
         };
         for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
                 if (!progs[i].enabled)
@@ -237,15 +237,114 @@ static struct bpf_map *frames_map(const collector *c, unsigned cls, unsigned gen
         return m[cls][gen];
 }
 
-int collector_new(const struct collector_config *cfg, collector_event_fn on_event, void *userdata,
-                  collector **ret) {
-        collector *c;
+DEFINE_TRIVIAL_CLEANUP_FUNC(collector *, collector_free);
+
+/* Opens the BPF object and sizes its maps and settings from cfg, before
+ * load: keys and stack nodes per generation from the sampling rate and the
+ * CPUs, within kernel_memory (mapsize.c; docs/architecture.md, "Map
+ * sizes"). Returns 0 or a negative errno, logged. */
+static int collector_open(collector *c, const struct conf *cfg, struct mapsize_plan *ret_plan) {
         unsigned long pid_max = 32768;
-        struct mapsize_plan plan;
         size_t seen_max;
-        int ncpus, r;
+        int ncpus;
+
+        ncpus = libbpf_num_possible_cpus();
+        if (ncpus <= 0)
+                return log_error_errno(ncpus ? ncpus : -EINVAL, "Failed to count possible CPUs: %m");
+        c->n_possible_cpus = ncpus;
+
+        (void) read_uint_file("/proc/sys/kernel/pid_max", &pid_max);
+
+        mapsize_plan(&(struct mapsize_input) {
+                             .cpus = ncpus,
+                             .frequency_hz = cfg->frequency_hz,
+                             .interval_ns = cfg->interval_ns,
+                             .cpu = cfg->kind_cpu,
+                             .blocks = cfg->kind_offcpu || cfg->kind_wakeup,
+                             .max_keys = cfg->max_keys,
+                             .max_stacks = cfg->max_stacks,
+                             .kernel_memory = cfg->kernel_memory,
+                     },
+                     ret_plan);
+        c->counts_max = ret_plan->keys;
+        /* one entry per live process; an evicted one is only announced again */
+        seen_max = MIN(pid_max, 65536ul);
+
+        c->skel = profd_bpf__open();
+        if (!c->skel)
+                return log_error_errno(negative_errno(), "Failed to open the BPF object: %m");
+        bpf_map__set_max_entries(c->skel->maps.counts_0, c->counts_max);
+        bpf_map__set_max_entries(c->skel->maps.counts_1, c->counts_max);
+        for (unsigned k = 0; k < PROFD_CLASS__MAX; k++)
+                for (unsigned g = 0; g < 2; g++)
+                        bpf_map__set_max_entries(frames_map(c, k, g), ret_plan->nodes[k]);
+        bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
+        /* unwind tables: see maps.bpf.h */
+        bpf_map__set_max_entries(c->skel->maps.unwind_rows, MAX(cfg->unwind_memory / sizeof(struct profd_unwind_row), 1u));
+        bpf_map__set_max_entries(c->skel->maps.unwind_maps, COLLECTOR_UNWIND_MAPPINGS);
+        bpf_map__set_max_entries(c->skel->maps.unwind_procs, seen_max);
+
+        c->skel->data->offcpu_min_ns = cfg->offcpu_min_ns;
+        c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
+        c->skel->rodata->offcpu_enabled = cfg->kind_offcpu;
+        c->skel->rodata->wakeup_enabled = cfg->kind_wakeup;
+        c->switch_done = have_sched_exit_tp();
+        if (!c->switch_done && cfg->kind_offcpu)
+                log_info("The kernel has no sched_exit_tp tracepoint: off-CPU user stacks are walked at "
+                         "every switch-out, which costs more per context switch.");
+        c->skel->rodata->offcpu_walk_at_switch_out = !c->switch_done;
+        bpf_program__set_autoload(c->skel->progs.profd_switch_done, cfg->kind_offcpu && c->switch_done);
+        bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->kind_cpu);
+        bpf_program__set_autoload(c->skel->progs.profd_switch, cfg->kind_offcpu || cfg->kind_wakeup);
+        bpf_program__set_autoload(c->skel->progs.profd_waking, cfg->kind_wakeup);
+        return 0;
+}
+
+/* Loads the programs and sets up what user space reads them through: the
+ * drain barrier, the unwind arrays mapped into memory, the drain's buffers
+ * and the event ring buffer. Returns 0 or a negative errno, logged. */
+static int collector_load(collector *c) {
         __u32 zero = 0;
-        int inner_fd;
+        int inner_fd, r;
+
+        r = profd_bpf__load(c->skel);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the BPF programs (profd needs root, or CAP_BPF and "
+                                          "CAP_PERFMON, and a kernel with BTF): %m");
+        /* The walker that sets profd_frames.end is the DWARF unwinder's,
+         * which comes with its per-process map; the frame-pointer walker
+         * before it leaves end 0 on every walk, also one that met a
+         * garbage frame pointer, so its ends say nothing. */
+        c->user_ends_known = bpf_object__find_map_by_name(c->skel->obj, "unwind_procs") != NULL;
+        inner_fd = bpf_map__fd(c->skel->maps.barrier_inner);
+        if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.barrier), &zero, &inner_fd, BPF_ANY) < 0)
+                return log_error_errno(negative_errno(), "Failed to set up the drain barrier: %m");
+
+        r = map_array(c->skel->maps.unwind_rows, (void **) &c->unwind.rows, &c->unwind.rows_bytes);
+        if (r >= 0)
+                r = map_array(c->skel->maps.unwind_maps, (void **) &c->unwind.maps, &c->unwind.maps_bytes);
+        if (r < 0)
+                return log_error_errno(r, "Failed to map the unwind tables into memory: %m");
+        c->unwind.rows_cap = bpf_map__max_entries(c->skel->maps.unwind_rows);
+        c->unwind.maps_cap = bpf_map__max_entries(c->skel->maps.unwind_maps);
+        c->unwind.procs_fd = bpf_map__fd(c->skel->maps.unwind_procs);
+
+        c->keys_buf = calloc(c->counts_max, sizeof(*c->keys_buf));
+        c->values_buf = calloc(c->counts_max, sizeof(*c->values_buf));
+        if (!c->keys_buf || !c->values_buf)
+                return log_oom();
+
+        c->events = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
+        if (!c->events)
+                return log_error_errno(negative_errno(), "Failed to set up the event ring buffer: %m");
+        return 0;
+}
+
+int collector_new(const struct conf *cfg, collector_event_fn on_event, void *userdata,
+                  collector **ret) {
+        _cleanup_(collector_freep) collector *c = NULL;
+        struct mapsize_plan plan;
+        int r;
 
         libbpf_set_print(libbpf_log);
 
@@ -256,126 +355,30 @@ int collector_new(const struct collector_config *cfg, collector_event_fn on_even
         c->userdata = userdata;
         c->frequency = cfg->frequency_hz;
 
-        ncpus = libbpf_num_possible_cpus();
-        if (ncpus <= 0) {
-                r = log_error_errno(ncpus ? ncpus : -EINVAL, "Failed to count possible CPUs: %m");
-                goto fail;
-        }
-        c->n_possible_cpus = ncpus;
-
-        (void) read_uint_file("/proc/sys/kernel/pid_max", &pid_max);
-
-        /* Keys and stack nodes per generation: from the sampling rate and
-         * the CPUs, within kernel_memory (mapsize.c; docs/architecture.md,
-         * "Map sizes") */
-        mapsize_plan(&(struct mapsize_input) {
-                             .cpus = ncpus,
-                             .frequency_hz = cfg->frequency_hz,
-                             .interval_ns = cfg->interval_ns,
-                             .cpu = cfg->cpu,
-                             .blocks = cfg->offcpu || cfg->wakeup,
-                             .max_keys = cfg->max_keys,
-                             .max_stacks = cfg->max_stacks,
-                             .kernel_memory = cfg->kernel_memory,
-                     },
-                     &plan);
-        c->counts_max = plan.keys;
-        /* one entry per live process; an evicted one is only announced again */
-        seen_max = MIN(pid_max, 65536ul);
-
-        c->skel = profd_bpf__open();
-        if (!c->skel) {
-                r = log_error_errno(negative_errno(), "Failed to open the BPF object: %m");
-                goto fail;
-        }
-        bpf_map__set_max_entries(c->skel->maps.counts_0, c->counts_max);
-        bpf_map__set_max_entries(c->skel->maps.counts_1, c->counts_max);
-        for (unsigned k = 0; k < PROFD_CLASS__MAX; k++)
-                for (unsigned g = 0; g < 2; g++)
-                        bpf_map__set_max_entries(frames_map(c, k, g), plan.nodes[k]);
-        bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
-        /* unwind tables: see maps.bpf.h */
-        bpf_map__set_max_entries(c->skel->maps.unwind_rows, MAX(cfg->unwind_memory / sizeof(struct profd_unwind_row), 1u));
-        bpf_map__set_max_entries(c->skel->maps.unwind_maps, COLLECTOR_UNWIND_MAPPINGS);
-        bpf_map__set_max_entries(c->skel->maps.unwind_procs, seen_max);
-
-        c->skel->data->offcpu_min_ns = cfg->offcpu_min_ns;
-        c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
-        c->skel->rodata->offcpu_enabled = cfg->offcpu;
-        c->skel->rodata->wakeup_enabled = cfg->wakeup;
-        c->switch_done = have_sched_exit_tp();
-        if (!c->switch_done && cfg->offcpu)
-                log_info("The kernel has no sched_exit_tp tracepoint: off-CPU user stacks are walked at "
-                         "every switch-out, which costs more per context switch.");
-        c->skel->rodata->offcpu_walk_at_switch_out = !c->switch_done;
-        bpf_program__set_autoload(c->skel->progs.profd_switch_done, cfg->offcpu && c->switch_done);
-        bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->cpu);
-        bpf_program__set_autoload(c->skel->progs.profd_switch, cfg->offcpu || cfg->wakeup);
-        bpf_program__set_autoload(c->skel->progs.profd_waking, cfg->wakeup);
-
-        r = profd_bpf__load(c->skel);
-        if (r < 0) {
-                log_error_errno(r, "Failed to load the BPF programs (profd needs root, or CAP_BPF and CAP_PERFMON, "
-                                   "and a kernel with BTF): %m");
-                goto fail;
-        }
-        /* The walker that sets profd_frames.end is the DWARF unwinder's,
-         * which comes with its per-process map; the frame-pointer walker
-         * before it leaves end 0 on every walk, also one that met a
-         * garbage frame pointer, so its ends say nothing. */
-        c->user_ends_known = bpf_object__find_map_by_name(c->skel->obj, "unwind_procs") != NULL;
-        inner_fd = bpf_map__fd(c->skel->maps.barrier_inner);
-        r = bpf_map_update_elem(bpf_map__fd(c->skel->maps.barrier), &zero, &inner_fd, BPF_ANY);
-        if (r < 0) {
-                r = log_error_errno(negative_errno(), "Failed to set up the drain barrier: %m");
-                goto fail;
-        }
-
-        r = map_array(c->skel->maps.unwind_rows, (void **) &c->unwind.rows, &c->unwind.rows_bytes);
-        if (r >= 0)
-                r = map_array(c->skel->maps.unwind_maps, (void **) &c->unwind.maps, &c->unwind.maps_bytes);
-        if (r < 0) {
-                log_error_errno(r, "Failed to map the unwind tables into memory: %m");
-                goto fail;
-        }
-        c->unwind.rows_cap = bpf_map__max_entries(c->skel->maps.unwind_rows);
-        c->unwind.maps_cap = bpf_map__max_entries(c->skel->maps.unwind_maps);
-        c->unwind.procs_fd = bpf_map__fd(c->skel->maps.unwind_procs);
-
-        c->keys_buf = calloc(c->counts_max, sizeof(*c->keys_buf));
-        c->values_buf = calloc(c->counts_max, sizeof(*c->values_buf));
-        if (!c->keys_buf || !c->values_buf) {
-                r = log_oom();
-                goto fail;
-        }
-
-        c->events = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
-        if (!c->events) {
-                r = log_error_errno(negative_errno(), "Failed to set up the event ring buffer: %m");
-                goto fail;
-        }
-
+        r = collector_open(c, cfg, &plan);
+        if (r < 0)
+                return r;
+        r = collector_load(c);
+        if (r < 0)
+                return r;
         r = attach(c, cfg);
         if (r < 0)
-                goto fail;
+                return r;
 
-        if (cfg->cpu)
+        if (cfg->kind_cpu)
                 log_info("Sampling %s at %u Hz on every online CPU.", c->event_name, c->frequency);
         log_info("Kernel maps per generation: %zu keys, %zu stacks (nodes of 8, 16, 32 frames: %zu, %zu, %zu); "
                  "%.1f MiB for both generations%s.",
                  c->counts_max, plan.stacks, plan.nodes[PROFD_CLASS_8], plan.nodes[PROFD_CLASS_16],
                  plan.nodes[PROFD_CLASS_32], plan.bytes / 1048576.0,
                  plan.capped ? " (kernel_memory; the sampling rate asked for more)" : "");
-        if (cfg->offcpu || cfg->wakeup)
+        if (cfg->kind_offcpu || cfg->kind_wakeup)
                 log_info("Measuring off-CPU time%s of blocks from %" PRIu64 " us%s.",
-                         cfg->wakeup ? (cfg->offcpu ? " and wakers" : " wakers only") : "",
+                         cfg->kind_wakeup ? (cfg->kind_offcpu ? " and wakers" : " wakers only") : "",
                          (uint64_t) (cfg->offcpu_min_ns / NSEC_PER_USEC),
                          cfg->offcpu_max_ns == UINT64_MAX ? "" : " up to a maximum");
-        *ret = c;
+        *ret = TAKE_PTR(c);
         return 0;
-fail:
-        collector_free(c);
-        return r;
 }
 
 collector *collector_free(collector *c) {
@@ -652,6 +655,13 @@ static int flip_generation(collector *c) {
         return 0;
 }
 
+/* What a drain that failed after reading the maps does: the batch's
+ * memory goes, the failure is logged once. Returns r. */
+static int drain_failed(struct drain_batch *b, int r) {
+        drain_batch_done(b);
+        return log_error_errno(r, "Failed to drain the kernel maps: %m");
+}
+
 int collector_drain(collector *c, struct drain_batch *ret) {
         struct drain_batch b = {};
         uint32_t old;
@@ -668,25 +678,20 @@ int collector_drain(collector *c, struct drain_batch *ret) {
                 return log_error_errno(r, "Failed to read the aggregation map: %m");
         r = drain_frames(c, old, n, &b.frames);
         if (r < 0)
-                goto fail;
+                return drain_failed(&b, r);
         r = read_counters(c, b.counters);
         if (r < 0)
-                goto fail;
+                return drain_failed(&b, r);
 
         b.entries = calloc(n ? n : 1, sizeof(*b.entries));
-        if (!b.entries) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (!b.entries)
+                return drain_failed(&b, -ENOMEM);
         for (size_t i = 0; i < n; i++)
                 b.entries[i] = (struct drain_entry) { c->keys_buf[i], c->values_buf[i] };
         b.n_entries = n;
         b.user_ends_known = c->user_ends_known;
         *ret = b;
         return 0;
-fail:
-        drain_batch_done(&b);
-        return log_error_errno(r, "Failed to drain the kernel maps: %m");
 }
 
 void drain_batch_done(struct drain_batch *b) {

@@ -8,17 +8,8 @@
 #include <stdint.h>
 
 #include "../../bpf/profd.h"
+#include "conf.h"
 #include "hashmap.h"
-
-struct collector_config {
-        unsigned frequency_hz;  /* samples per second per CPU */
-        uint64_t interval_ns;   /* drain interval, to size the maps */
-        bool cpu, offcpu, wakeup; /* which kinds to collect */
-        uint64_t offcpu_min_ns, offcpu_max_ns; /* blocks outside are only counted */
-        uint64_t max_keys, max_stacks;         /* map sizes; 0: sized from the machine */
-        uint64_t kernel_memory;                /* bytes the counts and stack maps may lock, both generations */
-        uint64_t unwind_memory;                /* bytes of unwind rows in the kernel */
-};
 
 /* Executable mappings the kernel holds for all processes: a few hundred
  * processes of a hundred executable mappings each (1.25 MiB). */
@@ -64,9 +55,11 @@ typedef struct collector collector;
 /* Called for every process event from the BPF programs. */
 typedef void (*collector_event_fn)(const struct profd_event *e, void *userdata);
 
-/* Loads and attaches everything. Returns 0 or a negative errno with the reason
+/* Loads and attaches everything, sized and set from the settings (kinds,
+ * frequency, interval, off-CPU thresholds, map sizes, kernel memory), read
+ * here only. Returns 0 or a negative errno with the reason
  * logged (-EPERM without CAP_BPF/CAP_PERFMON, ...). */
-int collector_new(const struct collector_config *cfg, collector_event_fn on_event, void *userdata,
+int collector_new(const struct conf *cfg, collector_event_fn on_event, void *userdata,
                   collector **ret);
 collector *collector_free(collector *c);
 

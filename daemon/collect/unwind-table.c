@@ -910,6 +910,72 @@ const struct profd_unwind_row *unwind_table_lookup(const struct unwind_table *t,
         return lo == 0 ? NULL : &t->rows[lo - 1];
 }
 
+static uint32_t index_buckets(const struct unwind_table *t, uint32_t shift) {
+        return (uint32_t) (((uint64_t) t->rows[t->n - 1].pc - t->rows[0].pc) >> shift) + 1;
+}
+
+size_t unwind_index_size(const struct unwind_table *t, uint32_t *ret_shift) {
+        uint32_t shift = 1;
+
+        *ret_shift = 0;
+        /* a few rows are a cache line or two anyway */
+        if (t->n < 2 * UNWIND_INDEX_ROWS)
+                return 0;
+        while (shift < 31 && index_buckets(t, shift) > t->n / UNWIND_INDEX_ROWS)
+                shift++;
+        *ret_shift = shift;
+        /* the head, then buckets + 1 counts two per slot */
+        return 1 + ((size_t) index_buckets(t, shift) + 2) / 2;
+}
+
+void unwind_index_write(const struct unwind_table *t, uint32_t shift, struct profd_unwind_row *out) {
+        struct profd_unwind_index *head = (struct profd_unwind_index *) out;
+        uint32_t *count = (uint32_t *) (out + 1);
+        uint32_t buckets = index_buckets(t, shift);
+        size_t i = 0;
+
+        *head = (struct profd_unwind_index) { .base = t->rows[0].pc, .buckets = buckets };
+        for (uint32_t b = 0; b <= buckets; b++) {
+                uint64_t start = (uint64_t) head->base + ((uint64_t) b << shift);
+
+                while (i < t->n && t->rows[i].pc < start)
+                        i++;
+                count[b] = (uint32_t) i;
+        }
+        /* the odd half of the last slot: defined bytes */
+        if ((buckets + 1) % 2)
+                count[buckets + 1] = 0;
+}
+
+const struct profd_unwind_row *unwind_index_lookup(const struct profd_unwind_row *slots, size_t n, uint32_t shift,
+                                                   uint64_t pc) {
+        const struct profd_unwind_index *head = (const struct profd_unwind_index *) (slots + n);
+        const uint32_t *count = (const uint32_t *) (slots + n + 1);
+        size_t lo, hi, b;
+
+        if (shift == 0) {
+                struct unwind_table t = { .rows = (struct profd_unwind_row *) slots, .n = n };
+
+                return unwind_table_lookup(&t, pc);
+        }
+        if (pc < head->base)
+                return NULL;
+        b = (pc - head->base) >> shift;
+        if (b >= head->buckets)
+                return &slots[n - 1];
+        lo = count[b];
+        hi = count[b + 1];
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (slots[mid].pc <= pc)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo == 0 ? NULL : &slots[lo - 1];
+}
+
 /* The kernel maps segments at page granularity: a segment's first page
  * starts this far below its p_offset. 4 KiB pages on x86-64. */
 #define PAGE_MASK_4K ((uint64_t) 4095)

@@ -84,6 +84,8 @@ struct offset_bias {
 struct ufile {
         struct file_key key;
         uint32_t off, n;           /* rows in unwind_rows; n == 0: no table (frame pointers) */
+        uint32_t slots;            /* the slice: the n rows and their index */
+        uint32_t index_shift;      /* of the index (struct profd_unwind_index); 0: none */
         unsigned refs;             /* live processes' mappings */
         uint64_t unref_ns;         /* CLOCK_MONOTONIC when refs became 0 */
         struct ufile *lru_prev, *lru_next; /* in the unused list while refs == 0 */
@@ -130,6 +132,7 @@ struct unwinder {
 
         /* the worker's own */
         rangealloc *rows_alloc, *maps_alloc;
+        uint64_t versions;         /* of unwind_procs entries written (struct profd_unwind_proc.version) */
         hashmap *files;            /* struct file_key * -> struct ufile */
         hashmap *procs;            /* tgid -> struct uproc */
         struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
@@ -174,7 +177,7 @@ static void count_failure(unwinder *u, enum unwinder_failure f) {
 
 static void lru_unlink(unwinder *u, struct ufile *f) {
         u->n_unused--;
-        u->unused_rows -= f->n;
+        u->unused_rows -= f->slots;
         if (f->lru_prev)
                 f->lru_prev->lru_next = f->lru_next;
         else if (u->lru_head == f)
@@ -196,7 +199,7 @@ static void file_unref(unwinder *u, struct ufile *f, uint64_t now) {
                 return;
         f->unref_ns = now;
         u->n_unused++;
-        u->unused_rows += f->n;
+        u->unused_rows += f->slots;
         f->lru_prev = u->lru_tail;
         f->lru_next = NULL;
         if (u->lru_tail)
@@ -225,8 +228,8 @@ static bool evict_one(unwinder *u) {
                 return false;
         lru_unlink(u, f);
         (void) hashmap_remove(u->files, &f->key);
-        if (f->n > 0)
-                rangealloc_release(u->rows_alloc, f->off, f->n, f->unref_ns);
+        if (f->slots > 0)
+                rangealloc_release(u->rows_alloc, f->off, f->slots, f->unref_ns);
         ufile_free(f);
         pthread_mutex_lock(&u->lock);
         u->stats.tables_evicted++;
@@ -266,7 +269,8 @@ static int open_elf(int fd, Elf **ret) {
 static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what) {
         struct unwind_table t;
         uint64_t t0 = mono_ns();
-        uint32_t off;
+        uint32_t off, shift;
+        size_t slots;
         int r;
 
         r = unwind_table_build(elf, &t);
@@ -282,19 +286,24 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what)
                 f->retry = r == -ENOMEM;
                 return;
         }
-        r = rows_alloc(u, (uint32_t) t.n, &off);
+        slots = t.n + unwind_index_size(&t, &shift);
+        r = rows_alloc(u, (uint32_t) slots, &off);
         if (r < 0) {
                 log_debug("No room for the %zu unwind rows of %s (unwind_memory), walking it by frame pointers.",
                           t.n, what);
                 count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
-                f->want = (uint32_t) t.n;
+                f->want = (uint32_t) slots;
                 unwind_table_done(&t);
                 f->retry = true;
                 return;
         }
         memcpy(u->maps.rows + off, t.rows, t.n * sizeof(*t.rows));
+        if (shift)
+                unwind_index_write(&t, shift, u->maps.rows + off + t.n);
         f->off = off;
         f->n = (uint32_t) t.n;
+        f->slots = (uint32_t) slots;
+        f->index_shift = shift;
         unwind_table_done(&t);
         pthread_mutex_lock(&u->lock);
         u->stats.tables_built++;
@@ -529,7 +538,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
         _cleanup_free_ struct profd_unwind_mapping *out = NULL;
         _cleanup_free_ struct ufile **files = NULL;
         _cleanup_free_ char *text = NULL;
-        struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns };
+        struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns, .version = ++u->versions };
         struct uproc *p = NULL, *old = NULL;
         uint64_t miss_ns = 0, miss_interval_ns = 0;
         size_t n = 0, cap = 0;
@@ -600,6 +609,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
                                 : f && f->n > 0 ? PROFD_MAPPING_TABLE : PROFD_MAPPING_FP,
                         .rows_off = f ? f->off : 0,
                         .rows_n = f ? f->n : 0,
+                        .index_shift = f ? f->index_shift : 0,
                 };
                 files[n] = f; /* mapping_file's reference */
                 n++;
@@ -703,6 +713,7 @@ static int handle_request(unwinder *u, const struct request *q) {
                 if (q->type == PROFD_EVENT_NEW_PROCESS) {
                         struct profd_unwind_proc entry = {
                                 .start_ns = q->start_ns, .maps_off = p->maps_off, .maps_n = p->maps_n,
+                                .version = ++u->versions,
                         };
 
                         if (!p->tick_ns)

@@ -720,7 +720,7 @@ static void curl_init_once(void) {
                 log_warning("libcurl's global initialisation failed; exports may fail.");
 }
 
-int exporter_new(const struct exporter_config *cfg, exporter **ret) {
+int exporter_new(const struct conf *cfg, exporter **ret) {
         static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
         pthread_condattr_t ca;
         exporter *e;
@@ -733,18 +733,18 @@ int exporter_new(const struct exporter_config *cfg, exporter **ret) {
         e = calloc(1, sizeof(*e));
         if (!e)
                 return log_oom();
-        e->url = strdup(cfg->url);
+        e->url = strdup(cfg->clickhouse_url);
         e->host_name = strdup(cfg->host_name);
         e->store_path = strdup(cfg->store_path);
-        e->credentials_path = cfg->credentials_path ? strdup(cfg->credentials_path) : NULL;
-        e->timeout_ns = cfg->timeout_ns;
+        e->credentials_path = cfg->clickhouse_credentials ? strdup(cfg->clickhouse_credentials) : NULL;
+        e->timeout_ns = cfg->clickhouse_timeout_ns;
         e->status.state = "starting";
         e->status.last_error_kind = -1;
         /* at start the first drain after the cursor may have been stored by
          * the previous run, its acknowledgement lost with it */
         e->check_next = true;
-        if (!e->url || !e->host_name || !e->store_path || (cfg->credentials_path && !e->credentials_path) ||
-            asprintf(&e->target, "%s %s", cfg->host_name, cfg->url) < 0) {
+        if (!e->url || !e->host_name || !e->store_path || (cfg->clickhouse_credentials && !e->credentials_path) ||
+            asprintf(&e->target, "%s %s", cfg->host_name, cfg->clickhouse_url) < 0) {
                 e->target = NULL;
                 exporter_free(e);
                 return log_oom();

@@ -11,13 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct exporter_config {
-        const char *url;              /* ClickHouse's HTTP interface, e.g. http://127.0.0.1:8123/ */
-        const char *host_name;        /* the host's label in ClickHouse */
-        const char *credentials_path; /* "user = ..." and "password = ..." lines; NULL: ClickHouse's default user */
-        const char *store_path;       /* created and migrated already */
-        uint64_t timeout_ns;          /* one HTTP request, connecting included */
-};
+#include "conf.h"
 
 /* Why an attempt failed, as counted in status. */
 enum exporter_error {
@@ -54,7 +48,10 @@ typedef struct exporter exporter;
 /* Starts the export thread. Problems with ClickHouse or the credentials are
  * not errors here: the thread logs them, shows them in status and retries.
  * Returns 0 or a negative errno (logged). */
-int exporter_new(const struct exporter_config *cfg, exporter **ret);
+/* From the settings: clickhouse_url (not NULL), host_name,
+ * clickhouse_credentials, clickhouse_timeout and the store (created and
+ * migrated already); copies what it needs. */
+int exporter_new(const struct conf *cfg, exporter **ret);
 /* Stops the thread, abandoning a request in flight (its drain is sent, or
  * found in ClickHouse, at the next start). */
 exporter *exporter_free(exporter *e);

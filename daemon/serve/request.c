@@ -175,166 +175,196 @@ static int check_container(char *c, char **ret_error) {
         return 0;
 }
 
-static int parse_query(json_t *o, bool series, struct query_request *q, char **ret_error) {
-        const char *op = series ? PROTO_OP_SERIES : PROTO_OP_QUERY;
-        /* the window fields given, to refuse contradicting combinations */
-        const char *have_since = NULL, *have_until = NULL;
-        const char *key;
-        json_t *v;
+/* The window a query request gives in durations ago ("since", "until"), to
+ * refuse combinations that contradict each other. */
+struct window_given {
+        const char *since, *until; /* the field's name when given, else NULL */
+};
+
+/* Fields "kind" and the window: "since", "until", "from", "to", "last".
+ * Returns 1 when key is one of them, 0 when not, or a negative errno with
+ * *ret_error set. */
+static int parse_when_field(const char *key, json_t *v, struct query_request *q, struct window_given *w,
+                            char **ret_error) {
         int r;
 
-        q->kind = PROFD_KIND_CPU;
-        q->since_ns = QUERY_DEFAULT_SINCE_NS;
-        json_object_foreach(o, key, v) {
-                if (streq(key, PROTO_KEY_OP))
-                        continue;
-                if (streq(key, PROTO_KEY_KIND)) {
-                        if (!json_is_string(v))
-                                return format_error(ret_error, "field 'kind' must be a string");
-                        if (parse_kind(json_string_value(v), &q->kind) < 0)
-                                return format_error(ret_error, "unknown kind '%s' (expected cpu, offcpu or wakeup)",
-                                            json_string_value(v));
-                } else if (streq(key, PROTO_KEY_SINCE)) {
-                        r = parse_duration_field(v, key, &q->since_ns, ret_error);
-                        if (r < 0)
-                                return r;
-                        have_since = "since";
-                } else if (streq(key, PROTO_KEY_UNTIL)) {
-                        r = parse_duration_field(v, key, &q->until_ns, ret_error);
-                        if (r < 0)
-                                return r;
-                        have_until = "until";
-                } else if (streq(key, PROTO_KEY_FROM)) {
-                        r = parse_time_field(v, key, &q->from, ret_error);
-                        if (r < 0)
-                                return r;
-                        q->have_from = true;
-                } else if (streq(key, PROTO_KEY_TO)) {
-                        r = parse_time_field(v, key, &q->to, ret_error);
-                        if (r < 0)
-                                return r;
-                        q->have_to = true;
-                } else if (streq(key, PROTO_KEY_LAST)) {
-                        if (!json_is_boolean(v))
-                                return format_error(ret_error, "field 'last' must be true or false");
-                        q->last = json_is_true(v);
-                } else if (streq(key, PROTO_KEY_PID)) {
-                        json_int_t pid;
-                        r = parse_id_field(v, key, 1, INT32_MAX, "a process id", &pid, ret_error);
-                        if (r < 0)
-                                return r;
-                        q->pid = pid;
-                } else if (streq(key, PROTO_KEY_TID)) {
-                        json_int_t tid;
-                        r = parse_id_field(v, key, 1, INT32_MAX, "a thread id", &tid, ret_error);
-                        if (r < 0)
-                                return r;
-                        q->tid = tid;
-                } else if (streq(key, PROTO_KEY_UID)) {
-                        json_int_t uid;
-                        /* (uid_t) -1 means "no uid" to the kernel */
-                        r = parse_id_field(v, key, 0, (json_int_t) UINT32_MAX - 1, "a user id", &uid, ret_error);
-                        if (r < 0)
-                                return r;
-                        q->uid = uid;
-                        q->have_uid = true;
-                } else if (streq(key, PROTO_KEY_COMM)) {
-                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->comm, ret_error);
-                        if (r < 0)
-                                return r;
-                        /* a pattern may be longer than the names it matches */
-                        if (!request_is_glob(q->comm) && strlen(q->comm) > REQUEST_COMM_MAX)
-                                return format_error(ret_error,
-                                            "field 'comm': \"%.32s\" is longer than %d characters, "
-                                            "the most the kernel keeps of a command name",
-                                            q->comm, REQUEST_COMM_MAX);
-                } else if (streq(key, PROTO_KEY_EXE)) {
-                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->exe, ret_error);
-                        if (r < 0)
-                                return r;
-                        if (!request_is_glob(q->exe) && q->exe[0] != '/')
-                                return format_error(ret_error,
-                                            "field 'exe': \"%.64s\" is not an absolute path (a glob such as "
-                                            "\"*/%.64s\" matches it by name)", q->exe, q->exe);
-                } else if (streq(key, PROTO_KEY_CGROUP)) {
-                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->cgroup, ret_error);
-                        if (r < 0)
-                                return r;
-                        r = check_cgroup(q->cgroup, ret_error);
-                        if (r < 0)
-                                return r;
-                } else if (streq(key, PROTO_KEY_UNIT)) {
-                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->unit, ret_error);
-                        if (r < 0)
-                                return r;
-                        r = check_unit(q->unit, ret_error);
-                        if (r < 0)
-                                return r;
-                } else if (streq(key, PROTO_KEY_CONTAINER)) {
-                        r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->container, ret_error);
-                        if (r < 0)
-                                return r;
-                        r = check_container(q->container, ret_error);
-                        if (r < 0)
-                                return r;
-                } else if (streq(key, PROTO_KEY_STATE)) {
-                        if (!json_is_string(v))
-                                return format_error(ret_error, "field 'state' must be a string such as \"S,D\"");
-                        r = parse_states(json_string_value(v), &q->state_mask, ret_error);
-                        if (r < 0)
-                                return r;
-                } else if (!series && streq(key, PROTO_KEY_RAW_NAMES)) {
-                        if (!json_is_boolean(v))
-                                return format_error(ret_error, "field 'raw_names' must be true or false");
-                        q->raw_names = json_is_true(v);
-                } else if (!series && streq(key, PROTO_KEY_FORMAT)) {
-                        /* folded: what a flame graph needs and nothing else,
-                         * a fraction of the bytes to send and to parse */
-                        if (!json_is_string(v) ||
-                            (!streq(json_string_value(v), PROTO_FORMAT_FRAMES) &&
-                             !streq(json_string_value(v), PROTO_FORMAT_FOLDED)))
-                                return format_error(ret_error, "field 'format' must be \"frames\" or \"folded\"");
-                        q->folded = streq(json_string_value(v), PROTO_FORMAT_FOLDED);
-                } else if (!series && streq(key, PROTO_KEY_LINES)) {
-                        if (!json_is_boolean(v))
-                                return format_error(ret_error, "field 'lines' must be true or false");
-                        q->lines = json_is_true(v);
-                } else if (!series && streq(key, PROTO_KEY_GROUP)) {
-                        const char *g;
-                        if (!json_is_string(v))
-                                return format_error(ret_error, "field 'group' must be a string");
-                        g = json_string_value(v);
-                        if (streq(g, PROTO_GROUP_PROCESS))
-                                q->group = STORE_GROUP_PROCESS;
-                        else if (streq(g, PROTO_GROUP_UNIT))
-                                q->group = STORE_GROUP_UNIT;
-                        else if (streq(g, PROTO_GROUP_THREAD))
-                                q->group = STORE_GROUP_THREAD;
-                        else
-                                return format_error(ret_error, "field 'group': \"%.32s\" is not a grouping "
-                                                               "(expected \"process\", \"unit\" or \"thread\")", g);
-                } else if (series && streq(key, PROTO_KEY_STEP)) {
-                        r = parse_duration_field(v, key, &q->step_ns, ret_error);
-                        if (r < 0)
-                                return r;
-                        if (q->step_ns < REQUEST_STEP_MIN_NS)
-                                return format_error(ret_error, "field 'step': \"%s\" is shorter than 1ms",
-                                            json_string_value(v));
-                } else
-                        return format_error(ret_error, "unknown field '%s' in %s request", key, op);
-        }
+        if (streq(key, PROTO_KEY_KIND)) {
+                if (!json_is_string(v))
+                        return format_error(ret_error, "field 'kind' must be a string");
+                if (parse_kind(json_string_value(v), &q->kind) < 0)
+                        return format_error(ret_error, "unknown kind '%s' (expected cpu, offcpu or wakeup)",
+                                    json_string_value(v));
+        } else if (streq(key, PROTO_KEY_SINCE)) {
+                r = parse_duration_field(v, key, &q->since_ns, ret_error);
+                if (r < 0)
+                        return r;
+                w->since = "since";
+        } else if (streq(key, PROTO_KEY_UNTIL)) {
+                r = parse_duration_field(v, key, &q->until_ns, ret_error);
+                if (r < 0)
+                        return r;
+                w->until = "until";
+        } else if (streq(key, PROTO_KEY_FROM)) {
+                r = parse_time_field(v, key, &q->from, ret_error);
+                if (r < 0)
+                        return r;
+                q->have_from = true;
+        } else if (streq(key, PROTO_KEY_TO)) {
+                r = parse_time_field(v, key, &q->to, ret_error);
+                if (r < 0)
+                        return r;
+                q->have_to = true;
+        } else if (streq(key, PROTO_KEY_LAST)) {
+                if (!json_is_boolean(v))
+                        return format_error(ret_error, "field 'last' must be true or false");
+                q->last = json_is_true(v);
+        } else
+                return 0;
+        return 1;
+}
+
+/* The fields that choose processes: "pid", "tid", "uid", "comm", "exe",
+ * "cgroup", "unit", "container", and "state" (of a blocked thread).
+ * Returns 1 when key is one of them, 0 when not, or a negative errno with
+ * *ret_error set. */
+static int parse_who_field(const char *key, json_t *v, struct query_request *q, char **ret_error) {
+        int r;
+
+        if (streq(key, PROTO_KEY_PID)) {
+                json_int_t pid;
+                r = parse_id_field(v, key, 1, INT32_MAX, "a process id", &pid, ret_error);
+                if (r < 0)
+                        return r;
+                q->pid = pid;
+        } else if (streq(key, PROTO_KEY_TID)) {
+                json_int_t tid;
+                r = parse_id_field(v, key, 1, INT32_MAX, "a thread id", &tid, ret_error);
+                if (r < 0)
+                        return r;
+                q->tid = tid;
+        } else if (streq(key, PROTO_KEY_UID)) {
+                json_int_t uid;
+                /* (uid_t) -1 means "no uid" to the kernel */
+                r = parse_id_field(v, key, 0, (json_int_t) UINT32_MAX - 1, "a user id", &uid, ret_error);
+                if (r < 0)
+                        return r;
+                q->uid = uid;
+                q->have_uid = true;
+        } else if (streq(key, PROTO_KEY_COMM)) {
+                r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->comm, ret_error);
+                if (r < 0)
+                        return r;
+                /* a pattern may be longer than the names it matches */
+                if (!request_is_glob(q->comm) && strlen(q->comm) > REQUEST_COMM_MAX)
+                        return format_error(ret_error,
+                                    "field 'comm': \"%.32s\" is longer than %d characters, "
+                                    "the most the kernel keeps of a command name",
+                                    q->comm, REQUEST_COMM_MAX);
+        } else if (streq(key, PROTO_KEY_EXE)) {
+                r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->exe, ret_error);
+                if (r < 0)
+                        return r;
+                if (!request_is_glob(q->exe) && q->exe[0] != '/')
+                        return format_error(ret_error,
+                                    "field 'exe': \"%.64s\" is not an absolute path (a glob such as "
+                                    "\"*/%.64s\" matches it by name)", q->exe, q->exe);
+        } else if (streq(key, PROTO_KEY_CGROUP)) {
+                r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->cgroup, ret_error);
+                if (r < 0)
+                        return r;
+                r = check_cgroup(q->cgroup, ret_error);
+                if (r < 0)
+                        return r;
+        } else if (streq(key, PROTO_KEY_UNIT)) {
+                r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->unit, ret_error);
+                if (r < 0)
+                        return r;
+                r = check_unit(q->unit, ret_error);
+                if (r < 0)
+                        return r;
+        } else if (streq(key, PROTO_KEY_CONTAINER)) {
+                r = parse_string_field(v, key, REQUEST_STRING_MAX, &q->container, ret_error);
+                if (r < 0)
+                        return r;
+                r = check_container(q->container, ret_error);
+                if (r < 0)
+                        return r;
+        } else if (streq(key, PROTO_KEY_STATE)) {
+                if (!json_is_string(v))
+                        return format_error(ret_error, "field 'state' must be a string such as \"S,D\"");
+                r = parse_states(json_string_value(v), &q->state_mask, ret_error);
+                if (r < 0)
+                        return r;
+        } else
+                return 0;
+        return 1;
+}
+
+/* The fields that shape the answer: "raw_names", "format", "lines" and
+ * "group" of a query, "step" of a series. Returns 1 when key is one of them
+ * for this op, 0 when not, or a negative errno with *ret_error set. */
+static int parse_answer_field(const char *key, json_t *v, bool series, struct query_request *q,
+                              char **ret_error) {
+        int r;
+
+        if (!series && streq(key, PROTO_KEY_RAW_NAMES)) {
+                if (!json_is_boolean(v))
+                        return format_error(ret_error, "field 'raw_names' must be true or false");
+                q->raw_names = json_is_true(v);
+        } else if (!series && streq(key, PROTO_KEY_FORMAT)) {
+                /* folded: what a flame graph needs and nothing else,
+                 * a fraction of the bytes to send and to parse */
+                if (!json_is_string(v) ||
+                    (!streq(json_string_value(v), PROTO_FORMAT_FRAMES) &&
+                     !streq(json_string_value(v), PROTO_FORMAT_FOLDED)))
+                        return format_error(ret_error, "field 'format' must be \"frames\" or \"folded\"");
+                q->folded = streq(json_string_value(v), PROTO_FORMAT_FOLDED);
+        } else if (!series && streq(key, PROTO_KEY_LINES)) {
+                if (!json_is_boolean(v))
+                        return format_error(ret_error, "field 'lines' must be true or false");
+                q->lines = json_is_true(v);
+        } else if (!series && streq(key, PROTO_KEY_GROUP)) {
+                const char *g;
+                if (!json_is_string(v))
+                        return format_error(ret_error, "field 'group' must be a string");
+                g = json_string_value(v);
+                if (streq(g, PROTO_GROUP_PROCESS))
+                        q->group = STORE_GROUP_PROCESS;
+                else if (streq(g, PROTO_GROUP_UNIT))
+                        q->group = STORE_GROUP_UNIT;
+                else if (streq(g, PROTO_GROUP_THREAD))
+                        q->group = STORE_GROUP_THREAD;
+                else
+                        return format_error(ret_error, "field 'group': \"%.32s\" is not a grouping "
+                                                       "(expected \"process\", \"unit\" or \"thread\")", g);
+        } else if (series && streq(key, PROTO_KEY_STEP)) {
+                r = parse_duration_field(v, key, &q->step_ns, ret_error);
+                if (r < 0)
+                        return r;
+                if (q->step_ns < REQUEST_STEP_MIN_NS)
+                        return format_error(ret_error, "field 'step': \"%s\" is shorter than 1ms",
+                                    json_string_value(v));
+        } else
+                return 0;
+        return 1;
+}
+
+/* What no single field decides: fields that contradict each other, and a
+ * window all in durations that is empty. Returns 0, or a negative errno
+ * with *ret_error set. */
+static int check_query(const struct query_request *q, const struct window_given *w, char **ret_error) {
         if (q->lines && !q->folded)
                 return format_error(ret_error, "field 'lines' applies to \"format\":\"folded\" (frames carry "
                                                "their file and line already)");
         if (q->state_mask && q->kind == PROFD_KIND_CPU)
                 return format_error(ret_error, "field 'state' applies to kinds offcpu and wakeup, not cpu");
-        if (have_since && q->have_from)
+        if (w->since && q->have_from)
                 return format_error(ret_error, "fields 'since' and 'from' both give the start of the window; "
                                                "give one");
-        if (have_until && q->have_to)
+        if (w->until && q->have_to)
                 return format_error(ret_error, "fields 'until' and 'to' both give the end of the window; give one");
         if (q->last) {
-                const char *other = have_since ?: have_until ?: q->have_from ? "from" : q->have_to ? "to" : NULL;
+                const char *other = w->since ?: w->until ?: q->have_from ? "from" : q->have_to ? "to" : NULL;
                 if (other)
                         return format_error(ret_error, "field 'last' (the most recent drain) cannot be combined "
                                                        "with '%s'", other);
@@ -347,9 +377,35 @@ static int parse_query(json_t *o, bool series, struct query_request *q, char **r
                 if (end >= start)
                         return format_error(ret_error, "empty window: '%s' must be more recent than '%s'%s",
                                     q->have_to ? "to" : "until", q->have_from ? "from" : "since",
-                                    have_since || q->have_from ? "" : " (default since: 10m)");
+                                    w->since || q->have_from ? "" : " (default since: 10m)");
         }
         return 0;
+}
+
+static int parse_query(json_t *o, bool series, struct query_request *q, char **ret_error) {
+        const char *op = series ? PROTO_OP_SERIES : PROTO_OP_QUERY;
+        /* the window fields given, to refuse contradicting combinations */
+        struct window_given w = {};
+        const char *key;
+        json_t *v;
+        int r;
+
+        q->kind = PROFD_KIND_CPU;
+        q->since_ns = QUERY_DEFAULT_SINCE_NS;
+        json_object_foreach(o, key, v) {
+                if (streq(key, PROTO_KEY_OP))
+                        continue;
+                r = parse_when_field(key, v, q, &w, ret_error);
+                if (r == 0)
+                        r = parse_who_field(key, v, q, ret_error);
+                if (r == 0)
+                        r = parse_answer_field(key, v, series, q, ret_error);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return format_error(ret_error, "unknown field '%s' in %s request", key, op);
+        }
+        return check_query(q, &w, ret_error);
 }
 
 int request_window(const struct query_request *q, uint64_t now_ns, uint64_t *ret_from_ns, uint64_t *ret_to_ns,

@@ -498,12 +498,69 @@ static int group_gid(const char *name, gid_t *ret) {
         return 0;
 }
 
-int server_new(sd_event *event, const struct server_config *cfg, server_request_fn handler, void *userdata,
+DEFINE_TRIVIAL_CLEANUP_FUNC(server *, server_free);
+
+/* Takes the socket systemd passed (fd): its path, owner and mode are the
+ * socket unit's. profd neither moves, changes nor removes it (the socket
+ * must outlive profd's restarts), and the socket settings (socket,
+ * socket_mode, socket_group) do not apply. Returns 0 or -ENOMEM, logged. */
+static int server_adopt(server *s, int fd) {
+        struct sockaddr_un bound = {};
+        socklen_t len = sizeof(bound);
+
+        s->fd = fd;
+        s->adopted = true;
+        if (getsockname(s->fd, (struct sockaddr *) &bound, &len) == 0 && len > offsetof(struct sockaddr_un, sun_path) &&
+            bound.sun_path[0])
+                s->path = strndup(bound.sun_path, len - offsetof(struct sockaddr_un, sun_path));
+        else
+                s->path = strdup("(socket passed by systemd)");
+        if (!s->path)
+                return log_oom();
+        log_info("Answering on %s, the socket passed by systemd.", s->path);
+        return 0;
+}
+
+/* Makes, binds and opens the socket at cfg->socket_path, owned by root and
+ * socket_group with socket_mode. Returns 0 or a negative errno, logged. */
+static int server_listen(server *s, const struct conf *cfg, const struct sockaddr_un *sa) {
+        const char *path = cfg->socket_path;
+        gid_t socket_gid = 0;
+        struct stat st;
+
+        if (cfg->socket_group && group_gid(cfg->socket_group, &socket_gid) < 0) {
+                log_notice("Group '%s' not found: socket %s stays root's (mode %04o), only root can query. "
+                           "Create the group to let its members in.",
+                           cfg->socket_group, path, (unsigned) cfg->socket_mode);
+                socket_gid = 0;
+        }
+
+        s->path = strdup(path);
+        if (!s->path)
+                return log_oom();
+        s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (s->fd < 0)
+                return log_error_errno(negative_errno(), "Failed to create socket: %m");
+        /* A socket file left by a previous run would make bind fail. Only a
+         * socket is removed, never another kind of file. */
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+                (void) unlink(path);
+        if (bind(s->fd, (const struct sockaddr *) sa, sizeof(*sa)) < 0)
+                return log_error_errno(negative_errno(), "Failed to bind socket %s: %m", path);
+        if (chown(path, 0, socket_gid) < 0)
+                return log_error_errno(negative_errno(), "Failed to give socket %s to its group: %m", path);
+        if (chmod(path, cfg->socket_mode) < 0)
+                return log_error_errno(negative_errno(), "Failed to set the mode of socket %s: %m", path);
+        if (listen(s->fd, SOMAXCONN) < 0)
+                return log_error_errno(negative_errno(), "Failed to listen on socket %s: %m", path);
+        return 0;
+}
+
+int server_new(sd_event *event, const struct conf *cfg, server_request_fn handler, void *userdata,
                server **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        const char *path = cfg->path;
-        gid_t socket_gid = 0;
-        server *s;
+        const char *path = cfg->socket_path;
+        _cleanup_(server_freep) server *s = NULL;
         int r;
 
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -516,7 +573,7 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
                 return log_oom();
         s->fd = -1;
         s->max_clients = cfg->max_clients;
-        s->idle_timeout_usec = cfg->idle_timeout_usec;
+        s->idle_timeout_usec = cfg->client_timeout_ns / NSEC_PER_USEC;
         if (cfg->admin_group) {
                 r = group_gid(cfg->admin_group, &s->admin_gid);
                 if (r < 0)
@@ -530,78 +587,15 @@ int server_new(sd_event *event, const struct server_config *cfg, server_request_
 
         r = passed_socket();
         if (r < 0)
-                goto fail;
-        if (r > 0) {
-                /* Its path, owner and mode are the socket unit's: profd
-                 * neither moves, changes nor removes it (the socket must
-                 * outlive profd's restarts), and the socket settings
-                 * (socket, socket_mode, socket_group) do not apply. */
-                struct sockaddr_un bound = {};
-                socklen_t len = sizeof(bound);
-
-                s->fd = r;
-                s->adopted = true;
-                if (getsockname(s->fd, (struct sockaddr *) &bound, &len) == 0 && len > offsetof(struct sockaddr_un, sun_path) &&
-                    bound.sun_path[0])
-                        s->path = strndup(bound.sun_path, len - offsetof(struct sockaddr_un, sun_path));
-                else
-                        s->path = strdup("(socket passed by systemd)");
-                if (!s->path) {
-                        r = log_oom();
-                        goto fail;
-                }
-                log_info("Answering on %s, the socket passed by systemd.", s->path);
-                goto watch;
-        }
-
-        if (cfg->group) {
-                r = group_gid(cfg->group, &socket_gid);
-                if (r < 0) {
-                        log_notice("Group '%s' not found: socket %s stays root's (mode %04o), only root can query. "
-                                   "Create the group to let its members in.",
-                                   cfg->group, path, (unsigned) cfg->mode);
-                        socket_gid = 0;
-                }
-        }
-
-        s->path = strdup(path);
-        s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (!s->path || s->fd < 0) {
-                r = s->path ? log_error_errno(negative_errno(), "Failed to create socket: %m") : log_oom();
-                goto fail;
-        }
-        /* A socket file left by a previous run would make bind fail. Only a
-         * socket is removed, never another kind of file. */
-        struct stat st;
-        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-                (void) unlink(path);
-        if (bind(s->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                r = log_error_errno(negative_errno(), "Failed to bind socket %s: %m", path);
-                goto fail;
-        }
-        if (chown(path, 0, socket_gid) < 0) {
-                r = log_error_errno(negative_errno(), "Failed to give socket %s to its group: %m", path);
-                goto fail;
-        }
-        if (chmod(path, cfg->mode) < 0) {
-                r = log_error_errno(negative_errno(), "Failed to set the mode of socket %s: %m", path);
-                goto fail;
-        }
-        if (listen(s->fd, SOMAXCONN) < 0) {
-                r = log_error_errno(negative_errno(), "Failed to listen on socket %s: %m", path);
-                goto fail;
-        }
-watch:
+                return r;
+        r = r > 0 ? server_adopt(s, r) : server_listen(s, cfg, &sa);
+        if (r < 0)
+                return r;
         r = sd_event_add_io(event, &s->io, s->fd, EPOLLIN, server_accept, s);
-        if (r < 0) {
-                log_error_errno(r, "Failed to watch socket %s: %m", s->path);
-                goto fail;
-        }
-        *ret = s;
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch socket %s: %m", s->path);
+        *ret = TAKE_PTR(s);
         return 0;
-fail:
-        server_free(s);
-        return r;
 }
 
 server *server_free(server *s) {

@@ -10,19 +10,11 @@
 #include <systemd/sd-event.h>
 #include <sys/types.h>
 
+#include "conf.h"
 #include "request.h"
 
 typedef struct server server;
 typedef struct server_client server_client;
-
-struct server_config {
-        const char *path;
-        mode_t mode;
-        const char *group;        /* owner group of the socket, or NULL */
-        const char *admin_group;  /* members are privileged like root, or NULL */
-        unsigned max_clients;
-        uint64_t idle_timeout_usec; /* close a client that neither sends nor reads */
-};
 
 /* Who is asking, from the socket's peer credentials (SO_PEERCRED and
  * SO_PEERGROUPS), taken when the client connected. */
@@ -42,9 +34,10 @@ typedef int (*server_request_fn)(server_client *c, const struct request *req, vo
 
 /* Answers on the listening Unix stream socket systemd passed (LISTEN_FDS),
  * if there is one, leaving it as it is; otherwise listens on cfg->path
- * (replacing a stale socket file) with the given mode and group. Returns 0
+ * (replacing a stale socket file) with the settings' socket_mode and
+ * socket_group; admin_group, max_clients and client_timeout apply too. Returns 0
  * or a negative errno with the reason logged. */
-int server_new(sd_event *event, const struct server_config *cfg, server_request_fn handler, void *userdata,
+int server_new(sd_event *event, const struct conf *cfg, server_request_fn handler, void *userdata,
                server **ret);
 server *server_free(server *s);
 

@@ -744,7 +744,7 @@ void writer_get_stats(writer *w, struct writer_stats *ret) {
         pthread_mutex_unlock(&w->lock);
 }
 
-int writer_configure(writer *w, const struct writer_settings *settings) {
+int writer_configure(writer *w, const struct conf *settings) {
         struct job *j = calloc(1, sizeof(*j));
         size_t n = 0;
 
@@ -752,7 +752,12 @@ int writer_configure(writer *w, const struct writer_settings *settings) {
                 return -ENOMEM;
         j->type = JOB_SETTINGS;
         j->symbol_cache_bytes = settings->symbol_cache_bytes;
-        j->retention = settings->retention;
+        j->retention = (struct retention_settings) {
+                .raw_ns = settings->retention_raw_ns,
+                .m1_ns = settings->retention_1m_ns,
+                .all_ns = settings->retention_ns,
+                .max_bytes = settings->max_store_size,
+        };
         while (settings->debug_dirs && settings->debug_dirs[n])
                 n++;
         j->debug_dirs = calloc(n + 1, sizeof(char *));

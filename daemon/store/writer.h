@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "conf.h"
 #include "macro.h"
 #include "proctable.h"
 #include "retention.h"
@@ -47,13 +48,6 @@ struct writer_stats {
         struct retention_totals retention;
 };
 
-/* What may change while the writer runs (profd.conf, SIGHUP). */
-struct writer_settings {
-        uint64_t symbol_cache_bytes;          /* symbols and debug info kept in memory */
-        const char *const *debug_dirs;        /* NULL-terminated: where separate debug files are */
-        struct retention_settings retention;
-};
-
 /* Opens its own connection to the store at store_path (already created and
  * migrated) and starts the thread. symbol_cache_budget bounds the symbols and
  * debug info kept in memory (bytes; evicted least recently used first);
@@ -80,13 +74,14 @@ int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t e
 
 void writer_get_stats(writer *w, struct writer_stats *ret);
 
-/* Queues new settings, applied in order with the other jobs: the symbol
+/* Queues the settings that may change while it runs (symbol_cache,
+ * debug_dirs, retention*, max_store_size), applied in order with the other jobs: the symbol
  * cache budget from the next drain, the debug directories to files loaded
  * afterwards, retention from its next step. The first call also starts
  * retention (opening its connection; an older store is switched to
  * incremental vacuum there, once). Copies what it needs. Returns 0 or
  * -ENOMEM. */
-int writer_configure(writer *w, const struct writer_settings *settings);
+int writer_configure(writer *w, const struct conf *settings);
 
 /* Names of the drop reasons (NULL for counters that are not drops), as
  * stored and shown by `profctl status`. Those starting with

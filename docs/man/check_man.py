@@ -22,14 +22,16 @@ def read(path):
 
 
 def conf_keys(src):
-    """The keys daemon/conf.c accepts: its table of keys, the keys its
-    conf_set compares with, and the keys the real profd lists when it
-    rejects an unknown one."""
+    """The keys daemon/conf.c accepts: the .key of every row of its
+    conf_settings[] table, and the keys the real profd lists when it rejects
+    an unknown one."""
     text = read(os.path.join(src, "daemon", "conf.c"))
-    keys = set(re.findall(r'streq\(key,\s*"([a-z0-9_]+)"\)', text))
-    table = re.search(r"conf_keys\[\]\s*=\s*\{(.*?)\};", text, re.S)
-    if table:
-        keys |= set(re.findall(r'"([a-z0-9_]+)"', table.group(1)))
+    table = re.search(r"conf_settings\[\]\s*=\s*\{(.*?)\n\};", text, re.S)
+    if not table:
+        sys.exit("daemon/conf.c has no conf_settings[] table")
+    keys = set(re.findall(r'\.key\s*=\s*"([a-z0-9_]+)"', table.group(1)))
+    if not keys:
+        sys.exit("daemon/conf.c: no .key = \"...\" rows in conf_settings[]")
     with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
         f.write("no_such_key_for_the_docs_check = 1\n")
         f.flush()

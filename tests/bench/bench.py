@@ -46,8 +46,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SUITES = ("cost", "bpf", "accuracy", "unwind", "answers", "kmem", "daemon")
 # bcc compiles its programs against kernel headers; this kernel ships none, and
 # Debian splits its headers into an arch part and a common part that bcc wants
-# in one tree: it is merged (as symlinks) into a temporary directory.
-BCC_HEADERS = ("/usr/src/linux-headers-6.12.117+deb12-common", "/usr/src/linux-headers-6.12.117+deb12-amd64")
+# in one tree: the newest installed pair (apt-get install
+# linux-headers-6.12.117+deb12-amd64, which pulls in -common) is merged (as
+# symlinks) into a temporary directory. bcc's profile only needs the
+# kernel's general headers (perf_event, ptrace): another 6.x series serves.
+BCC_HEADERS_GLOB = "/usr/src/linux-headers-*-amd64"
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
 
@@ -139,8 +142,10 @@ class Profiler:
         self.prog_ids = owned_progs(self.pid)
         if not self.prog_ids:
             # not visible through its descriptors: what appeared meanwhile
-            # (other users of the machine may load programs too)
+            # (other users of the machine may load programs too: say so)
             self.prog_ids = set(bpf_progs()) - before
+            print(f"{self.name}: holds no BPF program descriptor; measuring every program loaded since its "
+                  f"start ({len(self.prog_ids)}), which may include others'", file=sys.stderr)
 
     def stop(self, sig=signal.SIGINT, timeout=300):
         if not self.proc:
@@ -187,13 +192,17 @@ def ready_socket(path, timeout=60):
 
 
 def ready_new_progs(kinds, timeout=180, settle=0.5):
-    """Ready once a BPF program of one of these types has been loaded (bcc
-    compiles first: tens of seconds here) and the count stopped growing."""
+    """Ready once the profiler holds a BPF program of one of these types
+    (bcc compiles first: tens of seconds here) and the count stopped
+    growing. Only its own: on a shared machine others load programs of the
+    same types meanwhile (profd's sampler under tests), and taking theirs
+    for the peer's measured the wrong programs."""
     def ready(p, before):
         deadline = time.monotonic() + timeout
         seen = 0
         while time.monotonic() < deadline and p.proc.poll() is None:
-            new = [q for i, q in bpf_progs().items() if i not in before and q.get("type") in kinds]
+            mine = owned_progs(p.pid)
+            new = [q for i, q in bpf_progs().items() if i in mine and i not in before and q.get("type") in kinds]
             if new and len(new) == seen:
                 time.sleep(settle)
                 return
@@ -207,14 +216,28 @@ def ready_fixed(seconds):
     return lambda p, before: time.sleep(seconds)
 
 
+def bcc_headers():
+    """Debian's (common, arch) header trees of the newest kernel installed
+    with both, or None."""
+    def version(path):
+        v = path[len("/usr/src/linux-headers-"):-len("-amd64")]
+        return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.+-]", v)]
+    for arch in sorted(glob.glob(BCC_HEADERS_GLOB), key=version, reverse=True):
+        common = arch[:-len("-amd64")] + "-common"
+        if os.path.isdir(common) and "-cloud-" not in arch and "-rt-" not in arch:
+            return common, arch
+    return None
+
+
 def bcc_env(workdir):
     """BCC_KERNEL_SOURCE for profile-bpfcc: Debian's two header trees merged."""
-    if not all(os.path.isdir(d) for d in BCC_HEADERS):
+    trees = bcc_headers()
+    if not trees:
         return None
     k = os.path.join(workdir, "ksrc")
     if not os.path.isdir(k):
         os.mkdir(k)
-        for d in BCC_HEADERS:
+        for d in trees:
             subprocess.run(["cp", "-asf", d + "/.", k + "/"], check=True)
     return {"BCC_KERNEL_SOURCE": k}
 
@@ -258,6 +281,10 @@ def profilers(args, workdir, which):
                 out.append(Profiler("bcc profile-bpfcc -F 49", [tool("profile-bpfcc"), "-F", "49", "-f"],
                                     ready_new_progs({"perf_event"}), env=env))
             elif tool("bpftrace"):
+                why = ("profile-bpfcc not found (bpfcc-tools)" if not tool("profile-bpfcc") else
+                       f"no kernel headers for bcc ({BCC_HEADERS_GLOB} and its -common; "
+                       "apt-get install linux-headers-6.12.117+deb12-amd64)")
+                print(f"bcc: {why}: bpftrace stands in", file=sys.stderr)
                 out.append(Profiler("bpftrace profile:hz:49 (stand-in for bcc profile)",
                                     [tool("bpftrace"), "-e", "profile:hz:49 { @[kstack, ustack, comm] = count(); }"],
                                     ready_new_progs({"perf_event"})))

@@ -1,7 +1,10 @@
-/* Settings parser: every key is accepted with a good value and sets its
- * field; unknown keys, bad values and settings that disagree are errors
- * naming file, line and key. */
+/* Settings table and parser: every key is accepted with a good value and
+ * sets its field, from the file and from its option alike, and a reload
+ * applies it or keeps it for a restart as its row says; unknown keys, bad
+ * values and settings that disagree are errors naming file, line and key. */
 #include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "conf.h"
@@ -84,19 +87,19 @@ static void test_every_key_sets_its_field(void) {
 }
 
 static void test_every_listed_key_is_known(void) {
-        /* conf_keys is what the error message and the man page list */
+        /* the table is what the error message and the man page list */
         size_t n = 0;
 
-        for (size_t i = 0; conf_keys[i]; i++, n++) {
+        for (size_t i = 0; i < conf_n_settings; i++, n++) {
                 struct conf c;
                 char *error = NULL;
                 int r;
 
                 CHECK(conf_init(&c) == 0);
                 /* an empty value is wrong or "none" for most keys; never unknown */
-                r = conf_set(&c, conf_keys[i], "", &error);
+                r = conf_set(&c, conf_settings[i].key, "", &error);
                 if (r == -ENOENT)
-                        fprintf(stderr, "conf_keys lists '%s', conf_set does not know it\n", conf_keys[i]);
+                        fprintf(stderr, "the table lists '%s', conf_set does not know it\n", conf_settings[i].key);
                 CHECK(r != -ENOENT);
                 free(error);
                 conf_done(&c);
@@ -271,6 +274,221 @@ static void test_kernel_memory(void) {
         conf_done(&c);
 }
 
+/* One value unlike the default for every setting, and how the reload
+ * summary writes it once parsed. */
+static const struct { const char *key, *value, *shown; } samples[] = {
+        { "socket", "/run/x/p.sock", "/run/x/p.sock" },
+        { "socket_mode", "0640", "0640" },
+        { "socket_group", "wheel", "wheel" },
+        { "admin_group", "adm", "adm" },
+        { "store", "/var/tmp/p.db", "/var/tmp/p.db" },
+        { "frequency", "99", "99" },
+        { "interval", "5s", "5s" },
+        { "kinds", "cpu,wakeup", "cpu,wakeup" },
+        { "offcpu_min", "2ms", "2ms" },
+        { "offcpu_max", "10s", "10s" },
+        { "max_clients", "7", "7" },
+        { "client_timeout", "1m", "1m" },
+        { "retention_raw", "6h", "6h" },
+        { "retention_1m", "8d", "8d" },
+        { "retention", "30d", "30d" },
+        { "max_store_size", "512M", "536870912" },
+        { "symbol_cache", "64", "64" },
+        { "debug_dirs", "/usr/lib/debug /opt/debug", "/usr/lib/debug /opt/debug" },
+        { "debuginfod_urls", "https://debuginfod.debian.net", "https://debuginfod.debian.net" },
+        { "debuginfod_cache", "/var/cache/dbg", "/var/cache/dbg" },
+        { "max_keys", "1000", "1000" },
+        { "max_stacks", "2000", "2000" },
+        { "kernel_memory", "20M", "20971520" },
+        { "unwind_memory", "16M", "16777216" },
+        { "clickhouse_url", "http://ch:8123/", "http://ch:8123/" },
+        { "host_name", "web-1.example", "web-1.example" },
+        { "clickhouse_credentials", "/etc/profd/ch", "/etc/profd/ch" },
+        { "clickhouse_timeout", "5s", "5s" },
+};
+
+static const char *sample_of(const char *key, const char **ret_shown) {
+        for (size_t i = 0; i < ELEMENTSOF(samples); i++)
+                if (streq(samples[i].key, key)) {
+                        *ret_shown = samples[i].shown;
+                        return samples[i].value;
+                }
+        return NULL;
+}
+
+/* What the reload asked to re-apply. */
+struct applied {
+        unsigned calls[_CONF_APPLY_MAX];
+        int fail_with; /* returned for every component: < 0 to refuse */
+};
+
+static int record_apply(enum conf_apply what, const struct conf *next, const struct conf *running, void *userdata) {
+        struct applied *a = userdata;
+
+        a->calls[what]++;
+        return a->fail_with;
+}
+
+/* Sets s from the command line as profd parses it: the getopt table built
+ * from conf_settings[], then the setting its option stands for. */
+static int set_from_flag(struct conf *c, const struct conf_setting *s, bool use_short, const char *value) {
+        struct option options[conf_n_settings + 1];
+        char shorts[64] = "", flag[64];
+        char *argv[] = { (char *) "profd", flag, (char *) value, NULL };
+        const struct conf_setting *found;
+        char *error = NULL;
+        size_t n;
+        int opt, r;
+
+        n = conf_options(options, shorts, sizeof(shorts));
+        options[n] = (struct option) {};
+        if (use_short)
+                snprintf(flag, sizeof(flag), "-%c", s->short_option);
+        else
+                snprintf(flag, sizeof(flag), "--%s", conf_setting_option(s));
+        optind = 0; /* getopt starts over */
+        opterr = 0;
+        opt = getopt_long(3, argv, shorts, options, NULL);
+        found = conf_setting_of_option(opt);
+        CHECK(found == s);
+        CHECK_INT_EQ(getopt_long(3, argv, shorts, options, NULL), -1);
+        if (found != s)
+                return -ENOENT;
+        r = conf_setting_set(c, found, optarg ? optarg : value, &error);
+        free(error);
+        return r;
+}
+
+static void test_every_key_round_trips_through_file_flag_and_reload(void) {
+        struct conf defaults;
+        size_t n_reloadable = 0, n_restart = 0;
+
+        CHECK(conf_init(&defaults) == 0);
+        CHECK_INT_EQ(conf_n_settings, ELEMENTSOF(samples));
+        for (size_t i = 0; i < conf_n_settings; i++) {
+                const struct conf_setting *s = &conf_settings[i];
+                const char *shown = NULL, *value = sample_of(s->key, &shown);
+                _cleanup_free_ char *text = NULL, *error = NULL;
+                struct conf from_file, from_flag, running;
+                struct applied calls = {};
+                struct conf_reload res;
+                char buf[256];
+
+                if (!value) {
+                        fprintf(stderr, "no sample value for setting '%s'\n", s->key);
+                        tests_failed++;
+                        continue;
+                }
+                /* the file */
+                CHECK(asprintf(&text, "%s = %s\n", s->key, value) > 0);
+                CHECK(conf_init(&from_file) == 0);
+                CHECK_INT_EQ(conf_parse_text(&from_file, "f.conf", text, &error), 0);
+                CHECK_STR_EQ(conf_setting_format(s, &from_file, buf, sizeof(buf)), shown);
+                CHECK(!conf_setting_equal(s, &from_file, &defaults));
+                /* it sets its own field and no other */
+                for (size_t j = 0; j < conf_n_settings; j++)
+                        if (j != i && !conf_setting_equal(&conf_settings[j], &from_file, &defaults)) {
+                                fprintf(stderr, "setting %s changed %s too\n", s->key, conf_settings[j].key);
+                                tests_failed++;
+                        }
+
+                /* the flag, long and short; none for what stays in the file */
+                CHECK(conf_init(&from_flag) == 0);
+                if (s->file_only) {
+                        struct option options[conf_n_settings + 1];
+                        char shorts[64] = "";
+                        size_t n = conf_options(options, shorts, sizeof(shorts));
+
+                        for (size_t j = 0; j < n; j++)
+                                CHECK(!streq(options[j].name, conf_setting_option(s)));
+                } else {
+                        CHECK_INT_EQ(set_from_flag(&from_flag, s, false, value), 0);
+                        CHECK(conf_setting_equal(s, &from_flag, &from_file));
+                        if (s->short_option) {
+                                conf_done(&from_flag);
+                                CHECK(conf_init(&from_flag) == 0);
+                                CHECK_INT_EQ(set_from_flag(&from_flag, s, true, value), 0);
+                                CHECK(conf_setting_equal(s, &from_flag, &from_file));
+                        }
+                }
+
+                /* a reload from the defaults to the file's value */
+                CHECK(conf_init(&running) == 0);
+                conf_reload_diff(&from_file, &running, 0, record_apply, &calls, &res);
+                if (s->apply == CONF_APPLY_RESTART) {
+                        n_restart++;
+                        CHECK_INT_EQ(res.n_restart, 1);
+                        CHECK_INT_EQ(res.applied, 0);
+                        CHECK_STR_EQ(res.summary, "");
+                        /* the running value stays, for status and the next reload */
+                        CHECK(conf_setting_equal(s, &from_file, &defaults));
+                        for (unsigned a = 0; a < _CONF_APPLY_MAX; a++)
+                                CHECK_INT_EQ(calls.calls[a], 0);
+                } else {
+                        n_reloadable++;
+                        CHECK_INT_EQ(res.n_restart, 0);
+                        CHECK_INT_EQ(res.applied, 1u << s->apply);
+                        CHECK_INT_EQ(calls.calls[s->apply], 1);
+                        CHECK(!conf_setting_equal(s, &from_file, &defaults));
+                        /* "frequency 49 -> 99 Hz" */
+                        {
+                                _cleanup_free_ char *want = NULL;
+                                CHECK(asprintf(&want, "%s %s -> %s%s", s->key,
+                                               conf_setting_format(s, &defaults, buf, sizeof(buf)), shown,
+                                               s->unit ? s->unit : "") > 0);
+                                CHECK_STR_EQ(res.summary, want);
+                        }
+                }
+                conf_done(&running);
+                conf_done(&from_flag);
+                conf_done(&from_file);
+        }
+        /* frequency, interval, offcpu_min/max, max_clients, client_timeout,
+         * retention x3, max_store_size, symbol_cache, debug_dirs */
+        CHECK_INT_EQ(n_reloadable, 12);
+        CHECK_INT_EQ(n_restart, 16);
+        conf_done(&defaults);
+}
+
+static void test_reload_keeps_what_failed_or_is_skipped(void) {
+        struct conf running, next;
+        struct applied calls = { .fail_with = -EIO };
+        struct conf_reload res;
+        char *error = NULL;
+
+        /* a component that refuses keeps its settings' running values */
+        CHECK(conf_init(&running) == 0);
+        CHECK(conf_init(&next) == 0);
+        CHECK_INT_EQ(conf_parse_text(&next, "f.conf", "frequency = 99\nmax_clients = 3\n", &error), 0);
+        conf_reload_diff(&next, &running, 0, record_apply, &calls, &res);
+        CHECK_INT_EQ(calls.calls[CONF_APPLY_FREQUENCY], 1);
+        CHECK_INT_EQ(calls.calls[CONF_APPLY_CLIENTS], 1);
+        CHECK_INT_EQ(res.applied, 0);
+        CHECK_INT_EQ(next.frequency_hz, CONF_DEFAULT_FREQUENCY_HZ);
+        CHECK_INT_EQ(next.max_clients, CONF_DEFAULT_MAX_CLIENTS);
+        CHECK_STR_EQ(res.summary, "");
+        /* running took the refused values in exchange: the caller frees it */
+        conf_done(&next);
+        conf_done(&running);
+
+        /* skipped components (serve-only: no collector) keep them silently;
+         * the others apply, and a restart-only one is kept */
+        calls = (struct applied) {};
+        CHECK(conf_init(&running) == 0);
+        CHECK(conf_init(&next) == 0);
+        CHECK_INT_EQ(conf_parse_text(&next, "f.conf", "frequency = 99\nmax_clients = 3\nkinds = cpu\n", &error), 0);
+        conf_reload_diff(&next, &running, 1u << CONF_APPLY_FREQUENCY, record_apply, &calls, &res);
+        CHECK_INT_EQ(calls.calls[CONF_APPLY_FREQUENCY], 0);
+        CHECK_INT_EQ(res.applied, 1u << CONF_APPLY_CLIENTS);
+        CHECK_INT_EQ(res.n_restart, 1);
+        CHECK_INT_EQ(next.frequency_hz, CONF_DEFAULT_FREQUENCY_HZ);
+        CHECK_INT_EQ(next.max_clients, 3);
+        CHECK(next.kind_cpu && next.kind_offcpu && next.kind_wakeup);
+        CHECK_STR_EQ(res.summary, "max_clients 256 -> 3");
+        conf_done(&next);
+        conf_done(&running);
+}
+
 int main(void) {
         test_kernel_memory();
         test_unwind_memory();
@@ -281,5 +499,7 @@ int main(void) {
         test_sizes();
         test_clickhouse_settings();
         test_none_values();
+        test_every_key_round_trips_through_file_flag_and_reload();
+        test_reload_keeps_what_failed_or_is_skipped();
         TESTS_DONE();
 }

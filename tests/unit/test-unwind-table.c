@@ -592,6 +592,42 @@ static void check_table_shape(const char *path, const struct unwind_table *t) {
         CHECK(t->n == 0 || t->rows[t->n - 1].kind == PROFD_UNWIND_GAP);
 }
 
+/* The index BPF searches through finds, for every address around every
+ * row's start and between rows, the row a search of the whole table finds;
+ * it costs about 4 bytes per UNWIND_INDEX_ROWS rows. */
+static void check_index(const char *path, const struct unwind_table *t) {
+        uint32_t shift;
+        size_t extra = unwind_index_size(t, &shift), mismatches = 0;
+        _cleanup_free_ struct profd_unwind_row *slots = calloc(t->n + extra + 1, sizeof(*slots));
+
+        CHECK(slots != NULL);
+        if (!slots)
+                return;
+        if (t->n < 2 * UNWIND_INDEX_ROWS) {
+                CHECK_INT_EQ(extra, 0);
+                CHECK_INT_EQ(shift, 0);
+        } else {
+                CHECK(shift > 0);
+                CHECK(extra >= 2);
+                CHECK((extra - 1) * 2 <= t->n / UNWIND_INDEX_ROWS + 2);
+        }
+        memcpy(slots, t->rows, t->n * sizeof(*slots));
+        if (extra)
+                unwind_index_write(t, shift, slots + t->n);
+        for (size_t i = 0; i < t->n; i++) {
+                uint64_t pc = t->rows[i].pc, next = i + 1 < t->n ? t->rows[i + 1].pc : pc + 64;
+                uint64_t probes[] = { pc - 1, pc, pc + 1, pc + (next - pc) / 2, next - 1, next + 4096 };
+
+                for (size_t k = 0; k < ELEMENTSOF(probes); k++)
+                        if (unwind_index_lookup(slots, t->n, shift, probes[k]) !=
+                            unwind_table_lookup(&(struct unwind_table) { .rows = slots, .n = t->n }, probes[k]))
+                                mismatches++;
+        }
+        CHECK_INT_EQ(mismatches, 0);
+        fprintf(stderr, "%s: index of %zu slots (buckets of %u bytes) for %zu rows\n", path, extra,
+                shift ? 1u << shift : 0, t->n);
+}
+
 /* Builds a fixture's table, checks its shape and compares it with readelf. */
 static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *t, struct oracle_stats *stats) {
         Elf *e = elf_open(path);
@@ -600,6 +636,7 @@ static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *
         CHECK(t->n > 0);
         check_table_shape(path, t);
         check_against_readelf(path, t, stats);
+        check_index(path, t);
         *ret_elf = e;
 }
 

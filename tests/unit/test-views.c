@@ -114,6 +114,47 @@ static top_table *table_of(const profile *p, TopBy by) {
         return t;
 }
 
+/* stack_parse() decodes through the profile's decoder: it names lines from
+ * "file" and "line", and refuses what the profile refuses. */
+static void test_stack_parse_names_lines_and_refuses_what_the_profile_refuses(void) {
+        static const char *const bad[] = {
+                "{\"type\":\"stack\",\"value\":1,\"frames\":[{\"name\":\"f\"}]}",
+                "{\"type\":\"stack\",\"value\":1,\"frames\":[{\"name\":\"f\",\"kernel\":false,\"line\":\"7\"}]}",
+                "{\"type\":\"stack\",\"value\":1,\"frames\":[{\"name\":\"f\",\"kernel\":false,\"address\":\"12\"}]}",
+                "{\"type\":\"stack\",\"value\":1,\"frames\":[{\"name\":\"f\",\"kernel\":false,\"module\":5}]}",
+                "{\"type\":\"stack\",\"value\":1,\"group\":3,\"frames\":[]}",
+        };
+        _cleanup_(stack_done) struct stack s = {};
+        json_t *j;
+
+        j = json_loads("{\"type\":\"stack\",\"value\":7,\"group\":\"app-1\",\"frames\":["
+                       "{\"name\":\"main\",\"module\":\"/bin/app\",\"kernel\":false,"
+                       "\"file\":\"/src/app.c\",\"line\":12},"
+                       "{\"name\":\"[lost]\",\"kernel\":false}]}", 0, NULL);
+        if (!j)
+                abort();
+        CHECK_INT_EQ(stack_parse(&s, j, true), 0);
+        CHECK_INT_EQ(s.value, 7);
+        CHECK_STR_EQ(s.group, "app-1");
+        CHECK_INT_EQ(s.n_frames, 2);
+        CHECK_STR_EQ(s.frames[0].name, "main (app.c:12)");
+        CHECK_STR_EQ(s.modules[0], "/bin/app");
+        CHECK_STR_EQ(s.frames[1].name, "[lost]");
+        CHECK_STR_EQ(s.modules[1], "");
+        json_decref(j);
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_profile_ profile *p = profile_new();
+
+                j = json_loads(bad[i], 0, NULL);
+                if (!j || !p)
+                        abort();
+                CHECK_INT_EQ(stack_parse(&s, j, false), -EBADMSG);
+                CHECK_INT_EQ(profile_add_stack_line(p, j), -EBADMSG);
+                json_decref(j);
+        }
+}
+
 struct want_row {
         const char *name;
         uint64_t self, total;
@@ -547,6 +588,7 @@ int main(void) {
         test_series_shows_the_complete_share_per_step();
         test_quality_report_lists_every_reason();
 
+        test_stack_parse_names_lines_and_refuses_what_the_profile_refuses();
         test_table_by_function_self_and_total();
         test_table_by_line_splits_a_function_by_its_lines();
         test_table_by_module_counts_each_module_once_per_stack();
