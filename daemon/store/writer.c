@@ -425,16 +425,6 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                 store_drain_abort(w->store);
                 /* Locations of the rolled back drain may be marked stored. */
                 (void) symbolizer_forget_stored(w->sym);
-                /* The disk the DWARF copies take (next to the store) is
-                 * the store's first: give it back; DWARF is read into the
-                 * heap until there is room again. */
-                if (r == -ENOSPC || r == -EDQUOT) {
-                        int64_t freed = symbolizer_release_copies(w->sym);
-
-                        if (freed > 0)
-                                log_info("The store's disk is full: gave back %" PRId64 " KiB of DWARF copies.",
-                                         freed >> 10);
-                }
                 w->stats.failed_drains++;
                 for (int i = 0; i < PROFD_COUNTER__MAX; i++)
                         w->stats.pending_drops[i] += b->counters[i];
@@ -450,6 +440,15 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         w->stats.pending_drops[i] -= stats.pending_drops[i];
         }
         pthread_mutex_unlock(&w->lock);
+        /* The disk the DWARF copies take (next to the store) is the
+         * store's first: give it back; DWARF is read into the heap until
+         * there is room again. */
+        if (r == -ENOSPC || r == -EDQUOT) {
+                int64_t freed = symbolizer_release_copies(w->sym);
+
+                if (freed > 0)
+                        log_info("The store's disk is full: gave back %" PRId64 " KiB of DWARF copies.", freed >> 10);
+        }
         return r;
 }
 
