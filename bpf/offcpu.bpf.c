@@ -94,6 +94,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
                 counter_add(PROFD_DROP_TASK_STORAGE, 1);
                 return;
         }
+        /* switch_in clears it: the kernel ran prev since its last switch-out
+         * without this program seeing it switched in (about once a second on
+         * the test VM, mostly kernel threads; docs/reliability.md), so that
+         * block's end, time and stack are unknown */
+        if (t->switch_out_ns)
+                counter_add(PROFD_DROP_SWITCH_MISSED, 1);
         t->switch_out_ns = now;
         t->state = state_code(prev_state);
         t->woken = 0;

@@ -233,6 +233,9 @@ enum profd_counter {
         PROFD_TRUNC_DEPTH,
         PROFD_TRUNC_FP_END,
         PROFD_TRUNC_CFA_STUCK,
+        /* a switch-out of a thread whose last switch-out was never followed
+         * by a switch-in profd saw: the block in between is not measured */
+        PROFD_DROP_SWITCH_MISSED,
         PROFD_COUNTER__MAX,
 };
 

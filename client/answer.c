@@ -47,7 +47,7 @@ void answer_end_done(struct answer_end *e) {
  * lost on the way and the numbers would be wrong, so it is an error. */
 int query_send_and_read(conn *c, const json_t *request, stack_handler on_stack, void *userdata,
                         struct answer_end *ret_end) {
-        uint64_t n_stacks = 0, sum = 0;
+        uint64_t n_stacks = 0, n_rows = 0, sum = 0;
         int r;
 
         r = conn_send(c, request);
@@ -68,10 +68,20 @@ int query_send_and_read(conn *c, const json_t *request, stack_handler on_stack, 
                             (r = response_get_u64(line, "end", "from_ns", &ret_end->from_ns)) < 0 ||
                             (r = response_get_u64(line, "end", "to_ns", &ret_end->to_ns)) < 0)
                                 return r;
-                        if (ret_end->stacks != n_stacks)
+                        if (json_object_get(line, "rows") || n_rows > 0) {
+                                uint64_t rows;
+
+                                /* a table's rows: the stacks stayed in ClickHouse */
+                                if ((r = response_get_u64(line, "end", "rows", &rows)) < 0)
+                                        return r;
+                                if (rows != n_rows || n_stacks > 0)
+                                        return cli_error(-EBADMSG, "the fleet's answer ends with \"rows\":%" PRIu64
+                                                         " but it sent %" PRIu64 " row and %" PRIu64 " stack lines",
+                                                         rows, n_rows, n_stacks);
+                        } else if (ret_end->stacks != n_stacks)
                                 return cli_error(-EBADMSG, "profd's answer ends with \"stacks\":%" PRIu64
                                                  " but it sent %" PRIu64 " stack lines", ret_end->stacks, n_stacks);
-                        if (ret_end->total != sum)
+                        if (n_rows == 0 && !json_object_get(line, "rows") && ret_end->total != sum)
                                 return cli_error(-EBADMSG, "profd's answer ends with \"total\":%" PRIu64
                                                  " but its stacks add up to %" PRIu64, ret_end->total, sum);
                         if (json_object_get(line, "quality")) {
@@ -88,6 +98,15 @@ int query_send_and_read(conn *c, const json_t *request, stack_handler on_stack, 
                         }
                         ret_end->line = TAKE_PTR(line);
                         return 0;
+                }
+                /* a fleet's table (a request with "table"): its rows, summed
+                 * by ClickHouse, instead of the stacks */
+                if (streq(type, "row") && json_object_get(request, "table")) {
+                        n_rows++;
+                        r = on_stack(userdata, line, raw, raw_len);
+                        if (r < 0)
+                                return r;
+                        continue;
                 }
                 if (!streq(type, "stack"))
                         return cli_error(-EBADMSG, "profd answered 'query' with an unexpected '%s' line", type);

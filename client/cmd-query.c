@@ -135,11 +135,21 @@ static const struct command_options query_options = {
         .formats = FORMATS_ALL,
 };
 
-static json_t *query_request(const struct query_args *a) {
+static json_t *query_request(const struct cli_target *t, const struct query_args *a) {
         _cleanup_json_ json_t *req = request_new(PROTO_OP_QUERY, &a->filters, &a->view);
 
         if (!req)
                 return NULL;
+        /* a fleet sums the table itself (ClickHouse), when it is told
+         * how: rows instead of stacks */
+        if (t->clickhouse && a->view.format == FORMAT_TABLE && !a->view.quality) {
+                json_t *tab = json_pack("{ss, sb, sb, sI}", "by", top_by_to_string(a->view.by),
+                                        "children", a->view.children, "lines", a->view.lines,
+                                        "limit", (json_int_t) a->view.limit);
+
+                if (!tab || json_object_set_new(req, "table", tab) < 0)
+                        return NULL;
+        }
         /* folded output needs only names: profd sends each stack as one
          * folded string, a fraction of the bytes of its frames (most of
          * what reading a large answer cost profctl was parsing them); the
@@ -181,6 +191,26 @@ static int stream_folded(struct stream_ctx *x, const json_t *line) {
         return 0;
 }
 
+/* A "row" line of a fleet's table: a function's sums, as top_table_add()
+ * would have made them of the stacks. */
+static int stream_table_row(struct stream_ctx *x, const json_t *line) {
+        json_t *kernel = json_object_get(line, "kernel");
+        struct func_key key = { .kernel = json_is_true(kernel) };
+        uint64_t self, total;
+        int r;
+
+        if ((r = response_get_string(line, "row", "name", &key.name)) < 0 ||
+            (r = response_get_string(line, "row", "module", &key.module)) < 0 ||
+            (r = response_get_u64(line, "row", "self", &self)) < 0 ||
+            (r = response_get_u64(line, "row", "total", &total)) < 0)
+                return r;
+        if (!json_is_boolean(kernel) || self > total)
+                return cli_error(-EBADMSG, "the fleet sent a 'row' line whose \"kernel\" is not a boolean or "
+                                 "whose \"self\" exceeds its \"total\"");
+        r = top_table_add_row(x->table, &key, self, total);
+        return r < 0 ? cli_error(r, "%m") : 0;
+}
+
 static int stream_on_stack(void *userdata, const json_t *line, const char *raw, size_t raw_len) {
         struct stream_ctx *x = userdata;
         int r;
@@ -197,6 +227,8 @@ static int stream_on_stack(void *userdata, const json_t *line, const char *raw, 
                 fwrite(raw, 1, raw_len, x->out);
                 return 0;
         case FORMAT_TABLE:
+                if (streq(json_string_value(json_object_get(line, "type")) ?: "", "row"))
+                        return stream_table_row(x, line);
                 r = stack_parse(&x->stack, line, x->a->view.lines || x->a->view.by == TOP_BY_LINE);
                 if (r < 0)
                         return r;
@@ -421,7 +453,7 @@ static int query_run(const struct cli_target *t, const struct query_args *a) {
         struct output out;
         int r;
 
-        request = query_request(a);
+        request = query_request(t, a);
         if (!request)
                 return cli_error(-ENOMEM, "%m");
         r = cli_connect(t, &c);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "fleet.h"
+#include "protocol.h"
 #include "util.h"
 
 /* Most lines are short status or stack lines; this fits a deep stack of long
@@ -115,6 +116,16 @@ static int conn_send_fleet(conn *c, const json_t *request) {
                          &len);
         if (r < 0)
                 return r;
+        if (c->start == c->end) {
+                /* nothing left unread: the answer becomes the buffer (tens
+                 * of megabytes are not copied) */
+                free(c->buf);
+                c->buf = TAKE_PTR(text);
+                c->size = len;
+                c->start = c->scanned = 0;
+                c->end = len;
+                return 0;
+        }
         while (c->end + len > c->size) {
                 size_t size = MAX(c->size * 2, c->end + len);
                 char *buf = realloc(c->buf, size);
@@ -231,6 +242,26 @@ static int conn_read_line(conn *c, char **ret_line, size_t *ret_len) {
         }
 }
 
+/* A plain folded stack line (stackline_parse_plain_folded) as the object
+ * a JSON parser would make of it; NULL for any other line, or when out of
+ * memory (the JSON parser then says so). */
+static json_t *conn_plain_folded_line(const char *raw, size_t len) {
+        _cleanup_json_ json_t *line = NULL;
+        const char *text;
+        size_t text_len;
+        uint64_t value;
+
+        if (!stackline_parse_plain_folded(raw, len, &value, &text, &text_len))
+                return NULL;
+        line = json_object();
+        if (!line || json_object_set_new(line, PROTO_KEY_TYPE, json_string(PROTO_TYPE_STACK)) < 0 ||
+            json_object_set_new(line, PROTO_KEY_VALUE, json_integer((json_int_t) value)) < 0 ||
+            /* printable ASCII: UTF-8 already */
+            json_object_set_new(line, PROTO_KEY_FOLDED, json_stringn_nocheck(text, text_len)) < 0)
+                return NULL;
+        return TAKE_PTR(line);
+}
+
 int conn_read_response(conn *c, json_t **ret_line, const char **ret_type,
                        const char **ret_raw, size_t *ret_raw_len) {
         _cleanup_json_ json_t *line = NULL;
@@ -244,7 +275,9 @@ int conn_read_response(conn *c, json_t **ret_line, const char **ret_type,
         if (r < 0)
                 return r;
 
-        line = json_loadb(raw, len, JSON_REJECT_DUPLICATES, &error);
+        line = conn_plain_folded_line(raw, len);
+        if (!line)
+                line = json_loadb(raw, len, JSON_REJECT_DUPLICATES, &error);
         if (!line)
                 return cli_error(-EBADMSG, "profd sent malformed JSON (column %d): %s",
                                  error.column, error.text);

@@ -45,6 +45,5 @@
 #define FSD_VALUE  "value"
 
 /* profd.frames: the fields of a stack line's frame */
-#define FSF_N_COLUMNS 14
 #define FSF_UNRESOLVED "unresolved" /* UInt8: the store's locations.unresolved; 0 not known */
 #define FSF_ID "id"

@@ -11,6 +11,7 @@
 #include "../bpf/profd.h"
 #include "fleet-schema.h"
 #include "macro.h"
+#include "protocol.h"
 
 int fleet_sql_quote(FILE *f, const char *s) {
         fputc('\'', f);
@@ -143,10 +144,14 @@ static void where_days(FILE *f, const struct fleet_scope *s) {
 int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
         int r = 0;
 
-        fprintf(f, " WHERE " FS_KIND " = %d", q->kind);
         /* every drain interval that overlaps the window, as profd's store
-         * (store.c, sql_add_filters); the day column prunes partitions */
-        fprintf(f, " AND " FS_END_NS " >= %" PRIu64 " AND " FS_START_NS " <= %" PRIu64, s->from_ns, s->to_ns);
+         * (store.c, sql_add_filters). PREWHERE: ClickHouse reads these two
+         * columns first and the others only where a row passes, so the
+         * day after a window that the sort key cannot rule out (a drain
+         * ending then may have started in the window: FS_DRAIN_MAX_S)
+         * costs two columns, not all of them */
+        fprintf(f, " PREWHERE " FS_END_NS " >= %" PRIu64 " AND " FS_START_NS " <= %" PRIu64, s->from_ns, s->to_ns);
+        fprintf(f, " WHERE " FS_KIND " = %d", q->kind);
         /* the sort key's time and the partitions' day (both the drain's
          * end) let ClickHouse skip what cannot overlap */
         fprintf(f, " AND " FS_TIME " >= toDateTime(%" PRIu64 ") AND " FS_TIME " <= toDateTime(%" PRIu64 ")",
@@ -226,7 +231,7 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
         return ferror(f) ? -EIO : 0;
 }
 
-int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
         int r;
 
         fputs("SELECT " FS_STACK_ID ", sum(" FS_VALUE ") AS v, ", f);
@@ -244,11 +249,16 @@ int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_
         default:
                 fputs("''", f);
         }
-        fputs(" AS grp FROM " FS_TABLE_SAMPLES, f);
+        fputs(" AS grp, " FS_HOST " FROM " FS_TABLE_SAMPLES, f);
         r = fleet_sql_where(f, q, s);
         if (r < 0)
                 return r;
-        fputs(" GROUP BY grp, " FS_STACK_ID " ORDER BY grp, " FS_STACK_ID " FORMAT TabSeparated", f);
+        /* a host's samples are on one shard (cluster.sql shards by host),
+         * so each shard's groups are whole: the server that asks passes
+         * them on without merging, unordered (a group split across shards
+         * would be two rows, which profctl adds up as it adds hosts up) */
+        fputs(" GROUP BY grp, " FS_STACK_ID ", " FS_HOST " SETTINGS distributed_group_by_no_merge = 1 "
+              "FORMAT RowBinary", f);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -272,17 +282,6 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
         return ferror(f) ? -EIO : 0;
 }
 
-int fleet_sql_host_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        int r;
-
-        fputs("SELECT " FS_HOST ", " FS_STACK_ID ", sum(" FS_VALUE ") FROM " FS_TABLE_SAMPLES, f);
-        r = fleet_sql_where(f, q, s);
-        if (r < 0)
-                return r;
-        fputs(" GROUP BY " FS_HOST ", " FS_STACK_ID " ORDER BY " FS_HOST " FORMAT TabSeparated", f);
-        return ferror(f) ? -EIO : 0;
-}
-
 int fleet_sql_drops(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
         int r = 0;
 
@@ -302,33 +301,40 @@ int fleet_sql_drops(FILE *f, const struct query_request *q _unused_, const struc
 }
 
 int fleet_sql_stack_frames(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
-        /* rows are deduplicated by ClickHouse in the background only: one
-         * per id here; only the window's days, where its samples' stacks
-         * were sent; binary, as arrays of numbers are most of the bytes */
-        fputs("SELECT " FST_ID ", any(" FST_FRAMES "), any(" FST_USER_END ") FROM " FS_TABLE_STACKS " WHERE " FST_ID
+        /* rows are deduplicated by ClickHouse in the background only (and
+         * a window over two days finds a stack in both): one per id here,
+         * any copy (the id is a hash of the content), which LIMIT BY takes
+         * at a third of GROUP BY's cost (every copy of an id is on one
+         * shard); only the window's days, where its samples' stacks were
+         * sent; binary, as arrays of numbers are most of the bytes */
+        fputs("SELECT " FST_ID ", " FST_FRAMES ", " FST_USER_END " FROM " FS_TABLE_STACKS " WHERE " FST_ID
               " IN " FLEET_SQL_IDS_TABLE, f);
         where_days(f, s);
-        fputs(" GROUP BY " FST_ID " FORMAT RowBinary", f);
+        fputs(" LIMIT 1 BY " FST_ID " FORMAT RowBinary", f);
         return ferror(f) ? -EIO : 0;
 }
 
 int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        /* a folded answer shows names (and file:line with lines) only:
-         * what it does not show is not sent ('' and 0 in its place), a
-         * third of the bytes of a large answer's frames */
-        bool folded = q && q->folded;
-        const char *name = folded && q->raw_names ? "''" : "any(name)";
-        const char *raw_name = folded && !q->raw_names ? "''" : "any(raw_name)";
-        const char *file = folded && !q->lines ? "''" : "any(file)";
-        const char *line = folded && !q->lines ? "0" : "any(line)";
-        const char *full = folded ? "''" : NULL;
+        /* a folded answer shows names (and file:line with lines) only,
+         * the table's rows names and modules (and file:line by line or
+         * with lines): what they do not show is not sent ('' and 0 in its
+         * place), a third to two thirds of the bytes of a large answer's
+         * frames. The name stays with raw names: a frame without a raw
+         * name shows it. */
+        bool folded = q && q->folded, table = s->table, trim = folded || table;
+        bool lines = q && (q->lines || (table && (s->table->lines || s->table->by == FLEET_TABLE_BY_LINE)));
+        const char *raw_name = trim && !(q && q->raw_names) ? "''" : "raw_name";
+        const char *file = trim && !lines ? "''" : "file";
+        const char *line = trim && !lines ? "toUInt32(0)" : "line";
 
-        fprintf(f, "SELECT " FSF_ID ", %s, %s, %s, %s, %s, %s, %s, any(has_address), any(kernel), any(resolved), "
-                "any(inlined), any(jit), any(" FSF_UNRESOLVED ") FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
-                name, raw_name, full ?: "any(module)", full ?: "any(build_id)", file, line,
-                folded ? "0" : "any(address)");
+        /* one row per id, as fleet_sql_stack_frames() */
+        fprintf(f, "SELECT " FSF_ID ", name, %s, %s, %s, %s, %s, %s, has_address, kernel, resolved, inlined, jit, "
+                FSF_UNRESOLVED " FROM " FS_TABLE_FRAMES " WHERE " FSF_ID " IN " FLEET_SQL_IDS_TABLE,
+                raw_name, folded ? "''" : "module", trim ? "''" : "build_id", file, line,
+                trim ? "toUInt64(0)" : "address");
         where_days(f, s);
-        fputs(" GROUP BY " FSF_ID " FORMAT TabSeparated", f);
+        /* binary: no escaping to write and undo, numbers as they are */
+        fputs(" LIMIT 1 BY " FSF_ID " FORMAT RowBinary", f);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -440,6 +446,57 @@ static uint64_t rowbinary_u64(const uint8_t *p) {
         for (int i = 7; i >= 0; i--)
                 v = v << 8 | p[i];
         return v;
+}
+
+static int rowbinary_string(const uint8_t *data, size_t len, size_t *pos, struct fleet_string *ret) {
+        uint64_t n;
+
+        if (rowbinary_varint(data, len, pos, &n) < 0 || n > len - *pos)
+                return -EBADMSG;
+        *ret = (struct fleet_string) { (const char *) data + *pos, (size_t) n };
+        *pos += (size_t) n;
+        return 0;
+}
+
+int fleet_rowbinary_sum(const uint8_t *data, size_t len, size_t *pos, struct fleet_sum_row *ret) {
+        size_t p = *pos;
+
+        if (p == len)
+                return 0;
+        if (len - p < 16)
+                return -EBADMSG;
+        ret->stack_id = rowbinary_u64(data + p);
+        ret->value = rowbinary_u64(data + p + 8);
+        p += 16;
+        if (rowbinary_string(data, len, &p, &ret->group) < 0 || rowbinary_string(data, len, &p, &ret->host) < 0)
+                return -EBADMSG;
+        *pos = p;
+        return 1;
+}
+
+int fleet_rowbinary_frame(const uint8_t *data, size_t len, size_t *pos, struct fleet_frame_row *ret) {
+        size_t p = *pos;
+
+        if (p == len)
+                return 0;
+        if (len - p < 8)
+                return -EBADMSG;
+        ret->id = rowbinary_u64(data + p);
+        p += 8;
+        for (size_t i = 0; i < ELEMENTSOF(ret->strings); i++)
+                if (rowbinary_string(data, len, &p, &ret->strings[i]) < 0)
+                        return -EBADMSG;
+        /* line UInt32, address UInt64, then six UInt8 */
+        if (len - p < 4 + 8 + ELEMENTSOF(ret->flags))
+                return -EBADMSG;
+        ret->line = (uint32_t) data[p] | (uint32_t) data[p + 1] << 8 | (uint32_t) data[p + 2] << 16 |
+                    (uint32_t) data[p + 3] << 24;
+        ret->address = rowbinary_u64(data + p + 4);
+        p += 12;
+        memcpy(ret->flags, data + p, ELEMENTSOF(ret->flags));
+        p += ELEMENTSOF(ret->flags);
+        *pos = p;
+        return 1;
 }
 
 int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,

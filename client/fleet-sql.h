@@ -24,11 +24,26 @@ enum fleet_group {
         FLEET_GROUP_HOST,    /* the host name */
 };
 
+/* How profctl's table view (client/render.h) names and orders its rows. */
+enum fleet_table_by {
+        FLEET_TABLE_BY_FUNCTION,
+        FLEET_TABLE_BY_LINE,
+        FLEET_TABLE_BY_MODULE,
+};
+
+struct fleet_table {
+        enum fleet_table_by by;
+        bool children; /* ordered by total, not self */
+        bool lines;    /* functions named "name (file:line)" (as by line) */
+        uint64_t limit; /* rows at most, 0: all */
+};
+
 /* What a fleet query selects on top of profd's request. */
 struct fleet_scope {
         const char *host;        /* a host name or glob; NULL: every host */
         enum fleet_group group;
         uint64_t from_ns, to_ns; /* the window, resolved as profd does (request_window) */
+        const struct fleet_table *table; /* answered as the table's rows (fleet-answer.c); NULL: as stacks */
 };
 
 /* Writes s as a ClickHouse string literal: quoted, with backslash, quote
@@ -44,24 +59,24 @@ int fleet_sql_quote(FILE *f, const char *s);
  * Returns a malloc'd string or NULL on out of memory. */
 char *fleet_glob_to_regex(const char *glob);
 
-/* The WHERE clause (with " WHERE") of the samples a request selects.
- * Returns 0 or -EIO. */
+/* The PREWHERE and WHERE clauses (with " PREWHERE") of the samples a
+ * request selects. Returns 0 or -EIO. */
 int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
-/* The query whose rows are "stack_id \t value \t group" (group '' without
- * grouping), summed by ClickHouse per group and stack. Returns 0 or -EIO. */
-int fleet_sql_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+/* The query whose rows are (stack_id, value, group, host) in RowBinary
+ * (fleet_rowbinary_sum() reads them; group '' without grouping): the
+ * request's samples summed per group, stack and host, in no order (a
+ * (group, stack, host) may come as more than one row to add up): the
+ * answer's stacks are their sums, and each host's quality report is made
+ * of its own rows, from one scan of the samples, so the two agree even
+ * while hosts insert. Returns 0 or -EIO. */
+int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are "start_ns \t end_ns \t value \t complete \t
  * host": one per drain (of each host) with matching samples, in order of
  * start, then end, with the part of the value whose stacks are complete
  * (user_end 0): what series.c spreads over time. Returns 0 or -EIO. */
 int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_scope *s);
-
-/* The query whose rows are "host \t stack_id \t value": the request's
- * samples summed per host and stack, hosts in order (each host's quality
- * report is made of its rows). Returns 0 or -EIO. */
-int fleet_sql_host_stacks(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are "host \t reason \t count": the drop counters
  * of every drain that overlaps the window, of the scope's hosts (host-wide:
@@ -90,11 +105,40 @@ int fleet_sql_stack_frames(FILE *f, const struct query_request *q, const struct 
 int fleet_rowbinary_stack(const uint8_t *data, size_t len, size_t *pos, uint64_t *ret_id, uint64_t **ret_frames,
                           size_t *ret_n, int *ret_user_end);
 
-/* The query whose rows are one frame each, "id \t name \t raw_name \t
- * module \t build_id \t file \t line \t address \t has_address \t kernel
- * \t resolved \t inlined \t jit \t unresolved" (FSF_N_COLUMNS fields), of the frames
- * whose ids are in the ids table. With a folded request q, only what
- * its lines show: the other fields come as '' and 0. Returns 0 or -EIO. */
+/* A string of a RowBinary row: in the answer's body, not NUL-terminated. */
+struct fleet_string {
+        const char *s;
+        size_t n;
+};
+
+struct fleet_sum_row {
+        uint64_t stack_id, value;
+        struct fleet_string group, host;
+};
+
+/* The next row of fleet_sql_stacks_by_host()'s answer at data[*pos]:
+ * returns 1, 0 at the end, -EBADMSG for a cut or malformed row. */
+int fleet_rowbinary_sum(const uint8_t *data, size_t len, size_t *pos, struct fleet_sum_row *ret);
+
+struct fleet_frame_row {
+        uint64_t id;
+        struct fleet_string strings[5]; /* name, raw_name, module, build_id, file */
+        uint32_t line;
+        uint64_t address;
+        uint8_t flags[6];               /* has_address, kernel, resolved, inlined, jit, unresolved */
+};
+
+/* The next row of fleet_sql_frames()'s answer at data[*pos]: returns 1, 0
+ * at the end, -EBADMSG for a cut or malformed row. */
+int fleet_rowbinary_frame(const uint8_t *data, size_t len, size_t *pos, struct fleet_frame_row *ret);
+
+/* The query whose rows are one frame each, (id, name, raw_name, module,
+ * build_id, file, line, address, has_address, kernel, resolved, inlined,
+ * jit, unresolved) in RowBinary (fleet_rowbinary_frame() reads them), of
+ * the frames whose ids are in the ids table. For a folded request q, or an answer
+ * made as the table's rows (s->table), only what those show and what the
+ * quality report needs: the other fields come as '' and 0. Returns 0 or
+ * -EIO. */
 int fleet_sql_frames(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* One row of TabSeparated output, split in place: the line is cut at its

@@ -38,7 +38,7 @@ static bool put(struct stackline_buf *b, const char *s, size_t n) {
 /* Decodes one UTF-8 sequence at s (n bytes left): the code point and its
  * length, or 0 for an invalid sequence (overlong forms and surrogates too,
  * as jansson refuses them). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret) {
+size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret) {
         uint32_t c;
         size_t len;
 
@@ -67,6 +67,39 @@ static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret) {
         return len;
 }
 
+bool utf8_valid(const char *str) {
+        const unsigned char *p = (const unsigned char *) str;
+        size_t n = strlen(str);
+
+        while (n > 0) {
+                uint32_t c;
+                size_t len = p[0] < 0x80 ? 1 : utf8_decode(p, n, &c);
+
+                if (len == 0)
+                        return false;
+                p += len;
+                n -= len;
+        }
+        return true;
+}
+
+/* Copies the run at *s (n bytes left) of bytes from 0x20 to below max
+ * but stop1 and stop2, and moves past it. Returns its length (0: none),
+ * or SIZE_MAX when out of memory. */
+static inline size_t put_run(struct stackline_buf *b, const unsigned char **s, size_t *n, unsigned char max,
+                             unsigned char stop1, unsigned char stop2) {
+        const unsigned char *p = *s;
+        size_t run = 0;
+
+        while (run < *n && p[run] >= 0x20 && p[run] < max && p[run] != stop1 && p[run] != stop2)
+                run++;
+        if (run > 0 && !put(b, (const char *) *s, run))
+                return SIZE_MAX;
+        *s += run;
+        *n -= run;
+        return run;
+}
+
 static bool put_u16(struct stackline_buf *b, uint32_t u) {
         char e[16];
         snprintf(e, sizeof(e), "\\u%04" PRIX32, u & 0xffff);
@@ -87,15 +120,11 @@ static bool put_string(struct stackline_buf *b, const char *str) {
                 size_t len;
 
                 /* plain ASCII is copied as a run */
-                while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
-                        run++;
-                if (run > 0) {
-                        if (!put(b, (const char *) s, run))
-                                return false;
-                        s += run;
-                        n -= run;
+                run = put_run(b, &s, &n, 0x80, '"', '\\');
+                if (run == SIZE_MAX)
+                        return false;
+                if (run > 0)
                         continue;
-                }
                 len = utf8_decode(s, n, &c);
                 if (len == 0) {
                         c = 0xfffd;
@@ -124,6 +153,18 @@ static bool put_string(struct stackline_buf *b, const char *str) {
                         return false;
         }
         return PUT_LITERAL(b, "\"");
+}
+
+/* Whether text is its own JSON string body: printable ASCII without '"'
+ * and '\\' (put_string would write it unchanged). */
+static bool json_plain(const char *text, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) text[i];
+
+                if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+                        return false;
+        }
+        return true;
 }
 
 static bool put_int(struct stackline_buf *b, int64_t v) {
@@ -177,8 +218,15 @@ static bool put_folded_name(struct stackline_buf *b, const char *name) {
                 return PUT_LITERAL(b, "[unknown]");
         while (n > 0) {
                 uint32_t c;
-                size_t len = s[0] < 0x80 ? 1 : utf8_decode(s, n, &c);
+                size_t len, run = 0;
 
+                /* printable ASCII but ';' is copied as a run */
+                run = put_run(b, &s, &n, 0x7f, ';', ';');
+                if (run == SIZE_MAX)
+                        return false;
+                if (run > 0)
+                        continue;
+                len = s[0] < 0x80 ? 1 : utf8_decode(s, n, &c);
                 if (len == 0 || s[0] < 0x20 || s[0] == 0x7f) {
                         if (!PUT_LITERAL(b, "?"))
                                 return false;
@@ -260,14 +308,27 @@ int stackline_append(struct stackline_buf *b, const struct store_stack_out *stac
 
         ok = PUT_LITERAL(b, "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_STACK "\",\"" PROTO_KEY_VALUE "\":") && put_int(b, (int64_t) stack->value);
         if (ok && style->folded) {
-                struct stackline_buf f = {};
+                size_t text;
 
-                ok = stackline_folded(&f, stack, style) >= 0 && reserve(&f, 1);
-                if (ok) {
-                        f.data[f.len] = '\0';
-                        ok = PUT_LITERAL(b, ",\"" PROTO_KEY_FOLDED "\":") && put_string(b, f.data);
+                /* written in place: the folded text is printable (control
+                 * bytes became '?'), so it is its JSON string unless it has
+                 * a '"', a '\\' or a byte past ASCII (rare) */
+                ok = PUT_LITERAL(b, ",\"" PROTO_KEY_FOLDED "\":\"");
+                text = b->len;
+                ok = ok && stackline_folded(b, stack, style) >= 0;
+                if (ok && !json_plain(b->data + text, b->len - text)) {
+                        struct stackline_buf f = {};
+
+                        ok = put(&f, b->data + text, b->len - text) && reserve(&f, 1);
+                        if (ok) {
+                                f.data[f.len] = '\0';
+                                b->len = text - 1; /* before the opening '"' */
+                                ok = put_string(b, f.data);
+                                b->len--; /* its closing '"' comes below */
+                        }
+                        stackline_buf_done(&f);
                 }
-                stackline_buf_done(&f);
+                ok = ok && PUT_LITERAL(b, "\"");
         } else if (ok) {
                 ok = PUT_LITERAL(b, ",\"" PROTO_KEY_FRAMES "\":[");
                 for (size_t i = 0; ok && i < stack->n_frames; i++) {
@@ -295,6 +356,40 @@ int stackline_append(struct stackline_buf *b, const struct store_stack_out *stac
                 return -ENOMEM;
         }
         return 0;
+}
+
+bool stackline_parse_plain_folded(const char *line, size_t len, uint64_t *ret_value, const char **ret_text,
+                                  size_t *ret_text_len) {
+        static const char head[] = "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_STACK "\",\"" PROTO_KEY_VALUE "\":";
+        static const char mid[] = ",\"" PROTO_KEY_FOLDED "\":\"";
+        const char *p = line, *end = line + len, *text;
+        uint64_t v = 0;
+
+        if (len < sizeof(head) - 1 || memcmp(p, head, sizeof(head) - 1) != 0)
+                return false;
+        p += sizeof(head) - 1;
+        /* a JSON integer as put_int writes it: no sign, no leading zero,
+         * at most INT64_MAX (what jansson would read as an integer) */
+        if (p >= end || *p < '0' || *p > '9' || (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '9'))
+                return false;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+                if (v > ((uint64_t) INT64_MAX - (uint64_t) (*p - '0')) / 10)
+                        return false;
+                v = v * 10 + (uint64_t) (*p - '0');
+        }
+        if ((size_t) (end - p) < sizeof(mid) - 1 || memcmp(p, mid, sizeof(mid) - 1) != 0)
+                return false;
+        p += sizeof(mid) - 1;
+        text = p;
+        while (p < end && *p != '"')
+                p++;
+        /* the string ends at its first '"' only when it holds no escape */
+        if (end - p != 2 || p[1] != '}' || !json_plain(text, (size_t) (p - text)))
+                return false;
+        *ret_value = v;
+        *ret_text = text;
+        *ret_text_len = (size_t) (p - text);
+        return true;
 }
 
 int stackline_buf_append(struct stackline_buf *b, const char *s, size_t n) {

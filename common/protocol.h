@@ -128,11 +128,32 @@ struct stack_style {
  * (b keeps what it had). */
 int stackline_append(struct stackline_buf *b, const struct store_stack_out *stack, const struct stack_style *style);
 
+/* Reads a folded stack line as stackline_append() writes it for a stack
+ * without a group whose folded text is plain (printable ASCII, no '"' or
+ * '\\': every frame name of most answers), without a JSON parser: line
+ * (len bytes, no newline) is exactly {"type":"stack","value":N,"folded":"TEXT"}.
+ * Returns true with N and TEXT (in line, not NUL-terminated); false for any
+ * other line, which the caller reads as JSON. A folded answer is tens of
+ * megabytes of such lines, and a general parser's byte-by-byte work was
+ * half of what profctl spent on one. */
+bool stackline_parse_plain_folded(const char *line, size_t len, uint64_t *ret_value, const char **ret_text,
+                                  size_t *ret_text_len);
+
 /* The folded string of a stack (no weight, no newline): the grouping root
  * when there is one, then the frames joined by ';', each written by
  * folded_append_frame(). Appends to b without a terminating NUL; returns 0
  * or -ENOMEM (b keeps what it had). */
 int stackline_folded(struct stackline_buf *b, const struct store_stack_out *stack, const struct stack_style *style);
+
+/* Decodes the UTF-8 sequence at s (n > 0 bytes left) as every writer of
+ * profd's text does: the code point in *ret and its length, or 0 for a
+ * byte that starts no valid sequence (overlong forms, surrogates and code
+ * points above U+10FFFF included, as jansson refuses them). */
+size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *ret);
+
+/* Whether every byte of str starts or continues a sequence utf8_decode()
+ * accepts: the string a JSON writer would keep as it is. */
+bool utf8_valid(const char *str);
 
 /* One frame of folded text, the only place names are sanitized for it:
  * ';' in a name becomes ':', control characters and bytes that are not

@@ -40,6 +40,7 @@ const struct quality_name quality_lost_names[_QUALITY_LOST_MAX] = {
         [QUALITY_LOST_TASK_STORAGE_FULL] = { "task_storage_full", "task storage full" },
         [QUALITY_LOST_PROCESS_VANISHED] = { "process_vanished", "process vanished" },
         [QUALITY_LOST_STORE_WRITE_FAILED] = { "store_write_failed", "store write failed" },
+        [QUALITY_LOST_SWITCH_MISSED] = { "switch_missed", "switch missed" },
 };
 
 uint64_t quality_truncated_total(const struct quality *q) {

@@ -44,6 +44,7 @@ enum quality_lost {
         QUALITY_LOST_TASK_STORAGE_FULL,  /* blocks: no per-task storage at switch-out */
         QUALITY_LOST_PROCESS_VANISHED,   /* processes that exited before profd read them */
         QUALITY_LOST_STORE_WRITE_FAILED, /* drains that could not be stored */
+        QUALITY_LOST_SWITCH_MISSED,      /* blocks: a switch-in profd never saw */
         _QUALITY_LOST_MAX,
 };
 

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "duration.h"
 #include "exporter.h"
+#include "heap.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -576,6 +577,13 @@ static int send_status(manager *m, server_client *c) {
                 json_object_set_new(o, "queries", status_queries(m));
                 json_object_set_new(o, "store_check", status_store_check(m));
                 json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
+                {
+                        uint64_t trims, trim_ns;
+
+                        heap_trim_stats(&trims, &trim_ns);
+                        json_object_set_new(o, "heap_trims", json_integer((json_int_t) trims));
+                        json_object_set_new(o, "heap_trim_ms", json_integer((json_int_t) (trim_ns / NSEC_PER_MSEC)));
+                }
                 json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
                         "min_ns", (json_int_t) m->conf->offcpu_min_ns,
                         "max_ns", m->conf->offcpu_max_ns == UINT64_MAX ? json_null()

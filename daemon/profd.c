@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "heap.h"
 #include "helpers.h"
 #include "privacy.h"
 
@@ -48,24 +49,31 @@ struct settings_source {
  * setting returns -EINVAL with *ret_error naming it (file:line:key, or the
  * option), and *ret_usage set when the command line is to blame; other
  * errors (unreadable file, -ENOMEM) come with *ret_error too. */
+static void conf_donep(struct conf **c) {
+        if (*c)
+                conf_done(*c);
+}
+
 static int settings_load(const struct settings_source *src, struct conf *ret, char **ret_error, bool *ret_usage) {
         const char *path = src->config_path ? src->config_path : CONF_DEFAULT_PATH;
         _cleanup_free_ char *text = NULL;
         struct conf conf;
+        _cleanup_(conf_donep) struct conf *owned = NULL; /* conf, until it is handed over */
         int r;
 
         *ret_usage = false;
         if (conf_init(&conf) < 0)
                 return -ENOMEM;
+        owned = &conf;
         r = read_full_file(path, &text);
         if (r < 0 && (src->config_path || r != -ENOENT)) {
                 (void) format_error(ret_error, "Failed to read configuration %s: %s", path, strerror(-r));
-                goto fail;
+                return r;
         }
         if (r >= 0) {
                 r = conf_parse_text(&conf, path, text, ret_error);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
         for (size_t i = 0; i < src->n_cli; i++) {
                 _cleanup_free_ char *error = NULL;
@@ -75,17 +83,15 @@ static int settings_load(const struct settings_source *src, struct conf *ret, ch
                         *ret_usage = true;
                         (void) format_error(ret_error, "--%s: %s", conf_setting_option(src->cli_settings[i]),
                                             error ? error : strerror(-r));
-                        goto fail;
+                        return r;
                 }
         }
         r = conf_check(&conf, ret_error);
         if (r < 0)
-                goto fail;
+                return r;
         *ret = conf;
+        owned = NULL;
         return 0;
-fail:
-        conf_done(&conf);
-        return r;
 }
 
 static int settings_reload(struct conf *ret, char **ret_error, void *userdata) {
@@ -183,6 +189,7 @@ int main(int argc, char *argv[]) {
          * and commands, and the launcher's umask (022 from a shell) must not
          * decide who reads them. Explicit modes follow on every creation. */
         umask(0077);
+        heap_setup();
 
         while ((c = getopt_long(argc, argv, shorts, options, &index)) >= 0) {
                 const struct conf_setting *setting = conf_setting_of_option(c);

@@ -42,7 +42,7 @@ struct collector {
         uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
         bool user_ends_known;     /* see struct drain_batch */
         bool switch_done;         /* off-CPU user stacks are walked at sched_exit_tp */
-        struct collector_unwind_maps unwind; /* the mmapped unwind arrays */
+        struct collector_unwind_maps unwind; /* the unwind maps, by fd */
 };
 
 /* Does the kernel have the tracepoint at the end of __schedule (about
@@ -60,18 +60,17 @@ static bool have_sched_exit_tp(void) {
         return found;
 }
 
-/* Maps an mmapable BPF array into the daemon's memory. */
-static int map_array(struct bpf_map *map, void **ret, size_t *ret_bytes) {
-        size_t bytes = (size_t) bpf_map__max_entries(map) * bpf_map__value_size(map);
+/* Checks that the daemon can map an mmapable BPF array for writing, as
+ * the unwinder does slice by slice: a kernel or sandbox that refuses is
+ * told at start, not found out by every table later. */
+static int probe_array_mmap(struct bpf_map *map) {
         long page = sysconf(_SC_PAGESIZE);
         void *p;
 
-        bytes = (bytes + page - 1) / page * page;
-        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+        p = mmap(NULL, (size_t) page, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
         if (p == MAP_FAILED)
                 return negative_errno();
-        *ret = p;
-        *ret_bytes = bytes;
+        (void) munmap(p, (size_t) page);
         return 0;
 }
 
@@ -301,8 +300,8 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
 }
 
 /* Loads the programs and sets up what user space reads them through: the
- * drain barrier, the unwind arrays mapped into memory, the drain's buffers
- * and the event ring buffer. Returns 0 or a negative errno, logged. */
+ * drain barrier, the unwind maps (the arrays checked to be mappable), the
+ * drain's buffers and the event ring buffer. Returns 0 or a negative errno, logged. */
 static int collector_load(collector *c) {
         __u32 zero = 0;
         int inner_fd, r;
@@ -320,12 +319,18 @@ static int collector_load(collector *c) {
         if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.barrier), &zero, &inner_fd, BPF_ANY) < 0)
                 return log_error_errno(negative_errno(), "Failed to set up the drain barrier: %m");
 
-        r = map_array(c->skel->maps.unwind_rows, (void **) &c->unwind.rows, &c->unwind.rows_bytes);
+        /* The arrays are not kept mapped: every page of a BPF array
+         * mapping is in the mapper's RSS from mmap on (the kernel inserts
+         * them all), 25 MiB of kernel memory at the defaults counted a
+         * second time as profd's. The unwinder maps the slice it writes. */
+        r = probe_array_mmap(c->skel->maps.unwind_rows);
         if (r >= 0)
-                r = map_array(c->skel->maps.unwind_maps, (void **) &c->unwind.maps, &c->unwind.maps_bytes);
+                r = probe_array_mmap(c->skel->maps.unwind_maps);
         if (r < 0)
                 return log_error_errno(r, "Failed to map the unwind tables into memory: %m");
+        c->unwind.rows_fd = bpf_map__fd(c->skel->maps.unwind_rows);
         c->unwind.rows_cap = bpf_map__max_entries(c->skel->maps.unwind_rows);
+        c->unwind.maps_fd = bpf_map__fd(c->skel->maps.unwind_maps);
         c->unwind.maps_cap = bpf_map__max_entries(c->skel->maps.unwind_maps);
         c->unwind.procs_fd = bpf_map__fd(c->skel->maps.unwind_procs);
 
@@ -389,10 +394,6 @@ collector *collector_free(collector *c) {
         free(c->links);
         free(c->perf_fds);
         ring_buffer__free(c->events);
-        if (c->unwind.rows)
-                munmap(c->unwind.rows, c->unwind.rows_bytes);
-        if (c->unwind.maps)
-                munmap(c->unwind.maps, c->unwind.maps_bytes);
         profd_bpf__destroy(c->skel);
         free(c->keys_buf);
         free(c->values_buf);

@@ -15,15 +15,15 @@
  * processes of a hundred executable mappings each (1.25 MiB). */
 #define COLLECTOR_UNWIND_MAPPINGS 32768
 
-/* The unwind maps as the daemon writes them (see bpf/maps.bpf.h): the two
- * arrays mapped into memory, the hash by fd. Valid until collector_free. */
+/* The unwind maps as the daemon writes them (see bpf/maps.bpf.h), by fd:
+ * the two mmapable arrays (the writer maps only the slice it writes, while
+ * it writes it) and the hash. Valid until collector_free. */
 struct collector_unwind_maps {
-        struct profd_unwind_row *rows;
+        int rows_fd;
         uint32_t rows_cap;
-        struct profd_unwind_mapping *maps;
+        int maps_fd;
         uint32_t maps_cap;
         int procs_fd;
-        size_t rows_bytes, maps_bytes; /* mapped lengths */
 };
 
 /* One drained key and its value. */

@@ -36,7 +36,7 @@ struct unwinder_stats {
         uint64_t rows_used, rows_capacity;     /* unwind_rows, counting rows in their grace period */
         uint64_t mappings_used, mappings_capacity; /* unwind_maps */
         uint64_t kernel_bytes;        /* rows and mappings in use, bytes */
-        uint64_t mapped_bytes;        /* the rows and mappings arrays, all mapped into profd (in its RSS) */
+        uint64_t mapped_bytes;        /* the most of the arrays mapped into profd at once, to write them */
         uint64_t tables_built;        /* tables built since start */
         uint64_t build_ns;            /* time spent building them */
         uint64_t tables_evicted;      /* unused tables evicted for room */

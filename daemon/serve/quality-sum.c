@@ -50,31 +50,40 @@ static int unresolved_class(const struct store_frame_out *f) {
         }
 }
 
-void quality_add_stack(struct quality *q, const struct store_stack_out *stack) {
-        bool seen[_QUALITY_UNRES_MAX] = {}, any = false;
-        int c = quality_end_class(stack->user_end);
+unsigned quality_unresolved_mask(const struct store_stack_out *stack) {
+        unsigned mask = 0;
 
-        q->total += stack->value;
-        if (c == -1)
-                q->complete += stack->value;
-        else if (c == -2)
-                q->unknown += stack->value;
-        else
-                q->truncated[c] += stack->value;
         for (size_t i = 0; i < stack->n_frames; i++) {
                 const struct store_frame_out *f = &stack->frames[i];
 
                 /* user frames only; [lost] has no address to resolve, and is
-                 * counted as a lost stack above */
+                 * counted as a lost stack (by its end) */
                 if (f->resolved || f->kernel || !f->has_address)
                         continue;
-                seen[unresolved_class(f)] = any = true;
+                mask |= 1u << unresolved_class(f);
         }
-        if (any)
-                q->unresolved += stack->value;
+        return mask;
+}
+
+void quality_add_class(struct quality *q, uint64_t value, int user_end, unsigned unresolved_mask) {
+        int c = quality_end_class(user_end);
+
+        q->total += value;
+        if (c == -1)
+                q->complete += value;
+        else if (c == -2)
+                q->unknown += value;
+        else
+                q->truncated[c] += value;
+        if (unresolved_mask)
+                q->unresolved += value;
         for (size_t i = 0; i < _QUALITY_UNRES_MAX; i++)
-                if (seen[i])
-                        q->unresolved_by[i] += stack->value;
+                if (unresolved_mask & (1u << i))
+                        q->unresolved_by[i] += value;
+}
+
+void quality_add_stack(struct quality *q, const struct store_stack_out *stack) {
+        quality_add_class(q, stack->value, stack->user_end, quality_unresolved_mask(stack));
 }
 
 void quality_add_drop(struct quality *q, const char *reason, uint64_t count) {

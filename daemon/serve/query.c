@@ -28,12 +28,12 @@
 #include "query.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "heap.h"
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
@@ -269,7 +269,7 @@ static void query_run(workqueue_item *item, void *thread_data, void *userdata) {
          * back, so what profd holds after it does not depend on the
          * largest answer it ever gave */
         if (j->made >= QUERY_TRIM_BYTES)
-                (void) malloc_trim(0);
+                heap_trim();
         j->worker = NULL;
         pthread_mutex_lock(&p->lock);
         j->result = r;

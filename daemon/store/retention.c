@@ -16,6 +16,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
+#include "sample-blocks.h"
 
 /* Drains deleted per step: a raw drain of a busy host is a few thousand
  * sample rows, so a step stays in the tens of milliseconds. */
@@ -201,20 +202,99 @@ static int64_t count_unexported(retention *r) {
                       "AND d.id > export_cursors.drain_id)", NULL, 0);
 }
 
+/* Reads the blocks of the drains in temp.doomed: each block counts -1 for
+ * its process and each of its stacks; with `into`, their entries are
+ * gathered per (process, kind), and each group, combined (sums per
+ * thread, cgroup, state, peer and stack), is written as a block of drain
+ * *into and counted +1. The counts are applied, the stacks and processes
+ * that reach 0 made candidates for removal. Returns the entries written,
+ * or a negative errno. */
+static int64_t blocks_uncount(retention *r, const int64_t *into) {
+        _cleanup_free_ struct sample_entry *e = NULL;
+        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
+        sqlite3_stmt *st = NULL;
+        int64_t process = -1, written = 0;
+        size_t n = 0, cap = 0;
+        int kind = -1, rc, k;
+
+        if (!refs || !prefs) {
+                hashmap_free(refs);
+                hashmap_free(prefs);
+                return -ENOMEM;
+        }
+        k = db_prepare(&r->d, "SELECT b.process_id, b.kind, " SAMPLE_BLOCK_COLUMNS " FROM sample_blocks b "
+                       "WHERE b.drain_id IN temp.doomed ORDER BY b.process_id, b.kind", NULL, 0, &st);
+        for (;;) {
+                bool row = k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW;
+                int64_t p = row ? sqlite3_column_int64(st, 0) : -1;
+                int kd = row ? sqlite3_column_int(st, 1) : -1;
+                struct sample_block b;
+
+                if (k < 0)
+                        break;
+                if (!row && rc != SQLITE_DONE) {
+                        k = db_fail(&r->d, rc, "reading blocks");
+                        break;
+                }
+                if (into && n > 0 && (!row || p != process || kd != kind)) {
+                        n = sample_entries_combine(e, n);
+                        k = sample_blocks_insert(&r->d, *into, kind, process, e, n, refs, prefs);
+                        written += (int64_t) n;
+                        n = 0;
+                        if (k < 0)
+                                break;
+                }
+                if (!row)
+                        break;
+                process = p, kind = kd;
+                k = sample_block_from_row(st, 2, &b);
+                if (k < 0) {
+                        log_error("Store %s: a block of samples of process %" PRId64 " is damaged.", r->path, p);
+                        break;
+                }
+                k = stack_refs_add_block(refs, &b, -1);
+                if (k >= 0)
+                        k = stack_refs_add(prefs, p, -1);
+                if (k < 0 || !into)
+                        continue;
+                if (n + b.n > cap) {
+                        size_t ncap = MAX(cap * 2, n + b.n);
+                        struct sample_entry *ne = realloc(e, ncap * sizeof(*ne));
+                        if (!ne) {
+                                k = -ENOMEM;
+                                break;
+                        }
+                        e = ne;
+                        cap = ncap;
+                }
+                for (size_t i = 0; i < b.n; i++)
+                        sample_block_get(&b, i, &e[n++]);
+        }
+        sqlite3_finalize(st);
+        if (k >= 0)
+                k = stack_refs_apply(&r->d, refs, true);
+        if (k >= 0)
+                k = process_refs_apply(&r->d, prefs, true);
+        hashmap_free(refs);
+        hashmap_free(prefs);
+        return k < 0 ? k : written;
+}
+
 /* Deletes the drains listed in temp.doomed with their samples and drops;
  * the stacks and processes they referred to become candidates for removal.
  * Inside a transaction. Returns the number of drains deleted. */
 static int64_t delete_doomed(retention *r) {
         static const char *const sql[] = {
-                "INSERT OR IGNORE INTO temp.gc_stacks SELECT DISTINCT stack_id FROM samples "
-                "WHERE drain_id IN temp.doomed",
-                "INSERT OR IGNORE INTO temp.gc_processes SELECT DISTINCT process_id FROM samples "
-                "WHERE drain_id IN temp.doomed",
-                "DELETE FROM samples WHERE drain_id IN temp.doomed",
+                "DELETE FROM sample_blocks WHERE drain_id IN temp.doomed",
                 "DELETE FROM drops WHERE drain_id IN temp.doomed",
         };
         int64_t k = count_unexported(r);
 
+        if (k < 0)
+                return k;
+        /* their stacks' and processes' counts of blocks go down; those at 0
+         * are candidates for removal */
+        k = blocks_uncount(r, NULL);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < ELEMENTSOF(sql); i++) {
@@ -385,10 +465,7 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (merged < 0)
                 return rollback(r, (int) merged);
         int64_t id[1] = { sqlite3_last_insert_rowid(r->d.handle) };
-        keys = db_run(&r->d, "INSERT INTO samples (drain_id, process_id, tid, cgroup_id, kind, state, peer_tid, stack_id, value) "
-                      "SELECT ?1, process_id, tid, cgroup_id, kind, state, peer_tid, stack_id, sum(value) FROM samples "
-                      "WHERE drain_id IN temp.doomed "
-                      "GROUP BY process_id, tid, cgroup_id, kind, state, peer_tid, stack_id", id, 1);
+        keys = blocks_uncount(r, id);
         if (keys >= 0)
                 k = (int) db_run(&r->d, "INSERT INTO drops (drain_id, reason, count) "
                                  "SELECT ?1, reason, sum(count) FROM drops WHERE drain_id IN temp.doomed GROUP BY reason",
@@ -396,7 +473,7 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         else
                 k = (int) keys;
         if (k >= 0)
-                k = (int) db_run(&r->d, "DELETE FROM samples WHERE drain_id IN temp.doomed", NULL, 0);
+                k = (int) db_run(&r->d, "DELETE FROM sample_blocks WHERE drain_id IN temp.doomed", NULL, 0);
         if (k >= 0)
                 k = (int) db_run(&r->d, "DELETE FROM drops WHERE drain_id IN temp.doomed", NULL, 0);
         if (k >= 0)
@@ -433,7 +510,15 @@ static int step_gc(retention *r, bool *ret_forget) {
                 stacks = db_run(&r->d, "INSERT INTO temp.batch SELECT id FROM temp.gc_stacks LIMIT ?1", &limit, 1);
         if (stacks >= 0)
                 stacks = db_run(&r->d, "DELETE FROM stacks WHERE id IN temp.batch "
-                                "AND NOT EXISTS (SELECT 1 FROM samples WHERE stack_id = stacks.id)", NULL, 0);
+                                "AND coalesce((SELECT blocks FROM stack_refs WHERE stack_id = stacks.id), 0) <= 0",
+                                NULL, 0);
+        /* the counts of the stacks just removed */
+        if (stacks >= 0) {
+                int64_t c = db_run(&r->d, "DELETE FROM stack_refs WHERE stack_id IN temp.batch "
+                                   "AND NOT EXISTS (SELECT 1 FROM stacks WHERE id = stack_refs.stack_id)", NULL, 0);
+                if (c < 0)
+                        stacks = c;
+        }
         if (stacks >= 0)
                 k = (int) db_run(&r->d, "DELETE FROM temp.gc_stacks WHERE id IN temp.batch", NULL, 0);
         else
@@ -443,10 +528,13 @@ static int step_gc(retention *r, bool *ret_forget) {
         if (k >= 0)
                 k = (int) db_run(&r->d, "INSERT INTO temp.batch SELECT id FROM temp.gc_processes LIMIT ?1", &limit, 1);
         procs = k >= 0 ? db_run(&r->d, "DELETE FROM processes WHERE id IN temp.batch "
-                                "AND NOT EXISTS (SELECT 1 FROM samples WHERE process_id = processes.id)", NULL, 0)
+                                "AND coalesce((SELECT blocks FROM process_refs WHERE process_id = processes.id), 0) <= 0", NULL, 0)
                        : k;
-        /* their threads' names go with them */
+        /* their counts and their threads' names go with them */
         if (procs > 0)
+                k = (int) db_run(&r->d, "DELETE FROM process_refs WHERE process_id IN temp.batch "
+                                 "AND NOT EXISTS (SELECT 1 FROM processes WHERE id = process_refs.process_id)", NULL, 0);
+        if (procs > 0 && k >= 0)
                 k = (int) db_run(&r->d, "DELETE FROM threads WHERE process_id IN temp.batch "
                                  "AND NOT EXISTS (SELECT 1 FROM processes WHERE id = threads.process_id)", NULL, 0);
         if (k < 0)

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "sample-blocks.h"
 #include "store-private.h"
 
 /* Runs sql with its parameters bound: ?1 the text when not NULL, then the
@@ -142,8 +143,8 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                 goto out;
         }
         rc = sqlite3_prepare_v2(s->d.handle, "SELECT p.pid, p.start_ns, p.comm, p.exe, p.uid, p.cgroup, p.unit, p.container, "
-                                       "s.tid, s.cgroup_id, s.kind, s.state, s.peer_tid, s.stack_id, s.value "
-                                       "FROM samples s JOIN processes p ON p.id = s.process_id WHERE s.drain_id = ?1",
+                                       "b.kind, " SAMPLE_BLOCK_COLUMNS " "
+                                       "FROM sample_blocks b JOIN processes p ON p.id = b.process_id WHERE b.drain_id = ?1",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK) {
                 r = db_fail(&s->d, rc, "outbox samples");
@@ -151,32 +152,44 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
         }
         sqlite3_bind_int64(st, 1, drain_id);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                struct store_outbox_sample smp = {
-                        .pid = (uint32_t) sqlite3_column_int64(st, 0),
-                        .process_start_ns = (uint64_t) sqlite3_column_int64(st, 1),
-                        .comm = (const char *) sqlite3_column_text(st, 2),
-                        .exe = (const char *) sqlite3_column_text(st, 3),
-                        .have_uid = sqlite3_column_type(st, 4) != SQLITE_NULL,
-                        .uid = (uint32_t) sqlite3_column_int64(st, 4),
-                        .cgroup = (const char *) sqlite3_column_text(st, 5),
-                        .unit = (const char *) sqlite3_column_text(st, 6),
-                        .container = (const char *) sqlite3_column_text(st, 7),
-                        .tid = (uint32_t) sqlite3_column_int64(st, 8),
-                        .cgroup_id = (uint64_t) sqlite3_column_int64(st, 9),
-                        .kind = sqlite3_column_int(st, 10),
-                        .state = sqlite3_column_int(st, 11),
-                        .peer_tid = (uint32_t) sqlite3_column_int64(st, 12),
-                        .stack_id = sqlite3_column_int64(st, 13),
-                        .value = (uint64_t) sqlite3_column_int64(st, 14),
-                };
+                struct sample_block b;
 
-                r = store_stack_frames(s, smp.stack_id, cache, &out, &out_cap, &smp.n_frames, &smp.user_end);
-                if (r < 0)
+                r = sample_block_from_row(st, 9, &b);
+                if (r < 0) {
+                        log_error("Store %s: a block of samples of drain %" PRId64 " is damaged.", s->path, drain_id);
                         goto out;
-                smp.frames = out;
-                r = fn(&smp, userdata);
-                if (r < 0)
-                        goto out;
+                }
+                for (size_t i = 0; i < b.n; i++) {
+                        struct sample_entry e;
+
+                        sample_block_get(&b, i, &e);
+                        struct store_outbox_sample smp = {
+                                .pid = (uint32_t) sqlite3_column_int64(st, 0),
+                                .process_start_ns = (uint64_t) sqlite3_column_int64(st, 1),
+                                .comm = (const char *) sqlite3_column_text(st, 2),
+                                .exe = (const char *) sqlite3_column_text(st, 3),
+                                .have_uid = sqlite3_column_type(st, 4) != SQLITE_NULL,
+                                .uid = (uint32_t) sqlite3_column_int64(st, 4),
+                                .cgroup = (const char *) sqlite3_column_text(st, 5),
+                                .unit = (const char *) sqlite3_column_text(st, 6),
+                                .container = (const char *) sqlite3_column_text(st, 7),
+                                .kind = sqlite3_column_int(st, 8),
+                                .tid = e.tid,
+                                .cgroup_id = e.cgroup_id,
+                                .state = e.state,
+                                .peer_tid = e.peer_tid,
+                                .stack_id = e.stack_id,
+                                .value = e.value,
+                        };
+
+                        r = store_stack_frames(s, smp.stack_id, cache, &out, &out_cap, &smp.n_frames, &smp.user_end);
+                        if (r < 0)
+                                goto out;
+                        smp.frames = out;
+                        r = fn(&smp, userdata);
+                        if (r < 0)
+                                goto out;
+                }
         }
         if (rc != SQLITE_DONE)
                 r = db_fail(&s->d, rc, "outbox samples");

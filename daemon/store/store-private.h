@@ -9,6 +9,7 @@
 
 #include "db.h"
 #include "hashmap.h"
+#include "sample-pack.h"
 #include "store.h"
 
 enum {
@@ -25,7 +26,6 @@ enum {
         STMT_INSERT_STACK,
         STMT_UPSERT_PROCESS,
         STMT_SELECT_PROCESS,
-        STMT_INSERT_SAMPLE,
         STMT_SELECT_LOCATION_INFO,
         STMT_INSERT_LOCATION_LINE,
         STMT_SELECT_LOCATION_LINES,
@@ -33,6 +33,14 @@ enum {
         STMT_UPSERT_THREAD,
         STMT_SELECT_LOCATION_RESOLVED,
         _STMT_MAX,
+};
+
+/* The samples of one (process, kind) of the drain being written. */
+struct pending_block {
+        int64_t process_id;
+        int kind;
+        struct sample_entry *entries;
+        size_t n, cap;
 };
 
 struct store {
@@ -48,8 +56,13 @@ struct store {
         hashmap *process_ids;
         /* "process_id\ntid" -> the thread's name as stored (malloc'd) */
         hashmap *thread_names;
-        /* the drain being written */
+        /* the drain being written; its samples gathered per (process,
+         * kind) until the commit packs them into blocks (schema/0008):
+         * key process_id << 8 | kind -> index + 1 in pending */
         bool in_drain;
+        hashmap *pending_index;
+        struct pending_block *pending;
+        size_t n_pending, pending_cap;
         int64_t drain_id;
         uint64_t drain_samples, drain_keys;
         /* a reader (store_open_reader): locations loaded by earlier
@@ -60,6 +73,9 @@ struct store {
         struct location_info **transient; /* see transient_add (store-query.c) */
         size_t n_transient, transient_cap;
 };
+
+/* Frees the samples gathered for the drain being written. */
+void store_pending_free(store *s);
 
 /* (Re)creates the drain connection's id caches, empty. Returns 0 or -ENOMEM. */
 int store_caches_reset(store *s);

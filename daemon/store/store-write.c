@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
+#include "sample-blocks.h"
 #include "store-private.h"
 
 /* Runs a statement that returns nothing. */
@@ -312,8 +313,77 @@ static int thread_name(store *s, int64_t proc, uint32_t tid, const char *comm) {
         return 0;
 }
 
+void store_pending_free(store *s) {
+        for (size_t i = 0; i < s->n_pending; i++)
+                free(s->pending[i].entries);
+        free(s->pending);
+        s->pending = NULL;
+        s->n_pending = s->pending_cap = 0;
+        hashmap_free(s->pending_index);
+        s->pending_index = NULL;
+}
+
+/* Gathers one sample of the drain into its (process, kind) block. */
+static int pending_add(store *s, int64_t proc, int kind, const struct sample_entry *e) {
+        uint64_t key = (uint64_t) proc << 8 | ((uint64_t) kind & 0xff);
+        struct pending_block *b;
+        void *v;
+        int r;
+
+        if (!s->pending_index && !(s->pending_index = hashmap_new_u64()))
+                return -ENOMEM;
+        if (hashmap_get(s->pending_index, UINT64_TO_KEY(key), &v) >= 0)
+                b = &s->pending[(uintptr_t) v - 1];
+        else {
+                if (s->n_pending == s->pending_cap) {
+                        size_t cap = MAX(s->pending_cap * 2, (size_t) 64);
+                        struct pending_block *np = realloc(s->pending, cap * sizeof(*np));
+                        if (!np)
+                                return -ENOMEM;
+                        s->pending = np;
+                        s->pending_cap = cap;
+                }
+                r = hashmap_put(s->pending_index, UINT64_TO_KEY(key), (void *) (uintptr_t) (s->n_pending + 1));
+                if (r < 0)
+                        return r;
+                b = &s->pending[s->n_pending++];
+                *b = (struct pending_block) { .process_id = proc, .kind = kind };
+        }
+        if (b->n == b->cap) {
+                size_t cap = MAX(b->cap * 2, (size_t) 16);
+                struct sample_entry *ne = realloc(b->entries, cap * sizeof(*ne));
+                if (!ne)
+                        return -ENOMEM;
+                b->entries = ne;
+                b->cap = cap;
+        }
+        b->entries[b->n++] = *e;
+        return 0;
+}
+
+/* Writes the drain's gathered samples as blocks and counts their stacks. */
+static int pending_flush(store *s) {
+        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
+        int r = refs && prefs ? 0 : -ENOMEM;
+
+        for (size_t i = 0; r >= 0 && i < s->n_pending; i++) {
+                struct pending_block *b = &s->pending[i];
+                r = sample_blocks_insert(&s->d, s->drain_id, b->kind, b->process_id, b->entries, b->n, refs, prefs);
+        }
+        if (r >= 0)
+                r = stack_refs_apply(&s->d, refs, false);
+        if (r >= 0)
+                r = process_refs_apply(&s->d, prefs, false);
+        hashmap_free(refs);
+        hashmap_free(prefs);
+        store_pending_free(s);
+        return r;
+}
+
 int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns) {
         int r;
+
+        store_pending_free(s);
 
         r = db_exec(&s->d, "BEGIN IMMEDIATE");
         if (r < 0)
@@ -331,7 +401,6 @@ int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns) {
 
 int store_drain_add(store *s, const struct store_sample *smp) {
         _cleanup_free_ int64_t *locs = calloc(smp->n_frames ? smp->n_frames : 1, sizeof(int64_t));
-        sqlite3_stmt *ins = s->stmts[STMT_INSERT_SAMPLE];
         int64_t stack, proc;
         int r;
 
@@ -353,16 +422,10 @@ int store_drain_add(store *s, const struct store_sample *smp) {
                 if (r < 0)
                         return r;
         }
-        sqlite3_bind_int64(ins, 1, s->drain_id);
-        sqlite3_bind_int64(ins, 2, proc);
-        sqlite3_bind_int64(ins, 3, smp->tid);
-        sqlite3_bind_int64(ins, 4, (int64_t) smp->cgroup_id);
-        sqlite3_bind_int(ins, 5, smp->kind);
-        sqlite3_bind_int(ins, 6, smp->state);
-        sqlite3_bind_int64(ins, 7, smp->peer_tid);
-        sqlite3_bind_int64(ins, 8, stack);
-        sqlite3_bind_int64(ins, 9, (int64_t) smp->value);
-        r = step_done(s, ins, "sample insert");
+        r = pending_add(s, proc, smp->kind, &(struct sample_entry) {
+                .stack_id = stack, .tid = smp->tid, .state = (uint8_t) smp->state, .peer_tid = smp->peer_tid,
+                .cgroup_id = smp->cgroup_id, .value = smp->value,
+        });
         if (r < 0)
                 return r;
         if (smp->kind == 0) /* PROFD_KIND_CPU: values of other kinds are ns */
@@ -386,6 +449,9 @@ int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, u
         sqlite3_stmt *st = s->stmts[STMT_UPDATE_DRAIN];
         int r;
 
+        r = pending_flush(s);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 1, s->drain_id);
         sqlite3_bind_int64(st, 2, (int64_t) s->drain_samples);
         sqlite3_bind_int64(st, 3, (int64_t) s->drain_keys);
@@ -407,6 +473,7 @@ int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, u
 
 void store_drain_abort(store *s) {
         db_rollback(&s->d);
+        store_pending_free(s);
         s->in_drain = false;
         /* ids cached during the transaction point at rows that are gone */
         if (store_caches_reset(s) < 0)

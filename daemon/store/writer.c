@@ -14,6 +14,7 @@
 
 #include <bpf/bpf.h>
 
+#include "heap.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -28,6 +29,7 @@ const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
         [PROFD_DROP_STACK_MAP_FULL] = "stack_map_full",
         [PROFD_DROP_RINGBUF_FULL] = "ringbuf_full",
         [PROFD_DROP_TASK_STORAGE] = "task_storage_full",
+        [PROFD_DROP_SWITCH_MISSED] = "switch_missed",
         /* user stacks that ended early (kept, with the frames walked) */
         [PROFD_TRUNC_NO_PROCESS] = TRUNCATED_PREFIX "no_process",
         [PROFD_TRUNC_PENDING] = TRUNCATED_PREFIX "pending",
@@ -577,6 +579,11 @@ static void run_drain(writer *w, struct job *j) {
         drain_batch_done(&j->batch);
         workqueue_complete(w->queue, &j->item); /* the loop's from here */
         run_retention(w, end_ns);
+        /* once a drain, so that profd's RSS between drains is what it
+         * holds, not the most it held: the free chunks left in the middle
+         * of the arenas by the drain, a symbol cache eviction, retention
+         * or a batch of unwind tables stay resident until trimmed */
+        heap_trim();
 }
 
 /* The queue's ops->run, on the writer thread. */

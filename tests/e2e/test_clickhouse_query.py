@@ -445,10 +445,33 @@ def test_every_host_is_the_sum_of_the_hosts():
     assert r.stdout == b"" and b"no samples match --host nobody" in r.stderr, r.stderr
 
 
+def test_fleet_table_is_the_table_of_the_fleets_stacks():
+    """The whole fleet's table, summed by ClickHouse, has each function's
+    self (stacks it ends) and total (stacks it is in, once each) of the
+    stacks the fleet answers, for every host together."""
+    for filters in FILTERS[:3]:
+        stacks = json.loads(F.fleet("query", "--format", "json", *WINDOW, *filters).stdout)["stacks"]
+        want = {}
+        for st in stacks:
+            keys = [(f["name"], f.get("module") or "", f["kernel"]) for f in st["frames"]] or [("[unknown]", "", False)]
+            for k in set(keys):
+                want.setdefault(k, [0, 0])[1] += st["value"]
+            want[keys[-1]][0] += st["value"]
+        doc = json.loads(F.fleet("query", "--format", "table", "--json", "--limit", "0", *WINDOW, *filters).stdout)
+        got = {(r["name"], r["module"], r["kernel"]): [r["self"], r["total"]] for r in doc["rows"]}
+        assert got == want, (filters, got, want)
+        assert doc["total"] == sum(st["value"] for st in stacks)
+        assert len(got) >= (10 if not filters else 3), got
+
+
 def test_views_of_a_host_equal_its_local_views():
     host = "web-2"
+    # the table is summed by ClickHouse (docs/clickhouse.md): every way to key, order and cut it
     for view in (["--format", "table"], ["--format", "table", "--by", "module", "--children"],
-                 ["--format", "table", "--json"], ["--format", "tree"], ["--format", "tree", "--focus", "serve"],
+                 ["--format", "table", "--json"], ["--format", "table", "--by", "line"],
+                 ["--format", "table", "--lines", "--limit", "3"], ["--format", "table", "--raw-names", "--limit", "0"],
+                 ["--format", "table", "--children", "--json", "--limit", "0"],
+                 ["--format", "table", "--by", "module", "--lines", "--limit", "0"], ["--format", "tree"], ["--format", "tree", "--focus", "serve"],
                  ["--format", "tree", "--json", "--root", "process"], ["--format", "tree", "--root", "unit"]):
         for filters in ([], ["--kind", "offcpu"]):
             local = F.local(host, "query", *WINDOW, *filters, *view).stdout
@@ -692,6 +715,7 @@ if __name__ == "__main__":
             test_each_hosts_fleet_answer_equals_its_local_answer,
             test_each_hosts_quality_equals_its_local_quality,
             test_every_host_is_the_sum_of_the_hosts,
+            test_fleet_table_is_the_table_of_the_fleets_stacks,
             test_views_of_a_host_equal_its_local_views,
             test_svg_and_pprof_of_the_fleet,
             test_root_host_puts_each_host_under_its_own_root,

@@ -47,7 +47,8 @@ def test_status_reports_every_drop_reason():
     DAEMON.profctl("flush")
     st = json.loads(DAEMON.profctl("status", "--json").stdout)
     for reason in ("map_full", "user_stack_error", "kernel_stack_error", "stack_map_full",
-                   "ringbuf_full", "task_storage_full", "process_vanished", "store_write_failed"):
+                   "ringbuf_full", "task_storage_full", "process_vanished", "store_write_failed",
+                   "switch_missed"):
         assert reason in st["drops"], f"drop reason {reason} missing from status: {st['drops']}"
         assert isinstance(st["drops"][reason], int) and st["drops"][reason] >= 0
     assert st["event"] in ("cycles", "cpu-clock"), st["event"]

@@ -73,7 +73,7 @@ SPEC = [s for s, _, _ in KNOWN] + [OFFCPU, OLD,
 TRUNC = ["no_table", "no_mapping", "unsupported", "read_fault", "depth", "fp_end", "cfa_stuck", "stack_lost"]
 UNRES = ["no_symbols", "no_file", "jit_without_map", "unknown_mapping", "unknown"]
 LOST = ["map_full", "stack_map_full", "user_stack_error", "kernel_stack_error", "ringbuf_full",
-        "task_storage_full", "process_vanished", "store_write_failed"]
+        "task_storage_full", "process_vanished", "store_write_failed", "switch_missed"]
 LABELS = {"no_table": "no table yet", "no_mapping": "no mapping", "unsupported": "unsupported",
           "read_fault": "read fault", "depth": "depth", "fp_end": "frame pointer ended",
           "cfa_stuck": "stack did not grow", "stack_lost": "stack lost", "no_symbols": "no symbols",

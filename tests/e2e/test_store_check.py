@@ -47,21 +47,21 @@ def test_healthy_store_check_is_reported_ok():
         assert "integrity check ok" in text, text
 
 
-def damage_a_samples_page(store):
-    """Breaks the order of the rows on one leaf page of the samples table
+def damage_a_page(store):
+    """Breaks the order of the rows on one leaf page of the stack_refs table
     (swaps its first two cell pointers): opening the store, status and
-    queries do not read that table (queries read the covering index), a
-    full page check finds the row ids out of order. Returns the page
-    number."""
+    queries do not read that table (only the writer and retention do, which
+    serve-only profd does not run; schema 8), a full page check finds the
+    row ids out of order. Returns the page number."""
     db = sqlite3.connect(store)
     try:
         page_size = db.execute("PRAGMA page_size").fetchone()[0]
         # leaf pages of the table, in order; not the last (the one appends go to)
         pages = [r[0] for r in db.execute(
-            "SELECT pageno FROM dbstat WHERE name = 'samples' AND pagetype = 'leaf' ORDER BY pageno")]
+            "SELECT pageno FROM dbstat WHERE name = 'stack_refs' AND pagetype = 'leaf' ORDER BY pageno")]
     finally:
         db.close()
-    assert len(pages) >= 3, f"the samples table has only {len(pages)} leaf pages"
+    assert len(pages) >= 3, f"the stack_refs table has only {len(pages)} leaf pages"
     page = pages[len(pages) // 2]
     with open(store, "r+b") as f:
         f.seek((page - 1) * page_size)
@@ -86,7 +86,7 @@ def test_damaged_page_is_reported_failed_and_profd_keeps_serving():
     db = sqlite3.connect(store)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
-    page = damage_a_samples_page(store)
+    page = damage_a_page(store)
     check = sqlite3.connect(store).execute("PRAGMA quick_check").fetchall()
     assert check != [("ok",)] and f"page {page}" in check[0][0], f"the damage is not what quick_check finds: {check}"
     with Profd("--kinds", "none", store=store, workdir=workdir) as d:

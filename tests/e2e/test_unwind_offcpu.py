@@ -11,7 +11,11 @@ function that called it. For each function:
 - >= 95% of that time has the whole chain: the thread's start
   (start_thread), its thread function, the function, then libc.
 
-profd runs at its defaults (private socket and store, as every e2e test)."""
+profd runs at its defaults (private socket and store, as every e2e test).
+A run that fails while profd counted missed switch-ins (switch_missed: the
+kernel did not deliver a sched_switch to profd, which loses a whole block)
+is measured once more; the second run decides."""
+import json
 import sys
 
 from harness import (HeldWorkload, Profd, binary, require_root, run_tests, user_names,
@@ -30,7 +34,8 @@ ROUNDS, BLOCK_MS = "10", "200"  # 2 s of blocking per function, the three at onc
 WARMUP_MS = "1000"
 
 
-def check_blocked_functions(variant):
+def measure_blocked_functions(variant):
+    """One run: the failures (empty if none) and profd's switch_missed count."""
     with Profd() as d:
         wait_unwinder_loaded(d)
         with HeldWorkload(binary("UNWIND_OFFCPU_" + variant.upper()), ROUNDS, BLOCK_MS, WARMUP_MS) as truth:
@@ -38,6 +43,7 @@ def check_blocked_functions(variant):
             result = d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--since", "5m")
             by_tid = {f: d.query_json("--kind", "offcpu", "--tid", str(tid), "--since", "5m")
                       for f, tid in truth["tids"].items()}
+            status = json.loads(d.profctl("status", "--json").stdout)
 
     failures = []
     for f, thread in THREAD_OF.items():
@@ -74,6 +80,22 @@ def check_blocked_functions(variant):
         top = sorted(((st["value"] // 1000000, ";".join(user_names(st["frames"]))) for st in result["stacks"]),
                      reverse=True)[:6]
         print(f"  {variant}: the process's commonest off-CPU user stacks (ms): {top}")
+        print(f"  {variant}: the answer's quality report: {json.dumps(result.get('quality'))}")
+        print(f"  {variant}: profd's drop counters: {json.dumps(status.get('drops'))}")
+    return failures, status["drops"].get("switch_missed", 0)
+
+
+def check_blocked_functions(variant):
+    failures, missed = measure_blocked_functions(variant)
+    if failures and missed > 0:
+        # The kernel here does not deliver every sched_switch to profd's
+        # program (switch_missed counts those found: about one a second,
+        # mostly kernel threads; docs/reliability.md). A lost switch-in
+        # loses one block of 200 ms, 10% of a function. One run more, so
+        # that a missed event does not fail the test; a failure in both
+        # runs, or in a run without missed switches, fails it.
+        print(f"  {variant}: profd counted {missed} missed switch-ins while the workload ran; measuring again")
+        failures, missed = measure_blocked_functions(variant)
     assert not failures, f"{variant}: " + "; ".join(failures)
 
 

@@ -89,7 +89,8 @@ static void test_where_has_every_filter(void) {
         struct fleet_scope s = { .host = "web-*", .from_ns = 1000000000000, .to_ns = 1000600000000 };
         char *w = sql(fleet_sql_where, &q, &s);
 
-        CHECK(strstr(w, " WHERE kind = 1 AND drain_end >= 1000000000000 AND drain_start <= 1000600000000"));
+        /* the drains that overlap the window, read first (PREWHERE) */
+        CHECK(strstr(w, " PREWHERE drain_end >= 1000000000000 AND drain_start <= 1000600000000 WHERE kind = 1 "));
         /* the drain's end may lie a day after the window's */
         CHECK(strstr(w, " AND time >= toDateTime(1000) AND time <= toDateTime(87400)"));
         CHECK(strstr(w, " AND day >= '1970-01-01' AND day <= '1970-01-02'"));
@@ -112,8 +113,8 @@ static void test_where_without_filters_is_kind_and_window(void) {
         struct fleet_scope s = { .from_ns = 1795996800000000000, .to_ns = 1795997400000000000 };
         char *w = sql(fleet_sql_where, &q, &s);
 
-        CHECK_STR_EQ(w, " WHERE kind = 0 AND drain_end >= 1795996800000000000 AND drain_start <= "
-                        "1795997400000000000 AND time >= toDateTime(1795996800) AND time <= toDateTime(1796083800) "
+        CHECK_STR_EQ(w, " PREWHERE drain_end >= 1795996800000000000 AND drain_start <= 1795997400000000000 "
+                        "WHERE kind = 0 AND time >= toDateTime(1795996800) AND time <= toDateTime(1796083800) "
                         "AND day >= '2026-11-30' AND day <= '2026-12-01'");
         free(w);
 }
@@ -121,12 +122,12 @@ static void test_where_without_filters_is_kind_and_window(void) {
 static void test_quality_queries_are_per_host(void) {
         struct query_request q = { .kind = 1, .pid = 7 };
         struct fleet_scope s = { .host = "web-*", .from_ns = 1795996800000000000, .to_ns = 1795997400000000000 };
-        char *t = sql(fleet_sql_host_stacks, &q, &s);
+        char *t = sql(fleet_sql_stacks_by_host, &q, &s);
 
-        /* the request's samples, summed per host and stack */
-        CHECK(strstr(t, "SELECT host, stack, sum(value) FROM profd.samples WHERE kind = 1 ") == t);
+        /* the request's samples, summed per group, stack and host */
+        CHECK(strstr(t, "SELECT stack, sum(value) AS v, '' AS grp, host FROM profd.samples PREWHERE ") == t);
+        CHECK(strstr(t, " WHERE kind = 1 "));
         CHECK(strstr(t, " AND pid = 7"));
-        CHECK(strstr(t, " GROUP BY host, stack ORDER BY host FORMAT TabSeparated"));
         free(t);
         /* drops: the window's drains and the hosts, no other filter */
         t = sql(fleet_sql_drops, &q, &s);
@@ -140,14 +141,38 @@ static void test_quality_queries_are_per_host(void) {
         t = sql(fleet_sql_drains, &q, &s);
         CHECK(strstr(t, "SELECT drain_start, drain_end, sum(value), sumIf(value, stack GLOBAL IN (SELECT id FROM "
                         "profd.stacks WHERE user_end = 0 AND day >= '2026-11-30' AND day <= '2026-12-01')), host "
-                        "FROM profd.samples WHERE kind = 1 ") == t);
+                        "FROM profd.samples PREWHERE ") == t);
+        CHECK(strstr(t, " WHERE kind = 1 "));
         free(t);
         /* stacks with their end, frames with their reason */
         t = sql(fleet_sql_stack_frames, &q, &s);
-        CHECK(strstr(t, "SELECT id, any(frames), any(user_end) FROM profd.stacks WHERE id IN ids") == t);
+        CHECK(strstr(t, "SELECT id, frames, user_end FROM profd.stacks WHERE id IN ids") == t);
+        CHECK(strstr(t, " LIMIT 1 BY id FORMAT RowBinary"));
         free(t);
         t = sql(fleet_sql_frames, &q, &s);
-        CHECK(strstr(t, "any(jit), any(unresolved) FROM profd.frames"));
+        CHECK(strstr(t, "SELECT id, name, raw_name, module, build_id, file, line, address, has_address, kernel, "
+                        "resolved, inlined, jit, unresolved FROM profd.frames WHERE id IN ids") == t);
+        CHECK(strstr(t, " LIMIT 1 BY id FORMAT RowBinary"));
+        free(t);
+        /* a folded answer: names, with lines file:line, with raw names both names */
+        q.folded = true;
+        t = sql(fleet_sql_frames, &q, &s);
+        CHECK(strstr(t, "SELECT id, name, '', '', '', '', toUInt32(0), toUInt64(0), has_address") == t);
+        free(t);
+        q.lines = q.raw_names = true;
+        t = sql(fleet_sql_frames, &q, &s);
+        CHECK(strstr(t, "SELECT id, name, raw_name, '', '', file, line, toUInt64(0), has_address") == t);
+        free(t);
+        /* the table's rows: names and modules, file:line by line */
+        struct fleet_table table = { .by = FLEET_TABLE_BY_FUNCTION };
+        q = (struct query_request) { .kind = 1 };
+        s.table = &table;
+        t = sql(fleet_sql_frames, &q, &s);
+        CHECK(strstr(t, "SELECT id, name, '', module, '', '', toUInt32(0), toUInt64(0), has_address") == t);
+        free(t);
+        table.by = FLEET_TABLE_BY_LINE;
+        t = sql(fleet_sql_frames, &q, &s);
+        CHECK(strstr(t, "SELECT id, name, '', module, '', file, line, toUInt64(0), has_address") == t);
         free(t);
 }
 
@@ -164,17 +189,16 @@ static void test_cgroup_glob_matches_the_subtree(void) {
 static void test_stacks_group_by_what_was_asked(void) {
         struct query_request q = {};
         struct fleet_scope s = { .group = FLEET_GROUP_HOST };
-        char *t = sql(fleet_sql_stacks, &q, &s);
+        char *t = sql(fleet_sql_stacks_by_host, &q, &s);
 
-        CHECK(strstr(t, "SELECT stack, sum(value) AS v, host AS grp FROM profd.samples WHERE") == t);
-        CHECK(strstr(t, " GROUP BY grp, stack ORDER BY grp, stack FORMAT TabSeparated"));
+        CHECK(strstr(t, "SELECT stack, sum(value) AS v, host AS grp, host FROM profd.samples PREWHERE") == t);
         free(t);
         s.group = FLEET_GROUP_PROCESS;
-        t = sql(fleet_sql_stacks, &q, &s);
+        t = sql(fleet_sql_stacks_by_host, &q, &s);
         CHECK(strstr(t, "concat(comm, '-', toString(pid)) AS grp"));
         free(t);
         s.group = FLEET_GROUP_UNIT;
-        t = sql(fleet_sql_stacks, &q, &s);
+        t = sql(fleet_sql_stacks_by_host, &q, &s);
         CHECK(strstr(t, "if(unit = '', '-', unit) AS grp"));
         free(t);
 }
@@ -213,6 +237,52 @@ static void test_tsv_numbers(void) {
 
 }
 
+static void test_rowbinary_sums_and_frames_are_read_and_cut_rows_refused(void) {
+        /* stack 9, value 2^40 + 1, group "", host "web-1"; stack 2^64-1,
+         * value 3, group "a b", host "h" */
+        const uint8_t sums[] = {
+                9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 5, 'w', 'e', 'b', '-', '1',
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 3, 0, 0, 0, 0, 0, 0, 0, 3, 'a', ' ', 'b', 1, 'h',
+        };
+        /* frame 0x0203: name "main", raw_name "", module "/bin/a", build_id
+         * "", file "a.c", line 70000, address 0x1130, has_address, not
+         * kernel, resolved, not inlined, not jit, unresolved 2 */
+        const uint8_t frame[] = {
+                3, 2, 0, 0, 0, 0, 0, 0, 4, 'm', 'a', 'i', 'n', 0, 6, '/', 'b', 'i', 'n', '/', 'a', 0, 3, 'a', '.',
+                'c', 0x70, 0x11, 0x01, 0, 0x30, 0x11, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2,
+        };
+        struct fleet_sum_row row;
+        struct fleet_frame_row fr;
+        size_t pos = 0;
+
+        CHECK_INT_EQ(fleet_rowbinary_sum(sums, sizeof(sums), &pos, &row), 1);
+        CHECK(row.stack_id == 9 && row.value == (1ULL << 40) + 1 && row.group.n == 0);
+        CHECK(row.host.n == 5 && memcmp(row.host.s, "web-1", 5) == 0);
+        CHECK_INT_EQ(fleet_rowbinary_sum(sums, sizeof(sums), &pos, &row), 1);
+        CHECK(row.stack_id == UINT64_MAX && row.value == 3 && row.group.n == 3 && memcmp(row.group.s, "a b", 3) == 0);
+        CHECK(row.host.n == 1 && row.host.s[0] == 'h');
+        CHECK_INT_EQ(fleet_rowbinary_sum(sums, sizeof(sums), &pos, &row), 0);
+        /* cut anywhere: refused, never read past the end */
+        for (size_t cut = 1; cut < 23; cut++) {
+                pos = 0;
+                CHECK_INT_EQ(fleet_rowbinary_sum(sums, cut, &pos, &row), -EBADMSG);
+        }
+
+        pos = 0;
+        CHECK_INT_EQ(fleet_rowbinary_frame(frame, sizeof(frame), &pos, &fr), 1);
+        CHECK(fr.id == 0x0203 && fr.strings[0].n == 4 && memcmp(fr.strings[0].s, "main", 4) == 0);
+        CHECK(fr.strings[1].n == 0 && fr.strings[2].n == 6 && memcmp(fr.strings[2].s, "/bin/a", 6) == 0);
+        CHECK(fr.strings[3].n == 0 && fr.strings[4].n == 3 && memcmp(fr.strings[4].s, "a.c", 3) == 0);
+        CHECK(fr.line == 70000 && fr.address == 0x1130);
+        CHECK(fr.flags[0] == 1 && fr.flags[1] == 0 && fr.flags[2] == 1 && fr.flags[3] == 0 && fr.flags[4] == 0 &&
+              fr.flags[5] == 2);
+        CHECK_INT_EQ(fleet_rowbinary_frame(frame, sizeof(frame), &pos, &fr), 0);
+        for (size_t cut = 1; cut < sizeof(frame); cut++) {
+                pos = 0;
+                CHECK_INT_EQ(fleet_rowbinary_frame(frame, cut, &pos, &fr), -EBADMSG);
+        }
+}
+
 static void test_rowbinary_stacks_are_read_and_cut_rows_refused(void) {
         /* id 0x0102, frames [5, 2^64-1], user_end 4; then id 7 with no
          * frames, user_end 255 (unknown) */
@@ -248,6 +318,22 @@ static void test_rowbinary_stacks_are_read_and_cut_rows_refused(void) {
         CHECK_INT_EQ(fleet_rowbinary_stack(big, sizeof(big), &pos, &id, &frames, &n, &end), -EBADMSG);
 }
 
+static void test_stacks_by_host_are_one_scan_unmerged(void) {
+        struct query_request q = { .kind = 2, .pid = 9 };
+        struct fleet_scope s = { .host = "db-1", .group = FLEET_GROUP_UNIT, .from_ns = 1000000000000ULL,
+                                 .to_ns = 1600000000000ULL };
+        char *t = sql(fleet_sql_stacks_by_host, &q, &s);
+
+        CHECK(strstr(t, "SELECT stack, sum(value) AS v, if(unit = '', '-', unit) AS grp, host FROM profd.samples "
+                        "PREWHERE ") == t);
+        CHECK(strstr(t, " WHERE kind = 2 "));
+        CHECK(strstr(t, " AND host = 'db-1'"));
+        CHECK(strstr(t, " AND pid = 9"));
+        /* each shard's groups as they are: a host is on one shard */
+        CHECK(strstr(t, " GROUP BY grp, stack, host SETTINGS distributed_group_by_no_merge = 1 FORMAT RowBinary"));
+        free(t);
+}
+
 int main(void) {
         test_quote_escapes_quotes_backslashes_and_control_bytes();
         test_globs_become_anchored_regexes();
@@ -259,5 +345,7 @@ int main(void) {
         test_tsv_rows_are_split_and_unescaped();
         test_tsv_numbers();
         test_rowbinary_stacks_are_read_and_cut_rows_refused();
+        test_rowbinary_sums_and_frames_are_read_and_cut_rows_refused();
+        test_stacks_by_host_are_one_scan_unmerged();
         return tests_failed ? 1 : 0;
 }

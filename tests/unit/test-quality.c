@@ -5,6 +5,7 @@
  * its JSON form; the summary line reads as documented. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../bpf/profd.h"
 #include "quality-sum.h"
@@ -75,6 +76,34 @@ static void test_unresolved_counts_each_reason_once_per_stack(void) {
         CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_JIT_WITHOUT_MAP], 10);
         CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_UNKNOWN], 3);
         CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_NO_FILE], 0);
+}
+
+/* A stack classified once (its end and unresolved mask) and added by
+ * class adds what adding the stack itself adds: the fleet's answers add
+ * each host's part of a stack that way. */
+static void test_adding_by_class_is_adding_the_stack(void) {
+        struct store_frame_out frames[] = { user(true, 0), user(false, STORE_UNRESOLVED_NO_FILE),
+                                            user(false, STORE_UNRESOLVED_UNKNOWN_MAPPING),
+                                            user(false, STORE_UNRESOLVED_NONE),
+                                            { .name = "[lost]", .module = "[lost]" },
+                                            { .name = "0xffff", .module = "[kernel.kallsyms]", .kernel = true,
+                                              .has_address = true } };
+        const int ends[] = { PROFD_END_COMPLETE, PROFD_END_DEPTH, STORE_END_LOST, STORE_END_UNKNOWN };
+
+        CHECK_INT_EQ(quality_unresolved_mask(&(struct store_stack_out) { .frames = frames, .n_frames = 1 }), 0);
+        CHECK_INT_EQ(quality_unresolved_mask(&(struct store_stack_out) { .frames = frames, .n_frames = 6 }),
+                     (1u << QUALITY_UNRES_NO_FILE) | (1u << QUALITY_UNRES_UNKNOWN_MAPPING) |
+                     (1u << QUALITY_UNRES_UNKNOWN));
+        for (size_t e = 0; e < ELEMENTSOF(ends); e++)
+                for (size_t n = 0; n <= ELEMENTSOF(frames); n++) {
+                        struct store_stack_out so = { .frames = frames + (ELEMENTSOF(frames) - n), .n_frames = n,
+                                                      .value = 10 + n, .user_end = ends[e] };
+                        struct quality a = {}, b = {};
+
+                        quality_add_stack(&a, &so);
+                        quality_add_class(&b, so.value, so.user_end, quality_unresolved_mask(&so));
+                        CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+                }
 }
 
 static void test_only_losses_count_as_lost(void) {
@@ -189,6 +218,7 @@ static void test_reports_add_up(void) {
 int main(void) {
         test_stacks_are_classified_by_their_end();
         test_unresolved_counts_each_reason_once_per_stack();
+        test_adding_by_class_is_adding_the_stack();
         test_only_losses_count_as_lost();
         test_json_round_trip();
         test_summary_line();

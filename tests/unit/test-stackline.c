@@ -121,9 +121,58 @@ static void check_style(const struct store_stack_out *st, const struct stack_sty
         if (want_text && (b.len != strlen(want_text) + 1 || memcmp(b.data, want_text, b.len - 1) != 0))
                 fprintf(stderr, "jansson:   %s\nstackline: %.*s", want_text, (int) b.len, b.data);
         free(want_text);
+        /* profctl's reader of plain folded lines: takes exactly the lines
+         * without a group whose text needs no escape, and reads them as
+         * the JSON parser does */
+        if (style->folded && want) {
+                const char *text = json_string_value(json_object_get(want, "folded")), *got_text;
+                bool plain = !st->group;
+                uint64_t value;
+                size_t len;
+
+                for (const char *c = text; plain && c && *c; c++)
+                        plain = *c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\';
+                CHECK(stackline_parse_plain_folded(b.data, b.len - 1, &value, &got_text, &len) == plain);
+                if (plain && stackline_parse_plain_folded(b.data, b.len - 1, &value, &got_text, &len)) {
+                        CHECK(value == st->value);
+                        CHECK(len == strlen(text) && memcmp(got_text, text, len) == 0);
+                }
+        }
         json_decref(got);
         json_decref(want);
         stackline_buf_done(&b);
+}
+
+/* Lines the plain reader must leave to the JSON parser. */
+static void test_plain_folded_refuses_every_other_line(void) {
+        static const char *const others[] = {
+                "{\"type\":\"stack\",\"value\":7,\"folded\":\"a;b\",\"group\":\"g\"}",
+                "{\"type\":\"stack\",\"value\":07,\"folded\":\"a;b\"}",
+                "{\"type\":\"stack\",\"value\":-7,\"folded\":\"a;b\"}",
+                "{\"type\":\"stack\",\"value\":9223372036854775808,\"folded\":\"a\"}",
+                "{\"type\":\"stack\",\"value\":7,\"folded\":\"a\\\"b\"}",
+                "{\"type\":\"stack\",\"value\":7,\"folded\":\"a\\u00e9\"}",
+                "{\"type\":\"stack\",\"value\":7,\"folded\":\"a\"} ",
+                "{\"type\":\"stack\",\"value\":7,\"folded\":\"a\"",
+                "{\"type\":\"stack\",\"value\":7,\"frames\":[]}",
+                "{\"type\":\"end\",\"stacks\":1}",
+                "{\"type\":\"stack\",\"value\":,\"folded\":\"a\"}",
+                "{\"type\":\"stack\",\"value\":7,\"folded\":\"caf\xc3\xa9\"}",
+                "",
+        };
+        const char *max = "{\"type\":\"stack\",\"value\":9223372036854775807,\"folded\":\"x;y z\"}", *text;
+        uint64_t value;
+        size_t len;
+
+        for (size_t i = 0; i < ELEMENTSOF(others); i++) {
+                bool taken = stackline_parse_plain_folded(others[i], strlen(others[i]), &value, &text, &len);
+
+                if (taken)
+                        fprintf(stderr, "plain folded reader took: %s\n", others[i]);
+                CHECK(!taken);
+        }
+        CHECK(stackline_parse_plain_folded(max, strlen(max), &value, &text, &len));
+        CHECK(value == (uint64_t) INT64_MAX && len == 5 && memcmp(text, "x;y z", 5) == 0);
 }
 
 /* Every style: frames and folded, with and without lines. */
@@ -200,5 +249,10 @@ int main(void) {
         check_folded(&st, &(struct stack_style) {}, "bad?" "?(");
         st = (struct store_stack_out) { .frames = frames, .n_frames = 0, .value = 1 };
         check_folded(&st, &(struct stack_style) {}, "[unknown]");
+        test_plain_folded_refuses_every_other_line();
+        /* what the writers keep as it is, and what they replace */
+        CHECK(utf8_valid("") && utf8_valid("main") && utf8_valid("caf\xc3\xa9_\xf0\x9f\x98\x80"));
+        CHECK(!utf8_valid("bad\xff") && !utf8_valid("\xc0\xaf") && !utf8_valid("\xed\xa0\x80") &&
+              !utf8_valid("cut\xe2\x82"));
         TESTS_DONE();
 }

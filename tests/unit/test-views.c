@@ -155,6 +155,85 @@ static void test_stack_parse_names_lines_and_refuses_what_the_profile_refuses(vo
         }
 }
 
+/* frame_shown_name() names a frame as stack_parse() names it in the line
+ * stackline_append() writes of it: a fleet's table is made of the one and
+ * profd's of the other. */
+static void test_frame_shown_name_is_stack_parse_of_its_line(void) {
+        const struct store_frame_out frames[] = {
+                { .name = "main", .raw_name = "main", .module = "/bin/app", .file = "/src/app.c", .line = 12,
+                  .has_address = true, .address = 0x1130, .resolved = true },
+                { .name = "ns::run(int)", .raw_name = "_ZN2ns3runEi", .module = "/bin/app", .file = "lib.h",
+                  .line = 0, .has_address = true, .resolved = true, .inlined = true },
+                { .name = "app+0x99", .module = "/bin/app", .has_address = true, .address = 0x99 },
+                { .name = "do_syscall_64", .module = KERNEL, .kernel = true, .has_address = true, .resolved = true,
+                  .address = 0xffffffff81000100ULL },
+                { .name = "[lost]", .module = "[lost]" },
+        };
+        struct store_stack_out so = { .frames = frames, .n_frames = ELEMENTSOF(frames), .value = 9 };
+
+        for (int lines = 0; lines < 2; lines++)
+                for (int raw = 0; raw < 2; raw++) {
+                        _cleanup_(stack_done) struct stack want = {};
+                        struct stackline_buf b = {};
+                        json_t *j;
+
+                        CHECK_INT_EQ(stackline_append(&b, &so, &(struct stack_style) { .raw_names = raw }), 0);
+                        j = json_loadb(b.data, b.len, 0, NULL);
+                        if (!j)
+                                abort();
+                        CHECK_INT_EQ(stack_parse(&want, j, lines), 0);
+                        CHECK_INT_EQ(want.n_frames, ELEMENTSOF(frames));
+                        for (size_t i = 0; i < want.n_frames; i++) {
+                                _cleanup_free_ char *owned = NULL;
+                                const char *name;
+
+                                CHECK_INT_EQ(frame_shown_name(&frames[i], lines, raw, &name, &owned), 0);
+                                CHECK_STR_EQ(name, want.frames[i].name);
+                                CHECK_STR_EQ(frames[i].module, want.modules[i]);
+                                CHECK_INT_EQ(frames[i].kernel, want.frames[i].kernel);
+                        }
+                        json_decref(j);
+                        stackline_buf_done(&b);
+                }
+}
+
+/* A stack added as the rows of its frames counts as the stack itself. */
+static void test_table_add_funcs_is_table_add(void) {
+        for (TopBy by = TOP_BY_FUNCTION; by <= TOP_BY_MODULE; by++) {
+                _cleanup_top_table_ top_table *a = top_table_new(by), *b = top_table_new(by);
+                struct folded_frame fr[] = { { .name = "main" }, { .name = "f" }, { .name = "g" }, { .name = "f" },
+                                             { .name = "[lost]" }, { .name = "sys", .kernel = true } };
+                const char *mods[] = { APP, APP, LIBM, APP, "", KERNEL };
+                _cleanup_free_ struct top_row *ra = NULL, *rb = NULL;
+                size_t na, nb;
+
+                for (size_t n = 0; n <= ELEMENTSOF(fr); n++) {
+                        struct stack st = { .value = 10 + n, .n_frames = n, .frames = fr, .modules = mods };
+                        struct top_func *funcs[ELEMENTSOF(fr)];
+                        struct func_key key;
+
+                        CHECK_INT_EQ(top_table_add(a, &st), 0);
+                        for (size_t i = 0; i < n; i++) {
+                                key = top_table_key(b, fr[i].name, mods[i], fr[i].kernel);
+                                CHECK_INT_EQ(top_table_func(b, &key, &funcs[i]), 0);
+                        }
+                        if (n == 0) {
+                                key = top_table_key(b, "[unknown]", "", false);
+                                CHECK_INT_EQ(top_table_func(b, &key, &funcs[0]), 0);
+                        }
+                        CHECK_INT_EQ(top_table_add_funcs(b, funcs, MAX(n, (size_t) 1), st.value), 0);
+                }
+                CHECK_INT_EQ(top_table_rows(a, false, &ra, &na), 0);
+                CHECK_INT_EQ(top_table_rows(b, false, &rb, &nb), 0);
+                CHECK_INT_EQ(na, nb);
+                for (size_t i = 0; i < na && i < nb; i++) {
+                        CHECK_STR_EQ(ra[i].name, rb[i].name);
+                        CHECK_STR_EQ(ra[i].module, rb[i].module);
+                        CHECK(ra[i].kernel == rb[i].kernel && ra[i].self == rb[i].self && ra[i].total == rb[i].total);
+                }
+        }
+}
+
 struct want_row {
         const char *name;
         uint64_t self, total;
@@ -589,6 +668,8 @@ int main(void) {
         test_quality_report_lists_every_reason();
 
         test_stack_parse_names_lines_and_refuses_what_the_profile_refuses();
+        test_frame_shown_name_is_stack_parse_of_its_line();
+        test_table_add_funcs_is_table_add();
         test_table_by_function_self_and_total();
         test_table_by_line_splits_a_function_by_its_lines();
         test_table_by_module_counts_each_module_once_per_stack();

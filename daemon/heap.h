@@ -1,0 +1,18 @@
+/* The daemon's malloc heap: few arenas, and freed pages given back to the
+ * kernel after large transient work, counted for status. */
+#pragma once
+
+#include <stdint.h>
+
+/* At start, before any thread: at most HEAP_ARENAS malloc arenas, unless
+ * the environment sets glibc's own limit. */
+void heap_setup(void);
+
+/* malloc_trim(0): gives back the pages of free chunks in every thread's
+ * arena, not only the free end of each heap (all glibc returns by itself).
+ * A few milliseconds on profd's heap: call it after work that freed a lot,
+ * not per allocation. Any thread. */
+void heap_trim(void);
+
+/* Trims since start and the time they took. */
+void heap_trim_stats(uint64_t *ret_trims, uint64_t *ret_ns);

@@ -1,0 +1,48 @@
+/* Blocks of samples in the store (schema/0008): writing a block from
+ * entries, reading one from a row, and the per-stack count of blocks
+ * (stack_refs) that tells retention when a stack is no longer used. Shared
+ * by the write path, the query path, the outbox, retention and the
+ * migration of older stores. Not for use outside daemon/store/. */
+#pragma once
+
+#include <stdbool.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "hashmap.h"
+#include "sample-pack.h"
+
+/* The columns sample_block_from_row reads, in its order, for a SELECT
+ * with sample_blocks as `b`. */
+#define SAMPLE_BLOCK_COLUMNS \
+        "b.n, b.widths, b.stack_base, b.tid_base, b.state_base, b.peer_base, b.cgroup_base, b.value_base, b.entries"
+#define SAMPLE_BLOCK_N_COLUMNS 9
+
+/* The block of the SAMPLE_BLOCK_COLUMNS starting at column col of st's
+ * current row; its data points into SQLite's copy (valid until the next
+ * step). Returns 0, or -EBADMSG for a block that does not add up. */
+int sample_block_from_row(sqlite3_stmt *st, int col, struct sample_block *ret);
+
+/* Packs entries (sorted in place) and inserts them as the block (drain,
+ * kind, process); counts 1 per distinct stack in refs and 1 for the
+ * process in process_refs (stack_refs_add; either may be NULL). n == 0
+ * writes nothing. Returns 0 or a negative errno, logged. */
+int sample_blocks_insert(const struct db *d, int64_t drain, int kind, int64_t process, struct sample_entry *e,
+                         size_t n, hashmap *refs, hashmap *process_refs);
+
+/* Adds delta blocks to the count of stack (or process) in refs (a
+ * hashmap_new_u64 of intptr_t counts). Returns 0 or -ENOMEM. */
+int stack_refs_add(hashmap *refs, int64_t stack, int64_t delta);
+
+/* Adds 1 (once per stack) for every distinct stack of block b to refs with
+ * sign delta (+1 or -1). Returns 0 or -ENOMEM. */
+int stack_refs_add_block(hashmap *refs, const struct sample_block *b, int64_t delta);
+
+/* Applies the counts in refs to the stack_refs table; with gc_candidates,
+ * stacks whose count fell to 0 or below are added to temp.gc_stacks.
+ * Returns 0 or a negative errno, logged. */
+int stack_refs_apply(const struct db *d, hashmap *refs, bool gc_candidates);
+
+/* The same for processes: process_refs, temp.gc_processes. */
+int process_refs_apply(const struct db *d, hashmap *refs, bool gc_candidates);

@@ -1,0 +1,151 @@
+/* Packs and unpacks blocks of samples (sample-pack.h): fixed-width fields
+ * per block, sized by the block's own range of each field. */
+#include "sample-pack.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned field_width(uint32_t widths, int f) {
+        return (widths >> (4 * f)) & 0xf;
+}
+
+size_t sample_block_entry_width(uint32_t widths) {
+        size_t w = 0;
+
+        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
+                w += field_width(widths, f);
+        return w;
+}
+
+static uint64_t entry_field(const struct sample_entry *e, int f) {
+        switch (f) {
+        case SAMPLE_FIELD_STACK:
+                return (uint64_t) e->stack_id;
+        case SAMPLE_FIELD_TID:
+                return e->tid;
+        case SAMPLE_FIELD_STATE:
+                return e->state;
+        case SAMPLE_FIELD_PEER:
+                return e->peer_tid;
+        case SAMPLE_FIELD_CGROUP:
+                return e->cgroup_id;
+        default:
+                return e->value;
+        }
+}
+
+static int entry_cmp(const void *a, const void *b) {
+        const struct sample_entry *x = a, *y = b;
+
+        /* stacks first: a query sums per stack, and neighbours compress */
+        for (int f = 0; f < SAMPLE_FIELD_VALUE; f++) {
+                uint64_t u = entry_field(x, f), v = entry_field(y, f);
+                if (u != v)
+                        return u < v ? -1 : 1;
+        }
+        return 0;
+}
+
+size_t sample_entries_combine(struct sample_entry *entries, size_t n) {
+        size_t out = 0;
+
+        if (n > 1)
+                qsort(entries, n, sizeof(*entries), entry_cmp);
+        for (size_t i = 0; i < n; i++) {
+                if (out > 0 && entry_cmp(&entries[out - 1], &entries[i]) == 0)
+                        entries[out - 1].value += entries[i].value;
+                else
+                        entries[out++] = entries[i];
+        }
+        return out;
+}
+
+/* Bytes needed for v: 0 for 0. */
+static unsigned bytes_for(uint64_t v) {
+        unsigned n = 0;
+
+        while (v) {
+                n++;
+                v >>= 8;
+        }
+        return n;
+}
+
+int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_block *ret) {
+        int r;
+
+        struct sample_block b = { .n = n };
+        uint64_t max[_SAMPLE_FIELD_MAX] = {};
+        size_t w;
+        uint8_t *p;
+
+        if (n > 1)
+                qsort(entries, n, sizeof(*entries), entry_cmp);
+        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++) {
+                b.base[f] = n ? entry_field(&entries[0], f) : 0;
+                max[f] = b.base[f];
+                for (size_t i = 1; i < n; i++) {
+                        uint64_t v = entry_field(&entries[i], f);
+                        if (v < b.base[f])
+                                b.base[f] = v;
+                        if (v > max[f])
+                                max[f] = v;
+                }
+                b.widths |= (uint32_t) bytes_for(max[f] - b.base[f]) << (4 * f);
+        }
+        w = sample_block_entry_width(b.widths);
+        b.size = n * w;
+        if (b.size > 0) {
+                b.data = malloc(b.size);
+                if (!b.data)
+                        return -ENOMEM;
+        }
+        p = b.data;
+        for (size_t i = 0; i < n; i++)
+                for (int f = 0; f < _SAMPLE_FIELD_MAX; f++) {
+                        uint64_t off = entry_field(&entries[i], f) - b.base[f];
+                        for (unsigned k = 0; k < field_width(b.widths, f); k++)
+                                *p++ = (uint8_t) (off >> (8 * k));
+                }
+        r = sample_block_check(&b);
+        if (r < 0) {
+                free(b.data);
+                return r;
+        }
+        *ret = b;
+        return 0;
+}
+
+int sample_block_check(struct sample_block *b) {
+        size_t at = 0;
+
+        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++) {
+                if (field_width(b->widths, f) > 8)
+                        return -EBADMSG;
+                b->width[f] = (uint8_t) field_width(b->widths, f);
+                b->offset[f] = (uint8_t) at;
+                at += b->width[f];
+        }
+        if (b->widths >> (4 * _SAMPLE_FIELD_MAX))
+                return -EBADMSG;
+        b->entry_size = at;
+        if (b->size != b->n * at)
+                return -EBADMSG;
+        return 0;
+}
+
+void sample_block_get(const struct sample_block *b, size_t i, struct sample_entry *ret) {
+        uint64_t v[_SAMPLE_FIELD_MAX];
+
+        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
+                v[f] = sample_block_field(b, i, f);
+        *ret = (struct sample_entry) {
+                .stack_id = (int64_t) v[SAMPLE_FIELD_STACK],
+                .tid = (uint32_t) v[SAMPLE_FIELD_TID],
+                .state = (uint8_t) v[SAMPLE_FIELD_STATE],
+                .peer_tid = (uint32_t) v[SAMPLE_FIELD_PEER],
+                .cgroup_id = v[SAMPLE_FIELD_CGROUP],
+                .value = v[SAMPLE_FIELD_VALUE],
+        };
+}
