@@ -631,7 +631,7 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                         const struct fleet_table *t, struct answer *a) {
         _cleanup_(answer_data_done) struct answer_data d = {};
         _cleanup_free_ struct store_frame_out *frames = NULL;
-        struct stackline_buf b = {};
+        _cleanup_(stackline_buf_done) struct stackline_buf b = {};
         struct stack_style style = { .raw_names = q->raw_names, .folded = q->folded, .lines = q->lines };
         size_t frames_cap = 0, n_table_rows = 0;
         uint64_t total = 0;
@@ -672,7 +672,6 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
         }
         for (size_t i = 0; i < d.n_rows && !have_rows; i++) {
                 struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
-
                 struct stack_frames *sf;
 
                 r = stack_get(f, &d, d.rows[i].stack_id, &sf);
@@ -683,13 +682,10 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                         return r;
                 b.len = 0;
                 r = stackline_append(&b, &so, &style);
-                if (r < 0) {
-                        stackline_buf_done(&b);
+                if (r < 0)
                         return cli_error(r, "%m");
-                }
                 fwrite(b.data, 1, b.len, a->out);
         }
-        stackline_buf_done(&b);
         fprintf(a->out,
                 "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"stacks\":%zu,\"total\":%" PRIu64
                 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
