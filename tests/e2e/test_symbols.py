@@ -175,7 +175,15 @@ def test_stripped_binary_with_separate_debug_info():
         assert in_spin >= 0.9 * total, f"only {in_spin} of {total} samples named"
         burns = [f for st in result["stacks"] for f in st["frames"] if f["name"] == "burn"]
         assert burns and all(f.get("inlined") for f in burns), "no inlined burn() frames"
-        lines = d.profctl("query", "--pid", str(truth["pid"]), "--since", "5m", "--lines").stdout
+        # every row: the table is sorted by SELF and cut at 25 rows by
+        # default, and spin_gamma has no self samples (they are all in the
+        # inlined burn), so it ranks about 24th on a quiet host and drops
+        # out of the default table whenever the workload's samples land in
+        # 20 or more distinct leaf rows (kernel functions of its
+        # clock_gettime calls, interrupts, [vdso] offsets): host noise,
+        # not what this checks
+        lines = d.profctl("query", "--pid", str(truth["pid"]), "--since", "5m", "--lines",
+                          "--limit", "0").stdout
         assert re.search(r"spin_gamma \(cpu_split\.c:\d+\)", lines), lines[:1500]
 
 
