@@ -219,6 +219,40 @@ int kernel_table_load(struct kernel_table *t, const char *path) {
         return 0;
 }
 
+int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret) {
+        _cleanup_fclose_ FILE *file = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t line_size = 0;
+        bool any_address = false;
+
+        for (size_t i = 0; i < n; i++)
+                ret[i] = 0;
+        file = fopen(path, "re");
+        if (!file)
+                return negative_errno();
+        for (;;) {
+                char *name, *module;
+                uint64_t addr;
+                char type;
+
+                errno = 0;
+                if (getline(&line, &line_size, file) < 0) {
+                        if (ferror(file))
+                                return errno == ENOMEM ? -ENOMEM : -EIO;
+                        break;
+                }
+                if (kallsyms_parse_line(line, &addr, &type, &name, &module) < 0)
+                        continue;
+                any_address = any_address || addr != 0;
+                if (module)
+                        continue;
+                for (size_t i = 0; i < n; i++)
+                        if (ret[i] == 0 && streq(name, names[i]))
+                                ret[i] = addr;
+        }
+        return any_address ? 0 : -ENODATA;
+}
+
 const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module) {
         size_t lo = UPPER_BOUND_BY(t->syms, t->n_syms, start, addr);
         const struct kernel_sym *sym;

@@ -28,6 +28,12 @@ void kernel_table_done(struct kernel_table *t);
  * unchanged. */
 int kernel_table_load(struct kernel_table *t, const char *path);
 
+/* Finds the addresses of n symbols of the kernel image (not of modules) in
+ * a kallsyms-format file: ret[i] is names[i]'s address, or 0 when the file
+ * has no such symbol. Returns 0, a negative errno from opening it, -EIO
+ * from reading it, or -ENODATA when every address in it is zero. */
+int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret);
+
 /* The kernel function containing addr, or NULL (also for an empty table).
  * *ret_module (if ret_module is not NULL) is set to the module name or
  * NULL for the kernel image. Strings live as long as the table. */
