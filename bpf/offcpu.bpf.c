@@ -296,7 +296,7 @@ static __always_inline bool in_interrupt_context(void *ctx, struct task_struct *
                                                  const struct profd_frames *kernel) {
         __u64 here = pointer_value(ctx);
         __u64 bottom = (__u64) BPF_CORE_READ(task, stack);
-        __u64 top = pointer_value((const void *) bpf_task_pt_regs(task)) + sizeof(struct pt_regs);
+        __u64 top = pointer_value((const void *) bpf_task_pt_regs(task)) + bpf_core_type_size(struct pt_regs);
         struct interrupt_scan scan = { .kernel = kernel };
 
         if (here <= bottom || here >= top)
