@@ -2,7 +2,8 @@
 """End to end, off-CPU: the real profd measures a workload whose threads block
 in known functions for known times; profctl must report each function's
 blocked time within 5%, in state S, and the pipe writer as the waker of the
-reader's blocked time. Stopping profd keeps the last interval."""
+reader's blocked time; a timer interrupt's wakeups are process 0's, not the
+thread's it interrupted. Stopping profd keeps the last interval."""
 import json
 import subprocess
 
@@ -78,6 +79,30 @@ def test_blocked_time_per_function_matches_truth():
             (total_us, wakers["total"])
 
 
+def test_timer_wakeups_are_not_the_interrupted_threads():
+    """A timer interrupt that wakes a sleeping thread while another runs in
+    user mode on its CPU runs on that thread's stack: the wakeup is the
+    interrupt's (process 0), never the spinner's."""
+    with Profd("--interval", "2s") as d:
+        truth = json.loads(subprocess.run([binary("TIMER_WAKES"), "3"], capture_output=True, text=True,
+                                          timeout=60, check=True).stdout)
+        d.profctl("flush")
+        pid = str(truth["pid"])
+        slept = blocked_ns(d.query_json("--kind", "offcpu", "--pid", pid, "--since", "5m")).get("sleep_briefly", 0)
+        print(f"  {truth['sleeps']} sleeps, {slept / 1e6:.1f} ms of them off the CPU")
+        # the sleeper was woken hundreds of times over the spinner
+        assert truth["sleeps"] >= 100 and slept >= 0.4e9, (truth, slept)
+        folded = d.profctl("query", "--kind", "wakeup", "--pid", pid, "--since", "5m", "--folded").stdout
+        spinner = [l for l in folded.splitlines() if "spin_in_user" in l]
+        assert not spinner, f"the spinner is credited with waking: {spinner[:3]}"
+        # the interrupt's own wakeups: process 0, the timer's kernel stack
+        everyone = d.profctl("query", "--kind", "wakeup", "--since", "5m", "--folded").stdout
+        timers = sum(int(l.rsplit(" ", 1)[1]) for l in everyone.splitlines()
+                     if l.startswith(INTERRUPT_ENTRIES) and "hrtimer_wakeup" in l)
+        print(f"  timer wakeups over a thread in user mode, in process 0: {timers / 1e3:.1f} ms")
+        assert timers * 1000 >= 0.4 * slept, (timers, slept)
+
+
 def test_sigterm_keeps_the_last_interval():
     with Profd("--interval", "1h") as d:
         truth = run_workload(2)
@@ -92,4 +117,5 @@ def test_sigterm_keeps_the_last_interval():
 
 if __name__ == "__main__":
     require_root()
-    run_tests([test_blocked_time_per_function_matches_truth, test_sigterm_keeps_the_last_interval])
+    run_tests([test_blocked_time_per_function_matches_truth, test_timer_wakeups_are_not_the_interrupted_threads,
+               test_sigterm_keeps_the_last_interval])
