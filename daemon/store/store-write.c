@@ -179,6 +179,20 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
         return r;
 }
 
+int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address) {
+        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_RESOLVED];
+        int64_t resolved = 0;
+        int r;
+
+        sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, build_id ? build_id : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, (int64_t) address);
+        r = step_id(s, st, &resolved, "location lookup");
+        if (r <= 0)
+                return r;
+        return resolved != 0;
+}
+
 /* Binds a stack's user_end: NULL for STORE_END_UNKNOWN. */
 static void bind_user_end(sqlite3_stmt *st, int i, int user_end) {
         if (user_end == STORE_END_UNKNOWN)
