@@ -13,6 +13,11 @@
 #include "sample-blocks.h"
 #include "store-private.h"
 
+/* The most ids the drain connection's caches keep in all: each costs about
+ * 80 bytes (its slot, its key, a thread's name), so about 2.5 MiB. A
+ * drain at defaults looks up a few thousand; see store_drain_commit. */
+#define STORE_ID_CACHE_MAX 32768
+
 /* Runs a statement that returns nothing. */
 static int step_done(store *s, sqlite3_stmt *st, const char *what) {
         int rc = sqlite3_step(st);
@@ -462,6 +467,16 @@ int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, u
         if (r < 0)
                 return r;
         s->in_drain = false;
+        /* The id caches only spare SQLite lookups (a miss selects the row,
+         * as after a rollback), and without a bound they keep every
+         * process, thread, location and function stored since the last
+         * rollback or retention pass: on a host starting thousands of
+         * processes a minute, megabytes an hour. Past the bound they start
+         * over empty, at the cost of one drain's lookups. */
+        if (hashmap_size(s->mapping_ids) + hashmap_size(s->function_ids) + hashmap_size(s->location_ids) +
+                    hashmap_size(s->process_ids) + hashmap_size(s->thread_names) >
+            STORE_ID_CACHE_MAX)
+                store_forget_ids(s);
         if (ret_drain_id)
                 *ret_drain_id = s->drain_id;
         if (ret_samples)
