@@ -224,7 +224,9 @@ int symbolizer_load_file(symbolizer *s, const char *open_path, const sym_file **
 }
 
 uint64_t symbolizer_cache_bytes(const symbolizer *s) {
-        uint64_t total = 0;
+        /* The kernel's table is symbols too (~5 MiB, never evicted): it
+         * counts in the budget, which the files then share. */
+        uint64_t total = kernel_table_bytes(&s->kernel);
 
         for (size_t i = 0; i < s->n_files; i++)
                 total += sym_file_bytes(s->files[i]);
