@@ -89,7 +89,8 @@ int symbolizer_set_scratch_dir(symbolizer *s, const char *dir);
 void symbolizer_set_cache_budget(symbolizer *s, uint64_t bytes);
 /* The estimated heap the cached files hold (symbol tables, names, libdw's
  * tables of open DWARF (its sections too when read, not mapped), scope
- * trees, resolved addresses) and the kernel's table (exact). */
+ * trees, resolved addresses; what the budget bounds) and the kernel's
+ * table (exact, outside the budget). */
 uint64_t symbolizer_cache_bytes(const symbolizer *s);
 /* Between drains: closes DWARF unused for a minute, gives back the
  * resident pages of the mapped copies, then, while the estimate is over
