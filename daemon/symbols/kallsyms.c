@@ -60,6 +60,10 @@ void kernel_table_done(struct kernel_table *t) {
         *t = (struct kernel_table) {};
 }
 
+uint64_t kernel_table_bytes(const struct kernel_table *t) {
+        return t->n_syms * sizeof(*t->syms) + t->names_size;
+}
+
 /* Splits one kallsyms line, "ADDR TYPE NAME" optionally followed by
  * "\t[MODULE]", in place. Returns 0, or -EINVAL when the line has another
  * shape. *ret_module is NULL for the kernel image. */
@@ -253,10 +257,6 @@ int kernel_table_load(struct kernel_table *t, const char *path) {
                 .names_size = names.len,
         };
         return 0;
-}
-
-uint64_t kernel_table_bytes(const struct kernel_table *t) {
-        return t->n_syms * sizeof(*t->syms) + t->names_size;
 }
 
 const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module) {
