@@ -4,11 +4,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 16 bytes: a kernel has 100-200 k text symbols, and the table stays in
+ * memory as long as profd runs. */
 struct kernel_sym {
         uint64_t start;
-        size_t name_off; /* into kernel_table.names */
-        size_t module_off; /* into kernel_table.names, or SIZE_MAX for the kernel image */
-        char type;
+        uint32_t name_off; /* into kernel_table.names */
+        uint32_t module_off; /* into kernel_table.names, or UINT32_MAX for the kernel image */
 };
 
 /* Empty ({}) until loaded; then only text symbols, one per address. */
@@ -16,7 +17,11 @@ struct kernel_table {
         struct kernel_sym *syms; /* sorted by start, starts unique */
         size_t n_syms;
         char *names;
+        size_t names_size;
 };
+
+/* The heap the table holds: its two arrays, each allocated to fit. */
+uint64_t kernel_table_bytes(const struct kernel_table *t);
 
 /* Frees the table's arrays and empties it; an empty table is fine. */
 void kernel_table_done(struct kernel_table *t);
