@@ -112,6 +112,43 @@ static int kallsyms_parse_line(char *line, uint64_t *ret_addr, char *ret_type,
         return 0;
 }
 
+/* One line of a kallsyms-format file, split in place in the reader's buffer. */
+struct kallsyms_reader {
+        FILE *file;
+        char *line;
+        size_t line_size;
+        bool any_address; /* a line read so far had a non-zero address */
+};
+
+struct kallsyms_line {
+        uint64_t addr;
+        char type;
+        char *name, *module; /* module: NULL for the kernel image */
+};
+
+/* Reads the next well-formed line (others are skipped). Returns 1, 0 at the
+ * end of the file, or -EIO or -ENOMEM. */
+static int kallsyms_next(struct kallsyms_reader *rd, struct kallsyms_line *ret) {
+        for (;;) {
+                errno = 0;
+                if (getline(&rd->line, &rd->line_size, rd->file) < 0) {
+                        if (ferror(rd->file))
+                                return errno == ENOMEM ? -ENOMEM : -EIO;
+                        return 0;
+                }
+                if (kallsyms_parse_line(rd->line, &ret->addr, &ret->type, &ret->name, &ret->module) < 0)
+                        continue;
+                rd->any_address = rd->any_address || ret->addr != 0;
+                return 1;
+        }
+}
+
+static void kallsyms_reader_done(struct kallsyms_reader *rd) {
+        if (rd->file)
+                fclose(rd->file);
+        free(rd->line);
+}
+
 /* Functions live in text, local or global; weak symbols (w, W) are code too,
  * since kallsyms gives weak objects their own letters (v, V). */
 static bool kallsyms_type_is_text(char type) {
@@ -159,36 +196,25 @@ static int kernel_sym_compare(const void *a, const void *b, void *userdata) {
 int kernel_table_load(struct kernel_table *t, const char *path) {
         _cleanup_(string_arena_done) struct string_arena names = {};
         _cleanup_free_ struct kernel_sym_read *syms = NULL;
-        _cleanup_fclose_ FILE *file = NULL;
-        _cleanup_free_ char *line = NULL;
-        size_t n_syms = 0, allocated = 0, line_size = 0, n_kept = 0;
+        _cleanup_(kallsyms_reader_done) struct kallsyms_reader rd = {};
+        size_t n_syms = 0, allocated = 0, n_kept = 0;
         size_t last_module_off = SIZE_MAX;
-        bool any_address = false;
+        struct kallsyms_line l;
         struct kernel_sym *table;
         uint64_t last_start = 0;
         char *names_fit;
         int r;
 
-        file = fopen(path, "re");
-        if (!file)
+        rd.file = fopen(path, "re");
+        if (!rd.file)
                 return negative_errno();
 
-        for (;;) {
-                char *name, *module;
+        while ((r = kallsyms_next(&rd, &l)) > 0) {
+                const char *name = l.name, *module = l.module;
                 size_t name_off, module_off = SIZE_MAX;
-                uint64_t addr;
-                char type;
+                uint64_t addr = l.addr;
+                char type = l.type;
 
-                errno = 0;
-                if (getline(&line, &line_size, file) < 0) {
-                        if (ferror(file))
-                                return errno == ENOMEM ? -ENOMEM : -EIO;
-                        break;
-                }
-                if (kallsyms_parse_line(line, &addr, &type, &name, &module) < 0)
-                        continue;
-                if (addr != 0)
-                        any_address = true;
                 if (addr == 0 || !kallsyms_type_is_text(type))
                         continue;
 
@@ -220,7 +246,9 @@ int kernel_table_load(struct kernel_table *t, const char *path) {
                         .type = type,
                 };
         }
-        if (!any_address)
+        if (r < 0)
+                return r;
+        if (!rd.any_address)
                 return -ENODATA;
 
         qsort_r(syms, n_syms, sizeof(*syms), kernel_sym_compare, names.buf);
@@ -260,37 +288,22 @@ int kernel_table_load(struct kernel_table *t, const char *path) {
 }
 
 int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret) {
-        _cleanup_fclose_ FILE *file = NULL;
-        _cleanup_free_ char *line = NULL;
-        size_t line_size = 0;
-        bool any_address = false;
+        _cleanup_(kallsyms_reader_done) struct kallsyms_reader rd = {};
+        struct kallsyms_line l;
+        int r;
 
         for (size_t i = 0; i < n; i++)
                 ret[i] = 0;
-        file = fopen(path, "re");
-        if (!file)
+        rd.file = fopen(path, "re");
+        if (!rd.file)
                 return negative_errno();
-        for (;;) {
-                char *name, *module;
-                uint64_t addr;
-                char type;
-
-                errno = 0;
-                if (getline(&line, &line_size, file) < 0) {
-                        if (ferror(file))
-                                return errno == ENOMEM ? -ENOMEM : -EIO;
-                        break;
-                }
-                if (kallsyms_parse_line(line, &addr, &type, &name, &module) < 0)
-                        continue;
-                any_address = any_address || addr != 0;
-                if (module)
-                        continue;
-                for (size_t i = 0; i < n; i++)
-                        if (ret[i] == 0 && streq(name, names[i]))
-                                ret[i] = addr;
-        }
-        return any_address ? 0 : -ENODATA;
+        while ((r = kallsyms_next(&rd, &l)) > 0)
+                for (size_t i = 0; i < n && !l.module; i++)
+                        if (ret[i] == 0 && streq(l.name, names[i]))
+                                ret[i] = l.addr;
+        if (r < 0)
+                return r;
+        return rd.any_address ? 0 : -ENODATA;
 }
 
 const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module) {
