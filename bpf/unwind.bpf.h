@@ -146,12 +146,15 @@ static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, 
  * exactly what the lookup would find; but a walk finds its rules in a few
  * consecutive lines of one page, where the row cache, by address, cost one
  * cold line per frame: ~170 ns each, at 10-15 frames per sample. The row
- * cache stays behind it for the frames the memo misses. */
+ * cache stays behind it for the frames the memo misses. A slot also keeps
+ * how far up the stack the walk read (read_hi), for the next walk's
+ * span_read. */
 #define WALK_MEMO_SLOTS 16 /* VERIFIER_MASK(k, 15) below */
 struct walk_memo_slot {
         __u64 version; /* 0: empty */
         __u32 n;       /* frames in f */
         __u32 pad;
+        __u64 read_hi; /* the last walk's s->read_hi: a hint, see span_read */
         struct walk_memo_frame f[WALK_MEMO_DEPTH]; /* VERIFIER_MASK(j, 31) below */
 };
 
@@ -214,7 +217,8 @@ static __always_inline bool walk_memo_hit(struct ustack_state *s, __u64 tag, str
 /* Reads the 8 bytes at addr through the window: a miss reads from addr
  * towards the end of its page (UNWIND_READ bytes at most) in one call.
  * Stack slots are 8-byte aligned; anything else (corruption) is read on
- * its own.
+ * its own. The sampler's window may start as the span (span_read), which
+ * crosses pages: it is one copy of the memory there, like a window.
  *
  * win_read, fp_step, row_step and row_lookup are BPF subprograms, not
  * inlined: at 49 Hz a sample finds the program's code as cold as its data
@@ -241,10 +245,42 @@ static __noinline bool win_read(struct ustack_state *s, struct walk_window *w, _
                 off = 0;
         }
         idx = off / 8;
-        if (idx >= WALK_WINDOW / 8)
+        barrier_var(idx); /* else clang checks off, the verifier cannot bound idx */
+        if (idx >= WALK_SPAN / 8)
                 return false;
+        if (addr + 8 > s->read_hi)
+                s->read_hi = addr + 8;
         *ret = w->words[idx];
         return true;
+}
+
+/* The span read, before the sampler's walk: the stack from the stack
+ * pointer up to hi, where the last walk of this thread (its memo slot's
+ * read_hi) read its highest word, in one call into the window (at most
+ * WALK_SPAN bytes), where the walk would else read it UNWIND_READ bytes at
+ * a time, ~3 calls per walk at a fixed cost each (~200 ns under load for
+ * 512 bytes against ~450 ns for a span of ~2.2 KiB). The top of a thread's
+ * stack stays where it is from sample to sample, so the span mostly holds
+ * every word the walk reads. hi is only a hint (the slot may be another
+ * thread's, the stack may have grown): the bytes are the memory at their
+ * addresses now, read at sample time like the window's; a word outside
+ * them goes to the window as before, and a failed read (a page not
+ * present: nothing is kept) leaves the window empty. */
+static __always_inline void span_read(struct ustack_state *s, struct walk_window *w, __u64 hi) {
+        __u64 len;
+
+        if (hi <= s->sp || hi - s->sp > WALK_SPAN || (s->sp & 7))
+                return;
+        len = hi - s->sp;
+        if (len <= UNWIND_READ) /* the first window read does as well */
+                return;
+        len = VERIFIER_MASK(len, 0x3fff);
+        if (len > WALK_SPAN)
+                return;
+        if (bpf_probe_read_user(w->bytes, len, (void *) s->sp))
+                return;
+        s->win_base = s->sp;
+        s->win_len = len;
 }
 
 /* Finds the mapping of s->ip in the process's slice into s->m_*. */
@@ -559,7 +595,11 @@ static __always_inline void walk_memo_save(struct ustack_state *s, struct walk_w
         struct walk_memo_slot *m = walk_memo_slot(s->memo_slot);
         __u32 n = s->memo_n;
 
-        if (!m || (!s->memo_dirty && n == m->n))
+        if (!m)
+                return;
+        if (m->read_hi != s->read_hi)
+                m->read_hi = s->read_hi;
+        if (!s->memo_dirty && n == m->n)
                 return;
 #pragma clang loop unroll(disable)
         for (__u32 j = 0; j < WALK_MEMO_DEPTH; j++) {
@@ -639,6 +679,7 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
         f->ips[0] = s->ip;
         s->win_base = 0;
         s->win_len = 0;
+        s->read_hi = 0;
         s->n = 1;
         s->end = END_WALKING;
         s->exact_ip = 1;
@@ -670,6 +711,8 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                 s->memo_pos = 0;
                 s->memo_n = 0;
                 s->memo_dirty = 0;
+                if (m)
+                        span_read(s, w, m->read_hi);
         }
         bpf_loop(PROFD_MAX_FRAMES, unwind_frame_cb, &slot, 0);
         if (s->version)
