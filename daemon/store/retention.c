@@ -282,8 +282,8 @@ static int64_t blocks_uncount(retention *r, const int64_t *into) {
 }
 
 /* Whether schema 7's samples are still being converted (samples_v7,
- * store-migrate.c): their drains are deleted with their rows there too,
- * the stacks and processes those rows name are kept, and merges wait. */
+ * store-migrate.c): expired drains are deleted with their rows there too,
+ * while merges and the removal of stacks and processes wait. */
 static int v7_present(retention *r, bool *ret) {
         int64_t n;
         int k;
@@ -553,22 +553,21 @@ static int step_gc(retention *r, bool *ret_forget) {
 
         if (!r->gc_pending)
                 return 0;
+        /* the rows of samples_v7 are in no count yet, and no index tells
+         * which stacks and processes they name (the conversion dropped
+         * samples_stack and samples_process): removals wait for the
+         * conversion, the candidates kept */
+        k = v7_present(r, &v7);
+        if (k < 0 || v7)
+                return k;
         k = begin(r);
         if (k < 0)
                 return k;
-        k = v7_present(r, &v7);
-        if (k < 0)
-                return rollback(r, k);
         stacks = db_run(&r->d, "DELETE FROM temp.batch", NULL, 0);
         if (stacks >= 0)
                 stacks = db_run(&r->d, "INSERT INTO temp.batch SELECT id FROM temp.gc_stacks LIMIT ?1", &limit, 1);
         if (stacks >= 0)
-                /* rows of samples_v7 are in no count yet: its indexes
-                 * samples_stack and samples_process say whether one names it */
-                stacks = db_run(&r->d, v7 ? "DELETE FROM stacks WHERE id IN temp.batch "
-                                "AND coalesce((SELECT blocks FROM stack_refs WHERE stack_id = stacks.id), 0) <= 0 "
-                                "AND NOT EXISTS (SELECT 1 FROM samples_v7 WHERE stack_id = stacks.id)"
-                                : "DELETE FROM stacks WHERE id IN temp.batch "
+                stacks = db_run(&r->d, "DELETE FROM stacks WHERE id IN temp.batch "
                                 "AND coalesce((SELECT blocks FROM stack_refs WHERE stack_id = stacks.id), 0) <= 0",
                                 NULL, 0);
         /* the counts of the stacks just removed */
@@ -586,10 +585,7 @@ static int step_gc(retention *r, bool *ret_forget) {
                 k = (int) db_run(&r->d, "DELETE FROM temp.batch", NULL, 0);
         if (k >= 0)
                 k = (int) db_run(&r->d, "INSERT INTO temp.batch SELECT id FROM temp.gc_processes LIMIT ?1", &limit, 1);
-        procs = k >= 0 ? db_run(&r->d, v7 ? "DELETE FROM processes WHERE id IN temp.batch "
-                                "AND coalesce((SELECT blocks FROM process_refs WHERE process_id = processes.id), 0) <= 0 "
-                                "AND NOT EXISTS (SELECT 1 FROM samples_v7 WHERE process_id = processes.id)"
-                                : "DELETE FROM processes WHERE id IN temp.batch "
+        procs = k >= 0 ? db_run(&r->d, "DELETE FROM processes WHERE id IN temp.batch "
                                 "AND coalesce((SELECT blocks FROM process_refs WHERE process_id = processes.id), 0) <= 0", NULL, 0)
                        : k;
         /* their counts and their threads' names go with them */

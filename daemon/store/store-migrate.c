@@ -12,6 +12,7 @@
  * and its indexes. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -127,6 +128,43 @@ static int counter_add(store *s, const char *name, int64_t delta) {
         return rc == SQLITE_DONE ? 0 : db_fail(&s->d, rc, "conversion counters");
 }
 
+/* Drops the first of schema 7's secondary indexes still there, in a
+ * transaction of its own. Returns 1 when it dropped one, 0 when none is
+ * left, or a negative errno (logged). */
+static int drop_one_index(store *s) {
+        static const char *const indexes[] = { "samples_stack", "samples_process" };
+        uint64_t t0 = monotonic_ns();
+
+        if (s->v7_indexes_gone)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(indexes); i++) {
+                _cleanup_stmt_ sqlite3_stmt *st = NULL;
+                char sql[64];
+                int rc, r;
+
+                rc = sqlite3_prepare_v2(s->d.handle, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1",
+                                        -1, &st, NULL);
+                if (rc != SQLITE_OK)
+                        return db_fail(&s->d, rc, "looking for schema 7's indexes");
+                sqlite3_bind_text(st, 1, indexes[i], -1, SQLITE_STATIC);
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_DONE)
+                        continue;
+                if (rc != SQLITE_ROW)
+                        return db_fail(&s->d, rc, "looking for schema 7's indexes");
+                sqlite3_finalize(TAKE_PTR(st));
+                snprintf(sql, sizeof(sql), "DROP INDEX %s", indexes[i]);
+                r = db_exec(&s->d, sql);
+                if (r < 0)
+                        return r;
+                log_debug("Store %s: dropped index %s in %.1f ms.", s->path, indexes[i],
+                          (double) (monotonic_ns() - t0) / 1e6);
+                return 1;
+        }
+        s->v7_indexes_gone = true;
+        return 0;
+}
+
 int store_migrate_step(store *s, const struct store_migrate_limits *lim, uint64_t *ret_rows) {
         _cleanup_free_ struct sample_entry *e = NULL;
         uint64_t max_rows = lim && lim->max_rows ? lim->max_rows : MIGRATE_ROWS_MAX;
@@ -142,6 +180,15 @@ int store_migrate_step(store *s, const struct store_migrate_limits *lim, uint64_
                 *ret_rows = 0;
         r = store_v7_present(s, &present);
         if (r < 0 || !present)
+                return r;
+        /* first, one a step: schema 7's two indexes nothing reads now
+         * (samples_stack, samples_process; retention's removal of stacks
+         * and processes waits for the conversion instead). Kept, every row
+         * deleted would dirty a page of each at random, so a step would
+         * write megabytes of log; dropping one frees its pages in one go,
+         * too long for the open before READY (docs/performance.md) */
+        r = drop_one_index(s);
+        if (r != 0)
                 return r;
         refs = hashmap_new_u64();
         prefs = hashmap_new_u64();

@@ -69,6 +69,7 @@ struct store {
         bool reader;
         /* samples_v7 (schema 7's samples, being converted) was seen gone */
         bool v7_gone;
+        bool v7_indexes_gone; /* its indexes samples_stack and samples_process were dropped */
         hashmap *query_locations;
         uint64_t query_locations_deleted;
         struct location_info **transient; /* see transient_add (store-query.c) */
