@@ -498,7 +498,9 @@ static void run_retention(writer *w, uint64_t now_ns) {
 /* Work on schema 8's conversion after each drain, at most: half the
  * default interval, so converting an old store takes at most half a CPU
  * while it lasts; steps stop sooner when a drain is queued, so a drain
- * waits for one step at most (about 50 ms). */
+ * waits for one step at most (about 50 ms). The first steps come after
+ * the first drain, not at start: there they would compete with loading
+ * the BPF programs for the CPU and delay READY (docs/performance.md). */
 #define MIGRATE_BUDGET_NS (5000ULL * 1000000ULL)
 
 /* Steps of the conversion of schema 7's samples (store_migrate_step) until
@@ -538,9 +540,6 @@ static void apply_settings(writer *w, struct job *j) {
         if (w->ret)
                 retention_get_totals(w->ret, &w->stats.retention);
         pthread_mutex_unlock(&w->lock);
-        /* the first settings come at start: an old store's conversion
-         * begins then, not after the first drain */
-        run_migration(w);
 }
 
 /* A drain: stored, handed back to the loop (the flush waiting for it),
