@@ -237,14 +237,13 @@ void store_stats_done(struct store_stats *st);
 int store_v7_present(store *s, bool *ret);
 
 struct store_migrate_limits {
-        uint64_t max_rows; /* rows per step (whole drains, at least one); 0: the default, 8192 */
-        uint64_t max_ns;   /* work per step; 0: the default, 50 ms */
+        uint64_t max_rows; /* rows per step, by the drains' keys (whole drains, at least one); 0: the default, 8192 */
         bool rollback;     /* tests: roll the step back instead of committing it */
 };
 
-/* Converts the newest drains left in samples_v7 to blocks, deletes their
- * rows and counts their stacks and processes (stack_refs, process_refs),
- * in one transaction; drops samples_v7 with its last rows. lim may be
+/* Converts the newest drains left in samples_v7 to blocks (the step's
+ * drains oldest first), deletes their rows and counts their stacks and
+ * processes (stack_refs, process_refs), in one transaction; drops samples_v7 with its last rows. lim may be
  * NULL. Returns 1 when it converted something (*ret_rows rows; call again
  * for more), 0 when there is nothing left, or a negative errno (logged;
  * the step was rolled back). */
