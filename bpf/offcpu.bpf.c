@@ -244,12 +244,81 @@ int BPF_PROG(profd_switch_done) {
         return 0;
 }
 
+/* Where the kernel's interrupt entry code is (.irqentry.text: the entries
+ * of device interrupts and system vectors), from /proc/kallsyms; 0: unknown. */
+const volatile __u64 irqentry_start = 0, irqentry_end = 0;
+
+/* The numeric value of a kernel pointer (profd runs with CAP_PERFMON, for
+ * which the verifier lets a program read pointers as numbers). */
+static __always_inline __u64 pointer_value(const void *ptr) {
+        const void *volatile slot = ptr;
+        __u64 v = 0;
+
+        bpf_probe_read_kernel(&v, sizeof(v), (const void *) &slot);
+        return v;
+}
+
+struct interrupt_scan {
+        const struct profd_frames *kernel;
+        bool found;
+};
+
+static long interrupt_frame(__u32 i, struct interrupt_scan *scan) {
+        __u64 ip;
+
+        if (i >= scan->kernel->n)
+                return 1;
+        barrier_var(i); /* the verifier must see this bound on its own */
+        if (i >= PROFD_MAX_FRAMES)
+                return 1;
+        ip = scan->kernel->ips[i];
+        if (ip >= irqentry_start && ip < irqentry_end) {
+                scan->found = true;
+                return 1;
+        }
+        return 0;
+}
+
+/* Whether this CPU runs an interrupt (hard, or softirqs) rather than the
+ * current task's own work. (The kernel's preempt_count would tell, but it
+ * is a per-CPU variable, and kernels without CONFIG_KALLSYMS_ALL, like this
+ * test VM's, give BPF no address for it.) Two tests, each exact where the
+ * other may not be:
+ * - ctx, the tracepoint's arguments, is on the kernel stack this CPU runs
+ *   on. Off the task's own stack (task->stack up to its saved user
+ *   registers) it is an interrupt's: x86-64 runs interrupts that arrive in
+ *   kernel mode, and the softirqs they or a task's local_bh_enable run, on
+ *   a per-CPU stack.
+ * - An interrupt that arrives in user mode runs on the task's stack, which
+ *   is empty then: its kernel stack is short and has the interrupt's entry
+ *   (asm_sysvec_*, asm_common_interrupt) among its frames. */
+static __always_inline bool in_interrupt_context(void *ctx, struct task_struct *task,
+                                                 const struct profd_frames *kernel) {
+        __u64 here = pointer_value(ctx);
+        __u64 bottom = (__u64) BPF_CORE_READ(task, stack);
+        __u64 top = pointer_value((const void *) bpf_task_pt_regs(task)) + bpf_core_type_size(struct pt_regs);
+        struct interrupt_scan scan = { .kernel = kernel };
+
+        if (here <= bottom || here >= top)
+                return true;
+        if (!kernel)
+                return false;
+        bpf_loop(PROFD_MAX_FRAMES, interrupt_frame, &scan, 0);
+        return scan.found;
+}
+
+/* A wakeup is credited to the task that did it. In interrupt context that is
+ * not the current task, which the interrupt merely preempted (a timer that
+ * expires while a thread writes to a pipe is not the writer's doing): such
+ * wakeups, like those over the idle task, go to process 0 with no user
+ * stack, and the kernel stack of the interrupt and of what it interrupted. */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(profd_waking, struct task_struct *p) {
         struct task_struct *waker = bpf_get_current_task_btf();
         struct profd_sample_key key = {};
-        struct profd_frames *f;
+        struct profd_frames *f, *k;
         struct profd_task *t;
+        bool kernel_ok;
         __u32 gen;
         __u64 blocked;
 
@@ -268,12 +337,16 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         key.kind = PROFD_KIND_WAKEUP;
         key.state = t->state;
         key.peer_tid = p->pid;
-        key.tid = waker->pid;
-        key.tgid = waker->tgid;
-        /* an interrupt waking a thread runs on whatever task it interrupted;
-         * the kernel stack then shows the interrupt path */
-        key.start_ns = key.tid ? process_start_ns(waker) : 0;
-        key.cgroup_id = bpf_get_current_cgroup_id();
+        k = scratch_get(SCRATCH_WAKER_KERNEL);
+        if (!k)
+                return 0;
+        kernel_ok = frames_set(k, bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR);
+        if (waker->pid != 0 && !in_interrupt_context(ctx, waker, kernel_ok ? k : NULL)) {
+                key.tid = waker->pid;
+                key.tgid = waker->tgid;
+                key.start_ns = process_start_ns(waker);
+                key.cgroup_id = bpf_get_current_cgroup_id();
+        }
 
         if (key.tid == 0 || (waker->flags & PF_KTHREAD)) {
                 key.user_stack = PROFD_STACK_NONE;
@@ -283,13 +356,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                         return 0;
                 key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f, SCRATCH_WAKER_USER) : PROFD_STACK_LOST;
         }
-        f = scratch_get(SCRATCH_WAKER_KERNEL);
-        if (!f)
-                return 0;
-        if (frames_set(f, bpf_get_stack(ctx, f->ips, sizeof(f->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
-                key.kernel_stack = frames_store(gen, f, SCRATCH_WAKER_KERNEL);
-        else
-                key.kernel_stack = PROFD_STACK_LOST;
+        key.kernel_stack = kernel_ok ? frames_store(gen, k, SCRATCH_WAKER_KERNEL) : PROFD_STACK_LOST;
 
         count_key(gen, &key, blocked);
         if (key.tgid)

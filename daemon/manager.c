@@ -579,6 +579,8 @@ static int send_status(manager *m, server_client *c) {
                 json_object_set_new(o, "kinds", kinds);
                 json_object_set_new(o, "processes_tracked", json_integer((json_int_t) ws.processes_tracked));
                 json_object_set_new(o, "symbol_cache_bytes", json_integer((json_int_t) ws.symbol_cache_bytes));
+                json_object_set_new(o, "symbol_mapped_bytes", json_integer((json_int_t) ws.symbol_mapped_bytes));
+                json_object_set_new(o, "symbol_peak_bytes", json_integer((json_int_t) ws.symbol_peak_bytes));
                 json_object_set_new(o, "unresolved", json_pack("{s:I, s:I, s:I, s:I}",
                         "no_symbols", (json_int_t) ws.unresolved.no_symbols,
                         "no_file", (json_int_t) ws.unresolved.no_file,

@@ -107,6 +107,7 @@ struct css_set {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+        void *stack; /* bottom of its kernel stack */
         unsigned int flags;
         pid_t pid;
         pid_t tgid;

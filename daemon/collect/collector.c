@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include <sys/mman.h>
 
+#include "kallsyms.h"
 #include "log.h"
 #include "macro.h"
 #include "mapsize.h"
@@ -242,6 +243,26 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(collector *, collector_free);
  * load: keys and stack nodes per generation from the sampling rate and the
  * CPUs, within kernel_memory (mapsize.c; docs/architecture.md, "Map
  * sizes"). Returns 0 or a negative errno, logged. */
+/* Tells the wakeup program where the kernel's interrupt entry code is, by
+ * which it knows a wakeup done by an interrupt from one done by the task it
+ * interrupted (bpf/offcpu.bpf.c, in_interrupt_context). Without it, only
+ * interrupts that arrive in kernel mode are told apart. */
+static void interrupt_text_set(collector *c) {
+        static const char *const names[] = { "__irqentry_text_start", "__irqentry_text_end" };
+        uint64_t addrs[ELEMENTSOF(names)];
+        int r = kallsyms_find("/proc/kallsyms", names, ELEMENTSOF(names), addrs);
+
+        if (r < 0 || addrs[0] >= addrs[1]) {
+                log_warning_errno(r < 0 ? r : -ENOENT,
+                                  "Cannot find the kernel's interrupt entry code in /proc/kallsyms (%m): "
+                                  "wakeups by interrupts that arrive in user mode are credited to the "
+                                  "thread they interrupted.");
+                return;
+        }
+        c->skel->rodata->irqentry_start = addrs[0];
+        c->skel->rodata->irqentry_end = addrs[1];
+}
+
 static int collector_open(collector *c, const struct conf *cfg, struct mapsize_plan *ret_plan) {
         unsigned long pid_max = 32768;
         size_t seen_max;
@@ -292,6 +313,8 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
                 log_info("The kernel has no sched_exit_tp tracepoint: off-CPU user stacks are walked at "
                          "every switch-out, which costs more per context switch.");
         c->skel->rodata->offcpu_walk_at_switch_out = !c->switch_done;
+        if (cfg->kind_wakeup)
+                interrupt_text_set(c);
         bpf_program__set_autoload(c->skel->progs.profd_switch_done, cfg->kind_offcpu && c->switch_done);
         bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->kind_cpu);
         bpf_program__set_autoload(c->skel->progs.profd_switch, cfg->kind_offcpu || cfg->kind_wakeup);

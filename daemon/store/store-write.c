@@ -13,6 +13,11 @@
 #include "sample-blocks.h"
 #include "store-private.h"
 
+/* The most ids the drain connection's caches keep in all: each costs about
+ * 80 bytes (its slot, its key, a thread's name), so about 2.5 MiB. A
+ * drain at defaults looks up a few thousand; see store_drain_commit. */
+#define STORE_ID_CACHE_MAX 32768
+
 /* Runs a statement that returns nothing. */
 static int step_done(store *s, sqlite3_stmt *st, const char *what) {
         int rc = sqlite3_step(st);
@@ -177,6 +182,20 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
         if (r < 0)
                 free(k);
         return r;
+}
+
+int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address) {
+        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_RESOLVED];
+        int64_t resolved = 0;
+        int r;
+
+        sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, build_id ? build_id : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, (int64_t) address);
+        r = step_id(s, st, &resolved, "location lookup");
+        if (r <= 0)
+                return r;
+        return resolved != 0;
 }
 
 /* Binds a stack's user_end: NULL for STORE_END_UNKNOWN. */
@@ -448,6 +467,16 @@ int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, u
         if (r < 0)
                 return r;
         s->in_drain = false;
+        /* The id caches only spare SQLite lookups (a miss selects the row,
+         * as after a rollback), and without a bound they keep every
+         * process, thread, location and function stored since the last
+         * rollback or retention pass: on a host starting thousands of
+         * processes a minute, megabytes an hour. Past the bound they start
+         * over empty, at the cost of one drain's lookups. */
+        if (hashmap_size(s->mapping_ids) + hashmap_size(s->function_ids) + hashmap_size(s->location_ids) +
+                    hashmap_size(s->process_ids) + hashmap_size(s->thread_names) >
+            STORE_ID_CACHE_MAX)
+                store_forget_ids(s);
         if (ret_drain_id)
                 *ret_drain_id = s->drain_id;
         if (ret_samples)

@@ -59,6 +59,9 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_STACK_FRAMES] = "SELECT frames, user_end FROM stacks WHERE id = ?1",
         [STMT_UPSERT_THREAD] = "INSERT INTO threads (process_id, tid, comm) VALUES (?1, ?2, ?3) "
                                "ON CONFLICT (process_id, tid) DO UPDATE SET comm = excluded.comm",
+        [STMT_SELECT_LOCATION_RESOLVED] = "SELECT l.function_id IS NOT NULL FROM locations l "
+                                          "JOIN mappings m ON m.id = l.mapping_id "
+                                          "WHERE m.path = ?1 AND m.build_id = ?2 AND l.address = ?3",
 };
 
 /* Frees a map whose keys and values are both malloc'd; returns NULL. */

@@ -138,6 +138,14 @@ int store_drain_drop(store *s, const char *reason, uint64_t count);
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys);
 void store_drain_abort(store *s);
 
+/* Whether the user frame at address (a file offset) of the mapping
+ * (module, build_id) is stored already, with its function: then
+ * store_drain_add keeps that location as it is, and the caller need not
+ * symbolize the frame again. Sees this connection's own uncommitted rows.
+ * Returns 1, 0 (not stored, or stored without a function), or a negative
+ * errno. */
+int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address);
+
 /* Forgets the ids of rows this connection cached (mappings, functions,
  * locations, processes): call after another connection deleted such rows
  * (retention), outside a drain. */

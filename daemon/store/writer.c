@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,29 @@ static const char *jit_tag(writer *w, const struct proc *p) {
         return w->jit_tag;
 }
 
+/* Whether the frame's location is in the store with its function already:
+ * then resolving it again (maybe reopening DWARF closed since) is wasted,
+ * since store_drain_add keeps a stored location as it is. The store is
+ * asked only when resolving would read DWARF, and a yes is remembered in
+ * the file object, per mapping path (the tag). A failed lookup counts as
+ * no: the frame is resolved as before. */
+static bool frame_stored(writer *w, const sym_file *file, const char *module, const char *build_id, uint64_t off) {
+        uint64_t tag = hash_bytes(module, strlen(module));
+
+        switch (sym_file_cached(file, off, tag)) {
+        case SYM_CACHED_STORED:
+                return true;
+        case SYM_CACHED_CHEAP:
+                return false;
+        case SYM_CACHED_NOT:
+                break;
+        }
+        if (store_location_resolved(w->store, module, build_id, off) <= 0)
+                return false;
+        (void) sym_file_mark_stored(w->sym, file, off, tag);
+        return true;
+}
+
 /* A user frame: the mapping it falls in, the file offset, the symbol; for
  * JIT code the absolute address and the name in the process's perf map.
  * Counts why a frame stays unresolved. */
@@ -135,13 +159,16 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
                 .address = off,
         };
         struct sym_frame chain[MAX_INLINE];
-        int n = map->file ? sym_file_resolve(w->sym, map->file, off, chain, MAX_INLINE) : 0;
+        int n;
 
         if (!map->file) {
                 w->unresolved.no_file++;
                 f.unresolved = STORE_UNRESOLVED_NO_FILE;
                 return f;
         }
+        if (frame_stored(w, map->file, f.module, f.build_id, off))
+                return f;
+        n = sym_file_resolve(w->sym, map->file, off, chain, MAX_INLINE);
         if (n <= 0) {
                 w->unresolved.no_symbols++;
                 f.unresolved = STORE_UNRESOLVED_NO_SYMBOLS;
@@ -399,6 +426,8 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         pthread_mutex_lock(&w->lock);
         if (r < 0) {
                 store_drain_abort(w->store);
+                /* Locations of the rolled back drain may be marked stored. */
+                (void) symbolizer_forget_stored(w->sym);
                 w->stats.failed_drains++;
                 for (int i = 0; i < PROFD_COUNTER__MAX; i++)
                         w->stats.pending_drops[i] += b->counters[i];
@@ -414,6 +443,15 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         w->stats.pending_drops[i] -= stats.pending_drops[i];
         }
         pthread_mutex_unlock(&w->lock);
+        /* The disk the DWARF copies take (next to the store) is the
+         * store's first: give it back; DWARF is read into the heap until
+         * there is room again. */
+        if (r == -ENOSPC || r == -EDQUOT) {
+                int64_t freed = symbolizer_release_copies(w->sym);
+
+                if (freed > 0)
+                        log_info("The store's disk is full: gave back %" PRId64 " KiB of DWARF copies.", freed >> 10);
+        }
         return r;
 }
 
@@ -479,8 +517,10 @@ static void run_retention(writer *w, uint64_t now_ns) {
                 bool forget = false;
                 int r = retention_step(w->ret, now_ns, &forget);
 
-                if (forget)
+                if (forget) {
                         store_forget_ids(w->store);
+                        (void) symbolizer_forget_stored(w->sym);
+                }
                 if (r <= 0)
                         break; /* done, or failed (logged): tried again after the next drain */
                 pthread_mutex_lock(&w->lock);
@@ -602,6 +642,8 @@ static void writer_run(workqueue_item *item, void *thread_data, void *userdata) 
         pthread_mutex_lock(&w->lock);
         w->stats.processes_tracked = proctable_size(w->procs);
         w->stats.symbol_cache_bytes = symbolizer_cache_bytes(w->sym);
+        w->stats.symbol_mapped_bytes = symbolizer_mapped_bytes(w->sym);
+        w->stats.symbol_peak_bytes = symbolizer_peak_bytes(w->sym);
         w->stats.jit_map_entries_dropped = proctable_jit_entries_dropped(w->procs);
         pthread_mutex_unlock(&w->lock);
 }
@@ -644,6 +686,13 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
         if (r < 0)
                 return log_oom();
         symbolizer_set_cache_budget(w->sym, symbol_cache_budget);
+        /* DWARF copies go next to the store: a disk profd writes anyway. */
+        {
+                _cleanup_free_ char *dir = strdup(store_path);
+
+                if (!dir || symbolizer_set_scratch_dir(w->sym, dirname(dir)) < 0)
+                        return log_oom();
+        }
         if (debuginfod && symbolizer_enable_debuginfod(w->sym) < 0)
                 return log_oom();
         r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");

@@ -39,7 +39,9 @@ struct writer_stats {
         uint64_t failed_drains;                       /* not yet stored as drops */
         uint64_t pending_drops[PROFD_COUNTER__MAX];   /* drop counts of those drains */
         uint64_t processes_tracked;
-        uint64_t symbol_cache_bytes;   /* what the symbolizer holds now */
+        uint64_t symbol_cache_bytes;   /* what the symbolizer holds now (heap) */
+        uint64_t symbol_mapped_bytes;  /* DWARF copies mapped now (file pages) */
+        uint64_t symbol_peak_bytes;    /* the most of both together, at the end of a drain */
         struct writer_unresolved unresolved;
         uint64_t jit_map_entries_dropped;             /* perf map entries over the per-process bound */
         bool retention_on;                            /* retention runs (its connection is open) */

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "bsearch.h"
+#include "dwarf-copy.h"
 #include "dwarf-scopes.h"
 #include "helpers.h"
 #include "macro.h"
@@ -99,7 +102,7 @@ static int cu_ranges_add_unlisted(Dwarf *dwarf, const Dwarf_Off *listed, size_t 
 static int dwarf_index_read_cu_runs(struct dwarf_index *d) {
         _cleanup_free_ struct cu_range *ranges = NULL;
         _cleanup_free_ Dwarf_Off *listed = NULL;
-        size_t n_ranges = 0, ranges_allocated = 0, n_aranges = 0, runs_allocated = 0;
+        size_t n_ranges = 0, ranges_allocated = 0, n_aranges = 0;
         Dwarf_Aranges *aranges;
         int r;
 
@@ -136,7 +139,7 @@ static int dwarf_index_read_cu_runs(struct dwarf_index *d) {
         for (size_t i = 0; i < n_ranges; i++) {
                 if (d->n_cu_runs > 0 && d->cu_runs[d->n_cu_runs - 1].cu_offset == ranges[i].cu_offset)
                         continue;
-                r = array_grow((void **) &d->cu_runs, &runs_allocated, d->n_cu_runs + 1, sizeof(*d->cu_runs));
+                r = array_grow((void **) &d->cu_runs, &d->cu_runs_allocated, d->n_cu_runs + 1, sizeof(*d->cu_runs));
                 if (r < 0)
                         return r;
                 d->cu_runs[d->n_cu_runs++] = (struct cu_run) {
@@ -146,7 +149,7 @@ static int dwarf_index_read_cu_runs(struct dwarf_index *d) {
         }
         if (n_ranges > 0)
                 d->cu_runs_end = ranges[n_ranges - 1].end;
-        d->bytes += runs_allocated * sizeof(*d->cu_runs);
+        d->runs_read = true;
         return 0;
 }
 
@@ -179,7 +182,54 @@ static bool elf_string_sections_terminated(Elf *e) {
         return true;
 }
 
-int dwarf_index_open(struct dwarf_index *d) {
+/* Maps the decompressed copy of d's DWARF sections, made now if there is
+ * none yet and one can be made, and opens an Elf on it; else an Elf
+ * reading d->fd into the heap. Returns 0 (d->elf NULL when neither works)
+ * or -ENOMEM. */
+static int dwarf_index_open_elf(struct dwarf_index *d, const char *scratch_dir) {
+        void *map;
+        int r;
+
+        if (d->copy_fd < 0 && !d->copy_refused && scratch_dir) {
+                r = dwarf_copy_make(d->fd, scratch_dir, &d->copy_fd, &d->copy_size);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == 0)
+                        d->copy_refused = true;
+                /* -ENOSPC: read into the heap this time, tried again at the
+                 * next open */
+        }
+        if (d->copy_fd >= 0 && d->copy_size <= SIZE_MAX) {
+                /* Read-only and private: nothing writes the copy. */
+                map = mmap(NULL, (size_t) d->copy_size, PROT_READ, MAP_PRIVATE, d->copy_fd, 0);
+                if (map != MAP_FAILED) {
+                        /* ELF_C_READ_MMAP semantics: libelf never writes
+                         * into a memory image. */
+                        d->elf = elf_memory(map, (size_t) d->copy_size);
+                        if (d->elf) {
+                                d->map = map;
+                                d->map_size = (size_t) d->copy_size;
+                                return 0;
+                        }
+                        munmap(map, (size_t) d->copy_size);
+                }
+        }
+        /* ELF_C_READ rather than mmap for the original: a file truncated
+         * under us then gives short reads, not SIGBUS. */
+        d->elf = elf_begin(d->fd, ELF_C_READ, NULL);
+        return 0;
+}
+
+/* Ends the Elf and the mapping under it. */
+static void dwarf_index_close_elf(struct dwarf_index *d) {
+        if (d->elf)
+                elf_end(TAKE_PTR(d->elf));
+        if (d->map)
+                munmap(TAKE_PTR(d->map), d->map_size);
+        d->map_size = 0;
+}
+
+int dwarf_index_open(struct dwarf_index *d, const char *scratch_dir) {
         int r;
 
         if (d->dwarf || d->failed)
@@ -188,7 +238,9 @@ int dwarf_index_open(struct dwarf_index *d) {
                 d->failed = true;
                 return 0;
         }
-        d->elf = elf_begin(d->fd, ELF_C_READ, NULL);
+        r = dwarf_index_open_elf(d, scratch_dir);
+        if (r < 0)
+                return r;
         if (d->elf)
                 d->dwarf = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
         if (d->dwarf) {
@@ -197,23 +249,45 @@ int dwarf_index_open(struct dwarf_index *d) {
                 Dwarf *alt = dwarf_getalt(d->dwarf);
 
                 if (!elf_string_sections_terminated(d->elf) ||
-                    (alt && !elf_string_sections_terminated(dwarf_getelf(alt)))) {
+                    (alt && !elf_string_sections_terminated(dwarf_getelf(alt))))
                         dwarf_end(TAKE_PTR(d->dwarf));
-                        elf_end(TAKE_PTR(d->elf));
-                }
         }
         if (!d->dwarf) {
-                if (d->elf)
-                        elf_end(TAKE_PTR(d->elf));
+                dwarf_index_close_elf(d);
                 /* libdw does not tell OOM apart from bad DWARF here. */
                 d->failed = true;
                 return 0;
         }
-        d->bytes = dwarf_estimate_bytes(d->elf);
-        r = dwarf_index_read_cu_runs(d);
-        if (r < 0)
-                return r;
+        /* Mapped sections are page cache, not heap. */
+        d->bytes = d->map ? 0 : dwarf_estimate_bytes(d->elf);
+        if (!d->runs_read) {
+                r = dwarf_index_read_cu_runs(d);
+                if (r < 0)
+                        return r;
+        }
+        d->bytes += d->cu_runs_allocated * sizeof(*d->cu_runs);
         return 0;
+}
+
+bool dwarf_index_is_open(const struct dwarf_index *d) {
+        return d->dwarf;
+}
+
+uint64_t dwarf_index_release_copy(struct dwarf_index *d) {
+        uint64_t size = d->copy_size;
+
+        if (d->map || d->copy_fd < 0)
+                return 0;
+        d->copy_fd = safe_close(d->copy_fd);
+        d->copy_size = 0;
+        return size;
+}
+
+void dwarf_index_drop_pages(struct dwarf_index *d) {
+        /* A private read-only file mapping that was never written: the
+         * pages are only unmapped from us, their contents stay the file's. */
+        if (d->map)
+                (void) madvise(d->map, d->map_size, MADV_DONTNEED);
 }
 
 /* The CU containing vaddr, by libdwfl's rule: the run starting at or before
@@ -421,10 +495,10 @@ int dwarf_index_collect(struct dwarf_index *d, uint64_t vaddr, const char *symbo
 }
 
 void dwarf_index_init(struct dwarf_index *d) {
-        *d = (struct dwarf_index) { .fd = -1 };
+        *d = (struct dwarf_index) { .fd = -1, .copy_fd = -1 };
 }
 
-void dwarf_index_done(struct dwarf_index *d) {
+void dwarf_index_close(struct dwarf_index *d) {
         const void *key;
         void *value;
         size_t state = 0;
@@ -433,19 +507,28 @@ void dwarf_index_done(struct dwarf_index *d) {
                 while (hashmap_iterate(d->paths, &state, &key, &value))
                         if (value != key)
                                 free(value);
-        hashmap_free(d->paths);
+        d->paths = hashmap_free(d->paths);
         state = 0;
         if (d->cu_scopes)
                 while (hashmap_iterate(d->cu_scopes, &state, NULL, &value))
                         cu_scopes_free(value);
-        hashmap_free(d->cu_scopes);
+        d->cu_scopes = hashmap_free(d->cu_scopes);
+        /* The CU DIEs point into the Dwarf. */
+        for (size_t i = 0; i < d->n_cu_runs; i++)
+                d->cu_runs[i].has_die = false;
         /* libdw's strings and line tables go with it; the caller dropped its
          * copies of pointers into them first. */
         if (d->dwarf)
-                dwarf_end(d->dwarf);
-        if (d->elf)
-                elf_end(d->elf);
+                dwarf_end(TAKE_PTR(d->dwarf));
+        dwarf_index_close_elf(d);
+        d->bytes = d->cu_runs_allocated * sizeof(*d->cu_runs);
+        d->cache_bytes = 0;
+}
+
+void dwarf_index_done(struct dwarf_index *d) {
+        dwarf_index_close(d);
         safe_close(d->fd);
+        safe_close(d->copy_fd);
         free(d->cu_runs);
         free(d->path);
         dwarf_index_init(d);

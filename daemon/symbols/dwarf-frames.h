@@ -21,20 +21,32 @@ struct cu_run {
 
 /* Owned by its sym_file. The fd is taken at load and stays open while the
  * file is cached, so a debug file or binary deleted or replaced after
- * loading still resolves; the rest is built by dwarf_index_open. */
+ * loading still resolves; the rest is built by dwarf_index_open and freed
+ * by dwarf_index_close, except the CU runs, which are small (24 bytes a
+ * CU) and spare a reopen reading .debug_aranges and every CU header. */
 struct dwarf_index {
         int fd; /* -1: no DWARF found */
         char *path; /* the file DWARF is read from, NULL with fd -1 */
         Elf *elf;
         Dwarf *dwarf; /* NULL until opened, or when it could not be */
         bool failed; /* opening it failed (or there is none): symbol tables only */
+        void *map; /* the mapped decompressed copy (dwarf-copy.h) elf reads, or NULL: elf reads fd */
+        size_t map_size;
+        /* The copy, kept across closes so that a reopen maps it again
+         * rather than inflating the sections anew (-1: none made yet, or
+         * given back by dwarf_index_release_copy); copy_refused: the file
+         * is not one dwarf_copy_make handles, never tried again. */
+        int copy_fd;
+        uint64_t copy_size;
+        bool copy_refused;
+        bool runs_read; /* cu_runs is built (it outlives a close) */
         struct cu_run *cu_runs; /* sorted by start */
-        size_t n_cu_runs;
+        size_t n_cu_runs, cu_runs_allocated;
         uint64_t cu_runs_end; /* end of the last arange */
         hashmap *cu_scopes; /* CU DIE offset -> struct cu_scopes * */
         hashmap *paths; /* libdw's file name pointer -> name with the CU's comp_dir (or itself) */
 
-        uint64_t bytes; /* section data, libdw's line tables, CU runs and scope trees */
+        uint64_t bytes; /* heap: section data read (not mapped), libdw's line tables, CU runs, scope trees */
         uint64_t cache_bytes; /* joined paths */
 };
 
@@ -44,10 +56,29 @@ void dwarf_index_init(struct dwarf_index *d);
 void dwarf_index_done(struct dwarf_index *d);
 
 /* Opens the DWARF behind d->fd on first use (later calls return at once).
- * DWARF that cannot be read (including string sections without a final
- * NUL, here or in a dwz file) leaves d->dwarf NULL and d->failed set: the
- * file resolves through its symbol table alone. Returns 0 or -ENOMEM. */
-int dwarf_index_open(struct dwarf_index *d);
+ * With a scratch_dir (NULL: none), the DWARF sections are first copied,
+ * decompressed, into an unlinked file there and read through a read-only
+ * mapping of it (dwarf-copy.h), so that the sections are page cache the
+ * kernel can drop rather than heap; the copy is kept when the DWARF is
+ * closed, for the next open. Files the copy does not handle, or when there
+ * is no room for it, are read into the heap as without one. DWARF that cannot be read (including
+ * string sections without a final NUL, here or in a dwz file) leaves
+ * d->dwarf NULL and d->failed set: the file resolves through its symbol
+ * table alone. Returns 0 or -ENOMEM. */
+int dwarf_index_open(struct dwarf_index *d, const char *scratch_dir);
+/* Whether the DWARF is open now. */
+bool dwarf_index_is_open(const struct dwarf_index *d);
+/* Frees everything the open DWARF holds (libdw's tables, the mapping, the
+ * scope trees, joined paths) but the fd and the CU runs: a later
+ * dwarf_index_open reopens it as it was. Every pointer into it (names, file
+ * paths) becomes invalid. A closed or never opened d is left as it is. */
+void dwarf_index_close(struct dwarf_index *d);
+/* Closes a closed d's copy, giving its disk space back (the next open
+ * makes it again if there is room). Returns the bytes given back. */
+uint64_t dwarf_index_release_copy(struct dwarf_index *d);
+/* Lets the kernel take back the resident pages of the mapped copy (they
+ * are read again from the page cache or disk when next touched). */
+void dwarf_index_drop_pages(struct dwarf_index *d);
 
 /* The frames of one address while they are collected; function is left
  * NULL for the caller to fill (demangled names are cached per file). */

@@ -60,6 +60,10 @@ void kernel_table_done(struct kernel_table *t) {
         *t = (struct kernel_table) {};
 }
 
+uint64_t kernel_table_bytes(const struct kernel_table *t) {
+        return t->n_syms * sizeof(*t->syms) + t->names_size;
+}
+
 /* Splits one kallsyms line, "ADDR TYPE NAME" optionally followed by
  * "\t[MODULE]", in place. Returns 0, or -EINVAL when the line has another
  * shape. *ret_module is NULL for the kernel image. */
@@ -108,6 +112,43 @@ static int kallsyms_parse_line(char *line, uint64_t *ret_addr, char *ret_type,
         return 0;
 }
 
+/* One line of a kallsyms-format file, split in place in the reader's buffer. */
+struct kallsyms_reader {
+        FILE *file;
+        char *line;
+        size_t line_size;
+        bool any_address; /* a line read so far had a non-zero address */
+};
+
+struct kallsyms_line {
+        uint64_t addr;
+        char type;
+        char *name, *module; /* module: NULL for the kernel image */
+};
+
+/* Reads the next well-formed line (others are skipped). Returns 1, 0 at the
+ * end of the file, or -EIO or -ENOMEM. */
+static int kallsyms_next(struct kallsyms_reader *rd, struct kallsyms_line *ret) {
+        for (;;) {
+                errno = 0;
+                if (getline(&rd->line, &rd->line_size, rd->file) < 0) {
+                        if (ferror(rd->file))
+                                return errno == ENOMEM ? -ENOMEM : -EIO;
+                        return 0;
+                }
+                if (kallsyms_parse_line(rd->line, &ret->addr, &ret->type, &ret->name, &ret->module) < 0)
+                        continue;
+                rd->any_address = rd->any_address || ret->addr != 0;
+                return 1;
+        }
+}
+
+static void kallsyms_reader_done(struct kallsyms_reader *rd) {
+        if (rd->file)
+                fclose(rd->file);
+        free(rd->line);
+}
+
 /* Functions live in text, local or global; weak symbols (w, W) are code too,
  * since kallsyms gives weak objects their own letters (v, V). */
 static bool kallsyms_type_is_text(char type) {
@@ -128,8 +169,16 @@ static int kernel_type_rank(char type) {
         }
 }
 
+/* A symbol as read, before the table is sorted and made compact: the type
+ * only orders aliases. */
+struct kernel_sym_read {
+        uint64_t start;
+        uint32_t name_off, module_off;
+        char type;
+};
+
 static int kernel_sym_compare(const void *a, const void *b, void *userdata) {
-        const struct kernel_sym *x = a, *y = b;
+        const struct kernel_sym_read *x = a, *y = b;
         const char *names = userdata, *nx = names + x->name_off, *ny = names + y->name_off;
         int rx = kernel_type_rank(x->type), ry = kernel_type_rank(y->type), ux, uy;
 
@@ -146,34 +195,26 @@ static int kernel_sym_compare(const void *a, const void *b, void *userdata) {
 
 int kernel_table_load(struct kernel_table *t, const char *path) {
         _cleanup_(string_arena_done) struct string_arena names = {};
-        _cleanup_free_ struct kernel_sym *syms = NULL;
-        _cleanup_fclose_ FILE *file = NULL;
-        _cleanup_free_ char *line = NULL;
-        size_t n_syms = 0, allocated = 0, line_size = 0, n_kept = 0;
+        _cleanup_free_ struct kernel_sym_read *syms = NULL;
+        _cleanup_(kallsyms_reader_done) struct kallsyms_reader rd = {};
+        size_t n_syms = 0, allocated = 0, n_kept = 0;
         size_t last_module_off = SIZE_MAX;
-        bool any_address = false;
+        struct kallsyms_line l;
+        struct kernel_sym *table;
+        uint64_t last_start = 0;
+        char *names_fit;
         int r;
 
-        file = fopen(path, "re");
-        if (!file)
+        rd.file = fopen(path, "re");
+        if (!rd.file)
                 return negative_errno();
 
-        for (;;) {
-                char *name, *module;
+        while ((r = kallsyms_next(&rd, &l)) > 0) {
+                const char *name = l.name, *module = l.module;
                 size_t name_off, module_off = SIZE_MAX;
-                uint64_t addr;
-                char type;
+                uint64_t addr = l.addr;
+                char type = l.type;
 
-                errno = 0;
-                if (getline(&line, &line_size, file) < 0) {
-                        if (ferror(file))
-                                return errno == ENOMEM ? -ENOMEM : -EIO;
-                        break;
-                }
-                if (kallsyms_parse_line(line, &addr, &type, &name, &module) < 0)
-                        continue;
-                if (addr != 0)
-                        any_address = true;
                 if (addr == 0 || !kallsyms_type_is_text(type))
                         continue;
 
@@ -192,31 +233,77 @@ int kernel_table_load(struct kernel_table *t, const char *path) {
                         }
                 }
 
+                /* offsets are 32-bit in the table (names are ~3 MiB) */
+                if (names.len >= UINT32_MAX)
+                        return -ENOMEM;
                 r = array_grow((void **) &syms, &allocated, n_syms + 1, sizeof(*syms));
                 if (r < 0)
                         return r;
-                syms[n_syms++] = (struct kernel_sym) {
+                syms[n_syms++] = (struct kernel_sym_read) {
                         .start = addr,
-                        .name_off = name_off,
-                        .module_off = module_off,
+                        .name_off = (uint32_t) name_off,
+                        .module_off = module_off == SIZE_MAX ? UINT32_MAX : (uint32_t) module_off,
                         .type = type,
                 };
         }
-        if (!any_address)
+        if (r < 0)
+                return r;
+        if (!rd.any_address)
                 return -ENODATA;
 
         qsort_r(syms, n_syms, sizeof(*syms), kernel_sym_compare, names.buf);
-        for (size_t i = 0; i < n_syms; i++)
-                if (n_kept == 0 || syms[n_kept - 1].start != syms[i].start)
-                        syms[n_kept++] = syms[i];
+        /* One symbol per address, written compact over the array read: the
+         * i-th 16-byte entry ends before the i-th read entry does, so
+         * nothing not yet read is overwritten. */
+        table = (struct kernel_sym *) (void *) syms;
+        for (size_t i = 0; i < n_syms; i++) {
+                struct kernel_sym_read s = syms[i];
+
+                if (n_kept > 0 && last_start == s.start)
+                        continue;
+                last_start = s.start;
+                memcpy(&table[n_kept++], &(struct kernel_sym) {
+                        .start = s.start, .name_off = s.name_off, .module_off = s.module_off,
+                }, sizeof(struct kernel_sym));
+        }
+        /* Both arrays grew by doubling: give back what they did not fill
+         * (~4 MiB of the ~10 MiB a kernel's table took). */
+        table = n_kept > 0 ? realloc(syms, n_kept * sizeof(*table)) : NULL;
+        if (table)
+                syms = NULL;
+        else
+                table = (struct kernel_sym *) (void *) TAKE_PTR(syms);
+        names_fit = realloc(names.buf, MAX(names.len, (size_t) 1));
+        if (names_fit)
+                names.buf = names_fit;
 
         kernel_table_done(t);
         *t = (struct kernel_table) {
-                .syms = TAKE_PTR(syms),
+                .syms = table,
                 .n_syms = n_kept,
                 .names = TAKE_PTR(names.buf),
+                .names_size = names.len,
         };
         return 0;
+}
+
+int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret) {
+        _cleanup_(kallsyms_reader_done) struct kallsyms_reader rd = {};
+        struct kallsyms_line l;
+        int r;
+
+        for (size_t i = 0; i < n; i++)
+                ret[i] = 0;
+        rd.file = fopen(path, "re");
+        if (!rd.file)
+                return negative_errno();
+        while ((r = kallsyms_next(&rd, &l)) > 0)
+                for (size_t i = 0; i < n && !l.module; i++)
+                        if (ret[i] == 0 && streq(l.name, names[i]))
+                                ret[i] = l.addr;
+        if (r < 0)
+                return r;
+        return rd.any_address ? 0 : -ENODATA;
 }
 
 const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module) {
@@ -230,7 +317,7 @@ const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, con
         sym = &t->syms[lo - 1];
         if (addr - sym->start > KERNEL_SYMBOL_MAX_SPAN)
                 return NULL;
-        if (ret_module && sym->module_off != SIZE_MAX)
+        if (ret_module && sym->module_off != UINT32_MAX)
                 *ret_module = t->names + sym->module_off;
         return t->names + sym->name_off;
 }

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "debug-file.h"
 #include "elf-symbols.h"
@@ -15,10 +17,14 @@
 #include "kallsyms.h"
 #include "macro.h"
 
-/* Enough for the DWARF of a few large programs (a browser's is ~1 GiB, but
- * profiled daemons are mostly 1-50 MiB) plus the symbol tables of every
- * library of a busy host (a few hundred KiB each). */
-#define CACHE_BUDGET_DEFAULT (UINT64_C(256) << 20)
+/* The heap, not the debug files' size: DWARF sections are mapped (see
+ * dwarf_index_open), and what stays in the heap is the symbol tables of
+ * every library of a busy host (a few hundred KiB each) and, for open
+ * DWARF, the line tables and scope trees of the CUs asked about (libc's
+ * full index is ~25 MiB, a drain's share a few hundred KiB); over budget
+ * the DWARF is closed first, and the store answers what it had resolved.
+ * The daemon's default is conf.h's CONF_DEFAULT_SYMBOL_CACHE_MIB. */
+#define CACHE_BUDGET_DEFAULT (UINT64_C(16) << 20)
 
 struct symbolizer {
         hashmap *by_stat; /* struct file_key * (owned by the file) -> sym_file * */
@@ -30,8 +36,16 @@ struct symbolizer {
         uint64_t budget;
         uint64_t tick; /* LRU clock */
         uint64_t generation; /* bumped by every trim that evicted a file */
+        char *scratch_dir; /* where DWARF copies go; NULL: DWARF is read into the heap */
+        uint64_t peak_bytes; /* see symbolizer_peak_bytes */
         struct kernel_table kernel;
 };
+
+/* A file's DWARF unused this long is closed at the next trim. Short, since
+ * what it answered is in the store (the writer asks there first) and a
+ * reopen costs little: libc's is copied and mapped in about 50 ms, and only
+ * the CUs then asked for are read again. */
+#define DWARF_IDLE_NS (UINT64_C(60) * 1000000000)
 
 int symbolizer_new(symbolizer **ret) {
         symbolizer *s;
@@ -60,6 +74,7 @@ symbolizer *symbolizer_free(symbolizer *s) {
         free(s->files);
         debug_search_done(&s->debug);
         kernel_table_done(&s->kernel);
+        free(s->scratch_dir);
         free(s);
         return NULL;
 }
@@ -74,6 +89,30 @@ int symbolizer_set_debug_dirs(symbolizer *s, const char *const *dirs) {
 
 void symbolizer_set_cache_budget(symbolizer *s, uint64_t bytes) {
         s->budget = bytes;
+}
+
+int symbolizer_set_scratch_dir(symbolizer *s, const char *dir) {
+        char *copy = NULL;
+
+        if (dir) {
+                copy = strdup(dir);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        free(s->scratch_dir);
+        s->scratch_dir = copy;
+        return 0;
+}
+
+int symbolizer_forget_stored(symbolizer *s) {
+        int r;
+
+        for (size_t i = 0; i < s->n_files; i++) {
+                r = sym_file_forget_stored(s->files[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 uint64_t symbolizer_generation(const symbolizer *s) {
@@ -165,6 +204,7 @@ int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *ro
         r = sym_file_new(&(struct sym_file_origin) {
                                  .owner = s,
                                  .clock = &s->tick,
+                                 .scratch_dir = (const char *const *) &s->scratch_dir,
                                  .debug = &s->debug,
                                  .root_prefix = root_prefix,
                                  .display_path = display_path,
@@ -183,11 +223,55 @@ int symbolizer_load_file(symbolizer *s, const char *open_path, const sym_file **
         return symbolizer_load_file_at(s, open_path, NULL, open_path, ret);
 }
 
-uint64_t symbolizer_cache_bytes(const symbolizer *s) {
+/* What the budget bounds: the files. */
+static uint64_t symbolizer_files_bytes(const symbolizer *s) {
         uint64_t total = 0;
 
         for (size_t i = 0; i < s->n_files; i++)
                 total += sym_file_bytes(s->files[i]);
+        return total;
+}
+
+uint64_t symbolizer_cache_bytes(const symbolizer *s) {
+        /* The kernel's table is symbols too (~5 MiB) but outside the
+         * budget: counted in it, it left the files 11 of the default
+         * 16 MiB, and the files of a quiet host's processes were evicted
+         * after every drain and read again at once (143 evictions in 70 s,
+         * and no less RSS). */
+        return kernel_table_bytes(&s->kernel) + symbolizer_files_bytes(s);
+}
+
+/* After DWARF was closed or files evicted: glibc keeps freed memory in the
+ * calling thread's arena (the writer's is not the main one, which alone is
+ * trimmed on its own), so without this the heap a file's DWARF held stays
+ * resident. A walk of the arenas: cheap next to what was freed. */
+static void symbolizer_give_back(size_t n_freed) {
+        if (n_freed > 0)
+                (void) malloc_trim(0);
+}
+
+uint64_t symbolizer_mapped_bytes(const symbolizer *s) {
+        uint64_t total = 0;
+
+        for (size_t i = 0; i < s->n_files; i++)
+                total += sym_file_mapped_bytes(s->files[i]);
+        return total;
+}
+
+uint64_t symbolizer_peak_bytes(const symbolizer *s) {
+        return s->peak_bytes;
+}
+
+int64_t symbolizer_release_copies(symbolizer *s) {
+        int64_t total = 0, r;
+
+        for (size_t i = 0; i < s->n_files; i++) {
+                r = sym_file_release_copy(s->files[i]);
+                if (r < 0)
+                        return r;
+                total += r;
+        }
+        symbolizer_give_back(1);
         return total;
 }
 
@@ -205,14 +289,45 @@ static void symbolizer_evict(symbolizer *s, sym_file *f) {
 }
 
 size_t symbolizer_trim(symbolizer *s) {
-        uint64_t total = symbolizer_cache_bytes(s);
-        size_t n_evicted = 0, n_kept = 0;
+        struct timespec ts;
+        uint64_t total, now_ns;
+        size_t n_evicted = 0, n_kept = 0, n_closed = 0;
 
-        if (total <= s->budget)
+        /* Idle DWARF goes whatever the budget; the pages of the rest are
+         * given back (the next drain faults in what it reads). */
+        s->peak_bytes = MAX(s->peak_bytes, symbolizer_cache_bytes(s) + symbolizer_mapped_bytes(s));
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now_ns = (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+        for (size_t i = 0; i < s->n_files; i++) {
+                sym_file *f = s->files[i];
+
+                if (!sym_file_dwarf_is_open(f))
+                        continue;
+                if (now_ns - sym_file_dwarf_used_ns(f) >= DWARF_IDLE_NS)
+                        n_closed += sym_file_close_dwarf(f) > 0;
+                else
+                        sym_file_drop_pages(f);
+        }
+
+        total = symbolizer_files_bytes(s);
+        if (total <= s->budget) {
+                symbolizer_give_back(n_closed);
                 return 0;
+        }
         /* Oldest first; the survivors stay in that order, which is as good
          * as any (the array has no order of its own). */
         qsort(s->files, s->n_files, sizeof(*s->files), sym_file_compare_last_used);
+        /* First the DWARF, which is most of the memory and which the
+         * store's answers make rarely needed again; then whole files. */
+        for (size_t i = 0; i < s->n_files && total > s->budget; i++) {
+                sym_file *f = s->files[i];
+                uint64_t before = sym_file_bytes(f);
+
+                if (sym_file_close_dwarf(f) > 0) {
+                        total -= before - sym_file_bytes(f);
+                        n_closed++;
+                }
+        }
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
 
@@ -224,7 +339,9 @@ size_t symbolizer_trim(symbolizer *s) {
                         s->files[n_kept++] = f;
         }
         s->n_files = n_kept;
-        s->generation++;
+        if (n_evicted > 0)
+                s->generation++;
+        symbolizer_give_back(n_closed + n_evicted);
         return n_evicted;
 }
 

@@ -5,11 +5,20 @@
  * so libc is read once for the whole machine and a process that exited still
  * resolves through the cache.
  *
- * Lifetime: every sym_file pointer and every string handed out stays valid
- * until symbolizer_free, or until a symbolizer_trim that evicts the file.
- * Nothing else frees a file, so pointers taken during one drain are safe to
- * use until the caller itself trims; symbolizer_generation tells holders of
- * older pointers that they must load their files again. */
+ * Lifetime: every sym_file pointer stays valid until symbolizer_free, or
+ * until a symbolizer_trim that evicts the file; strings from
+ * sym_file_resolve until the next symbolizer_trim (which may close the
+ * DWARF they point into). Nothing else frees them, so what was taken during
+ * one drain is safe to use until the caller itself trims;
+ * symbolizer_generation tells holders of older file pointers that they must
+ * load their files again.
+ *
+ * Memory: a file's DWARF is opened at the first address that needs it and
+ * closed again after a minute without use, or sooner when the cache is over
+ * its budget; with a scratch directory its sections are read through a
+ * mapping of a decompressed private copy, not the heap; the copy (disk,
+ * next to the store) is kept while the file stays cached, unless the disk
+ * fills (symbolizer_release_copies). */
 #pragma once
 
 #include <stdbool.h>
@@ -68,18 +77,44 @@ int symbolizer_load_file(symbolizer *s, const char *open_path, const sym_file **
 int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *root_prefix,
                             const char *display_path, const sym_file **ret);
 
-/* The cache budget in bytes (default 256 MiB: the DWARF of a few large
- * programs plus every library of a typical host). */
+/* Where DWARF sections are copied, decompressed, to be mapped rather than
+ * read into the heap (see dwarf_index_open): a directory on a disk (its
+ * page cache is what the kernel can take back), where profd may create
+ * unlinked files (O_TMPFILE). NULL (the default): no copies. Applies to
+ * DWARF opened afterwards. Returns 0 or -ENOMEM (the old one then stays). */
+int symbolizer_set_scratch_dir(symbolizer *s, const char *dir);
+
+/* The cache budget in bytes (default CACHE_BUDGET_DEFAULT, see
+ * symbolizer.c). */
 void symbolizer_set_cache_budget(symbolizer *s, uint64_t bytes);
-/* The estimated memory the cached files hold: symbol tables, names, the
- * debug sections and libdw's tables of opened DWARF, resolved addresses. */
+/* The estimated heap the cached files hold (symbol tables, names, libdw's
+ * tables of open DWARF (its sections too when read, not mapped), scope
+ * trees, resolved addresses; what the budget bounds) and the kernel's
+ * table (exact, outside the budget). */
 uint64_t symbolizer_cache_bytes(const symbolizer *s);
-/* Evicts least recently used files (loaded, looked up or resolved) until
- * the estimate fits the budget, and closes their files. Every sym_file
- * pointer and string from an evicted file becomes invalid: call it between
- * drains, when no frame of the last one is still being used. Returns the
- * number of files evicted. */
+/* Between drains: closes DWARF unused for a minute, gives back the
+ * resident pages of the mapped copies, then, while the estimate is over
+ * the budget, closes the DWARF of least recently used files (loaded,
+ * looked up or resolved) and, if that is not enough, evicts whole files
+ * and closes them. Every string from sym_file_resolve becomes invalid, and
+ * every sym_file pointer of an evicted file: call it when no frame of the
+ * last drain is still being used. Returns the number of files evicted. */
 size_t symbolizer_trim(symbolizer *s);
+/* The size of the DWARF copies mapped now (file pages: at most this much
+ * of it is resident, and the kernel can take it back). */
+uint64_t symbolizer_mapped_bytes(const symbolizer *s);
+/* The most symbolizer_cache_bytes plus symbolizer_mapped_bytes came to
+ * since symbolizer_new, sampled at each symbolizer_trim before it trims
+ * (the cache only grows between trims, so this is a drain's peak). */
+uint64_t symbolizer_peak_bytes(const symbolizer *s);
+/* The disk the copies take is wanted (the store's filesystem is full):
+ * closes every file's DWARF and its copy; the next open makes a copy only
+ * if there is room again. Invalidates strings as symbolizer_trim does.
+ * Returns the bytes given back, or -ENOMEM. */
+int64_t symbolizer_release_copies(symbolizer *s);
+/* Forgets every file's sym_file_mark_stored (the store deleted locations).
+ * Returns 0 or -ENOMEM. */
+int symbolizer_forget_stored(symbolizer *s);
 /* Changes whenever symbolizer_trim evicted something: a caller that keeps
  * sym_file pointers across trims (per mapping) reloads them when it moved. */
 uint64_t symbolizer_generation(const symbolizer *s);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "debug-file.h"
 #include "dwarf-frames.h"
@@ -15,6 +16,8 @@
 /* Last: libiberty.h (which demangle.h includes) redefines basename and
  * declares helpers of its own, so nothing after it may rely on libc's. */
 #include <libiberty/demangle.h>
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(hashmap *, hashmap_free);
 
 /* What a cached file costs beyond the arrays counted exactly: the struct,
  * its hashmaps' first tables, libelf's and the kernel's per-open-file state. */
@@ -29,11 +32,31 @@ struct resolved {
 
 /* The cached answer for addresses nothing covers. */
 static struct resolved unresolved;
+/* An address the caller has stored with its function already, under the
+ * mapping whose tag it gave (sym_file_mark_stored): the value is the tag
+ * shifted left, with the low bit set, which no real pointer has. It needs
+ * no resolving, and this is all that is kept of it, so the DWARF behind it
+ * can be closed. */
+static bool resolved_is_stored(const void *v) {
+        return (uintptr_t) v & 1;
+}
+
+static void *stored_marker(uint64_t tag) {
+        return (void *) (uintptr_t) ((tag << 1) | 1);
+}
+
+/* Whether a resolved-map value is a frame chain of our own to free (and
+ * holds pointers into the DWARF), rather than one of the markers. */
+static bool resolved_is_chain(const struct resolved *r) {
+        return r != &unresolved && !resolved_is_stored(r);
+}
 
 struct sym_file {
         symbolizer *owner;
         uint64_t *clock; /* the owner's LRU clock */
         uint64_t last_used; /* *clock when last loaded, looked up or resolved */
+        const char *const *scratch_dir; /* the owner's: where DWARF copies go (NULL: none) */
+        uint64_t dwarf_used_ns; /* CLOCK_MONOTONIC when its DWARF (or what it gave) last answered */
 
         char *build_id;
         struct load_segment *segments;
@@ -48,11 +71,12 @@ struct sym_file {
         /* DWARF: found at load, opened at the first resolve. */
         struct dwarf_index dwarf;
 
-        hashmap *resolved; /* vaddr -> struct resolved * (or &unresolved) */
+        hashmap *resolved; /* vaddr -> struct resolved * (or &unresolved, or a stored marker) */
         hashmap *demangled; /* raw name pointer -> demangled copy (or the raw name itself) */
 
         uint64_t base_bytes; /* struct, tables, names, keys, paths */
-        uint64_t cache_bytes; /* resolved addresses, demangled names */
+        uint64_t resolved_bytes; /* the resolved map */
+        uint64_t demangled_bytes; /* the demangled map */
 };
 
 uint64_t file_key_hash(const void *k) {
@@ -82,7 +106,7 @@ sym_file *sym_file_free(sym_file *f) {
                 return NULL;
         if (f->resolved)
                 while (hashmap_iterate(f->resolved, &state, NULL, &value))
-                        if (value != &unresolved)
+                        if (resolved_is_chain(value))
                                 free(value);
         hashmap_free(f->resolved);
         state = 0;
@@ -118,7 +142,7 @@ uint64_t sym_file_last_used(const sym_file *f) {
 }
 
 uint64_t sym_file_bytes(const sym_file *f) {
-        return f->base_bytes + f->dwarf.bytes + f->dwarf.cache_bytes + f->cache_bytes;
+        return f->base_bytes + f->dwarf.bytes + f->dwarf.cache_bytes + f->resolved_bytes + f->demangled_bytes;
 }
 
 int sym_file_index_key(sym_file *f, hashmap *by_stat, const struct file_key *key) {
@@ -200,6 +224,7 @@ int sym_file_new(const struct sym_file_origin *o, Elf *e, int *fd, const struct 
                 return -ENOMEM;
         f->owner = o->owner;
         f->clock = o->clock;
+        f->scratch_dir = o->scratch_dir;
         dwarf_index_init(&f->dwarf);
         f->build_id = TAKE_PTR(*build_id);
         r = elf_read_segments(e, &f->segments, &f->n_segments);
@@ -274,6 +299,13 @@ const char *sym_unresolved_to_string(enum sym_unresolved reason) {
         return NULL;
 }
 
+static uint64_t monotonic_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
 /* The display form of raw: demangled when it is a C++ (_Z) or Rust (_R, and
  * legacy _ZN..17h<hash>E) name, else raw itself. Results are kept per raw
  * pointer, which stays put while the file is cached. Returns NULL on OOM. */
@@ -297,7 +329,7 @@ static const char *sym_file_demangle(sym_file *f, const char *raw) {
                 free(d);
                 return NULL;
         }
-        f->cache_bytes += HASH_ENTRY_BYTES + (d ? strlen(d) + 1 : 0);
+        f->demangled_bytes += HASH_ENTRY_BYTES + (d ? strlen(d) + 1 : 0);
         return d ?: raw;
 }
 
@@ -330,15 +362,18 @@ static int sym_file_resolve_dwarf(sym_file *f, uint64_t vaddr, const struct load
                 res->n_frames = l.n_frames;
                 memcpy(res->frames, l.frames, l.n_frames * sizeof(res->frames[0]));
         }
+        /* A stored marker gives way to the real answer. */
+        if (hashmap_remove(f->resolved, UINT64_TO_KEY(vaddr)))
+                f->resolved_bytes -= HASH_ENTRY_BYTES;
         r = hashmap_put(f->resolved, UINT64_TO_KEY(vaddr), res);
         if (r < 0) {
                 if (res != &unresolved)
                         free(res);
                 return r;
         }
-        f->cache_bytes += HASH_ENTRY_BYTES;
+        f->resolved_bytes += HASH_ENTRY_BYTES;
         if (res != &unresolved)
-                f->cache_bytes += sizeof(*res) + res->n_frames * sizeof(res->frames[0]);
+                f->resolved_bytes += sizeof(*res) + res->n_frames * sizeof(res->frames[0]);
         *ret = res;
         return 0;
 }
@@ -359,7 +394,15 @@ int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
                 return 0;
         sym_file_touch(f);
 
-        r = dwarf_index_open(&f->dwarf);
+        /* Answered before: no need for the DWARF to be open. */
+        if (f->resolved && hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0 &&
+            !resolved_is_stored(cached)) {
+                res = cached;
+                f->dwarf_used_ns = monotonic_ns();
+                goto answer;
+        }
+
+        r = dwarf_index_open(&f->dwarf, f->scratch_dir ? *f->scratch_dir : NULL);
         if (r < 0)
                 return r;
         if (!f->dwarf.dwarf) {
@@ -382,17 +425,155 @@ int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
                 if (!f->resolved)
                         return -ENOMEM;
         }
-        if (hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0)
-                res = cached;
-        else {
-                r = sym_file_resolve_dwarf(f, vaddr, seg, &res);
-                if (r < 0)
-                        return r;
-        }
+        r = sym_file_resolve_dwarf(f, vaddr, seg, &res);
+        if (r < 0)
+                return r;
+        f->dwarf_used_ns = monotonic_ns();
 
+answer:
         /* Keep the outermost frames: the function the code belongs to
          * matters more than the deepest inlined helper. */
         first = res->n_frames > max ? res->n_frames - max : 0;
         memcpy(frames, res->frames + first, (res->n_frames - first) * sizeof(frames[0]));
         return (int) (res->n_frames - first);
+}
+
+enum sym_cached sym_file_cached(const sym_file *f, uint64_t file_offset, uint64_t tag) {
+        const struct load_segment *seg;
+        uint64_t vaddr;
+        void *cached;
+
+        if (!f || !sym_file_vaddr(f, file_offset, &vaddr, &seg))
+                return SYM_CACHED_CHEAP;
+        if (f->resolved && hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0)
+                return !resolved_is_stored(cached) ? SYM_CACHED_CHEAP :
+                        cached == stored_marker(tag) ? SYM_CACHED_STORED : SYM_CACHED_NOT;
+        /* Without DWARF, resolving is a binary search of the symbol table. */
+        if (f->dwarf.fd < 0 || f->dwarf.failed)
+                return SYM_CACHED_CHEAP;
+        return SYM_CACHED_NOT;
+}
+
+int sym_file_mark_stored(symbolizer *s, const sym_file *cf, uint64_t file_offset, uint64_t tag) {
+        sym_file *f = (sym_file *) cf;
+        const struct load_segment *seg;
+        uint64_t vaddr;
+        void *cached;
+        int r;
+
+        if (!f || (s && s != f->owner))
+                return -EINVAL;
+        if (!sym_file_vaddr(f, file_offset, &vaddr, &seg))
+                return 0;
+        if (!f->resolved) {
+                f->resolved = hashmap_new_u64();
+                if (!f->resolved)
+                        return -ENOMEM;
+        }
+        if (hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0) {
+                /* A frame chain answers as cheaply; a marker of another
+                 * mapping (the file under another path) gives way. */
+                if (!resolved_is_stored(cached))
+                        return 0;
+                (void) hashmap_remove(f->resolved, UINT64_TO_KEY(vaddr));
+                f->resolved_bytes -= HASH_ENTRY_BYTES;
+        }
+        r = hashmap_put(f->resolved, UINT64_TO_KEY(vaddr), stored_marker(tag));
+        if (r < 0)
+                return r;
+        f->resolved_bytes += HASH_ENTRY_BYTES;
+        return 0;
+}
+
+/* Keeps in f's resolved map only what keep accepts, freeing the rest.
+ * Returns 0 or -ENOMEM (the map is then as it was). */
+static int sym_file_filter_resolved(sym_file *f, bool (*keep)(const struct resolved *r)) {
+        _cleanup_(hashmap_freep) hashmap *kept = NULL;
+        const void *key;
+        void *value;
+        size_t state = 0;
+        uint64_t bytes = 0;
+
+        if (!f->resolved)
+                return 0;
+        kept = hashmap_new_u64();
+        if (!kept)
+                return -ENOMEM;
+        while (hashmap_iterate(f->resolved, &state, &key, &value)) {
+                if (!keep(value))
+                        continue;
+                if (hashmap_put(kept, key, value) < 0)
+                        return -ENOMEM;
+                bytes += HASH_ENTRY_BYTES;
+                if (resolved_is_chain(value))
+                        bytes += sizeof(struct resolved) + ((struct resolved *) value)->n_frames * sizeof(struct sym_frame);
+        }
+        state = 0;
+        while (hashmap_iterate(f->resolved, &state, NULL, &value))
+                if (!keep(value) && resolved_is_chain(value))
+                        free(value);
+        hashmap_free(f->resolved);
+        f->resolved = TAKE_PTR(kept);
+        f->resolved_bytes = bytes;
+        return 0;
+}
+
+static bool resolved_is_marker(const struct resolved *r) {
+        return !resolved_is_chain(r);
+}
+
+static bool resolved_is_not_stored(const struct resolved *r) {
+        return !resolved_is_stored(r);
+}
+
+int sym_file_forget_stored(sym_file *f) {
+        return sym_file_filter_resolved(f, resolved_is_not_stored);
+}
+
+bool sym_file_dwarf_is_open(const sym_file *f) {
+        return dwarf_index_is_open(&f->dwarf);
+}
+
+uint64_t sym_file_dwarf_used_ns(const sym_file *f) {
+        return f->dwarf_used_ns;
+}
+
+int sym_file_close_dwarf(sym_file *f) {
+        const void *key;
+        void *value;
+        size_t state = 0;
+        int r;
+
+        if (!dwarf_index_is_open(&f->dwarf))
+                return 0;
+        /* The frame chains point into the DWARF's strings; the markers do
+         * not, and the addresses they stand for need no DWARF. */
+        r = sym_file_filter_resolved(f, resolved_is_marker);
+        if (r < 0)
+                return r;
+        /* Keyed by name pointers, some of them into the DWARF. */
+        if (f->demangled)
+                while (hashmap_iterate(f->demangled, &state, &key, &value))
+                        if (value != key)
+                                free(value);
+        f->demangled = hashmap_free(f->demangled);
+        f->demangled_bytes = 0;
+        dwarf_index_close(&f->dwarf);
+        return 1;
+}
+
+void sym_file_drop_pages(sym_file *f) {
+        dwarf_index_drop_pages(&f->dwarf);
+}
+
+uint64_t sym_file_mapped_bytes(const sym_file *f) {
+        return f->dwarf.map_size;
+}
+
+int64_t sym_file_release_copy(sym_file *f) {
+        int r = sym_file_close_dwarf(f);
+
+        if (r < 0)
+                return r;
+        return (int64_t) dwarf_index_release_copy(&f->dwarf);
 }

@@ -50,10 +50,29 @@ struct sym_frame {
  *
  * Returns the number of frames written (at most max; 0 when unresolved, see
  * sym_file_why_unresolved), -EINVAL when max is 0, or -ENOMEM. Results are
- * cached per address, so asking again is a hash lookup. Strings live as long
- * as the file stays cached. */
+ * cached per address while the file's DWARF stays open, so asking again is a
+ * hash lookup. Strings live until the next symbolizer_trim (which may close
+ * the DWARF they point into) or until the file is evicted. */
 int sym_file_resolve(symbolizer *s, const sym_file *f, uint64_t file_offset,
                      struct sym_frame *frames, size_t max);
+
+/* What sym_file_resolve would cost at file_offset. */
+enum sym_cached {
+        SYM_CACHED_NOT, /* it reads DWARF (opening it, maybe): ask the store first */
+        SYM_CACHED_CHEAP, /* an answer is cached, or there is no DWARF (a binary search) */
+        SYM_CACHED_STORED, /* sym_file_mark_stored said the caller has it already, under tag */
+};
+enum sym_cached sym_file_cached(const sym_file *f, uint64_t file_offset, uint64_t tag);
+/* Remembers that the caller has stored file_offset's frames already (the
+ * writer: its location is in the store, with its function) under tag (the
+ * writer: a hash of the mapping's path, since one file can be mapped under
+ * several; 63 bits are kept), so that sym_file_cached with that tag says
+ * SYM_CACHED_STORED from now on, at the cost of one hash entry that
+ * outlives the DWARF. An address already resolved keeps its answer. One
+ * tag per address: the last marked wins. sym_file_resolve still resolves a
+ * marked address when asked. Returns 0, -EINVAL (another symbolizer's file)
+ * or -ENOMEM. */
+int sym_file_mark_stored(symbolizer *s, const sym_file *f, uint64_t file_offset, uint64_t tag);
 
 /* Why sym_file_resolve found nothing at file_offset. */
 enum sym_unresolved {
@@ -98,6 +117,7 @@ struct debug_search;
 struct sym_file_origin {
         symbolizer *owner; /* sym_file_resolve refuses other symbolizers */
         uint64_t *clock; /* the owner's LRU clock, advanced by every touch */
+        const char *const *scratch_dir; /* the owner's setting, read at each DWARF open */
         struct debug_search *debug; /* where to look for a separate debug file */
         const char *root_prefix; /* the process's root as profd reaches it, NULL for the host's */
         const char *display_path; /* the file's path as the process sees it */
@@ -128,6 +148,28 @@ void sym_file_unindex(sym_file *f, hashmap *by_stat, hashmap *by_build_id);
 void sym_file_touch(const sym_file *f);
 /* The owner's clock when f was last loaded, looked up or resolved. */
 uint64_t sym_file_last_used(const sym_file *f);
-/* The estimated memory f holds: symbol tables, names, keys, the debug
- * sections and libdw's tables of opened DWARF, resolved addresses. */
+/* The estimated heap f holds: symbol tables, names, keys, libdw's tables
+ * of opened DWARF (and its sections when they are read rather than mapped,
+ * see dwarf_index_open), scope trees, resolved addresses. */
 uint64_t sym_file_bytes(const sym_file *f);
+
+/* Forgets every sym_file_mark_stored (the store deleted locations).
+ * Returns 0 or -ENOMEM (then nothing is forgotten). */
+int sym_file_forget_stored(sym_file *f);
+/* Whether f's DWARF is open, and when it (or an answer it gave) was last
+ * used, CLOCK_MONOTONIC in ns (0: never). */
+bool sym_file_dwarf_is_open(const sym_file *f);
+uint64_t sym_file_dwarf_used_ns(const sym_file *f);
+/* Closes f's DWARF and drops every answer that points into it, keeping its
+ * symbols and the stored markers; the next resolve that needs DWARF opens
+ * it again. Invalidates strings from sym_file_resolve. Returns 1 when it
+ * was open, 0 when not, -ENOMEM (then it stays open). */
+int sym_file_close_dwarf(sym_file *f);
+/* Drops the resident pages of f's mapped DWARF copy (see
+ * dwarf_index_drop_pages). */
+void sym_file_drop_pages(sym_file *f);
+/* The size of f's DWARF copy mapped now (0: none mapped). */
+uint64_t sym_file_mapped_bytes(const sym_file *f);
+/* Closes f's DWARF and its copy, giving the copy's disk space back.
+ * Returns the bytes given back, or -ENOMEM (then it stays open). */
+int64_t sym_file_release_copy(sym_file *f);

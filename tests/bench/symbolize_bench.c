@@ -4,8 +4,10 @@
  * the same addresses in one batch; and the memory each cached file holds,
  * as the symbolizer estimates it and as malloc counts it.
  *
- * usage: symbolize-bench [--samples N] [--rounds R] [--no-libc] FILE...
- * (the libc this program runs with comes last unless --no-libc) */
+ * usage: symbolize-bench [--samples N] [--rounds R] [--no-libc] [--scratch-dir DIR] FILE...
+ * (the libc this program runs with comes last unless --no-libc; with
+ * --scratch-dir, DWARF is read through mapped copies there, as profd does
+ * with its store's directory, and "memory" is the heap alone) */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -103,6 +105,8 @@ static double time_eu_addr2line(const char *path, const uint64_t *vaddrs, size_t
         return status == 0 ? t : -1;
 }
 
+static const char *scratch_dir;
+
 static void bench_file(const char *path, size_t n_samples, int rounds) {
         _cleanup_free_ uint64_t *vaddrs = calloc(n_samples, sizeof(uint64_t)),
                                 *offsets = calloc(n_samples, sizeof(uint64_t));
@@ -122,7 +126,7 @@ static void bench_file(const char *path, size_t n_samples, int rounds) {
         }
 
         heap0 = heap_bytes();
-        if (symbolizer_new(&s) < 0)
+        if (symbolizer_new(&s) < 0 || symbolizer_set_scratch_dir(s, scratch_dir) < 0)
                 abort();
         t0 = now();
         if (symbolizer_load_file(s, path, &f) < 0) {
@@ -184,6 +188,7 @@ int main(int argc, char *argv[]) {
                 { "samples", required_argument, NULL, 's' },
                 { "rounds", required_argument, NULL, 'r' },
                 { "no-libc", no_argument, NULL, 'n' },
+                { "scratch-dir", required_argument, NULL, 'd' },
                 {},
         };
         _cleanup_free_ char *libc = NULL;
@@ -191,7 +196,7 @@ int main(int argc, char *argv[]) {
         int rounds = 20, c;
         bool with_libc = true;
 
-        while ((c = getopt_long(argc, argv, "s:r:n", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "s:r:nd:", options, NULL)) >= 0)
                 switch (c) {
                 case 's':
                         samples = strtoul(optarg, NULL, 10);
@@ -201,6 +206,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case 'n':
                         with_libc = false;
+                        break;
+                case 'd':
+                        scratch_dir = optarg;
                         break;
                 default:
                         return 2;

@@ -180,6 +180,59 @@ def memory_kib(pid):
     return vals["VmRSS"], vals["VmHWM"]
 
 
+def dwarf_copies_kib(pid, store):
+    """(RSS, resident DWARF copies) of a process in KiB, from one read of
+    /proc/PID/smaps: the RSS summed over every mapping, and of it the pages
+    of the symbolizer's DWARF copies, the unlinked O_TMPFILE files profd
+    maps read-only from the store's directory ("DIR/#INODE (deleted)").
+
+    Why smaps and not status's symbol_mapped_bytes or RssFile: the copies
+    are the symbols' memory, but only the pages a drain touched are
+    resident, and only until the drain's end gives them back, so what they
+    add to RSS at any moment is anywhere from 0 to the mapped size that
+    status reports. RssFile also counts profd's own text and its libraries
+    (11 MiB, some of it first touched during a test). The copies' own
+    mappings, read in the same pass as the total, count exactly what they
+    hold now and nothing else; anonymous memory (where a leak would be)
+    is never counted as theirs."""
+    prefix = os.path.join(os.path.dirname(os.path.abspath(store)), "#")
+    total = copies = 0
+    is_copy = False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            first = line.split(None, 1)[0]
+            if first.endswith(":"):
+                if first == "Rss:":
+                    kib = int(line.split()[1])
+                    total += kib
+                    if is_copy:
+                        copies += kib
+            else:  # a mapping's header: range perms offset dev inode [path]
+                fields = line.split(None, 5)
+                path = fields[5].rstrip("\n") if len(fields) > 5 else ""
+                is_copy = path.startswith(prefix) and path.endswith(" (deleted)")
+    return total, copies
+
+
+def settled_rss_kib(pid, store, seconds=2.5):
+    """profd's RSS less its DWARF copies' resident pages (dwarf_copies_kib),
+    the least of readings every 0.1 s for `seconds`: (that, the copies'
+    resident pages then). A drain holds its working memory (its batch, its
+    SQLite transaction, the files it reads mapped, libdw's buffers) only
+    until its end, when the heap is trimmed; at a drain every second, one
+    reading falls within a drain or not by chance, 10-20 MiB apart. Memory
+    that stays (a leak) is in every reading, so in the least of them."""
+    best = None
+    deadline = time.monotonic() + seconds
+    while True:
+        total, copies = dwarf_copies_kib(pid, store)
+        if best is None or total - copies < best[0]:
+            best = (total - copies, copies)
+        if time.monotonic() >= deadline:
+            return best
+        time.sleep(0.1)
+
+
 def function_shares(result):
     """From a `profctl query --json` document: (self, total) sample counts per
     function name, and the total. Self counts the leaf frame; total counts

@@ -11,6 +11,7 @@
   a full aggregation map (tiny --max-keys) shows its loss in the window of the
   query and not in an earlier one."""
 import gzip
+import datetime
 import json
 import math
 import os
@@ -196,7 +197,12 @@ def test_losses_outside_the_window_stay_out():
 
 def test_series_carries_the_complete_part_per_step():
     with serve_only(SPEC) as d:
-        doc = json.loads(d.profctl("series", "--since", "10m", "--step", "10s", "--json").stdout)
+        # one window for both answers: with --since, a 10 s step boundary
+        # passing between the two queries moved every step
+        end = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) + datetime.timedelta(seconds=1)
+        window = ["--from", (end - datetime.timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "--to", end.strftime("%Y-%m-%dT%H:%M:%SZ")]
+        doc = json.loads(d.profctl("series", *window, "--step", "10s", "--json").stdout)
         want = expected()
         assert sum(p["value"] for p in doc["points"]) == want["total"] + 1
         assert sum(p["complete"] for p in doc["points"]) == want["complete"] + 1
@@ -205,7 +211,7 @@ def test_series_carries_the_complete_part_per_step():
             # C's round(): halves away from zero (Python's round() goes to even)
             assert p["complete_pct"] == math.floor(1000 * p["complete"] / p["value"] + 0.5) / 10, p
         assert doc["quality"]["partial"] is True and doc["quality"]["lost"]["map_full"] == 1012
-        r = d.profctl("series", "--since", "10m", "--step", "10s")
+        r = d.profctl("series", *window, "--step", "10s")
         lines = r.stdout.splitlines()
         assert lines[2].split() == ["TIME", "SAMPLES/S", "COMPLETE"], r.stdout
         # each step with samples shows its complete share, from its points

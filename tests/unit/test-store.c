@@ -263,6 +263,44 @@ static void test_abort(store *s, store *r) {
         store_stats_done(&st);
 }
 
+static int count_twos(const struct store_stack_out *st, void *userdata) {
+        uint64_t *n = userdata;
+
+        if (st->value == 2 && st->n_frames == 200)
+                (*n)++;
+        return 0;
+}
+
+/* More ids than the drain connection's caches keep (STORE_ID_CACHE_MAX,
+ * 32768): after that commit they start over, and the next drain finds the
+ * same rows by lookup: 200 stacks of 200 distinct locations each, stored
+ * twice, are 200 stacks of value 2, not 400. */
+static void test_id_caches_bounded(store *s, store *r) {
+        static const struct store_process gamma = {
+                .pid = 300, .start_ns = 33, .comm = "gamma", .exe = "/usr/bin/gamma", .cgroup = "/",
+        };
+        _cleanup_free_ struct store_frame *frames = calloc(200 * 200, sizeof(*frames));
+        uint64_t total = 0, stacks = 0, twos = 0;
+
+        CHECK(frames != NULL);
+        for (size_t i = 0; i < 200 * 200; i++)
+                frames[i] = (struct store_frame) {
+                        .module = "/usr/bin/gamma", .build_id = "ef01", .address = 0x100000 + i * 16, .function = "deep",
+                };
+        for (int round = 0; round < 2; round++) {
+                CHECK_INT_EQ(store_drain_begin(s, T0 + (50 + 10 * round) * SEC, T0 + (60 + 10 * round) * SEC), 0);
+                for (size_t i = 0; i < 200; i++)
+                        add(s, &gamma, 300, 0, frames + i * 200, 200, 0, 1);
+                CHECK_INT_EQ(store_drain_commit(s, NULL, NULL, NULL), 0);
+        }
+        CHECK_INT_EQ(store_query_stacks(r, &(struct store_query) { .kind = 0, .from_ns = T0 + 50 * SEC,
+                                                                   .to_ns = T0 + 70 * SEC },
+                                        count_twos, &twos, &total, &stacks), 0);
+        CHECK_INT_EQ(total, 400);
+        CHECK_INT_EQ(stacks, 200);
+        CHECK_INT_EQ(twos, 200);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-store-XXXXXX";
         _cleanup_free_ char *path = NULL, *cmd = NULL;
@@ -282,6 +320,7 @@ int main(void) {
                 test_frames(r);
                 test_drains_drops_and_stats(r, id1, id2);
                 test_abort(s, r);
+                test_id_caches_bounded(s, r);
                 /* a reader cannot write, whatever it asks */
                 CHECK(store_drain_begin(r, T0, T0 + SEC) < 0);
         }

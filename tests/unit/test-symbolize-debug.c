@@ -2,14 +2,19 @@
  * the build-id path, .gnu_debuglink with its CRC, inside a process's root),
  * what sym_file_resolve returns (inline chains, file:line, demangled and raw
  * names), that a deleted file still resolves, and that the cache stays
- * within its budget, against fixtures the suite builds.
+ * within its budget, that compressed debug sections read through the
+ * decompressed copy give the same frames, before and after the DWARF is
+ * closed and opened again, against fixtures the suite builds.
  *
- * usage: test-symbolize-debug INLINE TEMPLATES SPLIT SPLIT.debug BUILDID BUILDID.debug INLINE-NOARANGES */
+ * usage: test-symbolize-debug INLINE TEMPLATES SPLIT SPLIT.debug BUILDID BUILDID.debug INLINE-NOARANGES
+ *        INLINE-ZDEBUG */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,13 +28,14 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(symbolizer *, symbolizer_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Elf *, elf_end);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
 
 #define MAX_FRAMES 32
 
 static char tmpdir[] = "/tmp/test-symbolize-debug-XXXXXX";
 
 static const char *inline_path, *templates_path, *split_path, *split_debug_path, *buildid_path,
-        *buildid_debug_path, *noaranges_path;
+        *buildid_debug_path, *noaranges_path, *zdebug_path;
 
 static char *tmp_path(const char *name) {
         char *p;
@@ -504,7 +510,9 @@ static void test_cache_budget_evicts_lru(void) {
         char *paths[N_FILES] = {};
         const sym_file *files[N_FILES] = {}, *again = NULL;
         struct sym_frame frames[MAX_FRAMES];
-        uint64_t off = split_quick_sort_offset(), one = 0, gen;
+        uint64_t off = split_quick_sort_offset(), one = 0, gen, full, closed;
+        _cleanup_(symbolizer_freep) symbolizer *t = NULL;
+        const sym_file *alone = NULL;
         _cleanup_free_ char *debug = NULL;
         size_t evicted;
 
@@ -529,16 +537,40 @@ static void test_cache_budget_evicts_lru(void) {
         CHECK(one > 0);
         CHECK(symbolizer_cache_bytes(s) >= one * (N_FILES - 1));
 
-        /* Room for about four; file 0 was used last. */
+        /* Just over budget: the DWARF of the least recently used file
+         * (file 1; file 0 was used last) is closed, no file is evicted. */
         CHECK_INT_EQ(sym_file_resolve(s, files[0], off, frames, MAX_FRAMES) >= 1, 1);
-        symbolizer_set_cache_budget(s, one * 4 + one / 2);
+        full = symbolizer_cache_bytes(s);
+        symbolizer_set_cache_budget(s, full - 1);
+        gen = symbolizer_generation(s);
+        CHECK_INT_EQ(symbolizer_trim(s), 0);
+        CHECK(symbolizer_cache_bytes(s) < full);
+        CHECK_INT_EQ(symbolizer_generation(s), gen);
+        CHECK(!sym_file_dwarf_is_open(files[1]));
+        CHECK(sym_file_dwarf_is_open(files[2]));
+        CHECK(sym_file_dwarf_is_open(files[0]));
+
+        /* What one file with its DWARF closed costs, in a cache of its own. */
+        CHECK_INT_EQ(symbolizer_new(&t), 0);
+        CHECK_INT_EQ(symbolizer_load_file(t, paths[5], &alone), 0);
+        CHECK_INT_EQ(sym_file_resolve(t, alone, off, frames, MAX_FRAMES) >= 1, 1);
+        symbolizer_set_cache_budget(t, symbolizer_cache_bytes(t) - 1);
+        CHECK_INT_EQ(symbolizer_trim(t), 0);
+        CHECK(!sym_file_dwarf_is_open(alone));
+        closed = symbolizer_cache_bytes(t);
+        CHECK(closed > 0 && closed < one);
+
+        /* Room for about four closed files: every DWARF is closed, then
+         * the least recently used files go. */
+        symbolizer_set_cache_budget(s, closed * 4 + closed / 2);
         gen = symbolizer_generation(s);
         evicted = symbolizer_trim(s);
         CHECK_INT_EQ(evicted, N_FILES - 4);
-        CHECK(symbolizer_cache_bytes(s) <= one * 4 + one / 2);
+        CHECK(symbolizer_cache_bytes(s) <= closed * 4 + closed / 2);
         CHECK(symbolizer_generation(s) != gen);
         CHECK_INT_EQ(symbolizer_load_file(s, paths[0], &again), 0);
         CHECK(again == files[0]);
+        CHECK(!sym_file_dwarf_is_open(again));
         CHECK_INT_EQ(symbolizer_load_file(s, paths[N_FILES - 1], &again), 0);
         CHECK(again == files[N_FILES - 1]);
 
@@ -560,20 +592,149 @@ static void test_cache_budget_evicts_lru(void) {
                 free(paths[i]);
 }
 
+/* How many of this process's fds are unlinked files in tmpdir (DWARF
+ * copies: O_TMPFILE files show as "DIR/#INODE (deleted)"). */
+static size_t scratch_fds(void) {
+        _cleanup_(closedirp) DIR *d = opendir("/proc/self/fd");
+        char prefix[sizeof(tmpdir) + 2];
+        size_t n = 0;
+        struct dirent *de;
+
+        CHECK(d);
+        if (!d)
+                return 0;
+        snprintf(prefix, sizeof(prefix), "%s/#", tmpdir);
+        while ((de = readdir(d))) {
+                char link[PATH_MAX], target[PATH_MAX];
+                ssize_t k;
+
+                snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+                k = readlink(link, target, sizeof(target) - 1);
+                if (k <= 0)
+                        continue;
+                target[k] = '\0';
+                n += strncmp(target, prefix, strlen(prefix)) == 0 && ends_with(target, " (deleted)");
+        }
+        return n;
+}
+
+/* Whether path has a .debug_info section compressed with SHF_COMPRESSED. */
+static bool has_compressed_debug_info(const char *path) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_(elf_endp) Elf *e = NULL;
+        Elf_Scn *scn = NULL;
+        size_t shstrndx;
+
+        if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE || !(e = elf_begin(fd, ELF_C_READ, NULL)) ||
+            elf_getshdrstrndx(e, &shstrndx) < 0)
+                return false;
+        while ((scn = elf_nextscn(e, scn))) {
+                GElf_Shdr shdr;
+                const char *name;
+
+                if (gelf_getshdr(scn, &shdr) && (name = elf_strptr(e, shstrndx, shdr.sh_name)) &&
+                    streq(name, ".debug_info"))
+                        return shdr.sh_flags & SHF_COMPRESSED;
+        }
+        return false;
+}
+
+/* Whether every address of the functions resolves in f (symbolizer t) to
+ * the frames the reference file ref (symbolizer s) gives. Counts the
+ * addresses compared in *n_compared. */
+static bool same_frames(symbolizer *s, const sym_file *ref, symbolizer *t, const sym_file *f, size_t *n_compared) {
+        static const char *const functions[] = { "count_words", "main" };
+
+        for (size_t i = 0; i < ELEMENTSOF(functions); i++) {
+                uint64_t off = 0, size = 0;
+
+                CHECK(find_symbol(inline_path, functions[i], &off, &size));
+                for (uint64_t a = off; a < off + size; a++) {
+                        struct sym_frame x[MAX_FRAMES], y[MAX_FRAMES];
+                        int n = sym_file_resolve(s, ref, a, x, MAX_FRAMES);
+
+                        if (n <= 0 || sym_file_resolve(t, f, a, y, MAX_FRAMES) != n)
+                                return false;
+                        for (int k = 0; k < n; k++)
+                                if (!streq(x[k].function, y[k].function) || !streq(x[k].file, y[k].file) ||
+                                    x[k].line != y[k].line || x[k].inlined != y[k].inlined)
+                                        return false;
+                        (*n_compared)++;
+                }
+        }
+        return true;
+}
+
+/* Compressed debug sections (as distributions ship them) are inflated into
+ * an unlinked copy in the scratch directory and read through a mapping of
+ * it: the frames are those of the uncompressed file, line for line, and
+ * stay so after the DWARF is closed (as trim does when it idles) and
+ * opened again from the copy it kept; giving the copies back removes it. */
+static void test_compressed_sections_through_copy(void) {
+        _cleanup_(symbolizer_freep) symbolizer *s = NULL, *t = NULL;
+        const sym_file *ref = NULL, *z = NULL;
+        size_t n = 0, before;
+        uint64_t mapped;
+
+        CHECK(has_compressed_debug_info(zdebug_path));
+        CHECK(!has_compressed_debug_info(inline_path));
+        CHECK_INT_EQ(symbolizer_new(&s), 0);
+        CHECK_INT_EQ(symbolizer_new(&t), 0);
+        CHECK_INT_EQ(symbolizer_set_scratch_dir(t, tmpdir), 0);
+        CHECK_INT_EQ(symbolizer_load_file(s, inline_path, &ref), 0);
+        CHECK_INT_EQ(symbolizer_load_file(t, zdebug_path, &z), 0);
+        before = scratch_fds();
+
+        CHECK(same_frames(s, ref, t, z, &n));
+        CHECK(n > 0);
+        /* read through the copy, not inflated into the heap */
+        CHECK(sym_file_dwarf_is_open(z));
+        mapped = symbolizer_mapped_bytes(t);
+        CHECK(mapped > 0);
+        CHECK_INT_EQ(scratch_fds(), before + 1);
+        CHECK(symbolizer_peak_bytes(t) == 0); /* sampled at trims only */
+
+        /* closed: nothing mapped, the copy kept for the reopen */
+        CHECK_INT_EQ(sym_file_close_dwarf((sym_file *) z), 1);
+        CHECK(!sym_file_dwarf_is_open(z));
+        CHECK_INT_EQ(symbolizer_mapped_bytes(t), 0);
+        CHECK_INT_EQ(scratch_fds(), before + 1);
+        n = 0;
+        CHECK(same_frames(s, ref, t, z, &n));
+        CHECK(n > 0);
+        CHECK(sym_file_dwarf_is_open(z));
+        CHECK_INT_EQ(symbolizer_mapped_bytes(t), mapped);
+        CHECK_INT_EQ(scratch_fds(), before + 1); /* the same copy, none made anew */
+
+        /* a trim samples the peak, heap and mapped */
+        (void) symbolizer_trim(t);
+        CHECK(symbolizer_peak_bytes(t) >= mapped);
+
+        /* the disk wanted back: closed, and the copy gone */
+        CHECK_INT_EQ(symbolizer_release_copies(t), (int64_t) mapped);
+        CHECK(!sym_file_dwarf_is_open(z));
+        CHECK_INT_EQ(scratch_fds(), before);
+        /* and it resolves again (making the copy anew) */
+        n = 0;
+        CHECK(same_frames(s, ref, t, z, &n));
+        CHECK(n > 0);
+        CHECK_INT_EQ(scratch_fds(), before + 1);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
         remove(path);
         return 0;
 }
 
 int main(int argc, char *argv[]) {
-        char *paths[7] = {};
+        char *paths[8] = {};
 
-        if (argc != 8) {
+        if (argc != 9) {
                 fprintf(stderr, "usage: %s INLINE TEMPLATES SPLIT SPLIT.debug BUILDID BUILDID.debug "
-                        "INLINE-NOARANGES\n", argv[0]);
+                        "INLINE-NOARANGES INLINE-ZDEBUG\n", argv[0]);
                 return 2;
         }
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < 8; i++)
                 if (!(paths[i] = realpath(argv[i + 1], NULL))) {
                         perror(argv[i + 1]);
                         return 1;
@@ -585,6 +746,7 @@ int main(int argc, char *argv[]) {
         buildid_path = paths[4];
         buildid_debug_path = paths[5];
         noaranges_path = paths[6];
+        zdebug_path = paths[7];
         if (!mkdtemp(tmpdir)) {
                 perror("mkdtemp");
                 return 1;
@@ -600,9 +762,10 @@ int main(int argc, char *argv[]) {
         test_unresolved_reasons();
         test_repeated_addresses_are_cached();
         test_cache_budget_evicts_lru();
+        test_compressed_sections_through_copy();
 
         nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < 8; i++)
                 free(paths[i]);
         TESTS_DONE();
 }

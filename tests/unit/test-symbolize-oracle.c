@@ -469,6 +469,8 @@ int main(int argc, char *argv[]) {
         dirs[2] = NULL;
         CHECK_INT_EQ(symbolizer_new(&s), 0);
         CHECK_INT_EQ(symbolizer_set_debug_dirs(s, dirs), 0);
+        /* As profd reads DWARF: through mapped decompressed copies. */
+        CHECK_INT_EQ(symbolizer_set_scratch_dir(s, tmpdir), 0);
 
         for (int i = 0; i < 4; i++)
                 CHECK(check_file(s, labels[i], paths[i], debuginfo_path, &totals));

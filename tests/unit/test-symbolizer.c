@@ -44,6 +44,7 @@ void *fixture_static_address(void) {
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kallsyms.h"
 #include "macro.h"
 #include "symbolizer.h"
 #include "tests.h"
@@ -348,6 +349,22 @@ static void test_kallsyms(void) {
         CHECK(!symbolizer_lookup_kernel(s, 0xffffffff81000150, &module));
         CHECK_STR_EQ(symbolizer_lookup_kernel(s, 0xffffffff82000040, &module), "schedule");
         CHECK(!module);
+
+        /* Named symbols of the image: data too, never a module's. */
+        {
+                static const char *const names[] = { "some_data", "ext4_iget", "weak_hook", "absent", "_stext" };
+                uint64_t addrs[ELEMENTSOF(names)];
+
+                CHECK_INT_EQ(kallsyms_find(path, names, ELEMENTSOF(names), addrs), 0);
+                CHECK(addrs[0] == 0xffffffff81000180);
+                CHECK(addrs[1] == 0);
+                CHECK(addrs[2] == 0xffffffff81000200);
+                CHECK(addrs[3] == 0);
+                CHECK(addrs[4] == 0xffffffff81000000);
+                CHECK_INT_EQ(kallsyms_find(hidden_path, names, ELEMENTSOF(names), addrs), -ENODATA);
+                CHECK(addrs[4] == 0);
+                CHECK_INT_EQ(kallsyms_find(missing, names, ELEMENTSOF(names), addrs), -ENOENT);
+        }
 }
 
 static void test_errors(const char *full_path) {

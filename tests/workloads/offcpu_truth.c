@@ -4,7 +4,8 @@
  *   block_nanosleep   sleeps 20 ms at a time
  *   block_pipe_read   reads a pipe that feed_pipe_writer writes every 15 ms
  *   block_mutex_lock  waits for a futex mutex that hold_mutex keeps 10 ms
- * Prints {"pid":N,"functions":{name: blocked_ns,...},"tids":{name: tid,...}}.
+ * Prints {"pid":N,"functions":{name: blocked_ns,...},"tids":{name: tid,...},
+ * "run_delay":{"block_pipe_read": ns}}: the reader's time on a run queue.
  *
  * The system calls are issued inline, inside the named functions, and the
  * mutex is the workload's own: libc's wrappers have no frame pointers, and a
@@ -61,6 +62,21 @@ enum { F_SLEEP, F_PIPE, F_MUTEX, F_MAX };
 static const char *const names[F_MAX] = { "block_nanosleep", "block_pipe_read", "block_mutex_lock" };
 static uint64_t blocked[F_MAX];
 static long tids[F_MAX];
+static uint64_t run_delay[F_MAX];
+
+/* The calling thread's time waiting on a run queue so far, in ns (the
+ * second field of /proc/thread-self/schedstat; 0 if unreadable). */
+static uint64_t own_run_delay(void) {
+        unsigned long long on_cpu = 0, waiting = 0;
+        FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+        if (f) {
+                if (fscanf(f, "%llu %llu", &on_cpu, &waiting) != 2)
+                        waiting = 0;
+                fclose(f);
+        }
+        return waiting;
+}
 
 /* Drepper's futex mutex ("Futexes Are Tricky", mutex 2), inlined into its
  * callers so the futex wait is their own instruction. */
@@ -133,9 +149,12 @@ static void *sleeper_main(void *arg) {
 }
 
 static void *reader_main(void *arg) {
+        uint64_t delay0 = own_run_delay();
+
         tids[F_PIPE] = syscall(SYS_gettid);
         while (block_pipe_read() != 'q')
                 ;
+        run_delay[F_PIPE] = own_run_delay() - delay0;
         return NULL;
 }
 
@@ -197,6 +216,9 @@ int main(int argc, char *argv[]) {
         printf("},\"tids\":{");
         for (int i = 0; i < F_MAX; i++)
                 printf("%s\"%s\":%ld", i ? "," : "", names[i], tids[i]);
+        /* how long the reader, once woken, waited for a CPU: part of its
+         * blocked time, but after the writer's wakeup */
+        printf("},\"run_delay\":{\"%s\":%" PRIu64, names[F_PIPE], run_delay[F_PIPE]);
         printf("}}\n");
         return 0;
 }

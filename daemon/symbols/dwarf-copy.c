@@ -1,0 +1,358 @@
+/* DWARF sections copied out of a binary or debug file, decompressed, into an unlinked file of profd's own that libdw then reads through a read-only mapping. */
+#include "dwarf-copy.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "helpers.h"
+#include "macro.h"
+
+#define ERRNO_IS_DISK_FULL(e) ((e) == ENOSPC || (e) == EDQUOT)
+
+/* Read and write in pieces this big: the copy streams through a fixed
+ * buffer whatever the size of the sections. */
+#define COPY_CHUNK (64 * 1024)
+
+/* zlib's deflate cannot expand more than about 1032:1; a header claiming
+ * more is crafted, and is left to libelf (which refuses it) as before. */
+#define ZLIB_MAX_RATIO 1032
+
+/* A copy must leave this much of its filesystem free, and a twentieth of
+ * it: the copies go next to the store, and a drain that cannot be stored
+ * is lost while a copy not made only costs heap. */
+#define COPY_FREE_MARGIN (UINT64_C(64) << 20)
+
+/* Whether dir's filesystem has room for size more bytes and the margin. */
+static bool copy_fits(const char *dir, uint64_t size) {
+        struct statvfs vfs;
+        uint64_t avail, total;
+
+        if (statvfs(dir, &vfs) < 0)
+                return false;
+        avail = (uint64_t) vfs.f_bavail * vfs.f_frsize;
+        total = (uint64_t) vfs.f_blocks * vfs.f_frsize;
+        return avail >= size && avail - size >= COPY_FREE_MARGIN + total / 20;
+}
+
+/* One kept section: where its bytes are in the source, where they go. */
+struct copy_section {
+        GElf_Shdr shdr; /* as in the source */
+        const char *name;
+        bool compressed;
+        uint64_t src_offset, src_size; /* the bytes to read (after the compression header) */
+        uint64_t out_offset, out_size, out_align;
+};
+
+static uint64_t align_up(uint64_t v, uint64_t a) {
+        return (v + a - 1) / a * a;
+}
+
+/* Writes all of buf at off. Returns 0 or -errno. */
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
+        const char *p = buf;
+
+        while (n > 0) {
+                ssize_t k = pwrite(fd, p, n, (off_t) off);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                p += k;
+                n -= (size_t) k;
+                off += (uint64_t) k;
+        }
+        return 0;
+}
+
+/* Reads exactly n bytes at off. Returns 0, -EIO on a short read, -errno. */
+static int pread_all(int fd, void *buf, size_t n, uint64_t off) {
+        char *p = buf;
+
+        while (n > 0) {
+                ssize_t k = pread(fd, p, n, (off_t) off);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                n -= (size_t) k;
+                off += (uint64_t) k;
+        }
+        return 0;
+}
+
+/* Copies or inflates one section into out. Returns 0, or a negative errno
+ * (-EBADMSG: the compressed data does not inflate to its stated size). */
+static int copy_section_data(int src, int out, const struct copy_section *c, char *in_buf, char *out_buf) {
+        z_stream z = {};
+        uint64_t done = 0, written = 0;
+        size_t n_out;
+        int r = 0, zr = Z_OK;
+
+        if (!c->compressed) {
+                while (done < c->src_size) {
+                        size_t n = (size_t) MIN((uint64_t) COPY_CHUNK, c->src_size - done);
+
+                        r = pread_all(src, in_buf, n, c->src_offset + done);
+                        if (r < 0)
+                                return r;
+                        r = pwrite_all(out, in_buf, n, c->out_offset + done);
+                        if (r < 0)
+                                return r;
+                        done += n;
+                }
+                return 0;
+        }
+
+        if (inflateInit(&z) != Z_OK)
+                return -ENOMEM;
+        while (zr != Z_STREAM_END) {
+                if (z.avail_in == 0) {
+                        size_t n = (size_t) MIN((uint64_t) COPY_CHUNK, c->src_size - done);
+
+                        if (n == 0) {
+                                r = -EBADMSG;
+                                break;
+                        }
+                        r = pread_all(src, in_buf, n, c->src_offset + done);
+                        if (r < 0)
+                                break;
+                        done += n;
+                        z.next_in = (Bytef *) in_buf;
+                        z.avail_in = (uInt) n;
+                }
+                z.next_out = (Bytef *) out_buf;
+                z.avail_out = COPY_CHUNK;
+                zr = inflate(&z, Z_NO_FLUSH);
+                if (zr != Z_OK && zr != Z_STREAM_END) {
+                        r = zr == Z_MEM_ERROR ? -ENOMEM : -EBADMSG;
+                        break;
+                }
+                n_out = COPY_CHUNK - z.avail_out;
+                if (written + n_out > c->out_size) {
+                        r = -EBADMSG;
+                        break;
+                }
+                r = pwrite_all(out, out_buf, n_out, c->out_offset + written);
+                if (r < 0)
+                        break;
+                written += n_out;
+        }
+        inflateEnd(&z);
+        if (r == 0 && written != c->out_size)
+                r = -EBADMSG;
+        return r;
+}
+
+/* Fills in where a kept section's bytes come from. Returns 1, 0 when the
+ * copy cannot reproduce it (the caller then falls back), or -errno. */
+static int copy_section_source(int src, uint64_t file_size, struct copy_section *c) {
+        Elf64_Chdr chdr;
+        int r;
+
+        if (c->shdr.sh_type == SHT_NOBITS) {
+                c->out_size = c->shdr.sh_size;
+                c->out_align = 1;
+                return 1;
+        }
+        if (c->shdr.sh_offset > file_size || c->shdr.sh_size > file_size - c->shdr.sh_offset)
+                return 0;
+        c->compressed = c->shdr.sh_flags & SHF_COMPRESSED;
+        if (!c->compressed) {
+                c->src_offset = c->shdr.sh_offset;
+                c->src_size = c->out_size = c->shdr.sh_size;
+                c->out_align = c->shdr.sh_addralign;
+        } else {
+                if (c->shdr.sh_size < sizeof(chdr))
+                        return 0;
+                r = pread_all(src, &chdr, sizeof(chdr), c->shdr.sh_offset);
+                if (r < 0)
+                        return r == -EIO ? 0 : r;
+                c->src_offset = c->shdr.sh_offset + sizeof(chdr);
+                c->src_size = c->shdr.sh_size - sizeof(chdr);
+                if (chdr.ch_type != ELFCOMPRESS_ZLIB || chdr.ch_size > c->src_size * ZLIB_MAX_RATIO + 64)
+                        return 0;
+                c->out_size = chdr.ch_size;
+                c->out_align = chdr.ch_addralign;
+        }
+        /* Only powers of two up to a page: anything else is nonsense that
+         * byte-wise readers do not need. */
+        if (c->out_align == 0 || c->out_align > 4096 || (c->out_align & (c->out_align - 1)))
+                c->out_align = 1;
+        return 1;
+}
+
+int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size) {
+        _cleanup_free_ struct copy_section *secs = NULL;
+        _cleanup_free_ char *shstr = NULL, *in_buf = NULL, *out_buf = NULL;
+        _cleanup_free_ Elf64_Shdr *out_shdrs = NULL;
+        _cleanup_close_ int out = -1;
+        Elf *e = NULL;
+        GElf_Ehdr ehdr;
+        Elf64_Ehdr oh;
+        size_t n_scns, shstrndx, n_secs = 0, secs_allocated = 0, shstr_len = 1, name_at = 1;
+        uint64_t off, shstrtab_off;
+        struct stat st;
+        Elf_Scn *scn = NULL;
+        int r = 0;
+
+        if (!dir || fstat(src_fd, &st) < 0)
+                return 0;
+        e = elf_begin(src_fd, ELF_C_READ, NULL);
+        if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &ehdr) || elf_getshdrnum(e, &n_scns) < 0 ||
+            elf_getshdrstrndx(e, &shstrndx) < 0)
+                goto fallback;
+        /* The copy is written with the host's structs. */
+        if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_type == ET_REL ||
+            ehdr.e_ident[EI_DATA] != (BYTE_ORDER == LITTLE_ENDIAN ? ELFDATA2LSB : ELFDATA2MSB))
+                goto fallback;
+
+        while ((scn = elf_nextscn(e, scn))) {
+                struct copy_section c = {};
+                const char *name;
+
+                if (!gelf_getshdr(scn, &c.shdr))
+                        goto fallback;
+                name = elf_strptr(e, shstrndx, c.shdr.sh_name);
+                if (!name)
+                        continue;
+                /* dwz's shared file is found relative to the original's
+                 * directory, GNU-style .zdebug has a format of its own: both
+                 * left to libdw reading the original. */
+                if (strncmp(name, ".zdebug", 7) == 0 || streq(name, ".gnu_debugaltlink"))
+                        goto fallback;
+                if (strncmp(name, ".debug_", 7) != 0)
+                        continue;
+                r = copy_section_source(src_fd, (uint64_t) st.st_size, &c);
+                if (r < 0)
+                        goto done;
+                if (r == 0)
+                        goto fallback;
+                c.name = name;
+                r = array_grow((void **) &secs, &secs_allocated, n_secs + 1, sizeof(*secs));
+                if (r < 0)
+                        goto done;
+                secs[n_secs++] = c;
+                shstr_len += strlen(name) + 1;
+        }
+        if (n_secs == 0)
+                goto fallback;
+
+        out = -1;
+        in_buf = malloc(COPY_CHUNK);
+        out_buf = malloc(COPY_CHUNK);
+        shstr_len += sizeof(".shstrtab");
+        shstr = calloc(1, shstr_len);
+        out_shdrs = calloc(n_secs + 2, sizeof(*out_shdrs));
+        if (!in_buf || !out_buf || !shstr || !out_shdrs) {
+                r = -ENOMEM;
+                goto done;
+        }
+
+        /* Layout: ELF header, each section at its alignment, the name
+         * table, the section headers. */
+        off = sizeof(Elf64_Ehdr);
+        for (size_t i = 0; i < n_secs; i++) {
+                struct copy_section *c = &secs[i];
+
+                off = align_up(off, c->out_align);
+                c->out_offset = off;
+                if (c->shdr.sh_type != SHT_NOBITS)
+                        off += c->out_size;
+                out_shdrs[i + 1] = (Elf64_Shdr) {
+                        .sh_name = (Elf64_Word) name_at,
+                        .sh_type = c->shdr.sh_type,
+                        .sh_flags = c->shdr.sh_flags & ~(uint64_t) SHF_COMPRESSED,
+                        .sh_addr = c->shdr.sh_addr,
+                        .sh_offset = c->out_offset,
+                        .sh_size = c->out_size,
+                        .sh_addralign = c->out_align,
+                        .sh_entsize = c->shdr.sh_entsize,
+                };
+                strcpy(shstr + name_at, c->name);
+                name_at += strlen(c->name) + 1;
+        }
+        strcpy(shstr + name_at, ".shstrtab");
+        shstrtab_off = off;
+        out_shdrs[n_secs + 1] = (Elf64_Shdr) {
+                .sh_name = (Elf64_Word) name_at,
+                .sh_type = SHT_STRTAB,
+                .sh_offset = shstrtab_off,
+                .sh_size = shstr_len,
+                .sh_addralign = 1,
+        };
+        off = align_up(shstrtab_off + shstr_len, 8);
+
+        oh = (Elf64_Ehdr) {
+                .e_type = ehdr.e_type,
+                .e_machine = ehdr.e_machine,
+                .e_version = ehdr.e_version,
+                .e_entry = ehdr.e_entry,
+                .e_shoff = off,
+                .e_flags = ehdr.e_flags,
+                .e_ehsize = sizeof(Elf64_Ehdr),
+                .e_shentsize = sizeof(Elf64_Shdr),
+                .e_shnum = (Elf64_Half) (n_secs + 2),
+                .e_shstrndx = (Elf64_Half) (n_secs + 1),
+        };
+        memcpy(oh.e_ident, ehdr.e_ident, EI_NIDENT);
+        if (n_secs + 2 >= SHN_LORESERVE)
+                goto fallback;
+        if (!copy_fits(dir, off + (n_secs + 2) * sizeof(*out_shdrs))) {
+                r = -ENOSPC;
+                goto done;
+        }
+        out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (out < 0) {
+                r = ERRNO_IS_DISK_FULL(errno) ? -ENOSPC : 0;
+                goto done;
+        }
+
+        for (size_t i = 0; i < n_secs; i++) {
+                if (secs[i].shdr.sh_type == SHT_NOBITS)
+                        continue;
+                r = copy_section_data(src_fd, out, &secs[i], in_buf, out_buf);
+                if (r == -ENOMEM || ERRNO_IS_DISK_FULL(-r))
+                        goto done_disk;
+                if (r < 0)
+                        goto fallback;
+        }
+        r = pwrite_all(out, shstr, shstr_len, shstrtab_off);
+        if (r >= 0)
+                r = pwrite_all(out, out_shdrs, (n_secs + 2) * sizeof(*out_shdrs), off);
+        if (r >= 0)
+                r = pwrite_all(out, &oh, sizeof(oh), 0);
+        if (ERRNO_IS_DISK_FULL(-r))
+                goto done_disk;
+        if (r < 0)
+                goto fallback;
+
+        *ret_size = off + (n_secs + 2) * sizeof(*out_shdrs);
+        *ret_fd = TAKE_FD(out);
+        r = 1;
+        goto done;
+done_disk:
+        if (r != -ENOMEM)
+                r = -ENOSPC;
+        goto done;
+fallback:
+        r = 0;
+done:
+        elf_end(e);
+        return r;
+}
