@@ -89,6 +89,8 @@ def test_serve_only_opens_at_once_and_says_what_is_not_converted():
         assert "converting schema 7 samples: 0 of 180 rows done" in text and "(paused: no writer)" in text, text
         r = d.profctl("query", "--comm", "oldsvc", "--since", "1h")
         assert f"{N_DRAINS} drains of this window are still being converted" in r.stderr, r.stderr
+        r = d.profctl("series", "--comm", "oldsvc", "--since", "1h", "--step", "1m")
+        assert f"{N_DRAINS} drains of this window are still being converted" in r.stderr, r.stderr
 
 
 def test_writer_converts_and_the_old_samples_are_answered():
