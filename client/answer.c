@@ -182,6 +182,17 @@ void no_samples_message(const struct filters *f, uint64_t from_ns, uint64_t to_n
                 format_local_time(from, sizeof(from), from_ns), format_local_time(to, sizeof(to), to_ns));
 }
 
+void unconverted_note(const json_t *end) {
+        const json_t *v = json_object_get(end, "unconverted_drains");
+
+        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+                return;
+        fflush(stdout);
+        fprintf(stderr, "note: %" PRId64 " drains of this window are still being converted to profd's new store "
+                "format (after an upgrade; profctl status shows how far) and are not in this answer\n",
+                (int64_t) json_integer_value(v));
+}
+
 void quality_summary_print(const struct quality *q) {
         _cleanup_free_ char *s = quality_summary(q);
 

@@ -59,3 +59,8 @@ void no_samples_message(const struct filters *f, uint64_t from_ns, uint64_t to_n
 /* The summary line of an answer's quality ("quality: 98.1% complete stacks;
  * ...") on stderr, under what went to standard output. */
 void quality_summary_print(const struct quality *q);
+
+/* "note: N drains of this window are still being converted ..." on stderr
+ * when the "end" line end says some of the window's drains are not in
+ * the answer yet (an older store being converted, docs/protocol.md). */
+void unconverted_note(const json_t *end);

@@ -475,6 +475,8 @@ static int query_run(const struct cli_target *t, const struct query_args *a) {
         /* JSON carries the whole report; --quality is the report */
         else if (r >= 0 && !a->view.json && !a->view.quality && a->view.format != FORMAT_JSON)
                 quality_summary_write(&end);
+        if (r >= 0 && end.line)
+                unconverted_note(end.line);
         answer_end_done(&end);
         return r;
 }

@@ -121,6 +121,8 @@ static int series_show(const struct series_args *a, const struct series *s) {
                 no_samples_message(&a->filters, s->from_ns, s->to_ns, NULL);
         else if (!a->view.json && s->have_quality)
                 quality_summary_print(&s->quality);
+        if (s->end)
+                unconverted_note(s->end);
         return 0;
 }
 

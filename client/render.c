@@ -433,6 +433,21 @@ static void check_write(FILE *f, const json_t *c, uint64_t now_ns) {
         fputc('\n', f);
 }
 
+/* Schema 8's conversion of an older store's samples, while it lasts. */
+static void migration_write(FILE *f, const json_t *m, uint64_t now_ns) {
+        uint64_t pending = u64_of(m, "pending_rows"), done = u64_of(m, "done_rows");
+        char a[128];
+
+        if (!json_is_object(m))
+                return;
+        fprintf(f, "           converting schema 7 samples: %" PRIu64 " of %" PRIu64 " rows done (%.1f%%), %" PRIu64
+                " drains left%s\n", done, done + pending, done + pending ? 100.0 * (double) done / (double) (done + pending) : 100.0,
+                u64_of(m, "pending_drains"), json_is_false(json_object_get(m, "running")) ? " (paused: no writer)" : "");
+        if (u64_of(m, "complete_after_ns"))
+                fprintf(f, "           answers miss the drains up to %s until then\n",
+                        when_write(a, sizeof(a), u64_of(m, "complete_after_ns"), now_ns));
+}
+
 int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         const char *version, *event, *store_path;
         uint64_t pid, uptime_s, frequency_hz, interval_ms, store_bytes, drains, last_drain_ns = 0,
@@ -505,6 +520,7 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 "(idle samples are not stored)\n", samples_seen, idle_samples);
         fprintf(f, "store:     %s (%s)\n", store_path, format_bytes(size, sizeof(size), store_bytes));
         check_write(f, json_object_get(status, "store_check"), now_ns);
+        migration_write(f, json_object_get(status, "store_migration"), now_ns);
         extras_write(f, status);
         unwind_write(f, status);
         export_write(f, status, now_ns);

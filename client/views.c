@@ -902,6 +902,7 @@ void series_done(struct series *s) {
         free(s->kind);
         free(s->unit);
         free(s->points);
+        json_decref(s->end);
         *s = (struct series) {};
 }
 
@@ -950,6 +951,8 @@ int series_set_end(struct series *s, const json_t *end) {
                 return r;
         if (s->step_ns == 0)
                 return cli_error(-EBADMSG, "profd's series answer has a step of 0");
+        json_decref(s->end);
+        s->end = json_incref((json_t *) end);
         for (size_t i = 0; i < s->n_points; i++)
                 sum += s->points[i].value;
         /* a mismatch means points were lost on the way */

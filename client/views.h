@@ -91,6 +91,7 @@ struct series {
         bool have_complete;      /* every point said its complete part (profd before: no) */
         struct quality quality;  /* partial: total, complete, lost */
         bool have_quality;
+        json_t *end;             /* the "end" line (a reference of its own), for its optional keys */
 };
 
 void series_done(struct series *s);

@@ -510,6 +510,23 @@ static json_t *status_store_check(manager *m) {
                          "message", cs.state == STORE_CHECK_FAILED ? json_string(cs.message) : json_null());
 }
 
+/* Schema 8's conversion of an older store's samples (store-migrate.c):
+ * null when there is nothing (left) to convert. */
+static json_t *status_store_migration(manager *m) {
+        struct store_migration mg;
+
+        if (store_migration_get(m->store, &mg) < 0 || !mg.active)
+                return json_null();
+        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}",
+                         "pending_rows", (json_int_t) mg.pending_rows,
+                         "pending_drains", (json_int_t) mg.pending_drains,
+                         "done_rows", (json_int_t) mg.done_rows,
+                         "done_drains", (json_int_t) mg.done_drains,
+                         "complete_after_ns", (json_int_t) mg.complete_after_ns,
+                         /* serve-only runs no writer: nothing converts */
+                         "running", m->writer != NULL);
+}
+
 static int send_status(manager *m, server_client *c) {
         struct writer_stats ws = {};
         struct store_stats st;
@@ -576,6 +593,7 @@ static int send_status(manager *m, server_client *c) {
                 json_object_set_new(o, "clients", json_integer((json_int_t) server_n_clients(m->server)));
                 json_object_set_new(o, "queries", status_queries(m));
                 json_object_set_new(o, "store_check", status_store_check(m));
+                json_object_set_new(o, "store_migration", status_store_migration(m));
                 json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
                 {
                         uint64_t trims, trim_ns;

@@ -40,8 +40,9 @@ CREATE TABLE process_refs (
         blocks INTEGER NOT NULL
 );
 
--- The old table is converted by C code after this file ran (store.c,
--- migrate_compact_samples: SQL cannot pack blobs) and then dropped.
+-- The old table is converted by C code after profd is READY, a few
+-- drains per step between drains, newest first (store-migrate.c,
+-- store_migrate_step: SQL cannot pack blobs), and dropped when empty.
 ALTER TABLE samples RENAME TO samples_v7;
 
 -- The samples as rows again, for ad-hoc SQL and tests: decodes every block

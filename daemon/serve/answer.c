@@ -186,5 +186,18 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                                 "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns,
                                 "quality", report);
         }
+        /* an older store's drains that schema 8's conversion has not
+         * reached yet are not in the answer: said, not hidden */
+        if (end && q.drain_id >= 0) {
+                uint64_t unconverted = 0;
+
+                r = store_query_unconverted(ctx->store, &q, &unconverted);
+                if (r < 0) {
+                        json_decref(end);
+                        return r;
+                }
+                if (unconverted > 0)
+                        json_object_set_new(end, "unconverted_drains", json_integer((json_int_t) unconverted));
+        }
         return ctx->emit(end, ctx->userdata);
 }

@@ -43,6 +43,7 @@ struct retention {
         bool shrinking;                  /* over max_bytes: deleting down to 90% of it */
         uint64_t stacks_since_sweep;     /* stacks deleted since locations were last swept */
         bool gc_pending;                 /* temp.gc_stacks or temp.gc_processes may have rows */
+        bool v7_gone;                    /* samples_v7 (schema 7's samples being converted) was seen gone */
 };
 
 static const char *const total_names[] = {
@@ -280,6 +281,26 @@ static int64_t blocks_uncount(retention *r, const int64_t *into) {
         return k < 0 ? k : written;
 }
 
+/* Whether schema 7's samples are still being converted (samples_v7,
+ * store-migrate.c): expired drains are deleted with their rows there too,
+ * while merges and the removal of stacks and processes wait. */
+static int v7_present(retention *r, bool *ret) {
+        int64_t n;
+        int k;
+
+        if (r->v7_gone) {
+                *ret = false;
+                return 0;
+        }
+        k = db_query_i64(&r->d, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'samples_v7'", NULL,
+                         0, 0, &n);
+        if (k < 0)
+                return k;
+        r->v7_gone = n == 0;
+        *ret = n > 0;
+        return 0;
+}
+
 /* Deletes the drains listed in temp.doomed with their samples and drops;
  * the stacks and processes they referred to become candidates for removal.
  * Inside a transaction. Returns the number of drains deleted. */
@@ -289,6 +310,7 @@ static int64_t delete_doomed(retention *r) {
                 "DELETE FROM drops WHERE drain_id IN temp.doomed",
         };
         int64_t k = count_unexported(r);
+        bool v7;
 
         if (k < 0)
                 return k;
@@ -297,6 +319,26 @@ static int64_t delete_doomed(retention *r) {
         k = blocks_uncount(r, NULL);
         if (k < 0)
                 return k;
+        k = v7_present(r, &v7);
+        if (k < 0)
+                return k;
+        /* drains not converted yet: their rows go from samples_v7 (the
+         * conversion would never reach them), and what they name, counted
+         * in no stack_refs yet, becomes a candidate like the rest */
+        if (v7) {
+                static const char *const v7_sql[] = {
+                        "INSERT OR IGNORE INTO temp.gc_stacks SELECT DISTINCT stack_id FROM samples_v7 "
+                        "WHERE drain_id IN temp.doomed",
+                        "INSERT OR IGNORE INTO temp.gc_processes SELECT DISTINCT process_id FROM samples_v7 "
+                        "WHERE drain_id IN temp.doomed",
+                        "DELETE FROM samples_v7 WHERE drain_id IN temp.doomed",
+                };
+                for (size_t i = 0; i < ELEMENTSOF(v7_sql); i++) {
+                        k = db_run(&r->d, v7_sql[i], NULL, 0);
+                        if (k < 0)
+                                return k;
+                }
+        }
         for (size_t i = 0; i < ELEMENTSOF(sql); i++) {
                 k = db_run(&r->d, sql[i], NULL, 0);
                 if (k < 0)
@@ -421,8 +463,15 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         uint64_t bucket;
         int k;
 
+        bool v7;
+
         if (now_ns < age + width)
                 return 0;
+        /* a merge reads blocks: while drains are still in samples_v7 (the
+         * oldest are converted last) merges wait for the conversion */
+        k = v7_present(r, &v7);
+        if (k < 0 || v7)
+                return k;
         args[0] = (int64_t) width;
         k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains WHERE resolution_ns < ?1", args, 1, -1, &oldest);
         if (k < 0 || oldest < 0)
@@ -500,8 +549,17 @@ static int step_gc(retention *r, bool *ret_forget) {
         int64_t limit = GC_BATCH, stacks, procs, left;
         int k;
 
+        bool v7;
+
         if (!r->gc_pending)
                 return 0;
+        /* the rows of samples_v7 are in no count yet, and no index tells
+         * which stacks and processes they name (the conversion dropped
+         * samples_stack and samples_process): removals wait for the
+         * conversion, the candidates kept */
+        k = v7_present(r, &v7);
+        if (k < 0 || v7)
+                return k;
         k = begin(r);
         if (k < 0)
                 return k;

@@ -68,6 +68,9 @@ struct store {
         /* a reader (store_open_reader): locations loaded by earlier
          * queries, kept (see query_location_cache) */
         bool reader;
+        /* samples_v7 (schema 7's samples, being converted) was seen gone */
+        bool v7_gone;
+        bool v7_indexes_gone; /* its indexes samples_stack and samples_process were dropped */
         hashmap *query_locations;
         uint64_t query_locations_deleted;
         struct location_info **transient; /* see transient_add (store-query.c) */

@@ -91,95 +91,6 @@ int store_caches_reset(store *s) {
         return 0;
 }
 
-static uint64_t now_ns_monotonic(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-/* Schema 8 (schema/0008): the rows of samples_v7, as version 7 kept them,
- * become blocks, one per (drain, kind, process), and each stack's count of
- * blocks is set; then samples_v7 and its indexes are dropped. Runs inside
- * the migration's transaction. Read in the index order (drain, kind,
- * process), so a block's rows come together. */
-static int migrate_compact_samples(store *s) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        _cleanup_free_ struct sample_entry *e = NULL;
-        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
-        int64_t drain = -1, process = -1, rows = 0, blocks = 0;
-        size_t n = 0, cap = 0;
-        int kind = -1, rc, r = 0;
-        uint64_t t0 = now_ns_monotonic();
-
-        if (!refs || !prefs) {
-                hashmap_free(refs);
-                hashmap_free(prefs);
-                return log_oom();
-        }
-        rc = sqlite3_prepare_v2(s->d.handle,
-                                "SELECT drain_id, kind, process_id, stack_id, tid, state, peer_tid, cgroup_id, value "
-                                "FROM samples_v7 ORDER BY drain_id, kind, process_id", -1, &st, NULL);
-        if (rc != SQLITE_OK) {
-                hashmap_free(refs);
-                hashmap_free(prefs);
-                return db_fail(&s->d, rc, "reading samples to convert");
-        }
-        for (;;) {
-                bool row = (rc = sqlite3_step(st)) == SQLITE_ROW;
-                int64_t d = row ? sqlite3_column_int64(st, 0) : -1, p = row ? sqlite3_column_int64(st, 2) : -1;
-                int k = row ? sqlite3_column_int(st, 1) : -1;
-
-                if (!row && rc != SQLITE_DONE) {
-                        r = db_fail(&s->d, rc, "reading samples to convert");
-                        break;
-                }
-                if (n > 0 && (!row || d != drain || k != kind || p != process)) {
-                        r = sample_blocks_insert(&s->d, drain, kind, process, e, n, refs, prefs);
-                        if (r < 0)
-                                break;
-                        blocks++;
-                        n = 0;
-                }
-                if (!row)
-                        break;
-                drain = d, kind = k, process = p;
-                if (n == cap) {
-                        size_t ncap = MAX(cap * 2, (size_t) 256);
-                        struct sample_entry *ne = realloc(e, ncap * sizeof(*ne));
-                        if (!ne) {
-                                r = log_oom();
-                                break;
-                        }
-                        e = ne;
-                        cap = ncap;
-                }
-                e[n++] = (struct sample_entry) {
-                        .stack_id = sqlite3_column_int64(st, 3),
-                        .tid = (uint32_t) sqlite3_column_int64(st, 4),
-                        .state = (uint8_t) sqlite3_column_int(st, 5),
-                        .peer_tid = (uint32_t) sqlite3_column_int64(st, 6),
-                        .cgroup_id = (uint64_t) sqlite3_column_int64(st, 7),
-                        .value = (uint64_t) sqlite3_column_int64(st, 8),
-                };
-                rows++;
-        }
-        sqlite3_finalize(TAKE_PTR(st));
-        if (r >= 0)
-                r = stack_refs_apply(&s->d, refs, false);
-        if (r >= 0)
-                r = process_refs_apply(&s->d, prefs, false);
-        hashmap_free(refs);
-        hashmap_free(prefs);
-        if (r >= 0)
-                r = db_exec(&s->d, "DROP TABLE samples_v7");
-        if (r < 0)
-                return r;
-        log_info("Store %s: %" PRId64 " sample rows packed into %" PRId64 " blocks in %.1f s.", s->path, rows, blocks,
-                 (double) (now_ns_monotonic() - t0) / 1e9);
-        return 0;
-}
-
 static int migrate(store *s) {
         sqlite3_stmt *st = NULL;
         int64_t version;
@@ -206,10 +117,19 @@ static int migrate(store *s) {
                 if (r < 0)
                         return r;
                 snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %u", v + 1);
+                /* schema 8 moves the samples aside (samples_v7) and
+                 * converts none of them here: the writer does, in steps
+                 * after READY (store_migrate_step, store-migrate.c) */
                 r = db_exec(&s->d, schema_migrations[v]);
-                /* schema 8: SQL cannot pack blocks; this does */
-                if (r >= 0 && v + 1 == 8)
-                        r = migrate_compact_samples(s);
+                /* a store without samples (a new one) has nothing to
+                 * convert: the empty table goes at once */
+                if (r >= 0 && v + 1 == 8) {
+                        int64_t any;
+
+                        r = db_query_i64(&s->d, "SELECT EXISTS (SELECT 1 FROM samples_v7)", NULL, 0, 0, &any);
+                        if (r >= 0 && !any)
+                                r = db_exec(&s->d, "DROP TABLE samples_v7");
+                }
                 if (r >= 0)
                         r = db_exec(&s->d, pragma);
                 if (r >= 0)

@@ -234,6 +234,44 @@ struct store_stats {
 int store_get_stats(store *s, struct store_stats *ret);
 void store_stats_done(struct store_stats *st);
 
+/* --- schema 8's conversion of schema 7's samples (store-migrate.c) ---
+ * Opening a schema 7 store moves its samples table aside (samples_v7) and
+ * converts nothing: queries, series and status read sample_blocks only,
+ * and the writer converts samples_v7 a step at a time between drains,
+ * newest drains first, each step one transaction of whole drains. */
+
+/* Whether samples_v7 is still there (sets *ret). Returns 0 or a negative
+ * errno. */
+int store_v7_present(store *s, bool *ret);
+
+struct store_migrate_limits {
+        uint64_t max_rows; /* rows per step, by the drains' keys (whole drains, at least one); 0: the default, 8192 */
+        bool rollback;     /* tests: roll the step back instead of committing it */
+};
+
+/* Converts the newest drains left in samples_v7 to blocks (the step's
+ * drains oldest first), deletes their rows and counts their stacks and
+ * processes (stack_refs, process_refs), in one transaction; drops samples_v7 with its last rows. lim may be
+ * NULL. Returns 1 when it converted something (*ret_rows rows; call again
+ * for more), 0 when there is nothing left, or a negative errno (logged;
+ * the step was rolled back). */
+int store_migrate_step(store *s, const struct store_migrate_limits *lim, uint64_t *ret_rows);
+
+struct store_migration {
+        bool active;                /* samples_v7 is still there */
+        uint64_t pending_rows;      /* rows left, by the keys of their drains */
+        uint64_t pending_drains;
+        uint64_t complete_after_ns; /* end of the newest drain left: a window after it is complete */
+        uint64_t done_rows, done_drains; /* converted so far (kept in the store) */
+};
+
+/* The conversion's progress. Returns 0 or a negative errno. */
+int store_migration_get(store *s, struct store_migration *ret);
+
+/* How many drains of q's window (or q's drain) are still in samples_v7,
+ * so not in its answer. Returns 0 or a negative errno. */
+int store_query_unconverted(store *s, const struct store_query *q, uint64_t *ret);
+
 /* --- the export outbox (schema/0005, docs/clickhouse.md) ---
  * A target's cursor is the last drain it acknowledged; drains as drained
  * (not merged by retention) with a larger id are its backlog, in id order. */

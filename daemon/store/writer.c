@@ -83,6 +83,7 @@ struct writer {
         size_t frames_cap;
         struct writer_unresolved unresolved; /* this drain's, added to stats once it is stored */
         char jit_tag[64];          /* build_id of the [jit] frames of the key being built */
+        bool migrated;             /* no schema 7 samples left to convert */
 };
 
 /* Inlined calls kept per address: deeper chains keep their outermost
@@ -534,6 +535,38 @@ static void run_retention(writer *w, uint64_t now_ns) {
         pthread_mutex_unlock(&w->lock);
 }
 
+/* Work on schema 8's conversion after each drain, at most: half the
+ * default interval, so converting an old store takes at most half a CPU
+ * while it lasts; steps stop sooner when a drain is queued, so a drain
+ * waits for one step at most (about 50 ms). The first steps come after
+ * the first drain, not at start: there they would compete with loading
+ * the BPF programs for the CPU and delay READY (docs/performance.md). */
+#define MIGRATE_BUDGET_NS (5000ULL * 1000000ULL)
+
+/* Steps of the conversion of schema 7's samples (store_migrate_step) until
+ * none is left, the budget is spent, a drain waits or profd stops. */
+static void run_migration(writer *w) {
+        uint64_t deadline = monotonic_ns() + MIGRATE_BUDGET_NS;
+        bool waiting;
+
+        if (w->migrated)
+                return;
+        for (;;) {
+                int r = store_migrate_step(w->store, NULL, NULL);
+
+                if (r == 0)
+                        w->migrated = true;
+                if (r <= 0)
+                        break; /* done, or failed (logged): tried again after the next drain */
+                pthread_mutex_lock(&w->lock);
+                waiting = w->drains_queued > 0;
+                pthread_mutex_unlock(&w->lock);
+                waiting = waiting || workqueue_stopping(w->queue);
+                if (waiting || monotonic_ns() >= deadline)
+                        break;
+        }
+}
+
 static void apply_settings(writer *w, struct job *j) {
         symbolizer_set_cache_budget(w->sym, j->symbol_cache_bytes);
         if (symbolizer_set_debug_dirs(w->sym, (const char *const *) j->debug_dirs) < 0)
@@ -579,6 +612,7 @@ static void run_drain(writer *w, struct job *j) {
         drain_batch_done(&j->batch);
         workqueue_complete(w->queue, &j->item); /* the loop's from here */
         run_retention(w, end_ns);
+        run_migration(w);
         /* once a drain, so that profd's RSS between drains is what it
          * holds, not the most it held: the free chunks left in the middle
          * of the arenas by the drain, a symbol cache eviction, retention
