@@ -118,12 +118,45 @@ out:
         return r;
 }
 
+/* The process and kind of an outbox row: columns 0-8 of both queries
+ * below (p.pid ... p.container, kind). */
+static struct store_outbox_sample outbox_process_columns(sqlite3_stmt *st) {
+        return (struct store_outbox_sample) {
+                .pid = (uint32_t) sqlite3_column_int64(st, 0),
+                .process_start_ns = (uint64_t) sqlite3_column_int64(st, 1),
+                .comm = (const char *) sqlite3_column_text(st, 2),
+                .exe = (const char *) sqlite3_column_text(st, 3),
+                .have_uid = sqlite3_column_type(st, 4) != SQLITE_NULL,
+                .uid = (uint32_t) sqlite3_column_int64(st, 4),
+                .cgroup = (const char *) sqlite3_column_text(st, 5),
+                .unit = (const char *) sqlite3_column_text(st, 6),
+                .container = (const char *) sqlite3_column_text(st, 7),
+                .kind = sqlite3_column_int(st, 8),
+        };
+}
+
+/* The frames of a sample's stack, reused from sample to sample. */
+struct outbox_frames {
+        hashmap *cache; /* the store's location cache */
+        struct store_frame_out *out;
+        size_t cap;
+};
+
+/* Gives smp, with its stack's frames, to fn. */
+static int outbox_send(store *s, struct store_outbox_sample *smp, struct outbox_frames *sb,
+                       store_outbox_sample_fn fn, void *userdata) {
+        int r = store_stack_frames(s, smp->stack_id, sb->cache, &sb->out, &sb->cap, &smp->n_frames, &smp->user_end);
+
+        if (r < 0)
+                return r;
+        smp->frames = sb->out;
+        return fn(smp, userdata);
+}
+
 int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata) {
-        _cleanup_free_ struct store_frame_out *out = NULL;
+        struct outbox_frames sb = {};
         sqlite3_stmt *st = NULL;
-        size_t out_cap = 0;
         int64_t raw = 0;
-        hashmap *cache;
         bool v7;
         int rc, r;
 
@@ -138,8 +171,8 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                 r = -ENOENT;
                 goto out;
         }
-        cache = store_query_location_cache(s);
-        if (!cache) {
+        sb.cache = store_query_location_cache(s);
+        if (!sb.cache) {
                 r = -ENOMEM;
                 goto out;
         }
@@ -161,33 +194,17 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                         goto out;
                 }
                 for (size_t i = 0; i < b.n; i++) {
+                        struct store_outbox_sample smp = outbox_process_columns(st);
                         struct sample_entry e;
 
                         sample_block_get(&b, i, &e);
-                        struct store_outbox_sample smp = {
-                                .pid = (uint32_t) sqlite3_column_int64(st, 0),
-                                .process_start_ns = (uint64_t) sqlite3_column_int64(st, 1),
-                                .comm = (const char *) sqlite3_column_text(st, 2),
-                                .exe = (const char *) sqlite3_column_text(st, 3),
-                                .have_uid = sqlite3_column_type(st, 4) != SQLITE_NULL,
-                                .uid = (uint32_t) sqlite3_column_int64(st, 4),
-                                .cgroup = (const char *) sqlite3_column_text(st, 5),
-                                .unit = (const char *) sqlite3_column_text(st, 6),
-                                .container = (const char *) sqlite3_column_text(st, 7),
-                                .kind = sqlite3_column_int(st, 8),
-                                .tid = e.tid,
-                                .cgroup_id = e.cgroup_id,
-                                .state = e.state,
-                                .peer_tid = e.peer_tid,
-                                .stack_id = e.stack_id,
-                                .value = e.value,
-                        };
-
-                        r = store_stack_frames(s, smp.stack_id, cache, &out, &out_cap, &smp.n_frames, &smp.user_end);
-                        if (r < 0)
-                                goto out;
-                        smp.frames = out;
-                        r = fn(&smp, userdata);
+                        smp.tid = e.tid;
+                        smp.cgroup_id = e.cgroup_id;
+                        smp.state = e.state;
+                        smp.peer_tid = e.peer_tid;
+                        smp.stack_id = e.stack_id;
+                        smp.value = e.value;
+                        r = outbox_send(s, &smp, &sb, fn, userdata);
                         if (r < 0)
                                 goto out;
                 }
@@ -215,36 +232,22 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
         }
         sqlite3_bind_int64(st, 1, drain_id);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                struct store_outbox_sample smp = {
-                        .pid = (uint32_t) sqlite3_column_int64(st, 0),
-                        .process_start_ns = (uint64_t) sqlite3_column_int64(st, 1),
-                        .comm = (const char *) sqlite3_column_text(st, 2),
-                        .exe = (const char *) sqlite3_column_text(st, 3),
-                        .have_uid = sqlite3_column_type(st, 4) != SQLITE_NULL,
-                        .uid = (uint32_t) sqlite3_column_int64(st, 4),
-                        .cgroup = (const char *) sqlite3_column_text(st, 5),
-                        .unit = (const char *) sqlite3_column_text(st, 6),
-                        .container = (const char *) sqlite3_column_text(st, 7),
-                        .kind = sqlite3_column_int(st, 8),
-                        .tid = (uint32_t) sqlite3_column_int64(st, 9),
-                        .cgroup_id = (uint64_t) sqlite3_column_int64(st, 10),
-                        .state = (uint8_t) sqlite3_column_int(st, 11),
-                        .peer_tid = (uint32_t) sqlite3_column_int64(st, 12),
-                        .stack_id = sqlite3_column_int64(st, 13),
-                        .value = (uint64_t) sqlite3_column_int64(st, 14),
-                };
+                struct store_outbox_sample smp = outbox_process_columns(st);
 
-                r = store_stack_frames(s, smp.stack_id, cache, &out, &out_cap, &smp.n_frames, &smp.user_end);
-                if (r < 0)
-                        goto out;
-                smp.frames = out;
-                r = fn(&smp, userdata);
+                smp.tid = (uint32_t) sqlite3_column_int64(st, 9);
+                smp.cgroup_id = (uint64_t) sqlite3_column_int64(st, 10);
+                smp.state = (uint8_t) sqlite3_column_int(st, 11);
+                smp.peer_tid = (uint32_t) sqlite3_column_int64(st, 12);
+                smp.stack_id = sqlite3_column_int64(st, 13);
+                smp.value = (uint64_t) sqlite3_column_int64(st, 14);
+                r = outbox_send(s, &smp, &sb, fn, userdata);
                 if (r < 0)
                         goto out;
         }
         if (rc != SQLITE_DONE)
                 r = db_fail(&s->d, rc, "outbox samples");
 out:
+        free(sb.out);
         sqlite3_finalize(st);
         store_transient_release(s);
         (void) db_exec(&s->d, "COMMIT");

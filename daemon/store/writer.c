@@ -505,11 +505,22 @@ static uint64_t monotonic_ns(void) {
         return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
 }
 
+/* Whether background work between drains (retention, the conversion of an
+ * old store) must stop now: a drain is queued, profd stops, or its budget
+ * (deadline, monotonic) is spent. */
+static bool background_must_yield(writer *w, uint64_t deadline) {
+        bool waiting;
+
+        pthread_mutex_lock(&w->lock);
+        waiting = w->drains_queued > 0;
+        pthread_mutex_unlock(&w->lock);
+        return waiting || workqueue_stopping(w->queue) || monotonic_ns() >= deadline;
+}
+
 /* Retention steps until nothing is due, the budget is spent, or a drain
  * waits. now_ns: the drain's end, on the clock drains are stamped with. */
 static void run_retention(writer *w, uint64_t now_ns) {
         uint64_t deadline = monotonic_ns() + RETENTION_BUDGET_NS;
-        bool waiting;
 
         if (!w->ret)
                 return;
@@ -521,14 +532,8 @@ static void run_retention(writer *w, uint64_t now_ns) {
                         store_forget_ids(w->store);
                         (void) symbolizer_forget_stored(w->sym);
                 }
-                if (r <= 0)
-                        break; /* done, or failed (logged): tried again after the next drain */
-                pthread_mutex_lock(&w->lock);
-                waiting = w->drains_queued > 0;
-                pthread_mutex_unlock(&w->lock);
-                waiting = waiting || workqueue_stopping(w->queue);
-                if (waiting || monotonic_ns() >= deadline)
-                        break;
+                if (r <= 0 || background_must_yield(w, deadline))
+                        break; /* done, failed (logged) or yielding: tried again after the next drain */
         }
         pthread_mutex_lock(&w->lock);
         retention_get_totals(w->ret, &w->stats.retention);
@@ -547,7 +552,6 @@ static void run_retention(writer *w, uint64_t now_ns) {
  * none is left, the budget is spent, a drain waits or profd stops. */
 static void run_migration(writer *w) {
         uint64_t deadline = monotonic_ns() + MIGRATE_BUDGET_NS;
-        bool waiting;
 
         if (w->migrated)
                 return;
@@ -556,14 +560,8 @@ static void run_migration(writer *w) {
 
                 if (r == 0)
                         w->migrated = true;
-                if (r <= 0)
-                        break; /* done, or failed (logged): tried again after the next drain */
-                pthread_mutex_lock(&w->lock);
-                waiting = w->drains_queued > 0;
-                pthread_mutex_unlock(&w->lock);
-                waiting = waiting || workqueue_stopping(w->queue);
-                if (waiting || monotonic_ns() >= deadline)
-                        break;
+                if (r <= 0 || background_must_yield(w, deadline))
+                        break; /* done, failed (logged) or yielding: tried again after the next drain */
         }
 }
 
