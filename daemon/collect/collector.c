@@ -239,10 +239,6 @@ static struct bpf_map *frames_map(const collector *c, unsigned cls, unsigned gen
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(collector *, collector_free);
 
-/* Opens the BPF object and sizes its maps and settings from cfg, before
- * load: keys and stack nodes per generation from the sampling rate and the
- * CPUs, within kernel_memory (mapsize.c; docs/architecture.md, "Map
- * sizes"). Returns 0 or a negative errno, logged. */
 /* Tells the wakeup program where the kernel's interrupt entry code is, by
  * which it knows a wakeup done by an interrupt from one done by the task it
  * interrupted (bpf/offcpu.bpf.c, in_interrupt_context). Without it, only
@@ -263,6 +259,10 @@ static void interrupt_text_set(collector *c) {
         c->skel->rodata->irqentry_end = addrs[1];
 }
 
+/* Opens the BPF object and sizes its maps and settings from cfg, before
+ * load: keys and stack nodes per generation from the sampling rate and the
+ * CPUs, within kernel_memory (mapsize.c; docs/architecture.md, "Map
+ * sizes"). Returns 0 or a negative errno, logged. */
 static int collector_open(collector *c, const struct conf *cfg, struct mapsize_plan *ret_plan) {
         unsigned long pid_max = 32768;
         size_t seen_max;
