@@ -112,7 +112,7 @@ static int kallsyms_parse_line(char *line, uint64_t *ret_addr, char *ret_type,
         return 0;
 }
 
-/* One line of a kallsyms-format file, split in place in the reader's buffer. */
+/* A kallsyms-format file, read a line at a time. */
 struct kallsyms_reader {
         FILE *file;
         char *line;
@@ -120,6 +120,7 @@ struct kallsyms_reader {
         bool any_address; /* a line read so far had a non-zero address */
 };
 
+/* One line, split in place in the reader's buffer (valid until the next). */
 struct kallsyms_line {
         uint64_t addr;
         char type;
