@@ -95,3 +95,20 @@ void db_rollback(const struct db *d) {
         if (!sqlite3_get_autocommit(d->handle))
                 (void) sqlite3_exec(d->handle, "ROLLBACK", NULL, NULL, NULL);
 }
+
+int db_v7_present(const struct db *d, bool *gone, bool *ret) {
+        int64_t n;
+        int r;
+
+        if (*gone) {
+                *ret = false;
+                return 0;
+        }
+        r = db_query_i64(d, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'samples_v7'", NULL,
+                         0, 0, &n);
+        if (r < 0)
+                return r;
+        *gone = n == 0;
+        *ret = n > 0;
+        return 0;
+}

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,11 @@ int64_t db_run(const struct db *d, const char *sql, const int64_t *args, size_t 
  * first column of its first row, or dflt when there is no row or it is
  * NULL. Returns 0 or a negative errno, logged. */
 int db_query_i64(const struct db *d, const char *sql, const int64_t *args, size_t n, int64_t dflt, int64_t *ret);
+
+/* Whether schema 7's samples (samples_v7) are still there, being converted
+ * (store-migrate.c). *gone caches "no": nothing creates the table again
+ * once it is dropped. Returns 0 or a negative errno, logged. */
+int db_v7_present(const struct db *d, bool *gone, bool *ret);
 
 /* Rolls back the transaction open on the connection, if one is; quietly:
  * called on paths that already failed. */

@@ -285,20 +285,7 @@ static int64_t blocks_uncount(retention *r, const int64_t *into) {
  * store-migrate.c): expired drains are deleted with their rows there too,
  * while merges and the removal of stacks and processes wait. */
 static int v7_present(retention *r, bool *ret) {
-        int64_t n;
-        int k;
-
-        if (r->v7_gone) {
-                *ret = false;
-                return 0;
-        }
-        k = db_query_i64(&r->d, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'samples_v7'", NULL,
-                         0, 0, &n);
-        if (k < 0)
-                return k;
-        r->v7_gone = n == 0;
-        *ret = n > 0;
-        return 0;
+        return db_v7_present(&r->d, &r->v7_gone, ret);
 }
 
 /* Deletes the drains listed in temp.doomed with their samples and drops;

@@ -43,21 +43,7 @@ static uint64_t monotonic_ns(void) {
 }
 
 int store_v7_present(store *s, bool *ret) {
-        int64_t n;
-        int r;
-
-        if (s->v7_gone) {
-                *ret = false;
-                return 0;
-        }
-        r = db_query_i64(&s->d, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'samples_v7'", NULL,
-                         0, 0, &n);
-        if (r < 0)
-                return r;
-        /* nothing creates it again once it is gone */
-        s->v7_gone = n == 0;
-        *ret = n > 0;
-        return 0;
+        return db_v7_present(&s->d, &s->v7_gone, ret);
 }
 
 /* Packs the rows of drain into blocks, one per (kind, process), counting
