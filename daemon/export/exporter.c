@@ -2,7 +2,6 @@
  * exporter.h and docs/clickhouse.md, Exactly once). */
 #include "exporter.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -18,6 +17,7 @@
 #include "clickhouse-schema.h"
 #include "conf.h"
 #include "credentials.h"
+#include "curl-dl.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -262,33 +262,33 @@ static int http_post(exporter *e, const char *what, const char *params, const ch
 
         if (asprintf(&url, "%s%s%s", e->url, strchr(e->url, '?') ? "&" : "?", params) < 0)
                 return -ENOMEM;
-        curl_easy_reset(e->curl);
+        sym_curl_easy_reset(e->curl);
         /* no "Expect: 100-continue" round trip before a large body */
-        headers = curl_slist_append(NULL, "Expect:");
+        headers = sym_curl_slist_append(NULL, "Expect:");
         if (!headers)
                 return -ENOMEM;
-        curl_easy_setopt(e->curl, CURLOPT_URL, url);
-        curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, headers);
-        curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
-        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, data);
-        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
-        curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
-        curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long) (e->timeout_ns / NSEC_PER_MSEC));
-        curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long) (e->timeout_ns / NSEC_PER_MSEC));
-        curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &a);
-        curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
+        sym_curl_easy_setopt(e->curl, CURLOPT_URL, url);
+        sym_curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, headers);
+        sym_curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
+        sym_curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, data);
+        sym_curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+        sym_curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
+        sym_curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long) (e->timeout_ns / NSEC_PER_MSEC));
+        sym_curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long) (e->timeout_ns / NSEC_PER_MSEC));
+        sym_curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
+        sym_curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &a);
+        sym_curl_easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
+        sym_curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+        sym_curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
         if (e->user) {
-                curl_easy_setopt(e->curl, CURLOPT_HTTPAUTH, (long) CURLAUTH_BASIC);
-                curl_easy_setopt(e->curl, CURLOPT_USERNAME, e->user);
-                curl_easy_setopt(e->curl, CURLOPT_PASSWORD, e->password);
+                sym_curl_easy_setopt(e->curl, CURLOPT_HTTPAUTH, (long) CURLAUTH_BASIC);
+                sym_curl_easy_setopt(e->curl, CURLOPT_USERNAME, e->user);
+                sym_curl_easy_setopt(e->curl, CURLOPT_PASSWORD, e->password);
         }
-        cc = curl_easy_perform(e->curl);
-        curl_slist_free_all(headers);
+        cc = sym_curl_easy_perform(e->curl);
+        sym_curl_slist_free_all(headers);
         if (cc == CURLE_OK)
-                curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+                sym_curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
         if (atomic_load(&e->stopping))
                 r = -ECANCELED;
         else if (cc == CURLE_OPERATION_TIMEDOUT) {
@@ -298,7 +298,7 @@ static int http_post(exporter *e, const char *what, const char *params, const ch
                 r = -EAGAIN;
         } else if (cc != CURLE_OK) {
                 f->kind = EXPORTER_ERROR_CONNECT;
-                snprintf(f->msg, sizeof(f->msg), "%s: %s", what, curl_easy_strerror(cc));
+                snprintf(f->msg, sizeof(f->msg), "%s: %s", what, sym_curl_easy_strerror(cc));
                 r = -EAGAIN;
         } else if (status != 200) {
                 const char *msg = a.body.data ? a.body.data : "";
@@ -322,13 +322,13 @@ static int fail_with(exporter *e, const struct failure *f) {
  * Returns 0, or -EAGAIN with *f saying why, or -ECANCELED, -ENOMEM. */
 static int query_u64(exporter *e, const char *what, const char *sql, uint64_t *ret, struct failure *f) {
         _cleanup_free_ char *params = NULL, *answer = NULL;
-        char *enc = curl_easy_escape(e->curl, sql, 0);
+        char *enc = sym_curl_easy_escape(e->curl, sql, 0);
         int r;
 
         if (!enc)
                 return -ENOMEM;
         r = asprintf(&params, "query=%s", enc);
-        curl_free(enc);
+        sym_curl_free(enc);
         if (r < 0)
                 return -ENOMEM;
         r = http_post(e, what, params, "", 0, &answer, f);
@@ -473,14 +473,14 @@ static int insert(exporter *e, const char *what, const char *statement, struct c
 
         if (b.rows == 0)
                 return 0;
-        enc = curl_easy_escape(e->curl, statement, 0);
+        enc = sym_curl_easy_escape(e->curl, statement, 0);
         if (!enc)
                 return -ENOMEM;
         /* synchronous: the answer comes once every shard stored its rows;
          * one block: a batch is never split into parts */
         r = asprintf(&params, "query=%s&insert_distributed_sync=1&max_insert_block_size=%zu%s%s", enc,
                      MAX(b.rows, (size_t) 1048576), qid ? "&query_id=" : "", qid ? qid : "");
-        curl_free(enc);
+        sym_curl_free(enc);
         if (r < 0)
                 return -ENOMEM;
         r = http_post(e, what, params, b.data, b.len, NULL, &f);
@@ -715,21 +715,19 @@ static void *exporter_thread(void *userdata) {
         return NULL;
 }
 
-static void curl_init_once(void) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                log_warning("libcurl's global initialisation failed; exports may fail.");
-}
-
 int exporter_new(const struct conf *cfg, exporter **ret) {
-        static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
         pthread_condattr_t ca;
         exporter *e;
         int r;
 
         if (!conf_host_name_valid(cfg->host_name))
                 return log_error_errno(-EINVAL, "host_name \"%s\" is not a plain host name.", cfg->host_name);
-        /* before any thread: curl_global_init is not thread-safe */
-        (void) pthread_once(&curl_once, curl_init_once);
+        /* loaded here, not linked: hosts that export nothing do not map
+         * libcurl and its TLS libraries (dynlib.h); before any thread, as
+         * curl_global_init is not thread-safe */
+        r = curl_dl_open();
+        if (r < 0)
+                return r;
         e = calloc(1, sizeof(*e));
         if (!e)
                 return log_oom();
@@ -754,7 +752,7 @@ int exporter_new(const struct conf *cfg, exporter **ret) {
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&e->cond, &ca);
         pthread_condattr_destroy(&ca);
-        e->curl = curl_easy_init();
+        e->curl = sym_curl_easy_init();
         r = e->curl ? chbatch_new(&e->batch) : -ENOMEM;
         if (r < 0) {
                 exporter_free(e);
@@ -784,7 +782,7 @@ exporter *exporter_free(exporter *e) {
                 pthread_cond_destroy(&e->cond);
         }
         if (e->curl)
-                curl_easy_cleanup(e->curl);
+                sym_curl_easy_cleanup(e->curl);
         chbatch_free(e->batch);
         store_close(e->outbox);
         free(e->url);

@@ -691,8 +691,13 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
                 if (!dir || symbolizer_set_scratch_dir(w->sym, dirname(dir)) < 0)
                         return log_oom();
         }
-        if (debuginfod && symbolizer_enable_debuginfod(w->sym) < 0)
-                return log_oom();
+        if (debuginfod) {
+                r = symbolizer_enable_debuginfod(w->sym);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0) /* libdebuginfod missing: said why; local files still serve */
+                        log_warning_errno(r, "Debug files are looked up without debuginfod.");
+        }
         r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
         if (r < 0)
                 log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");

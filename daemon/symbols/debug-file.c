@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "debuginfod-dl.h"
 #include "helpers.h"
 #include "macro.h"
 
@@ -51,7 +52,7 @@ int debug_search_init(struct debug_search *ds) {
 void debug_search_done(struct debug_search *ds) {
         strv_free(ds->dirs);
         if (ds->debuginfod)
-                debuginfod_end(ds->debuginfod);
+                sym_debuginfod_end(ds->debuginfod);
         hashmap_free_with_keys(ds->debuginfod_missed);
         *ds = (struct debug_search) {};
 }
@@ -68,12 +69,19 @@ int debug_search_set_dirs(struct debug_search *ds, const char *const *dirs) {
 }
 
 int debug_search_enable_debuginfod(struct debug_search *ds) {
+        int r;
+
         if (ds->debuginfod)
                 return 0;
+        /* loaded, not linked: only hosts that enable it map libdebuginfod
+         * and its libcurl (dynlib.h) */
+        r = debuginfod_dl_open();
+        if (r < 0)
+                return r;
         ds->debuginfod_missed = hashmap_new_string();
         if (!ds->debuginfod_missed)
                 return -ENOMEM;
-        ds->debuginfod = debuginfod_begin();
+        ds->debuginfod = sym_debuginfod_begin();
         if (!ds->debuginfod) {
                 ds->debuginfod_missed = hashmap_free(ds->debuginfod_missed);
                 return -ENOMEM;
@@ -217,7 +225,7 @@ static int debug_file_from_debuginfod(struct debug_search *ds, const struct debu
 
         if (!ds->debuginfod || !q->build_id || hashmap_get(ds->debuginfod_missed, q->build_id, NULL) >= 0)
                 return 0;
-        fd = debuginfod_find_debuginfo(ds->debuginfod, (const unsigned char *) q->build_id, 0, &path);
+        fd = sym_debuginfod_find_debuginfo(ds->debuginfod, (const unsigned char *) q->build_id, 0, &path);
         if (fd >= 0) {
                 close(fd); /* debug_candidate_open opens and checks it by path */
                 r = debug_candidate_open(q, path, true, ret);

@@ -25,7 +25,8 @@ void debug_search_done(struct debug_search *ds);
  * list then stays). */
 int debug_search_set_dirs(struct debug_search *ds, const char *const *dirs);
 /* Starts a debuginfod client (see symbolizer_enable_debuginfod). Returns 0
- * (also when already started) or -ENOMEM. */
+ * (also when already started), -ENOMEM, or the error of loading
+ * libdebuginfod (debuginfod_dl_open). */
 int debug_search_enable_debuginfod(struct debug_search *ds);
 
 /* What the debug file of one file must match. */

@@ -46,7 +46,9 @@ int symbolizer_set_debug_dirs(symbolizer *s, const char *const *dirs);
  * from the environment ($DEBUGINFOD_URLS, $DEBUGINFOD_CACHE_PATH,
  * $DEBUGINFOD_TIMEOUT; profd sets them from its settings). A build-id the
  * servers did not have is not asked for again. Call from the thread that
- * loads files: the client is not shared. Returns 0 or -ENOMEM. */
+ * loads files: the client is not shared. Loads libdebuginfod on first use
+ * (dynlib.h). Returns 0, -ENOMEM, or -ENOENT/-ENOSYS when libdebuginfod
+ * cannot be loaded (logged). */
 int symbolizer_enable_debuginfod(symbolizer *s);
 
 /* Loads the symbols of the ELF file at open_path (a plain path, or a

@@ -180,6 +180,27 @@ def memory_kib(pid):
     return vals["VmRSS"], vals["VmHWM"]
 
 
+def mapped_libraries(pid):
+    """The file names (without directories) of the shared objects a process
+    maps, from /proc/PID/maps."""
+    names = set()
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and ".so" in fields[5]:
+                names.add(os.path.basename(fields[5].strip()))
+    return names
+
+
+# What libcurl and libdebuginfod bring (daemon/dynlib.h): profd loads them
+# only when an export or debuginfod is configured.
+NETWORK_LIBRARIES = ("libcurl", "libdebuginfod", "libgnutls", "libssl", "libcrypto", "libldap", "libkrb5")
+
+
+def network_libraries(pid):
+    return sorted(n for n in mapped_libraries(pid) if n.startswith(NETWORK_LIBRARIES))
+
+
 def dwarf_copies_kib(pid, store):
     """(RSS, resident DWARF copies) of a process in KiB, from one read of
     /proc/PID/smaps: the RSS summed over every mapping, and of it the pages

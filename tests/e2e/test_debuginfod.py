@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.request
 
-from harness import Profd, binary, function_shares, require_root, run_tests
+from harness import Profd, binary, function_shares, network_libraries, require_root, run_tests
 
 SPIN = ("spin_alpha", "spin_beta", "spin_gamma")
 PORT = 18000 + os.getpid() % 1000
@@ -91,6 +91,9 @@ def test_debug_info_from_debuginfod_and_misses_asked_once():
             for f in SPIN:
                 assert in_stack.get(f, 0) > 0, f"{f} not named: {sorted(in_stack)[:20]}"
             assert named >= 0.8 * total, f"only {named} of {total} samples named"
+            # loaded because debuginfod is configured (daemon/dynlib.h)
+            libs = network_libraries(d.proc.pid)
+            assert any(n.startswith("libdebuginfod") for n in libs), f"libdebuginfod not loaded: {libs}"
 
         asks = open(STATE["server_log"]).read()
         served_asks = asks.count(f"/buildid/{bid}/debuginfo")
@@ -108,6 +111,17 @@ def test_debug_info_from_debuginfod_and_misses_asked_once():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def test_defaults_load_no_network_library():
+    """At defaults (no export, no debuginfod) profd maps neither libcurl nor
+    libdebuginfod, nor the TLS and directory libraries they bring: about
+    6 MiB of resident memory on every host that uses neither (issue 14)."""
+    with Profd("--interval", "1s") as d:
+        d.profctl("flush")  # a drain symbolized and stored: every stage ran
+        libs = network_libraries(d.proc.pid)
+        print(f"  network libraries mapped at defaults: {libs or 'none'}")
+        assert not libs, f"profd at defaults maps {libs}"
+
+
 def enter_own_netns():
     """Runs this script again in a new network namespace with loopback up."""
     if os.environ.get("PROFD_TEST_IN_NETNS") != "1":
@@ -123,4 +137,4 @@ if __name__ == "__main__":
               file=sys.stderr)
         sys.exit(77)
     enter_own_netns()
-    run_tests([test_debug_info_from_debuginfod_and_misses_asked_once])
+    run_tests([test_defaults_load_no_network_library, test_debug_info_from_debuginfod_and_misses_asked_once])
