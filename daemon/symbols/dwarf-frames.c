@@ -405,6 +405,10 @@ static const struct cu_scopes *dwarf_index_cu_scopes(struct dwarf_index *d, Dwar
         /* The first address in a CU reads its line table too. */
         if (dwarf_getsrclines(cudie, &lines, &n_lines) == 0)
                 d->bytes += (uint64_t) n_lines * DWARF_LINE_BYTES;
+        /* Building them read the CU's whole DIE tree (libpython's ceval.c
+         * alone is megabytes of it); the tree and the lines are in the
+         * heap now, and what lookups read again faults back in. */
+        dwarf_index_drop_pages(d);
         return TAKE_PTR(c);
 oom:
         *ret_oom = true;
