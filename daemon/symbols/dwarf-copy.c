@@ -31,8 +31,7 @@
  * is lost while a copy not made only costs heap. */
 #define COPY_FREE_MARGIN (UINT64_C(64) << 20)
 
-/* Whether dir's filesystem has room for size more bytes and the margin. */
-static bool copy_fits(const char *dir, uint64_t size) {
+bool dwarf_copy_fits(const char *dir, uint64_t size) {
         struct statvfs vfs;
         uint64_t avail, total;
 
@@ -313,7 +312,7 @@ int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size
         memcpy(oh.e_ident, ehdr.e_ident, EI_NIDENT);
         if (n_secs + 2 >= SHN_LORESERVE)
                 goto fallback;
-        if (!copy_fits(dir, off + (n_secs + 2) * sizeof(*out_shdrs))) {
+        if (!dwarf_copy_fits(dir, off + (n_secs + 2) * sizeof(*out_shdrs))) {
                 r = -ENOSPC;
                 goto done;
         }

@@ -1,6 +1,7 @@
 /* A file's DWARF sections, decompressed, in a private unlinked file of profd's own, so that libdw reads them through a read-only mapping instead of the heap. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Writes the .debug_* sections of the ELF file open as src_fd, decompressed
@@ -30,3 +31,9 @@
  * it is left); in all these cases the caller reads the original as before;
  * or -ENOMEM. */
 int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size);
+
+/* Whether dir's filesystem has room for size more bytes and still keeps
+ * 64 MiB and a twentieth of it free: the rule for every private file profd
+ * puts next to its store instead of in its heap (the copies, and the
+ * kernel's symbol table, kallsyms.h). */
+bool dwarf_copy_fits(const char *dir, uint64_t size);

@@ -3,12 +3,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "bsearch.h"
+#include "dwarf-copy.h"
 #include "helpers.h"
 #include "macro.h"
 
@@ -55,13 +59,104 @@ static void string_arena_done(struct string_arena *a) {
 }
 
 void kernel_table_done(struct kernel_table *t) {
-        free(t->syms);
-        free(t->names);
+        if (t->map)
+                munmap(t->map, t->map_size);
+        else {
+                free(t->syms);
+                free(t->names);
+        }
         *t = (struct kernel_table) {};
 }
 
 uint64_t kernel_table_bytes(const struct kernel_table *t) {
-        return t->n_syms * sizeof(*t->syms) + t->names_size;
+        return t->map ? 0 : t->n_syms * sizeof(*t->syms) + t->names_size;
+}
+
+uint64_t kernel_table_mapped_bytes(const struct kernel_table *t) {
+        return t->map ? t->map_size : 0;
+}
+
+/* Writes all of n bytes of buf at off. Returns 0 or -errno. */
+static int write_at(int fd, const void *buf, size_t n, off_t off) {
+        const char *p = buf;
+
+        while (n > 0) {
+                ssize_t k = pwrite(fd, p, n, off);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                n -= (size_t) k;
+                off += k;
+        }
+        return 0;
+}
+
+int kernel_table_map(struct kernel_table *t, const char *dir) {
+        size_t syms_size = t->n_syms * sizeof(*t->syms), size = syms_size + t->names_size;
+        _cleanup_close_ int fd = -1;
+        void *map;
+        int r;
+
+        if (t->map || t->n_syms == 0)
+                return 0;
+        if (!dwarf_copy_fits(dir, size))
+                return -ENOSPC;
+        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        /* the names after the 16-byte entries: both stay aligned */
+        r = write_at(fd, t->syms, syms_size, 0);
+        if (r >= 0)
+                r = write_at(fd, t->names, t->names_size, (off_t) syms_size);
+        if (r < 0)
+                return r;
+        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED)
+                return negative_errno();
+        free(t->syms);
+        free(t->names);
+        t->syms = map;
+        t->names = (char *) map + syms_size;
+        t->map = map;
+        t->map_size = size;
+        return 0;
+}
+
+int64_t kernel_table_unmap(struct kernel_table *t) {
+        size_t syms_size = t->n_syms * sizeof(*t->syms), size;
+        struct kernel_sym *syms;
+        char *names;
+
+        if (!t->map)
+                return 0;
+        syms = malloc(MAX(syms_size, (size_t) 1));
+        names = malloc(MAX(t->names_size, (size_t) 1));
+        if (!syms || !names) {
+                free(syms);
+                free(names);
+                return -ENOMEM;
+        }
+        memcpy(syms, t->syms, syms_size);
+        memcpy(names, t->names, t->names_size);
+        munmap(t->map, t->map_size);
+        t->syms = syms;
+        t->names = names;
+        t->map = NULL;
+        size = t->map_size;
+        t->map_size = 0;
+        return (int64_t) size;
+}
+
+void kernel_table_drop_pages(struct kernel_table *t) {
+        /* read-only and never written: the pages stay the file's */
+        if (t->map)
+                (void) madvise(t->map, t->map_size, MADV_DONTNEED);
 }
 
 /* Splits one kallsyms line, "ADDR TYPE NAME" optionally followed by

@@ -12,19 +12,46 @@ struct kernel_sym {
         uint32_t module_off; /* into kernel_table.names, or UINT32_MAX for the kernel image */
 };
 
-/* Empty ({}) until loaded; then only text symbols, one per address. */
+/* Empty ({}) until loaded; then only text symbols, one per address. The
+ * two arrays are in the heap, or in one read-only mapping of a private
+ * file (kernel_table_map). */
 struct kernel_table {
         struct kernel_sym *syms; /* sorted by start, starts unique */
         size_t n_syms;
         char *names;
         size_t names_size;
+        void *map; /* the mapping both arrays are in, or NULL: in the heap */
+        size_t map_size;
 };
 
-/* The heap the table holds: its two arrays, each allocated to fit. */
+/* The heap the table holds: its two arrays, each allocated to fit; 0 when
+ * they are mapped. */
 uint64_t kernel_table_bytes(const struct kernel_table *t);
 
-/* Frees the table's arrays and empties it; an empty table is fine. */
+/* The size of the table's mapping (0: in the heap). */
+uint64_t kernel_table_mapped_bytes(const struct kernel_table *t);
+
+/* Frees (or unmaps) the table's arrays and empties it; an empty table is
+ * fine. */
 void kernel_table_done(struct kernel_table *t);
+
+/* Moves a loaded table out of the heap: writes both arrays to an unlinked
+ * file in dir (O_TMPFILE, mode 0600) and maps it read-only, so that the
+ * table (about 5 MiB, for as long as profd runs) is page cache, of which a
+ * drain's lookups keep a few pages resident until kernel_table_drop_pages.
+ * Only when dir's filesystem keeps room (dwarf_copy_fits). Returns 0 (also
+ * for an empty or already mapped table), -ENOSPC without room, or a
+ * negative errno of writing or mapping; on failure the table stays in the
+ * heap, whole. */
+int kernel_table_map(struct kernel_table *t, const char *dir);
+
+/* Brings a mapped table back into the heap and unmaps it, which frees its
+ * file (the store's disk is full). Returns the bytes of disk given back,
+ * 0 for a table in the heap, or -ENOMEM (the table stays mapped). */
+int64_t kernel_table_unmap(struct kernel_table *t);
+
+/* Lets the kernel take back the resident pages of a mapped table. */
+void kernel_table_drop_pages(struct kernel_table *t);
 
 /* Reads a kallsyms-format file (normally /proc/kallsyms) into *t, replacing
  * what it held. Lines of another shape are skipped. Returns 0, a negative
@@ -41,5 +68,6 @@ int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t
 
 /* The kernel function containing addr, or NULL (also for an empty table).
  * *ret_module (if ret_module is not NULL) is set to the module name or
- * NULL for the kernel image. Strings live as long as the table. */
+ * NULL for the kernel image. Strings live as long as the table, until it
+ * is loaded again or moved (kernel_table_map, kernel_table_unmap). */
 const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module);

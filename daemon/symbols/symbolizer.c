@@ -255,7 +255,7 @@ uint64_t symbolizer_mapped_bytes(const symbolizer *s) {
 
         for (size_t i = 0; i < s->n_files; i++)
                 total += sym_file_mapped_bytes(s->files[i]);
-        return total;
+        return total + kernel_table_mapped_bytes(&s->kernel);
 }
 
 uint64_t symbolizer_peak_bytes(const symbolizer *s) {
@@ -263,8 +263,11 @@ uint64_t symbolizer_peak_bytes(const symbolizer *s) {
 }
 
 int64_t symbolizer_release_copies(symbolizer *s) {
-        int64_t total = 0, r;
+        int64_t total, r;
 
+        total = kernel_table_unmap(&s->kernel);
+        if (total < 0)
+                return total;
         for (size_t i = 0; i < s->n_files; i++) {
                 r = sym_file_release_copy(s->files[i]);
                 if (r < 0)
@@ -298,6 +301,7 @@ size_t symbolizer_trim(symbolizer *s) {
         s->peak_bytes = MAX(s->peak_bytes, symbolizer_cache_bytes(s) + symbolizer_mapped_bytes(s));
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now_ns = (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+        kernel_table_drop_pages(&s->kernel);
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
 
@@ -346,7 +350,15 @@ size_t symbolizer_trim(symbolizer *s) {
 }
 
 int symbolizer_load_kallsyms(symbolizer *s, const char *path) {
-        return kernel_table_load(&s->kernel, path);
+        int r = kernel_table_load(&s->kernel, path);
+
+        /* out of the heap, as the DWARF copies: 5 MiB held for as long
+         * as profd runs, of which a drain reads a few pages; without room
+         * next to the store it stays in the heap (status shows which:
+         * symbol_cache_bytes or symbol_mapped_bytes) */
+        if (r >= 0 && s->scratch_dir)
+                (void) kernel_table_map(&s->kernel, s->scratch_dir);
+        return r;
 }
 
 const char *symbolizer_lookup_kernel(const symbolizer *s, uint64_t addr, const char **ret_module) {

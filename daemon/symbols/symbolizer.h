@@ -102,16 +102,18 @@ uint64_t symbolizer_cache_bytes(const symbolizer *s);
  * every sym_file pointer of an evicted file: call it when no frame of the
  * last drain is still being used. Returns the number of files evicted. */
 size_t symbolizer_trim(symbolizer *s);
-/* The size of the DWARF copies mapped now (file pages: at most this much
- * of it is resident, and the kernel can take it back). */
+/* The size of the DWARF copies and of the kernel's table mapped now (file
+ * pages: at most this much of it is resident, and the kernel can take it
+ * back). */
 uint64_t symbolizer_mapped_bytes(const symbolizer *s);
 /* The most symbolizer_cache_bytes plus symbolizer_mapped_bytes came to
  * since symbolizer_new, sampled at each symbolizer_trim before it trims
  * (the cache only grows between trims, so this is a drain's peak). */
 uint64_t symbolizer_peak_bytes(const symbolizer *s);
 /* The disk the copies take is wanted (the store's filesystem is full):
- * closes every file's DWARF and its copy; the next open makes a copy only
- * if there is room again. Invalidates strings as symbolizer_trim does.
+ * closes every file's DWARF and its copy, and brings the kernel's table
+ * back into the heap; the next open makes a copy only if there is room
+ * again (the kernel's table: the next load). Invalidates strings as symbolizer_trim does.
  * Returns the bytes given back, or -ENOMEM. */
 int64_t symbolizer_release_copies(symbolizer *s);
 /* Forgets every file's sym_file_mark_stored (the store deleted locations).
@@ -122,7 +124,8 @@ int symbolizer_forget_stored(symbolizer *s);
 uint64_t symbolizer_generation(const symbolizer *s);
 
 /* (Re)reads a kallsyms-format file (normally /proc/kallsyms, which shows real
- * addresses only to root). Returns 0, a negative errno from opening it, or
+ * addresses only to root); with a scratch directory with room, the table is
+ * then kept in a mapped file there (kernel_table_map), not the heap. Returns 0, a negative errno from opening it, or
  * -ENODATA when every address in it is zero (addresses hidden). */
 int symbolizer_load_kallsyms(symbolizer *s, const char *path);
 

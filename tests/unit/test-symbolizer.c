@@ -367,6 +367,85 @@ static void test_kallsyms(void) {
         }
 }
 
+/* Every lookup of test_kallsyms's first table, wherever the table is. */
+static void check_kernel_lookups(const struct kernel_table *t) {
+        const char *module = "unset";
+
+        CHECK_STR_EQ(kernel_table_lookup(t, 0xffffffff81000150, &module), "do_one_initcall");
+        CHECK(!module);
+        CHECK_STR_EQ(kernel_table_lookup(t, 0xffffffff81000010, &module), "startup_64");
+        CHECK_STR_EQ(kernel_table_lookup(t, 0xffffffffc0a01080, &module), "ext4_iget");
+        CHECK_STR_EQ(module, "ext4");
+        CHECK_STR_EQ(kernel_table_lookup(t, 0xffffffffc0b00004, &module), "xfs_bmap");
+        CHECK_STR_EQ(module, "xfs");
+        CHECK(!kernel_table_lookup(t, 0xffffffff80ffffff, &module));
+}
+
+/* The table moved out of the heap into a mapped private file and back
+ * (the store's disk full) answers the same; a directory that cannot hold
+ * it leaves it whole in the heap. */
+static void test_kallsyms_mapped(void) {
+        static const char table[] =
+                "ffffffff81000000 T _stext\n"
+                "ffffffff81000000 T startup_64\n"
+                "ffffffff81000100 t do_one_initcall\n"
+                "ffffffffc0a01000 t ext4_fill_super\t[ext4]\n"
+                "ffffffffc0a01080 T ext4_iget\t[ext4]\n"
+                "ffffffffc0b00000 t xfs_bmap\t[xfs]\n";
+        _cleanup_free_ char *path = tmp_path("kallsyms-mapped"), *missing_dir = tmp_path("no-such-dir");
+        struct kernel_table t = {};
+        uint64_t heap;
+        int r;
+
+        write_file(path, table, strlen(table));
+        CHECK_INT_EQ(kernel_table_load(&t, path), 0);
+        heap = kernel_table_bytes(&t);
+        CHECK(heap > 0);
+        CHECK_INT_EQ(kernel_table_mapped_bytes(&t), 0);
+
+        CHECK(kernel_table_map(&t, missing_dir) < 0);
+        CHECK_INT_EQ(kernel_table_bytes(&t), heap);
+        check_kernel_lookups(&t);
+
+        r = kernel_table_map(&t, tmpdir);
+        if (r == -ENOSPC) {
+                fprintf(stderr, "test_kallsyms_mapped: %s has no room to keep free; the mapping was not tried\n",
+                        tmpdir);
+                kernel_table_done(&t);
+                return;
+        }
+        CHECK_INT_EQ(r, 0);
+        CHECK_INT_EQ(kernel_table_bytes(&t), 0);
+        CHECK_INT_EQ(kernel_table_mapped_bytes(&t), heap);
+        check_kernel_lookups(&t);
+        kernel_table_drop_pages(&t); /* faulted in again from the file */
+        check_kernel_lookups(&t);
+        CHECK_INT_EQ(kernel_table_map(&t, tmpdir), 0); /* already mapped */
+
+        CHECK_INT_EQ(kernel_table_unmap(&t), (int64_t) heap);
+        CHECK_INT_EQ(kernel_table_bytes(&t), heap);
+        CHECK_INT_EQ(kernel_table_mapped_bytes(&t), 0);
+        check_kernel_lookups(&t);
+        CHECK_INT_EQ(kernel_table_unmap(&t), 0);
+
+        /* through the symbolizer: mapped at load when it has a scratch dir */
+        {
+                _cleanup_(symbolizer_freep) symbolizer *s = NULL;
+                const char *module = NULL;
+
+                CHECK_INT_EQ(symbolizer_new(&s), 0);
+                CHECK_INT_EQ(symbolizer_set_scratch_dir(s, tmpdir), 0);
+                CHECK_INT_EQ(symbolizer_load_kallsyms(s, path), 0);
+                CHECK_INT_EQ(symbolizer_mapped_bytes(s), heap);
+                CHECK_STR_EQ(symbolizer_lookup_kernel(s, 0xffffffffc0a01010, &module), "ext4_fill_super");
+                CHECK_STR_EQ(module, "ext4");
+                CHECK_INT_EQ(symbolizer_release_copies(s), (int64_t) heap);
+                CHECK_INT_EQ(symbolizer_mapped_bytes(s), 0);
+                CHECK_STR_EQ(symbolizer_lookup_kernel(s, 0xffffffffc0a01010, &module), "ext4_fill_super");
+        }
+        kernel_table_done(&t);
+}
+
 static void test_errors(const char *full_path) {
         _cleanup_(symbolizer_freep) symbolizer *s = NULL;
         _cleanup_free_ char *missing = tmp_path("missing"), *text = tmp_path("not-elf"),
@@ -493,6 +572,7 @@ int main(int argc, char *argv[]) {
                 test_cache_survives_deletion(&stripped, stripped_path);
         }
         test_kallsyms();
+        test_kallsyms_mapped();
         test_errors(full_path);
         test_corrupted_files_never_crash(full_path);
 
