@@ -362,6 +362,9 @@ static int thread_comm(writer *w, hashmap *names, uint32_t pid, uint32_t tid, co
 
 /* Stores one drain in one transaction. Drops of drains that could not be
  * stored are kept and stored with the next one that can. */
+/* Keys symbolized between two symbolizer_drop_pages in a drain. */
+#define DROP_PAGES_EVERY 64
+
 static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         const struct drain_batch *b = &j->batch;
         /* tids are unique among the threads alive, so one map serves a drain */
@@ -396,6 +399,11 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                 r = build_frames(w, b, key, p, &n);
                 if (r < 0)
                         break;
+                /* a first drain resolves thousands of new addresses; the
+                 * DWARF and kernel table pages they read need not all
+                 * stay resident until its end */
+                if (i % DROP_PAGES_EVERY == DROP_PAGES_EVERY - 1)
+                        symbolizer_drop_pages(w->sym);
                 r = thread_comm(w, names, key->tgid, key->tid, &thread);
                 if (r < 0)
                         break;

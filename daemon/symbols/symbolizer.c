@@ -291,6 +291,13 @@ static void symbolizer_evict(symbolizer *s, sym_file *f) {
         sym_file_free(f);
 }
 
+void symbolizer_drop_pages(symbolizer *s) {
+        kernel_table_drop_pages(&s->kernel);
+        for (size_t i = 0; i < s->n_files; i++)
+                if (sym_file_dwarf_is_open(s->files[i]))
+                        sym_file_drop_pages(s->files[i]);
+}
+
 size_t symbolizer_trim(symbolizer *s) {
         struct timespec ts;
         uint64_t total, now_ns;

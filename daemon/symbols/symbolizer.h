@@ -102,6 +102,10 @@ uint64_t symbolizer_cache_bytes(const symbolizer *s);
  * every sym_file pointer of an evicted file: call it when no frame of the
  * last drain is still being used. Returns the number of files evicted. */
 size_t symbolizer_trim(symbolizer *s);
+/* Lets the kernel take back the resident pages of every mapped DWARF copy
+ * and of the kernel's table (symbolizer_trim does it too). Strings stay
+ * valid: what is read again faults back in from the page cache. */
+void symbolizer_drop_pages(symbolizer *s);
 /* The size of the DWARF copies and of the kernel's table mapped now (file
  * pages: at most this much of it is resident, and the kernel can take it
  * back). */
