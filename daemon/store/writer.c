@@ -360,11 +360,11 @@ static int thread_comm(writer *w, hashmap *names, uint32_t pid, uint32_t tid, co
         return 0;
 }
 
-/* Stores one drain in one transaction. Drops of drains that could not be
- * stored are kept and stored with the next one that can. */
 /* Keys symbolized between two symbolizer_drop_pages in a drain. */
 #define DROP_PAGES_EVERY 64
 
+/* Stores one drain in one transaction. Drops of drains that could not be
+ * stored are kept and stored with the next one that can. */
 static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         const struct drain_batch *b = &j->batch;
         /* tids are unique among the threads alive, so one map serves a drain */

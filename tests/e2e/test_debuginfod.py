@@ -114,7 +114,7 @@ def test_debug_info_from_debuginfod_and_misses_asked_once():
 def test_defaults_load_no_network_library():
     """At defaults (no export, no debuginfod) profd maps neither libcurl nor
     libdebuginfod, nor the TLS and directory libraries they bring: about
-    6 MiB of resident memory on every host that uses neither (issue 14)."""
+    5 MiB of resident memory on every host that uses neither (issue 14)."""
     with Profd("--interval", "1s") as d:
         d.profctl("flush")  # a drain symbolized and stored: every stage ran
         libs = network_libraries(d.proc.pid)
