@@ -7,7 +7,9 @@ Each build's profd runs at defaults (`profd --config /dev/null --socket S
 --store F`, in a private temporary directory) at the same time as the
 others, so all see the same processes: first "idle" (no workload of ours),
 then, with new daemons, "busy" (`stress-ng --cpu N --cpu-method int64` and
-a shell loop starting short-lived processes ten times a second). After the
+a shell loop starting short-lived processes ten times a second). With
+--no-debug-files, as on a host without -dbg packages (debug_dirs set to an
+empty directory). After the
 first drain (11 s) VmRSS is read every 5 s for --seconds; at the end VmRSS,
 VmHWM, RssAnon, RssFile and the memory fields of `profctl status --json`.
 One JSON line per mode on stdout, with the load average at its start and
@@ -41,14 +43,14 @@ def loadavg():
         return f.read().strip()
 
 
-def run_mode(mode, builds, seconds, workdir):
+def run_mode(mode, builds, seconds, workdir, config="/dev/null"):
     daemons, extra = {}, []
     try:
         for name, build in builds.items():
             d = tempfile.mkdtemp(prefix=f"{name}-{mode}-", dir=workdir)
             sock, store = os.path.join(d, "profd.sock"), os.path.join(d, "profd.db")
             log = open(os.path.join(d, "profd.log"), "w")
-            p = subprocess.Popen([os.path.join(build, "daemon", "profd"), "--config", "/dev/null",
+            p = subprocess.Popen([os.path.join(build, "daemon", "profd"), "--config", config,
                                   "--socket", sock, "--store", store], stdout=log, stderr=log)
             daemons[name] = (p, build, sock)
         for p, _, sock in daemons.values():
@@ -93,13 +95,25 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=90, help="how long each mode is measured (default 90)")
     ap.add_argument("--modes", default="idle,busy", help="idle, busy or both (default idle,busy)")
+    ap.add_argument("--no-debug-files", action="store_true",
+                    help="as on a host without -dbg packages: debug_dirs set to an empty directory "
+                         "(the packages stay installed)")
     ap.add_argument("builds", nargs="+", metavar="NAME=BUILD_DIR", help="a build directory, named")
     args = ap.parse_args()
     builds = dict(b.split("=", 1) for b in args.builds)
     workdir = tempfile.mkdtemp(prefix="profd-memory-")
+    config = "/dev/null"
+    if args.no_debug_files:
+        empty = os.path.join(workdir, "no-debug-files")
+        os.mkdir(empty)
+        config = os.path.join(workdir, "profd.conf")
+        with open(config, "w") as f:
+            f.write(f"debug_dirs = {empty}\n")
     try:
         for mode in args.modes.split(","):
-            print(json.dumps(run_mode(mode, builds, args.seconds, workdir)), flush=True)
+            result = run_mode(mode, builds, args.seconds, workdir, config)
+            result["debug_files"] = "none" if args.no_debug_files else "installed"
+            print(json.dumps(result), flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
