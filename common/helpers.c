@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 int read_full_file(const char *path, char **ret) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
@@ -86,5 +87,45 @@ int array_grow(void **array, size_t *allocated, size_t need, size_t elem_size) {
                 return -ENOMEM;
         *array = p;
         *allocated = n;
+        return 0;
+}
+
+int pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
+        const char *p = buf;
+
+        while (n > 0) {
+                ssize_t k = pwrite(fd, p, n, (off_t) off);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                n -= (size_t) k;
+                off += (uint64_t) k;
+        }
+        return 0;
+}
+
+int pread_all(int fd, void *buf, size_t n, uint64_t off) {
+        char *p = buf;
+
+        while (n > 0) {
+                ssize_t k = pread(fd, p, n, (off_t) off);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                n -= (size_t) k;
+                off += (uint64_t) k;
+        }
         return 0;
 }

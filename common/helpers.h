@@ -1,5 +1,6 @@
-/* Small helpers both profd and profctl need: whole-file reads, error
- * messages for strict parsers, strict unsigned integers, growing arrays. */
+/* Small helpers both profd and profctl need: whole-file reads, positioned
+ * reads and writes of a whole buffer, error messages for strict parsers,
+ * strict unsigned integers, growing arrays. */
 #pragma once
 
 #include <stddef.h>
@@ -10,6 +11,14 @@
 /* Reads a (small) file whole, NUL-terminated. Returns 0 or a negative errno
  * (-ENOMEM, or what opening or reading failed with). */
 int read_full_file(const char *path, char **ret);
+
+/* Writes all n bytes of buf at offset off of fd (retrying short writes
+ * and EINTR). Returns 0, -EIO if the file takes no more, or -errno. */
+int pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
+
+/* Reads exactly n bytes at offset off of fd. Returns 0, -EIO on a short
+ * read (end of file), or -errno. */
+int pread_all(int fd, void *buf, size_t n, uint64_t off);
 
 /* Formats a message into *ret_error (malloc'd) for a parser's caller and
  * returns -EINVAL; -ENOMEM if the message could not be allocated. */

@@ -55,46 +55,6 @@ static uint64_t align_up(uint64_t v, uint64_t a) {
         return (v + a - 1) / a * a;
 }
 
-/* Writes all of buf at off. Returns 0 or -errno. */
-static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
-        const char *p = buf;
-
-        while (n > 0) {
-                ssize_t k = pwrite(fd, p, n, (off_t) off);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                p += k;
-                n -= (size_t) k;
-                off += (uint64_t) k;
-        }
-        return 0;
-}
-
-/* Reads exactly n bytes at off. Returns 0, -EIO on a short read, -errno. */
-static int pread_all(int fd, void *buf, size_t n, uint64_t off) {
-        char *p = buf;
-
-        while (n > 0) {
-                ssize_t k = pread(fd, p, n, (off_t) off);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        return -EIO;
-                p += k;
-                n -= (size_t) k;
-                off += (uint64_t) k;
-        }
-        return 0;
-}
-
 /* Copies or inflates one section into out. Returns 0, or a negative errno
  * (-EBADMSG: the compressed data does not inflate to its stated size). */
 static int copy_section_data(int src, int out, const struct copy_section *c, char *in_buf, char *out_buf) {

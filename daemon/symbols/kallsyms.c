@@ -76,27 +76,6 @@ uint64_t kernel_table_mapped_bytes(const struct kernel_table *t) {
         return t->map ? t->map_size : 0;
 }
 
-/* Writes all of n bytes of buf at off. Returns 0 or -errno. */
-static int write_at(int fd, const void *buf, size_t n, off_t off) {
-        const char *p = buf;
-
-        while (n > 0) {
-                ssize_t k = pwrite(fd, p, n, off);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        return -EIO;
-                p += k;
-                n -= (size_t) k;
-                off += k;
-        }
-        return 0;
-}
-
 int kernel_table_map(struct kernel_table *t, const char *dir) {
         size_t syms_size = t->n_syms * sizeof(*t->syms), size = syms_size + t->names_size;
         _cleanup_close_ int fd = -1;
@@ -111,9 +90,9 @@ int kernel_table_map(struct kernel_table *t, const char *dir) {
         if (fd < 0)
                 return negative_errno();
         /* the names after the 16-byte entries: both stay aligned */
-        r = write_at(fd, t->syms, syms_size, 0);
+        r = pwrite_all(fd, t->syms, syms_size, 0);
         if (r >= 0)
-                r = write_at(fd, t->names, t->names_size, (off_t) syms_size);
+                r = pwrite_all(fd, t->names, t->names_size, syms_size);
         if (r < 0)
                 return r;
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
