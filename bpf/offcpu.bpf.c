@@ -347,6 +347,10 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 key.start_ns = process_start_ns(waker);
                 key.cgroup_id = bpf_get_current_cgroup_id();
         }
+        /* before the user stack's walk, so that kernel_ok is dead there: the
+         * verifier then checks the walk once, not once per value of it
+         * (half of all of profd's verification time) */
+        key.kernel_stack = kernel_ok ? frames_store(gen, k, SCRATCH_WAKER_KERNEL) : PROFD_STACK_LOST;
 
         if (key.tid == 0 || (waker->flags & PF_KTHREAD)) {
                 key.user_stack = PROFD_STACK_NONE;
@@ -356,7 +360,6 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                         return 0;
                 key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f, SCRATCH_WAKER_USER) : PROFD_STACK_LOST;
         }
-        key.kernel_stack = kernel_ok ? frames_store(gen, k, SCRATCH_WAKER_KERNEL) : PROFD_STACK_LOST;
 
         count_key(gen, &key, blocked);
         if (key.tgid)
