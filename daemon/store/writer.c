@@ -78,6 +78,7 @@ struct writer {
         proctable *procs;
         uint64_t vanished_stored;  /* vanished already written as drops */
         uint64_t kernel_code;      /* kernel_code_signature() when kallsyms was read */
+        bool kallsyms_read;        /* it was, once */
         struct store_frame *frames; /* scratch for one sample's frames */
         struct store_line *lines;   /* their inline chains, MAX_INLINE per frame */
         size_t frames_cap;
@@ -478,9 +479,9 @@ static uint64_t kernel_code_signature(void) {
         return h;
 }
 
-/* Reads kallsyms again if kernel code changed since it was read: at the
- * first drain that includes profd's own programs, and whenever a module or
- * another BPF program is loaded. Otherwise their frames would be named after
+/* Reads kallsyms at the first drain (which includes profd's own programs),
+ * and again if kernel code changed since: whenever a module or another BPF
+ * program is loaded. Otherwise their frames would be named after
  * the nearest older symbol. */
 static void kallsyms_refresh(writer *w) {
         uint64_t sig = kernel_code_signature();
@@ -490,10 +491,14 @@ static void kallsyms_refresh(writer *w) {
                 return;
         w->kernel_code = kernel_code_signature();
         r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
-        if (r < 0)
+        if (r < 0 && !w->kallsyms_read)
+                log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");
+        else if (r < 0)
                 log_warning_errno(r, "Cannot read kernel symbols again, keeping the old ones: %m");
-        else
+        else {
                 w->kernel_code = sig;
+                w->kallsyms_read = true;
+        }
 }
 
 static void job_free(struct job *j) {
@@ -706,9 +711,9 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
                 if (r < 0) /* libdebuginfod missing: said why; local files still serve */
                         log_warning_errno(r, "Debug files are looked up without debuginfod.");
         }
-        r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
-        if (r < 0)
-                log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");
+        /* kallsyms is read by the first drain (kallsyms_refresh), on this
+         * thread: read here, before profd's own programs are loaded, it
+         * was always read again there, and cost READY 50-60 ms */
         r = proctable_new(w->sym, proc_root, &w->procs);
         if (r < 0)
                 return log_oom();
