@@ -3,6 +3,7 @@
 #include "collector.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -17,12 +18,16 @@
 #include <bpf/libbpf.h>
 #include <sys/mman.h>
 
+#include "helpers.h"
 #include "kallsyms.h"
 #include "log.h"
 #include "macro.h"
 #include "mapsize.h"
 #include "profd.skel.h"
 #include "stacknodes.h"
+
+/* Bytes of the kernel BTF's string table read at a time. */
+#define BTF_CHUNK (64 * 1024)
 
 struct collector {
         struct profd_bpf *skel;
@@ -46,19 +51,52 @@ struct collector {
         struct collector_unwind_maps unwind; /* the unwind maps, by fd */
 };
 
+/* Whether the string table of the kernel's BTF (/sys/kernel/btf/vmlinux)
+ * holds name. Reads only that section, in chunks, instead of parsing all of
+ * the BTF (btf__load_vmlinux_btf: 50 ms here, before READY; libbpf parses it
+ * again to load the programs). Strings are NUL-separated and the table
+ * starts with an empty one, so "\0name\0" is name exactly. */
+static bool kernel_btf_has_name(const char *name) {
+        struct btf_header h;
+        size_t len = strlen(name), keep = len + 1;
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        uint64_t off, end;
+        size_t have = 0;
+
+        fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || pread_all(fd, &h, sizeof(h), 0) < 0 || h.magic != BTF_MAGIC || h.hdr_len < sizeof(h))
+                return false;
+        buf = malloc(BTF_CHUNK + keep + 1);
+        if (!buf)
+                return false;
+        off = (uint64_t) h.hdr_len + h.str_off;
+        end = off + h.str_len;
+        while (off < end) {
+                size_t n = (size_t) MIN((uint64_t) BTF_CHUNK, end - off);
+
+                if (pread_all(fd, buf + have, n, off) < 0)
+                        return false;
+                have += n;
+                off += n;
+                for (size_t i = 0; i + len + 2 <= have; i++)
+                        if (buf[i] == '\0' && buf[i + len + 1] == '\0' && memcmp(buf + i + 1, name, len) == 0)
+                                return true;
+                /* the last keep bytes may begin a match the next chunk ends */
+                if (have > keep) {
+                        memmove(buf, buf + have - keep, keep);
+                        have = keep;
+                }
+        }
+        return false;
+}
+
 /* Does the kernel have the tracepoint at the end of __schedule (about
  * 6.16)? There a blocked thread's user stack is read when it comes back,
  * only for blocks that pass the threshold; without it, at every
  * switch-out. */
 static bool have_sched_exit_tp(void) {
-        struct btf *btf = btf__load_vmlinux_btf();
-        bool found;
-
-        if (!btf)
-                return false;
-        found = btf__find_by_name_kind(btf, "btf_trace_sched_exit_tp", BTF_KIND_TYPEDEF) > 0;
-        btf__free(btf);
-        return found;
+        return kernel_btf_has_name("btf_trace_sched_exit_tp");
 }
 
 /* Checks that the daemon can map an mmapable BPF array for writing, as

@@ -103,6 +103,25 @@ def test_timer_wakeups_are_not_the_interrupted_threads():
         assert timers * 1000 >= 0.4 * slept, (timers, slept)
 
 
+def kernel_has_sched_exit_tp():
+    """Whether the kernel's BTF has the sched_exit_tp tracepoint's type, as
+    bpftool reads it (all of the BTF, not profd's search of its strings)."""
+    out = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    return "'btf_trace_sched_exit_tp'" in out
+
+
+def test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists():
+    """profd finds the tracepoint (daemon/collect/collector.c) exactly when
+    the kernel has it, and says so only when it does not."""
+    with Profd("--interval", "1h") as d:
+        d.profctl("flush")
+        fallback = "no sched_exit_tp tracepoint" in d.read_log()
+    have = kernel_has_sched_exit_tp()
+    print(f"  kernel has sched_exit_tp: {have}; profd fell back to switch-out walks: {fallback}")
+    assert fallback != have, d.read_log()
+
+
 def test_sigterm_keeps_the_last_interval():
     with Profd("--interval", "1h") as d:
         truth = run_workload(2)
@@ -118,4 +137,4 @@ def test_sigterm_keeps_the_last_interval():
 if __name__ == "__main__":
     require_root()
     run_tests([test_blocked_time_per_function_matches_truth, test_timer_wakeups_are_not_the_interrupted_threads,
-               test_sigterm_keeps_the_last_interval])
+               test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists, test_sigterm_keeps_the_last_interval])
