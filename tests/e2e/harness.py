@@ -182,12 +182,14 @@ def memory_kib(pid):
 
 def mapped_libraries(pid):
     """The file names (without directories) of the shared objects a process
-    maps, from /proc/PID/maps."""
+    has loaded, from /proc/PID/maps: those with an executable mapping, as
+    ld.so maps a library's code. (profd also maps files it only reads, such
+    as a library whose unwind table it builds: read-only, never executable.)"""
     names = set()
     with open(f"/proc/{pid}/maps") as f:
         for line in f:
             fields = line.split(None, 5)
-            if len(fields) == 6 and ".so" in fields[5]:
+            if len(fields) == 6 and "x" in fields[1] and ".so" in fields[5]:
                 names.add(os.path.basename(fields[5].strip()))
     return names
 
