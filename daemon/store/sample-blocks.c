@@ -7,17 +7,35 @@
 
 #include "macro.h"
 
+/* The block whose n, widths and bases are read; its blob at column col. */
+static int block_finish(sqlite3_stmt *st, int col, int64_t n, struct sample_block *b) {
+        b->n = (size_t) n;
+        b->data = (uint8_t *) sqlite3_column_blob(st, col);
+        b->size = (size_t) sqlite3_column_bytes(st, col);
+        if (n < 0 || sample_block_check(b) < 0)
+                return -EBADMSG;
+        return 0;
+}
+
 int sample_block_from_row(sqlite3_stmt *st, int col, struct sample_block *ret) {
-        struct sample_block b = {
-                .n = (size_t) sqlite3_column_int64(st, col),
-                .widths = (uint32_t) sqlite3_column_int64(st, col + 1),
-        };
+        int64_t n = sqlite3_column_int64(st, col);
+        struct sample_block b = { .widths = (uint32_t) sqlite3_column_int64(st, col + 1) };
 
         for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
                 b.base[f] = (uint64_t) sqlite3_column_int64(st, col + 2 + f);
-        b.data = (uint8_t *) sqlite3_column_blob(st, col + 2 + _SAMPLE_FIELD_MAX);
-        b.size = (size_t) sqlite3_column_bytes(st, col + 2 + _SAMPLE_FIELD_MAX);
-        if (sqlite3_column_int64(st, col) < 0 || sample_block_check(&b) < 0)
+        if (block_finish(st, col + 2 + _SAMPLE_FIELD_MAX, n, &b) < 0)
+                return -EBADMSG;
+        *ret = b;
+        return 0;
+}
+
+int sample_block_from_row_stacks(sqlite3_stmt *st, int col, struct sample_block *ret) {
+        int64_t n = sqlite3_column_int64(st, col);
+        struct sample_block b = { .widths = (uint32_t) sqlite3_column_int64(st, col + 1) };
+
+        b.base[SAMPLE_FIELD_STACK] = (uint64_t) sqlite3_column_int64(st, col + 2);
+        b.base[SAMPLE_FIELD_VALUE] = (uint64_t) sqlite3_column_int64(st, col + 3);
+        if (block_finish(st, col + 4, n, &b) < 0)
                 return -EBADMSG;
         *ret = b;
         return 0;

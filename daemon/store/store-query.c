@@ -564,8 +564,15 @@ static int thread_group(store *s, struct stack_sums *a, sqlite3_stmt *name_st, i
 /* Sums the entries of the blocks st selects (process_id, group name, then
  * SAMPLE_BLOCK_COLUMNS) per (group, stack), in a hash map: SQLite's GROUP
  * BY would sort every row of the window first. */
+/* Does a query of stacks need only the stack and value of each entry (st
+ * selects SAMPLE_BLOCK_COLUMNS_STACKS), not its thread or state? */
+static bool query_stacks_only(const struct store_query *q) {
+        return !q->tid && !q->state_mask && q->group != STORE_GROUP_THREAD;
+}
+
 static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query *q, struct stack_sums *a) {
         _cleanup_stmt_ sqlite3_stmt *name_st = NULL;
+        bool stacks_only = query_stacks_only(q);
         int rc, r = 0;
 
         if (q->group == STORE_GROUP_THREAD) {
@@ -576,11 +583,11 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
         }
         while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int64_t proc = sqlite3_column_int64(st, 0);
-                const char *grp = (const char *) sqlite3_column_text(st, 1);
+                const char *grp = q->group != STORE_GROUP_NONE ? (const char *) sqlite3_column_text(st, 1) : NULL;
                 struct sample_block b;
                 uint32_t group = 0;
 
-                r = sample_block_from_row(st, 2, &b);
+                r = stacks_only ? sample_block_from_row_stacks(st, 2, &b) : sample_block_from_row(st, 2, &b);
                 if (r < 0) {
                         log_error("Store %s: a block of samples of drain-process %" PRId64 " is damaged, ignoring it.",
                                   s->path, proc);
@@ -590,7 +597,7 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
                 if (q->group != STORE_GROUP_NONE && q->group != STORE_GROUP_THREAD)
                         r = group_of(a, grp ? grp : "", &group);
                 /* the common case: only stacks and values are needed */
-                if (!q->tid && !q->state_mask && q->group != STORE_GROUP_THREAD) {
+                if (stacks_only) {
                         int64_t cur = -1;
                         uint64_t sum = 0;
 
@@ -655,7 +662,10 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
         default:
                 sql_add(&t, "SELECT b.process_id, NULL");
         }
-        sql_add(&t, ", " SAMPLE_BLOCK_COLUMNS);
+        if (query_stacks_only(q))
+                sql_add(&t, ", " SAMPLE_BLOCK_COLUMNS_STACKS);
+        else
+                sql_add(&t, ", " SAMPLE_BLOCK_COLUMNS);
         sql_add_filters(&t, q, q->group != STORE_GROUP_NONE);
         r = query_prepare(s, &t, q, &st);
         free(t.buf);

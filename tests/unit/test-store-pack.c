@@ -1,11 +1,15 @@
 /* Blocks of samples (daemon/store/sample-pack.h): every entry comes back
  * exactly, in (stack, tid, state, peer, cgroup) order, each field as wide
- * as its range in the block needs; a blob of the wrong size is refused. */
+ * as its range in the block needs; a blob of the wrong size is refused.
+ * Stored in SQLite (sample-blocks.h), a block reads back the same through
+ * all its columns and, for stacks and values, through the fewer columns
+ * queries of stacks select. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
+#include "sample-blocks.h"
 #include "sample-pack.h"
 #include "tests.h"
 
@@ -149,8 +153,67 @@ static void test_combine_sums_equal_keys_only(void) {
         CHECK_INT_EQ(e[3].value, 7);
 }
 
+static void test_stored_block_reads_back_through_both_column_sets(void) {
+        struct sample_entry e[] = {
+                { .stack_id = 70000, .tid = 12, .state = 1, .peer_tid = 9, .cgroup_id = 1ULL << 33, .value = 5 },
+                { .stack_id = 3, .tid = 4000, .state = 2, .peer_tid = 0, .cgroup_id = 7, .value = 1ULL << 41 },
+                { .stack_id = 3, .tid = 11, .state = 0, .peer_tid = 0, .cgroup_id = 7, .value = 2 },
+        };
+        struct sample_entry one = { .stack_id = 44, .tid = 8, .value = 9 }; /* every field its base: no blob */
+        struct db d = { .path = ":memory:", .who = "" };
+        sqlite3_stmt *st;
+        size_t got = 0;
+
+        CHECK_INT_EQ(sqlite3_open(":memory:", &d.handle), SQLITE_OK);
+        CHECK_INT_EQ(sqlite3_exec(d.handle,
+                                  "CREATE TABLE sample_blocks (drain_id INTEGER, kind INTEGER, process_id INTEGER, "
+                                  "n INTEGER, widths INTEGER, stack_base INTEGER, tid_base INTEGER, state_base INTEGER, "
+                                  "peer_base INTEGER, cgroup_base INTEGER, value_base INTEGER, entries BLOB, "
+                                  "PRIMARY KEY (drain_id, kind, process_id)) WITHOUT ROWID",
+                                  NULL, NULL, NULL), SQLITE_OK);
+        CHECK_INT_EQ(sample_blocks_insert(&d, 1, 0, 1, e, ELEMENTSOF(e), NULL, NULL), 0);
+        CHECK_INT_EQ(sample_blocks_insert(&d, 1, 0, 2, &one, 1, NULL, NULL), 0);
+        CHECK_INT_EQ(sqlite3_prepare_v2(d.handle, "SELECT " SAMPLE_BLOCK_COLUMNS ", " SAMPLE_BLOCK_COLUMNS_STACKS
+                                        " FROM sample_blocks b ORDER BY process_id", -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                struct sample_block all, few;
+
+                CHECK_INT_EQ(sample_block_from_row(st, 0, &all), 0);
+                CHECK_INT_EQ(sample_block_from_row_stacks(st, SAMPLE_BLOCK_N_COLUMNS, &few), 0);
+                CHECK_INT_EQ(few.n, all.n);
+                for (size_t i = 0; i < all.n; i++) {
+                        CHECK_INT_EQ(sample_block_field(&few, i, SAMPLE_FIELD_STACK),
+                                     sample_block_field(&all, i, SAMPLE_FIELD_STACK));
+                        CHECK_INT_EQ(sample_block_field(&few, i, SAMPLE_FIELD_VALUE),
+                                     sample_block_field(&all, i, SAMPLE_FIELD_VALUE));
+                }
+                if (got == 0) {
+                        struct sample_entry g;
+
+                        /* sorted by stack: 3 (tid 11 before 4000), 3, 70000 */
+                        CHECK_INT_EQ(all.n, 3);
+                        sample_block_get(&all, 1, &g);
+                        CHECK_INT_EQ(g.tid, 4000);
+                        CHECK_INT_EQ(g.cgroup_id, 7);
+                        CHECK_INT_EQ(g.value, 1ULL << 41);
+                        CHECK_INT_EQ(sample_block_field(&few, 2, SAMPLE_FIELD_STACK), 70000);
+                        CHECK_INT_EQ(sample_block_field(&few, 2, SAMPLE_FIELD_VALUE), 5);
+                } else {
+                        CHECK_INT_EQ(all.n, 1);
+                        CHECK_INT_EQ(few.size, 0);
+                        CHECK_INT_EQ(sample_block_field(&few, 0, SAMPLE_FIELD_STACK), 44);
+                        CHECK_INT_EQ(sample_block_field(&few, 0, SAMPLE_FIELD_VALUE), 9);
+                }
+                got++;
+        }
+        CHECK_INT_EQ(got, 2);
+        sqlite3_finalize(st);
+        sqlite3_close(d.handle);
+}
+
 int main(void) {
         test_combine_sums_equal_keys_only();
+        test_stored_block_reads_back_through_both_column_sets();
         test_round_trip_sorted_and_sized_by_range();
         test_many_random_entries_come_back();
         test_empty_block_and_bad_sizes();
