@@ -271,15 +271,18 @@ def function_shares(result):
 
 
 def run_tests(tests):
-    """Runs test functions in order; prints one line each; exits 1 if any failed."""
+    """Runs test functions in order; prints one line each, with its wall
+    time (what the suite's 20-minute budget is spent on); exits 1 if any
+    failed."""
     failed = 0
     for t in tests:
+        start = time.monotonic()
         try:
             t()
-            print(f"ok - {t.__name__}")
+            print(f"ok - {t.__name__} ({time.monotonic() - start:.1f} s)")
         except Exception as e:  # report every failure, then fail the test
             failed += 1
-            print(f"FAIL - {t.__name__}: {e}", file=sys.stderr)
+            print(f"FAIL - {t.__name__} ({time.monotonic() - start:.1f} s): {e}", file=sys.stderr)
     sys.exit(1 if failed else 0)
 
 
