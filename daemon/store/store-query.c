@@ -208,7 +208,7 @@ static void sql_add_process_filters(struct sql_text *t, const struct store_query
  * entries (entry_matches).
  *
  * The plan (docs/performance.md, Queries): drains of the window first (by
- * drains_end), then their blocks of the kind through sample_blocks_query
+ * drains_end), then their blocks of the kind through the table's own key
  * (drain, kind, process): the process filters become one set of process
  * ids, computed once, so a filtered query seeks to that process's block in
  * each drain. CROSS JOIN fixes that order. `with_process` joins processes
