@@ -10,6 +10,8 @@
  * the user stack at every switch-out instead, into per-task storage. On
  * sched_waking, the waker's stacks are counted with the blocked time it
  * ended. */
+/* row_lookup verified once per program (bpf/unwind.bpf.h) */
+#define UNWIND_ROW_LOOKUP_GLOBAL
 #include "unwind.bpf.h"
 
 /* Settings (defaults: see daemon/conf.h). The thresholds live in .data, not

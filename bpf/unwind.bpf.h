@@ -470,15 +470,23 @@ fault:
  * cold too, and the common frame (a row cache hit) then runs through
  * fewer lines of it.
  *
- * A global function (weak: each object that includes this defines it, the
- * link keeps one): the verifier checks it once per program, for any
- * arguments, and at each call only that the arguments fit, where a static
- * subprogram is verified again for every state the walk calls it in. The
- * mapping and row searches are most of the walk's branches: 0.94-0.98 s
- * of verification for all programs became 0.55-0.59 s
- * (docs/performance.md, Start-up). Its arguments are memory of their
- * types' sizes that the verifier assumes may be NULL, hence the check. */
-__weak __noinline int row_lookup(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
+ * In the scheduler programs (bpf/offcpu.bpf.c defines
+ * UNWIND_ROW_LOOKUP_GLOBAL) a global function, weak as the maps are: the
+ * verifier checks it once per program, for any arguments, and at each
+ * call only that the arguments fit, where a static subprogram is verified
+ * again for every state the walk calls it in: profd_switch_done 150 k ->
+ * 109 k instructions, profd_waking 185 k -> 143 k (docs/performance.md,
+ * Start-up). Its arguments are memory the verifier assumes may be NULL,
+ * hence the check. The sampler keeps it static: there an A/B measured
+ * about 10% more BPF time per sample with it global (3.2 -> 3.5 us, in
+ * the noise of single rounds but in both runs), and a sample is taken 98
+ * times a second where the programs are verified once. */
+#ifdef UNWIND_ROW_LOOKUP_GLOBAL
+#define ROW_LOOKUP_LINKAGE __weak __noinline
+#else
+#define ROW_LOOKUP_LINKAGE static __noinline
+#endif
+ROW_LOOKUP_LINKAGE int row_lookup(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
         struct row_cache_set *c = s && s->version ? row_cache_set(tag) : NULL;
         struct profd_unwind_row *r = NULL;
         __u64 pc, lo = 0, hi = 0;
