@@ -489,16 +489,15 @@ static void kallsyms_refresh(writer *w) {
 
         if (sig == w->kernel_code)
                 return;
-        w->kernel_code = kernel_code_signature();
+        /* tried once per change of kernel code, failed or not */
+        w->kernel_code = sig;
         r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
         if (r < 0 && !w->kallsyms_read)
                 log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");
         else if (r < 0)
                 log_warning_errno(r, "Cannot read kernel symbols again, keeping the old ones: %m");
-        else {
-                w->kernel_code = sig;
+        else
                 w->kallsyms_read = true;
-        }
 }
 
 static void job_free(struct job *j) {
