@@ -464,8 +464,8 @@ fault:
 }
 
 /* The rule for tag (s->ip, and whether it is exact) in the process's
- * tables, into *ret, remembered in the row cache for the sampler (the
- * walks with s->version). False with s->end set if the walk ends here.
+ * tables, into *ret, remembered in the row cache for the sampler (c: its
+ * set, NULL for the others). False with s->end set if the walk ends here.
  * Out of line, like the steps: at 49 Hz a sample finds the program's code
  * cold too, and the common frame (a row cache hit) then runs through
  * fewer lines of it.
@@ -475,24 +475,29 @@ fault:
  * verifier checks it once per program, for any arguments, and at each
  * call only that the arguments fit, where a static subprogram is verified
  * again for every state the walk calls it in: profd_switch_done 150 k ->
- * 109 k instructions, profd_waking 185 k -> 143 k (docs/performance.md,
+ * 87 k instructions, profd_waking 185 k -> 122 k (docs/performance.md,
  * Start-up). Its arguments are memory the verifier assumes may be NULL,
- * hence the check. The sampler keeps it static: there an A/B measured
- * about 10% more BPF time per sample with it global (3.2 -> 3.5 us, in
- * the noise of single rounds but in both runs), and a sample is taken 98
- * times a second where the programs are verified once. */
+ * hence the check; it has no row cache set, which only the sampler's walks
+ * use (theirs have s->version). The sampler keeps the static subprogram:
+ * there an A/B measured about 10% more BPF time per sample with it global
+ * (3.2 -> 3.5 us, in the noise of single rounds but in both runs), and a
+ * sample is taken 98 times a second where the programs are verified once. */
 #ifdef UNWIND_ROW_LOOKUP_GLOBAL
-#define ROW_LOOKUP_LINKAGE __weak __noinline
-#else
-#define ROW_LOOKUP_LINKAGE static __noinline
-#endif
-ROW_LOOKUP_LINKAGE int row_lookup(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
-        struct row_cache_set *c = s && s->version ? row_cache_set(tag) : NULL;
+#define ROW_LOOKUP(s, c, tag, ret) row_lookup(s, tag, ret)
+__weak __noinline int row_lookup(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
+        struct row_cache_set *c = NULL;
         struct profd_unwind_row *r = NULL;
         __u64 pc, lo = 0, hi = 0;
 
         if (!s || !ret)
                 return false;
+#else
+#define ROW_LOOKUP(s, c, tag, ret) row_lookup(s, c, tag, ret)
+static __noinline bool row_lookup(struct ustack_state *s, struct row_cache_set *c, __u64 tag,
+                                  struct profd_unwind_row *ret) {
+        struct profd_unwind_row *r = NULL;
+        __u64 pc, lo = 0, hi = 0;
+#endif
 
         if (!find_mapping(s)) {
                 s->end = PROFD_END_NO_MAPPING;
@@ -594,7 +599,7 @@ static __always_inline bool unwind_one(struct ustack_state *s, struct walk_windo
                   row_cache_hit(&c->way[1], tag, s->version, &row)))
                 goto found;
 lookup:
-        if (!row_lookup(s, tag, &row))
+        if (!ROW_LOOKUP(s, c, tag, &row))
                 return false;
 found:
         if (s->version && i < WALK_MEMO_DEPTH) {
