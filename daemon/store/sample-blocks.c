@@ -21,9 +21,9 @@ int sample_block_from_row(sqlite3_stmt *st, int col, struct sample_block *ret) {
         int64_t n = sqlite3_column_int64(st, col);
         struct sample_block b = { .widths = (uint32_t) sqlite3_column_int64(st, col + 1) };
 
-        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
+        for (int f = 0; f < SAMPLE_FIELD_SPAN; f++)
                 b.base[f] = (uint64_t) sqlite3_column_int64(st, col + 2 + f);
-        if (block_finish(st, col + 2 + _SAMPLE_FIELD_MAX, n, &b) < 0)
+        if (block_finish(st, col + 2 + SAMPLE_FIELD_SPAN, n, &b) < 0)
                 return -EBADMSG;
         *ret = b;
         return 0;
@@ -96,7 +96,7 @@ int sample_blocks_insert(const struct db *d, int64_t drain, int kind, int64_t pr
         sqlite3_bind_int64(st, 3, process);
         sqlite3_bind_int64(st, 4, (int64_t) b.n);
         sqlite3_bind_int64(st, 5, b.widths);
-        for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
+        for (int f = 0; f < SAMPLE_FIELD_SPAN; f++)
                 sqlite3_bind_int64(st, 6 + f, (int64_t) b.base[f]);
         if (b.size > 0)
                 sqlite3_bind_blob(st, 12, b.data, (int) b.size, free);

@@ -30,6 +30,8 @@ static uint64_t entry_field(const struct sample_entry *e, int f) {
                 return e->peer_tid;
         case SAMPLE_FIELD_CGROUP:
                 return e->cgroup_id;
+        case SAMPLE_FIELD_SPAN:
+                return e->span;
         default:
                 return e->value;
         }
@@ -44,7 +46,7 @@ static int entry_cmp(const void *a, const void *b) {
                 if (u != v)
                         return u < v ? -1 : 1;
         }
-        return 0;
+        return x->span < y->span ? -1 : x->span > y->span;
 }
 
 size_t sample_entries_combine(struct sample_entry *entries, size_t n) {
@@ -92,6 +94,9 @@ int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_bloc
                         if (v > max[f])
                                 max[f] = v;
                 }
+                /* offsets from the block's key, which the row keeps */
+                if (f == SAMPLE_FIELD_SPAN)
+                        b.base[f] = 0;
                 b.widths |= (uint32_t) bytes_for(max[f] - b.base[f]) << (4 * f);
         }
         w = sample_block_entry_width(b.widths);
@@ -129,6 +134,9 @@ int sample_block_check(struct sample_block *b) {
         }
         if (b->widths >> (4 * _SAMPLE_FIELD_MAX))
                 return -EBADMSG;
+        /* span offsets are below SAMPLE_SPAN_MAX: one byte */
+        if (b->width[SAMPLE_FIELD_SPAN] > 1)
+                return -EBADMSG;
         b->entry_size = at;
         if (b->size != b->n * at)
                 return -EBADMSG;
@@ -147,5 +155,6 @@ void sample_block_get(const struct sample_block *b, size_t i, struct sample_entr
                 .peer_tid = (uint32_t) v[SAMPLE_FIELD_PEER],
                 .cgroup_id = v[SAMPLE_FIELD_CGROUP],
                 .value = v[SAMPLE_FIELD_VALUE],
+                .span = (uint8_t) v[SAMPLE_FIELD_SPAN],
         };
 }

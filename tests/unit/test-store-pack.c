@@ -129,6 +129,52 @@ static void test_empty_block_and_bad_sizes(void) {
         free(b.data);
 }
 
+/* The span offset: its own field, base 0 whatever the smallest offset
+ * (offsets are from the block's key, which the row keeps), one byte at
+ * most; entries of one key in different drains stay apart. */
+static void test_span_offsets(void) {
+        struct sample_entry e[] = {
+                { .stack_id = 7, .tid = 1, .value = 3, .span = 29 },
+                { .stack_id = 7, .tid = 1, .value = 4, .span = 5 },
+                { .stack_id = 7, .tid = 1, .value = 1, .span = 5 },
+                { .stack_id = 2, .tid = 1, .value = 2, .span = 12 },
+        };
+        struct sample_entry got;
+        struct sample_block b;
+        size_t n;
+
+        CHECK_INT_EQ(sample_block_pack(e, ELEMENTSOF(e), &b), 0);
+        CHECK_INT_EQ((b.widths >> 24) & 15, 1);
+        CHECK_INT_EQ(b.base[SAMPLE_FIELD_SPAN], 0);
+        CHECK_INT_EQ(sample_block_check(&b), 0);
+        sample_block_get(&b, 0, &got);
+        CHECK_INT_EQ(got.stack_id, 2);
+        CHECK_INT_EQ(got.span, 12);
+        sample_block_get(&b, 1, &got);
+        CHECK_INT_EQ(got.span, 5);
+        sample_block_get(&b, 3, &got);
+        CHECK_INT_EQ(got.span, 29);
+        CHECK_INT_EQ(got.value, 3);
+        CHECK_INT_EQ(sample_block_field(&b, 3, SAMPLE_FIELD_SPAN), 29);
+        /* a span offset wider than a byte is damage */
+        b.widths |= 2u << 24;
+        CHECK_INT_EQ(sample_block_check(&b), -EBADMSG);
+        free(b.data);
+
+        /* only the same drain's equal entries combine */
+        n = sample_entries_combine(e, ELEMENTSOF(e));
+        CHECK_INT_EQ(n, 3);
+        CHECK_INT_EQ(e[1].span, 5);
+        CHECK_INT_EQ(e[1].value, 5);
+
+        /* all in one drain (offset 5): still base 0, so the offset is kept */
+        struct sample_entry one[] = { { .stack_id = 1, .value = 1, .span = 5 }, { .stack_id = 2, .value = 1, .span = 5 } };
+        CHECK_INT_EQ(sample_block_pack(one, 2, &b), 0);
+        sample_block_get(&b, 1, &got);
+        CHECK_INT_EQ(got.span, 5);
+        free(b.data);
+}
+
 static void test_combine_sums_equal_keys_only(void) {
         struct sample_entry e[] = {
                 { .stack_id = 9, .tid = 1, .state = 2, .value = 10 },
@@ -217,5 +263,6 @@ int main(void) {
         test_round_trip_sorted_and_sized_by_range();
         test_many_random_entries_come_back();
         test_empty_block_and_bad_sizes();
+        test_span_offsets();
         TESTS_DONE();
 }
