@@ -29,8 +29,9 @@
 #define MERGE_ROWS_MAX 16384
 /* Candidate stacks and processes checked per step (one index probe each). */
 #define GC_BATCH 4096
-/* Free pages returned to the file system per step (4 KiB pages: 16 MiB). */
-#define VACUUM_BATCH 4096
+/* Bytes of free pages returned to the file system per step (4096 pages of
+ * an older store, 1024 of a store made with 16 KiB pages). */
+#define VACUUM_BATCH_BYTES (16ULL << 20)
 /* Free space worth returning when the store is not over its maximum: below
  * this the free pages are simply reused by the next drains. */
 #define VACUUM_MIN_BYTES (1ULL << 20)
@@ -48,13 +49,13 @@ struct retention {
 
 static const char *const total_names[] = {
         "merged_drains", "deleted_drains", "deleted_for_size", "deleted_stacks", "deleted_processes",
-        "deleted_locations", "vacuumed_bytes",
+        "deleted_locations", "vacuumed_bytes", "spanned_drains",
 };
 
 static uint64_t *total_field(struct retention_totals *t, size_t i) {
         uint64_t *f[] = {
                 &t->merged_drains, &t->deleted_drains, &t->deleted_for_size, &t->deleted_stacks,
-                &t->deleted_processes, &t->deleted_locations, &t->vacuumed_bytes,
+                &t->deleted_processes, &t->deleted_locations, &t->vacuumed_bytes, &t->spanned_drains,
         };
         _Static_assert(ELEMENTSOF(f) == ELEMENTSOF(total_names), "a name per total");
         return f[i];
@@ -203,33 +204,112 @@ static int64_t count_unexported(retention *r) {
                       "AND d.id > export_cursors.drain_id)", NULL, 0);
 }
 
-/* Reads the blocks of the drains in temp.doomed: each block counts -1 for
- * its process and each of its stacks; with `into`, their entries are
- * gathered per (process, kind), and each group, combined (sums per
- * thread, cgroup, state, peer and stack), is written as a block of drain
- * *into and counted +1. The counts are applied, the stacks and processes
- * that reach 0 made candidates for removal. Returns the entries written,
- * or a negative errno. */
-static int64_t blocks_uncount(retention *r, const int64_t *into) {
-        _cleanup_free_ struct sample_entry *e = NULL;
-        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
+/* What blocks_take does with the entries of the drains in temp.doomed. */
+enum take_mode {
+        TAKE_DELETE, /* dropped */
+        TAKE_MERGE,  /* combined per (process, kind; thread, cgroup, state, peer, stack) into drain `to` */
+        TAKE_SPAN,   /* moved as they are into blocks keyed `to`, the first drain of their span */
+};
+
+/* A block to write once the blocks read are deleted. */
+struct pending_block {
+        int64_t key, process;
+        int kind;
+        struct sample_entry *e;
+        size_t n;
+};
+
+struct take {
+        struct pending_block *p;
+        size_t n, cap;
+};
+
+static void take_done(struct take *t) {
+        for (size_t i = 0; i < t->n; i++)
+                free(t->p[i].e);
+        free(t->p);
+}
+
+/* Queues entries e[0..n) (copied) as the block (key, kind, process). */
+static int take_queue(struct take *t, int64_t key, int kind, int64_t process, const struct sample_entry *e, size_t n) {
+        struct sample_entry *copy;
+
+        if (n == 0)
+                return 0;
+        if (t->n == t->cap) {
+                size_t cap = MAX(t->cap * 2, (size_t) 64);
+                struct pending_block *np = realloc(t->p, cap * sizeof(*np));
+                if (!np)
+                        return -ENOMEM;
+                t->p = np;
+                t->cap = cap;
+        }
+        copy = malloc(n * sizeof(*e));
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, e, n * sizeof(*e));
+        t->p[t->n++] = (struct pending_block) { .key = key, .kind = kind, .process = process, .e = copy, .n = n };
+        return 0;
+}
+
+static int entries_reserve(struct sample_entry **e, size_t *cap, size_t want) {
+        struct sample_entry *ne;
+        size_t ncap;
+
+        if (want <= *cap)
+                return 0;
+        ncap = MAX(*cap * 2, want);
+        ne = realloc(*e, ncap * sizeof(*ne));
+        if (!ne)
+                return -ENOMEM;
+        *e = ne;
+        *cap = ncap;
+        return 0;
+}
+
+/* The keys of the blocks holding the drains of temp.doomed: a drain's own
+ * id, or its span's first drain (schema 9). */
+#define DOOMED_KEYS "(SELECT DISTINCT coalesce(span, id) FROM drains WHERE id IN temp.doomed)"
+
+/* Takes the entries of the drains in temp.doomed out of the blocks holding
+ * them, which may hold other drains too (spans): each block read counts
+ * -1 for its process and each of its stacks and is deleted; what it holds
+ * of other drains is written back under the same key; the entries taken
+ * are dropped, merged into drain `to` or moved into a span keyed `to`
+ * (mode), and every block written counts +1. The counts are applied, the
+ * stacks and processes that reach 0 made candidates for removal. Returns
+ * the entries written for `to`, or a negative errno. */
+static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
+        _cleanup_free_ struct sample_entry *taken = NULL, *kept = NULL;
+        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64(), *doomed = hashmap_new_u64();
+        struct take t = {};
         sqlite3_stmt *st = NULL;
         int64_t process = -1, written = 0;
-        size_t n = 0, cap = 0;
+        size_t n = 0, cap = 0, kept_cap = 0;
         int kind = -1, rc, k;
 
-        if (!refs || !prefs) {
-                hashmap_free(refs);
-                hashmap_free(prefs);
-                return -ENOMEM;
+        if (!refs || !prefs || !doomed) {
+                k = -ENOMEM;
+                goto out;
         }
-        k = db_prepare(&r->d, "SELECT b.process_id, b.kind, " SAMPLE_BLOCK_COLUMNS " FROM sample_blocks b "
-                       "WHERE b.drain_id IN temp.doomed ORDER BY b.process_id, b.kind", NULL, 0, &st);
+        k = db_prepare(&r->d, "SELECT id FROM temp.doomed", NULL, 0, &st);
+        while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+                k = hashmap_put(doomed, UINT64_TO_KEY(sqlite3_column_int64(st, 0)), (void *) 1);
+        if (k >= 0 && rc != SQLITE_DONE)
+                k = db_fail(&r->d, rc, "reading drains");
+        sqlite3_finalize(st);
+        st = NULL;
+        if (k < 0)
+                goto out;
+        k = db_prepare(&r->d, "SELECT b.drain_id, b.process_id, b.kind, " SAMPLE_BLOCK_COLUMNS " FROM sample_blocks b "
+                       "WHERE b.drain_id IN " DOOMED_KEYS " ORDER BY b.process_id, b.kind, b.drain_id", NULL, 0, &st);
         for (;;) {
                 bool row = k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW;
-                int64_t p = row ? sqlite3_column_int64(st, 0) : -1;
-                int kd = row ? sqlite3_column_int(st, 1) : -1;
+                int64_t key = row ? sqlite3_column_int64(st, 0) : -1;
+                int64_t p = row ? sqlite3_column_int64(st, 1) : -1;
+                int kd = row ? sqlite3_column_int(st, 2) : -1;
                 struct sample_block b;
+                size_t n_kept = 0;
 
                 if (k < 0)
                         break;
@@ -237,10 +317,13 @@ static int64_t blocks_uncount(retention *r, const int64_t *into) {
                         k = db_fail(&r->d, rc, "reading blocks");
                         break;
                 }
-                if (into && n > 0 && (!row || p != process || kd != kind)) {
-                        n = sample_entries_combine(e, n);
-                        k = sample_blocks_insert(&r->d, *into, kind, process, e, n, refs, prefs);
-                        written += (int64_t) n;
+                if (n > 0 && (!row || p != process || kd != kind)) {
+                        if (mode == TAKE_MERGE)
+                                n = sample_entries_combine(taken, n);
+                        if (mode != TAKE_DELETE) {
+                                k = take_queue(&t, to, kind, process, taken, n);
+                                written += (int64_t) n;
+                        }
                         n = 0;
                         if (k < 0)
                                 break;
@@ -248,7 +331,7 @@ static int64_t blocks_uncount(retention *r, const int64_t *into) {
                 if (!row)
                         break;
                 process = p, kind = kd;
-                k = sample_block_from_row(st, 2, &b);
+                k = sample_block_from_row(st, 3, &b);
                 if (k < 0) {
                         log_error("Store %s: a block of samples of process %" PRId64 " is damaged.", r->path, p);
                         break;
@@ -256,28 +339,43 @@ static int64_t blocks_uncount(retention *r, const int64_t *into) {
                 k = stack_refs_add_block(refs, &b, -1);
                 if (k >= 0)
                         k = stack_refs_add(prefs, p, -1);
-                if (k < 0 || !into)
-                        continue;
-                if (n + b.n > cap) {
-                        size_t ncap = MAX(cap * 2, n + b.n);
-                        struct sample_entry *ne = realloc(e, ncap * sizeof(*ne));
-                        if (!ne) {
-                                k = -ENOMEM;
-                                break;
+                if (k >= 0)
+                        k = entries_reserve(&taken, &cap, n + b.n);
+                if (k >= 0)
+                        k = entries_reserve(&kept, &kept_cap, b.n);
+                if (k < 0)
+                        break;
+                for (size_t i = 0; i < b.n; i++) {
+                        struct sample_entry e;
+                        int64_t drain;
+
+                        sample_block_get(&b, i, &e);
+                        drain = key + e.span;
+                        if (hashmap_get(doomed, UINT64_TO_KEY(drain), NULL) < 0) {
+                                kept[n_kept++] = e;
+                                continue;
                         }
-                        e = ne;
-                        cap = ncap;
+                        e.span = (uint8_t) (mode == TAKE_SPAN ? drain - to : 0);
+                        taken[n++] = e;
                 }
-                for (size_t i = 0; i < b.n; i++)
-                        sample_block_get(&b, i, &e[n++]);
+                k = take_queue(&t, key, kind, process, kept, n_kept);
         }
         sqlite3_finalize(st);
+        st = NULL;
+        if (k >= 0)
+                k = (int) db_run(&r->d, "DELETE FROM sample_blocks WHERE drain_id IN " DOOMED_KEYS, NULL, 0);
+        for (size_t i = 0; k >= 0 && i < t.n; i++)
+                k = sample_blocks_insert(&r->d, t.p[i].key, t.p[i].kind, t.p[i].process, t.p[i].e, t.p[i].n, refs,
+                                         prefs);
         if (k >= 0)
                 k = stack_refs_apply(&r->d, refs, true);
         if (k >= 0)
                 k = process_refs_apply(&r->d, prefs, true);
+out:
+        take_done(&t);
         hashmap_free(refs);
         hashmap_free(prefs);
+        hashmap_free(doomed);
         return k < 0 ? k : written;
 }
 
@@ -293,7 +391,6 @@ static int v7_present(retention *r, bool *ret) {
  * Inside a transaction. Returns the number of drains deleted. */
 static int64_t delete_doomed(retention *r) {
         static const char *const sql[] = {
-                "DELETE FROM sample_blocks WHERE drain_id IN temp.doomed",
                 "DELETE FROM drops WHERE drain_id IN temp.doomed",
         };
         int64_t k = count_unexported(r);
@@ -301,9 +398,9 @@ static int64_t delete_doomed(retention *r) {
 
         if (k < 0)
                 return k;
-        /* their stacks' and processes' counts of blocks go down; those at 0
-         * are candidates for removal */
-        k = blocks_uncount(r, NULL);
+        /* their entries go; their stacks' and processes' counts of blocks
+         * go down, those at 0 are candidates for removal */
+        k = blocks_take(r, TAKE_DELETE, 0);
         if (k < 0)
                 return k;
         k = v7_present(r, &v7);
@@ -501,15 +598,13 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (merged < 0)
                 return rollback(r, (int) merged);
         int64_t id[1] = { sqlite3_last_insert_rowid(r->d.handle) };
-        keys = blocks_uncount(r, id);
+        keys = blocks_take(r, TAKE_MERGE, id[0]);
         if (keys >= 0)
                 k = (int) db_run(&r->d, "INSERT INTO drops (drain_id, reason, count) "
                                  "SELECT ?1, reason, sum(count) FROM drops WHERE drain_id IN temp.doomed GROUP BY reason",
                               id, 1);
         else
                 k = (int) keys;
-        if (k >= 0)
-                k = (int) db_run(&r->d, "DELETE FROM sample_blocks WHERE drain_id IN temp.doomed", NULL, 0);
         if (k >= 0)
                 k = (int) db_run(&r->d, "DELETE FROM drops WHERE drain_id IN temp.doomed", NULL, 0);
         if (k >= 0)
@@ -527,6 +622,62 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         log_debug("Store %s: merged %" PRId64 " drains into the %" PRIu64 " s bucket at %" PRIu64 " (%" PRId64
                   " sample rows).", r->path, count, (uint64_t) (width / NSEC_PER_SEC), bucket, keys);
         return 1;
+}
+
+/* Drain ids one span covers: at the default 10 s interval, 5 minutes. A
+ * block per process and kind for each drain cost about 35 bytes besides
+ * its entries (key, bases, widths, record header, cell) for 2-3 entries on
+ * a busy host; spanning 30 drains takes a day of one to about half
+ * (docs/performance.md, Store size). */
+#define SPAN_DRAINS 30
+_Static_assert(SPAN_DRAINS <= SAMPLE_SPAN_MAX, "span offsets fit a query's mask");
+
+/* Packs the oldest run of raw drains not in a span yet, SPAN_DRAINS ids
+ * wide, into one block per process and kind keyed by the run's first
+ * drain: drains.span names that key for each. Only a closed run: a newer
+ * drain exists past it, so the newest drains stay in blocks of their own
+ * and a drain is never written twice while it is fresh. */
+static int step_span(retention *r) {
+        struct retention_totals t = r->totals;
+        int64_t first, newest, n, key[2];
+        bool v7;
+        int k;
+
+        /* drains still in samples_v7 have no blocks yet: a span would miss them */
+        k = v7_present(r, &v7);
+        if (k < 0 || v7)
+                return k;
+        k = db_query_i64(&r->d, "SELECT min(id) FROM drains WHERE span IS NULL AND resolution_ns = 0", NULL, 0, -1,
+                         &first);
+        if (k < 0 || first < 0)
+                return k;
+        k = db_query_i64(&r->d, "SELECT max(id) FROM drains", NULL, 0, -1, &newest);
+        if (k < 0 || newest < first + SPAN_DRAINS)
+                return k;
+        key[0] = first;
+        key[1] = first + SPAN_DRAINS;
+        k = begin(r);
+        if (k < 0)
+                return k;
+        n = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
+        if (n >= 0)
+                n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains "
+                           "WHERE span IS NULL AND resolution_ns = 0 AND id >= ?1 AND id < ?2", key, 2);
+        if (n >= 0) {
+                int64_t w = blocks_take(r, TAKE_SPAN, first);
+                if (w < 0)
+                        n = w;
+        }
+        if (n >= 0) {
+                int64_t u = db_run(&r->d, "UPDATE drains SET span = ?1 WHERE id IN temp.doomed", key, 1);
+                if (u < 0)
+                        n = u;
+        }
+        if (n < 0)
+                return rollback(r, (int) n);
+        t.spanned_drains += (uint64_t) n;
+        k = commit(r, &t);
+        return k < 0 ? k : 1;
 }
 
 /* Removes a batch of the stacks and processes whose samples were deleted, if
@@ -770,7 +921,8 @@ static int step_vacuum(retention *r) {
         if ((k = db_query_i64(&r->d, "PRAGMA page_count", NULL, 0, 0, &before)) < 0 ||
             (k = db_query_i64(&r->d, "PRAGMA page_size", NULL, 0, 4096, &page_size)) < 0)
                 return k;
-        snprintf(sql, sizeof(sql), "PRAGMA incremental_vacuum(%d)", VACUUM_BATCH);
+        snprintf(sql, sizeof(sql), "PRAGMA incremental_vacuum(%" PRId64 ")",
+                 (int64_t) VACUUM_BATCH_BYTES / MAX(page_size, (int64_t) 512));
         k = db_exec(&r->d, sql);
         if (k >= 0)
                 k = db_query_i64(&r->d, "PRAGMA page_count", NULL, 0, 0, &after);
@@ -795,6 +947,7 @@ int retention_step(retention *r, uint64_t now_ns, bool *ret_forget) {
             (k = step_expire(r, now_ns)) != 0 ||
             (k = step_merge(r, now_ns, RETENTION_10M_NS, r->set.m1_ns)) != 0 ||
             (k = step_merge(r, now_ns, RETENTION_1M_NS, r->set.raw_ns)) != 0 ||
+            (k = step_span(r)) != 0 ||
             (k = step_gc(r, ret_forget)) != 0 ||
             (k = step_sweep(r, false, ret_forget)) != 0 ||
             (k = step_vacuum(r)) != 0)

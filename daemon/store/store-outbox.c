@@ -176,9 +176,12 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                 r = -ENOMEM;
                 goto out;
         }
+        /* the blocks holding the drain: its own, or its span's (schema 9),
+         * whose entries of other drains are skipped */
         rc = sqlite3_prepare_v2(s->d.handle, "SELECT p.pid, p.start_ns, p.comm, p.exe, p.uid, p.cgroup, p.unit, p.container, "
-                                       "b.kind, " SAMPLE_BLOCK_COLUMNS " "
-                                       "FROM sample_blocks b JOIN processes p ON p.id = b.process_id WHERE b.drain_id = ?1",
+                                       "b.kind, " SAMPLE_BLOCK_COLUMNS ", ?1 - b.drain_id "
+                                       "FROM sample_blocks b JOIN processes p ON p.id = b.process_id "
+                                       "WHERE b.drain_id = (SELECT coalesce(span, id) FROM drains WHERE id = ?1)",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK) {
                 r = db_fail(&s->d, rc, "outbox samples");
@@ -186,6 +189,7 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
         }
         sqlite3_bind_int64(st, 1, drain_id);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t span = sqlite3_column_int64(st, 9 + SAMPLE_BLOCK_N_COLUMNS);
                 struct sample_block b;
 
                 r = sample_block_from_row(st, 9, &b);
@@ -198,6 +202,8 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                         struct sample_entry e;
 
                         sample_block_get(&b, i, &e);
+                        if (e.span != span)
+                                continue;
                         smp.tid = e.tid;
                         smp.cgroup_id = e.cgroup_id;
                         smp.state = e.state;

@@ -203,34 +203,49 @@ static void sql_add(struct sql_text *t, const char *fragment) {
 
 static void sql_add_process_filters(struct sql_text *t, const struct store_query *q);
 
+/* The drains a query's window selects (alias d). */
+static void sql_add_window(struct sql_text *t, const struct store_query *q) {
+        if (q->drain_id > 0)
+                sql_add(t, "d.id = :drain");
+        else
+                /* every drain interval that overlaps the window */
+                sql_add(t, "d.end_ns >= :from AND d.start_ns <= :to");
+}
+
 /* The FROM and WHERE clauses a query's filters make, over blocks of
- * samples (schema/0008); the thread and state filters apply to a block's
- * entries (entry_matches).
+ * samples (schema/0008, 0009); the thread and state filters apply to a
+ * block's entries (entry_matches), and so does the drain: a block may span
+ * drains (its key is the span's, drains.span), the row's s.mask has bit i
+ * set for each drain of the window at span offset i (entry_in_window).
  *
  * The plan (docs/performance.md, Queries): drains of the window first (by
- * drains_end), then their blocks of the kind through the table's own key
- * (drain, kind, process): the process filters become one set of process
- * ids, computed once, so a filtered query seeks to that process's block in
- * each drain. CROSS JOIN fixes that order. `with_process` joins processes
- * for the columns a grouped query shows. */
+ * drains_end), grouped into the keys of the blocks holding them, then
+ * those blocks of the kind through the table's own key (drain, kind,
+ * process): the process filters become one set of process ids, computed
+ * once, so a filtered query seeks to that process's block of each key.
+ * CROSS JOIN fixes that order. `with_process` joins processes for the
+ * columns a grouped query shows. */
 static void sql_add_filters(struct sql_text *t, const struct store_query *q, bool with_process) {
         bool process_filter = q->pid || q->comm || q->exe || q->have_uid || q->only_uid || q->cgroup || q->unit ||
                               q->container;
 
-        sql_add(t, " FROM drains d CROSS JOIN sample_blocks b ON b.drain_id = d.id");
+        sql_add(t, " FROM (SELECT coalesce(d.span, d.id) AS k, sum(1 << (d.id - coalesce(d.span, d.id))) AS mask "
+                   "FROM drains d WHERE ");
+        sql_add_window(t, q);
+        sql_add(t, " GROUP BY k) s CROSS JOIN sample_blocks b ON b.drain_id = s.k");
         if (with_process)
                 sql_add(t, " JOIN processes p ON p.id = b.process_id");
         sql_add(t, " WHERE b.kind = :kind");
-        if (q->drain_id > 0)
-                sql_add(t, " AND d.id = :drain");
-        else
-                /* every drain interval that overlaps the window */
-                sql_add(t, " AND d.end_ns >= :from AND d.start_ns <= :to");
         if (!process_filter)
                 return;
         sql_add(t, " AND b.process_id IN (SELECT p.id FROM processes p WHERE 1");
         sql_add_process_filters(t, q);
         sql_add(t, ")");
+}
+
+/* Whether an entry at span offset `span` is in the window's mask. */
+static bool entry_in_window(uint64_t mask, unsigned span) {
+        return span < 64 && (mask >> span) & 1;
 }
 
 /* The filters of sql_add_filters that look inside a block. */
@@ -584,16 +599,23 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
         while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int64_t proc = sqlite3_column_int64(st, 0);
                 const char *grp = q->group != STORE_GROUP_NONE ? (const char *) sqlite3_column_text(st, 1) : NULL;
+                uint64_t mask = (uint64_t) sqlite3_column_int64(st, 2);
                 struct sample_block b;
                 uint32_t group = 0;
+                bool whole;
 
-                r = stacks_only ? sample_block_from_row_stacks(st, 2, &b) : sample_block_from_row(st, 2, &b);
+                r = stacks_only ? sample_block_from_row_stacks(st, 3, &b) : sample_block_from_row(st, 3, &b);
                 if (r < 0) {
                         log_error("Store %s: a block of samples of drain-process %" PRId64 " is damaged, ignoring it.",
                                   s->path, proc);
                         r = 0;
                         continue;
                 }
+                /* a block of one drain (offsets all 0) is in the window
+                 * or not as a whole */
+                whole = b.width[SAMPLE_FIELD_SPAN] == 0;
+                if (whole && !(mask & 1))
+                        continue;
                 if (q->group != STORE_GROUP_NONE && q->group != STORE_GROUP_THREAD)
                         r = group_of(a, grp ? grp : "", &group);
                 /* the common case: only stacks and values are needed */
@@ -603,9 +625,13 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
 
                         /* entries are sorted by stack: a run of one stack is one sum */
                         for (size_t i = 0; r >= 0 && i < b.n; i++) {
-                                int64_t stack = (int64_t) sample_block_field(&b, i, SAMPLE_FIELD_STACK);
-                                uint64_t value = sample_block_field(&b, i, SAMPLE_FIELD_VALUE);
+                                int64_t stack;
+                                uint64_t value;
 
+                                if (!whole && !entry_in_window(mask, (unsigned) sample_block_field(&b, i, SAMPLE_FIELD_SPAN)))
+                                        continue;
+                                stack = (int64_t) sample_block_field(&b, i, SAMPLE_FIELD_STACK);
+                                value = sample_block_field(&b, i, SAMPLE_FIELD_VALUE);
                                 if (stack != cur && cur >= 0)
                                         r = stack_sums_add(a, group, cur, sum);
                                 if (stack != cur)
@@ -620,7 +646,7 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
                         struct sample_entry e;
 
                         sample_block_get(&b, i, &e);
-                        if (!entry_matches(q, &e))
+                        if (!entry_in_window(mask, e.span) || !entry_matches(q, &e))
                                 continue;
                         if (q->group == STORE_GROUP_THREAD)
                                 r = thread_group(s, a, name_st, proc, e.tid, grp, &group);
@@ -662,6 +688,7 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
         default:
                 sql_add(&t, "SELECT b.process_id, NULL");
         }
+        sql_add(&t, ", s.mask");
         if (query_stacks_only(q))
                 sql_add(&t, ", " SAMPLE_BLOCK_COLUMNS_STACKS);
         else
@@ -725,7 +752,14 @@ out:
 struct drain_sum {
         int64_t id;
         uint64_t start_ns, end_ns, value, complete;
+        bool any;
 };
+
+static int drain_id_cmp(const void *a, const void *b) {
+        const struct drain_sum *x = a, *y = b;
+
+        return x->id < y->id ? -1 : x->id > y->id;
+}
 
 static int drain_sum_cmp(const void *a, const void *b) {
         const struct drain_sum *x = a, *y = b;
@@ -760,56 +794,69 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
         if (r < 0)
                 goto out;
 
-        sql_add(&t, "SELECT d.id, d.start_ns, d.end_ns, " SAMPLE_BLOCK_COLUMNS);
+        /* the window's drains, by id: a block may hold several of them (a
+         * span), so each entry finds its drain's sum by id */
+        sql_add(&t, "SELECT d.id, d.start_ns, d.end_ns FROM drains d WHERE ");
+        sql_add_window(&t, q);
+        sql_add(&t, " ORDER BY d.id");
+        r = query_prepare(s, &t, q, &st);
+        free(t.buf);
+        t = (struct sql_text) {};
+        if (r < 0)
+                goto out;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                if (n == cap) {
+                        size_t ncap = MAX(cap * 2, (size_t) 256);
+                        struct drain_sum *ns = realloc(sums, ncap * sizeof(*ns));
+                        if (!ns) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        sums = ns;
+                        cap = ncap;
+                }
+                sums[n++] = (struct drain_sum) {
+                        .id = sqlite3_column_int64(st, 0),
+                        .start_ns = (uint64_t) sqlite3_column_int64(st, 1),
+                        .end_ns = (uint64_t) sqlite3_column_int64(st, 2),
+                };
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "series query");
+        sqlite3_finalize(st);
+        st = NULL;
+        if (r < 0)
+                goto out;
+
+        sql_add(&t, "SELECT s.k, s.mask, " SAMPLE_BLOCK_COLUMNS);
         sql_add_filters(&t, q, false);
         r = query_prepare(s, &t, q, &st);
         free(t.buf);
         if (r < 0)
                 goto out;
         while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t id = sqlite3_column_int64(st, 0);
+                int64_t key = sqlite3_column_int64(st, 0);
+                uint64_t mask = (uint64_t) sqlite3_column_int64(st, 1);
                 struct sample_block b;
-                struct drain_sum *ds;
-                bool any = false;
-                uint64_t value = 0, compl = 0;
 
-                if (sample_block_from_row(st, 3, &b) < 0)
+                if (sample_block_from_row(st, 2, &b) < 0)
                         continue;
                 for (size_t i = 0; i < b.n; i++) {
+                        struct drain_sum *ds;
                         struct sample_entry e;
                         void *v;
 
                         sample_block_get(&b, i, &e);
-                        if (!entry_matches(q, &e))
+                        if (!entry_in_window(mask, e.span) || !entry_matches(q, &e))
                                 continue;
-                        any = true;
-                        value += e.value;
+                        ds = bsearch(&(struct drain_sum) { .id = key + e.span }, sums, n, sizeof(*sums), drain_id_cmp);
+                        if (!ds)
+                                continue;
+                        ds->any = true;
+                        ds->value += e.value;
                         if (hashmap_get(complete, UINT64_TO_KEY(e.stack_id), &v) >= 0)
-                                compl += e.value;
+                                ds->complete += e.value;
                 }
-                if (!any)
-                        continue;
-                /* a drain's blocks come one after the other (drains are the outer loop) */
-                if (n == 0 || sums[n - 1].id != id) {
-                        if (n == cap) {
-                                size_t ncap = MAX(cap * 2, (size_t) 256);
-                                struct drain_sum *ns = realloc(sums, ncap * sizeof(*ns));
-                                if (!ns) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                                sums = ns;
-                                cap = ncap;
-                        }
-                        sums[n++] = (struct drain_sum) {
-                                .id = id,
-                                .start_ns = (uint64_t) sqlite3_column_int64(st, 1),
-                                .end_ns = (uint64_t) sqlite3_column_int64(st, 2),
-                        };
-                }
-                ds = &sums[n - 1];
-                ds->value += value;
-                ds->complete += compl;
         }
         if (r >= 0 && rc != SQLITE_DONE)
                 r = db_fail(&s->d, rc, "series query");
@@ -818,6 +865,8 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
         if (n > 1)
                 qsort(sums, n, sizeof(*sums), drain_sum_cmp);
         for (size_t i = 0; i < n; i++) {
+                if (!sums[i].any) /* nothing the query selects */
+                        continue;
                 r = fn(sums[i].start_ns, sums[i].end_ns, sums[i].value, sums[i].complete, userdata);
                 if (r < 0)
                         break;

@@ -305,6 +305,174 @@ static void test_max_size_deletes_oldest_first_and_shrinks_the_file(void) {
         store_close(s);
 }
 
+/* What the store answers about the drains of a store: stacks for several
+ * windows and filters, the series, the outbox's rows of some drains, the
+ * samples view per drain. Spanning blocks must not change a byte of it. */
+static int stack_line(const struct store_stack_out *so, void *userdata) {
+        char **out = userdata, *n = NULL;
+
+        if (asprintf(&n, "%s%s:%" PRIu64 ":%zu:%s;", *out, so->group ? so->group : "", so->value, so->n_frames,
+                     so->n_frames ? so->frames[so->n_frames - 1].name : "") < 0)
+                return -ENOMEM;
+        free(*out);
+        *out = n;
+        return 0;
+}
+
+static int drain_line(uint64_t start_ns, uint64_t end_ns, uint64_t value, uint64_t complete, void *userdata) {
+        char **out = userdata, *n = NULL;
+
+        if (asprintf(&n, "%s%" PRIu64 "-%" PRIu64 "=%" PRIu64 "/%" PRIu64 ";", *out, start_ns, end_ns, value, complete) < 0)
+                return -ENOMEM;
+        free(*out);
+        *out = n;
+        return 0;
+}
+
+static int outbox_line(const struct store_outbox_sample *smp, void *userdata) {
+        char **out = userdata, *n = NULL;
+
+        if (asprintf(&n, "%s%u/%u/%d/%d/%" PRIu64 "/%zu;", *out, smp->pid, smp->tid, smp->kind, smp->state, smp->value,
+                     smp->n_frames) < 0)
+                return -ENOMEM;
+        free(*out);
+        *out = n;
+        return 0;
+}
+
+static char *answers(store *s, sqlite3 *db) {
+        const struct store_query queries[] = {
+                /* everything; a window that starts and ends inside spans; one drain inside a span */
+                { .kind = 0, .from_ns = 0, .to_ns = UINT64_MAX, .group = STORE_GROUP_PROCESS },
+                { .kind = 0, .from_ns = T0 + 95 * SEC, .to_ns = T0 + 455 * SEC },
+                { .kind = 0, .from_ns = T0 + 95 * SEC, .to_ns = T0 + 455 * SEC, .pid = 200 },
+                /* thread and state filters read every field */
+                { .kind = 0, .from_ns = T0 + 95 * SEC, .to_ns = T0 + 455 * SEC, .tid = 101, .group = STORE_GROUP_THREAD },
+                { .kind = 1, .from_ns = T0 + 305 * SEC, .to_ns = T0 + 905 * SEC, .state_mask = 1u << 2 },
+                { .kind = 0, .drain_id = 45 },
+                { .kind = 1, .drain_id = 31 },
+        };
+        char *out = strdup("");
+
+        for (size_t i = 0; i < ELEMENTSOF(queries); i++) {
+                uint64_t total = 0, stacks = 0;
+                char *n = NULL;
+
+                CHECK_INT_EQ(store_query_stacks(s, &queries[i], stack_line, &out, &total, &stacks), 0);
+                CHECK_INT_EQ(store_query_drains(s, &queries[i], drain_line, &out), 0);
+                CHECK(asprintf(&n, "%s total %" PRIu64 " in %" PRIu64 "\n", out, total, stacks) > 0);
+                free(out);
+                out = n;
+        }
+        for (int64_t d = 1; d <= 100; d += 11)
+                CHECK_INT_EQ(store_outbox_samples(s, d, outbox_line, &out), 0);
+        {
+                char *v = text1(db, "SELECT group_concat(x, ';') FROM (SELECT drain_id || ':' || kind || ':' || tid || ':' "
+                                    "|| stack_id || '=' || value AS x FROM samples ORDER BY 1)");
+                char *n = NULL;
+
+                CHECK(asprintf(&n, "%s\n%s", out, v ? v : "") > 0);
+                free(out);
+                free(v);
+                out = n;
+        }
+        return out;
+}
+
+/* The samples of drains 46-100, per drain, stack and thread. */
+#define TAIL_SQL                                                                                                  \
+        "SELECT group_concat(x, ';') FROM (SELECT drain_id || ':' || kind || ':' || tid || ':' || stack_id || '=' " \
+        "|| value AS x FROM samples WHERE drain_id >= 46 ORDER BY drain_id, kind, tid, stack_id, value)"
+
+/* Retention packs closed runs of 30 raw drains into blocks that span
+ * them; every answer stays the same, and deleting or merging part of a
+ * span keeps the rest of it. */
+static void test_spans_keep_every_answer(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        uint64_t now = T0 + 1000 * SEC;
+        char *before, *after, *totals_before, *totals_after, *tail_before, *tail_after;
+        int64_t blocks_before, bytes_before;
+
+        snprintf(path, sizeof(path), "%s/spans.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_drains(s, T0, now, 10 * SEC, 12, 0);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains"), 100);
+        CHECK_INT_EQ(q1(db, "SELECT min(id) FROM drains"), 1);
+        before = answers(s, db);
+        blocks_before = q1(db, "SELECT count(*) FROM sample_blocks");
+        bytes_before = q1(db, "SELECT sum(length(entries)) FROM sample_blocks");
+        CHECK_INT_EQ(blocks_before, 100 * 3);
+        totals_before = text1(db, TOTALS_SQL);
+        tail_before = text1(db, TAIL_SQL);
+
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
+                                                                  .all_ns = 96 * 60 * MINUTE }, &r) == 0);
+        settle(r, s, now);
+        retention_get_totals(r, &t);
+        /* drains 1-30, 31-60, 61-90; 91-100 wait for a newer drain past 120 */
+        CHECK_INT_EQ(t.spanned_drains, 90);
+        CHECK_INT_EQ(t.merged_drains, 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE span IS NOT NULL"), 90);
+        CHECK_INT_EQ(q1(db, "SELECT count(DISTINCT span) FROM drains"), 3);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks"), 3 * 3 + 10 * 3);
+        /* the span offsets take one byte an entry; the blocks' own costs go */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks WHERE (widths >> 24) & 15 = 1"), 3 * 3);
+        CHECK(q1(db, "SELECT sum(length(entries)) FROM sample_blocks") < bytes_before * 2);
+        after = answers(s, db);
+        CHECK(before && after && streq(before, after));
+        if (before && after && !streq(before, after))
+                fprintf(stderr, "before:\n%s\nafter:\n%s\n", before, after);
+        free(after);
+        /* stack_refs counts blocks, now fewer */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM stack_refs s WHERE blocks != (SELECT count(*) FROM ("
+                            "SELECT DISTINCT b.drain_id, b.kind, b.process_id FROM samples v JOIN sample_blocks b "
+                            "ON b.kind = v.kind AND b.process_id = v.process_id AND b.drain_id = "
+                            "coalesce((SELECT span FROM drains WHERE id = v.drain_id), v.drain_id) "
+                            "WHERE v.stack_id = s.stack_id))"), 0);
+        CHECK_INT_EQ(settle(r, s, now), 0);
+
+        /* the first 45 drains expire: the first span goes, the second loses
+         * its first half and keeps the rest */
+        retention_configure(r, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
+                                                              .all_ns = now - (T0 + 455 * SEC) });
+        settle(r, s, now);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.deleted_drains, 45);
+        CHECK_INT_EQ(q1(db, "SELECT min(id) FROM drains"), 46);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples WHERE drain_id <= 45"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples WHERE drain_id NOT IN (SELECT id FROM drains)"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains d WHERE keys != (SELECT count(*) FROM samples WHERE drain_id = d.id)"), 0);
+        tail_after = text1(db, TAIL_SQL);
+        CHECK(tail_before && tail_after && streq(tail_before, tail_after));
+        free(tail_after);
+        free(totals_before);
+        totals_before = text1(db, TOTALS_SQL);
+
+        /* the rest merged into 1-minute buckets: totals per key kept */
+        retention_configure(r, &(struct retention_settings) { .raw_ns = 1 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
+                                                              .all_ns = 96 * 60 * MINUTE });
+        settle(r, s, now);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains d WHERE keys != (SELECT count(*) FROM samples WHERE drain_id = d.id)"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples WHERE drain_id NOT IN (SELECT id FROM drains)"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks WHERE drain_id NOT IN (SELECT coalesce(span, id) FROM drains)"), 0);
+        retention_get_totals(r, &t);
+        CHECK(t.merged_drains > 0);
+        totals_after = text1(db, TOTALS_SQL);
+        CHECK(totals_before && totals_after && streq(totals_before, totals_after));
+        free(totals_after);
+        free(totals_before);
+        free(tail_before);
+        free(before);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 static void test_bucket(void) {
         CHECK_INT_EQ(retention_bucket(T0 + 59 * SEC, RETENTION_1M_NS), T0);
         CHECK_INT_EQ(retention_bucket(T0 + 60 * SEC, RETENTION_1M_NS), T0 + MINUTE);
@@ -321,6 +489,7 @@ int main(void) {
         test_bucket();
         test_merge_keeps_totals_and_levels_follow_age();
         test_big_buckets_merge_in_bounded_steps();
+        test_spans_keep_every_answer();
         test_max_size_deletes_oldest_first_and_shrinks_the_file();
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         (void) system(cmd);
