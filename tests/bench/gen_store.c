@@ -38,6 +38,8 @@
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
+#include "conf.h"
+#include "retention.h"
 #include "store.h"
 
 /* The kinds and states as the store keeps them (bpf/profd.h); repeated here
@@ -887,6 +889,7 @@ struct options {
         uint64_t seed;
         uint64_t end_s;
         bool quiet;
+        bool no_retention;
 };
 
 /* How busy the host is at a time of day: a daily curve with noise. */
@@ -1159,13 +1162,12 @@ static int churn(struct host *h, const struct options *o, unsigned drain, uint64
  * enough for the indexes of a day of samples: with SQLite's default 2 MiB
  * each insert into the stack and process indexes reads pages back from the
  * OS, and writing a day slows down hour by hour. Only this tool: profd
- * writes one drain per interval. A new store is made with incremental
- * auto-vacuum, as profd's retention makes its stores (set before the first
- * table, it costs nothing; profd would otherwise rewrite the whole file
- * once when it first collects into it). */
+ * writes one drain per interval. Nothing else: store_open itself makes a
+ * new file with its page size and incremental auto-vacuum, which SQLite
+ * sets only while the file has no page yet (a pragma here, such as
+ * auto_vacuum, would write the first page and keep the default size). */
 static int bulk_cache(sqlite3 *db, char **err, const struct sqlite3_api_routines *api) {
-        return sqlite3_exec(db, "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA cache_size = -1048576", /* 1 GiB, at most */
-                            NULL, NULL, err);
+        return sqlite3_exec(db, "PRAGMA cache_size = -1048576", /* 1 GiB, at most */ NULL, NULL, err);
 }
 
 static uint64_t now_s(void) {
@@ -1192,6 +1194,8 @@ static void help(void) {
                "  --wakeup-keys N     wake-up keys per drain (default 250)\n"
                "  --seed N            random seed (default 1)\n"
                "  --end EPOCH_S       time of the last drain (default now)\n"
+               "  --no-retention      no retention steps between drains, so no spans:\n"
+               "                      every block holds one drain (schema 8's layout)\n"
                "  --quiet             no progress line\n");
 }
 
@@ -1217,12 +1221,14 @@ int main(int argc, char **argv) {
                 { "offcpu-keys", required_argument, NULL, 'o' }, { "wakeup-keys", required_argument, NULL, 'w' },
                 { "seed", required_argument, NULL, 'S' },    { "end", required_argument, NULL, 'e' },
                 { "quiet", no_argument, NULL, 'q' },         { "help", no_argument, NULL, 'h' },
+                { "no-retention", no_argument, NULL, 'R' },
                 {},
         };
         struct options o = { .hours = 24, .processes = 300, .stacks = 6000, .frequency = 49, .cpus = 2,
                              .interval_s = 10, .offcpu_keys = 400, .wakeup_keys = 250, .seed = 1 };
         struct host h = {};
         store *st = NULL;
+        retention *ret = NULL;
         struct key *keys = NULL;
         size_t keys_cap = 0;
         uint64_t rows = 0, samples_total = 0, v;
@@ -1244,6 +1250,9 @@ int main(int argc, char **argv) {
                 case 'h':
                         help();
                         return 0;
+                case 'R':
+                        o.no_retention = true;
+                        continue;
                 case 'q':
                         o.quiet = true;
                         continue;
@@ -1298,6 +1307,15 @@ int main(int argc, char **argv) {
         r = store_open(argv[optind], &st);
         if (r < 0)
                 goto out;
+        /* retention at profd's defaults, stepped after each drain as
+         * profd's writer does: it packs closed runs of drains into spans */
+        if (!o.no_retention) {
+                r = retention_open(argv[optind], &(struct retention_settings) {
+                        .raw_ns = CONF_DEFAULT_RETENTION_RAW_NS, .m1_ns = CONF_DEFAULT_RETENTION_1M_NS,
+                        .all_ns = CONF_DEFAULT_RETENTION_NS }, &ret);
+                if (r < 0)
+                        goto out;
+        }
 
         t0 = mono_s();
         for (unsigned d = 0; d < n_drains; d++) {
@@ -1314,6 +1332,19 @@ int main(int argc, char **argv) {
                                 &drain_rows);
                 if (r < 0) {
                         fprintf(stderr, "\ngen_store: writing drain %u failed: %s\n", d, strerror(-r));
+                        goto out;
+                }
+                while (ret) {
+                        bool forget = false;
+
+                        r = retention_step(ret, end_ns, &forget);
+                        if (forget)
+                                store_forget_ids(st);
+                        if (r <= 0)
+                                break;
+                }
+                if (r < 0) {
+                        fprintf(stderr, "\ngen_store: retention after drain %u failed: %s\n", d, strerror(-r));
                         goto out;
                 }
                 rows += drain_rows;
@@ -1341,6 +1372,7 @@ int main(int argc, char **argv) {
 out:
         if (r < 0 && r != -EINVAL)
                 fprintf(stderr, "gen_store: %s\n", strerror(-r));
+        retention_close(ret);
         store_close(st);
         free(keys);
         for (size_t i = 0; i < h.n_procs; i++)

@@ -81,9 +81,9 @@ def sample_rows(db):
 
 
 def block_values(n, widths, bases, blob):
-    """The values of a block's entries (schema/0008, daemon/store/sample-pack.h):
-    fixed-width little-endian fields, the value the last of six."""
-    w = [(widths >> (4 * f)) & 15 for f in range(6)]
+    """The values of a block's entries (schema/0008, 0009, daemon/store/sample-pack.h):
+    fixed-width little-endian fields, the value the sixth of seven."""
+    w = [(widths >> (4 * f)) & 15 for f in range(7)]
     size, off = sum(w), sum(w[:5])
     for i in range(n):
         o = i * size + off
@@ -123,12 +123,16 @@ def hot_pid(path, seconds):
             return db.execute("SELECT p.pid, p.comm FROM samples s JOIN drains d ON d.id = s.drain_id "
                               "JOIN processes p ON p.id = s.process_id WHERE s.kind = 0 AND d.end_ns >= ? "
                               "GROUP BY p.id ORDER BY sum(s.value) DESC LIMIT 1", (since,)).fetchone()
-        # blocks: summed here (the samples view decodes in SQL, slowly)
+        # blocks: summed here (the samples view decodes in SQL, slowly); a
+        # block spanning drains (schema 9) counts whole: a pick, not a figure
+        key = "coalesce(d.span, d.id)" if any(r[1] == "span" for r in db.execute("PRAGMA table_info(drains)")) \
+            else "d.id"
         sums = {}
         for pid, comm, n, widths, *rest in db.execute(
                 "SELECT p.pid, p.comm, b.n, b.widths, b.stack_base, b.tid_base, b.state_base, b.peer_base, "
-                "b.cgroup_base, b.value_base, b.entries FROM drains d JOIN sample_blocks b ON b.drain_id = d.id "
-                "JOIN processes p ON p.id = b.process_id WHERE b.kind = 0 AND d.end_ns >= ? ORDER BY p.id", (since,)):
+                "b.cgroup_base, b.value_base, b.entries FROM sample_blocks b JOIN processes p ON p.id = b.process_id "
+                f"WHERE b.kind = 0 AND b.drain_id IN (SELECT {key} FROM drains d WHERE d.end_ns >= ?) ORDER BY p.id",
+                (since,)):
             key = (pid, comm)
             sums[key] = sums.get(key, 0) + sum(block_values(n, widths, rest[:6], rest[6]))
         return max(sums, key=lambda k: (sums[k], -k[0])) if sums else None

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """What other layouts of the samples would take: reads every entry of a
-schema 8 store's sample_blocks (schema/0008-compact-samples.sql) and
-estimates the size of the same samples stored as
+schema 8 or 9 store's sample_blocks (schema/0008-compact-samples.sql,
+0009-spanning-blocks.sql) and estimates the size of the same samples
+stored as
 
-  - blocks per (drain, kind, process): today's layout, estimated the same
-    way, to compare the estimate with the real size (dbstat);
+  - the store's own blocks (per drain, or per span of drains, kind and
+    process): estimated the same way, to compare the estimate with the
+    real size (dbstat);
+  - blocks per (drain, kind, process): schema 8's layout;
   - blocks per (drain, kind), the process a seventh field; also with each
     blob compressed by zlib;
   - blocks per (K drains, kind, process), the drain a seventh field (the
@@ -28,6 +31,7 @@ import sys
 import zlib
 
 FIELDS = ("stack", "tid", "state", "peer", "cgroup", "value")
+SPAN = 6  # the seventh field: the entry's drain is the block's key plus it (base 0)
 
 
 def record_int_bytes(v):
@@ -50,22 +54,24 @@ def width(v):
 
 
 def read_entries(path):
-    """(drain, kind, process, stack, tid, state, peer, cgroup, value) of
-    every sample entry."""
+    """(drain, kind, process, stack, tid, state, peer, cgroup, value, block
+    key, span offset) of every sample entry."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     out = []
     for row in db.execute("SELECT drain_id, kind, process_id, n, widths, stack_base, tid_base, state_base, "
                           "peer_base, cgroup_base, value_base, entries FROM sample_blocks"):
-        drain, kind, process, n, widths, *bases = row
+        key, kind, process, n, widths, *bases = row
         blob = bases.pop() or b""
-        w = [(widths >> (4 * f)) & 15 for f in range(len(FIELDS))]
+        bases.append(0)
+        w = [(widths >> (4 * f)) & 15 for f in range(len(FIELDS) + 1)]
         size = sum(w)
         for i in range(n):
             o, vals = i * size, []
-            for f in range(len(FIELDS)):
+            for f in range(len(FIELDS) + 1):
                 vals.append(bases[f] + int.from_bytes(blob[o:o + w[f]], "little"))
                 o += w[f]
-            out.append((drain, kind, process, *vals))
+            span = vals.pop()
+            out.append((key + span, kind, process, *vals, key, span))
     return db, out
 
 
@@ -116,12 +122,17 @@ def main():
     hours = (db.execute("SELECT max(end_ns) - min(start_ns) FROM drains").fetchone()[0] or 0) / 3.6e12
     n = len(entries)
     mib = 1 << 20
-    # entry tuple positions: 0 drain, 1 kind, 2 process, 3.. FIELDS
+    # entry tuple positions: 0 drain, 1 kind, 2 process, 3.. FIELDS, then
+    # the block's key and the span offset
     f6 = list(range(3, 3 + len(FIELDS)))
+    key, span = 3 + len(FIELDS), 4 + len(FIELDS)
     rows = []
-    nb, pay, over = estimate(entries, lambda e: (e[0], e[1], e[2]), f6)
+    spans = any(e[span] for e in entries)
+    nb, pay, over = estimate(entries, lambda e: (e[key], e[1], e[2]), f6 + ([span] if spans else []))
     fill = real / (pay + over)
-    rows.append(("(drain, kind, process): today's", nb, pay, over))
+    rows.append(("today's: the store's own blocks", nb, pay, over))
+    nb, pay, over = estimate(entries, lambda e: (e[0], e[1], e[2]), f6)
+    rows.append(("(drain, kind, process): schema 8", nb, pay, over))
     nb, pay, over = estimate(entries, lambda e: (e[0], e[1]), [2] + f6)
     rows.append(("(drain, kind), process a field", nb, pay, over))
     nb, pay, over = estimate(entries, lambda e: (e[0], e[1]), [2] + f6, compress=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """store_layouts.py still reads a store of today's schema: on a quarter
-hour made by gen_store it must print every layout's row, with today's
-layout at its real size and fewer blocks for the layouts that group more.
+hour made by gen_store (with retention, so with spans) it must print every
+layout's row, with today's layout at its real size, schema 8's with more
+blocks, and fewer blocks for the layouts that group more.
 The estimates themselves are not judged (docs/performance.md)."""
 import os
 import re
@@ -25,10 +26,13 @@ with tempfile.TemporaryDirectory() as d:
 print(out)
 rows = {m.group(1): (int(m.group(2).replace(",", "")), float(m.group(3)))
         for m in re.finditer(r"^\| ([^|]+?) \| ([0-9,]+) \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \|", out, re.M)}
-today = rows.get("(drain, kind, process): today's")
+today = rows.get("today's: the store's own blocks")
 assert today, f"no row for today's layout in:\n{out}"
 assert today[0] == blocks, (today, blocks)
 assert abs(today[1] - real / 2**20) < 0.06, (today, real)  # scaled to its real size
+# retention spans the quarter hour's first 60 drains: fewer blocks than
+# schema 8's one per drain
+assert rows["(drain, kind, process): schema 8"][0] > blocks, (rows, blocks)
 for name in ("(drain, kind), process a field", "(drain, kind), process a field, zlib",
              "(6 drains, kind, process), drain a field", "(30 drains, kind, process), two levels"):
     assert name in rows, f"no row {name!r}"
