@@ -79,7 +79,7 @@ def damage_a_page(store):
 def test_damaged_page_is_reported_failed_and_profd_keeps_serving():
     workdir = tempfile.mkdtemp(prefix="profd-test-")
     store = os.path.join(workdir, "profd.db")
-    n = 3000
+    n = 12000  # stack_refs spans several 16 KiB leaf pages
     storegen(store, samples(n))
     total = sum(s["value"] for s in samples(n))
     # the rows in the main file, not in a WAL, so the damage is what is read
