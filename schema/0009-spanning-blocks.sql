@@ -16,13 +16,15 @@ CREATE INDEX drains_unspanned ON drains(id) WHERE span IS NULL AND resolution_ns
 
 -- The samples as rows again, for ad-hoc SQL and tests, now with each
 -- entry's own drain: decodes every block (slow on a large store: profd
--- itself reads the blocks in C).
+-- itself reads the blocks in C). The hex digits are a BLOB, so each
+-- substr() finds its byte at once; on TEXT it counts characters from the
+-- start, which made a span's large blocks cost the square of their size.
 DROP VIEW samples;
 CREATE VIEW samples AS
 WITH RECURSIVE e(drain_id, process_id, kind, n, widths, stack_base, tid_base, state_base, peer_base,
                  cgroup_base, value_base, h, i) AS (
         SELECT drain_id, process_id, kind, n, widths, stack_base, tid_base, state_base, peer_base,
-               cgroup_base, value_base, hex(entries), 0
+               cgroup_base, value_base, CAST(hex(entries) AS BLOB), 0
         FROM sample_blocks WHERE n > 0
         UNION ALL
         SELECT drain_id, process_id, kind, n, widths, stack_base, tid_base, state_base, peer_base,
