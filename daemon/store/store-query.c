@@ -778,6 +778,7 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
         sqlite3_stmt *st = NULL;
         hashmap *complete = NULL;
         size_t n = 0, cap = 0;
+        bool began = false;
         int rc, r;
 
         /* the complete stacks: one set built once per answer from the
@@ -785,6 +786,11 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
         complete = hashmap_new_u64();
         if (!complete)
                 return -ENOMEM;
+        /* the window's drains and their blocks are read by two statements:
+         * one read transaction, so a merge retention commits in between
+         * cannot take drains out of one and put them in the other */
+        if (sqlite3_get_autocommit(s->d.handle))
+                began = db_exec(&s->d, "BEGIN") >= 0;
         rc = sqlite3_prepare_v2(s->d.handle, "SELECT id FROM stacks WHERE user_end = 0", -1, &cst, NULL);
         r = rc == SQLITE_OK ? 0 : db_fail(&s->d, rc, "series query");
         while (r >= 0 && (rc = sqlite3_step(cst)) == SQLITE_ROW)
@@ -873,7 +879,13 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
         }
 out:
         sqlite3_finalize(st);
+        sqlite3_finalize(cst);
+        cst = NULL;
         hashmap_free(complete);
+        /* a read transaction left open would pin this connection's
+         * snapshot for every later query */
+        if (began && !sqlite3_get_autocommit(s->d.handle) && db_exec(&s->d, "COMMIT") < 0)
+                (void) db_exec(&s->d, "ROLLBACK");
         return r;
 }
 
