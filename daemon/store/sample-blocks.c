@@ -19,7 +19,7 @@ static int block_finish(sqlite3_stmt *st, int col, int64_t n, struct sample_bloc
 
 int sample_block_from_row(sqlite3_stmt *st, int col, struct sample_block *ret) {
         int64_t n = sqlite3_column_int64(st, col);
-        struct sample_block b = { .widths = (uint32_t) sqlite3_column_int64(st, col + 1) };
+        struct sample_block b = { .widths = (uint64_t) sqlite3_column_int64(st, col + 1) };
 
         for (int f = 0; f < SAMPLE_FIELD_SPAN; f++)
                 b.base[f] = (uint64_t) sqlite3_column_int64(st, col + 2 + f);
@@ -31,7 +31,7 @@ int sample_block_from_row(sqlite3_stmt *st, int col, struct sample_block *ret) {
 
 int sample_block_from_row_stacks(sqlite3_stmt *st, int col, struct sample_block *ret) {
         int64_t n = sqlite3_column_int64(st, col);
-        struct sample_block b = { .widths = (uint32_t) sqlite3_column_int64(st, col + 1) };
+        struct sample_block b = { .widths = (uint64_t) sqlite3_column_int64(st, col + 1) };
 
         b.base[SAMPLE_FIELD_STACK] = (uint64_t) sqlite3_column_int64(st, col + 2);
         b.base[SAMPLE_FIELD_VALUE] = (uint64_t) sqlite3_column_int64(st, col + 3);

@@ -1,20 +1,22 @@
 /* Packs and unpacks blocks of samples (sample-pack.h): fixed-width fields
- * per block, sized by the block's own range of each field. */
+ * per block, sized in bits by the block's own range of each field. */
 #include "sample-pack.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned field_width(uint32_t widths, int f) {
-        return (widths >> (4 * f)) & 0xf;
+unsigned sample_block_width(uint64_t widths, int f) {
+        if (widths & SAMPLE_WIDTHS_BITS)
+                return (unsigned) (widths >> (7 * f)) & 0x7f;
+        return 8 * ((unsigned) (widths >> (4 * f)) & 0xf);
 }
 
-size_t sample_block_entry_width(uint32_t widths) {
+size_t sample_block_entry_bits(uint64_t widths) {
         size_t w = 0;
 
         for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
-                w += field_width(widths, f);
+                w += sample_block_width(widths, f);
         return w;
 }
 
@@ -63,24 +65,29 @@ size_t sample_entries_combine(struct sample_entry *entries, size_t n) {
         return out;
 }
 
-/* Bytes needed for v: 0 for 0. */
-static unsigned bytes_for(uint64_t v) {
-        unsigned n = 0;
+/* Bits needed for v: 0 for 0. */
+static unsigned bits_for(uint64_t v) {
+        return v ? 64 - (unsigned) __builtin_clzll(v) : 0;
+}
 
-        while (v) {
-                n++;
-                v >>= 8;
+/* Writes the w low bits of v at bit `bit` of a zeroed buffer. */
+static void put_bits(uint8_t *data, size_t bit, unsigned w, uint64_t v) {
+        while (w > 0) {
+                unsigned s = bit & 7, take = 8 - s < w ? 8 - s : w;
+
+                data[bit >> 3] |= (uint8_t) ((v & ((1u << take) - 1)) << s);
+                v >>= take;
+                bit += take;
+                w -= take;
         }
-        return n;
 }
 
 int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_block *ret) {
         int r;
 
-        struct sample_block b = { .n = n };
+        struct sample_block b = { .n = n, .widths = SAMPLE_WIDTHS_BITS };
         uint64_t max[_SAMPLE_FIELD_MAX] = {};
-        size_t w;
-        uint8_t *p;
+        size_t bit = 0;
 
         if (n > 1)
                 qsort(entries, n, sizeof(*entries), entry_cmp);
@@ -97,21 +104,20 @@ int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_bloc
                 /* offsets from the block's key, which the row keeps */
                 if (f == SAMPLE_FIELD_SPAN)
                         b.base[f] = 0;
-                b.widths |= (uint32_t) bytes_for(max[f] - b.base[f]) << (4 * f);
+                b.widths |= (uint64_t) bits_for(max[f] - b.base[f]) << (7 * f);
         }
-        w = sample_block_entry_width(b.widths);
-        b.size = n * w;
+        b.size = (n * sample_block_entry_bits(b.widths) + 7) / 8;
         if (b.size > 0) {
-                b.data = malloc(b.size);
+                b.data = calloc(1, b.size);
                 if (!b.data)
                         return -ENOMEM;
         }
-        p = b.data;
         for (size_t i = 0; i < n; i++)
                 for (int f = 0; f < _SAMPLE_FIELD_MAX; f++) {
-                        uint64_t off = entry_field(&entries[i], f) - b.base[f];
-                        for (unsigned k = 0; k < field_width(b.widths, f); k++)
-                                *p++ = (uint8_t) (off >> (8 * k));
+                        unsigned w = sample_block_width(b.widths, f);
+
+                        put_bits(b.data, bit, w, entry_field(&entries[i], f) - b.base[f]);
+                        bit += w;
                 }
         r = sample_block_check(&b);
         if (r < 0) {
@@ -125,20 +131,23 @@ int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_bloc
 int sample_block_check(struct sample_block *b) {
         size_t at = 0;
 
+        if (b->widths & SAMPLE_WIDTHS_BITS ? b->widths >> (7 * _SAMPLE_FIELD_MAX) != 1 : b->widths >> (4 * _SAMPLE_FIELD_MAX) != 0)
+                return -EBADMSG;
         for (int f = 0; f < _SAMPLE_FIELD_MAX; f++) {
-                if (field_width(b->widths, f) > 8)
+                unsigned w = sample_block_width(b->widths, f);
+
+                if (w > 64)
                         return -EBADMSG;
-                b->width[f] = (uint8_t) field_width(b->widths, f);
-                b->offset[f] = (uint8_t) at;
-                at += b->width[f];
+                b->width[f] = (uint8_t) w;
+                b->offset[f] = (uint16_t) at;
+                at += w;
         }
-        if (b->widths >> (4 * _SAMPLE_FIELD_MAX))
+        /* span offsets are below SAMPLE_SPAN_MAX: one byte at most */
+        if (b->width[SAMPLE_FIELD_SPAN] > 8)
                 return -EBADMSG;
-        /* span offsets are below SAMPLE_SPAN_MAX: one byte */
-        if (b->width[SAMPLE_FIELD_SPAN] > 1)
-                return -EBADMSG;
-        b->entry_size = at;
-        if (b->size != b->n * at)
+        b->entry_bits = at;
+        /* n fits the blob's bits: no overflow, as at <= 7 * 64 */
+        if (b->n > SIZE_MAX / 512 || b->size != (b->n * at + 7) / 8)
                 return -EBADMSG;
         return 0;
 }

@@ -1,21 +1,28 @@
 /* The packed form of a block of samples: the samples of one process and
  * kind in one drain, or in a span of drains, as one blob of fixed-width
- * fields, for a compact store (issue 14). Pure logic, no SQLite: the store writes blocks, queries and
- * retention read them, tests feed it arrays.
+ * fields, for a compact store (issue 14). Pure logic, no SQLite: the store
+ * writes blocks, queries and retention read them, tests feed it arrays.
  *
  * A block keeps, per field (stack id, tid, state, peer tid, cgroup id,
- * value), the smallest value of the block (its base) and the width in
- * bytes (0-8) of the largest offset from it; a seventh field, the span
- * offset, says which drain of the block's span an entry belongs to (the
- * drain of the block's key plus the offset; base always 0, width 0 in a
- * block of one drain); entry i is then
- * sample_block_entry_width() bytes at offset i times that, each field
- * little-endian. Fixed widths per block, not varints, so that plain SQL
- * (substr over hex()) can read a block too (docs/schema.md). */
+ * value), the smallest value of the block (its base) and the width in bits
+ * (0-64) of the largest offset from it; a seventh field, the span offset,
+ * says which drain of the block's span an entry belongs to (the drain of
+ * the block's key plus the offset; base always 0, width 0 in a block of
+ * one drain). Entry i starts at bit i times the sum of the widths, its
+ * fields in that order, each little-endian from its first bit (bit k of
+ * the blob is bit k % 8 of byte k / 8). Fixed widths per block, not
+ * varints, so that plain SQL (substr over hex()) can read a block too
+ * (docs/schema.md).
+ *
+ * Blocks written before schema 10 count their widths in whole bytes (4
+ * bits each in `widths`, no SAMPLE_WIDTHS_BITS): the same layout with
+ * every width a multiple of 8, read by the same code. */
 #pragma once
 
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* One aggregated sample as the store keeps it inside a block; the process
  * and kind are the block's, the drain the block's key plus span. */
@@ -44,18 +51,25 @@ enum {
         _SAMPLE_FIELD_MAX,
 };
 
+/* `widths` of a block whose widths are in bits: the seven field widths, 7
+ * bits each (0-64), the stack's in the lowest bits, the span offset's in
+ * bits 42-48, and this flag. Without it (schema 8 and 9 blocks), 4 bits
+ * each in bytes (0-8), the span offset's in bits 24-27. */
+#define SAMPLE_WIDTHS_BITS (UINT64_C(1) << 49)
+
 /* A block: bases and widths as the row's columns keep them, the entries as
- * its blob. `widths` packs the seven field widths, 4 bits each, the stack's
- * in the lowest bits, the span offset's in bits 24-27. */
+ * its blob. */
 struct sample_block {
         uint64_t base[_SAMPLE_FIELD_MAX];
-        uint32_t widths;
+        uint64_t widths;
         size_t n;
-        uint8_t *data;  /* n * entry width bytes; malloc'd by sample_block_pack */
+        uint8_t *data;  /* n * entry bits, rounded up to bytes; malloc'd by sample_block_pack */
         size_t size;
-        /* set by sample_block_check: where each field is in an entry */
-        uint8_t width[_SAMPLE_FIELD_MAX], offset[_SAMPLE_FIELD_MAX];
-        size_t entry_size;
+        /* set by sample_block_check: each field's width and first bit in an
+         * entry, in bits, whichever form `widths` has */
+        uint8_t width[_SAMPLE_FIELD_MAX];
+        uint16_t offset[_SAMPLE_FIELD_MAX];
+        size_t entry_bits;
 };
 
 /* Sorts entries (by stack, tid, state, peer, cgroup, span) and packs them into
@@ -68,12 +82,17 @@ int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_bloc
  * number of entries left, at the start of the array. */
 size_t sample_entries_combine(struct sample_entry *entries, size_t n);
 
-/* Bytes per entry of a block with these widths. */
-size_t sample_block_entry_width(uint32_t widths);
+/* Bits per entry of a block with these widths (either form); 0 for widths
+ * no block can have. */
+size_t sample_block_entry_bits(uint64_t widths);
+
+/* Field f's width in bits (either form). */
+unsigned sample_block_width(uint64_t widths, int f);
 
 /* Checks that a block read back from the store is whole: size is n entries
- * of its widths, each width at most 8; and sets where its fields are.
- * Returns 0 or -EBADMSG. */
+ * of its widths rounded up to bytes, each width at most 64 bits, the span
+ * offset's at most 8; and sets where its fields are. Returns 0 or
+ * -EBADMSG. */
 int sample_block_check(struct sample_block *b);
 
 /* Entry i (< b->n) of a checked block. */
@@ -82,10 +101,28 @@ void sample_block_get(const struct sample_block *b, size_t i, struct sample_entr
 /* Field f of entry i (< b->n) of a checked block: what a query that needs
  * only stacks and values reads, without decoding the rest. */
 static inline uint64_t sample_block_field(const struct sample_block *b, size_t i, int f) {
-        const uint8_t *p = b->data + i * b->entry_size + b->offset[f];
+        unsigned w = b->width[f], s;
+        size_t bit, at, left;
+        const uint8_t *p;
         uint64_t v = 0;
 
-        for (unsigned k = 0; k < b->width[f]; k++)
-                v |= (uint64_t) p[k] << (8 * k);
+        if (w == 0)
+                return b->base[f];
+        bit = i * b->entry_bits + b->offset[f];
+        at = bit >> 3;
+        s = bit & 7;
+        p = b->data + at;
+        left = b->size - at;
+        if (left >= 8) {
+                memcpy(&v, p, sizeof(v));       /* one load */
+                v = le64toh(v);
+        } else
+                for (unsigned k = 0; k < left; k++)
+                        v |= (uint64_t) p[k] << (8 * k);
+        v >>= s;
+        if (s + w > 64)                         /* the field's last bits are in a ninth byte */
+                v |= (uint64_t) p[8] << (64 - s);
+        if (w < 64)
+                v &= (UINT64_C(1) << w) - 1;
         return b->base[f] + v;
 }

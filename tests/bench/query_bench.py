@@ -34,6 +34,8 @@ import tempfile
 import threading
 import time
 
+import blocks
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BEGIN, END = "<!-- bench:queries:begin -->", "<!-- bench:queries:end -->"
@@ -81,13 +83,10 @@ def sample_rows(db):
 
 
 def block_values(n, widths, bases, blob):
-    """The values of a block's entries (schema/0008, 0009, daemon/store/sample-pack.h):
-    fixed-width little-endian fields, the value the sixth of seven."""
-    w = [(widths >> (4 * f)) & 15 for f in range(7)]
-    size, off = sum(w), sum(w[:5])
-    for i in range(n):
-        o = i * size + off
-        yield bases[5] + int.from_bytes((blob or b"")[o:o + w[5]], "little")
+    """The values of a block's entries (tests/bench/blocks.py): the sixth
+    field of seven."""
+    for (value,) in blocks.entries(n, widths, bases, blob, fields=[5]):
+        yield value
 
 
 def store_facts(path):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What other layouts of the samples would take: reads every entry of a
-schema 8 or 9 store's sample_blocks (schema/0008-compact-samples.sql,
+schema 8, 9 or 10 store's sample_blocks (schema/0008-compact-samples.sql,
 0009-spanning-blocks.sql) and estimates the size of the same samples
 stored as
 
@@ -17,8 +17,9 @@ stored as
 
   tests/bench/store_layouts.py STORE.db [--spans 6,30,90]
 
-Fixed-width fields as sample-pack.h packs them (per block and field the
-smallest value and the width of the largest offset from it). A block's
+Fixed-width fields as schema 8 and 9 packed them (per block and field the
+smallest value and the width in whole bytes of the largest offset from
+it; schema 10 counts widths in bits, which these estimates do not). A block's
 row costs its key and bases as SQLite record varints, the record header
 and 4 bytes of cell; pages are not full, so the estimates are multiplied
 by the ratio of today's real size to its estimate. The other tables
@@ -29,6 +30,8 @@ import collections
 import sqlite3
 import sys
 import zlib
+
+import blocks
 
 FIELDS = ("stack", "tid", "state", "peer", "cgroup", "value")
 SPAN = 6  # the seventh field: the entry's drain is the block's key plus it (base 0)
@@ -61,15 +64,8 @@ def read_entries(path):
     for row in db.execute("SELECT drain_id, kind, process_id, n, widths, stack_base, tid_base, state_base, "
                           "peer_base, cgroup_base, value_base, entries FROM sample_blocks"):
         key, kind, process, n, widths, *bases = row
-        blob = bases.pop() or b""
-        bases.append(0)
-        w = [(widths >> (4 * f)) & 15 for f in range(len(FIELDS) + 1)]
-        size = sum(w)
-        for i in range(n):
-            o, vals = i * size, []
-            for f in range(len(FIELDS) + 1):
-                vals.append(bases[f] + int.from_bytes(blob[o:o + w[f]], "little"))
-                o += w[f]
+        blob = bases.pop()
+        for vals in blocks.entries(n, widths, bases, blob):
             span = vals.pop()
             out.append((key + span, kind, process, *vals, key, span))
     return db, out

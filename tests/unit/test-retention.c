@@ -420,8 +420,8 @@ static void test_spans_keep_every_answer(void) {
         CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE span IS NOT NULL"), 90);
         CHECK_INT_EQ(q1(db, "SELECT count(DISTINCT span) FROM drains"), 3);
         CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks"), 3 * 3 + 10 * 3);
-        /* the span offsets take one byte an entry; the blocks' own costs go */
-        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks WHERE (widths >> 24) & 15 = 1"), 3 * 3);
+        /* the span offsets (0-29) take five bits an entry; the blocks' own costs go */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks WHERE widths >> 49 = 1 AND (widths >> 42) & 127 = 5"), 3 * 3);
         CHECK(q1(db, "SELECT sum(length(entries)) FROM sample_blocks") < bytes_before * 2);
         after = answers(s, db);
         CHECK(before && after && streq(before, after));
