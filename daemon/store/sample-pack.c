@@ -140,6 +140,7 @@ int sample_block_check(struct sample_block *b) {
                         return -EBADMSG;
                 b->width[f] = (uint8_t) w;
                 b->offset[f] = (uint16_t) at;
+                b->mask[f] = w == 64 ? UINT64_MAX : (UINT64_C(1) << w) - 1;
                 at += w;
         }
         /* span offsets are below SAMPLE_SPAN_MAX: one byte at most */

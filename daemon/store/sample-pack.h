@@ -69,6 +69,7 @@ struct sample_block {
          * entry, in bits, whichever form `widths` has */
         uint8_t width[_SAMPLE_FIELD_MAX];
         uint16_t offset[_SAMPLE_FIELD_MAX];
+        uint64_t mask[_SAMPLE_FIELD_MAX];       /* width's low bits set */
         size_t entry_bits;
 };
 
@@ -102,8 +103,7 @@ void sample_block_get(const struct sample_block *b, size_t i, struct sample_entr
  * only stacks and values reads, without decoding the rest. */
 static inline uint64_t sample_block_field(const struct sample_block *b, size_t i, int f) {
         unsigned w = b->width[f], s;
-        size_t bit, at, left;
-        const uint8_t *p;
+        size_t bit, at;
         uint64_t v = 0;
 
         if (w == 0)
@@ -111,18 +111,16 @@ static inline uint64_t sample_block_field(const struct sample_block *b, size_t i
         bit = i * b->entry_bits + b->offset[f];
         at = bit >> 3;
         s = bit & 7;
-        p = b->data + at;
-        left = b->size - at;
-        if (left >= 8) {
-                memcpy(&v, p, sizeof(v));       /* one load */
-                v = le64toh(v);
-        } else
-                for (unsigned k = 0; k < left; k++)
-                        v |= (uint64_t) p[k] << (8 * k);
-        v >>= s;
-        if (s + w > 64)                         /* the field's last bits are in a ninth byte */
-                v |= (uint64_t) p[8] << (64 - s);
-        if (w < 64)
-                v &= (UINT64_C(1) << w) - 1;
-        return b->base[f] + v;
+        if (__builtin_expect(at + 8 <= b->size, 1)) {
+                memcpy(&v, b->data + at, sizeof(v));    /* one load */
+                v = le64toh(v) >> s;
+                if (__builtin_expect(s + w > 64, 0))    /* the field's last bits are in a ninth byte */
+                        v |= (uint64_t) b->data[at + 8] << (64 - s);
+        } else {
+                /* within the blob's last 8 bytes, so no ninth byte */
+                for (size_t k = at; k < b->size; k++)
+                        v |= (uint64_t) b->data[k] << (8 * (k - at));
+                v >>= s;
+        }
+        return b->base[f] + (v & b->mask[f]);
 }
