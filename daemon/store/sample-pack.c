@@ -155,9 +155,10 @@ int sample_block_check(struct sample_block *b) {
 
 void sample_block_get(const struct sample_block *b, size_t i, struct sample_entry *ret) {
         uint64_t v[_SAMPLE_FIELD_MAX];
+        size_t at = i * b->entry_bits;
 
         for (int f = 0; f < _SAMPLE_FIELD_MAX; f++)
-                v[f] = sample_block_field(b, i, f);
+                v[f] = sample_block_field_at(b, at, f);
         *ret = (struct sample_entry) {
                 .stack_id = (int64_t) v[SAMPLE_FIELD_STACK],
                 .tid = (uint32_t) v[SAMPLE_FIELD_TID],

@@ -99,16 +99,16 @@ int sample_block_check(struct sample_block *b);
 /* Entry i (< b->n) of a checked block. */
 void sample_block_get(const struct sample_block *b, size_t i, struct sample_entry *ret);
 
-/* Field f of entry i (< b->n) of a checked block: what a query that needs
- * only stacks and values reads, without decoding the rest. */
-static inline uint64_t sample_block_field(const struct sample_block *b, size_t i, int f) {
+/* Field f of a checked block's entry that starts at bit `entry` (entry i
+ * starts at i * b->entry_bits): what a loop over the entries reads. */
+static inline uint64_t sample_block_field_at(const struct sample_block *b, size_t entry, int f) {
         unsigned w = b->width[f], s;
         size_t bit, at;
         uint64_t v = 0;
 
         if (w == 0)
                 return b->base[f];
-        bit = i * b->entry_bits + b->offset[f];
+        bit = entry + b->offset[f];
         at = bit >> 3;
         s = bit & 7;
         if (__builtin_expect(at + 8 <= b->size, 1)) {
@@ -123,4 +123,10 @@ static inline uint64_t sample_block_field(const struct sample_block *b, size_t i
                 v >>= s;
         }
         return b->base[f] + (v & b->mask[f]);
+}
+
+/* Field f of entry i (< b->n) of a checked block: what a query that needs
+ * only stacks and values reads, without decoding the rest. */
+static inline uint64_t sample_block_field(const struct sample_block *b, size_t i, int f) {
+        return sample_block_field_at(b, i * b->entry_bits, f);
 }

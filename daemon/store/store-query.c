@@ -624,14 +624,14 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
                         uint64_t sum = 0;
 
                         /* entries are sorted by stack: a run of one stack is one sum */
-                        for (size_t i = 0; r >= 0 && i < b.n; i++) {
+                        for (size_t i = 0, at = 0; r >= 0 && i < b.n; i++, at += b.entry_bits) {
                                 int64_t stack;
                                 uint64_t value;
 
-                                if (!whole && !entry_in_window(mask, (unsigned) sample_block_field(&b, i, SAMPLE_FIELD_SPAN)))
+                                if (!whole && !entry_in_window(mask, (unsigned) sample_block_field_at(&b, at, SAMPLE_FIELD_SPAN)))
                                         continue;
-                                stack = (int64_t) sample_block_field(&b, i, SAMPLE_FIELD_STACK);
-                                value = sample_block_field(&b, i, SAMPLE_FIELD_VALUE);
+                                stack = (int64_t) sample_block_field_at(&b, at, SAMPLE_FIELD_STACK);
+                                value = sample_block_field_at(&b, at, SAMPLE_FIELD_VALUE);
                                 if (stack != cur && cur >= 0)
                                         r = stack_sums_add(a, group, cur, sum);
                                 if (stack != cur)
