@@ -404,12 +404,16 @@ def test_process_storm_keeps_memory_bounded_and_table_pruned():
         # host (6,400 forks/s) settled RSS after four storms in a row went
         # 37.8, 42.8, 44.8, 44.7 MiB: one warm-up storm left 9 MiB of growth
         # (a CI failure), two leave 2 MiB or less; a leak of 1 MiB a drain
-        # adds its 20 MiB to every storm.
+        # adds its 20 MiB to every storm. On 2026-11-27 two warm-ups still
+        # left 2-9.5 MiB of growth over 17 runs (4 failures), with this
+        # build and the one before it alike (side by side, the same storms:
+        # +6 and -1 MiB after two warm-ups, -3 to +3 after each further
+        # storm): three warm-ups.
         # Under AddressSanitizer the memory limits are not checked (below),
         # so the warm-up, which only serves them, is skipped: 23 s of the
         # suite's budget.
         if not sanitized():
-            for _ in range(2):
+            for _ in range(3):
                 finish(start_workload(binary("STORM"), STORM_S, 4))
             time.sleep(3)  # the warm-up's processes are forgotten
         d.profctl("flush")
