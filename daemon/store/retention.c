@@ -45,17 +45,19 @@ struct retention {
         uint64_t stacks_since_sweep;     /* stacks deleted since locations were last swept */
         bool gc_pending;                 /* temp.gc_stacks or temp.gc_processes may have rows */
         bool v7_gone;                    /* samples_v7 (schema 7's samples being converted) was seen gone */
+        uint64_t damaged_pending;        /* damaged blocks dropped in the open transaction */
 };
 
 static const char *const total_names[] = {
         "merged_drains", "deleted_drains", "deleted_for_size", "deleted_stacks", "deleted_processes",
-        "deleted_locations", "vacuumed_bytes", "spanned_drains",
+        "deleted_locations", "vacuumed_bytes", "spanned_drains", "damaged_blocks",
 };
 
 static uint64_t *total_field(struct retention_totals *t, size_t i) {
         uint64_t *f[] = {
                 &t->merged_drains, &t->deleted_drains, &t->deleted_for_size, &t->deleted_stacks,
                 &t->deleted_processes, &t->deleted_locations, &t->vacuumed_bytes, &t->spanned_drains,
+                &t->damaged_blocks,
         };
         _Static_assert(ELEMENTSOF(f) == ELEMENTSOF(total_names), "a name per total");
         return f[i];
@@ -101,10 +103,14 @@ static int begin(retention *r) {
         return db_exec(&r->d, "BEGIN IMMEDIATE");
 }
 
-/* Commits with the totals t; on failure rolls back and keeps the old ones. */
+/* Commits with the totals t, and the damaged blocks the transaction
+ * dropped; on failure rolls back and keeps the old ones. */
 static int commit(retention *r, struct retention_totals *t) {
-        int k = totals_save(r, t);
+        int k;
 
+        t->damaged_blocks += r->damaged_pending;
+        r->damaged_pending = 0;
+        k = totals_save(r, t);
         if (k >= 0)
                 k = db_exec(&r->d, "COMMIT");
         if (k < 0) {
@@ -116,6 +122,7 @@ static int commit(retention *r, struct retention_totals *t) {
 }
 
 static int rollback(retention *r, int err) {
+        r->damaged_pending = 0;
         db_rollback(&r->d);
         return err;
 }
@@ -331,10 +338,19 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                 if (!row)
                         break;
                 process = p, kind = kd;
-                k = sample_block_from_row(st, 3, &b);
-                if (k < 0) {
-                        log_error("Store %s: a block of samples of process %" PRId64 " is damaged.", r->path, p);
-                        break;
+                if (sample_block_from_row(st, 3, &b) < 0) {
+                        /* its entries cannot be read, so they are lost
+                         * already; kept, it would stop this step, and every
+                         * step after it, each time (the store would outgrow
+                         * max_store_size): it goes with its key's blocks,
+                         * counted. Its stacks stay counted as named, so
+                         * they are never removed. */
+                        log_error("Store %s: the block of samples (key %" PRId64 ", kind %d, process %" PRId64
+                                  ") is damaged: dropped with its entries (damaged_blocks in status).",
+                                  r->path, key, kd, p);
+                        r->damaged_pending++;
+                        k = stack_refs_add(prefs, p, -1);
+                        continue;
                 }
                 k = stack_refs_add_block(refs, &b, -1);
                 if (k >= 0)

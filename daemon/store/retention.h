@@ -34,6 +34,7 @@ struct retention_totals {
         uint64_t deleted_stacks, deleted_processes, deleted_locations;
         uint64_t vacuumed_bytes;   /* returned to the file system */
         uint64_t spanned_drains;   /* raw drains packed into blocks that span drains */
+        uint64_t damaged_blocks;   /* blocks of samples found unreadable and dropped, their entries lost */
 };
 
 /* Opens a connection of its own to the store (already created and migrated

@@ -473,6 +473,53 @@ static void test_spans_keep_every_answer(void) {
         store_close(s);
 }
 
+/* A block whose blob does not match its widths cannot be read: retention
+ * drops it, counted, and goes on (it used to fail the step, and every
+ * step after it, each time it was tried). The other blocks of its span
+ * keep every entry. */
+static void test_damaged_block_is_dropped_and_counted(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        uint64_t now = T0 + 1000 * SEC;
+        int64_t entries, lost, rest;
+
+        snprintf(path, sizeof(path), "%s/damaged.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_drains(s, T0, now, 10 * SEC, 12, 0);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        entries = q1(db, "SELECT sum(n) FROM sample_blocks");
+        lost = q1(db, "SELECT n FROM sample_blocks WHERE drain_id = 5 AND kind = 0 AND process_id = 1");
+        CHECK(lost > 1);
+        rest = q1(db, "SELECT count(*) FROM samples WHERE drain_id = 5") - lost;
+        CHECK(rest > 0);
+        CHECK(sqlite3_exec(db, "UPDATE sample_blocks SET entries = x'00' WHERE drain_id = 5 AND kind = 0 AND process_id = 1",
+                           NULL, NULL, NULL) == SQLITE_OK);
+
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
+                                                                  .all_ns = 96 * 60 * MINUTE }, &r) == 0);
+        settle(r, s, now);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.spanned_drains, 90);
+        CHECK_INT_EQ(t.damaged_blocks, 1);
+        /* every other entry is in the spans, the damaged block's are gone */
+        CHECK_INT_EQ(q1(db, "SELECT sum(n) FROM sample_blocks"), entries - lost);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples WHERE drain_id = 5 AND kind = 0 AND process_id = 1"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples WHERE drain_id = 5"), rest);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples WHERE drain_id = 6 AND kind = 0 AND process_id = 1"), lost);
+        /* the count survives a restart (it is kept in the store) */
+        retention_close(r);
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
+                                                                  .all_ns = 96 * 60 * MINUTE }, &r) == 0);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.damaged_blocks, 1);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 static void test_bucket(void) {
         CHECK_INT_EQ(retention_bucket(T0 + 59 * SEC, RETENTION_1M_NS), T0);
         CHECK_INT_EQ(retention_bucket(T0 + 60 * SEC, RETENTION_1M_NS), T0 + MINUTE);
@@ -490,6 +537,7 @@ int main(void) {
         test_merge_keeps_totals_and_levels_follow_age();
         test_big_buckets_merge_in_bounded_steps();
         test_spans_keep_every_answer();
+        test_damaged_block_is_dropped_and_counted();
         test_max_size_deletes_oldest_first_and_shrinks_the_file();
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         (void) system(cmd);
