@@ -63,7 +63,7 @@ struct sample_block {
         uint64_t base[_SAMPLE_FIELD_MAX];
         uint64_t widths;
         size_t n;
-        uint8_t *data;  /* n * entry bits, rounded up to bytes; malloc'd by sample_block_pack */
+        uint8_t *data;  /* n * entry bits, rounded up to bytes; allocated by sample_block_pack */
         size_t size;
         /* set by sample_block_check: each field's width and first bit in an
          * entry, in bits, whichever form `widths` has */
@@ -83,8 +83,7 @@ int sample_block_pack(struct sample_entry *entries, size_t n, struct sample_bloc
  * number of entries left, at the start of the array. */
 size_t sample_entries_combine(struct sample_entry *entries, size_t n);
 
-/* Bits per entry of a block with these widths (either form); 0 for widths
- * no block can have. */
+/* Bits per entry of a block with these widths (either form). */
 size_t sample_block_entry_bits(uint64_t widths);
 
 /* Field f's width in bits (either form). */
