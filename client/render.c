@@ -389,6 +389,9 @@ static void export_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 u64_of(e, "exported_drains"), u64_of(e, "exported_samples"), u64_of(e, "exported_stacks"),
                 u64_of(e, "exported_frames"), format_bytes(size, sizeof(size), u64_of(e, "bytes_sent")),
                 u64_of(e, "already_stored"), u64_of(e, "lost_by_retention"));
+        if (u64_of(e, "damaged_blocks"))
+                fprintf(f, "           %" PRIu64 " damaged blocks of samples could not be read: their samples not sent\n",
+                        u64_of(e, "damaged_blocks"));
         errors = json_object_get(e, "errors");
         if (json_is_object(errors)) {
                 fputs("           errors:", f);

@@ -459,7 +459,7 @@ static json_t *status_export(manager *m) {
         exporter_get_status(m->exporter, &es);
         for (int i = 0; errors && i < _EXPORTER_ERROR_MAX; i++)
                 json_object_set_new(errors, exporter_error_names[i], json_integer((json_int_t) es.errors[i]));
-        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
                          "url", m->conf->clickhouse_url,
                          "host", m->conf->host_name,
                          "state", es.state,
@@ -476,6 +476,7 @@ static json_t *status_export(manager *m) {
                          "bytes_sent", (json_int_t) es.bytes_sent,
                          "already_stored", (json_int_t) es.already_stored,
                          "lost_by_retention", (json_int_t) es.lost_by_retention,
+                         "damaged_blocks", (json_int_t) es.damaged_blocks,
                          "errors", errors ? errors : json_null(),
                          "error", es.last_error_kind >= 0 ? json_string(exporter_error_names[es.last_error_kind])
                                                           : json_null(),

@@ -516,6 +516,7 @@ _Static_assert(PENDING_BATCH <= BATCH_DRAINS_MAX, "a look at the outbox is one b
 static int export_batch(exporter *e, const struct store_outbox_drain *drains, size_t n) {
         bool stored[PENDING_BATCH] = {}, drops_stored[PENDING_BATCH] = {};
         size_t k = 0, sent = 0, found = 0;
+        uint64_t damaged = 0;
         char qid[300], qid_drops[310];
         int r;
 
@@ -537,7 +538,7 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
                         break;
                 if (r < 0)
                         return r;
-                r = store_outbox_samples(e->outbox, drains[k].id, add_sample, e->batch);
+                r = store_outbox_samples(e->outbox, drains[k].id, add_sample, e->batch, &damaged);
                 if (r == -ENOENT) {
                         /* merged or deleted by retention meanwhile: counted there */
                         log_debug("ClickHouse export: drain %" PRId64 " went to retention before it was sent.",
@@ -584,6 +585,7 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
         e->status.exported_stacks += chbatch_stacks(e->batch).rows;
         e->status.exported_frames += chbatch_frames(e->batch).rows;
         e->status.already_stored += found;
+        e->status.damaged_blocks += damaged;
         e->status.acknowledged_drain_id = drains[k - 1].id;
         e->status.last_success_ns = now_realtime_ns();
         e->status.last_error_kind = -1;

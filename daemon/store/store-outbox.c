@@ -153,7 +153,8 @@ static int outbox_send(store *s, struct store_outbox_sample *smp, struct outbox_
         return fn(smp, userdata);
 }
 
-int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata) {
+int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata,
+                         uint64_t *ret_damaged) {
         struct outbox_frames sb = {};
         sqlite3_stmt *st = NULL;
         int64_t raw = 0;
@@ -192,10 +193,15 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                 int64_t span = sqlite3_column_int64(st, 9 + SAMPLE_BLOCK_N_COLUMNS);
                 struct sample_block b;
 
-                r = sample_block_from_row(st, 9, &b);
-                if (r < 0) {
-                        log_error("Store %s: a block of samples of drain %" PRId64 " is damaged.", s->path, drain_id);
-                        goto out;
+                if (sample_block_from_row(st, 9, &b) < 0) {
+                        /* unreadable: skipped, as queries do, rather than
+                         * holding the export at this drain until retention
+                         * drops the block */
+                        log_error("Store %s: a block of samples of drain %" PRId64 " is damaged: its entries are "
+                                  "not exported (damaged_blocks in the export's status).", s->path, drain_id);
+                        if (ret_damaged)
+                                (*ret_damaged)++;
+                        continue;
                 }
                 for (size_t i = 0; i < b.n; i++) {
                         struct store_outbox_sample smp = outbox_process_columns(st);

@@ -320,9 +320,13 @@ struct store_outbox_sample {
 typedef int (*store_outbox_sample_fn)(const struct store_outbox_sample *smp, void *userdata);
 
 /* Calls fn for every sample row of drain_id, in one read transaction.
- * Returns 0, -ENOENT when the drain is no longer there as drained
- * (retention merged or deleted it), or a negative errno. */
-int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata);
+ * A damaged block (its blob does not match its widths) is logged and
+ * skipped, and counted in *ret_damaged if not NULL: its entries cannot be
+ * read, and retention drops it too. Returns 0, -ENOENT when the drain is
+ * no longer there as drained (retention merged or deleted it), or a
+ * negative errno. */
+int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata,
+                         uint64_t *ret_damaged);
 
 /* Calls fn for every drop counter (reason, count) of drain_id, as
  * store_query_drops does for a window. Returns 0 or a negative errno

@@ -365,7 +365,7 @@ static char *answers(store *s, sqlite3 *db) {
                 out = n;
         }
         for (int64_t d = 1; d <= 100; d += 11)
-                CHECK_INT_EQ(store_outbox_samples(s, d, outbox_line, &out), 0);
+                CHECK_INT_EQ(store_outbox_samples(s, d, outbox_line, &out, NULL), 0);
         {
                 char *v = text1(db, "SELECT group_concat(x, ';') FROM (SELECT drain_id || ':' || kind || ':' || tid || ':' "
                                     "|| stack_id || '=' || value AS x FROM samples ORDER BY 1)");
@@ -497,6 +497,20 @@ static void test_damaged_block_is_dropped_and_counted(void) {
         CHECK(rest > 0);
         CHECK(sqlite3_exec(db, "UPDATE sample_blocks SET entries = x'00' WHERE drain_id = 5 AND kind = 0 AND process_id = 1",
                            NULL, NULL, NULL) == SQLITE_OK);
+
+        /* the export reads the drain's other blocks, and counts the damaged one */
+        {
+                _cleanup_free_ char *out = strdup("");
+                uint64_t damaged = 0;
+                int64_t rows = 0;
+
+                CHECK(out);
+                CHECK_INT_EQ(store_outbox_samples(s, 5, outbox_line, &out, &damaged), 0);
+                CHECK_INT_EQ(damaged, 1);
+                for (const char *c = out; c && *c; c++)
+                        rows += *c == ';';
+                CHECK_INT_EQ(rows, rest);
+        }
 
         CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
                                                                   .all_ns = 96 * 60 * MINUTE }, &r) == 0);

@@ -296,7 +296,7 @@ static char *outbox_text(store *ob, int64_t drain) {
         char *text;
 
         o->drain = drain;
-        CHECK_INT_EQ(store_outbox_samples(ob, drain, outbox_collect, o), 0);
+        CHECK_INT_EQ(store_outbox_samples(ob, drain, outbox_collect, o, NULL), 0);
         qsort(o->rows, o->n, sizeof(char *), strcmp_p);
         for (size_t i = 0; i < o->n; i++)
                 len += strlen(o->rows[i]) + 1;
