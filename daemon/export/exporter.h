@@ -37,7 +37,7 @@ struct exporter_status {
         uint64_t bytes_sent;        /* request bodies */
         uint64_t already_stored;    /* drains found in ClickHouse when about to be sent again: not sent twice */
         uint64_t lost_by_retention; /* drains retention merged or deleted before they were acknowledged */
-        uint64_t damaged_blocks;    /* blocks of samples the store could not read: their entries not sent */
+        uint64_t damaged_blocks;    /* damaged blocks of samples skipped, once per drain sent: their entries not sent */
         uint64_t errors[_EXPORTER_ERROR_MAX];
         int last_error_kind;        /* enum exporter_error, -1: no error since the last success */
         char last_error[512];       /* what went wrong last, as logged */

@@ -321,7 +321,8 @@ typedef int (*store_outbox_sample_fn)(const struct store_outbox_sample *smp, voi
 
 /* Calls fn for every sample row of drain_id, in one read transaction.
  * A damaged block (its blob does not match its widths) is logged and
- * skipped, and counted in *ret_damaged if not NULL: its entries cannot be
+ * skipped, and counted in *ret_damaged if not NULL (once per call: a
+ * span's block is read for each of its drains): its entries cannot be
  * read, and retention drops it too. Returns 0, -ENOENT when the drain is
  * no longer there as drained (retention merged or deleted it), or a
  * negative errno. */
