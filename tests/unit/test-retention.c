@@ -485,6 +485,8 @@ static void test_damaged_block_is_dropped_and_counted(void) {
         struct retention_totals t;
         uint64_t now = T0 + 1000 * SEC;
         int64_t entries, lost, rest;
+        const struct retention_settings set = { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
+                                                .all_ns = 96 * 60 * MINUTE };
 
         snprintf(path, sizeof(path), "%s/damaged.db", dir);
         CHECK(store_open(path, &s) == 0);
@@ -512,8 +514,7 @@ static void test_damaged_block_is_dropped_and_counted(void) {
                 CHECK_INT_EQ(rows, rest);
         }
 
-        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
-                                                                  .all_ns = 96 * 60 * MINUTE }, &r) == 0);
+        CHECK(retention_open(path, &set, &r) == 0);
         settle(r, s, now);
         retention_get_totals(r, &t);
         CHECK_INT_EQ(t.spanned_drains, 90);
@@ -525,8 +526,7 @@ static void test_damaged_block_is_dropped_and_counted(void) {
         CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples WHERE drain_id = 6 AND kind = 0 AND process_id = 1"), lost);
         /* the count survives a restart (it is kept in the store) */
         retention_close(r);
-        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 48 * 60 * MINUTE,
-                                                                  .all_ns = 96 * 60 * MINUTE }, &r) == 0);
+        CHECK(retention_open(path, &set, &r) == 0);
         retention_get_totals(r, &t);
         CHECK_INT_EQ(t.damaged_blocks, 1);
         sqlite3_close(db);

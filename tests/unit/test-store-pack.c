@@ -277,17 +277,20 @@ static void test_stored_block_reads_back_through_both_column_sets(void) {
         sqlite3_close(d.handle);
 }
 
+/* Two entries in schema 9's form, widths in whole bytes: stack 2 bytes,
+ * tid 1, value 3, span offset 1; the rest their base. */
+static const uint8_t byte_form_data[] = {
+        0x34, 0x12, 0x07, 0x01, 0x00, 0x00, 0x1d,       /* stack +0x1234, tid +7, value +1, span 29 */
+        0xff, 0xff, 0x00, 0xff, 0xff, 0xff, 0x00,       /* stack +0xffff, tid +0, value +0xffffff, span 0 */
+};
+#define BYTE_FORM_WIDTHS (2 | 1 << 4 | 3 << 20 | 1 << 24)
+
 /* A block written before schema 10, its widths in whole bytes (4 bits
  * each), reads as it always did: the same layout, every width a multiple
  * of 8 bits. */
 static void test_byte_widths_read_as_before(void) {
-        /* stack 2 bytes, tid 1, value 3, span offset 1; the rest their base */
-        uint8_t data[] = {
-                0x34, 0x12, 0x07, 0x01, 0x00, 0x00, 0x1d,       /* stack +0x1234, tid +7, value +1, span 29 */
-                0xff, 0xff, 0x00, 0xff, 0xff, 0xff, 0x00,       /* stack +0xffff, tid +0, value +0xffffff, span 0 */
-        };
         struct sample_block b = {
-                .widths = 2 | 1 << 4 | 3 << 20 | 1 << 24, .n = 2, .data = data, .size = sizeof(data),
+                .widths = BYTE_FORM_WIDTHS, .n = 2, .data = (uint8_t *) byte_form_data, .size = sizeof(byte_form_data),
                 .base = { [SAMPLE_FIELD_STACK] = 10, [SAMPLE_FIELD_TID] = 100, [SAMPLE_FIELD_STATE] = 2,
                           [SAMPLE_FIELD_CGROUP] = 1ULL << 40, [SAMPLE_FIELD_VALUE] = 5 },
         };
@@ -338,7 +341,6 @@ static int u64_cmp(const void *a, const void *b) {
  * from 0 to 64 bits, at every bit position, with bases near 2^63. */
 static void test_view_decodes_both_forms(void) {
         enum { BLOCKS = 40, MAX_N = 60 };
-        static const uint8_t old_data[] = { 0x34, 0x12, 0x07, 0x01, 0x00, 0x00, 0x1d, 0xff, 0xff, 0x00, 0xff, 0xff, 0xff, 0x00 };
         struct db d = { .path = ":memory:", .who = "" };
         uint64_t x = 0x9e3779b97f4a7c15ULL;
         struct sample_entry e[MAX_N];
@@ -373,9 +375,9 @@ static void test_view_decodes_both_forms(void) {
                                         "INSERT INTO sample_blocks (drain_id, kind, process_id, n, widths, stack_base, tid_base, "
                                         "state_base, peer_base, cgroup_base, value_base, entries) "
                                         "VALUES (1000, 1, 999, 2, ?1, 10, 100, 2, 0, ?2, 5, ?3)", -1, &st, NULL), SQLITE_OK);
-        sqlite3_bind_int64(st, 1, 2 | 1 << 4 | 3 << 20 | 1 << 24);
+        sqlite3_bind_int64(st, 1, BYTE_FORM_WIDTHS);
         sqlite3_bind_int64(st, 2, 1LL << 40);
-        sqlite3_bind_blob(st, 3, old_data, sizeof(old_data), SQLITE_STATIC);
+        sqlite3_bind_blob(st, 3, byte_form_data, sizeof(byte_form_data), SQLITE_STATIC);
         CHECK_INT_EQ(sqlite3_step(st), SQLITE_DONE);
         sqlite3_finalize(st);
 
