@@ -21,42 +21,18 @@
  * table (kallsyms gives no sizes) and is better left unresolved. */
 #define KERNEL_SYMBOL_MAX_SPAN (UINT64_C(1) << 20)
 
-/* A growing buffer of NUL-terminated strings addressed by offset, because
- * realloc moves it while it fills. */
-struct string_arena {
-        char *buf;
-        size_t len;
-        size_t allocated;
-};
+/* Symbols in a block of the lookup index: 4 KiB of entries, so that a
+ * lookup in a mapped table reads one run of the entries' pages (a fault
+ * maps up to 64 KiB around the page read, where a binary search over all
+ * of them would fault in pages across the whole array: ~2 MiB). */
+#define KERNEL_BLOCK_SYMS 256
 
-/* Returns 0 and the offset of the copy, or -ENOMEM. */
-static int string_arena_add(struct string_arena *a, const char *s, size_t n, size_t *ret_off) {
-        size_t need;
-        int r;
-
-        if (n >= SIZE_MAX - a->len)
-                return -ENOMEM;
-        need = a->len + n + 1;
-        if (need > a->allocated) {
-                size_t allocated = a->allocated;
-                void *buf = a->buf;
-
-                r = array_grow(&buf, &allocated, need, 1);
-                if (r < 0)
-                        return r;
-                a->buf = buf;
-                a->allocated = allocated;
-        }
-        memcpy(a->buf + a->len, s, n);
-        a->buf[a->len + n] = '\0';
-        *ret_off = a->len;
-        a->len = need;
-        return 0;
-}
-
-static void string_arena_done(struct string_arena *a) {
-        free(a->buf);
-}
+/* Writes of at most this much: the page cache keeps what a write brings
+ * in folios up to the write's size, and a fault on a mapping of the file
+ * maps a whole folio. Written at once, the table's 5 MiB came to be
+ * resident within a few lookups; in 64 KiB writes a lookup maps 64 KiB
+ * (the kernel's fault-around). */
+#define KERNEL_WRITE_CHUNK (64 * 1024)
 
 void kernel_table_done(struct kernel_table *t) {
         if (t->map)
@@ -65,11 +41,28 @@ void kernel_table_done(struct kernel_table *t) {
                 free(t->syms);
                 free(t->names);
         }
+        free(t->block_starts);
         *t = (struct kernel_table) {};
 }
 
+static size_t kernel_table_n_blocks(const struct kernel_table *t) {
+        return (t->n_syms + KERNEL_BLOCK_SYMS - 1) / KERNEL_BLOCK_SYMS;
+}
+
 uint64_t kernel_table_bytes(const struct kernel_table *t) {
-        return t->map ? 0 : t->n_syms * sizeof(*t->syms) + t->names_size;
+        uint64_t index = kernel_table_n_blocks(t) * sizeof(*t->block_starts);
+
+        return index + (t->map ? 0 : t->n_syms * sizeof(*t->syms) + t->names_size);
+}
+
+static int pwrite_chunked(int fd, const void *buf, size_t n, uint64_t off) {
+        for (size_t done = 0; done < n; done += KERNEL_WRITE_CHUNK) {
+                int r = pwrite_all(fd, (const char *) buf + done, MIN(n - done, (size_t) KERNEL_WRITE_CHUNK),
+                                   off + done);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 uint64_t kernel_table_mapped_bytes(const struct kernel_table *t) {
@@ -90,9 +83,9 @@ int kernel_table_map(struct kernel_table *t, const char *dir) {
         if (fd < 0)
                 return negative_errno();
         /* the names after the 16-byte entries: both stay aligned */
-        r = pwrite_all(fd, t->syms, syms_size, 0);
+        r = pwrite_chunked(fd, t->syms, syms_size, 0);
         if (r >= 0)
-                r = pwrite_all(fd, t->names, t->names_size, syms_size);
+                r = pwrite_chunked(fd, t->names, t->names_size, syms_size);
         if (r < 0)
                 return r;
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -244,18 +237,17 @@ static int kernel_type_rank(char type) {
         }
 }
 
-/* A symbol as read, before the table is sorted and made compact: the type
- * only orders aliases. */
-struct kernel_sym_read {
-        uint64_t start;
-        uint32_t name_off, module_off;
-        char type;
-};
+/* While the table is read and sorted, the top two bits of an entry's
+ * name_off hold its type's rank (names take ~3 MiB, far below 1 GiB), so
+ * that symbols are read straight into their 16-byte entries. */
+#define NAME_OFF_BITS 30
+#define NAME_OFF_MASK ((UINT32_C(1) << NAME_OFF_BITS) - 1)
 
 static int kernel_sym_compare(const void *a, const void *b, void *userdata) {
-        const struct kernel_sym_read *x = a, *y = b;
-        const char *names = userdata, *nx = names + x->name_off, *ny = names + y->name_off;
-        int rx = kernel_type_rank(x->type), ry = kernel_type_rank(y->type), ux, uy;
+        const struct kernel_sym *x = a, *y = b;
+        const char *names = userdata;
+        const char *nx = names + (x->name_off & NAME_OFF_MASK), *ny = names + (y->name_off & NAME_OFF_MASK);
+        int rx = (int) (x->name_off >> NAME_OFF_BITS), ry = (int) (y->name_off >> NAME_OFF_BITS), ux, uy;
 
         if (x->start != y->start)
                 return x->start < y->start ? -1 : 1;
@@ -268,98 +260,143 @@ static int kernel_sym_compare(const void *a, const void *b, void *userdata) {
         return strcmp(nx, ny);
 }
 
-int kernel_table_load(struct kernel_table *t, const char *path) {
-        _cleanup_(string_arena_done) struct string_arena names = {};
-        _cleanup_free_ struct kernel_sym_read *syms = NULL;
+/* The text symbols of a kallsyms file: counted (syms NULL), or read into
+ * arrays sized by the count. */
+struct text_syms {
+        struct kernel_sym *syms;
+        char *names;
+        size_t max_syms, max_names; /* room in syms and names */
+        size_t n_syms, names_size;  /* found */
+};
+
+/* Returns 0, -ENOMEM past the offsets' range, or -EAGAIN when the file
+ * holds more than counted before. */
+static int text_syms_add_name(struct text_syms *ts, const char *name, uint32_t *ret_off) {
+        size_t n = strlen(name) + 1;
+
+        if (n > NAME_OFF_MASK - ts->names_size)
+                return -ENOMEM;
+        if (ts->names) {
+                if (n > ts->max_names - ts->names_size)
+                        return -EAGAIN;
+                memcpy(ts->names + ts->names_size, name, n);
+        }
+        *ret_off = (uint32_t) ts->names_size;
+        ts->names_size += n;
+        return 0;
+}
+
+/* One pass over the file. Returns 0, a negative errno from opening it,
+ * -EIO or -ENOMEM from reading it, -EAGAIN (above), or -ENODATA when every
+ * address in it is zero. */
+static int kallsyms_read_text(const char *path, struct text_syms *ts) {
         _cleanup_(kallsyms_reader_done) struct kallsyms_reader rd = {};
-        size_t n_syms = 0, allocated = 0, n_kept = 0;
-        size_t last_module_off = SIZE_MAX;
+        _cleanup_free_ char *last_module = NULL;
+        uint32_t last_module_off = UINT32_MAX;
         struct kallsyms_line l;
-        struct kernel_sym *table;
-        uint64_t last_start = 0;
-        char *names_fit;
         int r;
 
         rd.file = fopen(path, "re");
         if (!rd.file)
                 return negative_errno();
-
         while ((r = kallsyms_next(&rd, &l)) > 0) {
-                const char *name = l.name, *module = l.module;
-                size_t name_off, module_off = SIZE_MAX;
-                uint64_t addr = l.addr;
-                char type = l.type;
+                uint32_t name_off, module_off = UINT32_MAX;
 
-                if (addr == 0 || !kallsyms_type_is_text(type))
+                if (l.addr == 0 || !kallsyms_type_is_text(l.type))
                         continue;
-
-                r = string_arena_add(&names, name, strlen(name), &name_off);
+                r = text_syms_add_name(ts, l.name, &name_off);
                 if (r < 0)
                         return r;
-                if (module) {
-                        /* A module's symbols come in one run: store its name once per run. */
-                        if (last_module_off != SIZE_MAX && streq(names.buf + last_module_off, module))
-                                module_off = last_module_off;
-                        else {
-                                r = string_arena_add(&names, module, strlen(module), &module_off);
+                if (l.module) {
+                        /* A module's symbols come in one run: its name is stored once per run. */
+                        if (!last_module || !streq(last_module, l.module)) {
+                                free(last_module);
+                                last_module = strdup(l.module);
+                                if (!last_module)
+                                        return -ENOMEM;
+                                r = text_syms_add_name(ts, l.module, &last_module_off);
                                 if (r < 0)
                                         return r;
-                                last_module_off = module_off;
                         }
+                        module_off = last_module_off;
                 }
-
-                /* offsets are 32-bit in the table (names are ~3 MiB) */
-                if (names.len >= UINT32_MAX)
-                        return -ENOMEM;
-                r = array_grow((void **) &syms, &allocated, n_syms + 1, sizeof(*syms));
-                if (r < 0)
-                        return r;
-                syms[n_syms++] = (struct kernel_sym_read) {
-                        .start = addr,
-                        .name_off = (uint32_t) name_off,
-                        .module_off = module_off == SIZE_MAX ? UINT32_MAX : (uint32_t) module_off,
-                        .type = type,
-                };
+                if (ts->syms) {
+                        if (ts->n_syms == ts->max_syms)
+                                return -EAGAIN;
+                        ts->syms[ts->n_syms] = (struct kernel_sym) {
+                                .start = l.addr,
+                                .name_off = name_off | (uint32_t) kernel_type_rank(l.type) << NAME_OFF_BITS,
+                                .module_off = module_off,
+                        };
+                }
+                ts->n_syms++;
         }
         if (r < 0)
                 return r;
-        if (!rd.any_address)
-                return -ENODATA;
+        return rd.any_address ? 0 : -ENODATA;
+}
 
-        qsort_r(syms, n_syms, sizeof(*syms), kernel_sym_compare, names.buf);
-        /* One symbol per address, written compact over the array read: the
-         * i-th 16-byte entry ends before the i-th read entry does, so
-         * nothing not yet read is overwritten. */
-        table = (struct kernel_sym *) (void *) syms;
-        for (size_t i = 0; i < n_syms; i++) {
-                struct kernel_sym_read s = syms[i];
+/* Reads the file twice, counting and then filling arrays of the exact
+ * size: the first drain reads kallsyms, and arrays grown by doubling took
+ * 12 MiB of heap at once there (names 6, symbols 3, the sort's copy 3),
+ * where these take 7. Kernel code that grew in between (a module loaded)
+ * is read again. */
+int kernel_table_load(struct kernel_table *t, const char *path) {
+        for (unsigned attempt = 0;; attempt++) {
+                _cleanup_free_ struct kernel_sym *syms = NULL;
+                _cleanup_free_ uint64_t *block_starts = NULL;
+                _cleanup_free_ char *names = NULL;
+                struct text_syms count = {}, fill;
+                size_t n_kept = 0, n_blocks;
+                int r;
 
-                if (n_kept > 0 && last_start == s.start)
+                r = kallsyms_read_text(path, &count);
+                if (r < 0)
+                        return r;
+                syms = malloc(MAX(count.n_syms, (size_t) 1) * sizeof(*syms));
+                names = malloc(MAX(count.names_size, (size_t) 1));
+                if (!syms || !names)
+                        return -ENOMEM;
+                fill = (struct text_syms) {
+                        .syms = syms, .names = names, .max_syms = count.n_syms, .max_names = count.names_size,
+                };
+                r = kallsyms_read_text(path, &fill);
+                if (r == -EAGAIN && attempt < 2)
                         continue;
-                last_start = s.start;
-                memcpy(&table[n_kept++], &(struct kernel_sym) {
-                        .start = s.start, .name_off = s.name_off, .module_off = s.module_off,
-                }, sizeof(struct kernel_sym));
-        }
-        /* Both arrays grew by doubling: give back what they did not fill
-         * (~4 MiB of the ~10 MiB a kernel's table took). */
-        table = n_kept > 0 ? realloc(syms, n_kept * sizeof(*table)) : NULL;
-        if (table)
-                syms = NULL;
-        else
-                table = (struct kernel_sym *) (void *) TAKE_PTR(syms);
-        names_fit = realloc(names.buf, MAX(names.len, (size_t) 1));
-        if (names_fit)
-                names.buf = names_fit;
+                if (r < 0)
+                        return r;
 
-        kernel_table_done(t);
-        *t = (struct kernel_table) {
-                .syms = table,
-                .n_syms = n_kept,
-                .names = TAKE_PTR(names.buf),
-                .names_size = names.len,
-        };
-        return 0;
+                qsort_r(syms, fill.n_syms, sizeof(*syms), kernel_sym_compare, names);
+                /* one symbol per address, the first in that order */
+                for (size_t i = 0; i < fill.n_syms; i++) {
+                        if (n_kept > 0 && syms[n_kept - 1].start == syms[i].start)
+                                continue;
+                        syms[n_kept] = syms[i];
+                        syms[n_kept++].name_off &= NAME_OFF_MASK;
+                }
+                n_blocks = (n_kept + KERNEL_BLOCK_SYMS - 1) / KERNEL_BLOCK_SYMS;
+                block_starts = malloc(MAX(n_blocks, (size_t) 1) * sizeof(*block_starts));
+                if (!block_starts)
+                        return -ENOMEM;
+                for (size_t b = 0; b < n_blocks; b++)
+                        block_starts[b] = syms[b * KERNEL_BLOCK_SYMS].start;
+                if (n_kept < count.n_syms && n_kept > 0) {
+                        struct kernel_sym *fit = realloc(syms, n_kept * sizeof(*syms));
+
+                        if (fit)
+                                syms = fit;
+                }
+
+                kernel_table_done(t);
+                *t = (struct kernel_table) {
+                        .syms = TAKE_PTR(syms),
+                        .n_syms = n_kept,
+                        .names = TAKE_PTR(names),
+                        .names_size = fill.names_size,
+                        .block_starts = TAKE_PTR(block_starts),
+                };
+                return 0;
+        }
 }
 
 int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret) {
@@ -382,14 +419,19 @@ int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t
 }
 
 const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module) {
-        size_t lo = UPPER_BOUND_BY(t->syms, t->n_syms, start, addr);
-        const struct kernel_sym *sym;
+        size_t b = UPPER_BOUND(t->block_starts, kernel_table_n_blocks(t), addr), n, k;
+        const struct kernel_sym *block, *sym;
 
         if (ret_module)
                 *ret_module = NULL;
-        if (lo == 0)
+        if (b == 0)
                 return NULL;
-        sym = &t->syms[lo - 1];
+        /* in the block the index names, whose first symbol starts at or
+         * before addr: k >= 1 */
+        block = t->syms + (b - 1) * KERNEL_BLOCK_SYMS;
+        n = MIN(t->n_syms - (b - 1) * KERNEL_BLOCK_SYMS, (size_t) KERNEL_BLOCK_SYMS);
+        k = UPPER_BOUND_BY(block, n, start, addr);
+        sym = &block[k - 1];
         if (addr - sym->start > KERNEL_SYMBOL_MAX_SPAN)
                 return NULL;
         if (ret_module && sym->module_off != UINT32_MAX)

@@ -22,10 +22,13 @@ struct kernel_table {
         size_t names_size;
         void *map; /* the mapping both arrays are in, or NULL: in the heap */
         size_t map_size;
+        /* In the heap: the start of every KERNEL_BLOCK_SYMS-th symbol
+         * (~4 KiB), so that a lookup reads one block of syms. */
+        uint64_t *block_starts;
 };
 
-/* The heap the table holds: its two arrays, each allocated to fit; 0 when
- * they are mapped. */
+/* The heap the table holds: its two arrays, each allocated to fit, unless
+ * they are mapped, and its index. */
 uint64_t kernel_table_bytes(const struct kernel_table *t);
 
 /* The size of the table's mapping (0: in the heap). */
@@ -55,7 +58,8 @@ void kernel_table_drop_pages(struct kernel_table *t);
 
 /* Reads a kallsyms-format file (normally /proc/kallsyms) into *t, replacing
  * what it held. Lines of another shape are skipped. Returns 0, a negative
- * errno from opening it, -EIO or -ENOMEM from reading it, or -ENODATA when
+ * errno from opening it, -EIO or -ENOMEM from reading it, -EAGAIN when it
+ * grew each time between the two passes that read it, or -ENODATA when
  * every address in it is zero (addresses hidden); on failure *t is
  * unchanged. */
 int kernel_table_load(struct kernel_table *t, const char *path);

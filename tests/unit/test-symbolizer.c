@@ -35,6 +35,7 @@ void *fixture_static_address(void) {
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <ftw.h>
 #include <link.h>
 #include <stdbool.h>
@@ -44,6 +45,7 @@ void *fixture_static_address(void) {
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "kallsyms.h"
 #include "macro.h"
 #include "symbolizer.h"
@@ -381,6 +383,61 @@ static void check_kernel_lookups(const struct kernel_table *t) {
         CHECK(!kernel_table_lookup(t, 0xffffffff80ffffff, &module));
 }
 
+/* A table of several index blocks, written in reverse order, with aliases
+ * on the blocks' edges that lose by their type (local against global) or
+ * by a leading underscore: every address finds its own symbol, in the heap
+ * and mapped. */
+static void check_kernel_blocks(const struct kernel_table *t, size_t n, uint64_t base) {
+        const char *module = "unset";
+        char want[32];
+
+        CHECK(!kernel_table_lookup(t, base - 1, &module));
+        for (size_t i = 0; i < n; i++) {
+                snprintf(want, sizeof(want), "fn_%04zu", i);
+                CHECK_STR_EQ(kernel_table_lookup(t, base + 0x40 * i, &module), want);
+                CHECK_STR_EQ(kernel_table_lookup(t, base + 0x40 * i + 0x3f, &module), want);
+                if (i < n / 2)
+                        CHECK(!module);
+                else
+                        CHECK_STR_EQ(module, "mod");
+        }
+}
+
+static void test_kallsyms_blocks(void) {
+        enum { N = 1000 };
+        const uint64_t base = 0xffffffff81000000;
+        _cleanup_free_ char *path = tmp_path("kallsyms-blocks"), *text = NULL;
+        struct kernel_table t = {};
+        size_t len = 0, allocated = 0;
+        int r;
+
+        for (size_t j = N; j-- > 0;) {
+                char line[128];
+                int n = 0;
+
+                if (j % 256 == 0 || j % 256 == 255)
+                        n += snprintf(line + n, sizeof(line) - (size_t) n, "%016" PRIx64 " t alias_%zu%s\n"
+                                      "%016" PRIx64 " T __under_%zu%s\n",
+                                      base + 0x40 * j, j, j < N / 2 ? "" : "\t[mod]",
+                                      base + 0x40 * j, j, j < N / 2 ? "" : "\t[mod]");
+                n += snprintf(line + n, sizeof(line) - (size_t) n, "%016" PRIx64 " T fn_%04zu%s\n",
+                              base + 0x40 * j, j, j < N / 2 ? "" : "\t[mod]");
+                CHECK_INT_EQ(array_grow((void **) &text, &allocated, len + (size_t) n + 1, 1), 0);
+                memcpy(text + len, line, (size_t) n + 1);
+                len += (size_t) n;
+        }
+        write_file(path, text, len);
+        CHECK_INT_EQ(kernel_table_load(&t, path), 0);
+        CHECK_INT_EQ(t.n_syms, N);
+        check_kernel_blocks(&t, N, base);
+        r = kernel_table_map(&t, tmpdir);
+        if (r != -ENOSPC) {
+                CHECK_INT_EQ(r, 0);
+                check_kernel_blocks(&t, N, base);
+        }
+        kernel_table_done(&t);
+}
+
 /* The table moved out of the heap into a mapped private file and back
  * (the store's disk full) answers the same; a directory that cannot hold
  * it leaves it whole in the heap. */
@@ -394,7 +451,7 @@ static void test_kallsyms_mapped(void) {
                 "ffffffffc0b00000 t xfs_bmap\t[xfs]\n";
         _cleanup_free_ char *path = tmp_path("kallsyms-mapped"), *missing_dir = tmp_path("no-such-dir");
         struct kernel_table t = {};
-        uint64_t heap;
+        uint64_t heap, index;
         int r;
 
         write_file(path, table, strlen(table));
@@ -415,14 +472,15 @@ static void test_kallsyms_mapped(void) {
                 return;
         }
         CHECK_INT_EQ(r, 0);
-        CHECK_INT_EQ(kernel_table_bytes(&t), 0);
-        CHECK_INT_EQ(kernel_table_mapped_bytes(&t), heap);
+        index = kernel_table_bytes(&t); /* the lookup index stays in the heap */
+        CHECK(index > 0 && index < heap);
+        CHECK_INT_EQ(kernel_table_mapped_bytes(&t), heap - index);
         check_kernel_lookups(&t);
         kernel_table_drop_pages(&t); /* faulted in again from the file */
         check_kernel_lookups(&t);
         CHECK_INT_EQ(kernel_table_map(&t, tmpdir), 0); /* already mapped */
 
-        CHECK_INT_EQ(kernel_table_unmap(&t), (int64_t) heap);
+        CHECK_INT_EQ(kernel_table_unmap(&t), (int64_t) (heap - index));
         CHECK_INT_EQ(kernel_table_bytes(&t), heap);
         CHECK_INT_EQ(kernel_table_mapped_bytes(&t), 0);
         check_kernel_lookups(&t);
@@ -436,10 +494,10 @@ static void test_kallsyms_mapped(void) {
                 CHECK_INT_EQ(symbolizer_new(&s), 0);
                 CHECK_INT_EQ(symbolizer_set_scratch_dir(s, tmpdir), 0);
                 CHECK_INT_EQ(symbolizer_load_kallsyms(s, path), 0);
-                CHECK_INT_EQ(symbolizer_mapped_bytes(s), heap);
+                CHECK_INT_EQ(symbolizer_mapped_bytes(s), heap - index);
                 CHECK_STR_EQ(symbolizer_lookup_kernel(s, 0xffffffffc0a01010, &module), "ext4_fill_super");
                 CHECK_STR_EQ(module, "ext4");
-                CHECK_INT_EQ(symbolizer_release_copies(s), (int64_t) heap);
+                CHECK_INT_EQ(symbolizer_release_copies(s), (int64_t) (heap - index));
                 CHECK_INT_EQ(symbolizer_mapped_bytes(s), 0);
                 CHECK_STR_EQ(symbolizer_lookup_kernel(s, 0xffffffffc0a01010, &module), "ext4_fill_super");
         }
@@ -573,6 +631,7 @@ int main(int argc, char *argv[]) {
         }
         test_kallsyms();
         test_kallsyms_mapped();
+        test_kallsyms_blocks();
         test_errors(full_path);
         test_corrupted_files_never_crash(full_path);
 
