@@ -27,12 +27,25 @@ static uint64_t mono_ns(void) {
         return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
 }
 
+/* Blocks from this size up are mapped of their own and unmapped when freed.
+ * glibc's threshold is dynamic: it rises to the size of any mapped block
+ * freed, up to 32 MiB, and the threshold for giving back the top of a heap
+ * rises with it. libbpf frees the kernel's BTF (5.5 MiB) after loading
+ * the programs, so from then on blocks up to 5.5 MiB (the first drain's
+ * kernel table, the sort of it, SQLite's and libdw's large buffers) came
+ * from the arenas and stayed there after they were freed, up to 11 MiB
+ * of free memory per arena. A fixed threshold keeps both fixed (the trim
+ * threshold stays glibc's 128 KiB). Measured side by side in
+ * docs/performance.md ("Daemon memory"). */
+#define HEAP_MMAP_THRESHOLD (256 * 1024)
+
 void heap_setup(void) {
         const char *tunables = getenv("GLIBC_TUNABLES");
 
-        if (getenv("MALLOC_ARENA_MAX") || (tunables && strstr(tunables, "arena_max")))
-                return;
-        (void) mallopt(M_ARENA_MAX, HEAP_ARENAS);
+        if (!getenv("MALLOC_ARENA_MAX") && !(tunables && strstr(tunables, "arena_max")))
+                (void) mallopt(M_ARENA_MAX, HEAP_ARENAS);
+        if (!getenv("MALLOC_MMAP_THRESHOLD_") && !(tunables && strstr(tunables, "mmap_threshold")))
+                (void) mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD);
 }
 
 void heap_trim(void) {

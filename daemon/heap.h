@@ -4,8 +4,9 @@
 
 #include <stdint.h>
 
-/* At start, before any thread: at most HEAP_ARENAS malloc arenas, unless
- * the environment sets glibc's own limit. */
+/* At start, before any thread: at most HEAP_ARENAS malloc arenas, and a
+ * fixed threshold from which blocks are mapped on their own (so given back
+ * when freed), unless the environment sets glibc's own. */
 void heap_setup(void);
 
 /* malloc_trim(0): gives back the pages of free chunks in every thread's
