@@ -2,8 +2,11 @@
 #include "db.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include "log.h"
+#include "macro.h"
 
 int db_errno(int rc) {
         switch (rc & 0xff) {
@@ -76,6 +79,22 @@ int64_t db_run(const struct db *d, const char *sql, const int64_t *args, size_t 
         if (rc != SQLITE_DONE && rc != SQLITE_ROW)
                 return db_fail(d, rc, sql);
         return sqlite3_changes64(d->handle);
+}
+
+int db_limit_wal(const struct db *d) {
+        char sql[128];
+        int64_t page_size;
+        int r;
+
+        /* SQLite's default is a number of pages (1000): a 4 MiB log with
+         * 4 KiB pages, 16 MiB with the 16 KiB of a new store, kept at that
+         * size on disk between checkpoints. */
+        r = db_query_i64(d, "PRAGMA page_size", NULL, 0, 4096, &page_size);
+        if (r < 0)
+                return r;
+        snprintf(sql, sizeof(sql), "PRAGMA wal_autocheckpoint = %" PRId64 "; PRAGMA journal_size_limit = %d;",
+                 MAX((int64_t) DB_WAL_BYTES / MAX(page_size, (int64_t) 512), (int64_t) 1), DB_WAL_BYTES);
+        return db_exec(d, sql);
 }
 
 int db_query_i64(const struct db *d, const char *sql, const int64_t *args, size_t n, int64_t dflt, int64_t *ret) {

@@ -55,6 +55,15 @@ int64_t db_run(const struct db *d, const char *sql, const int64_t *args, size_t 
  * NULL. Returns 0 or a negative errno, logged. */
 int db_query_i64(const struct db *d, const char *sql, const int64_t *args, size_t n, int64_t dflt, int64_t *ret);
 
+/* The write-ahead log's size, in bytes whatever the page size: SQLite
+ * checkpoints once the log holds so many bytes of pages, and truncates it
+ * back to so many after a checkpoint. */
+#define DB_WAL_BYTES (4 * 1024 * 1024)
+
+/* Bounds the log's size (DB_WAL_BYTES) for the connection's own commits.
+ * Returns 0 or a negative errno, logged. */
+int db_limit_wal(const struct db *d);
+
 /* Whether schema 7's samples (samples_v7) are still there, being converted
  * (store-migrate.c). *gone caches "no": nothing creates the table again
  * once it is dropped. Returns 0 or a negative errno, logged. */

@@ -150,6 +150,8 @@ int retention_open(const char *path, const struct retention_settings *settings, 
                     "CREATE TEMP TABLE gc_stacks (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE gc_processes (id INTEGER PRIMARY KEY);");
         if (k >= 0)
+                k = db_limit_wal(&r->d);
+        if (k >= 0)
                 k = db_query_i64(&r->d, "PRAGMA auto_vacuum", NULL, 0, 0, &mode);
         /* Deleted data only frees pages inside the file; with incremental
          * auto-vacuum they can be given back to the file system. A store

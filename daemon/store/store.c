@@ -210,6 +210,9 @@ static int store_setup(store *s) {
         r = db_exec(&s->d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;");
         if (r < 0)
                 return r;
+        r = db_limit_wal(&s->d);
+        if (r < 0)
+                return r;
         /* the -wal and -shm SQLite just created: private as the store */
         r = store_make_private(s, false);
         if (r < 0)

@@ -4,10 +4,14 @@
  * (inline chains, unresolved frames named module+offset with their reason,
  * kernel frames) and their filters; an aborted drain leaves nothing. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "db.h"
 #include "macro.h"
 #include "store.h"
 #include "tests.h"
@@ -301,6 +305,50 @@ static void test_id_caches_bounded(store *s, store *r) {
         CHECK_INT_EQ(twos, 200);
 }
 
+/* The write-ahead log stays near DB_WAL_BYTES whatever the page size (16
+ * KiB in a new store, where SQLite's default of 1000 pages let it grow to
+ * 16 MiB and stay so on disk): 24 drains of new frames, ~1 MiB of pages
+ * each. Its largest size between drains is at most the limit and one
+ * drain more. */
+static void test_wal_bounded(store *s, const char *path) {
+        static const struct store_process delta = {
+                .pid = 400, .start_ns = 44, .comm = "delta", .exe = "/usr/bin/delta", .cgroup = "/",
+        };
+        enum { STACKS = 200, DEPTH = 40, DRAINS = 24 };
+        _cleanup_free_ struct store_frame *frames = calloc(STACKS * DEPTH, sizeof(*frames));
+        _cleanup_free_ char *wal = NULL, *names = calloc(STACKS * DEPTH, 16);
+        uint64_t largest = 0, previous = 0, largest_step = 0;
+        struct stat st;
+
+        CHECK(frames && names);
+        CHECK(asprintf(&wal, "%s-wal", path) > 0);
+        CHECK_INT_EQ(stat(wal, &st), 0);
+        previous = (uint64_t) st.st_size;
+        for (int d = 0; d < DRAINS; d++) {
+                for (size_t i = 0; i < STACKS * DEPTH; i++) {
+                        snprintf(names + i * 16, 16, "f%d_%zu", d, i);
+                        frames[i] = (struct store_frame) {
+                                .module = "/usr/bin/delta", .build_id = "0123",
+                                .address = 0x1000000 * (uint64_t) (d + 1) + i * 16, .function = names + i * 16,
+                        };
+                }
+                CHECK_INT_EQ(store_drain_begin(s, T0 + (100 + 10 * d) * SEC, T0 + (110 + 10 * d) * SEC), 0);
+                for (size_t i = 0; i < STACKS; i++)
+                        add(s, &delta, 400, 0, frames + i * DEPTH, DEPTH, 0, 1);
+                CHECK_INT_EQ(store_drain_commit(s, NULL, NULL, NULL), 0);
+                CHECK_INT_EQ(stat(wal, &st), 0);
+                largest = MAX(largest, (uint64_t) st.st_size);
+                if ((uint64_t) st.st_size > previous)
+                        largest_step = MAX(largest_step, (uint64_t) st.st_size - previous);
+                previous = (uint64_t) st.st_size;
+        }
+        fprintf(stderr, "test_wal_bounded: largest log %" PRIu64 " KiB, largest growth in a drain %" PRIu64 " KiB\n",
+                largest >> 10, largest_step >> 10);
+        /* enough written that SQLite's default would have gone past it */
+        CHECK(largest_step * DRAINS > 3 * DB_WAL_BYTES);
+        CHECK(largest <= DB_WAL_BYTES + largest_step);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-store-XXXXXX";
         _cleanup_free_ char *path = NULL, *cmd = NULL;
@@ -321,6 +369,7 @@ int main(void) {
                 test_drains_drops_and_stats(r, id1, id2);
                 test_abort(s, r);
                 test_id_caches_bounded(s, r);
+                test_wal_bounded(s, path);
                 /* a reader cannot write, whatever it asks */
                 CHECK(store_drain_begin(r, T0, T0 + SEC) < 0);
         }
