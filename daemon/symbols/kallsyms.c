@@ -45,8 +45,12 @@ void kernel_table_done(struct kernel_table *t) {
         *t = (struct kernel_table) {};
 }
 
+static size_t n_blocks_for(size_t n_syms) {
+        return (n_syms + KERNEL_BLOCK_SYMS - 1) / KERNEL_BLOCK_SYMS;
+}
+
 static size_t kernel_table_n_blocks(const struct kernel_table *t) {
-        return (t->n_syms + KERNEL_BLOCK_SYMS - 1) / KERNEL_BLOCK_SYMS;
+        return n_blocks_for(t->n_syms);
 }
 
 uint64_t kernel_table_bytes(const struct kernel_table *t) {
@@ -374,7 +378,7 @@ int kernel_table_load(struct kernel_table *t, const char *path) {
                         syms[n_kept] = syms[i];
                         syms[n_kept++].name_off &= NAME_OFF_MASK;
                 }
-                n_blocks = (n_kept + KERNEL_BLOCK_SYMS - 1) / KERNEL_BLOCK_SYMS;
+                n_blocks = n_blocks_for(n_kept);
                 block_starts = malloc(MAX(n_blocks, (size_t) 1) * sizeof(*block_starts));
                 if (!block_starts)
                         return -ENOMEM;
