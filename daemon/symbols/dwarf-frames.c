@@ -15,11 +15,19 @@
 #include "helpers.h"
 #include "macro.h"
 
+/* A CU whose line program libdw reads (dwarf-lines.h leaves it to libdw). */
+static char lines_by_libdw;
+
 /* What libdw holds per line-table row once it read a CU's line program
  * (Dwarf_Line, the file list, the sorted copy), measured with mallinfo2 on
- * libc's debug file (67 bytes) and the C++ test fixture (82 bytes). The
- * section data itself is counted exactly; this is most of the rest. */
+ * libc's debug file (67 bytes) and the C++ test fixture (82 bytes): for the
+ * CUs whose line program is left to libdw (dwarf-lines.h). */
 #define DWARF_LINE_BYTES 80
+/* What libdw holds for a CU once its DIEs were read: the unit itself (~1
+ * KiB, and libdw interns the units before it too) and its abbreviations
+ * (1.1 KiB a CU in libc's debug file, 4 KiB in libpython's), measured with
+ * mallinfo2 around dwarf_get_units and a walk of every DIE. */
+#define DWARF_CU_BYTES 2560
 
 /* Sums the section data libdw holds after dwarf_begin_elf (which
  * decompresses SHF_COMPRESSED sections in place, so sh_size is the size in
@@ -258,6 +266,7 @@ int dwarf_index_open(struct dwarf_index *d, const char *scratch_dir) {
                 d->failed = true;
                 return 0;
         }
+        d->sections = line_sections_of(d->elf);
         /* Mapped sections are page cache, not heap. */
         d->bytes = d->map ? 0 : dwarf_estimate_bytes(d->elf);
         if (!d->runs_read) {
@@ -388,8 +397,6 @@ static int frame_list_push(struct frame_list *l, const char *raw, const char *fi
 static const struct cu_scopes *dwarf_index_cu_scopes(struct dwarf_index *d, Dwarf_Die *cudie, bool *ret_oom) {
         _cleanup_(cu_scopes_freep) struct cu_scopes *c = NULL;
         Dwarf_Off off = dwarf_dieoffset(cudie);
-        Dwarf_Lines *lines;
-        size_t n_lines;
         void *cached;
 
         if (!d->cu_scopes) {
@@ -401,15 +408,57 @@ static const struct cu_scopes *dwarf_index_cu_scopes(struct dwarf_index *d, Dwar
                 return cached;
         if (cu_scopes_build(cudie, &c) < 0 || hashmap_put(d->cu_scopes, UINT64_TO_KEY(off), c) < 0)
                 goto oom;
-        d->bytes += cu_scopes_bytes(c) + HASH_ENTRY_BYTES;
-        /* The first address in a CU reads its line table too. */
-        if (dwarf_getsrclines(cudie, &lines, &n_lines) == 0)
-                d->bytes += (uint64_t) n_lines * DWARF_LINE_BYTES;
-        /* Building them read the CU's whole DIE tree (libpython's ceval.c
+        d->bytes += cu_scopes_bytes(c) + HASH_ENTRY_BYTES + DWARF_CU_BYTES;
+        /* Building it read the CU's whole DIE tree (libpython's ceval.c
          * alone is megabytes of it); the tree and the lines are in the
          * heap now, and what lookups read again faults back in. */
         dwarf_index_drop_pages(d);
         return TAKE_PTR(c);
+oom:
+        *ret_oom = true;
+        return NULL;
+}
+
+/* The line table of the CU at cudie, read on first use; NULL when libdw
+ * reads it instead (dwarf-lines.h), and on OOM with *ret_oom. */
+static const struct line_table *dwarf_index_cu_lines(struct dwarf_index *d, Dwarf_Die *cudie, bool *ret_oom) {
+        _cleanup_(line_table_freep) struct line_table *t = NULL;
+        Dwarf_Off off = dwarf_dieoffset(cudie);
+        Dwarf_Attribute attr;
+        Dwarf_Word stmt_list;
+        uint8_t address_size, offset_size;
+        void *cached;
+        int r = -EINVAL;
+
+        if (!d->cu_lines) {
+                d->cu_lines = hashmap_new_u64();
+                if (!d->cu_lines)
+                        goto oom;
+        }
+        if (hashmap_get(d->cu_lines, UINT64_TO_KEY(off), &cached) >= 0)
+                return cached == &lines_by_libdw ? NULL : cached;
+        if (dwarf_formudata(dwarf_attr(cudie, DW_AT_stmt_list, &attr), &stmt_list) == 0 &&
+            dwarf_diecu(cudie, &(Dwarf_Die) {}, &address_size, &offset_size))
+                r = line_table_read(&d->sections, stmt_list,
+                                    dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr)), address_size, &t);
+        if (r == -ENOMEM)
+                goto oom;
+        if (r < 0) {
+                Dwarf_Lines *lines;
+                size_t n_lines;
+
+                if (hashmap_put(d->cu_lines, UINT64_TO_KEY(off), &lines_by_libdw) < 0)
+                        goto oom;
+                /* libdw reads it now, as the lookup would. */
+                if (dwarf_getsrclines(cudie, &lines, &n_lines) == 0)
+                        d->bytes += (uint64_t) n_lines * DWARF_LINE_BYTES;
+                d->bytes += HASH_ENTRY_BYTES;
+                return NULL;
+        }
+        if (hashmap_put(d->cu_lines, UINT64_TO_KEY(off), t) < 0)
+                goto oom;
+        d->bytes += line_table_bytes(t) + HASH_ENTRY_BYTES;
+        return TAKE_PTR(t);
 oom:
         *ret_oom = true;
         return NULL;
@@ -420,11 +469,11 @@ oom:
  * called the inlined one, from DW_AT_call_file and DW_AT_call_line (as
  * eu-addr2line does from dwarf_getscopes_die). Returns 0 or -ENOMEM; broken
  * DWARF just ends the chain. */
-static int dwarf_inline_chain(struct dwarf_index *d, Dwarf_Die *cudie, const struct cu_scopes *c, uint32_t node,
-                              struct frame_list *l) {
-        Dwarf_Files *files;
+static int dwarf_inline_chain(struct dwarf_index *d, Dwarf_Die *cudie, const struct line_table *lines,
+                              const struct cu_scopes *c, uint32_t node, struct frame_list *l) {
+        Dwarf_Files *files = NULL;
 
-        if (dwarf_getsrcfiles(cudie, &files, NULL) != 0)
+        if (!lines && dwarf_getsrcfiles(cudie, &files, NULL) != 0)
                 return 0;
 
         for (; node != SCOPE_NONE; node = cu_scopes_parent(c, node)) {
@@ -448,7 +497,10 @@ static int dwarf_inline_chain(struct dwarf_index *d, Dwarf_Die *cudie, const str
                 if (!parent)
                         break;
                 if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &value) == 0)
-                        src = dwarf_index_source_path(d, cudie, dwarf_filesrc(files, value, NULL, NULL), &oom);
+                        src = dwarf_index_source_path(d, cudie,
+                                                      lines ? line_table_file(lines, value) :
+                                                              dwarf_filesrc(files, value, NULL, NULL),
+                                                      &oom);
                 if (oom)
                         return -ENOMEM;
                 if (src && dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &value) == 0)
@@ -462,6 +514,7 @@ static int dwarf_inline_chain(struct dwarf_index *d, Dwarf_Die *cudie, const str
 }
 
 int dwarf_index_collect(struct dwarf_index *d, uint64_t vaddr, const char *symbol, struct frame_list *l) {
+        const struct line_table *lines = NULL;
         const struct cu_scopes *scopes = NULL;
         uint32_t innermost = SCOPE_NONE;
         Dwarf_Die *cudie;
@@ -472,11 +525,21 @@ int dwarf_index_collect(struct dwarf_index *d, uint64_t vaddr, const char *symbo
 
         cudie = dwarf_index_cu_die(d, vaddr);
         if (cudie) {
-                Dwarf_Line *dl = dwarf_getsrc_die(cudie, vaddr);
                 int lineno;
 
-                if (dl && (file = dwarf_linesrc(dl, NULL, NULL)) && dwarf_lineno(dl, &lineno) == 0 && lineno > 0)
-                        line = (unsigned) lineno;
+                lines = dwarf_index_cu_lines(d, cudie, &oom);
+                if (oom)
+                        return -ENOMEM;
+                if (lines) {
+                        if (line_table_find(lines, vaddr, &file, &lineno) > 0 && file && lineno > 0)
+                                line = (unsigned) lineno;
+                } else {
+                        Dwarf_Line *dl = dwarf_getsrc_die(cudie, vaddr);
+
+                        if (dl && (file = dwarf_linesrc(dl, NULL, NULL)) && dwarf_lineno(dl, &lineno) == 0 &&
+                            lineno > 0)
+                                line = (unsigned) lineno;
+                }
                 file = dwarf_index_source_path(d, cudie, file, &oom);
                 scopes = oom ? NULL : dwarf_index_cu_scopes(d, cudie, &oom);
                 if (oom)
@@ -496,7 +559,7 @@ int dwarf_index_collect(struct dwarf_index *d, uint64_t vaddr, const char *symbo
                 r = frame_list_push(l, raw, file, line, tag == DW_TAG_inlined_subroutine);
                 if (r < 0)
                         return r;
-                return dwarf_inline_chain(d, cudie, scopes, innermost, l);
+                return dwarf_inline_chain(d, cudie, lines, scopes, innermost, l);
         }
 
         if (!symbol)
@@ -523,6 +586,13 @@ void dwarf_index_close(struct dwarf_index *d) {
                 while (hashmap_iterate(d->cu_scopes, &state, NULL, &value))
                         cu_scopes_free(value);
         d->cu_scopes = hashmap_free(d->cu_scopes);
+        state = 0;
+        if (d->cu_lines)
+                while (hashmap_iterate(d->cu_lines, &state, NULL, &value))
+                        if (value != &lines_by_libdw)
+                                line_table_free(value);
+        d->cu_lines = hashmap_free(d->cu_lines);
+        d->sections = (struct line_sections) {};
         /* The CU DIEs point into the Dwarf. */
         for (size_t i = 0; i < d->n_cu_runs; i++)
                 d->cu_runs[i].has_die = false;

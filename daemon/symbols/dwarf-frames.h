@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dwarf-lines.h"
 #include "hashmap.h"
 #include "symfile.h"
 
@@ -44,9 +45,13 @@ struct dwarf_index {
         size_t n_cu_runs, cu_runs_allocated;
         uint64_t cu_runs_end; /* end of the last arange */
         hashmap *cu_scopes; /* CU DIE offset -> struct cu_scopes * */
+        /* CU DIE offset -> struct line_table *, or a marker for a CU whose
+         * line program is left to libdw (dwarf-lines.h) */
+        hashmap *cu_lines;
+        struct line_sections sections; /* set when opened */
         hashmap *paths; /* libdw's file name pointer -> name with the CU's comp_dir (or itself) */
 
-        uint64_t bytes; /* heap: section data read (not mapped), libdw's line tables, CU runs, scope trees */
+        uint64_t bytes; /* heap: section data read (not mapped), line tables, CU runs, scope trees */
         uint64_t cache_bytes; /* joined paths */
 };
 

@@ -1,0 +1,767 @@
+/* A CU's line program run once into sorted 16-byte rows and a file list, kept instead of libdw's 80-byte rows. */
+#include "dwarf-lines.h"
+
+#include <dwarf.h>
+#include <gelf.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bsearch.h"
+#include "helpers.h"
+
+/* Row flag: the row ends a sequence (no line there). */
+#define ROW_END (UINT32_C(1) << 31)
+
+/* What a lookup needs of a row: libdw keeps 80 bytes (Dwarf_Line plus its
+ * sorting and file list), most of it never read by a profiler. */
+struct line_row {
+        uint64_t addr;
+        int32_t line;
+        uint32_t file_end; /* file index, ROW_END when the row ends a sequence */
+};
+
+struct line_table {
+        struct line_row *rows; /* sorted by addr, one per address */
+        size_t n_rows;
+        const char **files;
+        size_t n_files;
+        char **owned; /* the joined names, freed with the table */
+        size_t n_owned;
+        uint64_t bytes;
+};
+
+/* A row while the program runs: its place in the program breaks ties the
+ * way libdw's sort does. */
+struct raw_row {
+        uint64_t addr;
+        uint32_t seq;
+        int32_t line;
+        uint32_t file_end;
+};
+
+struct cursor {
+        const uint8_t *p, *end;
+        bool bad;
+};
+
+static uint64_t read_uleb(struct cursor *c) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; c->p < c->end; shift += 7) {
+                uint8_t b = *c->p++;
+
+                if (shift >= 64 || (shift == 63 && (b & 0x7e)))
+                        break;
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80))
+                        return v;
+        }
+        c->bad = true;
+        return 0;
+}
+
+static int64_t read_sleb(struct cursor *c) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; c->p < c->end; shift += 7) {
+                uint8_t b = *c->p++;
+
+                if (shift >= 64)
+                        break;
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        if (shift + 7 < 64 && (b & 0x40))
+                                v |= ~UINT64_C(0) << (shift + 7);
+                        return (int64_t) v;
+                }
+        }
+        c->bad = true;
+        return 0;
+}
+
+/* Little-endian, as every target profd runs on. */
+static uint64_t read_fixed(struct cursor *c, size_t n) {
+        uint64_t v = 0;
+
+        if (c->bad || (size_t) (c->end - c->p) < n) {
+                c->bad = true;
+                return 0;
+        }
+        for (size_t i = 0; i < n; i++)
+                v |= (uint64_t) c->p[i] << (8 * i);
+        c->p += n;
+        return v;
+}
+
+static uint8_t read_u8(struct cursor *c) {
+        return (uint8_t) read_fixed(c, 1);
+}
+
+static const char *string_at(const char *section, size_t size, uint64_t offset) {
+        /* The section ends with a NUL, so every offset inside it is a string. */
+        return section && offset < size ? section + offset : NULL;
+}
+
+/* Reads one value of form; a string form sets *ret_string (else NULL), a
+ * constant form sets *ret_value. Returns false for forms left to libdw or
+ * data past the end. */
+static bool read_form(struct cursor *c, uint64_t form, unsigned offset_size, const struct line_sections *s,
+                      const char **ret_string, uint64_t *ret_value) {
+        *ret_string = NULL;
+        *ret_value = UINT64_MAX;
+        switch (form) {
+        case DW_FORM_string: {
+                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+
+                if (!nul)
+                        return false;
+                *ret_string = (const char *) c->p;
+                c->p = nul + 1;
+                return true;
+        }
+        case DW_FORM_line_strp:
+                *ret_string = string_at(s->line_str, s->line_str_size, read_fixed(c, offset_size));
+                return !c->bad;
+        case DW_FORM_strp:
+                *ret_string = string_at(s->str, s->str_size, read_fixed(c, offset_size));
+                return !c->bad;
+        case DW_FORM_data1:
+                *ret_value = read_fixed(c, 1);
+                return !c->bad;
+        case DW_FORM_data2:
+                *ret_value = read_fixed(c, 2);
+                return !c->bad;
+        case DW_FORM_data4:
+                *ret_value = read_fixed(c, 4);
+                return !c->bad;
+        case DW_FORM_data8:
+                *ret_value = read_fixed(c, 8);
+                return !c->bad;
+        case DW_FORM_udata:
+                *ret_value = read_uleb(c);
+                return !c->bad;
+        case DW_FORM_data16: /* DW_LNCT_MD5 */
+                (void) read_fixed(c, 8);
+                (void) read_fixed(c, 8);
+                return !c->bad;
+        case DW_FORM_block: {
+                uint64_t n = read_uleb(c);
+
+                if (c->bad || n > (uint64_t) (c->end - c->p))
+                        return false;
+                c->p += n;
+                return true;
+        }
+        default:
+                return false;
+        }
+}
+
+struct reader {
+        const struct line_sections *s;
+        struct line_table *t;
+        const char **dirs;
+        size_t n_dirs;
+        size_t files_allocated, owned_allocated;
+};
+
+/* Appends name to the file list, or puts it at index 0 (the placeholder's
+ * place). Returns 0 or -ENOMEM. */
+static int reader_push_file(struct reader *r, const char *name, bool replace_first) {
+        struct line_table *t = r->t;
+        int k;
+
+        if (replace_first && t->n_files > 0) {
+                t->files[0] = name;
+                return 0;
+        }
+        k = array_grow((void **) &t->files, &r->files_allocated, t->n_files + 1, sizeof(*t->files));
+        if (k < 0)
+                return k;
+        t->files[t->n_files++] = name;
+        return 0;
+}
+
+/* Adds a file as libdw names it: absolute names as they are, relative ones
+ * after their directory (if it has one) and a slash. Returns 0, -ENOMEM or
+ * -EINVAL (no such directory). */
+static int reader_add_file(struct reader *r, const char *name, uint64_t dir_index, bool replace_first) {
+        struct line_table *t = r->t;
+        const char *dir;
+        char *joined;
+        int k;
+
+        if (dir_index >= r->n_dirs)
+                return -EINVAL;
+        dir = r->dirs[dir_index];
+        if (name[0] != '/') {
+                if (asprintf(&joined, "%s%s%s", dir ?: "", dir ? "/" : "", name) < 0)
+                        return -ENOMEM;
+                k = array_grow((void **) &t->owned, &r->owned_allocated, t->n_owned + 1, sizeof(*t->owned));
+                if (k < 0) {
+                        free(joined);
+                        return k;
+                }
+                t->owned[t->n_owned++] = joined;
+                t->bytes += strlen(joined) + 1;
+                name = joined;
+        }
+        return reader_push_file(r, name, replace_first);
+}
+
+/* The DWARF 5 entry formats: which entry is the path, which the directory
+ * index (-1: none). */
+struct entry_format {
+        uint64_t forms[256];
+        unsigned n;
+        int path, dir;
+};
+
+/* The forms read_form reads: any other is left to libdw, which rejects
+ * some of them and reads the others. */
+static bool form_known(uint64_t form) {
+        switch (form) {
+        case DW_FORM_string:
+        case DW_FORM_line_strp:
+        case DW_FORM_strp:
+        case DW_FORM_data1:
+        case DW_FORM_data2:
+        case DW_FORM_data4:
+        case DW_FORM_data8:
+        case DW_FORM_udata:
+        case DW_FORM_data16:
+        case DW_FORM_block:
+                return true;
+        default:
+                return false;
+        }
+}
+
+static bool read_entry_format(struct cursor *c, struct entry_format *f) {
+        f->n = read_u8(c);
+        f->path = f->dir = -1;
+        for (unsigned i = 0; i < f->n && !c->bad; i++) {
+                uint64_t type = read_uleb(c);
+
+                f->forms[i] = read_uleb(c);
+                if (!form_known(f->forms[i]))
+                        return false;
+                if (type == DW_LNCT_path)
+                        f->path = (int) i;
+                else if (type == DW_LNCT_directory_index)
+                        f->dir = (int) i;
+        }
+        return !c->bad;
+}
+
+/* Reads one DWARF 5 directory or file entry. */
+static bool read_entry(struct cursor *c, const struct entry_format *f, unsigned offset_size,
+                       const struct line_sections *s, const char **ret_path, uint64_t *ret_dir) {
+        *ret_path = NULL;
+        *ret_dir = UINT64_MAX;
+        for (unsigned m = 0; m < f->n; m++) {
+                const char *str;
+                uint64_t value;
+
+                if (!read_form(c, f->forms[m], offset_size, s, &str, &value))
+                        return false;
+                if ((int) m == f->path)
+                        *ret_path = str;
+                else if ((int) m == f->dir)
+                        *ret_dir = value;
+        }
+        return true;
+}
+
+/* The include directories and file names of the header. */
+static int read_dirs_and_files(struct reader *r, struct cursor *c, unsigned version, unsigned offset_size,
+                               const char *comp_dir) {
+        _cleanup_free_ const char **dirs = NULL;
+        size_t n_dirs = 0, allocated = 0;
+        int k;
+
+        if (version < 5) {
+                /* Directory 0 is the CU's compilation directory, file 0 a
+                 * placeholder libdw names "???". */
+                k = array_grow((void **) &dirs, &allocated, 1, sizeof(*dirs));
+                if (k < 0)
+                        return k;
+                dirs[n_dirs++] = comp_dir;
+                while (c->p < c->end && *c->p) {
+                        const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+
+                        if (!nul)
+                                return -EINVAL;
+                        k = array_grow((void **) &dirs, &allocated, n_dirs + 1, sizeof(*dirs));
+                        if (k < 0)
+                                return k;
+                        dirs[n_dirs++] = (const char *) c->p;
+                        c->p = nul + 1;
+                }
+                if (read_u8(c) != 0 || c->bad)
+                        return -EINVAL;
+                r->dirs = dirs;
+                r->n_dirs = n_dirs;
+                k = reader_push_file(r, "???", false);
+                if (k < 0)
+                        return k;
+                while (c->p < c->end && *c->p) {
+                        const char *name = (const char *) c->p;
+                        const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+                        uint64_t dir;
+
+                        if (!nul)
+                                return -EINVAL;
+                        c->p = nul + 1;
+                        dir = read_uleb(c);
+                        (void) read_uleb(c); /* mtime */
+                        (void) read_uleb(c); /* length */
+                        if (c->bad)
+                                return -EINVAL;
+                        k = reader_add_file(r, name, dir, false);
+                        if (k < 0)
+                                return k;
+                }
+                if (read_u8(c) != 0 || c->bad)
+                        return -EINVAL;
+        } else {
+                struct entry_format f;
+                uint64_t n;
+
+                if (!read_entry_format(c, &f) || (f.n > 0 && f.path < 0))
+                        return -EINVAL;
+                n = read_uleb(c);
+                if (c->bad || (f.n == 0 && n != 0) || (f.n > 0 && n > (uint64_t) (c->end - c->p) / f.n))
+                        return -EINVAL;
+                dirs = reallocarray(NULL, n ?: 1, sizeof(*dirs));
+                if (!dirs)
+                        return -ENOMEM;
+                for (n_dirs = 0; n_dirs < n; n_dirs++) {
+                        uint64_t unused;
+
+                        if (!read_entry(c, &f, offset_size, r->s, &dirs[n_dirs], &unused) || !dirs[n_dirs])
+                                return -EINVAL;
+                }
+                r->dirs = dirs;
+                r->n_dirs = n_dirs;
+                k = reader_push_file(r, "???", false);
+                if (k < 0)
+                        return k;
+                if (!read_entry_format(c, &f) || (f.n > 0 && (f.path < 0 || f.dir < 0)))
+                        return -EINVAL;
+                n = read_uleb(c);
+                if (c->bad || (f.n == 0 && n != 0) || (f.n > 0 && n > (uint64_t) (c->end - c->p) / f.n))
+                        return -EINVAL;
+                for (uint64_t i = 0; i < n; i++) {
+                        const char *name;
+                        uint64_t dir;
+
+                        if (!read_entry(c, &f, offset_size, r->s, &name, &dir) || !name || dir == UINT64_MAX)
+                                return -EINVAL;
+                        /* Entry 0 is the CU's own file, and takes the
+                         * placeholder's index. */
+                        k = reader_add_file(r, name, dir, i == 0);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        r->dirs = NULL;
+        return 0;
+}
+
+static int raw_row_compare(const void *a, const void *b) {
+        const struct raw_row *x = a, *y = b;
+        bool x_end = x->file_end & ROW_END, y_end = y->file_end & ROW_END;
+
+        if (x->addr != y->addr)
+                return x->addr < y->addr ? -1 : 1;
+        /* An end of sequence sorts before a row at the same address. */
+        if (x_end != y_end)
+                return x_end ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The state machine's registers that decide whether libdw keeps a row:
+ * its Dwarf_Line stores them in narrower fields, and a value that does not
+ * fit makes it reject the whole program. */
+struct line_state {
+        uint64_t addr;
+        uint64_t op_index;
+        uint64_t file;
+        int64_t line;
+        uint64_t column, isa, discriminator;
+        uint8_t is_stmt, default_is_stmt;
+};
+
+static void line_state_reset(struct line_state *st, uint8_t default_is_stmt) {
+        *st = (struct line_state) {
+                .file = 1,
+                .line = 1,
+                .is_stmt = default_is_stmt,
+                .default_is_stmt = default_is_stmt,
+        };
+}
+
+static int emit_row(struct raw_row **rows, size_t *n, size_t *allocated, const struct line_state *st, bool end) {
+        int k;
+
+        if (st->line < INT32_MIN || st->line > INT32_MAX || st->file >= ROW_END || st->column > USHRT_MAX ||
+            st->isa > UINT8_MAX || st->op_index > UINT8_MAX || st->is_stmt > 1 || st->discriminator >= (UINT64_C(1) << 24) ||
+            *n >= UINT32_MAX)
+                return -EINVAL;
+        k = array_grow((void **) rows, allocated, *n + 1, sizeof(**rows));
+        if (k < 0)
+                return k;
+        (*rows)[*n] = (struct raw_row) {
+                .addr = st->addr,
+                .seq = (uint32_t) *n,
+                .line = (int32_t) st->line,
+                .file_end = (uint32_t) st->file | (end ? ROW_END : 0),
+        };
+        (*n)++;
+        return 0;
+}
+
+/* Runs the program from c->p to c->end into *ret_rows. */
+static int run_program(struct cursor *c, unsigned address_size, uint8_t default_is_stmt, uint8_t min_inst_len, uint8_t max_ops,
+                       int8_t line_base, uint8_t line_range, uint8_t opcode_base, const uint8_t *opcode_lengths,
+                       struct raw_row **ret_rows, size_t *ret_n) {
+        _cleanup_free_ struct raw_row *rows = NULL;
+        size_t n = 0, allocated = 0;
+        struct line_state st;
+        int k;
+
+/* In libdw's unsigned int arithmetic, wrapping where it wraps. */
+#define ADVANCE(adv)                                                                           \
+        do {                                                                                   \
+                uint32_t _ops = (uint32_t) st.op_index + (uint32_t) (adv);                     \
+                st.addr += (uint32_t) (min_inst_len * (_ops / max_ops));                       \
+                st.op_index = _ops % max_ops;                                                  \
+        } while (0)
+/* libdw checks each standard opcode's operand count in the header. */
+#define EXPECT_OPERANDS(op, count)                                                             \
+        do {                                                                                   \
+                if (opcode_lengths[(op) - 1] != (count))                                       \
+                        return -EINVAL;                                                        \
+        } while (0)
+
+        line_state_reset(&st, default_is_stmt);
+        while (c->p < c->end) {
+                uint8_t op = *c->p++;
+                uint64_t u;
+                int64_t s;
+
+                if (op >= opcode_base) {
+                        if (line_range == 0)
+                                return -EINVAL;
+                        st.line += line_base + (op - opcode_base) % line_range;
+                        ADVANCE((uint64_t) ((op - opcode_base) / line_range));
+                        k = emit_row(&rows, &n, &allocated, &st, false);
+                        if (k < 0)
+                                return k;
+                        st.discriminator = 0;
+                        continue;
+                }
+                switch (op) {
+                case 0: {
+                        uint8_t len, sub;
+
+                        /* libdw reads the length as one byte (the
+                         * standard says ULEB128: the same below 128). */
+                        if (c->end - c->p < 2 || *c->p >= 0x80)
+                                return -EINVAL;
+                        len = *c->p++;
+                        if ((size_t) (c->end - c->p) < len)
+                                return -EINVAL;
+                        sub = *c->p++;
+                        switch (sub) {
+                        case DW_LNE_end_sequence:
+                                k = emit_row(&rows, &n, &allocated, &st, true);
+                                if (k < 0)
+                                        return k;
+                                line_state_reset(&st, st.default_is_stmt);
+                                break;
+                        case DW_LNE_set_address:
+                                st.op_index = 0;
+                                st.addr = read_fixed(c, address_size);
+                                if (c->bad)
+                                        return -EINVAL;
+                                break;
+                        case DW_LNE_set_discriminator:
+                                /* libdw checks the entry of standard opcode 4. */
+                                if (opcode_base <= DW_LNE_set_discriminator ||
+                                    opcode_lengths[DW_LNE_set_discriminator - 1] != 1)
+                                        return -EINVAL;
+                                st.discriminator = read_uleb(c);
+                                if (c->bad || st.discriminator > UINT32_MAX)
+                                        return -EINVAL;
+                                break;
+                        case DW_LNE_define_file:
+                        case DW_LNE_NVIDIA_inlined_call:
+                        case DW_LNE_NVIDIA_set_function_name:
+                                return -EINVAL;
+                        default:
+                                if (len == 0)
+                                        return -EINVAL;
+                                c->p += len - 1;
+                                break;
+                        }
+                        break;
+                }
+                case DW_LNS_copy:
+                        EXPECT_OPERANDS(op, 0);
+                        k = emit_row(&rows, &n, &allocated, &st, false);
+                        if (k < 0)
+                                return k;
+                        st.discriminator = 0;
+                        break;
+                case DW_LNS_advance_pc:
+                        EXPECT_OPERANDS(op, 1);
+                        u = read_uleb(c);
+                        if (c->bad || u > UINT32_MAX)
+                                return -EINVAL;
+                        ADVANCE(u);
+                        break;
+                case DW_LNS_advance_line:
+                        EXPECT_OPERANDS(op, 1);
+                        s = read_sleb(c);
+                        if (c->bad || s < INT_MIN || s > INT_MAX)
+                                return -EINVAL;
+                        st.line += s;
+                        break;
+                case DW_LNS_set_file:
+                        EXPECT_OPERANDS(op, 1);
+                        st.file = read_uleb(c);
+                        if (c->bad || st.file > UINT32_MAX)
+                                return -EINVAL;
+                        break;
+                case DW_LNS_set_column:
+                        EXPECT_OPERANDS(op, 1);
+                        st.column = read_uleb(c);
+                        if (c->bad || st.column > UINT32_MAX)
+                                return -EINVAL;
+                        break;
+                case DW_LNS_negate_stmt:
+                        EXPECT_OPERANDS(op, 0);
+                        st.is_stmt = (uint8_t) (1 - st.is_stmt);
+                        break;
+                case DW_LNS_set_basic_block:
+                case DW_LNS_set_prologue_end:
+                case DW_LNS_set_epilogue_begin:
+                        EXPECT_OPERANDS(op, 0);
+                        break;
+                case DW_LNS_const_add_pc:
+                        EXPECT_OPERANDS(op, 0);
+                        if (line_range == 0)
+                                return -EINVAL;
+                        ADVANCE((uint64_t) ((255 - opcode_base) / line_range));
+                        break;
+                case DW_LNS_fixed_advance_pc:
+                        EXPECT_OPERANDS(op, 1);
+                        st.addr += read_fixed(c, 2);
+                        if (c->bad)
+                                return -EINVAL;
+                        st.op_index = 0;
+                        break;
+                case DW_LNS_set_isa:
+                        EXPECT_OPERANDS(op, 1);
+                        st.isa = read_uleb(c);
+                        if (c->bad || st.isa > UINT32_MAX)
+                                return -EINVAL;
+                        break;
+                default:
+                        /* A standard opcode newer than this reader: skip
+                         * its operands. */
+                        for (unsigned i = opcode_lengths[op - 1]; i > 0; i--) {
+                                (void) read_uleb(c);
+                                if (c->bad)
+                                        return -EINVAL;
+                        }
+                        break;
+                }
+        }
+#undef ADVANCE
+#undef EXPECT_OPERANDS
+        *ret_rows = TAKE_PTR(rows);
+        *ret_n = n;
+        return 0;
+}
+
+/* Sorts the rows as libdw does and keeps the last of each address: the one
+ * its search for the last row at or before an address ends on. */
+static int table_set_rows(struct line_table *t, struct raw_row *raw, size_t n) {
+        size_t k = 0;
+
+        if (n == 0)
+                return 0;
+        qsort(raw, n, sizeof(*raw), raw_row_compare);
+        /* libdw marks the highest row as an end, whatever the program said. */
+        raw[n - 1].file_end |= ROW_END;
+        t->rows = reallocarray(NULL, n, sizeof(*t->rows));
+        if (!t->rows)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (i + 1 < n && raw[i + 1].addr == raw[i].addr)
+                        continue;
+                t->rows[k++] = (struct line_row) { raw[i].addr, raw[i].line, raw[i].file_end };
+        }
+        t->n_rows = k;
+        if (k < n) {
+                struct line_row *shrunk = reallocarray(t->rows, k, sizeof(*t->rows));
+
+                if (shrunk)
+                        t->rows = shrunk;
+        }
+        t->bytes += t->n_rows * sizeof(*t->rows);
+        return 0;
+}
+
+struct line_sections line_sections_of(Elf *e) {
+        struct line_sections s = {};
+        Elf_Scn *scn = NULL;
+        size_t shstrndx;
+
+        if (!e || elf_getshdrstrndx(e, &shstrndx) < 0)
+                return s;
+        while ((scn = elf_nextscn(e, scn))) {
+                GElf_Shdr shdr;
+                const char *name;
+                Elf_Data *data;
+
+                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+                        continue;
+                name = elf_strptr(e, shstrndx, shdr.sh_name);
+                if (!name || strncmp(name, ".debug_", 7) != 0)
+                        continue;
+                data = elf_getdata(scn, NULL);
+                if (!data || !data->d_buf)
+                        continue;
+                if (streq(name, ".debug_line")) {
+                        s.line = data->d_buf;
+                        s.line_size = data->d_size;
+                } else if (streq(name, ".debug_line_str")) {
+                        s.line_str = data->d_buf;
+                        s.line_str_size = data->d_size;
+                } else if (streq(name, ".debug_str")) {
+                        s.str = data->d_buf;
+                        s.str_size = data->d_size;
+                }
+        }
+        return s;
+}
+
+int line_table_read(const struct line_sections *s, uint64_t offset, const char *comp_dir, unsigned address_size,
+                    struct line_table **ret) {
+        _cleanup_(line_table_freep) struct line_table *t = NULL;
+        _cleanup_free_ struct raw_row *raw = NULL;
+        struct cursor c, header;
+        struct reader r = { .s = s };
+        uint64_t unit_length, header_length;
+        unsigned offset_size = 4, version;
+        uint8_t min_inst_len, max_ops = 1, default_is_stmt, line_range, opcode_base;
+        const uint8_t *opcode_lengths;
+        int8_t line_base;
+        size_t n_raw = 0;
+        int k;
+
+        if (!s->line || offset >= s->line_size || (address_size != 4 && address_size != 8))
+                return -EINVAL;
+        c = (struct cursor) { s->line + offset, s->line + s->line_size, false };
+        unit_length = read_fixed(&c, 4);
+        if (unit_length == UINT32_MAX) {
+                unit_length = read_fixed(&c, 8);
+                offset_size = 8;
+        }
+        if (c.bad || unit_length > (uint64_t) (c.end - c.p))
+                return -EINVAL;
+        c.end = c.p + unit_length;
+        version = (unsigned) read_fixed(&c, 2);
+        if (c.bad || version < 2 || version > 5)
+                return -EINVAL;
+        if (version >= 5 && (read_u8(&c) != address_size || read_u8(&c) != 0))
+                return -EINVAL;
+        header_length = read_fixed(&c, offset_size);
+        if (c.bad || header_length > (uint64_t) (c.end - c.p))
+                return -EINVAL;
+        header = (struct cursor) { c.p, c.end, false };
+        min_inst_len = read_u8(&header);
+        if (version >= 4)
+                max_ops = read_u8(&header);
+        default_is_stmt = read_u8(&header);
+        line_base = (int8_t) read_u8(&header);
+        line_range = read_u8(&header);
+        opcode_base = read_u8(&header);
+        if (header.bad || max_ops == 0 || opcode_base == 0 || (size_t) (header.end - header.p) < opcode_base - 1u)
+                return -EINVAL;
+        opcode_lengths = header.p;
+        header.p += opcode_base - 1;
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->bytes = sizeof(*t);
+        r.t = t;
+        k = read_dirs_and_files(&r, &header, version, offset_size, comp_dir);
+        if (k < 0)
+                return k;
+        /* libdw skips a 4-byte string offset some producers (CUBINs) put
+         * last, and insists the header ends where it says. */
+        if (header.p == c.p + header_length - 4)
+                header.p += 4;
+        if (header.p != c.p + header_length)
+                return -EINVAL;
+        t->bytes += r.files_allocated * sizeof(*t->files) + r.owned_allocated * sizeof(*t->owned);
+
+        header.end = c.end;
+        k = run_program(&header, address_size, default_is_stmt, min_inst_len, max_ops, line_base, line_range, opcode_base,
+                        opcode_lengths, &raw, &n_raw);
+        if (k < 0)
+                return k;
+        k = table_set_rows(t, raw, n_raw);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+struct line_table *line_table_free(struct line_table *t) {
+        if (!t)
+                return NULL;
+        for (size_t i = 0; i < t->n_owned; i++)
+                free(t->owned[i]);
+        free(t->owned);
+        free(t->files);
+        free(t->rows);
+        free(t);
+        return NULL;
+}
+
+const char *line_table_file(const struct line_table *t, uint64_t index) {
+        return index < t->n_files ? t->files[index] : NULL;
+}
+
+int line_table_find(const struct line_table *t, uint64_t addr, const char **ret_file, int *ret_line) {
+        size_t i = UPPER_BOUND_BY(t->rows, t->n_rows, addr, addr);
+        const struct line_row *row;
+
+        if (i == 0)
+                return 0;
+        row = &t->rows[i - 1];
+        if (row->file_end & ROW_END)
+                return 0;
+        *ret_file = line_table_file(t, row->file_end);
+        *ret_line = row->line;
+        return 1;
+}
+
+size_t line_table_rows(const struct line_table *t) {
+        return t->n_rows;
+}
+
+uint64_t line_table_bytes(const struct line_table *t) {
+        return t->bytes;
+}
