@@ -440,6 +440,20 @@ void proctable_reload_files(proctable *t) {
         }
 }
 
+void proctable_mark_files(proctable *t) {
+        const void *k;
+        void *v;
+        size_t i = 0;
+
+        symbolizer_mark_begin(t->sym);
+        while (hashmap_iterate(t->procs, &i, &k, &v)) {
+                const struct proc *p = &((struct entry *) v)->proc;
+
+                for (size_t j = 0; j < p->n_maps; j++)
+                        symbolizer_mark_mapped(t->sym, p->maps[j].file);
+        }
+}
+
 struct proc *proctable_get(proctable *t, uint32_t pid, uint64_t start_ns) {
         struct proc_key key = { pid, start_ns };
         void *v;

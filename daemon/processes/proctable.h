@@ -88,6 +88,11 @@ int proctable_add(proctable *t, struct proc *p);
  * them. */
 void proctable_reload_files(proctable *t);
 
+/* Marks the file of every mapping of every process in the table for the
+ * symbolizer's next trim (symbolizer_mark_begin): files no process here
+ * maps for a while are then evicted. */
+void proctable_mark_files(proctable *t);
+
 /* The instance (pid, start_ns), or NULL if it was never announced. */
 struct proc *proctable_get(proctable *t, uint32_t pid, uint64_t start_ns);
 

@@ -612,8 +612,10 @@ static void run_drain(writer *w, struct job *j) {
         uint64_t queued = w->next_seq;
         pthread_mutex_unlock(&w->lock);
         proctable_prune(w->procs, j->seq, queued);
-        /* keep the symbol cache within its budget; what it evicted is
-         * read again for the processes still known */
+        /* keep the symbol cache within its budget, and drop the files no
+         * process still known maps; what the budget evicted is read again
+         * for the processes still known */
+        proctable_mark_files(w->procs);
         uint64_t gen = symbolizer_generation(w->sym);
         (void) symbolizer_trim(w->sym);
         if (symbolizer_generation(w->sym) != gen)

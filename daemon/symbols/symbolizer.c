@@ -35,7 +35,8 @@ struct symbolizer {
         struct debug_search debug;
         uint64_t budget;
         uint64_t tick; /* LRU clock */
-        uint64_t generation; /* bumped by every trim that evicted a file */
+        uint64_t generation; /* bumped by every trim that evicted a file a tracked process may map */
+        bool marking; /* symbolizer_mark_begin was called since the last trim */
         char *scratch_dir; /* where DWARF copies go; NULL: DWARF is read into the heap */
         uint64_t peak_bytes; /* see symbolizer_peak_bytes */
         struct kernel_table kernel;
@@ -46,6 +47,14 @@ struct symbolizer {
  * reopen costs little: libc's is copied and mapped in about 50 ms, and only
  * the CUs then asked for are read again. */
 #define DWARF_IDLE_NS (UINT64_C(60) * 1000000000)
+
+/* Trims in a row at which no tracked process mapped a file before it is
+ * evicted whatever the budget: a minute at the default drain interval. A
+ * build host runs thousands of programs that exit within seconds (each
+ * rebuild a new file); without this their symbol tables filled the budget
+ * and stayed. A process mapping it again later loads it again (a few ms
+ * for a symbol table; what DWARF answered is in the store). */
+#define UNMAPPED_TRIMS_MAX 6
 
 int symbolizer_new(symbolizer **ret) {
         symbolizer *s;
@@ -298,10 +307,41 @@ void symbolizer_drop_pages(symbolizer *s) {
                         sym_file_drop_pages(s->files[i]);
 }
 
+void symbolizer_mark_begin(symbolizer *s) {
+        s->marking = true;
+}
+
+void symbolizer_mark_mapped(symbolizer *s, const sym_file *f) {
+        if (f)
+                sym_file_set_mapped(f);
+}
+
+/* With marking: evicts the files no tracked process mapped at the last
+ * UNMAPPED_TRIMS_MAX trims. No pointer to them is held (the marks say so),
+ * so the generation stays. Returns the number evicted. */
+static size_t symbolizer_evict_unmapped(symbolizer *s) {
+        size_t n_kept = 0, n_evicted = 0;
+
+        if (!s->marking)
+                return 0;
+        s->marking = false;
+        for (size_t i = 0; i < s->n_files; i++) {
+                sym_file *f = s->files[i];
+
+                if (sym_file_count_unmapped(f) >= UNMAPPED_TRIMS_MAX) {
+                        symbolizer_evict(s, f);
+                        n_evicted++;
+                } else
+                        s->files[n_kept++] = f;
+        }
+        s->n_files = n_kept;
+        return n_evicted;
+}
+
 size_t symbolizer_trim(symbolizer *s) {
         struct timespec ts;
         uint64_t total, now_ns;
-        size_t n_evicted = 0, n_kept = 0, n_closed = 0;
+        size_t n_evicted = 0, n_kept = 0, n_closed = 0, n_unmapped;
 
         /* Idle DWARF goes whatever the budget; the pages of the rest are
          * given back (the next drain faults in what it reads). */
@@ -309,6 +349,7 @@ size_t symbolizer_trim(symbolizer *s) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now_ns = (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
         kernel_table_drop_pages(&s->kernel);
+        n_unmapped = symbolizer_evict_unmapped(s);
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
 
@@ -322,8 +363,8 @@ size_t symbolizer_trim(symbolizer *s) {
 
         total = symbolizer_files_bytes(s);
         if (total <= s->budget) {
-                symbolizer_give_back(n_closed);
-                return 0;
+                symbolizer_give_back(n_closed + n_unmapped);
+                return n_unmapped;
         }
         /* Oldest first; the survivors stay in that order, which is as good
          * as any (the array has no order of its own). */
@@ -352,8 +393,8 @@ size_t symbolizer_trim(symbolizer *s) {
         s->n_files = n_kept;
         if (n_evicted > 0)
                 s->generation++;
-        symbolizer_give_back(n_closed + n_evicted);
-        return n_evicted;
+        symbolizer_give_back(n_closed + n_evicted + n_unmapped);
+        return n_evicted + n_unmapped;
 }
 
 int symbolizer_load_kallsyms(symbolizer *s, const char *path) {

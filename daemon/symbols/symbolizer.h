@@ -94,7 +94,15 @@ void symbolizer_set_cache_budget(symbolizer *s, uint64_t bytes);
  * trees, resolved addresses; what the budget bounds) and the kernel's
  * table (exact, outside the budget). */
 uint64_t symbolizer_cache_bytes(const symbolizer *s);
-/* Between drains: closes DWARF unused for a minute, gives back the
+/* Marking, before a trim: symbolizer_mark_begin, then
+ * symbolizer_mark_mapped for the file of every mapping of every process
+ * still tracked (NULL is ignored). The trim then evicts the files that no
+ * tracked process mapped at the last six trims (a minute at the default
+ * interval), whatever the budget; without marking it does not. */
+void symbolizer_mark_begin(symbolizer *s);
+void symbolizer_mark_mapped(symbolizer *s, const sym_file *f);
+/* Between drains: evicts the files no tracked process maps (above), closes
+ * DWARF unused for a minute, gives back the
  * resident pages of the mapped copies, then, while the estimate is over
  * the budget, closes the DWARF of least recently used files (loaded,
  * looked up or resolved) and, if that is not enough, evicts whole files
@@ -123,8 +131,10 @@ int64_t symbolizer_release_copies(symbolizer *s);
 /* Forgets every file's sym_file_mark_stored (the store deleted locations).
  * Returns 0 or -ENOMEM. */
 int symbolizer_forget_stored(symbolizer *s);
-/* Changes whenever symbolizer_trim evicted something: a caller that keeps
- * sym_file pointers across trims (per mapping) reloads them when it moved. */
+/* Changes whenever symbolizer_trim evicted a file for the budget: a caller
+ * that keeps sym_file pointers across trims (per mapping) reloads them when
+ * it moved. The files evicted for being unmapped are none that a marked
+ * mapping points to, so they do not change it. */
 uint64_t symbolizer_generation(const symbolizer *s);
 
 /* (Re)reads a kallsyms-format file (normally /proc/kallsyms, which shows real

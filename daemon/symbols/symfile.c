@@ -57,6 +57,8 @@ struct sym_file {
         uint64_t last_used; /* *clock when last loaded, looked up or resolved */
         const char *const *scratch_dir; /* the owner's: where DWARF copies go (NULL: none) */
         uint64_t dwarf_used_ns; /* CLOCK_MONOTONIC when its DWARF (or what it gave) last answered */
+        bool mapped; /* a tracked process maps it (symbolizer_mark_mapped), since the last trim */
+        unsigned unmapped_trims; /* trims in a row at which no tracked process mapped it */
 
         char *build_id;
         struct load_segment *segments;
@@ -139,6 +141,16 @@ void sym_file_touch(const sym_file *f) {
 
 uint64_t sym_file_last_used(const sym_file *f) {
         return f->last_used;
+}
+
+void sym_file_set_mapped(const sym_file *f) {
+        ((sym_file *) f)->mapped = true;
+}
+
+unsigned sym_file_count_unmapped(sym_file *f) {
+        f->unmapped_trims = f->mapped ? 0 : f->unmapped_trims + 1;
+        f->mapped = false;
+        return f->unmapped_trims;
 }
 
 uint64_t sym_file_bytes(const sym_file *f) {

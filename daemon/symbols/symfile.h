@@ -148,6 +148,11 @@ void sym_file_unindex(sym_file *f, hashmap *by_stat, hashmap *by_build_id);
 void sym_file_touch(const sym_file *f);
 /* The owner's clock when f was last loaded, looked up or resolved. */
 uint64_t sym_file_last_used(const sym_file *f);
+/* Notes that a tracked process maps f (the owner's marking round). */
+void sym_file_set_mapped(const sym_file *f);
+/* At a trim with marking: the number of trims in a row, this one included,
+ * at which no tracked process mapped f (0 when one did), and a new round. */
+unsigned sym_file_count_unmapped(sym_file *f);
 /* The estimated heap f holds: symbol tables, names, keys, libdw's tables
  * of opened DWARF (and its sections when they are read rather than mapped,
  * see dwarf_index_open), scope trees, resolved addresses. */

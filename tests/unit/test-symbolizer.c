@@ -291,6 +291,44 @@ static void test_cache_survives_deletion(struct fixture *stripped, const char *s
         CHECK(original == f);
 }
 
+/* A file no tracked process mapped at six trims in a row is evicted
+ * whatever the budget, without moving the generation (nobody holds it);
+ * one marked at any of them stays, and without marking nothing goes. */
+static void test_unmapped_files_evicted(const char *full_path) {
+        _cleanup_(symbolizer_freep) symbolizer *s = NULL;
+        const sym_file *own = NULL, *fixture = NULL, *again = NULL;
+        uint64_t generation, both, own_only;
+
+        CHECK_INT_EQ(symbolizer_new(&s), 0);
+        CHECK_INT_EQ(symbolizer_load_file(s, "/proc/self/exe", &own), 0);
+        own_only = symbolizer_cache_bytes(s);
+        CHECK_INT_EQ(symbolizer_load_file(s, full_path, &fixture), 0);
+        both = symbolizer_cache_bytes(s);
+        CHECK(both > own_only);
+        generation = symbolizer_generation(s);
+
+        for (int i = 0; i < 10; i++)
+                CHECK_INT_EQ(symbolizer_trim(s), 0);
+        CHECK_INT_EQ(symbolizer_cache_bytes(s), both);
+
+        /* The fixture marked at the third trim only: its count starts
+         * again, and it goes at the sixth trim after. */
+        for (int i = 1; i <= 9; i++) {
+                symbolizer_mark_begin(s);
+                symbolizer_mark_mapped(s, own);
+                symbolizer_mark_mapped(s, NULL);
+                if (i == 3)
+                        symbolizer_mark_mapped(s, fixture);
+                CHECK_INT_EQ(symbolizer_trim(s), i == 9 ? 1 : 0);
+                CHECK_INT_EQ(symbolizer_cache_bytes(s), i == 9 ? own_only : both);
+        }
+        CHECK_INT_EQ(symbolizer_generation(s), generation);
+        CHECK_INT_EQ(symbolizer_load_file(s, "/proc/self/exe", &again), 0);
+        CHECK(again == own);
+        CHECK_INT_EQ(symbolizer_load_file(s, full_path, &fixture), 0);
+        CHECK_INT_EQ(symbolizer_cache_bytes(s), both);
+}
+
 static void test_kallsyms(void) {
         static const char table[] =
                 "ffffffff81000000 T _stext\n"
@@ -629,6 +667,7 @@ int main(int argc, char *argv[]) {
                 test_build_id_matches_loader_and_dedups(&stripped, stripped_path, full_path);
                 test_cache_survives_deletion(&stripped, stripped_path);
         }
+        test_unmapped_files_evicted(full_path);
         test_kallsyms();
         test_kallsyms_mapped();
         test_kallsyms_blocks();
