@@ -710,7 +710,7 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
                 return k;
         /* libdw skips a 4-byte string offset some producers (CUBINs) put
          * last, and insists the header ends where it says. */
-        if (header.p == c.p + header_length - 4)
+        if (header_length >= 4 && header.p == c.p + header_length - 4)
                 header.p += 4;
         if (header.p != c.p + header_length)
                 return -EINVAL;
