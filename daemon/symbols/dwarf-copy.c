@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -40,6 +41,41 @@ bool dwarf_copy_fits(const char *dir, uint64_t size) {
         avail = (uint64_t) vfs.f_bavail * vfs.f_frsize;
         total = (uint64_t) vfs.f_blocks * vfs.f_frsize;
         return avail >= size && avail - size >= COPY_FREE_MARGIN + total / 20;
+}
+
+/* The largest write scratch_map makes (see dwarf-copy.h). */
+#define SCRATCH_WRITE_CHUNK (64 * 1024)
+
+int scratch_map(const char *dir, const void *const *bufs, const size_t *sizes, size_t n, void **ret_map,
+                size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+        size_t total = 0, off = 0;
+        void *map;
+
+        for (size_t i = 0; i < n; i++)
+                total += sizes[i];
+        if (total == 0)
+                return -EINVAL;
+        if (!dwarf_copy_fits(dir, total))
+                return -ENOSPC;
+        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        for (size_t i = 0; i < n; i++)
+                for (size_t done = 0; done < sizes[i]; done += SCRATCH_WRITE_CHUNK) {
+                        size_t len = MIN(sizes[i] - done, (size_t) SCRATCH_WRITE_CHUNK);
+                        int r = pwrite_all(fd, (const char *) bufs[i] + done, len, off);
+
+                        if (r < 0)
+                                return r;
+                        off += len;
+                }
+        map = mmap(NULL, total, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED)
+                return negative_errno();
+        *ret_map = map;
+        *ret_size = total;
+        return 0;
 }
 
 /* One kept section: where its bytes are in the source, where they go. */

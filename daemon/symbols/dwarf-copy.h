@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Writes the .debug_* sections of the ELF file open as src_fd, decompressed
@@ -37,3 +38,13 @@ int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size
  * puts next to its store instead of in its heap (the copies, and the
  * kernel's symbol table, kallsyms.h). */
 bool dwarf_copy_fits(const char *dir, uint64_t size);
+
+/* Copies n buffers, one after the other, into a new unlinked file in dir
+ * (when dwarf_copy_fits) and maps it read-only and private: *ret_map and
+ * *ret_size (the sum of sizes). Written 64 KiB at a time: the page cache
+ * keeps a write's bytes in folios up to the write's size, and a fault on
+ * the mapping maps a whole folio, so written at once a table became
+ * resident within a few lookups. Returns 0, -ENOSPC (no room), or a
+ * negative errno from the file or the mapping. */
+int scratch_map(const char *dir, const void *const *bufs, const size_t *sizes, size_t n, void **ret_map,
+                size_t *ret_size);

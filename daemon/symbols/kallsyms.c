@@ -27,12 +27,6 @@
  * of them would fault in pages across the whole array: ~2 MiB). */
 #define KERNEL_BLOCK_SYMS 256
 
-/* Writes of at most this much: the page cache keeps what a write brings
- * in folios up to the write's size, and a fault on a mapping of the file
- * maps a whole folio. Written at once, the table's 5 MiB came to be
- * resident within a few lookups; in 64 KiB writes a lookup maps 64 KiB
- * (the kernel's fault-around). */
-#define KERNEL_WRITE_CHUNK (64 * 1024)
 
 void kernel_table_done(struct kernel_table *t) {
         if (t->map)
@@ -59,46 +53,26 @@ uint64_t kernel_table_bytes(const struct kernel_table *t) {
         return index + (t->map ? 0 : t->n_syms * sizeof(*t->syms) + t->names_size);
 }
 
-static int pwrite_chunked(int fd, const void *buf, size_t n, uint64_t off) {
-        for (size_t done = 0; done < n; done += KERNEL_WRITE_CHUNK) {
-                int r = pwrite_all(fd, (const char *) buf + done, MIN(n - done, (size_t) KERNEL_WRITE_CHUNK),
-                                   off + done);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 uint64_t kernel_table_mapped_bytes(const struct kernel_table *t) {
         return t->map ? t->map_size : 0;
 }
 
 int kernel_table_map(struct kernel_table *t, const char *dir) {
-        size_t syms_size = t->n_syms * sizeof(*t->syms), size = syms_size + t->names_size;
-        _cleanup_close_ int fd = -1;
+        /* the names after the 16-byte entries: both stay aligned */
+        const void *bufs[] = { t->syms, t->names };
+        size_t sizes[] = { t->n_syms * sizeof(*t->syms), t->names_size }, size;
         void *map;
         int r;
 
         if (t->map || t->n_syms == 0)
                 return 0;
-        if (!dwarf_copy_fits(dir, size))
-                return -ENOSPC;
-        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return negative_errno();
-        /* the names after the 16-byte entries: both stay aligned */
-        r = pwrite_chunked(fd, t->syms, syms_size, 0);
-        if (r >= 0)
-                r = pwrite_chunked(fd, t->names, t->names_size, syms_size);
+        r = scratch_map(dir, bufs, sizes, ELEMENTSOF(bufs), &map, &size);
         if (r < 0)
                 return r;
-        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED)
-                return negative_errno();
         free(t->syms);
         free(t->names);
         t->syms = map;
-        t->names = (char *) map + syms_size;
+        t->names = (char *) map + sizes[0];
         t->map = map;
         t->map_size = size;
         return 0;
