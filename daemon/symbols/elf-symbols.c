@@ -4,15 +4,71 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "bsearch.h"
+#include "dwarf-copy.h"
 #include "helpers.h"
 #include "macro.h"
 
 void func_table_done(struct func_table *t) {
         free(t->syms);
-        free(t->names);
+        if (t->names_mapped)
+                munmap(t->names, t->names_len);
+        else
+                free(t->names);
         *t = (struct func_table) {};
+}
+
+/* Points the symbols' names at the same offsets in to, and names too. */
+static void func_table_rebase(struct func_table *t, char *to) {
+        const char *from = t->names;
+
+        for (size_t i = 0; i < t->n_syms; i++) {
+                t->syms[i].name = to + (t->syms[i].name - from);
+                t->syms[i].dwfl_name = to + (t->syms[i].dwfl_name - from);
+        }
+        t->names = to;
+}
+
+int func_table_map(struct func_table *t, const char *dir, size_t min_bytes) {
+        const void *bufs[] = { t->names };
+        size_t sizes[] = { t->names_len }, size;
+        char *old = t->names;
+        void *map;
+        int r;
+
+        if (t->names_mapped || t->names_len == 0 || t->names_len < min_bytes)
+                return 0;
+        r = scratch_map(dir, bufs, sizes, ELEMENTSOF(bufs), &map, &size);
+        if (r < 0)
+                return r;
+        func_table_rebase(t, map);
+        free(old);
+        t->names_mapped = true;
+        return 0;
+}
+
+int64_t func_table_unmap(struct func_table *t) {
+        char *old = t->names, *names;
+
+        if (!t->names_mapped)
+                return 0;
+        names = malloc(t->names_len);
+        if (!names)
+                return -ENOMEM;
+        memcpy(names, old, t->names_len);
+        func_table_rebase(t, names);
+        munmap(old, t->names_len);
+        t->names_mapped = false;
+        return (int64_t) t->names_len;
+}
+
+void func_table_drop_pages(const struct func_table *t) {
+        /* a private read-only file mapping never written: the pages only
+         * leave us, the file keeps them */
+        if (t->names_mapped)
+                (void) madvise(t->names, t->names_len, MADV_DONTNEED);
 }
 
 int elf_check_headers(Elf *e, const GElf_Ehdr *ehdr) {

@@ -303,8 +303,7 @@ static void symbolizer_evict(symbolizer *s, sym_file *f) {
 void symbolizer_drop_pages(symbolizer *s) {
         kernel_table_drop_pages(&s->kernel);
         for (size_t i = 0; i < s->n_files; i++)
-                if (sym_file_dwarf_is_open(s->files[i]))
-                        sym_file_drop_pages(s->files[i]);
+                sym_file_drop_pages(s->files[i]);
 }
 
 void symbolizer_mark_begin(symbolizer *s) {
@@ -353,12 +352,9 @@ size_t symbolizer_trim(symbolizer *s) {
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
 
-                if (!sym_file_dwarf_is_open(f))
-                        continue;
-                if (now_ns - sym_file_dwarf_used_ns(f) >= DWARF_IDLE_NS)
+                if (sym_file_dwarf_is_open(f) && now_ns - sym_file_dwarf_used_ns(f) >= DWARF_IDLE_NS)
                         n_closed += sym_file_close_dwarf(f) > 0;
-                else
-                        sym_file_drop_pages(f);
+                sym_file_drop_pages(f);
         }
 
         total = symbolizer_files_bytes(s);

@@ -18,7 +18,8 @@
  * its budget; with a scratch directory its sections are read through a
  * mapping of a decompressed private copy, not the heap; the copy (disk,
  * next to the store) is kept while the file stays cached, unless the disk
- * fills (symbolizer_release_copies). */
+ * fills (symbolizer_release_copies). Symbol names of 64 KiB or more are
+ * kept the same way (func_table_map). */
 #pragma once
 
 #include <stdbool.h>
@@ -110,8 +111,9 @@ void symbolizer_mark_mapped(symbolizer *s, const sym_file *f);
  * every sym_file pointer of an evicted file: call it when no frame of the
  * last drain is still being used. Returns the number of files evicted. */
 size_t symbolizer_trim(symbolizer *s);
-/* Lets the kernel take back the resident pages of every mapped DWARF copy
- * and of the kernel's table (symbolizer_trim does it too). Strings stay
+/* Lets the kernel take back the resident pages of every mapped DWARF copy,
+ * of mapped symbol names and of the kernel's table (symbolizer_trim does
+ * it too). Strings stay
  * valid: what is read again faults back in from the page cache. */
 void symbolizer_drop_pages(symbolizer *s);
 /* The size of the DWARF copies and of the kernel's table mapped now (file
@@ -123,8 +125,8 @@ uint64_t symbolizer_mapped_bytes(const symbolizer *s);
  * (the cache only grows between trims, so this is a drain's peak). */
 uint64_t symbolizer_peak_bytes(const symbolizer *s);
 /* The disk the copies take is wanted (the store's filesystem is full):
- * closes every file's DWARF and its copy, and brings the kernel's table
- * back into the heap; the next open makes a copy only if there is room
+ * closes every file's DWARF and its copy, and brings mapped symbol names
+ * and the kernel's table back into the heap; the next open makes a copy only if there is room
  * again (the kernel's table: the next load). Invalidates strings as symbolizer_trim does.
  * Returns the bytes given back, or -ENOMEM. */
 int64_t symbolizer_release_copies(symbolizer *s);

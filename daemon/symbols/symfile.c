@@ -248,9 +248,16 @@ int sym_file_new(const struct sym_file_origin *o, Elf *e, int *fd, const struct 
         r = sym_file_find_debug_info(f, o, e, fd, st);
         if (r < 0)
                 return r;
+        /* Large name tables go next to the store, as the DWARF copies do;
+         * without room they stay in the heap. */
+        if (f->scratch_dir && *f->scratch_dir) {
+                r = func_table_map(&f->funcs, *f->scratch_dir, FUNC_NAMES_MAP_MIN);
+                if (r == -ENOMEM)
+                        return r;
+        }
         f->base_bytes += sizeof(*f) + FILE_OVERHEAD_BYTES +
                 f->n_segments * sizeof(*f->segments) +
-                f->funcs.n_syms * sizeof(*f->funcs.syms) + f->funcs.names_len +
+                f->funcs.n_syms * sizeof(*f->funcs.syms) + (f->funcs.names_mapped ? 0 : f->funcs.names_len) +
                 (f->build_id ? strlen(f->build_id) + 1 + HASH_ENTRY_BYTES : 0) +
                 (f->dwarf.path ? strlen(f->dwarf.path) + 1 : 0);
         *ret = TAKE_PTR(f);
@@ -550,42 +557,64 @@ uint64_t sym_file_dwarf_used_ns(const sym_file *f) {
         return f->dwarf_used_ns;
 }
 
-int sym_file_close_dwarf(sym_file *f) {
+/* Forgets the resolved frame chains and demangled names, which point into
+ * the DWARF's strings and the symbol names; the markers do not, and the
+ * addresses they stand for need neither. Returns 0 or -ENOMEM. */
+static int sym_file_forget_names(sym_file *f) {
         const void *key;
         void *value;
         size_t state = 0;
         int r;
 
-        if (!dwarf_index_is_open(&f->dwarf))
-                return 0;
-        /* The frame chains point into the DWARF's strings; the markers do
-         * not, and the addresses they stand for need no DWARF. */
         r = sym_file_filter_resolved(f, resolved_is_marker);
         if (r < 0)
                 return r;
-        /* Keyed by name pointers, some of them into the DWARF. */
+        /* Keyed by name pointers. */
         if (f->demangled)
                 while (hashmap_iterate(f->demangled, &state, &key, &value))
                         if (value != key)
                                 free(value);
         f->demangled = hashmap_free(f->demangled);
         f->demangled_bytes = 0;
+        return 0;
+}
+
+int sym_file_close_dwarf(sym_file *f) {
+        int r;
+
+        if (!dwarf_index_is_open(&f->dwarf))
+                return 0;
+        r = sym_file_forget_names(f);
+        if (r < 0)
+                return r;
         dwarf_index_close(&f->dwarf);
         return 1;
 }
 
 void sym_file_drop_pages(sym_file *f) {
         dwarf_index_drop_pages(&f->dwarf);
+        func_table_drop_pages(&f->funcs);
 }
 
 uint64_t sym_file_mapped_bytes(const sym_file *f) {
-        return f->dwarf.map_size;
+        return f->dwarf.map_size + (f->funcs.names_mapped ? f->funcs.names_len : 0);
 }
 
 int64_t sym_file_release_copy(sym_file *f) {
+        int64_t names;
         int r = sym_file_close_dwarf(f);
 
         if (r < 0)
                 return r;
-        return (int64_t) dwarf_index_release_copy(&f->dwarf);
+        /* The names move: nothing may point into them. */
+        if (f->funcs.names_mapped) {
+                r = sym_file_forget_names(f);
+                if (r < 0)
+                        return r;
+        }
+        names = func_table_unmap(&f->funcs);
+        if (names < 0)
+                return names;
+        f->base_bytes += (uint64_t) names;
+        return names + (int64_t) dwarf_index_release_copy(&f->dwarf);
 }

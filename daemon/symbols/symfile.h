@@ -171,10 +171,12 @@ uint64_t sym_file_dwarf_used_ns(const sym_file *f);
  * was open, 0 when not, -ENOMEM (then it stays open). */
 int sym_file_close_dwarf(sym_file *f);
 /* Drops the resident pages of f's mapped DWARF copy (see
- * dwarf_index_drop_pages). */
+ * dwarf_index_drop_pages) and of its mapped symbol names
+ * (func_table_map). */
 void sym_file_drop_pages(sym_file *f);
-/* The size of f's DWARF copy mapped now (0: none mapped). */
+/* The size of f's DWARF copy and symbol names mapped now (0: none). */
 uint64_t sym_file_mapped_bytes(const sym_file *f);
-/* Closes f's DWARF and its copy, giving the copy's disk space back.
- * Returns the bytes given back, or -ENOMEM (then it stays open). */
+/* Closes f's DWARF and its copy, and brings mapped symbol names back into
+ * the heap, giving their disk space back. Returns the bytes given back,
+ * or -ENOMEM (then the DWARF stays open, or the names mapped). */
 int64_t sym_file_release_copy(sym_file *f);

@@ -45,6 +45,7 @@ void *fixture_static_address(void) {
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf-symbols.h"
 #include "helpers.h"
 #include "kallsyms.h"
 #include "macro.h"
@@ -289,6 +290,113 @@ static void test_cache_survives_deletion(struct fixture *stripped, const char *s
         CHECK_INT_EQ(symbolizer_load_file(s, copy, &original), -ENOENT);
         CHECK_INT_EQ(symbolizer_load_file(s, stripped_path, &original), 0);
         CHECK(original == f);
+}
+
+/* Every symbol's two names are the strings saved, and lie in t->names. */
+static void check_func_names(const struct func_table *t, char *const *names, char *const *dwfl_names) {
+        for (size_t i = 0; i < t->n_syms; i++) {
+                CHECK_STR_EQ(t->syms[i].name, names[i]);
+                CHECK_STR_EQ(t->syms[i].dwfl_name, dwfl_names[i]);
+                CHECK(t->syms[i].name >= t->names && t->syms[i].name < t->names + t->names_len);
+                CHECK(t->syms[i].dwfl_name >= t->names && t->syms[i].dwfl_name < t->names + t->names_len);
+        }
+}
+
+/* Symbol names moved out of the heap into a mapped file and back: the
+ * same strings at every step, their pages dropped in between. */
+static void test_func_names_mapped(void) {
+        _cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        struct func_table t = {};
+        char **names, **dwfl_names;
+        Elf *e;
+
+        CHECK(elf_version(EV_CURRENT) != EV_NONE);
+        e = elf_begin(fd, ELF_C_READ, NULL);
+        CHECK(e);
+        CHECK_INT_EQ(elf_read_functions(e, false, &t), 0);
+        elf_end(e);
+        CHECK(t.n_syms > 100);
+        names = calloc(t.n_syms, sizeof(*names));
+        dwfl_names = calloc(t.n_syms, sizeof(*dwfl_names));
+        CHECK(names && dwfl_names);
+        if (!names || !dwfl_names)
+                return;
+        for (size_t i = 0; i < t.n_syms; i++) {
+                names[i] = strdup(t.syms[i].name);
+                dwfl_names[i] = strdup(t.syms[i].dwfl_name);
+        }
+
+        /* Below the size asked for: stays in the heap. */
+        CHECK_INT_EQ(func_table_map(&t, tmpdir, t.names_len + 1), 0);
+        CHECK(!t.names_mapped);
+        CHECK_INT_EQ(func_table_map(&t, tmpdir, 0), 0);
+        CHECK(t.names_mapped);
+        check_func_names(&t, names, dwfl_names);
+        func_table_drop_pages(&t);
+        check_func_names(&t, names, dwfl_names);
+        CHECK_INT_EQ(func_table_map(&t, tmpdir, 0), 0); /* already: nothing */
+        CHECK_INT_EQ(func_table_unmap(&t), (int64_t) t.names_len);
+        CHECK(!t.names_mapped);
+        check_func_names(&t, names, dwfl_names);
+        CHECK_INT_EQ(func_table_unmap(&t), 0);
+        /* No room: refused, nothing changes. */
+        CHECK(func_table_map(&t, "/nonexistent-profd-dir", 0) < 0);
+        CHECK(!t.names_mapped);
+        check_func_names(&t, names, dwfl_names);
+
+        for (size_t i = 0; i < t.n_syms; i++) {
+                free(names[i]);
+                free(dwfl_names[i]);
+        }
+        free(names);
+        free(dwfl_names);
+        func_table_done(&t);
+}
+
+/* A library with over 64 KiB of symbol names (libstdc++'s exports, which
+ * g++ brings) keeps them mapped next to the scratch directory, outside the
+ * budget's heap; a full disk brings them back, and every name resolves
+ * the same before and after (the resolved frames pointing into the
+ * mapping were forgotten first). */
+static void test_names_mapped_in_symbolizer(void) {
+        _cleanup_(symbolizer_freep) symbolizer *s = NULL;
+        const char *function = "_ZNSt9bad_allocD0Ev";
+        struct sym_frame frames[4];
+        const sym_file *f = NULL;
+        uint64_t heap, off;
+        Dl_info info;
+        void *handle, *addr;
+
+        handle = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+        if (!handle) {
+                printf("names mapped: skipped, no libstdc++.so.6 (%s)\n", dlerror());
+                return;
+        }
+        addr = dlsym(handle, function);
+        CHECK(addr && dladdr(addr, &info) && info.dli_fname);
+        if (!addr || !info.dli_fname)
+                goto out;
+        off = file_offset_of(addr);
+        CHECK_INT_EQ(symbolizer_new(&s), 0);
+        CHECK_INT_EQ(symbolizer_set_scratch_dir(s, tmpdir), 0);
+        CHECK_INT_EQ(symbolizer_load_file(s, info.dli_fname, &f), 0);
+        CHECK(symbolizer_mapped_bytes(s) >= FUNC_NAMES_MAP_MIN);
+        heap = symbolizer_cache_bytes(s);
+        CHECK_STR_EQ(sym_file_lookup(f, off), function);
+        CHECK_INT_EQ(sym_file_resolve(s, f, off, frames, ELEMENTSOF(frames)), 1);
+        CHECK_STR_EQ(frames[0].raw_function, function);
+        symbolizer_drop_pages(s);
+        CHECK_STR_EQ(sym_file_lookup(f, off), function);
+
+        CHECK(symbolizer_release_copies(s) >= FUNC_NAMES_MAP_MIN);
+        CHECK_INT_EQ(symbolizer_mapped_bytes(s), 0);
+        CHECK(symbolizer_cache_bytes(s) >= heap + FUNC_NAMES_MAP_MIN);
+        CHECK_STR_EQ(sym_file_lookup(f, off), function);
+        CHECK_INT_EQ(sym_file_resolve(s, f, off, frames, ELEMENTSOF(frames)), 1);
+        CHECK_STR_EQ(frames[0].raw_function, function);
+        CHECK_STR_EQ(frames[0].function, "std::bad_alloc::~bad_alloc()");
+out:
+        dlclose(handle);
 }
 
 /* A file no tracked process mapped at six trims in a row is evicted
@@ -668,6 +776,8 @@ int main(int argc, char *argv[]) {
                 test_cache_survives_deletion(&stripped, stripped_path);
         }
         test_unmapped_files_evicted(full_path);
+        test_func_names_mapped();
+        test_names_mapped_in_symbolizer();
         test_kallsyms();
         test_kallsyms_mapped();
         test_kallsyms_blocks();
