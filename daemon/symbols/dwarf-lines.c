@@ -413,6 +413,15 @@ static int emit_row(struct raw_row **rows, size_t *n, size_t *allocated, const s
             st->isa > UINT8_MAX || st->op_index > UINT8_MAX || st->is_stmt > 1 || st->discriminator >= (UINT64_C(1) << 24) ||
             *n >= UINT32_MAX)
                 return -EINVAL;
+        /* A row right after one at the same address, both ends or neither,
+         * sorts right after it and hides it from every lookup: take its
+         * place (compilers emit many: views, is_stmt changes). */
+        if (*n > 0 && (*rows)[*n - 1].addr == st->addr &&
+            !!((*rows)[*n - 1].file_end & ROW_END) == end) {
+                (*rows)[*n - 1].line = (int32_t) st->line;
+                (*rows)[*n - 1].file_end = (uint32_t) st->file | (end ? ROW_END : 0);
+                return 0;
+        }
         k = array_grow((void **) rows, allocated, *n + 1, sizeof(**rows));
         if (k < 0)
                 return k;
