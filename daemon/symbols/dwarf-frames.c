@@ -166,28 +166,11 @@ static int dwarf_index_read_cu_runs(struct dwarf_index *d) {
  * .debug_str and .debug_line_str up to a NUL, past the end of a crafted
  * section; files whose DWARF fails this are resolved without it. */
 static bool elf_string_sections_terminated(Elf *e) {
-        Elf_Scn *scn = NULL;
-        size_t shstrndx;
+        /* libdw decompressed them already; these are the same buffers. */
+        struct line_sections s = line_sections_of(e);
 
-        if (!e || elf_getshdrstrndx(e, &shstrndx) < 0)
-                return false;
-        while ((scn = elf_nextscn(e, scn))) {
-                GElf_Shdr shdr;
-                const char *name;
-                Elf_Data *data;
-
-                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
-                        continue;
-                name = elf_strptr(e, shstrndx, shdr.sh_name);
-                if (!name || (!streq(name, ".debug_str") && !streq(name, ".debug_line_str")))
-                        continue;
-                /* libdw decompressed it already; this is the same buffer. */
-                data = elf_getdata(scn, NULL);
-                if (data && data->d_size > 0 &&
-                    (!data->d_buf || ((const char *) data->d_buf)[data->d_size - 1] != '\0'))
-                        return false;
-        }
-        return true;
+        return e && (s.str_size == 0 || s.str[s.str_size - 1] == '\0') &&
+               (s.line_str_size == 0 || s.line_str[s.line_str_size - 1] == '\0');
 }
 
 /* Maps the decompressed copy of d's DWARF sections, made now if there is

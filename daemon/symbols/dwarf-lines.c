@@ -83,6 +83,13 @@ static int64_t read_sleb(struct cursor *c) {
         return 0;
 }
 
+/* A ULEB128 operand for a register libdw keeps in an unsigned int: false
+ * past the data, or past 32 bits (where libdw would truncate it). */
+static bool read_register(struct cursor *c, uint64_t *reg) {
+        *reg = read_uleb(c);
+        return !c->bad && *reg <= UINT32_MAX;
+}
+
 /* Little-endian, as every target profd runs on. */
 static uint64_t read_fixed(struct cursor *c, size_t n) {
         uint64_t v = 0;
@@ -124,22 +131,20 @@ static bool read_form(struct cursor *c, uint64_t form, unsigned offset_size, con
                 return true;
         }
         case DW_FORM_line_strp:
-                *ret_string = string_at(s->line_str, s->line_str_size, read_fixed(c, offset_size));
+        case DW_FORM_strp: {
+                bool line_str = form == DW_FORM_line_strp;
+
+                *ret_string = string_at(line_str ? s->line_str : s->str, line_str ? s->line_str_size : s->str_size,
+                                        read_fixed(c, offset_size));
                 return !c->bad;
-        case DW_FORM_strp:
-                *ret_string = string_at(s->str, s->str_size, read_fixed(c, offset_size));
-                return !c->bad;
+        }
         case DW_FORM_data1:
-                *ret_value = read_fixed(c, 1);
-                return !c->bad;
         case DW_FORM_data2:
-                *ret_value = read_fixed(c, 2);
-                return !c->bad;
         case DW_FORM_data4:
-                *ret_value = read_fixed(c, 4);
-                return !c->bad;
         case DW_FORM_data8:
-                *ret_value = read_fixed(c, 8);
+                *ret_value = read_fixed(c, form == DW_FORM_data1 ? 1 :
+                                           form == DW_FORM_data2 ? 2 :
+                                           form == DW_FORM_data4 ? 4 : 8);
                 return !c->bad;
         case DW_FORM_udata:
                 *ret_value = read_uleb(c);
@@ -277,100 +282,132 @@ static bool read_entry(struct cursor *c, const struct entry_format *f, unsigned 
         return true;
 }
 
-/* The include directories and file names of the header. */
-static int read_dirs_and_files(struct reader *r, struct cursor *c, unsigned version, unsigned offset_size,
-                               const char *comp_dir) {
+/* The number of DWARF 5 entries of format f that follow, as libdw checks
+ * it: none without a format, and at least a byte of each per entry. */
+static bool read_entry_count(struct cursor *c, const struct entry_format *f, uint64_t *ret) {
+        uint64_t n = read_uleb(c);
+
+        if (c->bad || (f->n == 0 && n != 0) || (f->n > 0 && n > (uint64_t) (c->end - c->p) / f->n))
+                return false;
+        *ret = n;
+        return true;
+}
+
+/* DWARF 2-4 include directories: directory 0 is the CU's compilation
+ * directory (NULL when it has none). */
+static int read_dirs4(struct cursor *c, const char *comp_dir, const char ***ret, size_t *ret_n) {
         _cleanup_free_ const char **dirs = NULL;
         size_t n_dirs = 0, allocated = 0;
         int k;
 
-        if (version < 5) {
-                /* Directory 0 is the CU's compilation directory, file 0 a
-                 * placeholder libdw names "???". */
-                k = array_grow((void **) &dirs, &allocated, 1, sizeof(*dirs));
+        k = array_grow((void **) &dirs, &allocated, 1, sizeof(*dirs));
+        if (k < 0)
+                return k;
+        dirs[n_dirs++] = comp_dir;
+        while (c->p < c->end && *c->p) {
+                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+
+                if (!nul)
+                        return -EINVAL;
+                k = array_grow((void **) &dirs, &allocated, n_dirs + 1, sizeof(*dirs));
                 if (k < 0)
                         return k;
-                dirs[n_dirs++] = comp_dir;
-                while (c->p < c->end && *c->p) {
-                        const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
-
-                        if (!nul)
-                                return -EINVAL;
-                        k = array_grow((void **) &dirs, &allocated, n_dirs + 1, sizeof(*dirs));
-                        if (k < 0)
-                                return k;
-                        dirs[n_dirs++] = (const char *) c->p;
-                        c->p = nul + 1;
-                }
-                if (read_u8(c) != 0 || c->bad)
-                        return -EINVAL;
-                r->dirs = dirs;
-                r->n_dirs = n_dirs;
-                k = reader_push_file(r, "???", false);
-                if (k < 0)
-                        return k;
-                while (c->p < c->end && *c->p) {
-                        const char *name = (const char *) c->p;
-                        const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
-                        uint64_t dir;
-
-                        if (!nul)
-                                return -EINVAL;
-                        c->p = nul + 1;
-                        dir = read_uleb(c);
-                        (void) read_uleb(c); /* mtime */
-                        (void) read_uleb(c); /* length */
-                        if (c->bad)
-                                return -EINVAL;
-                        k = reader_add_file(r, name, dir, false);
-                        if (k < 0)
-                                return k;
-                }
-                if (read_u8(c) != 0 || c->bad)
-                        return -EINVAL;
-        } else {
-                struct entry_format f;
-                uint64_t n;
-
-                if (!read_entry_format(c, &f) || (f.n > 0 && f.path < 0))
-                        return -EINVAL;
-                n = read_uleb(c);
-                if (c->bad || (f.n == 0 && n != 0) || (f.n > 0 && n > (uint64_t) (c->end - c->p) / f.n))
-                        return -EINVAL;
-                dirs = reallocarray(NULL, n ?: 1, sizeof(*dirs));
-                if (!dirs)
-                        return -ENOMEM;
-                for (n_dirs = 0; n_dirs < n; n_dirs++) {
-                        uint64_t unused;
-
-                        if (!read_entry(c, &f, offset_size, r->s, &dirs[n_dirs], &unused) || !dirs[n_dirs])
-                                return -EINVAL;
-                }
-                r->dirs = dirs;
-                r->n_dirs = n_dirs;
-                k = reader_push_file(r, "???", false);
-                if (k < 0)
-                        return k;
-                if (!read_entry_format(c, &f) || (f.n > 0 && (f.path < 0 || f.dir < 0)))
-                        return -EINVAL;
-                n = read_uleb(c);
-                if (c->bad || (f.n == 0 && n != 0) || (f.n > 0 && n > (uint64_t) (c->end - c->p) / f.n))
-                        return -EINVAL;
-                for (uint64_t i = 0; i < n; i++) {
-                        const char *name;
-                        uint64_t dir;
-
-                        if (!read_entry(c, &f, offset_size, r->s, &name, &dir) || !name || dir == UINT64_MAX)
-                                return -EINVAL;
-                        /* Entry 0 is the CU's own file, and takes the
-                         * placeholder's index. */
-                        k = reader_add_file(r, name, dir, i == 0);
-                        if (k < 0)
-                                return k;
-                }
+                dirs[n_dirs++] = (const char *) c->p;
+                c->p = nul + 1;
         }
-        r->dirs = NULL;
+        if (read_u8(c) != 0 || c->bad)
+                return -EINVAL;
+        *ret = TAKE_PTR(dirs);
+        *ret_n = n_dirs;
         return 0;
+}
+
+static int read_files4(struct reader *r, struct cursor *c) {
+        int k;
+
+        while (c->p < c->end && *c->p) {
+                const char *name = (const char *) c->p;
+                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+                uint64_t dir;
+
+                if (!nul)
+                        return -EINVAL;
+                c->p = nul + 1;
+                dir = read_uleb(c);
+                (void) read_uleb(c); /* mtime */
+                (void) read_uleb(c); /* length */
+                if (c->bad)
+                        return -EINVAL;
+                k = reader_add_file(r, name, dir, false);
+                if (k < 0)
+                        return k;
+        }
+        return read_u8(c) != 0 || c->bad ? -EINVAL : 0;
+}
+
+static int read_dirs5(struct cursor *c, unsigned offset_size, const struct line_sections *s, const char ***ret,
+                      size_t *ret_n) {
+        _cleanup_free_ const char **dirs = NULL;
+        struct entry_format f;
+        uint64_t n;
+
+        if (!read_entry_format(c, &f) || (f.n > 0 && f.path < 0) || !read_entry_count(c, &f, &n))
+                return -EINVAL;
+        dirs = reallocarray(NULL, n ?: 1, sizeof(*dirs));
+        if (!dirs)
+                return -ENOMEM;
+        for (uint64_t i = 0; i < n; i++) {
+                uint64_t unused;
+
+                if (!read_entry(c, &f, offset_size, s, &dirs[i], &unused) || !dirs[i])
+                        return -EINVAL;
+        }
+        *ret = TAKE_PTR(dirs);
+        *ret_n = n;
+        return 0;
+}
+
+static int read_files5(struct reader *r, struct cursor *c, unsigned offset_size) {
+        struct entry_format f;
+        uint64_t n;
+        int k;
+
+        if (!read_entry_format(c, &f) || (f.n > 0 && (f.path < 0 || f.dir < 0)) || !read_entry_count(c, &f, &n))
+                return -EINVAL;
+        for (uint64_t i = 0; i < n; i++) {
+                const char *name;
+                uint64_t dir;
+
+                if (!read_entry(c, &f, offset_size, r->s, &name, &dir) || !name || dir == UINT64_MAX)
+                        return -EINVAL;
+                /* Entry 0 is the CU's own file, and takes the
+                 * placeholder's index. */
+                k = reader_add_file(r, name, dir, i == 0);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* The include directories and file names of the header. */
+static int read_dirs_and_files(struct reader *r, struct cursor *c, unsigned version, unsigned offset_size,
+                               const char *comp_dir) {
+        _cleanup_free_ const char **dirs = NULL;
+        size_t n_dirs = 0;
+        int k;
+
+        k = version < 5 ? read_dirs4(c, comp_dir, &dirs, &n_dirs) : read_dirs5(c, offset_size, r->s, &dirs, &n_dirs);
+        if (k < 0)
+                return k;
+        r->dirs = dirs;
+        r->n_dirs = n_dirs;
+        /* File 0: libdw's "???" before DWARF 5; in 5 the first entry
+         * replaces it. */
+        k = reader_push_file(r, "???", false);
+        if (k >= 0)
+                k = version < 5 ? read_files4(r, c) : read_files5(r, c, offset_size);
+        r->dirs = NULL;
+        return k;
 }
 
 static int raw_row_compare(const void *a, const void *b) {
@@ -505,8 +542,7 @@ static int run_program(struct cursor *c, unsigned address_size, uint8_t default_
                                 if (opcode_base <= DW_LNE_set_discriminator ||
                                     opcode_lengths[DW_LNE_set_discriminator - 1] != 1)
                                         return -EINVAL;
-                                st.discriminator = read_uleb(c);
-                                if (c->bad || st.discriminator > UINT32_MAX)
+                                if (!read_register(c, &st.discriminator))
                                         return -EINVAL;
                                 break;
                         case DW_LNE_define_file:
@@ -530,8 +566,7 @@ static int run_program(struct cursor *c, unsigned address_size, uint8_t default_
                         break;
                 case DW_LNS_advance_pc:
                         EXPECT_OPERANDS(op, 1);
-                        u = read_uleb(c);
-                        if (c->bad || u > UINT32_MAX)
+                        if (!read_register(c, &u))
                                 return -EINVAL;
                         ADVANCE(u);
                         break;
@@ -544,14 +579,12 @@ static int run_program(struct cursor *c, unsigned address_size, uint8_t default_
                         break;
                 case DW_LNS_set_file:
                         EXPECT_OPERANDS(op, 1);
-                        st.file = read_uleb(c);
-                        if (c->bad || st.file > UINT32_MAX)
+                        if (!read_register(c, &st.file))
                                 return -EINVAL;
                         break;
                 case DW_LNS_set_column:
                         EXPECT_OPERANDS(op, 1);
-                        st.column = read_uleb(c);
-                        if (c->bad || st.column > UINT32_MAX)
+                        if (!read_register(c, &st.column))
                                 return -EINVAL;
                         break;
                 case DW_LNS_negate_stmt:
@@ -578,8 +611,7 @@ static int run_program(struct cursor *c, unsigned address_size, uint8_t default_
                         break;
                 case DW_LNS_set_isa:
                         EXPECT_OPERANDS(op, 1);
-                        st.isa = read_uleb(c);
-                        if (c->bad || st.isa > UINT32_MAX)
+                        if (!read_register(c, &st.isa))
                                 return -EINVAL;
                         break;
                 default:

@@ -110,6 +110,29 @@ static void prog_finish(struct prog *p) {
         memcpy(p->b, &len, 4);
 }
 
+/* Finishes p and reads it as .debug_line alone. */
+static int prog_read(struct prog *p, const char *comp_dir, struct line_table **ret) {
+        struct line_sections s = { .line = p->b, .line_size = p->n };
+
+        prog_finish(p);
+        *ret = line_table_free(*ret);
+        return line_table_read(&s, 0, comp_dir, 8, ret);
+}
+
+/* A DWARF 4 header without directories and with the one file a.c. */
+static size_t put_header4_one_file(struct prog *p) {
+        size_t at = put_header_start(p, 4);
+
+        put_u8(p, 0);
+        put_str(p, "a.c");
+        put_uleb(p, 0);
+        put_uleb(p, 0);
+        put_uleb(p, 0);
+        put_u8(p, 0);
+        header_finish(p, at);
+        return at;
+}
+
 static void op_set_address(struct prog *p, uint64_t addr) {
         put_u8(p, 0);
         put_u8(p, 9);
@@ -299,24 +322,12 @@ static void test_version5(void) {
 static void test_last_row_ends(void) {
         _cleanup_(line_table_freep) struct line_table *t = NULL;
         struct prog p = {};
-        struct line_sections s;
-        size_t at;
 
-        at = put_header_start(&p, 4);
-        put_u8(&p, 0);
-        put_str(&p, "a.c");
-        put_uleb(&p, 0);
-        put_uleb(&p, 0);
-        put_uleb(&p, 0);
-        put_u8(&p, 0);
-        header_finish(&p, at);
+        put_header4_one_file(&p);
         op_set_address(&p, 0x3000);
         put_u8(&p, DW_LNS_copy);
         op_special(&p, 1, 4);
-        prog_finish(&p);
-
-        s = (struct line_sections) { .line = p.b, .line_size = p.n };
-        CHECK_INT_EQ(line_table_read(&s, 0, "/d", 8, &t), 0);
+        CHECK_INT_EQ(prog_read(&p, "/d", &t), 0);
         check_find(t, 0x3000, "/d/a.c", 1);
         check_find(t, 0x3003, "/d/a.c", 1);
         check_find(t, 0x3004, NULL, 0);
@@ -330,10 +341,7 @@ static void test_left_to_libdw(void) {
         size_t at;
 
         /* DW_LNE_define_file */
-        at = put_header_start(&p, 4);
-        put_u8(&p, 0);
-        put_u8(&p, 0);
-        header_finish(&p, at);
+        put_header4_one_file(&p);
         op_set_address(&p, 0x1000);
         put_u8(&p, 0);
         put_u8(&p, 6);
@@ -344,9 +352,7 @@ static void test_left_to_libdw(void) {
         put_uleb(&p, 0);
         put_u8(&p, DW_LNS_copy);
         op_end_sequence(&p);
-        prog_finish(&p);
-        s = (struct line_sections) { .line = p.b, .line_size = p.n };
-        CHECK_INT_EQ(line_table_read(&s, 0, NULL, 8, &t), -EINVAL);
+        CHECK_INT_EQ(prog_read(&p, NULL, &t), -EINVAL);
 
         /* A version libdw does not read. */
         p = (struct prog) {};
@@ -354,9 +360,7 @@ static void test_left_to_libdw(void) {
         put_u8(&p, 0);
         put_u8(&p, 0);
         header_finish(&p, at);
-        prog_finish(&p);
-        s = (struct line_sections) { .line = p.b, .line_size = p.n };
-        CHECK_INT_EQ(line_table_read(&s, 0, NULL, 8, &t), -EINVAL);
+        CHECK_INT_EQ(prog_read(&p, NULL, &t), -EINVAL);
 
         /* A string form this reader does not read (strx1). */
         p = (struct prog) {};
@@ -369,35 +373,25 @@ static void test_left_to_libdw(void) {
         put_u8(&p, 0);
         put_uleb(&p, 0);
         header_finish(&p, at);
-        prog_finish(&p);
-        s = (struct line_sections) { .line = p.b, .line_size = p.n };
-        CHECK_INT_EQ(line_table_read(&s, 0, NULL, 8, &t), -EINVAL);
+        CHECK_INT_EQ(prog_read(&p, NULL, &t), -EINVAL);
 
         /* Cut short: every prefix of a good program that ends inside its
          * header is refused; a cut inside the program reads what is there. */
         p = (struct prog) {};
-        at = put_header_start(&p, 4);
-        put_u8(&p, 0);
-        put_str(&p, "a.c");
-        put_uleb(&p, 0);
-        put_uleb(&p, 0);
-        put_uleb(&p, 0);
-        put_u8(&p, 0);
-        header_finish(&p, at);
+        at = put_header4_one_file(&p);
         op_set_address(&p, 0x1000);
         put_u8(&p, DW_LNS_copy);
         op_advance_pc(&p, 2);
         op_end_sequence(&p);
-        prog_finish(&p);
+        CHECK_INT_EQ(prog_read(&p, NULL, &t), 0);
+        check_find(t, 0x1000, "a.c", 1);
+        t = line_table_free(t);
         for (size_t n = 0; n < at + 4 + 20; n++) {
                 s = (struct line_sections) { .line = p.b, .line_size = n };
                 CHECK_INT_EQ(line_table_read(&s, 0, NULL, 8, &t), -EINVAL);
         }
-        s = (struct line_sections) { .line = p.b, .line_size = p.n };
-        CHECK_INT_EQ(line_table_read(&s, 0, NULL, 8, &t), 0);
-        check_find(t, 0x1000, "a.c", 1);
         /* Past the section. */
-        t = line_table_free(t);
+        s = (struct line_sections) { .line = p.b, .line_size = p.n };
         CHECK_INT_EQ(line_table_read(&s, p.n, NULL, 8, &t), -EINVAL);
 }
 
