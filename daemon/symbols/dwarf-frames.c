@@ -173,6 +173,12 @@ static bool elf_string_sections_terminated(Elf *e) {
                (s.line_str_size == 0 || s.line_str[s.line_str_size - 1] == '\0');
 }
 
+static bool elf_little_endian(Elf *e) {
+        const char *ident = elf_getident(e, NULL);
+
+        return ident && ident[EI_DATA] == ELFDATA2LSB;
+}
+
 /* Maps the decompressed copy of d's DWARF sections, made now if there is
  * none yet and one can be made, and opens an Elf on it; else an Elf
  * reading d->fd into the heap. Returns 0 (d->elf NULL when neither works)
@@ -249,7 +255,10 @@ int dwarf_index_open(struct dwarf_index *d, const char *scratch_dir) {
                 d->failed = true;
                 return 0;
         }
-        d->sections = line_sections_of(d->elf);
+        /* Big-endian DWARF (a foreign binary run under emulation) is left
+         * to libdw, which swaps: no sections for the line-table reader. */
+        if (elf_little_endian(d->elf))
+                d->sections = line_sections_of(d->elf);
         /* Mapped sections are page cache, not heap. */
         d->bytes = d->map ? 0 : dwarf_estimate_bytes(d->elf);
         if (!d->runs_read) {

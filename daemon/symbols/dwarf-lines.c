@@ -90,7 +90,7 @@ static bool read_register(struct cursor *c, uint64_t *reg) {
         return !c->bad && *reg <= UINT32_MAX;
 }
 
-/* Little-endian, as every target profd runs on. */
+/* Little-endian: dwarf-frames.c gives the reader no sections of other files. */
 static uint64_t read_fixed(struct cursor *c, size_t n) {
         uint64_t v = 0;
 

@@ -23,7 +23,8 @@ struct line_sections {
 struct line_table;
 
 /* The sections of e, as libdw holds them once it opened e (it decompresses
- * compressed sections in place). */
+ * compressed sections in place). The reader reads little-endian DWARF:
+ * give it none of a big-endian file, which libdw then reads. */
 struct line_sections line_sections_of(Elf *e);
 
 /* Reads the line program at offset in s->line as libdw 0.188's
