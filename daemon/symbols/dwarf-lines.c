@@ -681,13 +681,15 @@ struct line_sections line_sections_of(Elf *e) {
                 data = elf_getdata(scn, NULL);
                 if (!data || !data->d_buf)
                         continue;
-                if (streq(name, ".debug_line")) {
+                /* The first of each, as libdw takes it (it ignores a
+                 * section that appears twice). */
+                if (streq(name, ".debug_line") && !s.line) {
                         s.line = data->d_buf;
                         s.line_size = data->d_size;
-                } else if (streq(name, ".debug_line_str")) {
+                } else if (streq(name, ".debug_line_str") && !s.line_str) {
                         s.line_str = data->d_buf;
                         s.line_str_size = data->d_size;
-                } else if (streq(name, ".debug_str")) {
+                } else if (streq(name, ".debug_str") && !s.str) {
                         s.str = data->d_buf;
                         s.str_size = data->d_size;
                 }
