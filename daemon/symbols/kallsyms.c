@@ -27,7 +27,6 @@
  * of them would fault in pages across the whole array: ~2 MiB). */
 #define KERNEL_BLOCK_SYMS 256
 
-
 void kernel_table_done(struct kernel_table *t) {
         if (t->map)
                 munmap(t->map, t->map_size);
