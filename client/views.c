@@ -991,6 +991,13 @@ static const char *series_rate_unit(const struct series *s) {
 /* Wide enough to tell 2% steps apart, narrow enough for 80 columns. */
 #define SERIES_BAR_WIDTH 40
 
+/* A step's complete share in percent, to one decimal, halves away from
+ * zero: the text and the JSON show the same figure (printf's %.1f would
+ * round 36 of 64, exactly 56.25, to even). */
+static double series_complete_pct(uint64_t complete, uint64_t value) {
+        return round(1000.0 * (double) complete / (double) MAX(value, 1u)) / 10.0;
+}
+
 static void series_line_write(FILE *f, const struct series *s, uint64_t t_ns, uint64_t value, uint64_t complete,
                               double max_rate) {
         char when[64];
@@ -1007,7 +1014,7 @@ static void series_line_write(FILE *f, const struct series *s, uint64_t t_ns, ui
         /* when quality dropped: the share of the step with complete stacks */
         if (s->have_complete) {
                 if (value > 0)
-                        fprintf(f, "  %7.1f%%  ", 100.0 * (double) complete / (double) value);
+                        fprintf(f, "  %7.1f%%  ", series_complete_pct(complete, value));
                 else
                         fprintf(f, "  %8s  ", "-");
         } else
@@ -1056,9 +1063,8 @@ int series_write_json(FILE *f, const struct series *s) {
                                       "rate", round(series_rate(s, s->points[i].value) * 1000.0) / 1000.0);
                 if (p && s->have_complete &&
                     (json_object_set_new(p, "complete", json_integer((json_int_t) s->points[i].complete)) < 0 ||
-                     json_object_set_new(p, "complete_pct", json_real(round(1000.0 * (double) s->points[i].complete /
-                                                                            (double) MAX(s->points[i].value, 1u)) /
-                                                                      10.0)) < 0)) {
+                     json_object_set_new(p, "complete_pct",
+                                         json_real(series_complete_pct(s->points[i].complete, s->points[i].value))) < 0)) {
                         json_decref(p);
                         return -ENOMEM;
                 }

@@ -610,15 +610,18 @@ static void test_series_offcpu_is_ms_per_second(void) {
                      "\"points\":[{\"t_ns\":0,\"value\":500000000,\"rate\":250.0}]}\n");
 }
 
-/* Each step says which share of it had complete stacks: a drop shows when. */
+/* Each step says which share of it had complete stacks: a drop shows when.
+ * The text and the JSON round the same way: 36 of 64 (exactly 56.25%) is
+ * 56.3 in both. */
 static void test_series_shows_the_complete_share_per_step(void) {
         struct series_point points[] = {
                 { 100 * NSEC_PER_SEC, 20, 20 },
                 { 102 * NSEC_PER_SEC, 40, 10 },
+                { 103 * NSEC_PER_SEC, 64, 36 },
         };
         struct series s = {
-                .kind = (char *) "cpu", .unit = (char *) "samples", .step_ns = NSEC_PER_SEC, .total = 60,
-                .from_ns = 100 * NSEC_PER_SEC, .to_ns = 103 * NSEC_PER_SEC, .points = points, .n_points = 2,
+                .kind = (char *) "cpu", .unit = (char *) "samples", .step_ns = NSEC_PER_SEC, .total = 124,
+                .from_ns = 100 * NSEC_PER_SEC, .to_ns = 104 * NSEC_PER_SEC, .points = points, .n_points = 3,
                 .have_complete = true,
         };
         struct capture cap;
@@ -627,16 +630,19 @@ static void test_series_shows_the_complete_share_per_step(void) {
         CHECK_INT_EQ(series_write(capture_start(&cap), &s), 0);
         text = capture_end(&cap);
         CHECK_STR_EQ(text,
-                     "samples/s per 1s step, on-CPU samples from 1970-01-01 00:01:40 to 1970-01-01 00:01:43\n"
+                     "samples/s per 1s step, on-CPU samples from 1970-01-01 00:01:40 to 1970-01-01 00:01:44\n"
                      "\n"
                      "TIME                    SAMPLES/S  COMPLETE\n"
-                     "1970-01-01 00:01:40          20.0    100.0%  ####################\n"
+                     "1970-01-01 00:01:40          20.0    100.0%  #############\n"
                      "1970-01-01 00:01:41           0.0         -  \n"
-                     "1970-01-01 00:01:42          40.0     25.0%  ########################################\n");
+                     "1970-01-01 00:01:42          40.0     25.0%  #########################\n"
+                     "1970-01-01 00:01:43          64.0     56.3%  ########################################\n");
         CHECK_INT_EQ(series_write_json(capture_start(&cap), &s), 0);
         json = capture_end(&cap);
         CHECK(strstr(json, "{\"t_ns\":102000000000,\"value\":40,\"rate\":40.0,\"complete\":10,"
                            "\"complete_pct\":25.0}") != NULL);
+        CHECK(strstr(json, "{\"t_ns\":103000000000,\"value\":64,\"rate\":64.0,\"complete\":36,"
+                           "\"complete_pct\":56.3}") != NULL);
 }
 
 /* --quality: every share with its weight, every reason, the losses. */
