@@ -316,9 +316,14 @@ void symbolizer_mark_mapped(symbolizer *s, const sym_file *f) {
 }
 
 /* With marking: evicts the files no tracked process mapped at the last
- * UNMAPPED_TRIMS_MAX trims. No pointer to them is held (the marks say so),
- * so the generation stays. Returns the number evicted. */
-static size_t symbolizer_evict_unmapped(symbolizer *s) {
+ * UNMAPPED_TRIMS_MAX trims, and closes the DWARF of those none mapped at
+ * this one (the process table keeps a process until its last samples are
+ * written, so none still to come can fall in them; a process mapping the
+ * file again soon finds its symbol table, and its DWARF is opened again if
+ * it is asked). No pointer to them is held (the marks say so), so the
+ * generation stays. Returns the number evicted; *n_closed counts the
+ * DWARF closed. */
+static size_t symbolizer_evict_unmapped(symbolizer *s, size_t *n_closed) {
         size_t n_kept = 0, n_evicted = 0;
 
         if (!s->marking)
@@ -326,12 +331,17 @@ static size_t symbolizer_evict_unmapped(symbolizer *s) {
         s->marking = false;
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
+                unsigned n = sym_file_count_unmapped(f);
 
-                if (sym_file_count_unmapped(f) >= UNMAPPED_TRIMS_MAX) {
+                if (n >= UNMAPPED_TRIMS_MAX) {
                         symbolizer_evict(s, f);
                         n_evicted++;
-                } else
-                        s->files[n_kept++] = f;
+                        continue;
+                }
+                /* no sample still to be written can fall in it */
+                if (n > 0)
+                        *n_closed += sym_file_close_dwarf(f) > 0;
+                s->files[n_kept++] = f;
         }
         s->n_files = n_kept;
         return n_evicted;
@@ -348,7 +358,7 @@ size_t symbolizer_trim(symbolizer *s) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now_ns = (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
         kernel_table_drop_pages(&s->kernel);
-        n_unmapped = symbolizer_evict_unmapped(s);
+        n_unmapped = symbolizer_evict_unmapped(s, &n_closed);
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
 

@@ -437,6 +437,44 @@ static void test_unmapped_files_evicted(const char *full_path) {
         CHECK_INT_EQ(symbolizer_cache_bytes(s), both);
 }
 
+/* The DWARF of a file no tracked process maps is closed at the first such
+ * trim (no sample still to be written can fall in it), long before the
+ * file itself goes; a file marked keeps it, and a later resolve opens it
+ * again. Neither moves the generation. */
+static void test_unmapped_files_close_dwarf(const struct fixture *full, const char *full_path) {
+        _cleanup_(symbolizer_freep) symbolizer *s = NULL;
+        const sym_file *f = NULL;
+        struct sym_frame frames[8];
+        uint64_t generation, loaded, opened;
+
+        CHECK_INT_EQ(symbolizer_new(&s), 0);
+        CHECK_INT_EQ(symbolizer_load_file(s, full_path, &f), 0);
+        loaded = symbolizer_cache_bytes(s);
+        generation = symbolizer_generation(s);
+        CHECK(sym_file_resolve(s, f, full->off_static, frames, ELEMENTSOF(frames)) >= 1);
+        CHECK(sym_file_dwarf_is_open(f));
+        opened = symbolizer_cache_bytes(s);
+        CHECK(opened > loaded);
+
+        for (int i = 0; i < 3; i++) {
+                symbolizer_mark_begin(s);
+                symbolizer_mark_mapped(s, f);
+                CHECK_INT_EQ(symbolizer_trim(s), 0);
+                CHECK(sym_file_dwarf_is_open(f));
+        }
+        symbolizer_mark_begin(s);
+        CHECK_INT_EQ(symbolizer_trim(s), 0);
+        CHECK(!sym_file_dwarf_is_open(f));
+        /* what outlives a close: the CU ranges, the answers' markers */
+        CHECK(symbolizer_cache_bytes(s) < opened);
+        CHECK_STR_EQ(sym_file_lookup(f, full->off_static), "fixture_static");
+
+        CHECK(sym_file_resolve(s, f, full->off_static, frames, ELEMENTSOF(frames)) >= 1);
+        CHECK_STR_EQ(frames[0].raw_function, "fixture_static");
+        CHECK(sym_file_dwarf_is_open(f));
+        CHECK_INT_EQ(symbolizer_generation(s), generation);
+}
+
 static void test_kallsyms(void) {
         static const char table[] =
                 "ffffffff81000000 T _stext\n"
@@ -774,6 +812,7 @@ int main(int argc, char *argv[]) {
                 test_stripped_library_resolves_exports_only(&stripped, &full, stripped_path, full_path);
                 test_build_id_matches_loader_and_dedups(&stripped, stripped_path, full_path);
                 test_cache_survives_deletion(&stripped, stripped_path);
+                test_unmapped_files_close_dwarf(&full, full_path);
         }
         test_unmapped_files_evicted(full_path);
         test_func_names_mapped();
