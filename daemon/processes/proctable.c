@@ -259,6 +259,13 @@ static int read_exec_maps(const char *proc_root, uint32_t pid, struct proc_mappi
         }
         if (n > 0) /* qsort must not get NULL, even for zero items */
                 qsort(maps, n, sizeof(*maps), mapping_cmp);
+        if (n > 0 && n < cap) {
+                /* kept as long as the process is: a build host tracks
+                 * thousands, most with a few mappings in an array of 16 */
+                struct proc_mapping *fit = realloc(maps, n * sizeof(*maps));
+                if (fit)
+                        maps = fit;
+        }
         *ret = maps;
         *ret_n = n;
         return 0;
@@ -599,6 +606,11 @@ int proctable_refresh_maps(proctable *t, struct proc *p) {
                 }
         }
         qsort(merged, n, sizeof(*merged), mapping_cmp);
+        if (n > 0) {
+                struct proc_mapping *fit = realloc(merged, n * sizeof(*merged));
+                if (fit)
+                        merged = fit;
+        }
         free(p->maps);
         p->maps = merged;
         p->n_maps = n;
