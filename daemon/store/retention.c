@@ -203,6 +203,10 @@ void retention_get_totals(const retention *r, struct retention_totals *ret) {
         *ret = r->totals;
 }
 
+void retention_release_memory(retention *r) {
+        (void) sqlite3_db_release_memory(r->d.handle);
+}
+
 /* The drains as drained in temp.doomed, about to be merged or deleted,
  * that an export target has not acknowledged yet are lost to it: counted
  * in its export cursor (schema/0005), shown by profctl status. Inside the

@@ -57,6 +57,8 @@ void retention_configure(retention *r, const struct retention_settings *settings
 int retention_step(retention *r, uint64_t now_ns, bool *ret_forget);
 
 void retention_get_totals(const retention *r, struct retention_totals *ret);
+/* Gives back the pages its connection caches (see store_release_memory). */
+void retention_release_memory(retention *r);
 
 /* The bucket a drain ending at end_ns belongs to at the given width: its
  * start. Pure; exposed for tests. */

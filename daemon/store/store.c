@@ -262,6 +262,10 @@ int store_open(const char *path, store **ret) {
         return 0;
 }
 
+void store_release_memory(store *s) {
+        (void) sqlite3_db_release_memory(s->d.handle);
+}
+
 store *store_close(store *s) {
         if (!s)
                 return NULL;

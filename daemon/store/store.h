@@ -84,6 +84,11 @@ int store_open(const char *path, store **ret);
 store *store_close(store *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(store *, store_close)
 
+/* Gives back the pages SQLite caches for this connection (up to its 2 MiB
+ * default): for a connection used in bursts, such as the writer's once a
+ * drain, which reads them again from the kernel's page cache next time. */
+void store_release_memory(store *s);
+
 /* The store's integrity check (PRAGMA quick_check of every page), run on a
  * thread of its own with its own read-only connection, at low CPU
  * priority, after profd is ready: nothing waits for it. A failure is

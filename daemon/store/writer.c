@@ -625,6 +625,12 @@ static void run_drain(writer *w, struct job *j) {
         workqueue_complete(w->queue, &j->item); /* the loop's from here */
         run_retention(w, end_ns);
         run_migration(w);
+        /* the pages SQLite caches are worth keeping within a drain, not
+         * for the next one ten seconds later: read again from the page
+         * cache then, in about a millisecond for its 2 MiB */
+        store_release_memory(w->store);
+        if (w->ret)
+                retention_release_memory(w->ret);
         /* once a drain, so that profd's RSS between drains is what it
          * holds, not the most it held: the free chunks left in the middle
          * of the arenas by the drain, a symbol cache eviction, retention
