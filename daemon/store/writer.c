@@ -613,8 +613,9 @@ static void run_drain(writer *w, struct job *j) {
         pthread_mutex_unlock(&w->lock);
         proctable_prune(w->procs, j->seq, queued);
         /* keep the symbol cache within its budget, and drop the files no
-         * process still known maps; what the budget evicted is read again
-         * for the processes still known */
+         * process still known maps; the marks keep the files of the
+         * processes still known, so the generation moves only if a trim
+         * ever runs without them (then their files are read again) */
         proctable_mark_files(w->procs);
         uint64_t gen = symbolizer_generation(w->sym);
         (void) symbolizer_trim(w->sym);

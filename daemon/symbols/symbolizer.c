@@ -351,6 +351,7 @@ size_t symbolizer_trim(symbolizer *s) {
         struct timespec ts;
         uint64_t total, now_ns;
         size_t n_evicted = 0, n_kept = 0, n_closed = 0, n_unmapped;
+        bool marked = s->marking;
 
         /* Idle DWARF goes whatever the budget; the pages of the rest are
          * given back (the next drain faults in what it reads). */
@@ -386,10 +387,14 @@ size_t symbolizer_trim(symbolizer *s) {
                         n_closed++;
                 }
         }
+        /* Then whole files; with marking only those no tracked process
+         * maps: the others would be read again at once for the processes
+         * that map them (their symbol tables are what the budget cannot
+         * go below), and their eviction would move the generation. */
         for (size_t i = 0; i < s->n_files; i++) {
                 sym_file *f = s->files[i];
 
-                if (total > s->budget) {
+                if (total > s->budget && (!marked || sym_file_unmapped_trims(f) > 0)) {
                         total -= sym_file_bytes(f);
                         symbolizer_evict(s, f);
                         n_evicted++;
@@ -397,7 +402,7 @@ size_t symbolizer_trim(symbolizer *s) {
                         s->files[n_kept++] = f;
         }
         s->n_files = n_kept;
-        if (n_evicted > 0)
+        if (n_evicted > 0 && !marked)
                 s->generation++;
         symbolizer_give_back(n_closed + n_evicted + n_unmapped);
         return n_evicted + n_unmapped;

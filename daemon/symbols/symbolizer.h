@@ -14,8 +14,8 @@
  * load their files again.
  *
  * Memory: a file's DWARF is opened at the first address that needs it and
- * closed again after a minute without use, or sooner when the cache is over
- * its budget; with a scratch directory its sections are read through a
+ * closed again after a minute without use, when no tracked process maps
+ * the file, or when the cache is over its budget; with a scratch directory its sections are read through a
  * mapping of a decompressed private copy, not the heap; the copy (disk,
  * next to the store) is kept while the file stays cached, unless the disk
  * fills (symbolizer_release_copies). Symbol names of 64 KiB or more are
@@ -102,14 +102,17 @@ uint64_t symbolizer_cache_bytes(const symbolizer *s);
  * interval), whatever the budget; without marking it does not. */
 void symbolizer_mark_begin(symbolizer *s);
 void symbolizer_mark_mapped(symbolizer *s, const sym_file *f);
-/* Between drains: evicts the files no tracked process maps (above), closes
- * DWARF unused for a minute, gives back the
- * resident pages of the mapped copies, then, while the estimate is over
- * the budget, closes the DWARF of least recently used files (loaded,
- * looked up or resolved) and, if that is not enough, evicts whole files
- * and closes them. Every string from sym_file_resolve becomes invalid, and
- * every sym_file pointer of an evicted file: call it when no frame of the
- * last drain is still being used. Returns the number of files evicted. */
+/* Between drains: evicts the files no tracked process maps (above) and
+ * closes the DWARF of those none maps now, closes DWARF unused for a
+ * minute, gives back the resident pages of the mapped copies, then, while
+ * the estimate is over the budget, closes the DWARF of least recently used
+ * files (loaded, looked up or resolved) and, if that is not enough, evicts
+ * whole files: with marking only files no tracked process maps now (the
+ * symbol tables of the others are the floor of the budget), without it
+ * any, and the generation moves. Every string from sym_file_resolve
+ * becomes invalid, and every sym_file pointer of an evicted file: call it
+ * when no frame of the last drain is still being used. Returns the number
+ * of files evicted. */
 size_t symbolizer_trim(symbolizer *s);
 /* Lets the kernel take back the resident pages of every mapped DWARF copy,
  * of mapped symbol names and of the kernel's table (symbolizer_trim does
@@ -133,10 +136,10 @@ int64_t symbolizer_release_copies(symbolizer *s);
 /* Forgets every file's sym_file_mark_stored (the store deleted locations).
  * Returns 0 or -ENOMEM. */
 int symbolizer_forget_stored(symbolizer *s);
-/* Changes whenever symbolizer_trim evicted a file for the budget: a caller
- * that keeps sym_file pointers across trims (per mapping) reloads them when
- * it moved. The files evicted for being unmapped are none that a marked
- * mapping points to, so they do not change it. */
+/* Changes whenever symbolizer_trim without marking evicted a file for the
+ * budget: a caller that keeps sym_file pointers across trims (per mapping)
+ * reloads them when it moved. With marking, every file evicted is one no
+ * marked mapping points to, so it does not change. */
 uint64_t symbolizer_generation(const symbolizer *s);
 
 /* (Re)reads a kallsyms-format file (normally /proc/kallsyms, which shows real

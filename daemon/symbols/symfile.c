@@ -153,6 +153,10 @@ unsigned sym_file_count_unmapped(sym_file *f) {
         return f->unmapped_trims;
 }
 
+unsigned sym_file_unmapped_trims(const sym_file *f) {
+        return f->unmapped_trims;
+}
+
 uint64_t sym_file_bytes(const sym_file *f) {
         return f->base_bytes + f->dwarf.bytes + f->dwarf.cache_bytes + f->resolved_bytes + f->demangled_bytes;
 }

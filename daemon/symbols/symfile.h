@@ -153,6 +153,8 @@ void sym_file_set_mapped(const sym_file *f);
 /* At a trim with marking: the number of trims in a row, this one included,
  * at which no tracked process mapped f (0 when one did), and a new round. */
 unsigned sym_file_count_unmapped(sym_file *f);
+/* What the last sym_file_count_unmapped returned. */
+unsigned sym_file_unmapped_trims(const sym_file *f);
 /* The estimated heap f holds: symbol tables, names, keys, libdw's tables
  * of opened DWARF (and its sections when they are read rather than mapped,
  * see dwarf_index_open), scope trees, resolved addresses. */

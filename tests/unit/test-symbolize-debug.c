@@ -592,6 +592,53 @@ static void test_cache_budget_evicts_lru(void) {
                 free(paths[i]);
 }
 
+/* With marking (the daemon's trims), the budget evicts only the files no
+ * tracked process maps: the others would be read again at once for their
+ * processes. Their DWARF is closed; the generation stays. */
+static void test_cache_budget_keeps_mapped(void) {
+        enum { N_FILES = 6, N_MAPPED = 3 };
+        _cleanup_(symbolizer_freep) symbolizer *s = NULL;
+        _cleanup_free_ char *dir = tmp_path("marked");
+        char *paths[N_FILES] = {};
+        const sym_file *files[N_FILES] = {}, *again = NULL;
+        struct sym_frame frames[MAX_FRAMES];
+        uint64_t off = split_quick_sort_offset(), gen;
+
+        make_dirs(dir);
+        CHECK_INT_EQ(symbolizer_new(&s), 0);
+        for (int i = 0; i < N_FILES; i++) {
+                if (asprintf(&paths[i], "%s/copy-%d", dir, i) < 0)
+                        abort();
+                copy_file(split_path, paths[i], SIZE_MAX);
+                CHECK_INT_EQ(symbolizer_load_file(s, paths[i], &files[i]), 0);
+                CHECK_INT_EQ(sym_file_resolve(s, files[i], off, frames, MAX_FRAMES) >= 1, 1);
+        }
+        symbolizer_set_cache_budget(s, 0);
+        gen = symbolizer_generation(s);
+        for (int round = 0; round < 2; round++) {
+                symbolizer_mark_begin(s);
+                for (int i = 0; i < N_MAPPED; i++)
+                        symbolizer_mark_mapped(s, files[i]);
+                CHECK_INT_EQ(symbolizer_trim(s), round == 0 ? N_FILES - N_MAPPED : 0);
+                CHECK_INT_EQ(symbolizer_generation(s), gen);
+                CHECK(symbolizer_cache_bytes(s) > 0);
+                for (int i = 0; i < N_MAPPED; i++)
+                        CHECK(!sym_file_dwarf_is_open(files[i]));
+        }
+        for (int i = 0; i < N_MAPPED; i++) {
+                CHECK_INT_EQ(symbolizer_load_file(s, paths[i], &again), 0);
+                CHECK(again == files[i]);
+        }
+        CHECK_INT_EQ(sym_file_resolve(s, files[0], off, frames, MAX_FRAMES) >= 1, 1);
+        CHECK_STR_EQ(frames[0].function, "quick_sort");
+        /* unmarked, the budget takes them too, and the generation moves */
+        CHECK_INT_EQ(symbolizer_trim(s), N_MAPPED);
+        CHECK(symbolizer_generation(s) != gen);
+        CHECK_INT_EQ(symbolizer_cache_bytes(s), 0);
+        for (int i = 0; i < N_FILES; i++)
+                free(paths[i]);
+}
+
 /* How many of this process's fds are unlinked files in tmpdir (DWARF
  * copies: O_TMPFILE files show as "DIR/#INODE (deleted)"). */
 static size_t scratch_fds(void) {
@@ -762,6 +809,7 @@ int main(int argc, char *argv[]) {
         test_unresolved_reasons();
         test_repeated_addresses_are_cached();
         test_cache_budget_evicts_lru();
+        test_cache_budget_keeps_mapped();
         test_compressed_sections_through_copy();
 
         nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
