@@ -24,7 +24,7 @@
  * full index is ~25 MiB, a drain's share a few hundred KiB); over budget
  * the DWARF is closed first, and the store answers what it had resolved.
  * The daemon's default is conf.h's CONF_DEFAULT_SYMBOL_CACHE_MIB. */
-#define CACHE_BUDGET_DEFAULT (UINT64_C(16) << 20)
+#define CACHE_BUDGET_DEFAULT (UINT64_C(8) << 20)
 
 struct symbolizer {
         hashmap *by_stat; /* struct file_key * (owned by the file) -> sym_file * */
@@ -243,7 +243,7 @@ static uint64_t symbolizer_files_bytes(const symbolizer *s) {
 
 uint64_t symbolizer_cache_bytes(const symbolizer *s) {
         /* The kernel's table is symbols too (~5 MiB) but outside the
-         * budget: counted in it, it left the files 11 of the default
+         * budget: counted in it, it left the files 11 of the then default
          * 16 MiB, and the files of a quiet host's processes were evicted
          * after every drain and read again at once (143 evictions in 70 s,
          * and no less RSS). */
