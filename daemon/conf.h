@@ -28,7 +28,8 @@
 #define CONF_DEFAULT_CLIENT_TIMEOUT_NS (30ULL * 1000000000ULL)
 /* 8 MiB of symbols and debug info in the heap (issue 14: the whole daemon
  * within 30 MiB, on a host running builds too, where the rest of profd
- * comes to about 21 MiB: docs/performance.md): DWARF sections are mapped,
+ * came to about 21 MiB in its first minutes: docs/performance.md,
+ * "A host running builds and tests"): DWARF sections are mapped,
  * not counted; over budget the DWARF of the least recently used files is
  * closed first (their resolved frames are in the store), then the files no
  * tracked process maps go. */

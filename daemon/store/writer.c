@@ -627,8 +627,9 @@ static void run_drain(writer *w, struct job *j) {
         run_retention(w, end_ns);
         run_migration(w);
         /* the pages SQLite caches are worth keeping within a drain, not
-         * for the next one ten seconds later: read again from the page
-         * cache then, in about a millisecond for its 2 MiB */
+         * for the next one an interval later, which reads them again
+         * from the kernel's page cache (the writer's stayed at its 2 MiB
+         * between drains) */
         store_release_memory(w->store);
         if (w->ret)
                 retention_release_memory(w->ret);

@@ -15,11 +15,11 @@
  *
  * Memory: a file's DWARF is opened at the first address that needs it and
  * closed again after a minute without use, when no tracked process maps
- * the file, or when the cache is over its budget; with a scratch directory its sections are read through a
- * mapping of a decompressed private copy, not the heap; the copy (disk,
- * next to the store) is kept while the file stays cached, unless the disk
- * fills (symbolizer_release_copies). Symbol names of 64 KiB or more are
- * kept the same way (func_table_map). */
+ * the file, or when the cache is over its budget; with a scratch directory
+ * its sections are read through a mapping of a decompressed private copy,
+ * not the heap; the copy (disk, next to the store) is kept while the file
+ * stays cached, unless the disk fills (symbolizer_release_copies). Symbol
+ * names of 64 KiB or more are kept the same way (func_table_map). */
 #pragma once
 
 #include <stdbool.h>
