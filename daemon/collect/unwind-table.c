@@ -52,7 +52,7 @@ struct cie_info {
 };
 
 struct fde_range {
-        uint64_t lo, hi; /* [lo, hi) */
+        uint32_t lo, hi; /* [lo, hi): fdes_collect refuses code above 4 GiB */
         bool signal;     /* its CIE marks a signal frame */
         bool costly;     /* too much work for libdw (CFI_MAX_*_WORK): one UNSUPPORTED row */
 };
@@ -71,6 +71,7 @@ struct builder {
         size_t row_bound;  /* rows the FDEs can make at most */
         uint64_t *offsets; /* section offsets of the FDEs checked, ascending */
         size_t n_offsets, cap_offsets;
+        bool indexed; /* .eh_frame_hdr has a search table: libdw finds each FDE by it */
         struct profd_unwind_row *rows;
         size_t n_rows, cap_rows;
 };
@@ -502,6 +503,7 @@ static int eh_frame_hdr_check(struct builder *b, Elf_Scn *hdr_scn) {
                         return -EINVAL;
                 }
         }
+        b->indexed = count > 0;
         return 0;
 }
 
@@ -572,8 +574,8 @@ static int fdes_collect(struct builder *b) {
                         b->work += work;
                 b->row_bound += (size_t) rows + 2;
                 b->fdes[b->n_fdes++] = (struct fde_range) {
-                        .lo = lo,
-                        .hi = lo + len,
+                        .lo = (uint32_t) lo,
+                        .hi = (uint32_t) (lo + len),
                         .signal = cie->signal,
                         .costly = costly,
                 };
@@ -781,9 +783,20 @@ static uint64_t section_size(Elf_Scn *scn) {
         return gelf_getshdr(scn, &shdr) ? shdr.sh_size : 0;
 }
 
-/* Rows from one CFI section. Returns 0, -ENODATA (no FDE), or as
- * fdes_collect. */
-static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, Elf_Scn *hdr_scn, struct unwind_table *ret) {
+/* libdw keeps every FDE it has read, in a search tree, until dwarf_cfi_end:
+ * 6 MiB for libLLVM's 95,000 FDEs, nearly as much as the table being
+ * built. The builder asks for each FDE once, in address order, so it
+ * starts a new Dwarf_CFI every this many FDEs. Only where .eh_frame_hdr's
+ * search table sends libdw to each FDE: without it, libdw finds an FDE by
+ * reading the section from its start, keeping every FDE on the way. */
+#define CFI_RENEW_FDES 2048
+
+/* Rows from one CFI section. *cfi is renewed from renew_elf on the way (see
+ * CFI_RENEW_FDES) unless renew_elf is NULL. Returns 0, -ENODATA (no FDE),
+ * or as fdes_collect. */
+static int build_from(struct builder *b, Dwarf_CFI **cfi, Elf *renew_elf, Elf_Scn *scn, Elf_Scn *hdr_scn,
+                      struct unwind_table *ret) {
+        size_t since_renew = 0;
         GElf_Shdr shdr;
         uint64_t covered = 0;
         int r;
@@ -799,6 +812,12 @@ static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, Elf_Scn *
                 if (r < 0)
                         return r;
         }
+        /* checked: not needed while the rows are read */
+        free(b->cies);
+        free(b->offsets);
+        b->cies = NULL;
+        b->offsets = NULL;
+        b->n_cies = b->cap_cies = b->n_offsets = b->cap_offsets = 0;
         if (b->n_fdes == 0)
                 return -ENODATA;
         qsort(b->fdes, b->n_fdes, sizeof(*b->fdes), fde_range_compare);
@@ -823,10 +842,17 @@ static int build_from(struct builder *b, Dwarf_CFI *cfi, Elf_Scn *scn, Elf_Scn *
                         if (r < 0)
                                 return r;
                 }
+                if (renew_elf && b->indexed && ++since_renew > CFI_RENEW_FDES) {
+                        dwarf_cfi_end(*cfi);
+                        *cfi = dwarf_getcfi_elf(renew_elf);
+                        if (!*cfi)
+                                return -ENOMEM;
+                        since_renew = 1;
+                }
                 if (f->costly)
                         r = row_append(b, lo, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_UNSUPPORTED });
                 else
-                        r = fde_rows(b, cfi, lo, f->hi, f->signal);
+                        r = fde_rows(b, *cfi, lo, f->hi, f->signal);
                 if (r < 0)
                         return r;
                 covered = f->hi;
@@ -873,7 +899,13 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
 
                 if (!cfi)
                         return -EINVAL;
-                r = build_from(&b, cfi, scn, section_by_name(elf, ".eh_frame_hdr"), ret);
+                Elf_Scn *hdr = section_by_name(elf, ".eh_frame_hdr");
+
+                /* libdw takes .eh_frame_hdr's table only from a section
+                 * before .eh_frame (libLLVM's comes after it, and libdw
+                 * reads .eh_frame from its start for every FDE it has not
+                 * seen): renewing its CFI is worth it only with the table */
+                r = build_from(&b, &cfi, hdr && elf_ndxscn(hdr) < elf_ndxscn(scn) ? elf : NULL, scn, hdr, ret);
                 if (r != -ENODATA)
                         return r;
         }
@@ -892,7 +924,8 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
         {
                 _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = false };
 
-                return build_from(&b, cfi, scn, NULL, ret);
+                /* the CFI is the Dwarf's: not renewed */
+                return build_from(&b, &cfi, NULL, scn, NULL, ret);
         }
 }
 
