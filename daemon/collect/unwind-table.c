@@ -71,7 +71,6 @@ struct builder {
         size_t row_bound;  /* rows the FDEs can make at most */
         uint64_t *offsets; /* section offsets of the FDEs checked, ascending */
         size_t n_offsets, cap_offsets;
-        bool indexed; /* .eh_frame_hdr has a search table: libdw finds each FDE by it */
         struct profd_unwind_row *rows;
         size_t n_rows, cap_rows;
 };
@@ -465,8 +464,8 @@ static bool offsets_contain(const struct builder *b, uint64_t offset) {
  * every offset in it must be one of the FDEs checked, or libdw could run
  * bytes nobody checked as a CFI program. libdw uses the table only in the
  * one encoding every linker writes (DW_EH_PE_datarel | DW_EH_PE_sdata4);
- * any other non-empty table is refused too, to be safe. Returns 0 or
- * -EINVAL. */
+ * any other non-empty table is refused too, to be safe. Returns 1 (a
+ * table libdw may search), 0 (none) or -EINVAL. */
 #define EH_PE_DATAREL_SDATA4 0x3b
 static int eh_frame_hdr_check(struct builder *b, Elf_Scn *hdr_scn) {
         const uint8_t *p, *end;
@@ -503,8 +502,7 @@ static int eh_frame_hdr_check(struct builder *b, Elf_Scn *hdr_scn) {
                         return -EINVAL;
                 }
         }
-        b->indexed = count > 0;
-        return 0;
+        return count > 0;
 }
 
 /* Collects [lo, hi) of every FDE in the section. FDEs whose CIE we cannot
@@ -792,11 +790,13 @@ static uint64_t section_size(Elf_Scn *scn) {
 #define CFI_RENEW_FDES 2048
 
 /* Rows from one CFI section. *cfi is renewed from renew_elf on the way (see
- * CFI_RENEW_FDES) unless renew_elf is NULL. Returns 0, -ENODATA (no FDE),
- * or as fdes_collect. */
+ * CFI_RENEW_FDES) where libdw searches hdr_scn's table; renew_elf is NULL
+ * where *cfi is not the caller's own. Returns 0, -ENODATA (no FDE), or as
+ * fdes_collect. */
 static int build_from(struct builder *b, Dwarf_CFI **cfi, Elf *renew_elf, Elf_Scn *scn, Elf_Scn *hdr_scn,
                       struct unwind_table *ret) {
         size_t since_renew = 0;
+        bool renew = false;
         GElf_Shdr shdr;
         uint64_t covered = 0;
         int r;
@@ -811,6 +811,11 @@ static int build_from(struct builder *b, Dwarf_CFI **cfi, Elf *renew_elf, Elf_Sc
                 r = eh_frame_hdr_check(b, hdr_scn);
                 if (r < 0)
                         return r;
+                /* libdw takes the table only from a section before
+                 * .eh_frame (libLLVM's comes after it, and libdw then
+                 * reads .eh_frame from its start for every FDE it has not
+                 * seen) */
+                renew = renew_elf && r > 0 && elf_ndxscn(hdr_scn) < elf_ndxscn(scn);
         }
         /* checked: not needed while the rows are read */
         free(b->cies);
@@ -842,7 +847,7 @@ static int build_from(struct builder *b, Dwarf_CFI **cfi, Elf *renew_elf, Elf_Sc
                         if (r < 0)
                                 return r;
                 }
-                if (renew_elf && b->indexed && ++since_renew > CFI_RENEW_FDES) {
+                if (renew && ++since_renew > CFI_RENEW_FDES) {
                         dwarf_cfi_end(*cfi);
                         *cfi = dwarf_getcfi_elf(renew_elf);
                         if (!*cfi)
@@ -899,13 +904,7 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
 
                 if (!cfi)
                         return -EINVAL;
-                Elf_Scn *hdr = section_by_name(elf, ".eh_frame_hdr");
-
-                /* libdw takes .eh_frame_hdr's table only from a section
-                 * before .eh_frame (libLLVM's comes after it, and libdw
-                 * reads .eh_frame from its start for every FDE it has not
-                 * seen): renewing its CFI is worth it only with the table */
-                r = build_from(&b, &cfi, hdr && elf_ndxscn(hdr) < elf_ndxscn(scn) ? elf : NULL, scn, hdr, ret);
+                r = build_from(&b, &cfi, elf, scn, section_by_name(elf, ".eh_frame_hdr"), ret);
                 if (r != -ENODATA)
                         return r;
         }
