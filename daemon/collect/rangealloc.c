@@ -168,3 +168,76 @@ uint32_t rangealloc_largest_free(const rangealloc *a) {
                 largest = MAX(largest, a->free[i].n);
         return largest;
 }
+
+/* A stretch of slots usable for a window: free, or a spare range that
+ * would have to be released (spare true, since_ns its age). */
+struct segment {
+        uint32_t off, n;
+        bool spare;
+        uint64_t since_ns;
+};
+
+static int segment_compare(const void *x, const void *y) {
+        const struct segment *a = x, *b = y;
+
+        return a->off < b->off ? -1 : a->off > b->off;
+}
+
+static bool grace_over(const rangealloc *a, uint64_t since_ns, uint64_t now_ns) {
+        return now_ns >= since_ns && now_ns - since_ns >= a->grace_ns;
+}
+
+int rangealloc_find_room(const rangealloc *a, uint32_t n, const struct rangealloc_spare *spare, size_t n_spare,
+                         uint64_t now_ns, uint32_t *ret_off) {
+        _cleanup_free_ struct segment *seg = NULL;
+        uint64_t best_newest = 0, best_slots = 0;
+        bool found = false;
+        size_t k = 0;
+
+        if (n == 0)
+                return -EINVAL;
+        seg = calloc(a->n_free + a->n_pending + n_spare + 1, sizeof(*seg));
+        if (!seg)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n_free; i++)
+                seg[k++] = (struct segment) { .off = a->free[i].off, .n = a->free[i].n };
+        for (size_t i = 0; i < a->n_pending; i++)
+                if (grace_over(a, a->pending[i].since_ns, now_ns))
+                        seg[k++] = (struct segment) { .off = a->pending[i].off, .n = a->pending[i].n };
+        for (size_t i = 0; i < n_spare; i++)
+                if (spare[i].n > 0 && spare[i].off <= a->capacity && spare[i].n <= a->capacity - spare[i].off &&
+                    grace_over(a, spare[i].since_ns, now_ns))
+                        seg[k++] = (struct segment) {
+                                .off = spare[i].off, .n = spare[i].n, .spare = true, .since_ns = spare[i].since_ns,
+                        };
+        qsort(seg, k, sizeof(*seg), segment_compare);
+
+        /* Windows that start where a segment starts are enough: starting
+         * inside a free segment only leaves less of it, inside a spare one
+         * releases it all the same. From each, segments are taken while
+         * they touch end to start, until n slots; the window is ranked by
+         * the newest spare range it releases (least recently used first),
+         * then by the spare slots. A few hundred segments on a busy host. */
+        for (size_t lo = 0; lo < k; lo++) {
+                uint64_t have = 0, newest = 0, slots = 0;
+
+                for (size_t hi = lo; hi < k && have < n; hi++) {
+                        if (hi > lo && seg[hi - 1].off + seg[hi - 1].n != seg[hi].off)
+                                break;
+                        have += seg[hi].n;
+                        if (seg[hi].spare) {
+                                newest = MAX(newest, seg[hi].since_ns);
+                                slots += seg[hi].n;
+                        }
+                }
+                if (have < n)
+                        continue;
+                if (!found || newest < best_newest || (newest == best_newest && slots < best_slots)) {
+                        found = true;
+                        best_newest = newest;
+                        best_slots = slots;
+                        *ret_off = seg[lo].off;
+                }
+        }
+        return found ? 0 : -ENOSPC;
+}

@@ -213,6 +213,144 @@ static void test_random(void) {
         CHECK_INT_EQ(rangealloc_largest_free(a), CAP);
 }
 
+/* Room from spare ranges: the window that releases only tables unused
+ * longer than any other window's, then the fewest slots; nothing released
+ * by the search itself; none when even every spare range leaves no window. */
+static void test_find_room(void) {
+        _cleanup_(rangealloc_freep) rangealloc *a = rangealloc_new(100, GRACE);
+        uint32_t o[5], x;
+
+        /* five tables: [0,20) [20,40) [40,60) [60,80) [80,100) */
+        for (int i = 0; i < 5; i++)
+                CHECK_INT_EQ(rangealloc_alloc(a, 20, &o[i]), 0);
+        uint64_t now = 10 * GRACE;
+        struct rangealloc_spare spare[] = {
+                { o[0], 20, 3 * GRACE }, /* unused since 3 GRACE */
+                { o[1], 20, 1 * GRACE }, /* the oldest */
+                { o[2], 20, 2 * GRACE },
+                { o[4], 20, 1 * GRACE },
+        };
+
+        CHECK_INT_EQ(rangealloc_find_room(a, 0, spare, 4, now, &x), -EINVAL);
+        /* 20: o[1] and o[4] are as old; o[1] is lower */
+        CHECK_INT_EQ(rangealloc_find_room(a, 20, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, o[1]);
+        /* 40: o[1]+o[2] (newest 2 GRACE) before o[0]+o[1] (3 GRACE); o[3]
+         * is in use, so o[4] has no neighbour to make 40 with */
+        CHECK_INT_EQ(rangealloc_find_room(a, 40, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, o[1]);
+        CHECK_INT_EQ(rangealloc_find_room(a, 60, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, o[0]);
+        CHECK_INT_EQ(rangealloc_find_room(a, 61, spare, 4, now, &x), -ENOSPC);
+        /* the search released nothing */
+        CHECK_INT_EQ(rangealloc_used(a), 100);
+        CHECK_INT_EQ(rangealloc_largest_free(a), 0);
+
+        /* free slots count, and come before any table: free [60,80) */
+        rangealloc_release(a, o[3], 20, now);
+        rangealloc_reclaim(a, now + GRACE);
+        now += GRACE;
+        CHECK_INT_EQ(rangealloc_find_room(a, 20, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, o[3]);
+        /* 40: the free 20 and o[4] (1 GRACE) before o[1]+o[2] (2 GRACE) */
+        CHECK_INT_EQ(rangealloc_find_room(a, 40, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, o[3]);
+        /* 30: o[2] and the free 20 (2 GRACE) lose to the free 20 and o[4] */
+        CHECK_INT_EQ(rangealloc_find_room(a, 30, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, o[3]);
+        /* everything: free and spare make one run */
+        CHECK_INT_EQ(rangealloc_find_room(a, 100, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, 0);
+        CHECK_INT_EQ(rangealloc_find_room(a, 101, spare, 4, now, &x), -ENOSPC);
+
+        /* a table unused for less than the grace cannot be had yet */
+        spare[1].since_ns = now - GRACE + 1;
+        CHECK_INT_EQ(rangealloc_find_room(a, 40, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, o[3]);
+        spare[3].since_ns = now - 1; /* o[4] */
+        CHECK_INT_EQ(rangealloc_find_room(a, 40, spare, 4, now, &x), 0);
+        CHECK_INT_EQ(x, o[2]); /* o[2] + free: o[1] and o[4] still in grace */
+        CHECK_INT_EQ(rangealloc_find_room(a, 41, spare, 4, now, &x), -ENOSPC);
+}
+
+/* The search against every possible window, slot by slot, on random
+ * layouts: the same rank, and the window it names really is one. */
+static void test_find_room_random(void) {
+        enum { CAP = 200, ROUNDS = 3000 };
+        unsigned seed = 4242;
+        int wrong = 0;
+
+        for (int round = 0; round < ROUNDS; round++) {
+                _cleanup_(rangealloc_freep) rangealloc *a = rangealloc_new(CAP, GRACE);
+                struct rangealloc_spare spare[CAP];
+                int owner[CAP]; /* -1 free, -2 held (in use or in grace), else the spare range */
+                size_t n_spare = 0;
+                uint64_t now = 100 * GRACE;
+                uint32_t off = 0;
+
+                /* cut [0, CAP) into ranges: free, in use, in grace, or spare
+                 * (some of those unused too recently) */
+                while (off < CAP) {
+                        uint32_t n = 1 + rand_r(&seed) % 30, got;
+                        int kind = rand_r(&seed) % 4;
+
+                        n = MIN(n, CAP - off);
+                        CHECK_INT_EQ(rangealloc_alloc(a, n, &got), 0);
+                        CHECK_INT_EQ(got, off);
+                        for (uint32_t s = off; s < off + n; s++)
+                                owner[s] = kind == 0 ? -1 : -2;
+                        if (kind == 0 || kind == 1) {
+                                /* free (reclaimed below) or in grace */
+                                rangealloc_release(a, off, n, kind == 0 ? 0 : now - rand_r(&seed) % GRACE);
+                        } else if (kind == 3) {
+                                uint64_t since = now - rand_r(&seed) % (3 * GRACE);
+
+                                spare[n_spare] = (struct rangealloc_spare) { off, n, since };
+                                if (now - since >= GRACE)
+                                        for (uint32_t s = off; s < off + n; s++)
+                                                owner[s] = (int) n_spare;
+                                n_spare++;
+                        }
+                        off += n;
+                }
+                rangealloc_reclaim(a, GRACE);
+
+                uint32_t want = 1 + rand_r(&seed) % 120, x;
+                bool exp_found = false;
+                uint64_t exp_newest = 0, exp_slots = 0;
+                uint32_t exp_off = 0;
+
+                for (uint32_t s = 0; s + want <= CAP; s++) {
+                        uint64_t newest = 0, slots = 0;
+                        bool ok = true, seen[CAP] = { false };
+
+                        for (uint32_t t = s; t < s + want && ok; t++) {
+                                if (owner[t] == -2)
+                                        ok = false;
+                                else if (owner[t] >= 0 && !seen[owner[t]]) {
+                                        seen[owner[t]] = true;
+                                        newest = MAX(newest, spare[owner[t]].since_ns);
+                                        slots += spare[owner[t]].n;
+                                }
+                        }
+                        if (ok && (!exp_found || newest < exp_newest || (newest == exp_newest && slots < exp_slots))) {
+                                exp_found = true;
+                                exp_newest = newest;
+                                exp_slots = slots;
+                                exp_off = s;
+                        }
+                }
+                int r = rangealloc_find_room(a, want, spare, n_spare, now, &x);
+                if (r != (exp_found ? 0 : -ENOSPC) || (exp_found && x != exp_off)) {
+                        CHECK_INT_EQ(r, exp_found ? 0 : -ENOSPC);
+                        CHECK_INT_EQ(x, exp_off);
+                        wrong++;
+                        break;
+                }
+        }
+        CHECK_INT_EQ(wrong, 0);
+}
+
 int main(void) {
         test_first_fit();
         test_grace();
@@ -220,5 +358,7 @@ int main(void) {
         test_fragmentation();
         test_bad_release();
         test_random();
+        test_find_room();
+        test_find_room_random();
         TESTS_DONE();
 }
