@@ -259,7 +259,7 @@ static void unwind_write(FILE *f, const json_t *status) {
                 fprintf(f, "unwind:    tables of %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT
                         " files (%" JSON_INTEGER_FORMAT " unused), %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
                         " rows, %s in the kernel; %" JSON_INTEGER_FORMAT " built in %" JSON_INTEGER_FORMAT " ms, %"
-                        JSON_INTEGER_FORMAT " evicted\n",
+                        JSON_INTEGER_FORMAT " evicted, %" JSON_INTEGER_FORMAT " dropped for want of room\n",
                         json_integer_value(json_object_get(u, "processes")), json_integer_value(json_object_get(u, "files")),
                         json_integer_value(json_object_get(u, "files_unused")),
                         json_integer_value(json_object_get(u, "rows_used")),
@@ -267,7 +267,8 @@ static void unwind_write(FILE *f, const json_t *status) {
                         format_bytes(a, sizeof(a), (uint64_t) json_integer_value(json_object_get(u, "kernel_bytes"))),
                         json_integer_value(json_object_get(u, "tables_built")),
                         json_integer_value(json_object_get(u, "build_ms")),
-                        json_integer_value(json_object_get(u, "tables_evicted")));
+                        json_integer_value(json_object_get(u, "tables_evicted")),
+                        json_integer_value(json_object_get(u, "tables_no_room")));
                 if (json_is_object(fail)) {
                         fputs("           walked by frame pointers instead:", f);
                         json_object_foreach((json_t *) fail, k, v) {

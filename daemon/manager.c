@@ -429,7 +429,7 @@ static json_t *status_unwind(manager *m) {
                 unwinder_get_stats(m->unwinder, &us);
         for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
                 json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us.failures[i]));
-        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                       "active", m->unwinder != NULL,
                       "processes", (json_int_t) us.processes,
                       "files", (json_int_t) us.files,
@@ -443,6 +443,8 @@ static json_t *status_unwind(manager *m) {
                       "tables_built", (json_int_t) us.tables_built,
                       "build_ms", (json_int_t) (us.build_ns / NSEC_PER_MSEC),
                       "tables_evicted", (json_int_t) us.tables_evicted,
+                      "tables_no_room", (json_int_t) us.tables_no_room,
+                      "tables_queued", (json_int_t) us.tables_queued,
                       "loads", (json_int_t) us.requests,
                       "misses", (json_int_t) us.misses,
                       "user_walks", (json_int_t) m->user_walks,

@@ -70,6 +70,12 @@ const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
  * libc (2 MiB, 25 k rows) takes under 10 ms and is built at once. */
 #define BUILD_INLINE_MAX_BYTES (4ULL << 20)
 #define MAX_TABLE_ROWS (1u << 24)
+/* Files no live process maps stay known (their tables, or how many rows a
+ * table that found no room wants) until their rows are needed; past this
+ * many the oldest are forgotten at the sweep. A build host makes new
+ * binaries all day; each known file costs about 250 bytes (with its
+ * hash entry and offsets). */
+#define UNUSED_FILES_MAX 1024
 
 /* What identifies a file's contents without reading it. */
 struct file_key {
@@ -97,6 +103,7 @@ struct ufile {
         bool pending;              /* in the build queue: mappings of it are PROFD_MAPPING_PENDING */
         char *paths[3];            /* pending: where to open it (map_files, root/PATH, PATH) */
         uint32_t want;             /* rows the table needs, when it found no room */
+        uint32_t resv_off, resv_n; /* rows set aside for its build again (resv_n 0: none) */
 };
 
 struct uproc {
@@ -145,7 +152,6 @@ struct unwinder {
         size_t n_scan, scan_next;
         struct ufile **builds;     /* pending files, each referenced, oldest first */
         size_t n_builds, cap_builds;
-        uint64_t unused_rows;      /* rows of the unused files: room eviction can make */
         struct ufile *vdso;        /* the daemon's own vDSO image's table */
         Elf *vdso_elf;
         uint64_t next_sweep_ns;
@@ -182,7 +188,6 @@ static void count_failure(unwinder *u, enum unwinder_failure f) {
 
 static void lru_unlink(unwinder *u, struct ufile *f) {
         u->n_unused--;
-        u->unused_rows -= f->slots;
         if (f->lru_prev)
                 f->lru_prev->lru_next = f->lru_next;
         else if (u->lru_head == f)
@@ -204,7 +209,6 @@ static void file_unref(unwinder *u, struct ufile *f, uint64_t now) {
                 return;
         f->unref_ns = now;
         u->n_unused++;
-        u->unused_rows += f->slots;
         f->lru_prev = u->lru_tail;
         f->lru_next = NULL;
         if (u->lru_tail)
@@ -223,34 +227,80 @@ static void ufile_free(struct ufile *f) {
         free(f);
 }
 
-/* Drops the oldest unused file from the cache, its rows freed as of the
- * moment the last process stopped using them (so their grace may be over
- * already). Returns false if no file is unused. */
-static bool evict_one(unwinder *u) {
-        struct ufile *f = u->lru_head;
+/* Drops unused file f from the cache, its rows freed as of the moment the
+ * last process stopped using them (so their grace may be over already). */
+static void evict(unwinder *u, struct ufile *f) {
+        bool table = f->slots > 0;
 
-        if (!f)
-                return false;
         lru_unlink(u, f);
         (void) hashmap_remove(u->files, &f->key);
-        if (f->slots > 0)
+        if (table)
                 rangealloc_release(u->rows_alloc, f->off, f->slots, f->unref_ns);
         ufile_free(f);
-        pthread_mutex_lock(&u->lock);
-        u->stats.tables_evicted++;
-        pthread_mutex_unlock(&u->lock);
-        return true;
+        if (table) {
+                pthread_mutex_lock(&u->lock);
+                u->stats.tables_evicted++;
+                pthread_mutex_unlock(&u->lock);
+        }
 }
 
-/* Rows for a new table: evicts unused tables, oldest first, until they fit. */
-static int rows_alloc(unwinder *u, uint32_t n, uint32_t *ret_off) {
-        for (;;) {
-                rangealloc_reclaim(u->rows_alloc, mono_ns());
-                if (rangealloc_alloc(u->rows_alloc, n, ret_off) >= 0)
-                        return 0;
-                if (!evict_one(u))
-                        return -ENOSPC;
+/* Room for n rows: free rows, else the rows of unused tables. Only the
+ * tables in the one window rangealloc_find_room picks are evicted (those
+ * unused longest, then the fewest rows), and none when no window exists:
+ * evicting every unused table and still finding no room for a large one
+ * made a build host rebuild them all, over and over. Returns 0 with
+ * *ret_off, -ENOSPC or -ENOMEM. */
+static int rows_room(unwinder *u, uint32_t n, uint32_t *ret_off) {
+        _cleanup_free_ struct rangealloc_spare *spare = NULL;
+        uint64_t now = mono_ns();
+        uint32_t off;
+        size_t k = 0;
+        int r;
+
+        rangealloc_reclaim(u->rows_alloc, now);
+        if (rangealloc_largest_free(u->rows_alloc) >= n)
+                return rangealloc_alloc(u->rows_alloc, n, ret_off);
+        spare = calloc(u->n_unused + 1, sizeof(*spare));
+        if (!spare)
+                return -ENOMEM;
+        for (struct ufile *f = u->lru_head; f; f = f->lru_next)
+                if (f->slots > 0)
+                        spare[k++] = (struct rangealloc_spare) { f->off, f->slots, f->unref_ns };
+        r = rangealloc_find_room(u->rows_alloc, n, spare, k, now, &off);
+        if (r < 0)
+                return r;
+        for (struct ufile *f = u->lru_head, *next; f; f = next) {
+                next = f->lru_next;
+                if (f->slots > 0 && f->off < off + n && off < f->off + f->slots)
+                        evict(u, f);
         }
+        rangealloc_reclaim(u->rows_alloc, now);
+        return rangealloc_alloc(u->rows_alloc, n, ret_off);
+}
+
+/* Sets aside the rows a table that found no room wants, before it is built
+ * again: a build is then never thrown away for want of room. Checking for
+ * room without taking it was not enough on a build host: between the check
+ * and the build (seconds for libLLVM, queued behind others) new compilers
+ * took the unused tables the room was to come from, and a million rows were
+ * built for nothing, again and again. Returns 0 (also when the size is not
+ * known: the build finds its room), -ENOSPC or -ENOMEM. */
+static int file_reserve(unwinder *u, struct ufile *f) {
+        int r;
+
+        if (f->want == 0 || f->resv_n > 0)
+                return 0;
+        r = rows_room(u, f->want, &f->resv_off);
+        if (r >= 0)
+                f->resv_n = f->want;
+        return r;
+}
+
+static void file_unreserve(unwinder *u, struct ufile *f) {
+        if (f->resv_n == 0)
+                return;
+        rangealloc_release(u->rows_alloc, f->resv_off, f->resv_n, mono_ns());
+        f->resv_n = 0;
 }
 
 /* --- writing the kernel's arrays ------------------------------------------ */
@@ -344,24 +394,38 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what)
                                  : r == -E2BIG ? UNWINDER_FAIL_ABOVE_4G
                                  : r == -ENOMEM ? UNWINDER_FAIL_UNREADABLE : UNWINDER_FAIL_BAD_CFI);
                 f->retry = r == -ENOMEM;
+                file_unreserve(u, f);
                 return;
         }
         slots = t.n + unwind_index_size(&t, &shift);
-        r = rows_alloc(u, (uint32_t) slots, &off);
-        if (r < 0) {
+        if (f->resv_n == slots) {
+                off = f->resv_off;
+                f->resv_n = 0;
+                r = 0;
+        } else {
+                file_unreserve(u, f);
+                r = rows_room(u, (uint32_t) slots, &off);
+        }
+        if (r == -ENOSPC) {
                 log_debug("No room for the %zu unwind rows of %s (unwind_memory), walking it by frame pointers.",
                           t.n, what);
                 count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
+                pthread_mutex_lock(&u->lock);
+                u->stats.tables_no_room++;
+                pthread_mutex_unlock(&u->lock);
                 f->want = (uint32_t) slots;
                 unwind_table_done(&t);
                 f->retry = true;
                 return;
         }
-        r = rows_write(u, &t, shift, off, slots);
+        if (r >= 0) {
+                r = rows_write(u, &t, shift, off, slots);
+                if (r < 0)
+                        rangealloc_release(u->rows_alloc, off, (uint32_t) slots, mono_ns());
+        }
         if (r < 0) {
                 /* out of memory or mappings: as a build out of memory */
                 log_debug_errno(r, "Failed to write the unwind rows of %s, walking it by frame pointers: %m", what);
-                rangealloc_release(u->rows_alloc, off, (uint32_t) slots, mono_ns());
                 count_failure(u, UNWINDER_FAIL_UNREADABLE);
                 unwind_table_done(&t);
                 f->retry = true;
@@ -456,6 +520,17 @@ static int build_later(unwinder *u, struct ufile *f, const char *by_map, const c
         return 0;
 }
 
+/* The identity of the file at one of the paths, and its stat. */
+static int mapping_key(const char *by_map, const char *by_root, struct file_key *ret, struct stat *ret_st) {
+        if (stat(by_map, ret_st) < 0 && (!by_root[0] || stat(by_root, ret_st) < 0))
+                return -ENOENT;
+        *ret = (struct file_key) {
+                .dev = ret_st->st_dev, .ino = ret_st->st_ino, .size = (uint64_t) ret_st->st_size,
+                .mtime_sec = ret_st->st_mtim.tv_sec, .mtime_nsec = ret_st->st_mtim.tv_nsec,
+        };
+        return 0;
+}
+
 /* The file of mapping m, and the ELF address its start maps: from the cache
  * when the file's identity is known, else read now. Returns 0 with *ret
  * (referenced for the caller; NULL: walk the mapping by frame pointers),
@@ -471,14 +546,10 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, stru
 
         *ret = NULL;
         mapped_paths(u, pid, m, by_map, by_root);
-        if (stat(by_map, &st) < 0 && (!by_root[0] || stat(by_root, &st) < 0)) {
+        if (mapping_key(by_map, by_root, &key, &st) < 0) {
                 count_failure(u, UNWINDER_FAIL_UNREADABLE);
                 return 0;
         }
-        key = (struct file_key) {
-                .dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t) st.st_size,
-                .mtime_sec = st.st_mtim.tv_sec, .mtime_nsec = st.st_mtim.tv_nsec,
-        };
         if (hashmap_get(u->files, &key, (void **) &f) < 0) {
                 f = calloc(1, sizeof(*f));
                 if (!f)
@@ -490,10 +561,9 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, stru
                 /* before building: evicting for room never takes it */
                 file_ref(u, f);
         }
-        /* a table that found no room is tried again when the file is next
-         * mapped by a process */
-        /* building again is worth it only if the rows could fit now */
-        build = is_new || (f->retry && rangealloc_largest_free(u->rows_alloc) + u->unused_rows >= f->want);
+        /* a table that found no room is built again when the file is next
+         * mapped by a process, if its rows can be set aside now */
+        build = is_new || (f->retry && file_reserve(u, f) >= 0);
         defer = build && (uint64_t) st.st_size > BUILD_INLINE_MAX_BYTES;
         if (defer) {
                 build = false;
@@ -508,8 +578,10 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, stru
                 if (r < 0 || !file_find_bias(f, m->offset, ret_vaddr_at)) {
                         if (is_new)
                                 ufile_free(f);
-                        else
+                        else {
+                                file_unreserve(u, f); /* unread: not built */
                                 file_unref(u, f, mono_ns());
+                        }
                         if (r == -ENOMEM)
                                 return r;
                         count_failure(u, UNWINDER_FAIL_UNREADABLE);
@@ -526,6 +598,7 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, stru
         if (defer) {
                 r = build_later(u, f, by_map, by_root, m->path);
                 if (r < 0) {
+                        file_unreserve(u, f);
                         file_unref(u, f, mono_ns());
                         return r;
                 }
@@ -669,17 +742,77 @@ static int proc_mapping_file(unwinder *u, uint32_t tgid, const struct procmap *m
         return 0;
 }
 
+/* References held on the cached files a process maps while its mappings
+ * are read: room made for one of its tables must not evict the table of
+ * another of its files, unused until this process maps it a moment later
+ * (clang's libstdc++ evicted for its libz3, then built again and found no
+ * room). */
+struct pins {
+        unwinder *u;
+        struct ufile **files;
+        size_t n, cap;
+};
+
+static void pins_done(struct pins *p) {
+        for (size_t i = 0; i < p->n; i++)
+                file_unref(p->u, p->files[i], mono_ns());
+        free(p->files);
+}
+
+/* Pins the cached files of the executable mappings listed in text (the
+ * process's maps, left as they are). Returns 0 or -ENOMEM. */
+static int pins_take(unwinder *u, uint32_t tgid, const char *text, struct pins *pins) {
+        for (const char *line = text, *next; line && *line; line = next) {
+                char buf[PATH_MAX + 128], by_map[96], by_root[PATH_MAX];
+                struct file_key key;
+                struct procmap m;
+                struct stat st;
+                struct ufile *f;
+                size_t len;
+
+                next = strchr(line, '\n');
+                len = next ? (size_t) (next - line) : strlen(line);
+                if (next)
+                        next++;
+                if (len >= sizeof(buf))
+                        continue;
+                memcpy(buf, line, len);
+                buf[len] = '\0';
+                if (procmap_parse_line(buf, &m) < 0)
+                        continue;
+                if (m.executable && m.path && m.path[0] == '/' && m.inode != 0) {
+                        mapped_paths(u, tgid, &m, by_map, by_root);
+                        if (mapping_key(by_map, by_root, &key, &st) >= 0 &&
+                            hashmap_get(u->files, &key, (void **) &f) == 0) {
+                                if (array_grow((void **) &pins->files, &pins->cap, pins->n + 1,
+                                               sizeof(*pins->files)) < 0) {
+                                        procmap_done(&m);
+                                        return -ENOMEM;
+                                }
+                                file_ref(u, f);
+                                pins->files[pins->n++] = f;
+                        }
+                }
+                procmap_done(&m);
+        }
+        return 0;
+}
+
 /* Reads /proc/PID/maps into pm: every executable mapping with its table.
  * Returns 0 (also for a process already gone: pm->n 0) or a negative
  * errno. */
 static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *pm) {
         _cleanup_free_ char *text = NULL;
+        _cleanup_(pins_done) struct pins pins = { .u = u };
         char path[PATH_MAX];
         int r;
 
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
         if (read_full_file(path, &text) < 0)
                 return 0; /* gone already */
+        r = pins_take(u, tgid, text, &pins);
+        if (r < 0)
+                return r;
         for (char *line = text, *next; line && *line; line = next) {
                 struct procmap m;
                 struct ufile *f;
@@ -914,6 +1047,8 @@ static int sweep(unwinder *u) {
                 if (hashmap_get(u->procs, UINT64_TO_KEY(due[i]), (void **) &p) == 0)
                         miss_reloaded(p, now);
         }
+        while (u->n_unused > UNUSED_FILES_MAX)
+                evict(u, u->lru_head);
         rangealloc_reclaim(u->rows_alloc, now);
         rangealloc_reclaim(u->maps_alloc, now);
         return 0;
@@ -1001,6 +1136,7 @@ static int build_next(unwinder *u) {
                 elf_end(elf);
                 break;
         }
+        file_unreserve(u, f); /* not built: the file is gone */
         for (size_t p = 0; p < ELEMENTSOF(f->paths); p++) {
                 free(f->paths[p]);
                 f->paths[p] = NULL;
@@ -1038,6 +1174,7 @@ static void publish_stats(unwinder *u) {
         u->stats.processes = hashmap_size(u->procs);
         u->stats.files = hashmap_size(u->files);
         u->stats.files_unused = u->n_unused;
+        u->stats.tables_queued = u->n_builds;
         u->stats.rows_used = rows;
         u->stats.rows_capacity = rangealloc_capacity(u->rows_alloc);
         u->stats.mappings_used = maps;
@@ -1095,9 +1232,12 @@ static void *worker(void *userdata) {
                 /* a few at a time: requests of new processes go first */
                 if (r >= 0 && u->n_scan > 0)
                         r = scan_some(u, 2);
-                /* one large table at a time, requests in between */
-                if (r >= 0 && u->n_builds > 0)
+                /* one large table at a time, requests in between; status
+                 * shows it queued while it is built (seconds) */
+                if (r >= 0 && u->n_builds > 0) {
+                        publish_stats(u);
                         r = build_next(u);
+                }
                 if (r >= 0 && mono_ns() >= u->next_sweep_ns) {
                         r = sweep(u);
                         u->next_sweep_ns = mono_ns() + SWEEP_NS;
