@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""End to end: the unwind tables' memory budget (unwind_memory) under
+pressure, as on a host running builds, where compilers with million-row
+tables come and go. profd runs with a budget of 8 MiB (1,048,576 row
+slots; the tables of the processes running here take about a fifth):
+
+- clang maps libclang-cpp and libLLVM, each a million rows and its index
+  (1.07 and 1.13 million slots), more than the whole budget. Each is built once and dropped (`tables_no_room`), and no
+  unused table is evicted for it, since evicting cannot make room
+  (`tables_evicted` unchanged). A second clang does not build them again:
+  their rows cannot be set aside (`budget_full` counts its mappings). Before,
+  every such build evicted every unused table first, and a build host
+  rebuilt them all, over and over (docs/performance.md, "The unwind
+  budget on a build host").
+- Copies of Debian's python3.11 (64,575 rows and their index, 72,000
+  slots; distinct files) run one after the other, each until its table is
+  built, and exit. 16 of them are more than the budget. When the free
+  rows run out, the next copy's table still gets its room, by evicting
+  unused tables, and only some of them (not every unused table)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Profd, require_root, run_tests, wait_unwinder_loaded
+
+BUDGET = "8M"
+CLANG = shutil.which("clang")
+PYTHON = "/usr/bin/python3.11"
+# a table is built within this (libLLVM's million rows take 1-2 s here,
+# many times that under AddressSanitizer on a busy machine)
+BUILD_TIMEOUT = 240
+# the unwinder finds exited processes every 3 s (SWEEP_NS): their tables
+# become unused then
+SWEEP_WAIT = 4.0
+MAX_COPIES = 16
+COPY_SLOTS = 72700
+
+_profd = None
+
+
+def unwind(d):
+    return json.loads(d.profctl("status", "--json").stdout)["unwind"]
+
+
+def fmt(u):
+    keys = ("files", "files_unused", "rows_used", "rows_capacity", "tables_built", "tables_evicted",
+            "tables_no_room", "tables_queued")
+    return ", ".join(f"{k} {u.get(k)}" for k in keys) + f", budget_full {u['failures']['budget_full']}"
+
+
+def wait_for(d, what, pred, timeout=BUILD_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        u = unwind(d)
+        if pred(u):
+            return u
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}: {fmt(u)}")
+        time.sleep(0.2)
+
+
+def wait_quiet(d, quiet=1.0, timeout=BUILD_TIMEOUT):
+    """Until no large table is queued (or being built) and no table has
+    been built, dropped or evicted for `quiet` s."""
+    def key(u):
+        return (u["tables_built"], u["tables_no_room"], u["tables_evicted"], u["tables_queued"])
+    last, since, deadline = None, time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        u = unwind(d)
+        if key(u) != last:
+            last, since = key(u), time.monotonic()
+        elif u["tables_queued"] == 0 and time.monotonic() - since >= quiet:
+            return u
+        time.sleep(0.2)
+    raise AssertionError(f"the unwinder still busy after {timeout} s: {fmt(u)}")
+
+
+class Held:
+    """A program started with stdin a pipe, which it waits on; ended by
+    closing the pipe (and by its pid if it lingers)."""
+
+    def __init__(self, *argv):
+        self.p = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+
+    def end(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def profd():
+    global _profd
+    if _profd is None:
+        # 997 Hz: a program blocked on its stdin soon after start is
+        # sampled in its libraries at once, which has them loaded
+        _profd = Profd("--unwind-memory", BUDGET, "--frequency", "997")
+        _profd.start()
+        wait_unwinder_loaded(_profd)
+    return _profd
+
+
+def run_copy(d, tmp, src, name, *args):
+    """Runs a new copy of program src (a file profd has never seen) with
+    stdin held, until its table is built or dropped; then ends it.
+    Returns the status after."""
+    copy = os.path.join(tmp, name)
+    shutil.copy(src, copy)
+    before = unwind(d)
+    h = Held(copy, *args)
+    try:
+        wait_for(d, f"{name}'s table", lambda v: v["tables_built"] > before["tables_built"] or
+                 v["tables_no_room"] > before["tables_no_room"])
+        return wait_quiet(d)
+    finally:
+        h.end()
+
+
+def test_table_larger_than_the_budget_is_built_once_and_evicts_nothing():
+    assert CLANG, "clang is not installed (setup.sh installs it)"
+    d = profd()
+    tmp = tempfile.mkdtemp(prefix="profd-test-budget-")
+    try:
+        # unused tables that no process will map again: the old way
+        # evicted them all for clang's libraries, which fit nowhere
+        for i in range(3):
+            run_copy(d, tmp, "/usr/bin/cat", f"cat-copy-{i}")
+        time.sleep(SWEEP_WAIT)
+        u0 = unwind(d)
+        print(f"  before: {fmt(u0)}")
+        h = Held(CLANG, "-x", "c", "-fsyntax-only", "-")
+        try:
+            wait_for(d, "libclang-cpp's and libLLVM's tables to be built and dropped",
+                     lambda u: u["tables_no_room"] >= u0["tables_no_room"] + 2)
+            u1 = wait_quiet(d)
+        finally:
+            h.end()
+        print(f"  first clang: {fmt(u1)}")
+        assert u1["tables_evicted"] == u0["tables_evicted"], \
+            f"{u1['tables_evicted'] - u0['tables_evicted']} unused tables evicted for tables that could not fit"
+
+        time.sleep(SWEEP_WAIT)
+        u2 = unwind(d)
+        h = Held(CLANG, "-x", "c", "-fsyntax-only", "-")
+        try:
+            # its big libraries' mappings are counted budget_full at its
+            # load, the tables not built again
+            wait_for(d, "the second clang's libraries to be counted budget_full",
+                     lambda u: u["failures"]["budget_full"] >= u2["failures"]["budget_full"] + 2)
+            u3 = wait_quiet(d)
+        finally:
+            h.end()
+        print(f"  second clang: {fmt(u3)}")
+        assert u3["tables_no_room"] == u1["tables_no_room"], \
+            f"the second clang had {u3['tables_no_room'] - u1['tables_no_room']} tables built again and dropped"
+        assert u3["tables_evicted"] == u0["tables_evicted"], \
+            f"{u3['tables_evicted'] - u0['tables_evicted']} unused tables evicted for tables that could not fit"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_table_gets_room_by_evicting_some_unused_tables():
+    d = profd()
+    tmp = tempfile.mkdtemp(prefix="profd-test-budget-")
+    try:
+        time.sleep(SWEEP_WAIT)  # the earlier tests' programs' tables unused
+        u = start = wait_quiet(d)
+        print(f"  before: {fmt(u)}")
+        for i in range(MAX_COPIES):
+            before = u
+            u = run_copy(d, tmp, PYTHON, f"python-copy-{i}", "-c", "import sys; sys.stdin.read()")
+            print(f"  copy {i}: {fmt(u)}")
+            assert u["tables_no_room"] == start["tables_no_room"], \
+                f"copy {i}'s table found no room, with {before['files_unused']} unused files"
+            if u["tables_evicted"] > before["tables_evicted"]:
+                evicted = u["tables_evicted"] - before["tables_evicted"]
+                assert evicted < before["files_unused"], \
+                    f"copy {i}'s table evicted {evicted} tables, all {before['files_unused']} unused ones"
+                return
+            if u["rows_capacity"] - u["rows_used"] < 2 * COPY_SLOTS:
+                time.sleep(SWEEP_WAIT)  # the copies' tables unused before room runs out
+                u = unwind(d)
+        raise AssertionError(f"{MAX_COPIES} copies of python3.11 fitted in {BUDGET}: no eviction to see")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    require_root()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
+    tests = [test_table_larger_than_the_budget_is_built_once_and_evicts_nothing,
+             test_table_gets_room_by_evicting_some_unused_tables]
+    try:
+        run_tests(tests)
+    except SystemExit as e:
+        if e.code and _profd is not None:
+            print("--- profd log (last 3000 characters) ---\n" + _profd.read_log()[-3000:], file=sys.stderr)
+        raise
+    finally:
+        if _profd is not None:
+            _profd.cleanup()
