@@ -30,6 +30,7 @@ from harness import Profd, require_root, run_tests, wait_unwinder_loaded
 
 BUDGET = "8M"
 CLANG = shutil.which("clang")
+CLANG_ARGV = [CLANG, "-x", "c", "-fsyntax-only", "-"]  # waits on its stdin
 PYTHON = "/usr/bin/python3.11"
 # a table is built within this (libLLVM's million rows take 1-2 s here,
 # many times that under AddressSanitizer on a busy machine)
@@ -108,20 +109,25 @@ def profd():
     return _profd
 
 
-def run_copy(d, tmp, src, name, *args):
-    """Runs a new copy of program src (a file profd has never seen) with
-    stdin held, until its table is built or dropped; then ends it.
-    Returns the status after."""
-    copy = os.path.join(tmp, name)
-    shutil.copy(src, copy)
-    before = unwind(d)
-    h = Held(copy, *args)
+def hold(d, argv, what, pred):
+    """Runs argv with stdin held until the unwinder's status meets pred and
+    it is quiet; then ends it. Returns that status."""
+    h = Held(*argv)
     try:
-        wait_for(d, f"{name}'s table", lambda v: v["tables_built"] > before["tables_built"] or
-                 v["tables_no_room"] > before["tables_no_room"])
+        wait_for(d, what, pred)
         return wait_quiet(d)
     finally:
         h.end()
+
+
+def run_copy(d, tmp, src, name, *args):
+    """Runs a new copy of program src (a file profd has never seen) until
+    its table is built or dropped. Returns the status then."""
+    copy = os.path.join(tmp, name)
+    shutil.copy(src, copy)
+    before = unwind(d)
+    return hold(d, [copy, *args], f"{name}'s table", lambda v: v["tables_built"] > before["tables_built"] or
+                v["tables_no_room"] > before["tables_no_room"])
 
 
 def test_table_larger_than_the_budget_is_built_once_and_evicts_nothing():
@@ -136,28 +142,18 @@ def test_table_larger_than_the_budget_is_built_once_and_evicts_nothing():
         time.sleep(SWEEP_WAIT)
         u0 = unwind(d)
         print(f"  before: {fmt(u0)}")
-        h = Held(CLANG, "-x", "c", "-fsyntax-only", "-")
-        try:
-            wait_for(d, "libclang-cpp's and libLLVM's tables to be built and dropped",
-                     lambda u: u["tables_no_room"] >= u0["tables_no_room"] + 2)
-            u1 = wait_quiet(d)
-        finally:
-            h.end()
+        u1 = hold(d, CLANG_ARGV, "libclang-cpp's and libLLVM's tables to be built and dropped",
+                  lambda u: u["tables_no_room"] >= u0["tables_no_room"] + 2)
         print(f"  first clang: {fmt(u1)}")
         assert u1["tables_evicted"] == u0["tables_evicted"], \
             f"{u1['tables_evicted'] - u0['tables_evicted']} unused tables evicted for tables that could not fit"
 
         time.sleep(SWEEP_WAIT)
         u2 = unwind(d)
-        h = Held(CLANG, "-x", "c", "-fsyntax-only", "-")
-        try:
-            # its big libraries' mappings are counted budget_full at its
-            # load, the tables not built again
-            wait_for(d, "the second clang's libraries to be counted budget_full",
-                     lambda u: u["failures"]["budget_full"] >= u2["failures"]["budget_full"] + 2)
-            u3 = wait_quiet(d)
-        finally:
-            h.end()
+        # its big libraries' mappings are counted budget_full at its load,
+        # the tables not built again
+        u3 = hold(d, CLANG_ARGV, "the second clang's libraries to be counted budget_full",
+                  lambda u: u["failures"]["budget_full"] >= u2["failures"]["budget_full"] + 2)
         print(f"  second clang: {fmt(u3)}")
         assert u3["tables_no_room"] == u1["tables_no_room"], \
             f"the second clang had {u3['tables_no_room'] - u1['tables_no_room']} tables built again and dropped"

@@ -213,12 +213,20 @@ static void test_random(void) {
         CHECK_INT_EQ(rangealloc_largest_free(a), CAP);
 }
 
+/* find_room(n) is expect: an offset, or a negative errno */
+#define CHECK_ROOM(n, expect)                                                                   \
+        do {                                                                                    \
+                uint32_t _off = UINT32_MAX;                                                     \
+                int _r = rangealloc_find_room(a, (n), spare, ELEMENTSOF(spare), now, &_off);    \
+                CHECK_INT_EQ(_r < 0 ? (int64_t) _r : (int64_t) _off, (int64_t) (expect));       \
+        } while (0)
+
 /* Room from spare ranges: the window that releases only tables unused
  * longer than any other window's, then the fewest slots; nothing released
  * by the search itself; none when even every spare range leaves no window. */
 static void test_find_room(void) {
         _cleanup_(rangealloc_freep) rangealloc *a = rangealloc_new(100, GRACE);
-        uint32_t o[5], x;
+        uint32_t o[5];
 
         /* five tables: [0,20) [20,40) [40,60) [60,80) [80,100) */
         for (int i = 0; i < 5; i++)
@@ -226,22 +234,19 @@ static void test_find_room(void) {
         uint64_t now = 10 * GRACE;
         struct rangealloc_spare spare[] = {
                 { o[0], 20, 3 * GRACE }, /* unused since 3 GRACE */
-                { o[1], 20, 1 * GRACE }, /* the oldest */
+                { o[1], 20, 1 * GRACE }, /* the oldest, with o[4] */
                 { o[2], 20, 2 * GRACE },
                 { o[4], 20, 1 * GRACE },
         };
 
-        CHECK_INT_EQ(rangealloc_find_room(a, 0, spare, 4, now, &x), -EINVAL);
+        CHECK_ROOM(0, -EINVAL);
         /* 20: o[1] and o[4] are as old; o[1] is lower */
-        CHECK_INT_EQ(rangealloc_find_room(a, 20, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, o[1]);
+        CHECK_ROOM(20, o[1]);
         /* 40: o[1]+o[2] (newest 2 GRACE) before o[0]+o[1] (3 GRACE); o[3]
          * is in use, so o[4] has no neighbour to make 40 with */
-        CHECK_INT_EQ(rangealloc_find_room(a, 40, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, o[1]);
-        CHECK_INT_EQ(rangealloc_find_room(a, 60, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, o[0]);
-        CHECK_INT_EQ(rangealloc_find_room(a, 61, spare, 4, now, &x), -ENOSPC);
+        CHECK_ROOM(40, o[1]);
+        CHECK_ROOM(60, o[0]);
+        CHECK_ROOM(61, -ENOSPC);
         /* the search released nothing */
         CHECK_INT_EQ(rangealloc_used(a), 100);
         CHECK_INT_EQ(rangealloc_largest_free(a), 0);
@@ -250,27 +255,21 @@ static void test_find_room(void) {
         rangealloc_release(a, o[3], 20, now);
         rangealloc_reclaim(a, now + GRACE);
         now += GRACE;
-        CHECK_INT_EQ(rangealloc_find_room(a, 20, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, o[3]);
+        CHECK_ROOM(20, o[3]);
         /* 40: the free 20 and o[4] (1 GRACE) before o[1]+o[2] (2 GRACE) */
-        CHECK_INT_EQ(rangealloc_find_room(a, 40, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, o[3]);
+        CHECK_ROOM(40, o[3]);
         /* 30: o[2] and the free 20 (2 GRACE) lose to the free 20 and o[4] */
-        CHECK_INT_EQ(rangealloc_find_room(a, 30, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, o[3]);
+        CHECK_ROOM(30, o[3]);
         /* everything: free and spare make one run */
-        CHECK_INT_EQ(rangealloc_find_room(a, 100, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, 0);
-        CHECK_INT_EQ(rangealloc_find_room(a, 101, spare, 4, now, &x), -ENOSPC);
+        CHECK_ROOM(100, 0);
+        CHECK_ROOM(101, -ENOSPC);
 
         /* a table unused for less than the grace cannot be had yet */
         spare[1].since_ns = now - GRACE + 1;
-        CHECK_INT_EQ(rangealloc_find_room(a, 40, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, o[3]);
+        CHECK_ROOM(40, o[3]);
         spare[3].since_ns = now - 1; /* o[4] */
-        CHECK_INT_EQ(rangealloc_find_room(a, 40, spare, 4, now, &x), 0);
-        CHECK_INT_EQ(x, o[2]); /* o[2] + free: o[1] and o[4] still in grace */
-        CHECK_INT_EQ(rangealloc_find_room(a, 41, spare, 4, now, &x), -ENOSPC);
+        CHECK_ROOM(40, o[2]); /* o[2] + free: o[1] and o[4] still in grace */
+        CHECK_ROOM(41, -ENOSPC);
 }
 
 /* The search against every possible window, slot by slot, on random
