@@ -367,11 +367,11 @@ def user_processes():
 
 def wait_unwinder_loaded(d, timeout=90, quiet=3.0):
     """Waits until profd's unwinder has loaded the processes that ran when
-    it started: an entry for most of them (status "unwind" "processes") and
+    it started: an entry for most of them (status "unwind" "processes"),
     no table built for `quiet` seconds ("tables_built"; it builds the big
-    ones last, one at a time). The unwind tests measure the steady state of
-    an always-on daemon, not its first seconds, when a new process waits
-    behind that initial load. Returns the seconds waited; on timeout, says
+    ones last, one at a time) and none queued ("tables_queued"). The unwind
+    tests measure the steady state of an always-on daemon, not its first
+    seconds, when a new process waits behind that initial load. Returns the seconds waited; on timeout, says
     so and returns (the test then sees what there is)."""
     want = 0.8 * len(user_processes())
     t0 = time.monotonic()
@@ -380,7 +380,7 @@ def wait_unwinder_loaded(d, timeout=90, quiet=3.0):
         u = json.loads(d.profctl("status", "--json").stdout).get("unwind") or {}
         if u.get("tables_built") != built:
             built, since = u.get("tables_built"), time.monotonic()
-        elif u.get("processes", 0) >= want and time.monotonic() - since >= quiet:
+        elif u.get("processes", 0) >= want and not u.get("tables_queued") and time.monotonic() - since >= quiet:
             waited = time.monotonic() - t0
             print(f"  (unwinder loaded {u['processes']} processes, {built} tables, in {waited:.1f} s after start)")
             return waited
