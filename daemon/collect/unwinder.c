@@ -520,41 +520,41 @@ static int build_later(unwinder *u, struct ufile *f, const char *by_map, const c
         return 0;
 }
 
-/* The identity of the file at one of the paths, and its stat. */
-static int mapping_key(const char *by_map, const char *by_root, struct file_key *ret, struct stat *ret_st) {
-        if (stat(by_map, ret_st) < 0 && (!by_root[0] || stat(by_root, ret_st) < 0))
+/* The identity of the file at one of the paths. */
+static int mapping_key(const char *by_map, const char *by_root, struct file_key *ret) {
+        struct stat st;
+
+        if (stat(by_map, &st) < 0 && (!by_root[0] || stat(by_root, &st) < 0))
                 return -ENOENT;
         *ret = (struct file_key) {
-                .dev = ret_st->st_dev, .ino = ret_st->st_ino, .size = (uint64_t) ret_st->st_size,
-                .mtime_sec = ret_st->st_mtim.tv_sec, .mtime_nsec = ret_st->st_mtim.tv_nsec,
+                .dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t) st.st_size,
+                .mtime_sec = st.st_mtim.tv_sec, .mtime_nsec = st.st_mtim.tv_nsec,
         };
         return 0;
 }
 
-/* The file of mapping m, and the ELF address its start maps: from the cache
- * when the file's identity is known, else read now. Returns 0 with *ret
- * (referenced for the caller; NULL: walk the mapping by frame pointers),
- * or -ENOMEM. */
-static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, struct ufile **ret,
-                        uint64_t *ret_vaddr_at) {
+/* The file of mapping m, whose identity is key (NULL: the file could not
+ * be found), and the ELF address its start maps: from the cache when the
+ * file is known, else read now. Returns 0 with *ret (referenced for the
+ * caller; NULL: walk the mapping by frame pointers), or -ENOMEM. */
+static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, const struct file_key *key,
+                        struct ufile **ret, uint64_t *ret_vaddr_at) {
         char by_map[96], by_root[PATH_MAX];
         struct ufile *f = NULL;
-        struct file_key key;
-        struct stat st;
         bool is_new = false, build, defer;
         int r;
 
         *ret = NULL;
-        mapped_paths(u, pid, m, by_map, by_root);
-        if (mapping_key(by_map, by_root, &key, &st) < 0) {
+        if (!key) {
                 count_failure(u, UNWINDER_FAIL_UNREADABLE);
                 return 0;
         }
-        if (hashmap_get(u->files, &key, (void **) &f) < 0) {
+        mapped_paths(u, pid, m, by_map, by_root);
+        if (hashmap_get(u->files, key, (void **) &f) < 0) {
                 f = calloc(1, sizeof(*f));
                 if (!f)
                         return -ENOMEM;
-                f->key = key;
+                f->key = *key;
                 f->refs = 1;
                 is_new = true;
         } else {
@@ -564,7 +564,7 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, stru
         /* a table that found no room is built again when the file is next
          * mapped by a process, if its rows can be set aside now */
         build = is_new || (f->retry && file_reserve(u, f) >= 0);
-        defer = build && (uint64_t) st.st_size > BUILD_INLINE_MAX_BYTES;
+        defer = build && key->size > BUILD_INLINE_MAX_BYTES;
         if (defer) {
                 build = false;
                 f->retry = false;
@@ -717,8 +717,82 @@ static int proc_mappings_grow(struct proc_mappings *pm) {
  * address the mapping starts at; *ret NULL for anonymous (JIT) and other
  * special mappings, and a vDSO whose bias is unknown: frame pointers.
  * Returns 0 or a negative errno. */
-static int proc_mapping_file(unwinder *u, uint32_t tgid, const struct procmap *m, struct ufile **ret,
+/* One executable mapping of a process, and its file's identity (keyed:
+ * the file was found; only for mappings of a file). */
+struct exec_mapping {
+        struct procmap m;
+        struct file_key key;
+        bool keyed;
+};
+
+/* A process's executable mappings, parsed and their files found once,
+ * and references held on the cached files among them until the mappings
+ * are read: room made for one of its tables must not evict the table of
+ * another of its files, unused until this process maps it a moment later
+ * (clang's libstdc++ evicted for its libz3, then built again and found no
+ * room). */
+struct exec_mappings {
+        unwinder *u;
+        struct exec_mapping *items;
+        size_t n, cap;
+        struct ufile **pins;
+        size_t n_pins, cap_pins;
+};
+
+static void exec_mappings_done(struct exec_mappings *em) {
+        for (size_t i = 0; i < em->n; i++)
+                procmap_done(&em->items[i].m);
+        free(em->items);
+        for (size_t i = 0; i < em->n_pins; i++)
+                file_unref(em->u, em->pins[i], mono_ns());
+        free(em->pins);
+}
+
+static bool is_file_mapping(const struct procmap *m) {
+        return m->path && m->path[0] == '/' && m->inode != 0;
+}
+
+/* Parses the executable mappings of maps text (a process's
+ * /proc/PID/maps, cut into lines on the way; at most MAX_PROC_MAPPINGS),
+ * finds their files and pins the cached ones. Returns 0 or -ENOMEM. */
+static int exec_mappings_read(unwinder *u, uint32_t tgid, char *text, struct exec_mappings *em) {
+        for (char *line = text, *next; line && *line && em->n < MAX_PROC_MAPPINGS; line = next) {
+                struct exec_mapping *e;
+                struct ufile *f;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (array_grow((void **) &em->items, &em->cap, em->n + 1, sizeof(*em->items)) < 0)
+                        return -ENOMEM;
+                e = &em->items[em->n];
+                *e = (struct exec_mapping) {};
+                if (procmap_parse_line(line, &e->m) < 0)
+                        continue;
+                if (!e->m.executable) {
+                        procmap_done(&e->m);
+                        continue;
+                }
+                em->n++;
+                if (is_file_mapping(&e->m)) {
+                        char by_map[96], by_root[PATH_MAX];
+
+                        mapped_paths(u, tgid, &e->m, by_map, by_root);
+                        e->keyed = mapping_key(by_map, by_root, &e->key) >= 0;
+                }
+                if (e->keyed && hashmap_get(u->files, &e->key, (void **) &f) == 0) {
+                        if (array_grow((void **) &em->pins, &em->cap_pins, em->n_pins + 1, sizeof(*em->pins)) < 0)
+                                return -ENOMEM;
+                        file_ref(u, f);
+                        em->pins[em->n_pins++] = f;
+                }
+        }
+        return 0;
+}
+
+static int proc_mapping_file(unwinder *u, uint32_t tgid, const struct exec_mapping *e, struct ufile **ret,
                              uint64_t *ret_vaddr_at) {
+        const struct procmap *m = &e->m;
         struct ufile *f = NULL;
         uint64_t bias;
 
@@ -737,64 +811,8 @@ static int proc_mapping_file(unwinder *u, uint32_t tgid, const struct procmap *m
                 *ret = f;
                 return 0;
         }
-        if (m->path && m->path[0] == '/' && m->inode != 0)
-                return mapping_file(u, tgid, m, ret, ret_vaddr_at);
-        return 0;
-}
-
-/* References held on the cached files a process maps while its mappings
- * are read: room made for one of its tables must not evict the table of
- * another of its files, unused until this process maps it a moment later
- * (clang's libstdc++ evicted for its libz3, then built again and found no
- * room). */
-struct pins {
-        unwinder *u;
-        struct ufile **files;
-        size_t n, cap;
-};
-
-static void pins_done(struct pins *p) {
-        for (size_t i = 0; i < p->n; i++)
-                file_unref(p->u, p->files[i], mono_ns());
-        free(p->files);
-}
-
-/* Pins the cached files of the executable mappings listed in text (the
- * process's maps, left as they are). Returns 0 or -ENOMEM. */
-static int pins_take(unwinder *u, uint32_t tgid, const char *text, struct pins *pins) {
-        for (const char *line = text, *next; line && *line; line = next) {
-                char buf[PATH_MAX + 128], by_map[96], by_root[PATH_MAX];
-                struct file_key key;
-                struct procmap m;
-                struct stat st;
-                struct ufile *f;
-                size_t len;
-
-                next = strchr(line, '\n');
-                len = next ? (size_t) (next - line) : strlen(line);
-                if (next)
-                        next++;
-                if (len >= sizeof(buf))
-                        continue;
-                memcpy(buf, line, len);
-                buf[len] = '\0';
-                if (procmap_parse_line(buf, &m) < 0)
-                        continue;
-                if (m.executable && m.path && m.path[0] == '/' && m.inode != 0) {
-                        mapped_paths(u, tgid, &m, by_map, by_root);
-                        if (mapping_key(by_map, by_root, &key, &st) >= 0 &&
-                            hashmap_get(u->files, &key, (void **) &f) == 0) {
-                                if (array_grow((void **) &pins->files, &pins->cap, pins->n + 1,
-                                               sizeof(*pins->files)) < 0) {
-                                        procmap_done(&m);
-                                        return -ENOMEM;
-                                }
-                                file_ref(u, f);
-                                pins->files[pins->n++] = f;
-                        }
-                }
-                procmap_done(&m);
-        }
+        if (is_file_mapping(m))
+                return mapping_file(u, tgid, m, e->keyed ? &e->key : NULL, ret, ret_vaddr_at);
         return 0;
 }
 
@@ -803,41 +821,30 @@ static int pins_take(unwinder *u, uint32_t tgid, const char *text, struct pins *
  * errno. */
 static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *pm) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_(pins_done) struct pins pins = { .u = u };
+        _cleanup_(exec_mappings_done) struct exec_mappings em = { .u = u };
         char path[PATH_MAX];
         int r;
 
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
         if (read_full_file(path, &text) < 0)
                 return 0; /* gone already */
-        r = pins_take(u, tgid, text, &pins);
+        r = exec_mappings_read(u, tgid, text, &em);
         if (r < 0)
                 return r;
-        for (char *line = text, *next; line && *line; line = next) {
-                struct procmap m;
+        for (size_t i = 0; i < em.n; i++) {
+                const struct procmap *m = &em.items[i].m;
                 struct ufile *f;
                 uint64_t vaddr_at;
 
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = '\0';
-                if (procmap_parse_line(line, &m) < 0)
-                        continue;
-                if (!m.executable || pm->n >= MAX_PROC_MAPPINGS) {
-                        procmap_done(&m);
-                        continue;
-                }
                 r = proc_mappings_grow(pm);
                 if (r >= 0)
-                        r = proc_mapping_file(u, tgid, &m, &f, &vaddr_at);
-                if (r < 0) {
-                        procmap_done(&m);
+                        r = proc_mapping_file(u, tgid, &em.items[i], &f, &vaddr_at);
+                if (r < 0)
                         return r;
-                }
                 pm->out[pm->n] = (struct profd_unwind_mapping) {
-                        .start = m.start,
-                        .end = m.end,
-                        .bias = m.start - vaddr_at,
+                        .start = m->start,
+                        .end = m->end,
+                        .bias = m->start - vaddr_at,
                         .kind = f && f->pending ? PROFD_MAPPING_PENDING
                                 : f && f->n > 0 ? PROFD_MAPPING_TABLE : PROFD_MAPPING_FP,
                         .rows_off = f ? f->off : 0,
@@ -845,7 +852,6 @@ static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *
                         .index_shift = f ? f->index_shift : 0,
                 };
                 pm->files[pm->n++] = f; /* the reference taken above */
-                procmap_done(&m);
         }
         return 0;
 }
