@@ -258,8 +258,8 @@ static int rows_room(unwinder *u, uint32_t n, uint32_t *ret_off) {
         int r;
 
         rangealloc_reclaim(u->rows_alloc, now);
-        if (rangealloc_largest_free(u->rows_alloc) >= n)
-                return rangealloc_alloc(u->rows_alloc, n, ret_off);
+        if (rangealloc_alloc(u->rows_alloc, n, ret_off) >= 0)
+                return 0;
         spare = calloc(u->n_unused + 1, sizeof(*spare));
         if (!spare)
                 return -ENOMEM;
