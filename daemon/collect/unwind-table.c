@@ -71,15 +71,22 @@ struct builder {
         size_t row_bound;  /* rows the FDEs can make at most */
         uint64_t *offsets; /* section offsets of the FDEs checked, ascending */
         size_t n_offsets, cap_offsets;
-        struct profd_unwind_row *rows;
-        size_t n_rows, cap_rows;
+
+        /* the rows read, merged and handed on in pieces */
+        struct profd_unwind_row *piece;
+        size_t n_piece;
+        struct profd_unwind_row last; /* the last row kept, in piece or handed on */
+        size_t n_rows;                /* rows kept */
+        size_t by_kind[PROFD_UNWIND_UNSUPPORTED + 1];
+        unwind_sink_t sink;
+        void *userdata;
 };
 
 static void builder_done(struct builder *b) {
         free(b->cies);
         free(b->fdes);
         free(b->offsets);
-        free(b->rows);
+        free(b->piece);
 }
 
 static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
@@ -702,13 +709,37 @@ unsupported:
         row->rbp_off = 0;
 }
 
-static int row_append(struct builder *b, uint64_t pc, const struct profd_unwind_row *rule) {
-        int r = array_grow((void **) &b->rows, &b->cap_rows, b->n_rows + 1, sizeof(*b->rows));
+static int piece_flush(struct builder *b) {
+        int r;
 
-        if (r < 0)
-                return r;
-        b->rows[b->n_rows] = *rule;
-        b->rows[b->n_rows++].pc = (uint32_t) pc;
+        if (b->n_piece == 0)
+                return 0;
+        r = b->sink(b->userdata, b->piece, b->n_piece);
+        b->n_piece = 0;
+        return r;
+}
+
+/* Keeps a row unless it repeats the last one's rules, which then covers it
+ * too. The FDEs bound the rows (row_bound); past it, the CFI was not what
+ * was checked. */
+static int row_append(struct builder *b, uint64_t pc, const struct profd_unwind_row *rule) {
+        int r;
+
+        if (b->n_rows > 0 && b->last.kind == rule->kind && b->last.cfa_off == rule->cfa_off &&
+            b->last.rbp_off == rule->rbp_off)
+                return 0;
+        if (b->n_rows >= b->row_bound)
+                return -EINVAL;
+        if (b->n_piece == UNWIND_PIECE_ROWS) {
+                r = piece_flush(b);
+                if (r < 0)
+                        return r;
+        }
+        b->last = *rule;
+        b->last.pc = (uint32_t) pc;
+        b->piece[b->n_piece++] = b->last;
+        b->n_rows++;
+        b->by_kind[rule->kind]++;
         return 0;
 }
 
@@ -741,24 +772,6 @@ static int fde_rows(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t hi,
         return 0;
 }
 
-/* Merges equal neighbours in place and counts rows by kind. */
-static void rows_merge(struct unwind_table *t) {
-        size_t n = 0;
-
-        for (size_t i = 0; i < t->n; i++) {
-                const struct profd_unwind_row *row = &t->rows[i];
-
-                if (n > 0 && t->rows[n - 1].kind == row->kind && t->rows[n - 1].cfa_off == row->cfa_off &&
-                    t->rows[n - 1].rbp_off == row->rbp_off)
-                        continue;
-                t->rows[n++] = *row;
-        }
-        t->n = n;
-        memset(t->by_kind, 0, sizeof(t->by_kind));
-        for (size_t i = 0; i < n; i++)
-                t->by_kind[t->rows[i].kind]++;
-}
-
 static Elf_Scn *section_by_name(Elf *elf, const char *name) {
         size_t shstrndx;
         Elf_Scn *scn = NULL;
@@ -789,34 +802,39 @@ static uint64_t section_size(Elf_Scn *scn) {
  * reading the section from its start, keeping every FDE on the way. */
 #define CFI_RENEW_FDES 2048
 
-/* Rows from one CFI section. *cfi is renewed from renew_elf on the way (see
- * CFI_RENEW_FDES) where libdw searches hdr_scn's table; renew_elf is NULL
- * where *cfi is not the caller's own. Returns 0, -ENODATA (no FDE), or as
- * fdes_collect. */
-static int build_from(struct builder *b, Dwarf_CFI **cfi, Elf *renew_elf, Elf_Scn *scn, Elf_Scn *hdr_scn,
-                      struct unwind_table *ret) {
-        size_t since_renew = 0;
-        bool renew = false;
+struct unwind_reader {
+        struct builder b;
+        Dwarf_CFI *cfi;
+        Dwarf *dwarf;    /* .debug_frame: owns cfi */
+        Elf *renew_elf;  /* where cfi is renewed from (CFI_RENEW_FDES); NULL: never */
+        uint64_t last;   /* the end of the last FDE: the last row's pc */
+};
+
+/* Reads one CFI section's FDEs into r->b. Returns 0, -ENODATA (no FDE), or
+ * as fdes_collect. */
+static int reader_plan(unwind_reader *r, Elf_Scn *scn, Elf_Scn *hdr_scn) {
+        struct builder *b = &r->b;
         GElf_Shdr shdr;
-        uint64_t covered = 0;
-        int r;
+        int k;
 
         if (!gelf_getshdr(scn, &shdr) || !(b->data = elf_getdata(scn, NULL)) || !b->data->d_buf)
                 return -EINVAL;
         b->section_addr = shdr.sh_addr;
-        r = fdes_collect(b);
-        if (r < 0)
-                return r;
+        k = fdes_collect(b);
+        if (k < 0)
+                return k;
         if (hdr_scn) {
-                r = eh_frame_hdr_check(b, hdr_scn);
-                if (r < 0)
-                        return r;
+                k = eh_frame_hdr_check(b, hdr_scn);
+                if (k < 0)
+                        return k;
                 /* libdw takes the table only from a section before
                  * .eh_frame (libLLVM's comes after it, and libdw then
                  * reads .eh_frame from its start for every FDE it has not
                  * seen) */
-                renew = renew_elf && r > 0 && elf_ndxscn(hdr_scn) < elf_ndxscn(scn);
-        }
+                if (!(k > 0 && elf_ndxscn(hdr_scn) < elf_ndxscn(scn)))
+                        r->renew_elf = NULL;
+        } else
+                r->renew_elf = NULL;
         /* checked: not needed while the rows are read */
         free(b->cies);
         free(b->offsets);
@@ -826,13 +844,103 @@ static int build_from(struct builder *b, Dwarf_CFI **cfi, Elf *renew_elf, Elf_Sc
         if (b->n_fdes == 0)
                 return -ENODATA;
         qsort(b->fdes, b->n_fdes, sizeof(*b->fdes), fde_range_compare);
+        /* the final GAP */
+        b->row_bound++;
+        r->last = 0;
+        for (size_t i = 0; i < b->n_fdes; i++)
+                r->last = MAX(r->last, (uint64_t) b->fdes[i].hi);
+        return 0;
+}
 
-        /* Each FDE makes at most one row per advance of its program, one
-         * for its start and a GAP: one allocation, trimmed at the end. */
-        b->cap_rows = MAX(b->row_bound, (size_t) 1);
-        b->rows = reallocarray(NULL, b->cap_rows, sizeof(*b->rows));
-        if (!b->rows)
+unwind_reader *unwind_reader_free(unwind_reader *r) {
+        if (!r)
+                return NULL;
+        builder_done(&r->b);
+        if (r->dwarf)
+                dwarf_end(r->dwarf);
+        else if (r->cfi)
+                dwarf_cfi_end(r->cfi);
+        free(r);
+        return NULL;
+}
+
+int unwind_reader_new(Elf *elf, unwind_reader **ret) {
+        _cleanup_(unwind_reader_freep) unwind_reader *r = NULL;
+        const unsigned char *ident;
+        Elf_Scn *scn;
+        GElf_Ehdr ehdr;
+        int k;
+
+        *ret = NULL;
+        if (!gelf_getehdr(elf, &ehdr) || !(ident = (const unsigned char *) elf_getident(elf, NULL)))
+                return -EINVAL;
+        /* Rows hold x86-64 rules and 32-bit addresses. */
+        if (ehdr.e_machine != EM_X86_64 || ident[EI_CLASS] != ELFCLASS64)
+                return -ENODATA;
+
+        /* FreePascal leaves an empty .eh_frame: no CFI. */
+        scn = section_by_name(elf, ".eh_frame");
+        if (scn && section_size(scn) > 0) {
+                r = calloc(1, sizeof(*r));
+                if (!r)
+                        return -ENOMEM;
+                r->b = (struct builder) { .ident = ident, .eh_frame = true };
+                r->renew_elf = elf;
+                r->cfi = dwarf_getcfi_elf(elf);
+                if (!r->cfi)
+                        return -EINVAL;
+                k = reader_plan(r, scn, section_by_name(elf, ".eh_frame_hdr"));
+                if (k != -ENODATA) {
+                        if (k >= 0)
+                                *ret = TAKE_PTR(r);
+                        return k;
+                }
+                r = unwind_reader_free(r);
+        }
+
+        /* Only .debug_frame: objects built without unwind tables but with -g.
+         * dwarf_begin_elf decompresses the section in place, so it comes
+         * before the section's data is read. */
+        r = calloc(1, sizeof(*r));
+        if (!r)
                 return -ENOMEM;
+        r->b = (struct builder) { .ident = ident, .eh_frame = false };
+        r->dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+        if (!r->dwarf || !(r->cfi = dwarf_getcfi(r->dwarf)))
+                return -ENODATA;
+        scn = section_by_name(elf, ".debug_frame");
+        if (!scn || section_size(scn) == 0)
+                return -ENODATA;
+        /* the CFI is the Dwarf's: not renewed */
+        k = reader_plan(r, scn, NULL);
+        if (k >= 0)
+                *ret = TAKE_PTR(r);
+        return k;
+}
+
+size_t unwind_reader_bound(const unwind_reader *r) {
+        return r->b.row_bound;
+}
+
+void unwind_reader_span(const unwind_reader *r, uint32_t *ret_first, uint32_t *ret_last) {
+        *ret_first = r->b.fdes[0].lo;
+        *ret_last = (uint32_t) r->last;
+}
+
+int unwind_reader_rows(unwind_reader *r, unwind_sink_t sink, void *userdata, struct unwind_table *ret_counts) {
+        struct builder *b = &r->b;
+        size_t since_renew = 0;
+        uint64_t covered = 0;
+        int k;
+
+        *ret_counts = (struct unwind_table) {};
+        if (b->piece || b->n_rows > 0)
+                return -EINVAL; /* once */
+        b->piece = reallocarray(NULL, MIN(b->row_bound, (size_t) UNWIND_PIECE_ROWS), sizeof(*b->piece));
+        if (!b->piece)
+                return -ENOMEM;
+        b->sink = sink;
+        b->userdata = userdata;
 
         for (size_t i = 0; i < b->n_fdes; i++) {
                 const struct fde_range *f = &b->fdes[i];
@@ -843,89 +951,67 @@ static int build_from(struct builder *b, Dwarf_CFI **cfi, Elf *renew_elf, Elf_Sc
                 /* The rule of the function before must not reach into code
                  * no FDE covers. */
                 if (b->n_rows > 0 && lo > covered) {
-                        r = row_append(b, covered, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_GAP });
-                        if (r < 0)
-                                return r;
+                        k = row_append(b, covered, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_GAP });
+                        if (k < 0)
+                                return k;
                 }
-                if (renew && ++since_renew > CFI_RENEW_FDES) {
-                        dwarf_cfi_end(*cfi);
-                        *cfi = dwarf_getcfi_elf(renew_elf);
-                        if (!*cfi)
+                if (r->renew_elf && ++since_renew > CFI_RENEW_FDES) {
+                        dwarf_cfi_end(r->cfi);
+                        r->cfi = dwarf_getcfi_elf(r->renew_elf);
+                        if (!r->cfi)
                                 return -ENOMEM;
                         since_renew = 1;
                 }
                 if (f->costly)
-                        r = row_append(b, lo, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_UNSUPPORTED });
+                        k = row_append(b, lo, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_UNSUPPORTED });
                 else
-                        r = fde_rows(b, *cfi, lo, f->hi, f->signal);
-                if (r < 0)
-                        return r;
+                        k = fde_rows(b, r->cfi, lo, f->hi, f->signal);
+                if (k < 0)
+                        return k;
                 covered = f->hi;
         }
-        r = row_append(b, covered, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_GAP });
-        if (r < 0)
-                return r;
-
-        ret->rows = TAKE_PTR(b->rows);
-        ret->n = b->n_rows;
-        ret->fdes = b->n_fdes;
-        rows_merge(ret);
-        /* Give back what merging and the estimate left unused. */
-        if (ret->n > 0) {
-                struct profd_unwind_row *p = reallocarray(ret->rows, ret->n, sizeof(*ret->rows));
-
-                if (p)
-                        ret->rows = p;
-        }
+        k = row_append(b, covered, &(struct profd_unwind_row) { .kind = PROFD_UNWIND_GAP });
+        if (k >= 0)
+                k = piece_flush(b);
+        if (k < 0)
+                return k;
+        ret_counts->n = b->n_rows;
+        ret_counts->fdes = b->n_fdes;
+        memcpy(ret_counts->by_kind, b->by_kind, sizeof(b->by_kind));
         return 0;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(Dwarf *, dwarf_end);
-DEFINE_TRIVIAL_CLEANUP_FUNC(Dwarf_CFI *, dwarf_cfi_end);
+static int table_append(void *userdata, const struct profd_unwind_row *rows, size_t n) {
+        struct unwind_table *t = userdata;
+
+        memcpy(t->rows + t->n, rows, n * sizeof(*rows));
+        t->n += n;
+        return 0;
+}
 
 int unwind_table_build(Elf *elf, struct unwind_table *ret) {
-        const unsigned char *ident;
-        Elf_Scn *scn;
-        GElf_Ehdr ehdr;
-        int r;
+        _cleanup_(unwind_reader_freep) unwind_reader *r = NULL;
+        struct unwind_table t = {}, counts;
+        int k;
 
         *ret = (struct unwind_table) {};
-        if (!gelf_getehdr(elf, &ehdr) || !(ident = (const unsigned char *) elf_getident(elf, NULL)))
-                return -EINVAL;
-        /* Rows hold x86-64 rules and 32-bit addresses. */
-        if (ehdr.e_machine != EM_X86_64 || ident[EI_CLASS] != ELFCLASS64)
-                return -ENODATA;
-
-        /* FreePascal leaves an empty .eh_frame: no CFI. */
-        scn = section_by_name(elf, ".eh_frame");
-        if (scn && section_size(scn) > 0) {
-                _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = true };
-                _cleanup_(dwarf_cfi_endp) Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
-
-                if (!cfi)
-                        return -EINVAL;
-                r = build_from(&b, &cfi, elf, scn, section_by_name(elf, ".eh_frame_hdr"), ret);
-                if (r != -ENODATA)
-                        return r;
+        k = unwind_reader_new(elf, &r);
+        if (k < 0)
+                return k;
+        /* one allocation, trimmed at the end */
+        t.rows = reallocarray(NULL, unwind_reader_bound(r), sizeof(*t.rows));
+        if (!t.rows)
+                return -ENOMEM;
+        k = unwind_reader_rows(r, table_append, &t, &counts);
+        if (k < 0) {
+                free(t.rows);
+                return k;
         }
-
-        /* Only .debug_frame: objects built without unwind tables but with -g.
-         * dwarf_begin_elf decompresses the section in place, so it comes
-         * before the section's data is read. */
-        _cleanup_(dwarf_endp) Dwarf *dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-        Dwarf_CFI *cfi; /* owned by dwarf */
-
-        if (!dwarf || !(cfi = dwarf_getcfi(dwarf)))
-                return -ENODATA;
-        scn = section_by_name(elf, ".debug_frame");
-        if (!scn || section_size(scn) == 0)
-                return -ENODATA;
-        {
-                _cleanup_(builder_done) struct builder b = { .ident = ident, .eh_frame = false };
-
-                /* the CFI is the Dwarf's: not renewed */
-                return build_from(&b, &cfi, NULL, scn, NULL, ret);
-        }
+        counts.rows = t.rows;
+        /* Give back what merging and the bound left unused. */
+        counts.rows = reallocarray(t.rows, counts.n, sizeof(*t.rows)) ?: t.rows;
+        *ret = counts;
+        return 0;
 }
 
 void unwind_table_done(struct unwind_table *t) {
@@ -942,41 +1028,67 @@ const struct profd_unwind_row *unwind_table_lookup(const struct unwind_table *t,
         return lo == 0 ? NULL : &t->rows[lo - 1];
 }
 
-static uint32_t index_buckets(const struct unwind_table *t, uint32_t shift) {
-        return (uint32_t) (((uint64_t) t->rows[t->n - 1].pc - t->rows[0].pc) >> shift) + 1;
+static uint32_t index_buckets(uint32_t first, uint32_t last, uint32_t shift) {
+        return (uint32_t) (((uint64_t) last - first) >> shift) + 1;
 }
 
-size_t unwind_index_size(const struct unwind_table *t, uint32_t *ret_shift) {
+size_t unwind_index_plan(size_t n, uint32_t first, uint32_t last, uint32_t *ret_shift) {
         uint32_t shift = 1;
 
         *ret_shift = 0;
         /* a few rows are a cache line or two anyway */
-        if (t->n < 2 * UNWIND_INDEX_ROWS)
+        if (n < 2 * UNWIND_INDEX_ROWS || last < first)
                 return 0;
-        while (shift < 31 && index_buckets(t, shift) > t->n / UNWIND_INDEX_ROWS)
+        while (shift < 31 && index_buckets(first, last, shift) > n / UNWIND_INDEX_ROWS)
                 shift++;
         *ret_shift = shift;
         /* the head, then buckets + 1 counts two per slot */
-        return 1 + ((size_t) index_buckets(t, shift) + 2) / 2;
+        return 1 + ((size_t) index_buckets(first, last, shift) + 2) / 2;
+}
+
+size_t unwind_index_size(const struct unwind_table *t, uint32_t *ret_shift) {
+        if (t->n == 0) {
+                *ret_shift = 0;
+                return 0;
+        }
+        return unwind_index_plan(t->n, t->rows[0].pc, t->rows[t->n - 1].pc, ret_shift);
+}
+
+void unwind_index_begin(struct unwind_index_writer *w, uint32_t shift, uint32_t first, uint32_t last,
+                        struct profd_unwind_row *out) {
+        struct profd_unwind_index *head = (struct profd_unwind_index *) out;
+
+        *w = (struct unwind_index_writer) {
+                .count = (uint32_t *) (out + 1),
+                .base = first,
+                .shift = shift,
+                .buckets = index_buckets(first, last, shift),
+        };
+        *head = (struct profd_unwind_index) { .base = first, .buckets = w->buckets };
+}
+
+/* count[b]: the rows below bucket b's start, so the first row at or above
+ * it */
+void unwind_index_add(struct unwind_index_writer *w, const struct profd_unwind_row *rows, size_t n) {
+        for (size_t i = 0; i < n; i++, w->rows++)
+                while (w->next <= w->buckets && (uint64_t) w->base + ((uint64_t) w->next << w->shift) <= rows[i].pc)
+                        w->count[w->next++] = (uint32_t) w->rows;
+}
+
+void unwind_index_end(struct unwind_index_writer *w) {
+        while (w->next <= w->buckets)
+                w->count[w->next++] = (uint32_t) w->rows;
+        /* the odd half of the last slot: defined bytes */
+        if ((w->buckets + 1) % 2)
+                w->count[w->buckets + 1] = 0;
 }
 
 void unwind_index_write(const struct unwind_table *t, uint32_t shift, struct profd_unwind_row *out) {
-        struct profd_unwind_index *head = (struct profd_unwind_index *) out;
-        uint32_t *count = (uint32_t *) (out + 1);
-        uint32_t buckets = index_buckets(t, shift);
-        size_t i = 0;
+        struct unwind_index_writer w;
 
-        *head = (struct profd_unwind_index) { .base = t->rows[0].pc, .buckets = buckets };
-        for (uint32_t b = 0; b <= buckets; b++) {
-                uint64_t start = (uint64_t) head->base + ((uint64_t) b << shift);
-
-                while (i < t->n && t->rows[i].pc < start)
-                        i++;
-                count[b] = (uint32_t) i;
-        }
-        /* the odd half of the last slot: defined bytes */
-        if ((buckets + 1) % 2)
-                count[buckets + 1] = 0;
+        unwind_index_begin(&w, shift, t->rows[0].pc, t->rows[t->n - 1].pc, out);
+        unwind_index_add(&w, t->rows, t->n);
+        unwind_index_end(&w);
 }
 
 const struct profd_unwind_row *unwind_index_lookup(const struct profd_unwind_row *slots, size_t n, uint32_t shift,

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "../../bpf/profd.h"
+#include "macro.h"
 
 struct unwind_table {
         struct profd_unwind_row *rows; /* sorted by pc, equal neighbours merged */
@@ -31,6 +32,26 @@ struct unwind_table {
 int unwind_table_build(Elf *elf, struct unwind_table *ret);
 void unwind_table_done(struct unwind_table *t);
 
+/* The same table in two steps, for a caller that keeps its rows elsewhere
+ * (the daemon writes them into the kernel's as they come, never holding a
+ * large table in its heap). unwind_reader_new reads the file's FDEs, as
+ * unwind_table_build and with its errors, and tells how many rows the table
+ * can have at most (one FDE's rows are bounded by its program's advances)
+ * and the pcs its first and last rows will have. unwind_reader_rows then
+ * reads the rows, once, and hands them to sink in order, in pieces of at
+ * most UNWIND_PIECE_ROWS: the rows unwind_table_build makes. A sink's
+ * negative return ends the reading and is returned. *ret_counts gets the
+ * figures of the table, without rows. */
+#define UNWIND_PIECE_ROWS 8192
+typedef struct unwind_reader unwind_reader;
+typedef int (*unwind_sink_t)(void *userdata, const struct profd_unwind_row *rows, size_t n);
+int unwind_reader_new(Elf *elf, unwind_reader **ret);
+size_t unwind_reader_bound(const unwind_reader *r);
+void unwind_reader_span(const unwind_reader *r, uint32_t *ret_first, uint32_t *ret_last);
+int unwind_reader_rows(unwind_reader *r, unwind_sink_t sink, void *userdata, struct unwind_table *ret_counts);
+unwind_reader *unwind_reader_free(unwind_reader *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(unwind_reader *, unwind_reader_free)
+
 /* The row covering pc (an address in the file's ELF address space), as the
  * BPF walker finds it: the last row whose pc <= pc; NULL below the first. */
 const struct profd_unwind_row *unwind_table_lookup(const struct unwind_table *t, uint64_t pc);
@@ -46,6 +67,24 @@ const struct profd_unwind_row *unwind_table_lookup(const struct unwind_table *t,
 #define UNWIND_INDEX_ROWS 8
 size_t unwind_index_size(const struct unwind_table *t, uint32_t *ret_shift);
 void unwind_index_write(const struct unwind_table *t, uint32_t shift, struct profd_unwind_row *out);
+
+/* The same index for rows that come in pieces. unwind_index_plan: its
+ * slots and shift for a table of at most n rows whose first and last rows
+ * are at pcs first and last (unwind_reader_bound, unwind_reader_span); an
+ * index planned for more rows than the table has is a little larger, and
+ * finds the same rows. The writer then takes the rows in order
+ * (unwind_index_add) and completes the index at out, that many slots, at
+ * unwind_index_end. */
+struct unwind_index_writer {
+        uint32_t *count;
+        uint32_t base, shift, buckets, next;
+        size_t rows;
+};
+size_t unwind_index_plan(size_t n, uint32_t first, uint32_t last, uint32_t *ret_shift);
+void unwind_index_begin(struct unwind_index_writer *w, uint32_t shift, uint32_t first, uint32_t last,
+                        struct profd_unwind_row *out);
+void unwind_index_add(struct unwind_index_writer *w, const struct profd_unwind_row *rows, size_t n);
+void unwind_index_end(struct unwind_index_writer *w);
 const struct profd_unwind_row *unwind_index_lookup(const struct profd_unwind_row *slots, size_t n, uint32_t shift,
                                                    uint64_t pc);
 
