@@ -259,7 +259,7 @@ static void unwind_write(FILE *f, const json_t *status) {
                 fprintf(f, "unwind:    tables of %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT
                         " files (%" JSON_INTEGER_FORMAT " unused), %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
                         " rows, %s in the kernel; %" JSON_INTEGER_FORMAT " built in %" JSON_INTEGER_FORMAT " ms, %"
-                        JSON_INTEGER_FORMAT " evicted, %" JSON_INTEGER_FORMAT " dropped for want of room\n",
+                        JSON_INTEGER_FORMAT " evicted, %" JSON_INTEGER_FORMAT " not built for want of room\n",
                         json_integer_value(json_object_get(u, "processes")), json_integer_value(json_object_get(u, "files")),
                         json_integer_value(json_object_get(u, "files_unused")),
                         json_integer_value(json_object_get(u, "rows_used")),

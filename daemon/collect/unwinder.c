@@ -305,9 +305,10 @@ static void file_unreserve(unwinder *u, struct ufile *f) {
 
 /* --- writing the kernel's arrays ------------------------------------------ */
 
-/* The most of an array mapped at once: a table of a million rows (8 MiB)
- * is written in windows, so that it does not count a second time in
- * profd's peak RSS while its rows are in the heap. */
+/* The most of an array mapped at once: what is written at once is a
+ * process's mappings, a piece of a table's rows (64 KiB) or its index
+ * (libLLVM's: 460 KiB), so this bounds only a crafted process's
+ * mappings. */
 #define WRITE_WINDOW_BYTES (1u << 20)
 
 /* Copies n elements into one of the mmapable arrays (unwind_rows,
@@ -341,22 +342,6 @@ static int array_write(unwinder *u, int fd, size_t elem_size, uint32_t off, cons
         return 0;
 }
 
-/* Writes table t and its index (shift; 0: none) into its slice of
- * unwind_rows, slots long. */
-static int rows_write(unwinder *u, const struct unwind_table *t, uint32_t shift, uint32_t off, size_t slots) {
-        _cleanup_free_ struct profd_unwind_row *index = NULL;
-        int r;
-
-        r = array_write(u, u->maps.rows_fd, sizeof(*t->rows), off, t->rows, t->n);
-        if (r < 0 || !shift)
-                return r;
-        index = calloc(slots - t->n, sizeof(*index));
-        if (!index)
-                return -ENOMEM;
-        unwind_index_write(t, shift, index);
-        return array_write(u, u->maps.rows_fd, sizeof(*index), off + (uint32_t) t->n, index, slots - t->n);
-}
-
 /* --- building file tables -------------------------------------------------- */
 
 static int open_elf(int fd, Elf **ret) {
@@ -372,22 +357,54 @@ static int open_elf(int fd, Elf **ret) {
         return 0;
 }
 
-/* Builds the table of elf into the kernel's rows. On failure the file is
- * kept with no table (frame pointers) when the failure is the file's own,
- * and the reason counted. */
-static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what) {
-        struct unwind_table t;
-        uint64_t t0 = mono_ns();
-        uint32_t off, shift;
-        size_t slots;
+/* Where a table's rows go as they are read: into its slice of
+ * unwind_rows, planned for at most bound rows, and through its index. */
+struct rows_out {
+        unwinder *u;
+        uint32_t off;
+        size_t bound, n;
+        struct unwind_index_writer index;
+};
+
+static int rows_out_write(void *userdata, const struct profd_unwind_row *rows, size_t n) {
+        struct rows_out *o = userdata;
         int r;
 
-        r = unwind_table_build(elf, &t);
+        if (n > o->bound - o->n)
+                return -EINVAL; /* the reader keeps to its bound: never */
+        r = array_write(o->u, o->u->maps.rows_fd, sizeof(*rows), o->off + (uint32_t) o->n, rows, n);
+        if (r < 0)
+                return r;
+        if (o->index.count)
+                unwind_index_add(&o->index, rows, n);
+        o->n += n;
+        return 0;
+}
+
+/* Builds the table of elf into the kernel's rows. Its FDEs tell how many
+ * rows it can have; room for that many (and the index) is found first, and
+ * the rows are written into it as libdw yields them, a piece at a time:
+ * libLLVM's 950 k rows are never all in the heap (they were, with libdw's
+ * FDEs, a 15 MiB peak of RSS), and a table that finds no room is not read
+ * at all. The bound is within 1-3% of the rows made here; what the table
+ * does not use is given back. On failure the file is kept with no table
+ * (frame pointers) when the failure is the file's own, and the reason
+ * counted. */
+static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what) {
+        _cleanup_(unwind_reader_freep) unwind_reader *reader = NULL;
+        _cleanup_free_ struct profd_unwind_row *index = NULL;
+        struct rows_out out = { .u = u };
+        struct unwind_table counts;
+        uint64_t t0 = mono_ns();
+        uint32_t first, last, shift;
+        size_t index_slots, planned, used;
+        bool room = false;
+        int r;
+
+        r = unwind_reader_new(elf, &reader);
         u->trim_due = true;
-        if (r == 0 && (t.n == 0 || t.n > MAX_TABLE_ROWS)) {
-                r = t.n == 0 ? -ENODATA : -E2BIG;
-                unwind_table_done(&t);
-        }
+        if (r == 0 && unwind_reader_bound(reader) > MAX_TABLE_ROWS)
+                r = -E2BIG;
         if (r < 0) {
                 log_debug_errno(r, "No unwind table for %s, walking it by frame pointers: %m", what);
                 count_failure(u, r == -ENODATA ? UNWINDER_FAIL_NO_CFI
@@ -397,45 +414,62 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what)
                 file_unreserve(u, f);
                 return;
         }
-        slots = t.n + unwind_index_size(&t, &shift);
-        if (f->resv_n == slots) {
-                off = f->resv_off;
+        out.bound = unwind_reader_bound(reader);
+        unwind_reader_span(reader, &first, &last);
+        index_slots = unwind_index_plan(out.bound, first, last, &shift);
+        planned = out.bound + index_slots;
+        if (f->resv_n == planned) {
+                out.off = f->resv_off;
                 f->resv_n = 0;
                 r = 0;
         } else {
                 file_unreserve(u, f);
-                r = rows_room(u, (uint32_t) slots, &off);
+                r = rows_room(u, (uint32_t) planned, &out.off);
         }
         if (r == -ENOSPC) {
                 log_debug("No room for the %zu unwind rows of %s (unwind_memory), walking it by frame pointers.",
-                          t.n, what);
+                          planned, what);
                 count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
                 pthread_mutex_lock(&u->lock);
                 u->stats.tables_no_room++;
                 pthread_mutex_unlock(&u->lock);
-                f->want = (uint32_t) slots;
-                unwind_table_done(&t);
+                f->want = (uint32_t) planned;
                 f->retry = true;
                 return;
         }
-        if (r >= 0) {
-                r = rows_write(u, &t, shift, off, slots);
-                if (r < 0)
-                        rangealloc_release(u->rows_alloc, off, (uint32_t) slots, mono_ns());
+        room = r >= 0;
+        if (r >= 0 && index_slots > 0) {
+                index = calloc(index_slots, sizeof(*index));
+                if (!index)
+                        r = -ENOMEM;
+                else
+                        unwind_index_begin(&out.index, shift, first, last, index);
+        }
+        if (r >= 0)
+                r = unwind_reader_rows(reader, rows_out_write, &out, &counts);
+        if (r >= 0 && index) {
+                unwind_index_end(&out.index);
+                r = array_write(u, u->maps.rows_fd, sizeof(*index), out.off + (uint32_t) out.n, index, index_slots);
         }
         if (r < 0) {
-                /* out of memory or mappings: as a build out of memory */
-                log_debug_errno(r, "Failed to write the unwind rows of %s, walking it by frame pointers: %m", what);
-                count_failure(u, UNWINDER_FAIL_UNREADABLE);
-                unwind_table_done(&t);
-                f->retry = true;
+                /* rows may have been written: released as of now */
+                if (room)
+                        rangealloc_release(u->rows_alloc, out.off, (uint32_t) planned, mono_ns());
+                log_debug_errno(r, "Failed to build the unwind rows of %s, walking it by frame pointers: %m", what);
+                /* -EINVAL: more rows than the FDEs allow; else out of
+                 * memory or mappings, built again when next mapped */
+                count_failure(u, r == -EINVAL ? UNWINDER_FAIL_BAD_CFI : UNWINDER_FAIL_UNREADABLE);
+                f->retry = r != -EINVAL;
                 return;
         }
-        f->off = off;
-        f->n = (uint32_t) t.n;
-        f->slots = (uint32_t) slots;
+        /* The rows the bound left over were never published: free at once. */
+        used = out.n + index_slots;
+        if (used < planned)
+                rangealloc_release(u->rows_alloc, out.off + (uint32_t) used, (uint32_t) (planned - used), 0);
+        f->off = out.off;
+        f->n = (uint32_t) out.n;
+        f->slots = (uint32_t) used;
         f->index_shift = shift;
-        unwind_table_done(&t);
         pthread_mutex_lock(&u->lock);
         u->stats.tables_built++;
         u->stats.build_ns += mono_ns() - t0;

@@ -40,7 +40,7 @@ struct unwinder_stats {
         uint64_t tables_built;        /* tables built since start */
         uint64_t build_ns;            /* time spent building them */
         uint64_t tables_evicted;      /* unused tables evicted for room (or past 1,024 unused files) */
-        uint64_t tables_no_room;      /* tables built, then dropped: no room in unwind_memory */
+        uint64_t tables_no_room;      /* tables not built: no room in unwind_memory (rows not read) */
         uint64_t tables_queued;       /* large tables waiting to be built, or being built */
         uint64_t requests;            /* processes (re)loaded */
         uint64_t misses;              /* UNWIND_MISS events received */

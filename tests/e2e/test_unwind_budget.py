@@ -5,10 +5,11 @@ tables come and go. profd runs with a budget of 7 MiB (917,504 row
 slots; the tables of the processes running here take more than half):
 
 - clang maps libclang-cpp and libLLVM, 1,000,498 and 948,864 rows, each
-  more than the whole budget. Each is built once and dropped
-  (`tables_no_room`), and no unused table is evicted for it, since
-  evicting cannot make room (`tables_evicted` unchanged). A second clang does not build them again:
-  their rows cannot be set aside (`budget_full` counts its mappings). Before,
+  more than the whole budget. Each is found too large once, from its
+  FDEs, and not built (`tables_no_room`), and no unused table is evicted
+  for it, since evicting cannot make room (`tables_evicted` unchanged).
+  A second clang does not try them again: their rows cannot be set aside
+  (`budget_full` counts its mappings). Before,
   every such build evicted every unused table first, and a build host
   rebuilt them all, over and over (docs/performance.md, "The unwind
   budget on a build host").
@@ -130,7 +131,7 @@ def run_copy(d, tmp, src, name, *args):
                 v["tables_no_room"] > before["tables_no_room"])
 
 
-def test_table_larger_than_the_budget_is_built_once_and_evicts_nothing():
+def test_table_larger_than_the_budget_is_tried_once_and_evicts_nothing():
     assert CLANG, "clang is not installed (setup.sh installs it)"
     d = profd()
     tmp = tempfile.mkdtemp(prefix="profd-test-budget-")
@@ -142,7 +143,7 @@ def test_table_larger_than_the_budget_is_built_once_and_evicts_nothing():
         time.sleep(SWEEP_WAIT)
         u0 = unwind(d)
         print(f"  before: {fmt(u0)}")
-        u1 = hold(d, CLANG_ARGV, "libclang-cpp's and libLLVM's tables to be built and dropped",
+        u1 = hold(d, CLANG_ARGV, "libclang-cpp's and libLLVM's tables to find no room",
                   lambda u: u["tables_no_room"] >= u0["tables_no_room"] + 2)
         print(f"  first clang: {fmt(u1)}")
         assert u1["tables_evicted"] == u0["tables_evicted"], \
@@ -156,7 +157,7 @@ def test_table_larger_than_the_budget_is_built_once_and_evicts_nothing():
                   lambda u: u["failures"]["budget_full"] >= u2["failures"]["budget_full"] + 2)
         print(f"  second clang: {fmt(u3)}")
         assert u3["tables_no_room"] == u1["tables_no_room"], \
-            f"the second clang had {u3['tables_no_room'] - u1['tables_no_room']} tables built again and dropped"
+            f"the second clang had {u3['tables_no_room'] - u1['tables_no_room']} tables tried again and found no room"
         assert u3["tables_evicted"] == u0["tables_evicted"], \
             f"{u3['tables_evicted'] - u0['tables_evicted']} unused tables evicted for tables that could not fit"
     finally:
@@ -192,7 +193,7 @@ def test_table_gets_room_by_evicting_some_unused_tables():
 if __name__ == "__main__":
     require_root()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
-    tests = [test_table_larger_than_the_budget_is_built_once_and_evicts_nothing,
+    tests = [test_table_larger_than_the_budget_is_tried_once_and_evicts_nothing,
              test_table_gets_room_by_evicting_some_unused_tables]
     try:
         run_tests(tests)
