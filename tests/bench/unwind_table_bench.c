@@ -3,7 +3,9 @@
  * program runs with, for the largest ELF file with CFI under /usr, for the
  * file with the most rows, and over every ELF file directly in the scanned
  * directories (rows per file: median, p90, p99, max; total build time).
- * Wall times and the CPU time per build, which a busy host stretches less.
+ * Wall times and the CPU time per build, which a busy host stretches less,
+ * and the RSS a build adds at its peak, read in pieces as profd does and
+ * whole.
  *
  * usage: unwind-table-bench [--rounds R] [--no-scan] [DIR...]
  * (DIRs default to /usr/bin /usr/sbin /usr/lib/x86_64-linux-gnu) */
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +83,87 @@ static int double_compare(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+static long status_kib(const char *key) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[256];
+        size_t len = strlen(key);
+        long v = -1;
+
+        while (f && fgets(line, sizeof(line), f))
+                if (strncmp(line, key, len) == 0 && line[len] == ':')
+                        v = strtol(line + len + 1, NULL, 10);
+        return v;
+}
+
+/* What profd's sink keeps: the index, written piece by piece; the rows
+ * are dropped where profd writes them into the kernel's. */
+static int discard_rows(void *userdata, const struct profd_unwind_row *rows, size_t n) {
+        struct unwind_index_writer *w = userdata;
+
+        if (w->count)
+                unwind_index_add(w, rows, n);
+        return 0;
+}
+
+static int build_in_pieces(Elf *e) {
+        _cleanup_(unwind_reader_freep) unwind_reader *r = NULL;
+        _cleanup_free_ struct profd_unwind_row *index = NULL;
+        struct unwind_index_writer w = {};
+        struct unwind_table counts;
+        uint32_t first, last, shift;
+        size_t slots;
+        int k;
+
+        k = unwind_reader_new(e, &r);
+        if (k < 0)
+                return k;
+        unwind_reader_span(r, &first, &last);
+        slots = unwind_index_plan(unwind_reader_bound(r), first, last, &shift);
+        if (slots > 0) {
+                index = calloc(slots, sizeof(*index));
+                if (!index)
+                        return -ENOMEM;
+                unwind_index_begin(&w, shift, first, last, index);
+        }
+        k = unwind_reader_rows(r, discard_rows, &w, &counts);
+        if (k >= 0 && index)
+                unwind_index_end(&w);
+        return k;
+}
+
+/* How much a build adds to the RSS of a process at its peak (VmHWM), in a
+ * child of its own: the whole table in the heap (unwind_table_build), or
+ * read in pieces as profd does. KiB, or -1. */
+static long peak_rss_kib(const char *path, bool pieces) {
+        int pipefd[2], status;
+        long v = -1;
+        pid_t pid;
+
+        if (pipe(pipefd) < 0)
+                return -1;
+        pid = fork();
+        if (pid < 0)
+                return -1;
+        if (pid == 0) {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+                long before = status_kib("VmRSS"), peak = -1;
+                struct unwind_table t;
+
+                if (e && (pieces ? build_in_pieces(e) : unwind_table_build(e, &t)) >= 0)
+                        peak = status_kib("VmHWM") - before;
+                if (write(pipefd[1], &peak, sizeof(peak)) != sizeof(peak))
+                        _exit(1);
+                _exit(0);
+        }
+        close(pipefd[1]);
+        if (read(pipefd[0], &v, sizeof(v)) != sizeof(v))
+                v = -1;
+        close(pipefd[0]);
+        (void) waitpid(pid, &status, 0);
+        return v;
+}
+
 /* Builds path's table `rounds` times and prints the median and min time,
  * rows, FDEs, rows by kind and bytes. */
 static void bench_file(const char *label, const char *path, int rounds) {
@@ -112,6 +196,8 @@ static void bench_file(const char *label, const char *path, int rounds) {
                t.by_kind[PROFD_UNWIND_CFA_SP], t.by_kind[PROFD_UNWIND_CFA_FP], t.by_kind[PROFD_UNWIND_PLT],
                t.by_kind[PROFD_UNWIND_END], t.by_kind[PROFD_UNWIND_SIGNAL], t.by_kind[PROFD_UNWIND_UNSUPPORTED]);
         printf("  %.0f ns per row\n", times[rounds / 2] * 1e9 / (double) MAX(t.n, (size_t) 1));
+        printf("  RSS added at the peak: %.1f MiB in pieces (as profd builds it), %.1f MiB whole\n",
+               peak_rss_kib(path, true) / 1024.0, peak_rss_kib(path, false) / 1024.0);
         unwind_table_done(&t);
 }
 
