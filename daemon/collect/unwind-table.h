@@ -8,6 +8,7 @@
 #pragma once
 
 #include <gelf.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,11 +42,15 @@ void unwind_table_done(struct unwind_table *t);
  * reads the rows, once, and hands them to sink in order, in pieces of at
  * most UNWIND_PIECE_ROWS: the rows unwind_table_build makes. A sink's
  * negative return ends the reading and is returned. *ret_counts gets the
- * figures of the table, without rows. */
+ * figures of the table, without rows. fd: the file elf reads, or -1; with
+ * it, libdw finds each FDE through .eh_frame_hdr's search table wherever
+ * the file has a valid one, whatever the sections' order (see cfi_view).
+ * unwind_reader_searches: whether it does (for tests). */
 #define UNWIND_PIECE_ROWS 8192
 typedef struct unwind_reader unwind_reader;
 typedef int (*unwind_sink_t)(void *userdata, const struct profd_unwind_row *rows, size_t n);
-int unwind_reader_new(Elf *elf, unwind_reader **ret);
+int unwind_reader_new(Elf *elf, int fd, unwind_reader **ret);
+bool unwind_reader_searches(const unwind_reader *r);
 size_t unwind_reader_bound(const unwind_reader *r);
 void unwind_reader_span(const unwind_reader *r, uint32_t *ret_first, uint32_t *ret_last);
 int unwind_reader_rows(unwind_reader *r, unwind_sink_t sink, void *userdata, struct unwind_table *ret_counts);

@@ -387,10 +387,11 @@ static int rows_out_write(void *userdata, const struct profd_unwind_row *rows, s
  * libLLVM's 950 k rows are never all in the heap (they were, with libdw's
  * FDEs, a 15 MiB peak of RSS), and a table that finds no room is not read
  * at all. The bound is within 1-3% of the rows made here; what the table
- * does not use is given back. On failure the file is kept with no table
+ * does not use is given back. fd: the file elf reads (-1 for the vDSO),
+ * for libdw's search of the FDEs (unwind_reader_new). On failure the file is kept with no table
  * (frame pointers) when the failure is the file's own, and the reason
  * counted. */
-static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what) {
+static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const char *what) {
         _cleanup_(unwind_reader_freep) unwind_reader *reader = NULL;
         _cleanup_free_ struct profd_unwind_row *index = NULL;
         struct rows_out out = { .u = u };
@@ -401,7 +402,7 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, const char *what)
         bool room = false;
         int r;
 
-        r = unwind_reader_new(elf, &reader);
+        r = unwind_reader_new(elf, fd, &reader);
         u->trim_due = true;
         if (r == 0 && unwind_reader_bound(reader) > MAX_TABLE_ROWS)
                 r = -E2BIG;
@@ -525,7 +526,7 @@ static int file_read(unwinder *u, struct ufile *f, const char *by_map, const cha
         else
                 r = -ENOEXEC;
         if (r >= 0 && build)
-                file_build(u, f, elf, m->path);
+                file_build(u, f, elf, fd, m->path);
         elf_end(elf);
         return r;
 }
@@ -657,7 +658,7 @@ static struct ufile *vdso_file(unwinder *u) {
         u->vdso = calloc(1, sizeof(*u->vdso));
         if (!u->vdso)
                 return NULL;
-        file_build(u, u->vdso, u->vdso_elf, "[vdso]");
+        file_build(u, u->vdso, u->vdso_elf, -1, "[vdso]");
         u->vdso->refs = 1; /* never evicted */
         return u->vdso;
 }
@@ -1172,7 +1173,7 @@ static int build_next(unwinder *u) {
                     (uint64_t) st.st_size != f->key.size || st.st_mtim.tv_sec != f->key.mtime_sec ||
                     st.st_mtim.tv_nsec != f->key.mtime_nsec || open_elf(fd, &elf) < 0)
                         continue;
-                file_build(u, f, elf, f->paths[2]);
+                file_build(u, f, elf, fd, f->paths[2]);
                 elf_end(elf);
                 break;
         }

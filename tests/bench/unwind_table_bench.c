@@ -16,6 +16,7 @@
 #include <gelf.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +24,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,7 +105,7 @@ static int discard_rows(void *userdata, const struct profd_unwind_row *rows, siz
         return 0;
 }
 
-static int build_in_pieces(Elf *e) {
+static int build_in_pieces(Elf *e, int fd) {
         _cleanup_(unwind_reader_freep) unwind_reader *r = NULL;
         _cleanup_free_ struct profd_unwind_row *index = NULL;
         struct unwind_index_writer w = {};
@@ -114,7 +114,7 @@ static int build_in_pieces(Elf *e) {
         size_t slots;
         int k;
 
-        k = unwind_reader_new(e, &r);
+        k = unwind_reader_new(e, fd, &r);
         if (k < 0)
                 return k;
         unwind_reader_span(r, &first, &last);
@@ -131,37 +131,31 @@ static int build_in_pieces(Elf *e) {
         return k;
 }
 
-/* How much a build adds to the RSS of a process at its peak (VmHWM), in a
- * child of its own: the whole table in the heap (unwind_table_build), or
- * read in pieces as profd does. KiB, or -1. */
+/* How much a build adds to this process's RSS at its peak: VmHWM, reset
+ * to the RSS before the build (/proc/self/clear_refs, 5), after giving
+ * back what earlier builds freed. The whole table in the heap
+ * (unwind_table_build, the file through libelf's mapping), or read in
+ * pieces as profd does (through the reader's own mapping, its pages given
+ * back as they are read). KiB, or -1. */
 static long peak_rss_kib(const char *path, bool pieces) {
-        int pipefd[2], status;
-        long v = -1;
-        pid_t pid;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_(elf_endp) Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+        _cleanup_close_ int clear = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+        struct unwind_table t = {};
+        long before, peak = -1;
+        int k;
 
-        if (pipe(pipefd) < 0)
+        if (!e || clear < 0)
                 return -1;
-        pid = fork();
-        if (pid < 0)
+        malloc_trim(0);
+        before = status_kib("VmRSS");
+        if (write(clear, "5", 1) != 1)
                 return -1;
-        if (pid == 0) {
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-                long before = status_kib("VmRSS"), peak = -1;
-                struct unwind_table t;
-
-                if (e && (pieces ? build_in_pieces(e) : unwind_table_build(e, &t)) >= 0)
-                        peak = status_kib("VmHWM") - before;
-                if (write(pipefd[1], &peak, sizeof(peak)) != sizeof(peak))
-                        _exit(1);
-                _exit(0);
-        }
-        close(pipefd[1]);
-        if (read(pipefd[0], &v, sizeof(v)) != sizeof(v))
-                v = -1;
-        close(pipefd[0]);
-        (void) waitpid(pid, &status, 0);
-        return v;
+        k = pieces ? build_in_pieces(e, fd) : unwind_table_build(e, &t);
+        if (k >= 0)
+                peak = status_kib("VmHWM") - before;
+        unwind_table_done(&t);
+        return peak;
 }
 
 /* Builds path's table `rounds` times and prints the median and min time,

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -468,22 +469,26 @@ static void check_against_readelf(const char *path, const struct unwind_table *t
 
 /* --- fixtures ------------------------------------------------------------ */
 
+/* Read whole, not mapped: a mapping of libc.so.6 here would look like the
+ * dynamic linker's in /proc/self/maps. */
+static Elf *elf_open_fd(int fd) {
+        Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+
+        if (!e || elf_cntl(e, ELF_C_FDREAD) < 0) {
+                fprintf(stderr, "fd %d: %s\n", fd, elf_errmsg(-1));
+                exit(1);
+        }
+        return e;
+}
+
 static Elf *elf_open(const char *path) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        Elf *e;
 
         if (fd < 0) {
                 fprintf(stderr, "cannot open %s: %m\n", path);
                 exit(1);
         }
-        /* Read whole, not mapped: a mapping of libc.so.6 here would look
-         * like the dynamic linker's in /proc/self/maps. */
-        e = elf_begin(fd, ELF_C_READ, NULL);
-        if (!e || elf_cntl(e, ELF_C_FDREAD) < 0) {
-                fprintf(stderr, "%s: %s\n", path, elf_errmsg(-1));
-                exit(1);
-        }
-        return e;
+        return elf_open_fd(fd);
 }
 
 /* A symbol's address from .symtab (fixtures are not stripped); 0 if none. */
@@ -664,12 +669,20 @@ static int pieces_add(void *userdata, const struct profd_unwind_row *rows, size_
         return 0;
 }
 
+static int table_add(void *userdata, const struct profd_unwind_row *rows, size_t n) {
+        struct unwind_table *t = userdata;
+
+        memcpy(t->rows + t->n, rows, n * sizeof(*rows));
+        t->n += n;
+        return 0;
+}
+
 /* Read in pieces, as the daemon does: the same rows and figures as t, in
  * pieces of at most UNWIND_PIECE_ROWS, within the bound told before any
  * row was read, the span told is the first and last rows'; the index
  * planned from the bound, written piece by piece, finds what the whole
  * table's does. A reader reads once; a sink's error ends the reading. */
-static void check_pieces(const char *path, Elf *e, const struct unwind_table *t) {
+static void check_pieces(const char *path, Elf *e, int fd, const struct unwind_table *t) {
         _cleanup_(unwind_reader_freep) unwind_reader *r = NULL;
         _cleanup_free_ struct profd_unwind_row *slots = NULL;
         struct unwind_table counts;
@@ -677,7 +690,7 @@ static void check_pieces(const char *path, Elf *e, const struct unwind_table *t)
         uint32_t first, last, shift;
         size_t extra;
 
-        CHECK_INT_EQ(unwind_reader_new(e, &r), 0);
+        CHECK_INT_EQ(unwind_reader_new(e, fd, &r), 0);
         if (!r)
                 return;
         p.bound = unwind_reader_bound(r);
@@ -712,17 +725,18 @@ static void check_pieces(const char *path, Elf *e, const struct unwind_table *t)
         CHECK_INT_EQ(unwind_reader_rows(r, pieces_add, &p, &counts), -EINVAL);
         r = unwind_reader_free(r);
 
-        CHECK_INT_EQ(unwind_reader_new(e, &r), 0);
+        CHECK_INT_EQ(unwind_reader_new(e, fd, &r), 0);
         p = (struct pieces) { .slots = slots, .bound = SIZE_MAX, .fail_at = 1 };
         if (r)
                 CHECK_INT_EQ(unwind_reader_rows(r, pieces_add, &p, &counts), -ENOSPC);
-        fprintf(stderr, "%s: %zu rows in %zu pieces, bound %zu (+%.1f%%)\n", path, t->n,
-                (t->n + UNWIND_PIECE_ROWS - 1) / UNWIND_PIECE_ROWS, unwind_reader_bound(r),
-                100.0 * ((double) unwind_reader_bound(r) - (double) t->n) / (double) t->n);
+        fprintf(stderr, "%s (%s): %zu rows in %zu pieces, bound %zu (+%.1f%%)\n", path,
+                fd >= 0 ? "its own mapping" : "libelf's", t->n, (t->n + UNWIND_PIECE_ROWS - 1) / UNWIND_PIECE_ROWS,
+                unwind_reader_bound(r), 100.0 * ((double) unwind_reader_bound(r) - (double) t->n) / (double) t->n);
 }
 
 /* Builds a fixture's table, checks its shape and compares it with readelf. */
 static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *t, struct oracle_stats *stats) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         Elf *e = elf_open(path);
 
         CHECK_INT_EQ(unwind_table_build(e, t), 0);
@@ -730,7 +744,11 @@ static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *
         check_table_shape(path, t);
         check_against_readelf(path, t, stats);
         check_index(path, t);
-        check_pieces(path, e, t);
+        /* through libelf's copy, and through a mapping of the reader's own
+         * (the daemon's way), whose pages it gives back as it reads */
+        check_pieces(path, e, -1, t);
+        CHECK(fd >= 0);
+        check_pieces(path, e, fd, t);
         *ret_elf = e;
 }
 
@@ -745,6 +763,93 @@ static void test_plt(const char *path, Elf *e, const struct unwind_table *t, con
         CHECK_ROW(unwind_table_lookup(t, plt + 16), PROFD_UNWIND_PLT, 11, 0);
         CHECK_ROW(unwind_table_lookup(t, plt + size - 1), PROFD_UNWIND_PLT, 11, 0);
         (void) path;
+}
+
+static size_t section_index(Elf *e, const char *name) {
+        size_t shstrndx;
+        Elf_Scn *scn = NULL;
+
+        if (elf_getshdrstrndx(e, &shstrndx) < 0)
+                return 0;
+        while ((scn = elf_nextscn(e, scn))) {
+                GElf_Shdr shdr;
+
+                if (gelf_getshdr(scn, &shdr) && streq(elf_strptr(e, shstrndx, shdr.sh_name), name))
+                        return elf_ndxscn(scn);
+        }
+        return 0;
+}
+
+static void rows_read(Elf *e, int fd, struct unwind_table *t, bool *ret_searches) {
+        _cleanup_(unwind_reader_freep) unwind_reader *r = NULL;
+        struct unwind_table counts;
+
+        *t = (struct unwind_table) {};
+        CHECK_INT_EQ(unwind_reader_new(e, fd, &r), 0);
+        if (!r)
+                return;
+        *ret_searches = unwind_reader_searches(r);
+        t->rows = calloc(unwind_reader_bound(r), sizeof(*t->rows));
+        CHECK(t->rows != NULL);
+        if (t->rows)
+                CHECK_INT_EQ(unwind_reader_rows(r, table_add, t, &counts), 0);
+}
+
+/* A file whose .eh_frame_hdr comes after .eh_frame, as lld links
+ * libLLVM (202 files of this machine's LLVM toolchain): made from the
+ * fixture by swapping the two sections' headers. libdw searches its table
+ * only through the reader's own mapping, which swaps them back (without
+ * it, libdw reads .eh_frame from its start and keeps every FDE); the rows
+ * are the fixture's either way. */
+static void test_hdr_after(const char *path) {
+        char copy[] = "/tmp/test-unwind-hdr-after-XXXXXX";
+        _cleanup_(elf_endp) Elf *e = elf_open(path), *c = NULL;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC), cfd = -1;
+        _cleanup_free_ uint8_t *bytes = NULL;
+        struct unwind_table t, via_libelf = {}, via_map = {}, orig_map = {};
+        size_t a = section_index(e, ".eh_frame"), b = section_index(e, ".eh_frame_hdr");
+        bool searches = true, searches_map = false, searches_orig = false;
+        Elf64_Ehdr ehdr;
+        Elf64_Shdr *shdrs, tmp;
+        struct stat st;
+
+        CHECK(fd >= 0 && fstat(fd, &st) == 0);
+        CHECK(a > 0 && b > 0 && b < a); /* GNU ld: the table first */
+        bytes = malloc(st.st_size);
+        CHECK(bytes && pread(fd, bytes, st.st_size, 0) == st.st_size);
+        if (!bytes || fd < 0 || a == 0 || b == 0)
+                return;
+        memcpy(&ehdr, bytes, sizeof(ehdr));
+        shdrs = (Elf64_Shdr *) (bytes + ehdr.e_shoff);
+        tmp = shdrs[a];
+        shdrs[a] = shdrs[b];
+        shdrs[b] = tmp;
+        cfd = mkstemp(copy);
+        CHECK(cfd >= 0);
+        if (cfd < 0)
+                return;
+        CHECK(write(cfd, bytes, st.st_size) == st.st_size);
+        unlink(copy);
+        c = elf_open_fd(cfd);
+        CHECK(section_index(c, ".eh_frame_hdr") > section_index(c, ".eh_frame"));
+
+        CHECK_INT_EQ(unwind_table_build(e, &t), 0);
+        rows_read(c, -1, &via_libelf, &searches);
+        rows_read(c, cfd, &via_map, &searches_map);
+        rows_read(e, fd, &orig_map, &searches_orig);
+        CHECK(!searches);
+        CHECK(searches_map);
+        CHECK(searches_orig);
+        CHECK(via_libelf.n == t.n && memcmp(via_libelf.rows, t.rows, t.n * sizeof(*t.rows)) == 0);
+        CHECK(via_map.n == t.n && memcmp(via_map.rows, t.rows, t.n * sizeof(*t.rows)) == 0);
+        CHECK(orig_map.n == t.n && memcmp(orig_map.rows, t.rows, t.n * sizeof(*t.rows)) == 0);
+        fprintf(stderr, "%s with .eh_frame_hdr after .eh_frame: %zu rows; libdw searches its table: %s, "
+                        "through the reader's mapping %s\n",
+                path, via_map.n, searches ? "yes" : "no", searches_map ? "yes" : "no");
+        unwind_table_done(&t);
+        unwind_table_done(&via_libelf);
+        unwind_table_done(&via_map);
+        unwind_table_done(&orig_map);
 }
 
 static void test_nofp(const char *path) {
@@ -1093,6 +1198,7 @@ int main(int argc, char **argv) {
         readelf = argv[1];
 
         test_nofp(argv[2]);
+        test_hdr_after(argv[2]);
         test_fp(argv[3]);
         test_realign_and_forms(argv[4]);
         test_debug_frame(argv[5], argv[6]);
