@@ -1111,7 +1111,6 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
                 free(t.rows);
                 return k;
         }
-        counts.rows = t.rows;
         /* Give back what merging and the bound left unused. */
         counts.rows = reallocarray(t.rows, counts.n, sizeof(*t.rows)) ?: t.rows;
         *ret = counts;

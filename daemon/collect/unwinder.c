@@ -388,9 +388,9 @@ static int rows_out_write(void *userdata, const struct profd_unwind_row *rows, s
  * FDEs, a 15 MiB peak of RSS), and a table that finds no room is not read
  * at all. The bound is within 1-3% of the rows made here; what the table
  * does not use is given back. fd: the file elf reads (-1 for the vDSO),
- * for libdw's search of the FDEs (unwind_reader_new). On failure the file is kept with no table
- * (frame pointers) when the failure is the file's own, and the reason
- * counted. */
+ * which the reader maps itself (unwind_reader_new). On failure the file
+ * is kept with no table (frame pointers) when the failure is the file's
+ * own, and the reason counted. */
 static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const char *what) {
         _cleanup_(unwind_reader_freep) unwind_reader *reader = NULL;
         _cleanup_free_ struct profd_unwind_row *index = NULL;
@@ -428,7 +428,7 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const cha
                 r = rows_room(u, (uint32_t) planned, &out.off);
         }
         if (r == -ENOSPC) {
-                log_debug("No room for the %zu unwind rows of %s (unwind_memory), walking it by frame pointers.",
+                log_debug("No room for the %zu unwind row slots of %s (unwind_memory), walking it by frame pointers.",
                           planned, what);
                 count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
                 pthread_mutex_lock(&u->lock);
