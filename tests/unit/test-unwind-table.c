@@ -516,21 +516,29 @@ static uint64_t symbol(Elf *e, const char *name, uint64_t *ret_size) {
         return 0;
 }
 
-static uint64_t section_addr(Elf *e, const char *name, uint64_t *ret_size) {
+static Elf_Scn *section_find(Elf *e, const char *name) {
         size_t shstrndx;
         Elf_Scn *scn = NULL;
 
         if (elf_getshdrstrndx(e, &shstrndx) < 0)
-                return 0;
+                return NULL;
         while ((scn = elf_nextscn(e, scn))) {
                 GElf_Shdr shdr;
 
-                if (gelf_getshdr(scn, &shdr) && streq(elf_strptr(e, shstrndx, shdr.sh_name), name)) {
-                        *ret_size = shdr.sh_size;
-                        return shdr.sh_addr;
-                }
+                if (gelf_getshdr(scn, &shdr) && streq(elf_strptr(e, shstrndx, shdr.sh_name), name))
+                        return scn;
         }
-        return 0;
+        return NULL;
+}
+
+static uint64_t section_addr(Elf *e, const char *name, uint64_t *ret_size) {
+        Elf_Scn *scn = section_find(e, name);
+        GElf_Shdr shdr;
+
+        if (!scn || !gelf_getshdr(scn, &shdr))
+                return 0;
+        *ret_size = shdr.sh_size;
+        return shdr.sh_addr;
 }
 
 static const struct profd_unwind_row *row_at(const struct unwind_table *t, Elf *e, const char *name, uint64_t off) {
@@ -766,18 +774,9 @@ static void test_plt(const char *path, Elf *e, const struct unwind_table *t, con
 }
 
 static size_t section_index(Elf *e, const char *name) {
-        size_t shstrndx;
-        Elf_Scn *scn = NULL;
+        Elf_Scn *scn = section_find(e, name);
 
-        if (elf_getshdrstrndx(e, &shstrndx) < 0)
-                return 0;
-        while ((scn = elf_nextscn(e, scn))) {
-                GElf_Shdr shdr;
-
-                if (gelf_getshdr(scn, &shdr) && streq(elf_strptr(e, shstrndx, shdr.sh_name), name))
-                        return elf_ndxscn(scn);
-        }
-        return 0;
+        return scn ? elf_ndxscn(scn) : 0;
 }
 
 static void rows_read(Elf *e, int fd, struct unwind_table *t, bool *ret_searches) {
