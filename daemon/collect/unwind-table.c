@@ -973,6 +973,9 @@ int unwind_reader_new(Elf *elf, int fd, unwind_reader **ret) {
         /* FreePascal leaves an empty .eh_frame: no CFI. */
         scn = section_by_name(elf, ".eh_frame");
         if (scn && section_size(scn) > 0) {
+                /* the view's own: gone with r, while elf's stays for
+                 * .debug_frame below */
+                const unsigned char *e_ident = ident;
                 Elf *e = elf;
 
                 r = calloc(1, sizeof(*r));
@@ -980,12 +983,12 @@ int unwind_reader_new(Elf *elf, int fd, unwind_reader **ret) {
                         return -ENOMEM;
                 if (fd >= 0 && reader_map(r, fd, elf) >= 0) {
                         e = r->view;
-                        ident = (const unsigned char *) elf_getident(e, NULL);
+                        e_ident = (const unsigned char *) elf_getident(e, NULL);
                         scn = section_by_name(e, ".eh_frame");
                 }
-                r->b = (struct builder) { .ident = ident, .eh_frame = true };
+                r->b = (struct builder) { .ident = e_ident, .eh_frame = true };
                 r->renew_elf = e;
-                if (!ident || !scn || !(r->cfi = dwarf_getcfi_elf(e)))
+                if (!e_ident || !scn || !(r->cfi = dwarf_getcfi_elf(e)))
                         return -EINVAL;
                 k = reader_plan(r, scn, section_by_name(e, ".eh_frame_hdr"));
                 if (k != -ENODATA) {

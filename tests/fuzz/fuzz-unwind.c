@@ -5,6 +5,9 @@
  * sorted, merged and consistent with its own lookup, or not at all. */
 #include <errno.h>
 #include <gelf.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "fuzz.h"
 #include "macro.h"
@@ -41,6 +44,53 @@ static void check_table(const struct unwind_table *t) {
         FUZZ_CHECK(sum == t->n);
 }
 
+static int table_add(void *userdata, const struct profd_unwind_row *rows, size_t n) {
+        struct unwind_table *t = userdata;
+
+        memcpy(t->rows + t->n, rows, n * sizeof(*rows));
+        t->n += n;
+        return 0;
+}
+
+/* The daemon's way: the file through the reader's own mapping (its
+ * section headers read by the reader itself, .eh_frame pages given back as
+ * read), rows in pieces. The same errors as the whole build, and a table
+ * as consistent; not necessarily the same rows, since libdw may then
+ * search .eh_frame_hdr, which picks among overlapping FDEs its own way. */
+static void check_reader(const uint8_t *data, size_t size, int r_whole) {
+        _cleanup_close_ int fd = memfd_create("fuzz-unwind", MFD_CLOEXEC);
+        _cleanup_(unwind_reader_freep) unwind_reader *reader = NULL;
+        struct unwind_table t = {}, counts;
+        Elf *e;
+        int r;
+
+        if (fd < 0 || write(fd, data, size) != (ssize_t) size)
+                abort();
+        e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (!e)
+                return;
+        r = unwind_reader_new(e, fd, &reader);
+        FUZZ_CHECK(r == 0 || r == -ENODATA || r == -E2BIG || r == -EINVAL || r == -ENOMEM);
+        if (r == 0) {
+                t.rows = calloc(unwind_reader_bound(reader), sizeof(*t.rows));
+                if (!t.rows)
+                        abort();
+                r = unwind_reader_rows(reader, table_add, &t, &counts);
+                FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENOMEM);
+                if (r == 0) {
+                        FUZZ_CHECK(counts.n == t.n);
+                        memcpy(t.by_kind, counts.by_kind, sizeof(t.by_kind));
+                        t.fdes = counts.fdes;
+                        check_table(&t);
+                }
+        }
+        /* what is not the CFI's (the file, its headers) fails alike */
+        if (r_whole == -ENODATA || r_whole == -E2BIG)
+                FUZZ_CHECK(r == r_whole);
+        free(t.rows);
+        elf_end(e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* libelf may write into the image (decompressing .debug_frame) */
         _cleanup_free_ char *image = malloc(size ? size : 1);
@@ -65,6 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(t.rows == NULL && t.n == 0);
         unwind_table_done(&t);
         FUZZ_CHECK(t.rows == NULL && t.n == 0);
+        check_reader(data, size, r);
 
         for (uint64_t off = 0; off < 0x4000; off += 0x1000) {
                 uint64_t bias;
