@@ -42,10 +42,13 @@ void unwind_table_done(struct unwind_table *t);
  * reads the rows, once, and hands them to sink in order, in pieces of at
  * most UNWIND_PIECE_ROWS: the rows unwind_table_build makes. A sink's
  * negative return ends the reading and is returned. *ret_counts gets the
- * figures of the table, without rows. fd: the file elf reads, or -1; with
- * it, libdw finds each FDE through .eh_frame_hdr's search table wherever
- * the file has a valid one, whatever the sections' order (see cfi_view).
- * unwind_reader_searches: whether it does (for tests). */
+ * figures of the table, without rows. fd: the file elf reads, or -1. With
+ * it the reader maps the file itself, gives back the pages of .eh_frame
+ * as it reads them, and has libdw find each FDE through .eh_frame_hdr's
+ * search table wherever the file has a valid one, whatever the sections'
+ * order (reader_map): the same rows on every file of this machine (where
+ * crafted FDEs overlap, the search may pick another of them).
+ * unwind_reader_searches: whether libdw searches the table (for tests). */
 #define UNWIND_PIECE_ROWS 8192
 typedef struct unwind_reader unwind_reader;
 typedef int (*unwind_sink_t)(void *userdata, const struct profd_unwind_row *rows, size_t n);
