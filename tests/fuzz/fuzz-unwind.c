@@ -88,6 +88,7 @@ static void check_reader(const uint8_t *data, size_t size, int r_whole) {
         if (r_whole == -ENODATA || r_whole == -E2BIG)
                 FUZZ_CHECK(r == r_whole);
         free(t.rows);
+        reader = unwind_reader_free(reader); /* before the Elf its CFI may come from */
         elf_end(e);
 }
 
