@@ -1088,7 +1088,7 @@ int unwind_reader_rows(unwind_reader *r, unwind_sink_t sink, void *userdata, str
         return 0;
 }
 
-static int table_append(void *userdata, const struct profd_unwind_row *rows, size_t n) {
+int unwind_table_add(void *userdata, const struct profd_unwind_row *rows, size_t n) {
         struct unwind_table *t = userdata;
 
         memcpy(t->rows + t->n, rows, n * sizeof(*rows));
@@ -1109,7 +1109,7 @@ int unwind_table_build(Elf *elf, struct unwind_table *ret) {
         t.rows = reallocarray(NULL, unwind_reader_bound(r), sizeof(*t.rows));
         if (!t.rows)
                 return -ENOMEM;
-        k = unwind_reader_rows(r, table_append, &t, &counts);
+        k = unwind_reader_rows(r, unwind_table_add, &t, &counts);
         if (k < 0) {
                 free(t.rows);
                 return k;

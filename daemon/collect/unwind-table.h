@@ -59,6 +59,9 @@ void unwind_reader_span(const unwind_reader *r, uint32_t *ret_first, uint32_t *r
 int unwind_reader_rows(unwind_reader *r, unwind_sink_t sink, void *userdata, struct unwind_table *ret_counts);
 unwind_reader *unwind_reader_free(unwind_reader *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(unwind_reader *, unwind_reader_free)
+/* A sink that appends to userdata, a struct unwind_table whose rows have
+ * room for unwind_reader_bound rows. */
+int unwind_table_add(void *userdata, const struct profd_unwind_row *rows, size_t n);
 
 /* The row covering pc (an address in the file's ELF address space), as the
  * BPF walker finds it: the last row whose pc <= pc; NULL below the first. */

@@ -44,14 +44,6 @@ static void check_table(const struct unwind_table *t) {
         FUZZ_CHECK(sum == t->n);
 }
 
-static int table_add(void *userdata, const struct profd_unwind_row *rows, size_t n) {
-        struct unwind_table *t = userdata;
-
-        memcpy(t->rows + t->n, rows, n * sizeof(*rows));
-        t->n += n;
-        return 0;
-}
-
 /* The daemon's way: the file through the reader's own mapping (its
  * section headers read by the reader itself, .eh_frame pages given back as
  * read), rows in pieces. The same errors as the whole build, and a table
@@ -75,7 +67,7 @@ static void check_reader(const uint8_t *data, size_t size, int r_whole) {
                 t.rows = calloc(unwind_reader_bound(reader), sizeof(*t.rows));
                 if (!t.rows)
                         abort();
-                r = unwind_reader_rows(reader, table_add, &t, &counts);
+                r = unwind_reader_rows(reader, unwind_table_add, &t, &counts);
                 FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENOMEM);
                 if (r == 0) {
                         FUZZ_CHECK(counts.n == t.n);

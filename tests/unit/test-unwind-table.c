@@ -677,14 +677,6 @@ static int pieces_add(void *userdata, const struct profd_unwind_row *rows, size_
         return 0;
 }
 
-static int table_add(void *userdata, const struct profd_unwind_row *rows, size_t n) {
-        struct unwind_table *t = userdata;
-
-        memcpy(t->rows + t->n, rows, n * sizeof(*rows));
-        t->n += n;
-        return 0;
-}
-
 /* Read in pieces, as the daemon does: the same rows and figures as t, in
  * pieces of at most UNWIND_PIECE_ROWS, within the bound told before any
  * row was read, the span told is the first and last rows'; the index
@@ -791,7 +783,7 @@ static void rows_read(Elf *e, int fd, struct unwind_table *t, bool *ret_searches
         t->rows = calloc(unwind_reader_bound(r), sizeof(*t->rows));
         CHECK(t->rows != NULL);
         if (t->rows)
-                CHECK_INT_EQ(unwind_reader_rows(r, table_add, t, &counts), 0);
+                CHECK_INT_EQ(unwind_reader_rows(r, unwind_table_add, t, &counts), 0);
 }
 
 /* A file whose .eh_frame_hdr comes after .eh_frame, as lld links
