@@ -829,6 +829,7 @@ struct unwind_reader {
         Elf *view;       /* the file through map (reader_map), or NULL */
         void *map;
         size_t map_size;
+        size_t written;  /* offset of the first page of map the reader wrote (map_size: none) */
         uint64_t last;   /* the end of the last FDE: the last row's pc */
 };
 
@@ -857,32 +858,39 @@ static int reader_map(unwind_reader *r, int fd, Elf *elf) {
         map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED)
                 return -errno;
-        r->map = map;
-        r->map_size = size;
+        r->written = size;
         if (hdr_scn && elf_ndxscn(hdr_scn) > elf_ndxscn(scn)) {
                 a = elf_ndxscn(scn);
                 b = elf_ndxscn(hdr_scn);
                 memcpy(&ehdr, map, sizeof(ehdr));
                 if (ehdr.e_shentsize != sizeof(Elf64_Shdr) || ehdr.e_shoff > size || ehdr.e_shoff % 8 ||
-                    (size - ehdr.e_shoff) / sizeof(Elf64_Shdr) < shnum || b >= shnum)
+                    (size - ehdr.e_shoff) / sizeof(Elf64_Shdr) < shnum || b >= shnum) {
+                        munmap(map, size);
                         return -EINVAL;
+                }
                 shdrs = (Elf64_Shdr *) ((char *) map + ehdr.e_shoff);
                 tmp = shdrs[a];
                 shdrs[a] = shdrs[b];
                 shdrs[b] = tmp;
+                r->written = ehdr.e_shoff & ~(size_t) 4095;
         }
         r->view = elf_memory(map, size);
-        return r->view ? 0 : -EINVAL;
+        if (!r->view) {
+                munmap(map, size);
+                return -EINVAL;
+        }
+        r->map = map;
+        r->map_size = size;
+        return 0;
 }
 
-/* The whole pages of the view that the section data d lies on, but none
- * the reader wrote (the section headers'): given back as the rows are
- * read (MADV_DONTNEED: read again from the page cache if libdw returns to
- * them). */
+/* The whole pages of the view that the section data d lies on, if the
+ * reader wrote none of them (the section headers come after the
+ * sections): given back as the rows are read (MADV_DONTNEED: read again
+ * from the page cache if libdw returns to them). */
 static void reader_drop_range(unwind_reader *r, const Elf_Data *d) {
         const uint64_t page = 4096;
         uint64_t start, end, base = (uint64_t) (uintptr_t) r->map;
-        Elf64_Ehdr ehdr;
 
         if (!r->view || !d || !d->d_buf)
                 return;
@@ -890,9 +898,7 @@ static void reader_drop_range(unwind_reader *r, const Elf_Data *d) {
         end = ((uint64_t) (uintptr_t) d->d_buf + d->d_size) / page * page;
         if (start < base || end > base + r->map_size || start >= end)
                 return; /* libelf's copy, not the mapping */
-        memcpy(&ehdr, r->map, sizeof(ehdr));
-        /* the section headers come after the sections; else nothing is given back */
-        if (end - base > (ehdr.e_shoff & ~(page - 1)))
+        if (end - base > r->written)
                 return;
         r->b.drop_addr = (void *) (uintptr_t) start;
         r->b.drop_len = (size_t) (end - start);
