@@ -294,6 +294,39 @@ static int sym_file_compare_last_used(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* Sorts the files oldest first (the array has no order of its own, so
+ * that one is as good as any) and closes the DWARF of the first n_oldest,
+ * oldest first, while *total, the files' bytes, is over the budget.
+ * Returns the number closed. */
+static size_t close_oldest_dwarf(symbolizer *s, uint64_t *total, size_t n_oldest) {
+        size_t n_closed = 0;
+
+        qsort(s->files, s->n_files, sizeof(*s->files), sym_file_compare_last_used);
+        for (size_t i = 0; i < MIN(n_oldest, s->n_files) && *total > s->budget; i++) {
+                sym_file *f = s->files[i];
+                uint64_t before = sym_file_bytes(f);
+
+                if (sym_file_close_dwarf(f) > 0) {
+                        *total -= before - sym_file_bytes(f);
+                        n_closed++;
+                }
+        }
+        return n_closed;
+}
+
+size_t symbolizer_bound(symbolizer *s) {
+        uint64_t total = symbolizer_files_bytes(s);
+        size_t n_closed;
+
+        if (total <= s->budget)
+                return 0;
+        s->peak_bytes = MAX(s->peak_bytes, symbolizer_cache_bytes(s) + symbolizer_mapped_bytes(s));
+        /* not the file used last: the next frame is likely its own */
+        n_closed = close_oldest_dwarf(s, &total, s->n_files - 1);
+        symbolizer_give_back(n_closed);
+        return n_closed;
+}
+
 /* Unlinks f from the symbolizer's maps and frees it. */
 static void symbolizer_evict(symbolizer *s, sym_file *f) {
         sym_file_unindex(f, s->by_stat, s->by_build_id);
@@ -373,20 +406,9 @@ size_t symbolizer_trim(symbolizer *s) {
                 symbolizer_give_back(n_closed + n_unmapped);
                 return n_unmapped;
         }
-        /* Oldest first; the survivors stay in that order, which is as good
-         * as any (the array has no order of its own). */
-        qsort(s->files, s->n_files, sizeof(*s->files), sym_file_compare_last_used);
         /* First the DWARF, which is most of the memory and which the
          * store's answers make rarely needed again; then whole files. */
-        for (size_t i = 0; i < s->n_files && total > s->budget; i++) {
-                sym_file *f = s->files[i];
-                uint64_t before = sym_file_bytes(f);
-
-                if (sym_file_close_dwarf(f) > 0) {
-                        total -= before - sym_file_bytes(f);
-                        n_closed++;
-                }
-        }
+        n_closed += close_oldest_dwarf(s, &total, s->n_files);
         /* Then whole files; with marking only those no tracked process
          * maps: the others would be read again at once for the processes
          * that map them (their symbol tables are what the budget cannot

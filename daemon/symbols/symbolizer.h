@@ -114,6 +114,13 @@ void symbolizer_mark_mapped(symbolizer *s, const sym_file *f);
  * when no frame of the last drain is still being used. Returns the number
  * of files evicted. */
 size_t symbolizer_trim(symbolizer *s);
+/* Within a drain: while the estimate is over the budget, closes the DWARF
+ * of least recently used files, all but the one used last; evicts no
+ * file, so every sym_file pointer stays valid. Every string from
+ * sym_file_resolve becomes invalid: call it between two frames' uses, when
+ * none is still being used. Returns the number of files whose DWARF was
+ * closed. */
+size_t symbolizer_bound(symbolizer *s);
 /* Lets the kernel take back the resident pages of every mapped DWARF copy,
  * of mapped symbol names and of the kernel's table (symbolizer_trim does
  * it too). Strings stay
@@ -124,8 +131,9 @@ void symbolizer_drop_pages(symbolizer *s);
  * back). */
 uint64_t symbolizer_mapped_bytes(const symbolizer *s);
 /* The most symbolizer_cache_bytes plus symbolizer_mapped_bytes came to
- * since symbolizer_new, sampled at each symbolizer_trim before it trims
- * (the cache only grows between trims, so this is a drain's peak). */
+ * since symbolizer_new, sampled at each symbolizer_trim before it trims and
+ * at each symbolizer_bound that closes DWARF (the cache only grows between
+ * them, so this is a drain's peak). */
 uint64_t symbolizer_peak_bytes(const symbolizer *s);
 /* The disk the copies take is wanted (the store's filesystem is full):
  * closes every file's DWARF and its copy, and brings mapped symbol names

@@ -592,6 +592,76 @@ static void test_cache_budget_evicts_lru(void) {
                 free(paths[i]);
 }
 
+/* Within a drain (symbolizer_bound): over budget, the DWARF of every file
+ * but the one used last is closed, least recently used first; no file is
+ * evicted, so every pointer stays valid and the generation stays; a file
+ * whose DWARF was closed resolves as before. */
+static void test_cache_bound_within_drain(void) {
+        enum { N_FILES = 5 };
+        _cleanup_(symbolizer_freep) symbolizer *s = NULL;
+        _cleanup_free_ char *dir = tmp_path("bound");
+        char *paths[N_FILES] = {};
+        const sym_file *files[N_FILES] = {};
+        struct sym_frame frames[MAX_FRAMES];
+        uint64_t off = split_quick_sort_offset(), gen, full, peak;
+        _cleanup_free_ char *debug = NULL;
+
+        make_dirs(dir);
+        if (asprintf(&debug, "%s/sym-split.debug", dir) < 0)
+                abort();
+        copy_file(split_debug_path, debug, SIZE_MAX);
+        CHECK_INT_EQ(symbolizer_new(&s), 0);
+        for (int i = 0; i < N_FILES; i++) {
+                if (asprintf(&paths[i], "%s/copy-%d", dir, i) < 0)
+                        abort();
+                copy_file(split_path, paths[i], SIZE_MAX);
+                CHECK_INT_EQ(symbolizer_load_file(s, paths[i], &files[i]), 0);
+                CHECK_INT_EQ(sym_file_resolve(s, files[i], off, frames, MAX_FRAMES) >= 1, 1);
+        }
+        /* file 2 used last */
+        CHECK_INT_EQ(sym_file_resolve(s, files[2], off, frames, MAX_FRAMES) >= 1, 1);
+        full = symbolizer_cache_bytes(s);
+
+        /* Under budget: nothing closes. */
+        symbolizer_set_cache_budget(s, full);
+        CHECK_INT_EQ(symbolizer_bound(s), 0);
+        for (int i = 0; i < N_FILES; i++)
+                CHECK(sym_file_dwarf_is_open(files[i]));
+
+        /* Just over: the least recently used file's DWARF alone. */
+        symbolizer_set_cache_budget(s, full - 1);
+        CHECK_INT_EQ(symbolizer_bound(s), 1);
+        CHECK(!sym_file_dwarf_is_open(files[0]));
+        for (int i = 1; i < N_FILES; i++)
+                CHECK(sym_file_dwarf_is_open(files[i]));
+
+        /* Nothing allowed: all but the file used last; none evicted. */
+        symbolizer_set_cache_budget(s, 0);
+        gen = symbolizer_generation(s);
+        CHECK_INT_EQ(symbolizer_bound(s), N_FILES - 2);
+        CHECK_INT_EQ(symbolizer_generation(s), gen);
+        for (int i = 0; i < N_FILES; i++)
+                CHECK_INT_EQ(sym_file_dwarf_is_open(files[i]), i == 2);
+        CHECK(symbolizer_cache_bytes(s) < full);
+        peak = symbolizer_peak_bytes(s);
+        CHECK(peak >= full);
+        /* and it was all it could do */
+        CHECK_INT_EQ(symbolizer_bound(s), 0);
+
+        /* A closed file resolves again, through the same pointer. */
+        for (int i = 0; i < N_FILES; i++) {
+                const sym_file *again = NULL;
+
+                CHECK_INT_EQ(symbolizer_load_file(s, paths[i], &again), 0);
+                CHECK(again == files[i]);
+                CHECK_INT_EQ(sym_file_resolve(s, files[i], off, frames, MAX_FRAMES) >= 1, 1);
+                CHECK_STR_EQ(frames[0].function, "quick_sort");
+                CHECK(frames[0].line > 0);
+        }
+        for (int i = 0; i < N_FILES; i++)
+                free(paths[i]);
+}
+
 /* With marking (the daemon's trims), the budget evicts only the files no
  * tracked process maps: the others would be read again at once for their
  * processes. Their DWARF is closed; the generation stays. */
@@ -810,6 +880,7 @@ int main(int argc, char *argv[]) {
         test_repeated_addresses_are_cached();
         test_cache_budget_evicts_lru();
         test_cache_budget_keeps_mapped();
+        test_cache_bound_within_drain();
         test_compressed_sections_through_copy();
 
         nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
