@@ -135,16 +135,21 @@ static int refs_apply(const struct db *d, const struct refs_sql *sql, hashmap *r
         void *v;
         int rc;
 
-        rc = sqlite3_prepare_v2(d->handle, sql->upsert, -1, &up, NULL);
-        if (rc == SQLITE_OK && gc_candidates)
-                rc = sqlite3_prepare_v2(d->handle, sql->candidate, -1, &gc, NULL);
-        if (rc != SQLITE_OK)
-                return db_fail(d, rc, "preparing block counts");
         while (hashmap_iterate(refs, &state, &k, &v)) {
                 int64_t delta = (int64_t) (intptr_t) v;
 
                 if (delta == 0)
                         continue;
+                /* prepared at the first count that changes: retention
+                 * applies the counts of each process in turn, and most
+                 * change none */
+                if (!up) {
+                        rc = sqlite3_prepare_v2(d->handle, sql->upsert, -1, &up, NULL);
+                        if (rc == SQLITE_OK && gc_candidates)
+                                rc = sqlite3_prepare_v2(d->handle, sql->candidate, -1, &gc, NULL);
+                        if (rc != SQLITE_OK)
+                                return db_fail(d, rc, "preparing block counts");
+                }
                 sqlite3_bind_int64(up, 1, (int64_t) KEY_TO_UINT64(k));
                 sqlite3_bind_int64(up, 2, delta);
                 rc = sqlite3_step(up);
