@@ -500,6 +500,23 @@ static void test_repeated_addresses_are_cached(void) {
                       a[k].file == b[k].file && a[k].line == b[k].line && a[k].inlined == b[k].inlined);
 }
 
+/* n copies of the split-DWARF program in dir (new), paths[i] each, with its
+ * debug file beside them: copies without build-id are distinct inodes, so
+ * n cache entries that each open DWARF. */
+static void make_split_copies(const char *dir, char **paths, size_t n) {
+        _cleanup_free_ char *debug = NULL;
+
+        make_dirs(dir);
+        if (asprintf(&debug, "%s/sym-split.debug", dir) < 0)
+                abort();
+        copy_file(split_debug_path, debug, SIZE_MAX);
+        for (size_t i = 0; i < n; i++) {
+                if (asprintf(&paths[i], "%s/copy-%zu", dir, i) < 0)
+                        abort();
+                copy_file(split_path, paths[i], SIZE_MAX);
+        }
+}
+
 /* Many files under a budget of a few: trim evicts the least recently used
  * until the estimate fits, keeps the most recently used, bumps the
  * generation; evicted files load and resolve again. */
@@ -513,20 +530,10 @@ static void test_cache_budget_evicts_lru(void) {
         uint64_t off = split_quick_sort_offset(), one = 0, gen, full, closed;
         _cleanup_(symbolizer_freep) symbolizer *t = NULL;
         const sym_file *alone = NULL;
-        _cleanup_free_ char *debug = NULL;
         size_t evicted;
 
-        make_dirs(dir);
-        if (asprintf(&debug, "%s/sym-split.debug", dir) < 0)
-                abort();
-        copy_file(split_debug_path, debug, SIZE_MAX);
+        make_split_copies(dir, paths, N_FILES);
         CHECK_INT_EQ(symbolizer_new(&s), 0);
-        /* Copies without build-id are distinct inodes: N_FILES cache entries. */
-        for (int i = 0; i < N_FILES; i++) {
-                if (asprintf(&paths[i], "%s/copy-%d", dir, i) < 0)
-                        abort();
-                copy_file(split_path, paths[i], SIZE_MAX);
-        }
         for (int i = 0; i < N_FILES; i++) {
                 CHECK_INT_EQ(symbolizer_load_file(s, paths[i], &files[i]), 0);
                 CHECK_INT_EQ(sym_file_resolve(s, files[i], off, frames, MAX_FRAMES) >= 1, 1);
@@ -604,17 +611,10 @@ static void test_cache_bound_within_drain(void) {
         const sym_file *files[N_FILES] = {};
         struct sym_frame frames[MAX_FRAMES];
         uint64_t off = split_quick_sort_offset(), gen, full, peak;
-        _cleanup_free_ char *debug = NULL;
 
-        make_dirs(dir);
-        if (asprintf(&debug, "%s/sym-split.debug", dir) < 0)
-                abort();
-        copy_file(split_debug_path, debug, SIZE_MAX);
+        make_split_copies(dir, paths, N_FILES);
         CHECK_INT_EQ(symbolizer_new(&s), 0);
         for (int i = 0; i < N_FILES; i++) {
-                if (asprintf(&paths[i], "%s/copy-%d", dir, i) < 0)
-                        abort();
-                copy_file(split_path, paths[i], SIZE_MAX);
                 CHECK_INT_EQ(symbolizer_load_file(s, paths[i], &files[i]), 0);
                 CHECK_INT_EQ(sym_file_resolve(s, files[i], off, frames, MAX_FRAMES) >= 1, 1);
         }
