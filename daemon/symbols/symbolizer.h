@@ -7,9 +7,9 @@
  *
  * Lifetime: every sym_file pointer stays valid until symbolizer_free, or
  * until a symbolizer_trim that evicts the file; strings from
- * sym_file_resolve until the next symbolizer_trim (which may close the
- * DWARF they point into). Nothing else frees them, so what was taken during
- * one drain is safe to use until the caller itself trims;
+ * sym_file_resolve until the next symbolizer_trim or symbolizer_bound
+ * (which may close the DWARF they point into). Nothing else frees them, so
+ * what was taken is safe to use until the caller itself trims or bounds;
  * symbolizer_generation tells holders of older file pointers that they must
  * load their files again.
  *
@@ -132,8 +132,8 @@ void symbolizer_drop_pages(symbolizer *s);
 uint64_t symbolizer_mapped_bytes(const symbolizer *s);
 /* The most symbolizer_cache_bytes plus symbolizer_mapped_bytes came to
  * since symbolizer_new, sampled at each symbolizer_trim before it trims and
- * at each symbolizer_bound that closes DWARF (the cache only grows between
- * them, so this is a drain's peak). */
+ * at each symbolizer_bound that finds the cache over the budget (the cache
+ * only grows between them, so this is a drain's peak). */
 uint64_t symbolizer_peak_bytes(const symbolizer *s);
 /* The disk the copies take is wanted (the store's filesystem is full):
  * closes every file's DWARF and its copy, and brings mapped symbol names
