@@ -361,8 +361,8 @@ static int thread_comm(writer *w, hashmap *names, uint32_t pid, uint32_t tid, co
         return 0;
 }
 
-/* Keys symbolized between two symbolizer_drop_pages (and symbolizer_bound)
- * in a drain. */
+/* Keys stored between two symbolizer_drop_pages and symbolizer_bound in a
+ * drain. */
 #define DROP_PAGES_EVERY 64
 
 /* Stores one drain in one transaction. Drops of drains that could not be
@@ -401,11 +401,6 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                 r = build_frames(w, b, key, p, &n);
                 if (r < 0)
                         break;
-                /* a first drain resolves thousands of new addresses; the
-                 * DWARF and kernel table pages they read need not all
-                 * stay resident until its end */
-                if (i % DROP_PAGES_EVERY == DROP_PAGES_EVERY - 1)
-                        symbolizer_drop_pages(w->sym);
                 r = thread_comm(w, names, key->tgid, key->tid, &thread);
                 if (r < 0)
                         break;
@@ -422,11 +417,15 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         .user_end = user_stack_end(b, key, lookup_stack(b->frames, key->user_stack)),
                         .value = b->entries[i].value,
                 });
-                /* the frames are stored: the DWARF they were read from
-                 * need not outlive the budget until the drain's end (a
+                /* a first drain resolves thousands of new addresses: the
+                 * DWARF and kernel table pages they read need not all stay
+                 * resident until its end; and, the frames stored, the
+                 * DWARF they came from need not outlive the budget (a
                  * build host's drains meet many new -g test programs) */
-                if (r >= 0 && i % DROP_PAGES_EVERY == DROP_PAGES_EVERY - 1)
+                if (r >= 0 && i % DROP_PAGES_EVERY == DROP_PAGES_EVERY - 1) {
+                        symbolizer_drop_pages(w->sym);
                         (void) symbolizer_bound(w->sym);
+                }
         }
         for (int i = 0; r >= 0 && i < PROFD_COUNTER__MAX; i++)
                 if (drop_reason_names[i])
