@@ -378,8 +378,8 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                 k = (int) db_run(&r->d, "DELETE FROM sample_blocks WHERE drain_id IN " DOOMED_KEYS, NULL, 0);
         if (k >= 0)
                 k = (int) db_run(&r->d, "UPDATE sample_blocks SET drain_id = -drain_id WHERE drain_id < 0", NULL, 0);
-        if (k >= 0)
-                k = stack_refs_apply(&r->d, refs, true);
+        /* the stack counts are applied: the last process and kind's at the
+         * end of the rows */
         if (k >= 0)
                 k = process_refs_apply(&r->d, prefs, true);
 out:
