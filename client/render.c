@@ -330,10 +330,20 @@ static void extras_write(FILE *f, const json_t *status) {
         json_t *unres = json_object_get(status, "unresolved"), *queries = json_object_get(status, "queries");
         char a[32], b[32];
 
-        if (json_is_integer(rss) && json_is_integer(cache))
+        if (json_is_integer(rss) && json_is_integer(cache)) {
+                const json_t *mem = json_object_get(status, "memory");
+                char c[32], d[32];
+
                 fprintf(f, "memory:    %s resident, %s of it symbols and debug info\n",
                         format_bytes(a, sizeof(a), (uint64_t) json_integer_value(rss)),
                         format_bytes(b, sizeof(b), (uint64_t) json_integer_value(cache)));
+                if (json_is_object(mem))
+                        fprintf(f, "           %s anonymous, %s file pages; malloc holds %s, %s of it SQLite's\n",
+                                format_bytes(a, sizeof(a), u64_of(mem, "anon_bytes")),
+                                format_bytes(b, sizeof(b), u64_of(mem, "file_bytes")),
+                                format_bytes(c, sizeof(c), u64_of(mem, "heap_in_use_bytes")),
+                                format_bytes(d, sizeof(d), u64_of(mem, "sqlite_bytes")));
+        }
         if (json_is_integer(procs) && json_is_integer(clients))
                 fprintf(f, "tracking:  %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT " clients connected\n",
                         json_integer_value(procs), json_integer_value(clients));

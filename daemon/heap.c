@@ -56,6 +56,13 @@ void heap_trim(void) {
         __atomic_add_fetch(&trims, 1, __ATOMIC_RELAXED);
 }
 
+void heap_usage(uint64_t *ret_in_use, uint64_t *ret_free) {
+        struct mallinfo2 mi = mallinfo2();
+
+        *ret_in_use = (uint64_t) mi.uordblks + (uint64_t) mi.hblkhd;
+        *ret_free = (uint64_t) mi.fordblks;
+}
+
 void heap_trim_stats(uint64_t *ret_trims, uint64_t *ret_ns) {
         *ret_trims = __atomic_load_n(&trims, __ATOMIC_RELAXED);
         *ret_ns = __atomic_load_n(&trim_ns, __ATOMIC_RELAXED);

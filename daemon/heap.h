@@ -15,5 +15,10 @@ void heap_setup(void);
  * not per allocation. Any thread. */
 void heap_trim(void);
 
+/* What malloc holds now, in all arenas (mallinfo2): bytes in use (blocks
+ * from the arenas and blocks mapped of their own) and free bytes kept in
+ * the arenas. A few microseconds: for status, not hot paths. */
+void heap_usage(uint64_t *ret_in_use, uint64_t *ret_free);
+
 /* Trims since start and the time they took. */
 void heap_trim_stats(uint64_t *ret_trims, uint64_t *ret_ns);

@@ -18,6 +18,7 @@
 #include "answer.h"
 #include "collector.h"
 #include "config.h"
+#include "db.h"
 #include "duration.h"
 #include "exporter.h"
 #include "heap.h"
@@ -370,14 +371,41 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return r;
 }
 
-/* The daemon's resident memory, from /proc/self/statm (pages). 0 if unknown. */
-static uint64_t self_rss_bytes(void) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/statm", "re");
-        unsigned long size, resident;
+/* The daemon's resident memory, from /proc/self/status: in all, and its
+ * anonymous and file-backed parts. Fields not found stay 0. */
+struct self_rss {
+        uint64_t total, anon, file;
+};
 
-        if (!f || fscanf(f, "%lu %lu", &size, &resident) != 2)
-                return 0;
-        return (uint64_t) resident * (uint64_t) sysconf(_SC_PAGESIZE);
+static void self_rss_read(struct self_rss *ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[128];
+        unsigned long kib;
+
+        *ret = (struct self_rss) {};
+        while (f && fgets(line, sizeof(line), f)) {
+                if (sscanf(line, "VmRSS: %lu kB", &kib) == 1)
+                        ret->total = (uint64_t) kib * 1024;
+                else if (sscanf(line, "RssAnon: %lu kB", &kib) == 1)
+                        ret->anon = (uint64_t) kib * 1024;
+                else if (sscanf(line, "RssFile: %lu kB", &kib) == 1)
+                        ret->file = (uint64_t) kib * 1024;
+        }
+}
+
+/* Where the resident memory is: anonymous and file pages, what malloc
+ * holds in use and free, and SQLite's part of what is in use. */
+static json_t *status_memory(const struct self_rss *rss) {
+        uint64_t in_use, free_bytes;
+
+        heap_usage(&in_use, &free_bytes);
+        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+                         "rss_bytes", (json_int_t) rss->total,
+                         "anon_bytes", (json_int_t) rss->anon,
+                         "file_bytes", (json_int_t) rss->file,
+                         "heap_in_use_bytes", (json_int_t) in_use,
+                         "heap_free_bytes", (json_int_t) free_bytes,
+                         "sqlite_bytes", (json_int_t) db_heap_bytes());
 }
 
 /* The settings that can change on a reload, and what retention did: so a
@@ -602,7 +630,13 @@ static int send_status(manager *m, server_client *c) {
                 json_object_set_new(o, "queries", status_queries(m));
                 json_object_set_new(o, "store_check", status_store_check(m));
                 json_object_set_new(o, "store_migration", status_store_migration(m));
-                json_object_set_new(o, "rss_bytes", json_integer((json_int_t) self_rss_bytes()));
+                {
+                        struct self_rss rss;
+
+                        self_rss_read(&rss);
+                        json_object_set_new(o, "rss_bytes", json_integer((json_int_t) rss.total));
+                        json_object_set_new(o, "memory", status_memory(&rss));
+                }
                 {
                         uint64_t trims, trim_ns;
 

@@ -110,6 +110,12 @@ int db_query_i64(const struct db *d, const char *sql, const int64_t *args, size_
         return 0;
 }
 
+uint64_t db_heap_bytes(void) {
+        sqlite3_int64 n = sqlite3_memory_used();
+
+        return n > 0 ? (uint64_t) n : 0;
+}
+
 void db_rollback(const struct db *d) {
         if (!sqlite3_get_autocommit(d->handle))
                 (void) sqlite3_exec(d->handle, "ROLLBACK", NULL, NULL, NULL);

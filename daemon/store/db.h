@@ -69,6 +69,10 @@ int db_limit_wal(const struct db *d);
  * once it is dropped. Returns 0 or a negative errno, logged. */
 int db_v7_present(const struct db *d, bool *gone, bool *ret);
 
+/* The heap SQLite holds now for every connection of the process (page
+ * caches, prepared statements, schemas), in bytes. */
+uint64_t db_heap_bytes(void);
+
 /* Rolls back the transaction open on the connection, if one is; quietly:
  * called on paths that already failed. */
 void db_rollback(const struct db *d);

@@ -508,10 +508,18 @@ def test_process_storm_keeps_memory_bounded_and_table_pruned():
         # since a drain between them moves it (it maps and gives back the
         # DWARF copies' pages, megabytes within a second)
         rss_a = memory_kib(d.proc.pid)[0]
-        rss_st = status(d)["rss_bytes"] // KIB
+        st = status(d)
         rss_b = memory_kib(d.proc.pid)[0]
+        rss_st = st["rss_bytes"] // KIB
         assert min(rss_a, rss_b) - 4 * KIB < rss_st < max(rss_a, rss_b) + 4 * KIB, \
             f"status rss_bytes {rss_st} KiB vs /proc VmRSS {rss_a} KiB before, {rss_b} KiB after"
+        # its breakdown adds up: anonymous and file pages are the RSS of
+        # the same reading (less shared memory: the store's -shm when it
+        # is on tmpfs); SQLite's heap is part of malloc's
+        mem = st["memory"]
+        assert mem["rss_bytes"] == st["rss_bytes"], mem
+        assert 0 <= mem["rss_bytes"] - mem["anon_bytes"] - mem["file_bytes"] <= KIB * KIB, mem
+        assert 0 < mem["sqlite_bytes"] < mem["heap_in_use_bytes"], mem
         assert slowest < 5, f"status took {slowest:.1f} s to answer during the storm"
         for reason in ("process_vanished", "ringbuf_full"):
             assert isinstance(post["drops"].get(reason), int) and post["drops"][reason] >= 0, post["drops"]
