@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -17,6 +18,7 @@ struct workqueue_thread {
         pthread_t id;
         void *data;       /* ops->run's thread_data */
         bool spare;       /* started by the queue: makes its data with ops->thread_init */
+        bool ran;         /* ran an item since it last called ops->idle */
         struct workqueue_thread *next; /* in wq->ended once it decided to end */
 };
 
@@ -61,13 +63,41 @@ static void slot_freed(workqueue *wq) {
         pthread_cond_broadcast(&wq->work);
 }
 
-/* Under the lock: this thread takes the next item, if it may. */
-static workqueue_item *take_item(workqueue *wq, struct workqueue_thread *t) {
-        workqueue_item *item;
+/* Under the lock: an item is queued that a thread may take now. */
+static bool item_ready(const workqueue *wq) {
+        return wq->head && wq->stats.running < wq->max_running && wq->stats.resuming == 0;
+}
 
+/* Under the lock: this thread takes the next item, if it may. NULL when
+ * the queue stops, or with *ret_idle set when a thread that ran an item
+ * waited ops.idle_ms for the next (ops.idle is due). */
+static workqueue_item *take_item(workqueue *wq, struct workqueue_thread *t, bool *ret_idle) {
+        bool timed = t->ran && wq->ops.idle && wq->ops.idle_ms > 0;
+        workqueue_item *item;
+        struct timespec until;
+
+        *ret_idle = false;
+        if (timed) {
+                clock_gettime(CLOCK_MONOTONIC, &until);
+                until.tv_sec += wq->ops.idle_ms / 1000;
+                until.tv_nsec += (long) (wq->ops.idle_ms % 1000) * 1000000L;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+        }
         wq->idle++;
-        while (!stop_now(wq) && !(wq->head && wq->stats.running < wq->max_running && wq->stats.resuming == 0))
-                pthread_cond_wait(&wq->work, &wq->lock);
+        while (!stop_now(wq) && !item_ready(wq)) {
+                if (!timed)
+                        pthread_cond_wait(&wq->work, &wq->lock);
+                else if (pthread_cond_timedwait(&wq->work, &wq->lock, &until) == ETIMEDOUT && !stop_now(wq) &&
+                         !item_ready(wq)) {
+                        wq->idle--;
+                        t->ran = false;
+                        *ret_idle = true;
+                        return NULL;
+                }
+        }
         wq->idle--;
         if (stop_now(wq))
                 return NULL;
@@ -79,6 +109,7 @@ static workqueue_item *take_item(workqueue *wq, struct workqueue_thread *t) {
         item->thread = t;
         wq->stats.queued--;
         wq->stats.running++;
+        t->ran = true;
         return item;
 }
 
@@ -94,8 +125,15 @@ static void *thread_main(void *userdata) {
 
         pthread_mutex_lock(&wq->lock);
         while (r >= 0) {
-                workqueue_item *item = take_item(wq, t);
+                bool idle;
+                workqueue_item *item = take_item(wq, t, &idle);
 
+                if (idle) {
+                        pthread_mutex_unlock(&wq->lock);
+                        wq->ops.idle(t->data, wq->userdata);
+                        pthread_mutex_lock(&wq->lock);
+                        continue;
+                }
                 if (!item)
                         break;
                 pthread_mutex_unlock(&wq->lock);
@@ -162,6 +200,7 @@ static void reap(workqueue *wq) {
 int workqueue_new(const char *name, const struct workqueue_ops *ops, void *userdata, unsigned max_running,
                   workqueue **ret) {
         _cleanup_free_ workqueue *wq = calloc(1, sizeof(*wq));
+        pthread_condattr_t monotonic;
 
         if (!wq)
                 return log_oom();
@@ -173,7 +212,11 @@ int workqueue_new(const char *name, const struct workqueue_ops *ops, void *userd
         if (wq->efd < 0)
                 return log_error_errno(negative_errno(), "Failed to create an eventfd for %s: %m", name);
         pthread_mutex_init(&wq->lock, NULL);
-        pthread_cond_init(&wq->work, NULL);
+        /* timed waits (ops.idle_ms) count on the monotonic clock */
+        pthread_condattr_init(&monotonic);
+        pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+        pthread_cond_init(&wq->work, &monotonic);
+        pthread_condattr_destroy(&monotonic);
         pthread_cond_init(&wq->slot, NULL);
         pthread_cond_init(&wq->gone, NULL);
         *ret = TAKE_PTR(wq);

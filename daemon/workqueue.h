@@ -55,6 +55,13 @@ struct workqueue_ops {
         /* From workqueue_free, for items still queued (never run) or
          * completed but not popped. NULL: the caller owns them elsewhere. */
         void (*release)(workqueue_item *item);
+        /* On a thread that ran an item and then waited idle_ms without
+         * taking another: gives back what its thread_data keeps for the
+         * next items (caches), once per such wait, without the queue's
+         * lock. An item queued meanwhile waits until it returns. NULL (or
+         * idle_ms 0): threads keep what they hold. */
+        void (*idle)(void *thread_data, void *userdata);
+        unsigned idle_ms;
 };
 
 /* What the threads do now. */

@@ -433,6 +433,20 @@ int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame
  * locations moved. The check and the query share one read transaction
  * (committed at the end of store_query_stacks), so they see the same
  * store. Anything but a reader gets a new cache, freed after the query. */
+void store_forget_query_caches(store *s) {
+        store_location_cache_free(s->query_locations);
+        s->query_locations = NULL;
+        store_transient_release(s);
+        free(s->transient);
+        s->transient = NULL;
+        s->transient_cap = 0;
+        store_release_memory(s);
+}
+
+size_t store_query_cached_locations(const store *s) {
+        return s->query_locations ? hashmap_size(s->query_locations) : 0;
+}
+
 hashmap *store_query_location_cache(store *s) {
         uint64_t deleted = UINT64_MAX;
         sqlite3_stmt *st = NULL;

@@ -89,6 +89,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(store *, store_close)
  * drain, which reads them again from the kernel's page cache next time. */
 void store_release_memory(store *s);
 
+/* A reader's part of store_release_memory and more: also frees the
+ * locations it kept from one query to the next (up to about 10 MiB), for
+ * a reader that no query used for a while. The next query loads what it
+ * needs again. */
+void store_forget_query_caches(store *s);
+/* How many locations a reader keeps between queries now. */
+size_t store_query_cached_locations(const store *s);
+
 /* The store's integrity check (PRAGMA quick_check of every page), run on a
  * thread of its own with its own read-only connection, at low CPU
  * priority, after profd is ready: nothing waits for it. A failure is

@@ -182,6 +182,25 @@ static void test_frames(store *r) {
         CHECK_INT_EQ(seen.f[2].address, 0x2000);
 }
 
+/* A reader keeps the locations of a query for the next; forgetting them
+ * empties that cache, and the next query loads them again, with the same
+ * frames. */
+static void test_forget_query_caches(store *r) {
+        struct frames_seen seen = {};
+
+        CHECK_INT_EQ(store_query_stacks(r, &(struct store_query) { .kind = 0, WINDOW }, frames_check, &seen, NULL, NULL), 0);
+        CHECK(store_query_cached_locations(r) > 0);
+        store_forget_query_caches(r);
+        CHECK_INT_EQ(store_query_cached_locations(r), 0);
+        seen = (struct frames_seen) {};
+        CHECK_INT_EQ(store_query_stacks(r, &(struct store_query) { .kind = 0, WINDOW }, frames_check, &seen, NULL, NULL), 0);
+        CHECK_INT_EQ(seen.n, 3);
+        CHECK_INT_EQ(seen.f[1].line, 30);
+        CHECK(seen.f[2].inlined);
+        CHECK_INT_EQ(seen.f[2].line, 7);
+        CHECK(store_query_cached_locations(r) > 0);
+}
+
 struct drain_sums {
         uint64_t start[4], value[4], complete[4];
         size_t n;
@@ -379,6 +398,7 @@ int main(void) {
                 test_stacks_summed_per_stack_and_group(r);
                 test_filters(r);
                 test_frames(r);
+                test_forget_query_caches(r);
                 test_drains_drops_and_stats(r, id1, id2);
                 test_abort(s, r);
                 test_id_caches_bounded(s, r);

@@ -264,10 +264,75 @@ static void test_park_spare_and_resume_first(void) {
         CHECK_INT_EQ(thread_dones, 2);
 }
 
+static unsigned idles;
+static void *idle_data;
+
+static void job_idle(void *thread_data, void *userdata) {
+        pthread_mutex_lock(&lock);
+        idles++;
+        idle_data = thread_data;
+        pthread_cond_broadcast(&changed);
+        pthread_mutex_unlock(&lock);
+}
+
+static unsigned idles_now(void) {
+        unsigned n;
+
+        pthread_mutex_lock(&lock);
+        n = idles;
+        pthread_mutex_unlock(&lock);
+        return n;
+}
+
+/* Waits up to 5 s for idles to reach n. */
+static void wait_idles(unsigned n) {
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 5;
+        pthread_mutex_lock(&lock);
+        while (idles < n)
+                if (pthread_cond_timedwait(&changed, &lock, &until) == ETIMEDOUT)
+                        break;
+        pthread_mutex_unlock(&lock);
+}
+
+/* A thread that ran an item calls ops->idle with its thread_data once it
+ * waited idle_ms for the next, once per wait: never before its first
+ * item, not again until it ran another; items still run after it. */
+static void test_idle_after_work(void) {
+        struct workqueue_ops idle_ops = ops;
+        struct job a = { .n = 1 }, b = { .n = 2 };
+
+        idle_ops.idle = job_idle;
+        idle_ops.idle_ms = 50;
+        ran = released = n_order = idles = 0;
+        idle_data = NULL;
+        CHECK_INT_EQ(workqueue_new("test-wq", &idle_ops, NULL, 1, &queue), 0);
+        CHECK_INT_EQ(workqueue_start_thread(queue, (void *) 7), 0);
+        usleep(200 * 1000);
+        CHECK_INT_EQ(idles_now(), 0); /* nothing ran yet: nothing to give back */
+        workqueue_submit(queue, &a.item);
+        collect(1);
+        wait_idles(1);
+        CHECK_INT_EQ(idles_now(), 1);
+        CHECK(idle_data == (void *) 7);
+        usleep(200 * 1000);
+        CHECK_INT_EQ(idles_now(), 1); /* once per wait */
+        workqueue_submit(queue, &b.item);
+        collect(2);
+        CHECK_INT_EQ(n_order, 2);
+        CHECK_INT_EQ(b.square, 4);
+        wait_idles(2);
+        CHECK_INT_EQ(idles_now(), 2);
+        queue = workqueue_free(queue);
+}
+
 int main(void) {
         test_submit_and_complete_through_sd_event();
         test_cancel();
         test_stop_finishes_or_releases();
         test_park_spare_and_resume_first();
+        test_idle_after_work();
         TESTS_DONE();
 }
