@@ -84,9 +84,10 @@ int store_open(const char *path, store **ret);
 store *store_close(store *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(store *, store_close)
 
-/* Gives back the pages SQLite caches for this connection (up to its 2 MiB
- * default): for a connection used in bursts, such as the writer's once a
- * drain, which reads them again from the kernel's page cache next time. */
+/* Gives back the pages SQLite caches for this connection (up to 512 KiB
+ * for the drain connection, SQLite's 2 MiB default for readers): for a
+ * connection used in bursts, such as the writer's once a drain, which
+ * reads them again from the kernel's page cache next time. */
 void store_release_memory(store *s);
 
 /* A reader's part of store_release_memory and more: also frees the
