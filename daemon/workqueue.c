@@ -63,6 +63,19 @@ static void slot_freed(workqueue *wq) {
         pthread_cond_broadcast(&wq->work);
 }
 
+struct timespec monotonic_deadline_ms(unsigned ms) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += ms / 1000;
+        t.tv_nsec += (long) (ms % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+        }
+        return t;
+}
+
 /* Under the lock: an item is queued that a thread may take now. */
 static bool item_ready(const workqueue *wq) {
         return wq->head && wq->stats.running < wq->max_running && wq->stats.resuming == 0;
@@ -77,15 +90,8 @@ static workqueue_item *take_item(workqueue *wq, struct workqueue_thread *t, bool
         struct timespec until;
 
         *ret_idle = false;
-        if (timed) {
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_sec += wq->ops.idle_ms / 1000;
-                until.tv_nsec += (long) (wq->ops.idle_ms % 1000) * 1000000L;
-                if (until.tv_nsec >= 1000000000L) {
-                        until.tv_sec++;
-                        until.tv_nsec -= 1000000000L;
-                }
-        }
+        if (timed)
+                until = monotonic_deadline_ms(wq->ops.idle_ms);
         wq->idle++;
         while (!stop_now(wq) && !item_ready(wq)) {
                 if (!timed)

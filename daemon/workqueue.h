@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <systemd/sd-event.h>
 
 typedef struct workqueue workqueue;
@@ -132,6 +133,11 @@ void workqueue_unpark(workqueue *wq, workqueue_item *item);
 void workqueue_stop(workqueue *wq, bool finish);
 /* True once workqueue_stop was called: long work yields. */
 bool workqueue_stopping(workqueue *wq);
+
+/* The time ms milliseconds from now on the monotonic clock: a deadline
+ * for pthread_cond_timedwait on a condition variable set to that clock,
+ * as the queue's own (ops.idle_ms) and its users'. */
+struct timespec monotonic_deadline_ms(unsigned ms);
 
 /* A consistent snapshot of the counts; cannot fail. */
 void workqueue_get_stats(workqueue *wq, struct workqueue_stats *ret);

@@ -139,19 +139,6 @@ static void job_free(query_job *j) {
         free(j);
 }
 
-static struct timespec deadline_after_ms(unsigned ms) {
-        struct timespec t;
-
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        t.tv_sec += ms / 1000;
-        t.tv_nsec += (long) (ms % 1000) * 1000000L;
-        if (t.tv_nsec >= 1000000000L) {
-                t.tv_sec++;
-                t.tv_nsec -= 1000000000L;
-        }
-        return t;
-}
-
 static bool job_has_room(query_job *j) {
         return j->len < QUERY_BUFFER_BYTES || workqueue_item_cancelled(&j->item);
 }
@@ -164,7 +151,7 @@ static void job_wait_room(query_job *j) {
 
         if (job_has_room(j))
                 return;
-        struct timespec until = deadline_after_ms(QUERY_PARK_MS);
+        struct timespec until = monotonic_deadline_ms(QUERY_PARK_MS);
         while (!job_has_room(j))
                 if (pthread_cond_timedwait(&p->room, &p->lock, &until) == ETIMEDOUT)
                         break;

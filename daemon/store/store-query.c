@@ -426,13 +426,6 @@ int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame
 
 /* --- query speed (C2; docs/performance.md, Queries) ------------------------ */
 
-/* The location cache a query uses. A reader connection keeps its locations
- * from one query to the next: a location row never changes once written,
- * only retention deletes rows (and SQLite may then give a deleted id to a
- * new location), so the cache is emptied when retention's count of deleted
- * locations moved. The check and the query share one read transaction
- * (committed at the end of store_query_stacks), so they see the same
- * store. Anything but a reader gets a new cache, freed after the query. */
 void store_forget_query_caches(store *s) {
         store_location_cache_free(s->query_locations);
         s->query_locations = NULL;
@@ -447,6 +440,13 @@ size_t store_query_cached_locations(const store *s) {
         return s->query_locations ? hashmap_size(s->query_locations) : 0;
 }
 
+/* The location cache a query uses. A reader connection keeps its locations
+ * from one query to the next: a location row never changes once written,
+ * only retention deletes rows (and SQLite may then give a deleted id to a
+ * new location), so the cache is emptied when retention's count of deleted
+ * locations moved. The check and the query share one read transaction
+ * (committed at the end of store_query_stacks), so they see the same
+ * store. Anything but a reader gets a new cache, freed after the query. */
 hashmap *store_query_location_cache(store *s) {
         uint64_t deleted = UINT64_MAX;
         sqlite3_stmt *st = NULL;
