@@ -519,7 +519,11 @@ def test_process_storm_keeps_memory_bounded_and_table_pruned():
         mem = st["memory"]
         assert mem["rss_bytes"] == st["rss_bytes"], mem
         assert 0 <= mem["rss_bytes"] - mem["anon_bytes"] - mem["file_bytes"] <= KIB * KIB, mem
-        assert 0 < mem["sqlite_bytes"] < mem["heap_in_use_bytes"], mem
+        assert mem["sqlite_bytes"] > 0, mem
+        # glibc's malloc counts SQLite's heap in its own; a malloc that
+        # replaced it (AddressSanitizer's) reports nothing to mallinfo2
+        if mem["heap_in_use_bytes"] > 0:
+            assert mem["sqlite_bytes"] < mem["heap_in_use_bytes"], mem
         assert slowest < 5, f"status took {slowest:.1f} s to answer during the storm"
         for reason in ("process_vanished", "ringbuf_full"):
             assert isinstance(post["drops"].get(reason), int) and post["drops"][reason] >= 0, post["drops"]
