@@ -48,11 +48,26 @@ struct wall_clock {
         uint64_t real0, fake0;
 };
 
+/* The executable ranges the event loop's last snapshot of a process found
+ * (proc_maps_signature), so that a load of the unwinder that found the same
+ * ones is not read again: one slot per pid modulo the table's size; a pid
+ * that lost its slot to another is read again, which costs a read and no
+ * answer. Why 1024: the processes a host starts within the unwinder's lag,
+ * tens of milliseconds, many times over (24 KiB). */
+#define MAPS_SEEN_SLOTS 1024
+
+struct maps_seen {
+        uint32_t pid;
+        uint64_t start_ns, sig;
+};
+
 struct manager {
 
         sd_event *event;
         sd_event_source *drain_timer;
         sd_event_source *events_io;
+        sd_event_source *unwind_io; /* the unwinder's loaded processes */
+        struct maps_seen maps_seen[MAPS_SEEN_SLOTS];
         sd_event_source *writer_io;
         sd_event_source *sigterm, *sigint;
         sd_event_source *sighup;      /* reload the settings */
@@ -111,6 +126,14 @@ static void wall_clock_init(struct wall_clock *w, uint64_t rate, uint64_t start_
         log_warning("Test clock: time runs %" PRIu64 "x as fast, from %" PRIu64 " s ago.", rate, start_ago_s);
 }
 
+static struct maps_seen *maps_seen_slot(manager *m, uint32_t pid) {
+        return &m->maps_seen[pid % MAPS_SEEN_SLOTS];
+}
+
+static void maps_seen_set(manager *m, uint32_t pid, uint64_t start_ns, uint64_t sig) {
+        *maps_seen_slot(m, pid) = (struct maps_seen) { .pid = pid, .start_ns = start_ns, .sig = sig };
+}
+
 static void on_process_event(const struct profd_event *e, void *userdata) {
         manager *m = userdata;
         struct proc *p;
@@ -120,21 +143,58 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
         /* unwind tables are built on the unwinder's thread */
         unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type);
         /* A miss (an ip in no mapping the unwinder knows, e.g. a library
-         * loaded since) concerns the unwinder alone: the writer re-reads a
-         * process's maps itself when a frame falls outside them. Another
-         * snapshot here would open every mapped file again, and one read
-         * while the process is in the middle of an exec would replace a good
-         * snapshot with a partial one. */
+         * loaded since) reloads the unwinder's view; when that finds new
+         * mappings, the unwinder says so and learn_loaded reads them. */
         if (e->type == PROFD_EVENT_UNWIND_MISS)
                 return;
         /* read /proc now, while the process lives; the writer reads the files */
         r = proc_snapshot("/proc", e->tgid, e->start_ns, e->comm, &p, &vanished);
+        if (r >= 0 && !vanished)
+                maps_seen_set(m, e->tgid, e->start_ns, proc_maps_signature(p));
         if (r >= 0)
                 r = writer_learn(m->writer, p);
         if (r < 0)
                 log_warning_errno(r, "Failed to record process %" PRIu32 ", ignoring: %m", e->tgid);
         else if (vanished)
                 m->vanished++;
+}
+
+/* The unwinder found mappings new to processes announced before: at an
+ * exec, the snapshot above may have been read before the dynamic loader
+ * mapped the libraries, and a program dlopens more later. Their maps are
+ * read again now, while they live (the writer's own re-read at the drain
+ * comes too late for a compiler that ran half a second), and merged into
+ * what the writer has. */
+static void learn_loaded(manager *m) {
+        _cleanup_free_ struct unwinder_loaded *l = NULL;
+        size_t n;
+
+        if (!m->unwinder)
+                return;
+        n = unwinder_take_loaded(m->unwinder, &l);
+        for (size_t i = 0; i < n; i++) {
+                const struct maps_seen *seen = maps_seen_slot(m, l[i].tgid);
+                struct proc *p;
+                int r;
+
+                if (seen->pid == l[i].tgid && seen->start_ns == l[i].start_ns && seen->sig == l[i].maps_sig)
+                        continue; /* the last snapshot found these ranges */
+                r = proc_snapshot_maps("/proc", l[i].tgid, l[i].start_ns, &p);
+                if (r == -ESRCH)
+                        continue; /* gone: its announcement's snapshot is what there is */
+                if (r >= 0) {
+                        maps_seen_set(m, l[i].tgid, l[i].start_ns, proc_maps_signature(p));
+                        r = writer_learn(m->writer, p);
+                }
+                if (r < 0)
+                        log_warning_errno(r, "Failed to read the mappings of process %" PRIu32 " again, ignoring: %m",
+                                          l[i].tgid);
+        }
+}
+
+static int on_unwind_loaded(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        learn_loaded(userdata);
+        return 0;
 }
 
 /* One drain: learn the processes announced so far (the writer takes jobs in
@@ -149,6 +209,7 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         if (m->serve_only)
                 return -EOPNOTSUPP;
         (void) collector_poll_events(m->coll);
+        learn_loaded(m);
         r = collector_drain(m->coll, &b);
         if (r < 0)
                 return r;
@@ -791,6 +852,9 @@ static int manager_setup_collect(manager *m) {
         r = unwinder_new(collector_unwind_maps(m->coll), "/proc", &m->unwinder);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the unwinder: %m");
+        r = sd_event_add_io(m->event, &m->unwind_io, unwinder_loaded_fd(m->unwinder), EPOLLIN, on_unwind_loaded, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the unwinder: %m");
 #endif
         r = sd_event_add_io(m->event, &m->events_io, collector_events_fd(m->coll), EPOLLIN, on_events, m);
         if (r < 0)
@@ -877,6 +941,7 @@ manager *manager_free(manager *m) {
         m->writer = writer_free(m->writer);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->events_io);
+        sd_event_source_disable_unref(m->unwind_io);
         sd_event_source_disable_unref(m->writer_io);
         sd_event_source_disable_unref(m->sigterm);
         sd_event_source_disable_unref(m->sigint);

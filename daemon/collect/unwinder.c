@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -114,6 +115,7 @@ struct uproc {
         struct ufile **files;      /* one reference each */
         size_t n_files;
         uint64_t loaded_ns;        /* CLOCK_MONOTONIC of the last read of its maps */
+        uint64_t maps_sig;         /* of its mappings' bounds at the last load (maps_signature) */
         uint64_t miss_ns;          /* CLOCK_MONOTONIC of the last reload for a miss */
         uint64_t miss_interval_ns; /* the next miss waits this long after miss_ns; 0: MISS_FIRST_INTERVAL_NS */
         bool miss_deferred;        /* a miss waits for miss_ns + miss_interval_ns */
@@ -139,6 +141,9 @@ struct unwinder {
         struct request *queue;
         size_t n_queue, cap_queue;
         struct unwinder_stats stats;
+        struct unwinder_loaded *loaded; /* instances whose mappings were new or changed, for the event loop */
+        size_t n_loaded, cap_loaded;
+        int loaded_fd;             /* eventfd: loaded has entries */
 
         /* the worker's own */
         rangealloc *rows_alloc, *maps_alloc;
@@ -925,11 +930,48 @@ static int proc_publish(unwinder *u, uint32_t tgid, struct profd_unwind_proc *en
         return 1;
 }
 
+/* Which address ranges a process maps executable: a load whose signature
+ * differs from the last one's found mappings added or removed. */
+static uint64_t maps_signature(const struct proc_mappings *pm) {
+        uint64_t sig = 0;
+
+        for (size_t i = 0; i < pm->n; i++)
+                sig = procmap_signature_add(sig, pm->out[i].start, pm->out[i].end);
+        return sig;
+}
+
+/* Why 4096: the event loop takes the list at its next turn, milliseconds
+ * later; even a host starting a thousand processes a second leaves it far
+ * from full. Beyond it a process keeps its announcement's mappings, and
+ * frames in libraries mapped since then are counted unresolved. */
+#define LOADED_MAX 4096
+
+/* Tells the event loop that instance (tgid, start) maps code it may not have
+ * seen (unwinder_take_loaded). */
+static void notify_loaded(unwinder *u, uint32_t tgid, uint64_t start, uint64_t sig) {
+        pthread_mutex_lock(&u->lock);
+        if (u->n_loaded == u->cap_loaded && u->cap_loaded < LOADED_MAX) {
+                size_t nc = u->cap_loaded ? u->cap_loaded * 2 : 64;
+                struct unwinder_loaded *l = realloc(u->loaded, nc * sizeof(*l));
+
+                if (l) {
+                        u->loaded = l;
+                        u->cap_loaded = nc;
+                }
+        }
+        if (u->n_loaded < u->cap_loaded) {
+                u->loaded[u->n_loaded++] = (struct unwinder_loaded) { .tgid = tgid, .start_ns = start, .maps_sig = sig };
+                (void) eventfd_write(u->loaded_fd, 1);
+        }
+        pthread_mutex_unlock(&u->lock);
+}
+
 static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         _cleanup_(proc_mappings_done) struct proc_mappings pm = { .u = u };
         struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns, .version = ++u->versions };
         struct uproc *p, *old = NULL;
-        uint64_t miss_ns = 0, miss_interval_ns = 0;
+        uint64_t miss_ns = 0, miss_interval_ns = 0, sig;
+        bool changed = true;
         uint32_t off;
         int r;
 
@@ -940,18 +982,25 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
         if (r <= 0)
                 return r;
 
+        sig = maps_signature(&pm);
         if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &old) == 0) {
                 miss_ns = old->miss_ns;
                 miss_interval_ns = old->miss_interval_ns;
+                changed = old->maps_sig != sig;
                 proc_drop(u, old, false);
         }
+        /* An instance announced by an event (its start exact) got a snapshot
+         * of its maps from the event loop then, maybe before the dynamic
+         * loader had mapped its libraries: the event loop reads them again. */
+        if (changed && tick_ns == 0)
+                notify_loaded(u, tgid, start, sig);
         p = calloc(1, sizeof(*p));
         if (p) {
                 *p = (struct uproc) {
                         .tgid = tgid, .start = start, .tick_ns = tick_ns,
                         .maps_off = off, .maps_n = (uint32_t) pm.n,
-                        .files = pm.files, .n_files = pm.n, .loaded_ns = mono_ns(), .miss_ns = miss_ns,
-                        .miss_interval_ns = miss_interval_ns,
+                        .files = pm.files, .n_files = pm.n, .loaded_ns = mono_ns(), .maps_sig = sig,
+                        .miss_ns = miss_ns, .miss_interval_ns = miss_interval_ns,
                 };
                 r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
                 if (r >= 0) {
@@ -1328,6 +1377,7 @@ int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root
         u->files = hashmap_new(file_key_hash, file_key_eq);
         u->procs = hashmap_new_u64();
         u->next_sweep_ns = mono_ns() + SWEEP_NS;
+        u->loaded_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         pthread_mutex_init(&u->lock, NULL);
         {
                 /* the worker's deadlines are CLOCK_MONOTONIC (the default,
@@ -1339,6 +1389,11 @@ int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root
                 pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
                 pthread_cond_init(&u->wake, &monotonic);
                 pthread_condattr_destroy(&monotonic);
+        }
+        if (u->loaded_fd < 0) {
+                r = negative_errno();
+                unwinder_free(u);
+                return r;
         }
         if (!u->proc_root || !u->rows_alloc || !u->maps_alloc || !u->files || !u->procs) {
                 unwinder_free(u);
@@ -1393,9 +1448,28 @@ unwinder *unwinder_free(unwinder *u) {
         pthread_cond_destroy(&u->wake);
         pthread_mutex_destroy(&u->lock);
         free(u->queue);
+        free(u->loaded);
+        safe_close(u->loaded_fd);
         free(u->proc_root);
         free(u);
         return NULL;
+}
+
+int unwinder_loaded_fd(unwinder *u) {
+        return u->loaded_fd;
+}
+
+size_t unwinder_take_loaded(unwinder *u, struct unwinder_loaded **ret) {
+        size_t n;
+        eventfd_t ignored;
+
+        pthread_mutex_lock(&u->lock);
+        (void) eventfd_read(u->loaded_fd, &ignored);
+        *ret = TAKE_PTR(u->loaded);
+        n = u->n_loaded;
+        u->n_loaded = u->cap_loaded = 0;
+        pthread_mutex_unlock(&u->lock);
+        return n;
 }
 
 void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type) {

@@ -9,6 +9,7 @@
  * work. */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "collector.h"
@@ -64,3 +65,17 @@ unwinder *unwinder_free(unwinder *u);
 void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type);
 
 void unwinder_get_stats(unwinder *u, struct unwinder_stats *ret);
+
+/* A process instance whose executable mappings the worker found new or
+ * changed (its first load, a reload after a miss or an exec). */
+struct unwinder_loaded {
+        uint32_t tgid;
+        uint64_t start_ns;
+        uint64_t maps_sig;     /* of the executable ranges it found (procmap_signature_add) */
+};
+
+/* Readable (an eventfd) while unwinder_take_loaded has instances. */
+int unwinder_loaded_fd(unwinder *u);
+/* The instances loaded since the last call, oldest first, into *ret (the
+ * caller frees it; NULL when none). Returns how many. */
+size_t unwinder_take_loaded(unwinder *u, struct unwinder_loaded **ret);

@@ -1,5 +1,6 @@
 /* Strict parsers for /proc/PID/{maps,stat,status,cgroup} contents. */
 #include "procmaps.h"
+#include "hashmap.h"
 #include "helpers.h"
 
 #include <errno.h>
@@ -94,6 +95,10 @@ int procmap_parse_line(const char *line, struct procmap *ret) {
 void procmap_done(struct procmap *m) {
         free(m->path);
         m->path = NULL;
+}
+
+uint64_t procmap_signature_add(uint64_t sig, uint64_t start, uint64_t end) {
+        return hash_u64(hash_u64(sig ^ start) ^ end);
 }
 
 int procstat_parse_starttime(const char *stat, uint64_t *ret_ticks) {

@@ -21,6 +21,12 @@ struct procmap {
 int procmap_parse_line(const char *line, struct procmap *ret);
 void procmap_done(struct procmap *m);
 
+/* Folds the executable mapping [start, end) into sig, a signature of a
+ * process's executable address ranges (0 for none, then each range in
+ * address order): two reads of its maps that give the same signature found
+ * the same ranges. */
+uint64_t procmap_signature_add(uint64_t sig, uint64_t start, uint64_t end);
+
 /* From the contents of /proc/PID/stat, the start time field (22, clock ticks
  * since boot). comm (field 2) may contain spaces and parentheses: parsing
  * starts after the last ')'. Returns 0 or -EINVAL. */

@@ -408,10 +408,141 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
         return 0;
 }
 
+int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, struct proc **ret) {
+        struct entry *e = calloc(1, sizeof(*e));
+        int r;
+
+        if (!e)
+                return -ENOMEM;
+        e->key = (struct proc_key) { pid, start_ns };
+        e->proc.pid = pid;
+        e->proc.start_ns = start_ns;
+        e->proc.jit_fd = -1;
+        e->proc.maps_only = true;
+        r = snapshot_maps(proc_root, &e->proc);
+        /* the files were opened through the pid: was it still this process? */
+        if (r >= 0)
+                r = check_identity(proc_root, pid, start_ns);
+        if (r < 0) {
+                entry_free(e);
+                return r == -ENOMEM ? r : -ESRCH;
+        }
+        e->proc.snapshotted = true;
+        *ret = &e->proc;
+        return 0;
+}
+
+uint64_t proc_maps_signature(const struct proc *p) {
+        uint64_t sig = 0;
+
+        for (size_t i = 0; i < p->n_maps; i++)
+                sig = procmap_signature_add(sig, p->maps[i].start, p->maps[i].end);
+        return sig;
+}
+
+static bool mapping_same(const struct proc_mapping *a, const struct proc_mapping *b) {
+        return a->start == b->start && a->end == b->end && a->offset == b->offset && a->inode == b->inode &&
+               a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+               !a->path == !b->path; /* anonymous stays anonymous */
+}
+
+static bool mappings_overlap(const struct proc_mapping *maps, size_t n, uint64_t start, uint64_t end) {
+        /* disjoint and sorted: only the last one starting before end can reach into [start, end) */
+        size_t lo = LOWER_BOUND_BY(maps, n, start, end);
+
+        return lo > 0 && maps[lo - 1].end > start;
+}
+
+/* Why 2: a mapping gone at one re-read may still have samples in the
+ * generation being collected (the drain after the one being written). */
+#define STALE_REREADS_KEPT 2
+
+/* Makes fresh (what /proc/PID/maps lists now: sorted, disjoint, owned;
+ * the files of new mappings open or not) p's mappings: a mapping found again
+ * keeps its path (a file deleted since is listed as "PATH (deleted)") and
+ * its symbols, and its fresh file is closed; a new one's symbols are read
+ * now; one no longer listed is kept for STALE_REREADS_KEPT more merges
+ * unless a new mapping overlaps it. Returns 0 or -ENOMEM (fresh freed). */
+static int maps_merge(proctable *t, struct proc *p, struct proc_mapping *fresh, size_t n_fresh) {
+        _cleanup_free_ bool *taken = NULL;   /* p->maps[k] is mapped still */
+        struct proc_mapping *merged;
+        size_t n = 0;
+
+        taken = calloc(p->n_maps + 1, sizeof(*taken));
+        merged = calloc(n_fresh + p->n_maps + 1, sizeof(*merged));
+        if (!taken || !merged) {
+                free(merged);
+                mappings_free(fresh, n_fresh);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_fresh; i++) {
+                const struct proc_mapping *old = proc_find_mapping(p, fresh[i].start);
+
+                if (old && mapping_same(old, &fresh[i])) {
+                        size_t k = (size_t) (old - p->maps);
+
+                        taken[k] = true;
+                        free(fresh[i].path);
+                        safe_close(fresh[i].fd);
+                        merged[n] = p->maps[k];
+                        merged[n++].stale = 0;
+                        continue;
+                }
+                if (mapping_has_file(&fresh[i])) {
+                        fresh[i].file = load_mapping_file(t, p->pid, &fresh[i]);
+                        log_debug("Process %" PRIu32 " (%s) mapped %s since it was last read.", p->pid, p->comm,
+                                  fresh[i].path);
+                }
+                merged[n++] = fresh[i];
+        }
+        free(fresh);
+        /* what is gone, for a while, where nothing new took its place */
+        for (size_t k = 0; k < p->n_maps; k++) {
+                struct proc_mapping *old = &p->maps[k];
+
+                if (taken[k])
+                        continue;
+                if (old->stale < STALE_REREADS_KEPT && !mappings_overlap(merged, n_fresh, old->start, old->end)) {
+                        merged[n] = *old;
+                        merged[n++].stale++;
+                } else {
+                        free(old->path);
+                        safe_close(old->fd);
+                }
+        }
+        qsort(merged, n, sizeof(*merged), mapping_cmp);
+        if (n > 0) {
+                struct proc_mapping *fit = realloc(merged, n * sizeof(*merged));
+                if (fit)
+                        merged = fit;
+        }
+        free(p->maps);
+        p->maps = merged;
+        p->n_maps = n;
+        return 0;
+}
+
 int proctable_add(proctable *t, struct proc *p) {
         struct entry *e = entry_of(p), *old;
         int r;
 
+        if (p->maps_only) {
+                if (hashmap_get(t->procs, &e->key, (void **) &old) < 0)
+                        old = NULL;
+                if (old && old->proc.snapshotted) {
+                        struct proc_mapping *maps = TAKE_PTR(p->maps);
+                        size_t n = p->n_maps;
+
+                        p->n_maps = 0;
+                        entry_free(e);
+                        return maps_merge(t, &old->proc, maps, n);
+                }
+                /* the announcement's snapshot found the process gone (or
+                 * there was none): these mappings are all there is */
+                if (old)
+                        snprintf(p->comm, sizeof(p->comm), "%s", old->proc.comm);
+                p->maps_only = false;
+        }
         for (size_t i = 0; i < p->n_maps; i++)
                 if (mapping_has_file(&p->maps[i]))
                         p->maps[i].file = load_mapping_file(t, p->pid, &p->maps[i]);
@@ -515,28 +646,9 @@ bool proc_mapping_is_anonymous(const struct proc_mapping *m) {
         return !m->file && strncmp(m->path, "/memfd:", strlen("/memfd:")) == 0;
 }
 
-static bool mapping_same(const struct proc_mapping *a, const struct proc_mapping *b) {
-        return a->start == b->start && a->end == b->end && a->offset == b->offset && a->inode == b->inode &&
-               a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
-               !a->path == !b->path; /* anonymous stays anonymous */
-}
-
-static bool mappings_overlap(const struct proc_mapping *maps, size_t n, uint64_t start, uint64_t end) {
-        /* disjoint and sorted: only the last one starting before end can reach into [start, end) */
-        size_t lo = LOWER_BOUND_BY(maps, n, start, end);
-
-        return lo > 0 && maps[lo - 1].end > start;
-}
-
-/* Why 2: a mapping gone at one re-read may still have samples in the
- * generation being collected (the drain after the one being written). */
-#define STALE_REREADS_KEPT 2
-
 int proctable_refresh_maps(proctable *t, struct proc *p) {
-        _cleanup_free_ size_t *match = NULL; /* fresh[i] is p->maps[match[i]], or SIZE_MAX: new */
-        _cleanup_free_ bool *taken = NULL;   /* p->maps[k] is mapped still */
-        struct proc_mapping *fresh = NULL, *merged;
-        size_t n_fresh = 0, n = 0;
+        struct proc_mapping *fresh = NULL;
+        size_t n_fresh = 0;
         int r;
 
         if (!p->snapshotted || p->gone)
@@ -548,73 +660,20 @@ int proctable_refresh_maps(proctable *t, struct proc *p) {
                 p->gone = true;
                 return 0;
         }
-        match = calloc(n_fresh + 1, sizeof(*match));
-        taken = calloc(p->n_maps + 1, sizeof(*taken));
-        merged = calloc(n_fresh + p->n_maps + 1, sizeof(*merged));
-        if (!match || !taken || !merged) {
-                free(merged);
-                mappings_free(fresh, n_fresh);
-                return -ENOMEM;
-        }
+        /* only new mappings' files are opened: the others keep their symbols */
         for (size_t i = 0; i < n_fresh; i++) {
                 const struct proc_mapping *old = proc_find_mapping(p, fresh[i].start);
 
-                match[i] = SIZE_MAX;
-                if (old && mapping_same(old, &fresh[i])) {
-                        match[i] = (size_t) (old - p->maps);
-                        taken[match[i]] = true;
-                } else if (mapping_has_file(&fresh[i]))
+                if (!(old && mapping_same(old, &fresh[i])) && mapping_has_file(&fresh[i]))
                         fresh[i].fd = open_mapping_file(t->proc_root, p->pid, &fresh[i]);
         }
         /* the files were opened through the pid: was it still this process? */
         if (check_identity(t->proc_root, p->pid, p->start_ns) < 0) {
-                free(merged);
                 mappings_free(fresh, n_fresh);
                 p->gone = true;
                 return 0;
         }
-
-        /* what is mapped now; a mapping found again keeps its path (a file
-         * deleted since is listed as "PATH (deleted)") and its symbols */
-        for (size_t i = 0; i < n_fresh; i++) {
-                if (match[i] == SIZE_MAX) {
-                        if (mapping_has_file(&fresh[i])) {
-                                fresh[i].file = load_mapping_file(t, p->pid, &fresh[i]);
-                                log_debug("Process %" PRIu32 " (%s) mapped %s since it was last read.", p->pid,
-                                          p->comm, fresh[i].path);
-                        }
-                        merged[n++] = fresh[i];
-                        continue;
-                }
-                free(fresh[i].path);
-                merged[n] = p->maps[match[i]];
-                merged[n++].stale = 0;
-        }
-        free(fresh);
-        /* what is gone, for a while, where nothing new took its place */
-        for (size_t k = 0; k < p->n_maps; k++) {
-                struct proc_mapping *old = &p->maps[k];
-
-                if (taken[k])
-                        continue;
-                if (old->stale < STALE_REREADS_KEPT && !mappings_overlap(merged, n_fresh, old->start, old->end)) {
-                        merged[n] = *old;
-                        merged[n++].stale++;
-                } else {
-                        free(old->path);
-                        safe_close(old->fd);
-                }
-        }
-        qsort(merged, n, sizeof(*merged), mapping_cmp);
-        if (n > 0) {
-                struct proc_mapping *fit = realloc(merged, n * sizeof(*merged));
-                if (fit)
-                        merged = fit;
-        }
-        free(p->maps);
-        p->maps = merged;
-        p->n_maps = n;
-        return 0;
+        return maps_merge(t, p, fresh, n_fresh);
 }
 
 /* Opens /tmp/perf-NSPID.map as the process sees it: from its root, with

@@ -40,6 +40,7 @@ struct proc {
         bool have_uid;
         char *cgroup;          /* cgroup v2 path, NULL when unknown */
         bool snapshotted;      /* false: the process was gone before we looked */
+        bool maps_only;        /* proc_snapshot_maps: the mappings alone, merged into the instance's */
         uint64_t exited_seq;   /* 0, or the last job queued to the writer when it was first found gone */
         unsigned exited_drains; /* drains queued after exited_seq, written since */
         struct proc_mapping *maps; /* executable mappings, sorted by start, disjoint */
@@ -61,6 +62,17 @@ struct proc {
  * *ret_vanished set. Returns 0 or -ENOMEM. Cheap: no file is parsed. */
 int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
                   bool *ret_vanished);
+/* Reads only /proc/PID/maps under proc_root now and opens the executable
+ * mappings' files, for an instance already announced whose mappings have
+ * changed since (the unwinder found new ones): proctable_add merges them into
+ * the instance's own, as proctable_refresh_maps does, so a library the
+ * dynamic loader mapped after the exec's snapshot still resolves once the
+ * process has exited. Returns 0, -ENOMEM, or -ESRCH (also when the maps
+ * cannot be read) when the process is gone or its pid belongs to another
+ * instance. */
+int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, struct proc **ret);
+/* procmap_signature_add over a snapshot's executable mappings. */
+uint64_t proc_maps_signature(const struct proc *p);
 /* Frees a snapshot not handed to a table, closing its files. NULL is fine. */
 struct proc *proc_free(struct proc *p);
 
@@ -79,7 +91,9 @@ proctable *proctable_free(proctable *t);
 
 /* Takes a snapshot into the table, replacing an older one of the same
  * instance (after an exec), and reads the symbols of its mapped files,
- * closing them. Returns 0 or -ENOMEM. */
+ * closing them. A maps_only snapshot is merged into the instance's
+ * mappings instead (mappings it already has keep their symbols), and added
+ * as it is only when the instance has none. Returns 0 or -ENOMEM. */
 int proctable_add(proctable *t, struct proc *p);
 
 /* Reads the symbols of every mapped file again, after the symbolizer evicted

@@ -92,11 +92,25 @@ static void test_status_uid_and_cgroup(void) {
         CHECK_INT_EQ(proccgroup_parse_v2("1:name=systemd:/user.slice\n", &cg), -ENOENT);
 }
 
+/* Two reads of the same ranges agree; a range added, moved, grown or
+ * taken away, or the same ranges in another order, do not. */
+static void test_ranges_signature(void) {
+        uint64_t ab = procmap_signature_add(procmap_signature_add(0, 0x1000, 0x2000), 0x5000, 0x6000);
+
+        CHECK(ab == procmap_signature_add(procmap_signature_add(0, 0x1000, 0x2000), 0x5000, 0x6000));
+        CHECK(ab != procmap_signature_add(0, 0x1000, 0x2000));
+        CHECK(ab != procmap_signature_add(procmap_signature_add(0, 0x1000, 0x2000), 0x5000, 0x7000));
+        CHECK(ab != procmap_signature_add(procmap_signature_add(0, 0x1000, 0x2000), 0x4000, 0x6000));
+        CHECK(ab != procmap_signature_add(procmap_signature_add(0, 0x5000, 0x6000), 0x1000, 0x2000));
+        CHECK(procmap_signature_add(0, 0x1000, 0x2000) != 0);
+}
+
 int main(void) {
         test_maps_line_with_path();
         test_maps_line_special_and_anonymous();
         test_maps_line_malformed();
         test_stat_starttime_with_hostile_comm();
         test_status_uid_and_cgroup();
+        test_ranges_signature();
         TESTS_DONE();
 }

@@ -1,6 +1,7 @@
 /* When the process table forgets a process that exited: not before every
  * drain that may hold its samples has been written, however far the writer
  * lags behind the drains queued to it (a fake proc root here). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "procmaps.h"
 #include "proctable.h"
 #include "tests.h"
 
@@ -26,7 +28,7 @@ static void set_alive(bool alive) {
         CHECK(asprintf(&dir, "%s/%d", root, PID) > 0);
         CHECK(asprintf(&path, "%s/stat", dir) > 0);
         if (!alive) {
-                CHECK_INT_EQ(unlink(path), 0);
+                CHECK(unlink(path) == 0 || errno == ENOENT);
                 return;
         }
         (void) mkdir(dir, 0755);
@@ -105,6 +107,87 @@ static void test_live_process_kept(void) {
         set_alive(false);
 }
 
+static void set_maps(const char *text) {
+        _cleanup_free_ char *path = NULL;
+        FILE *f;
+
+        CHECK(asprintf(&path, "%s/%d/maps", root, PID) > 0);
+        f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs(text, f);
+        fclose(f);
+}
+
+#define MAP_EXE "1000-2000 r-xp 00000000 00:00 0\n"
+#define MAP_LIB "5000-6000 r-xp 00000000 00:00 0 [anon:lib]\n"
+#define MAP_DATA "7000-8000 rw-p 00000000 00:00 0\n"
+
+/* A snapshot of the mappings alone (the unwinder found new ones) is merged
+ * into the announced instance: what it had stays, with its other fields;
+ * what is new is added; one no longer listed is kept for a while. */
+static void test_maps_only_merged(void) {
+        proctable *t;
+        struct proc *p = NULL, *got;
+
+        set_alive(true);
+        set_maps(MAP_EXE MAP_DATA);
+        t = table_with_process();
+        got = proctable_get(t, PID, START_NS);
+        CHECK_INT_EQ((int) got->n_maps, 1);
+        CHECK_STR_EQ(got->comm, "spin");
+
+        /* the dynamic loader mapped a library since */
+        set_maps(MAP_EXE MAP_LIB MAP_DATA);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, &p), 0);
+        CHECK(proc_maps_signature(p) == procmap_signature_add(procmap_signature_add(0, 0x1000, 0x2000), 0x5000, 0x6000));
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        CHECK(proctable_get(t, PID, START_NS) == got); /* the same entry, merged into */
+        CHECK_INT_EQ((int) got->n_maps, 2);
+        CHECK_STR_EQ(got->comm, "spin");
+        CHECK(proc_find_mapping(got, 0x1800) != NULL);
+        CHECK(proc_find_mapping(got, 0x5800) != NULL);
+        CHECK(proc_find_mapping(got, 0x7800) == NULL); /* not executable */
+
+        /* unmapped since: kept (samples in flight may point into it) */
+        set_maps(MAP_EXE MAP_DATA);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, &p), 0);
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        CHECK(proc_find_mapping(got, 0x5800) != NULL);
+
+        /* another instance under the pid, or none: nothing to merge */
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS + 1000000000ULL, &p), -ESRCH);
+        set_alive(false);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, &p), -ESRCH);
+        CHECK_INT_EQ((int) proctable_get(t, PID, START_NS)->n_maps, 2);
+        proctable_free(t);
+}
+
+/* The announcement found the process gone (a vanished entry, no mappings),
+ * yet it lived on: the mappings alone take its place, with its comm. */
+static void test_maps_only_replaces_vanished(void) {
+        proctable *t = NULL;
+        struct proc *p = NULL, *got;
+        bool vanished;
+
+        CHECK_INT_EQ(proctable_new(NULL, root, &t), 0);
+        set_alive(false);
+        CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished), 0);
+        CHECK(vanished);
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        set_alive(true);
+        set_maps(MAP_EXE MAP_LIB);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, &p), 0);
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        got = proctable_get(t, PID, START_NS);
+        CHECK(got != NULL && got->snapshotted && !got->maps_only);
+        CHECK_INT_EQ((int) got->n_maps, 2);
+        CHECK_STR_EQ(got->comm, "spin");
+        proctable_free(t);
+        set_alive(false);
+}
+
 int main(void) {
         _cleanup_free_ char *cmd = NULL;
 
@@ -112,6 +195,8 @@ int main(void) {
         test_forgotten_two_drains_after_exit();
         test_kept_while_the_writer_lags();
         test_live_process_kept();
+        test_maps_only_merged();
+        test_maps_only_replaces_vanished();
         CHECK(asprintf(&cmd, "rm -rf %s", root) > 0);
         CHECK_INT_EQ(system(cmd), 0);
         TESTS_DONE();
