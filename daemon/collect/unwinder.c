@@ -62,6 +62,16 @@ const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
  * process to about 4 a second. */
 #define MISS_FIRST_INTERVAL_NS (8ULL * NSEC_PER_MSEC)
 #define MISS_INTERVAL_NS (250ULL * NSEC_PER_MSEC)
+/* An exec's load nearly always comes before the dynamic loader has mapped
+ * the libraries (89% of a build host's execs then needed a reload for a
+ * miss, each after a walk that ended in a library): a process whose load
+ * found only its binary and one other file (the loader) is read again
+ * FOLLOWUP_FIRST_NS later, then at doubling intervals, FOLLOWUP_TRIES
+ * times at most (63 ms in all, for a process that waits for a CPU before
+ * its loader runs), until it maps more. A static binary maps one file and
+ * is not followed up; a process found gone is not read again. */
+#define FOLLOWUP_FIRST_NS (1ULL * NSEC_PER_MSEC)
+#define FOLLOWUP_TRIES 6
 /* The BPF walker's binary searches: 2^16 mappings per process, 2^24 rows
  * per table (bpf/unwind.bpf.h). */
 #define MAX_PROC_MAPPINGS 65535u
@@ -116,9 +126,17 @@ struct uproc {
         size_t n_files;
         uint64_t loaded_ns;        /* CLOCK_MONOTONIC of the last read of its maps */
         uint64_t maps_sig;         /* of its mappings' bounds at the last load (maps_signature) */
+        unsigned n_objects;        /* files it maps code of, the vDSO left out (exe, loader, libraries) */
         uint64_t miss_ns;          /* CLOCK_MONOTONIC of the last reload for a miss */
         uint64_t miss_interval_ns; /* the next miss waits this long after miss_ns; 0: MISS_FIRST_INTERVAL_NS */
         bool miss_deferred;        /* a miss waits for miss_ns + miss_interval_ns */
+};
+
+struct followup {
+        uint32_t tgid;
+        uint64_t start;
+        uint64_t due_ns;           /* CLOCK_MONOTONIC */
+        unsigned tries;            /* reads done */
 };
 
 struct request {
@@ -157,6 +175,8 @@ struct unwinder {
         size_t n_scan, scan_next;
         struct ufile **builds;     /* pending files, each referenced, oldest first */
         size_t n_builds, cap_builds;
+        struct followup *followups; /* processes to read again soon after their exec */
+        size_t n_followups, cap_followups;
         struct ufile *vdso;        /* the daemon's own vDSO image's table */
         Elf *vdso_elf;
         uint64_t next_sweep_ns;
@@ -966,6 +986,17 @@ static void notify_loaded(unwinder *u, uint32_t tgid, uint64_t start, uint64_t s
         pthread_mutex_unlock(&u->lock);
 }
 
+/* How many files a process maps code of, the vDSO left out (its mappings
+ * come sorted by address; a file's are next to each other). */
+static unsigned count_objects(const unwinder *u, const struct proc_mappings *pm) {
+        unsigned n = 0;
+
+        for (size_t i = 0; i < pm->n; i++)
+                if (pm->files[i] && pm->files[i] != u->vdso && (i == 0 || pm->files[i] != pm->files[i - 1]))
+                        n++;
+        return n;
+}
+
 static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         _cleanup_(proc_mappings_done) struct proc_mappings pm = { .u = u };
         struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns, .version = ++u->versions };
@@ -1000,7 +1031,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
                         .tgid = tgid, .start = start, .tick_ns = tick_ns,
                         .maps_off = off, .maps_n = (uint32_t) pm.n,
                         .files = pm.files, .n_files = pm.n, .loaded_ns = mono_ns(), .maps_sig = sig,
-                        .miss_ns = miss_ns, .miss_interval_ns = miss_interval_ns,
+                        .n_objects = count_objects(u, &pm), .miss_ns = miss_ns, .miss_interval_ns = miss_interval_ns,
                 };
                 r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
                 if (r >= 0) {
@@ -1034,6 +1065,67 @@ static void miss_reloaded(struct uproc *p, uint64_t now) {
         else
                 p->miss_interval_ns = MISS_FIRST_INTERVAL_NS;
         p->miss_ns = now;
+}
+
+/* Whether a process still shows only what exec maps: its binary and the
+ * dynamic loader. */
+static bool awaits_libraries(const struct uproc *p) {
+        return p->n_objects == 2;
+}
+
+static void followup_add(unwinder *u, uint32_t tgid, uint64_t start, unsigned tries) {
+        if (array_grow((void **) &u->followups, &u->cap_followups, u->n_followups + 1, sizeof(*u->followups)) < 0)
+                return; /* a miss reads it again instead */
+        u->followups[u->n_followups++] = (struct followup) {
+                .tgid = tgid, .start = start, .tries = tries,
+                .due_ns = mono_ns() + (FOLLOWUP_FIRST_NS << tries),
+        };
+}
+
+/* The earliest follow-up, or UINT64_MAX. */
+static uint64_t followup_next_ns(const unwinder *u) {
+        uint64_t next = UINT64_MAX;
+
+        for (size_t i = 0; i < u->n_followups; i++)
+                next = MIN(next, u->followups[i].due_ns);
+        return next;
+}
+
+/* Reads again the processes whose follow-up is due, unless they mapped
+ * more since (a miss read them) or are gone; one still awaiting its
+ * libraries is followed up again, FOLLOWUP_TRIES times at most. */
+static int followups_run(unwinder *u) {
+        uint64_t now = mono_ns();
+        size_t n = u->n_followups;
+
+        for (size_t i = 0; i < n;) {
+                struct followup f = u->followups[i];
+                struct uproc *p = NULL;
+                uint64_t loaded_ns;
+                int r;
+
+                if (f.due_ns > now) {
+                        i++;
+                        continue;
+                }
+                u->followups[i] = u->followups[--n];
+                u->n_followups = n;
+                if (hashmap_get(u->procs, UINT64_TO_KEY(f.tgid), (void **) &p) < 0 || p->tick_ns ||
+                    p->start != f.start || !awaits_libraries(p))
+                        continue;
+                loaded_ns = p->loaded_ns;
+                r = proc_load(u, f.tgid, f.start, 0);
+                if (r < 0)
+                        return r;
+                if (hashmap_get(u->procs, UINT64_TO_KEY(f.tgid), (void **) &p) < 0 || p->loaded_ns == loaded_ns)
+                        continue; /* gone: its maps could not be read */
+                log_debug("Unwind tables of pid %" PRIu32 " read again after its exec's: %u files.", f.tgid,
+                          p->n_objects);
+                if (awaits_libraries(p) && f.tries + 1 < FOLLOWUP_TRIES)
+                        followup_add(u, f.tgid, f.start, f.tries + 1);
+                n = u->n_followups;
+        }
+        return 0;
 }
 
 /* One request, on the worker. */
@@ -1094,6 +1186,9 @@ static int handle_request(unwinder *u, const struct request *q) {
                 if (r >= 0 && q->type == PROFD_EVENT_UNWIND_MISS &&
                     hashmap_get(u->procs, UINT64_TO_KEY(q->tgid), (void **) &p) == 0)
                         miss_reloaded(p, mono_ns());
+                if (r >= 0 && q->type == PROFD_EVENT_EXEC &&
+                    hashmap_get(u->procs, UINT64_TO_KEY(q->tgid), (void **) &p) == 0 && awaits_libraries(p))
+                        followup_add(u, q->tgid, q->start_ns, 0);
 
                 log_debug("Unwind tables of pid %" PRIu32 " (event %" PRIu32 ") published %" PRIu64 " ms after the "
                           "request, in %" PRIu64 " ms.", q->tgid, q->type, (uint64_t) ((mono_ns() - q->queued_ns) / NSEC_PER_MSEC),
@@ -1290,9 +1385,9 @@ static void *worker(void *userdata) {
 
                 pthread_mutex_lock(&u->lock);
                 if (scanned && !u->stop && u->n_queue == 0 && u->n_builds == 0 && u->n_scan == 0 &&
-                    now < u->next_sweep_ns) {
+                    now < MIN(u->next_sweep_ns, followup_next_ns(u))) {
                         struct timespec until;
-                        uint64_t wait_ns = u->next_sweep_ns - now;
+                        uint64_t wait_ns = MIN(u->next_sweep_ns, followup_next_ns(u)) - now;
 
                         clock_gettime(CLOCK_MONOTONIC, &until);
                         until.tv_sec += wait_ns / NSEC_PER_SEC;
@@ -1315,6 +1410,8 @@ static void *worker(void *userdata) {
                 for (size_t i = 0; r >= 0 && i < n_q; i++)
                         r = handle_request(u, &q[i]);
                 free(q);
+                if (r >= 0 && u->n_followups > 0)
+                        r = followups_run(u);
                 if (r >= 0 && !scanned) {
                         r = scan_list(u);
                         scanned = true;
@@ -1440,6 +1537,7 @@ unwinder *unwinder_free(unwinder *u) {
         /* the queue's references: the files are freed with the cache */
         free(u->builds);
         free(u->scan);
+        free(u->followups);
         ufile_free(u->vdso);
         if (u->vdso_elf)
                 elf_end(u->vdso_elf);
