@@ -461,9 +461,11 @@ static bool mappings_overlap(const struct proc_mapping *maps, size_t n, uint64_t
  * the files of new mappings open or not) p's mappings: a mapping found again
  * keeps its path (a file deleted since is listed as "PATH (deleted)") and
  * its symbols, and its fresh file is closed; a new one's symbols are read
- * now; one no longer listed is kept for STALE_REREADS_KEPT more merges
- * unless a new mapping overlaps it. Returns 0 or -ENOMEM (fresh freed). */
-static int maps_merge(proctable *t, struct proc *p, struct proc_mapping *fresh, size_t n_fresh) {
+ * now; one no longer listed is kept unless a new mapping overlaps it, for
+ * STALE_REREADS_KEPT more re-reads at drains (count_reread: this merge is
+ * one; the event loop's merges come at any moment, many within a drain,
+ * and do not count). Returns 0 or -ENOMEM (fresh freed). */
+static int maps_merge(proctable *t, struct proc *p, struct proc_mapping *fresh, size_t n_fresh, bool count_reread) {
         _cleanup_free_ bool *taken = NULL;   /* p->maps[k] is mapped still */
         struct proc_mapping *merged;
         size_t n = 0;
@@ -504,7 +506,7 @@ static int maps_merge(proctable *t, struct proc *p, struct proc_mapping *fresh, 
                         continue;
                 if (old->stale < STALE_REREADS_KEPT && !mappings_overlap(merged, n_fresh, old->start, old->end)) {
                         merged[n] = *old;
-                        merged[n++].stale++;
+                        merged[n++].stale += count_reread;
                 } else {
                         free(old->path);
                         safe_close(old->fd);
@@ -535,7 +537,7 @@ int proctable_add(proctable *t, struct proc *p) {
 
                         p->n_maps = 0;
                         entry_free(e);
-                        return maps_merge(t, &old->proc, maps, n);
+                        return maps_merge(t, &old->proc, maps, n, false);
                 }
                 /* the announcement's snapshot found the process gone (or
                  * there was none): these mappings are all there is */
@@ -673,7 +675,7 @@ int proctable_refresh_maps(proctable *t, struct proc *p) {
                 p->gone = true;
                 return 0;
         }
-        return maps_merge(t, p, fresh, n_fresh);
+        return maps_merge(t, p, fresh, n_fresh, true);
 }
 
 /* Opens /tmp/perf-NSPID.map as the process sees it: from its root, with
