@@ -381,17 +381,27 @@ static int snapshot(const char *proc_root, struct proc *p) {
         return 0;
 }
 
-int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
-                  bool *ret_vanished) {
+/* A table entry for instance (pid, start_ns), nothing read yet; NULL
+ * without memory. */
+static struct entry *entry_new(uint32_t pid, uint64_t start_ns) {
         struct entry *e = calloc(1, sizeof(*e));
-        int r;
 
         if (!e)
-                return -ENOMEM;
+                return NULL;
         e->key = (struct proc_key) { pid, start_ns };
         e->proc.pid = pid;
         e->proc.start_ns = start_ns;
         e->proc.jit_fd = -1;
+        return e;
+}
+
+int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
+                  bool *ret_vanished) {
+        struct entry *e = entry_new(pid, start_ns);
+        int r;
+
+        if (!e)
+                return -ENOMEM;
         snprintf(e->proc.comm, sizeof(e->proc.comm), "%s", comm);
         r = snapshot(proc_root, &e->proc);
         if (r == -ENOMEM) {
@@ -409,15 +419,11 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
 }
 
 int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, struct proc **ret) {
-        struct entry *e = calloc(1, sizeof(*e));
+        struct entry *e = entry_new(pid, start_ns);
         int r;
 
         if (!e)
                 return -ENOMEM;
-        e->key = (struct proc_key) { pid, start_ns };
-        e->proc.pid = pid;
-        e->proc.start_ns = start_ns;
-        e->proc.jit_fd = -1;
         e->proc.maps_only = true;
         r = snapshot_maps(proc_root, &e->proc);
         /* the files were opened through the pid: was it still this process? */
