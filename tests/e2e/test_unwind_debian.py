@@ -19,7 +19,7 @@ Short-lived runs: twenty runs of xz that exit after about 200 ms each,
 before the drain that stores them. Their frames in libc and liblzma
 (mapped by the dynamic loader after the exec that announced the process)
 must resolve to a mapping: at most 2% of their samples may have a frame in
-an unknown mapping (26% did when profd read a process's maps only at its
+an unknown mapping (26-64% did when profd read a process's maps only at its
 exec and at the drain).
 
 profd runs at its defaults (private socket and store, as every e2e test)
