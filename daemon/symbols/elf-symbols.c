@@ -20,17 +20,6 @@ void func_table_done(struct func_table *t) {
         *t = (struct func_table) {};
 }
 
-/* Points the symbols' names at the same offsets in to, and names too. */
-static void func_table_rebase(struct func_table *t, char *to) {
-        const char *from = t->names;
-
-        for (size_t i = 0; i < t->n_syms; i++) {
-                t->syms[i].name = to + (t->syms[i].name - from);
-                t->syms[i].dwfl_name = to + (t->syms[i].dwfl_name - from);
-        }
-        t->names = to;
-}
-
 int func_table_map(struct func_table *t, const char *dir, size_t min_bytes) {
         const void *bufs[] = { t->names };
         size_t sizes[] = { t->names_len }, size;
@@ -43,7 +32,7 @@ int func_table_map(struct func_table *t, const char *dir, size_t min_bytes) {
         r = scratch_map(dir, bufs, sizes, ELEMENTSOF(bufs), &map, &size);
         if (r < 0)
                 return r;
-        func_table_rebase(t, map);
+        t->names = map;
         free(old);
         t->names_mapped = true;
         return 0;
@@ -58,7 +47,7 @@ int64_t func_table_unmap(struct func_table *t) {
         if (!names)
                 return -ENOMEM;
         memcpy(names, old, t->names_len);
-        func_table_rebase(t, names);
+        t->names = names;
         munmap(old, t->names_len);
         t->names_mapped = false;
         return (int64_t) t->names_len;
@@ -321,7 +310,8 @@ static int symtab_collect(Elf *e, Elf_Scn *scn, const GElf_Shdr *shdr,
 int elf_read_functions(Elf *e, bool symtab_only, struct func_table *t) {
         _cleanup_free_ struct raw_sym *raw = NULL;
         _cleanup_free_ const char **dwfl = NULL;
-        size_t n_raw = 0, allocated = 0, n_kept = 0, names_len = 0, pos = 0;
+        _cleanup_free_ struct func_entry *entries = NULL;
+        size_t n_raw = 0, allocated = 0, n_kept = 0;
         Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
         GElf_Shdr symtab_shdr, dynsym_shdr;
         enum symtab_kind kind = SYMTAB_NONE;
@@ -377,40 +367,71 @@ int elf_read_functions(Elf *e, bool symtab_only, struct func_table *t) {
                 raw[n_kept] = raw[i];
                 if (raw[n_kept].size == 0)
                         raw[n_kept].size = alias_size;
-                names_len += strlen(raw[n_kept].name) + 1;
-                if (dwfl[n_kept] != raw[n_kept].name)
-                        names_len += strlen(dwfl[n_kept]) + 1;
                 n_kept++;
                 i = j;
         }
 
+        entries = reallocarray(NULL, n_kept, sizeof(*entries));
+        if (!entries)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_kept; i++)
+                entries[i] = (struct func_entry) {
+                        .start = raw[i].start,
+                        .size = raw[i].size,
+                        .name = raw[i].name,
+                        .dwfl_name = dwfl[i],
+                };
+        r = func_table_pack(t, entries, n_kept);
+        if (r < 0)
+                return r == -E2BIG ? 0 : r;
+        t->kind = kind;
+        return 0;
+}
+
+int func_table_pack(struct func_table *t, const struct func_entry *e, size_t n) {
+        size_t names_len = 0, pos = 0;
+
+        if (n == 0)
+                return 0;
+        /* sorted: those too far above the first are at the end */
+        for (size_t i = 0; i < n; i++) {
+                if (e[i].start - e[0].start > UINT32_MAX) {
+                        n = i;
+                        break;
+                }
+                names_len += strlen(e[i].name) + 1;
+                if (e[i].dwfl_name != e[i].name)
+                        names_len += strlen(e[i].dwfl_name) + 1;
+        }
+        if (names_len > UINT32_MAX)
+                return -E2BIG;
         t->names = malloc(names_len);
-        t->syms = reallocarray(NULL, n_kept, sizeof(*t->syms));
+        t->syms = reallocarray(NULL, n, sizeof(*t->syms));
         if (!t->names || !t->syms) {
                 func_table_done(t);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < n_kept; i++) {
-                size_t len = strlen(raw[i].name) + 1;
+        t->base = e[0].start;
+        for (size_t i = 0; i < n; i++) {
+                size_t len = strlen(e[i].name) + 1;
 
-                memcpy(t->names + pos, raw[i].name, len);
+                memcpy(t->names + pos, e[i].name, len);
                 t->syms[i] = (struct func_sym) {
-                        .start = raw[i].start,
-                        .size = raw[i].size,
-                        .name = t->names + pos,
-                        .dwfl_name = t->names + pos,
+                        .start = (uint32_t) (e[i].start - t->base),
+                        .size = (uint32_t) MIN(e[i].size, (uint64_t) UINT32_MAX),
+                        .name = (uint32_t) pos,
+                        .dwfl_name = (uint32_t) pos,
                 };
                 pos += len;
-                if (dwfl[i] != raw[i].name) {
-                        len = strlen(dwfl[i]) + 1;
-                        memcpy(t->names + pos, dwfl[i], len);
-                        t->syms[i].dwfl_name = t->names + pos;
+                if (e[i].dwfl_name != e[i].name) {
+                        len = strlen(e[i].dwfl_name) + 1;
+                        memcpy(t->names + pos, e[i].dwfl_name, len);
+                        t->syms[i].dwfl_name = (uint32_t) pos;
                         pos += len;
                 }
         }
-        t->n_syms = n_kept;
+        t->n_syms = n;
         t->names_len = names_len;
-        t->kind = kind;
         return 0;
 }
 
@@ -474,16 +495,20 @@ int elf_read_debuglink(Elf *e, char **ret_name, uint32_t *ret_crc) {
 
 const struct func_sym *func_table_find(const struct func_table *t, uint64_t vaddr,
                                        const struct load_segment *seg) {
-        size_t lo = UPPER_BOUND_BY(t->syms, t->n_syms, start, vaddr);
+        uint64_t rel = vaddr - t->base;
+        size_t lo;
         const struct func_sym *sym;
 
+        if (t->n_syms == 0 || vaddr < t->base)
+                return NULL;
+        lo = UPPER_BOUND_BY(t->syms, t->n_syms, start, rel);
         if (lo == 0)
                 return NULL;
         sym = &t->syms[lo - 1];
 
         if (sym->size > 0)
-                return vaddr - sym->start < sym->size ? sym : NULL;
+                return rel - sym->start < sym->size ? sym : NULL;
         /* Without a size the symbol is taken to run up to the next one (which
          * starts after vaddr, by the search) but not across segments. */
-        return sym->start >= seg->vaddr ? sym : NULL;
+        return func_sym_start(t, sym) >= seg->vaddr ? sym : NULL;
 }

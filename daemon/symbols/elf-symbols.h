@@ -11,14 +11,18 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Elf *, elf_end);
 
+/* A function symbol, 16 bytes: a build host's processes map files with
+ * 170 k of them (libLLVM, libclang-cpp, the compilers' libraries), and
+ * their tables are most of what the symbol cache cannot let go of while
+ * those processes live. Offsets, not pointers. */
 struct func_sym {
-        uint64_t start;
-        uint64_t size; /* 0 for symbols without a size (hand-written assembly) */
-        const char *name; /* points into func_table.names */
+        uint32_t start; /* above func_table.base */
+        uint32_t size;  /* 0 for symbols without a size (hand-written assembly) */
+        uint32_t name;  /* offset in func_table.names */
         /* The alias libdwfl (eu-addr2line) names this address with, which
          * sym_file_resolve follows: the best bound, then the smallest, then
-         * the first in the table. Also into names, often == name. */
-        const char *dwfl_name;
+         * the first in the table. Also an offset in names, often == name. */
+        uint32_t dwfl_name;
 };
 
 /* Which symbol table a function table came from, best last. */
@@ -32,6 +36,7 @@ enum symtab_kind {
 struct func_table {
         struct func_sym *syms; /* sorted by start, starts unique */
         size_t n_syms;
+        uint64_t base; /* the lowest start */
         char *names; /* one allocation for every name, so the Elf can be closed */
         size_t names_len;
         bool names_mapped; /* names is a read-only mapping (func_table_map), not heap */
@@ -73,6 +78,33 @@ bool load_segments_vaddr(const struct load_segment *segments, size_t n, uint64_t
  * nothing. Returns 0 or -ENOMEM (t then stays empty). */
 int elf_read_functions(Elf *e, bool symtab_only, struct func_table *t);
 
+/* A function symbol for func_table_pack. */
+struct func_entry {
+        uint64_t start;
+        uint64_t size;
+        const char *name;
+        const char *dwfl_name; /* == name, or another string */
+};
+
+/* Packs n entries, sorted by start and with unique starts, into t (which
+ * must be empty), copying their names. Starts more than 4 GiB above the
+ * first are left out (a file's code stays within 2 GiB in x86-64's code
+ * models), and sizes of 4 GiB or more are kept as UINT32_MAX. Returns 0 or
+ * -ENOMEM (t then stays empty); names over 4 GiB in all are -E2BIG. */
+int func_table_pack(struct func_table *t, const struct func_entry *e, size_t n);
+
+static inline uint64_t func_sym_start(const struct func_table *t, const struct func_sym *s) {
+        return t->base + s->start;
+}
+
+static inline const char *func_sym_name(const struct func_table *t, const struct func_sym *s) {
+        return t->names + s->name;
+}
+
+static inline const char *func_sym_dwfl_name(const struct func_table *t, const struct func_sym *s) {
+        return t->names + s->dwfl_name;
+}
+
 /* Frees the table's arrays and empties it; an empty table is fine. */
 void func_table_done(struct func_table *t);
 
@@ -84,7 +116,7 @@ void func_table_done(struct func_table *t);
 /* When the names take at least min_bytes, moves them out of the heap into
  * a private unlinked file in dir, mapped read-only (scratch_map), so that
  * they are page cache a lookup faults in and func_table_drop_pages gives
- * back. Names stay at the same offsets; the symbols' pointers follow.
+ * back. Names stay at the same offsets.
  * Returns 0 (also when too small or already mapped), -ENOSPC (no room: the
  * names stay in the heap), or a negative errno. */
 int func_table_map(struct func_table *t, const char *dir, size_t min_bytes);

@@ -284,7 +284,7 @@ const char *sym_file_lookup(const sym_file *f, uint64_t file_offset) {
                 return NULL;
         sym_file_touch(f);
         sym = func_table_find(&f->funcs, vaddr, seg);
-        return sym ? sym->name : NULL;
+        return sym ? func_sym_name(&f->funcs, sym) : NULL;
 }
 
 bool sym_file_has_symbols(const sym_file *f) {
@@ -367,7 +367,7 @@ static int sym_file_resolve_dwarf(sym_file *f, uint64_t vaddr, const struct load
         struct resolved *res;
         int r;
 
-        r = dwarf_index_collect(&f->dwarf, vaddr, sym ? sym->dwfl_name : NULL, &l);
+        r = dwarf_index_collect(&f->dwarf, vaddr, sym ? func_sym_dwfl_name(&f->funcs, sym) : NULL, &l);
         collected = l.frames;
         if (r < 0)
                 return r;
@@ -432,14 +432,15 @@ int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
                 /* Symbol tables only: a binary search, cheaper than caching
                  * its answer per address. */
                 const struct func_sym *sym = func_table_find(&f->funcs, vaddr, seg);
-                const char *function;
+                const char *function, *raw;
 
                 if (!sym)
                         return 0;
-                function = sym_file_demangle(f, sym->dwfl_name);
+                raw = func_sym_dwfl_name(&f->funcs, sym);
+                function = sym_file_demangle(f, raw);
                 if (!function)
                         return -ENOMEM;
-                frames[0] = (struct sym_frame) { .function = function, .raw_function = sym->dwfl_name };
+                frames[0] = (struct sym_frame) { .function = function, .raw_function = raw };
                 return 1;
         }
 

@@ -292,13 +292,54 @@ static void test_cache_survives_deletion(struct fixture *stripped, const char *s
         CHECK(original == f);
 }
 
+/* The packed table (16 bytes a symbol): starts above the lowest, sizes
+ * clamped, what lies more than 4 GiB above the first left out, and every
+ * lookup as on the entries. */
+static void test_func_table_pack(void) {
+        static const uint64_t base = UINT64_C(0x7f0000001000);
+        const struct func_entry e[] = {
+                { .start = base, .size = 0x10, .name = "first", .dwfl_name = "first" },
+                { .start = base + 0x100, .size = 0, .name = "unsized", .dwfl_name = "__unsized" },
+                { .start = base + 0x200, .size = UINT64_C(1) << 33, .name = "huge", .dwfl_name = "huge" },
+                { .start = base + UINT32_MAX, .size = 8, .name = "last", .dwfl_name = "last" },
+                { .start = base + UINT32_MAX + 1, .size = 8, .name = "beyond", .dwfl_name = "beyond" },
+        };
+        const struct load_segment seg = { .offset = 0, .vaddr = base, .filesz = UINT64_C(1) << 34 };
+        struct func_table t = {};
+        const struct func_sym *sym;
+
+        CHECK_INT_EQ(sizeof(struct func_sym), 16);
+        CHECK_INT_EQ(func_table_pack(&t, e, ELEMENTSOF(e)), 0);
+        CHECK_INT_EQ(t.n_syms, 4); /* "beyond" left out */
+        CHECK(t.base == base);
+        CHECK(func_sym_start(&t, &t.syms[3]) == base + UINT32_MAX);
+        CHECK(func_table_find(&t, base - 1, &seg) == NULL);
+        sym = func_table_find(&t, base + 0xf, &seg);
+        CHECK(sym && streq(func_sym_name(&t, sym), "first"));
+        CHECK(func_table_find(&t, base + 0x10, &seg) == NULL); /* past its size */
+        sym = func_table_find(&t, base + 0x1ff, &seg);
+        CHECK(sym && streq(func_sym_name(&t, sym), "unsized") && streq(func_sym_dwfl_name(&t, sym), "__unsized"));
+        CHECK(sym && sym->size == 0);
+        sym = func_table_find(&t, base + 0x200 + 0x100000, &seg);
+        CHECK(sym && streq(func_sym_name(&t, sym), "huge") && sym->size == UINT32_MAX);
+        sym = func_table_find(&t, base + UINT32_MAX + 7, &seg);
+        CHECK(sym && streq(func_sym_name(&t, sym), "last"));
+        CHECK(func_table_find(&t, base + UINT32_MAX + 8, &seg) == NULL);
+        CHECK(func_table_find(&t, base + (UINT64_C(1) << 33), &seg) == NULL);
+        CHECK_INT_EQ(t.names_len, strlen("first") + strlen("unsized") + strlen("__unsized") + strlen("huge") +
+                                         strlen("last") + 5);
+        func_table_done(&t);
+        CHECK_INT_EQ(func_table_pack(&t, e, 0), 0);
+        CHECK_INT_EQ(t.n_syms, 0);
+        CHECK(func_table_find(&t, base, &seg) == NULL);
+}
+
 /* Every symbol's two names are the strings saved, and lie in t->names. */
 static void check_func_names(const struct func_table *t, char *const *names, char *const *dwfl_names) {
         for (size_t i = 0; i < t->n_syms; i++) {
-                CHECK_STR_EQ(t->syms[i].name, names[i]);
-                CHECK_STR_EQ(t->syms[i].dwfl_name, dwfl_names[i]);
-                CHECK(t->syms[i].name >= t->names && t->syms[i].name < t->names + t->names_len);
-                CHECK(t->syms[i].dwfl_name >= t->names && t->syms[i].dwfl_name < t->names + t->names_len);
+                CHECK_STR_EQ(func_sym_name(t, &t->syms[i]), names[i]);
+                CHECK_STR_EQ(func_sym_dwfl_name(t, &t->syms[i]), dwfl_names[i]);
+                CHECK(t->syms[i].name < t->names_len && t->syms[i].dwfl_name < t->names_len);
         }
 }
 
@@ -322,8 +363,8 @@ static void test_func_names_mapped(void) {
         if (!names || !dwfl_names)
                 return;
         for (size_t i = 0; i < t.n_syms; i++) {
-                names[i] = strdup(t.syms[i].name);
-                dwfl_names[i] = strdup(t.syms[i].dwfl_name);
+                names[i] = strdup(func_sym_name(&t, &t.syms[i]));
+                dwfl_names[i] = strdup(func_sym_dwfl_name(&t, &t.syms[i]));
         }
 
         /* Below the size asked for: stays in the heap. */
@@ -815,6 +856,7 @@ int main(int argc, char *argv[]) {
                 test_unmapped_files_close_dwarf(&full, full_path);
         }
         test_unmapped_files_evicted(full_path);
+        test_func_table_pack();
         test_func_names_mapped();
         test_names_mapped_in_symbolizer();
         test_kallsyms();
