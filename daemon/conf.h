@@ -26,14 +26,15 @@
  * a person typing into socat, short enough that idle connections don't pile
  * up toward max_clients. */
 #define CONF_DEFAULT_CLIENT_TIMEOUT_NS (30ULL * 1000000000ULL)
-/* 8 MiB of symbols and debug info in the heap (issue 14: the whole daemon
- * within 30 MiB, on a host running builds too, where the rest of profd
- * came to about 21 MiB in its first minutes: docs/performance.md,
- * "A host running builds and tests"): DWARF sections are mapped,
+/* 5 MiB of symbols and debug info in the heap (issue 14: the whole daemon
+ * within 30 MiB, on a host running builds too: docs/performance.md,
+ * "Symbol tables in half the memory, and a 5 MiB cache"; with 8 the
+ * cache stayed at 7.4 MiB there, well above what the symbol tables of the
+ * files mapped need since they are packed): DWARF sections are mapped,
  * not counted; over budget the DWARF of the least recently used files is
  * closed first (their resolved frames are in the store), then the files no
  * tracked process maps go. */
-#define CONF_DEFAULT_SYMBOL_CACHE_MIB 8
+#define CONF_DEFAULT_SYMBOL_CACHE_MIB 5
 /* 1 ms: blocks shorter than this are counted (number and total time, in
  * profctl status) but not attributed to stacks. Walking a kernel stack costs
  * about a microsecond; at 1 ms that is at most 0.1% of the time measured,

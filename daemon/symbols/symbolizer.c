@@ -24,7 +24,7 @@
  * full index is ~25 MiB, a drain's share a few hundred KiB); over budget
  * the DWARF is closed first, and the store answers what it had resolved.
  * The daemon's default is conf.h's CONF_DEFAULT_SYMBOL_CACHE_MIB. */
-#define CACHE_BUDGET_DEFAULT (UINT64_C(8) << 20)
+#define CACHE_BUDGET_DEFAULT (UINT64_C(5) << 20)
 
 struct symbolizer {
         hashmap *by_stat; /* struct file_key * (owned by the file) -> sym_file * */
