@@ -309,7 +309,6 @@ static int symtab_collect(Elf *e, Elf_Scn *scn, const GElf_Shdr *shdr,
 
 int elf_read_functions(Elf *e, bool symtab_only, struct func_table *t) {
         _cleanup_free_ struct raw_sym *raw = NULL;
-        _cleanup_free_ const char **dwfl = NULL;
         _cleanup_free_ struct func_entry *entries = NULL;
         size_t n_raw = 0, allocated = 0, n_kept = 0;
         Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
@@ -350,9 +349,9 @@ int elf_read_functions(Elf *e, bool symtab_only, struct func_table *t) {
 
         /* Keep the first of each address; if it has no size, borrow the
          * largest size among its aliases. Remember libdwfl's pick among
-         * them too (in dwfl, by index: the kept ones are compacted first). */
-        dwfl = reallocarray(NULL, n_raw, sizeof(*dwfl));
-        if (!dwfl)
+         * them too. */
+        entries = reallocarray(NULL, n_raw, sizeof(*entries));
+        if (!entries)
                 return -ENOMEM;
         for (size_t i = 0; i < n_raw;) {
                 size_t j = i + 1, pick = i;
@@ -363,24 +362,14 @@ int elf_read_functions(Elf *e, bool symtab_only, struct func_table *t) {
                         if (raw_sym_dwfl_better(&raw[j], &raw[pick]))
                                 pick = j;
                 }
-                dwfl[n_kept] = raw[pick].name;
-                raw[n_kept] = raw[i];
-                if (raw[n_kept].size == 0)
-                        raw[n_kept].size = alias_size;
-                n_kept++;
+                entries[n_kept++] = (struct func_entry) {
+                        .start = raw[i].start,
+                        .size = raw[i].size ? raw[i].size : alias_size,
+                        .name = raw[i].name,
+                        .dwfl_name = raw[pick].name,
+                };
                 i = j;
         }
-
-        entries = reallocarray(NULL, n_kept, sizeof(*entries));
-        if (!entries)
-                return -ENOMEM;
-        for (size_t i = 0; i < n_kept; i++)
-                entries[i] = (struct func_entry) {
-                        .start = raw[i].start,
-                        .size = raw[i].size,
-                        .name = raw[i].name,
-                        .dwfl_name = dwfl[i],
-                };
         r = func_table_pack(t, entries, n_kept);
         if (r < 0)
                 return r == -E2BIG ? 0 : r;
