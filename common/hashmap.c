@@ -186,6 +186,10 @@ size_t hashmap_size(const hashmap *m) {
         return m ? m->n_items : 0;
 }
 
+size_t hashmap_bytes(const hashmap *m) {
+        return m ? sizeof(*m) + m->n_slots * sizeof(*m->slots) : 0;
+}
+
 bool hashmap_iterate(const hashmap *m, size_t *state, const void **ret_key, void **ret_value) {
         for (; *state < m->n_slots; (*state)++) {
                 struct entry *e = &m->slots[*state];

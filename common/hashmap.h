@@ -35,6 +35,9 @@ void **hashmap_value(hashmap *m, const void *key);
 /* Removes the key; returns its value or NULL if absent. */
 void *hashmap_remove(hashmap *m, const void *key);
 size_t hashmap_size(const hashmap *m);
+/* The heap the map itself takes (its slots), without keys and values; 0
+ * for NULL. */
+size_t hashmap_bytes(const hashmap *m);
 /* Iterates all entries: start with *state = 0; returns false when done.
  * The map must not be modified while iterating: collect keys first and
  * remove them afterwards. */

@@ -13,6 +13,7 @@
 
 #include "bsearch.h"
 #include "dwarf-copy.h"
+#include "hashmap.h"
 #include "helpers.h"
 #include "macro.h"
 
@@ -35,6 +36,7 @@ void kernel_table_done(struct kernel_table *t) {
                 free(t->names);
         }
         free(t->block_starts);
+        hashmap_free(t->memo);
         *t = (struct kernel_table) {};
 }
 
@@ -49,7 +51,7 @@ static size_t kernel_table_n_blocks(const struct kernel_table *t) {
 uint64_t kernel_table_bytes(const struct kernel_table *t) {
         uint64_t index = kernel_table_n_blocks(t) * sizeof(*t->block_starts);
 
-        return index + (t->map ? 0 : t->n_syms * sizeof(*t->syms) + t->names_size);
+        return index + hashmap_bytes(t->memo) + (t->map ? 0 : t->n_syms * sizeof(*t->syms) + t->names_size);
 }
 
 uint64_t kernel_table_mapped_bytes(const struct kernel_table *t) {
@@ -395,12 +397,22 @@ int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t
         return rd.any_address ? 0 : -ENODATA;
 }
 
-const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module) {
+/* A memo's value: the symbol's name and module offsets, or MEMO_NONE for
+ * an address in no function. */
+#define MEMO_NONE UINT64_MAX
+
+/* the values are kept in the map's value pointers */
+_Static_assert(sizeof(void *) >= sizeof(uint64_t), "64-bit pointers");
+
+static uint64_t memo_value(const struct kernel_sym *sym) {
+        return sym ? (uint64_t) sym->module_off << 32 | sym->name_off : MEMO_NONE;
+}
+
+/* The symbol of the table containing addr, or NULL. */
+static const struct kernel_sym *kernel_table_find(const struct kernel_table *t, uint64_t addr) {
         size_t b = UPPER_BOUND(t->block_starts, kernel_table_n_blocks(t), addr), n, k;
         const struct kernel_sym *block, *sym;
 
-        if (ret_module)
-                *ret_module = NULL;
         if (b == 0)
                 return NULL;
         /* in the block the index names, whose first symbol starts at or
@@ -409,9 +421,33 @@ const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, con
         n = MIN(t->n_syms - (b - 1) * KERNEL_BLOCK_SYMS, (size_t) KERNEL_BLOCK_SYMS);
         k = UPPER_BOUND_BY(block, n, start, addr);
         sym = &block[k - 1];
-        if (addr - sym->start > KERNEL_SYMBOL_MAX_SPAN)
+        return addr - sym->start > KERNEL_SYMBOL_MAX_SPAN ? NULL : sym;
+}
+
+const char *kernel_table_lookup(struct kernel_table *t, uint64_t addr, const char **ret_module) {
+        uint64_t value;
+        void *v;
+
+        if (ret_module)
+                *ret_module = NULL;
+        if (t->n_syms == 0)
                 return NULL;
-        if (ret_module && sym->module_off != UINT32_MAX)
-                *ret_module = t->names + sym->module_off;
-        return t->names + sym->name_off;
+        if (t->memo && hashmap_get(t->memo, UINT64_TO_KEY(addr), &v) >= 0)
+                value = (uint64_t) (uintptr_t) v;
+        else {
+                value = memo_value(kernel_table_find(t, addr));
+                /* full: start over (the next drain's addresses are mostly
+                 * this one's, and come back within a key or two) */
+                if (t->memo && hashmap_size(t->memo) >= KERNEL_MEMO_MAX)
+                        t->memo = hashmap_free(t->memo);
+                if (!t->memo)
+                        t->memo = hashmap_new_u64();
+                if (t->memo)
+                        (void) hashmap_put(t->memo, UINT64_TO_KEY(addr), (void *) (uintptr_t) value);
+        }
+        if (value == MEMO_NONE)
+                return NULL;
+        if (ret_module && (uint32_t) (value >> 32) != UINT32_MAX)
+                *ret_module = t->names + (uint32_t) (value >> 32);
+        return t->names + (uint32_t) value;
 }

@@ -25,10 +25,13 @@ struct kernel_table {
         /* In the heap: the start of every KERNEL_BLOCK_SYMS-th symbol
          * (~4 KiB), so that a lookup reads one block of syms. */
         uint64_t *block_starts;
+        /* In the heap: the answers of the addresses looked up lately
+         * (kernel_table_lookup), at most KERNEL_MEMO_MAX of them. */
+        struct hashmap *memo;
 };
 
 /* The heap the table holds: its two arrays, each allocated to fit, unless
- * they are mapped, and its index. */
+ * they are mapped, its index and its memo. */
 uint64_t kernel_table_bytes(const struct kernel_table *t);
 
 /* The size of the table's mapping (0: in the heap). */
@@ -70,8 +73,18 @@ int kernel_table_load(struct kernel_table *t, const char *path);
  * from reading it, or -ENODATA when every address in it is zero. */
 int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret);
 
+/* The most addresses a table remembers its answers for (in 8192 slots of
+ * 24 bytes: 192 KiB). A drain's keys bring the same few hundred kernel
+ * addresses again and again; a host running builds met 12 k in 7 minutes. */
+#define KERNEL_MEMO_MAX 6144
+
 /* The kernel function containing addr, or NULL (also for an empty table).
  * *ret_module (if ret_module is not NULL) is set to the module name or
  * NULL for the kernel image. Strings live as long as the table, until it
- * is loaded again or moved (kernel_table_map, kernel_table_unmap). */
-const char *kernel_table_lookup(const struct kernel_table *t, uint64_t addr, const char **ret_module);
+ * is loaded again or moved (kernel_table_map, kernel_table_unmap). An
+ * address asked about lately is answered from the memo, without reading
+ * the syms: in a mapped table every block read maps 64 KiB of it (the
+ * kernel's fault-around), and the blocks of a drain's kernel frames are
+ * spread over all of it. The strings are not read either. On OOM the
+ * memo is left as it was. */
+const char *kernel_table_lookup(struct kernel_table *t, uint64_t addr, const char **ret_module);

@@ -442,6 +442,6 @@ int symbolizer_load_kallsyms(symbolizer *s, const char *path) {
         return r;
 }
 
-const char *symbolizer_lookup_kernel(const symbolizer *s, uint64_t addr, const char **ret_module) {
+const char *symbolizer_lookup_kernel(symbolizer *s, uint64_t addr, const char **ret_module) {
         return kernel_table_lookup(&s->kernel, addr, ret_module);
 }

@@ -158,4 +158,4 @@ int symbolizer_load_kallsyms(symbolizer *s, const char *path);
 
 /* The kernel function containing addr, or NULL. *ret_module is set to the
  * module name ("ext4") or NULL for the kernel image. */
-const char *symbolizer_lookup_kernel(const symbolizer *s, uint64_t addr, const char **ret_module);
+const char *symbolizer_lookup_kernel(symbolizer *s, uint64_t addr, const char **ret_module);

@@ -47,6 +47,7 @@ void *fixture_static_address(void) {
 
 #include "elf-symbols.h"
 #include "helpers.h"
+#include "hashmap.h"
 #include "kallsyms.h"
 #include "macro.h"
 #include "symbolizer.h"
@@ -595,7 +596,7 @@ static void test_kallsyms(void) {
 }
 
 /* Every lookup of test_kallsyms's first table, wherever the table is. */
-static void check_kernel_lookups(const struct kernel_table *t) {
+static void check_kernel_lookups(struct kernel_table *t) {
         const char *module = "unset";
 
         CHECK_STR_EQ(kernel_table_lookup(t, 0xffffffff81000150, &module), "do_one_initcall");
@@ -612,7 +613,7 @@ static void check_kernel_lookups(const struct kernel_table *t) {
  * on the blocks' edges that lose by their type (local against global) or
  * by a leading underscore: every address finds its own symbol, in the heap
  * and mapped. */
-static void check_kernel_blocks(const struct kernel_table *t, size_t n, uint64_t base) {
+static void check_kernel_blocks(struct kernel_table *t, size_t n, uint64_t base) {
         const char *module = "unset";
         char want[32];
 
@@ -655,12 +656,30 @@ static void test_kallsyms_blocks(void) {
         CHECK_INT_EQ(kernel_table_load(&t, path), 0);
         CHECK_INT_EQ(t.n_syms, N);
         check_kernel_blocks(&t, N, base);
+        /* answered again from the memo, which starts over when full */
+        check_kernel_blocks(&t, N, base);
+        for (size_t j = 0; j < KERNEL_MEMO_MAX + 10; j++) {
+                const char *module = "unset";
+                char want[32];
+
+                snprintf(want, sizeof(want), "fn_%04zu", (size_t) (j / 0x40));
+                CHECK_STR_EQ(kernel_table_lookup(&t, base + j, &module), want);
+                CHECK(hashmap_size(t.memo) <= KERNEL_MEMO_MAX);
+        }
+        CHECK(hashmap_bytes(t.memo) > 0 && kernel_table_bytes(&t) > hashmap_bytes(t.memo));
+        check_kernel_blocks(&t, N, base);
         r = kernel_table_map(&t, tmpdir);
         if (r != -ENOSPC) {
                 CHECK_INT_EQ(r, 0);
+                /* the memo's answers, from before it was mapped, hold */
                 check_kernel_blocks(&t, N, base);
         }
         kernel_table_done(&t);
+}
+
+/* A table's heap without its memo, which lookups fill. */
+static uint64_t kernel_table_own_bytes(const struct kernel_table *t) {
+        return kernel_table_bytes(t) - hashmap_bytes(t->memo);
 }
 
 /* The table moved out of the heap into a mapped private file and back
@@ -681,12 +700,12 @@ static void test_kallsyms_mapped(void) {
 
         write_file(path, table, strlen(table));
         CHECK_INT_EQ(kernel_table_load(&t, path), 0);
-        heap = kernel_table_bytes(&t);
+        heap = kernel_table_own_bytes(&t);
         CHECK(heap > 0);
         CHECK_INT_EQ(kernel_table_mapped_bytes(&t), 0);
 
         CHECK(kernel_table_map(&t, missing_dir) < 0);
-        CHECK_INT_EQ(kernel_table_bytes(&t), heap);
+        CHECK_INT_EQ(kernel_table_own_bytes(&t), heap);
         check_kernel_lookups(&t);
 
         r = kernel_table_map(&t, tmpdir);
@@ -697,7 +716,7 @@ static void test_kallsyms_mapped(void) {
                 return;
         }
         CHECK_INT_EQ(r, 0);
-        index = kernel_table_bytes(&t); /* the lookup index stays in the heap */
+        index = kernel_table_own_bytes(&t); /* the lookup index stays in the heap */
         CHECK(index > 0 && index < heap);
         CHECK_INT_EQ(kernel_table_mapped_bytes(&t), heap - index);
         check_kernel_lookups(&t);
@@ -706,7 +725,7 @@ static void test_kallsyms_mapped(void) {
         CHECK_INT_EQ(kernel_table_map(&t, tmpdir), 0); /* already mapped */
 
         CHECK_INT_EQ(kernel_table_unmap(&t), (int64_t) (heap - index));
-        CHECK_INT_EQ(kernel_table_bytes(&t), heap);
+        CHECK_INT_EQ(kernel_table_own_bytes(&t), heap);
         CHECK_INT_EQ(kernel_table_mapped_bytes(&t), 0);
         check_kernel_lookups(&t);
         CHECK_INT_EQ(kernel_table_unmap(&t), 0);
