@@ -14,9 +14,12 @@
 #include "store-private.h"
 
 /* The most ids the drain connection's caches keep in all: each costs about
- * 80 bytes (its slot, its key, a thread's name), so about 2.5 MiB. A
- * drain at defaults looks up a few thousand; see store_drain_commit. */
-#define STORE_ID_CACHE_MAX 32768
+ * 80 bytes (its slot, its key, a thread's name), so about 1.3 MiB. A
+ * drain at defaults looks up a few thousand; one of a host running builds
+ * adds 3-6 thousand (mostly locations), and at 32768 the caches, full
+ * every minute there, were 2.5 MiB of the daemon's peak. See
+ * store_drain_commit. */
+#define STORE_ID_CACHE_MAX 16384
 
 /* Runs a statement that returns nothing. */
 static int step_done(store *s, sqlite3_stmt *st, const char *what) {

@@ -397,7 +397,7 @@ def test_process_storm_keeps_memory_bounded_and_table_pruned():
         # Two storms as long as the real one first: SQLite's page cache, the
         # allocator's arenas, the symbols of the storm binary and what is
         # sized by the most processes tracked at once (the process table's
-        # slots, the store's id caches, up to 32768 ids) reach their working
+        # slots, the store's id caches, up to 16384 ids) reach their working
         # size, so growth over the real storm is what the storm leaves
         # behind. After a 2 s warm-up the real storm still added 4-10 MiB of
         # heap in use (mallinfo2), the more the busier the host. On a quiet

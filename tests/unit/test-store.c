@@ -308,7 +308,7 @@ static int count_twos(const struct store_stack_out *st, void *userdata) {
 }
 
 /* More ids than the drain connection's caches keep (STORE_ID_CACHE_MAX,
- * 32768): after that commit they start over, and the next drain finds the
+ * 16384): after that commit they start over, and the next drain finds the
  * same rows by lookup: 200 stacks of 200 distinct locations each, stored
  * twice, are 200 stacks of value 2, not 400. */
 static void test_id_caches_bounded(store *s, store *r) {
