@@ -16,11 +16,14 @@
 #define ENOMEM 12
 #define E2BIG 7
 
-/* Which generation of counts_* and frames*_* the programs write.
- * Defined in proc.bpf.c. Only the daemon changes it (through the mmapped
- * .bss), then waits for an RCU grace period (see `barrier`) before it reads
- * the other generation. */
+/* Which generation of counts_* and frames*_* the programs write: its
+ * parity (GEN_MAPS). Defined in proc.bpf.c. Only the daemon changes it
+ * (through the mmapped .bss), adding one at every flip, then waits for an
+ * RCU grace period (see `barrier`) before it reads the other generation.
+ * The whole value names one generation's maps between two drains: the
+ * node memo (frames_store) keeps it with the node it remembers. */
 extern __u32 generation __weak;
+#define GEN_MAPS(gen) ((gen) & 1)
 
 /* Aggregation, one map per generation: key -> samples (cpu) or ns. Sized
  * from frequency x CPUs x interval; a key that finds no room is counted in
@@ -146,12 +149,25 @@ static __always_inline struct profd_frames *scratch_get(__u32 slot) {
 
 /* The node being stored, per CPU and scratch slot (a program interrupted
  * in the middle of storing a stack must find its node intact): the BPF
- * stack has no room for it. */
+ * stack has no room for it. After frames_store it is the node last
+ * stored, under id in the generation gen (valid): the node memo. A stack
+ * of one node equal to it in every field hashed (parent, n, end, frames)
+ * has that id, and the node is in the map still (nothing deletes nodes
+ * during a generation): no hash, no lookup, no insert. The sampler's
+ * stacks without their leaf (PROFD_KEY_LEAF) repeat sample after sample;
+ * a miss costs the comparison of the frames, which stops at the first
+ * that differs. */
+struct node_memo {
+        struct profd_node32 nd;
+        __u64 id;
+        __u32 gen;
+        __u32 valid;
+};
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
         __uint(max_entries, SCRATCH__MAX);
         __type(key, __u32);
-        __type(value, struct profd_node32);
+        __type(value, struct node_memo);
 } node_scratch SEC(".maps") __weak;
 
 /* node_tryK: stores nd under id in framesK_<gen>, or finds it there.
@@ -160,7 +176,7 @@ struct {
  * comparison covers everything the id was hashed from. */
 #define DEFINE_NODE_TRY(K)                                                                      \
         static __always_inline long node_try##K(__u32 gen, __u64 id, const struct profd_node32 *nd) { \
-                void *map = gen ? (void *) &frames##K##_1 : (void *) &frames##K##_0;            \
+                void *map = GEN_MAPS(gen) ? (void *) &frames##K##_1 : (void *) &frames##K##_0;   \
                 struct profd_node##K *v = bpf_map_lookup_elem(map, &id);                       \
                 long err;                                                                       \
                                                                                                 \
@@ -208,24 +224,53 @@ static __always_inline __u64 node_put(__u32 gen, const struct profd_node32 *nd, 
         return PROFD_STACK_LOST;
 }
 
-/* Stores a stack as its chain of nodes, outermost first (see profd.h),
- * and returns its id: that of the innermost node. PROFD_STACK_LOST (counted)
- * if a node found no room; an empty stack is PROFD_STACK_NONE. slot is the
- * caller's scratch slot. A BPF subprogram: one copy of its code for the
- * kernel and the user stack (see win_read in unwind.bpf.h on cold code). */
-static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot) {
-        struct profd_node32 *nd = bpf_map_lookup_elem(&node_scratch, &slot);
-        __u64 parent = PROFD_NODE_ROOT;
-        __u32 top = f->n; /* frames [0, top) are still to store */
+/* Does the node memo hold the one-node stack of frames [first, first +
+ * cnt) of f with this end? */
+static __always_inline bool node_memo_hit(const struct node_memo *m, __u32 gen, const struct profd_frames *f,
+                                          __u32 first, __u32 cnt, __u8 end) {
+        if (!m->valid || m->gen != gen || m->nd.h.parent != PROFD_NODE_ROOT || m->nd.h.n != cnt ||
+            m->nd.h.end != end)
+                return false;
+        for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
+                __u32 idx = first + i;
 
-        if (top == 0)
+                if (i >= cnt || idx >= PROFD_MAX_FRAMES)
+                        break;
+                barrier_var(idx);
+                if (m->nd.ips[i] != f->ips[idx])
+                        return false;
+        }
+        return true;
+}
+
+/* Stores a stack, the frames of f from index first (0, or 1 when the
+ * caller keeps the leaf apart), as its chain of nodes, outermost first
+ * (see profd.h), and returns its id: that of the innermost node.
+ * PROFD_STACK_LOST (counted) if a node found no room; an empty stack is
+ * PROFD_STACK_NONE. slot is the caller's scratch slot. A BPF subprogram:
+ * one copy of its code for the kernel and the user stack (see win_read in
+ * unwind.bpf.h on cold code). */
+static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot,
+                                                             __u32 first) {
+        struct node_memo *m = bpf_map_lookup_elem(&node_scratch, &slot);
+        struct profd_node32 *nd;
+        __u64 parent = PROFD_NODE_ROOT;
+        __u32 top; /* frames [first, first + top) are still to store */
+
+        if (f->n <= first)
                 return PROFD_STACK_NONE;
-        if (!nd) {
+        if (!m) {
                 counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
                 return PROFD_STACK_LOST;
         }
-        if (top > PROFD_MAX_FRAMES)
-                top = PROFD_MAX_FRAMES;
+        first &= 1;
+        top = f->n - first;
+        if (top > PROFD_MAX_FRAMES - first)
+                top = PROFD_MAX_FRAMES - first;
+        if (top <= PROFD_NODE_CHUNK && node_memo_hit(m, gen, f, first, top, f->end))
+                return m->id;
+        nd = &m->nd;
+        m->valid = 0; /* nd changes below */
         for (__u32 k = 0; k < (PROFD_MAX_FRAMES + PROFD_NODE_CHUNK - 1) / PROFD_NODE_CHUNK; k++) {
                 /* full nodes from the outermost frame, then the rest */
                 __u32 start = top > PROFD_NODE_CHUNK ? top - PROFD_NODE_CHUNK : 0;
@@ -240,7 +285,7 @@ static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct p
                 nd->h.n = cnt;
                 nd->h.end = end;
                 for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
-                        __u32 idx = start + i;
+                        __u32 idx = first + start + i;
                         __u64 ip;
 
                         if (i >= cnt || idx >= PROFD_MAX_FRAMES)
@@ -254,8 +299,14 @@ static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct p
                         h ^= h >> 29;
                 }
                 id = node_put(gen, nd, h);
-                if (id == PROFD_STACK_LOST || start == 0)
+                if (id == PROFD_STACK_LOST)
                         return id;
+                if (start == 0) {
+                        m->id = id;
+                        m->gen = gen;
+                        m->valid = 1;
+                        return id;
+                }
                 parent = id;
                 top = start;
         }
@@ -429,7 +480,7 @@ static __always_inline __u64 process_start_ns(struct task_struct *task) {
 }
 
 static __always_inline void *counts_map(__u32 gen) {
-        return gen ? (void *) &counts_1 : (void *) &counts_0;
+        return GEN_MAPS(gen) ? (void *) &counts_1 : (void *) &counts_0;
 }
 
 /* Adds n to the value of key, inserting it if new. Returns true if the key

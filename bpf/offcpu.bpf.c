@@ -136,8 +136,8 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
         else if (user_error)
                 key->user_stack = PROFD_STACK_LOST;
         else
-                key->user_stack = frames_store(gen, u, SCRATCH_SWITCH_USER);
-        key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL);
+                key->user_stack = frames_store(gen, u, SCRATCH_SWITCH_USER, 0);
+        key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL, 0);
         count_key(gen, key, delta);
         announce_if_new(task, key->tgid, key->start_ns);
 }
@@ -352,7 +352,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         /* before the user stack's walk, so that kernel_ok is dead there: the
          * verifier then checks the walk once, not once per value of it
          * (half of all of profd's verification time) */
-        key.kernel_stack = kernel_ok ? frames_store(gen, k, SCRATCH_WAKER_KERNEL) : PROFD_STACK_LOST;
+        key.kernel_stack = kernel_ok ? frames_store(gen, k, SCRATCH_WAKER_KERNEL, 0) : PROFD_STACK_LOST;
 
         if (key.tid == 0 || (waker->flags & PF_KTHREAD)) {
                 key.user_stack = PROFD_STACK_NONE;
@@ -360,7 +360,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 f = scratch_get(SCRATCH_WAKER_USER);
                 if (!f)
                         return 0;
-                key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f, SCRATCH_WAKER_USER) : PROFD_STACK_LOST;
+                key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f, SCRATCH_WAKER_USER, 0) : PROFD_STACK_LOST;
         }
 
         count_key(gen, &key, blocked);

@@ -43,7 +43,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
                 if (!k)
                         return 0;
                 if (frames_set(k, bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
-                        key.kernel_stack = frames_store(gen, k, SCRATCH_ONCPU_KERNEL);
+                        key.kernel_stack = frames_store(gen, k, SCRATCH_ONCPU_KERNEL, 0);
                 else
                         key.kernel_stack = PROFD_STACK_LOST;
         }
@@ -52,10 +52,22 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
                 key.user_stack = PROFD_STACK_NONE;
         } else {
                 struct profd_frames *u = scratch_get(SCRATCH_ONCPU_USER);
+                __u32 first = 0;
 
                 if (!u)
                         return 0;
-                key.user_stack = user_stack_unwind(task, u, SCRATCH_ONCPU_USER) ? frames_store(gen, u, SCRATCH_ONCPU_USER) : PROFD_STACK_LOST;
+                if (user_stack_unwind(task, u, SCRATCH_ONCPU_USER)) {
+                        /* the leaf in the key, its callers in the nodes
+                         * (see PROFD_KEY_LEAF) */
+                        if (u->n > 1 && u->ips[0] < PROFD_KEY_LEAF_MAX) {
+                                key.leaf_lo = (__u32) u->ips[0];
+                                key.leaf_hi = (__u16) (u->ips[0] >> 32);
+                                first = 1;
+                        }
+                        key.user_stack = frames_store(gen, u, SCRATCH_ONCPU_USER, first);
+                } else {
+                        key.user_stack = PROFD_STACK_LOST;
+                }
         }
 
         /* A key counted before in this generation was followed by the

@@ -103,11 +103,25 @@ struct profd_sample_key {
         __u64 kernel_stack;
         __u32 tgid;
         __u32 tid;
-        __u32 peer_tid;        /* wakeup: the thread whose blocked time was ended */
+        union {
+                __u32 peer_tid; /* wakeup: the thread whose blocked time was ended */
+                __u32 leaf_lo;  /* cpu: the user stack's leaf, see PROFD_KEY_LEAF */
+        };
         __u8 kind;             /* enum profd_kind */
         __u8 state;            /* enum profd_state */
-        __u8 pad[2];
+        __u16 leaf_hi;
 };
+
+/* The sampler's user leaf (the interrupted ip) in the key, not in the
+ * stack: the leaf differs almost every sample while its callers do not,
+ * so the stack's nodes (its frames from the leaf's caller out) are stored
+ * once, and a sample mostly finds them in the per-CPU node memo (see
+ * frames_store in bpf/maps.bpf.h) instead of inserting a new node. The
+ * daemon puts the leaf back in front of the stack at the drain. 0: no
+ * leaf apart (other kinds; a stack of one frame; an ip of 48 bits or
+ * more), the stack holds every frame. */
+#define PROFD_KEY_LEAF(k) ((__u64) (k)->leaf_lo | (__u64) (k)->leaf_hi << 32)
+#define PROFD_KEY_LEAF_MAX (1ULL << 48)
 
 /* A stack, innermost frame first, as walked: per-task storage and per-CPU
  * scratch (stored as nodes, above). */

@@ -41,7 +41,8 @@ struct collector {
         const char *event_name;
         unsigned frequency;
         unsigned n_possible_cpus; /* per-CPU map values come in this many slots */
-        uint32_t gen;             /* the generation the programs write now */
+        uint32_t gen;             /* the generation the programs write now: its maps are those of
+                                   * gen & 1 (GEN_MAPS in bpf/maps.bpf.h) */
         size_t counts_max;        /* max_entries of counts_* */
         struct profd_sample_key *keys_buf; /* drain scratch, counts_max entries */
         uint64_t *values_buf;
@@ -655,6 +656,50 @@ static int stack_add(hashmap *stacks, const hashmap *nodes, uint64_t id) {
         return r;
 }
 
+/* A sampler's key with its user leaf apart (PROFD_KEY_LEAF): its stack,
+ * the leaf then the callers key->user_stack names, goes into stacks under
+ * an id of its own (stack_leaf_id), which the key takes instead, the leaf
+ * fields cleared: past the drain a key names its whole stack, as every
+ * other key does. A key whose callers were lost keeps its lost stack. */
+static int stack_add_leaf(hashmap *stacks, const hashmap *nodes, struct profd_sample_key *key) {
+        uint64_t leaf = PROFD_KEY_LEAF(key), id = key->user_stack;
+        struct stack_trace *t;
+        void *v;
+        int r;
+
+        key->leaf_lo = 0;
+        key->leaf_hi = 0;
+        r = stack_add(stacks, nodes, id);
+        if (r < 0)
+                return r;
+        if (hashmap_get(stacks, UINT64_TO_KEY(id), &v) < 0)
+                return 0; /* none, lost, or a chain with a node missing (logged) */
+        t = stack_trace_with_leaf(v, leaf);
+        if (!t)
+                return errno == ENOMEM ? -ENOMEM : 0;
+        for (unsigned attempt = 0; attempt < 64; attempt++) {
+                uint64_t sid = stack_leaf_id(id, leaf, attempt);
+
+                if (hashmap_get(stacks, UINT64_TO_KEY(sid), &v) == 0) {
+                        if (!stack_trace_equal(v, t))
+                                continue; /* another stack has this id */
+                        free(t);
+                } else {
+                        r = hashmap_put(stacks, UINT64_TO_KEY(sid), t);
+                        if (r < 0) {
+                                free(t);
+                                return r;
+                        }
+                }
+                key->user_stack = sid;
+                return 0;
+        }
+        free(t); /* not met: 64 ids of 62 bits taken */
+        log_debug("No free id for the stack %016" PRIx64 " with its leaf, keeping it as lost.", id);
+        key->user_stack = PROFD_STACK_LOST;
+        return 0;
+}
+
 /* Reads every node of a generation's stack maps (deleting them) and puts
  * together the stacks the n drained keys name, into a hash map id ->
  * stack_trace. */
@@ -671,7 +716,12 @@ static int drain_frames(collector *c, unsigned gen, size_t n, hashmap **ret) {
                 r = drain_node_map(bpf_map__fd(m), bpf_map__value_size(m), nodes);
         }
         for (size_t i = 0; i < n && r >= 0; i++) {
-                r = stack_add(stacks, nodes, c->keys_buf[i].user_stack);
+                struct profd_sample_key *key = &c->keys_buf[i];
+
+                if (key->kind == PROFD_KIND_CPU && PROFD_KEY_LEAF(key) != 0)
+                        r = stack_add_leaf(stacks, nodes, key);
+                else
+                        r = stack_add(stacks, nodes, key->user_stack);
                 if (r >= 0)
                         r = stack_add(stacks, nodes, c->keys_buf[i].kernel_stack);
         }
@@ -710,7 +760,7 @@ static int flip_generation(collector *c) {
         int inner_fd = bpf_map__fd(c->skel->maps.barrier_inner);
         __u32 zero = 0;
 
-        c->gen ^= 1;
+        c->gen++;
         __atomic_store_n(&c->skel->bss->generation, c->gen, __ATOMIC_SEQ_CST);
         if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.barrier), &zero, &inner_fd, BPF_ANY) < 0)
                 return negative_errno();
@@ -733,7 +783,7 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         r = flip_generation(c);
         if (r < 0)
                 return log_error_errno(r, "Failed to wait for BPF programs after the generation flip: %m");
-        old = c->gen ^ 1;
+        old = (c->gen & 1) ^ 1;
 
         r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
         if (r < 0)

@@ -62,3 +62,41 @@ int stack_nodes_assemble(const hashmap *nodes, uint64_t id, struct stack_trace *
         *ret = t;
         return 0;
 }
+
+uint64_t stack_leaf_id(uint64_t id, uint64_t leaf, unsigned attempt) {
+        uint64_t h = id ^ 0x9e3779b97f4a7c15ULL * (leaf + 1);
+
+        h ^= attempt * 0xbf58476d1ce4e5b9ULL;
+        /* splitmix64's finalizer: every bit of id and leaf moves the id */
+        h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+        h ^= h >> 31;
+        h = (h & PROFD_ID_HASH_MASK) | (3ULL << PROFD_ID_CLASS_SHIFT);
+        /* class 3 holds the sentinels too */
+        if (h == PROFD_STACK_NONE || h == PROFD_STACK_LOST)
+                h -= 2;
+        return h;
+}
+
+struct stack_trace *stack_trace_with_leaf(const struct stack_trace *t, uint64_t leaf) {
+        struct stack_trace *s;
+
+        if (t->n >= PROFD_MAX_FRAMES) {
+                errno = ELOOP;
+                return NULL;
+        }
+        s = malloc(sizeof(*s) + (t->n + 1) * sizeof(uint64_t));
+        if (!s) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        s->n = t->n + 1;
+        s->end = t->end;
+        s->ips[0] = leaf;
+        memcpy(s->ips + 1, t->ips, t->n * sizeof(uint64_t));
+        return s;
+}
+
+bool stack_trace_equal(const struct stack_trace *a, const struct stack_trace *b) {
+        return a->n == b->n && a->end == b->end && memcmp(a->ips, b->ips, a->n * sizeof(uint64_t)) == 0;
+}

@@ -2,6 +2,7 @@
  * nodes" in bpf/profd.h): pure, so the unit tests feed it chains. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "collector.h"
@@ -26,3 +27,18 @@ struct stack_node *stack_node_from_value(const void *value, size_t value_size);
  * is missing, -ELOOP if the chain holds more than PROFD_MAX_FRAMES frames
  * (no chain BPF stores; a cycle), or -ENOMEM. */
 int stack_nodes_assemble(const hashmap *nodes, uint64_t id, struct stack_trace **ret);
+
+/* The sampler keeps a user stack's leaf in its key (PROFD_KEY_LEAF in
+ * bpf/profd.h) and the callers in the nodes; the drain puts them together
+ * under an id of their own, which no node has (class 3, never a
+ * sentinel). stack_leaf_id is that id for the stack id (the callers) and
+ * the leaf; attempt 1, 2, ... give others, for the rare id a different
+ * stack took already in the same drain. */
+uint64_t stack_leaf_id(uint64_t id, uint64_t leaf, unsigned attempt);
+
+/* A new stack (free()): leaf, then t's frames, t's end. NULL with errno
+ * ENOMEM, or ELOOP if t has PROFD_MAX_FRAMES frames already (no stack
+ * the sampler stores). */
+struct stack_trace *stack_trace_with_leaf(const struct stack_trace *t, uint64_t leaf);
+
+bool stack_trace_equal(const struct stack_trace *a, const struct stack_trace *b);

@@ -1,7 +1,8 @@
 /* Tests of the kernel's stack storage as the daemon sees it: the sizes of
  * the aggregation maps (bounded by kernel_memory whatever the CPU count,
  * the kernel's own memory figures reproduced) and stacks put back together
- * from chains of nodes (order, missing links, cycles). */
+ * from chains of nodes (order, missing links, cycles), and the sampler's
+ * leaf put back in front of its callers. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,72 @@ static void test_broken_chains_refused(void) {
         CHECK(!node(PROFD_NODE_ROOT, 0, 0, 1, sizeof(struct profd_node8)));
 }
 
+static void test_leaf_put_back_in_front(void) {
+        hashmap *m = hashmap_new_u64();
+        struct stack_trace *callers, *t, *u;
+        uint64_t ids[4];
+
+        /* the sampler's callers (3 frames, a walk ended by frame pointers)
+         * and the leaf its key kept */
+        CHECK(m);
+        CHECK_INT_EQ(hashmap_put(m, UINT64_TO_KEY(5), node(PROFD_NODE_ROOT, 3, PROFD_END_FP_END, 100,
+                                                          sizeof(struct profd_node8))), 0);
+        CHECK_INT_EQ(stack_nodes_assemble(m, 5, &callers), 0);
+        t = stack_trace_with_leaf(callers, 0x401234);
+        CHECK(t);
+        CHECK_INT_EQ(t->n, 4);
+        CHECK_INT_EQ(t->end, PROFD_END_FP_END);
+        CHECK_INT_EQ(t->ips[0], 0x401234);
+        CHECK_INT_EQ(t->ips[1], 100);
+        CHECK_INT_EQ(t->ips[3], 102);
+        CHECK(!stack_trace_equal(t, callers));
+        u = stack_trace_with_leaf(callers, 0x401234);
+        CHECK(u && stack_trace_equal(t, u));
+        free(u);
+        u = stack_trace_with_leaf(callers, 0x401235);
+        CHECK(u && !stack_trace_equal(t, u));
+        free(u);
+        /* no stack the sampler stores has more frames than the walk */
+        callers->n = PROFD_MAX_FRAMES;
+        errno = 0;
+        CHECK(!stack_trace_with_leaf(callers, 1));
+        CHECK_INT_EQ(errno, ELOOP);
+        free(callers);
+        free(t);
+        nodes_free(m);
+
+        /* the ids: in class 3, which no node has, never a sentinel, and
+         * different for another leaf, other callers, another attempt */
+        ids[0] = stack_leaf_id(5, 0x401234, 0);
+        ids[1] = stack_leaf_id(5, 0x401235, 0);
+        ids[2] = stack_leaf_id(6, 0x401234, 0);
+        ids[3] = stack_leaf_id(5, 0x401234, 1);
+        CHECK_INT_EQ(stack_leaf_id(5, 0x401234, 0), ids[0]);
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                CHECK_INT_EQ(PROFD_ID_CLASS(ids[i]), 3);
+                CHECK(ids[i] != PROFD_STACK_NONE && ids[i] != PROFD_STACK_LOST);
+                for (size_t j = 0; j < i; j++)
+                        CHECK(ids[i] != ids[j]);
+        }
+        for (uint64_t leaf = 1; leaf < 100000; leaf++) {
+                uint64_t id = stack_leaf_id(leaf * 0x1000, leaf, leaf & 3);
+
+                CHECK(id != PROFD_STACK_NONE && id != PROFD_STACK_LOST && PROFD_ID_CLASS(id) == 3);
+        }
+}
+
+static void test_key_leaf_fields(void) {
+        struct profd_sample_key k = { .kind = PROFD_KIND_CPU };
+
+        /* 48 bits of leaf in the bytes a cpu key does not use otherwise */
+        k.leaf_lo = 0x89abcdefU;
+        k.leaf_hi = 0x7fff;
+        CHECK_INT_EQ(PROFD_KEY_LEAF(&k), 0x7fff89abcdefULL);
+        CHECK(PROFD_KEY_LEAF(&k) < PROFD_KEY_LEAF_MAX);
+        CHECK_INT_EQ(k.peer_tid, 0x89abcdefU); /* the same bytes: a wakeup key's */
+        CHECK_INT_EQ(sizeof(k), 48);
+}
+
 int main(void) {
         test_hash_bytes_as_the_kernel_reports();
         test_two_cpus_fit_in_twelve_mib();
@@ -194,5 +261,7 @@ int main(void) {
         test_small_budget_and_overrides();
         test_chain_assembled_innermost_first();
         test_broken_chains_refused();
+        test_leaf_put_back_in_front();
+        test_key_leaf_fields();
         TESTS_DONE();
 }
