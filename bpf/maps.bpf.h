@@ -128,7 +128,11 @@ struct {
 } unwind_maps SEC(".maps") __weak;
 
 /* unwind_procs: tgid -> the process's slice of unwind_maps. As many entries
- * as `seen`; not preallocated (most pids are never used). */
+ * as `seen`; not preallocated (most pids are never used). The daemon adds
+ * one to unwind_epoch (defined in proc.bpf.c) after every change to it:
+ * a walker may reuse what its last lookup found while the epoch is the
+ * same (user_stack_unwind in unwind.bpf.h). */
+extern __u32 unwind_epoch __weak;
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(map_flags, BPF_F_NO_PREALLOC);
@@ -372,6 +376,12 @@ struct ustack_state {
         __u32 memo_n;           /* frames of this walk in memo_cur */
         __u32 pad2;
         __u64 read_hi;          /* the end of the highest stack word read by this walk */
+        /* what the last lookup in unwind_procs found (user_stack_unwind) */
+        __u64 p_start;          /* for the process instance (tgid, start) */
+        __u32 p_tgid;           /* 0: nothing (no walk was of pid 0) */
+        __u32 p_epoch;          /* unwind_epoch before it */
+        __u32 p_maps_off, p_maps_n;
+        __u64 p_version;        /* 0: no entry of this instance */
 };
 
 /* One frame of the walk memo (bpf/unwind.bpf.h): a row cache tag and its

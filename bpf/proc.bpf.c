@@ -5,6 +5,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 __u32 generation __weak = 0;
+__u32 unwind_epoch __weak = 0;
 
 /* Updating an ARRAY_OF_MAPS makes the kernel wait for an RCU grace period
  * (maybe_wait_bpf_programs), i.e. for every running BPF program to finish.

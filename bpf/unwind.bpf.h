@@ -681,9 +681,9 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
 static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot) {
         struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
         struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
-        struct profd_unwind_proc *p;
+        struct profd_unwind_proc *p = NULL;
         struct ustack_state *s;
-        __u32 tgid = task->tgid;
+        __u32 tgid = task->tgid, epoch;
         __u64 start;
         __u8 end;
 
@@ -710,16 +710,35 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
         s->exact_ip = 1;
 
         start = process_start_ns(task);
-        p = bpf_map_lookup_elem(&unwind_procs, &tgid);
-        if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
-                __u64 version = slot == SCRATCH_ONCPU_USER ? p->version : 0;
+        /* The process's unwind entry: what this walker's last lookup found,
+         * if it was for the same process instance and unwind_epoch did not
+         * move since (no entry changed: the slice it names is the one a
+         * lookup would find now), else looked up. Read before the lookup:
+         * an entry changed in between is looked up again next time. A
+         * cold hash lookup costs a sample ~0.5 us here; the epoch shares
+         * the line of `generation`. */
+        epoch = *(volatile __u32 *) &unwind_epoch;
+        if (s->p_tgid != tgid || s->p_start != start || s->p_epoch != epoch) {
+                p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+                s->p_tgid = tgid;
+                s->p_start = start;
+                s->p_epoch = epoch;
+                s->p_version = 0;
+                if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
+                        s->p_maps_off = p->maps_off;
+                        s->p_maps_n = p->maps_n;
+                        s->p_version = p->version; /* versions start at 1 */
+                }
+        }
+        if (s->p_version) {
+                __u64 version = slot == SCRATCH_ONCPU_USER ? s->p_version : 0;
 
                 /* the last walk's mapping, found in this same version of
                  * the process's mappings, is still the one it was */
                 if (!version || version != s->version)
                         s->m_start = s->m_end = 0;
-                s->maps_off = p->maps_off;
-                s->maps_n = p->maps_n;
+                s->maps_off = s->p_maps_off;
+                s->maps_n = s->p_maps_n;
                 s->fp_only = 0;
                 s->version = version;
         } else {
@@ -754,9 +773,13 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
         if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
                 counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
         /* once per process until the daemon looked at its mappings again */
-        if (end == PROFD_END_NO_MAPPING && p && !s->fp_only && !p->miss_sent) {
-                p->miss_sent = 1;
-                announce(PROFD_EVENT_UNWIND_MISS, task, tgid, start);
+        if (end == PROFD_END_NO_MAPPING && !s->fp_only) {
+                if (!p)
+                        p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+                if (p && p->version == s->p_version && !p->miss_sent) {
+                        p->miss_sent = 1;
+                        announce(PROFD_EVENT_UNWIND_MISS, task, tgid, start);
+                }
         }
         return true;
 }

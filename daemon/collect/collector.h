@@ -24,6 +24,8 @@ struct collector_unwind_maps {
         int maps_fd;
         uint32_t maps_cap;
         int procs_fd;
+        uint32_t *procs_epoch; /* unwind_epoch in the programs' .bss: one more after every change
+                                * to procs_fd's entries (bpf/maps.bpf.h) */
 };
 
 /* One drained key and its value. */

@@ -697,12 +697,23 @@ static void proc_release_refs(unwinder *u, struct ufile **files, size_t n, uint6
         free(files);
 }
 
+/* After every change to unwind_procs, before the slice an entry named
+ * is released: a walker that found the epoch unchanged reuses what its
+ * last lookup found (bpf/maps.bpf.h), and it can only be a slice still
+ * in its grace. */
+static void procs_changed(unwinder *u) {
+        if (u->maps.procs_epoch)
+                __atomic_add_fetch(u->maps.procs_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Forgets a process: its entry, its slice (after the grace), its files. */
 static void proc_drop(unwinder *u, struct uproc *p, bool delete_entry) {
         uint64_t now = mono_ns();
 
-        if (delete_entry)
+        if (delete_entry) {
                 (void) bpf_map_delete_elem(u->maps.procs_fd, &p->tgid);
+                procs_changed(u);
+        }
         if (p->maps_n > 0)
                 rangealloc_release(u->maps_alloc, p->maps_off, p->maps_n, now);
         proc_release_refs(u, p->files, p->n_files, now);
@@ -946,6 +957,7 @@ static int proc_publish(unwinder *u, uint32_t tgid, struct profd_unwind_proc *en
                 log_debug_errno(r, "Failed to publish the unwind tables of pid %" PRIu32 ", ignoring: %m", tgid);
                 return 0;
         }
+        procs_changed(u);
         *ret_off = off;
         return 1;
 }
@@ -1043,6 +1055,7 @@ static int proc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_n
                 r = -ENOMEM;
         if (r < 0) {
                 (void) bpf_map_delete_elem(u->maps.procs_fd, &tgid);
+                procs_changed(u);
                 rangealloc_release(u->maps_alloc, off, (uint32_t) pm.n, mono_ns());
                 return r;
         }
@@ -1156,6 +1169,7 @@ static int handle_request(unwinder *u, const struct request *q) {
                                 return 0; /* known */
                         /* found in /proc at start: now its exact start is known */
                         if (bpf_map_update_elem(u->maps.procs_fd, &q->tgid, &entry, BPF_ANY) == 0) {
+                                procs_changed(u);
                                 p->start = q->start_ns;
                                 p->tick_ns = 0;
                         }
