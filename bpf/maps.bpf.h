@@ -494,10 +494,13 @@ static __always_inline void *counts_map(__u32 gen) {
 }
 
 /* Adds n to the value of key, inserting it if new. Returns true if the key
- * was there already (counted before in this generation). */
-static __always_inline bool count_key(__u32 gen, struct profd_sample_key *key, __u64 n) {
+ * was there already (counted before in this generation). A caller whose
+ * keys are mostly new (the sampler's: the leaf is in them) says so
+ * (likely_new): the insertion is tried first, without the lookup that
+ * would miss. */
+static __always_inline bool count_key(__u32 gen, struct profd_sample_key *key, __u64 n, bool likely_new) {
         void *counts = counts_map(gen);
-        __u64 *v = bpf_map_lookup_elem(counts, key);
+        __u64 *v = likely_new ? NULL : bpf_map_lookup_elem(counts, key);
         long err;
 
         if (v) {
@@ -506,10 +509,12 @@ static __always_inline bool count_key(__u32 gen, struct profd_sample_key *key, _
         }
         err = bpf_map_update_elem(counts, key, &n, BPF_NOEXIST);
         if (err == -EEXIST) {
-                /* another CPU inserted the same key in between */
+                /* there before (likely_new), or another CPU inserted it in
+                 * between: counted before, announced by whoever inserted it */
                 v = bpf_map_lookup_elem(counts, key);
                 if (v)
                         __sync_fetch_and_add(v, n);
+                return true;
         } else if (err) {
                 counter_add(PROFD_DROP_MAP_FULL, 1);
         }

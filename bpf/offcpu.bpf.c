@@ -138,7 +138,7 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
         else
                 key->user_stack = frames_store(gen, u, SCRATCH_SWITCH_USER, 0);
         key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL, 0);
-        count_key(gen, key, delta);
+        count_key(gen, key, delta, false);
         announce_if_new(task, key->tgid, key->start_ns);
 }
 
@@ -363,7 +363,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f, SCRATCH_WAKER_USER, 0) : PROFD_STACK_LOST;
         }
 
-        count_key(gen, &key, blocked);
+        count_key(gen, &key, blocked, false);
         if (key.tgid)
                 announce_if_new(waker, key.tgid, key.start_ns);
         return 0;

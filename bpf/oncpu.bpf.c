@@ -22,6 +22,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
         __u64 pid_tgid = bpf_get_current_pid_tgid();
         struct profd_sample_key key = {};
         __u32 gen = *(volatile __u32 *) &generation;
+        __u32 first = 0; /* 1: the user leaf is in the key */
 
         counter_add(PROFD_CNT_SAMPLES, 1);
         key.tid = (__u32) pid_tgid;
@@ -52,7 +53,6 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
                 key.user_stack = PROFD_STACK_NONE;
         } else {
                 struct profd_frames *u = scratch_get(SCRATCH_ONCPU_USER);
-                __u32 first = 0;
 
                 if (!u)
                         return 0;
@@ -73,8 +73,9 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
         /* A key counted before in this generation was followed by the
          * announcement of its process (or its counted failure, tried again
          * with the process's next new key, at the latest in the next
-         * generation): one hash lookup less per sample. */
-        if (!count_key(gen, &key, 1))
+         * generation): one hash lookup less per sample. A key with the
+         * leaf in it is mostly new: inserted without a lookup first. */
+        if (!count_key(gen, &key, 1, first != 0))
                 announce_if_new(task, key.tgid, key.start_ns);
         return 0;
 }
