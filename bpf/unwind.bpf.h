@@ -715,8 +715,9 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
          * move since (no entry changed: the slice it names is the one a
          * lookup would find now), else looked up. Read before the lookup:
          * an entry changed in between is looked up again next time. A
-         * cold hash lookup costs a sample ~0.5 us here; the epoch shares
-         * the line of `generation`. */
+         * cold hash lookup cost the sampler ~1 us a sample here
+         * (docs/performance.md); the epoch is next to `generation` in
+         * .bss, which the program has read already. */
         epoch = *(volatile __u32 *) &unwind_epoch;
         if (s->p_tgid != tgid || s->p_start != start || s->p_epoch != epoch) {
                 p = bpf_map_lookup_elem(&unwind_procs, &tgid);
