@@ -663,8 +663,7 @@ static int stack_add(hashmap *stacks, const hashmap *nodes, uint64_t id) {
  * fields cleared: past the drain a key names its whole stack, as every
  * other key does. A key whose callers were lost keeps its lost stack. */
 static int stack_add_leaf(hashmap *stacks, const hashmap *nodes, struct profd_sample_key *key) {
-        uint64_t leaf = PROFD_KEY_LEAF(key), id = key->user_stack;
-        struct stack_trace *t;
+        uint64_t leaf = PROFD_KEY_LEAF(key), id = key->user_stack, sid;
         void *v;
         int r;
 
@@ -675,30 +674,15 @@ static int stack_add_leaf(hashmap *stacks, const hashmap *nodes, struct profd_sa
                 return r;
         if (hashmap_get(stacks, UINT64_TO_KEY(id), &v) < 0)
                 return 0; /* none, lost, or a chain with a node missing (logged) */
-        t = stack_trace_with_leaf(v, leaf);
-        if (!t)
-                return errno == ENOMEM ? -ENOMEM : 0;
-        for (unsigned attempt = 0; attempt < 64; attempt++) {
-                uint64_t sid = stack_leaf_id(id, leaf, attempt);
-
-                if (hashmap_get(stacks, UINT64_TO_KEY(sid), &v) == 0) {
-                        if (!stack_trace_equal(v, t))
-                                continue; /* another stack has this id */
-                        free(t);
-                } else {
-                        r = hashmap_put(stacks, UINT64_TO_KEY(sid), t);
-                        if (r < 0) {
-                                free(t);
-                                return r;
-                        }
-                }
-                key->user_stack = sid;
+        r = stacks_put_with_leaf(stacks, id, v, leaf, &sid);
+        if (r == -ELOOP || r == -EEXIST) {
+                log_debug_errno(r, "Stack %016" PRIx64 " with its leaf has no id of its own, keeping it as lost: %m", id);
+                key->user_stack = PROFD_STACK_LOST;
                 return 0;
         }
-        free(t); /* not met: 64 ids of 62 bits taken */
-        log_debug("No free id for the stack %016" PRIx64 " with its leaf, keeping it as lost.", id);
-        key->user_stack = PROFD_STACK_LOST;
-        return 0;
+        if (r >= 0)
+                key->user_stack = sid;
+        return r;
 }
 
 /* Reads every node of a generation's stack maps (deleting them) and puts

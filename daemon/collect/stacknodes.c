@@ -100,3 +100,32 @@ struct stack_trace *stack_trace_with_leaf(const struct stack_trace *t, uint64_t 
 bool stack_trace_equal(const struct stack_trace *a, const struct stack_trace *b) {
         return a->n == b->n && a->end == b->end && memcmp(a->ips, b->ips, a->n * sizeof(uint64_t)) == 0;
 }
+
+int stacks_put_with_leaf(hashmap *stacks, uint64_t id, const struct stack_trace *callers, uint64_t leaf,
+                         uint64_t *ret_id) {
+        struct stack_trace *t = stack_trace_with_leaf(callers, leaf);
+        void *v;
+        int r;
+
+        if (!t)
+                return -errno;
+        for (unsigned attempt = 0; attempt < STACK_LEAF_ATTEMPTS; attempt++) {
+                uint64_t sid = stack_leaf_id(id, leaf, attempt);
+
+                if (hashmap_get(stacks, UINT64_TO_KEY(sid), &v) == 0) {
+                        if (!stack_trace_equal(v, t))
+                                continue; /* another stack has this id */
+                        free(t);
+                } else {
+                        r = hashmap_put(stacks, UINT64_TO_KEY(sid), t);
+                        if (r < 0) {
+                                free(t);
+                                return r;
+                        }
+                }
+                *ret_id = sid;
+                return 0;
+        }
+        free(t);
+        return -EEXIST;
+}

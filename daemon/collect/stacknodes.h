@@ -42,3 +42,13 @@ uint64_t stack_leaf_id(uint64_t id, uint64_t leaf, unsigned attempt);
 struct stack_trace *stack_trace_with_leaf(const struct stack_trace *t, uint64_t leaf);
 
 bool stack_trace_equal(const struct stack_trace *a, const struct stack_trace *b);
+
+/* Puts the stack leaf + callers (callers: the stack id names) into stacks
+ * (id -> struct stack_trace*) under the first of its leaf ids
+ * (stack_leaf_id, attempts 0, 1, ...) that is free or holds the same
+ * stack, and returns that id in *ret_id. -EEXIST if the first
+ * STACK_LEAF_ATTEMPTS are other stacks' (never met: ids of 62 bits),
+ * -ELOOP (see stack_trace_with_leaf), or -ENOMEM. */
+#define STACK_LEAF_ATTEMPTS 64
+int stacks_put_with_leaf(hashmap *stacks, uint64_t id, const struct stack_trace *callers, uint64_t leaf,
+                         uint64_t *ret_id);

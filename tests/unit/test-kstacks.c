@@ -242,6 +242,46 @@ static void test_leaf_put_back_in_front(void) {
         }
 }
 
+static void test_leaf_stacks_get_ids_of_their_own(void) {
+        hashmap *stacks = hashmap_new_u64();
+        struct stack_trace *callers = malloc(sizeof(*callers) + 2 * sizeof(uint64_t)), *other;
+        uint64_t sid = 0, sid2 = 0;
+        void *v;
+
+        CHECK(stacks && callers);
+        callers->n = 2;
+        callers->end = PROFD_END_COMPLETE;
+        callers->ips[0] = 20;
+        callers->ips[1] = 30;
+        /* a different stack took the first id already: the next one */
+        other = stack_trace_with_leaf(callers, 99);
+        CHECK(other);
+        CHECK_INT_EQ(hashmap_put(stacks, UINT64_TO_KEY(stack_leaf_id(5, 10, 0)), other), 0);
+        CHECK_INT_EQ(stacks_put_with_leaf(stacks, 5, callers, 10, &sid), 0);
+        CHECK_INT_EQ(sid, stack_leaf_id(5, 10, 1));
+        CHECK_INT_EQ(hashmap_get(stacks, UINT64_TO_KEY(sid), &v), 0);
+        CHECK_INT_EQ(((struct stack_trace *) v)->n, 3);
+        CHECK_INT_EQ(((struct stack_trace *) v)->ips[0], 10);
+        CHECK_INT_EQ(((struct stack_trace *) v)->ips[2], 30);
+        /* the same stack again: the same id, nothing added */
+        CHECK_INT_EQ(stacks_put_with_leaf(stacks, 5, callers, 10, &sid2), 0);
+        CHECK_INT_EQ(sid2, sid);
+        CHECK_INT_EQ(hashmap_size(stacks), 2);
+        /* every id taken by other stacks: refused, nothing added */
+        for (unsigned a = 0; a < STACK_LEAF_ATTEMPTS; a++) {
+                struct stack_trace *t = stack_trace_with_leaf(callers, 1000 + a);
+
+                CHECK(t);
+                if (hashmap_put(stacks, UINT64_TO_KEY(stack_leaf_id(6, 11, a)), t) < 0)
+                        free(t);
+        }
+        sid = 0;
+        CHECK_INT_EQ(stacks_put_with_leaf(stacks, 6, callers, 11, &sid), -EEXIST);
+        CHECK_INT_EQ(sid, 0);
+        free(callers);
+        nodes_free(stacks);
+}
+
 static void test_key_leaf_fields(void) {
         struct profd_sample_key k = { .kind = PROFD_KIND_CPU };
 
@@ -262,6 +302,7 @@ int main(void) {
         test_chain_assembled_innermost_first();
         test_broken_chains_refused();
         test_leaf_put_back_in_front();
+        test_leaf_stacks_get_ids_of_their_own();
         test_key_leaf_fields();
         TESTS_DONE();
 }
