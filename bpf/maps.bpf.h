@@ -356,7 +356,7 @@ struct ustack_state {
         __u64 ip, sp, bp;       /* registers of the frame being unwound */
         __u64 win_base;         /* user address of the window's first byte */
         __u64 win_len;          /* bytes of the window read; 0: none */
-        __u32 maps_off, maps_n; /* the process's mappings, if tables are used */
+        __u32 maps_off, maps_n; /* the process's mappings, if tables are used (p_version) */
         /* the mapping of the last lookup: frames mostly stay in one file */
         __u64 m_start, m_end, m_bias;
         __u32 m_rows_off, m_rows_n, m_kind;
@@ -376,11 +376,11 @@ struct ustack_state {
         __u32 memo_n;           /* frames of this walk in memo_cur */
         __u32 pad2;
         __u64 read_hi;          /* the end of the highest stack word read by this walk */
-        /* what the last lookup in unwind_procs found (user_stack_unwind) */
+        /* what the last lookup in unwind_procs found (user_stack_unwind):
+         * maps_off and maps_n above, and */
         __u64 p_start;          /* for the process instance (tgid, start) */
         __u32 p_tgid;           /* 0: nothing (no walk was of pid 0) */
         __u32 p_epoch;          /* unwind_epoch before it */
-        __u32 p_maps_off, p_maps_n;
         __u64 p_version;        /* 0: no entry of this instance */
 };
 

@@ -726,8 +726,9 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                 s->p_epoch = epoch;
                 s->p_version = 0;
                 if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
-                        s->p_maps_off = p->maps_off;
-                        s->p_maps_n = p->maps_n;
+                        /* kept for the next walks while p_version is */
+                        s->maps_off = p->maps_off;
+                        s->maps_n = p->maps_n;
                         s->p_version = p->version; /* versions start at 1 */
                 }
         }
@@ -738,8 +739,6 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                  * the process's mappings, is still the one it was */
                 if (!version || version != s->version)
                         s->m_start = s->m_end = 0;
-                s->maps_off = s->p_maps_off;
-                s->maps_n = s->p_maps_n;
                 s->fp_only = 0;
                 s->version = version;
         } else {
