@@ -128,10 +128,11 @@ struct {
 } unwind_maps SEC(".maps") __weak;
 
 /* unwind_procs: tgid -> the process's slice of unwind_maps. As many entries
- * as `seen`; not preallocated (most pids are never used). The daemon adds
- * one to unwind_epoch (defined in proc.bpf.c) after every change to it:
- * a walker may reuse what its last lookup found while the epoch is the
- * same (user_stack_unwind in unwind.bpf.h). */
+ * as `seen`; not preallocated (most pids are never used). Whoever changes
+ * it (the daemon; profd_exec, which deletes an entry) adds one to
+ * unwind_epoch (defined in proc.bpf.c) after the change, atomically: a
+ * walker may reuse what its last lookup found while the epoch is the same
+ * (user_stack_unwind in unwind.bpf.h). */
 extern __u32 unwind_epoch __weak;
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);

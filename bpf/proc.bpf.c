@@ -36,6 +36,10 @@ int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
         /* the old image's mappings are gone: no tables until the daemon
          * has read the new ones (the walker falls back to frame pointers) */
         bpf_map_delete_elem(&unwind_procs, &tgid);
+        /* and no walker may go on with what it found there before (the
+         * instance, tgid and start, is the same after an exec): see
+         * user_stack_unwind */
+        __sync_fetch_and_add(&unwind_epoch, 1);
         if (announce(PROFD_EVENT_EXEC, p, tgid, start_ns))
                 bpf_map_update_elem(&seen, &tgid, &v, BPF_ANY);
         return 0;
