@@ -366,7 +366,9 @@ struct ustack_state {
         __u8 fp_only;           /* no unwind entry: frame pointers all the way */
         __u8 exact_ip;          /* ip is not a return address (frame 0, after a signal frame) */
         __u8 m_index_shift;     /* the mapping's table index (profd_unwind_mapping.index_shift) */
-        __u8 pad[4];
+        __u8 p_announced;       /* the entry (p_version) has the instance's exact start: see
+                                 * user_stack_unwind */
+        __u8 pad[3];
         __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
         __u32 r_next;           /* find_row: the index of the first row above the pc looked up */
         /* the walk memo (sampler only, bpf/unwind.bpf.h) */

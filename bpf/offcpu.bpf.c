@@ -116,7 +116,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
                 counter_add(PROFD_DROP_TASK_STORAGE, 1);
                 return;
         }
-        if (!user_stack_unwind(prev, f, SCRATCH_SWITCH_USER)) {
+        if (!user_stack_unwind(prev, f, SCRATCH_SWITCH_USER, NULL)) {
                 t->user_error = 1;
                 return;
         }
@@ -241,7 +241,7 @@ int BPF_PROG(profd_switch_done) {
         u = scratch_get(SCRATCH_SWITCH_USER);
         if (!k || !u)
                 return 0;
-        user_ok = user_stack_unwind(task, u, SCRATCH_SWITCH_USER);
+        user_ok = user_stack_unwind(task, u, SCRATCH_SWITCH_USER, NULL);
         count_block(task, &key, k, pk->kernel_error, u, !user_ok, pk->delta);
         return 0;
 }
@@ -360,7 +360,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 f = scratch_get(SCRATCH_WAKER_USER);
                 if (!f)
                         return 0;
-                key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER) ? frames_store(gen, f, SCRATCH_WAKER_USER, 0) : PROFD_STACK_LOST;
+                key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER, NULL) ? frames_store(gen, f, SCRATCH_WAKER_USER, 0) : PROFD_STACK_LOST;
         }
 
         count_key(gen, &key, blocked, false);

@@ -23,6 +23,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
         struct profd_sample_key key = {};
         __u32 gen = *(volatile __u32 *) &generation;
         __u32 first = 0; /* 1: the user leaf is in the key */
+        bool announced = false;
 
         counter_add(PROFD_CNT_SAMPLES, 1);
         key.tid = (__u32) pid_tgid;
@@ -56,7 +57,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
 
                 if (!u)
                         return 0;
-                if (user_stack_unwind(task, u, SCRATCH_ONCPU_USER)) {
+                if (user_stack_unwind(task, u, SCRATCH_ONCPU_USER, &announced)) {
                         /* the leaf in the key, its callers in the nodes
                          * (see PROFD_KEY_LEAF) */
                         if (u->n > 1 && u->ips[0] < PROFD_KEY_LEAF_MAX) {
@@ -74,8 +75,10 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
          * announcement of its process (or its counted failure, tried again
          * with the process's next new key, at the latest in the next
          * generation): one hash lookup less per sample. A key with the
-         * leaf in it is mostly new: inserted without a lookup first. */
-        if (!count_key(gen, &key, 1, first != 0))
+         * leaf in it is mostly new: inserted without a lookup first. A
+         * process the daemon made an unwind entry for after its
+         * announcement needs none: no lookup in `seen` either. */
+        if (!count_key(gen, &key, 1, first != 0) && !announced)
                 announce_if_new(task, key.tgid, key.start_ns);
         return 0;
 }

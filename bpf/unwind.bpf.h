@@ -676,9 +676,14 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
  * unwind entry (or with one of an earlier instance) is walked by frame
  * pointers and ends PROFD_END_NO_PROCESS unless the chain reached its end.
  * The sampler's walks (slot SCRATCH_ONCPU_USER) use the row cache.
+ * *announced (if asked for): the daemon has an entry for this process
+ * instance made after its announcement (one with the exact start: the
+ * daemon makes those only from an event, and drops them when the process
+ * goes), so it knows the process and announce_if_new has nothing to do.
  * Returns false (counted as user_stack_error) if there are no user
  * registers. */
-static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot) {
+static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot,
+                                              bool *announced) {
         struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
         struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
         struct profd_unwind_proc *p = NULL;
@@ -689,6 +694,8 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
 
         f->n = 0;
         f->end = PROFD_END_COMPLETE;
+        if (announced)
+                *announced = false;
         if (!regs || !w) {
                 counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
                 return false;
@@ -725,11 +732,13 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                 s->p_start = start;
                 s->p_epoch = epoch;
                 s->p_version = 0;
+                s->p_announced = 0;
                 if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
                         /* kept for the next walks while p_version is */
                         s->maps_off = p->maps_off;
                         s->maps_n = p->maps_n;
                         s->p_version = p->version; /* versions start at 1 */
+                        s->p_announced = p->start_tick_ns == 0;
                 }
         }
         if (s->p_version) {
@@ -768,6 +777,8 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                 end = PROFD_END_NO_PROCESS;
         f->n = s->n;
         f->end = end;
+        if (announced)
+                *announced = s->p_version && s->p_announced;
 
         counter_add(PROFD_CNT_USER_WALKS, 1);
         if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
@@ -787,7 +798,10 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
 #else
 
 /* Other architectures: frame pointers (see user_stack_walk). */
-static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot) {
+static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot,
+                                              bool *announced) {
+        if (announced)
+                *announced = false;
         counter_add(PROFD_CNT_USER_WALKS, 1);
         return user_stack_walk(task, f, slot, NULL);
 }

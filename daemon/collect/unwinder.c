@@ -1195,7 +1195,14 @@ static int handle_request(unwinder *u, const struct request *q) {
         }
         {
                 uint64_t t0 = mono_ns();
-                int r = proc_load(u, q->tgid, q->start_ns, 0);
+                /* A process found in /proc at start keeps its start in
+                 * ticks until its announcement (NEW_PROCESS, above) gives
+                 * the exact one: the sampler takes an entry with the exact
+                 * start as a sign that the process was announced, and
+                 * announces it no more (user_stack_unwind in
+                 * bpf/unwind.bpf.h). A miss is no announcement. */
+                bool ticks = p && p->tick_ns && q->type == PROFD_EVENT_UNWIND_MISS;
+                int r = proc_load(u, q->tgid, ticks ? p->start : q->start_ns, ticks ? p->tick_ns : 0);
 
                 if (r >= 0 && q->type == PROFD_EVENT_UNWIND_MISS &&
                     hashmap_get(u->procs, UINT64_TO_KEY(q->tgid), (void **) &p) == 0)
