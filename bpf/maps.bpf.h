@@ -37,6 +37,26 @@ struct counts_map {
 struct counts_map counts_0 SEC(".maps") __weak;
 struct counts_map counts_1 SEC(".maps") __weak;
 
+/* The sampler's log: its keys, one per sample, each counted 1, where the
+ * counts map would take an insert per sample (its keys are mostly new:
+ * the leaf is in them, PROFD_KEY_LEAF), i.e. a bucket, its lock, the free
+ * list and an element, all cold at 49 Hz. Here a sample writes its CPU's
+ * region head and the next slot. A region per CPU (only the sampler
+ * writes it, and it does not interrupt itself: no lock) and generation
+ * parity, region (GEN_MAPS(gen) * samples_log_cpus + cpu) of
+ * samples_log_slots slots (struct profd_log_slot; the daemon sizes both,
+ * daemon/collect/samplelog.c). The drain sums the regions of the old
+ * generation into keys and counts and empties them. A full region (a
+ * drain very late) or no log: the counts map takes the sample. */
+extern __u32 samples_log_slots __weak;
+extern __u32 samples_log_cpus __weak;
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct profd_log_slot);
+} samples_log SEC(".maps") __weak;
+
 /* Stack nodes (see "Stack nodes" in profd.h), one map per class and
  * generation: id -> node. Every sample and block refers to its stacks by
  * the id of their innermost node. Preallocated (the sampler runs in NMI
@@ -522,6 +542,33 @@ static __always_inline bool count_key(__u32 gen, struct profd_sample_key *key, _
                 counter_add(PROFD_DROP_MAP_FULL, 1);
         }
         return false;
+}
+
+/* Logs key as one sample in the sampler's log; false if there is no log
+ * or the CPU's region is full (then the caller counts it in the counts
+ * map). Only the sampler calls it. */
+static __always_inline bool log_sample(__u32 gen, const struct profd_sample_key *key) {
+        __u32 slots = *(volatile __u32 *) &samples_log_slots;
+        __u32 head_idx, idx;
+        struct profd_log_slot *h, *r;
+        __u64 n;
+
+        if (slots < 2)
+                return false;
+        head_idx = (GEN_MAPS(gen) * samples_log_cpus + bpf_get_smp_processor_id()) * slots;
+        h = bpf_map_lookup_elem(&samples_log, &head_idx);
+        if (!h)
+                return false;
+        n = h->n;
+        if (n >= slots - 1)
+                return false;
+        idx = head_idx + 1 + (__u32) n;
+        r = bpf_map_lookup_elem(&samples_log, &idx);
+        if (!r)
+                return false;
+        r->key = *key;
+        h->n = n + 1;
+        return true;
 }
 
 /* Tells the daemon about a process instance; false if the ring buffer was full

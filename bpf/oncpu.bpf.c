@@ -71,14 +71,19 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
                 }
         }
 
-        /* A key counted before in this generation was followed by the
+        /* The sample goes to the log (maps.bpf.h), else to the counts map.
+         * A process the daemon made an unwind entry for after its
+         * announcement needs no announcement: no lookup in `seen`. Else
+         * a key counted before in this generation was followed by the
          * announcement of its process (or its counted failure, tried again
          * with the process's next new key, at the latest in the next
-         * generation): one hash lookup less per sample. A key with the
-         * leaf in it is mostly new: inserted without a lookup first. A
-         * process the daemon made an unwind entry for after its
-         * announcement needs none: no lookup in `seen` either. */
-        if (!count_key(gen, &key, 1, first != 0) && !announced)
+         * generation): one hash lookup less. A key with the leaf in it is
+         * mostly new: inserted without a lookup first. */
+        if (log_sample(gen, &key)) {
+                if (!announced)
+                        announce_if_new(task, key.tgid, key.start_ns);
+        } else if (!count_key(gen, &key, 1, first != 0) && !announced) {
                 announce_if_new(task, key.tgid, key.start_ns);
+        }
         return 0;
 }

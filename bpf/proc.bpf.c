@@ -6,6 +6,11 @@ char LICENSE[] SEC("license") = "GPL";
 
 __u32 generation __weak = 0;
 __u32 unwind_epoch __weak = 0;
+/* The sampler's log (maps.bpf.h): slots per region, 0: no log; set by
+ * the daemon before it attaches the sampler. Here, next to `generation`,
+ * which every sample reads: the same cache line. */
+__u32 samples_log_slots __weak = 0;
+__u32 samples_log_cpus __weak = 0;
 
 /* Updating an ARRAY_OF_MAPS makes the kernel wait for an RCU grace period
  * (maybe_wait_bpf_programs), i.e. for every running BPF program to finish.

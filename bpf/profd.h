@@ -123,6 +123,16 @@ struct profd_sample_key {
 #define PROFD_KEY_LEAF(k) ((__u64) (k)->leaf_lo | (__u64) (k)->leaf_hi << 32)
 #define PROFD_KEY_LEAF_MAX (1ULL << 48)
 
+/* A slot of the sampler's log (samples_log in bpf/maps.bpf.h): a region
+ * per CPU and generation, of samples_log_slots slots, the first its head
+ * (the number of keys after it), then one key per sample, counted 1. */
+struct profd_log_slot {
+        union {
+                struct profd_sample_key key;
+                __u64 n;
+        };
+};
+
 /* A stack, innermost frame first, as walked: per-task storage and per-CPU
  * scratch (stored as nodes, above). */
 struct profd_frames {
@@ -276,6 +286,7 @@ struct profd_seen {
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct profd_sample_key) == 48, "profd_sample_key layout");
+_Static_assert(sizeof(struct profd_log_slot) == sizeof(struct profd_sample_key), "profd_log_slot layout");
 _Static_assert(sizeof(struct profd_frames) == 8 + 8 * PROFD_MAX_FRAMES, "profd_frames layout");
 _Static_assert(sizeof(struct profd_node_head) == 16, "profd_node_head layout");
 _Static_assert(sizeof(struct profd_node8) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_CLASS_8), "profd_node8 layout");

@@ -24,6 +24,7 @@
 #include "macro.h"
 #include "mapsize.h"
 #include "profd.skel.h"
+#include "samplelog.h"
 #include "stacknodes.h"
 
 /* Bytes of the kernel BTF's string table read at a time. */
@@ -44,8 +45,11 @@ struct collector {
         uint32_t gen;             /* the generation the programs write now: its maps are those of
                                    * gen & 1 (GEN_MAPS in bpf/maps.bpf.h) */
         size_t counts_max;        /* max_entries of counts_* */
-        struct profd_sample_key *keys_buf; /* drain scratch, counts_max entries */
+        size_t log_slots;         /* slots of a region of samples_log (head included); 0: no log */
+        size_t keys_max;          /* counts_max, and every key the log can hold */
+        struct profd_sample_key *keys_buf; /* drain scratch, keys_max entries */
         uint64_t *values_buf;
+        __u32 *log_idx_buf;       /* drain scratch: the indexes of a region's keys */
         uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
         bool user_ends_known;     /* see struct drain_batch */
         bool switch_done;         /* off-CPU user stacks are walked at sched_exit_tp */
@@ -326,6 +330,12 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
                      },
                      ret_plan);
         c->counts_max = ret_plan->keys;
+        /* the sampler's log: a region per CPU and generation, within the
+         * 32-bit indexes of an array map */
+        c->log_slots = ret_plan->log_slots;
+        if ((uint64_t) c->log_slots * 2 * ncpus > UINT32_MAX / 2)
+                c->log_slots = 0;
+        c->keys_max = c->counts_max + (c->log_slots ? ((size_t) c->log_slots - 1) * ncpus : 0);
         /* one entry per live process; an evicted one is only announced again */
         seen_max = MIN(pid_max, 65536ul);
 
@@ -338,6 +348,9 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
                 for (unsigned g = 0; g < 2; g++)
                         bpf_map__set_max_entries(frames_map(c, k, g), ret_plan->nodes[k]);
         bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
+        bpf_map__set_max_entries(c->skel->maps.samples_log, MAX(2 * c->log_slots * ncpus, (size_t) 1));
+        c->skel->bss->samples_log_slots = c->log_slots;
+        c->skel->bss->samples_log_cpus = ncpus;
         /* unwind tables: see maps.bpf.h */
         bpf_map__set_max_entries(c->skel->maps.unwind_rows, MAX(cfg->unwind_memory / sizeof(struct profd_unwind_row), 1u));
         bpf_map__set_max_entries(c->skel->maps.unwind_maps, COLLECTOR_UNWIND_MAPPINGS);
@@ -397,9 +410,10 @@ static int collector_load(collector *c) {
         c->unwind.procs_fd = bpf_map__fd(c->skel->maps.unwind_procs);
         c->unwind.procs_epoch = &c->skel->bss->unwind_epoch;
 
-        c->keys_buf = calloc(c->counts_max, sizeof(*c->keys_buf));
-        c->values_buf = calloc(c->counts_max, sizeof(*c->values_buf));
-        if (!c->keys_buf || !c->values_buf)
+        c->keys_buf = calloc(c->keys_max, sizeof(*c->keys_buf));
+        c->values_buf = calloc(c->keys_max, sizeof(*c->values_buf));
+        c->log_idx_buf = calloc(MAX(c->log_slots, (size_t) 1), sizeof(*c->log_idx_buf));
+        if (!c->keys_buf || !c->values_buf || !c->log_idx_buf)
                 return log_oom();
 
         c->events = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
@@ -440,6 +454,9 @@ int collector_new(const struct conf *cfg, collector_event_fn on_event, void *use
                  c->counts_max, plan.stacks, plan.nodes[PROFD_CLASS_8], plan.nodes[PROFD_CLASS_16],
                  plan.nodes[PROFD_CLASS_32], plan.bytes / 1048576.0,
                  plan.capped ? " (kernel_memory; the sampling rate asked for more)" : "");
+        if (c->log_slots)
+                log_info("Sampler's log: %zu samples per CPU and generation, %zu KiB.", c->log_slots - 1,
+                         2 * c->log_slots * c->n_possible_cpus * sizeof(struct profd_log_slot) / 1024);
         if (cfg->kind_offcpu || cfg->kind_wakeup)
                 log_info("Measuring off-CPU time%s of blocks from %" PRIu64 " us%s.",
                          cfg->kind_wakeup ? (cfg->kind_offcpu ? " and wakers" : " wakers only") : "",
@@ -460,6 +477,7 @@ collector *collector_free(collector *c) {
         profd_bpf__destroy(c->skel);
         free(c->keys_buf);
         free(c->values_buf);
+        free(c->log_idx_buf);
         free(c);
         return NULL;
 }
@@ -553,6 +571,35 @@ one_by_one:
                 n++;
         }
         *ret_n = n;
+        return 0;
+}
+
+/* Reads and empties the sampler's log regions of generation parity gen
+ * (the programs write the other one) and appends their sum (keys and
+ * counts) to keys_buf and values_buf at *n_io. */
+static int drain_log(collector *c, unsigned gen, size_t *n_io) {
+        int fd = bpf_map__fd(c->skel->maps.samples_log);
+        struct profd_log_slot zero = {};
+        size_t n = *n_io, logged = 0;
+
+        for (unsigned cpu = 0; c->log_slots && cpu < c->n_possible_cpus; cpu++) {
+                __u32 head_idx = (gen * c->n_possible_cpus + cpu) * c->log_slots, want, count;
+                struct profd_log_slot head;
+
+                if (bpf_map_lookup_elem(fd, &head_idx, &head) < 0)
+                        return negative_errno();
+                if (head.n == 0)
+                        continue;
+                want = count = (__u32) MIN(head.n, (uint64_t) c->log_slots - 1);
+                /* an array's batch starts after the key given: the head's */
+                if (bpf_map_lookup_batch(fd, &head_idx, &(__u32) { 0 }, c->log_idx_buf, c->keys_buf + n + logged,
+                                         &count, NULL) < 0 && errno != ENOENT)
+                        return negative_errno();
+                logged += MIN(count, want);
+                if (bpf_map_update_elem(fd, &head_idx, &zero, BPF_ANY) < 0)
+                        return negative_errno();
+        }
+        *n_io = n + samplelog_sum(c->keys_buf + n, c->values_buf + n, logged);
         return 0;
 }
 
@@ -771,6 +818,8 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         old = (c->gen & 1) ^ 1;
 
         r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
+        if (r >= 0)
+                r = drain_log(c, old, &n);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the aggregation map: %m");
         r = drain_frames(c, old, n, &b.frames);

@@ -3,6 +3,7 @@
 #include "mapsize.h"
 
 #include "macro.h"
+#include "samplelog.h"
 
 /* struct htab_elem (hash node, hash, padding) before key and value, and a
  * bucket (list head and lock) per power of two of entries: x86-64, 6.x. */
@@ -27,6 +28,9 @@
 /* The least the budget can shrink them to: a few threads' stacks */
 #define FLOOR_KEYS 64
 #define FLOOR_NODES 16
+
+/* struct bpf_array before its elements */
+#define ARRAY_FIXED 320
 
 /* Node classes' shares of a generation's nodes, in percent. Stacks of this
  * machine, heads of 8 or fewer frames: 46 %, 9 to 16: 30 %, 17 to 32: 10 %,
@@ -70,12 +74,16 @@ static void split_nodes(size_t stacks, size_t nodes[PROFD_CLASS__MAX]) {
         nodes[PROFD_CLASS__MAX - 1] = stacks > given ? stacks - given : 1;
 }
 
-static uint64_t plan_bytes(const struct mapsize_plan *p, unsigned cpus) {
-        uint64_t b = mapsize_hash_bytes(p->keys, sizeof(struct profd_sample_key), sizeof(uint64_t), cpus);
+/* Sizes the sampler's log from the keys (see samplelog_slots), then
+ * returns the bytes of the plan. */
+static uint64_t plan_bytes(struct mapsize_plan *p, const struct mapsize_input *in) {
+        uint64_t b = mapsize_hash_bytes(p->keys, sizeof(struct profd_sample_key), sizeof(uint64_t), in->cpus);
 
         for (unsigned c = 0; c < PROFD_CLASS__MAX; c++)
-                b += mapsize_hash_bytes(p->nodes[c], sizeof(uint64_t), node_value_size(c), cpus);
-        return 2 * b; /* two generations */
+                b += mapsize_hash_bytes(p->nodes[c], sizeof(uint64_t), node_value_size(c), in->cpus);
+        p->log_slots = in->cpu ? samplelog_slots(in->frequency_hz, in->interval_ns, p->keys, in->cpus) : 0;
+        /* two generations; the log is one array of both */
+        return 2 * b + ARRAY_FIXED + 2 * (uint64_t) p->log_slots * in->cpus * sizeof(struct profd_log_slot);
 }
 
 void mapsize_plan(const struct mapsize_input *in, struct mapsize_plan *ret) {
@@ -94,7 +102,7 @@ void mapsize_plan(const struct mapsize_input *in, struct mapsize_plan *ret) {
         p.keys = keys;
         p.stacks = stacks;
         split_nodes(stacks, p.nodes);
-        p.bytes = p.demand_bytes = plan_bytes(&p, in->cpus);
+        p.bytes = p.demand_bytes = plan_bytes(&p, in);
 
         /* Over budget: shrink what is not fixed by a setting, by 1/32 a
          * step (powers of two of buckets make the total step-wise) */
@@ -113,7 +121,7 @@ void mapsize_plan(const struct mapsize_input *in, struct mapsize_plan *ret) {
                 if (!shrunk)
                         break;
                 p.capped = true;
-                p.bytes = plan_bytes(&p, in->cpus);
+                p.bytes = plan_bytes(&p, in);
         }
         p.stacks = 0;
         for (unsigned c = 0; c < PROFD_CLASS__MAX; c++)

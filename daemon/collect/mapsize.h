@@ -1,6 +1,7 @@
-/* Sizes of profd's aggregation maps (counts_<gen> and the stack node maps
- * frames<class>_<gen>) from the machine, the settings and the kernel_memory
- * budget, and what the kernel locks for them. Pure arithmetic, no BPF: the
+/* Sizes of profd's aggregation maps (counts_<gen>, the stack node maps
+ * frames<class>_<gen> and the sampler's log) from the machine, the
+ * settings and the kernel_memory budget, and what the kernel locks for
+ * them. Pure arithmetic, no BPF: the
  * unit tests and the kmem bench use the same figures as the collector. */
 #pragma once
 
@@ -25,7 +26,9 @@ struct mapsize_plan {
         size_t keys;                      /* max_entries of counts_0 and counts_1 */
         size_t nodes[PROFD_CLASS__MAX];   /* max_entries of frames<class>_0 and _1 */
         size_t stacks;                    /* the nodes of one generation, all classes */
-        uint64_t bytes;                   /* the kernel's memory for all 8 maps */
+        size_t log_slots;                 /* slots of a region of the sampler's log (samplelog.h);
+                                           * 0: no log (no on-CPU sampling) */
+        uint64_t bytes;                   /* the kernel's memory for all 8 maps and the log */
         uint64_t demand_bytes;            /* what the demand alone would have taken */
         bool capped;                      /* kernel_memory made the maps smaller than the demand */
 };
