@@ -232,9 +232,10 @@ struct profd_unwind_proc {
         __u64 version;
 };
 
-/* Counters in the per-CPU array "counters": cumulative since load, summed over
- * CPUs by the daemon, which stores per-drain deltas. The PROFD_DROP_* ones
- * count data that was lost, one reason each. */
+/* Counters in the per-CPU array "counters" (one element, struct
+ * profd_counters): cumulative since load, summed over CPUs by the daemon,
+ * which stores per-drain deltas. The PROFD_DROP_* ones count data that was
+ * lost, one reason each. */
 enum profd_counter {
         PROFD_CNT_SAMPLES = 0,          /* perf_event program runs */
         PROFD_CNT_IDLE,                 /* runs that hit the idle task (not stored) */
@@ -261,6 +262,14 @@ enum profd_counter {
          * by a switch-in profd saw: the block in between is not measured */
         PROFD_DROP_SWITCH_MISSED,
         PROFD_COUNTER__MAX,
+};
+
+/* The one value of "counters", per CPU: every counter a program adds to
+ * in a run in the same few cache lines, behind one map lookup, where an
+ * element per counter was a value (and a slot of the map's table of
+ * per-CPU pointers) each, cold in the sampler at 49 Hz. */
+struct profd_counters {
+        __u64 v[PROFD_COUNTER__MAX];
 };
 
 /* Events on the ring buffer "events", BPF -> daemon. */

@@ -768,17 +768,19 @@ done:
 }
 
 static int read_counters(collector *c, uint64_t ret_delta[PROFD_COUNTER__MAX]) {
-        _cleanup_free_ __u64 *per_cpu = calloc(c->n_possible_cpus, sizeof(__u64));
+        _cleanup_free_ struct profd_counters *per_cpu = calloc(c->n_possible_cpus, sizeof(*per_cpu));
         int fd = bpf_map__fd(c->skel->maps.counters);
+        __u32 zero = 0;
 
         if (!per_cpu)
                 return -ENOMEM;
+        if (bpf_map_lookup_elem(fd, &zero, per_cpu) < 0)
+                return negative_errno();
         for (__u32 i = 0; i < PROFD_COUNTER__MAX; i++) {
                 uint64_t sum = 0;
-                if (bpf_map_lookup_elem(fd, &i, per_cpu) < 0)
-                        return negative_errno();
+
                 for (unsigned cpu = 0; cpu < c->n_possible_cpus; cpu++)
-                        sum += per_cpu[cpu];
+                        sum += per_cpu[cpu].v[i];
                 ret_delta[i] = sum - c->counters_total[i];
                 c->counters_total[i] = sum;
         }
