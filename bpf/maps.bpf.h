@@ -79,7 +79,9 @@ DEFINE_FRAMES_MAP(32)
 
 /* Per-CPU scratch for stacks too large for the 512-byte BPF stack, one slot
  * per user so that programs which can interrupt each other never share one:
- * the sampler may run in NMI context in the middle of a scheduler hook. */
+ * the sampler may run in NMI context in the middle of a scheduler hook.
+ * A slot's scratch is its walk window (struct walk_window, below): the
+ * frames, the walk's state and the node memo, one lookup. */
 enum scratch_slot {
         SCRATCH_SWITCH_KERNEL,
         SCRATCH_SWITCH_USER,
@@ -89,13 +91,6 @@ enum scratch_slot {
         SCRATCH_ONCPU_KERNEL,
         SCRATCH__MAX,
 };
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, SCRATCH__MAX);
-        __type(key, __u32);
-        __type(value, struct profd_frames);
-} scratch SEC(".maps") __weak;
-
 /* Cumulative counters and drop reasons (enum profd_counter), per CPU so the
  * hot paths need no atomics; the daemon sums them. One element: struct
  * profd_counters. */
@@ -174,13 +169,11 @@ static __always_inline void counter_add(__u32 idx, __u64 n) {
                 c->v[idx] += n;
 }
 
-static __always_inline struct profd_frames *scratch_get(__u32 slot) {
-        return bpf_map_lookup_elem(&scratch, &slot);
-}
 
 /* The node being stored, per CPU and scratch slot (a program interrupted
- * in the middle of storing a stack must find its node intact): the BPF
- * stack has no room for it. After frames_store it is the node last
+ * in the middle of storing a stack must find its node intact), in the
+ * slot's walk window (struct walk_window): the BPF stack has no room for
+ * it. After frames_store it is the node last
  * stored, under id in the generation gen (valid): the node memo. A stack
  * of one node equal to it in every field hashed (parent, n, end, frames)
  * has that id, and the node is in the map still (nothing deletes nodes
@@ -194,12 +187,6 @@ struct node_memo {
         __u32 gen;
         __u32 valid;
 };
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, SCRATCH__MAX);
-        __type(key, __u32);
-        __type(value, struct node_memo);
-} node_scratch SEC(".maps") __weak;
 
 /* node_tryK: stores nd under id in framesK_<gen>, or finds it there.
  * 0: the id names nd's contents now. -EEXIST: the id holds another node
@@ -253,95 +240,6 @@ static __always_inline __u64 node_put(__u32 gen, const struct profd_node32 *nd, 
                 return h | ((__u64) PROFD_CLASS_32 << PROFD_ID_CLASS_SHIFT);
         counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
         return PROFD_STACK_LOST;
-}
-
-/* Does the node memo hold the one-node stack of frames [first, first +
- * cnt) of f with this end? */
-static __always_inline bool node_memo_hit(const struct node_memo *m, __u32 gen, const struct profd_frames *f,
-                                          __u32 first, __u32 cnt, __u8 end) {
-        if (!m->valid || m->gen != gen || m->nd.h.parent != PROFD_NODE_ROOT || m->nd.h.n != cnt ||
-            m->nd.h.end != end)
-                return false;
-        for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
-                __u32 idx = first + i;
-
-                if (i >= cnt || idx >= PROFD_MAX_FRAMES)
-                        break;
-                barrier_var(idx);
-                if (m->nd.ips[i] != f->ips[idx])
-                        return false;
-        }
-        return true;
-}
-
-/* Stores a stack, the frames of f from index first (0, or 1 when the
- * caller keeps the leaf apart), as its chain of nodes, outermost first
- * (see profd.h), and returns its id: that of the innermost node.
- * PROFD_STACK_LOST (counted) if a node found no room; an empty stack is
- * PROFD_STACK_NONE. slot is the caller's scratch slot. A BPF subprogram:
- * one copy of its code for the kernel and the user stack (see win_read in
- * unwind.bpf.h on cold code). */
-static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot,
-                                                             __u32 first) {
-        struct node_memo *m = bpf_map_lookup_elem(&node_scratch, &slot);
-        struct profd_node32 *nd;
-        __u64 parent = PROFD_NODE_ROOT;
-        __u32 top; /* frames [first, first + top) are still to store */
-
-        if (f->n <= first)
-                return PROFD_STACK_NONE;
-        if (!m) {
-                counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
-                return PROFD_STACK_LOST;
-        }
-        first &= 1;
-        top = f->n - first;
-        if (top > PROFD_MAX_FRAMES - first)
-                top = PROFD_MAX_FRAMES - first;
-        if (top <= PROFD_NODE_CHUNK && node_memo_hit(m, gen, f, first, top, f->end))
-                return m->id;
-        nd = &m->nd;
-        m->valid = 0; /* nd changes below */
-        for (__u32 k = 0; k < (PROFD_MAX_FRAMES + PROFD_NODE_CHUNK - 1) / PROFD_NODE_CHUNK; k++) {
-                /* full nodes from the outermost frame, then the rest */
-                __u32 start = top > PROFD_NODE_CHUNK ? top - PROFD_NODE_CHUNK : 0;
-                __u32 cnt = top - start;
-                __u8 end = start == 0 ? f->end : 0;
-                __u64 h = 0xcbf29ce484222325ULL ^ cnt ^ ((__u64) end << 32);
-                __u64 id;
-
-                h = (h ^ parent) * 0x100000001b3ULL;
-                h ^= h >> 29;
-                nd->h.parent = parent;
-                nd->h.n = cnt;
-                nd->h.end = end;
-                for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
-                        __u32 idx = first + start + i;
-                        __u64 ip;
-
-                        if (i >= cnt || idx >= PROFD_MAX_FRAMES)
-                                break;
-                        /* index here, after the check: clang would else
-                         * step a pointer the verifier cannot bound */
-                        barrier_var(idx);
-                        ip = f->ips[idx];
-                        nd->ips[i] = ip;
-                        h = (h ^ ip) * 0x100000001b3ULL;
-                        h ^= h >> 29;
-                }
-                id = node_put(gen, nd, h);
-                if (id == PROFD_STACK_LOST)
-                        return id;
-                if (start == 0) {
-                        m->id = id;
-                        m->gen = gen;
-                        m->valid = 1;
-                        return id;
-                }
-                parent = id;
-                top = start;
-        }
-        return PROFD_STACK_LOST; /* not reached: 127 frames make at most 4 nodes */
 }
 
 /* Copies bytes written by bpf_get_stack/bpf_get_task_stack into n; on error
@@ -427,19 +325,118 @@ struct walk_memo_frame {
 struct walk_window {
         struct ustack_state s;
         struct walk_memo_frame memo_cur[WALK_MEMO_DEPTH]; /* this walk's frames, for the memo */
+        struct node_memo node; /* frames_store's */
+        struct profd_frames frames; /* the slot's stack (scratch_get) */
         union {
                 __u8 bytes[WALK_SPAN];
                 __u64 words[WALK_SPAN / 8]; /* one load per word, not eight byte loads */
         };
 };
 
-/* Per-CPU windows, one per program that walks (see enum scratch_slot). */
+/* Per-CPU windows, one per scratch slot (enum scratch_slot). */
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
         __uint(max_entries, SCRATCH__MAX);
         __type(key, __u32);
         __type(value, struct walk_window);
 } walk_windows SEC(".maps") __weak;
+
+/* The slot's frames: stacks are walked and stored from there. */
+static __always_inline struct profd_frames *scratch_get(__u32 slot) {
+        struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
+
+        return w ? &w->frames : NULL;
+}
+
+/* Does the node memo hold the one-node stack of frames [first, first +
+ * cnt) of f with this end? */
+static __always_inline bool node_memo_hit(const struct node_memo *m, __u32 gen, const struct profd_frames *f,
+                                          __u32 first, __u32 cnt, __u8 end) {
+        if (!m->valid || m->gen != gen || m->nd.h.parent != PROFD_NODE_ROOT || m->nd.h.n != cnt ||
+            m->nd.h.end != end)
+                return false;
+        for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
+                __u32 idx = first + i;
+
+                if (i >= cnt || idx >= PROFD_MAX_FRAMES)
+                        break;
+                barrier_var(idx);
+                if (m->nd.ips[i] != f->ips[idx])
+                        return false;
+        }
+        return true;
+}
+
+/* Stores a stack, the frames of f from index first (0, or 1 when the
+ * caller keeps the leaf apart), as its chain of nodes, outermost first
+ * (see profd.h), and returns its id: that of the innermost node.
+ * PROFD_STACK_LOST (counted) if a node found no room; an empty stack is
+ * PROFD_STACK_NONE. slot is the caller's scratch slot. A BPF subprogram:
+ * one copy of its code for the kernel and the user stack (see win_read in
+ * unwind.bpf.h on cold code). */
+static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot,
+                                                             __u32 first) {
+        struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
+        struct node_memo *m = w ? &w->node : NULL;
+        struct profd_node32 *nd;
+        __u64 parent = PROFD_NODE_ROOT;
+        __u32 top; /* frames [first, first + top) are still to store */
+
+        if (f->n <= first)
+                return PROFD_STACK_NONE;
+        if (!m) {
+                counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
+                return PROFD_STACK_LOST;
+        }
+        first &= 1;
+        top = f->n - first;
+        if (top > PROFD_MAX_FRAMES - first)
+                top = PROFD_MAX_FRAMES - first;
+        if (top <= PROFD_NODE_CHUNK && node_memo_hit(m, gen, f, first, top, f->end))
+                return m->id;
+        nd = &m->nd;
+        m->valid = 0; /* nd changes below */
+        for (__u32 k = 0; k < (PROFD_MAX_FRAMES + PROFD_NODE_CHUNK - 1) / PROFD_NODE_CHUNK; k++) {
+                /* full nodes from the outermost frame, then the rest */
+                __u32 start = top > PROFD_NODE_CHUNK ? top - PROFD_NODE_CHUNK : 0;
+                __u32 cnt = top - start;
+                __u8 end = start == 0 ? f->end : 0;
+                __u64 h = 0xcbf29ce484222325ULL ^ cnt ^ ((__u64) end << 32);
+                __u64 id;
+
+                h = (h ^ parent) * 0x100000001b3ULL;
+                h ^= h >> 29;
+                nd->h.parent = parent;
+                nd->h.n = cnt;
+                nd->h.end = end;
+                for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
+                        __u32 idx = first + start + i;
+                        __u64 ip;
+
+                        if (i >= cnt || idx >= PROFD_MAX_FRAMES)
+                                break;
+                        /* index here, after the check: clang would else
+                         * step a pointer the verifier cannot bound */
+                        barrier_var(idx);
+                        ip = f->ips[idx];
+                        nd->ips[i] = ip;
+                        h = (h ^ ip) * 0x100000001b3ULL;
+                        h ^= h >> 29;
+                }
+                id = node_put(gen, nd, h);
+                if (id == PROFD_STACK_LOST)
+                        return id;
+                if (start == 0) {
+                        m->id = id;
+                        m->gen = gen;
+                        m->valid = 1;
+                        return id;
+                }
+                parent = id;
+                top = start;
+        }
+        return PROFD_STACK_LOST; /* not reached: 127 frames make at most 4 nodes */
+}
 
 /* Walks the user stack of the current task (which must be `task`) by frame
  * pointers, from the registers saved when it entered the kernel, into f.

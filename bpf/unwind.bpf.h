@@ -638,13 +638,14 @@ static __always_inline void walk_memo_save(struct ustack_state *s, struct walk_w
 
 static long unwind_frame_cb(__u32 i, void *ctx) {
         __u32 slot = *(__u32 *) ctx;
-        struct profd_frames *f = bpf_map_lookup_elem(&scratch, &slot);
         struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
+        struct profd_frames *f;
         struct ustack_state *s;
         __u32 n;
 
-        if (!f || !w)
+        if (!w)
                 return 1;
+        f = &w->frames;
         s = &w->s;
         if (!unwind_one(s, w, i))
                 return 1;
