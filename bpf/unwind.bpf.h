@@ -75,9 +75,38 @@ struct leaf_cache_set {
         struct leaf_cache_entry way[2];
 };
 
+/* The walk memo: the sampler's last walk of a thread (a slot per tid hash,
+ * per CPU), frame by frame: the row cache's tag and rule of each frame, in
+ * walk order. The next walk of that thread looks for frame i where the
+ * last one's frame i was, or one or two further (a leaf with one callee
+ * less), then goes on from where it found it. It holds the same facts as
+ * the row cache (a rule is a function of the version and the tag alone, and
+ * a slot is only read under the version it was written in), so a hit is
+ * exactly what the lookup would find; but a walk finds its rules in a few
+ * consecutive lines of one page, where the row cache, by address, cost one
+ * cold line per frame: ~170 ns each, at 10-15 frames per sample. The row
+ * cache stays behind it for the frames the memo misses. A slot also keeps
+ * how far up the stack the walk read (read_hi), for the next walk's
+ * span_read. */
+#define WALK_MEMO_SLOTS 16 /* VERIFIER_MASK(k, 15) below */
+struct walk_memo_slot {
+        __u64 version; /* 0: empty */
+        __u32 n;       /* frames in f */
+        __u32 pad;
+        __u64 read_hi; /* the last walk's s->read_hi: a hint, see span_read */
+        struct walk_memo_frame f[WALK_MEMO_DEPTH]; /* VERIFIER_MASK(j, 31) below */
+};
+
+struct walk_memo {
+        struct walk_memo_slot slot[WALK_MEMO_SLOTS];
+};
+
+/* The row cache, the leaf cache and the walk memo: one map value, one
+ * lookup and one allocation for the three. */
 struct row_cache {
         struct row_cache_set set[ROW_CACHE_SETS];
         struct leaf_cache_set leaf[LEAF_CACHE_SETS];
+        struct walk_memo memo;
 };
 
 struct {
@@ -136,38 +165,6 @@ static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, 
  * the same as 512, 256 and 128 worse again (more reads). */
 #define UNWIND_READ 512
 
-/* The walk memo: the sampler's last walk of a thread (a slot per tid hash,
- * per CPU), frame by frame: the row cache's tag and rule of each frame, in
- * walk order. The next walk of that thread looks for frame i where the
- * last one's frame i was, or one or two further (a leaf with one callee
- * less), then goes on from where it found it. It holds the same facts as
- * the row cache (a rule is a function of the version and the tag alone, and
- * a slot is only read under the version it was written in), so a hit is
- * exactly what the lookup would find; but a walk finds its rules in a few
- * consecutive lines of one page, where the row cache, by address, cost one
- * cold line per frame: ~170 ns each, at 10-15 frames per sample. The row
- * cache stays behind it for the frames the memo misses. A slot also keeps
- * how far up the stack the walk read (read_hi), for the next walk's
- * span_read. */
-#define WALK_MEMO_SLOTS 16 /* VERIFIER_MASK(k, 15) below */
-struct walk_memo_slot {
-        __u64 version; /* 0: empty */
-        __u32 n;       /* frames in f */
-        __u32 pad;
-        __u64 read_hi; /* the last walk's s->read_hi: a hint, see span_read */
-        struct walk_memo_frame f[WALK_MEMO_DEPTH]; /* VERIFIER_MASK(j, 31) below */
-};
-
-struct walk_memo {
-        struct walk_memo_slot slot[WALK_MEMO_SLOTS];
-};
-
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __type(value, struct walk_memo);
-} walk_memo SEC(".maps") __weak;
 
 /* v & mask where the verifier sees it: clang drops a mask it proves
  * useless after a bounds check, and the verifier may not have followed
@@ -181,11 +178,11 @@ struct {
 
 static __always_inline struct walk_memo_slot *walk_memo_slot(__u32 k) {
         __u32 zero = 0;
-        struct walk_memo *m = bpf_map_lookup_elem(&walk_memo, &zero);
+        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
 
-        if (!m)
+        if (!c)
                 return NULL;
-        return &m->slot[VERIFIER_MASK(k, 15)];
+        return &c->memo.slot[VERIFIER_MASK(k, 15)];
 }
 
 /* The memo's rule for tag, looked for at s->memo_pos and the two after. */
