@@ -575,8 +575,10 @@ static __always_inline bool log_sample(__u32 gen, const struct profd_sample_key 
 }
 
 /* Tells the daemon about a process instance; false if the ring buffer was full
- * (counted), so the caller can try again on a later event. */
-static __always_inline bool announce(__u32 type, struct task_struct *task, __u32 tgid, __u64 start_ns) {
+ * (counted), so the caller can try again on a later event. Out of line:
+ * rare, and its code (the comm's copy) would else sit between a sample's
+ * common paths, which at 49 Hz find the program's code cold. */
+static __noinline bool announce(__u32 type, struct task_struct *task, __u32 tgid, __u64 start_ns) {
         struct profd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
                 counter_add(PROFD_DROP_RINGBUF_FULL, 1);

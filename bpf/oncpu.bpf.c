@@ -16,6 +16,12 @@ static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx) {
 #endif
 }
 
+/* Counts key in the counts map, for a sample the log had no room for (a
+ * late drain): out of line, as it is rare (see announce in maps.bpf.h). */
+static __noinline bool count_sample(__u32 gen, struct profd_sample_key *key, bool likely_new) {
+        return count_key(gen, key, 1, likely_new);
+}
+
 SEC("perf_event")
 int profd_oncpu(struct bpf_perf_event_data *ctx) {
         struct task_struct *task = bpf_get_current_task_btf();
@@ -82,7 +88,7 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
         if (log_sample(gen, &key)) {
                 if (!announced)
                         announce_if_new(task, key.tgid, key.start_ns);
-        } else if (!count_key(gen, &key, 1, first != 0) && !announced) {
+        } else if (!count_sample(gen, &key, first != 0) && !announced) {
                 announce_if_new(task, key.tgid, key.start_ns);
         }
         return 0;
