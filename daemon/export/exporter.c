@@ -43,6 +43,9 @@ const char *const exporter_error_names[_EXPORTER_ERROR_MAX] = {
  * wake-up: status's backlog stays fresh, and a ClickHouse that was fixed
  * meanwhile (schema created, user allowed) is noticed. */
 #define IDLE_CHECK_NS (60ULL * NSEC_PER_SEC)
+/* How many of the outbox connection's busy timeouts (5 s each) moving the
+ * cursor may wait for the store's writer. */
+#define ACK_BUSY_TRIES 12
 /* The same error is logged again at most this often while it lasts. */
 #define LOG_REPEAT_NS (600ULL * NSEC_PER_SEC)
 /* ClickHouse's answers we keep: an error message, a count. */
@@ -574,7 +577,17 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
         r = chbatch_commit(e->batch);
         if (r < 0)
                 return r;
+        /* The batch is in ClickHouse: the cursor must move, also when the
+         * store's writer holds its transaction longer than the connection's
+         * busy timeout (a first drain symbolizes thousands of addresses
+         * inside it: seconds, more under a sanitizer). Tried again while
+         * that lasts, within ACK_BUSY_TRIES timeouts and unless stopping:
+         * a writer that is busy is no error of the export's. */
         r = store_outbox_ack(e->outbox, e->target, drains[k - 1].id);
+        for (unsigned t = 1; r == -EBUSY && t < ACK_BUSY_TRIES && !atomic_load(&e->stopping); t++) {
+                log_debug("ClickHouse export: the store is busy; moving the export cursor again (%u).", t);
+                r = store_outbox_ack(e->outbox, e->target, drains[k - 1].id);
+        }
         if (r < 0)
                 return fail(e, EXPORTER_ERROR_LOCAL, "cannot move the export cursor in %s: %s", e->store_path,
                             strerror(-r));
