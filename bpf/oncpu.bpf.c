@@ -85,11 +85,9 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
          * with the process's next new key, at the latest in the next
          * generation): one hash lookup less. A key with the leaf in it is
          * mostly new: inserted without a lookup first. */
-        if (log_sample(gen, &key)) {
-                if (!announced)
-                        announce_if_new(task, key.tgid, key.start_ns);
-        } else if (!count_sample(gen, &key, first != 0) && !announced) {
+        if (!log_sample(gen, &key))
+                announced |= count_sample(gen, &key, first != 0);
+        if (!announced)
                 announce_if_new(task, key.tgid, key.start_ns);
-        }
         return 0;
 }

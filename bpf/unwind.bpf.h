@@ -776,7 +776,7 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
         f->n = s->n;
         f->end = end;
         if (announced)
-                *announced = s->p_version && s->p_announced;
+                *announced = s->p_announced; /* set with p_version only */
 
         counter_add(PROFD_CNT_USER_WALKS, 1);
         if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
