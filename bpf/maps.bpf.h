@@ -21,7 +21,7 @@
  * (through the mmapped .bss), adding one at every flip, then waits for an
  * RCU grace period (see `barrier`) before it reads the other generation.
  * The whole value names one generation's maps between two drains: the
- * node memo (frames_store) keeps it with the node it remembers. */
+ * node cache (frames_store) keeps it with each node it remembers. */
 extern __u32 generation __weak;
 #define GEN_MAPS(gen) ((gen) & 1)
 
@@ -81,7 +81,7 @@ DEFINE_FRAMES_MAP(32)
  * per user so that programs which can interrupt each other never share one:
  * the sampler may run in NMI context in the middle of a scheduler hook.
  * A slot's scratch is its walk window (struct walk_window, below): the
- * frames, the walk's state and the node memo, one lookup. */
+ * frames, the walk's state and the node cache, one lookup. */
 enum scratch_slot {
         SCRATCH_SWITCH_KERNEL,
         SCRATCH_SWITCH_USER,
@@ -170,22 +170,25 @@ static __always_inline void counter_add(__u32 idx, __u64 n) {
 }
 
 
-/* The node being stored, per CPU and scratch slot (a program interrupted
- * in the middle of storing a stack must find its node intact), in the
- * slot's walk window (struct walk_window): the BPF stack has no room for
- * it. After frames_store it is the node last
- * stored, under id in the generation gen (valid): the node memo. A stack
- * of one node equal to it in every field hashed (parent, n, end, frames)
- * has that id, and the node is in the map still (nothing deletes nodes
- * during a generation): no hash, no lookup, no insert. The sampler's
- * stacks without their leaf (PROFD_KEY_LEAF) repeat sample after sample;
- * a miss costs the comparison of the frames, which stops at the first
- * that differs. */
-struct node_memo {
-        struct profd_node32 nd;
+/* The node cache: the nodes frames_store stored lately, per CPU and
+ * scratch slot (a program interrupted in the middle of storing a stack
+ * must find its entries intact), in the slot's walk window (struct
+ * walk_window): the BPF stack has no room for them. An entry is a node
+ * stored under id in the generation gen (valid), at the index its hash
+ * gives. A node equal to it in every field hashed (parent, n, end,
+ * frames) has that id, and the node is in the map still (nothing deletes
+ * nodes during a generation): no lookup and no insert. The sampler's
+ * stacks without their leaf (PROFD_KEY_LEAF) repeat sample after sample
+ * in a few shapes (stress-ng's callers: five); one memo of the last node
+ * held only the shape of the sample before, and a miss cost a lookup in
+ * the frames map, whose bucket and element are on pages of their own.
+ * Direct-mapped: an entry is replaced by the next node of its index. */
+#define NODE_CACHE_ENTRIES 16 /* VERIFIER_MASK(h, 15) in frames_store */
+struct node_cache_entry {
         __u64 id;
         __u32 gen;
         __u32 valid;
+        struct profd_node32 nd;
 };
 
 /* node_tryK: stores nd under id in framesK_<gen>, or finds it there.
@@ -325,7 +328,8 @@ struct walk_memo_frame {
 struct walk_window {
         struct ustack_state s;
         struct walk_memo_frame memo_cur[WALK_MEMO_DEPTH]; /* this walk's frames, for the memo */
-        struct node_memo node; /* frames_store's */
+        struct profd_node32 stage; /* frames_store's node being stored */
+        struct node_cache_entry node[NODE_CACHE_ENTRIES]; /* frames_store's */
         struct profd_frames frames; /* the slot's stack (scratch_get) */
         union {
                 __u8 bytes[WALK_SPAN];
@@ -348,20 +352,28 @@ static __always_inline struct profd_frames *scratch_get(__u32 slot) {
         return w ? &w->frames : NULL;
 }
 
-/* Does the node memo hold the one-node stack of frames [first, first +
- * cnt) of f with this end? */
-static __always_inline bool node_memo_hit(const struct node_memo *m, __u32 gen, const struct profd_frames *f,
-                                          __u32 first, __u32 cnt, __u8 end) {
-        if (!m->valid || m->gen != gen || m->nd.h.parent != PROFD_NODE_ROOT || m->nd.h.n != cnt ||
-            m->nd.h.end != end)
+/* v & mask where the verifier sees it: clang drops a mask it proves
+ * useless after a bounds check, and the verifier may not have followed
+ * that check on the register the index ends up in. */
+#define VERIFIER_MASK(v, mask)                            \
+        ({                                                \
+                __u64 __v = (v);                          \
+                asm volatile("%0 &= " #mask : "+r"(__v)); \
+                __v;                                      \
+        })
+
+/* Does the cache entry e hold the node nd of the generation gen? Both in
+ * map memory: the verifier follows the comparison once, not once per
+ * count of frames it could know from the caller. */
+static __always_inline bool node_cache_hit(const struct node_cache_entry *e, __u32 gen,
+                                           const struct profd_node32 *nd) {
+        if (!e->valid || e->gen != gen || e->nd.h.parent != nd->h.parent || e->nd.h.n != nd->h.n ||
+            e->nd.h.end != nd->h.end)
                 return false;
         for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
-                __u32 idx = first + i;
-
-                if (i >= cnt || idx >= PROFD_MAX_FRAMES)
+                if (i >= nd->h.n)
                         break;
-                barrier_var(idx);
-                if (m->nd.ips[i] != f->ips[idx])
+                if (e->nd.ips[i] != nd->ips[i])
                         return false;
         }
         return true;
@@ -371,38 +383,35 @@ static __always_inline bool node_memo_hit(const struct node_memo *m, __u32 gen, 
  * caller keeps the leaf apart), as its chain of nodes, outermost first
  * (see profd.h), and returns its id: that of the innermost node.
  * PROFD_STACK_LOST (counted) if a node found no room; an empty stack is
- * PROFD_STACK_NONE. slot is the caller's scratch slot. A BPF subprogram:
- * one copy of its code for the kernel and the user stack (see win_read in
- * unwind.bpf.h on cold code). */
+ * PROFD_STACK_NONE. slot is the caller's scratch slot. A node is built in
+ * the slot's stage, and one found in the node cache is not looked up. A
+ * BPF subprogram: one copy of its code for the kernel and the user stack
+ * (see win_read in unwind.bpf.h on cold code). */
 static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct profd_frames *f, __u32 slot,
                                                              __u32 first) {
         struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
-        struct node_memo *m = w ? &w->node : NULL;
         struct profd_node32 *nd;
         __u64 parent = PROFD_NODE_ROOT;
         __u32 top; /* frames [first, first + top) are still to store */
 
         if (f->n <= first)
                 return PROFD_STACK_NONE;
-        if (!m) {
+        if (!w) {
                 counter_add(PROFD_DROP_STACK_MAP_FULL, 1);
                 return PROFD_STACK_LOST;
         }
+        nd = &w->stage;
         first &= 1;
         top = f->n - first;
         if (top > PROFD_MAX_FRAMES - first)
                 top = PROFD_MAX_FRAMES - first;
-        if (top <= PROFD_NODE_CHUNK && node_memo_hit(m, gen, f, first, top, f->end))
-                return m->id;
-        nd = &m->nd;
-        m->valid = 0; /* nd changes below */
         for (__u32 k = 0; k < (PROFD_MAX_FRAMES + PROFD_NODE_CHUNK - 1) / PROFD_NODE_CHUNK; k++) {
                 /* full nodes from the outermost frame, then the rest */
                 __u32 start = top > PROFD_NODE_CHUNK ? top - PROFD_NODE_CHUNK : 0;
                 __u32 cnt = top - start;
                 __u8 end = start == 0 ? f->end : 0;
                 __u64 h = 0xcbf29ce484222325ULL ^ cnt ^ ((__u64) end << 32);
-                __u64 id;
+                struct node_cache_entry *e;
 
                 h = (h ^ parent) * 0x100000001b3ULL;
                 h ^= h >> 29;
@@ -423,16 +432,26 @@ static __noinline __attribute__((unused)) __u64 frames_store(__u32 gen, struct p
                         h = (h ^ ip) * 0x100000001b3ULL;
                         h ^= h >> 29;
                 }
-                id = node_put(gen, nd, h);
-                if (id == PROFD_STACK_LOST)
-                        return id;
-                if (start == 0) {
-                        m->id = id;
-                        m->gen = gen;
-                        m->valid = 1;
-                        return id;
+                e = &w->node[VERIFIER_MASK(h, 15)];
+                if (!node_cache_hit(e, gen, nd)) {
+                        __u64 id = node_put(gen, nd, h);
+
+                        if (id == PROFD_STACK_LOST)
+                                return id;
+                        e->valid = 0; /* e->nd changes below */
+                        e->nd.h = nd->h;
+                        for (__u32 i = 0; i < PROFD_NODE_CHUNK; i++) {
+                                if (i >= nd->h.n)
+                                        break;
+                                e->nd.ips[i] = nd->ips[i];
+                        }
+                        e->id = id;
+                        e->gen = gen;
+                        e->valid = 1;
                 }
-                parent = id;
+                if (start == 0)
+                        return e->id;
+                parent = e->id;
                 top = start;
         }
         return PROFD_STACK_LOST; /* not reached: 127 frames make at most 4 nodes */

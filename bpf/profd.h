@@ -115,7 +115,7 @@ struct profd_sample_key {
 /* The sampler's user leaf (the interrupted ip) in the key, not in the
  * stack: the leaf differs almost every sample while its callers do not,
  * so the stack's nodes (its frames from the leaf's caller out) are stored
- * once, and a sample mostly finds them in the per-CPU node memo (see
+ * once, and a sample mostly finds them in the per-CPU node cache (see
  * frames_store in bpf/maps.bpf.h) instead of inserting a new node. The
  * daemon puts the leaf back in front of the stack at the drain. 0: no
  * leaf apart (other kinds; a stack of one frame; an ip of 48 bits or

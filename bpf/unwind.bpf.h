@@ -165,17 +165,6 @@ static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, 
  * the same as 512, 256 and 128 worse again (more reads). */
 #define UNWIND_READ 512
 
-
-/* v & mask where the verifier sees it: clang drops a mask it proves
- * useless after a bounds check, and the verifier may not have followed
- * that check on the register the index ends up in. */
-#define VERIFIER_MASK(v, mask)                            \
-        ({                                                \
-                __u64 __v = (v);                          \
-                asm volatile("%0 &= " #mask : "+r"(__v)); \
-                __v;                                      \
-        })
-
 static __always_inline struct walk_memo_slot *walk_memo_slot(__u32 k) {
         __u32 zero = 0;
         struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
