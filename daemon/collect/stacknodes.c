@@ -101,22 +101,30 @@ bool stack_trace_equal(const struct stack_trace *a, const struct stack_trace *b)
         return a->n == b->n && a->end == b->end && memcmp(a->ips, b->ips, a->n * sizeof(uint64_t)) == 0;
 }
 
+bool stack_trace_is_leaf_and(const struct stack_trace *t, uint64_t leaf, const struct stack_trace *callers) {
+        return t->n == callers->n + 1 && t->end == callers->end && t->ips[0] == leaf &&
+               memcmp(t->ips + 1, callers->ips, callers->n * sizeof(uint64_t)) == 0;
+}
+
 int stacks_put_with_leaf(hashmap *stacks, uint64_t id, const struct stack_trace *callers, uint64_t leaf,
                          uint64_t *ret_id) {
-        struct stack_trace *t = stack_trace_with_leaf(callers, leaf);
-        void *v;
-        int r;
-
-        if (!t)
-                return -errno;
+        if (callers->n >= PROFD_MAX_FRAMES)
+                return -ELOOP;
         for (unsigned attempt = 0; attempt < STACK_LEAF_ATTEMPTS; attempt++) {
                 uint64_t sid = stack_leaf_id(id, leaf, attempt);
+                void *v;
 
                 if (hashmap_get(stacks, UINT64_TO_KEY(sid), &v) == 0) {
-                        if (!stack_trace_equal(v, t))
+                        /* compared in place: most keys of a drain find
+                         * their stack there already */
+                        if (!stack_trace_is_leaf_and(v, leaf, callers))
                                 continue; /* another stack has this id */
-                        free(t);
                 } else {
+                        struct stack_trace *t = stack_trace_with_leaf(callers, leaf);
+                        int r;
+
+                        if (!t)
+                                return -errno;
                         r = hashmap_put(stacks, UINT64_TO_KEY(sid), t);
                         if (r < 0) {
                                 free(t);
@@ -126,6 +134,5 @@ int stacks_put_with_leaf(hashmap *stacks, uint64_t id, const struct stack_trace 
                 *ret_id = sid;
                 return 0;
         }
-        free(t);
         return -EEXIST;
 }

@@ -42,6 +42,9 @@ uint64_t stack_leaf_id(uint64_t id, uint64_t leaf, unsigned attempt);
 struct stack_trace *stack_trace_with_leaf(const struct stack_trace *t, uint64_t leaf);
 
 bool stack_trace_equal(const struct stack_trace *a, const struct stack_trace *b);
+/* Is t the stack leaf + callers? (stack_trace_with_leaf's, without
+ * building it) */
+bool stack_trace_is_leaf_and(const struct stack_trace *t, uint64_t leaf, const struct stack_trace *callers);
 
 /* Puts the stack leaf + callers (callers: the stack id names) into stacks
  * (id -> struct stack_trace*) under the first of its leaf ids

@@ -213,6 +213,17 @@ static void test_leaf_put_back_in_front(void) {
         u = stack_trace_with_leaf(callers, 0x401235);
         CHECK(u && !stack_trace_equal(t, u));
         free(u);
+        /* the same comparison without building the stack */
+        CHECK(stack_trace_is_leaf_and(t, 0x401234, callers));
+        CHECK(!stack_trace_is_leaf_and(t, 0x401235, callers));
+        CHECK(!stack_trace_is_leaf_and(callers, 0x401234, callers));
+        callers->end = PROFD_END_COMPLETE;
+        CHECK(!stack_trace_is_leaf_and(t, 0x401234, callers));
+        callers->end = PROFD_END_FP_END;
+        callers->ips[2] = 7;
+        CHECK(!stack_trace_is_leaf_and(t, 0x401234, callers));
+        callers->ips[2] = 102;
+        CHECK(stack_trace_is_leaf_and(t, 0x401234, callers));
         /* no stack the sampler stores has more frames than the walk */
         callers->n = PROFD_MAX_FRAMES;
         errno = 0;
@@ -278,6 +289,11 @@ static void test_leaf_stacks_get_ids_of_their_own(void) {
         sid = 0;
         CHECK_INT_EQ(stacks_put_with_leaf(stacks, 6, callers, 11, &sid), -EEXIST);
         CHECK_INT_EQ(sid, 0);
+        /* callers as deep as a walk goes: no room for the leaf */
+        CHECK_INT_EQ(hashmap_size(stacks), 2 + STACK_LEAF_ATTEMPTS);
+        callers->n = PROFD_MAX_FRAMES;
+        CHECK_INT_EQ(stacks_put_with_leaf(stacks, 7, callers, 12, &sid), -ELOOP);
+        CHECK_INT_EQ(hashmap_size(stacks), 2 + STACK_LEAF_ATTEMPTS);
         free(callers);
         nodes_free(stacks);
 }
