@@ -93,7 +93,9 @@ int python_lines_next(struct python_lines *it, struct python_line_entry *ret) {
         if (c->bad || ret->end < ret->start)
                 return -EBADMSG;
         it->line += delta;
-        if (it->line < INT32_MIN || it->line > INT32_MAX)
+        /* No located instruction is on a negative line (a module's first
+         * is on line 0), and -1 stands for "no location". */
+        if (it->line < INT32_MIN || it->line > INT32_MAX || (ret->form != PYTHON_LINE_NONE && it->line < 0))
                 return -EBADMSG;
         ret->line = ret->form == PYTHON_LINE_NONE ? -1 : (int32_t) it->line;
         it->next_start = ret->end;

@@ -26,7 +26,8 @@ struct python_line_entry {
 
 /* A walk of a table, entry by entry. The table is untrusted: every read is
  * bounded by the cursor, and a varint wider than 32 bits, a line outside
- * int32 or an entry not starting with its marker bit ends the walk. */
+ * int32, a located entry on a negative line or an entry not starting with
+ * its marker bit ends the walk. */
 struct python_lines {
         struct bytecursor c;
         int64_t line;                  /* the line the deltas accumulate on */

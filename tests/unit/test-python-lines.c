@@ -113,7 +113,7 @@ static void test_malformed(void) {
         static const uint8_t wide[] = { 0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x01 };
         /* A column byte with bit 7 set. */
         static const uint8_t column[] = { 0x80, 0x80 };
-        /* Lines past INT32_MAX: firstlineno near it, +2^31 - 1. */
+        /* Lines past INT32_MAX: firstlineno near it, +2^31 - 1; below 0. */
         static const uint8_t huge[] = { 0xe8, 0x7e, 0x7f, 0x7f, 0x7f, 0x7f, 0x03, 0x80, 0x00 };
 
         CHECK_INT_EQ(python_lines_find(unmarked, sizeof unmarked, 1, 0, &line), -EBADMSG);
@@ -121,6 +121,11 @@ static void test_malformed(void) {
         CHECK_INT_EQ(python_lines_find(wide, sizeof wide, 1, 0, &line), -EBADMSG);
         CHECK_INT_EQ(python_lines_find(column, sizeof column, 1, 0, &line), -EBADMSG);
         CHECK_INT_EQ(python_lines_find(huge, sizeof huge, INT32_MAX - 5, 1, &line), -EBADMSG);
+        CHECK_INT_EQ(python_lines_find(column + 1, 0, -3, 0, &line), -ENOENT);
+        static const uint8_t below[] = { 0x80, 0x00 };
+        CHECK_INT_EQ(python_lines_find(below, sizeof below, -1, 0, &line), -EBADMSG);
+        CHECK_INT_EQ(python_lines_find(below, sizeof below, 0, 0, &line), 0);
+        CHECK_INT_EQ(line, 0);
 }
 
 int main(int argc, char **argv) {
