@@ -118,28 +118,38 @@ static int read_string(const struct python_layout *l, python_read_fn read, void 
         return r;
 }
 
-/* The bytes object at `addr`, its size capped; the reason when not read. */
-static enum python_code_reason read_bytes(const struct python_layout *l, python_read_fn read, void *userdata,
-                                          uint64_t addr, uint8_t **ret, size_t *ret_size) {
+/* The bytes object at `addr`, its size capped. Returns 0 with *ret_reason
+ * saying whether it was read; -ENOMEM. */
+static int read_bytes(const struct python_layout *l, python_read_fn read, void *userdata, uint64_t addr,
+                      uint8_t **ret, size_t *ret_size, enum python_code_reason *ret_reason) {
         uint8_t head[64];
         uint64_t size;
         _cleanup_free_ uint8_t *data = NULL;
 
-        if (l->bytes_size + 8 > sizeof head)
-                return PYTHON_CODE_LINETABLE_BAD;
-        if (read(userdata, addr, head, l->bytes_size + 8) < 0)
-                return PYTHON_CODE_READ_LINETABLE;
+        if (l->bytes_size + 8 > sizeof head) {
+                *ret_reason = PYTHON_CODE_LINETABLE_BAD;
+                return 0;
+        }
+        if (read(userdata, addr, head, l->bytes_size + 8) < 0) {
+                *ret_reason = PYTHON_CODE_READ_LINETABLE;
+                return 0;
+        }
         size = field(head, l->bytes_size, 8);
-        if (size > PYTHON_LINETABLE_MAX)       /* also a negative Py_ssize_t */
-                return PYTHON_CODE_LINETABLE_TOO_BIG;
+        if (size > PYTHON_LINETABLE_MAX) {     /* also a negative Py_ssize_t */
+                *ret_reason = PYTHON_CODE_LINETABLE_TOO_BIG;
+                return 0;
+        }
         data = malloc(size ? size : 1);
         if (!data)
-                return PYTHON_CODE_READ_LINETABLE;
-        if (size > 0 && read(userdata, addr + l->bytes_data, data, size) < 0)
-                return PYTHON_CODE_READ_LINETABLE;
+                return -ENOMEM;
+        if (size > 0 && read(userdata, addr + l->bytes_data, data, size) < 0) {
+                *ret_reason = PYTHON_CODE_READ_LINETABLE;
+                return 0;
+        }
         *ret = TAKE_PTR(data);
         *ret_size = size;
-        return PYTHON_CODE_OK;
+        *ret_reason = PYTHON_CODE_OK;
+        return 0;
 }
 
 /* The bytes of the code object's header that hold every field read. */
@@ -180,14 +190,15 @@ int python_code_read(const struct python_layout *layout, python_read_fn read, vo
         if (r >= 0)
                 r = read_string(layout, read, userdata, field(head, layout->code_filename, 8), &code.filename,
                                 ret_reason);
+        if (r >= 0)
+                r = read_bytes(layout, read, userdata, field(head, layout->code_linetable, 8), &code.linetable,
+                               &code.linetable_size, &code.linetable_reason);
         if (r < 0) {
                 python_code_done(&code);
                 if (r == -ENOMEM)
                         *ret_reason = PYTHON_CODE_OK;
                 return r;
         }
-        code.linetable_reason = read_bytes(layout, read, userdata, field(head, layout->code_linetable, 8),
-                                           &code.linetable, &code.linetable_size);
         *ret = code;
         *ret_reason = PYTHON_CODE_OK;
         return 0;

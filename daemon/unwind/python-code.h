@@ -47,8 +47,9 @@ struct python_code {
 /* Reads the code object at `addr`. `code_type` is the process's address of
  * PyCode_Type (0: not checked). Returns 0 with *ret filled (the line table
  * may still be missing: see linetable_reason); -EIO when memory could not be
- * read, -EBADMSG when what was read is not a code object, -ENOMEM; with
- * *ret_reason saying which. */
+ * read, -EBADMSG when what was read is not a code object, with *ret_reason
+ * saying which; -ENOMEM (*ret_reason PYTHON_CODE_OK: not the process's
+ * doing). */
 int python_code_read(const struct python_layout *layout, python_read_fn read, void *userdata,
                      uint64_t code_type, uint64_t addr, struct python_code *ret,
                      enum python_code_reason *ret_reason);
