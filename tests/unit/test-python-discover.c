@@ -134,11 +134,14 @@ static void test_interpreter(const char *path, uint32_t minor, bool cold_require
 }
 
 static void test_pyenv(void) {
+        /* minor: the version expected; 0: not an interpreter; 1: one too
+         * old to describe. */
         static const struct { const char *pattern; uint32_t minor; } builds[] = {
                 { "/.pyenv/versions/3.11.*/lib/libpython3.11.so.1.0", PYTHON_VERSION(3, 11) },
                 { "/.pyenv/versions/3.12.*/lib/libpython3.12.so.1.0", PYTHON_VERSION(3, 12) },
                 { "/.pyenv/versions/3.13.*/lib/libpython3.13.so.1.0", PYTHON_VERSION(3, 13) },
                 { "/.pyenv/versions/3.11.*/bin/python3.11", 0 },       /* the stub: not an interpreter */
+                { "/.pyenv/versions/3.10.*/lib/libpython3.10.so.1.0", 1 },     /* before Py_Version */
         };
         const char *home = getenv("HOME");
 
@@ -154,8 +157,10 @@ static void test_pyenv(void) {
                 for (size_t k = 0; k < g.gl_pathc; k++) {
                         struct python_binary b;
 
-                        if (builds[i].minor)
+                        if (builds[i].minor > 1)
                                 test_interpreter(g.gl_pathv[k], builds[i].minor, false);
+                        else if (builds[i].minor == 1)
+                                CHECK_INT_EQ(python_discover_file(g.gl_pathv[k], &b), -EPROTONOSUPPORT);
                         else
                                 CHECK_INT_EQ(python_discover_file(g.gl_pathv[k], &b), -ENOENT);
                 }
