@@ -16,11 +16,11 @@
 #include "fleet-sql.h"
 #include "hashmap.h"
 #include "helpers.h"
+#include "protocol.h"
 #include "quality-sum.h"
 #include "quality.h"
 #include "request.h"
 #include "series.h"
-#include "stackline.h"
 #include "top-table.h"
 #include "util.h"
 
