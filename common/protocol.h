@@ -42,7 +42,7 @@
 #define PROTO_KEY_LINES     "lines"
 #define PROTO_KEY_GROUP     "group"
 #define PROTO_KEY_STEP      "step"
-/* fleet requests only: profctl answers them from ClickHouse (client/fleet.c) */
+/* fleet requests only: profctl answers them from ClickHouse (client/fleet/fleet.c) */
 #define PROTO_KEY_HOST      "host"
 
 /* "format" values and "group" values. */

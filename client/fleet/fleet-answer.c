@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bpf/profd.h"
+#include "../../bpf/profd.h"
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bpf/profd.h"
+#include "../../bpf/profd.h"
 #include "clickhouse-schema.h"
 #include "credentials.h"
 #include "fleet-schema.h"
