@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "protocol.h"
 #include "util.h"
 
 void series_done(struct series *s) {
@@ -23,15 +24,15 @@ int series_add_point_line(struct series *s, const json_t *line) {
         struct series_point pt;
         int r;
 
-        if ((r = response_get_u64(line, "point", "t_ns", &pt.t_ns)) < 0 ||
-            (r = response_get_u64(line, "point", "value", &pt.value)) < 0)
+        if ((r = response_get_u64(line, PROTO_TYPE_POINT, PROTO_KEY_T_NS, &pt.t_ns)) < 0 ||
+            (r = response_get_u64(line, PROTO_TYPE_POINT, PROTO_KEY_VALUE, &pt.value)) < 0)
                 return r;
         if (s->n_points == 0)
                 s->have_complete = true;
         pt.complete = 0;
-        if (!json_object_get(line, "complete"))
+        if (!json_object_get(line, PROTO_KEY_COMPLETE))
                 s->have_complete = false;
-        else if ((r = response_get_u64(line, "point", "complete", &pt.complete)) < 0)
+        else if ((r = response_get_u64(line, PROTO_TYPE_POINT, PROTO_KEY_COMPLETE, &pt.complete)) < 0)
                 return r;
         if (pt.complete > pt.value)
                 return cli_error(-EBADMSG, "profd sent a 'point' whose \"complete\" exceeds its \"value\"");
@@ -54,13 +55,13 @@ int series_set_end(struct series *s, const json_t *end) {
         uint64_t points, sum = 0;
         int r;
 
-        if ((r = response_get_string(end, "end", "kind", &kind)) < 0 ||
-            (r = response_get_string(end, "end", "unit", &unit)) < 0 ||
-            (r = response_get_u64(end, "end", "step_ns", &s->step_ns)) < 0 ||
-            (r = response_get_u64(end, "end", "points", &points)) < 0 ||
-            (r = response_get_u64(end, "end", "total", &s->total)) < 0 ||
-            (r = response_get_u64(end, "end", "from_ns", &s->from_ns)) < 0 ||
-            (r = response_get_u64(end, "end", "to_ns", &s->to_ns)) < 0)
+        if ((r = response_get_string(end, PROTO_TYPE_END, PROTO_KEY_KIND, &kind)) < 0 ||
+            (r = response_get_string(end, PROTO_TYPE_END, PROTO_KEY_WEIGHT_UNIT, &unit)) < 0 ||
+            (r = response_get_u64(end, PROTO_TYPE_END, PROTO_KEY_STEP_NS, &s->step_ns)) < 0 ||
+            (r = response_get_u64(end, PROTO_TYPE_END, PROTO_KEY_POINTS, &points)) < 0 ||
+            (r = response_get_u64(end, PROTO_TYPE_END, PROTO_KEY_TOTAL, &s->total)) < 0 ||
+            (r = response_get_u64(end, PROTO_TYPE_END, PROTO_KEY_FROM_NS, &s->from_ns)) < 0 ||
+            (r = response_get_u64(end, PROTO_TYPE_END, PROTO_KEY_TO_NS, &s->to_ns)) < 0)
                 return r;
         if (s->step_ns == 0)
                 return cli_error(-EBADMSG, "profd's series answer has a step of 0");
@@ -75,8 +76,8 @@ int series_set_end(struct series *s, const json_t *end) {
         if (sum != s->total)
                 return cli_error(-EBADMSG, "profd's series answer ends with \"total\":%" PRIu64
                                  " but its points add up to %" PRIu64, s->total, sum);
-        if (json_object_get(end, "quality")) {
-                if (quality_from_json(json_object_get(end, "quality"), &s->quality) < 0)
+        if (json_object_get(end, PROTO_KEY_QUALITY)) {
+                if (quality_from_json(json_object_get(end, PROTO_KEY_QUALITY), &s->quality) < 0)
                         return cli_error(-EBADMSG, "profd sent a series 'end' line whose \"quality\" is not a "
                                          "report of unsigned integers");
                 s->have_quality = true;

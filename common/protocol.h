@@ -44,6 +44,7 @@
 #define PROTO_KEY_STEP      "step"
 /* fleet requests only: profctl answers them from ClickHouse (client/fleet/fleet.c) */
 #define PROTO_KEY_HOST      "host"
+#define PROTO_KEY_QUALITY_BY_HOST "quality_by_host" /* their "end" line: each host's report */
 
 /* "format" values and "group" values. */
 #define PROTO_FORMAT_FRAMES  "frames"
@@ -57,6 +58,7 @@
 #define PROTO_TYPE_STACK    "stack"
 #define PROTO_TYPE_END      "end"
 #define PROTO_TYPE_ERROR    "error"
+#define PROTO_KEY_ERROR     "error"    /* an "error" line's message */
 #define PROTO_KEY_VALUE     "value"
 #define PROTO_KEY_FRAMES    "frames"
 #define PROTO_KEY_FOLDED    "folded"
@@ -72,6 +74,24 @@
 #define PROTO_KEY_LINE      "line"
 #define PROTO_KEY_INLINED   "inlined"
 #define PROTO_KEY_RAW_NAME  "raw_name"
+
+/* A series answer: a "point" line per step that has a value, then the
+ * "end" line. */
+#define PROTO_TYPE_POINT    "point"
+#define PROTO_KEY_T_NS      "t_ns"     /* the step's start, Unix-epoch ns */
+#define PROTO_KEY_COMPLETE  "complete" /* the part of "value" (or "total") with complete stacks */
+/* The "end" line of a query or a series: what the answer was and checks of
+ * what came before it ("stacks" or "points", "total"). */
+#define PROTO_KEY_WEIGHT_UNIT "unit"   /* "samples" or "ns": the request's "unit" filter is another field */
+#define PROTO_KEY_STACKS    "stacks"
+#define PROTO_KEY_STEP_NS   "step_ns"
+#define PROTO_KEY_POINTS    "points"
+#define PROTO_KEY_TOTAL     "total"
+#define PROTO_KEY_FROM_NS   "from_ns"
+#define PROTO_KEY_TO_NS     "to_ns"
+#define PROTO_KEY_ROWS      "rows"     /* fleet table answers: how many "row" lines */
+#define PROTO_KEY_QUALITY   "quality"  /* common/quality.h */
+#define PROTO_KEY_UNCONVERTED_DRAINS "unconverted_drains"
 
 /* The query model profd's store and profctl's fleet answers share. The
  * names keep the store's prefix: the store defined them first and fills
