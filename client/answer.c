@@ -62,17 +62,17 @@ int query_send_and_read(conn *c, const json_t *request, stack_handler on_stack, 
                 r = conn_read_response(c, &line, &type, &raw, &raw_len);
                 if (r < 0)
                         return r;
-                if (streq(type, "end")) {
-                        if ((r = response_get_u64(line, "end", "stacks", &ret_end->stacks)) < 0 ||
-                            (r = response_get_u64(line, "end", "total", &ret_end->total)) < 0 ||
-                            (r = response_get_u64(line, "end", "from_ns", &ret_end->from_ns)) < 0 ||
-                            (r = response_get_u64(line, "end", "to_ns", &ret_end->to_ns)) < 0)
+                if (streq(type, PROTO_TYPE_END)) {
+                        if ((r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_STACKS, &ret_end->stacks)) < 0 ||
+                            (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_TOTAL, &ret_end->total)) < 0 ||
+                            (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_FROM_NS, &ret_end->from_ns)) < 0 ||
+                            (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_TO_NS, &ret_end->to_ns)) < 0)
                                 return r;
-                        if (json_object_get(line, "rows") || n_rows > 0) {
+                        if (json_object_get(line, PROTO_KEY_ROWS) || n_rows > 0) {
                                 uint64_t rows;
 
                                 /* a table's rows: the stacks stayed in ClickHouse */
-                                if ((r = response_get_u64(line, "end", "rows", &rows)) < 0)
+                                if ((r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_ROWS, &rows)) < 0)
                                         return r;
                                 if (rows != n_rows || n_stacks > 0)
                                         return cli_error(-EBADMSG, "the fleet's answer ends with \"rows\":%" PRIu64
@@ -81,20 +81,20 @@ int query_send_and_read(conn *c, const json_t *request, stack_handler on_stack, 
                         } else if (ret_end->stacks != n_stacks)
                                 return cli_error(-EBADMSG, "profd's answer ends with \"stacks\":%" PRIu64
                                                  " but it sent %" PRIu64 " stack lines", ret_end->stacks, n_stacks);
-                        if (n_rows == 0 && !json_object_get(line, "rows") && ret_end->total != sum)
+                        if (n_rows == 0 && !json_object_get(line, PROTO_KEY_ROWS) && ret_end->total != sum)
                                 return cli_error(-EBADMSG, "profd's answer ends with \"total\":%" PRIu64
                                                  " but its stacks add up to %" PRIu64, ret_end->total, sum);
-                        if (json_object_get(line, "quality")) {
-                                if (quality_from_json(json_object_get(line, "quality"), &ret_end->quality) < 0)
+                        if (json_object_get(line, PROTO_KEY_QUALITY)) {
+                                if (quality_from_json(json_object_get(line, PROTO_KEY_QUALITY), &ret_end->quality) < 0)
                                         return cli_error(-EBADMSG, "profd's answer ends with a \"quality\" that "
                                                          "is not a report of unsigned integers");
                                 ret_end->have_quality = true;
                         }
-                        if (json_object_get(line, "quality_by_host")) {
-                                if (quality_by_host_check(json_object_get(line, "quality_by_host")) < 0)
+                        if (json_object_get(line, PROTO_KEY_QUALITY_BY_HOST)) {
+                                if (quality_by_host_check(json_object_get(line, PROTO_KEY_QUALITY_BY_HOST)) < 0)
                                         return cli_error(-EBADMSG, "the fleet's answer ends with a "
                                                          "\"quality_by_host\" that is not an object of reports");
-                                ret_end->by_host = json_incref(json_object_get(line, "quality_by_host"));
+                                ret_end->by_host = json_incref(json_object_get(line, PROTO_KEY_QUALITY_BY_HOST));
                         }
                         ret_end->line = TAKE_PTR(line);
                         return 0;

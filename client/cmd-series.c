@@ -89,9 +89,9 @@ static int series_fetch(conn *c, const json_t *request, struct series *s) {
                 r = conn_read_response(c, &line, &type, &raw, &raw_len);
                 if (r < 0)
                         return r;
-                if (streq(type, "end"))
+                if (streq(type, PROTO_TYPE_END))
                         return series_set_end(s, line);
-                if (!streq(type, "point"))
+                if (!streq(type, PROTO_TYPE_POINT))
                         return cli_error(-EBADMSG, "profd answered 'series' with an unexpected '%s' line", type);
                 r = series_add_point_line(s, line);
                 if (r < 0)

@@ -10,6 +10,7 @@
 
 #include "duration.h"
 #include "profile.h"
+#include "status-keys.h"
 #include "util.h"
 
 void write_sanitized(FILE *f, const char *s) {
@@ -248,27 +249,30 @@ static void drops_write(FILE *f, const json_t *drops) {
 /* User stacks cut short, by reason, and the unwinder's tables, when the
  * daemon reports them. */
 static void unwind_write(FILE *f, const json_t *status) {
-        const json_t *t = json_object_get(status, "truncated"), *u = json_object_get(status, "unwind");
+        const json_t *t = json_object_get(status, STATUS_KEY_TRUNCATED);
+        const json_t *u = json_object_get(status, STATUS_KEY_UNWIND);
         char a[32];
         const char *k;
         json_t *v;
 
         if (json_is_object(u)) {
-                const json_t *fail = json_object_get(u, "failures");
+                const json_t *fail = json_object_get(u, STATUS_KEY_FAILURES);
 
                 fprintf(f, "unwind:    tables of %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT
                         " files (%" JSON_INTEGER_FORMAT " unused), %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
                         " rows, %s in the kernel; %" JSON_INTEGER_FORMAT " built in %" JSON_INTEGER_FORMAT " ms, %"
                         JSON_INTEGER_FORMAT " evicted, %" JSON_INTEGER_FORMAT " not built for want of room\n",
-                        json_integer_value(json_object_get(u, "processes")), json_integer_value(json_object_get(u, "files")),
-                        json_integer_value(json_object_get(u, "files_unused")),
-                        json_integer_value(json_object_get(u, "rows_used")),
-                        json_integer_value(json_object_get(u, "rows_capacity")),
-                        format_bytes(a, sizeof(a), (uint64_t) json_integer_value(json_object_get(u, "kernel_bytes"))),
-                        json_integer_value(json_object_get(u, "tables_built")),
-                        json_integer_value(json_object_get(u, "build_ms")),
-                        json_integer_value(json_object_get(u, "tables_evicted")),
-                        json_integer_value(json_object_get(u, "tables_no_room")));
+                        json_integer_value(json_object_get(u, STATUS_KEY_PROCESSES)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_FILES)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_FILES_UNUSED)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_ROWS_USED)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_ROWS_CAPACITY)),
+                        format_bytes(a, sizeof(a),
+                                     (uint64_t) json_integer_value(json_object_get(u, STATUS_KEY_KERNEL_BYTES))),
+                        json_integer_value(json_object_get(u, STATUS_KEY_TABLES_BUILT)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_BUILD_MS)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_TABLES_EVICTED)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_TABLES_NO_ROOM)));
                 if (json_is_object(fail)) {
                         fputs("           walked by frame pointers instead:", f);
                         json_object_foreach((json_t *) fail, k, v) {
@@ -281,7 +285,7 @@ static void unwind_write(FILE *f, const json_t *status) {
         }
         if (json_is_object(t)) {
                 fprintf(f, "user stacks: %" JSON_INTEGER_FORMAT " walked since profd started; cut short since the "
-                        "store was created:", json_integer_value(json_object_get(u, "user_walks")));
+                        "store was created:", json_integer_value(json_object_get(u, STATUS_KEY_USER_WALKS)));
                 json_object_foreach((json_t *) t, k, v) {
                         fputc(' ', f);
                         write_sanitized(f, k);
@@ -293,7 +297,8 @@ static void unwind_write(FILE *f, const json_t *status) {
 
 /* The off-CPU settings and what the threshold left out, when present. */
 static void offcpu_write(FILE *f, const json_t *status) {
-        const json_t *o = json_object_get(status, "offcpu"), *kinds = json_object_get(status, "kinds");
+        const json_t *o = json_object_get(status, STATUS_KEY_OFFCPU);
+        const json_t *kinds = json_object_get(status, STATUS_KEY_KINDS);
         char min[64], max[64], filtered[64];
         const json_t *k;
         size_t i;
@@ -306,16 +311,16 @@ static void offcpu_write(FILE *f, const json_t *status) {
         }
         if (!json_is_object(o))
                 return;
-        format_duration(min, sizeof(min), (uint64_t) json_integer_value(json_object_get(o, "min_ns")));
-        if (json_is_integer(json_object_get(o, "max_ns")))
-                format_duration(max, sizeof(max), (uint64_t) json_integer_value(json_object_get(o, "max_ns")));
+        format_duration(min, sizeof(min), (uint64_t) json_integer_value(json_object_get(o, STATUS_KEY_MIN_NS)));
+        if (json_is_integer(json_object_get(o, STATUS_KEY_MAX_NS)))
+                format_duration(max, sizeof(max), (uint64_t) json_integer_value(json_object_get(o, STATUS_KEY_MAX_NS)));
         else
                 snprintf(max, sizeof(max), "no maximum");
         fprintf(f, "off-CPU:   blocks from %s (%s) are attributed to stacks; %" JSON_INTEGER_FORMAT
                 " others (%s in all) were only counted\n",
-                min, max, json_integer_value(json_object_get(o, "filtered_blocks")),
+                min, max, json_integer_value(json_object_get(o, STATUS_KEY_FILTERED_BLOCKS)),
                 format_duration(filtered, sizeof(filtered),
-                                (uint64_t) json_integer_value(json_object_get(o, "filtered_ns"))));
+                                (uint64_t) json_integer_value(json_object_get(o, STATUS_KEY_FILTERED_NS))));
 }
 
 static uint64_t u64_of(const json_t *o, const char *key) {
@@ -325,13 +330,16 @@ static uint64_t u64_of(const json_t *o, const char *key) {
 
 /* Memory, tables and unresolved frames, when the daemon reports them. */
 static void extras_write(FILE *f, const json_t *status) {
-        json_t *rss = json_object_get(status, "rss_bytes"), *cache = json_object_get(status, "symbol_cache_bytes");
-        json_t *procs = json_object_get(status, "processes_tracked"), *clients = json_object_get(status, "clients");
-        json_t *unres = json_object_get(status, "unresolved"), *queries = json_object_get(status, "queries");
+        json_t *rss = json_object_get(status, STATUS_KEY_RSS_BYTES);
+        json_t *cache = json_object_get(status, STATUS_KEY_SYMBOL_CACHE_BYTES);
+        json_t *procs = json_object_get(status, STATUS_KEY_PROCESSES_TRACKED);
+        json_t *clients = json_object_get(status, STATUS_KEY_CLIENTS);
+        json_t *unres = json_object_get(status, STATUS_KEY_UNRESOLVED);
+        json_t *queries = json_object_get(status, STATUS_KEY_QUERIES);
         char a[32], b[32];
 
         if (json_is_integer(rss) && json_is_integer(cache)) {
-                const json_t *mem = json_object_get(status, "memory");
+                const json_t *mem = json_object_get(status, STATUS_KEY_MEMORY);
                 char c[32], d[32];
 
                 fprintf(f, "memory:    %s resident, %s of it symbols and debug info\n",
@@ -339,10 +347,10 @@ static void extras_write(FILE *f, const json_t *status) {
                         format_bytes(b, sizeof(b), (uint64_t) json_integer_value(cache)));
                 if (json_is_object(mem))
                         fprintf(f, "           %s anonymous, %s file pages; malloc holds %s, %s of it SQLite's\n",
-                                format_bytes(a, sizeof(a), u64_of(mem, "anon_bytes")),
-                                format_bytes(b, sizeof(b), u64_of(mem, "file_bytes")),
-                                format_bytes(c, sizeof(c), u64_of(mem, "heap_in_use_bytes")),
-                                format_bytes(d, sizeof(d), u64_of(mem, "sqlite_bytes")));
+                                format_bytes(a, sizeof(a), u64_of(mem, STATUS_KEY_ANON_BYTES)),
+                                format_bytes(b, sizeof(b), u64_of(mem, STATUS_KEY_FILE_BYTES)),
+                                format_bytes(c, sizeof(c), u64_of(mem, STATUS_KEY_HEAP_IN_USE_BYTES)),
+                                format_bytes(d, sizeof(d), u64_of(mem, STATUS_KEY_SQLITE_BYTES)));
         }
         if (json_is_integer(procs) && json_is_integer(clients))
                 fprintf(f, "tracking:  %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT " clients connected\n",
@@ -350,8 +358,9 @@ static void extras_write(FILE *f, const json_t *status) {
         if (json_is_object(queries))
                 fprintf(f, "queries:   %" PRIu64 " running, %" PRIu64 " queued, %" PRIu64 " parked on clients that "
                         "do not read (%" PRIu64 " times since start); %" PRIu64 " worker threads\n",
-                        u64_of(queries, "running"), u64_of(queries, "queued"), u64_of(queries, "parked"),
-                        u64_of(queries, "parked_total"), u64_of(queries, "workers"));
+                        u64_of(queries, STATUS_KEY_RUNNING), u64_of(queries, STATUS_KEY_QUEUED),
+                        u64_of(queries, STATUS_KEY_PARKED),
+                        u64_of(queries, STATUS_KEY_PARKED_TOTAL), u64_of(queries, STATUS_KEY_WORKERS));
         if (json_is_object(unres)) {
                 const char *k;
                 json_t *v;
@@ -379,43 +388,47 @@ static const char *when_write(char *buf, size_t size, uint64_t t_ns, uint64_t no
 
 /* The ClickHouse export, when profd runs one (docs/clickhouse.md, Status). */
 static void export_write(FILE *f, const json_t *status, uint64_t now_ns) {
-        const json_t *e = json_object_get(status, "export"), *errors, *v;
+        const json_t *e = json_object_get(status, STATUS_KEY_EXPORT), *errors, *v;
         char a[128], b[128], size[32];
         const char *k;
 
         if (!json_is_object(e))
                 return;
         fputs("export:    ClickHouse ", f);
-        write_sanitized(f, json_string_value(json_object_get(e, "url")));
+        write_sanitized(f, json_string_value(json_object_get(e, STATUS_KEY_URL)));
         fputs(" as ", f);
-        write_sanitized(f, json_string_value(json_object_get(e, "host")));
+        write_sanitized(f, json_string_value(json_object_get(e, STATUS_KEY_HOST)));
         fputs(", ", f);
-        write_sanitized(f, json_string_value(json_object_get(e, "state")));
-        fprintf(f, "; backlog %" PRIu64 " drains", u64_of(e, "backlog_drains"));
-        if (u64_of(e, "backlog_oldest_ns"))
-                fprintf(f, ", oldest from %s", when_write(a, sizeof(a), u64_of(e, "backlog_oldest_ns"), now_ns));
-        fprintf(f, "\n           last success %s\n", when_write(b, sizeof(b), u64_of(e, "last_success_ns"), now_ns));
+        write_sanitized(f, json_string_value(json_object_get(e, STATUS_KEY_STATE)));
+        fprintf(f, "; backlog %" PRIu64 " drains", u64_of(e, STATUS_KEY_BACKLOG_DRAINS));
+        if (u64_of(e, STATUS_KEY_BACKLOG_OLDEST_NS))
+                fprintf(f, ", oldest from %s",
+                        when_write(a, sizeof(a), u64_of(e, STATUS_KEY_BACKLOG_OLDEST_NS), now_ns));
+        fprintf(f, "\n           last success %s\n",
+                when_write(b, sizeof(b), u64_of(e, STATUS_KEY_LAST_SUCCESS_NS), now_ns));
         fprintf(f, "           sent %" PRIu64 " drains: %" PRIu64 " sample rows, %" PRIu64 " stacks, %" PRIu64
                 " frames (%s); %" PRIu64 " found stored already, %" PRIu64 " lost to retention\n",
-                u64_of(e, "exported_drains"), u64_of(e, "exported_samples"), u64_of(e, "exported_stacks"),
-                u64_of(e, "exported_frames"), format_bytes(size, sizeof(size), u64_of(e, "bytes_sent")),
-                u64_of(e, "already_stored"), u64_of(e, "lost_by_retention"));
-        if (u64_of(e, "damaged_blocks"))
+                u64_of(e, STATUS_KEY_EXPORTED_DRAINS), u64_of(e, STATUS_KEY_EXPORTED_SAMPLES),
+                u64_of(e, STATUS_KEY_EXPORTED_STACKS), u64_of(e, STATUS_KEY_EXPORTED_FRAMES),
+                format_bytes(size, sizeof(size), u64_of(e, STATUS_KEY_BYTES_SENT)),
+                u64_of(e, STATUS_KEY_ALREADY_STORED), u64_of(e, STATUS_KEY_LOST_BY_RETENTION));
+        if (u64_of(e, STATUS_KEY_DAMAGED_BLOCKS))
                 fprintf(f, "           %" PRIu64 " damaged blocks of samples could not be read: their samples not sent\n",
-                        u64_of(e, "damaged_blocks"));
-        errors = json_object_get(e, "errors");
+                        u64_of(e, STATUS_KEY_DAMAGED_BLOCKS));
+        errors = json_object_get(e, STATUS_KEY_ERRORS);
         if (json_is_object(errors)) {
                 fputs("           errors:", f);
                 json_object_foreach((json_t *) errors, k, v)
                         fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
                 fputc('\n', f);
         }
-        if (json_is_string(json_object_get(e, "last_error"))) {
-                const char *kind = json_string_value(json_object_get(e, "error"));
+        if (json_is_string(json_object_get(e, STATUS_KEY_LAST_ERROR))) {
+                const char *kind = json_string_value(json_object_get(e, STATUS_KEY_ERROR));
 
                 fprintf(f, "           %s error%s%s, %s: ", kind ? "current" : "last",
-                        kind ? " " : "", kind ? kind : "", when_write(a, sizeof(a), u64_of(e, "last_error_ns"), now_ns));
-                write_sanitized(f, json_string_value(json_object_get(e, "last_error")));
+                        kind ? " " : "", kind ? kind : "",
+                        when_write(a, sizeof(a), u64_of(e, STATUS_KEY_LAST_ERROR_NS), now_ns));
+                write_sanitized(f, json_string_value(json_object_get(e, STATUS_KEY_LAST_ERROR)));
                 fputc('\n', f);
         }
 }
@@ -424,42 +437,46 @@ static void export_write(FILE *f, const json_t *status, uint64_t now_ns) {
 static void check_write(FILE *f, const json_t *c, uint64_t now_ns) {
         const char *state;
         char a[128], took[64];
+        uint64_t started, finished;
 
         if (!json_is_object(c))
                 return;
-        state = json_string_value(json_object_get(c, "state"));
+        state = json_string_value(json_object_get(c, STATUS_KEY_STATE));
         if (!state)
                 return;
         if (streq(state, "running")) {
                 fprintf(f, "           integrity check running since %s\n",
-                        when_write(a, sizeof(a), u64_of(c, "started_ns"), now_ns));
+                        when_write(a, sizeof(a), u64_of(c, STATUS_KEY_STARTED_NS), now_ns));
                 return;
         }
+        started = u64_of(c, STATUS_KEY_STARTED_NS);
+        finished = u64_of(c, STATUS_KEY_FINISHED_NS);
         /* whole milliseconds: nanoseconds are noise here */
-        format_duration(took, sizeof(took), u64_of(c, "finished_ns") > u64_of(c, "started_ns")
-                        ? (u64_of(c, "finished_ns") - u64_of(c, "started_ns")) / NSEC_PER_MSEC * NSEC_PER_MSEC : 0);
+        format_duration(took, sizeof(took),
+                        finished > started ? (finished - started) / NSEC_PER_MSEC * NSEC_PER_MSEC : 0);
         fprintf(f, "           integrity check %s", streq(state, "ok") ? "ok" : "FAILED");
-        fprintf(f, " at %s, took %s", when_write(a, sizeof(a), u64_of(c, "finished_ns"), now_ns), took);
-        if (json_is_string(json_object_get(c, "message"))) {
+        fprintf(f, " at %s, took %s", when_write(a, sizeof(a), u64_of(c, STATUS_KEY_FINISHED_NS), now_ns), took);
+        if (json_is_string(json_object_get(c, STATUS_KEY_MESSAGE))) {
                 fputs(": ", f);
-                write_sanitized(f, json_string_value(json_object_get(c, "message")));
+                write_sanitized(f, json_string_value(json_object_get(c, STATUS_KEY_MESSAGE)));
         }
         fputc('\n', f);
 }
 
 /* Schema 8's conversion of an older store's samples, while it lasts. */
 static void migration_write(FILE *f, const json_t *m, uint64_t now_ns) {
-        uint64_t pending = u64_of(m, "pending_rows"), done = u64_of(m, "done_rows");
+        uint64_t pending = u64_of(m, STATUS_KEY_PENDING_ROWS), done = u64_of(m, STATUS_KEY_DONE_ROWS);
         char a[128];
 
         if (!json_is_object(m))
                 return;
         fprintf(f, "           converting schema 7 samples: %" PRIu64 " of %" PRIu64 " rows done (%.1f%%), %" PRIu64
                 " drains left%s\n", done, done + pending, done + pending ? 100.0 * (double) done / (double) (done + pending) : 100.0,
-                u64_of(m, "pending_drains"), json_is_false(json_object_get(m, "running")) ? " (paused: no writer)" : "");
-        if (u64_of(m, "complete_after_ns"))
+                u64_of(m, STATUS_KEY_PENDING_DRAINS),
+                json_is_false(json_object_get(m, STATUS_KEY_RUNNING)) ? " (paused: no writer)" : "");
+        if (u64_of(m, STATUS_KEY_COMPLETE_AFTER_NS))
                 fprintf(f, "           answers miss the drains up to %s until then\n",
-                        when_write(a, sizeof(a), u64_of(m, "complete_after_ns"), now_ns));
+                        when_write(a, sizeof(a), u64_of(m, STATUS_KEY_COMPLETE_AFTER_NS), now_ns));
 }
 
 int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
@@ -474,36 +491,36 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 const char *key;
                 uint64_t *value;
         } numbers[] = {
-                { "pid", &pid },
-                { "uptime_s", &uptime_s },
-                { "frequency_hz", &frequency_hz },
-                { "interval_ms", &interval_ms },
-                { "store_bytes", &store_bytes },
-                { "drains", &drains },
-                { "samples", &samples },
-                { "stacks", &stacks },
-                { "processes", &processes },
-                { "samples_seen", &samples_seen },
-                { "idle_samples", &idle_samples },
+                { STATUS_KEY_PID, &pid },
+                { STATUS_KEY_UPTIME_S, &uptime_s },
+                { STATUS_KEY_FREQUENCY_HZ, &frequency_hz },
+                { STATUS_KEY_INTERVAL_MS, &interval_ms },
+                { STATUS_KEY_STORE_BYTES, &store_bytes },
+                { STATUS_KEY_DRAINS, &drains },
+                { STATUS_KEY_SAMPLES, &samples },
+                { STATUS_KEY_STACKS, &stacks },
+                { STATUS_KEY_PROCESSES, &processes },
+                { STATUS_KEY_SAMPLES_SEEN, &samples_seen },
+                { STATUS_KEY_IDLE_SAMPLES, &idle_samples },
         };
         for (size_t i = 0; i < ELEMENTSOF(numbers); i++) {
                 r = response_get_u64(status, "status", numbers[i].key, numbers[i].value);
                 if (r < 0)
                         return r;
         }
-        if ((r = response_get_string(status, "status", "version", &version)) < 0 ||
-            (r = response_get_string(status, "status", "store_path", &store_path)) < 0)
+        if ((r = response_get_string(status, "status", STATUS_KEY_VERSION, &version)) < 0 ||
+            (r = response_get_string(status, "status", STATUS_KEY_STORE_PATH, &store_path)) < 0)
                 return r;
         /* no event: on-CPU sampling is off */
-        event = json_string_value(json_object_get(status, "event"));
+        event = json_string_value(json_object_get(status, STATUS_KEY_EVENT));
         /* before the first drain there is no time to give: 0 or null */
-        last_drain = json_object_get(status, "last_drain_ns");
+        last_drain = json_object_get(status, STATUS_KEY_LAST_DRAIN_NS);
         if (!json_is_null(last_drain)) {
-                r = response_get_u64(status, "status", "last_drain_ns", &last_drain_ns);
+                r = response_get_u64(status, "status", STATUS_KEY_LAST_DRAIN_NS, &last_drain_ns);
                 if (r < 0)
                         return r;
         }
-        r = drops_check(json_object_get(status, "drops"));
+        r = drops_check(json_object_get(status, STATUS_KEY_DROPS));
         if (r < 0)
                 return r;
 
@@ -533,13 +550,13 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         fprintf(f, "seen:      %" PRIu64 " samples since profd started, %" PRIu64 " of them idle "
                 "(idle samples are not stored)\n", samples_seen, idle_samples);
         fprintf(f, "store:     %s (%s)\n", store_path, format_bytes(size, sizeof(size), store_bytes));
-        check_write(f, json_object_get(status, "store_check"), now_ns);
-        migration_write(f, json_object_get(status, "store_migration"), now_ns);
+        check_write(f, json_object_get(status, STATUS_KEY_STORE_CHECK), now_ns);
+        migration_write(f, json_object_get(status, STATUS_KEY_STORE_MIGRATION), now_ns);
         extras_write(f, status);
         unwind_write(f, status);
         export_write(f, status, now_ns);
 
-        drops_write(f, json_object_get(status, "drops"));
+        drops_write(f, json_object_get(status, STATUS_KEY_DROPS));
         return ferror(f) ? -EIO : 0;
 }
 

@@ -1,7 +1,8 @@
 /* The views of profctl that need a whole answer (client/profile.h) or a
  * series: the caller/callee tree, the differential views between two
- * profiles, the time series. Pure: they take profiles and FILE*s, so unit
- * tests feed them fixtures. The JSON shapes are in docs/profctl.md. */
+ * profiles, the time series, one file each (view-*.c). Pure: they take
+ * profiles and FILE*s, so unit tests feed them fixtures. The JSON shapes
+ * are in docs/profctl.md. */
 #pragma once
 
 #include <jansson.h>
@@ -14,11 +15,6 @@
 #include "macro.h"
 #include "profile.h"
 #include "render.h"
-
-/* The name a view shows for a frame: "function (file:line)" when lines is
- * set and debug info placed it, else the name. *ret_owned is what to free
- * (NULL if the name is the frame's). Returns 0 or -ENOMEM. */
-int view_frame_name(const struct profile_frame *f, bool lines, const char **ret, char **ret_owned);
 
 /* ---- caller/callee tree (like pprof -focus, perf report -G) ---- */
 

@@ -42,8 +42,9 @@
 #define PROTO_KEY_LINES     "lines"
 #define PROTO_KEY_GROUP     "group"
 #define PROTO_KEY_STEP      "step"
-/* fleet requests only: profctl answers them from ClickHouse (client/fleet.c) */
+/* fleet requests only: profctl answers them from ClickHouse (client/fleet/fleet.c) */
 #define PROTO_KEY_HOST      "host"
+#define PROTO_KEY_QUALITY_BY_HOST "quality_by_host" /* their "end" line: each host's report */
 
 /* "format" values and "group" values. */
 #define PROTO_FORMAT_FRAMES  "frames"
@@ -57,6 +58,7 @@
 #define PROTO_TYPE_STACK    "stack"
 #define PROTO_TYPE_END      "end"
 #define PROTO_TYPE_ERROR    "error"
+#define PROTO_KEY_ERROR     "error"    /* an "error" line's message */
 #define PROTO_KEY_VALUE     "value"
 #define PROTO_KEY_FRAMES    "frames"
 #define PROTO_KEY_FOLDED    "folded"
@@ -72,6 +74,54 @@
 #define PROTO_KEY_LINE      "line"
 #define PROTO_KEY_INLINED   "inlined"
 #define PROTO_KEY_RAW_NAME  "raw_name"
+
+/* A series answer: a "point" line per step that has a value, then the
+ * "end" line. */
+#define PROTO_TYPE_POINT    "point"
+#define PROTO_KEY_T_NS      "t_ns"     /* the step's start, Unix-epoch ns */
+#define PROTO_KEY_COMPLETE  "complete" /* the part of "value" (or "total") with complete stacks */
+/* The "end" line of a query or a series: what the answer was and checks of
+ * what came before it ("stacks" or "points", "total"). */
+#define PROTO_KEY_WEIGHT_UNIT "unit"   /* "samples" or "ns": the request's "unit" filter is another field */
+#define PROTO_KEY_STACKS    "stacks"
+#define PROTO_KEY_STEP_NS   "step_ns"
+#define PROTO_KEY_POINTS    "points"
+#define PROTO_KEY_TOTAL     "total"
+#define PROTO_KEY_FROM_NS   "from_ns"
+#define PROTO_KEY_TO_NS     "to_ns"
+#define PROTO_KEY_ROWS      "rows"     /* fleet table answers: how many "row" lines */
+#define PROTO_KEY_QUALITY   "quality"  /* common/quality.h */
+#define PROTO_KEY_UNCONVERTED_DRAINS "unconverted_drains"
+
+/* The query model profd's store and profctl's fleet answers share. The
+ * names keep the store's prefix: the store defined them first and fills
+ * them; profctl reads them back from ClickHouse's copy of the same rows. */
+
+/* Why a user frame has no function (locations.unresolved, schema 6). The
+ * writer knows it when it symbolizes (daemon/store/writer.c, user_frame). */
+enum store_unresolved {
+        STORE_UNRESOLVED_NONE = 0,            /* has a function, or a kernel or [lost] frame, or not known */
+        STORE_UNRESOLVED_NO_SYMBOLS = 1,      /* the file was read, no symbol covers the address */
+        STORE_UNRESOLVED_NO_FILE = 2,         /* the mapping's file could not be opened or read as ELF */
+        STORE_UNRESOLVED_JIT_WITHOUT_MAP = 3, /* anonymous executable memory no perf map names */
+        STORE_UNRESOLVED_UNKNOWN_MAPPING = 4, /* in no known mapping, or the process was never read */
+        _STORE_UNRESOLVED_MAX,
+};
+
+/* How a stack's user part ended (stacks.user_end, schema 6): one of enum
+ * profd_stack_end (bpf/profd.h; 0 complete, also for a stack without user
+ * frames), or one of these. */
+#define STORE_END_LOST 64      /* the user stack was not recorded ([lost]): walk failed, stack map full */
+#define STORE_END_UNKNOWN (-1) /* stored before schema 6 (NULL in the store) */
+
+/* How query answers keep stacks apart (the "group" request field). */
+enum store_group {
+        STORE_GROUP_NONE,    /* stacks of all matching processes merged */
+        STORE_GROUP_PROCESS, /* per process: group "comm-pid" */
+        STORE_GROUP_UNIT,    /* per systemd unit: group the unit, "-" when none */
+        STORE_GROUP_THREAD,  /* per thread name: group the thread's comm (its
+                              * process's when the thread's is not known) */
+};
 
 /* A frame as queries return it. An address with inlined calls becomes
  * several frames, outermost first. The store fills it (hence the name:

@@ -2,7 +2,7 @@
  * "quality"; docs/profctl.md): how much of the answer's weight has complete
  * user stacks, how much was truncated and why, how much has frames without
  * a name and why, and what was lost in the window. profd fills it
- * (daemon/serve/quality.c), profctl reads it back and prints it; both take
+ * (common/quality-sum.c), profctl reads it back and prints it; both take
  * the names from here, so each reason is named once. */
 #pragma once
 

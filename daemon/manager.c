@@ -28,6 +28,7 @@
 #include "proctable.h"
 #include "query.h"
 #include "server.h"
+#include "status-keys.h"
 #include "store.h"
 #include "unwinder.h"
 #include "writer.h"
@@ -461,12 +462,12 @@ static json_t *status_memory(const struct self_rss *rss) {
 
         heap_usage(&in_use, &free_bytes);
         return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-                         "rss_bytes", (json_int_t) rss->total,
-                         "anon_bytes", (json_int_t) rss->anon,
-                         "file_bytes", (json_int_t) rss->file,
-                         "heap_in_use_bytes", (json_int_t) in_use,
+                         STATUS_KEY_RSS_BYTES, (json_int_t) rss->total,
+                         STATUS_KEY_ANON_BYTES, (json_int_t) rss->anon,
+                         STATUS_KEY_FILE_BYTES, (json_int_t) rss->file,
+                         STATUS_KEY_HEAP_IN_USE_BYTES, (json_int_t) in_use,
                          "heap_free_bytes", (json_int_t) free_bytes,
-                         "sqlite_bytes", (json_int_t) db_heap_bytes());
+                         STATUS_KEY_SQLITE_BYTES, (json_int_t) db_heap_bytes());
 }
 
 /* The settings that can change on a reload, and what retention did: so a
@@ -520,24 +521,24 @@ static json_t *status_unwind(manager *m) {
                 json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us.failures[i]));
         o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                       "active", m->unwinder != NULL,
-                      "processes", (json_int_t) us.processes,
-                      "files", (json_int_t) us.files,
-                      "files_unused", (json_int_t) us.files_unused,
-                      "rows_used", (json_int_t) us.rows_used,
-                      "rows_capacity", (json_int_t) us.rows_capacity,
+                      STATUS_KEY_PROCESSES, (json_int_t) us.processes,
+                      STATUS_KEY_FILES, (json_int_t) us.files,
+                      STATUS_KEY_FILES_UNUSED, (json_int_t) us.files_unused,
+                      STATUS_KEY_ROWS_USED, (json_int_t) us.rows_used,
+                      STATUS_KEY_ROWS_CAPACITY, (json_int_t) us.rows_capacity,
                       "mappings_used", (json_int_t) us.mappings_used,
                       "mappings_capacity", (json_int_t) us.mappings_capacity,
-                      "kernel_bytes", (json_int_t) us.kernel_bytes,
+                      STATUS_KEY_KERNEL_BYTES, (json_int_t) us.kernel_bytes,
                       "mapped_bytes", (json_int_t) us.mapped_bytes,
-                      "tables_built", (json_int_t) us.tables_built,
-                      "build_ms", (json_int_t) (us.build_ns / NSEC_PER_MSEC),
-                      "tables_evicted", (json_int_t) us.tables_evicted,
-                      "tables_no_room", (json_int_t) us.tables_no_room,
+                      STATUS_KEY_TABLES_BUILT, (json_int_t) us.tables_built,
+                      STATUS_KEY_BUILD_MS, (json_int_t) (us.build_ns / NSEC_PER_MSEC),
+                      STATUS_KEY_TABLES_EVICTED, (json_int_t) us.tables_evicted,
+                      STATUS_KEY_TABLES_NO_ROOM, (json_int_t) us.tables_no_room,
                       "tables_queued", (json_int_t) us.tables_queued,
                       "loads", (json_int_t) us.requests,
                       "misses", (json_int_t) us.misses,
-                      "user_walks", (json_int_t) m->user_walks,
-                      "failures", fail);
+                      STATUS_KEY_USER_WALKS, (json_int_t) m->user_walks,
+                      STATUS_KEY_FAILURES, fail);
         return o;
 }
 
@@ -551,28 +552,29 @@ static json_t *status_export(manager *m) {
         for (int i = 0; errors && i < _EXPORTER_ERROR_MAX; i++)
                 json_object_set_new(errors, exporter_error_names[i], json_integer((json_int_t) es.errors[i]));
         return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
-                         "url", m->conf->clickhouse_url,
-                         "host", m->conf->host_name,
-                         "state", es.state,
+                         STATUS_KEY_URL, m->conf->clickhouse_url,
+                         STATUS_KEY_HOST, m->conf->host_name,
+                         STATUS_KEY_STATE, es.state,
                          "acknowledged_drain_id", (json_int_t) es.acknowledged_drain_id,
-                         "backlog_drains", (json_int_t) es.backlog_drains,
-                         "backlog_oldest_ns", es.backlog_oldest_ns ? json_integer((json_int_t) es.backlog_oldest_ns)
-                                                                   : json_null(),
-                         "last_success_ns", es.last_success_ns ? json_integer((json_int_t) es.last_success_ns)
-                                                               : json_null(),
-                         "exported_drains", (json_int_t) es.exported_drains,
-                         "exported_samples", (json_int_t) es.exported_samples,
-                         "exported_stacks", (json_int_t) es.exported_stacks,
-                         "exported_frames", (json_int_t) es.exported_frames,
-                         "bytes_sent", (json_int_t) es.bytes_sent,
-                         "already_stored", (json_int_t) es.already_stored,
-                         "lost_by_retention", (json_int_t) es.lost_by_retention,
-                         "damaged_blocks", (json_int_t) es.damaged_blocks,
-                         "errors", errors ? errors : json_null(),
-                         "error", es.last_error_kind >= 0 ? json_string(exporter_error_names[es.last_error_kind])
-                                                          : json_null(),
-                         "last_error", es.last_error[0] ? json_string(es.last_error) : json_null(),
-                         "last_error_ns", es.last_error_ns ? json_integer((json_int_t) es.last_error_ns) : json_null());
+                         STATUS_KEY_BACKLOG_DRAINS, (json_int_t) es.backlog_drains,
+                         STATUS_KEY_BACKLOG_OLDEST_NS,
+                         es.backlog_oldest_ns ? json_integer((json_int_t) es.backlog_oldest_ns) : json_null(),
+                         STATUS_KEY_LAST_SUCCESS_NS,
+                         es.last_success_ns ? json_integer((json_int_t) es.last_success_ns) : json_null(),
+                         STATUS_KEY_EXPORTED_DRAINS, (json_int_t) es.exported_drains,
+                         STATUS_KEY_EXPORTED_SAMPLES, (json_int_t) es.exported_samples,
+                         STATUS_KEY_EXPORTED_STACKS, (json_int_t) es.exported_stacks,
+                         STATUS_KEY_EXPORTED_FRAMES, (json_int_t) es.exported_frames,
+                         STATUS_KEY_BYTES_SENT, (json_int_t) es.bytes_sent,
+                         STATUS_KEY_ALREADY_STORED, (json_int_t) es.already_stored,
+                         STATUS_KEY_LOST_BY_RETENTION, (json_int_t) es.lost_by_retention,
+                         STATUS_KEY_DAMAGED_BLOCKS, (json_int_t) es.damaged_blocks,
+                         STATUS_KEY_ERRORS, errors ? errors : json_null(),
+                         STATUS_KEY_ERROR,
+                         es.last_error_kind >= 0 ? json_string(exporter_error_names[es.last_error_kind]) : json_null(),
+                         STATUS_KEY_LAST_ERROR, es.last_error[0] ? json_string(es.last_error) : json_null(),
+                         STATUS_KEY_LAST_ERROR_NS,
+                         es.last_error_ns ? json_integer((json_int_t) es.last_error_ns) : json_null());
 }
 
 /* The query workers (docs/protocol.md, status): answers being made, parked
@@ -582,11 +584,11 @@ static json_t *status_queries(manager *m) {
 
         query_pool_get_stats(m->queries, &qs);
         return json_pack("{s:I, s:I, s:I, s:I, s:I}",
-                         "workers", (json_int_t) qs.threads,
-                         "running", (json_int_t) qs.running,
-                         "parked", (json_int_t) qs.parked,
-                         "queued", (json_int_t) qs.queued,
-                         "parked_total", (json_int_t) qs.parks);
+                         STATUS_KEY_WORKERS, (json_int_t) qs.threads,
+                         STATUS_KEY_RUNNING, (json_int_t) qs.running,
+                         STATUS_KEY_PARKED, (json_int_t) qs.parked,
+                         STATUS_KEY_QUEUED, (json_int_t) qs.queued,
+                         STATUS_KEY_PARKED_TOTAL, (json_int_t) qs.parks);
 }
 
 /* The store's integrity check (docs/protocol.md, status); NULL when it
@@ -598,10 +600,11 @@ static json_t *status_store_check(manager *m) {
                 return json_null();
         store_check_get(m->check, &cs);
         return json_pack("{s:s, s:I, s:o, s:o}",
-                         "state", store_check_state_name(cs.state),
-                         "started_ns", (json_int_t) cs.started_ns,
-                         "finished_ns", cs.finished_ns ? json_integer((json_int_t) cs.finished_ns) : json_null(),
-                         "message", cs.state == STORE_CHECK_FAILED ? json_string(cs.message) : json_null());
+                         STATUS_KEY_STATE, store_check_state_name(cs.state),
+                         STATUS_KEY_STARTED_NS, (json_int_t) cs.started_ns,
+                         STATUS_KEY_FINISHED_NS,
+                         cs.finished_ns ? json_integer((json_int_t) cs.finished_ns) : json_null(),
+                         STATUS_KEY_MESSAGE, cs.state == STORE_CHECK_FAILED ? json_string(cs.message) : json_null());
 }
 
 /* Schema 8's conversion of an older store's samples (store-migrate.c):
@@ -612,13 +615,13 @@ static json_t *status_store_migration(manager *m) {
         if (store_migration_get(m->store, &mg) < 0 || !mg.active)
                 return json_null();
         return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}",
-                         "pending_rows", (json_int_t) mg.pending_rows,
-                         "pending_drains", (json_int_t) mg.pending_drains,
-                         "done_rows", (json_int_t) mg.done_rows,
+                         STATUS_KEY_PENDING_ROWS, (json_int_t) mg.pending_rows,
+                         STATUS_KEY_PENDING_DRAINS, (json_int_t) mg.pending_drains,
+                         STATUS_KEY_DONE_ROWS, (json_int_t) mg.done_rows,
                          "done_drains", (json_int_t) mg.done_drains,
-                         "complete_after_ns", (json_int_t) mg.complete_after_ns,
+                         STATUS_KEY_COMPLETE_AFTER_NS, (json_int_t) mg.complete_after_ns,
                          /* serve-only runs no writer: nothing converts */
-                         "running", m->writer != NULL);
+                         STATUS_KEY_RUNNING, m->writer != NULL);
 }
 
 static int send_status(manager *m, server_client *c) {
@@ -649,22 +652,22 @@ static int send_status(manager *m, server_client *c) {
         }
         o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                       "type", "status",
-                      "version", PROFD_VERSION,
-                      "pid", (json_int_t) getpid(),
-                      "uptime_s", (json_int_t) ((wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC),
-                      "frequency_hz", (json_int_t) (m->conf->kind_cpu ? m->conf->frequency_hz : 0),
-                      "event", m->coll ? collector_event_name(m->coll) : NULL,
-                      "interval_ms", (json_int_t) (m->conf->interval_ns / NSEC_PER_MSEC),
-                      "store_path", m->conf->store_path,
-                      "store_bytes", (json_int_t) st.file_bytes,
-                      "drains", (json_int_t) st.drains,
-                      "last_drain_ns", (json_int_t) st.last_drain_ns,
-                      "samples", (json_int_t) st.samples,
-                      "stacks", (json_int_t) st.stacks,
-                      "processes", (json_int_t) st.processes,
-                      "samples_seen", (json_int_t) m->samples_seen,
-                      "idle_samples", (json_int_t) m->idle_samples,
-                      "drops", drops);
+                      STATUS_KEY_VERSION, PROFD_VERSION,
+                      STATUS_KEY_PID, (json_int_t) getpid(),
+                      STATUS_KEY_UPTIME_S, (json_int_t) ((wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC),
+                      STATUS_KEY_FREQUENCY_HZ, (json_int_t) (m->conf->kind_cpu ? m->conf->frequency_hz : 0),
+                      STATUS_KEY_EVENT, m->coll ? collector_event_name(m->coll) : NULL,
+                      STATUS_KEY_INTERVAL_MS, (json_int_t) (m->conf->interval_ns / NSEC_PER_MSEC),
+                      STATUS_KEY_STORE_PATH, m->conf->store_path,
+                      STATUS_KEY_STORE_BYTES, (json_int_t) st.file_bytes,
+                      STATUS_KEY_DRAINS, (json_int_t) st.drains,
+                      STATUS_KEY_LAST_DRAIN_NS, (json_int_t) st.last_drain_ns,
+                      STATUS_KEY_SAMPLES, (json_int_t) st.samples,
+                      STATUS_KEY_STACKS, (json_int_t) st.stacks,
+                      STATUS_KEY_PROCESSES, (json_int_t) st.processes,
+                      STATUS_KEY_SAMPLES_SEEN, (json_int_t) m->samples_seen,
+                      STATUS_KEY_IDLE_SAMPLES, (json_int_t) m->idle_samples,
+                      STATUS_KEY_DROPS, drops);
         if (o) {
                 json_t *kinds = json_array();
                 if (m->conf->kind_cpu)
@@ -673,30 +676,30 @@ static int send_status(manager *m, server_client *c) {
                         json_array_append_new(kinds, json_string("offcpu"));
                 if (m->conf->kind_wakeup)
                         json_array_append_new(kinds, json_string("wakeup"));
-                json_object_set_new(o, "kinds", kinds);
-                json_object_set_new(o, "processes_tracked", json_integer((json_int_t) ws.processes_tracked));
-                json_object_set_new(o, "symbol_cache_bytes", json_integer((json_int_t) ws.symbol_cache_bytes));
+                json_object_set_new(o, STATUS_KEY_KINDS, kinds);
+                json_object_set_new(o, STATUS_KEY_PROCESSES_TRACKED, json_integer((json_int_t) ws.processes_tracked));
+                json_object_set_new(o, STATUS_KEY_SYMBOL_CACHE_BYTES, json_integer((json_int_t) ws.symbol_cache_bytes));
                 json_object_set_new(o, "symbol_mapped_bytes", json_integer((json_int_t) ws.symbol_mapped_bytes));
                 json_object_set_new(o, "symbol_peak_bytes", json_integer((json_int_t) ws.symbol_peak_bytes));
-                json_object_set_new(o, "unresolved", json_pack("{s:I, s:I, s:I, s:I}",
+                json_object_set_new(o, STATUS_KEY_UNRESOLVED, json_pack("{s:I, s:I, s:I, s:I}",
                         "no_symbols", (json_int_t) ws.unresolved.no_symbols,
                         "no_file", (json_int_t) ws.unresolved.no_file,
                         "jit_without_map", (json_int_t) ws.unresolved.jit_without_map,
                         "unknown_mapping", (json_int_t) ws.unresolved.unknown_mapping));
-                json_object_set_new(o, "truncated", truncated ? truncated : json_object());
+                json_object_set_new(o, STATUS_KEY_TRUNCATED, truncated ? truncated : json_object());
                 truncated = NULL;
-                json_object_set_new(o, "unwind", status_unwind(m));
+                json_object_set_new(o, STATUS_KEY_UNWIND, status_unwind(m));
                 json_object_set_new(o, "jit_map_entries_dropped", json_integer((json_int_t) ws.jit_map_entries_dropped));
-                json_object_set_new(o, "clients", json_integer((json_int_t) server_n_clients(m->server)));
-                json_object_set_new(o, "queries", status_queries(m));
-                json_object_set_new(o, "store_check", status_store_check(m));
-                json_object_set_new(o, "store_migration", status_store_migration(m));
+                json_object_set_new(o, STATUS_KEY_CLIENTS, json_integer((json_int_t) server_n_clients(m->server)));
+                json_object_set_new(o, STATUS_KEY_QUERIES, status_queries(m));
+                json_object_set_new(o, STATUS_KEY_STORE_CHECK, status_store_check(m));
+                json_object_set_new(o, STATUS_KEY_STORE_MIGRATION, status_store_migration(m));
                 {
                         struct self_rss rss;
 
                         self_rss_read(&rss);
-                        json_object_set_new(o, "rss_bytes", json_integer((json_int_t) rss.total));
-                        json_object_set_new(o, "memory", status_memory(&rss));
+                        json_object_set_new(o, STATUS_KEY_RSS_BYTES, json_integer((json_int_t) rss.total));
+                        json_object_set_new(o, STATUS_KEY_MEMORY, status_memory(&rss));
                 }
                 {
                         uint64_t trims, trim_ns;
@@ -705,15 +708,15 @@ static int send_status(manager *m, server_client *c) {
                         json_object_set_new(o, "heap_trims", json_integer((json_int_t) trims));
                         json_object_set_new(o, "heap_trim_ms", json_integer((json_int_t) (trim_ns / NSEC_PER_MSEC)));
                 }
-                json_object_set_new(o, "offcpu", json_pack("{s:I, s:o, s:I, s:I}",
-                        "min_ns", (json_int_t) m->conf->offcpu_min_ns,
-                        "max_ns", m->conf->offcpu_max_ns == UINT64_MAX ? json_null()
+                json_object_set_new(o, STATUS_KEY_OFFCPU, json_pack("{s:I, s:o, s:I, s:I}",
+                        STATUS_KEY_MIN_NS, (json_int_t) m->conf->offcpu_min_ns,
+                        STATUS_KEY_MAX_NS, m->conf->offcpu_max_ns == UINT64_MAX ? json_null()
                                                                         : json_integer((json_int_t) m->conf->offcpu_max_ns),
-                        "filtered_blocks", (json_int_t) m->offcpu_filtered,
-                        "filtered_ns", (json_int_t) m->offcpu_filtered_ns));
+                        STATUS_KEY_FILTERED_BLOCKS, (json_int_t) m->offcpu_filtered,
+                        STATUS_KEY_FILTERED_NS, (json_int_t) m->offcpu_filtered_ns));
                 status_add_settings(m, o, &ws);
                 if (m->exporter)
-                        json_object_set_new(o, "export", status_export(m));
+                        json_object_set_new(o, STATUS_KEY_EXPORT, status_export(m));
         }
         json_decref(truncated); /* NULL once o took it */
         store_stats_done(&st);

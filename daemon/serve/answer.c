@@ -73,8 +73,9 @@ struct series_ctx {
 
 static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *userdata) {
         struct series_ctx *sc = userdata;
-        json_t *line = json_pack("{s:s, s:I, s:I, s:I}", "type", "point", "t_ns", (json_int_t) t_ns, "value",
-                                 (json_int_t) value, "complete", (json_int_t) complete);
+        json_t *line = json_pack("{s:s, s:I, s:I, s:I}", PROTO_KEY_TYPE, PROTO_TYPE_POINT, PROTO_KEY_T_NS,
+                                 (json_int_t) t_ns, PROTO_KEY_VALUE, (json_int_t) value, PROTO_KEY_COMPLETE,
+                                 (json_int_t) complete);
 
         if (!line)
                 return -ENOMEM;
@@ -95,7 +96,8 @@ static int add_drop(const char *reason, uint64_t count, void *userdata) {
 }
 
 static int emit_error(const struct answer_context *ctx, const char *message) {
-        return ctx->emit(json_pack("{s:s, s:s}", "type", "error", "error", message), ctx->userdata);
+        return ctx->emit(json_pack("{s:s, s:s}", PROTO_KEY_TYPE, PROTO_TYPE_ERROR, PROTO_KEY_ERROR, message),
+                         ctx->userdata);
 }
 
 int answer_request(const struct answer_context *ctx, const struct request *req) {
@@ -158,12 +160,13 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                 report = quality_to_json(&quality);
                 if (!report)
                         return -ENOMEM;
-                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "type", "end",
-                                "kind", kind_names[rq->kind], "unit", kind_unit(rq->kind),
-                                "step_ns", (json_int_t) step, "points", (json_int_t) stacks,
-                                "total", (json_int_t) sc.total, "complete", (json_int_t) sc.complete,
-                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns,
-                                "quality", report);
+                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+                                PROTO_KEY_TYPE, PROTO_TYPE_END,
+                                PROTO_KEY_KIND, kind_names[rq->kind], PROTO_KEY_WEIGHT_UNIT, kind_unit(rq->kind),
+                                PROTO_KEY_STEP_NS, (json_int_t) step, PROTO_KEY_POINTS, (json_int_t) stacks,
+                                PROTO_KEY_TOTAL, (json_int_t) sc.total, PROTO_KEY_COMPLETE, (json_int_t) sc.complete,
+                                PROTO_KEY_FROM_NS, (json_int_t) q.from_ns, PROTO_KEY_TO_NS, (json_int_t) q.to_ns,
+                                PROTO_KEY_QUALITY, report);
         } else {
                 struct stack_ctx sc = {
                         .ctx = ctx,
@@ -180,11 +183,11 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                 report = quality_to_json(&sc.quality);
                 if (!report)
                         return -ENOMEM;
-                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "type", "end",
-                                "kind", kind_names[rq->kind], "unit", kind_unit(rq->kind),
-                                "stacks", (json_int_t) stacks, "total", (json_int_t) total,
-                                "from_ns", (json_int_t) q.from_ns, "to_ns", (json_int_t) q.to_ns,
-                                "quality", report);
+                end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", PROTO_KEY_TYPE, PROTO_TYPE_END,
+                                PROTO_KEY_KIND, kind_names[rq->kind], PROTO_KEY_WEIGHT_UNIT, kind_unit(rq->kind),
+                                PROTO_KEY_STACKS, (json_int_t) stacks, PROTO_KEY_TOTAL, (json_int_t) total,
+                                PROTO_KEY_FROM_NS, (json_int_t) q.from_ns, PROTO_KEY_TO_NS, (json_int_t) q.to_ns,
+                                PROTO_KEY_QUALITY, report);
         }
         /* an older store's drains that schema 8's conversion has not
          * reached yet are not in the answer: said, not hidden */
@@ -197,7 +200,7 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                         return r;
                 }
                 if (unconverted > 0)
-                        json_object_set_new(end, "unconverted_drains", json_integer((json_int_t) unconverted));
+                        json_object_set_new(end, PROTO_KEY_UNCONVERTED_DRAINS, json_integer((json_int_t) unconverted));
         }
         return ctx->emit(end, ctx->userdata);
 }

@@ -20,22 +20,8 @@ struct store_line {
         bool inlined;
 };
 
-/* Why a user frame has no function (locations.unresolved, schema 6). The
- * writer knows it when it symbolizes (daemon/store/writer.c, user_frame). */
-enum store_unresolved {
-        STORE_UNRESOLVED_NONE = 0,            /* has a function, or a kernel or [lost] frame, or not known */
-        STORE_UNRESOLVED_NO_SYMBOLS = 1,      /* the file was read, no symbol covers the address */
-        STORE_UNRESOLVED_NO_FILE = 2,         /* the mapping's file could not be opened or read as ELF */
-        STORE_UNRESOLVED_JIT_WITHOUT_MAP = 3, /* anonymous executable memory no perf map names */
-        STORE_UNRESOLVED_UNKNOWN_MAPPING = 4, /* in no known mapping, or the process was never read */
-        _STORE_UNRESOLVED_MAX,
-};
-
-/* How a stack's user part ended (stacks.user_end, schema 6): one of enum
- * profd_stack_end (bpf/profd.h; 0 complete, also for a stack without user
- * frames), or one of these. */
-#define STORE_END_LOST 64      /* the user stack was not recorded ([lost]): walk failed, stack map full */
-#define STORE_END_UNKNOWN (-1) /* stored before schema 6 (NULL in the store) */
+/* enum store_unresolved, STORE_END_* and enum store_group, what queries
+ * answer with, are the protocol's: common/protocol.h. */
 
 /* A frame to store. Strings are borrowed for the duration of the call. */
 struct store_frame {
@@ -164,15 +150,6 @@ int store_location_resolved(store *s, const char *module, const char *build_id, 
  * locations, processes): call after another connection deleted such rows
  * (retention), outside a drain. */
 void store_forget_ids(store *s);
-
-/* How query answers keep stacks apart (the "group" request field). */
-enum store_group {
-        STORE_GROUP_NONE,    /* stacks of all matching processes merged */
-        STORE_GROUP_PROCESS, /* per process: group "comm-pid" */
-        STORE_GROUP_UNIT,    /* per systemd unit: group the unit, "-" when none */
-        STORE_GROUP_THREAD,  /* per thread name: group the thread's comm (its
-                              * process's when the thread's is not known) */
-};
 
 /* A query's filters. Strings are borrowed; NULL (or 0, false) disables a
  * filter. comm, exe and unit are exact, or SQLite GLOB patterns when they

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../bpf/profd.h"
+#include "macro.h"
 #include "quality-sum.h"
 #include "tests.h"
 

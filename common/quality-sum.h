@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
+#include "protocol.h"
 #include "quality.h"
-#include "store.h"
 
 /* Adds one answered stack: its value to total, to complete, unknown or a
  * truncation reason by how its user part ended, and to each reason one of

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../bpf/profd.h"
+#include "../../bpf/profd.h"
 #include "fleet-schema.h"
 #include "macro.h"
 #include "protocol.h"

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "../../bpf/profd.h"
+#include "../bpf/profd.h"
 #include "macro.h"
 
 int quality_end_class(int user_end) {

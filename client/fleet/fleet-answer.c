@@ -11,16 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bpf/profd.h"
+#include "../../bpf/profd.h"
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"
 #include "helpers.h"
+#include "protocol.h"
 #include "quality-sum.h"
 #include "quality.h"
 #include "request.h"
 #include "series.h"
-#include "stackline.h"
 #include "top-table.h"
 #include "util.h"
 
@@ -36,7 +36,8 @@ struct answer {
 };
 
 static int answer_error(struct answer *a, const char *message) {
-        _cleanup_json_ json_t *line = json_pack("{s:s, s:s}", "type", "error", "error", message);
+        _cleanup_json_ json_t *line = json_pack("{s:s, s:s}", PROTO_KEY_TYPE, PROTO_TYPE_ERROR, PROTO_KEY_ERROR,
+                                                message);
         _cleanup_free_ char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
 
         if (!text)
@@ -453,7 +454,7 @@ static int write_quality(struct answer *a, const struct answer_data *d, bool par
         h = json_dumps(by_host, JSON_COMPACT | JSON_SORT_KEYS);
         if (!t || !h)
                 return cli_error(-ENOMEM, "%m");
-        fprintf(a->out, ",\"quality\":%s,\"quality_by_host\":%s", t, h);
+        fprintf(a->out, ",\"" PROTO_KEY_QUALITY "\":%s,\"" PROTO_KEY_QUALITY_BY_HOST "\":%s", t, h);
         return 0;
 }
 
@@ -687,12 +688,13 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                 fwrite(b.data, 1, b.len, a->out);
         }
         fprintf(a->out,
-                "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"stacks\":%zu,\"total\":%" PRIu64
-                ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
+                "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_END "\",\"" PROTO_KEY_KIND "\":\"%s\",\"" PROTO_KEY_WEIGHT_UNIT
+                "\":\"%s\",\"" PROTO_KEY_STACKS "\":%zu,\"" PROTO_KEY_TOTAL "\":%" PRIu64 ",\"" PROTO_KEY_FROM_NS
+                "\":%" PRIu64 ",\"" PROTO_KEY_TO_NS "\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", d.n_rows, total, s->from_ns,
                 s->to_ns);
         if (have_rows)
-                fprintf(a->out, ",\"rows\":%zu", n_table_rows);
+                fprintf(a->out, ",\"" PROTO_KEY_ROWS "\":%zu", n_table_rows);
         r = write_quality(a, &d, false);
         if (r < 0)
                 return r;
@@ -703,8 +705,8 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
 static int emit_point(uint64_t t_ns, uint64_t value, uint64_t complete, void *userdata) {
         struct answer *a = userdata;
 
-        fprintf(a->out, "{\"type\":\"point\",\"t_ns\":%" PRIu64 ",\"value\":%" PRIu64 ",\"complete\":%" PRIu64
-                "}\n", t_ns, value, complete);
+        fprintf(a->out, "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_POINT "\",\"" PROTO_KEY_T_NS "\":%" PRIu64 ",\""
+                PROTO_KEY_VALUE "\":%" PRIu64 ",\"" PROTO_KEY_COMPLETE "\":%" PRIu64 "}\n", t_ns, value, complete);
         return 0;
 }
 
@@ -766,8 +768,10 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
         for (size_t i = 0; i < d.n_hosts; i++)
                 d.hosts[i].q.partial = true;
         fprintf(a->out,
-                "{\"type\":\"end\",\"kind\":\"%s\",\"unit\":\"%s\",\"step_ns\":%" PRIu64 ",\"points\":%" PRIu64
-                ",\"total\":%" PRIu64 ",\"complete\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64,
+                "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_END "\",\"" PROTO_KEY_KIND "\":\"%s\",\"" PROTO_KEY_WEIGHT_UNIT
+                "\":\"%s\",\"" PROTO_KEY_STEP_NS "\":%" PRIu64 ",\"" PROTO_KEY_POINTS "\":%" PRIu64 ",\"" PROTO_KEY_TOTAL
+                "\":%" PRIu64 ",\"" PROTO_KEY_COMPLETE "\":%" PRIu64 ",\"" PROTO_KEY_FROM_NS "\":%" PRIu64 ",\""
+                PROTO_KEY_TO_NS "\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", step, series_points(se), total,
                 complete_all, s->from_ns, s->to_ns);
         series_free(se);

@@ -1,5 +1,5 @@
 /* The ClickHouse side of a fleet query, as text: a profd request (the same
- * struct query_request profd parses, daemon/serve/request.h) becomes the SQL
+ * struct query_request profd parses, common/request.h) becomes the SQL
  * that lets ClickHouse filter and sum, and ClickHouse's TabSeparated answers
  * become fields again. Pure: no I/O, unit-tested (tests/unit/test-fleet-sql.c).
  *

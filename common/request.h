@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "protocol.h"
 
 enum request_op {
         REQUEST_STATUS,

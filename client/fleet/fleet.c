@@ -11,17 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bpf/profd.h"
+#include "../../bpf/profd.h"
 #include "clickhouse-schema.h"
 #include "credentials.h"
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"
+#include "protocol.h"
 #include "quality-sum.h"
 #include "quality.h"
 #include "request.h"
 #include "series.h"
-#include "stackline.h"
 #include "util.h"
 
 /* A person waits for the answer: ClickHouse on loopback or in the same

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../bpf/profd.h"
+#include "../bpf/profd.h"
 #include "duration.h"
 #include "timestamp.h"
 #include "macro.h"

@@ -1,0 +1,102 @@
+/* The keys of profd's "status" answer that profctl reads (docs/protocol.md,
+ * status), defined once: the daemon's status builder writes them and
+ * profctl's status text (client/render.c) reads them. A key is listed once,
+ * under the first object that has it ("processes", "running", "state" and
+ * others are keys of several objects); keys only profctl status --json shows
+ * are written as the daemon spells them and are not here. */
+#pragma once
+
+/* The status line's own keys. */
+#define STATUS_KEY_PID                  "pid"
+#define STATUS_KEY_UPTIME_S             "uptime_s"
+#define STATUS_KEY_FREQUENCY_HZ         "frequency_hz"
+#define STATUS_KEY_INTERVAL_MS          "interval_ms"
+#define STATUS_KEY_EVENT                "event"
+#define STATUS_KEY_VERSION              "version"
+#define STATUS_KEY_STORE_PATH           "store_path"
+#define STATUS_KEY_STORE_BYTES          "store_bytes"
+#define STATUS_KEY_DRAINS               "drains"
+#define STATUS_KEY_LAST_DRAIN_NS        "last_drain_ns"
+#define STATUS_KEY_SAMPLES              "samples"
+#define STATUS_KEY_STACKS               "stacks"
+#define STATUS_KEY_PROCESSES            "processes"
+#define STATUS_KEY_SAMPLES_SEEN         "samples_seen"
+#define STATUS_KEY_IDLE_SAMPLES         "idle_samples"
+#define STATUS_KEY_DROPS                "drops"
+#define STATUS_KEY_TRUNCATED            "truncated"
+#define STATUS_KEY_KINDS                "kinds"
+#define STATUS_KEY_PROCESSES_TRACKED    "processes_tracked"
+#define STATUS_KEY_SYMBOL_CACHE_BYTES   "symbol_cache_bytes"
+#define STATUS_KEY_UNRESOLVED           "unresolved"
+#define STATUS_KEY_UNWIND               "unwind"
+#define STATUS_KEY_CLIENTS              "clients"
+#define STATUS_KEY_QUERIES              "queries"
+#define STATUS_KEY_STORE_CHECK          "store_check"
+#define STATUS_KEY_STORE_MIGRATION      "store_migration"
+#define STATUS_KEY_RSS_BYTES            "rss_bytes"
+#define STATUS_KEY_MEMORY               "memory"
+#define STATUS_KEY_OFFCPU               "offcpu"
+#define STATUS_KEY_EXPORT               "export"
+
+/* "unwind": the unwinder's tables and failures. */
+#define STATUS_KEY_FAILURES             "failures"
+#define STATUS_KEY_FILES                "files"
+#define STATUS_KEY_FILES_UNUSED         "files_unused"
+#define STATUS_KEY_ROWS_USED            "rows_used"
+#define STATUS_KEY_ROWS_CAPACITY        "rows_capacity"
+#define STATUS_KEY_KERNEL_BYTES         "kernel_bytes"
+#define STATUS_KEY_TABLES_BUILT         "tables_built"
+#define STATUS_KEY_BUILD_MS             "build_ms"
+#define STATUS_KEY_TABLES_EVICTED       "tables_evicted"
+#define STATUS_KEY_TABLES_NO_ROOM       "tables_no_room"
+#define STATUS_KEY_USER_WALKS           "user_walks"
+
+/* "memory": where the resident memory is. */
+#define STATUS_KEY_ANON_BYTES           "anon_bytes"
+#define STATUS_KEY_FILE_BYTES           "file_bytes"
+#define STATUS_KEY_HEAP_IN_USE_BYTES    "heap_in_use_bytes"
+#define STATUS_KEY_SQLITE_BYTES         "sqlite_bytes"
+
+/* "queries": the query workers. */
+#define STATUS_KEY_WORKERS              "workers"
+#define STATUS_KEY_RUNNING              "running"
+#define STATUS_KEY_QUEUED               "queued"
+#define STATUS_KEY_PARKED               "parked"
+#define STATUS_KEY_PARKED_TOTAL         "parked_total"
+
+/* "offcpu": the off-CPU filter and what it dropped. */
+#define STATUS_KEY_MIN_NS               "min_ns"
+#define STATUS_KEY_MAX_NS               "max_ns"
+#define STATUS_KEY_FILTERED_BLOCKS      "filtered_blocks"
+#define STATUS_KEY_FILTERED_NS          "filtered_ns"
+
+/* "store_check": the store's integrity check. */
+#define STATUS_KEY_STATE                "state"
+#define STATUS_KEY_STARTED_NS           "started_ns"
+#define STATUS_KEY_FINISHED_NS          "finished_ns"
+#define STATUS_KEY_MESSAGE              "message"
+
+/* "store_migration": schema 8's conversion of older samples. */
+#define STATUS_KEY_PENDING_ROWS         "pending_rows"
+#define STATUS_KEY_PENDING_DRAINS       "pending_drains"
+#define STATUS_KEY_DONE_ROWS            "done_rows"
+#define STATUS_KEY_COMPLETE_AFTER_NS    "complete_after_ns"
+
+/* "export": the ClickHouse export (docs/clickhouse.md, Status). */
+#define STATUS_KEY_URL                  "url"
+#define STATUS_KEY_HOST                 "host"
+#define STATUS_KEY_BACKLOG_DRAINS       "backlog_drains"
+#define STATUS_KEY_BACKLOG_OLDEST_NS    "backlog_oldest_ns"
+#define STATUS_KEY_LAST_SUCCESS_NS      "last_success_ns"
+#define STATUS_KEY_EXPORTED_DRAINS      "exported_drains"
+#define STATUS_KEY_EXPORTED_SAMPLES     "exported_samples"
+#define STATUS_KEY_EXPORTED_STACKS      "exported_stacks"
+#define STATUS_KEY_EXPORTED_FRAMES      "exported_frames"
+#define STATUS_KEY_BYTES_SENT           "bytes_sent"
+#define STATUS_KEY_ALREADY_STORED       "already_stored"
+#define STATUS_KEY_LOST_BY_RETENTION    "lost_by_retention"
+#define STATUS_KEY_DAMAGED_BLOCKS       "damaged_blocks"
+#define STATUS_KEY_ERRORS               "errors"
+#define STATUS_KEY_ERROR                "error"
+#define STATUS_KEY_LAST_ERROR           "last_error"
+#define STATUS_KEY_LAST_ERROR_NS        "last_error_ns"
