@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bsearch.h"
+#include "bytecursor.h"
 #include "helpers.h"
 
 /* Row flag: the row ends a sequence (no line there). */
@@ -43,69 +44,45 @@ struct raw_row {
         uint32_t file_end;
 };
 
-struct cursor {
-        const uint8_t *p, *end;
-        bool bad;
-};
+/* LEB128 by the cursor's rule (a value that does not fit in 64 bits marks
+ * it bad, and the CU is left to libdw), within libdw's length: it reads at
+ * most 10 bytes (a longer one gives it a sentinel value, and the bytes
+ * after are read as what follows), so a longer one, which the cursor reads
+ * as zero padding, is left to libdw too. */
+#define LEB128_MAX_BYTES 10
 
-static uint64_t read_uleb(struct cursor *c) {
-        uint64_t v = 0;
+static uint64_t read_uleb(struct bytecursor *c) {
+        const uint8_t *start = c->p;
+        uint64_t v = bytecursor_uleb(c);
 
-        for (unsigned shift = 0; c->p < c->end; shift += 7) {
-                uint8_t b = *c->p++;
-
-                if (shift >= 64 || (shift == 63 && (b & 0x7e)))
-                        break;
-                v |= (uint64_t) (b & 0x7f) << shift;
-                if (!(b & 0x80))
-                        return v;
-        }
-        c->bad = true;
-        return 0;
+        if (c->p - start > LEB128_MAX_BYTES)
+                c->bad = true;
+        return c->bad ? 0 : v;
 }
 
-static int64_t read_sleb(struct cursor *c) {
-        uint64_t v = 0;
+static int64_t read_sleb(struct bytecursor *c) {
+        const uint8_t *start = c->p;
+        int64_t v = bytecursor_sleb(c);
 
-        for (unsigned shift = 0; c->p < c->end; shift += 7) {
-                uint8_t b = *c->p++;
-
-                if (shift >= 64)
-                        break;
-                v |= (uint64_t) (b & 0x7f) << shift;
-                if (!(b & 0x80)) {
-                        if (shift + 7 < 64 && (b & 0x40))
-                                v |= ~UINT64_C(0) << (shift + 7);
-                        return (int64_t) v;
-                }
-        }
-        c->bad = true;
-        return 0;
+        if (c->p - start > LEB128_MAX_BYTES)
+                c->bad = true;
+        return c->bad ? 0 : v;
 }
 
 /* A ULEB128 operand for a register libdw keeps in an unsigned int: false
  * past the data, or past 32 bits (where libdw would truncate it). */
-static bool read_register(struct cursor *c, uint64_t *reg) {
+static bool read_register(struct bytecursor *c, uint64_t *reg) {
         *reg = read_uleb(c);
         return !c->bad && *reg <= UINT32_MAX;
 }
 
 /* Little-endian: dwarf-frames.c gives the reader no sections of other files. */
-static uint64_t read_fixed(struct cursor *c, size_t n) {
-        uint64_t v = 0;
-
-        if (c->bad || (size_t) (c->end - c->p) < n) {
-                c->bad = true;
-                return 0;
-        }
-        for (size_t i = 0; i < n; i++)
-                v |= (uint64_t) c->p[i] << (8 * i);
-        c->p += n;
-        return v;
+static uint64_t read_fixed(struct bytecursor *c, size_t n) {
+        return bytecursor_fixed_le(c, n);
 }
 
-static uint8_t read_u8(struct cursor *c) {
-        return (uint8_t) read_fixed(c, 1);
+static uint8_t read_u8(struct bytecursor *c) {
+        return (uint8_t) bytecursor_fixed_le(c, 1);
 }
 
 static const char *string_at(const char *section, size_t size, uint64_t offset) {
@@ -116,13 +93,13 @@ static const char *string_at(const char *section, size_t size, uint64_t offset) 
 /* Reads one value of form; a string form sets *ret_string (else NULL), a
  * constant form sets *ret_value. Returns false for forms left to libdw or
  * data past the end. */
-static bool read_form(struct cursor *c, uint64_t form, unsigned offset_size, const struct line_sections *s,
+static bool read_form(struct bytecursor *c, uint64_t form, unsigned offset_size, const struct line_sections *s,
                       const char **ret_string, uint64_t *ret_value) {
         *ret_string = NULL;
         *ret_value = UINT64_MAX;
         switch (form) {
         case DW_FORM_string: {
-                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+                const uint8_t *nul = memchr(c->p, 0, bytecursor_left(c));
 
                 if (!nul)
                         return false;
@@ -156,10 +133,7 @@ static bool read_form(struct cursor *c, uint64_t form, unsigned offset_size, con
         case DW_FORM_block: {
                 uint64_t n = read_uleb(c);
 
-                if (c->bad || n > (uint64_t) (c->end - c->p))
-                        return false;
-                c->p += n;
-                return true;
+                return !c->bad && n <= bytecursor_left(c) && bytecursor_skip(c, (size_t) n);
         }
         default:
                 return false;
@@ -246,7 +220,7 @@ static bool form_known(uint64_t form) {
         }
 }
 
-static bool read_entry_format(struct cursor *c, struct entry_format *f) {
+static bool read_entry_format(struct bytecursor *c, struct entry_format *f) {
         f->n = read_u8(c);
         f->path = f->dir = -1;
         for (unsigned i = 0; i < f->n && !c->bad; i++) {
@@ -264,7 +238,7 @@ static bool read_entry_format(struct cursor *c, struct entry_format *f) {
 }
 
 /* Reads one DWARF 5 directory or file entry. */
-static bool read_entry(struct cursor *c, const struct entry_format *f, unsigned offset_size,
+static bool read_entry(struct bytecursor *c, const struct entry_format *f, unsigned offset_size,
                        const struct line_sections *s, const char **ret_path, uint64_t *ret_dir) {
         *ret_path = NULL;
         *ret_dir = UINT64_MAX;
@@ -284,10 +258,10 @@ static bool read_entry(struct cursor *c, const struct entry_format *f, unsigned 
 
 /* The number of DWARF 5 entries of format f that follow, as libdw checks
  * it: none without a format, and at least a byte of each per entry. */
-static bool read_entry_count(struct cursor *c, const struct entry_format *f, uint64_t *ret) {
+static bool read_entry_count(struct bytecursor *c, const struct entry_format *f, uint64_t *ret) {
         uint64_t n = read_uleb(c);
 
-        if (c->bad || (f->n == 0 && n != 0) || (f->n > 0 && n > (uint64_t) (c->end - c->p) / f->n))
+        if (c->bad || (f->n == 0 && n != 0) || (f->n > 0 && n > bytecursor_left(c) / f->n))
                 return false;
         *ret = n;
         return true;
@@ -295,7 +269,7 @@ static bool read_entry_count(struct cursor *c, const struct entry_format *f, uin
 
 /* DWARF 2-4 include directories: directory 0 is the CU's compilation
  * directory (NULL when it has none). */
-static int read_dirs4(struct cursor *c, const char *comp_dir, const char ***ret, size_t *ret_n) {
+static int read_dirs4(struct bytecursor *c, const char *comp_dir, const char ***ret, size_t *ret_n) {
         _cleanup_free_ const char **dirs = NULL;
         size_t n_dirs = 0, allocated = 0;
         int k;
@@ -304,8 +278,8 @@ static int read_dirs4(struct cursor *c, const char *comp_dir, const char ***ret,
         if (k < 0)
                 return k;
         dirs[n_dirs++] = comp_dir;
-        while (c->p < c->end && *c->p) {
-                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+        while (bytecursor_left(c) > 0 && *c->p) {
+                const uint8_t *nul = memchr(c->p, 0, bytecursor_left(c));
 
                 if (!nul)
                         return -EINVAL;
@@ -322,12 +296,12 @@ static int read_dirs4(struct cursor *c, const char *comp_dir, const char ***ret,
         return 0;
 }
 
-static int read_files4(struct reader *r, struct cursor *c) {
+static int read_files4(struct reader *r, struct bytecursor *c) {
         int k;
 
-        while (c->p < c->end && *c->p) {
+        while (bytecursor_left(c) > 0 && *c->p) {
                 const char *name = (const char *) c->p;
-                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+                const uint8_t *nul = memchr(c->p, 0, bytecursor_left(c));
                 uint64_t dir;
 
                 if (!nul)
@@ -345,7 +319,7 @@ static int read_files4(struct reader *r, struct cursor *c) {
         return read_u8(c) != 0 || c->bad ? -EINVAL : 0;
 }
 
-static int read_dirs5(struct cursor *c, unsigned offset_size, const struct line_sections *s, const char ***ret,
+static int read_dirs5(struct bytecursor *c, unsigned offset_size, const struct line_sections *s, const char ***ret,
                       size_t *ret_n) {
         _cleanup_free_ const char **dirs = NULL;
         struct entry_format f;
@@ -367,7 +341,7 @@ static int read_dirs5(struct cursor *c, unsigned offset_size, const struct line_
         return 0;
 }
 
-static int read_files5(struct reader *r, struct cursor *c, unsigned offset_size) {
+static int read_files5(struct reader *r, struct bytecursor *c, unsigned offset_size) {
         struct entry_format f;
         uint64_t n;
         int k;
@@ -390,7 +364,7 @@ static int read_files5(struct reader *r, struct cursor *c, unsigned offset_size)
 }
 
 /* The include directories and file names of the header. */
-static int read_dirs_and_files(struct reader *r, struct cursor *c, unsigned version, unsigned offset_size,
+static int read_dirs_and_files(struct reader *r, struct bytecursor *c, unsigned version, unsigned offset_size,
                                const char *comp_dir) {
         _cleanup_free_ const char **dirs = NULL;
         size_t n_dirs = 0;
@@ -472,8 +446,8 @@ static int emit_row(struct raw_row **rows, size_t *n, size_t *allocated, const s
         return 0;
 }
 
-/* Runs the program from c->p to c->end into *ret_rows. */
-static int run_program(struct cursor *c, unsigned address_size, uint8_t default_is_stmt, uint8_t min_inst_len, uint8_t max_ops,
+/* Runs the program from the cursor to its end into *ret_rows. */
+static int run_program(struct bytecursor *c, unsigned address_size, uint8_t default_is_stmt, uint8_t min_inst_len, uint8_t max_ops,
                        int8_t line_base, uint8_t line_range, uint8_t opcode_base, const uint8_t *opcode_lengths,
                        struct raw_row **ret_rows, size_t *ret_n) {
         _cleanup_free_ struct raw_row *rows = NULL;
@@ -496,8 +470,8 @@ static int run_program(struct cursor *c, unsigned address_size, uint8_t default_
         } while (0)
 
         line_state_reset(&st, default_is_stmt);
-        while (c->p < c->end) {
-                uint8_t op = *c->p++;
+        while (bytecursor_left(c) > 0) {
+                uint8_t op = read_u8(c);
                 uint64_t u;
                 int64_t s;
 
@@ -518,12 +492,12 @@ static int run_program(struct cursor *c, unsigned address_size, uint8_t default_
 
                         /* libdw reads the length as one byte (the
                          * standard says ULEB128: the same below 128). */
-                        if (c->end - c->p < 2 || *c->p >= 0x80)
+                        if (bytecursor_left(c) < 2 || *c->p >= 0x80)
                                 return -EINVAL;
-                        len = *c->p++;
-                        if ((size_t) (c->end - c->p) < len)
+                        len = read_u8(c);
+                        if (bytecursor_left(c) < len)
                                 return -EINVAL;
-                        sub = *c->p++;
+                        sub = read_u8(c);
                         switch (sub) {
                         case DW_LNE_end_sequence:
                                 k = emit_row(&rows, &n, &allocated, &st, true);
@@ -552,7 +526,7 @@ static int run_program(struct cursor *c, unsigned address_size, uint8_t default_
                         default:
                                 if (len == 0)
                                         return -EINVAL;
-                                c->p += len - 1;
+                                (void) bytecursor_skip(c, len - 1u);
                                 break;
                         }
                         break;
@@ -701,7 +675,7 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
                     struct line_table **ret) {
         _cleanup_(line_table_freep) struct line_table *t = NULL;
         _cleanup_free_ struct raw_row *raw = NULL;
-        struct cursor c, header;
+        struct bytecursor c, header;
         struct reader r = { .s = s };
         uint64_t unit_length, header_length;
         unsigned offset_size = 4, version;
@@ -713,13 +687,13 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
 
         if (!s->line || offset >= s->line_size || (address_size != 4 && address_size != 8))
                 return -EINVAL;
-        c = (struct cursor) { s->line + offset, s->line + s->line_size, false };
+        c = bytecursor_make(s->line + offset, s->line_size - offset);
         unit_length = read_fixed(&c, 4);
         if (unit_length == UINT32_MAX) {
                 unit_length = read_fixed(&c, 8);
                 offset_size = 8;
         }
-        if (c.bad || unit_length > (uint64_t) (c.end - c.p))
+        if (c.bad || unit_length > bytecursor_left(&c))
                 return -EINVAL;
         c.end = c.p + unit_length;
         version = (unsigned) read_fixed(&c, 2);
@@ -728,9 +702,9 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
         if (version >= 5 && (read_u8(&c) != address_size || read_u8(&c) != 0))
                 return -EINVAL;
         header_length = read_fixed(&c, offset_size);
-        if (c.bad || header_length > (uint64_t) (c.end - c.p))
+        if (c.bad || header_length > bytecursor_left(&c))
                 return -EINVAL;
-        header = (struct cursor) { c.p, c.end, false };
+        header = bytecursor_make(c.p, bytecursor_left(&c));
         min_inst_len = read_u8(&header);
         if (version >= 4)
                 max_ops = read_u8(&header);
@@ -738,10 +712,10 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
         line_base = (int8_t) read_u8(&header);
         line_range = read_u8(&header);
         opcode_base = read_u8(&header);
-        if (header.bad || max_ops == 0 || opcode_base == 0 || (size_t) (header.end - header.p) < opcode_base - 1u)
+        if (header.bad || max_ops == 0 || opcode_base == 0 || bytecursor_left(&header) < opcode_base - 1u)
                 return -EINVAL;
         opcode_lengths = header.p;
-        header.p += opcode_base - 1;
+        (void) bytecursor_skip(&header, opcode_base - 1u);
 
         t = calloc(1, sizeof(*t));
         if (!t)
