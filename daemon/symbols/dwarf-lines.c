@@ -417,192 +417,220 @@ static void line_state_reset(struct line_state *st, uint8_t default_is_stmt) {
         };
 }
 
-static int emit_row(struct raw_row **rows, size_t *n, size_t *allocated, const struct line_state *st, bool end) {
+/* What the header says about running the program. */
+struct line_program {
+        unsigned address_size;
+        uint8_t min_inst_len, max_ops, default_is_stmt, line_range, opcode_base;
+        int8_t line_base;
+        const uint8_t *opcode_lengths; /* the operands of standard opcodes 1 to opcode_base - 1 */
+};
+
+/* A program being run: its header, its registers, the rows so far. */
+struct line_run {
+        const struct line_program *h;
+        struct line_state st;
+        struct raw_row *rows;
+        size_t n, allocated;
+};
+
+/* The operands of each standard opcode DWARF 5 defines: libdw checks the
+ * header's counts against them. */
+static const uint8_t standard_operands[DW_LNS_set_isa + 1] = {
+        [DW_LNS_advance_pc] = 1,
+        [DW_LNS_advance_line] = 1,
+        [DW_LNS_set_file] = 1,
+        [DW_LNS_set_column] = 1,
+        [DW_LNS_fixed_advance_pc] = 1,
+        [DW_LNS_set_isa] = 1,
+};
+
+/* Appends a row for the registers. Returns 0, -EINVAL (a register libdw
+ * cannot keep) or -ENOMEM. */
+static int emit_row(struct line_run *run, bool end) {
+        const struct line_state *st = &run->st;
         int k;
 
         if (st->line < INT32_MIN || st->line > INT32_MAX || st->file >= ROW_END || st->column > USHRT_MAX ||
             st->isa > UINT8_MAX || st->op_index > UINT8_MAX || st->is_stmt > 1 || st->discriminator >= (UINT64_C(1) << 24) ||
-            *n >= UINT32_MAX)
+            run->n >= UINT32_MAX)
                 return -EINVAL;
         /* A row right after one at the same address, both ends or neither,
          * sorts right after it and hides it from every lookup: take its
          * place (compilers emit many: views, is_stmt changes). */
-        if (*n > 0 && (*rows)[*n - 1].addr == st->addr &&
-            !!((*rows)[*n - 1].file_end & ROW_END) == end) {
-                (*rows)[*n - 1].line = (int32_t) st->line;
-                (*rows)[*n - 1].file_end = (uint32_t) st->file | (end ? ROW_END : 0);
+        if (run->n > 0 && run->rows[run->n - 1].addr == st->addr &&
+            !!(run->rows[run->n - 1].file_end & ROW_END) == end) {
+                run->rows[run->n - 1].line = (int32_t) st->line;
+                run->rows[run->n - 1].file_end = (uint32_t) st->file | (end ? ROW_END : 0);
                 return 0;
         }
-        k = array_grow((void **) rows, allocated, *n + 1, sizeof(**rows));
+        k = array_grow((void **) &run->rows, &run->allocated, run->n + 1, sizeof(*run->rows));
         if (k < 0)
                 return k;
-        (*rows)[*n] = (struct raw_row) {
+        run->rows[run->n] = (struct raw_row) {
                 .addr = st->addr,
-                .seq = (uint32_t) *n,
+                .seq = (uint32_t) run->n,
                 .line = (int32_t) st->line,
                 .file_end = (uint32_t) st->file | (end ? ROW_END : 0),
         };
-        (*n)++;
+        run->n++;
         return 0;
 }
 
-/* Runs the program from the cursor to its end into *ret_rows. */
-static int run_program(struct bytecursor *c, unsigned address_size, uint8_t default_is_stmt, uint8_t min_inst_len, uint8_t max_ops,
-                       int8_t line_base, uint8_t line_range, uint8_t opcode_base, const uint8_t *opcode_lengths,
-                       struct raw_row **ret_rows, size_t *ret_n) {
-        _cleanup_free_ struct raw_row *rows = NULL;
-        size_t n = 0, allocated = 0;
-        struct line_state st;
+/* Advances the address by adv operations, in libdw's unsigned int
+ * arithmetic, wrapping where it wraps. */
+static void run_advance(struct line_run *run, uint64_t adv) {
+        uint32_t ops = (uint32_t) run->st.op_index + (uint32_t) adv;
+
+        run->st.addr += (uint32_t) (run->h->min_inst_len * (ops / run->h->max_ops));
+        run->st.op_index = ops % run->h->max_ops;
+}
+
+/* A special opcode: the line and address advance, and a row. Returns 0,
+ * -EINVAL or -ENOMEM (as all the run_ steps). */
+static int run_special(struct line_run *run, uint8_t op) {
+        const struct line_program *h = run->h;
         int k;
 
-/* In libdw's unsigned int arithmetic, wrapping where it wraps. */
-#define ADVANCE(adv)                                                                           \
-        do {                                                                                   \
-                uint32_t _ops = (uint32_t) st.op_index + (uint32_t) (adv);                     \
-                st.addr += (uint32_t) (min_inst_len * (_ops / max_ops));                       \
-                st.op_index = _ops % max_ops;                                                  \
-        } while (0)
-/* libdw checks each standard opcode's operand count in the header. */
-#define EXPECT_OPERANDS(op, count)                                                             \
-        do {                                                                                   \
-                if (opcode_lengths[(op) - 1] != (count))                                       \
-                        return -EINVAL;                                                        \
-        } while (0)
+        if (h->line_range == 0)
+                return -EINVAL;
+        run->st.line += h->line_base + (op - h->opcode_base) % h->line_range;
+        run_advance(run, (uint64_t) ((op - h->opcode_base) / h->line_range));
+        k = emit_row(run, false);
+        if (k < 0)
+                return k;
+        run->st.discriminator = 0;
+        return 0;
+}
 
-        line_state_reset(&st, default_is_stmt);
-        while (bytecursor_left(c) > 0) {
-                uint8_t op = read_u8(c);
-                uint64_t u;
-                int64_t s;
+/* An extended opcode: 0, its length, its sub-opcode and operands. */
+static int run_extended(struct bytecursor *c, struct line_run *run) {
+        const struct line_program *h = run->h;
+        uint8_t len, sub;
+        int k;
 
-                if (op >= opcode_base) {
-                        if (line_range == 0)
-                                return -EINVAL;
-                        st.line += line_base + (op - opcode_base) % line_range;
-                        ADVANCE((uint64_t) ((op - opcode_base) / line_range));
-                        k = emit_row(&rows, &n, &allocated, &st, false);
-                        if (k < 0)
-                                return k;
-                        st.discriminator = 0;
-                        continue;
-                }
-                switch (op) {
-                case 0: {
-                        uint8_t len, sub;
+        /* libdw reads the length as one byte (the standard says ULEB128:
+         * the same below 128). */
+        if (bytecursor_left(c) < 2 || *c->p >= 0x80)
+                return -EINVAL;
+        len = read_u8(c);
+        if (bytecursor_left(c) < len)
+                return -EINVAL;
+        sub = read_u8(c);
+        switch (sub) {
+        case DW_LNE_end_sequence:
+                k = emit_row(run, true);
+                if (k < 0)
+                        return k;
+                line_state_reset(&run->st, run->st.default_is_stmt);
+                return 0;
+        case DW_LNE_set_address:
+                run->st.op_index = 0;
+                run->st.addr = read_fixed(c, h->address_size);
+                return c->bad ? -EINVAL : 0;
+        case DW_LNE_set_discriminator:
+                /* libdw checks the entry of standard opcode 4. */
+                if (h->opcode_base <= DW_LNE_set_discriminator || h->opcode_lengths[DW_LNE_set_discriminator - 1] != 1)
+                        return -EINVAL;
+                return read_register(c, &run->st.discriminator) ? 0 : -EINVAL;
+        case DW_LNE_define_file:
+        case DW_LNE_NVIDIA_inlined_call:
+        case DW_LNE_NVIDIA_set_function_name:
+                return -EINVAL;
+        default:
+                if (len == 0)
+                        return -EINVAL;
+                (void) bytecursor_skip(c, len - 1u);
+                return 0;
+        }
+}
 
-                        /* libdw reads the length as one byte (the
-                         * standard says ULEB128: the same below 128). */
-                        if (bytecursor_left(c) < 2 || *c->p >= 0x80)
-                                return -EINVAL;
-                        len = read_u8(c);
-                        if (bytecursor_left(c) < len)
-                                return -EINVAL;
-                        sub = read_u8(c);
-                        switch (sub) {
-                        case DW_LNE_end_sequence:
-                                k = emit_row(&rows, &n, &allocated, &st, true);
-                                if (k < 0)
-                                        return k;
-                                line_state_reset(&st, st.default_is_stmt);
-                                break;
-                        case DW_LNE_set_address:
-                                st.op_index = 0;
-                                st.addr = read_fixed(c, address_size);
-                                if (c->bad)
-                                        return -EINVAL;
-                                break;
-                        case DW_LNE_set_discriminator:
-                                /* libdw checks the entry of standard opcode 4. */
-                                if (opcode_base <= DW_LNE_set_discriminator ||
-                                    opcode_lengths[DW_LNE_set_discriminator - 1] != 1)
-                                        return -EINVAL;
-                                if (!read_register(c, &st.discriminator))
-                                        return -EINVAL;
-                                break;
-                        case DW_LNE_define_file:
-                        case DW_LNE_NVIDIA_inlined_call:
-                        case DW_LNE_NVIDIA_set_function_name:
-                                return -EINVAL;
-                        default:
-                                if (len == 0)
-                                        return -EINVAL;
-                                (void) bytecursor_skip(c, len - 1u);
-                                break;
-                        }
-                        break;
-                }
-                case DW_LNS_copy:
-                        EXPECT_OPERANDS(op, 0);
-                        k = emit_row(&rows, &n, &allocated, &st, false);
-                        if (k < 0)
-                                return k;
-                        st.discriminator = 0;
-                        break;
-                case DW_LNS_advance_pc:
-                        EXPECT_OPERANDS(op, 1);
-                        if (!read_register(c, &u))
-                                return -EINVAL;
-                        ADVANCE(u);
-                        break;
-                case DW_LNS_advance_line:
-                        EXPECT_OPERANDS(op, 1);
-                        s = read_sleb(c);
-                        if (c->bad || s < INT_MIN || s > INT_MAX)
-                                return -EINVAL;
-                        st.line += s;
-                        break;
-                case DW_LNS_set_file:
-                        EXPECT_OPERANDS(op, 1);
-                        if (!read_register(c, &st.file))
-                                return -EINVAL;
-                        break;
-                case DW_LNS_set_column:
-                        EXPECT_OPERANDS(op, 1);
-                        if (!read_register(c, &st.column))
-                                return -EINVAL;
-                        break;
-                case DW_LNS_negate_stmt:
-                        EXPECT_OPERANDS(op, 0);
-                        st.is_stmt = (uint8_t) (1 - st.is_stmt);
-                        break;
-                case DW_LNS_set_basic_block:
-                case DW_LNS_set_prologue_end:
-                case DW_LNS_set_epilogue_begin:
-                        EXPECT_OPERANDS(op, 0);
-                        break;
-                case DW_LNS_const_add_pc:
-                        EXPECT_OPERANDS(op, 0);
-                        if (line_range == 0)
-                                return -EINVAL;
-                        ADVANCE((uint64_t) ((255 - opcode_base) / line_range));
-                        break;
-                case DW_LNS_fixed_advance_pc:
-                        EXPECT_OPERANDS(op, 1);
-                        st.addr += read_fixed(c, 2);
+/* A standard opcode, 1 to opcode_base - 1. */
+static int run_standard(struct bytecursor *c, struct line_run *run, uint8_t op) {
+        const struct line_program *h = run->h;
+        struct line_state *st = &run->st;
+        uint64_t u;
+        int64_t s;
+        int k;
+
+        if (op <= DW_LNS_set_isa && h->opcode_lengths[op - 1] != standard_operands[op])
+                return -EINVAL;
+        switch (op) {
+        case DW_LNS_copy:
+                k = emit_row(run, false);
+                if (k < 0)
+                        return k;
+                st->discriminator = 0;
+                return 0;
+        case DW_LNS_advance_pc:
+                if (!read_register(c, &u))
+                        return -EINVAL;
+                run_advance(run, u);
+                return 0;
+        case DW_LNS_advance_line:
+                s = read_sleb(c);
+                if (c->bad || s < INT_MIN || s > INT_MAX)
+                        return -EINVAL;
+                st->line += s;
+                return 0;
+        case DW_LNS_set_file:
+                return read_register(c, &st->file) ? 0 : -EINVAL;
+        case DW_LNS_set_column:
+                return read_register(c, &st->column) ? 0 : -EINVAL;
+        case DW_LNS_negate_stmt:
+                st->is_stmt = (uint8_t) (1 - st->is_stmt);
+                return 0;
+        case DW_LNS_set_basic_block:
+        case DW_LNS_set_prologue_end:
+        case DW_LNS_set_epilogue_begin:
+                return 0;
+        case DW_LNS_const_add_pc:
+                if (h->line_range == 0)
+                        return -EINVAL;
+                run_advance(run, (uint64_t) ((255 - h->opcode_base) / h->line_range));
+                return 0;
+        case DW_LNS_fixed_advance_pc:
+                st->addr += read_fixed(c, 2);
+                if (c->bad)
+                        return -EINVAL;
+                st->op_index = 0;
+                return 0;
+        case DW_LNS_set_isa:
+                return read_register(c, &st->isa) ? 0 : -EINVAL;
+        default:
+                /* A standard opcode newer than this reader: skip its
+                 * operands. */
+                for (unsigned i = h->opcode_lengths[op - 1]; i > 0; i--) {
+                        (void) read_uleb(c);
                         if (c->bad)
                                 return -EINVAL;
-                        st.op_index = 0;
-                        break;
-                case DW_LNS_set_isa:
-                        EXPECT_OPERANDS(op, 1);
-                        if (!read_register(c, &st.isa))
-                                return -EINVAL;
-                        break;
-                default:
-                        /* A standard opcode newer than this reader: skip
-                         * its operands. */
-                        for (unsigned i = opcode_lengths[op - 1]; i > 0; i--) {
-                                (void) read_uleb(c);
-                                if (c->bad)
-                                        return -EINVAL;
-                        }
-                        break;
                 }
+                return 0;
         }
-#undef ADVANCE
-#undef EXPECT_OPERANDS
-        *ret_rows = TAKE_PTR(rows);
-        *ret_n = n;
+}
+
+/* Runs the program from the cursor to its end into *ret_rows. Returns 0,
+ * -EINVAL (a program left to libdw) or -ENOMEM. */
+static int run_program(struct bytecursor *c, const struct line_program *h, struct raw_row **ret_rows, size_t *ret_n) {
+        struct line_run run = { .h = h };
+        int k = 0;
+
+        line_state_reset(&run.st, h->default_is_stmt);
+        while (k >= 0 && bytecursor_left(c) > 0) {
+                uint8_t op = read_u8(c);
+
+                if (op >= h->opcode_base)
+                        k = run_special(&run, op);
+                else if (op == 0)
+                        k = run_extended(c, &run);
+                else
+                        k = run_standard(c, &run, op);
+        }
+        if (k < 0) {
+                free(run.rows);
+                return k;
+        }
+        *ret_rows = run.rows;
+        *ret_n = run.n;
         return 0;
 }
 
@@ -677,11 +705,9 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
         _cleanup_free_ struct raw_row *raw = NULL;
         struct bytecursor c, header;
         struct reader r = { .s = s };
+        struct line_program h = { .address_size = address_size, .max_ops = 1 };
         uint64_t unit_length, header_length;
         unsigned offset_size = 4, version;
-        uint8_t min_inst_len, max_ops = 1, default_is_stmt, line_range, opcode_base;
-        const uint8_t *opcode_lengths;
-        int8_t line_base;
         size_t n_raw = 0;
         int k;
 
@@ -705,17 +731,17 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
         if (c.bad || header_length > bytecursor_left(&c))
                 return -EINVAL;
         header = bytecursor_make(c.p, bytecursor_left(&c));
-        min_inst_len = read_u8(&header);
+        h.min_inst_len = read_u8(&header);
         if (version >= 4)
-                max_ops = read_u8(&header);
-        default_is_stmt = read_u8(&header);
-        line_base = (int8_t) read_u8(&header);
-        line_range = read_u8(&header);
-        opcode_base = read_u8(&header);
-        if (header.bad || max_ops == 0 || opcode_base == 0 || bytecursor_left(&header) < opcode_base - 1u)
+                h.max_ops = read_u8(&header);
+        h.default_is_stmt = read_u8(&header);
+        h.line_base = (int8_t) read_u8(&header);
+        h.line_range = read_u8(&header);
+        h.opcode_base = read_u8(&header);
+        if (header.bad || h.max_ops == 0 || h.opcode_base == 0 || bytecursor_left(&header) < h.opcode_base - 1u)
                 return -EINVAL;
-        opcode_lengths = header.p;
-        (void) bytecursor_skip(&header, opcode_base - 1u);
+        h.opcode_lengths = header.p;
+        (void) bytecursor_skip(&header, h.opcode_base - 1u);
 
         t = calloc(1, sizeof(*t));
         if (!t)
@@ -734,8 +760,7 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
         t->bytes += r.files_allocated * sizeof(*t->files) + r.owned_allocated * sizeof(*t->owned);
 
         header.end = c.end;
-        k = run_program(&header, address_size, default_is_stmt, min_inst_len, max_ops, line_base, line_range, opcode_base,
-                        opcode_lengths, &raw, &n_raw);
+        k = run_program(&header, &h, &raw, &n_raw);
         if (k < 0)
                 return k;
         k = table_set_rows(t, raw, n_raw);
