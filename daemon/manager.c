@@ -28,7 +28,7 @@
 #include "proctable.h"
 #include "query.h"
 #include "server.h"
-#include "status-keys.h"
+#include "status.h"
 #include "store.h"
 #include "unwinder.h"
 #include "writer.h"
@@ -433,293 +433,63 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return r;
 }
 
-/* The daemon's resident memory, from /proc/self/status: in all, and its
- * anonymous and file-backed parts. Fields not found stay 0. */
-struct self_rss {
-        uint64_t total, anon, file;
-};
-
-static void self_rss_read(struct self_rss *ret) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
-        char line[128];
-        unsigned long kib;
-
-        *ret = (struct self_rss) {};
-        while (f && fgets(line, sizeof(line), f)) {
-                if (sscanf(line, "VmRSS: %lu kB", &kib) == 1)
-                        ret->total = (uint64_t) kib * 1024;
-                else if (sscanf(line, "RssAnon: %lu kB", &kib) == 1)
-                        ret->anon = (uint64_t) kib * 1024;
-                else if (sscanf(line, "RssFile: %lu kB", &kib) == 1)
-                        ret->file = (uint64_t) kib * 1024;
-        }
-}
-
-/* Where the resident memory is: anonymous and file pages, what malloc
- * holds in use and free, and SQLite's part of what is in use. */
-static json_t *status_memory(const struct self_rss *rss) {
-        uint64_t in_use, free_bytes;
-
-        heap_usage(&in_use, &free_bytes);
-        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-                         STATUS_KEY_RSS_BYTES, (json_int_t) rss->total,
-                         STATUS_KEY_ANON_BYTES, (json_int_t) rss->anon,
-                         STATUS_KEY_FILE_BYTES, (json_int_t) rss->file,
-                         STATUS_KEY_HEAP_IN_USE_BYTES, (json_int_t) in_use,
-                         "heap_free_bytes", (json_int_t) free_bytes,
-                         STATUS_KEY_SQLITE_BYTES, (json_int_t) db_heap_bytes());
-}
-
-/* The settings that can change on a reload, and what retention did: so a
- * reload, and every setting, can be checked from profctl status. */
-static void status_add_settings(manager *m, json_t *o, const struct writer_stats *ws) {
-        const struct conf *c = m->conf;
-        json_t *dirs = json_array();
-
-        for (size_t i = 0; dirs && c->debug_dirs && c->debug_dirs[i]; i++)
-                json_array_append_new(dirs, json_string(c->debug_dirs[i]));
-        json_object_set_new(o, "max_clients", json_integer(c->max_clients));
-        json_object_set_new(o, "client_timeout_ms", json_integer((json_int_t) (c->client_timeout_ns / NSEC_PER_MSEC)));
-        json_object_set_new(o, "symbol_cache_limit_bytes", json_integer((json_int_t) c->symbol_cache_bytes));
-        json_object_set_new(o, "debug_dirs", dirs);
-        json_object_set_new(o, "retention", json_pack("{s:b, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                "active", ws->retention_on,
-                "raw_s", (json_int_t) (c->retention_raw_ns / NSEC_PER_SEC),
-                "minute_s", (json_int_t) (c->retention_1m_ns / NSEC_PER_SEC),
-                "all_s", (json_int_t) (c->retention_ns / NSEC_PER_SEC),
-                "max_store_size", c->max_store_size ? json_integer((json_int_t) c->max_store_size) : json_null(),
-                "merged_drains", (json_int_t) ws->retention.merged_drains,
-                "deleted_drains", (json_int_t) ws->retention.deleted_drains,
-                "deleted_for_size", (json_int_t) ws->retention.deleted_for_size,
-                "deleted_stacks", (json_int_t) ws->retention.deleted_stacks,
-                "deleted_processes", (json_int_t) ws->retention.deleted_processes,
-                "deleted_locations", (json_int_t) ws->retention.deleted_locations,
-                "vacuumed_bytes", (json_int_t) ws->retention.vacuumed_bytes,
-                "spanned_drains", (json_int_t) ws->retention.spanned_drains,
-                "damaged_blocks", (json_int_t) ws->retention.damaged_blocks));
-}
-
-/* Adds n to the count of a stored reason: a drop, or a truncation (by its
- * name without TRUNCATED_PREFIX). */
-static void status_count_add(json_t *drops, json_t *truncated, const char *reason, uint64_t n) {
-        bool is_trunc = strncmp(reason, TRUNCATED_PREFIX, strlen(TRUNCATED_PREFIX)) == 0;
-        json_t *to = is_trunc ? truncated : drops, *cur;
-        const char *key = is_trunc ? reason + strlen(TRUNCATED_PREFIX) : reason;
-
-        cur = json_object_get(to, key);
-        json_object_set_new(to, key, json_integer((json_int_t) n + (cur ? json_integer_value(cur) : 0)));
-}
-
-/* What the unwinder holds and did: tables, kernel memory, failures. */
-static json_t *status_unwind(manager *m) {
-        struct unwinder_stats us = {};
-        json_t *fail = json_object(), *o;
-
-        if (m->unwinder)
-                unwinder_get_stats(m->unwinder, &us);
-        for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
-                json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us.failures[i]));
-        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-                      "active", m->unwinder != NULL,
-                      STATUS_KEY_PROCESSES, (json_int_t) us.processes,
-                      STATUS_KEY_FILES, (json_int_t) us.files,
-                      STATUS_KEY_FILES_UNUSED, (json_int_t) us.files_unused,
-                      STATUS_KEY_ROWS_USED, (json_int_t) us.rows_used,
-                      STATUS_KEY_ROWS_CAPACITY, (json_int_t) us.rows_capacity,
-                      "mappings_used", (json_int_t) us.mappings_used,
-                      "mappings_capacity", (json_int_t) us.mappings_capacity,
-                      STATUS_KEY_KERNEL_BYTES, (json_int_t) us.kernel_bytes,
-                      "mapped_bytes", (json_int_t) us.mapped_bytes,
-                      STATUS_KEY_TABLES_BUILT, (json_int_t) us.tables_built,
-                      STATUS_KEY_BUILD_MS, (json_int_t) (us.build_ns / NSEC_PER_MSEC),
-                      STATUS_KEY_TABLES_EVICTED, (json_int_t) us.tables_evicted,
-                      STATUS_KEY_TABLES_NO_ROOM, (json_int_t) us.tables_no_room,
-                      "tables_queued", (json_int_t) us.tables_queued,
-                      "loads", (json_int_t) us.requests,
-                      "misses", (json_int_t) us.misses,
-                      STATUS_KEY_USER_WALKS, (json_int_t) m->user_walks,
-                      STATUS_KEY_FAILURES, fail);
-        return o;
-}
-
-/* The ClickHouse export: where to, how far behind, and what went wrong
- * (docs/clickhouse.md, Status). */
-static json_t *status_export(manager *m) {
-        struct exporter_status es;
-        json_t *errors = json_object();
-
-        exporter_get_status(m->exporter, &es);
-        for (int i = 0; errors && i < _EXPORTER_ERROR_MAX; i++)
-                json_object_set_new(errors, exporter_error_names[i], json_integer((json_int_t) es.errors[i]));
-        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
-                         STATUS_KEY_URL, m->conf->clickhouse_url,
-                         STATUS_KEY_HOST, m->conf->host_name,
-                         STATUS_KEY_STATE, es.state,
-                         "acknowledged_drain_id", (json_int_t) es.acknowledged_drain_id,
-                         STATUS_KEY_BACKLOG_DRAINS, (json_int_t) es.backlog_drains,
-                         STATUS_KEY_BACKLOG_OLDEST_NS,
-                         es.backlog_oldest_ns ? json_integer((json_int_t) es.backlog_oldest_ns) : json_null(),
-                         STATUS_KEY_LAST_SUCCESS_NS,
-                         es.last_success_ns ? json_integer((json_int_t) es.last_success_ns) : json_null(),
-                         STATUS_KEY_EXPORTED_DRAINS, (json_int_t) es.exported_drains,
-                         STATUS_KEY_EXPORTED_SAMPLES, (json_int_t) es.exported_samples,
-                         STATUS_KEY_EXPORTED_STACKS, (json_int_t) es.exported_stacks,
-                         STATUS_KEY_EXPORTED_FRAMES, (json_int_t) es.exported_frames,
-                         STATUS_KEY_BYTES_SENT, (json_int_t) es.bytes_sent,
-                         STATUS_KEY_ALREADY_STORED, (json_int_t) es.already_stored,
-                         STATUS_KEY_LOST_BY_RETENTION, (json_int_t) es.lost_by_retention,
-                         STATUS_KEY_DAMAGED_BLOCKS, (json_int_t) es.damaged_blocks,
-                         STATUS_KEY_ERRORS, errors ? errors : json_null(),
-                         STATUS_KEY_ERROR,
-                         es.last_error_kind >= 0 ? json_string(exporter_error_names[es.last_error_kind]) : json_null(),
-                         STATUS_KEY_LAST_ERROR, es.last_error[0] ? json_string(es.last_error) : json_null(),
-                         STATUS_KEY_LAST_ERROR_NS,
-                         es.last_error_ns ? json_integer((json_int_t) es.last_error_ns) : json_null());
-}
-
-/* The query workers (docs/protocol.md, status): answers being made, parked
- * on clients that do not read, and requests waiting for a worker. */
-static json_t *status_queries(manager *m) {
-        struct query_pool_stats qs;
-
-        query_pool_get_stats(m->queries, &qs);
-        return json_pack("{s:I, s:I, s:I, s:I, s:I}",
-                         STATUS_KEY_WORKERS, (json_int_t) qs.threads,
-                         STATUS_KEY_RUNNING, (json_int_t) qs.running,
-                         STATUS_KEY_PARKED, (json_int_t) qs.parked,
-                         STATUS_KEY_QUEUED, (json_int_t) qs.queued,
-                         STATUS_KEY_PARKED_TOTAL, (json_int_t) qs.parks);
-}
-
-/* The store's integrity check (docs/protocol.md, status); NULL when it
- * could not start (logged then). */
-static json_t *status_store_check(manager *m) {
-        struct store_check_status cs;
-
-        if (!m->check)
-                return json_null();
-        store_check_get(m->check, &cs);
-        return json_pack("{s:s, s:I, s:o, s:o}",
-                         STATUS_KEY_STATE, store_check_state_name(cs.state),
-                         STATUS_KEY_STARTED_NS, (json_int_t) cs.started_ns,
-                         STATUS_KEY_FINISHED_NS,
-                         cs.finished_ns ? json_integer((json_int_t) cs.finished_ns) : json_null(),
-                         STATUS_KEY_MESSAGE, cs.state == STORE_CHECK_FAILED ? json_string(cs.message) : json_null());
-}
-
-/* Schema 8's conversion of an older store's samples (store-migrate.c):
- * null when there is nothing (left) to convert. */
-static json_t *status_store_migration(manager *m) {
-        struct store_migration mg;
-
-        if (store_migration_get(m->store, &mg) < 0 || !mg.active)
-                return json_null();
-        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}",
-                         STATUS_KEY_PENDING_ROWS, (json_int_t) mg.pending_rows,
-                         STATUS_KEY_PENDING_DRAINS, (json_int_t) mg.pending_drains,
-                         STATUS_KEY_DONE_ROWS, (json_int_t) mg.done_rows,
-                         "done_drains", (json_int_t) mg.done_drains,
-                         STATUS_KEY_COMPLETE_AFTER_NS, (json_int_t) mg.complete_after_ns,
-                         /* serve-only runs no writer: nothing converts */
-                         STATUS_KEY_RUNNING, m->writer != NULL);
-}
-
-static int send_status(manager *m, server_client *c) {
-        struct writer_stats ws = {};
-        struct store_stats st;
-        json_t *drops, *truncated, *o;
+/* Reads each part's stats for status_build. Returns 0 or a negative errno;
+ * on success the caller frees ret->store with store_stats_done. */
+static int manager_get_stats(manager *m, struct status_stats *ret) {
+        struct status_stats *s = ret;
         int r;
 
+        *s = (struct status_stats) {
+                .conf = m->conf,
+                .pid = (uint64_t) getpid(),
+                .uptime_s = (wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC,
+                .event = m->coll ? collector_event_name(m->coll) : NULL,
+                .samples_seen = m->samples_seen,
+                .idle_samples = m->idle_samples,
+                .offcpu_filtered = m->offcpu_filtered,
+                .offcpu_filtered_ns = m->offcpu_filtered_ns,
+                .user_walks = m->user_walks,
+                .writer_running = m->writer != NULL,
+                .drop_reason_names = drop_reason_names,
+                .unwinder_running = m->unwinder != NULL,
+                .unwinder_failure_names = unwinder_failure_names,
+                .exporter_running = m->exporter != NULL,
+                .check_running = m->check != NULL,
+        };
         if (m->writer)
-                writer_get_stats(m->writer, &ws);
-        r = store_get_stats(m->store, &st);
+                writer_get_stats(m->writer, &s->writer);
+        r = store_get_stats(m->store, &s->store);
         /* the pages the counts read (2-7.5 MiB, store_get_stats) are
          * free now: given back at once, not at the next drain's trim */
         heap_trim();
         if (r < 0)
                 return r;
-        drops = json_object();
-        truncated = json_object();
-        for (int i = 0; drops && truncated && i < PROFD_COUNTER__MAX; i++)
-                if (drop_reason_names[i])
-                        /* not yet in the store: drops of drains it could not take */
-                        status_count_add(drops, truncated, drop_reason_names[i], ws.pending_drops[i]);
-        if (drops && truncated) {
-                json_object_set_new(drops, DROP_PROCESS_VANISHED, json_integer(0));
-                json_object_set_new(drops, DROP_STORE_WRITE_FAILED, json_integer((json_int_t) ws.failed_drains));
-                for (size_t i = 0; i < st.n_drops; i++)
-                        status_count_add(drops, truncated, st.drops[i].reason, st.drops[i].count);
-        }
-        o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-                      "type", "status",
-                      STATUS_KEY_VERSION, PROFD_VERSION,
-                      STATUS_KEY_PID, (json_int_t) getpid(),
-                      STATUS_KEY_UPTIME_S, (json_int_t) ((wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC),
-                      STATUS_KEY_FREQUENCY_HZ, (json_int_t) (m->conf->kind_cpu ? m->conf->frequency_hz : 0),
-                      STATUS_KEY_EVENT, m->coll ? collector_event_name(m->coll) : NULL,
-                      STATUS_KEY_INTERVAL_MS, (json_int_t) (m->conf->interval_ns / NSEC_PER_MSEC),
-                      STATUS_KEY_STORE_PATH, m->conf->store_path,
-                      STATUS_KEY_STORE_BYTES, (json_int_t) st.file_bytes,
-                      STATUS_KEY_DRAINS, (json_int_t) st.drains,
-                      STATUS_KEY_LAST_DRAIN_NS, (json_int_t) st.last_drain_ns,
-                      STATUS_KEY_SAMPLES, (json_int_t) st.samples,
-                      STATUS_KEY_STACKS, (json_int_t) st.stacks,
-                      STATUS_KEY_PROCESSES, (json_int_t) st.processes,
-                      STATUS_KEY_SAMPLES_SEEN, (json_int_t) m->samples_seen,
-                      STATUS_KEY_IDLE_SAMPLES, (json_int_t) m->idle_samples,
-                      STATUS_KEY_DROPS, drops);
-        if (o) {
-                json_t *kinds = json_array();
-                if (m->conf->kind_cpu)
-                        json_array_append_new(kinds, json_string("cpu"));
-                if (m->conf->kind_offcpu)
-                        json_array_append_new(kinds, json_string("offcpu"));
-                if (m->conf->kind_wakeup)
-                        json_array_append_new(kinds, json_string("wakeup"));
-                json_object_set_new(o, STATUS_KEY_KINDS, kinds);
-                json_object_set_new(o, STATUS_KEY_PROCESSES_TRACKED, json_integer((json_int_t) ws.processes_tracked));
-                json_object_set_new(o, STATUS_KEY_SYMBOL_CACHE_BYTES, json_integer((json_int_t) ws.symbol_cache_bytes));
-                json_object_set_new(o, "symbol_mapped_bytes", json_integer((json_int_t) ws.symbol_mapped_bytes));
-                json_object_set_new(o, "symbol_peak_bytes", json_integer((json_int_t) ws.symbol_peak_bytes));
-                json_object_set_new(o, STATUS_KEY_UNRESOLVED, json_pack("{s:I, s:I, s:I, s:I}",
-                        "no_symbols", (json_int_t) ws.unresolved.no_symbols,
-                        "no_file", (json_int_t) ws.unresolved.no_file,
-                        "jit_without_map", (json_int_t) ws.unresolved.jit_without_map,
-                        "unknown_mapping", (json_int_t) ws.unresolved.unknown_mapping));
-                json_object_set_new(o, STATUS_KEY_TRUNCATED, truncated ? truncated : json_object());
-                truncated = NULL;
-                json_object_set_new(o, STATUS_KEY_UNWIND, status_unwind(m));
-                json_object_set_new(o, "jit_map_entries_dropped", json_integer((json_int_t) ws.jit_map_entries_dropped));
-                json_object_set_new(o, STATUS_KEY_CLIENTS, json_integer((json_int_t) server_n_clients(m->server)));
-                json_object_set_new(o, STATUS_KEY_QUERIES, status_queries(m));
-                json_object_set_new(o, STATUS_KEY_STORE_CHECK, status_store_check(m));
-                json_object_set_new(o, STATUS_KEY_STORE_MIGRATION, status_store_migration(m));
-                {
-                        struct self_rss rss;
+        if (m->unwinder)
+                unwinder_get_stats(m->unwinder, &s->unwind);
+        if (m->exporter)
+                exporter_get_status(m->exporter, &s->export);
+        s->clients = server_n_clients(m->server);
+        query_pool_get_stats(m->queries, &s->queries);
+        if (m->check)
+                store_check_get(m->check, &s->check);
+        s->migration_read = store_migration_get(m->store, &s->migration) >= 0;
+        status_rss_read(&s->rss);
+        heap_usage(&s->heap_in_use_bytes, &s->heap_free_bytes);
+        s->sqlite_bytes = db_heap_bytes();
+        heap_trim_stats(&s->heap_trims, &s->heap_trim_ns);
+        return 0;
+}
 
-                        self_rss_read(&rss);
-                        json_object_set_new(o, STATUS_KEY_RSS_BYTES, json_integer((json_int_t) rss.total));
-                        json_object_set_new(o, STATUS_KEY_MEMORY, status_memory(&rss));
-                }
-                {
-                        uint64_t trims, trim_ns;
+static int send_status(manager *m, server_client *c) {
+        struct status_stats s;
+        json_t *o;
+        int r;
 
-                        heap_trim_stats(&trims, &trim_ns);
-                        json_object_set_new(o, "heap_trims", json_integer((json_int_t) trims));
-                        json_object_set_new(o, "heap_trim_ms", json_integer((json_int_t) (trim_ns / NSEC_PER_MSEC)));
-                }
-                json_object_set_new(o, STATUS_KEY_OFFCPU, json_pack("{s:I, s:o, s:I, s:I}",
-                        STATUS_KEY_MIN_NS, (json_int_t) m->conf->offcpu_min_ns,
-                        STATUS_KEY_MAX_NS, m->conf->offcpu_max_ns == UINT64_MAX ? json_null()
-                                                                        : json_integer((json_int_t) m->conf->offcpu_max_ns),
-                        STATUS_KEY_FILTERED_BLOCKS, (json_int_t) m->offcpu_filtered,
-                        STATUS_KEY_FILTERED_NS, (json_int_t) m->offcpu_filtered_ns));
-                status_add_settings(m, o, &ws);
-                if (m->exporter)
-                        json_object_set_new(o, STATUS_KEY_EXPORT, status_export(m));
-        }
-        json_decref(truncated); /* NULL once o took it */
-        store_stats_done(&st);
+        r = manager_get_stats(m, &s);
+        if (r < 0)
+                return r;
+        o = status_build(&s);
+        store_stats_done(&s.store);
         return server_client_send(c, o);
 }
 

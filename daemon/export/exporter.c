@@ -1,5 +1,8 @@
 /* The export thread: outbox cursor, ClickHouse over HTTP, retries (see
- * exporter.h and docs/clickhouse.md, Exactly once). */
+ * exporter.h and docs/clickhouse.md, Exactly once). The thread is a
+ * loopthread (loopthread.h): wake-ups arrive on an eventfd, and the next
+ * look at the outbox (at once, after a back-off, or the idle check) is a
+ * timer set to when it is due. */
 #include "exporter.h"
 
 #include <errno.h>
@@ -10,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "chbatch.h"
 #include "clickhouse-schema.h"
@@ -20,6 +26,7 @@
 #include "curl-dl.h"
 #include "helpers.h"
 #include "log.h"
+#include "loopthread.h"
 #include "macro.h"
 #include "store.h"
 
@@ -56,14 +63,18 @@ struct exporter {
         char *user, *password;
         uint64_t timeout_ns;
 
-        pthread_t thread;
-        bool thread_started;
-        pthread_mutex_t lock;
-        pthread_cond_t cond;   /* wake-ups and stop, on CLOCK_MONOTONIC */
-        bool woken;
+        loopthread *thread;
+        int wake_fd;           /* eventfd: exporter_wake, from the event loop */
+        pthread_mutex_t lock;  /* status */
+        bool lock_made;
+        /* set before the thread is stopped: a transfer in flight is
+         * abandoned (on_progress) and no further look begins */
         atomic_bool stopping;
 
         /* the thread's own */
+        sd_event_source *wake_source, *due_timer;
+        uint64_t backoff_ns;   /* the last back-off; 0: the last look succeeded */
+        bool backing_off;      /* due_timer is the end of a back-off */
         CURL *curl;
         store *outbox;
         chbatch *batch;
@@ -662,21 +673,6 @@ static int export_pass(exporter *e) {
         return 1;
 }
 
-/* Waits until woken, stopped, or ns passed. Returns false when stopping. */
-static bool wait_for(exporter *e, uint64_t ns, bool wakeable) {
-        uint64_t deadline = now_monotonic_ns() + ns;
-        struct timespec ts = { .tv_sec = (time_t) (deadline / NSEC_PER_SEC), .tv_nsec = (long) (deadline % NSEC_PER_SEC) };
-
-        pthread_mutex_lock(&e->lock);
-        while (!atomic_load(&e->stopping) && !(wakeable && e->woken) && now_monotonic_ns() < deadline)
-                if (pthread_cond_timedwait(&e->cond, &e->lock, &ts) == ETIMEDOUT)
-                        break;
-        if (wakeable)
-                e->woken = false;
-        pthread_mutex_unlock(&e->lock);
-        return !atomic_load(&e->stopping);
-}
-
 /* The backlog as status shows it, read again (while backing off, so
  * status follows the drains being stored). */
 static void refresh_backlog(exporter *e) {
@@ -695,43 +691,98 @@ static void refresh_backlog(exporter *e) {
         pthread_mutex_unlock(&e->lock);
 }
 
-static void *exporter_thread(void *userdata) {
+/* Sets the next look at the outbox ns from now (0: at once). Returns 0 or
+ * a negative errno. */
+static int due_in(exporter *e, uint64_t ns) {
+        int r;
+
+        r = sd_event_source_set_time(e->due_timer, (now_monotonic_ns() + ns) / NSEC_PER_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(e->due_timer, SD_EVENT_ONESHOT);
+        return r;
+}
+
+/* A look at the outbox is due: one pass, then when the next one is. More
+ * to send: at once (a wake-up or stop waiting meanwhile is seen first);
+ * caught up: after IDLE_CHECK_NS or a wake-up; failed: after the back-off,
+ * doubling from BACKOFF_MIN_NS to BACKOFF_MAX_NS, which wake-ups do not
+ * shorten. */
+static int on_due(sd_event_source *s, uint64_t usec, void *userdata) {
         exporter *e = userdata;
-        uint64_t backoff = 0;
+        uint64_t n;
+        int r;
 
-        (void) pthread_setname_np(pthread_self(), "profd-export");
-
-        while (!atomic_load(&e->stopping)) {
-                int r;
-
-                pthread_mutex_lock(&e->lock);
-                e->woken = false; /* what a wake-up asks for is looked at now */
-                pthread_mutex_unlock(&e->lock);
-                r = export_pass(e);
-                if (r == -ECANCELED)
-                        break;
-                if (r < 0) {
-                        uint64_t until;
-
-                        if (r != -EAGAIN)
-                                (void) fail(e, EXPORTER_ERROR_LOCAL, "%s", strerror(-r));
-                        backoff = backoff ? MIN(backoff * 2, BACKOFF_MAX_NS) : BACKOFF_MIN_NS;
-                        /* drains stored meanwhile wait for the backoff; they
-                         * only update the backlog */
-                        until = now_monotonic_ns() + backoff;
-                        while (now_monotonic_ns() < until && wait_for(e, until - now_monotonic_ns(), true))
-                                refresh_backlog(e);
-                        continue;
-                }
-                backoff = 0;
-                if (r == 0 && !wait_for(e, IDLE_CHECK_NS, true))
-                        break;
+        if (atomic_load(&e->stopping))
+                return 0;
+        /* the end of a back-off shows the backlog as it is now */
+        if (e->backing_off)
+                refresh_backlog(e);
+        e->backing_off = false;
+        /* what the wake-ups so far ask for is looked at now */
+        (void) read(e->wake_fd, &n, sizeof(n));
+        r = export_pass(e);
+        if (r == -ECANCELED)
+                return 0; /* stopping: loopthread_stop ends the loop */
+        if (r < 0) {
+                if (r != -EAGAIN)
+                        (void) fail(e, EXPORTER_ERROR_LOCAL, "%s", strerror(-r));
+                e->backoff_ns = e->backoff_ns ? MIN(e->backoff_ns * 2, BACKOFF_MAX_NS) : BACKOFF_MIN_NS;
+                e->backing_off = true;
+                r = due_in(e, e->backoff_ns);
+        } else {
+                e->backoff_ns = 0;
+                r = due_in(e, r == 0 ? IDLE_CHECK_NS : 0);
         }
-        return NULL;
+        if (r < 0)
+                log_error_errno(r, "ClickHouse export: cannot set its timer, export stops: %m");
+        return r;
+}
+
+/* A drain was stored. While backing off it only updates the backlog
+ * (drains stored meanwhile wait for the back-off); otherwise the outbox is
+ * looked at now. */
+static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        exporter *e = userdata;
+        uint64_t n;
+        int r;
+
+        /* nothing to read: the pass that began since took this wake-up */
+        if (read(fd, &n, sizeof(n)) != sizeof(n))
+                return 0;
+        if (e->backing_off) {
+                refresh_backlog(e);
+                return 0;
+        }
+        r = due_in(e, 0);
+        if (r < 0)
+                log_error_errno(r, "ClickHouse export: cannot set its timer, export stops: %m");
+        return r;
+}
+
+static void exporter_done(void *userdata) {
+        exporter *e = userdata;
+
+        e->wake_source = sd_event_source_disable_unref(e->wake_source);
+        e->due_timer = sd_event_source_disable_unref(e->due_timer);
+}
+
+/* On the export thread: its sources, and the first look at once. */
+static int exporter_setup(sd_event *event, void *userdata) {
+        exporter *e = userdata;
+        int r;
+
+        r = sd_event_add_io(event, &e->wake_source, e->wake_fd, EPOLLIN, on_wake, e);
+        if (r < 0)
+                return r;
+        /* accuracy 1 µs: a back-off or idle check is due when it says,
+         * not within sd-event's default 250 ms */
+        r = sd_event_add_time(event, &e->due_timer, CLOCK_MONOTONIC, 0, 1, on_due, e);
+        if (r < 0)
+                exporter_done(e); /* no loop runs, so nothing else drops them */
+        return r;
 }
 
 int exporter_new(const struct conf *cfg, exporter **ret) {
-        pthread_condattr_t ca;
         exporter *e;
         int r;
 
@@ -746,6 +797,7 @@ int exporter_new(const struct conf *cfg, exporter **ret) {
         e = calloc(1, sizeof(*e));
         if (!e)
                 return log_oom();
+        e->wake_fd = -1;
         e->url = strdup(cfg->clickhouse_url);
         e->host_name = strdup(cfg->host_name);
         e->store_path = strdup(cfg->store_path);
@@ -763,22 +815,24 @@ int exporter_new(const struct conf *cfg, exporter **ret) {
                 return log_oom();
         }
         pthread_mutex_init(&e->lock, NULL);
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&e->cond, &ca);
-        pthread_condattr_destroy(&ca);
+        e->lock_made = true;
+        e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (e->wake_fd < 0) {
+                r = -errno;
+                exporter_free(e);
+                return log_error_errno(r, "Failed to create the export thread's eventfd: %m");
+        }
         e->curl = sym_curl_easy_init();
         r = e->curl ? chbatch_new(&e->batch) : -ENOMEM;
         if (r < 0) {
                 exporter_free(e);
                 return log_oom();
         }
-        r = -pthread_create(&e->thread, NULL, exporter_thread, e);
+        r = loopthread_start("profd-export", exporter_setup, exporter_done, e, &e->thread);
         if (r < 0) {
                 exporter_free(e);
                 return log_error_errno(r, "Failed to start the export thread: %m");
         }
-        e->thread_started = true;
         log_info("Exporting drains to ClickHouse at %s as host %s.", e->url, e->host_name);
         *ret = e;
         return 0;
@@ -787,15 +841,13 @@ int exporter_new(const struct conf *cfg, exporter **ret) {
 exporter *exporter_free(exporter *e) {
         if (!e)
                 return NULL;
-        if (e->thread_started) {
-                pthread_mutex_lock(&e->lock);
-                atomic_store(&e->stopping, true);
-                pthread_cond_broadcast(&e->cond);
-                pthread_mutex_unlock(&e->lock);
-                pthread_join(e->thread, NULL);
+        /* first: a transfer in flight ends at its next progress call */
+        atomic_store(&e->stopping, true);
+        e->thread = loopthread_stop(e->thread);
+        if (e->lock_made)
                 pthread_mutex_destroy(&e->lock);
-                pthread_cond_destroy(&e->cond);
-        }
+        if (e->wake_fd >= 0)
+                close(e->wake_fd);
         if (e->curl)
                 sym_curl_easy_cleanup(e->curl);
         chbatch_free(e->batch);
@@ -814,10 +866,10 @@ exporter *exporter_free(exporter *e) {
 }
 
 void exporter_wake(exporter *e) {
-        pthread_mutex_lock(&e->lock);
-        e->woken = true;
-        pthread_cond_signal(&e->cond);
-        pthread_mutex_unlock(&e->lock);
+        uint64_t one = 1;
+
+        /* non-blocking: a count already near its maximum is a wake-up too */
+        (void) write(e->wake_fd, &one, sizeof(one));
 }
 
 void exporter_get_status(exporter *e, struct exporter_status *ret) {

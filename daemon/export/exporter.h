@@ -1,11 +1,12 @@
-/* The ClickHouse export: a thread of its own that sends every stored drain
- * to ClickHouse over its HTTP interface (libcurl), from the local store as
- * the outbox, exactly once. Its cursor (export_cursors in the store) moves
- * only after ClickHouse stored a drain; a drain whose earlier attempt may
- * have landed is looked up before it is sent again; failures are retried
- * with backoff. It never runs on the event loop and shares nothing with the
- * drain path but a wake-up, so neither a drain nor a query ever waits for
- * ClickHouse. Design and status fields: docs/clickhouse.md. */
+/* The ClickHouse export: a thread with an event loop of its own
+ * (loopthread.h) that sends every stored drain to ClickHouse over its HTTP
+ * interface (libcurl), from the local store as the outbox, exactly once.
+ * Its cursor (export_cursors in the store) moves only after ClickHouse
+ * stored a drain; a drain whose earlier attempt may have landed is looked
+ * up before it is sent again; failures are retried with backoff. It never
+ * runs on the manager's event loop and shares nothing with the drain path
+ * but a wake-up, so neither a drain nor a query ever waits for ClickHouse.
+ * Design and status fields: docs/clickhouse.md. */
 #pragma once
 
 #include <stdbool.h>
@@ -58,7 +59,7 @@ int exporter_new(const struct conf *cfg, exporter **ret);
 exporter *exporter_free(exporter *e);
 
 /* A drain was stored: look for work now rather than at the next check.
- * Never blocks beyond a mutex the thread holds only briefly. */
+ * Never blocks (a write to the thread's eventfd). */
 void exporter_wake(exporter *e);
 
 void exporter_get_status(exporter *e, struct exporter_status *ret);

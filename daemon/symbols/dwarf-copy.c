@@ -192,37 +192,53 @@ static int copy_section_source(int src, uint64_t file_size, struct copy_section 
         return 1;
 }
 
-int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size) {
-        _cleanup_free_ struct copy_section *secs = NULL;
-        _cleanup_free_ char *shstr = NULL, *in_buf = NULL, *out_buf = NULL;
-        _cleanup_free_ Elf64_Shdr *out_shdrs = NULL;
-        _cleanup_close_ int out = -1;
-        Elf *e = NULL;
-        GElf_Ehdr ehdr;
-        Elf64_Ehdr oh;
-        size_t n_scns, shstrndx, n_secs = 0, secs_allocated = 0, shstr_len = 1, name_at = 1;
-        uint64_t off, shstrtab_off;
-        struct stat st;
+/* What the copy holds and where: the kept sections, their name table and
+ * headers, and the ELF header. */
+struct copy_plan {
+        GElf_Ehdr src_ehdr;
+        struct copy_section *secs;
+        size_t n_secs, secs_allocated;
+        char *shstr;               /* the section name table */
+        size_t shstr_len;
+        Elf64_Shdr *shdrs;         /* n_secs + 2: the null one, the kept ones, .shstrtab */
+        uint64_t shstrtab_off, shdrs_off;
+        Elf64_Ehdr ehdr;
+};
+
+static void copy_plan_done(struct copy_plan *p) {
+        free(p->secs);
+        free(p->shstr);
+        free(p->shdrs);
+}
+
+/* The copy's size in all. */
+static uint64_t copy_plan_size(const struct copy_plan *p) {
+        return p->shdrs_off + (p->n_secs + 2) * sizeof(*p->shdrs);
+}
+
+/* Finds the .debug_* sections of e to copy. Returns 1, 0 when the file is
+ * not one this handles (the caller falls back), or a negative errno. */
+static int copy_plan_sections(Elf *e, int src_fd, uint64_t file_size, struct copy_plan *p) {
+        GElf_Ehdr *ehdr = &p->src_ehdr;
+        size_t n_scns, shstrndx;
         Elf_Scn *scn = NULL;
-        int r = 0;
+        int r;
 
-        if (!dir || fstat(src_fd, &st) < 0)
-                return 0;
-        e = elf_begin(src_fd, ELF_C_READ, NULL);
-        if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &ehdr) || elf_getshdrnum(e, &n_scns) < 0 ||
+        if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, ehdr) || elf_getshdrnum(e, &n_scns) < 0 ||
             elf_getshdrstrndx(e, &shstrndx) < 0)
-                goto fallback;
+                return 0;
         /* The copy is written with the host's structs. */
-        if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_type == ET_REL ||
-            ehdr.e_ident[EI_DATA] != (BYTE_ORDER == LITTLE_ENDIAN ? ELFDATA2LSB : ELFDATA2MSB))
-                goto fallback;
+        if (ehdr->e_ident[EI_CLASS] != ELFCLASS64 || ehdr->e_type == ET_REL ||
+            ehdr->e_ident[EI_DATA] != (BYTE_ORDER == LITTLE_ENDIAN ? ELFDATA2LSB : ELFDATA2MSB))
+                return 0;
 
+        p->shstr_len = 1;
         while ((scn = elf_nextscn(e, scn))) {
                 struct copy_section c = {};
                 const char *name;
 
                 if (!gelf_getshdr(scn, &c.shdr))
-                        goto fallback;
+                        return 0;
                 name = elf_strptr(e, shstrndx, c.shdr.sh_name);
                 if (!name)
                         continue;
@@ -230,46 +246,42 @@ int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size
                  * directory, GNU-style .zdebug has a format of its own: both
                  * left to libdw reading the original. */
                 if (strncmp(name, ".zdebug", 7) == 0 || streq(name, ".gnu_debugaltlink"))
-                        goto fallback;
+                        return 0;
                 if (strncmp(name, ".debug_", 7) != 0)
                         continue;
-                r = copy_section_source(src_fd, (uint64_t) st.st_size, &c);
-                if (r < 0)
-                        goto done;
-                if (r == 0)
-                        goto fallback;
+                r = copy_section_source(src_fd, file_size, &c);
+                if (r <= 0)
+                        return r;
                 c.name = name;
-                r = array_grow((void **) &secs, &secs_allocated, n_secs + 1, sizeof(*secs));
+                r = array_grow((void **) &p->secs, &p->secs_allocated, p->n_secs + 1, sizeof(*p->secs));
                 if (r < 0)
-                        goto done;
-                secs[n_secs++] = c;
-                shstr_len += strlen(name) + 1;
+                        return r;
+                p->secs[p->n_secs++] = c;
+                p->shstr_len += strlen(name) + 1;
         }
-        if (n_secs == 0)
-                goto fallback;
+        return p->n_secs > 0;
+}
 
-        out = -1;
-        in_buf = malloc(COPY_CHUNK);
-        out_buf = malloc(COPY_CHUNK);
-        shstr_len += sizeof(".shstrtab");
-        shstr = calloc(1, shstr_len);
-        out_shdrs = calloc(n_secs + 2, sizeof(*out_shdrs));
-        if (!in_buf || !out_buf || !shstr || !out_shdrs) {
-                r = -ENOMEM;
-                goto done;
-        }
+/* Lays the copy out: ELF header, each section at its alignment, the name
+ * table, the section headers. Returns 0 or -ENOMEM. */
+static int copy_plan_layout(struct copy_plan *p) {
+        size_t name_at = 1;
+        uint64_t off;
 
-        /* Layout: ELF header, each section at its alignment, the name
-         * table, the section headers. */
+        p->shstr_len += sizeof(".shstrtab");
+        p->shstr = calloc(1, p->shstr_len);
+        p->shdrs = calloc(p->n_secs + 2, sizeof(*p->shdrs));
+        if (!p->shstr || !p->shdrs)
+                return -ENOMEM;
         off = sizeof(Elf64_Ehdr);
-        for (size_t i = 0; i < n_secs; i++) {
-                struct copy_section *c = &secs[i];
+        for (size_t i = 0; i < p->n_secs; i++) {
+                struct copy_section *c = &p->secs[i];
 
                 off = align_up(off, c->out_align);
                 c->out_offset = off;
                 if (c->shdr.sh_type != SHT_NOBITS)
                         off += c->out_size;
-                out_shdrs[i + 1] = (Elf64_Shdr) {
+                p->shdrs[i + 1] = (Elf64_Shdr) {
                         .sh_name = (Elf64_Word) name_at,
                         .sh_type = c->shdr.sh_type,
                         .sh_flags = c->shdr.sh_flags & ~(uint64_t) SHF_COMPRESSED,
@@ -279,75 +291,103 @@ int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size
                         .sh_addralign = c->out_align,
                         .sh_entsize = c->shdr.sh_entsize,
                 };
-                strcpy(shstr + name_at, c->name);
+                strcpy(p->shstr + name_at, c->name);
                 name_at += strlen(c->name) + 1;
         }
-        strcpy(shstr + name_at, ".shstrtab");
-        shstrtab_off = off;
-        out_shdrs[n_secs + 1] = (Elf64_Shdr) {
+        strcpy(p->shstr + name_at, ".shstrtab");
+        p->shstrtab_off = off;
+        p->shdrs[p->n_secs + 1] = (Elf64_Shdr) {
                 .sh_name = (Elf64_Word) name_at,
                 .sh_type = SHT_STRTAB,
-                .sh_offset = shstrtab_off,
-                .sh_size = shstr_len,
+                .sh_offset = p->shstrtab_off,
+                .sh_size = p->shstr_len,
                 .sh_addralign = 1,
         };
-        off = align_up(shstrtab_off + shstr_len, 8);
-
-        oh = (Elf64_Ehdr) {
-                .e_type = ehdr.e_type,
-                .e_machine = ehdr.e_machine,
-                .e_version = ehdr.e_version,
-                .e_entry = ehdr.e_entry,
-                .e_shoff = off,
-                .e_flags = ehdr.e_flags,
+        p->shdrs_off = align_up(p->shstrtab_off + p->shstr_len, 8);
+        p->ehdr = (Elf64_Ehdr) {
+                .e_type = p->src_ehdr.e_type,
+                .e_machine = p->src_ehdr.e_machine,
+                .e_version = p->src_ehdr.e_version,
+                .e_entry = p->src_ehdr.e_entry,
+                .e_shoff = p->shdrs_off,
+                .e_flags = p->src_ehdr.e_flags,
                 .e_ehsize = sizeof(Elf64_Ehdr),
                 .e_shentsize = sizeof(Elf64_Shdr),
-                .e_shnum = (Elf64_Half) (n_secs + 2),
-                .e_shstrndx = (Elf64_Half) (n_secs + 1),
+                .e_shnum = (Elf64_Half) (p->n_secs + 2),
+                .e_shstrndx = (Elf64_Half) (p->n_secs + 1),
         };
-        memcpy(oh.e_ident, ehdr.e_ident, EI_NIDENT);
-        if (n_secs + 2 >= SHN_LORESERVE)
-                goto fallback;
-        if (!dwarf_copy_fits(dir, off + (n_secs + 2) * sizeof(*out_shdrs))) {
-                r = -ENOSPC;
-                goto done;
-        }
-        out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (out < 0) {
-                r = ERRNO_IS_DISK_FULL(errno) ? -ENOSPC : 0;
-                goto done;
-        }
+        memcpy(p->ehdr.e_ident, p->src_ehdr.e_ident, EI_NIDENT);
+        return 0;
+}
 
-        for (size_t i = 0; i < n_secs; i++) {
-                if (secs[i].shdr.sh_type == SHT_NOBITS)
+/* Writes the copy into out: the sections' bytes, then the name table and
+ * headers. Returns 1, 0 when it cannot be made (the caller falls back),
+ * -ENOSPC (the disk is full) or -ENOMEM. */
+static int copy_write(int src_fd, int out, const struct copy_plan *p, char *in_buf, char *out_buf) {
+        int r;
+
+        for (size_t i = 0; i < p->n_secs; i++) {
+                if (p->secs[i].shdr.sh_type == SHT_NOBITS)
                         continue;
-                r = copy_section_data(src_fd, out, &secs[i], in_buf, out_buf);
-                if (r == -ENOMEM || ERRNO_IS_DISK_FULL(-r))
-                        goto done_disk;
+                r = copy_section_data(src_fd, out, &p->secs[i], in_buf, out_buf);
+                if (r == -ENOMEM)
+                        return r;
+                if (ERRNO_IS_DISK_FULL(-r))
+                        return -ENOSPC;
                 if (r < 0)
-                        goto fallback;
+                        return 0;
         }
-        r = pwrite_all(out, shstr, shstr_len, shstrtab_off);
+        r = pwrite_all(out, p->shstr, p->shstr_len, p->shstrtab_off);
         if (r >= 0)
-                r = pwrite_all(out, out_shdrs, (n_secs + 2) * sizeof(*out_shdrs), off);
+                r = pwrite_all(out, p->shdrs, (p->n_secs + 2) * sizeof(*p->shdrs), p->shdrs_off);
         if (r >= 0)
-                r = pwrite_all(out, &oh, sizeof(oh), 0);
+                r = pwrite_all(out, &p->ehdr, sizeof(p->ehdr), 0);
         if (ERRNO_IS_DISK_FULL(-r))
-                goto done_disk;
-        if (r < 0)
-                goto fallback;
+                return -ENOSPC;
+        return r < 0 ? 0 : 1;
+}
 
-        *ret_size = off + (n_secs + 2) * sizeof(*out_shdrs);
+/* dwarf_copy_make with the source open as e. */
+static int copy_make(Elf *e, int src_fd, uint64_t file_size, const char *dir, int *ret_fd, uint64_t *ret_size) {
+        _cleanup_(copy_plan_done) struct copy_plan p = {};
+        _cleanup_free_ char *in_buf = NULL, *out_buf = NULL;
+        _cleanup_close_ int out = -1;
+        int r;
+
+        r = copy_plan_sections(e, src_fd, file_size, &p);
+        if (r <= 0)
+                return r;
+        in_buf = malloc(COPY_CHUNK);
+        out_buf = malloc(COPY_CHUNK);
+        if (!in_buf || !out_buf)
+                return -ENOMEM;
+        r = copy_plan_layout(&p);
+        if (r < 0)
+                return r;
+        if (p.n_secs + 2 >= SHN_LORESERVE)
+                return 0;
+        if (!dwarf_copy_fits(dir, copy_plan_size(&p)))
+                return -ENOSPC;
+        out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (out < 0)
+                return ERRNO_IS_DISK_FULL(errno) ? -ENOSPC : 0;
+        r = copy_write(src_fd, out, &p, in_buf, out_buf);
+        if (r <= 0)
+                return r;
+        *ret_size = copy_plan_size(&p);
         *ret_fd = TAKE_FD(out);
-        r = 1;
-        goto done;
-done_disk:
-        if (r != -ENOMEM)
-                r = -ENOSPC;
-        goto done;
-fallback:
-        r = 0;
-done:
+        return 1;
+}
+
+int dwarf_copy_make(int src_fd, const char *dir, int *ret_fd, uint64_t *ret_size) {
+        struct stat st;
+        Elf *e;
+        int r;
+
+        if (!dir || fstat(src_fd, &st) < 0)
+                return 0;
+        e = elf_begin(src_fd, ELF_C_READ, NULL);
+        r = copy_make(e, src_fd, (uint64_t) st.st_size, dir, ret_fd, ret_size);
         elf_end(e);
         return r;
 }

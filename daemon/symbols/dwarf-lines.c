@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bsearch.h"
+#include "bytecursor.h"
 #include "helpers.h"
 
 /* Row flag: the row ends a sequence (no line there). */
@@ -43,69 +44,45 @@ struct raw_row {
         uint32_t file_end;
 };
 
-struct cursor {
-        const uint8_t *p, *end;
-        bool bad;
-};
+/* LEB128 by the cursor's rule (a value that does not fit in 64 bits marks
+ * it bad, and the CU is left to libdw), within libdw's length: it reads at
+ * most 10 bytes (a longer one gives it a sentinel value, and the bytes
+ * after are read as what follows), so a longer one, which the cursor reads
+ * as zero padding, is left to libdw too. */
+#define LEB128_MAX_BYTES 10
 
-static uint64_t read_uleb(struct cursor *c) {
-        uint64_t v = 0;
+static uint64_t read_uleb(struct bytecursor *c) {
+        const uint8_t *start = c->p;
+        uint64_t v = bytecursor_uleb(c);
 
-        for (unsigned shift = 0; c->p < c->end; shift += 7) {
-                uint8_t b = *c->p++;
-
-                if (shift >= 64 || (shift == 63 && (b & 0x7e)))
-                        break;
-                v |= (uint64_t) (b & 0x7f) << shift;
-                if (!(b & 0x80))
-                        return v;
-        }
-        c->bad = true;
-        return 0;
+        if (c->p - start > LEB128_MAX_BYTES)
+                c->bad = true;
+        return c->bad ? 0 : v;
 }
 
-static int64_t read_sleb(struct cursor *c) {
-        uint64_t v = 0;
+static int64_t read_sleb(struct bytecursor *c) {
+        const uint8_t *start = c->p;
+        int64_t v = bytecursor_sleb(c);
 
-        for (unsigned shift = 0; c->p < c->end; shift += 7) {
-                uint8_t b = *c->p++;
-
-                if (shift >= 64)
-                        break;
-                v |= (uint64_t) (b & 0x7f) << shift;
-                if (!(b & 0x80)) {
-                        if (shift + 7 < 64 && (b & 0x40))
-                                v |= ~UINT64_C(0) << (shift + 7);
-                        return (int64_t) v;
-                }
-        }
-        c->bad = true;
-        return 0;
+        if (c->p - start > LEB128_MAX_BYTES)
+                c->bad = true;
+        return c->bad ? 0 : v;
 }
 
 /* A ULEB128 operand for a register libdw keeps in an unsigned int: false
  * past the data, or past 32 bits (where libdw would truncate it). */
-static bool read_register(struct cursor *c, uint64_t *reg) {
+static bool read_register(struct bytecursor *c, uint64_t *reg) {
         *reg = read_uleb(c);
         return !c->bad && *reg <= UINT32_MAX;
 }
 
 /* Little-endian: dwarf-frames.c gives the reader no sections of other files. */
-static uint64_t read_fixed(struct cursor *c, size_t n) {
-        uint64_t v = 0;
-
-        if (c->bad || (size_t) (c->end - c->p) < n) {
-                c->bad = true;
-                return 0;
-        }
-        for (size_t i = 0; i < n; i++)
-                v |= (uint64_t) c->p[i] << (8 * i);
-        c->p += n;
-        return v;
+static uint64_t read_fixed(struct bytecursor *c, size_t n) {
+        return bytecursor_fixed_le(c, n);
 }
 
-static uint8_t read_u8(struct cursor *c) {
-        return (uint8_t) read_fixed(c, 1);
+static uint8_t read_u8(struct bytecursor *c) {
+        return (uint8_t) bytecursor_fixed_le(c, 1);
 }
 
 static const char *string_at(const char *section, size_t size, uint64_t offset) {
@@ -116,13 +93,13 @@ static const char *string_at(const char *section, size_t size, uint64_t offset) 
 /* Reads one value of form; a string form sets *ret_string (else NULL), a
  * constant form sets *ret_value. Returns false for forms left to libdw or
  * data past the end. */
-static bool read_form(struct cursor *c, uint64_t form, unsigned offset_size, const struct line_sections *s,
+static bool read_form(struct bytecursor *c, uint64_t form, unsigned offset_size, const struct line_sections *s,
                       const char **ret_string, uint64_t *ret_value) {
         *ret_string = NULL;
         *ret_value = UINT64_MAX;
         switch (form) {
         case DW_FORM_string: {
-                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+                const uint8_t *nul = memchr(c->p, 0, bytecursor_left(c));
 
                 if (!nul)
                         return false;
@@ -156,10 +133,7 @@ static bool read_form(struct cursor *c, uint64_t form, unsigned offset_size, con
         case DW_FORM_block: {
                 uint64_t n = read_uleb(c);
 
-                if (c->bad || n > (uint64_t) (c->end - c->p))
-                        return false;
-                c->p += n;
-                return true;
+                return !c->bad && n <= bytecursor_left(c) && bytecursor_skip(c, (size_t) n);
         }
         default:
                 return false;
@@ -246,7 +220,7 @@ static bool form_known(uint64_t form) {
         }
 }
 
-static bool read_entry_format(struct cursor *c, struct entry_format *f) {
+static bool read_entry_format(struct bytecursor *c, struct entry_format *f) {
         f->n = read_u8(c);
         f->path = f->dir = -1;
         for (unsigned i = 0; i < f->n && !c->bad; i++) {
@@ -264,7 +238,7 @@ static bool read_entry_format(struct cursor *c, struct entry_format *f) {
 }
 
 /* Reads one DWARF 5 directory or file entry. */
-static bool read_entry(struct cursor *c, const struct entry_format *f, unsigned offset_size,
+static bool read_entry(struct bytecursor *c, const struct entry_format *f, unsigned offset_size,
                        const struct line_sections *s, const char **ret_path, uint64_t *ret_dir) {
         *ret_path = NULL;
         *ret_dir = UINT64_MAX;
@@ -284,10 +258,10 @@ static bool read_entry(struct cursor *c, const struct entry_format *f, unsigned 
 
 /* The number of DWARF 5 entries of format f that follow, as libdw checks
  * it: none without a format, and at least a byte of each per entry. */
-static bool read_entry_count(struct cursor *c, const struct entry_format *f, uint64_t *ret) {
+static bool read_entry_count(struct bytecursor *c, const struct entry_format *f, uint64_t *ret) {
         uint64_t n = read_uleb(c);
 
-        if (c->bad || (f->n == 0 && n != 0) || (f->n > 0 && n > (uint64_t) (c->end - c->p) / f->n))
+        if (c->bad || (f->n == 0 && n != 0) || (f->n > 0 && n > bytecursor_left(c) / f->n))
                 return false;
         *ret = n;
         return true;
@@ -295,7 +269,7 @@ static bool read_entry_count(struct cursor *c, const struct entry_format *f, uin
 
 /* DWARF 2-4 include directories: directory 0 is the CU's compilation
  * directory (NULL when it has none). */
-static int read_dirs4(struct cursor *c, const char *comp_dir, const char ***ret, size_t *ret_n) {
+static int read_dirs4(struct bytecursor *c, const char *comp_dir, const char ***ret, size_t *ret_n) {
         _cleanup_free_ const char **dirs = NULL;
         size_t n_dirs = 0, allocated = 0;
         int k;
@@ -304,8 +278,8 @@ static int read_dirs4(struct cursor *c, const char *comp_dir, const char ***ret,
         if (k < 0)
                 return k;
         dirs[n_dirs++] = comp_dir;
-        while (c->p < c->end && *c->p) {
-                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+        while (bytecursor_left(c) > 0 && *c->p) {
+                const uint8_t *nul = memchr(c->p, 0, bytecursor_left(c));
 
                 if (!nul)
                         return -EINVAL;
@@ -322,12 +296,12 @@ static int read_dirs4(struct cursor *c, const char *comp_dir, const char ***ret,
         return 0;
 }
 
-static int read_files4(struct reader *r, struct cursor *c) {
+static int read_files4(struct reader *r, struct bytecursor *c) {
         int k;
 
-        while (c->p < c->end && *c->p) {
+        while (bytecursor_left(c) > 0 && *c->p) {
                 const char *name = (const char *) c->p;
-                const uint8_t *nul = memchr(c->p, 0, (size_t) (c->end - c->p));
+                const uint8_t *nul = memchr(c->p, 0, bytecursor_left(c));
                 uint64_t dir;
 
                 if (!nul)
@@ -345,7 +319,7 @@ static int read_files4(struct reader *r, struct cursor *c) {
         return read_u8(c) != 0 || c->bad ? -EINVAL : 0;
 }
 
-static int read_dirs5(struct cursor *c, unsigned offset_size, const struct line_sections *s, const char ***ret,
+static int read_dirs5(struct bytecursor *c, unsigned offset_size, const struct line_sections *s, const char ***ret,
                       size_t *ret_n) {
         _cleanup_free_ const char **dirs = NULL;
         struct entry_format f;
@@ -367,7 +341,7 @@ static int read_dirs5(struct cursor *c, unsigned offset_size, const struct line_
         return 0;
 }
 
-static int read_files5(struct reader *r, struct cursor *c, unsigned offset_size) {
+static int read_files5(struct reader *r, struct bytecursor *c, unsigned offset_size) {
         struct entry_format f;
         uint64_t n;
         int k;
@@ -390,7 +364,7 @@ static int read_files5(struct reader *r, struct cursor *c, unsigned offset_size)
 }
 
 /* The include directories and file names of the header. */
-static int read_dirs_and_files(struct reader *r, struct cursor *c, unsigned version, unsigned offset_size,
+static int read_dirs_and_files(struct reader *r, struct bytecursor *c, unsigned version, unsigned offset_size,
                                const char *comp_dir) {
         _cleanup_free_ const char **dirs = NULL;
         size_t n_dirs = 0;
@@ -443,192 +417,220 @@ static void line_state_reset(struct line_state *st, uint8_t default_is_stmt) {
         };
 }
 
-static int emit_row(struct raw_row **rows, size_t *n, size_t *allocated, const struct line_state *st, bool end) {
+/* What the header says about running the program. */
+struct line_program {
+        unsigned address_size;
+        uint8_t min_inst_len, max_ops, default_is_stmt, line_range, opcode_base;
+        int8_t line_base;
+        const uint8_t *opcode_lengths; /* the operands of standard opcodes 1 to opcode_base - 1 */
+};
+
+/* A program being run: its header, its registers, the rows so far. */
+struct line_run {
+        const struct line_program *h;
+        struct line_state st;
+        struct raw_row *rows;
+        size_t n, allocated;
+};
+
+/* The operands of each standard opcode DWARF 5 defines: libdw checks the
+ * header's counts against them. */
+static const uint8_t standard_operands[DW_LNS_set_isa + 1] = {
+        [DW_LNS_advance_pc] = 1,
+        [DW_LNS_advance_line] = 1,
+        [DW_LNS_set_file] = 1,
+        [DW_LNS_set_column] = 1,
+        [DW_LNS_fixed_advance_pc] = 1,
+        [DW_LNS_set_isa] = 1,
+};
+
+/* Appends a row for the registers. Returns 0, -EINVAL (a register libdw
+ * cannot keep) or -ENOMEM. */
+static int emit_row(struct line_run *run, bool end) {
+        const struct line_state *st = &run->st;
         int k;
 
         if (st->line < INT32_MIN || st->line > INT32_MAX || st->file >= ROW_END || st->column > USHRT_MAX ||
             st->isa > UINT8_MAX || st->op_index > UINT8_MAX || st->is_stmt > 1 || st->discriminator >= (UINT64_C(1) << 24) ||
-            *n >= UINT32_MAX)
+            run->n >= UINT32_MAX)
                 return -EINVAL;
         /* A row right after one at the same address, both ends or neither,
          * sorts right after it and hides it from every lookup: take its
          * place (compilers emit many: views, is_stmt changes). */
-        if (*n > 0 && (*rows)[*n - 1].addr == st->addr &&
-            !!((*rows)[*n - 1].file_end & ROW_END) == end) {
-                (*rows)[*n - 1].line = (int32_t) st->line;
-                (*rows)[*n - 1].file_end = (uint32_t) st->file | (end ? ROW_END : 0);
+        if (run->n > 0 && run->rows[run->n - 1].addr == st->addr &&
+            !!(run->rows[run->n - 1].file_end & ROW_END) == end) {
+                run->rows[run->n - 1].line = (int32_t) st->line;
+                run->rows[run->n - 1].file_end = (uint32_t) st->file | (end ? ROW_END : 0);
                 return 0;
         }
-        k = array_grow((void **) rows, allocated, *n + 1, sizeof(**rows));
+        k = array_grow((void **) &run->rows, &run->allocated, run->n + 1, sizeof(*run->rows));
         if (k < 0)
                 return k;
-        (*rows)[*n] = (struct raw_row) {
+        run->rows[run->n] = (struct raw_row) {
                 .addr = st->addr,
-                .seq = (uint32_t) *n,
+                .seq = (uint32_t) run->n,
                 .line = (int32_t) st->line,
                 .file_end = (uint32_t) st->file | (end ? ROW_END : 0),
         };
-        (*n)++;
+        run->n++;
         return 0;
 }
 
-/* Runs the program from c->p to c->end into *ret_rows. */
-static int run_program(struct cursor *c, unsigned address_size, uint8_t default_is_stmt, uint8_t min_inst_len, uint8_t max_ops,
-                       int8_t line_base, uint8_t line_range, uint8_t opcode_base, const uint8_t *opcode_lengths,
-                       struct raw_row **ret_rows, size_t *ret_n) {
-        _cleanup_free_ struct raw_row *rows = NULL;
-        size_t n = 0, allocated = 0;
-        struct line_state st;
+/* Advances the address by adv operations, in libdw's unsigned int
+ * arithmetic, wrapping where it wraps. */
+static void run_advance(struct line_run *run, uint64_t adv) {
+        uint32_t ops = (uint32_t) run->st.op_index + (uint32_t) adv;
+
+        run->st.addr += (uint32_t) (run->h->min_inst_len * (ops / run->h->max_ops));
+        run->st.op_index = ops % run->h->max_ops;
+}
+
+/* A special opcode: the line and address advance, and a row. Returns 0,
+ * -EINVAL or -ENOMEM (as all the run_ steps). */
+static int run_special(struct line_run *run, uint8_t op) {
+        const struct line_program *h = run->h;
         int k;
 
-/* In libdw's unsigned int arithmetic, wrapping where it wraps. */
-#define ADVANCE(adv)                                                                           \
-        do {                                                                                   \
-                uint32_t _ops = (uint32_t) st.op_index + (uint32_t) (adv);                     \
-                st.addr += (uint32_t) (min_inst_len * (_ops / max_ops));                       \
-                st.op_index = _ops % max_ops;                                                  \
-        } while (0)
-/* libdw checks each standard opcode's operand count in the header. */
-#define EXPECT_OPERANDS(op, count)                                                             \
-        do {                                                                                   \
-                if (opcode_lengths[(op) - 1] != (count))                                       \
-                        return -EINVAL;                                                        \
-        } while (0)
+        if (h->line_range == 0)
+                return -EINVAL;
+        run->st.line += h->line_base + (op - h->opcode_base) % h->line_range;
+        run_advance(run, (uint64_t) ((op - h->opcode_base) / h->line_range));
+        k = emit_row(run, false);
+        if (k < 0)
+                return k;
+        run->st.discriminator = 0;
+        return 0;
+}
 
-        line_state_reset(&st, default_is_stmt);
-        while (c->p < c->end) {
-                uint8_t op = *c->p++;
-                uint64_t u;
-                int64_t s;
+/* An extended opcode: 0, its length, its sub-opcode and operands. */
+static int run_extended(struct bytecursor *c, struct line_run *run) {
+        const struct line_program *h = run->h;
+        uint8_t len, sub;
+        int k;
 
-                if (op >= opcode_base) {
-                        if (line_range == 0)
-                                return -EINVAL;
-                        st.line += line_base + (op - opcode_base) % line_range;
-                        ADVANCE((uint64_t) ((op - opcode_base) / line_range));
-                        k = emit_row(&rows, &n, &allocated, &st, false);
-                        if (k < 0)
-                                return k;
-                        st.discriminator = 0;
-                        continue;
-                }
-                switch (op) {
-                case 0: {
-                        uint8_t len, sub;
+        /* libdw reads the length as one byte (the standard says ULEB128:
+         * the same below 128). */
+        if (bytecursor_left(c) < 2 || *c->p >= 0x80)
+                return -EINVAL;
+        len = read_u8(c);
+        if (bytecursor_left(c) < len)
+                return -EINVAL;
+        sub = read_u8(c);
+        switch (sub) {
+        case DW_LNE_end_sequence:
+                k = emit_row(run, true);
+                if (k < 0)
+                        return k;
+                line_state_reset(&run->st, run->st.default_is_stmt);
+                return 0;
+        case DW_LNE_set_address:
+                run->st.op_index = 0;
+                run->st.addr = read_fixed(c, h->address_size);
+                return c->bad ? -EINVAL : 0;
+        case DW_LNE_set_discriminator:
+                /* libdw checks the entry of standard opcode 4. */
+                if (h->opcode_base <= DW_LNE_set_discriminator || h->opcode_lengths[DW_LNE_set_discriminator - 1] != 1)
+                        return -EINVAL;
+                return read_register(c, &run->st.discriminator) ? 0 : -EINVAL;
+        case DW_LNE_define_file:
+        case DW_LNE_NVIDIA_inlined_call:
+        case DW_LNE_NVIDIA_set_function_name:
+                return -EINVAL;
+        default:
+                if (len == 0)
+                        return -EINVAL;
+                (void) bytecursor_skip(c, len - 1u);
+                return 0;
+        }
+}
 
-                        /* libdw reads the length as one byte (the
-                         * standard says ULEB128: the same below 128). */
-                        if (c->end - c->p < 2 || *c->p >= 0x80)
-                                return -EINVAL;
-                        len = *c->p++;
-                        if ((size_t) (c->end - c->p) < len)
-                                return -EINVAL;
-                        sub = *c->p++;
-                        switch (sub) {
-                        case DW_LNE_end_sequence:
-                                k = emit_row(&rows, &n, &allocated, &st, true);
-                                if (k < 0)
-                                        return k;
-                                line_state_reset(&st, st.default_is_stmt);
-                                break;
-                        case DW_LNE_set_address:
-                                st.op_index = 0;
-                                st.addr = read_fixed(c, address_size);
-                                if (c->bad)
-                                        return -EINVAL;
-                                break;
-                        case DW_LNE_set_discriminator:
-                                /* libdw checks the entry of standard opcode 4. */
-                                if (opcode_base <= DW_LNE_set_discriminator ||
-                                    opcode_lengths[DW_LNE_set_discriminator - 1] != 1)
-                                        return -EINVAL;
-                                if (!read_register(c, &st.discriminator))
-                                        return -EINVAL;
-                                break;
-                        case DW_LNE_define_file:
-                        case DW_LNE_NVIDIA_inlined_call:
-                        case DW_LNE_NVIDIA_set_function_name:
-                                return -EINVAL;
-                        default:
-                                if (len == 0)
-                                        return -EINVAL;
-                                c->p += len - 1;
-                                break;
-                        }
-                        break;
-                }
-                case DW_LNS_copy:
-                        EXPECT_OPERANDS(op, 0);
-                        k = emit_row(&rows, &n, &allocated, &st, false);
-                        if (k < 0)
-                                return k;
-                        st.discriminator = 0;
-                        break;
-                case DW_LNS_advance_pc:
-                        EXPECT_OPERANDS(op, 1);
-                        if (!read_register(c, &u))
-                                return -EINVAL;
-                        ADVANCE(u);
-                        break;
-                case DW_LNS_advance_line:
-                        EXPECT_OPERANDS(op, 1);
-                        s = read_sleb(c);
-                        if (c->bad || s < INT_MIN || s > INT_MAX)
-                                return -EINVAL;
-                        st.line += s;
-                        break;
-                case DW_LNS_set_file:
-                        EXPECT_OPERANDS(op, 1);
-                        if (!read_register(c, &st.file))
-                                return -EINVAL;
-                        break;
-                case DW_LNS_set_column:
-                        EXPECT_OPERANDS(op, 1);
-                        if (!read_register(c, &st.column))
-                                return -EINVAL;
-                        break;
-                case DW_LNS_negate_stmt:
-                        EXPECT_OPERANDS(op, 0);
-                        st.is_stmt = (uint8_t) (1 - st.is_stmt);
-                        break;
-                case DW_LNS_set_basic_block:
-                case DW_LNS_set_prologue_end:
-                case DW_LNS_set_epilogue_begin:
-                        EXPECT_OPERANDS(op, 0);
-                        break;
-                case DW_LNS_const_add_pc:
-                        EXPECT_OPERANDS(op, 0);
-                        if (line_range == 0)
-                                return -EINVAL;
-                        ADVANCE((uint64_t) ((255 - opcode_base) / line_range));
-                        break;
-                case DW_LNS_fixed_advance_pc:
-                        EXPECT_OPERANDS(op, 1);
-                        st.addr += read_fixed(c, 2);
+/* A standard opcode, 1 to opcode_base - 1. */
+static int run_standard(struct bytecursor *c, struct line_run *run, uint8_t op) {
+        const struct line_program *h = run->h;
+        struct line_state *st = &run->st;
+        uint64_t u;
+        int64_t s;
+        int k;
+
+        if (op <= DW_LNS_set_isa && h->opcode_lengths[op - 1] != standard_operands[op])
+                return -EINVAL;
+        switch (op) {
+        case DW_LNS_copy:
+                k = emit_row(run, false);
+                if (k < 0)
+                        return k;
+                st->discriminator = 0;
+                return 0;
+        case DW_LNS_advance_pc:
+                if (!read_register(c, &u))
+                        return -EINVAL;
+                run_advance(run, u);
+                return 0;
+        case DW_LNS_advance_line:
+                s = read_sleb(c);
+                if (c->bad || s < INT_MIN || s > INT_MAX)
+                        return -EINVAL;
+                st->line += s;
+                return 0;
+        case DW_LNS_set_file:
+                return read_register(c, &st->file) ? 0 : -EINVAL;
+        case DW_LNS_set_column:
+                return read_register(c, &st->column) ? 0 : -EINVAL;
+        case DW_LNS_negate_stmt:
+                st->is_stmt = (uint8_t) (1 - st->is_stmt);
+                return 0;
+        case DW_LNS_set_basic_block:
+        case DW_LNS_set_prologue_end:
+        case DW_LNS_set_epilogue_begin:
+                return 0;
+        case DW_LNS_const_add_pc:
+                if (h->line_range == 0)
+                        return -EINVAL;
+                run_advance(run, (uint64_t) ((255 - h->opcode_base) / h->line_range));
+                return 0;
+        case DW_LNS_fixed_advance_pc:
+                st->addr += read_fixed(c, 2);
+                if (c->bad)
+                        return -EINVAL;
+                st->op_index = 0;
+                return 0;
+        case DW_LNS_set_isa:
+                return read_register(c, &st->isa) ? 0 : -EINVAL;
+        default:
+                /* A standard opcode newer than this reader: skip its
+                 * operands. */
+                for (unsigned i = h->opcode_lengths[op - 1]; i > 0; i--) {
+                        (void) read_uleb(c);
                         if (c->bad)
                                 return -EINVAL;
-                        st.op_index = 0;
-                        break;
-                case DW_LNS_set_isa:
-                        EXPECT_OPERANDS(op, 1);
-                        if (!read_register(c, &st.isa))
-                                return -EINVAL;
-                        break;
-                default:
-                        /* A standard opcode newer than this reader: skip
-                         * its operands. */
-                        for (unsigned i = opcode_lengths[op - 1]; i > 0; i--) {
-                                (void) read_uleb(c);
-                                if (c->bad)
-                                        return -EINVAL;
-                        }
-                        break;
                 }
+                return 0;
         }
-#undef ADVANCE
-#undef EXPECT_OPERANDS
-        *ret_rows = TAKE_PTR(rows);
-        *ret_n = n;
+}
+
+/* Runs the program from the cursor to its end into *ret_rows. Returns 0,
+ * -EINVAL (a program left to libdw) or -ENOMEM. */
+static int run_program(struct bytecursor *c, const struct line_program *h, struct raw_row **ret_rows, size_t *ret_n) {
+        struct line_run run = { .h = h };
+        int k = 0;
+
+        line_state_reset(&run.st, h->default_is_stmt);
+        while (k >= 0 && bytecursor_left(c) > 0) {
+                uint8_t op = read_u8(c);
+
+                if (op >= h->opcode_base)
+                        k = run_special(&run, op);
+                else if (op == 0)
+                        k = run_extended(c, &run);
+                else
+                        k = run_standard(c, &run, op);
+        }
+        if (k < 0) {
+                free(run.rows);
+                return k;
+        }
+        *ret_rows = run.rows;
+        *ret_n = run.n;
         return 0;
 }
 
@@ -701,25 +703,23 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
                     struct line_table **ret) {
         _cleanup_(line_table_freep) struct line_table *t = NULL;
         _cleanup_free_ struct raw_row *raw = NULL;
-        struct cursor c, header;
+        struct bytecursor c, header;
         struct reader r = { .s = s };
+        struct line_program h = { .address_size = address_size, .max_ops = 1 };
         uint64_t unit_length, header_length;
         unsigned offset_size = 4, version;
-        uint8_t min_inst_len, max_ops = 1, default_is_stmt, line_range, opcode_base;
-        const uint8_t *opcode_lengths;
-        int8_t line_base;
         size_t n_raw = 0;
         int k;
 
         if (!s->line || offset >= s->line_size || (address_size != 4 && address_size != 8))
                 return -EINVAL;
-        c = (struct cursor) { s->line + offset, s->line + s->line_size, false };
+        c = bytecursor_make(s->line + offset, s->line_size - offset);
         unit_length = read_fixed(&c, 4);
         if (unit_length == UINT32_MAX) {
                 unit_length = read_fixed(&c, 8);
                 offset_size = 8;
         }
-        if (c.bad || unit_length > (uint64_t) (c.end - c.p))
+        if (c.bad || unit_length > bytecursor_left(&c))
                 return -EINVAL;
         c.end = c.p + unit_length;
         version = (unsigned) read_fixed(&c, 2);
@@ -728,20 +728,20 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
         if (version >= 5 && (read_u8(&c) != address_size || read_u8(&c) != 0))
                 return -EINVAL;
         header_length = read_fixed(&c, offset_size);
-        if (c.bad || header_length > (uint64_t) (c.end - c.p))
+        if (c.bad || header_length > bytecursor_left(&c))
                 return -EINVAL;
-        header = (struct cursor) { c.p, c.end, false };
-        min_inst_len = read_u8(&header);
+        header = bytecursor_make(c.p, bytecursor_left(&c));
+        h.min_inst_len = read_u8(&header);
         if (version >= 4)
-                max_ops = read_u8(&header);
-        default_is_stmt = read_u8(&header);
-        line_base = (int8_t) read_u8(&header);
-        line_range = read_u8(&header);
-        opcode_base = read_u8(&header);
-        if (header.bad || max_ops == 0 || opcode_base == 0 || (size_t) (header.end - header.p) < opcode_base - 1u)
+                h.max_ops = read_u8(&header);
+        h.default_is_stmt = read_u8(&header);
+        h.line_base = (int8_t) read_u8(&header);
+        h.line_range = read_u8(&header);
+        h.opcode_base = read_u8(&header);
+        if (header.bad || h.max_ops == 0 || h.opcode_base == 0 || bytecursor_left(&header) < h.opcode_base - 1u)
                 return -EINVAL;
-        opcode_lengths = header.p;
-        header.p += opcode_base - 1;
+        h.opcode_lengths = header.p;
+        (void) bytecursor_skip(&header, h.opcode_base - 1u);
 
         t = calloc(1, sizeof(*t));
         if (!t)
@@ -760,8 +760,7 @@ int line_table_read(const struct line_sections *s, uint64_t offset, const char *
         t->bytes += r.files_allocated * sizeof(*t->files) + r.owned_allocated * sizeof(*t->owned);
 
         header.end = c.end;
-        k = run_program(&header, address_size, default_is_stmt, min_inst_len, max_ops, line_base, line_range, opcode_base,
-                        opcode_lengths, &raw, &n_raw);
+        k = run_program(&header, &h, &raw, &n_raw);
         if (k < 0)
                 return k;
         k = table_set_rows(t, raw, n_raw);

@@ -395,6 +395,68 @@ static void test_left_to_libdw(void) {
         CHECK_INT_EQ(line_table_read(&s, p.n, NULL, 8, &t), -EINVAL);
 }
 
+/* A program with one row at 0x1000 + 2 whose advance_pc operand is the
+ * given LEB128 bytes, or (sleb) whose advance_line operand is. */
+static int prog_with_leb(struct prog *p, uint8_t op, const uint8_t *leb, size_t n, struct line_table **t) {
+        *p = (struct prog) {};
+        put_header4_one_file(p);
+        op_set_address(p, 0x1000);
+        put_u8(p, op);
+        put(p, leb, n);
+        if (op == DW_LNS_advance_line)
+                op_advance_pc(p, 2);
+        put_u8(p, DW_LNS_copy);
+        op_advance_pc(p, 4);
+        op_end_sequence(p);
+        return prog_read(p, NULL, t);
+}
+
+/* LEB128 operands as libdw reads them: up to 10 bytes, zero padding
+ * included; a longer one, or one whose value does not fit in 64 bits, is
+ * left to libdw. */
+static void test_leb128_limits(void) {
+        _cleanup_(line_table_freep) struct line_table *t = NULL;
+        uint8_t leb[11];
+        struct prog p;
+
+        /* 2, padded to 10 bytes, as linkers write fixed-width LEB128 */
+        memset(leb, 0x80, sizeof(leb));
+        leb[0] = 0x82;
+        leb[9] = 0x00;
+        CHECK_INT_EQ(prog_with_leb(&p, DW_LNS_advance_pc, leb, 10, &t), 0);
+        check_find(t, 0x1002, "a.c", 1);
+        check_find(t, 0x1001, NULL, 0);
+        /* padded to 11 bytes: libdw stops after 10 */
+        leb[9] = 0x80;
+        leb[10] = 0x00;
+        CHECK_INT_EQ(prog_with_leb(&p, DW_LNS_advance_pc, leb, 11, &t), -EINVAL);
+        /* a tenth byte with bits past 2^64 */
+        leb[0] = 0x82;
+        leb[9] = 0x02;
+        CHECK_INT_EQ(prog_with_leb(&p, DW_LNS_advance_pc, leb, 10, &t), -EINVAL);
+
+        /* line += 3 in 10 bytes: the padding of a positive number */
+        memset(leb, 0x80, sizeof(leb));
+        leb[0] = 0x83;
+        leb[9] = 0x00;
+        CHECK_INT_EQ(prog_with_leb(&p, DW_LNS_advance_line, leb, 10, &t), 0);
+        check_find(t, 0x1002, "a.c", 4);
+        /* line -= 1 in 10 bytes: the padding of a negative number */
+        memset(leb, 0xff, sizeof(leb));
+        leb[9] = 0x7f;
+        CHECK_INT_EQ(prog_with_leb(&p, DW_LNS_advance_line, leb, 10, &t), 0);
+        check_find(t, 0x1002, "a.c", 0);
+        /* a tenth byte whose bits past 2^63 are not all the sign's */
+        memset(leb, 0x80, sizeof(leb));
+        leb[9] = 0x02;
+        CHECK_INT_EQ(prog_with_leb(&p, DW_LNS_advance_line, leb, 10, &t), -EINVAL);
+        /* 11 bytes */
+        leb[0] = 0x83;
+        leb[9] = 0x80;
+        leb[10] = 0x00;
+        CHECK_INT_EQ(prog_with_leb(&p, DW_LNS_advance_line, leb, 11, &t), -EINVAL);
+}
+
 struct totals {
         size_t files, cus, libdw_rows, rows, fallbacks, lookups;
         uint64_t bytes;
@@ -548,6 +610,7 @@ int main(int argc, char *argv[]) {
         test_version5();
         test_last_row_ends();
         test_left_to_libdw();
+        test_leb128_limits();
 
         CHECK(elf_version(EV_CURRENT) != EV_NONE);
         for (int i = 1; i < argc; i++)

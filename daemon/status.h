@@ -1,0 +1,71 @@
+/* The status answer (docs/protocol.md, status) built from each part's stats:
+ * the manager gathers them (status_stats), status_build turns them into the
+ * JSON object, with no daemon behind it, so a unit test feeds it numbers
+ * and reads the keys back (tests/unit/test-status.c). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "exporter.h"
+#include "query.h"
+#include "store.h"
+#include "unwinder.h"
+#include "writer.h"
+
+/* The daemon's resident memory, from /proc/self/status: in all, and its
+ * anonymous and file-backed parts. Fields not found stay 0. */
+struct status_rss {
+        uint64_t total, anon, file;
+};
+
+/* Reads /proc/self/status into *ret; cannot fail (what it cannot read is 0). */
+void status_rss_read(struct status_rss *ret);
+
+/* Everything status shows, as the manager read it from its parts at one
+ * request. The parts a profd does not run (serve-only: no writer, no
+ * unwinder; no export configured) have their flag false and their stats
+ * zero. */
+struct status_stats {
+        const struct conf *conf;      /* the running settings */
+        uint64_t pid;
+        uint64_t uptime_s;
+        const char *event;            /* the collector's sampling event; NULL: no collector */
+        /* the manager's own counts, from the drains' BPF counters */
+        uint64_t samples_seen, idle_samples;
+        uint64_t offcpu_filtered, offcpu_filtered_ns;
+        uint64_t user_walks;
+        uint64_t clients;             /* connected to the socket now */
+
+        bool writer_running;
+        struct writer_stats writer;
+        /* the writer's names of the BPF counters (drop_reason_names, writer.h) */
+        const char *const *drop_reason_names;
+        struct store_stats store;
+
+        bool unwinder_running;
+        struct unwinder_stats unwind;
+        /* unwinder_failure_names (unwinder.h): the names of unwind.failures */
+        const char *const *unwinder_failure_names;
+
+        bool exporter_running;
+        struct exporter_status export;
+
+        struct query_pool_stats queries;
+
+        bool check_running;           /* false: the store's check could not start */
+        struct store_check_status check;
+        bool migration_read;          /* store_migration_get succeeded */
+        struct store_migration migration;
+
+        struct status_rss rss;
+        uint64_t heap_in_use_bytes, heap_free_bytes; /* what malloc holds in use and free */
+        uint64_t sqlite_bytes;                       /* SQLite's part of what is in use */
+        uint64_t heap_trims, heap_trim_ns;
+};
+
+/* The status object ("type": "status") for s. Returns it, or NULL when out
+ * of memory. */
+json_t *status_build(const struct status_stats *s);

@@ -1,0 +1,425 @@
+/* The status answer from the parts' stats: every key profctl and the
+ * end-to-end tests read, in the order they have always come, with the
+ * values of the stats it was given; every drop and truncation counter,
+ * summed from the writer's pending counts and the store's; and the parts
+ * a profd does not run shown as absent, inactive or null. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "status.h"
+#include "tests.h"
+
+/* The names the writer and the unwinder give (writer.c, unwinder.c):
+ * status shows them as keys, so they are part of the protocol. */
+static const char *const drop_names[PROFD_COUNTER__MAX] = {
+        [PROFD_DROP_MAP_FULL] = "map_full",
+        [PROFD_DROP_USER_STACK_ERROR] = "user_stack_error",
+        [PROFD_DROP_KERNEL_STACK_ERROR] = "kernel_stack_error",
+        [PROFD_DROP_STACK_MAP_FULL] = "stack_map_full",
+        [PROFD_DROP_RINGBUF_FULL] = "ringbuf_full",
+        [PROFD_DROP_TASK_STORAGE] = "task_storage_full",
+        [PROFD_DROP_SWITCH_MISSED] = "switch_missed",
+        [PROFD_TRUNC_NO_PROCESS] = TRUNCATED_PREFIX "no_process",
+        [PROFD_TRUNC_PENDING] = TRUNCATED_PREFIX "pending",
+        [PROFD_TRUNC_NO_MAPPING] = TRUNCATED_PREFIX "no_mapping",
+        [PROFD_TRUNC_UNSUPPORTED] = TRUNCATED_PREFIX "unsupported",
+        [PROFD_TRUNC_READ_FAULT] = TRUNCATED_PREFIX "read_fault",
+        [PROFD_TRUNC_DEPTH] = TRUNCATED_PREFIX "depth",
+        [PROFD_TRUNC_FP_END] = TRUNCATED_PREFIX "fp_end",
+        [PROFD_TRUNC_CFA_STUCK] = TRUNCATED_PREFIX "cfa_stuck",
+};
+
+static const char *const failure_names[UNWINDER_FAIL__MAX] = {
+        "no_cfi", "unreadable", "above_4g", "bad_cfi", "budget_full", "maps_full", "procs_full",
+};
+
+static char *debug_dirs[] = { "/usr/lib/debug", "/opt/debug", NULL };
+
+static struct conf test_conf(void) {
+        return (struct conf) {
+                .store_path = "/var/lib/profd/profd.db",
+                .frequency_hz = 99,
+                .interval_ns = 10 * NSEC_PER_SEC,
+                .kind_cpu = true,
+                .kind_offcpu = true,
+                .offcpu_min_ns = 1000000,
+                .offcpu_max_ns = UINT64_MAX,
+                .max_clients = 64,
+                .client_timeout_ns = 30 * NSEC_PER_SEC,
+                .symbol_cache_bytes = 256 << 20,
+                .retention_raw_ns = 3600 * NSEC_PER_SEC,
+                .retention_1m_ns = 86400 * NSEC_PER_SEC,
+                .retention_ns = 7 * 86400 * NSEC_PER_SEC,
+                .debug_dirs = debug_dirs,
+                .clickhouse_url = "http://ch:8123",
+                .host_name = "web1",
+        };
+}
+
+/* A profd that runs every part, each counter a distinct value so a value
+ * under the wrong key shows. */
+static struct store_drop_total stored_drops[] = {
+        { "map_full", 1000 },
+        { "truncated_depth", 2000 },
+        { "process_vanished", 3000 },
+        { "store_write_failed", 4000 },
+};
+
+static struct status_stats full_stats(const struct conf *c) {
+        struct status_stats s = {
+                .conf = c,
+                .pid = 4242,
+                .uptime_s = 3601,
+                .event = "cpu-clock",
+                .samples_seen = 11, .idle_samples = 12,
+                .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
+                .user_walks = 15,
+                .clients = 3,
+                .writer_running = true,
+                .drop_reason_names = drop_names,
+                .store = { .drains = 21, .samples = 22, .stacks = 23, .processes = 24, .last_drain_ns = 25,
+                           .file_bytes = 26, .drops = stored_drops, .n_drops = ELEMENTSOF(stored_drops) },
+                .unwinder_running = true,
+                .unwind = { .processes = 31, .files = 32, .files_unused = 33, .rows_used = 34, .rows_capacity = 35,
+                            .mappings_used = 36, .mappings_capacity = 37, .kernel_bytes = 38, .mapped_bytes = 39,
+                            .tables_built = 40, .build_ns = 41 * NSEC_PER_MSEC, .tables_evicted = 42,
+                            .tables_no_room = 43, .tables_queued = 44, .requests = 45, .misses = 46 },
+                .unwinder_failure_names = failure_names,
+                .exporter_running = true,
+                .export = { .state = "retrying", .backlog_drains = 51, .acknowledged_drain_id = 52,
+                            .backlog_oldest_ns = 53, .last_success_ns = 0, .exported_drains = 54,
+                            .exported_samples = 55, .exported_stacks = 56, .exported_frames = 57,
+                            .bytes_sent = 58, .already_stored = 59, .lost_by_retention = 60, .damaged_blocks = 61,
+                            .last_error_kind = EXPORTER_ERROR_AUTH, .last_error = "wrong password",
+                            .last_error_ns = 62 },
+                .queries = { .threads = 5, .running = 1, .parked = 2, .queued = 3, .parks = 71 },
+                .check_running = true,
+                .check = { .state = STORE_CHECK_FAILED, .started_ns = 81, .finished_ns = 82, .message = "page 3" },
+                .migration_read = true,
+                .migration = { .active = true, .pending_rows = 91, .pending_drains = 92, .complete_after_ns = 93,
+                               .done_rows = 94, .done_drains = 95 },
+                .rss = { .total = 101, .anon = 102, .file = 103 },
+                .heap_in_use_bytes = 104, .heap_free_bytes = 105, .sqlite_bytes = 106,
+                .heap_trims = 107, .heap_trim_ns = 108 * NSEC_PER_MSEC,
+        };
+
+        for (int i = 0; i < PROFD_COUNTER__MAX; i++)
+                s.writer.pending_drops[i] = 200 + (uint64_t) i;
+        s.writer.failed_drains = 7;
+        s.writer.processes_tracked = 111;
+        s.writer.symbol_cache_bytes = 112;
+        s.writer.symbol_mapped_bytes = 113;
+        s.writer.symbol_peak_bytes = 114;
+        s.writer.unresolved = (struct writer_unresolved) { 115, 116, 117, 118 };
+        s.writer.jit_map_entries_dropped = 119;
+        s.writer.retention_on = true;
+        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129 };
+        for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
+                s.unwind.failures[i] = 300 + (uint64_t) i;
+        for (int i = 0; i < _EXPORTER_ERROR_MAX; i++)
+                s.export.errors[i] = 400 + (uint64_t) i;
+        return s;
+}
+
+static long long num(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+
+        if (!json_is_integer(v)) {
+                fprintf(stderr, "key %s: not an integer\n", key);
+                return -1;
+        }
+        return json_integer_value(v);
+}
+
+static const char *str(json_t *o, const char *key) {
+        return json_string_value(json_object_get(o, key));
+}
+
+/* The object's keys, in order, joined by spaces. */
+static void check_keys(json_t *o, const char *expected) {
+        char got[2048] = "";
+        size_t len = 0;
+
+        for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it))
+                len += (size_t) snprintf(got + len, sizeof(got) - len, "%s%s", len ? " " : "",
+                                         json_object_iter_key(it));
+        CHECK_STR_EQ(got, expected);
+}
+
+static void test_keys_in_order(void) {
+        struct conf c = test_conf();
+        struct status_stats s = full_stats(&c);
+        json_t *o = status_build(&s);
+
+        CHECK(o != NULL);
+        check_keys(o, "type version pid uptime_s frequency_hz event interval_ms store_path store_bytes drains "
+                      "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
+                      "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
+                      "truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
+                      "rss_bytes memory heap_trims heap_trim_ms offcpu max_clients client_timeout_ms "
+                      "symbol_cache_limit_bytes debug_dirs retention export");
+        check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
+                   "mappings_used mappings_capacity kernel_bytes mapped_bytes tables_built build_ms "
+                   "tables_evicted tables_no_room tables_queued loads misses user_walks failures");
+        check_keys(json_object_get(o, "export"), "url host state acknowledged_drain_id backlog_drains "
+                   "backlog_oldest_ns last_success_ns exported_drains exported_samples exported_stacks "
+                   "exported_frames bytes_sent already_stored lost_by_retention damaged_blocks errors error "
+                   "last_error last_error_ns");
+        check_keys(json_object_get(o, "retention"), "active raw_s minute_s all_s max_store_size merged_drains "
+                   "deleted_drains deleted_for_size deleted_stacks deleted_processes deleted_locations "
+                   "vacuumed_bytes spanned_drains damaged_blocks");
+        check_keys(json_object_get(o, "memory"), "rss_bytes anon_bytes file_bytes heap_in_use_bytes "
+                   "heap_free_bytes sqlite_bytes");
+        check_keys(json_object_get(o, "queries"), "workers running parked queued parked_total");
+        check_keys(json_object_get(o, "store_check"), "state started_ns finished_ns message");
+        check_keys(json_object_get(o, "store_migration"), "pending_rows pending_drains done_rows done_drains "
+                   "complete_after_ns running");
+        check_keys(json_object_get(o, "offcpu"), "min_ns max_ns filtered_blocks filtered_ns");
+        check_keys(json_object_get(o, "unresolved"), "no_symbols no_file jit_without_map unknown_mapping");
+        json_decref(o);
+}
+
+static void test_values(void) {
+        struct conf c = test_conf();
+        struct status_stats s = full_stats(&c);
+        json_t *o = status_build(&s), *x;
+
+        CHECK_STR_EQ(str(o, "type"), "status");
+        CHECK_STR_EQ(str(o, "version"), PROFD_VERSION);
+        CHECK_INT_EQ(num(o, "pid"), 4242);
+        CHECK_INT_EQ(num(o, "uptime_s"), 3601);
+        CHECK_INT_EQ(num(o, "frequency_hz"), 99);
+        CHECK_STR_EQ(str(o, "event"), "cpu-clock");
+        CHECK_INT_EQ(num(o, "interval_ms"), 10000);
+        CHECK_STR_EQ(str(o, "store_path"), "/var/lib/profd/profd.db");
+        CHECK_INT_EQ(num(o, "store_bytes"), 26);
+        CHECK_INT_EQ(num(o, "drains"), 21);
+        CHECK_INT_EQ(num(o, "last_drain_ns"), 25);
+        CHECK_INT_EQ(num(o, "samples"), 22);
+        CHECK_INT_EQ(num(o, "stacks"), 23);
+        CHECK_INT_EQ(num(o, "processes"), 24);
+        CHECK_INT_EQ(num(o, "samples_seen"), 11);
+        CHECK_INT_EQ(num(o, "idle_samples"), 12);
+        x = json_object_get(o, "kinds");
+        CHECK(json_array_size(x) == 2);
+        CHECK_STR_EQ(json_string_value(json_array_get(x, 0)), "cpu");
+        CHECK_STR_EQ(json_string_value(json_array_get(x, 1)), "offcpu");
+        CHECK_INT_EQ(num(o, "processes_tracked"), 111);
+        CHECK_INT_EQ(num(o, "symbol_cache_bytes"), 112);
+        CHECK_INT_EQ(num(o, "symbol_mapped_bytes"), 113);
+        CHECK_INT_EQ(num(o, "symbol_peak_bytes"), 114);
+        x = json_object_get(o, "unresolved");
+        CHECK_INT_EQ(num(x, "no_symbols"), 115);
+        CHECK_INT_EQ(num(x, "no_file"), 116);
+        CHECK_INT_EQ(num(x, "jit_without_map"), 117);
+        CHECK_INT_EQ(num(x, "unknown_mapping"), 118);
+        CHECK_INT_EQ(num(o, "jit_map_entries_dropped"), 119);
+        CHECK_INT_EQ(num(o, "clients"), 3);
+        x = json_object_get(o, "queries");
+        CHECK_INT_EQ(num(x, "workers"), 5);
+        CHECK_INT_EQ(num(x, "running"), 1);
+        CHECK_INT_EQ(num(x, "parked"), 2);
+        CHECK_INT_EQ(num(x, "queued"), 3);
+        CHECK_INT_EQ(num(x, "parked_total"), 71);
+        x = json_object_get(o, "store_check");
+        CHECK_STR_EQ(str(x, "state"), "failed");
+        CHECK_INT_EQ(num(x, "started_ns"), 81);
+        CHECK_INT_EQ(num(x, "finished_ns"), 82);
+        CHECK_STR_EQ(str(x, "message"), "page 3");
+        x = json_object_get(o, "store_migration");
+        CHECK_INT_EQ(num(x, "pending_rows"), 91);
+        CHECK_INT_EQ(num(x, "pending_drains"), 92);
+        CHECK_INT_EQ(num(x, "done_rows"), 94);
+        CHECK_INT_EQ(num(x, "done_drains"), 95);
+        CHECK_INT_EQ(num(x, "complete_after_ns"), 93);
+        CHECK(json_is_true(json_object_get(x, "running")));
+        CHECK_INT_EQ(num(o, "rss_bytes"), 101);
+        x = json_object_get(o, "memory");
+        CHECK_INT_EQ(num(x, "rss_bytes"), 101);
+        CHECK_INT_EQ(num(x, "anon_bytes"), 102);
+        CHECK_INT_EQ(num(x, "file_bytes"), 103);
+        CHECK_INT_EQ(num(x, "heap_in_use_bytes"), 104);
+        CHECK_INT_EQ(num(x, "heap_free_bytes"), 105);
+        CHECK_INT_EQ(num(x, "sqlite_bytes"), 106);
+        CHECK_INT_EQ(num(o, "heap_trims"), 107);
+        CHECK_INT_EQ(num(o, "heap_trim_ms"), 108);
+        x = json_object_get(o, "offcpu");
+        CHECK_INT_EQ(num(x, "min_ns"), 1000000);
+        CHECK(json_is_null(json_object_get(x, "max_ns")));
+        CHECK_INT_EQ(num(x, "filtered_blocks"), 13);
+        CHECK_INT_EQ(num(x, "filtered_ns"), 14);
+        CHECK_INT_EQ(num(o, "max_clients"), 64);
+        CHECK_INT_EQ(num(o, "client_timeout_ms"), 30000);
+        CHECK_INT_EQ(num(o, "symbol_cache_limit_bytes"), 256 << 20);
+        x = json_object_get(o, "debug_dirs");
+        CHECK(json_array_size(x) == 2);
+        CHECK_STR_EQ(json_string_value(json_array_get(x, 1)), "/opt/debug");
+        x = json_object_get(o, "retention");
+        CHECK(json_is_true(json_object_get(x, "active")));
+        CHECK_INT_EQ(num(x, "raw_s"), 3600);
+        CHECK_INT_EQ(num(x, "minute_s"), 86400);
+        CHECK_INT_EQ(num(x, "all_s"), 7 * 86400);
+        CHECK(json_is_null(json_object_get(x, "max_store_size")));
+        CHECK_INT_EQ(num(x, "merged_drains"), 121);
+        CHECK_INT_EQ(num(x, "deleted_drains"), 122);
+        CHECK_INT_EQ(num(x, "deleted_for_size"), 123);
+        CHECK_INT_EQ(num(x, "deleted_stacks"), 124);
+        CHECK_INT_EQ(num(x, "deleted_processes"), 125);
+        CHECK_INT_EQ(num(x, "deleted_locations"), 126);
+        CHECK_INT_EQ(num(x, "vacuumed_bytes"), 127);
+        CHECK_INT_EQ(num(x, "spanned_drains"), 128);
+        CHECK_INT_EQ(num(x, "damaged_blocks"), 129);
+        json_decref(o);
+}
+
+/* Every BPF counter with a name is a drop or (by its name without the
+ * prefix) a truncation: the writer's pending count plus what the store
+ * holds under that name. */
+static void test_every_drop_counter(void) {
+        struct conf c = test_conf();
+        struct status_stats s = full_stats(&c);
+        json_t *o = status_build(&s);
+        json_t *drops = json_object_get(o, "drops"), *trunc = json_object_get(o, "truncated");
+        size_t n_drops = 0, n_trunc = 0;
+
+        for (int i = 0; i < PROFD_COUNTER__MAX; i++) {
+                const char *name = drop_names[i];
+                long long want = 200 + i;
+
+                if (!name)
+                        continue;
+                if (strncmp(name, TRUNCATED_PREFIX, strlen(TRUNCATED_PREFIX)) == 0) {
+                        if (strcmp(name, "truncated_depth") == 0)
+                                want += 2000;
+                        CHECK_INT_EQ(num(trunc, name + strlen(TRUNCATED_PREFIX)), want);
+                        n_trunc++;
+                } else {
+                        if (strcmp(name, "map_full") == 0)
+                                want += 1000;
+                        CHECK_INT_EQ(num(drops, name), want);
+                        n_drops++;
+                }
+        }
+        /* not BPF counters: the writer's own, plus the store's */
+        CHECK_INT_EQ(num(drops, "process_vanished"), 3000);
+        CHECK_INT_EQ(num(drops, "store_write_failed"), 7 + 4000);
+        CHECK_INT_EQ(json_object_size(drops), n_drops + 2);
+        CHECK_INT_EQ(json_object_size(trunc), n_trunc);
+        CHECK_INT_EQ(n_drops, 7);
+        CHECK_INT_EQ(n_trunc, 8);
+        check_keys(trunc, "no_process pending no_mapping unsupported read_fault depth fp_end cfa_stuck");
+        json_decref(o);
+}
+
+static void test_unwind_and_export(void) {
+        struct conf c = test_conf();
+        struct status_stats s = full_stats(&c);
+        json_t *o = status_build(&s), *u, *e;
+
+        u = json_object_get(o, "unwind");
+        CHECK(json_is_true(json_object_get(u, "active")));
+        CHECK_INT_EQ(num(u, "processes"), 31);
+        CHECK_INT_EQ(num(u, "files"), 32);
+        CHECK_INT_EQ(num(u, "files_unused"), 33);
+        CHECK_INT_EQ(num(u, "rows_used"), 34);
+        CHECK_INT_EQ(num(u, "rows_capacity"), 35);
+        CHECK_INT_EQ(num(u, "mappings_used"), 36);
+        CHECK_INT_EQ(num(u, "mappings_capacity"), 37);
+        CHECK_INT_EQ(num(u, "kernel_bytes"), 38);
+        CHECK_INT_EQ(num(u, "mapped_bytes"), 39);
+        CHECK_INT_EQ(num(u, "tables_built"), 40);
+        CHECK_INT_EQ(num(u, "build_ms"), 41);
+        CHECK_INT_EQ(num(u, "tables_evicted"), 42);
+        CHECK_INT_EQ(num(u, "tables_no_room"), 43);
+        CHECK_INT_EQ(num(u, "tables_queued"), 44);
+        CHECK_INT_EQ(num(u, "loads"), 45);
+        CHECK_INT_EQ(num(u, "misses"), 46);
+        CHECK_INT_EQ(num(u, "user_walks"), 15);
+        for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
+                CHECK_INT_EQ(num(json_object_get(u, "failures"), failure_names[i]), 300 + i);
+        CHECK_INT_EQ(json_object_size(json_object_get(u, "failures")), UNWINDER_FAIL__MAX);
+
+        e = json_object_get(o, "export");
+        CHECK_STR_EQ(str(e, "url"), "http://ch:8123");
+        CHECK_STR_EQ(str(e, "host"), "web1");
+        CHECK_STR_EQ(str(e, "state"), "retrying");
+        CHECK_INT_EQ(num(e, "acknowledged_drain_id"), 52);
+        CHECK_INT_EQ(num(e, "backlog_drains"), 51);
+        CHECK_INT_EQ(num(e, "backlog_oldest_ns"), 53);
+        CHECK(json_is_null(json_object_get(e, "last_success_ns")));
+        CHECK_INT_EQ(num(e, "exported_drains"), 54);
+        CHECK_INT_EQ(num(e, "exported_samples"), 55);
+        CHECK_INT_EQ(num(e, "exported_stacks"), 56);
+        CHECK_INT_EQ(num(e, "exported_frames"), 57);
+        CHECK_INT_EQ(num(e, "bytes_sent"), 58);
+        CHECK_INT_EQ(num(e, "already_stored"), 59);
+        CHECK_INT_EQ(num(e, "lost_by_retention"), 60);
+        CHECK_INT_EQ(num(e, "damaged_blocks"), 61);
+        check_keys(json_object_get(e, "errors"), "connect timeout auth schema http local");
+        for (int i = 0; i < _EXPORTER_ERROR_MAX; i++)
+                CHECK_INT_EQ(num(json_object_get(e, "errors"), exporter_error_names[i]), 400 + i);
+        CHECK_STR_EQ(str(e, "error"), "auth");
+        CHECK_STR_EQ(str(e, "last_error"), "wrong password");
+        CHECK_INT_EQ(num(e, "last_error_ns"), 62);
+        json_decref(o);
+}
+
+/* --kinds none: no collector, writer, unwinder or export; a store check
+ * that could not start and no migration. */
+static void test_serve_only(void) {
+        struct conf c = test_conf();
+        struct status_stats s = {
+                .conf = &c,
+                .drop_reason_names = drop_names,
+                .unwinder_failure_names = failure_names,
+        };
+        json_t *o, *x;
+
+        c.kind_cpu = c.kind_offcpu = false;
+        c.offcpu_max_ns = 5000;
+        c.max_store_size = 1 << 30;
+        o = status_build(&s);
+        CHECK(o != NULL);
+        CHECK_INT_EQ(num(o, "frequency_hz"), 0);
+        CHECK(json_is_null(json_object_get(o, "event")));
+        CHECK_INT_EQ(json_array_size(json_object_get(o, "kinds")), 0);
+        CHECK(json_object_get(o, "export") == NULL);
+        CHECK(json_is_null(json_object_get(o, "store_check")));
+        CHECK(json_is_null(json_object_get(o, "store_migration")));
+        CHECK(json_is_false(json_object_get(json_object_get(o, "unwind"), "active")));
+        CHECK(json_is_false(json_object_get(json_object_get(o, "retention"), "active")));
+        CHECK_INT_EQ(num(json_object_get(o, "retention"), "max_store_size"), 1 << 30);
+        CHECK_INT_EQ(num(json_object_get(o, "offcpu"), "max_ns"), 5000);
+        x = json_object_get(o, "drops");
+        CHECK_INT_EQ(num(x, "map_full"), 0);
+        CHECK_INT_EQ(num(x, "process_vanished"), 0);
+        CHECK_INT_EQ(num(x, "store_write_failed"), 0);
+        CHECK_INT_EQ(num(json_object_get(o, "truncated"), "depth"), 0);
+        json_decref(o);
+
+        /* a migration that is over shows as null too */
+        s.migration_read = true;
+        o = status_build(&s);
+        CHECK(json_is_null(json_object_get(o, "store_migration")));
+        json_decref(o);
+}
+
+/* The one reader of the system: this process's own resident memory. */
+static void test_rss_read(void) {
+        struct status_rss rss;
+
+        status_rss_read(&rss);
+        CHECK(rss.total > 0);
+        CHECK(rss.anon + rss.file <= rss.total + 4096 * 16);
+}
+
+int main(void) {
+        test_keys_in_order();
+        test_values();
+        test_every_drop_counter();
+        test_unwind_and_export();
+        test_serve_only();
+        test_rss_read();
+        TESTS_DONE();
+}
