@@ -98,7 +98,7 @@
  * them; profctl reads them back from ClickHouse's copy of the same rows. */
 
 /* Why a user frame has no function (locations.unresolved, schema 6). The
- * writer knows it when it symbolizes (daemon/store/writer.c, user_frame). */
+ * writer knows it when it symbolizes (daemon/writer.c, user_frame). */
 enum store_unresolved {
         STORE_UNRESOLVED_NONE = 0,            /* has a function, or a kernel or [lost] frame, or not known */
         STORE_UNRESOLVED_NO_SYMBOLS = 1,      /* the file was read, no symbol covers the address */

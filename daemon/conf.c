@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chbatch.h"
 #include "config.h"
 #include "duration.h"
 #include "macro.h"
@@ -60,19 +61,11 @@ static int dirs_parse(const char *value, char ***ret, char **ret_error) {
         return 0;
 }
 
-bool conf_host_name_valid(const char *s) {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 255)
-                return false;
-        return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:") == n;
-}
-
 int conf_init(struct conf *c) {
         char host[256] = "";
 
         /* the machine's name labels its data in ClickHouse unless set */
-        if (gethostname(host, sizeof(host) - 1) < 0 || !conf_host_name_valid(host))
+        if (gethostname(host, sizeof(host) - 1) < 0 || !chbatch_host_name_valid(host))
                 snprintf(host, sizeof(host), "localhost");
         *c = (struct conf) {
                 .socket_path = strdup(PROFD_DEFAULT_SOCKET),
@@ -385,7 +378,7 @@ int conf_setting_set(struct conf *c, const struct conf_setting *s, const char *v
                 r = set_string(str, value[0] ? value : NULL);
                 break;
         case CONF_HOST_NAME:
-                if (!conf_host_name_valid(value))
+                if (!chbatch_host_name_valid(value))
                         return must_be(s, value, ret_error);
                 r = set_string(str, value);
                 break;

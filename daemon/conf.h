@@ -134,7 +134,7 @@ enum conf_type {
         CONF_GROUP,     /* char *: a group name; "": none (NULL) */
         CONF_URLS,      /* char *: http(s) URLs separated by spaces; "": none */
         CONF_URL,       /* char *: one http(s) URL without credentials; "": none */
-        CONF_HOST_NAME, /* char *: see conf_host_name_valid */
+        CONF_HOST_NAME, /* char *: see chbatch_host_name_valid */
         CONF_DIRS,      /* char **, NULL-terminated: absolute directories separated by spaces */
         CONF_KINDS,     /* bool kind_cpu, kind_offcpu, kind_wakeup: "cpu,offcpu,wakeup" or "none" */
         CONF_MODE,      /* unsigned: an octal file mode */
@@ -243,11 +243,6 @@ void conf_reload_diff(struct conf *next, struct conf *running, unsigned skip, co
  * (retention levels in order). Call after the file and the command line were
  * applied. Returns 0, or -EINVAL with *ret_error saying why, or -ENOMEM. */
 int conf_check(const struct conf *c, char **ret_error);
-
-/* A host name as the export labels hosts: 1 to 255 letters, digits, '.',
- * '-', '_' or ':', so it goes unquoted into ClickHouse query ids and SQL
- * literals. */
-bool conf_host_name_valid(const char *s);
 
 /* Parses "512K", "100M", "1G", "2T" or a plain number of bytes (powers of
  * 1024). Returns 0, -EINVAL or -ERANGE. */

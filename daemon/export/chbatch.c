@@ -193,6 +193,14 @@ static hashmap *set_renew(hashmap *m) {
         return hashmap_new_u64();
 }
 
+bool chbatch_host_name_valid(const char *s) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 255)
+                return false;
+        return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:") == n;
+}
+
 int chbatch_new(chbatch **ret) {
         chbatch *b = calloc(1, sizeof(*b));
 

@@ -34,6 +34,11 @@ chbatch *chbatch_free(chbatch *b);
  * Returns 0 or -ENOMEM. */
 int chbatch_begin(chbatch *b, const char *host);
 
+/* A host name as the export labels hosts: 1 to 255 letters, digits, '.',
+ * '-', '_' or ':', so it goes unquoted into ClickHouse query ids and SQL
+ * literals. host_name is checked with it (conf.c). */
+bool chbatch_host_name_valid(const char *s);
+
 /* Adds a drain (its bucket start_ns..end_ns, Unix-epoch ns) to the batch:
  * the samples added next belong to it. A batch's first drain of another
  * UTC day than the stacks and frames sent so far starts that day's set

@@ -416,7 +416,7 @@ static int drains_in(exporter *e, const char *table, const char *where, const st
                 }
                 stored[i] = false;
         }
-        /* host names need no quoting (conf_host_name_valid) */
+        /* host names need no quoting (chbatch_host_name_valid) */
         r = asprintf(&sql, "SELECT DISTINCT drain_end FROM %s WHERE day IN (%s) AND host = '%s'%s "
                            "AND drain_end IN (%s)", table, days.data, e->host_name, where, ends.data);
         free(ends.data);
@@ -460,7 +460,7 @@ static int drains_stored(exporter *e, const struct store_outbox_drain *drains, s
         uint64_t running;
         int r;
 
-        /* host names need no quoting (conf_host_name_valid) */
+        /* host names need no quoting (chbatch_host_name_valid) */
         if (asprintf(&sql, "SELECT count() FROM system.processes WHERE substring(query_id, 1, %zu) = 'profd-%s-'",
                      strlen(e->host_name) + 7, e->host_name) < 0)
                 return -ENOMEM;
@@ -786,7 +786,7 @@ int exporter_new(const struct conf *cfg, exporter **ret) {
         exporter *e;
         int r;
 
-        if (!conf_host_name_valid(cfg->host_name))
+        if (!chbatch_host_name_valid(cfg->host_name))
                 return log_error_errno(-EINVAL, "host_name \"%s\" is not a plain host name.", cfg->host_name);
         /* loaded here, not linked: hosts that export nothing do not map
          * libcurl and its TLS libraries (dynlib.h); before any thread, as

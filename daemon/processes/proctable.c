@@ -31,7 +31,8 @@ struct proc_key {
 };
 
 struct proctable {
-        symbolizer *sym;
+        proctable_load_fn load; /* reads a mapped file's symbols; NULL: none */
+        void *load_userdata;
         char *proc_root;        /* "/proc", overridable for tests */
         hashmap *procs;         /* struct proc_key* (inside struct entry) -> struct entry* */
         uint64_t jit_dropped;   /* perf map entries over the bound, all processes */
@@ -132,12 +133,13 @@ int proctable_thread_comm(proctable *t, uint32_t pid, uint32_t tid, char ret[16]
         return proc_thread_comm(t->proc_root, pid, tid, ret);
 }
 
-int proctable_new(symbolizer *sym, const char *proc_root, proctable **ret) {
+int proctable_new(proctable_load_fn load, void *userdata, const char *proc_root, proctable **ret) {
         proctable *t = calloc(1, sizeof(*t));
 
         if (!t)
                 return -ENOMEM;
-        t->sym = sym;
+        t->load = load;
+        t->load_userdata = userdata;
         t->proc_root = strdup(proc_root ? proc_root : "/proc");
         t->procs = hashmap_new(key_hash, key_eq);
         if (!t->proc_root || !t->procs) {
@@ -198,11 +200,11 @@ static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc
         snprintf(root, sizeof(root), "%s/%" PRIu32 "/root", t->proc_root, pid);
         if (m->fd >= 0) {
                 snprintf(path, sizeof(path), "/proc/self/fd/%d", m->fd);
-                if (symbolizer_load_file_at(t->sym, path, root, m->path, &f) < 0)
+                if (t->load && t->load(t->load_userdata, path, root, m->path, &f) < 0)
                         f = NULL;
                 m->fd = safe_close(m->fd);
         }
-        if (!f && symbolizer_load_file_at(t->sym, m->path, root, m->path, &f) < 0)
+        if (!f && t->load && t->load(t->load_userdata, m->path, root, m->path, &f) < 0)
                 f = NULL;
         if (!f)
                 log_debug("Cannot read symbols of %s for pid %" PRIu32 ", ignoring.", m->path, pid);
@@ -586,17 +588,16 @@ void proctable_reload_files(proctable *t) {
         }
 }
 
-void proctable_mark_files(proctable *t) {
+void proctable_foreach_file(proctable *t, void (*fn)(const sym_file *f, void *userdata), void *userdata) {
         const void *k;
         void *v;
         size_t i = 0;
 
-        symbolizer_mark_begin(t->sym);
         while (hashmap_iterate(t->procs, &i, &k, &v)) {
                 const struct proc *p = &((struct entry *) v)->proc;
 
                 for (size_t j = 0; j < p->n_maps; j++)
-                        symbolizer_mark_mapped(t->sym, p->maps[j].file);
+                        fn(p->maps[j].file, userdata);
         }
 }
 

@@ -10,7 +10,10 @@
 #include <stdint.h>
 
 #include "jitmap.h"
-#include "symbolizer.h"
+
+/* A mapped file's symbols, as the symbols stage (symbols/symfile.h) keeps
+ * them: only pointed at here. */
+typedef struct sym_file sym_file;
 
 struct proc_mapping {
         uint64_t start, end, offset;
@@ -84,7 +87,16 @@ int proc_thread_comm(const char *proc_root, uint32_t pid, uint32_t tid, char ret
 
 typedef struct proctable proctable;
 
-int proctable_new(symbolizer *sym, const char *proc_root, proctable **ret);
+/* How the table reads the symbols of a process's mapped file: as
+ * symbolizer_load_file_at (open_path, root_prefix, display_path). The
+ * symbols stage sits above processes/, so the one that owns both (the
+ * writer) passes it in. Returns 0 with *ret, or a negative errno. */
+typedef int (*proctable_load_fn)(void *userdata, const char *open_path, const char *root_prefix,
+                                 const char *display_path, const sym_file **ret);
+
+/* A table that reads mapped files' symbols through load (NULL: none are
+ * read, the mappings have no file). Returns 0 or -ENOMEM. */
+int proctable_new(proctable_load_fn load, void *userdata, const char *proc_root, proctable **ret);
 /* proc_thread_comm under the table's proc_root. */
 int proctable_thread_comm(proctable *t, uint32_t pid, uint32_t tid, char ret[16]);
 proctable *proctable_free(proctable *t);
@@ -102,10 +114,11 @@ int proctable_add(proctable *t, struct proc *p);
  * them. */
 void proctable_reload_files(proctable *t);
 
-/* Marks the file of every mapping of every process in the table for the
- * symbolizer's next trim (symbolizer_mark_begin): files no process here
- * maps for a while are then evicted. */
-void proctable_mark_files(proctable *t);
+/* Calls fn with the file of every mapping of every process in the table
+ * (NULL where there is none): the writer marks them for the symbolizer's
+ * next trim (symbolizer_mark_begin), so files no process here maps for a
+ * while are then evicted. */
+void proctable_foreach_file(proctable *t, void (*fn)(const sym_file *f, void *userdata), void *userdata);
 
 /* The instance (pid, start_ns), or NULL if it was never announced. */
 struct proc *proctable_get(proctable *t, uint32_t pid, uint64_t start_ns);

@@ -69,6 +69,22 @@ int db_prepare(const struct db *d, const char *sql, const int64_t *args, size_t 
         return 0;
 }
 
+int db_prepare_all(const struct db *d, const char *const *sql, size_t n, sqlite3_stmt **ret) {
+        for (size_t i = 0; i < n; i++) {
+                int rc = sqlite3_prepare_v3(d->handle, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &ret[i], NULL);
+                if (rc != SQLITE_OK)
+                        return db_fail(d, rc, "preparing statements");
+        }
+        return 0;
+}
+
+void db_finalize_all(sqlite3_stmt **stmts, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                sqlite3_finalize(stmts[i]);
+                stmts[i] = NULL;
+        }
+}
+
 int64_t db_run(const struct db *d, const char *sql, const int64_t *args, size_t n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int rc, r = db_prepare(d, sql, args, n, &st);

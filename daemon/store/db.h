@@ -45,6 +45,14 @@ int db_exec(const struct db *d, const char *sql);
  * negative errno, logged. */
 int db_prepare(const struct db *d, const char *sql, const int64_t *args, size_t n, sqlite3_stmt **ret);
 
+/* Prepares the n statements sql[0..n) for as long as the connection is
+ * open (SQLITE_PREPARE_PERSISTENT), into ret[0..n). Returns 0 or a
+ * negative errno, logged; the ones prepared before a failure are in ret,
+ * for db_finalize_all. */
+int db_prepare_all(const struct db *d, const char *const *sql, size_t n, sqlite3_stmt **ret);
+/* Finalizes the statements of db_prepare_all; NULLs are fine. */
+void db_finalize_all(sqlite3_stmt **stmts, size_t n);
+
 /* Runs a statement without results, with integer parameters as
  * db_prepare. Returns the number of rows it changed, or a negative errno,
  * logged. */

@@ -261,10 +261,7 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
 out:
         free(sb.out);
         sqlite3_finalize(st);
-        /* a connection other than a reader's got a cache of its own */
-        if (sb.cache != s->query_locations)
-                store_location_cache_free(sb.cache);
-        store_transient_release(s);
+        store_query_location_cache_done(s, sb.cache);
         (void) db_exec(&s->d, "COMMIT");
         return r;
 }

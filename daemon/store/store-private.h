@@ -1,6 +1,6 @@
-/* What the store's files share (store.c opens and migrates, store-write.c
- * writes drains, store-query.c and store-outbox.c read): the connection
- * object, its prepared statements and caches. Not for use outside
+/* What the store's files offer the ones above them (the order: store.h),
+ * one section per file: the connection store.c opens, the write state of
+ * store-write.c, the read state of store-query.c. Not for use outside
  * daemon/store/. */
 #pragma once
 
@@ -9,88 +9,72 @@
 
 #include "db.h"
 #include "hashmap.h"
-#include "sample-pack.h"
 #include "store.h"
 
-enum {
-        STMT_INSERT_DRAIN,
-        STMT_UPDATE_DRAIN,
-        STMT_INSERT_DROP,
-        STMT_SELECT_MAPPING,
-        STMT_INSERT_MAPPING,
-        STMT_SELECT_FUNCTION,
-        STMT_INSERT_FUNCTION,
-        STMT_SELECT_LOCATION,
-        STMT_INSERT_LOCATION,
-        STMT_SELECT_STACK,
-        STMT_INSERT_STACK,
-        STMT_UPSERT_PROCESS,
-        STMT_SELECT_PROCESS,
-        STMT_SELECT_LOCATION_INFO,
-        STMT_INSERT_LOCATION_LINE,
-        STMT_SELECT_LOCATION_LINES,
-        STMT_SELECT_STACK_FRAMES,
-        STMT_UPSERT_THREAD,
-        STMT_SELECT_LOCATION_RESOLVED,
-        _STMT_MAX,
+/* --- store.c: the connection --------------------------------------------- */
+
+/* Which connection store_connect opens. */
+enum store_mode {
+        STORE_MODE_DRAIN,  /* store_open's: read-write, created, made private and migrated as needed */
+        STORE_MODE_READER, /* store_open_reader's: read-only, at this profd's schema */
+        STORE_MODE_OUTBOX, /* store_open_outbox's: read-write, at this profd's schema */
 };
 
-/* The samples of one (process, kind) of the drain being written. */
-struct pending_block {
-        int64_t process_id;
-        int kind;
-        struct sample_entry *entries;
-        size_t n, cap;
-};
+struct store_write; /* store-write.c's */
+struct store_read;  /* store-query.c's */
 
+/* A connection. store.c opens and closes its SQLite connection; the files
+ * above it own the rest (store-conn.c puts them together). */
 struct store {
-        struct db d;   /* the connection; d.path is path */
+        struct db d; /* the connection; d.path is path */
         char *path;
-        sqlite3_stmt *stmts[_STMT_MAX];
-        /* Ids of rows already in the file, so a drain does not ask SQLite
-         * again for every frame. Keys are malloc'd strings. Cleared when a
-         * transaction rolls back, since its new rows are gone. */
-        hashmap *mapping_ids;
-        hashmap *function_ids;
-        hashmap *location_ids;
-        hashmap *process_ids;
-        /* "process_id\ntid" -> the thread's name as stored (malloc'd) */
-        hashmap *thread_names;
-        /* the drain being written; its samples gathered per (process,
-         * kind) until the commit packs them into blocks (schema/0008):
-         * key process_id << 8 | kind -> index + 1 in pending */
-        bool in_drain;
-        hashmap *pending_index;
-        struct pending_block *pending;
-        size_t n_pending, pending_cap;
-        int64_t drain_id;
-        uint64_t drain_samples, drain_keys;
-        /* a reader (store_open_reader): locations loaded by earlier
-         * queries, kept (see query_location_cache) */
-        bool reader;
-        /* samples_v7 (schema 7's samples, being converted) was seen gone */
+        struct store_write *write; /* store-write.c: store_open's connection only, else NULL */
+        struct store_read *read;   /* store-query.c: every connection */
+        /* store-migrate.c: samples_v7 (schema 7's samples, being converted) was seen gone */
         bool v7_gone;
         bool v7_indexes_gone; /* its indexes samples_stack and samples_process were dropped */
-        hashmap *query_locations;
-        uint64_t query_locations_deleted;
-        struct location_info **transient; /* see transient_add (store-query.c) */
-        size_t n_transient, transient_cap;
 };
 
-/* Frees the samples gathered for the drain being written. */
-void store_pending_free(store *s);
+/* Opens the store at path as mode says, without write or read state.
+ * Returns 0 or a negative errno, logged: those of store_open for
+ * STORE_MODE_DRAIN (the file is checked as store_open says), of
+ * store_open_reader for the others. */
+int store_connect(const char *path, enum store_mode mode, store **ret);
+/* Closes the SQLite connection and frees s, whose write and read state
+ * must be gone (their statements finalized). NULL is fine. */
+store *store_disconnect(store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(store *, store_disconnect)
 
-/* (Re)creates the drain connection's id caches, empty. Returns 0 or -ENOMEM. */
-int store_caches_reset(store *s);
+/* For a failure setting up a drain connection: -EIO and -EPROTO (SQLite
+ * could not read the file as a store) are logged as a store profd cannot
+ * use and returned as -EPROTO; other errors as they are. */
+int store_unusable(const store *s, int r);
 
-/* store-query.c: the locations a reader keeps between queries (and the
- * ones one stack needed beyond them), for store_close. */
-void store_location_cache_free(hashmap *m);
-void store_transient_release(store *s);
+/* --- store-write.c: the drain connection's write state ------------------- */
 
-/* store-query.c, for the outbox too: the location cache a query uses (in
- * the read transaction it opens), and the frames of stack sid appended to
- * *out through it. Return NULL on out of memory; 0 or a negative errno. */
+/* Prepares the write statements and makes the id caches, empty. Returns 0
+ * or a negative errno, logged. */
+int store_write_new(store *s);
+/* Frees the write state, if there is one. */
+void store_write_free(store *s);
+
+/* --- store-query.c: the read state --------------------------------------- */
+
+/* Prepares the read statements. keep_locations: the locations queries
+ * load are kept from one query to the next (readers and the outbox; see
+ * store_query_location_cache). Returns 0 or a negative errno, logged. */
+int store_read_new(store *s, bool keep_locations);
+/* Frees the read state, if there is one. */
+void store_read_free(store *s);
+
+/* The location cache a query uses (in the read transaction it opens),
+ * NULL on out of memory, and store_query_location_cache_done at the end of
+ * that query: a cache not kept is freed, so are the locations that did not
+ * fit in a kept one. */
 hashmap *store_query_location_cache(store *s);
+void store_query_location_cache_done(store *s, hashmap *cache);
+/* Appends the frames of stack sid to *out through cache, and gives its
+ * number of frames and how its user part ended. Returns 0 or a negative
+ * errno. */
 int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame_out **out, size_t *out_cap,
                        size_t *ret_n, int *ret_user_end);

@@ -1,7 +1,9 @@
 /* The store's query path: the stacks, per-drain sums and drops a query's
  * filters select (SQL built from fixed fragments, every value bound), the
  * frames of each stack through a reader's location cache, and the status
- * counts. */
+ * counts. The read state (statements, the location cache) is its own,
+ * made and freed through store-private.h; it calls store.c and db.c below
+ * it, nothing beside or above it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +15,36 @@
 #include "macro.h"
 #include "sample-blocks.h"
 #include "store-private.h"
+
+enum {
+        STMT_SELECT_LOCATION_INFO,
+        STMT_SELECT_LOCATION_LINES,
+        STMT_SELECT_STACK_FRAMES,
+        _STMT_MAX,
+};
+
+static const char *const stmt_sql[_STMT_MAX] = {
+        [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name, f.raw_name, m.build_id, l.unresolved "
+                                      "FROM locations l "
+                                      "JOIN mappings m ON m.id = l.mapping_id "
+                                      "LEFT JOIN functions f ON f.id = l.function_id WHERE l.id = ?1",
+        [STMT_SELECT_LOCATION_LINES] = "SELECT f.name, f.raw_name, ll.file, ll.line, ll.inlined FROM location_lines ll "
+                                       "JOIN functions f ON f.id = ll.function_id "
+                                       "WHERE ll.location_id = ?1 ORDER BY ll.depth DESC",
+        [STMT_SELECT_STACK_FRAMES] = "SELECT frames, user_end FROM stacks WHERE id = ?1",
+};
+
+/* A connection's read state (every connection has one). */
+struct store_read {
+        sqlite3_stmt *stmts[_STMT_MAX];
+        /* readers and the outbox: the locations loaded by earlier
+         * queries, kept (see store_query_location_cache) */
+        bool keep_locations;
+        hashmap *locations;
+        uint64_t locations_deleted;
+        struct location_info **transient; /* see transient_add */
+        size_t n_transient, transient_cap;
+};
 
 /* A location as queries return it: one frame, or several for inlined calls.
  * Strings are owned here. */
@@ -61,7 +93,7 @@ static const char *path_basename(const char *p) {
 
 /* Adds the inline chain of location id to li; none when it has no lines. */
 static int load_location_lines(store *s, int64_t id, const struct store_frame_out *base, struct location_info *li) {
-        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_LINES];
+        sqlite3_stmt *st = s->read->stmts[STMT_SELECT_LOCATION_LINES];
         int rc, r = 0;
 
         sqlite3_bind_int64(st, 1, id);
@@ -92,7 +124,7 @@ static int load_location_lines(store *s, int64_t id, const struct store_frame_ou
 }
 
 static int load_location(store *s, int64_t id, struct location_info **ret) {
-        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_INFO];
+        sqlite3_stmt *st = s->read->stmts[STMT_SELECT_LOCATION_INFO];
         struct store_frame_out base = {};
         struct location_info *li;
         char *unresolved = NULL;
@@ -158,7 +190,7 @@ static int load_location(store *s, int64_t id, struct location_info **ret) {
         return 0;
 }
 
-void store_location_cache_free(hashmap *m) {
+static void location_cache_free(hashmap *m) {
         void *v;
         size_t i = 0;
 
@@ -345,33 +377,56 @@ static int query_prepare(store *s, struct sql_text *t, const struct store_query 
 
 /* Locations of the stack being answered that did not fit in the cache:
  * freed once the stack line was made, at the next stack or the query's end. */
-void store_transient_release(store *s) {
-        for (size_t i = 0; i < s->n_transient; i++)
-                location_info_free(s->transient[i]);
-        s->n_transient = 0;
+static void transient_release(struct store_read *q) {
+        for (size_t i = 0; i < q->n_transient; i++)
+                location_info_free(q->transient[i]);
+        q->n_transient = 0;
 }
 
-static int transient_add(store *s, struct location_info *li) {
-        if (s->n_transient == s->transient_cap) {
-                size_t cap = MAX(s->transient_cap * 2, 64u);
-                struct location_info **t = realloc(s->transient, cap * sizeof(*t));
+static int transient_add(struct store_read *q, struct location_info *li) {
+        if (q->n_transient == q->transient_cap) {
+                size_t cap = MAX(q->transient_cap * 2, 64u);
+                struct location_info **t = realloc(q->transient, cap * sizeof(*t));
                 if (!t)
                         return -ENOMEM;
-                s->transient = t;
-                s->transient_cap = cap;
+                q->transient = t;
+                q->transient_cap = cap;
         }
-        s->transient[s->n_transient++] = li;
+        q->transient[q->n_transient++] = li;
         return 0;
+}
+
+int store_read_new(store *s, bool keep_locations) {
+        struct store_read *q = calloc(1, sizeof(*q));
+
+        if (!q)
+                return log_oom();
+        s->read = q;
+        q->keep_locations = keep_locations;
+        return db_prepare_all(&s->d, stmt_sql, _STMT_MAX, q->stmts);
+}
+
+void store_read_free(store *s) {
+        struct store_read *q = s->read;
+
+        if (!q)
+                return;
+        db_finalize_all(q->stmts, _STMT_MAX);
+        location_cache_free(q->locations);
+        transient_release(q);
+        free(q->transient);
+        free(q);
+        s->read = NULL;
 }
 
 int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame_out **out, size_t *out_cap,
                         size_t *ret_n, int *ret_user_end) {
-        sqlite3_stmt *frames_st = s->stmts[STMT_SELECT_STACK_FRAMES];
+        sqlite3_stmt *frames_st = s->read->stmts[STMT_SELECT_STACK_FRAMES];
         const int64_t *locs;
         size_t n, n_out = 0;
         int rc, r = 0;
 
-        store_transient_release(s); /* the previous stack's: its line is made */
+        transient_release(s->read); /* the previous stack's: its line is made */
         sqlite3_bind_int64(frames_st, 1, sid);
         rc = sqlite3_step(frames_st);
         if (rc != SQLITE_ROW) {
@@ -393,8 +448,8 @@ int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame
                         r = load_location(s, lid, &li);
                         if (r < 0)
                                 break;
-                        if (cache == s->query_locations && hashmap_size(cache) >= QUERY_LOCATION_CACHE_MAX)
-                                r = transient_add(s, li);
+                        if (cache == s->read->locations && hashmap_size(cache) >= QUERY_LOCATION_CACHE_MAX)
+                                r = transient_add(s->read, li);
                         else
                                 r = hashmap_put(cache, UINT64_TO_KEY(lid), li);
                         if (r < 0) {
@@ -427,17 +482,19 @@ int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame
 /* --- query speed (C2; docs/performance.md, Queries) ------------------------ */
 
 void store_forget_query_caches(store *s) {
-        store_location_cache_free(s->query_locations);
-        s->query_locations = NULL;
-        store_transient_release(s);
-        free(s->transient);
-        s->transient = NULL;
-        s->transient_cap = 0;
+        struct store_read *q = s->read;
+
+        location_cache_free(q->locations);
+        q->locations = NULL;
+        transient_release(q);
+        free(q->transient);
+        q->transient = NULL;
+        q->transient_cap = 0;
         store_release_memory(s);
 }
 
 size_t store_query_cached_locations(const store *s) {
-        return s->query_locations ? hashmap_size(s->query_locations) : 0;
+        return s->read->locations ? hashmap_size(s->read->locations) : 0;
 }
 
 /* The location cache a query uses. A reader connection keeps its locations
@@ -448,10 +505,11 @@ size_t store_query_cached_locations(const store *s) {
  * (committed at the end of store_query_stacks), so they see the same
  * store. Anything but a reader gets a new cache, freed after the query. */
 hashmap *store_query_location_cache(store *s) {
+        struct store_read *q = s->read;
         uint64_t deleted = UINT64_MAX;
         sqlite3_stmt *st = NULL;
 
-        if (!s->reader)
+        if (!q->keep_locations)
                 return hashmap_new_u64();
         if (sqlite3_get_autocommit(s->d.handle) && db_exec(&s->d, "BEGIN") < 0)
                 return hashmap_new_u64();
@@ -460,16 +518,23 @@ hashmap *store_query_location_cache(store *s) {
             sqlite3_step(st) == SQLITE_ROW)
                 deleted = (uint64_t) sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
-        if (s->query_locations &&
-            (deleted != s->query_locations_deleted || deleted == UINT64_MAX ||
-             hashmap_size(s->query_locations) > QUERY_LOCATION_CACHE_MAX)) {
-                store_location_cache_free(s->query_locations);
-                s->query_locations = NULL;
+        if (q->locations &&
+            (deleted != q->locations_deleted || deleted == UINT64_MAX ||
+             hashmap_size(q->locations) > QUERY_LOCATION_CACHE_MAX)) {
+                location_cache_free(q->locations);
+                q->locations = NULL;
         }
-        if (!s->query_locations)
-                s->query_locations = hashmap_new_u64();
-        s->query_locations_deleted = deleted;
-        return s->query_locations;
+        if (!q->locations)
+                q->locations = hashmap_new_u64();
+        q->locations_deleted = deleted;
+        return q->locations;
+}
+
+void store_query_location_cache_done(store *s, hashmap *cache) {
+        /* a connection other than a reader's got a cache of its own */
+        if (cache != s->read->locations)
+                location_cache_free(cache);
+        transient_release(s->read);
 }
 
 struct stack_sum {
@@ -748,10 +813,8 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
 out:
         sqlite3_finalize(st);
         stack_sums_done(&a);
-        if (cache != s->query_locations)
-                store_location_cache_free(cache);
-        store_transient_release(s);
-        if (s->reader && !sqlite3_get_autocommit(s->d.handle))
+        store_query_location_cache_done(s, cache);
+        if (s->read->keep_locations && !sqlite3_get_autocommit(s->d.handle))
                 (void) db_exec(&s->d, "COMMIT");
         free(out);
         if (r >= 0) {

@@ -1,6 +1,9 @@
 /* The store's write path: one transaction per drain (store_drain_*), each
  * row referred to again (mapping, function, location, stack, process,
- * thread name) looked up in this connection's caches before SQLite. */
+ * thread name) looked up in this connection's caches before SQLite. The
+ * state it keeps (statements, caches, the drain being written) is its
+ * own, made and freed through store-private.h; it calls store.c and
+ * db.c below it, nothing beside or above it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +23,154 @@
  * every minute there, were 2.5 MiB of the daemon's peak. See
  * store_drain_commit. */
 #define STORE_ID_CACHE_MAX 16384
+
+enum {
+        STMT_INSERT_DRAIN,
+        STMT_UPDATE_DRAIN,
+        STMT_INSERT_DROP,
+        STMT_SELECT_MAPPING,
+        STMT_INSERT_MAPPING,
+        STMT_SELECT_FUNCTION,
+        STMT_INSERT_FUNCTION,
+        STMT_SELECT_LOCATION,
+        STMT_INSERT_LOCATION,
+        STMT_SELECT_STACK,
+        STMT_INSERT_STACK,
+        STMT_UPSERT_PROCESS,
+        STMT_SELECT_PROCESS,
+        STMT_INSERT_LOCATION_LINE,
+        STMT_UPSERT_THREAD,
+        STMT_SELECT_LOCATION_RESOLVED,
+        _STMT_MAX,
+};
+
+static const char *const stmt_sql[_STMT_MAX] = {
+        [STMT_INSERT_DRAIN] = "INSERT INTO drains (start_ns, end_ns, samples, keys) VALUES (?1, ?2, 0, 0)",
+        [STMT_UPDATE_DRAIN] = "UPDATE drains SET samples = ?2, keys = ?3 WHERE id = ?1",
+        [STMT_INSERT_DROP] = "INSERT INTO drops (drain_id, reason, count) VALUES (?1, ?2, ?3) "
+                             "ON CONFLICT (drain_id, reason) DO UPDATE SET count = count + excluded.count",
+        [STMT_SELECT_MAPPING] = "SELECT id FROM mappings WHERE path = ?1 AND build_id = ?2",
+        [STMT_INSERT_MAPPING] = "INSERT INTO mappings (path, build_id) VALUES (?1, ?2)",
+        [STMT_SELECT_FUNCTION] = "SELECT id FROM functions WHERE mapping_id = ?1 AND raw_name = ?2",
+        [STMT_INSERT_FUNCTION] = "INSERT INTO functions (mapping_id, raw_name, name) VALUES (?1, ?2, ?3)",
+        [STMT_SELECT_LOCATION] = "SELECT id FROM locations WHERE mapping_id = ?1 AND address = ?2",
+        [STMT_INSERT_LOCATION] = "INSERT INTO locations (mapping_id, address, function_id, kernel, unresolved) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5)",
+        [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2 AND user_end IS ?3",
+        [STMT_INSERT_STACK] = "INSERT INTO stacks (hash, frames, user_end) VALUES (?1, ?2, ?3)",
+        [STMT_UPSERT_PROCESS] = "INSERT INTO processes (pid, start_ns, comm, exe, uid, cgroup, unit, container) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                                "ON CONFLICT (pid, start_ns) DO UPDATE SET comm = excluded.comm, "
+                                "exe = coalesce(excluded.exe, exe), uid = coalesce(excluded.uid, uid), "
+                                "cgroup = coalesce(excluded.cgroup, cgroup), "
+                                "unit = CASE WHEN excluded.cgroup IS NULL THEN unit ELSE excluded.unit END, "
+                                "container = CASE WHEN excluded.cgroup IS NULL THEN container ELSE excluded.container END",
+        [STMT_SELECT_PROCESS] = "SELECT id FROM processes WHERE pid = ?1 AND start_ns = ?2",
+        [STMT_INSERT_LOCATION_LINE] = "INSERT INTO location_lines (location_id, depth, function_id, file, line, inlined) "
+                                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        [STMT_UPSERT_THREAD] = "INSERT INTO threads (process_id, tid, comm) VALUES (?1, ?2, ?3) "
+                               "ON CONFLICT (process_id, tid) DO UPDATE SET comm = excluded.comm",
+        [STMT_SELECT_LOCATION_RESOLVED] = "SELECT l.function_id IS NOT NULL FROM locations l "
+                                          "JOIN mappings m ON m.id = l.mapping_id "
+                                          "WHERE m.path = ?1 AND m.build_id = ?2 AND l.address = ?3",
+};
+
+/* The samples of one (process, kind) of the drain being written. */
+struct pending_block {
+        int64_t process_id;
+        int kind;
+        struct sample_entry *entries;
+        size_t n, cap;
+};
+
+/* The drain connection's write state (store_open). */
+struct store_write {
+        sqlite3_stmt *stmts[_STMT_MAX];
+        /* Ids of rows already in the file, so a drain does not ask SQLite
+         * again for every frame. Keys are malloc'd strings. Cleared when a
+         * transaction rolls back, since its new rows are gone. */
+        hashmap *mapping_ids;
+        hashmap *function_ids;
+        hashmap *location_ids;
+        hashmap *process_ids;
+        /* "process_id\ntid" -> the thread's name as stored (malloc'd) */
+        hashmap *thread_names;
+        /* the drain being written; its samples gathered per (process,
+         * kind) until the commit packs them into blocks (schema/0008):
+         * key process_id << 8 | kind -> index + 1 in pending */
+        bool in_drain;
+        hashmap *pending_index;
+        struct pending_block *pending;
+        size_t n_pending, pending_cap;
+        int64_t drain_id;
+        uint64_t drain_samples, drain_keys;
+};
+
+/* Frees a map whose keys and values are both malloc'd; returns NULL. */
+static hashmap *hashmap_free_with_keys_and_values(hashmap *m) {
+        size_t state = 0;
+        const void *k;
+        void *v;
+
+        while (m && hashmap_iterate(m, &state, &k, &v))
+                free(v);
+        return hashmap_free_with_keys(m);
+}
+
+static void caches_free(struct store_write *w) {
+        hashmap_free_with_keys(w->mapping_ids);
+        hashmap_free_with_keys(w->function_ids);
+        hashmap_free_with_keys(w->location_ids);
+        hashmap_free_with_keys(w->process_ids);
+        hashmap_free_with_keys_and_values(w->thread_names);
+}
+
+/* (Re)creates the id caches, empty. Returns 0 or -ENOMEM. */
+static int caches_reset(struct store_write *w) {
+        caches_free(w);
+        w->mapping_ids = hashmap_new_string();
+        w->function_ids = hashmap_new_string();
+        w->location_ids = hashmap_new_string();
+        w->process_ids = hashmap_new_string();
+        w->thread_names = hashmap_new_string();
+        if (!w->mapping_ids || !w->function_ids || !w->location_ids || !w->process_ids || !w->thread_names)
+                return -ENOMEM;
+        return 0;
+}
+
+/* Frees the samples gathered for the drain being written. */
+static void pending_free(struct store_write *w) {
+        for (size_t i = 0; i < w->n_pending; i++)
+                free(w->pending[i].entries);
+        free(w->pending);
+        w->pending = NULL;
+        w->n_pending = w->pending_cap = 0;
+        hashmap_free(w->pending_index);
+        w->pending_index = NULL;
+}
+
+int store_write_new(store *s) {
+        struct store_write *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return log_oom();
+        s->write = w;
+        if (caches_reset(w) < 0)
+                return log_oom();
+        return db_prepare_all(&s->d, stmt_sql, _STMT_MAX, w->stmts);
+}
+
+void store_write_free(store *s) {
+        struct store_write *w = s->write;
+
+        if (!w)
+                return;
+        db_finalize_all(w->stmts, _STMT_MAX);
+        caches_free(w);
+        pending_free(w);
+        free(w);
+        s->write = NULL;
+}
 
 /* Runs a statement that returns nothing. */
 static int step_done(store *s, sqlite3_stmt *st, const char *what) {
@@ -80,36 +231,39 @@ static int intern(store *s, hashmap *cache, const char *key, sqlite3_stmt *selec
 }
 
 static int mapping_id(store *s, const char *path, const char *build_id, int64_t *ret) {
+        struct store_write *w = s->write;
         _cleanup_free_ char *key = NULL;
         const char *bid = build_id ? build_id : "";
 
         if (asprintf(&key, "%s\n%s", path, bid) < 0)
                 return -ENOMEM;
-        sqlite3_bind_text(s->stmts[STMT_SELECT_MAPPING], 1, path, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->stmts[STMT_SELECT_MAPPING], 2, bid, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->stmts[STMT_INSERT_MAPPING], 1, path, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->stmts[STMT_INSERT_MAPPING], 2, bid, -1, SQLITE_STATIC);
-        return intern(s, s->mapping_ids, key, s->stmts[STMT_SELECT_MAPPING], s->stmts[STMT_INSERT_MAPPING], ret);
+        sqlite3_bind_text(w->stmts[STMT_SELECT_MAPPING], 1, path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(w->stmts[STMT_SELECT_MAPPING], 2, bid, -1, SQLITE_STATIC);
+        sqlite3_bind_text(w->stmts[STMT_INSERT_MAPPING], 1, path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(w->stmts[STMT_INSERT_MAPPING], 2, bid, -1, SQLITE_STATIC);
+        return intern(s, w->mapping_ids, key, w->stmts[STMT_SELECT_MAPPING], w->stmts[STMT_INSERT_MAPPING], ret);
 }
 
 static int function_id(store *s, int64_t mapping, const char *name, const char *raw_name, int64_t *ret) {
+        struct store_write *w = s->write;
         _cleanup_free_ char *key = NULL;
 
         if (!raw_name)
                 raw_name = name;
         if (asprintf(&key, "%" PRId64 "\n%s", mapping, raw_name) < 0)
                 return -ENOMEM;
-        sqlite3_bind_int64(s->stmts[STMT_SELECT_FUNCTION], 1, mapping);
-        sqlite3_bind_text(s->stmts[STMT_SELECT_FUNCTION], 2, raw_name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s->stmts[STMT_INSERT_FUNCTION], 1, mapping);
-        sqlite3_bind_text(s->stmts[STMT_INSERT_FUNCTION], 2, raw_name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->stmts[STMT_INSERT_FUNCTION], 3, name, -1, SQLITE_STATIC);
-        return intern(s, s->function_ids, key, s->stmts[STMT_SELECT_FUNCTION], s->stmts[STMT_INSERT_FUNCTION], ret);
+        sqlite3_bind_int64(w->stmts[STMT_SELECT_FUNCTION], 1, mapping);
+        sqlite3_bind_text(w->stmts[STMT_SELECT_FUNCTION], 2, raw_name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(w->stmts[STMT_INSERT_FUNCTION], 1, mapping);
+        sqlite3_bind_text(w->stmts[STMT_INSERT_FUNCTION], 2, raw_name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(w->stmts[STMT_INSERT_FUNCTION], 3, name, -1, SQLITE_STATIC);
+        return intern(s, w->function_ids, key, w->stmts[STMT_SELECT_FUNCTION], w->stmts[STMT_INSERT_FUNCTION], ret);
 }
 
 /* Stores the inline chain of a location that was just created. */
 static int location_lines_insert(store *s, int64_t location, int64_t mapping, const struct store_frame *f) {
-        sqlite3_stmt *ins = s->stmts[STMT_INSERT_LOCATION_LINE];
+        struct store_write *w = s->write;
+        sqlite3_stmt *ins = w->stmts[STMT_INSERT_LOCATION_LINE];
         int r;
 
         for (size_t i = 0; i < f->n_lines; i++) {
@@ -133,7 +287,8 @@ static int location_lines_insert(store *s, int64_t location, int64_t mapping, co
 }
 
 static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
-        sqlite3_stmt *sel = s->stmts[STMT_SELECT_LOCATION], *ins = s->stmts[STMT_INSERT_LOCATION];
+        struct store_write *w = s->write;
+        sqlite3_stmt *sel = w->stmts[STMT_SELECT_LOCATION], *ins = w->stmts[STMT_INSERT_LOCATION];
         int64_t mapping, function = 0;
         char key[64], *k;
         void *v;
@@ -143,7 +298,7 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
         if (r < 0)
                 return r;
         snprintf(key, sizeof(key), "%" PRId64 "\n%" PRIx64, mapping, f->address);
-        if (hashmap_get(s->location_ids, key, &v) >= 0) {
+        if (hashmap_get(w->location_ids, key, &v) >= 0) {
                 *ret = (int64_t) (intptr_t) v;
                 return 0;
         }
@@ -181,17 +336,21 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
         k = strdup(key);
         if (!k)
                 return -ENOMEM;
-        r = hashmap_put(s->location_ids, k, (void *) (intptr_t) *ret);
+        r = hashmap_put(w->location_ids, k, (void *) (intptr_t) *ret);
         if (r < 0)
                 free(k);
         return r;
 }
 
 int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address) {
-        sqlite3_stmt *st = s->stmts[STMT_SELECT_LOCATION_RESOLVED];
+        struct store_write *w = s->write;
+        sqlite3_stmt *st;
         int64_t resolved = 0;
         int r;
 
+        if (!w) /* a reader's or the outbox's connection */
+                return -EBADF;
+        st = w->stmts[STMT_SELECT_LOCATION_RESOLVED];
         sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, build_id ? build_id : "", -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, (int64_t) address);
@@ -212,9 +371,10 @@ static void bind_user_end(sqlite3_stmt *st, int i, int user_end) {
 /* A stack is its frames and how its user part ended: the same frames
  * truncated and complete are two rows, so each answers for its own end. */
 static int stack_id(store *s, const int64_t *locations, size_t n, int user_end, int64_t *ret) {
+        struct store_write *w = s->write;
         size_t bytes = n * sizeof(int64_t);
         uint64_t h = hash_bytes(locations, bytes);
-        sqlite3_stmt *sel = s->stmts[STMT_SELECT_STACK], *ins = s->stmts[STMT_INSERT_STACK];
+        sqlite3_stmt *sel = w->stmts[STMT_SELECT_STACK], *ins = w->stmts[STMT_INSERT_STACK];
         int r;
 
         /* locations are stored little-endian; this build only targets
@@ -237,14 +397,15 @@ static int stack_id(store *s, const int64_t *locations, size_t n, int user_end, 
 }
 
 static int process_id(store *s, const struct store_process *p, int64_t *ret) {
-        sqlite3_stmt *up = s->stmts[STMT_UPSERT_PROCESS], *sel = s->stmts[STMT_SELECT_PROCESS];
+        struct store_write *w = s->write;
+        sqlite3_stmt *up = w->stmts[STMT_UPSERT_PROCESS], *sel = w->stmts[STMT_SELECT_PROCESS];
         _cleanup_free_ char *unit = NULL, *container = NULL;
         char key[64];
         void *v;
         int r;
 
         snprintf(key, sizeof(key), "%" PRIu32 "\n%" PRIu64, p->pid, p->start_ns);
-        if (hashmap_get(s->process_ids, key, &v) >= 0) {
+        if (hashmap_get(w->process_ids, key, &v) >= 0) {
                 *ret = (int64_t) (intptr_t) v;
                 return 0;
         }
@@ -273,7 +434,7 @@ static int process_id(store *s, const struct store_process *p, int64_t *ret) {
         char *k = strdup(key);
         if (!k)
                 return -ENOMEM;
-        r = hashmap_put(s->process_ids, k, (void *) (intptr_t) *ret);
+        r = hashmap_put(w->process_ids, k, (void *) (intptr_t) *ret);
         if (r < 0)
                 free(k);
         return r;
@@ -286,14 +447,15 @@ static int process_id(store *s, const struct store_process *p, int64_t *ret) {
  * one stored (the cache knows; its values are THREAD_NAME_SIZE buffers,
  * rewritten in place when a thread is renamed). */
 static int thread_name(store *s, int64_t proc, uint32_t tid, const char *comm) {
-        sqlite3_stmt *up = s->stmts[STMT_UPSERT_THREAD];
+        struct store_write *w = s->write;
+        sqlite3_stmt *up = w->stmts[STMT_UPSERT_THREAD];
         _cleanup_free_ char *k = NULL, *name = NULL;
         char key[64], *cached = NULL;
         void *v;
         int r;
 
         snprintf(key, sizeof(key), "%" PRId64 "\n%" PRIu32, proc, tid);
-        if (hashmap_get(s->thread_names, key, &v) >= 0) {
+        if (hashmap_get(w->thread_names, key, &v) >= 0) {
                 cached = v;
                 if (strncmp(cached, comm, THREAD_NAME_SIZE - 1) == 0)
                         return 0;
@@ -313,7 +475,7 @@ static int thread_name(store *s, int64_t proc, uint32_t tid, const char *comm) {
         if (!k || !name)
                 return -ENOMEM;
         snprintf(name, THREAD_NAME_SIZE, "%s", comm);
-        r = hashmap_put(s->thread_names, k, name);
+        r = hashmap_put(w->thread_names, k, name);
         if (r < 0)
                 return r;
         TAKE_PTR(k);
@@ -321,40 +483,31 @@ static int thread_name(store *s, int64_t proc, uint32_t tid, const char *comm) {
         return 0;
 }
 
-void store_pending_free(store *s) {
-        for (size_t i = 0; i < s->n_pending; i++)
-                free(s->pending[i].entries);
-        free(s->pending);
-        s->pending = NULL;
-        s->n_pending = s->pending_cap = 0;
-        hashmap_free(s->pending_index);
-        s->pending_index = NULL;
-}
-
 /* Gathers one sample of the drain into its (process, kind) block. */
 static int pending_add(store *s, int64_t proc, int kind, const struct sample_entry *e) {
+        struct store_write *w = s->write;
         uint64_t key = (uint64_t) proc << 8 | ((uint64_t) kind & 0xff);
         struct pending_block *b;
         void *v;
         int r;
 
-        if (!s->pending_index && !(s->pending_index = hashmap_new_u64()))
+        if (!w->pending_index && !(w->pending_index = hashmap_new_u64()))
                 return -ENOMEM;
-        if (hashmap_get(s->pending_index, UINT64_TO_KEY(key), &v) >= 0)
-                b = &s->pending[(uintptr_t) v - 1];
+        if (hashmap_get(w->pending_index, UINT64_TO_KEY(key), &v) >= 0)
+                b = &w->pending[(uintptr_t) v - 1];
         else {
-                if (s->n_pending == s->pending_cap) {
-                        size_t cap = MAX(s->pending_cap * 2, (size_t) 64);
-                        struct pending_block *np = realloc(s->pending, cap * sizeof(*np));
+                if (w->n_pending == w->pending_cap) {
+                        size_t cap = MAX(w->pending_cap * 2, (size_t) 64);
+                        struct pending_block *np = realloc(w->pending, cap * sizeof(*np));
                         if (!np)
                                 return -ENOMEM;
-                        s->pending = np;
-                        s->pending_cap = cap;
+                        w->pending = np;
+                        w->pending_cap = cap;
                 }
-                r = hashmap_put(s->pending_index, UINT64_TO_KEY(key), (void *) (uintptr_t) (s->n_pending + 1));
+                r = hashmap_put(w->pending_index, UINT64_TO_KEY(key), (void *) (uintptr_t) (w->n_pending + 1));
                 if (r < 0)
                         return r;
-                b = &s->pending[s->n_pending++];
+                b = &w->pending[w->n_pending++];
                 *b = (struct pending_block) { .process_id = proc, .kind = kind };
         }
         if (b->n == b->cap) {
@@ -371,12 +524,13 @@ static int pending_add(store *s, int64_t proc, int kind, const struct sample_ent
 
 /* Writes the drain's gathered samples as blocks and counts their stacks. */
 static int pending_flush(store *s) {
+        struct store_write *w = s->write;
         hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
         int r = refs && prefs ? 0 : -ENOMEM;
 
-        for (size_t i = 0; r >= 0 && i < s->n_pending; i++) {
-                struct pending_block *b = &s->pending[i];
-                r = sample_blocks_insert(&s->d, s->drain_id, b->kind, b->process_id, b->entries, b->n, refs, prefs);
+        for (size_t i = 0; r >= 0 && i < w->n_pending; i++) {
+                struct pending_block *b = &w->pending[i];
+                r = sample_blocks_insert(&s->d, w->drain_id, b->kind, b->process_id, b->entries, b->n, refs, prefs);
         }
         if (r >= 0)
                 r = stack_refs_apply(&s->d, refs, false);
@@ -384,30 +538,34 @@ static int pending_flush(store *s) {
                 r = process_refs_apply(&s->d, prefs, false);
         hashmap_free(refs);
         hashmap_free(prefs);
-        store_pending_free(s);
+        pending_free(w);
         return r;
 }
 
 int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns) {
+        struct store_write *w = s->write;
         int r;
 
-        store_pending_free(s);
+        if (!w) /* a reader's or the outbox's connection */
+                return -EBADF;
+        pending_free(w);
 
         r = db_exec(&s->d, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
-        s->in_drain = true;
-        sqlite3_bind_int64(s->stmts[STMT_INSERT_DRAIN], 1, (int64_t) start_ns);
-        sqlite3_bind_int64(s->stmts[STMT_INSERT_DRAIN], 2, (int64_t) end_ns);
-        r = step_done(s, s->stmts[STMT_INSERT_DRAIN], "drain insert");
+        w->in_drain = true;
+        sqlite3_bind_int64(w->stmts[STMT_INSERT_DRAIN], 1, (int64_t) start_ns);
+        sqlite3_bind_int64(w->stmts[STMT_INSERT_DRAIN], 2, (int64_t) end_ns);
+        r = step_done(s, w->stmts[STMT_INSERT_DRAIN], "drain insert");
         if (r < 0)
                 return r;
-        s->drain_id = sqlite3_last_insert_rowid(s->d.handle);
-        s->drain_samples = s->drain_keys = 0;
+        w->drain_id = sqlite3_last_insert_rowid(s->d.handle);
+        w->drain_samples = w->drain_keys = 0;
         return 0;
 }
 
 int store_drain_add(store *s, const struct store_sample *smp) {
+        struct store_write *w = s->write;
         _cleanup_free_ int64_t *locs = calloc(smp->n_frames ? smp->n_frames : 1, sizeof(int64_t));
         int64_t stack, proc;
         int r;
@@ -437,70 +595,76 @@ int store_drain_add(store *s, const struct store_sample *smp) {
         if (r < 0)
                 return r;
         if (smp->kind == 0) /* PROFD_KIND_CPU: values of other kinds are ns */
-                s->drain_samples += smp->value;
-        s->drain_keys++;
+                w->drain_samples += smp->value;
+        w->drain_keys++;
         return 0;
 }
 
 int store_drain_drop(store *s, const char *reason, uint64_t count) {
-        sqlite3_stmt *st = s->stmts[STMT_INSERT_DROP];
+        struct store_write *w = s->write;
+        sqlite3_stmt *st = w->stmts[STMT_INSERT_DROP];
 
         if (count == 0)
                 return 0;
-        sqlite3_bind_int64(st, 1, s->drain_id);
+        sqlite3_bind_int64(st, 1, w->drain_id);
         sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, (int64_t) count);
         return step_done(s, st, "drop insert");
 }
 
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys) {
-        sqlite3_stmt *st = s->stmts[STMT_UPDATE_DRAIN];
+        struct store_write *w = s->write;
+        sqlite3_stmt *st = w->stmts[STMT_UPDATE_DRAIN];
         int r;
 
         r = pending_flush(s);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, s->drain_id);
-        sqlite3_bind_int64(st, 2, (int64_t) s->drain_samples);
-        sqlite3_bind_int64(st, 3, (int64_t) s->drain_keys);
+        sqlite3_bind_int64(st, 1, w->drain_id);
+        sqlite3_bind_int64(st, 2, (int64_t) w->drain_samples);
+        sqlite3_bind_int64(st, 3, (int64_t) w->drain_keys);
         r = step_done(s, st, "drain update");
         if (r < 0)
                 return r;
         r = db_exec(&s->d, "COMMIT");
         if (r < 0)
                 return r;
-        s->in_drain = false;
+        w->in_drain = false;
         /* The id caches only spare SQLite lookups (a miss selects the row,
          * as after a rollback), and without a bound they keep every
          * process, thread, location and function stored since the last
          * rollback or retention pass: on a host starting thousands of
          * processes a minute, megabytes an hour. Past the bound they start
          * over empty, at the cost of one drain's lookups. */
-        if (hashmap_size(s->mapping_ids) + hashmap_size(s->function_ids) + hashmap_size(s->location_ids) +
-                    hashmap_size(s->process_ids) + hashmap_size(s->thread_names) >
+        if (hashmap_size(w->mapping_ids) + hashmap_size(w->function_ids) + hashmap_size(w->location_ids) +
+                    hashmap_size(w->process_ids) + hashmap_size(w->thread_names) >
             STORE_ID_CACHE_MAX)
                 store_forget_ids(s);
         if (ret_drain_id)
-                *ret_drain_id = s->drain_id;
+                *ret_drain_id = w->drain_id;
         if (ret_samples)
-                *ret_samples = s->drain_samples;
+                *ret_samples = w->drain_samples;
         if (ret_keys)
-                *ret_keys = s->drain_keys;
+                *ret_keys = w->drain_keys;
         return 0;
 }
 
 void store_drain_abort(store *s) {
+        struct store_write *w = s->write;
+
         db_rollback(&s->d);
-        store_pending_free(s);
-        s->in_drain = false;
+        if (!w)
+                return;
+        pending_free(w);
+        w->in_drain = false;
         /* ids cached during the transaction point at rows that are gone */
-        if (store_caches_reset(s) < 0)
+        if (caches_reset(w) < 0)
                 log_oom();
 }
 
 void store_forget_ids(store *s) {
         /* retention (daemon/store/retention.c) deleted rows these may point at */
-        if (store_caches_reset(s) < 0)
+        if (s->write && caches_reset(s->write) < 0)
                 log_oom();
 }
 

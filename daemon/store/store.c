@@ -1,7 +1,9 @@
-/* SQLite store: opening (WAL mode, private files), schema migration,
- * reader and outbox connections, the background integrity check. The
- * write path is store-write.c, the query path store-query.c and
- * store-outbox.c; what they share, store-private.h. */
+/* The store's connection, the bottom of its files (store.h): opening the
+ * file (private files, WAL mode, schema migration, or the schema version
+ * a reader expects), closing it, and the background integrity check. It
+ * calls none of the files above it: the write path (store-write.c) and the
+ * read path (store-query.c) keep their own state, and store-conn.c puts a
+ * connection together from them. */
 #include "store.h"
 
 #include <errno.h>
@@ -17,79 +19,11 @@
 #include <unistd.h>
 
 #include "db.h"
-#include "hashmap.h"
 #include "log.h"
 #include "macro.h"
 #include "privacy.h"
-#include "sample-blocks.h"
 #include "schema.h"
 #include "store-private.h"
-
-static const char *const stmt_sql[_STMT_MAX] = {
-        [STMT_INSERT_DRAIN] = "INSERT INTO drains (start_ns, end_ns, samples, keys) VALUES (?1, ?2, 0, 0)",
-        [STMT_UPDATE_DRAIN] = "UPDATE drains SET samples = ?2, keys = ?3 WHERE id = ?1",
-        [STMT_INSERT_DROP] = "INSERT INTO drops (drain_id, reason, count) VALUES (?1, ?2, ?3) "
-                             "ON CONFLICT (drain_id, reason) DO UPDATE SET count = count + excluded.count",
-        [STMT_SELECT_MAPPING] = "SELECT id FROM mappings WHERE path = ?1 AND build_id = ?2",
-        [STMT_INSERT_MAPPING] = "INSERT INTO mappings (path, build_id) VALUES (?1, ?2)",
-        [STMT_SELECT_FUNCTION] = "SELECT id FROM functions WHERE mapping_id = ?1 AND raw_name = ?2",
-        [STMT_INSERT_FUNCTION] = "INSERT INTO functions (mapping_id, raw_name, name) VALUES (?1, ?2, ?3)",
-        [STMT_SELECT_LOCATION] = "SELECT id FROM locations WHERE mapping_id = ?1 AND address = ?2",
-        [STMT_INSERT_LOCATION] = "INSERT INTO locations (mapping_id, address, function_id, kernel, unresolved) "
-                                 "VALUES (?1, ?2, ?3, ?4, ?5)",
-        [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2 AND user_end IS ?3",
-        [STMT_INSERT_STACK] = "INSERT INTO stacks (hash, frames, user_end) VALUES (?1, ?2, ?3)",
-        [STMT_UPSERT_PROCESS] = "INSERT INTO processes (pid, start_ns, comm, exe, uid, cgroup, unit, container) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
-                                "ON CONFLICT (pid, start_ns) DO UPDATE SET comm = excluded.comm, "
-                                "exe = coalesce(excluded.exe, exe), uid = coalesce(excluded.uid, uid), "
-                                "cgroup = coalesce(excluded.cgroup, cgroup), "
-                                "unit = CASE WHEN excluded.cgroup IS NULL THEN unit ELSE excluded.unit END, "
-                                "container = CASE WHEN excluded.cgroup IS NULL THEN container ELSE excluded.container END",
-        [STMT_SELECT_PROCESS] = "SELECT id FROM processes WHERE pid = ?1 AND start_ns = ?2",
-        [STMT_SELECT_LOCATION_INFO] = "SELECT l.address, l.kernel, m.path, f.name, f.raw_name, m.build_id, l.unresolved "
-                                      "FROM locations l "
-                                      "JOIN mappings m ON m.id = l.mapping_id "
-                                      "LEFT JOIN functions f ON f.id = l.function_id WHERE l.id = ?1",
-        [STMT_INSERT_LOCATION_LINE] = "INSERT INTO location_lines (location_id, depth, function_id, file, line, inlined) "
-                                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        [STMT_SELECT_LOCATION_LINES] = "SELECT f.name, f.raw_name, ll.file, ll.line, ll.inlined FROM location_lines ll "
-                                       "JOIN functions f ON f.id = ll.function_id "
-                                       "WHERE ll.location_id = ?1 ORDER BY ll.depth DESC",
-        [STMT_SELECT_STACK_FRAMES] = "SELECT frames, user_end FROM stacks WHERE id = ?1",
-        [STMT_UPSERT_THREAD] = "INSERT INTO threads (process_id, tid, comm) VALUES (?1, ?2, ?3) "
-                               "ON CONFLICT (process_id, tid) DO UPDATE SET comm = excluded.comm",
-        [STMT_SELECT_LOCATION_RESOLVED] = "SELECT l.function_id IS NOT NULL FROM locations l "
-                                          "JOIN mappings m ON m.id = l.mapping_id "
-                                          "WHERE m.path = ?1 AND m.build_id = ?2 AND l.address = ?3",
-};
-
-/* Frees a map whose keys and values are both malloc'd; returns NULL. */
-static hashmap *hashmap_free_with_keys_and_values(hashmap *m) {
-        size_t state = 0;
-        const void *k;
-        void *v;
-
-        while (m && hashmap_iterate(m, &state, &k, &v))
-                free(v);
-        return hashmap_free_with_keys(m);
-}
-
-int store_caches_reset(store *s) {
-        hashmap_free_with_keys(s->mapping_ids);
-        hashmap_free_with_keys(s->function_ids);
-        hashmap_free_with_keys(s->location_ids);
-        hashmap_free_with_keys(s->process_ids);
-        hashmap_free_with_keys_and_values(s->thread_names);
-        s->mapping_ids = hashmap_new_string();
-        s->function_ids = hashmap_new_string();
-        s->location_ids = hashmap_new_string();
-        s->process_ids = hashmap_new_string();
-        s->thread_names = hashmap_new_string();
-        if (!s->mapping_ids || !s->function_ids || !s->location_ids || !s->process_ids || !s->thread_names)
-                return -ENOMEM;
-        return 0;
-}
 
 static int migrate(store *s) {
         sqlite3_stmt *st = NULL;
@@ -159,29 +93,18 @@ static int store_make_private(store *s, bool create) {
         return r;
 }
 
-/* A store object for path with empty id caches and no connection yet.
- * Returns 0 or -ENOMEM, logged. */
-static int store_new(const char *path, bool reader, store **ret) {
-        _cleanup_(store_closep) store *s = calloc(1, sizeof(*s));
+/* A store object for path, no connection yet. Returns 0 or -ENOMEM,
+ * logged. */
+static int store_new(const char *path, store **ret) {
+        _cleanup_(store_disconnectp) store *s = calloc(1, sizeof(*s));
 
         if (!s)
                 return log_oom();
-        s->reader = reader;
         s->path = strdup(path);
         s->d.path = s->path;
-        if (!s->path || store_caches_reset(s) < 0)
+        if (!s->path)
                 return log_oom();
         *ret = TAKE_PTR(s);
-        return 0;
-}
-
-static int store_prepare_statements(store *s) {
-        for (int i = 0; i < _STMT_MAX; i++) {
-                int rc = sqlite3_prepare_v3(s->d.handle, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i],
-                                            NULL);
-                if (rc != SQLITE_OK)
-                        return db_fail(&s->d, rc, "preparing statements");
-        }
         return 0;
 }
 
@@ -193,7 +116,8 @@ static int store_prepare_statements(store *s) {
 #define STORE_DRAIN_CACHE_KIB "512"
 
 /* The drain connection, once SQLite opened the file: WAL, its files
- * private, the schema migrated, the statements prepared. */
+ * private, the schema migrated (store-write.c and store-query.c then
+ * prepare their statements). */
 static int store_setup(store *s) {
         int64_t pages;
         int r;
@@ -232,25 +156,29 @@ static int store_setup(store *s) {
         if (r < 0)
                 return r;
         /* After the migration, which may read the whole store once. */
-        r = db_exec(&s->d, "PRAGMA cache_size = -" STORE_DRAIN_CACHE_KIB);
-        if (r < 0)
-                return r;
-        return store_prepare_statements(s);
+        return db_exec(&s->d, "PRAGMA cache_size = -" STORE_DRAIN_CACHE_KIB);
 }
 
-int store_open(const char *path, store **ret) {
-        _cleanup_(store_closep) store *s = NULL;
+int store_unusable(const store *s, int r) {
+        if (r != -EIO && r != -EPROTO)
+                return r;
+        log_error("Store %s is not usable (corrupt or not a profd store?). Move it aside to start "
+                  "a new one; profd does not delete it.", s->path);
+        return -EPROTO;
+}
+
+/* The drain connection (store_open): the file created private if new,
+ * opened read-write, set up. */
+static int connect_drain(store *s) {
         int rc, r;
 
-        r = store_new(path, false, &s);
-        if (r < 0)
-                return r;
         /* created 0600 before SQLite opens it, which gives its -wal and
          * -shm the store's mode; ones that exist are judged as the store */
         r = store_make_private(s, true);
         if (r < 0)
                 return r;
-        rc = sqlite3_open_v2(path, &s->d.handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        rc = sqlite3_open_v2(s->path, &s->d.handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
         if (rc != SQLITE_OK)
                 return s->d.handle ? db_fail(&s->d, rc, "opening") : -ENOMEM;
         sqlite3_extended_result_codes(s->d.handle, 1);
@@ -258,69 +186,23 @@ int store_open(const char *path, store **ret) {
          * read-only mount): every drain would fail, so refuse to start */
         if (sqlite3_db_readonly(s->d.handle, "main") == 1) {
                 log_error("Store %s can only be opened read-only (immutable file or read-only file system?); "
-                          "profd needs to write it.", path);
+                          "profd needs to write it.", s->path);
                 return -EROFS;
         }
-        r = store_setup(s);
-        if (r == -EIO || r == -EPROTO) {
-                log_error("Store %s is not usable (corrupt or not a profd store?). Move it aside to start "
-                          "a new one; profd does not delete it.", path);
-                return -EPROTO;
-        }
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(s);
-        return 0;
+        return store_unusable(s, store_setup(s));
 }
-
-void store_release_memory(store *s) {
-        (void) sqlite3_db_release_memory(s->d.handle);
-}
-
-store *store_close(store *s) {
-        if (!s)
-                return NULL;
-        for (int i = 0; i < _STMT_MAX; i++)
-                sqlite3_finalize(s->stmts[i]);
-        if (s->d.handle)
-                sqlite3_close(s->d.handle);
-        hashmap_free_with_keys(s->mapping_ids);
-        hashmap_free_with_keys(s->function_ids);
-        hashmap_free_with_keys(s->location_ids);
-        hashmap_free_with_keys(s->process_ids);
-        hashmap_free_with_keys_and_values(s->thread_names);
-        store_location_cache_free(s->query_locations);
-        store_transient_release(s);
-        store_pending_free(s);
-        hashmap_free(s->pending_index);
-        free(s->transient);
-        free(s->path);
-        free(s);
-        return NULL;
-}
-
-const char *store_path(const store *s) {
-        return s->path;
-}
-
-/* --- reader connections (daemon/serve/query.c, daemon/export/) ------------------ */
 
 /* A connection of another thread to a store the daemon's own connection
  * created and migrated: read-only for queries, read-write for the export
- * outbox (which writes only its cursor). Either keeps the locations it
- * loaded from one query to the next (store_query_location_cache). */
-static int open_secondary(const char *path, bool writable, store **ret) {
-        _cleanup_(store_closep) store *s = NULL;
+ * outbox (which writes only its cursor). */
+static int connect_secondary(store *s, bool writable) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int64_t version = -1;
-        int rc, r;
+        int rc;
 
-        r = store_new(path, true, &s);
-        if (r < 0)
-                return r;
         /* read-only: a query can never change the store, whatever it asks */
-        rc = sqlite3_open_v2(path, &s->d.handle, (writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX,
-                             NULL);
+        rc = sqlite3_open_v2(s->path, &s->d.handle,
+                             (writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX, NULL);
         if (rc != SQLITE_OK)
                 return s->d.handle ? db_fail(&s->d, rc, "opening for reading") : -ENOMEM;
         sqlite3_extended_result_codes(s->d.handle, 1);
@@ -333,23 +215,43 @@ static int open_secondary(const char *path, bool writable, store **ret) {
                 version = sqlite3_column_int64(st, 0);
         /* the daemon's own connection migrated it before readers open */
         if (version != (int64_t) schema_version) {
-                log_error("Store %s has schema version %" PRId64 ", expected %u for reading.", path, version,
+                log_error("Store %s has schema version %" PRId64 ", expected %u for reading.", s->path, version,
                           schema_version);
                 return -EPROTO;
         }
-        r = store_prepare_statements(s);
+        return 0;
+}
+
+int store_connect(const char *path, enum store_mode mode, store **ret) {
+        _cleanup_(store_disconnectp) store *s = NULL;
+        int r;
+
+        r = store_new(path, &s);
+        if (r < 0)
+                return r;
+        r = mode == STORE_MODE_DRAIN ? connect_drain(s) : connect_secondary(s, mode == STORE_MODE_OUTBOX);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(s);
         return 0;
 }
 
-int store_open_reader(const char *path, store **ret) {
-        return open_secondary(path, false, ret);
+store *store_disconnect(store *s) {
+        if (!s)
+                return NULL;
+        if (s->d.handle)
+                sqlite3_close(s->d.handle);
+        free(s->path);
+        free(s);
+        return NULL;
 }
 
-int store_open_outbox(const char *path, store **ret) {
-        return open_secondary(path, true, ret);
+void store_release_memory(store *s) {
+        (void) sqlite3_db_release_memory(s->d.handle);
+}
+
+const char *store_path(const store *s) {
+        return s->path;
 }
 
 void store_interrupt(store *s) {

@@ -1,5 +1,22 @@
 /* The SQLite store: schema migration, one write transaction per drain, and
- * the read side of queries and status. Schema: the schema/ migrations, docs/schema.md. */
+ * the read side of queries and status. Schema: the schema/ migrations, docs/schema.md.
+ *
+ * Its files call only down, in this order (bottom first; none calls a
+ * file beside or above it):
+ *   db.c            SQLite helpers every connection shares (retention's too)
+ *   sample-pack.c   a block of samples packed and read; sample-blocks.c, its rows
+ *   store.c         the connection: opens the file (private, WAL), migrates
+ *                   it or checks its version, closes it; the integrity check
+ *   store-write.c   the write path and its state (statements, id caches, the
+ *                   drain being written), store_open's connection only
+ *   store-query.c   the read path and its state (statements, location cache)
+ *   store-migrate.c schema 8's conversion of schema 7's samples, in steps
+ *   store-outbox.c  the export's outbox, read through store-query.c
+ *   store-conn.c    the connections handed out (store_open, store_open_reader,
+ *                   store_open_outbox) put together from store.c's connection
+ *                   and the write and read state; store_close takes them apart
+ *   retention.c     retention's own connection, on db.c and sample-blocks.c
+ * What each offers those above it is in store-private.h. */
 #pragma once
 
 #include <stdbool.h>
@@ -129,8 +146,9 @@ int store_open_outbox(const char *path, store **ret);
 void store_interrupt(store *s);
 
 /* A drain is written as begin, add..., drop..., commit: one transaction, so a
- * crash leaves either the whole drain or none of it. Each returns 0 or a
- * negative errno (-ENOSPC when the disk is full); after a failure call
+ * crash leaves either the whole drain or none of it, on store_open's
+ * connection (store_drain_begin returns -EBADF on another). Each returns 0
+ * or a negative errno (-ENOSPC when the disk is full); after a failure call
  * store_drain_abort. */
 int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns);
 int store_drain_add(store *s, const struct store_sample *sample);
@@ -143,12 +161,13 @@ void store_drain_abort(store *s);
  * store_drain_add keeps that location as it is, and the caller need not
  * symbolize the frame again. Sees this connection's own uncommitted rows.
  * Returns 1, 0 (not stored, or stored without a function), or a negative
- * errno. */
+ * errno (-EBADF on a connection not of store_open). */
 int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address);
 
 /* Forgets the ids of rows this connection cached (mappings, functions,
  * locations, processes): call after another connection deleted such rows
- * (retention), outside a drain. */
+ * (retention), outside a drain. Nothing to do on a connection not of
+ * store_open. */
 void store_forget_ids(store *s);
 
 /* A query's filters. Strings are borrowed; NULL (or 0, false) disables a

@@ -43,7 +43,7 @@ SHORT_LIVED_SHARE = 0.90    # the issue's bar for a process living 200 ms
 MIX_CHAIN = ["main", "run", "app_outer", "mix_lib_enter", "mix_lib_middle", "app_callback"]
 # The truncation reasons profd counts (bpf/profd.h enum profd_stack_end, in
 # order), as `profctl status --json` names them in its "truncated" object,
-# next to "drops" (stored as truncated_NAME, daemon/store/writer.c).
+# next to "drops" (stored as truncated_NAME, daemon/writer.c).
 TRUNCATION_REASONS = ("no_process", "pending", "no_mapping", "unsupported", "read_fault", "depth",
                       "fp_end", "cfa_stuck")
 # a drain of a busy machine's complete stacks, stored while the machine is

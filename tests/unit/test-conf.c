@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "chbatch.h"
 #include "conf.h"
 #include "macro.h"
 #include "tests.h"
@@ -181,7 +182,7 @@ static void test_clickhouse_settings(void) {
         /* off by default; the host's name labels it, and 30 s per request */
         CHECK(conf_init(&c) == 0);
         CHECK(c.clickhouse_url == NULL);
-        CHECK(c.host_name && conf_host_name_valid(c.host_name));
+        CHECK(c.host_name && chbatch_host_name_valid(c.host_name));
         CHECK(c.clickhouse_credentials == NULL);
         CHECK_INT_EQ(c.clickhouse_timeout_ns, 30 * NSEC_PER_SEC);
         conf_done(&c);

@@ -47,7 +47,7 @@ static proctable *table_with_process(void) {
         struct proc *p = NULL;
         bool vanished;
 
-        CHECK_INT_EQ(proctable_new(NULL, root, &t), 0);
+        CHECK_INT_EQ(proctable_new(NULL, NULL, root, &t), 0);
         CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished), 0);
         CHECK_INT_EQ(proctable_add(t, p), 0);
         CHECK(proctable_get(t, PID, START_NS) != NULL);
@@ -181,7 +181,7 @@ static void test_maps_only_replaces_vanished(void) {
         struct proc *p = NULL, *got;
         bool vanished;
 
-        CHECK_INT_EQ(proctable_new(NULL, root, &t), 0);
+        CHECK_INT_EQ(proctable_new(NULL, NULL, root, &t), 0);
         set_alive(false);
         CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished), 0);
         CHECK(vanished);

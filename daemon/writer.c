@@ -599,6 +599,11 @@ static void apply_settings(writer *w, struct job *j) {
 
 /* A drain: stored, handed back to the loop (the flush waiting for it),
  * then retention's turn. */
+/* The symbolizer's marks before a trim, for proctable_foreach_file. */
+static void mark_mapped(const sym_file *f, void *userdata) {
+        symbolizer_mark_mapped(userdata, f);
+}
+
 static void run_drain(writer *w, struct job *j) {
         uint64_t end_ns = j->end_ns;
         struct writer_result *res = &j->result;
@@ -621,7 +626,8 @@ static void run_drain(writer *w, struct job *j) {
          * process still known maps; the marks keep the files of the
          * processes still known, so the generation moves only if a trim
          * ever runs without them (then their files are read again) */
-        proctable_mark_files(w->procs);
+        symbolizer_mark_begin(w->sym);
+        proctable_foreach_file(w->procs, mark_mapped, w->sym);
         uint64_t gen = symbolizer_generation(w->sym);
         (void) symbolizer_trim(w->sym);
         if (symbolizer_generation(w->sym) != gen)
@@ -684,6 +690,13 @@ static const struct workqueue_ops writer_ops = {
 
 /* Queues j; the writer may run and free it at once. Returns its sequence
  * number. */
+/* How the process table reads a mapped file's symbols: through the
+ * writer's symbolizer (proctable_new). */
+static int load_file(void *userdata, const char *open_path, const char *root_prefix, const char *display_path,
+                     const sym_file **ret) {
+        return symbolizer_load_file_at(userdata, open_path, root_prefix, display_path, ret);
+}
+
 static uint64_t enqueue(writer *w, struct job *j) {
         uint64_t seq;
 
@@ -728,7 +741,7 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
         /* kallsyms is read by the first drain (kallsyms_refresh), on this
          * thread: read here, before profd's own programs are loaded, it
          * was always read again there, and cost READY 50-60 ms */
-        r = proctable_new(w->sym, proc_root, &w->procs);
+        r = proctable_new(load_file, w->sym, proc_root, &w->procs);
         if (r < 0)
                 return log_oom();
         /* one thread: jobs are worked in the order they came */
