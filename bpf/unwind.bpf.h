@@ -3,6 +3,12 @@
  * has no table. Included by the programs that walk user stacks (oncpu,
  * offcpu). Every walk ends with a reason (enum profd_stack_end), counted.
  *
+ * A walk (user_stack_unwind) is set up (walk_start, walk_find_proc,
+ * walk_use_proc, the sampler's caches), runs as a bpf_loop of one frame per
+ * iteration (unwind_frame_cb: unwind_one, which finds the frame's rule in
+ * the caches of cache.bpf.h or the tables, row_lookup, and takes the step,
+ * row_step or fp_step), and ends (walk_end, walk_report_miss).
+ *
  * x86-64 only; elsewhere user_stack_unwind is the frame-pointer walk. */
 #pragma once
 
@@ -442,6 +448,125 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
         return 0;
 }
 
+/* The walk's set-up: the registers saved when the task entered the kernel
+ * (regs) into the walk state in w, frame 0 into f. NULL (counted as
+ * user_stack_error) without them. */
+static __always_inline struct ustack_state *walk_start(struct pt_regs *regs, struct walk_window *w,
+                                                       struct profd_frames *f) {
+        struct ustack_state *s;
+
+        if (!regs || !w) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return NULL;
+        }
+        s = &w->s;
+        s->ip = PT_REGS_IP(regs);
+        s->sp = PT_REGS_SP(regs);
+        s->bp = PT_REGS_FP(regs);
+        if (s->ip == 0) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return NULL;
+        }
+        f->ips[0] = s->ip;
+        s->win_base = 0;
+        s->win_len = 0;
+        s->read_hi = 0;
+        s->n = 1;
+        s->end = END_WALKING;
+        s->exact_ip = 1;
+        return s;
+}
+
+/* The process's unwind entry: what this walker's last lookup found, if it
+ * was for the same process instance (tgid, start) and unwind_epoch did not
+ * move since (no entry changed: the slice it names is the one a lookup
+ * would find now), else looked up. Read before the lookup: an entry
+ * changed in between is looked up again next time. A cold hash lookup
+ * cost the sampler ~1 us a sample here (docs/performance.md); the epoch is
+ * next to `generation` in .bss, which the program has read already.
+ * Leaves the entry's slice and version (0: none of this instance) in s;
+ * returns the entry if this walk looked it up, else NULL. */
+static __always_inline struct profd_unwind_proc *walk_find_proc(struct ustack_state *s, __u32 tgid, __u64 start) {
+        struct profd_unwind_proc *p = NULL;
+        __u32 epoch = *(volatile __u32 *) &unwind_epoch;
+
+        if (s->p_tgid != tgid || s->p_start != start || s->p_epoch != epoch) {
+                p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+                s->p_tgid = tgid;
+                s->p_start = start;
+                s->p_epoch = epoch;
+                s->p_version = 0;
+                s->p_announced = 0;
+                if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
+                        /* kept for the next walks while p_version is */
+                        s->maps_off = p->maps_off;
+                        s->maps_n = p->maps_n;
+                        s->p_version = p->version; /* versions start at 1 */
+                        s->p_announced = p->start_tick_ns == 0;
+                }
+        }
+        return p;
+}
+
+/* How the walk uses the entry: its tables, under its version in the
+ * sampler's walks (slot SCRATCH_ONCPU_USER), whose caches are keyed by it,
+ * without one (no caches) in the others'; frame pointers all the way
+ * without an entry. */
+static __always_inline void walk_use_proc(struct ustack_state *s, __u32 slot) {
+        if (s->p_version) {
+                __u64 version = slot == SCRATCH_ONCPU_USER ? s->p_version : 0;
+
+                /* the last walk's mapping, found in this same version of
+                 * the process's mappings, is still the one it was */
+                if (!version || version != s->version)
+                        s->m_start = s->m_end = 0;
+                s->fp_only = 0;
+                s->version = version;
+        } else {
+                s->m_start = s->m_end = 0;
+                s->fp_only = 1;
+                s->version = 0;
+        }
+}
+
+/* The walk's end: the memo slot saved (the sampler), the frames and the
+ * reason the walk ended into f, *announced (if asked for) and the
+ * counters. Returns the reason. */
+static __always_inline __u8 walk_end(struct ustack_state *s, struct walk_window *w, struct profd_frames *f,
+                                     bool *announced) {
+        __u8 end;
+
+        if (s->version)
+                walk_memo_save(s, w);
+        end = s->end;
+        if (end == END_WALKING)
+                end = PROFD_END_DEPTH;
+        if (s->fp_only && end != PROFD_END_COMPLETE)
+                end = PROFD_END_NO_PROCESS;
+        f->n = s->n;
+        f->end = end;
+        if (announced)
+                *announced = s->p_announced; /* set with p_version only */
+
+        counter_add(PROFD_CNT_USER_WALKS, 1);
+        if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
+                counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
+        return end;
+}
+
+/* A walk that met an ip in no mapping of the process's entry tells the
+ * daemon, once per process until the daemon looked at its mappings again.
+ * p: the entry if the walk looked it up. */
+static __always_inline void walk_report_miss(struct task_struct *task, struct ustack_state *s,
+                                             struct profd_unwind_proc *p, __u32 tgid, __u64 start) {
+        if (!p)
+                p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+        if (p && p->version == s->p_version && !p->miss_sent) {
+                p->miss_sent = 1;
+                announce(PROFD_EVENT_UNWIND_MISS, task, tgid, start);
+        }
+}
+
 /* Walks the user stack of the current task (which must be `task`) from the
  * registers saved when it entered the kernel into the scratch frames of
  * slot (f, from scratch_get(slot)), and sets f->end. A process without an
@@ -458,112 +583,30 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                                               bool *announced) {
         struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
         struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
-        struct profd_unwind_proc *p = NULL;
+        struct profd_unwind_proc *p;
         struct ustack_state *s;
-        __u32 tgid = task->tgid, epoch;
+        __u32 tgid = task->tgid;
         __u64 start;
-        __u8 end;
 
         f->n = 0;
         f->end = PROFD_END_COMPLETE;
         if (announced)
                 *announced = false;
-        if (!regs || !w) {
-                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+        s = walk_start(regs, w, f);
+        if (!s)
                 return false;
-        }
-        s = &w->s;
-        s->ip = PT_REGS_IP(regs);
-        s->sp = PT_REGS_SP(regs);
-        s->bp = PT_REGS_FP(regs);
-        if (s->ip == 0) {
-                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
-                return false;
-        }
-        f->ips[0] = s->ip;
-        s->win_base = 0;
-        s->win_len = 0;
-        s->read_hi = 0;
-        s->n = 1;
-        s->end = END_WALKING;
-        s->exact_ip = 1;
-
         start = process_start_ns(task);
-        /* The process's unwind entry: what this walker's last lookup found,
-         * if it was for the same process instance and unwind_epoch did not
-         * move since (no entry changed: the slice it names is the one a
-         * lookup would find now), else looked up. Read before the lookup:
-         * an entry changed in between is looked up again next time. A
-         * cold hash lookup cost the sampler ~1 us a sample here
-         * (docs/performance.md); the epoch is next to `generation` in
-         * .bss, which the program has read already. */
-        epoch = *(volatile __u32 *) &unwind_epoch;
-        if (s->p_tgid != tgid || s->p_start != start || s->p_epoch != epoch) {
-                p = bpf_map_lookup_elem(&unwind_procs, &tgid);
-                s->p_tgid = tgid;
-                s->p_start = start;
-                s->p_epoch = epoch;
-                s->p_version = 0;
-                s->p_announced = 0;
-                if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
-                        /* kept for the next walks while p_version is */
-                        s->maps_off = p->maps_off;
-                        s->maps_n = p->maps_n;
-                        s->p_version = p->version; /* versions start at 1 */
-                        s->p_announced = p->start_tick_ns == 0;
-                }
-        }
-        if (s->p_version) {
-                __u64 version = slot == SCRATCH_ONCPU_USER ? s->p_version : 0;
-
-                /* the last walk's mapping, found in this same version of
-                 * the process's mappings, is still the one it was */
-                if (!version || version != s->version)
-                        s->m_start = s->m_end = 0;
-                s->fp_only = 0;
-                s->version = version;
-        } else {
-                s->m_start = s->m_end = 0;
-                s->fp_only = 1;
-                s->version = 0;
-        }
+        p = walk_find_proc(s, tgid, start);
+        walk_use_proc(s, slot);
         if (s->version) {
-                struct walk_memo_slot *m;
+                struct walk_memo_slot *m = walk_memo_begin(s, task->pid);
 
-                s->memo_slot = (task->pid * 0x9e3779b1U) >> 28;
-                m = walk_memo_slot(s->memo_slot);
-                s->memo_ok = m && m->version == s->version;
-                s->memo_pos = 0;
-                s->memo_n = 0;
-                s->memo_dirty = 0;
                 if (m)
                         span_read(s, w, m->read_hi);
         }
         bpf_loop(PROFD_MAX_FRAMES, unwind_frame_cb, &slot, 0);
-        if (s->version)
-                walk_memo_save(s, w);
-        end = s->end;
-        if (end == END_WALKING)
-                end = PROFD_END_DEPTH;
-        if (s->fp_only && end != PROFD_END_COMPLETE)
-                end = PROFD_END_NO_PROCESS;
-        f->n = s->n;
-        f->end = end;
-        if (announced)
-                *announced = s->p_announced; /* set with p_version only */
-
-        counter_add(PROFD_CNT_USER_WALKS, 1);
-        if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
-                counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
-        /* once per process until the daemon looked at its mappings again */
-        if (end == PROFD_END_NO_MAPPING && !s->fp_only) {
-                if (!p)
-                        p = bpf_map_lookup_elem(&unwind_procs, &tgid);
-                if (p && p->version == s->p_version && !p->miss_sent) {
-                        p->miss_sent = 1;
-                        announce(PROFD_EVENT_UNWIND_MISS, task, tgid, start);
-                }
-        }
+        if (walk_end(s, w, f, announced) == PROFD_END_NO_MAPPING && !s->fp_only)
+                walk_report_miss(task, s, p, tgid, start);
         return true;
 }
 
