@@ -25,50 +25,8 @@ const volatile __u8 wakeup_enabled = 1;
 /* 1: the kernel has no sched_exit_tp: walk user stacks at switch-out. */
 const volatile __u8 offcpu_walk_at_switch_out = 0;
 
-/* Per-thread state between switch-out and switch-in. */
-struct profd_task {
-        __u64 switch_out_ns;   /* 0: on a CPU, or its block already counted */
-        __u8 state;            /* enum profd_state at switch-out */
-        __u8 woken;            /* its waker was counted for this block */
-        __u8 user_error;       /* the user stack walk failed (walk at switch-out) */
-        __u8 pad[5];
-};
-
-/* Task-local storage: no lookup by pid, and freed with the task, so exited
- * threads never leak entries. */
-struct {
-        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-        __uint(map_flags, BPF_F_NO_PREALLOC);
-        __type(key, int);
-        __type(value, struct profd_task);
-} tasks SEC(".maps");
-
-/* The user stack at switch-out, only without sched_exit_tp. */
-struct {
-        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-        __uint(map_flags, BPF_F_NO_PREALLOC);
-        __type(key, int);
-        __type(value, struct profd_frames);
-} task_stacks SEC(".maps");
-
-/* A kept block between sched_switch (kernel stack, in the scratch slot
- * SCRATCH_SWITCH_KERNEL) and sched_exit_tp on the same CPU (user stack,
- * counting). Nothing but NMIs runs in between, and the sampler uses
- * other slots. The generation is read once, at sched_exit_tp, so the key
- * and both stacks land in the same one. */
-struct offcpu_park {
-        __u32 tid;             /* 0: nothing parked */
-        __u32 tgid;
-        __u64 start_ns, cgroup_id, delta;
-        __u8 state;
-        __u8 kernel_error;     /* no kernel stack: PROFD_STACK_LOST */
-};
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __type(value, struct offcpu_park);
-} offcpu_parked SEC(".maps");
+/* Its maps (tasks, task_stacks, offcpu_parked) are in maps.bpf.h, their
+ * values (struct profd_task, struct offcpu_park) in state.bpf.h. */
 
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2

@@ -17,7 +17,7 @@ static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx) {
 }
 
 /* Counts key in the counts map, for a sample the log had no room for (a
- * late drain): out of line, as it is rare (see announce in maps.bpf.h). */
+ * late drain): out of line, as it is rare (see announce in sample.bpf.h). */
 static __noinline bool count_sample(__u32 gen, struct profd_sample_key *key, bool likely_new) {
         return count_key(gen, key, 1, likely_new);
 }
@@ -77,14 +77,14 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
                 }
         }
 
-        /* The sample goes to the log (maps.bpf.h), else to the counts map.
-         * A process the daemon made an unwind entry for after its
-         * announcement needs no announcement: no lookup in `seen`. Else
-         * a key counted before in this generation was followed by the
-         * announcement of its process (or its counted failure, tried again
-         * with the process's next new key, at the latest in the next
-         * generation): one hash lookup less. A key with the leaf in it is
-         * mostly new: inserted without a lookup first. */
+        /* The sample goes to the log (log_sample in sample.bpf.h), else to
+         * the counts map. A process the daemon made an unwind entry for
+         * after its announcement needs no announcement: no lookup in
+         * `seen`. Else a key counted before in this generation was
+         * followed by the announcement of its process (or its counted
+         * failure, tried again with the process's next new key, at the
+         * latest in the next generation): one hash lookup less. A key with
+         * the leaf in it is mostly new: inserted without a lookup first. */
         if (!log_sample(gen, &key))
                 announced |= count_sample(gen, &key, first != 0);
         if (!announced)

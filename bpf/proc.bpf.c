@@ -1,6 +1,9 @@
 /* Process events: every exec gets a fresh snapshot and fresh unwind
- * tables, since all mappings were replaced. Also holds the definitions every object shares. */
-#include "maps.bpf.h"
+ * tables, since all mappings were replaced. Also holds the definitions every
+ * object shares (the globals maps.bpf.h declares). */
+/* the barrier map (maps.bpf.h) is defined here */
+#define PROFD_DEFINE_BARRIER
+#include "sample.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -11,26 +14,6 @@ __u32 unwind_epoch __weak = 0;
  * which every sample reads: the same cache line. */
 __u32 samples_log_slots __weak = 0;
 __u32 samples_log_cpus __weak = 0;
-
-/* Updating an ARRAY_OF_MAPS makes the kernel wait for an RCU grace period
- * (maybe_wait_bpf_programs), i.e. for every running BPF program to finish.
- * The daemon updates it after flipping `generation`: then no program is still
- * writing the old generation. No program reads it. */
-struct barrier_inner {
-        __uint(type, BPF_MAP_TYPE_ARRAY);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __type(value, __u32);
-} barrier_inner SEC(".maps");
-
-struct {
-        __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __array(values, struct barrier_inner);
-} barrier SEC(".maps") = {
-        .values = { &barrier_inner },
-};
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {

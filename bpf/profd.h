@@ -116,7 +116,7 @@ struct profd_sample_key {
  * stack: the leaf differs almost every sample while its callers do not,
  * so the stack's nodes (its frames from the leaf's caller out) are stored
  * once, and a sample mostly finds them in the per-CPU node cache (see
- * frames_store in bpf/maps.bpf.h) instead of inserting a new node. The
+ * frames_store in bpf/sample.bpf.h) instead of inserting a new node. The
  * daemon puts the leaf back in front of the stack at the drain. 0: no
  * leaf apart (other kinds; a stack of one frame; an ip of 48 bits or
  * more), the stack holds every frame. */
@@ -227,7 +227,7 @@ struct profd_unwind_proc {
         __u32 start_tick_ns;
         /* Different in every entry the daemon ever writes (a count): what
          * the rows BPF found for this process may be remembered under
-         * (bpf/unwind.bpf.h, row cache), since its mappings and their
+         * (bpf/cache.bpf.h, row cache), since its mappings and their
          * tables stay as they are until the entry is replaced. */
         __u64 version;
 };

@@ -3,10 +3,16 @@
  * has no table. Included by the programs that walk user stacks (oncpu,
  * offcpu). Every walk ends with a reason (enum profd_stack_end), counted.
  *
+ * A walk (user_stack_unwind) is set up (walk_start, walk_find_proc,
+ * walk_use_proc, the sampler's caches), runs as a bpf_loop of one frame per
+ * iteration (unwind_frame_cb: unwind_one, which finds the frame's rule in
+ * the caches of cache.bpf.h or the tables, row_lookup, and takes the step,
+ * row_step or fp_step), and ends (walk_end, walk_report_miss).
+ *
  * x86-64 only; elsewhere user_stack_unwind is the frame-pointer walk. */
 #pragma once
 
-#include "maps.bpf.h"
+#include "sample.bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
 
@@ -23,139 +29,6 @@
 #define UC_RIP (40 + 128)
 #define END_WALKING 0xff
 
-/* The row cache: what finding the mapping and the row of an ip gave (a
- * row, or "frame pointer": no table, or no CFI there), per CPU, under the
- * process's unwind entry version. An entry's mappings and tables never
- * change (the daemon writes a new entry, a new version, to change them),
- * so a hit is exactly what the lookup would find. It pays because the
- * same return addresses come back sample after sample, and at 49 Hz each
- * lookup in the tables is a few cache and TLB misses (vmalloc'd maps, 4
- * KiB pages) while the cache is one line of a few pages. Only the sampler
- * uses it: it is the walk of which the cost repeats the most, and a
- * program that can interrupt another (the sampler runs from the timer
- * interrupt) must not find an entry half written. Two ways per set, the
- * newer first: the same return address in two processes (the forked
- * workers of one program, taking turns on a CPU) keeps both. 128 sets of
- * one cache line: the distinct return addresses of a CPU's busy threads. */
-#define ROW_CACHE_SETS 128
-struct row_cache_entry {
-        __u64 tag;     /* ip | exact_ip << 63 (user addresses are below 2^63) */
-        __u64 version; /* 0: empty (versions start at 1) */
-        __u16 cfa_off; /* the row's rule, as in struct profd_unwind_row */
-        __u8 kind;     /* PROFD_UNWIND_GAP: a frame-pointer step */
-        __s8 rbp_off;
-        __u32 pad[3];  /* a set is one 64-byte line */
-};
-
-struct row_cache_set {
-        struct row_cache_entry way[2];
-};
-
-/* The leaf cache: the frame the sample interrupted (an exact ip) is at a
- * different address almost every sample, so the row cache, keyed by
- * address, mostly misses it; but mostly in the same row as the last time
- * (a loop). So for exact ips the sampler also remembers the range of
- * addresses [lo, hi) that the row found covers (from the row's pc to the
- * next row's, within the mapping), per process version: every ip in it
- * finds the same mapping and the same row, so a hit is exactly what the
- * lookup would find, and spares the lookup's code and its lines of
- * unwind_maps and unwind_rows. Two ways per set (the newer first), sets
- * by version: the processes taking turns on a CPU. */
-#define LEAF_CACHE_SETS 16
-struct leaf_cache_entry {
-        __u64 version; /* 0: empty */
-        __u64 lo, hi;  /* exact ips with this rule */
-        __u16 cfa_off; /* the rule, as in row_cache_entry */
-        __u8 kind;
-        __s8 rbp_off;
-        __u32 pad;
-};
-
-struct leaf_cache_set {
-        struct leaf_cache_entry way[2];
-};
-
-/* The walk memo: the sampler's last walk of a thread (a slot per tid hash,
- * per CPU), frame by frame: the row cache's tag and rule of each frame, in
- * walk order. The next walk of that thread looks for frame i where the
- * last one's frame i was, or one or two further (a leaf with one callee
- * less), then goes on from where it found it. It holds the same facts as
- * the row cache (a rule is a function of the version and the tag alone, and
- * a slot is only read under the version it was written in), so a hit is
- * exactly what the lookup would find; but a walk finds its rules in a few
- * consecutive lines of one page, where the row cache, by address, cost one
- * cold line per frame: ~170 ns each, at 10-15 frames per sample. The row
- * cache stays behind it for the frames the memo misses. A slot also keeps
- * how far up the stack the walk read (read_hi), for the next walk's
- * span_read. */
-#define WALK_MEMO_SLOTS 16 /* VERIFIER_MASK(k, 15) below */
-struct walk_memo_slot {
-        __u64 version; /* 0: empty */
-        __u32 n;       /* frames in f */
-        __u32 pad;
-        __u64 read_hi; /* the last walk's s->read_hi: a hint, see span_read */
-        struct walk_memo_frame f[WALK_MEMO_DEPTH]; /* VERIFIER_MASK(j, 31) below */
-};
-
-struct walk_memo {
-        struct walk_memo_slot slot[WALK_MEMO_SLOTS];
-};
-
-/* The row cache, the leaf cache and the walk memo: one map value, one
- * lookup and one allocation for the three. */
-struct row_cache {
-        struct row_cache_set set[ROW_CACHE_SETS];
-        struct leaf_cache_set leaf[LEAF_CACHE_SETS];
-        struct walk_memo memo;
-};
-
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __type(value, struct row_cache);
-} row_cache SEC(".maps") __weak;
-
-static __always_inline struct row_cache_set *row_cache_set(__u64 tag) {
-        __u32 zero = 0;
-        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
-        __u64 h = tag * 0x9e3779b97f4a7c15ULL;
-
-        if (!c)
-                return NULL;
-        return &c->set[(h >> 57) & (ROW_CACHE_SETS - 1)];
-}
-
-static __always_inline struct leaf_cache_set *leaf_cache_set(__u64 version) {
-        __u32 zero = 0;
-        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
-        __u64 h = version * 0x9e3779b97f4a7c15ULL;
-
-        if (!c)
-                return NULL;
-        return &c->leaf[(h >> 60) & (LEAF_CACHE_SETS - 1)];
-}
-
-static __always_inline bool leaf_cache_hit(struct leaf_cache_entry *e, __u64 ip, __u64 version,
-                                           struct profd_unwind_row *ret) {
-        if (e->version != version || ip < e->lo || ip >= e->hi)
-                return false;
-        ret->cfa_off = e->cfa_off;
-        ret->kind = e->kind;
-        ret->rbp_off = e->rbp_off;
-        return true;
-}
-
-static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, __u64 version,
-                                          struct profd_unwind_row *ret) {
-        if (e->tag != tag || e->version != version)
-                return false;
-        ret->cfa_off = e->cfa_off;
-        ret->kind = e->kind;
-        ret->rbp_off = e->rbp_off;
-        return true;
-}
-
 /* What a window miss reads: from the address to the end of its page, at
  * most this much. Stack walks go upwards and each read has a fixed cost,
  * but the bytes cost too: the stacks sampled here span 4 KiB or more (10-15
@@ -164,41 +37,6 @@ static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, 
  * stress-ng, ns per sample against 2 KiB: 1 KiB -3%, 512 bytes -8%, 384
  * the same as 512, 256 and 128 worse again (more reads). */
 #define UNWIND_READ 512
-
-static __always_inline struct walk_memo_slot *walk_memo_slot(__u32 k) {
-        __u32 zero = 0;
-        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
-
-        if (!c)
-                return NULL;
-        return &c->memo.slot[VERIFIER_MASK(k, 15)];
-}
-
-/* The memo's rule for tag, looked for at s->memo_pos and the two after. */
-static __always_inline bool walk_memo_hit(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
-        struct walk_memo_slot *m = walk_memo_slot(s->memo_slot);
-        __u32 n;
-
-        if (!m)
-                return false;
-        n = m->n;
-        for (__u32 d = 0; d < 3; d++) {
-                __u32 j = s->memo_pos + d;
-                struct walk_memo_frame *e;
-
-                if (j >= n || j >= WALK_MEMO_DEPTH)
-                        break;
-                e = &m->f[VERIFIER_MASK(j, 31)];
-                if (e->tag == tag) {
-                        ret->cfa_off = e->cfa_off;
-                        ret->kind = e->kind;
-                        ret->rbp_off = e->rbp_off;
-                        s->memo_pos = j + 1;
-                        return true;
-                }
-        }
-        return false;
-}
 
 /* Reads the 8 bytes at addr through the window: a miss reads from addr
  * towards the end of its page (UNWIND_READ bytes at most) in one call.
@@ -530,27 +368,10 @@ static __noinline bool row_lookup(struct ustack_state *s, struct row_cache_set *
                 lo = s->m_start;
         if (hi > s->m_end)
                 hi = s->m_end;
-        if ((tag >> 63) && s->version && lo < hi) {
-                struct leaf_cache_set *l = leaf_cache_set(s->version);
-
-                if (l) {
-                        l->way[1] = l->way[0];
-                        l->way[0].version = s->version;
-                        l->way[0].lo = lo;
-                        l->way[0].hi = hi;
-                        l->way[0].cfa_off = ret->cfa_off;
-                        l->way[0].kind = ret->kind;
-                        l->way[0].rbp_off = ret->rbp_off;
-                }
-        }
-        if (c) {
-                c->way[1] = c->way[0];
-                c->way[0].tag = tag;
-                c->way[0].version = s->version;
-                c->way[0].cfa_off = ret->cfa_off;
-                c->way[0].kind = ret->kind;
-                c->way[0].rbp_off = ret->rbp_off;
-        }
+        if ((tag >> 63) && s->version && lo < hi)
+                leaf_cache_put(s, lo, hi, ret);
+        if (c)
+                row_cache_put(c, s, tag, ret);
         return true;
 }
 
@@ -588,38 +409,8 @@ lookup:
         if (!ROW_LOOKUP(s, c, tag, &row))
                 return false;
 found:
-        if (s->version && i < WALK_MEMO_DEPTH) {
-                struct walk_memo_frame *e = &w->memo_cur[VERIFIER_MASK(i, 31)];
-
-                e->tag = tag;
-                e->cfa_off = row.cfa_off;
-                e->kind = row.kind;
-                e->rbp_off = row.rbp_off;
-                s->memo_n = i + 1;
-        }
+        walk_memo_add(s, w, i, tag, &row);
         return row_step(s, w, &row);
-}
-
-/* After a sampler's walk: the memo slot becomes this walk, unless every
- * frame was found in it. */
-static __always_inline void walk_memo_save(struct ustack_state *s, struct walk_window *w) {
-        struct walk_memo_slot *m = walk_memo_slot(s->memo_slot);
-        __u32 n = s->memo_n;
-
-        if (!m)
-                return;
-        if (m->read_hi != s->read_hi)
-                m->read_hi = s->read_hi;
-        if (!s->memo_dirty && n == m->n)
-                return;
-#pragma clang loop unroll(disable)
-        for (__u32 j = 0; j < WALK_MEMO_DEPTH; j++) {
-                if (j >= n)
-                        break;
-                m->f[j] = w->memo_cur[j];
-        }
-        m->n = n;
-        m->version = s->version;
 }
 
 static long unwind_frame_cb(__u32 i, void *ctx) {
@@ -657,6 +448,125 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
         return 0;
 }
 
+/* The walk's set-up: the registers saved when the task entered the kernel
+ * (regs) into the walk state in w, frame 0 into f. NULL (counted as
+ * user_stack_error) without them. */
+static __always_inline struct ustack_state *walk_start(struct pt_regs *regs, struct walk_window *w,
+                                                       struct profd_frames *f) {
+        struct ustack_state *s;
+
+        if (!regs || !w) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return NULL;
+        }
+        s = &w->s;
+        s->ip = PT_REGS_IP(regs);
+        s->sp = PT_REGS_SP(regs);
+        s->bp = PT_REGS_FP(regs);
+        if (s->ip == 0) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return NULL;
+        }
+        f->ips[0] = s->ip;
+        s->win_base = 0;
+        s->win_len = 0;
+        s->read_hi = 0;
+        s->n = 1;
+        s->end = END_WALKING;
+        s->exact_ip = 1;
+        return s;
+}
+
+/* The process's unwind entry: what this walker's last lookup found, if it
+ * was for the same process instance (tgid, start) and unwind_epoch did not
+ * move since (no entry changed: the slice it names is the one a lookup
+ * would find now), else looked up. Read before the lookup: an entry
+ * changed in between is looked up again next time. A cold hash lookup
+ * cost the sampler ~1 us a sample here (docs/performance.md); the epoch is
+ * next to `generation` in .bss, which the program has read already.
+ * Leaves the entry's slice and version (0: none of this instance) in s;
+ * returns the entry if this walk looked it up, else NULL. */
+static __always_inline struct profd_unwind_proc *walk_find_proc(struct ustack_state *s, __u32 tgid, __u64 start) {
+        struct profd_unwind_proc *p = NULL;
+        __u32 epoch = *(volatile __u32 *) &unwind_epoch;
+
+        if (s->p_tgid != tgid || s->p_start != start || s->p_epoch != epoch) {
+                p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+                s->p_tgid = tgid;
+                s->p_start = start;
+                s->p_epoch = epoch;
+                s->p_version = 0;
+                s->p_announced = 0;
+                if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
+                        /* kept for the next walks while p_version is */
+                        s->maps_off = p->maps_off;
+                        s->maps_n = p->maps_n;
+                        s->p_version = p->version; /* versions start at 1 */
+                        s->p_announced = p->start_tick_ns == 0;
+                }
+        }
+        return p;
+}
+
+/* How the walk uses the entry: its tables, under its version in the
+ * sampler's walks (slot SCRATCH_ONCPU_USER), whose caches are keyed by it,
+ * without one (no caches) in the others'; frame pointers all the way
+ * without an entry. */
+static __always_inline void walk_use_proc(struct ustack_state *s, __u32 slot) {
+        if (s->p_version) {
+                __u64 version = slot == SCRATCH_ONCPU_USER ? s->p_version : 0;
+
+                /* the last walk's mapping, found in this same version of
+                 * the process's mappings, is still the one it was */
+                if (!version || version != s->version)
+                        s->m_start = s->m_end = 0;
+                s->fp_only = 0;
+                s->version = version;
+        } else {
+                s->m_start = s->m_end = 0;
+                s->fp_only = 1;
+                s->version = 0;
+        }
+}
+
+/* The walk's end: the memo slot saved (the sampler), the frames and the
+ * reason the walk ended into f, *announced (if asked for) and the
+ * counters. Returns the reason. */
+static __always_inline __u8 walk_end(struct ustack_state *s, struct walk_window *w, struct profd_frames *f,
+                                     bool *announced) {
+        __u8 end;
+
+        if (s->version)
+                walk_memo_save(s, w);
+        end = s->end;
+        if (end == END_WALKING)
+                end = PROFD_END_DEPTH;
+        if (s->fp_only && end != PROFD_END_COMPLETE)
+                end = PROFD_END_NO_PROCESS;
+        f->n = s->n;
+        f->end = end;
+        if (announced)
+                *announced = s->p_announced; /* set with p_version only */
+
+        counter_add(PROFD_CNT_USER_WALKS, 1);
+        if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
+                counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
+        return end;
+}
+
+/* A walk that met an ip in no mapping of the process's entry tells the
+ * daemon, once per process until the daemon looked at its mappings again.
+ * p: the entry if the walk looked it up. */
+static __always_inline void walk_report_miss(struct task_struct *task, struct ustack_state *s,
+                                             struct profd_unwind_proc *p, __u32 tgid, __u64 start) {
+        if (!p)
+                p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+        if (p && p->version == s->p_version && !p->miss_sent) {
+                p->miss_sent = 1;
+                announce(PROFD_EVENT_UNWIND_MISS, task, tgid, start);
+        }
+}
+
 /* Walks the user stack of the current task (which must be `task`) from the
  * registers saved when it entered the kernel into the scratch frames of
  * slot (f, from scratch_get(slot)), and sets f->end. A process without an
@@ -673,116 +583,105 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                                               bool *announced) {
         struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
         struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
-        struct profd_unwind_proc *p = NULL;
+        struct profd_unwind_proc *p;
         struct ustack_state *s;
-        __u32 tgid = task->tgid, epoch;
+        __u32 tgid = task->tgid;
         __u64 start;
-        __u8 end;
 
         f->n = 0;
         f->end = PROFD_END_COMPLETE;
         if (announced)
                 *announced = false;
-        if (!regs || !w) {
-                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+        s = walk_start(regs, w, f);
+        if (!s)
                 return false;
-        }
-        s = &w->s;
-        s->ip = PT_REGS_IP(regs);
-        s->sp = PT_REGS_SP(regs);
-        s->bp = PT_REGS_FP(regs);
-        if (s->ip == 0) {
-                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
-                return false;
-        }
-        f->ips[0] = s->ip;
-        s->win_base = 0;
-        s->win_len = 0;
-        s->read_hi = 0;
-        s->n = 1;
-        s->end = END_WALKING;
-        s->exact_ip = 1;
-
         start = process_start_ns(task);
-        /* The process's unwind entry: what this walker's last lookup found,
-         * if it was for the same process instance and unwind_epoch did not
-         * move since (no entry changed: the slice it names is the one a
-         * lookup would find now), else looked up. Read before the lookup:
-         * an entry changed in between is looked up again next time. A
-         * cold hash lookup cost the sampler ~1 us a sample here
-         * (docs/performance.md); the epoch is next to `generation` in
-         * .bss, which the program has read already. */
-        epoch = *(volatile __u32 *) &unwind_epoch;
-        if (s->p_tgid != tgid || s->p_start != start || s->p_epoch != epoch) {
-                p = bpf_map_lookup_elem(&unwind_procs, &tgid);
-                s->p_tgid = tgid;
-                s->p_start = start;
-                s->p_epoch = epoch;
-                s->p_version = 0;
-                s->p_announced = 0;
-                if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
-                        /* kept for the next walks while p_version is */
-                        s->maps_off = p->maps_off;
-                        s->maps_n = p->maps_n;
-                        s->p_version = p->version; /* versions start at 1 */
-                        s->p_announced = p->start_tick_ns == 0;
-                }
-        }
-        if (s->p_version) {
-                __u64 version = slot == SCRATCH_ONCPU_USER ? s->p_version : 0;
-
-                /* the last walk's mapping, found in this same version of
-                 * the process's mappings, is still the one it was */
-                if (!version || version != s->version)
-                        s->m_start = s->m_end = 0;
-                s->fp_only = 0;
-                s->version = version;
-        } else {
-                s->m_start = s->m_end = 0;
-                s->fp_only = 1;
-                s->version = 0;
-        }
+        p = walk_find_proc(s, tgid, start);
+        walk_use_proc(s, slot);
         if (s->version) {
-                struct walk_memo_slot *m;
+                struct walk_memo_slot *m = walk_memo_begin(s, task->pid);
 
-                s->memo_slot = (task->pid * 0x9e3779b1U) >> 28;
-                m = walk_memo_slot(s->memo_slot);
-                s->memo_ok = m && m->version == s->version;
-                s->memo_pos = 0;
-                s->memo_n = 0;
-                s->memo_dirty = 0;
                 if (m)
                         span_read(s, w, m->read_hi);
         }
         bpf_loop(PROFD_MAX_FRAMES, unwind_frame_cb, &slot, 0);
-        if (s->version)
-                walk_memo_save(s, w);
-        end = s->end;
-        if (end == END_WALKING)
-                end = PROFD_END_DEPTH;
-        if (s->fp_only && end != PROFD_END_COMPLETE)
-                end = PROFD_END_NO_PROCESS;
-        f->n = s->n;
-        f->end = end;
-        if (announced)
-                *announced = s->p_announced; /* set with p_version only */
-
-        counter_add(PROFD_CNT_USER_WALKS, 1);
-        if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
-                counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
-        /* once per process until the daemon looked at its mappings again */
-        if (end == PROFD_END_NO_MAPPING && !s->fp_only) {
-                if (!p)
-                        p = bpf_map_lookup_elem(&unwind_procs, &tgid);
-                if (p && p->version == s->p_version && !p->miss_sent) {
-                        p->miss_sent = 1;
-                        announce(PROFD_EVENT_UNWIND_MISS, task, tgid, start);
-                }
-        }
+        if (walk_end(s, w, f, announced) == PROFD_END_NO_MAPPING && !s->fp_only)
+                walk_report_miss(task, s, p, tgid, start);
         return true;
 }
 
 #else
+
+/* Walks the user stack of the current task (which must be `task`) by frame
+ * pointers, from the registers saved when it entered the kernel, into f.
+ * Unlike the kernel's walker it follows a frame pointer only if it points
+ * into the stack above the stack pointer, each next one higher still: code
+ * built without frame pointers uses the register for data, and reading such
+ * a value as an address mostly faults, which costs microseconds. The walk
+ * ends at the first frame that is not plausible. slot picks the window.
+ * Returns false (and counts it) if there are no user registers. */
+static __always_inline bool user_stack_walk(struct task_struct *task, struct profd_frames *f, __u32 slot,
+                                            __u16 *span) {
+        struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
+        struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
+        __u64 ip, sp, fp, lo, first_fp, base = 0, len = 0, cap = WALK_FIRST;
+
+        f->n = 0;
+        f->end = PROFD_END_COMPLETE;
+        if (!regs || !w) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return false;
+        }
+        /* direct loads from the BTF-typed registers: no helper call */
+        ip = PT_REGS_IP(regs);
+        sp = PT_REGS_SP(regs);
+        fp = PT_REGS_FP(regs);
+        if (ip == 0) {
+                counter_add(PROFD_DROP_USER_STACK_ERROR, 1);
+                return false;
+        }
+        f->ips[0] = ip;
+        f->n = 1;
+        lo = sp;
+        first_fp = fp;
+        /* the same cap for every read of this walk: a cap that changed
+         * between iterations would multiply the verifier's states */
+        if (span && *span > WALK_FIRST)
+                cap = *span <= WALK_WINDOW ? *span : WALK_WINDOW;
+        for (__u32 i = 1; i < PROFD_MAX_FRAMES; i++) {
+                __u64 off, next, ret;
+
+                if (fp < lo || fp - sp >= USER_STACK_SPAN || (fp & 7))
+                        break;
+                if (fp < base || fp + 16 > base + len) {
+                        /* refill: from fp to the end of its page, at most a window */
+                        len = 4096 - (fp & 4095);
+                        if (len < 16)
+                                len = 16; /* a frame straddling two pages */
+                        if (len > cap)
+                                len = cap;
+                        if (len > WALK_WINDOW)
+                                len = WALK_WINDOW;
+                        base = fp;
+                        if (bpf_probe_read_user(w->bytes, len, (void *) fp))
+                                break;
+                }
+                off = fp - base;
+                if (off > WALK_WINDOW - 16)
+                        break;
+                next = *(__u64 *) &w->bytes[off];
+                ret = *(__u64 *) &w->bytes[off + 8];
+                if (ret < 4096)
+                        break; /* not a code address: the end of the chain */
+                f->ips[i] = ret;
+                f->n = i + 1;
+                lo = fp + 16;
+                fp = next;
+        }
+        if (span)
+                *span = lo > first_fp && lo - first_fp <= WALK_WINDOW ? lo - first_fp : 0;
+        return true;
+}
 
 /* Other architectures: frame pointers (see user_stack_walk). */
 static __always_inline bool user_stack_unwind(struct task_struct *task, struct profd_frames *f, __u32 slot,

@@ -1,0 +1,766 @@
+/* Unit test of the BPF walker, without root: bpf/unwind.bpf.h and the
+ * headers under it compiled in user space against a shim (bpf-shim/, first
+ * on the include path: map definitions stay plain variables, and the
+ * helpers are defined below over arrays and a small hash, user reads over a
+ * recorded stack, bpf_loop a loop, one CPU). The stacks are recorded from a
+ * fixture (tests/data/unwind/stopped.c, with and without frame pointers)
+ * stopped at a known call chain: its registers by ptrace, its stack and
+ * mappings from /proc. The tables come from the daemon's table builder,
+ * laid out in unwind_rows, unwind_maps and unwind_procs as the daemon's
+ * unwinder writes them. Asserted: the known frames, symbolized, down to
+ * main and _start; the same frames with the caches off (a scheduler slot)
+ * and on (the sampler's), cold, warm, and filled by another stack; after
+ * the process's entry changed (a new version with other rules, a table in
+ * a new slice and the old one overwritten, another process instance), no
+ * stale cache entry used; the node cache across generations.
+ *
+ * Usage: test-bpf-walker FIXTURE_NOFP FIXTURE_FP (WALKER_VERBOSE=1: print
+ * the frames of each stack) */
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../bpf/unwind.bpf.h"
+#include "procmaps.h"
+#include "tests.h"
+#include "unwind-table.h"
+
+/* --- the shim's maps and helpers ------------------------------------------ */
+
+/* A map as the helpers see it: its definition's address (what the headers
+ * pass), its type, and its entries (a hash keeps a used flag per slot). */
+struct shim_map {
+        const void *def;
+        int type;
+        size_t key_size, value_size, max;
+        uint8_t *keys, *values;
+        bool *used;
+        size_t lookups, updates; /* counted: which memory a walk touched */
+};
+
+static struct shim_map shim_maps[24];
+static size_t n_shim_maps;
+
+static void shim_map_add(const void *def, int type, size_t key_size, size_t value_size, size_t max) {
+        struct shim_map *m = &shim_maps[n_shim_maps++];
+
+        *m = (struct shim_map) { .def = def, .type = type, .key_size = key_size, .value_size = value_size,
+                                 .max = max };
+        m->keys = calloc(max, key_size);
+        m->values = calloc(max, value_size);
+        m->used = calloc(max, sizeof(*m->used));
+        if (!m->keys || !m->values || !m->used)
+                abort();
+}
+
+/* The type, key and value sizes as a map definition's members declare them. */
+#define SHIM_MAP(m, max) \
+        shim_map_add(&(m), sizeof(*(m).type) / sizeof(int), sizeof(*(m).key), sizeof(*(m).value), max)
+
+static struct shim_map *shim_map_of(const void *def) {
+        for (size_t i = 0; i < n_shim_maps; i++)
+                if (shim_maps[i].def == def)
+                        return &shim_maps[i];
+        fprintf(stderr, "a map the shim does not know\n");
+        abort();
+}
+
+static bool shim_is_array(const struct shim_map *m) {
+        return m->type == BPF_MAP_TYPE_ARRAY || m->type == BPF_MAP_TYPE_PERCPU_ARRAY;
+}
+
+/* The slot of key in a hash, or -1. */
+static ssize_t shim_hash_find(const struct shim_map *m, const void *key) {
+        for (size_t i = 0; i < m->max; i++)
+                if (m->used[i] && memcmp(m->keys + i * m->key_size, key, m->key_size) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void shim_map_clear(const void *def) {
+        struct shim_map *m = shim_map_of(def);
+
+        memset(m->values, 0, m->max * m->value_size);
+        memset(m->used, 0, m->max * sizeof(*m->used));
+}
+
+void *bpf_map_lookup_elem(void *map, const void *key) {
+        struct shim_map *m = shim_map_of(map);
+        ssize_t i;
+
+        m->lookups++;
+        if (shim_is_array(m)) {
+                uint32_t idx;
+
+                memcpy(&idx, key, sizeof(idx));
+                return idx < m->max ? m->values + idx * m->value_size : NULL;
+        }
+        i = shim_hash_find(m, key);
+        return i < 0 ? NULL : m->values + (size_t) i * m->value_size;
+}
+
+long bpf_map_update_elem(void *map, const void *key, const void *value, __u64 flags) {
+        struct shim_map *m = shim_map_of(map);
+        ssize_t i;
+
+        m->updates++;
+        if (shim_is_array(m)) {
+                uint32_t idx;
+
+                memcpy(&idx, key, sizeof(idx));
+                if (idx >= m->max)
+                        return -E2BIG;
+                memcpy(m->values + idx * m->value_size, value, m->value_size);
+                return 0;
+        }
+        i = shim_hash_find(m, key);
+        if (i >= 0 && flags == BPF_NOEXIST)
+                return -EEXIST;
+        for (size_t k = 0; i < 0 && k < m->max; k++)
+                if (!m->used[k])
+                        i = (ssize_t) k;
+        if (i < 0)
+                return -E2BIG;
+        m->used[i] = true;
+        memcpy(m->keys + (size_t) i * m->key_size, key, m->key_size);
+        memcpy(m->values + (size_t) i * m->value_size, value, m->value_size);
+        return 0;
+}
+
+long bpf_map_delete_elem(void *map, const void *key) {
+        struct shim_map *m = shim_map_of(map);
+        ssize_t i = shim_hash_find(m, key);
+
+        if (i < 0)
+                return -ENOENT;
+        m->used[i] = false;
+        return 0;
+}
+
+/* The user memory the walk may read: a recorded stack. */
+static struct {
+        uint64_t base;
+        const uint8_t *bytes;
+        size_t len;
+} shim_mem;
+static struct pt_regs shim_regs;
+
+long bpf_probe_read_user(void *dst, __u32 size, const void *unsafe_ptr) {
+        uint64_t a = (uint64_t) (uintptr_t) unsafe_ptr;
+
+        if (a < shim_mem.base || a - shim_mem.base > shim_mem.len || size > shim_mem.len - (a - shim_mem.base)) {
+                memset(dst, 0, size); /* as the helper does on a fault */
+                return -EFAULT;
+        }
+        memcpy(dst, shim_mem.bytes + (a - shim_mem.base), size);
+        return 0;
+}
+
+long bpf_loop(__u32 nr_loops, long (*callback_fn)(__u32 index, void *ctx), void *ctx, __u64 flags) {
+        __u32 i = 0;
+
+        while (i < nr_loops)
+                if (callback_fn(i++, ctx))
+                        break;
+        return i;
+}
+
+__u32 bpf_get_smp_processor_id(void) {
+        return 0;
+}
+
+static struct profd_event shim_event;
+static unsigned shim_events[PROFD_EVENT_UNWIND_MISS + 1];
+
+void *bpf_ringbuf_reserve(void *ringbuf, __u64 size, __u64 flags) {
+        return size <= sizeof(shim_event) ? &shim_event : NULL;
+}
+
+void bpf_ringbuf_submit(void *data, __u64 flags) {
+        const struct profd_event *e = data;
+
+        if (e->type < sizeof(shim_events) / sizeof(shim_events[0]))
+                shim_events[e->type]++;
+}
+
+long bpf_task_pt_regs(struct task_struct *task) {
+        return (long) (uintptr_t) &shim_regs;
+}
+
+/* The programs' globals (proc.bpf.c defines them there). */
+__u32 generation, unwind_epoch, samples_log_slots, samples_log_cpus;
+
+#define ROWS_MAX (1u << 21)
+#define MAPS_MAX 4096u
+
+static void shim_init(void) {
+        SHIM_MAP(counts_0, 256);
+        SHIM_MAP(counts_1, 256);
+        SHIM_MAP(frames8_0, 256);
+        SHIM_MAP(frames8_1, 256);
+        SHIM_MAP(frames16_0, 256);
+        SHIM_MAP(frames16_1, 256);
+        SHIM_MAP(frames32_0, 256);
+        SHIM_MAP(frames32_1, 256);
+        SHIM_MAP(counters, 1);
+        SHIM_MAP(seen, 64);
+        SHIM_MAP(unwind_rows, ROWS_MAX);
+        SHIM_MAP(unwind_maps, MAPS_MAX);
+        SHIM_MAP(unwind_procs, 64);
+        SHIM_MAP(walk_windows, SCRATCH__MAX);
+        SHIM_MAP(row_cache, 1);
+}
+
+/* --- stacks recorded from the fixture -------------------------------------- */
+
+/* A table built for one file mapping: its rows, then its index, as the
+ * unwinder lays them out in unwind_rows. */
+struct table {
+        struct profd_unwind_row *slots;
+        size_t rows, n_slots;
+        uint32_t shift;
+};
+
+struct recording {
+        const char *what;
+        const char *const *chain; /* the known frames, innermost first */
+        bool from_leaf;           /* chain[0] is frame 0 (else libc's frames come first) */
+        bool fp;                  /* built with frame pointers */
+        pid_t pid;
+        uint64_t start;           /* the process instance's start (made up) */
+        struct pt_regs regs;
+        uint64_t stack_base;
+        uint8_t *stack;
+        size_t stack_len;
+        struct profd_unwind_mapping maps[64]; /* rows_off relative to the recording's tables */
+        struct table tables[64];              /* per mapping; slots NULL: no table (FP) */
+        uint32_t rows_off[64];                /* where publish wrote them */
+        bool written[64];
+        char *paths[64];
+        size_t n_maps;
+        Dwfl *dwfl;
+};
+
+static const char *const chain_raise[] = { "inner", "middle", "outer", "main", NULL };
+static const char *const chain_spin[] = { "spin_leaf", "inner", "middle", "outer", "main", NULL };
+
+static int table_build(const char *path, struct table *ret) {
+        _cleanup_(unwind_table_done) struct unwind_table t = {};
+        Elf *elf;
+        int fd, r;
+
+        *ret = (struct table) {};
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        r = elf ? unwind_table_build(elf, &t) : -EINVAL;
+        if (r >= 0) {
+                size_t index = unwind_index_size(&t, &ret->shift);
+
+                ret->rows = t.n;
+                ret->n_slots = t.n + index;
+                ret->slots = calloc(ret->n_slots, sizeof(*ret->slots));
+                if (!ret->slots)
+                        abort();
+                memcpy(ret->slots, t.rows, t.n * sizeof(*t.rows));
+                if (index > 0)
+                        unwind_index_write(&t, ret->shift, ret->slots + t.n);
+        }
+        if (elf)
+                elf_end(elf);
+        close(fd);
+        return r;
+}
+
+static int mapping_bias(const char *path, uint64_t start, uint64_t offset, uint64_t *ret) {
+        Elf *elf;
+        int fd, r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        r = elf ? unwind_mapping_bias(elf, start, offset, ret) : -EINVAL;
+        if (elf)
+                elf_end(elf);
+        close(fd);
+        return r;
+}
+
+/* Reads the child's executable mappings with their tables (a file with
+ * CFI: TABLE; else, the vDSO and anonymous code: FP) and its stack, from
+ * the stack pointer's page to the end of the stack's mapping. */
+static int record_memory(struct recording *r) {
+        char path[64], line[4096];
+        FILE *f;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int) r->pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                struct procmap m = {};
+                struct profd_unwind_mapping *u = &r->maps[r->n_maps];
+                uint64_t bias = 0;
+
+                if (procmap_parse_line(line, &m) < 0)
+                        continue;
+                if (m.path && strcmp(m.path, "[stack]") == 0 && r->regs.sp >= m.start && r->regs.sp < m.end) {
+                        r->stack_base = r->regs.sp & ~4095ULL;
+                        r->stack_len = m.end - r->stack_base;
+                }
+                if (m.executable && r->n_maps < 64) {
+                        bool file = m.path && m.path[0] == '/';
+                        struct table *t = &r->tables[r->n_maps];
+
+                        *u = (struct profd_unwind_mapping) { .start = m.start, .end = m.end,
+                                                             .kind = PROFD_MAPPING_FP };
+                        if (file && table_build(m.path, t) >= 0 && mapping_bias(m.path, m.start, m.offset, &bias) >= 0) {
+                                u->bias = bias;
+                                u->kind = PROFD_MAPPING_TABLE;
+                                u->rows_n = (uint32_t) t->rows;
+                                u->index_shift = t->shift;
+                        }
+                        r->paths[r->n_maps] = m.path ? strdup(m.path) : NULL;
+                        r->n_maps++;
+                }
+                procmap_done(&m);
+        }
+        fclose(f);
+        if (!r->stack_len)
+                return -ENOENT;
+        r->stack = malloc(r->stack_len);
+        snprintf(path, sizeof(path), "/proc/%d/mem", (int) r->pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (!r->stack || fd < 0 || pread(fd, r->stack, r->stack_len, (off_t) r->stack_base) != (ssize_t) r->stack_len) {
+                if (fd >= 0)
+                        close(fd);
+                return -EIO;
+        }
+        close(fd);
+        return 0;
+}
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+        .find_elf = dwfl_linux_proc_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+/* The name of the function at pc in the recorded process, or "?". */
+static const char *symbolize(const struct recording *r, uint64_t pc) {
+        Dwfl_Module *mod = dwfl_addrmodule(r->dwfl, pc);
+        const char *name = mod ? dwfl_module_addrname(mod, pc) : NULL;
+
+        return name ? name : "?";
+}
+
+static bool stopped_in(const struct recording *r, const char *function) {
+        return strcmp(symbolize(r, r->regs.ip), function) == 0;
+}
+
+/* The child's exit: 77 if it could not be traced, else -ECHILD. */
+static int child_exited(struct recording *r, int status) {
+        r->pid = 0; /* reaped */
+        return WIFEXITED(status) && WEXITSTATUS(status) == 77 ? 77 : -ECHILD;
+}
+
+/* Waits for the child to stop and takes its registers: 0, -EAGAIN when
+ * it was not yet where the recording wants it (then it runs on), 77 if
+ * it could not be traced, or a negative errno. */
+static int record_regs(struct recording *r) {
+        struct user_regs_struct regs;
+        int status;
+
+        if (waitpid(r->pid, &status, 0) != r->pid)
+                return -ECHILD;
+        if (!WIFSTOPPED(status))
+                return child_exited(r, status);
+        if (ptrace(PTRACE_GETREGS, r->pid, NULL, &regs) < 0)
+                return -errno;
+        r->regs = (struct pt_regs) { .ip = regs.rip, .sp = regs.rsp, .bp = regs.rbp };
+        if (!r->dwfl) {
+                r->dwfl = dwfl_begin(&dwfl_callbacks);
+                if (!r->dwfl || dwfl_linux_proc_report(r->dwfl, r->pid) != 0 ||
+                    dwfl_report_end(r->dwfl, NULL, NULL) != 0)
+                        return -EIO;
+        }
+        if (r->from_leaf && !stopped_in(r, r->chain[0])) {
+                ptrace(PTRACE_CONT, r->pid, NULL, NULL);
+                return -EAGAIN;
+        }
+        return 0;
+}
+
+/* Runs the fixture until it stops where the recording wants it, and
+ * records it. The child stays stopped (its mappings are symbolized
+ * through it) until recording_done. Returns 0, 77 if it may not be
+ * traced here, or a negative errno. */
+static int record(struct recording *r, const char *fixture, bool spin) {
+        int out[2], tries = 0, status, k = 0;
+        char ready[8];
+
+        r->from_leaf = spin;
+        r->chain = spin ? chain_spin : chain_raise;
+        if (pipe(out) < 0)
+                return -errno;
+        r->pid = fork();
+        if (r->pid < 0)
+                return -errno;
+        if (r->pid == 0) {
+                dup2(out[1], STDOUT_FILENO);
+                execl(fixture, fixture, spin ? "spin" : "raise", (char *) NULL);
+                _exit(127);
+        }
+        close(out[1]);
+        if (spin && read(out[0], ready, sizeof(ready)) <= 0)
+                k = waitpid(r->pid, &status, 0) == r->pid ? child_exited(r, status) : -ECHILD;
+        close(out[0]);
+        do {
+                if (k != 0 && k != -EAGAIN)
+                        return k;
+                if (spin) {
+                        nanosleep(&(struct timespec) { .tv_nsec = 20 * 1000 * 1000 }, NULL);
+                        kill(r->pid, SIGSTOP);
+                }
+                k = record_regs(r);
+        } while (k != 0 && ++tries < 200);
+        if (k != 0)
+                return k;
+        r->start = 1000000 + (uint64_t) r->pid;
+        return record_memory(r);
+}
+
+static void recording_done(struct recording *r) {
+        if (r->pid > 0) {
+                kill(r->pid, SIGKILL);
+                waitpid(r->pid, NULL, 0);
+        }
+        if (r->dwfl)
+                dwfl_end(r->dwfl);
+        for (size_t i = 0; i < r->n_maps; i++) {
+                free(r->tables[i].slots);
+                free(r->paths[i]);
+        }
+        free(r->stack);
+}
+
+/* --- publishing tables as the daemon does ----------------------------------- */
+
+static uint32_t rows_next, maps_next;
+static uint32_t rows_scribbled; /* the slots below are garbage (scribble_published) */
+static uint64_t versions;
+
+enum publish_mode {
+        PUBLISH_TABLES,     /* every table, in the slices written before if any */
+        PUBLISH_MOVED,      /* every table, in new slices */
+        PUBLISH_FIXTURE_FP, /* the fixture's own mappings without a table: other rules */
+};
+
+/* Writes the recording's tables (once, as the unwinder shares a file's
+ * table between its processes, or again into new slices) and mappings,
+ * then its entry under a new version, and moves the epoch: the unwinder's
+ * order. Returns the version. */
+static uint64_t publish(struct recording *r, enum publish_mode mode) {
+        struct profd_unwind_row *rows = (void *) shim_map_of(&unwind_rows)->values;
+        struct profd_unwind_mapping *maps = (void *) shim_map_of(&unwind_maps)->values;
+        struct profd_unwind_proc p = { .start_ns = r->start, .maps_off = maps_next, .maps_n = (uint32_t) r->n_maps,
+                                       .version = ++versions };
+        uint32_t tgid = (uint32_t) r->pid;
+
+        for (size_t i = 0; i < r->n_maps; i++) {
+                struct profd_unwind_mapping m = r->maps[i];
+                const struct table *t = &r->tables[i];
+                bool fixture = r->paths[i] && strstr(r->paths[i], "stopped");
+
+                if (m.kind == PROFD_MAPPING_TABLE && mode == PUBLISH_FIXTURE_FP && fixture) {
+                        m = (struct profd_unwind_mapping) { .start = m.start, .end = m.end, .kind = PROFD_MAPPING_FP };
+                } else if (m.kind == PROFD_MAPPING_TABLE) {
+                        if (!r->written[i] || r->rows_off[i] < rows_scribbled || mode == PUBLISH_MOVED) {
+                                if (rows_next + t->n_slots > ROWS_MAX)
+                                        abort();
+                                memcpy(rows + rows_next, t->slots, t->n_slots * sizeof(*rows));
+                                r->rows_off[i] = rows_next;
+                                r->written[i] = true;
+                                rows_next += (uint32_t) t->n_slots;
+                        }
+                        m.rows_off = r->rows_off[i];
+                }
+                if (maps_next >= MAPS_MAX)
+                        abort();
+                maps[maps_next++] = m;
+        }
+        CHECK(bpf_map_update_elem(&unwind_procs, &tgid, &p, BPF_ANY) == 0);
+        __sync_fetch_and_add(&unwind_epoch, 1);
+        return p.version;
+}
+
+/* Overwrites every slot published so far with rows no walk may follow: a
+ * slice released and reused. */
+static void scribble_published(void) {
+        struct profd_unwind_row *rows = (void *) shim_map_of(&unwind_rows)->values;
+        struct profd_unwind_mapping *maps = (void *) shim_map_of(&unwind_maps)->values;
+
+        for (uint32_t i = 0; i < rows_next; i++)
+                rows[i] = (struct profd_unwind_row) { .pc = i, .kind = PROFD_UNWIND_UNSUPPORTED };
+        for (uint32_t i = 0; i < maps_next; i++)
+                maps[i] = (struct profd_unwind_mapping) { .start = 4096, .end = 8192, .kind = PROFD_MAPPING_PENDING };
+        rows_scribbled = rows_next;
+}
+
+/* --- walks -------------------------------------------------------------------- */
+
+static size_t table_lookups(void) {
+        return shim_map_of(&unwind_rows)->lookups + shim_map_of(&unwind_maps)->lookups;
+}
+
+/* Walks the recorded stack from slot (SCRATCH_ONCPU_USER: the sampler's,
+ * with the caches), as the process instance start. */
+static struct profd_frames walk_as(const struct recording *r, __u32 slot, uint64_t start) {
+        struct task_struct task = { .pid = r->pid, .tgid = r->pid, .start_boottime = start };
+        struct profd_frames *f = scratch_get(slot);
+        bool announced;
+
+        task.group_leader = &task;
+        shim_regs = r->regs;
+        shim_mem.base = r->stack_base;
+        shim_mem.bytes = r->stack;
+        shim_mem.len = r->stack_len;
+        CHECK(f && user_stack_unwind(&task, f, slot, &announced));
+        return *f;
+}
+
+static struct profd_frames walk(const struct recording *r, __u32 slot) {
+        return walk_as(r, slot, r->start);
+}
+
+static bool same_frames(const struct profd_frames *a, const struct profd_frames *b) {
+        return a->n == b->n && a->end == b->end && memcmp(a->ips, b->ips, a->n * sizeof(a->ips[0])) == 0;
+}
+
+static void print_frames(const struct recording *r, const char *title, const struct profd_frames *f) {
+        fprintf(stderr, "%s, %s: %u frames, end %u\n", r->what, title, f->n, f->end);
+        for (__u32 i = 0; i < f->n && i < PROFD_MAX_FRAMES; i++)
+                fprintf(stderr, "  #%u %#" PRIx64 " %s\n", i, (uint64_t) f->ips[i],
+                        symbolize(r, i ? f->ips[i] - 1 : f->ips[i]));
+}
+
+/* The walk found the known chain, then main's callers down to _start,
+ * and ended there complete. */
+static bool known_frames(const struct recording *r, const struct profd_frames *f) {
+        __u32 i = 0, k;
+
+        if (f->end != PROFD_END_COMPLETE || f->n < 2)
+                return false;
+        if (!r->from_leaf)
+                while (i < f->n && strcmp(symbolize(r, f->ips[i] - (i ? 1 : 0)), r->chain[0]) != 0)
+                        i++;
+        for (k = 0; r->chain[k]; k++, i++)
+                if (i >= f->n || strcmp(symbolize(r, f->ips[i] - (i ? 1 : 0)), r->chain[k]) != 0)
+                        return false;
+        return strcmp(symbolize(r, f->ips[f->n - 1] - 1), "_start") == 0;
+}
+
+#define CHECK_SAME(r, a, b)                                \
+        do {                                               \
+                if (!same_frames(a, b)) {                  \
+                        print_frames(r, #a, a);            \
+                        print_frames(r, #b, b);            \
+                }                                          \
+                CHECK(same_frames(a, b));                  \
+        } while (0)
+
+/* The frames, with the caches off and on: cold, warm (every rule from
+ * the caches: no lookup in the tables), and after another stack filled
+ * them. */
+static void test_frames(struct recording *r, struct recording *other) {
+        struct profd_frames off, on, again;
+        size_t lookups;
+
+        publish(r, PUBLISH_TABLES);
+        off = walk(r, SCRATCH_SWITCH_USER);
+        if (!known_frames(r, &off) || getenv("WALKER_VERBOSE"))
+                print_frames(r, "caches off", &off);
+        CHECK(known_frames(r, &off));
+        again = walk(r, SCRATCH_WAKER_USER);
+        CHECK_SAME(r, &again, &off);
+
+        shim_map_clear(&row_cache);
+        on = walk(r, SCRATCH_ONCPU_USER);
+        CHECK_SAME(r, &on, &off);
+        lookups = table_lookups();
+        on = walk(r, SCRATCH_ONCPU_USER);
+        CHECK_SAME(r, &on, &off);
+        CHECK_INT_EQ(table_lookups() - lookups, 0);
+
+        publish(other, PUBLISH_TABLES);
+        again = walk(other, SCRATCH_ONCPU_USER);
+        CHECK(known_frames(other, &again));
+        on = walk(r, SCRATCH_ONCPU_USER);
+        CHECK_SAME(r, &on, &off);
+}
+
+/* A new entry for the process: the walks follow it, whatever the caches
+ * hold from the one before. The new version is one whose leaf cache set
+ * and walk memo slot are those of the old one, so that an entry of the
+ * old version is there to be (wrongly) found. */
+static void test_versions(struct recording *r) {
+        struct profd_frames tables, fp_off, fp_on, none, other_start;
+        uint32_t tgid = (uint32_t) r->pid;
+        uint64_t v1, v2;
+        int tries = 0;
+
+        v1 = publish(r, PUBLISH_TABLES);
+        tables = walk(r, SCRATCH_SWITCH_USER);
+        (void) walk(r, SCRATCH_ONCPU_USER); /* the caches hold the tables' rules */
+        (void) walk(r, SCRATCH_ONCPU_USER);
+
+        /* other rules for the fixture's code */
+        do
+                v2 = publish(r, PUBLISH_FIXTURE_FP);
+        while (leaf_cache_set(v2) != leaf_cache_set(v1) && ++tries < 256);
+        CHECK(leaf_cache_set(v2) == leaf_cache_set(v1));
+        fp_off = walk(r, SCRATCH_SWITCH_USER);
+        fp_on = walk(r, SCRATCH_ONCPU_USER);
+        CHECK_SAME(r, &fp_on, &fp_off);
+        if (!r->fp)
+                CHECK(!same_frames(&fp_off, &tables)); /* the test sees a change */
+
+        /* the tables again, in new slices, the old ones scribbled over */
+        scribble_published();
+        publish(r, PUBLISH_MOVED);
+        fp_on = walk(r, SCRATCH_ONCPU_USER);
+        CHECK_SAME(r, &fp_on, &tables);
+        fp_off = walk(r, SCRATCH_SWITCH_USER);
+        CHECK_SAME(r, &fp_off, &tables);
+
+        /* another instance of the pid: the entry is not its own */
+        other_start = walk_as(r, SCRATCH_ONCPU_USER, r->start + 1);
+        CHECK(bpf_map_delete_elem(&unwind_procs, &tgid) == 0);
+        __sync_fetch_and_add(&unwind_epoch, 1);
+        none = walk(r, SCRATCH_ONCPU_USER);
+        CHECK_SAME(r, &other_start, &none);
+        CHECK(none.end == PROFD_END_COMPLETE || none.end == PROFD_END_NO_PROCESS);
+        publish(r, PUBLISH_TABLES);
+}
+
+/* The stack as the maps of the generation gen hold it under id. */
+static bool stored_frames(__u32 gen, __u64 id, struct profd_frames *ret) {
+        ret->n = 0;
+        ret->end = 0;
+        for (int depth = 0; id != PROFD_NODE_ROOT && depth < 8; depth++) {
+                void *maps[3][2] = { { &frames8_0, &frames8_1 }, { &frames16_0, &frames16_1 },
+                                     { &frames32_0, &frames32_1 } };
+                const struct profd_node32 *nd;
+
+                if (PROFD_ID_CLASS(id) >= 3)
+                        return false;
+                nd = bpf_map_lookup_elem(maps[PROFD_ID_CLASS(id)][GEN_MAPS(gen)], &id);
+                if (!nd || ret->n + nd->h.n > PROFD_MAX_FRAMES)
+                        return false;
+                if (ret->n == 0)
+                        ret->end = nd->h.end;
+                memcpy(&ret->ips[ret->n], nd->ips, nd->h.n * sizeof(nd->ips[0]));
+                ret->n += nd->h.n;
+                id = nd->h.parent;
+        }
+        return id == PROFD_NODE_ROOT;
+}
+
+static size_t frames_updates(void) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < n_shim_maps; i++)
+                if (shim_maps[i].value_size == sizeof(struct profd_node8) ||
+                    shim_maps[i].value_size == sizeof(struct profd_node16) ||
+                    shim_maps[i].value_size == sizeof(struct profd_node32))
+                        n += shim_maps[i].updates;
+        return n;
+}
+
+static void clear_frames_maps(void) {
+        void *maps[] = { &frames8_0, &frames8_1, &frames16_0, &frames16_1, &frames32_0, &frames32_1 };
+
+        for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+                shim_map_clear(maps[i]);
+}
+
+/* frames_store and its node cache: a stack stored again in the same
+ * generation is found in the cache (no update), and stored again in a
+ * later generation whose maps the drain emptied, never taken from the
+ * cache of the one before. */
+static void test_node_cache(const struct recording *r) {
+        struct profd_frames f = walk(r, SCRATCH_SWITCH_USER), got;
+        __u64 id, id2;
+        size_t updates;
+
+        clear_frames_maps();
+        id = frames_store(0, &f, SCRATCH_ONCPU_USER, 0);
+        CHECK(id != PROFD_STACK_LOST && id != PROFD_STACK_NONE);
+        CHECK(stored_frames(0, id, &got));
+        CHECK_SAME(r, &got, &f);
+
+        updates = frames_updates();
+        id2 = frames_store(0, &f, SCRATCH_ONCPU_USER, 0);
+        CHECK(id2 == id);
+        CHECK_INT_EQ(frames_updates() - updates, 0);
+
+        clear_frames_maps(); /* the drain of generation 0 */
+        id2 = frames_store(2, &f, SCRATCH_ONCPU_USER, 0);
+        CHECK(id2 == id);
+        CHECK(frames_updates() > updates);
+        CHECK(stored_frames(2, id2, &got));
+        CHECK_SAME(r, &got, &f);
+
+        id2 = frames_store(3, &f, SCRATCH_ONCPU_USER, 0);
+        CHECK(stored_frames(3, id2, &got));
+        CHECK_SAME(r, &got, &f);
+}
+
+int main(int argc, char *argv[]) {
+        struct recording rec[4] = {
+                { .what = "nofp raise" }, { .what = "nofp spin" },
+                { .what = "fp raise", .fp = true }, { .what = "fp spin", .fp = true },
+        };
+        int r = 0;
+
+        if (argc != 3) {
+                fprintf(stderr, "Usage: %s FIXTURE_NOFP FIXTURE_FP\n", argv[0]);
+                return 2;
+        }
+        /* names from the files' own symbol tables: never a download */
+        unsetenv("DEBUGINFOD_URLS");
+        elf_version(EV_CURRENT);
+        shim_init();
+        for (size_t i = 0; i < 4 && r == 0; i++) {
+                r = record(&rec[i], argv[1 + rec[i].fp], i % 2 == 1);
+                if (r < 0)
+                        fprintf(stderr, "Recording %s failed: %s\n", rec[i].what, strerror(-r));
+        }
+        if (r == 77)
+                fprintf(stderr, "The fixture may not be traced here: skipped.\n");
+        for (size_t i = 0; i < 4 && r == 0; i++) {
+                test_frames(&rec[i], &rec[(i + 1) % 4]);
+                test_versions(&rec[i]);
+                test_node_cache(&rec[i]);
+        }
+        for (size_t i = 0; i < 4; i++)
+                recording_done(&rec[i]);
+        if (r == 77)
+                return 77;
+        CHECK(r == 0);
+        TESTS_DONE();
+}
