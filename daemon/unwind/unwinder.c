@@ -28,6 +28,7 @@
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
+#include "mapfile.h"
 #include "procmaps.h"
 #include "rangealloc.h"
 #include "unwind-table.h"
@@ -87,12 +88,6 @@ const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
  * binaries all day; each known file costs about 250 bytes (with its
  * hash entry and offsets). */
 #define UNUSED_FILES_MAX 1024
-
-/* What identifies a file's contents without reading it. */
-struct file_key {
-        uint64_t dev, ino, size;
-        int64_t mtime_sec, mtime_nsec;
-};
 
 /* Where one mapping offset of the file lands: ELF address of the mapping's
  * start (bias = map_start - vaddr_at). */
@@ -193,14 +188,6 @@ static uint64_t mono_ns(void) {
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
-}
-
-static uint64_t file_key_hash(const void *k) {
-        return hash_bytes(k, sizeof(struct file_key));
-}
-
-static bool file_key_eq(const void *a, const void *b) {
-        return memcmp(a, b, sizeof(struct file_key)) == 0;
 }
 
 static void count_failure(unwinder *u, enum unwinder_failure f) {
@@ -521,28 +508,16 @@ static bool file_find_bias(const struct ufile *f, uint64_t map_offset, uint64_t 
         return false;
 }
 
-/* The two ways to a process's mapped file: map_files reaches the very inode
- * mapped (deleted or replaced files, other mount namespaces), root/PATH the
- * process's view. */
-static void mapped_paths(const unwinder *u, uint32_t pid, const struct procmap *m, char by_map[static 96],
-                         char by_root[static PATH_MAX]) {
-        snprintf(by_map, 96, "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, u->proc_root, pid, m->start, m->end);
-        if (snprintf(by_root, PATH_MAX, "%s/%" PRIu32 "/root%s", u->proc_root, pid, m->path) >= PATH_MAX)
-                by_root[0] = '\0';
-}
-
 /* Reads the ELF file at one of the paths: its table if the file is new,
  * and where mapping offset m->offset lands. Returns 0, or -ENOEXEC when the
  * file cannot be read (walk it by frame pointers), or -ENOMEM. */
-static int file_read(unwinder *u, struct ufile *f, const char *by_map, const char *by_root,
-                     const struct procmap *m, bool build) {
-        _cleanup_close_ int fd = open(by_map, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+static int file_read(unwinder *u, struct ufile *f, const struct mapfile_paths *paths, const struct procmap *m,
+                     bool build) {
+        _cleanup_close_ int fd = mapfile_open(paths);
         uint64_t bias;
         Elf *elf;
         int r;
 
-        if (fd < 0 && by_root[0])
-                fd = open(by_root, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0 || open_elf(fd, &elf) < 0)
                 return -ENOEXEC;
         r = unwind_mapping_bias(elf, m->start, m->offset, &bias);
@@ -557,7 +532,7 @@ static int file_read(unwinder *u, struct ufile *f, const char *by_map, const cha
 }
 
 /* Queues f's table to be built after the current requests. */
-static int build_later(unwinder *u, struct ufile *f, const char *by_map, const char *by_root, const char *path) {
+static int build_later(unwinder *u, struct ufile *f, const struct mapfile_paths *paths, const char *path) {
         if (u->n_builds == u->cap_builds) {
                 size_t nc = u->cap_builds ? u->cap_builds * 2 : 16;
                 struct ufile **b = realloc(u->builds, nc * sizeof(*b));
@@ -569,27 +544,14 @@ static int build_later(unwinder *u, struct ufile *f, const char *by_map, const c
         }
         for (size_t i = 0; i < ELEMENTSOF(f->paths); i++)
                 free(f->paths[i]);
-        f->paths[0] = strdup(by_map);
-        f->paths[1] = by_root[0] ? strdup(by_root) : NULL;
+        f->paths[0] = strdup(paths->by_map);
+        f->paths[1] = paths->by_root[0] ? strdup(paths->by_root) : NULL;
         f->paths[2] = strdup(path);
-        if (!f->paths[0] || (by_root[0] && !f->paths[1]) || !f->paths[2])
+        if (!f->paths[0] || (paths->by_root[0] && !f->paths[1]) || !f->paths[2])
                 return -ENOMEM;
         f->pending = true;
         f->refs++; /* the queue's (the caller holds one: never in the unused list here) */
         u->builds[u->n_builds++] = f;
-        return 0;
-}
-
-/* The identity of the file at one of the paths. */
-static int mapping_key(const char *by_map, const char *by_root, struct file_key *ret) {
-        struct stat st;
-
-        if (stat(by_map, &st) < 0 && (!by_root[0] || stat(by_root, &st) < 0))
-                return -ENOENT;
-        *ret = (struct file_key) {
-                .dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t) st.st_size,
-                .mtime_sec = st.st_mtim.tv_sec, .mtime_nsec = st.st_mtim.tv_nsec,
-        };
         return 0;
 }
 
@@ -599,7 +561,7 @@ static int mapping_key(const char *by_map, const char *by_root, struct file_key 
  * caller; NULL: walk the mapping by frame pointers), or -ENOMEM. */
 static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, const struct file_key *key,
                         struct ufile **ret, uint64_t *ret_vaddr_at) {
-        char by_map[96], by_root[PATH_MAX];
+        struct mapfile_paths paths;
         struct ufile *f = NULL;
         bool is_new = false, build, defer;
         int r;
@@ -609,7 +571,7 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, cons
                 count_failure(u, UNWINDER_FAIL_UNREADABLE);
                 return 0;
         }
-        mapped_paths(u, pid, m, by_map, by_root);
+        mapfile_paths(u->proc_root, pid, m->start, m->end, m->path, &paths);
         if (hashmap_get(u->files, key, (void **) &f) < 0) {
                 f = calloc(1, sizeof(*f));
                 if (!f)
@@ -634,7 +596,7 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, cons
         if (build || !file_find_bias(f, m->offset, ret_vaddr_at)) {
                 if (build)
                         f->retry = false;
-                r = file_read(u, f, by_map, by_root, m, build);
+                r = file_read(u, f, &paths, m, build);
                 if (r < 0 || !file_find_bias(f, m->offset, ret_vaddr_at)) {
                         if (is_new)
                                 ufile_free(f);
@@ -656,7 +618,7 @@ static int mapping_file(unwinder *u, uint32_t pid, const struct procmap *m, cons
                 }
         }
         if (defer) {
-                r = build_later(u, f, by_map, by_root, m->path);
+                r = build_later(u, f, &paths, m->path);
                 if (r < 0) {
                         file_unreserve(u, f);
                         file_unref(u, f, mono_ns());
@@ -846,10 +808,10 @@ static int exec_mappings_read(unwinder *u, uint32_t tgid, char *text, struct exe
                 }
                 em->n++;
                 if (is_file_mapping(&e->m)) {
-                        char by_map[96], by_root[PATH_MAX];
+                        struct mapfile_paths paths;
 
-                        mapped_paths(u, tgid, &e->m, by_map, by_root);
-                        e->keyed = mapping_key(by_map, by_root, &e->key) >= 0;
+                        mapfile_paths(u->proc_root, tgid, e->m.start, e->m.end, e->m.path, &paths);
+                        e->keyed = mapfile_key(&paths, &e->key) >= 0;
                 }
                 if (e->keyed && hashmap_get(u->files, &e->key, (void **) &f) == 0) {
                         if (array_grow((void **) &em->pins, &em->cap_pins, em->n_pins + 1, sizeof(*em->pins)) < 0)
@@ -1329,14 +1291,16 @@ static int build_next(unwinder *u) {
         f->pending = false;
         for (size_t p = 0; p < ELEMENTSOF(f->paths); p++) {
                 _cleanup_close_ int fd = f->paths[p] ? open(f->paths[p], O_RDONLY | O_CLOEXEC | O_NOCTTY) : -EBADF;
+                struct file_key key;
                 struct stat st;
                 Elf *elf;
 
                 /* the process that mapped it may be gone: the same file by
                  * another way, if it is the same file */
-                if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != f->key.dev || st.st_ino != f->key.ino ||
-                    (uint64_t) st.st_size != f->key.size || st.st_mtim.tv_sec != f->key.mtime_sec ||
-                    st.st_mtim.tv_nsec != f->key.mtime_nsec || open_elf(fd, &elf) < 0)
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        continue;
+                key = file_key_from_stat(&st);
+                if (!file_key_eq(&key, &f->key) || open_elf(fd, &elf) < 0)
                         continue;
                 file_build(u, f, elf, fd, f->paths[2]);
                 elf_end(elf);
