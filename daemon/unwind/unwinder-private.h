@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "hashmap.h"
+#include "loopthread.h"
 #include "helpers.h"
 #include "rangealloc.h"
 #include "unwinder.h"
@@ -67,12 +68,10 @@ struct unwinder {
         char *proc_root;
         uint64_t tick_ns;          /* /proc's clock tick */
         uint64_t page;             /* bytes */
-        pthread_t thread;
-        bool started;
+        loopthread *thread;        /* the worker */
+        int wake_fd;               /* eventfd: requests were queued */
 
         pthread_mutex_t lock;      /* guards the fields below up to `stats` */
-        pthread_cond_t wake;
-        bool stop;
         struct request *queue;
         size_t n_queue, cap_queue;
         struct unwinder_stats stats;
@@ -81,6 +80,9 @@ struct unwinder {
         int loaded_fd;             /* eventfd: loaded has entries */
 
         /* the worker's own */
+        sd_event_source *wake_src; /* wake_fd on the worker's loop */
+        sd_event_source *due_src;  /* the timer of the next due work */
+        bool scanned;              /* the processes running at start were listed */
         rangealloc *rows_alloc, *maps_alloc;
         uint64_t versions;         /* of unwind_procs entries written (struct profd_unwind_proc.version) */
         uint64_t mapped_max;       /* the most of the arrays mapped at once, bytes */

@@ -1,7 +1,9 @@
 /* The unwinder manager (see unwinder.h): its API and its thread. One
- * worker thread owns the file table cache (unwind-files.c), the processes'
+ * worker thread (loopthread.h: an sd-event loop of its own) owns the file table cache (unwind-files.c), the processes'
  * mapping slices (unwind-procs.c) and the writes into the kernel's unwind
- * maps; the event loop only queues requests. */
+ * maps; the event loop only queues requests, which reach the thread
+ * through an eventfd. Work that comes due later (follow-ups, the sweep,
+ * deferred misses) runs from one timer set to the next due time. */
 #include "unwinder.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -19,6 +22,7 @@
 #include "heap.h"
 #include "helpers.h"
 #include "log.h"
+#include "loopthread.h"
 #include "macro.h"
 #include "rangealloc.h"
 #include "unwind-files.h"
@@ -93,89 +97,136 @@ static void publish_stats(unwinder *u) {
         pthread_mutex_unlock(&u->lock);
 }
 
-static void *worker(void *userdata) {
-        unwinder *u = userdata;
-        bool scanned = false;
+/* One pass of the worker, as the loop found it due: the requests queued
+ * since the last, the follow-ups due, the start's scan (a few processes
+ * at a time: requests of new processes go first), one queued large table,
+ * the sweep when due. Returns 0 or -ENOMEM. */
+static int work_pass(unwinder *u) {
+        struct request *q;
+        size_t n_q;
         int r = 0;
 
-        /* named, so top -H and profd's tests tell the threads apart */
-        (void) pthread_setname_np(pthread_self(), "profd-unwind");
+        pthread_mutex_lock(&u->lock);
+        q = TAKE_PTR(u->queue);
+        n_q = u->n_queue;
+        u->n_queue = u->cap_queue = 0;
+        pthread_mutex_unlock(&u->lock);
 
-        for (;;) {
-                struct request *q = NULL;
-                size_t n_q = 0;
-                uint64_t now = mono_ns();
-
-                pthread_mutex_lock(&u->lock);
-                if (scanned && !u->stop && u->n_queue == 0 && u->n_builds == 0 && u->n_scan == 0 &&
-                    now < MIN(u->next_sweep_ns, uproc_followup_next_ns(u))) {
-                        struct timespec until;
-                        uint64_t wait_ns = MIN(u->next_sweep_ns, uproc_followup_next_ns(u)) - now;
-
-                        clock_gettime(CLOCK_MONOTONIC, &until);
-                        until.tv_sec += wait_ns / NSEC_PER_SEC;
-                        until.tv_nsec += wait_ns % NSEC_PER_SEC;
-                        if (until.tv_nsec >= (long) NSEC_PER_SEC) {
-                                until.tv_sec++;
-                                until.tv_nsec -= NSEC_PER_SEC;
-                        }
-                        (void) pthread_cond_timedwait(&u->wake, &u->lock, &until);
-                }
-                if (u->stop) {
-                        pthread_mutex_unlock(&u->lock);
-                        break;
-                }
-                q = TAKE_PTR(u->queue);
-                n_q = u->n_queue;
-                u->n_queue = u->cap_queue = 0;
-                pthread_mutex_unlock(&u->lock);
-
-                for (size_t i = 0; r >= 0 && i < n_q; i++)
-                        r = uproc_request(u, &q[i]);
-                free(q);
-                if (r >= 0 && u->n_followups > 0)
-                        r = uproc_followups_run(u);
-                if (r >= 0 && !scanned) {
-                        r = uproc_scan_list(u);
-                        scanned = true;
-                }
-                /* a few at a time: requests of new processes go first */
-                if (r >= 0 && u->n_scan > 0)
-                        r = uproc_scan_some(u, 2);
-                /* one large table at a time, requests in between; status
-                 * shows it queued while it is built (seconds) */
-                if (r >= 0 && u->n_builds > 0) {
-                        publish_stats(u);
-                        r = ufile_build_next(u);
-                }
-                if (r >= 0 && mono_ns() >= u->next_sweep_ns) {
-                        r = uproc_sweep(u);
-                        u->next_sweep_ns = mono_ns() + SWEEP_NS;
-                }
-                publish_stats(u);
-                /* Building tables leaves megabytes of small free chunks
-                 * (libdw's CFI caches, the rows) in this thread's arena,
-                 * which glibc keeps resident; a host's first scan alone
-                 * left 19 MiB there. Given back when the builds are over,
-                 * not between two of them. */
-                if (r >= 0 && u->trim_due && u->n_builds == 0 && u->n_scan == 0) {
-                        bool idle;
-
-                        pthread_mutex_lock(&u->lock);
-                        idle = u->n_queue == 0;
-                        pthread_mutex_unlock(&u->lock);
-                        if (idle) {
-                                heap_trim();
-                                u->trim_due = false;
-                        }
-                }
-                if (r < 0) {
-                        log_error_errno(r, "The unwinder ran out of memory; processes from now on are walked by "
-                                           "frame pointers: %m");
-                        break;
-                }
+        for (size_t i = 0; r >= 0 && i < n_q; i++)
+                r = uproc_request(u, &q[i]);
+        free(q);
+        if (r >= 0 && u->n_followups > 0)
+                r = uproc_followups_run(u);
+        if (r >= 0 && !u->scanned) {
+                r = uproc_scan_list(u);
+                u->scanned = true;
         }
-        return NULL;
+        if (r >= 0 && u->n_scan > 0)
+                r = uproc_scan_some(u, 2);
+        /* one large table at a time, requests in between; status shows it
+         * queued while it is built (seconds) */
+        if (r >= 0 && u->n_builds > 0) {
+                publish_stats(u);
+                r = ufile_build_next(u);
+        }
+        if (r >= 0 && mono_ns() >= u->next_sweep_ns) {
+                r = uproc_sweep(u);
+                u->next_sweep_ns = mono_ns() + SWEEP_NS;
+        }
+        publish_stats(u);
+        return r;
+}
+
+/* Building tables leaves megabytes of small free chunks (libdw's CFI
+ * caches, the rows) in this thread's arena, which glibc keeps resident; a
+ * host's first scan alone left 19 MiB there. Given back when the builds
+ * are over, not between two of them. */
+static void trim_if_idle(unwinder *u) {
+        bool idle;
+
+        if (!u->trim_due || u->n_builds > 0 || u->n_scan > 0)
+                return;
+        pthread_mutex_lock(&u->lock);
+        idle = u->n_queue == 0;
+        pthread_mutex_unlock(&u->lock);
+        if (idle) {
+                heap_trim();
+                u->trim_due = false;
+        }
+}
+
+/* When the next pass is due: at once while work is left (queued requests,
+ * the scan, queued builds), else at the next sweep, deferred miss or
+ * follow-up. CLOCK_MONOTONIC ns. */
+static uint64_t next_due_ns(unwinder *u) {
+        bool queued;
+
+        pthread_mutex_lock(&u->lock);
+        queued = u->n_queue > 0;
+        pthread_mutex_unlock(&u->lock);
+        if (queued || u->n_builds > 0 || u->n_scan > 0 || !u->scanned)
+                return 0;
+        return MIN(u->next_sweep_ns, uproc_followup_next_ns(u));
+}
+
+/* Runs a pass and sets the timer to the next due time. Out of memory ends
+ * the loop: the kernel keeps what was written, and processes from then on
+ * are walked by frame pointers. */
+static int run_and_rearm(unwinder *u) {
+        uint64_t due;
+        int r;
+
+        r = work_pass(u);
+        if (r >= 0)
+                trim_if_idle(u);
+        if (r < 0) {
+                log_error_errno(r, "The unwinder ran out of memory; processes from now on are walked by "
+                                   "frame pointers: %m");
+                return sd_event_exit(sd_event_source_get_event(u->due_src), 0);
+        }
+        /* in microseconds, rounded up: a timer that fired early would find
+         * nothing due and fire again at once */
+        due = next_due_ns(u);
+        r = sd_event_source_set_time(u->due_src, (due + NSEC_PER_USEC - 1) / NSEC_PER_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(u->due_src, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "The unwinder cannot set its timer, stopping: %m");
+        return r;
+}
+
+/* Requests arrived (unwinder_request wrote the eventfd). */
+static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        eventfd_t ignored;
+
+        (void) eventfd_read(fd, &ignored);
+        return run_and_rearm(userdata);
+}
+
+/* Work is due: the first pass, a sweep, a deferred miss, a follow-up, or
+ * what the last pass left (the scan, queued builds). */
+static int on_due(sd_event_source *s, uint64_t usec, void *userdata) {
+        return run_and_rearm(userdata);
+}
+
+/* On the thread: its sources, the timer due at once for the first pass
+ * (the scan of the processes already running). Accuracy 1 us: sd-event's
+ * default (250 ms) would hold back a follow-up due 1 ms later. */
+static int loop_setup(sd_event *event, void *userdata) {
+        unwinder *u = userdata;
+        int r;
+
+        r = sd_event_add_io(event, &u->wake_src, u->wake_fd, EPOLLIN, on_wake, u);
+        if (r >= 0)
+                r = sd_event_add_time(event, &u->due_src, CLOCK_MONOTONIC, 0, 1, on_due, u);
+        return r;
+}
+
+static void loop_done(void *userdata) {
+        unwinder *u = userdata;
+
+        u->wake_src = sd_event_source_unref(u->wake_src);
+        u->due_src = sd_event_source_unref(u->due_src);
 }
 
 int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root, unwinder **ret) {
@@ -198,19 +249,9 @@ int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root
         u->procs = hashmap_new_u64();
         u->next_sweep_ns = mono_ns() + SWEEP_NS;
         u->loaded_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        u->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         pthread_mutex_init(&u->lock, NULL);
-        {
-                /* the worker's deadlines are CLOCK_MONOTONIC (the default,
-                 * CLOCK_REALTIME, would read them as 1970: every wait would
-                 * time out at once and the worker spin) */
-                pthread_condattr_t monotonic;
-
-                pthread_condattr_init(&monotonic);
-                pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-                pthread_cond_init(&u->wake, &monotonic);
-                pthread_condattr_destroy(&monotonic);
-        }
-        if (u->loaded_fd < 0) {
+        if (u->loaded_fd < 0 || u->wake_fd < 0) {
                 r = negative_errno();
                 unwinder_free(u);
                 return r;
@@ -219,12 +260,12 @@ int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root
                 unwinder_free(u);
                 return -ENOMEM;
         }
-        r = -pthread_create(&u->thread, NULL, worker, u);
+        /* named, so top -H and profd's tests tell the threads apart */
+        r = loopthread_start("profd-unwind", loop_setup, loop_done, u, &u->thread);
         if (r < 0) {
                 unwinder_free(u);
                 return r;
         }
-        u->started = true;
         *ret = u;
         return 0;
 }
@@ -236,13 +277,7 @@ unwinder *unwinder_free(unwinder *u) {
 
         if (!u)
                 return NULL;
-        if (u->started) {
-                pthread_mutex_lock(&u->lock);
-                u->stop = true;
-                pthread_cond_signal(&u->wake);
-                pthread_mutex_unlock(&u->lock);
-                pthread_join(u->thread, NULL);
-        }
+        u->thread = loopthread_stop(u->thread);
         if (u->procs) {
                 while (hashmap_iterate(u->procs, &i, &k, &v)) {
                         struct uproc *p = v;
@@ -266,11 +301,11 @@ unwinder *unwinder_free(unwinder *u) {
                 elf_end(u->vdso_elf);
         rangealloc_free(u->rows_alloc);
         rangealloc_free(u->maps_alloc);
-        pthread_cond_destroy(&u->wake);
         pthread_mutex_destroy(&u->lock);
         free(u->queue);
         free(u->loaded);
         safe_close(u->loaded_fd);
+        safe_close(u->wake_fd);
         free(u->proc_root);
         free(u);
         return NULL;
@@ -311,7 +346,7 @@ void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t ev
         u->queue[u->n_queue++] = (struct request) {
                 .tgid = tgid, .type = event_type, .start_ns = start_ns, .queued_ns = mono_ns(),
         };
-        pthread_cond_signal(&u->wake);
+        (void) eventfd_write(u->wake_fd, 1);
         pthread_mutex_unlock(&u->lock);
 }
 
