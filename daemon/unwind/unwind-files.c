@@ -307,6 +307,8 @@ static int file_read(unwinder *u, struct ufile *f, const struct mapfile_paths *p
                 r = file_add_bias(f, m->offset, m->start - bias);
         else
                 r = -ENOEXEC;
+        /* Runtime walkers' discovery (runtime.h) will run here, on the
+         * same elf, once per file: its result kept in f with the table. */
         if (r >= 0 && build)
                 file_build(u, f, elf, fd, m->path);
         elf_end(elf);
