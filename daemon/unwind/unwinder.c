@@ -1,9 +1,10 @@
 /* The unwinder manager (see unwinder.h): its API and its thread. One
- * worker thread (loopthread.h: an sd-event loop of its own) owns the file table cache (unwind-files.c), the processes'
- * mapping slices (unwind-procs.c) and the writes into the kernel's unwind
- * maps; the event loop only queues requests, which reach the thread
- * through an eventfd. Work that comes due later (follow-ups, the sweep,
- * deferred misses) runs from one timer set to the next due time. */
+ * worker thread (loopthread.h: an sd-event loop of its own) owns the file
+ * table cache (unwind-files.c), the processes' mapping slices
+ * (unwind-procs.c) and the writes into the kernel's unwind maps; the event
+ * loop only queues requests, which reach the thread through an eventfd.
+ * Work that comes due later (follow-ups, the sweep, deferred misses) runs
+ * from one timer set to the next due time. */
 #include "unwinder.h"
 
 #include <errno.h>
