@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hashmap.h"
+#include "macro.h"
 
 struct file_key file_key_from_stat(const struct stat *st) {
         return (struct file_key) {
@@ -29,8 +30,9 @@ bool file_key_eq(const void *a, const void *b) {
 
 void mapfile_paths(const char *proc_root, uint32_t pid, uint64_t start, uint64_t end, const char *path,
                    struct mapfile_paths *ret) {
-        snprintf(ret->by_map, sizeof(ret->by_map), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, proc_root, pid,
-                 start, end);
+        if (snprintf(ret->by_map, sizeof(ret->by_map), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, proc_root,
+                     pid, start, end) >= (int) sizeof(ret->by_map))
+                ret->by_map[0] = '\0';
         if (!path ||
             snprintf(ret->by_root, sizeof(ret->by_root), "%s/%" PRIu32 "/root%s", proc_root, pid, path) >=
                     (int) sizeof(ret->by_root))
@@ -38,17 +40,26 @@ void mapfile_paths(const char *proc_root, uint32_t pid, uint64_t start, uint64_t
 }
 
 int mapfile_open(const struct mapfile_paths *p) {
-        int fd = open(p->by_map, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        const char *paths[] = { p->by_map, p->by_root };
+        int r = -ENOENT;
 
-        if (fd < 0 && p->by_root[0])
-                fd = open(p->by_root, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        return fd >= 0 ? fd : -errno;
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                int fd;
+
+                if (!paths[i][0])
+                        continue;
+                fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd >= 0)
+                        return fd;
+                r = -errno;
+        }
+        return r;
 }
 
 int mapfile_key(const struct mapfile_paths *p, struct file_key *ret) {
         struct stat st;
 
-        if (stat(p->by_map, &st) < 0 && (!p->by_root[0] || stat(p->by_root, &st) < 0))
+        if ((!p->by_map[0] || stat(p->by_map, &st) < 0) && (!p->by_root[0] || stat(p->by_root, &st) < 0))
                 return -ENOENT;
         *ret = file_key_from_stat(&st);
         return 0;

@@ -27,9 +27,10 @@ bool file_key_eq(const void *a, const void *b);
 /* The two ways to a process's mapped file, in the order they are tried:
  * map_files reaches the very inode mapped (deleted or replaced files,
  * other mount namespaces), root/PATH the process's view of its path.
- * by_root is empty when the path is too long (or there is none). */
+ * Either is empty when it does not fit (a long proc_root or path), by_root
+ * when there is no path. */
 struct mapfile_paths {
-        char by_map[96];
+        char by_map[256];
         char by_root[PATH_MAX];
 };
 

@@ -51,6 +51,6 @@ int uproc_followups_run(unwinder *u);
  * evicts unused files past UNUSED_FILES_MAX. Returns 0 or -ENOMEM. */
 int uproc_sweep(unwinder *u);
 /* Lists the processes running at start (u->scan), then loads them at
- * most max at a time. Return 0 or -ENOMEM. */
+ * most max at a time. Each returns 0 or -ENOMEM. */
 int uproc_scan_list(unwinder *u);
 int uproc_scan_some(unwinder *u, size_t max);

@@ -50,6 +50,11 @@ static void test_paths(void) {
         mapfile_paths("/proc", 1, 0x1000, 0x2000, long_path, &p);
         CHECK_STR_EQ(p.by_root, "");
         CHECK_STR_EQ(p.by_map, "/proc/1/map_files/1000-2000");
+        /* a proc_root too long for map_files: neither path, nothing opened */
+        long_path[300] = '\0';
+        mapfile_paths(long_path, 1, 0x1000, 0x2000, "/lib/x.so", &p);
+        CHECK_STR_EQ(p.by_map, "");
+        CHECK(mapfile_open(&p) < 0);
         free(long_path);
 }
 
