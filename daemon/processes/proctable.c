@@ -22,6 +22,7 @@
 #include "jitmap.h"
 #include "log.h"
 #include "macro.h"
+#include "mapfile.h"
 #include "procmaps.h"
 #include "helpers.h"
 
@@ -171,21 +172,16 @@ static int mapping_cmp(const void *a, const void *b) {
         return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Opens the mapped file: map_files reaches the very inode mapped (deleted or
- * replaced files, other mount namespaces); root/PATH reaches the process's
- * file system view. -1 if neither works (the writer then tries the path). */
+/* Opens the mapped file the one way every stage does (mapfile_open): its
+ * map_files link, then root/PATH. -1 if neither works (the writer then
+ * tries the path). */
 static int open_mapping_file(const char *proc_root, uint32_t pid, const struct proc_mapping *m) {
-        char path[PATH_MAX];
+        struct mapfile_paths paths;
         int fd;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, proc_root, pid, m->start,
-                 m->end);
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd >= 0)
-                return fd;
-        if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/root%s", proc_root, pid, m->path) < (int) sizeof(path))
-                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        return fd;
+        mapfile_paths(proc_root, pid, m->start, m->end, m->path, &paths);
+        fd = mapfile_open(&paths);
+        return fd >= 0 ? fd : -1;
 }
 
 /* Reads the symbols of a mapping's file (through its fd while it is open)

@@ -81,24 +81,6 @@ struct sym_file {
         uint64_t demangled_bytes; /* the demangled map */
 };
 
-uint64_t file_key_hash(const void *k) {
-        return hash_bytes(k, sizeof(struct file_key));
-}
-
-bool file_key_eq(const void *a, const void *b) {
-        return memcmp(a, b, sizeof(struct file_key)) == 0;
-}
-
-struct file_key file_key_from_stat(const struct stat *st) {
-        return (struct file_key) {
-                .dev = (uint64_t) st->st_dev,
-                .ino = (uint64_t) st->st_ino,
-                .size = (uint64_t) st->st_size,
-                .mtime_sec = (uint64_t) st->st_mtim.tv_sec,
-                .mtime_nsec = (uint64_t) st->st_mtim.tv_nsec,
-        };
-}
-
 sym_file *sym_file_free(sym_file *f) {
         const void *key;
         void *value;

@@ -9,6 +9,7 @@
 
 #include "hashmap.h"
 #include "macro.h"
+#include "mapfile.h"
 
 typedef struct symbolizer symbolizer;
 typedef struct sym_file sym_file;
@@ -97,19 +98,8 @@ const char *sym_file_debug_path(const sym_file *f);
  * at the map's 3/4 load factor, rounded up. */
 #define HASH_ENTRY_BYTES 32
 
-/* Identity of a file's contents as far as stat can tell; every field is
- * 64-bit so the struct has no padding and can be hashed as bytes. */
-struct file_key {
-        uint64_t dev;
-        uint64_t ino;
-        uint64_t size;
-        uint64_t mtime_sec;
-        uint64_t mtime_nsec;
-};
-struct file_key file_key_from_stat(const struct stat *st);
-/* For a hashmap keyed by struct file_key *. */
-uint64_t file_key_hash(const void *k);
-bool file_key_eq(const void *a, const void *b);
+/* Files are keyed by their contents' identity (struct file_key), the same
+ * the unwinder keys its tables by. */
 
 struct debug_search;
 

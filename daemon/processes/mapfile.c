@@ -1,0 +1,66 @@
+/* A file's identity and the paths to a process's mapped file (mapfile.h). */
+#include "mapfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "macro.h"
+
+struct file_key file_key_from_stat(const struct stat *st) {
+        return (struct file_key) {
+                .dev = (uint64_t) st->st_dev,
+                .ino = (uint64_t) st->st_ino,
+                .size = (uint64_t) st->st_size,
+                .mtime_sec = (uint64_t) st->st_mtim.tv_sec,
+                .mtime_nsec = (uint64_t) st->st_mtim.tv_nsec,
+        };
+}
+
+uint64_t file_key_hash(const void *k) {
+        return hash_bytes(k, sizeof(struct file_key));
+}
+
+bool file_key_eq(const void *a, const void *b) {
+        return memcmp(a, b, sizeof(struct file_key)) == 0;
+}
+
+void mapfile_paths(const char *proc_root, uint32_t pid, uint64_t start, uint64_t end, const char *path,
+                   struct mapfile_paths *ret) {
+        if (snprintf(ret->by_map, sizeof(ret->by_map), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, proc_root,
+                     pid, start, end) >= (int) sizeof(ret->by_map))
+                ret->by_map[0] = '\0';
+        if (!path ||
+            snprintf(ret->by_root, sizeof(ret->by_root), "%s/%" PRIu32 "/root%s", proc_root, pid, path) >=
+                    (int) sizeof(ret->by_root))
+                ret->by_root[0] = '\0';
+}
+
+int mapfile_open(const struct mapfile_paths *p) {
+        const char *paths[] = { p->by_map, p->by_root };
+        int r = -ENOENT;
+
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                int fd;
+
+                if (!paths[i][0])
+                        continue;
+                fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd >= 0)
+                        return fd;
+                r = -errno;
+        }
+        return r;
+}
+
+int mapfile_key(const struct mapfile_paths *p, struct file_key *ret) {
+        struct stat st;
+
+        if ((!p->by_map[0] || stat(p->by_map, &st) < 0) && (!p->by_root[0] || stat(p->by_root, &st) < 0))
+                return -ENOENT;
+        *ret = file_key_from_stat(&st);
+        return 0;
+}

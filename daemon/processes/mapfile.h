@@ -1,0 +1,46 @@
+/* One identity for a file's contents (struct file_key) and one way to reach
+ * a file a process maps: its /proc/PID/map_files link, then the path in the
+ * process's root. The unwinder keys its tables and the symbolizer its files
+ * by the one; the unwinder and the process snapshots open files by the
+ * other. */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* Identity of a file's contents as far as stat can tell; every field is
+ * 64-bit so the struct has no padding and can be hashed as bytes. */
+struct file_key {
+        uint64_t dev;
+        uint64_t ino;
+        uint64_t size;
+        uint64_t mtime_sec;
+        uint64_t mtime_nsec;
+};
+struct file_key file_key_from_stat(const struct stat *st);
+/* For a hashmap keyed by struct file_key *. */
+uint64_t file_key_hash(const void *k);
+bool file_key_eq(const void *a, const void *b);
+
+/* The two ways to a process's mapped file, in the order they are tried:
+ * map_files reaches the very inode mapped (deleted or replaced files,
+ * other mount namespaces), root/PATH the process's view of its path.
+ * Either is empty when it does not fit (a long proc_root or path), by_root
+ * when there is no path. */
+struct mapfile_paths {
+        char by_map[256];
+        char by_root[PATH_MAX];
+};
+
+/* The paths to the file process pid maps at [start, end) from path (as
+ * /proc/PID/maps names it; NULL: none), under proc_root ("/proc"). */
+void mapfile_paths(const char *proc_root, uint32_t pid, uint64_t start, uint64_t end, const char *path,
+                   struct mapfile_paths *ret);
+/* Opens the file read-only by the first path that works. Returns the fd,
+ * or the negative errno of the last path tried. */
+int mapfile_open(const struct mapfile_paths *p);
+/* The identity of the file at the first path that stat reaches. Returns 0,
+ * or -ENOENT when neither does. */
+int mapfile_key(const struct mapfile_paths *p, struct file_key *ret);

@@ -1,0 +1,494 @@
+/* The unwinder's file-table cache (unwind-files.h): the unused-file list,
+ * room for rows and its reservation, building a table into the kernel's
+ * rows, and the queue of large tables built later. */
+#include "unwind-files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "unwind-procs.h"
+#include "unwind-table.h"
+
+/* --- the unused-file list ------------------------------------------------ */
+
+static void lru_unlink(unwinder *u, struct ufile *f) {
+        u->n_unused--;
+        if (f->lru_prev)
+                f->lru_prev->lru_next = f->lru_next;
+        else if (u->lru_head == f)
+                u->lru_head = f->lru_next;
+        if (f->lru_next)
+                f->lru_next->lru_prev = f->lru_prev;
+        else if (u->lru_tail == f)
+                u->lru_tail = f->lru_prev;
+        f->lru_prev = f->lru_next = NULL;
+}
+
+void ufile_ref(unwinder *u, struct ufile *f) {
+        if (f->refs++ == 0)
+                lru_unlink(u, f);
+}
+
+void ufile_unref(unwinder *u, struct ufile *f, uint64_t now) {
+        if (--f->refs > 0)
+                return;
+        f->unref_ns = now;
+        u->n_unused++;
+        f->lru_prev = u->lru_tail;
+        f->lru_next = NULL;
+        if (u->lru_tail)
+                u->lru_tail->lru_next = f;
+        else
+                u->lru_head = f;
+        u->lru_tail = f;
+}
+
+void ufile_free(struct ufile *f) {
+        if (!f)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(f->paths); i++)
+                free(f->paths[i]);
+        free(f->biases);
+        free(f);
+}
+
+/* Drops unused file f from the cache, its rows freed as of the moment the
+ * last process stopped using them (so their grace may be over already). */
+void ufile_evict(unwinder *u, struct ufile *f) {
+        bool table = f->slots > 0;
+
+        lru_unlink(u, f);
+        (void) hashmap_remove(u->files, &f->key);
+        if (table)
+                rangealloc_release(u->rows_alloc, f->off, f->slots, f->unref_ns);
+        ufile_free(f);
+        if (table) {
+                pthread_mutex_lock(&u->lock);
+                u->stats.tables_evicted++;
+                pthread_mutex_unlock(&u->lock);
+        }
+}
+
+/* Room for n rows: free rows, else the rows of unused tables. Only the
+ * tables in the one window rangealloc_find_room picks are evicted (those
+ * unused longest, then the fewest rows), and none when no window exists:
+ * evicting every unused table and still finding no room for a large one
+ * made a build host rebuild them all, over and over. Returns 0 with
+ * *ret_off, -ENOSPC or -ENOMEM. */
+static int rows_room(unwinder *u, uint32_t n, uint32_t *ret_off) {
+        _cleanup_free_ struct rangealloc_spare *spare = NULL;
+        uint64_t now = mono_ns();
+        uint32_t off;
+        size_t k = 0;
+        int r;
+
+        rangealloc_reclaim(u->rows_alloc, now);
+        if (rangealloc_alloc(u->rows_alloc, n, ret_off) >= 0)
+                return 0;
+        spare = calloc(u->n_unused + 1, sizeof(*spare));
+        if (!spare)
+                return -ENOMEM;
+        for (struct ufile *f = u->lru_head; f; f = f->lru_next)
+                if (f->slots > 0)
+                        spare[k++] = (struct rangealloc_spare) { f->off, f->slots, f->unref_ns };
+        r = rangealloc_find_room(u->rows_alloc, n, spare, k, now, &off);
+        if (r < 0)
+                return r;
+        for (struct ufile *f = u->lru_head, *next; f; f = next) {
+                next = f->lru_next;
+                if (f->slots > 0 && f->off < off + n && off < f->off + f->slots)
+                        ufile_evict(u, f);
+        }
+        rangealloc_reclaim(u->rows_alloc, now);
+        return rangealloc_alloc(u->rows_alloc, n, ret_off);
+}
+
+/* Sets aside the rows a table that found no room wants, before it is built
+ * again: a build is then never thrown away for want of room. Checking for
+ * room without taking it was not enough on a build host: between the check
+ * and the build (seconds for libLLVM, queued behind others) new compilers
+ * took the unused tables the room was to come from, and a million rows were
+ * built for nothing, again and again. Returns 0 (also when the size is not
+ * known: the build finds its room), -ENOSPC or -ENOMEM. */
+static int file_reserve(unwinder *u, struct ufile *f) {
+        int r;
+
+        if (f->want == 0 || f->resv_n > 0)
+                return 0;
+        r = rows_room(u, f->want, &f->resv_off);
+        if (r >= 0)
+                f->resv_n = f->want;
+        return r;
+}
+
+static void file_unreserve(unwinder *u, struct ufile *f) {
+        if (f->resv_n == 0)
+                return;
+        rangealloc_release(u->rows_alloc, f->resv_off, f->resv_n, mono_ns());
+        f->resv_n = 0;
+}
+
+/* --- building file tables -------------------------------------------------- */
+
+static int open_elf(int fd, Elf **ret) {
+        Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+
+        if (!e)
+                return -ENOEXEC;
+        if (elf_kind(e) != ELF_K_ELF) {
+                elf_end(e);
+                return -ENOEXEC;
+        }
+        *ret = e;
+        return 0;
+}
+
+/* Where a table's rows go as they are read: into its slice of
+ * unwind_rows, planned for at most bound rows, and through its index. */
+struct rows_out {
+        unwinder *u;
+        uint32_t off;
+        size_t bound, n;
+        struct unwind_index_writer index;
+};
+
+static int rows_out_write(void *userdata, const struct profd_unwind_row *rows, size_t n) {
+        struct rows_out *o = userdata;
+        int r;
+
+        if (n > o->bound - o->n)
+                return -EINVAL; /* the reader keeps to its bound: never */
+        r = unwinder_array_write(o->u, o->u->maps.rows_fd, sizeof(*rows), o->off + (uint32_t) o->n, rows, n);
+        if (r < 0)
+                return r;
+        if (o->index.count)
+                unwind_index_add(&o->index, rows, n);
+        o->n += n;
+        return 0;
+}
+
+/* Builds the table of elf into the kernel's rows. Its FDEs tell how many
+ * rows it can have; room for that many (and the index) is found first, and
+ * the rows are written into it as libdw yields them, a piece at a time:
+ * libLLVM's 950 k rows are never all in the heap (they were, with libdw's
+ * FDEs, a 15 MiB peak of RSS), and a table that finds no room is not read
+ * at all. The bound is within 1-3% of the rows made here; what the table
+ * does not use is given back. fd: the file elf reads (-1 for the vDSO),
+ * which the reader maps itself (unwind_reader_new). On failure the file
+ * is kept with no table (frame pointers) when the failure is the file's
+ * own, and the reason counted. */
+static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const char *what) {
+        _cleanup_(unwind_reader_freep) unwind_reader *reader = NULL;
+        _cleanup_free_ struct profd_unwind_row *index = NULL;
+        struct rows_out out = { .u = u };
+        struct unwind_table counts;
+        uint64_t t0 = mono_ns();
+        uint32_t first, last, shift;
+        size_t index_slots, planned, used;
+        bool room = false;
+        int r;
+
+        r = unwind_reader_new(elf, fd, &reader);
+        u->trim_due = true;
+        if (r == 0 && unwind_reader_bound(reader) > MAX_TABLE_ROWS)
+                r = -E2BIG;
+        if (r < 0) {
+                log_debug_errno(r, "No unwind table for %s, walking it by frame pointers: %m", what);
+                count_failure(u, r == -ENODATA ? UNWINDER_FAIL_NO_CFI
+                                 : r == -E2BIG ? UNWINDER_FAIL_ABOVE_4G
+                                 : r == -ENOMEM ? UNWINDER_FAIL_UNREADABLE : UNWINDER_FAIL_BAD_CFI);
+                f->retry = r == -ENOMEM;
+                file_unreserve(u, f);
+                return;
+        }
+        out.bound = unwind_reader_bound(reader);
+        unwind_reader_span(reader, &first, &last);
+        index_slots = unwind_index_plan(out.bound, first, last, &shift);
+        planned = out.bound + index_slots;
+        if (f->resv_n == planned) {
+                out.off = f->resv_off;
+                f->resv_n = 0;
+                r = 0;
+        } else {
+                file_unreserve(u, f);
+                r = rows_room(u, (uint32_t) planned, &out.off);
+        }
+        if (r == -ENOSPC) {
+                log_debug("No room for the %zu unwind row slots of %s (unwind_memory), walking it by frame pointers.",
+                          planned, what);
+                count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
+                pthread_mutex_lock(&u->lock);
+                u->stats.tables_no_room++;
+                pthread_mutex_unlock(&u->lock);
+                f->want = (uint32_t) planned;
+                f->retry = true;
+                return;
+        }
+        room = r >= 0;
+        if (r >= 0 && index_slots > 0) {
+                index = calloc(index_slots, sizeof(*index));
+                if (!index)
+                        r = -ENOMEM;
+                else
+                        unwind_index_begin(&out.index, shift, first, last, index);
+        }
+        if (r >= 0)
+                r = unwind_reader_rows(reader, rows_out_write, &out, &counts);
+        if (r >= 0 && index) {
+                unwind_index_end(&out.index);
+                r = unwinder_array_write(u, u->maps.rows_fd, sizeof(*index), out.off + (uint32_t) out.n, index, index_slots);
+        }
+        if (r < 0) {
+                /* rows may have been written: released as of now */
+                if (room)
+                        rangealloc_release(u->rows_alloc, out.off, (uint32_t) planned, mono_ns());
+                log_debug_errno(r, "Failed to build the unwind rows of %s, walking it by frame pointers: %m", what);
+                /* -EINVAL: more rows than the FDEs allow; else out of
+                 * memory or mappings, built again when next mapped */
+                count_failure(u, r == -EINVAL ? UNWINDER_FAIL_BAD_CFI : UNWINDER_FAIL_UNREADABLE);
+                f->retry = r != -EINVAL;
+                return;
+        }
+        /* The rows the bound left over were never published: free at once. */
+        used = out.n + index_slots;
+        if (used < planned)
+                rangealloc_release(u->rows_alloc, out.off + (uint32_t) used, (uint32_t) (planned - used), 0);
+        f->off = out.off;
+        f->n = (uint32_t) out.n;
+        f->slots = (uint32_t) used;
+        f->index_shift = shift;
+        pthread_mutex_lock(&u->lock);
+        u->stats.tables_built++;
+        u->stats.build_ns += mono_ns() - t0;
+        pthread_mutex_unlock(&u->lock);
+}
+
+static int file_add_bias(struct ufile *f, uint64_t map_offset, uint64_t vaddr_at) {
+        struct offset_bias *b = realloc(f->biases, (f->n_biases + 1) * sizeof(*b));
+
+        if (!b)
+                return -ENOMEM;
+        f->biases = b;
+        b[f->n_biases++] = (struct offset_bias) { map_offset, vaddr_at };
+        return 0;
+}
+
+static bool file_find_bias(const struct ufile *f, uint64_t map_offset, uint64_t *ret_vaddr_at) {
+        for (size_t i = 0; i < f->n_biases; i++)
+                if (f->biases[i].map_offset == map_offset) {
+                        *ret_vaddr_at = f->biases[i].vaddr_at;
+                        return true;
+                }
+        return false;
+}
+
+/* Reads the ELF file at one of the paths: its table if the file is new,
+ * and where mapping offset m->offset lands. Returns 0, or -ENOEXEC when the
+ * file cannot be read (walk it by frame pointers), or -ENOMEM. */
+static int file_read(unwinder *u, struct ufile *f, const struct mapfile_paths *paths, const struct procmap *m,
+                     bool build) {
+        _cleanup_close_ int fd = mapfile_open(paths);
+        uint64_t bias;
+        Elf *elf;
+        int r;
+
+        if (fd < 0 || open_elf(fd, &elf) < 0)
+                return -ENOEXEC;
+        r = unwind_mapping_bias(elf, m->start, m->offset, &bias);
+        if (r >= 0)
+                r = file_add_bias(f, m->offset, m->start - bias);
+        else
+                r = -ENOEXEC;
+        /* Runtime walkers' discovery (runtime.h) will run here, on the
+         * same elf, once per file: its result kept in f with the table. */
+        if (r >= 0 && build)
+                file_build(u, f, elf, fd, m->path);
+        elf_end(elf);
+        return r;
+}
+
+/* Queues f's table to be built after the current requests. */
+static int build_later(unwinder *u, struct ufile *f, const struct mapfile_paths *paths, const char *path) {
+        if (u->n_builds == u->cap_builds) {
+                size_t nc = u->cap_builds ? u->cap_builds * 2 : 16;
+                struct ufile **b = realloc(u->builds, nc * sizeof(*b));
+
+                if (!b)
+                        return -ENOMEM;
+                u->builds = b;
+                u->cap_builds = nc;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(f->paths); i++)
+                free(f->paths[i]);
+        f->paths[0] = strdup(paths->by_map);
+        f->paths[1] = paths->by_root[0] ? strdup(paths->by_root) : NULL;
+        f->paths[2] = strdup(path);
+        if (!f->paths[0] || (paths->by_root[0] && !f->paths[1]) || !f->paths[2])
+                return -ENOMEM;
+        f->pending = true;
+        f->refs++; /* the queue's (the caller holds one: never in the unused list here) */
+        u->builds[u->n_builds++] = f;
+        return 0;
+}
+
+/* The file of mapping m, whose identity is key (NULL: the file could not
+ * be found), and the ELF address its start maps: from the cache when the
+ * file is known, else read now. Returns 0 with *ret (referenced for the
+ * caller; NULL: walk the mapping by frame pointers), or -ENOMEM. */
+int ufile_for_mapping(unwinder *u, uint32_t pid, const struct procmap *m, const struct file_key *key,
+                        struct ufile **ret, uint64_t *ret_vaddr_at) {
+        struct mapfile_paths paths;
+        struct ufile *f = NULL;
+        bool is_new = false, build, defer;
+        int r;
+
+        *ret = NULL;
+        if (!key) {
+                count_failure(u, UNWINDER_FAIL_UNREADABLE);
+                return 0;
+        }
+        mapfile_paths(u->proc_root, pid, m->start, m->end, m->path, &paths);
+        if (hashmap_get(u->files, key, (void **) &f) < 0) {
+                f = calloc(1, sizeof(*f));
+                if (!f)
+                        return -ENOMEM;
+                f->key = *key;
+                f->refs = 1;
+                is_new = true;
+        } else {
+                /* before building: evicting for room never takes it */
+                ufile_ref(u, f);
+        }
+        /* a table that found no room is built again when the file is next
+         * mapped by a process, if its rows can be set aside now */
+        build = is_new || (f->retry && file_reserve(u, f) >= 0);
+        defer = build && key->size > BUILD_INLINE_MAX_BYTES;
+        if (defer) {
+                build = false;
+                f->retry = false;
+        }
+        if (f->retry && !build)
+                count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
+        if (build || !file_find_bias(f, m->offset, ret_vaddr_at)) {
+                if (build)
+                        f->retry = false;
+                r = file_read(u, f, &paths, m, build);
+                if (r < 0 || !file_find_bias(f, m->offset, ret_vaddr_at)) {
+                        if (is_new)
+                                ufile_free(f);
+                        else {
+                                file_unreserve(u, f); /* unread: not built */
+                                ufile_unref(u, f, mono_ns());
+                        }
+                        if (r == -ENOMEM)
+                                return r;
+                        count_failure(u, UNWINDER_FAIL_UNREADABLE);
+                        return 0;
+                }
+        }
+        if (is_new) {
+                r = hashmap_put(u->files, &f->key, f);
+                if (r < 0) {
+                        ufile_free(f);
+                        return r;
+                }
+        }
+        if (defer) {
+                r = build_later(u, f, &paths, m->path);
+                if (r < 0) {
+                        file_unreserve(u, f);
+                        ufile_unref(u, f, mono_ns());
+                        return r;
+                }
+        }
+        *ret = f;
+        return 0;
+}
+
+/* The daemon's own vDSO: the kernel gives every 64-bit process the same
+ * image. NULL if it cannot be read. */
+struct ufile *ufile_vdso(unwinder *u) {
+        const GElf_Ehdr *eh = (const GElf_Ehdr *) getauxval(AT_SYSINFO_EHDR);
+        size_t size;
+
+        if (u->vdso || !eh)
+                return u->vdso;
+        /* the image ends with its section headers */
+        size = eh->e_shoff + (size_t) eh->e_shnum * eh->e_shentsize;
+        u->vdso_elf = elf_memory((char *) eh, size);
+        if (!u->vdso_elf)
+                return NULL;
+        u->vdso = calloc(1, sizeof(*u->vdso));
+        if (!u->vdso)
+                return NULL;
+        file_build(u, u->vdso, u->vdso_elf, -1, "[vdso]");
+        u->vdso->refs = 1; /* never evicted */
+        return u->vdso;
+}
+
+/* Builds the oldest pending table, then publishes again every process
+ * that maps it. */
+int ufile_build_next(unwinder *u) {
+        struct ufile *f = u->builds[0];
+        _cleanup_free_ uint32_t *tgids = NULL;
+        size_t n = 0, i = 0;
+        const void *k;
+        void *v;
+        int r = 0;
+
+        memmove(u->builds, u->builds + 1, --u->n_builds * sizeof(*u->builds));
+        f->pending = false;
+        for (size_t p = 0; p < ELEMENTSOF(f->paths); p++) {
+                _cleanup_close_ int fd = f->paths[p] ? open(f->paths[p], O_RDONLY | O_CLOEXEC | O_NOCTTY) : -EBADF;
+                struct file_key key;
+                struct stat st;
+                Elf *elf;
+
+                /* the process that mapped it may be gone: the same file by
+                 * another way, if it is the same file */
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        continue;
+                key = file_key_from_stat(&st);
+                if (!file_key_eq(&key, &f->key) || open_elf(fd, &elf) < 0)
+                        continue;
+                file_build(u, f, elf, fd, f->paths[2]);
+                elf_end(elf);
+                break;
+        }
+        file_unreserve(u, f); /* not built: the file is gone */
+        for (size_t p = 0; p < ELEMENTSOF(f->paths); p++) {
+                free(f->paths[p]);
+                f->paths[p] = NULL;
+        }
+
+        tgids = calloc(hashmap_size(u->procs) + 1, sizeof(*tgids));
+        if (!tgids) {
+                ufile_unref(u, f, mono_ns());
+                return -ENOMEM;
+        }
+        while (hashmap_iterate(u->procs, &i, &k, &v)) {
+                struct uproc *p = v;
+
+                for (size_t j = 0; j < p->n_files; j++)
+                        if (p->files[j] == f) {
+                                tgids[n++] = p->tgid;
+                                break;
+                        }
+        }
+        for (i = 0; r >= 0 && i < n; i++) {
+                struct uproc *p;
+
+                if (hashmap_get(u->procs, UINT64_TO_KEY(tgids[i]), (void **) &p) == 0)
+                        r = uproc_load(u, p->tgid, p->start, p->tick_ns);
+        }
+        ufile_unref(u, f, mono_ns());
+        return r;
+}

@@ -1,0 +1,55 @@
+/* The unwinder's file-table cache: one table per file (by struct
+ * file_key), shared by every process mapping it, its rows in a slice of
+ * unwind_rows; unused tables kept in an LRU list until their room is
+ * needed; large tables built later, from a queue. Runs on the unwinder's
+ * thread only. */
+#pragma once
+
+#include "mapfile.h"
+#include "procmaps.h"
+#include "unwinder-private.h"
+
+/* Where one mapping offset of the file lands: ELF address of the mapping's
+ * start (bias = map_start - vaddr_at). */
+struct offset_bias {
+        uint64_t map_offset, vaddr_at;
+};
+
+struct ufile {
+        struct file_key key;
+        uint32_t off, n;           /* rows in unwind_rows; n == 0: no table (frame pointers) */
+        uint32_t slots;            /* the slice: the n rows and their index */
+        uint32_t index_shift;      /* of the index (struct profd_unwind_index); 0: none */
+        unsigned refs;             /* live processes' mappings */
+        uint64_t unref_ns;         /* CLOCK_MONOTONIC when refs became 0 */
+        struct ufile *lru_prev, *lru_next; /* in the unused list while refs == 0 */
+        struct offset_bias *biases;
+        size_t n_biases;
+        bool retry;                /* no table for want of room (or memory): build again when next mapped */
+        bool pending;              /* in the build queue: mappings of it are PROFD_MAPPING_PENDING */
+        char *paths[3];            /* pending: where to open it (map_files, root/PATH, PATH) */
+        uint32_t want;             /* rows the table needs, when it found no room */
+        uint32_t resv_off, resv_n; /* rows set aside for its build again (resv_n 0: none) */
+};
+
+/* A reference for a live process's mapping: takes an unused file off the
+ * LRU list. ufile_unref puts it back as of now once no mapping uses it. */
+void ufile_ref(unwinder *u, struct ufile *f);
+void ufile_unref(unwinder *u, struct ufile *f, uint64_t now);
+void ufile_free(struct ufile *f);
+/* Drops unused file f from the cache (the sweep, past UNUSED_FILES_MAX). */
+void ufile_evict(unwinder *u, struct ufile *f);
+
+/* The file of mapping m of process pid, whose identity is key (NULL: the
+ * file could not be found), and the ELF address its start maps: from the
+ * cache when the file is known, else read now, its table built now or
+ * queued. Returns 0 with *ret (referenced for the caller; NULL: walk the
+ * mapping by frame pointers), or -ENOMEM. */
+int ufile_for_mapping(unwinder *u, uint32_t pid, const struct procmap *m, const struct file_key *key,
+                      struct ufile **ret, uint64_t *ret_vaddr_at);
+/* The daemon's own vDSO image's table (every 64-bit process maps the same
+ * image); NULL if it cannot be read. Never evicted. */
+struct ufile *ufile_vdso(unwinder *u);
+/* Builds the oldest queued table and publishes again the processes that
+ * map it. Returns 0 or -ENOMEM. */
+int ufile_build_next(unwinder *u);

@@ -1,0 +1,359 @@
+/* The unwinder manager (see unwinder.h): its API and its thread. One
+ * worker thread (loopthread.h: an sd-event loop of its own) owns the file
+ * table cache (unwind-files.c), the processes' mapping slices
+ * (unwind-procs.c) and the writes into the kernel's unwind maps; the event
+ * loop only queues requests, which reach the thread through an eventfd.
+ * Work that comes due later (follow-ups, the sweep, deferred misses) runs
+ * from one timer set to the next due time. */
+#include "unwinder.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hashmap.h"
+#include "heap.h"
+#include "helpers.h"
+#include "log.h"
+#include "loopthread.h"
+#include "macro.h"
+#include "rangealloc.h"
+#include "unwind-files.h"
+#include "unwind-procs.h"
+#include "unwinder-private.h"
+
+const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
+        [UNWINDER_FAIL_NO_CFI] = "no_cfi",
+        [UNWINDER_FAIL_UNREADABLE] = "unreadable",
+        [UNWINDER_FAIL_ABOVE_4G] = "above_4g",
+        [UNWINDER_FAIL_BAD_CFI] = "bad_cfi",
+        [UNWINDER_FAIL_BUDGET_FULL] = "budget_full",
+        [UNWINDER_FAIL_MAPS_FULL] = "maps_full",
+        [UNWINDER_FAIL_PROCS_FULL] = "procs_full",
+};
+
+/* --- writing the kernel's arrays ------------------------------------------ */
+
+/* The most of an array mapped at once: what is written at once is a
+ * process's mappings, a piece of a table's rows (64 KiB) or its index
+ * (libLLVM's: 460 KiB), so this bounds only a crafted process's
+ * mappings. */
+#define WRITE_WINDOW_BYTES (1u << 20)
+
+/* Copies n elements into one of the mmapable arrays (unwind_rows,
+ * unwind_maps) at element off, through mappings of only the pages under
+ * them (at most WRITE_WINDOW_BYTES at once), each removed once written.
+ * The arrays are kernel memory, counted in the maps' bytes_memlock; mapped
+ * whole they counted a second time in profd's RSS, every page of them from
+ * the mmap on (the kernel inserts them all): 25 MiB at the defaults.
+ * Mapping, writing and unmapping takes about 5 us for a process's mappings
+ * and 25 us for libc's 25 k rows (a copy into a whole mapping: 4 us), next
+ * to milliseconds to build the table. The pages at the ends may hold other
+ * slices that programs read meanwhile: only the n elements are written. */
+int unwinder_array_write(unwinder *u, int fd, size_t elem_size, uint32_t off, const void *src, size_t n) {
+        uint64_t begin = (uint64_t) off * elem_size, end = begin + (uint64_t) n * elem_size;
+        const uint8_t *from = src;
+
+        while (begin < end) {
+                uint64_t base = begin / u->page * u->page, stop = MIN(end, base + WRITE_WINDOW_BYTES);
+                size_t len = (size_t) ((stop + u->page - 1) / u->page * u->page - base);
+                void *p;
+
+                p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t) base);
+                if (p == MAP_FAILED)
+                        return negative_errno();
+                memcpy((uint8_t *) p + (begin - base), from, (size_t) (stop - begin));
+                (void) munmap(p, len);
+                u->mapped_max = MAX(u->mapped_max, (uint64_t) len);
+                from += stop - begin;
+                begin = stop;
+        }
+        return 0;
+}
+
+/* Copies what only the worker knows into the stats others read. */
+static void publish_stats(unwinder *u) {
+        uint64_t rows = rangealloc_used(u->rows_alloc), maps = rangealloc_used(u->maps_alloc);
+
+        pthread_mutex_lock(&u->lock);
+        u->stats.processes = hashmap_size(u->procs);
+        u->stats.files = hashmap_size(u->files);
+        u->stats.files_unused = u->n_unused;
+        u->stats.tables_queued = u->n_builds;
+        u->stats.rows_used = rows;
+        u->stats.rows_capacity = rangealloc_capacity(u->rows_alloc);
+        u->stats.mappings_used = maps;
+        u->stats.mappings_capacity = rangealloc_capacity(u->maps_alloc);
+        u->stats.mapped_bytes = u->mapped_max;
+        u->stats.kernel_bytes = rows * sizeof(struct profd_unwind_row) + maps * sizeof(struct profd_unwind_mapping) +
+                                u->stats.processes * (sizeof(uint32_t) + sizeof(struct profd_unwind_proc));
+        pthread_mutex_unlock(&u->lock);
+}
+
+/* One pass of the worker, as the loop found it due: the requests queued
+ * since the last, the follow-ups due, the start's scan (a few processes
+ * at a time: requests of new processes go first), one queued large table,
+ * the sweep when due. Returns 0 or -ENOMEM. */
+static int work_pass(unwinder *u) {
+        struct request *q;
+        size_t n_q;
+        int r = 0;
+
+        pthread_mutex_lock(&u->lock);
+        q = TAKE_PTR(u->queue);
+        n_q = u->n_queue;
+        u->n_queue = u->cap_queue = 0;
+        pthread_mutex_unlock(&u->lock);
+
+        for (size_t i = 0; r >= 0 && i < n_q; i++)
+                r = uproc_request(u, &q[i]);
+        free(q);
+        if (r >= 0 && u->n_followups > 0)
+                r = uproc_followups_run(u);
+        if (r >= 0 && !u->scanned) {
+                r = uproc_scan_list(u);
+                u->scanned = true;
+        }
+        if (r >= 0 && u->n_scan > 0)
+                r = uproc_scan_some(u, 2);
+        /* one large table at a time, requests in between; status shows it
+         * queued while it is built (seconds) */
+        if (r >= 0 && u->n_builds > 0) {
+                publish_stats(u);
+                r = ufile_build_next(u);
+        }
+        if (r >= 0 && mono_ns() >= u->next_sweep_ns) {
+                r = uproc_sweep(u);
+                u->next_sweep_ns = mono_ns() + SWEEP_NS;
+        }
+        publish_stats(u);
+        return r;
+}
+
+/* Building tables leaves megabytes of small free chunks (libdw's CFI
+ * caches, the rows) in this thread's arena, which glibc keeps resident; a
+ * host's first scan alone left 19 MiB there. Given back when the builds
+ * are over, not between two of them. */
+static void trim_if_idle(unwinder *u) {
+        bool idle;
+
+        if (!u->trim_due || u->n_builds > 0 || u->n_scan > 0)
+                return;
+        pthread_mutex_lock(&u->lock);
+        idle = u->n_queue == 0;
+        pthread_mutex_unlock(&u->lock);
+        if (idle) {
+                heap_trim();
+                u->trim_due = false;
+        }
+}
+
+/* When the next pass is due: at once while work is left (queued requests,
+ * the scan, queued builds), else at the next sweep, deferred miss or
+ * follow-up. CLOCK_MONOTONIC ns. */
+static uint64_t next_due_ns(unwinder *u) {
+        bool queued;
+
+        pthread_mutex_lock(&u->lock);
+        queued = u->n_queue > 0;
+        pthread_mutex_unlock(&u->lock);
+        if (queued || u->n_builds > 0 || u->n_scan > 0 || !u->scanned)
+                return 0;
+        return MIN(u->next_sweep_ns, uproc_followup_next_ns(u));
+}
+
+/* Runs a pass and sets the timer to the next due time. Out of memory ends
+ * the loop: the kernel keeps what was written, and processes from then on
+ * are walked by frame pointers. */
+static int run_and_rearm(unwinder *u) {
+        uint64_t due;
+        int r;
+
+        r = work_pass(u);
+        if (r >= 0)
+                trim_if_idle(u);
+        if (r < 0) {
+                log_error_errno(r, "The unwinder ran out of memory; processes from now on are walked by "
+                                   "frame pointers: %m");
+                return sd_event_exit(sd_event_source_get_event(u->due_src), 0);
+        }
+        /* in microseconds, rounded up: a timer that fired early would find
+         * nothing due and fire again at once */
+        due = next_due_ns(u);
+        r = sd_event_source_set_time(u->due_src, (due + NSEC_PER_USEC - 1) / NSEC_PER_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(u->due_src, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "The unwinder cannot set its timer, stopping: %m");
+        return r;
+}
+
+/* Requests arrived (unwinder_request wrote the eventfd). */
+static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        eventfd_t ignored;
+
+        (void) eventfd_read(fd, &ignored);
+        return run_and_rearm(userdata);
+}
+
+/* Work is due: the first pass, a sweep, a deferred miss, a follow-up, or
+ * what the last pass left (the scan, queued builds). */
+static int on_due(sd_event_source *s, uint64_t usec, void *userdata) {
+        return run_and_rearm(userdata);
+}
+
+/* On the thread: its sources, the timer due at once for the first pass
+ * (the scan of the processes already running). Accuracy 1 us: sd-event's
+ * default (250 ms) would hold back a follow-up due 1 ms later. */
+static int loop_setup(sd_event *event, void *userdata) {
+        unwinder *u = userdata;
+        int r;
+
+        r = sd_event_add_io(event, &u->wake_src, u->wake_fd, EPOLLIN, on_wake, u);
+        if (r >= 0)
+                r = sd_event_add_time(event, &u->due_src, CLOCK_MONOTONIC, 0, 1, on_due, u);
+        return r;
+}
+
+static void loop_done(void *userdata) {
+        unwinder *u = userdata;
+
+        u->wake_src = sd_event_source_unref(u->wake_src);
+        u->due_src = sd_event_source_unref(u->due_src);
+}
+
+int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root, unwinder **ret) {
+        unwinder *u;
+        long tck = sysconf(_SC_CLK_TCK);
+        int r;
+
+        if (elf_version(EV_CURRENT) == EV_NONE)
+                return -EINVAL;
+        u = calloc(1, sizeof(*u));
+        if (!u)
+                return -ENOMEM;
+        u->maps = *maps;
+        u->tick_ns = NSEC_PER_SEC / (uint64_t) (tck > 0 ? tck : 100);
+        u->page = (uint64_t) sysconf(_SC_PAGESIZE);
+        u->proc_root = strdup(proc_root);
+        u->rows_alloc = rangealloc_new(maps->rows_cap, GRACE_NS);
+        u->maps_alloc = rangealloc_new(maps->maps_cap, GRACE_NS);
+        u->files = hashmap_new(file_key_hash, file_key_eq);
+        u->procs = hashmap_new_u64();
+        u->next_sweep_ns = mono_ns() + SWEEP_NS;
+        u->loaded_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        u->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        pthread_mutex_init(&u->lock, NULL);
+        if (u->loaded_fd < 0 || u->wake_fd < 0) {
+                r = negative_errno();
+                unwinder_free(u);
+                return r;
+        }
+        if (!u->proc_root || !u->rows_alloc || !u->maps_alloc || !u->files || !u->procs) {
+                unwinder_free(u);
+                return -ENOMEM;
+        }
+        /* named, so top -H and profd's tests tell the threads apart */
+        r = loopthread_start("profd-unwind", loop_setup, loop_done, u, &u->thread);
+        if (r < 0) {
+                unwinder_free(u);
+                return r;
+        }
+        *ret = u;
+        return 0;
+}
+
+unwinder *unwinder_free(unwinder *u) {
+        const void *k;
+        void *v;
+        size_t i = 0;
+
+        if (!u)
+                return NULL;
+        u->thread = loopthread_stop(u->thread);
+        if (u->procs) {
+                while (hashmap_iterate(u->procs, &i, &k, &v)) {
+                        struct uproc *p = v;
+                        free(p->files);
+                        free(p);
+                }
+                hashmap_free(u->procs);
+        }
+        if (u->files) {
+                i = 0;
+                while (hashmap_iterate(u->files, &i, &k, &v))
+                        ufile_free(v);
+                hashmap_free(u->files);
+        }
+        /* the queue's references: the files are freed with the cache */
+        free(u->builds);
+        free(u->scan);
+        free(u->followups);
+        ufile_free(u->vdso);
+        if (u->vdso_elf)
+                elf_end(u->vdso_elf);
+        rangealloc_free(u->rows_alloc);
+        rangealloc_free(u->maps_alloc);
+        pthread_mutex_destroy(&u->lock);
+        free(u->queue);
+        free(u->loaded);
+        safe_close(u->loaded_fd);
+        safe_close(u->wake_fd);
+        free(u->proc_root);
+        free(u);
+        return NULL;
+}
+
+int unwinder_loaded_fd(unwinder *u) {
+        return u->loaded_fd;
+}
+
+size_t unwinder_take_loaded(unwinder *u, struct unwinder_loaded **ret) {
+        size_t n;
+        eventfd_t ignored;
+
+        pthread_mutex_lock(&u->lock);
+        (void) eventfd_read(u->loaded_fd, &ignored);
+        *ret = TAKE_PTR(u->loaded);
+        n = u->n_loaded;
+        u->n_loaded = u->cap_loaded = 0;
+        pthread_mutex_unlock(&u->lock);
+        return n;
+}
+
+void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type) {
+        if (!u)
+                return;
+        pthread_mutex_lock(&u->lock);
+        if (u->n_queue == u->cap_queue) {
+                size_t nc = u->cap_queue ? u->cap_queue * 2 : 64;
+                struct request *q = realloc(u->queue, nc * sizeof(*q));
+
+                if (!q) {
+                        pthread_mutex_unlock(&u->lock);
+                        return;
+                }
+                u->queue = q;
+                u->cap_queue = nc;
+        }
+        u->queue[u->n_queue++] = (struct request) {
+                .tgid = tgid, .type = event_type, .start_ns = start_ns, .queued_ns = mono_ns(),
+        };
+        (void) eventfd_write(u->wake_fd, 1);
+        pthread_mutex_unlock(&u->lock);
+}
+
+void unwinder_get_stats(unwinder *u, struct unwinder_stats *ret) {
+        pthread_mutex_lock(&u->lock);
+        *ret = u->stats;
+        pthread_mutex_unlock(&u->lock);
+}
+

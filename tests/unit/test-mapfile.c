@@ -1,0 +1,148 @@
+/* One file identity and one way to a process's mapped file (mapfile.h):
+ * the key from a stat, the paths' form, and the order they are tried in,
+ * on a directory laid out as /proc would be. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mapfile.h"
+#include "tests.h"
+
+static void test_key_from_stat(void) {
+        struct stat st = { .st_dev = 0x801, .st_ino = 42, .st_size = 4096 };
+        struct file_key a, b;
+
+        st.st_mtim.tv_sec = 1700000000;
+        st.st_mtim.tv_nsec = 123;
+        a = file_key_from_stat(&st);
+        CHECK_INT_EQ(a.dev, 0x801);
+        CHECK_INT_EQ(a.ino, 42);
+        CHECK_INT_EQ(a.size, 4096);
+        CHECK_INT_EQ(a.mtime_sec, 1700000000);
+        CHECK_INT_EQ(a.mtime_nsec, 123);
+        b = a;
+        CHECK(file_key_eq(&a, &b));
+        CHECK(file_key_hash(&a) == file_key_hash(&b));
+        /* a rebuilt file: same inode, new mtime */
+        st.st_mtim.tv_nsec = 124;
+        b = file_key_from_stat(&st);
+        CHECK(!file_key_eq(&a, &b));
+}
+
+static void test_paths(void) {
+        struct mapfile_paths p;
+        char *long_path = malloc(PATH_MAX);
+
+        mapfile_paths("/proc", 1234, 0x7f0000001000, 0x7f0000002000, "/usr/lib/libc.so.6", &p);
+        CHECK_STR_EQ(p.by_map, "/proc/1234/map_files/7f0000001000-7f0000002000");
+        CHECK_STR_EQ(p.by_root, "/proc/1234/root/usr/lib/libc.so.6");
+        mapfile_paths("/proc", 1, 0x1000, 0x2000, NULL, &p);
+        CHECK_STR_EQ(p.by_root, "");
+        /* a path too long for root/PATH leaves map_files alone */
+        memset(long_path, 'a', PATH_MAX - 1);
+        long_path[0] = '/';
+        long_path[PATH_MAX - 1] = '\0';
+        mapfile_paths("/proc", 1, 0x1000, 0x2000, long_path, &p);
+        CHECK_STR_EQ(p.by_root, "");
+        CHECK_STR_EQ(p.by_map, "/proc/1/map_files/1000-2000");
+        /* a proc_root too long for map_files: neither path, nothing opened */
+        long_path[300] = '\0';
+        mapfile_paths(long_path, 1, 0x1000, 0x2000, "/lib/x.so", &p);
+        CHECK_STR_EQ(p.by_map, "");
+        CHECK(mapfile_open(&p) < 0);
+        free(long_path);
+}
+
+static void put(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs(text, f);
+        fclose(f);
+}
+
+static char read_first(int fd) {
+        char c = 0;
+
+        CHECK(read(fd, &c, 1) == 1);
+        close(fd);
+        return c;
+}
+
+/* map_files first (the very inode mapped), then root/PATH, then nothing. */
+static void test_fallback_order(void) {
+        char dir[] = "/tmp/test-mapfile-XXXXXX", path[PATH_MAX];
+        struct mapfile_paths p;
+        struct file_key by_map, by_root, k;
+        struct stat st;
+        int fd;
+
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof(path), "%s/7", dir);
+        CHECK(mkdir(path, 0700) == 0);
+        snprintf(path, sizeof(path), "%s/7/map_files", dir);
+        CHECK(mkdir(path, 0700) == 0);
+        snprintf(path, sizeof(path), "%s/7/root", dir);
+        CHECK(mkdir(path, 0700) == 0);
+        snprintf(path, sizeof(path), "%s/7/root/lib", dir);
+        CHECK(mkdir(path, 0700) == 0);
+        mapfile_paths(dir, 7, 0x1000, 0x3000, "/lib/x.so", &p);
+        put(p.by_map, "M");
+        put(p.by_root, "R");
+        CHECK(stat(p.by_map, &st) == 0);
+        by_map = file_key_from_stat(&st);
+        CHECK(stat(p.by_root, &st) == 0);
+        by_root = file_key_from_stat(&st);
+        CHECK(!file_key_eq(&by_map, &by_root));
+
+        fd = mapfile_open(&p);
+        CHECK(fd >= 0);
+        if (fd >= 0)
+                CHECK_INT_EQ(read_first(fd), 'M');
+        CHECK_INT_EQ(mapfile_key(&p, &k), 0);
+        CHECK(file_key_eq(&k, &by_map));
+
+        CHECK(unlink(p.by_map) == 0);
+        fd = mapfile_open(&p);
+        CHECK(fd >= 0);
+        if (fd >= 0)
+                CHECK_INT_EQ(read_first(fd), 'R');
+        CHECK_INT_EQ(mapfile_key(&p, &k), 0);
+        CHECK(file_key_eq(&k, &by_root));
+
+        CHECK(unlink(p.by_root) == 0);
+        CHECK_INT_EQ(mapfile_open(&p), -ENOENT);
+        CHECK_INT_EQ(mapfile_key(&p, &k), -ENOENT);
+
+        /* no root/PATH to fall back on */
+        put(p.by_root, "R");
+        p.by_root[0] = '\0';
+        CHECK_INT_EQ(mapfile_open(&p), -ENOENT);
+        CHECK_INT_EQ(mapfile_key(&p, &k), -ENOENT);
+
+        snprintf(path, sizeof(path), "%s/7/root/lib/x.so", dir);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/7/root/lib", dir);
+        rmdir(path);
+        snprintf(path, sizeof(path), "%s/7/root", dir);
+        rmdir(path);
+        snprintf(path, sizeof(path), "%s/7/map_files", dir);
+        rmdir(path);
+        snprintf(path, sizeof(path), "%s/7", dir);
+        rmdir(path);
+        CHECK(rmdir(dir) == 0);
+}
+
+int main(void) {
+        test_key_from_stat();
+        test_paths();
+        test_fallback_order();
+        TESTS_DONE();
+}
