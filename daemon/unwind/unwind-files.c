@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "unwind-procs.h"
+#include "runtime.h"
 #include "unwind-table.h"
 
 /* --- the unused-file list ------------------------------------------------ */
