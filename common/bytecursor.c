@@ -14,14 +14,12 @@ uint64_t bytecursor_uleb(struct bytecursor *c) {
         for (unsigned shift = 0; c->p < c->end; shift += 7) {
                 uint8_t b = *c->p++, payload = b & 0x7f;
 
-                if (shift < 64) {
-                        /* bits of this byte that land at 2^64 and above */
-                        if (shift > 57 && (payload >> (64 - shift)))
-                                return fail(c);
-                        v |= (uint64_t) payload << shift;
-                } else if (payload) {
+                if (shift >= 7 * BYTECURSOR_LEB128_MAX)
                         return fail(c);
-                }
+                /* bits of this byte that land at 2^64 and above */
+                if (shift > 57 && (payload >> (64 - shift)))
+                        return fail(c);
+                v |= (uint64_t) payload << shift;
                 if (!(b & 0x80))
                         return v;
         }
@@ -39,8 +37,9 @@ int64_t bytecursor_sleb(struct bytecursor *c) {
         for (unsigned shift = 0; c->p < c->end; shift += 7) {
                 uint8_t b = *c->p++, payload = b & 0x7f;
 
-                if (shift < 64)
-                        v |= (uint64_t) payload << shift;
+                if (shift >= 7 * BYTECURSOR_LEB128_MAX)
+                        return (int64_t) fail(c);
+                v |= (uint64_t) payload << shift;
                 for (unsigned bit = 0; bit < 7; bit++) {
                         if (shift + bit < 63)
                                 continue;

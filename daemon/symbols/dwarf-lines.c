@@ -44,35 +44,10 @@ struct raw_row {
         uint32_t file_end;
 };
 
-/* LEB128 by the cursor's rule (a value that does not fit in 64 bits marks
- * it bad, and the CU is left to libdw), within libdw's length: it reads at
- * most 10 bytes (a longer one gives it a sentinel value, and the bytes
- * after are read as what follows), so a longer one, which the cursor reads
- * as zero padding, is left to libdw too. */
-#define LEB128_MAX_BYTES 10
-
-static uint64_t read_uleb(struct bytecursor *c) {
-        const uint8_t *start = c->p;
-        uint64_t v = bytecursor_uleb(c);
-
-        if (c->p - start > LEB128_MAX_BYTES)
-                c->bad = true;
-        return c->bad ? 0 : v;
-}
-
-static int64_t read_sleb(struct bytecursor *c) {
-        const uint8_t *start = c->p;
-        int64_t v = bytecursor_sleb(c);
-
-        if (c->p - start > LEB128_MAX_BYTES)
-                c->bad = true;
-        return c->bad ? 0 : v;
-}
-
 /* A ULEB128 operand for a register libdw keeps in an unsigned int: false
  * past the data, or past 32 bits (where libdw would truncate it). */
 static bool read_register(struct bytecursor *c, uint64_t *reg) {
-        *reg = read_uleb(c);
+        *reg = bytecursor_uleb(c);
         return !c->bad && *reg <= UINT32_MAX;
 }
 
@@ -124,14 +99,14 @@ static bool read_form(struct bytecursor *c, uint64_t form, unsigned offset_size,
                                            form == DW_FORM_data4 ? 4 : 8);
                 return !c->bad;
         case DW_FORM_udata:
-                *ret_value = read_uleb(c);
+                *ret_value = bytecursor_uleb(c);
                 return !c->bad;
         case DW_FORM_data16: /* DW_LNCT_MD5 */
                 (void) read_fixed(c, 8);
                 (void) read_fixed(c, 8);
                 return !c->bad;
         case DW_FORM_block: {
-                uint64_t n = read_uleb(c);
+                uint64_t n = bytecursor_uleb(c);
 
                 return !c->bad && n <= bytecursor_left(c) && bytecursor_skip(c, (size_t) n);
         }
@@ -224,9 +199,9 @@ static bool read_entry_format(struct bytecursor *c, struct entry_format *f) {
         f->n = read_u8(c);
         f->path = f->dir = -1;
         for (unsigned i = 0; i < f->n && !c->bad; i++) {
-                uint64_t type = read_uleb(c);
+                uint64_t type = bytecursor_uleb(c);
 
-                f->forms[i] = read_uleb(c);
+                f->forms[i] = bytecursor_uleb(c);
                 if (!form_known(f->forms[i]))
                         return false;
                 if (type == DW_LNCT_path)
@@ -259,7 +234,7 @@ static bool read_entry(struct bytecursor *c, const struct entry_format *f, unsig
 /* The number of DWARF 5 entries of format f that follow, as libdw checks
  * it: none without a format, and at least a byte of each per entry. */
 static bool read_entry_count(struct bytecursor *c, const struct entry_format *f, uint64_t *ret) {
-        uint64_t n = read_uleb(c);
+        uint64_t n = bytecursor_uleb(c);
 
         if (c->bad || (f->n == 0 && n != 0) || (f->n > 0 && n > bytecursor_left(c) / f->n))
                 return false;
@@ -307,9 +282,9 @@ static int read_files4(struct reader *r, struct bytecursor *c) {
                 if (!nul)
                         return -EINVAL;
                 c->p = nul + 1;
-                dir = read_uleb(c);
-                (void) read_uleb(c); /* mtime */
-                (void) read_uleb(c); /* length */
+                dir = bytecursor_uleb(c);
+                (void) bytecursor_uleb(c); /* mtime */
+                (void) bytecursor_uleb(c); /* length */
                 if (c->bad)
                         return -EINVAL;
                 k = reader_add_file(r, name, dir, false);
@@ -567,7 +542,7 @@ static int run_standard(struct bytecursor *c, struct line_run *run, uint8_t op) 
                 run_advance(run, u);
                 return 0;
         case DW_LNS_advance_line:
-                s = read_sleb(c);
+                s = bytecursor_sleb(c);
                 if (c->bad || s < INT_MIN || s > INT_MAX)
                         return -EINVAL;
                 st->line += s;
@@ -600,7 +575,7 @@ static int run_standard(struct bytecursor *c, struct line_run *run, uint8_t op) 
                 /* A standard opcode newer than this reader: skip its
                  * operands. */
                 for (unsigned i = h->opcode_lengths[op - 1]; i > 0; i--) {
-                        (void) read_uleb(c);
+                        (void) bytecursor_uleb(c);
                         if (c->bad)
                                 return -EINVAL;
                 }

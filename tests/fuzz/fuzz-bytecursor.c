@@ -1,7 +1,8 @@
 /* libFuzzer target: the bounded byte reader every parser of untrusted
  * bytes goes through. A value read is checked against a reference decoder
  * of arbitrary width (bytes kept as a bit string), so the one overflow rule
- * holds exactly: accepted when the value fits, refused when it does not. */
+ * holds exactly: accepted when the value fits in ten bytes, refused when it
+ * does not. */
 #include "bytecursor.h"
 #include "fuzz.h"
 
@@ -27,10 +28,10 @@ static size_t reference(const uint8_t *p, const uint8_t *end, bool *fits_u, bool
                                 *(one ? &ones : &zeros) = true;
                 }
                 if (!(b & 0x80)) {
-                        bool negative = b & 0x40;
+                        bool negative = b & 0x40, short_enough = n <= BYTECURSOR_LEB128_MAX;
 
-                        *fits_u = !high_u;
-                        *fits_s = negative ? !zeros : !ones;
+                        *fits_u = short_enough && !high_u;
+                        *fits_s = short_enough && (negative ? !zeros : !ones);
                         if (negative && shift + 7 < 64)
                                 *low |= ~UINT64_C(0) << (shift + 7);
                         return n;
