@@ -719,7 +719,7 @@ static int on_due(sd_event_source *s, uint64_t usec, void *userdata) {
                 refresh_backlog(e);
         e->backing_off = false;
         /* what the wake-ups so far ask for is looked at now */
-        (void) read(e->wake_fd, &n, sizeof(n));
+        (void) eventfd_read(e->wake_fd, &n);
         r = export_pass(e);
         if (r == -ECANCELED)
                 return 0; /* stopping: loopthread_stop ends the loop */
@@ -869,7 +869,7 @@ void exporter_wake(exporter *e) {
         uint64_t one = 1;
 
         /* non-blocking: a count already near its maximum is a wake-up too */
-        (void) write(e->wake_fd, &one, sizeof(one));
+        (void) eventfd_write(e->wake_fd, one);
 }
 
 void exporter_get_status(exporter *e, struct exporter_status *ret) {
