@@ -450,9 +450,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
                 .user_walks = m->user_walks,
                 .writer_running = m->writer != NULL,
-                .drop_reason_names = drop_reason_names,
                 .unwinder_running = m->unwinder != NULL,
-                .unwinder_failure_names = unwinder_failure_names,
                 .exporter_running = m->exporter != NULL,
                 .check_running = m->check != NULL,
         };

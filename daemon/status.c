@@ -85,9 +85,9 @@ static void status_drops(const struct status_stats *s, json_t **ret_drops, json_
         json_t *drops = json_object(), *truncated = json_object();
 
         for (int i = 0; drops && truncated && i < PROFD_COUNTER__MAX; i++)
-                if (s->drop_reason_names[i])
+                if (drop_reason_names[i])
                         /* not yet in the store: drops of drains it could not take */
-                        status_count_add(drops, truncated, s->drop_reason_names[i], s->writer.pending_drops[i]);
+                        status_count_add(drops, truncated, drop_reason_names[i], s->writer.pending_drops[i]);
         if (drops && truncated) {
                 json_object_set_new(drops, DROP_PROCESS_VANISHED, json_integer(0));
                 json_object_set_new(drops, DROP_STORE_WRITE_FAILED, json_integer((json_int_t) s->writer.failed_drains));
@@ -104,7 +104,7 @@ static json_t *status_unwind(const struct status_stats *s) {
         json_t *fail = json_object(), *o;
 
         for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
-                json_object_set_new(fail, s->unwinder_failure_names[i], json_integer((json_int_t) us->failures[i]));
+                json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us->failures[i]));
         o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                       "active", s->unwinder_running,
                       STATUS_KEY_PROCESSES, (json_int_t) us->processes,

@@ -41,14 +41,10 @@ struct status_stats {
 
         bool writer_running;
         struct writer_stats writer;
-        /* the writer's names of the BPF counters (drop_reason_names, writer.h) */
-        const char *const *drop_reason_names;
         struct store_stats store;
 
         bool unwinder_running;
         struct unwinder_stats unwind;
-        /* unwinder_failure_names (unwinder.h): the names of unwind.failures */
-        const char *const *unwinder_failure_names;
 
         bool exporter_running;
         struct exporter_status export;

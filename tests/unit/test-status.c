@@ -10,8 +10,8 @@
 #include "status.h"
 #include "tests.h"
 
-/* The names the writer and the unwinder give (writer.c, unwinder.c):
- * status shows them as keys, so they are part of the protocol. */
+/* The names status shows as keys, part of the protocol: the writer's and
+ * the unwinder's tables (writer.c, unwinder.c) must keep them. */
 static const char *const drop_names[PROFD_COUNTER__MAX] = {
         [PROFD_DROP_MAP_FULL] = "map_full",
         [PROFD_DROP_USER_STACK_ERROR] = "user_stack_error",
@@ -77,7 +77,6 @@ static struct status_stats full_stats(const struct conf *c) {
                 .user_walks = 15,
                 .clients = 3,
                 .writer_running = true,
-                .drop_reason_names = drop_names,
                 .store = { .drains = 21, .samples = 22, .stacks = 23, .processes = 24, .last_drain_ns = 25,
                            .file_bytes = 26, .drops = stored_drops, .n_drops = ELEMENTSOF(stored_drops) },
                 .unwinder_running = true,
@@ -85,7 +84,6 @@ static struct status_stats full_stats(const struct conf *c) {
                             .mappings_used = 36, .mappings_capacity = 37, .kernel_bytes = 38, .mapped_bytes = 39,
                             .tables_built = 40, .build_ns = 41 * NSEC_PER_MSEC, .tables_evicted = 42,
                             .tables_no_room = 43, .tables_queued = 44, .requests = 45, .misses = 46 },
-                .unwinder_failure_names = failure_names,
                 .exporter_running = true,
                 .export = { .state = "retrying", .backlog_drains = 51, .acknowledged_drain_id = 52,
                             .backlog_oldest_ns = 53, .last_success_ns = 0, .exported_drains = 54,
@@ -371,8 +369,6 @@ static void test_serve_only(void) {
         struct conf c = test_conf();
         struct status_stats s = {
                 .conf = &c,
-                .drop_reason_names = drop_names,
-                .unwinder_failure_names = failure_names,
         };
         json_t *o, *x;
 
@@ -414,7 +410,18 @@ static void test_rss_read(void) {
         CHECK(rss.anon + rss.file <= rss.total + 4096 * 16);
 }
 
+/* The daemon's tables name every counter and failure as the protocol does. */
+static void test_names_are_the_protocol(void) {
+        for (size_t i = 0; i < PROFD_COUNTER__MAX; i++) {
+                if (drop_names[i] || drop_reason_names[i])
+                        CHECK_STR_EQ(drop_reason_names[i], drop_names[i]);
+        }
+        for (size_t i = 0; i < UNWINDER_FAIL__MAX; i++)
+                CHECK_STR_EQ(unwinder_failure_names[i], failure_names[i]);
+}
+
 int main(void) {
+        test_names_are_the_protocol();
         test_keys_in_order();
         test_values();
         test_every_drop_counter();
