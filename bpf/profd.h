@@ -216,6 +216,69 @@ struct profd_unwind_index {
         __u32 buckets;     /* every row's pc is below base + (buckets << index_shift) */
 };
 
+/* --- Runtime walkers (daemon -> BPF -> daemon) --------------------------
+ * A language runtime's frames (CPython's today; HotSpot's next) join the
+ * native walk: where a frame's ip is in the process's hand-over range
+ * (struct profd_unwind_proc.rt_*), the runtime's walker emits one
+ * pseudo-frame per frame of the runtime in place of that native frame,
+ * then the native walk goes on from its caller. daemon/unwind/runtime.h
+ * says what the daemon does for it. */
+
+/* A pseudo-frame in a user stack (struct profd_frames.ips): bit 63 set,
+ * which no user address has, then the runtime (enum unwind_runtime_id, 3
+ * bits), the instruction offset in the code (16 bits, saturated) and the
+ * code object's address / 16 (44 bits: addresses below 2^48; CPython's
+ * objects are 16-byte aligned). Frames of different processes may hold the
+ * same value: the daemon names them per process instance (the key's). */
+#define PROFD_RT_FRAME_FLAG (1ULL << 63)
+#define PROFD_RT_FRAME_ID_SHIFT 60
+#define PROFD_RT_FRAME_OFFSET_SHIFT 44
+#define PROFD_RT_FRAME_OFFSET_MAX 0xffffULL
+#define PROFD_RT_FRAME_CODE_MASK ((1ULL << 44) - 1)
+#define PROFD_RT_FRAME(id, code, offset)                                                    \
+        (PROFD_RT_FRAME_FLAG | ((__u64) ((id) & 7) << PROFD_RT_FRAME_ID_SHIFT) |           \
+         ((__u64) ((offset) > PROFD_RT_FRAME_OFFSET_MAX ? PROFD_RT_FRAME_OFFSET_MAX : (offset)) \
+          << PROFD_RT_FRAME_OFFSET_SHIFT) |                                                 \
+         (((__u64) (code) >> 4) & PROFD_RT_FRAME_CODE_MASK))
+#define PROFD_RT_FRAME_IS(ip) (((ip) & PROFD_RT_FRAME_FLAG) != 0)
+#define PROFD_RT_FRAME_ID(ip) ((unsigned) (((ip) >> PROFD_RT_FRAME_ID_SHIFT) & 7))
+#define PROFD_RT_FRAME_OFFSET(ip) ((__u32) (((ip) >> PROFD_RT_FRAME_OFFSET_SHIFT) & PROFD_RT_FRAME_OFFSET_MAX))
+#define PROFD_RT_FRAME_CODE(ip) (((ip) & PROFD_RT_FRAME_CODE_MASK) << 4)
+
+/* The runtimes the daemon found in files (unwind_runtimes, an array of
+ * this many slots; a process's entry names its interpreter's slot). */
+#define PROFD_RUNTIME_SLOTS 256
+
+/* What CPython's BPF walker needs of one interpreter file: byte offsets of
+ * the interpreter's structures (python-layout.h says where each comes
+ * from) and where the thread's state is. 0xffff: the version has no such
+ * field. */
+struct profd_python {
+        __u64 tss_key;         /* file address of the pthread key of the thread's PyThreadState */
+        __u16 tstate_cframe;   /* PyThreadState.cframe; 0xffff: current_frame is in PyThreadState */
+        __u16 current_frame;   /* in _PyCFrame, or PyThreadState */
+        __u16 frame_code, frame_previous, frame_instr;
+        __u16 frame_owner;     /* char */
+        __u16 frame_is_entry;  /* bool (3.11); 0xffff: none */
+        __u16 code_adaptive;   /* PyCodeObject.co_code_adaptive: instruction offset 0 */
+        __u8 owner_cstack;     /* frame_owner value of the C stack's entry shim (3.12+); 0xff: none */
+        __u8 pad[3];
+        /* glibc's struct pthread (at the thread pointer, fsbase on x86-64):
+         * the offset of specific_1stblock, whose entry k is {seq, data},
+         * 16 bytes: the thread's value of key k < 32 is its data. */
+        __u32 glibc_specific;
+};
+
+/* A slot of unwind_runtimes. */
+struct profd_runtime {
+        __u32 id;              /* enum unwind_runtime_id; 0: empty */
+        __u32 version;         /* the runtime's (CPython: PY_VERSION_HEX) */
+        union {
+                struct profd_python python;
+                __u8 data[64];
+        };
+};
+
 /* Value of the hash unwind_procs, key: tgid. */
 struct profd_unwind_proc {
         __u64 start_ns;    /* the process instance, as in profd_sample_key */
@@ -230,6 +293,16 @@ struct profd_unwind_proc {
          * (bpf/cache.bpf.h, row cache), since its mappings and their
          * tables stay as they are until the entry is replaced. */
         __u64 version;
+        /* The process's runtime (above): a frame whose ip is in
+         * [rt_lo, rt_hi) or [rt_cold_lo, rt_cold_hi) (the interpreter's
+         * loop, hot and cold parts) is handed over to the walker of the
+         * runtime in unwind_runtimes[rt_slot - 1]; rt_slot 0: none. rt_bias:
+         * the load bias of the runtime's file (its addresses in struct
+         * profd_runtime + rt_bias = the process's). */
+        __u64 rt_lo, rt_hi, rt_cold_lo, rt_cold_hi;
+        __u64 rt_bias;
+        __u32 rt_slot;
+        __u32 rt_pad;
 };
 
 /* Counters in the per-CPU array "counters" (one element, struct
@@ -261,6 +334,14 @@ enum profd_counter {
         /* a switch-out of a thread whose last switch-out was never followed
          * by a switch-in profd saw: the block in between is not measured */
         PROFD_DROP_SWITCH_MISSED,
+        /* runtime walks (the hand-overs of walks that met a runtime's
+         * loop), and why one gave no runtime frames: the walk went on
+         * natively (the interpreter's frame kept) */
+        PROFD_CNT_RT_WALKS,
+        PROFD_CNT_RT_FRAMES,            /* pseudo-frames emitted */
+        PROFD_RT_NO_THREAD_STATE,       /* the thread's state was not found (no TSS key, key >= 32, NULL) */
+        PROFD_RT_READ_FAULT,            /* reading the runtime's memory failed */
+        PROFD_RT_NO_FRAME,              /* the loop ran with no frame of the runtime left to match it */
         PROFD_COUNTER__MAX,
 };
 
@@ -277,6 +358,7 @@ enum profd_event_type {
         PROFD_EVENT_NEW_PROCESS = 1, /* first sample of a process instance */
         PROFD_EVENT_EXEC = 2,        /* the process replaced its image */
         PROFD_EVENT_UNWIND_MISS = 3, /* a user ip in no mapping the daemon told BPF of */
+        PROFD_EVENT_RUNTIME_CODE = 4, /* a runtime's code object met by a walk (rt: which) */
 };
 
 #define PROFD_COMM_LEN 16 /* TASK_COMM_LEN */
@@ -285,7 +367,17 @@ struct profd_event {
         __u64 start_ns; /* process start, boot-time ns */
         __u32 type;     /* enum profd_event_type */
         __u32 tgid;
-        char comm[PROFD_COMM_LEN];
+        union {
+                char comm[PROFD_COMM_LEN];
+                /* PROFD_EVENT_RUNTIME_CODE: the code object's address in
+                 * the process (as PROFD_RT_FRAME_CODE gives it) and the
+                 * process's rt_bias */
+                struct {
+                        __u64 code, bias;
+                } rt;
+        };
+        __u32 rt_slot;  /* PROFD_EVENT_RUNTIME_CODE: the process's rt_slot */
+        __u32 pad;
 };
 
 /* Value of the LRU map "seen": tgid -> start_ns of the instance announced. */
@@ -303,11 +395,15 @@ _Static_assert(sizeof(struct profd_node16) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_
 _Static_assert(sizeof(struct profd_node32) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_CLASS_32), "profd_node32 layout");
 _Static_assert(PROFD_CLASS_FRAMES(PROFD_CLASS__MAX - 1) == PROFD_NODE_CHUNK, "full nodes are the largest class");
 _Static_assert(PROFD_STACK_LOST >> PROFD_ID_CLASS_SHIFT == 3 && PROFD_CLASS__MAX <= 3, "ids never meet the sentinels");
-_Static_assert(sizeof(struct profd_event) == 32, "profd_event layout");
+_Static_assert(sizeof(struct profd_event) == 40, "profd_event layout");
 _Static_assert(sizeof(struct profd_seen) == 8, "profd_seen layout");
 _Static_assert(sizeof(struct profd_unwind_row) == 8, "profd_unwind_row layout");
 _Static_assert(sizeof(struct profd_unwind_mapping) == 40, "profd_unwind_mapping layout");
-_Static_assert(sizeof(struct profd_unwind_proc) == 32, "profd_unwind_proc layout");
+_Static_assert(sizeof(struct profd_unwind_proc) == 80, "profd_unwind_proc layout");
+_Static_assert(sizeof(struct profd_python) <= 64 && sizeof(struct profd_runtime) == 72, "profd_runtime layout");
+_Static_assert(PROFD_RT_FRAME_ID(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 70000)) == 2 &&
+               PROFD_RT_FRAME_CODE(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 3)) == 0x7f0012345670ULL &&
+               PROFD_RT_FRAME_OFFSET(PROFD_RT_FRAME(1, 16, 70000)) == 0xffff, "pseudo-frame encoding");
 _Static_assert(sizeof(struct profd_unwind_index) == sizeof(struct profd_unwind_row), "an index head fills a row slot");
 _Static_assert(PROFD_TRUNC_CFA_STUCK - PROFD_TRUNC_NO_PROCESS == PROFD_END_CFA_STUCK - PROFD_END_NO_PROCESS,
                "one truncation counter per stack end");

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "mapfile.h"
+#include "profd.h"
 
 /* Which runtime a pseudo-frame or a hand-over belongs to: the BPF walker
  * and the stacks in the store carry this number, so it never changes
@@ -32,32 +33,32 @@ enum unwind_runtime_id {
         UNWIND_RUNTIME_HOTSPOT = 2,
 };
 
-/* The most bytes of per-runtime data the BPF walker gets with a
- * hand-over: layout offsets (CPython 3.11's PyThreadState.cframe at 56...,
- * or HotSpot's from its gHotSpotVM* tables) and addresses of globals. */
-#define UNWIND_RUNTIME_DATA_MAX 128
+/* The most bytes a runtime keeps for naming its frames (CPython: its
+ * struct python_layout and PyCode_Type's address), beside what its BPF
+ * walker gets (struct profd_runtime in bpf/profd.h). */
+#define UNWIND_RUNTIME_NAMES_MAX 256
 
 /* What discovery found in one mapped file: what the BPF walker needs to
  * hand the walk over. Addresses are ELF addresses of the file, as the
- * native rows' are: the walker adds the mapping's bias it already has
- * (struct profd_unwind_mapping.bias), so the result is the file's, cached
- * with its table (struct ufile, by struct file_key) and shared by every
- * process mapping the file. */
+ * native rows' are: the process's entry adds the load bias of the
+ * mapping (struct profd_unwind_proc.rt_*), so the result is the file's,
+ * cached with its table (struct ufile, by struct file_key) and shared by
+ * every process mapping the file. */
 struct unwind_runtime_found {
         enum unwind_runtime_id id;
         /* Where the native walk hands over: a frame whose pc is in
-         * [lo, hi) (CPython: _PyEval_EvalFrameDefault, its cold part
-         * outside the symbol's range included). lo == hi: none in the
-         * file. */
-        uint64_t lo, hi;
+         * [lo, hi) or [cold_lo, cold_hi) (CPython: _PyEval_EvalFrameDefault
+         * and its cold part outside the symbol's range). lo == hi: none in
+         * the file. */
+        uint64_t lo, hi, cold_lo, cold_hi;
         /* Hand over in the process's anonymous executable mappings too
          * (HotSpot: its code cache is anonymous; the file found is
          * libjvm.so, whose tables describe it). */
         bool anonymous_code;
-        /* The runtime's own struct as its BPF walker reads it (defined in
-         * bpf/profd.h beside that walker), data_size bytes. */
-        uint32_t data_size;
-        uint8_t data[UNWIND_RUNTIME_DATA_MAX];
+        /* What the runtime's BPF walker gets: a slot of unwind_runtimes. */
+        struct profd_runtime bpf;
+        /* The runtime's own, for naming (name hooks below). */
+        uint8_t names[UNWIND_RUNTIME_NAMES_MAX];
 };
 
 /* A pseudo-frame as the runtime's BPF walker emits it into a stack: the
