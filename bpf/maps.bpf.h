@@ -148,6 +148,28 @@ struct {
         __type(value, struct profd_unwind_proc);
 } unwind_procs SEC(".maps") __weak;
 
+/* unwind_runtimes: the runtimes the daemon found in files (struct
+ * profd_runtime, PROFD_RUNTIME_SLOTS of them), each process's entry naming
+ * its interpreter's slot (struct profd_unwind_proc.rt_slot, 1-based). The
+ * daemon writes a slot before any entry names it. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, PROFD_RUNTIME_SLOTS);
+        __type(key, __u32);
+        __type(value, struct profd_runtime);
+} unwind_runtimes SEC(".maps") __weak;
+
+/* The code objects a runtime walk announced (PROFD_EVENT_RUNTIME_CODE),
+ * per CPU, a direct-mapped set of tags (struct runtime_seen in
+ * state.bpf.h): a code object met again is not announced again while its
+ * tag stays. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct runtime_seen);
+} runtime_seen SEC(".maps") __weak;
+
 /* Per-CPU windows, one per scratch slot (enum scratch_slot): each the
  * slot's frames, its walk's state and its node cache (struct walk_window in
  * state.bpf.h). */

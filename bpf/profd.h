@@ -224,6 +224,15 @@ struct profd_unwind_index {
  * then the native walk goes on from its caller. daemon/unwind/runtime.h
  * says what the daemon does for it. */
 
+/* The runtimes (daemon/unwind/runtime.h, enum unwind_runtime_id): the
+ * number in pseudo-frames, unwind_runtimes slots and the store's frames,
+ * so it never changes meaning. */
+enum profd_runtime_id {
+        PROFD_RUNTIME_NONE = 0,
+        PROFD_RUNTIME_PYTHON = 1,
+        PROFD_RUNTIME_HOTSPOT = 2,
+};
+
 /* A pseudo-frame in a user stack (struct profd_frames.ips): bit 63 set,
  * which no user address has, then the runtime (enum unwind_runtime_id, 3
  * bits), the instruction offset in the code (16 bits, saturated) and the

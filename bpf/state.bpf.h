@@ -78,6 +78,35 @@ struct ustack_state {
         __u32 p_tgid;           /* 0: nothing (no walk was of pid 0) */
         __u32 p_epoch;          /* unwind_epoch before it */
         __u64 p_version;        /* 0: no entry of this instance */
+        /* the entry's runtime (struct profd_unwind_proc.rt_*), kept with
+         * p_version; rt_slot 0: none */
+        __u64 rt_lo, rt_hi, rt_cold_lo, rt_cold_hi, rt_bias;
+        __u32 rt_slot;
+        /* the runtime walk (bpf/runtime.bpf.h) of this walk */
+        __u8 rt_state;          /* enum rt_state */
+        __u8 rt_replace;        /* the native frame at ips[n - 1] is the loop's: the first
+                                 * pseudo-frame takes its place */
+        __u16 rt_frames;        /* pseudo-frames emitted */
+        __u64 rt_frame;         /* the runtime's next frame to emit (CPython: _PyInterpreterFrame *) */
+        __u64 fsbase;           /* the thread pointer (read when the process has a runtime) */
+        /* the runtime's frame being read (one read per frame) */
+        union {
+                __u8 rt_buf[136];
+                __u64 rt_words[17];
+        };
+};
+
+/* The runtime walk's state (struct ustack_state.rt_state). */
+enum rt_state {
+        RT_IDLE = 0,            /* native; the next loop frame starts (or continues) the chain */
+        RT_EMIT = 1,            /* emitting the frames of one loop frame */
+        RT_OFF = 2,             /* the runtime cannot be walked in this walk: native only */
+};
+
+/* The code objects announced (maps.bpf.h, runtime_seen). */
+#define RUNTIME_SEEN_SLOTS 1024
+struct runtime_seen {
+        __u64 tag[RUNTIME_SEEN_SLOTS];
 };
 
 /* One frame of the walk memo (bpf/cache.bpf.h): a row cache tag and its

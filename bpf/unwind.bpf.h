@@ -16,6 +16,8 @@
 
 #if defined(__TARGET_ARCH_x86)
 
+#include "runtime.bpf.h"
+
 /* Binary search bounds: 2^16 mappings per process and 2^24 rows per file
  * are more than the daemon ever publishes (it gives larger ones no table). */
 #define UNWIND_MAPS_STEPS 16
@@ -424,6 +426,20 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
                 return 1;
         f = &w->frames;
         s = &w->s;
+        if (s->rt_slot) {
+                int r = runtime_frame(s, f);
+
+                if (r == RT_STOP)
+                        return 1;
+                if (r == RT_EMITTED) {
+                        /* no native frame in the memo at this position */
+                        if (s->version && i < WALK_MEMO_DEPTH) {
+                                w->memo_cur[VERIFIER_MASK(i, 31)].tag = 0;
+                                s->memo_dirty = 1;
+                        }
+                        return 0;
+                }
+        }
         if (!unwind_one(s, w, i))
                 return 1;
         if (s->ip == 0) {
@@ -435,15 +451,15 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
                 s->end = s->fp_only ? PROFD_END_FP_END : PROFD_END_NO_MAPPING;
                 return 1;
         }
-        /* iteration i appends frame i + 1: the index the verifier treats
-         * as unknown, so it need not verify every frame number apart (a
-         * frame count kept in s would be a new constant each iteration) */
-        n = i + 1;
+        /* the frame count is in s, map memory, whose values the verifier
+         * does not track: it verifies the append once, not once per frame
+         * number (runtime frames make it differ from the iteration's) */
+        n = s->n;
         if (n >= PROFD_MAX_FRAMES) {
                 s->end = PROFD_END_DEPTH;
                 return 1;
         }
-        f->ips[n] = s->ip;
+        f->ips[VERIFIER_MASK(n, 127)] = s->ip;
         s->n = n + 1;
         return 0;
 }
@@ -474,6 +490,10 @@ static __always_inline struct ustack_state *walk_start(struct pt_regs *regs, str
         s->n = 1;
         s->end = END_WALKING;
         s->exact_ip = 1;
+        s->rt_state = RT_IDLE;
+        s->rt_replace = 0;
+        s->rt_frames = 0;
+        s->rt_frame = 0;
         return s;
 }
 
@@ -497,12 +517,21 @@ static __always_inline struct profd_unwind_proc *walk_find_proc(struct ustack_st
                 s->p_epoch = epoch;
                 s->p_version = 0;
                 s->p_announced = 0;
+                s->rt_slot = 0;
                 if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
                         /* kept for the next walks while p_version is */
                         s->maps_off = p->maps_off;
                         s->maps_n = p->maps_n;
                         s->p_version = p->version; /* versions start at 1 */
                         s->p_announced = p->start_tick_ns == 0;
+                        if (p->rt_slot && p->rt_slot <= PROFD_RUNTIME_SLOTS) {
+                                s->rt_lo = p->rt_lo;
+                                s->rt_hi = p->rt_hi;
+                                s->rt_cold_lo = p->rt_cold_lo;
+                                s->rt_cold_hi = p->rt_cold_hi;
+                                s->rt_bias = p->rt_bias;
+                                s->rt_slot = p->rt_slot;
+                        }
                 }
         }
         return p;
@@ -549,6 +578,8 @@ static __always_inline __u8 walk_end(struct ustack_state *s, struct walk_window 
                 *announced = s->p_announced; /* set with p_version only */
 
         counter_add(PROFD_CNT_USER_WALKS, 1);
+        if (s->rt_frames)
+                counter_add(PROFD_CNT_RT_FRAMES, s->rt_frames);
         if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
                 counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
         return end;
@@ -598,6 +629,8 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
         start = process_start_ns(task);
         p = walk_find_proc(s, tgid, start);
         walk_use_proc(s, slot);
+        if (s->rt_slot)
+                s->fsbase = task->thread.fsbase; /* the runtime's thread state is found from it */
         if (s->version) {
                 struct walk_memo_slot *m = walk_memo_begin(s, task->pid);
 

@@ -95,6 +95,7 @@ struct manager {
         uint64_t samples_seen, idle_samples;
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
         uint64_t user_walks;          /* user stacks walked by BPF since start */
+        uint64_t runtime[STATUS_RUNTIME__MAX]; /* runtime walks' counters since start (status.h) */
         /* for STATUS= rates: how long each recent drain collected, by the
          * writer's job number (results come back in order, a few at most
          * in flight) */
@@ -220,6 +221,8 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
         m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
         m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
+        for (unsigned i = 0; i < STATUS_RUNTIME__MAX; i++)
+                m->runtime[i] += b.counters[PROFD_CNT_RT_WALKS + i];
         r = writer_drain(m->writer, &b, start_ns, m->last_drain_end_ns, m->vanished, &seq);
         if (r < 0)
                 return log_error_errno(r, "Failed to queue a drain: %m");
@@ -449,6 +452,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .offcpu_filtered = m->offcpu_filtered,
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
                 .user_walks = m->user_walks,
+                .runtime = { m->runtime[0], m->runtime[1], m->runtime[2], m->runtime[3], m->runtime[4] },
                 .writer_running = m->writer != NULL,
                 .unwinder_running = m->unwinder != NULL,
                 .exporter_running = m->exporter != NULL,

@@ -98,6 +98,21 @@ static void status_drops(const struct status_stats *s, json_t **ret_drops, json_
         *ret_truncated = truncated;
 }
 
+const char *const status_runtime_names[STATUS_RUNTIME__MAX] = {
+        "walks", "frames", "no_thread_state", "read_fault", "no_frame",
+};
+_Static_assert(PROFD_RT_NO_FRAME - PROFD_CNT_RT_WALKS + 1 == STATUS_RUNTIME__MAX, "one name per runtime counter");
+
+/* The runtime walks (CPython's): hand-overs, pseudo-frames emitted, and
+ * why one gave none (the interpreter's native frames kept). */
+static json_t *status_runtime(const struct status_stats *s) {
+        json_t *o = json_object();
+
+        for (int i = 0; o && i < STATUS_RUNTIME__MAX; i++)
+                json_object_set_new(o, status_runtime_names[i], json_integer((json_int_t) s->runtime[i]));
+        return o;
+}
+
 /* What the unwinder holds and did: tables, kernel memory, failures. */
 static json_t *status_unwind(const struct status_stats *s) {
         const struct unwinder_stats *us = &s->unwind;
@@ -105,7 +120,7 @@ static json_t *status_unwind(const struct status_stats *s) {
 
         for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
                 json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us->failures[i]));
-        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o*}",
                       "active", s->unwinder_running,
                       STATUS_KEY_PROCESSES, (json_int_t) us->processes,
                       STATUS_KEY_FILES, (json_int_t) us->files,
@@ -124,7 +139,8 @@ static json_t *status_unwind(const struct status_stats *s) {
                       "loads", (json_int_t) us->requests,
                       "misses", (json_int_t) us->misses,
                       STATUS_KEY_USER_WALKS, (json_int_t) s->user_walks,
-                      STATUS_KEY_FAILURES, fail);
+                      STATUS_KEY_FAILURES, fail,
+                      "runtime", status_runtime(s));
         return o;
 }
 

@@ -28,6 +28,12 @@ void status_rss_read(struct status_rss *ret);
  * request. The parts a profd does not run (serve-only: no writer, no
  * unwinder; no export configured) have their flag false and their stats
  * zero. */
+/* The runtime walks' counters (PROFD_CNT_RT_WALKS and the four after it,
+ * in order), in status as unwind.runtime: walks, frames, and why a walk
+ * gave no runtime frames. */
+#define STATUS_RUNTIME__MAX 5
+extern const char *const status_runtime_names[STATUS_RUNTIME__MAX];
+
 struct status_stats {
         const struct conf *conf;      /* the running settings */
         uint64_t pid;
@@ -37,6 +43,7 @@ struct status_stats {
         uint64_t samples_seen, idle_samples;
         uint64_t offcpu_filtered, offcpu_filtered_ns;
         uint64_t user_walks;
+        uint64_t runtime[STATUS_RUNTIME__MAX]; /* by status_runtime_names, from PROFD_CNT_RT_WALKS on */
         uint64_t clients;             /* connected to the socket now */
 
         bool writer_running;

@@ -408,6 +408,7 @@ static int collector_load(collector *c) {
         c->unwind.maps_fd = bpf_map__fd(c->skel->maps.unwind_maps);
         c->unwind.maps_cap = bpf_map__max_entries(c->skel->maps.unwind_maps);
         c->unwind.procs_fd = bpf_map__fd(c->skel->maps.unwind_procs);
+        c->unwind.runtimes_fd = bpf_map__fd(c->skel->maps.unwind_runtimes);
         c->unwind.procs_epoch = &c->skel->bss->unwind_epoch;
 
         c->keys_buf = calloc(c->keys_max, sizeof(*c->keys_buf));

@@ -24,6 +24,7 @@ struct collector_unwind_maps {
         int maps_fd;
         uint32_t maps_cap;
         int procs_fd;
+        int runtimes_fd;       /* unwind_runtimes (struct profd_runtime slots) */
         uint32_t *procs_epoch; /* unwind_epoch in the programs' .bss: one more after every change
                                 * to procs_fd's entries (bpf/maps.bpf.h) */
 };

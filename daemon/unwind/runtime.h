@@ -28,9 +28,9 @@
  * and the stacks in the store carry this number, so it never changes
  * meaning. 0 is no runtime (a native frame). */
 enum unwind_runtime_id {
-        UNWIND_RUNTIME_NONE = 0,
-        UNWIND_RUNTIME_PYTHON = 1,
-        UNWIND_RUNTIME_HOTSPOT = 2,
+        UNWIND_RUNTIME_NONE = PROFD_RUNTIME_NONE,
+        UNWIND_RUNTIME_PYTHON = PROFD_RUNTIME_PYTHON,
+        UNWIND_RUNTIME_HOTSPOT = PROFD_RUNTIME_HOTSPOT,
 };
 
 /* The most bytes a runtime keeps for naming its frames (CPython: its

@@ -12,8 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "log.h"
 #include "macro.h"
+#include "python.h"
 #include "unwind-procs.h"
 #include "runtime.h"
 #include "unwind-table.h"
@@ -61,6 +64,16 @@ void ufile_free(struct ufile *f) {
         free(f);
 }
 
+void ufile_release_runtime(unwinder *u, struct ufile *f) {
+        if (!f->rt_slot)
+                return;
+        pthread_mutex_lock(&u->lock);
+        free(u->rt_slots[f->rt_slot - 1]);
+        u->rt_slots[f->rt_slot - 1] = NULL;
+        pthread_mutex_unlock(&u->lock);
+        f->rt_slot = 0;
+}
+
 /* Drops unused file f from the cache, its rows freed as of the moment the
  * last process stopped using them (so their grace may be over already). */
 void ufile_evict(unwinder *u, struct ufile *f) {
@@ -68,6 +81,7 @@ void ufile_evict(unwinder *u, struct ufile *f) {
 
         lru_unlink(u, f);
         (void) hashmap_remove(u->files, &f->key);
+        ufile_release_runtime(u, f);
         if (table)
                 rangealloc_release(u->rows_alloc, f->off, f->slots, f->unref_ns);
         ufile_free(f);
@@ -291,6 +305,67 @@ static bool file_find_bias(const struct ufile *f, uint64_t map_offset, uint64_t 
         return false;
 }
 
+/* The runtimes a file may hold (runtime.h), in the order asked. */
+static const struct unwind_runtime *const runtimes[] = {
+        &python_runtime,
+};
+
+/* Publishes what discovery found in f to the BPF walkers: a free slot of
+ * unwind_runtimes, and the registry the naming reads (unwinder_runtime).
+ * Counted when every slot is taken. */
+static void runtime_publish(unwinder *u, struct ufile *f, const struct unwind_runtime_found *found) {
+        struct unwind_runtime_found *copy = malloc(sizeof(*copy));
+        uint32_t slot = 0;
+
+        if (!copy)
+                return;
+        *copy = *found;
+        pthread_mutex_lock(&u->lock);
+        for (uint32_t i = 0; i < PROFD_RUNTIME_SLOTS && !slot; i++)
+                if (!u->rt_slots[i]) {
+                        u->rt_slots[i] = copy;
+                        slot = i + 1;
+                }
+        pthread_mutex_unlock(&u->lock);
+        if (!slot) {
+                free(copy);
+                count_failure(u, UNWINDER_FAIL_RUNTIME_SLOTS);
+                return;
+        }
+        uint32_t idx = slot - 1;
+        if (bpf_map_update_elem(u->maps.runtimes_fd, &idx, &found->bpf, BPF_ANY) < 0) {
+                log_debug_errno(negative_errno(), "Failed to publish a runtime slot: %m");
+                f->rt_slot = slot;
+                ufile_release_runtime(u, f);
+                count_failure(u, UNWINDER_FAIL_RUNTIME_SLOTS);
+                return;
+        }
+        f->rt_slot = slot;
+}
+
+/* Runs each runtime's discovery on f's ELF, once per file: a runtime found
+ * is published (runtime_publish); one the walker cannot describe (a
+ * CPython too old or too new) is counted, and the file walked natively. */
+static void runtime_discover(unwinder *u, struct ufile *f, Elf *elf) {
+        if (f->rt_checked)
+                return;
+        f->rt_checked = true;
+        for (size_t i = 0; i < ELEMENTSOF(runtimes); i++) {
+                struct unwind_runtime_found found;
+                int r = runtimes[i]->discover(elf, &f->key, &found);
+
+                if (r > 0) {
+                        runtime_publish(u, f, &found);
+                        return;
+                }
+                if (r < 0) {
+                        log_debug_errno(r, "Runtime %s found in a file profd cannot walk: %m", runtimes[i]->name);
+                        count_failure(u, UNWINDER_FAIL_RUNTIME_UNSUPPORTED);
+                        return;
+                }
+        }
+}
+
 /* Reads the ELF file at one of the paths: its table if the file is new,
  * and where mapping offset m->offset lands. Returns 0, or -ENOEXEC when the
  * file cannot be read (walk it by frame pointers), or -ENOMEM. */
@@ -308,8 +383,10 @@ static int file_read(unwinder *u, struct ufile *f, const struct mapfile_paths *p
                 r = file_add_bias(f, m->offset, m->start - bias);
         else
                 r = -ENOEXEC;
-        /* Runtime walkers' discovery (runtime.h) will run here, on the
-         * same elf, once per file: its result kept in f with the table. */
+        /* runtime walkers' discovery (runtime.h), on the same elf, once
+         * per file: its result kept in f with the table */
+        if (r >= 0)
+                runtime_discover(u, f, elf);
         if (r >= 0 && build)
                 file_build(u, f, elf, fd, m->path);
         elf_end(elf);
@@ -383,8 +460,10 @@ int ufile_for_mapping(unwinder *u, uint32_t pid, const struct procmap *m, const 
                         f->retry = false;
                 r = file_read(u, f, &paths, m, build);
                 if (r < 0 || !file_find_bias(f, m->offset, ret_vaddr_at)) {
-                        if (is_new)
+                        if (is_new) {
+                                ufile_release_runtime(u, f);
                                 ufile_free(f);
+                        }
                         else {
                                 file_unreserve(u, f); /* unread: not built */
                                 ufile_unref(u, f, mono_ns());
@@ -398,6 +477,7 @@ int ufile_for_mapping(unwinder *u, uint32_t pid, const struct procmap *m, const 
         if (is_new) {
                 r = hashmap_put(u->files, &f->key, f);
                 if (r < 0) {
+                        ufile_release_runtime(u, f);
                         ufile_free(f);
                         return r;
                 }

@@ -30,6 +30,8 @@ struct ufile {
         char *paths[3];            /* pending: where to open it (map_files, root/PATH, PATH) */
         uint32_t want;             /* rows the table needs, when it found no room */
         uint32_t resv_off, resv_n; /* rows set aside for its build again (resv_n 0: none) */
+        bool rt_checked;           /* the runtimes' discovery ran on it */
+        uint32_t rt_slot;          /* a runtime found in it: its unwind_runtimes slot + 1; 0: none */
 };
 
 /* A reference for a live process's mapping: takes an unused file off the
@@ -37,6 +39,9 @@ struct ufile {
 void ufile_ref(unwinder *u, struct ufile *f);
 void ufile_unref(unwinder *u, struct ufile *f, uint64_t now);
 void ufile_free(struct ufile *f);
+/* Gives back f's runtime slot (ufile_evict does; so must whoever frees a
+ * file read by ufile_for_mapping otherwise). */
+void ufile_release_runtime(unwinder *u, struct ufile *f);
 /* Drops unused file f from the cache (the sweep, past UNUSED_FILES_MAX). */
 void ufile_evict(unwinder *u, struct ufile *f);
 

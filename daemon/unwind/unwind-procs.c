@@ -260,6 +260,40 @@ static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *
         return 0;
 }
 
+/* The process's runtime, into entry's rt_* fields: the first mapping of a
+ * file where discovery found one (runtime_discover in unwind-files.c); a
+ * process with two (an interpreter embedding another) hands over to the
+ * first only. */
+static void proc_entry_runtime(unwinder *u, const struct proc_mappings *pm, struct profd_unwind_proc *entry) {
+        for (size_t i = 0; i < pm->n; i++) {
+                const struct ufile *f = pm->files[i];
+                struct unwind_runtime_found found;
+                uint64_t bias = pm->out[i].bias;
+
+                if (!f || !f->rt_slot || unwinder_runtime(u, f->rt_slot, &found) < 0)
+                        continue;
+                entry->rt_slot = f->rt_slot;
+                entry->rt_bias = bias;
+                entry->rt_lo = found.lo + bias;
+                entry->rt_hi = found.hi + bias;
+                if (found.cold_lo < found.cold_hi) {
+                        entry->rt_cold_lo = found.cold_lo + bias;
+                        entry->rt_cold_hi = found.cold_hi + bias;
+                }
+                return;
+        }
+}
+
+/* Copies the runtime part of a process's entry (proc_entry_runtime). */
+static void entry_copy_runtime(struct profd_unwind_proc *to, const struct profd_unwind_proc *from) {
+        to->rt_lo = from->rt_lo;
+        to->rt_hi = from->rt_hi;
+        to->rt_cold_lo = from->rt_cold_lo;
+        to->rt_cold_hi = from->rt_cold_hi;
+        to->rt_bias = from->rt_bias;
+        to->rt_slot = from->rt_slot;
+}
+
 /* Writes pm's mappings into the shared array and publishes the process's
  * entry to the BPF programs. Returns 1 and the mappings' offset, 0 when
  * there was no room (counted), or a negative errno. */
@@ -354,6 +388,7 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         r = proc_read_mappings(u, tgid, &pm);
         if (r < 0 || pm.n == 0)
                 return r; /* a kernel thread, or gone */
+        proc_entry_runtime(u, &pm, &entry);
         r = proc_publish(u, tgid, &entry, &pm, &off);
         if (r <= 0)
                 return r;
@@ -378,6 +413,7 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
                         .files = pm.files, .n_files = pm.n, .loaded_ns = mono_ns(), .maps_sig = sig,
                         .n_objects = count_objects(u, &pm), .miss_ns = miss_ns, .miss_interval_ns = miss_interval_ns,
                 };
+                entry_copy_runtime(&p->rt, &entry);
                 r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
                 if (r >= 0) {
                         pm.files = NULL; /* the process holds the references now */
@@ -497,6 +533,8 @@ int uproc_request(unwinder *u, const struct request *q) {
                                 .start_ns = q->start_ns, .maps_off = p->maps_off, .maps_n = p->maps_n,
                                 .version = ++u->versions,
                         };
+
+                        entry_copy_runtime(&entry, &p->rt);
 
                         if (!p->tick_ns)
                                 return 0; /* known */

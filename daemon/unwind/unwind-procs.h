@@ -20,6 +20,7 @@ struct uproc {
         uint64_t miss_ns;          /* CLOCK_MONOTONIC of the last reload for a miss */
         uint64_t miss_interval_ns; /* the next miss waits this long after miss_ns; 0: MISS_FIRST_INTERVAL_NS */
         bool miss_deferred;        /* a miss waits for miss_ns + miss_interval_ns */
+        struct profd_unwind_proc rt; /* its entry's runtime part (rt_*), for rewrites of the entry */
 };
 
 struct followup {

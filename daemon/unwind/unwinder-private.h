@@ -15,6 +15,7 @@
 #include "loopthread.h"
 #include "helpers.h"
 #include "rangealloc.h"
+#include "runtime.h"
 #include "unwinder.h"
 
 /* No BPF program runs this long: a slice freed this long ago is read by
@@ -75,6 +76,9 @@ struct unwinder {
         struct request *queue;
         size_t n_queue, cap_queue;
         struct unwinder_stats stats;
+        /* unwind_runtimes' slots: what discovery found in the file that
+         * holds each (NULL: free); unwinder_runtime copies one */
+        struct unwind_runtime_found *rt_slots[PROFD_RUNTIME_SLOTS];
         struct unwinder_loaded *loaded; /* instances whose mappings were new or changed, for the event loop */
         size_t n_loaded, cap_loaded;
         int loaded_fd;             /* eventfd: loaded has entries */

@@ -38,6 +38,8 @@ const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
         [UNWINDER_FAIL_BUDGET_FULL] = "budget_full",
         [UNWINDER_FAIL_MAPS_FULL] = "maps_full",
         [UNWINDER_FAIL_PROCS_FULL] = "procs_full",
+        [UNWINDER_FAIL_RUNTIME_UNSUPPORTED] = "runtime_unsupported",
+        [UNWINDER_FAIL_RUNTIME_SLOTS] = "runtime_slots_full",
 };
 
 /* --- writing the kernel's arrays ------------------------------------------ */
@@ -271,6 +273,20 @@ int unwinder_new(const struct collector_unwind_maps *maps, const char *proc_root
         return 0;
 }
 
+int unwinder_runtime(unwinder *u, uint32_t slot, struct unwind_runtime_found *ret) {
+        int r = -ENOENT;
+
+        if (slot == 0 || slot > PROFD_RUNTIME_SLOTS)
+                return -ENOENT;
+        pthread_mutex_lock(&u->lock);
+        if (u->rt_slots[slot - 1]) {
+                *ret = *u->rt_slots[slot - 1];
+                r = 0;
+        }
+        pthread_mutex_unlock(&u->lock);
+        return r;
+}
+
 unwinder *unwinder_free(unwinder *u) {
         const void *k;
         void *v;
@@ -293,6 +309,8 @@ unwinder *unwinder_free(unwinder *u) {
                         ufile_free(v);
                 hashmap_free(u->files);
         }
+        for (i = 0; i < PROFD_RUNTIME_SLOTS; i++)
+                free(u->rt_slots[i]);
         /* the queue's references: the files are freed with the cache */
         free(u->builds);
         free(u->scan);

@@ -24,6 +24,9 @@ enum unwinder_failure {
         UNWINDER_FAIL_BUDGET_FULL,  /* no room in unwind_memory even after evicting unused tables */
         UNWINDER_FAIL_MAPS_FULL,    /* no room for the process's mappings in unwind_maps */
         UNWINDER_FAIL_PROCS_FULL,   /* unwind_procs had no room for the process */
+        UNWINDER_FAIL_RUNTIME_UNSUPPORTED, /* a runtime (CPython) of a version profd cannot walk:
+                                            * its frames stay native */
+        UNWINDER_FAIL_RUNTIME_SLOTS, /* unwind_runtimes had no free slot for a runtime's file */
         UNWINDER_FAIL__MAX,
 };
 
@@ -73,6 +76,13 @@ struct unwinder_loaded {
         uint64_t start_ns;
         uint64_t maps_sig;     /* of the executable ranges it found (procmap_signature_add) */
 };
+
+/* What discovery found in the file that holds runtime slot `slot` (1-based,
+ * as struct profd_unwind_proc.rt_slot and PROFD_EVENT_RUNTIME_CODE give
+ * it), copied into *ret; any thread. Returns 0, or -ENOENT when the slot
+ * is free (its file was evicted: no live process maps it). */
+struct unwind_runtime_found;
+int unwinder_runtime(unwinder *u, uint32_t slot, struct unwind_runtime_found *ret);
 
 /* Readable (an eventfd) while unwinder_take_loaded has instances. */
 int unwinder_loaded_fd(unwinder *u);

@@ -15,7 +15,12 @@ struct pt_regs {
         __u64 ip, sp, bp;
 };
 
+struct thread_struct {
+        unsigned long fsbase;
+};
+
 struct task_struct {
+        struct thread_struct thread;
         int pid, tgid;
         unsigned int flags;
         __u64 start_boottime;
