@@ -32,6 +32,11 @@ static const char *const drop_names[PROFD_COUNTER__MAX] = {
 
 static const char *const failure_names[UNWINDER_FAIL__MAX] = {
         "no_cfi", "unreadable", "above_4g", "bad_cfi", "budget_full", "maps_full", "procs_full",
+        "runtime_unsupported", "runtime_slots_full",
+};
+
+static const char *const runtime_names[STATUS_RUNTIME__MAX] = {
+        "walks", "frames", "no_thread_state", "read_fault", "no_frame",
 };
 
 static char *debug_dirs[] = { "/usr/lib/debug", "/opt/debug", NULL };
@@ -115,6 +120,8 @@ static struct status_stats full_stats(const struct conf *c) {
         s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129 };
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
                 s.unwind.failures[i] = 300 + (uint64_t) i;
+        for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
+                s.runtime[i] = 350 + (uint64_t) i;
         for (int i = 0; i < _EXPORTER_ERROR_MAX; i++)
                 s.export.errors[i] = 400 + (uint64_t) i;
         return s;
@@ -159,7 +166,7 @@ static void test_keys_in_order(void) {
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
                    "mappings_used mappings_capacity kernel_bytes mapped_bytes tables_built build_ms "
-                   "tables_evicted tables_no_room tables_queued loads misses user_walks failures");
+                   "tables_evicted tables_no_room tables_queued loads misses user_walks failures runtime");
         check_keys(json_object_get(o, "export"), "url host state acknowledged_drain_id backlog_drains "
                    "backlog_oldest_ns last_success_ns exported_drains exported_samples exported_stacks "
                    "exported_frames bytes_sent already_stored lost_by_retention damaged_blocks errors error "
@@ -337,6 +344,9 @@ static void test_unwind_and_export(void) {
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
                 CHECK_INT_EQ(num(json_object_get(u, "failures"), failure_names[i]), 300 + i);
         CHECK_INT_EQ(json_object_size(json_object_get(u, "failures")), UNWINDER_FAIL__MAX);
+        for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
+                CHECK_INT_EQ(num(json_object_get(u, "runtime"), runtime_names[i]), 350 + i);
+        CHECK_INT_EQ(json_object_size(json_object_get(u, "runtime")), STATUS_RUNTIME__MAX);
 
         e = json_object_get(o, "export");
         CHECK_STR_EQ(str(e, "url"), "http://ch:8123");
