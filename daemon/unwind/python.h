@@ -17,7 +17,17 @@ struct python_names {
         uint64_t code_type;            /* file address of PyCode_Type; 0: not exported */
 };
 
+/* Discovery (python_discover) and naming: a code object read from
+ * /proc/PID/mem with python_code_read, with the layout of struct
+ * python_names and PyCode_Type at code_type + the file's bias; the reuse
+ * check compares the head fields naming reads (type, names, line table,
+ * first line); a line from python_code_line. */
 extern const struct unwind_runtime python_runtime;
+
+/* The 64-bit identity of a Python function, stable across processes and
+ * profd versions: the store's build_id of its frames is "python-" and
+ * these 16 hex digits (rules.md's convention, docs/architecture.md). */
+uint64_t python_code_identity(const char *qualname, const char *filename, int32_t firstlineno);
 
 /* Fills *ret from what python_discover_elf found and the version's
  * layout. Returns 0, or -EPROTONOSUPPORT when the version's layout says

@@ -8,16 +8,17 @@
  * The walk as it will be (docs/architecture.md, "Runtime walkers"): the
  * native BPF walker, finding a frame's pc in a hand-over range of a
  * mapping, runs the runtime's BPF walker, which emits pseudo-frames
- * (struct unwind_runtime_frame) and hands back to the native walk, so a
+ * (PROFD_RT_FRAME, bpf/profd.h) and hands back to the native walk, so a
  * stack interleaves native and runtime frames in their true order. The
- * daemon does two things for it, one per hook below: it finds the runtime
- * in a mapped file (discover, in the unwinder, with the file's table) and
- * names the pseudo-frames of a drained stack (name, on the writer's path,
- * where native frames are symbolized). */
+ * daemon does two things for it, hooks below: it finds the runtime in a
+ * mapped file (discover, in the unwinder, with the file's table) and names
+ * the pseudo-frames of a drained stack (code_*, on the writer's path,
+ * where native frames are symbolized, through runtime-names.h's cache). */
 #pragma once
 
 #include <gelf.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -61,27 +62,26 @@ struct unwind_runtime_found {
         uint8_t names[UNWIND_RUNTIME_NAMES_MAX];
 };
 
-/* A pseudo-frame as the runtime's BPF walker emits it into a stack: the
- * code object (PyCodeObject *, Method *) in the process and the
- * instruction offset within it. */
-struct unwind_runtime_frame {
-        enum unwind_runtime_id id;
-        uint64_t code;
-        uint32_t offset;
-};
+/* Reads `size` bytes at `addr` of one process (the naming cache's reader,
+ * daemon/unwind/runtime-names.h): 0 when all were read, a negative errno
+ * otherwise. */
+typedef int (*unwind_runtime_read_fn)(void *userdata, uint64_t addr, void *buf, size_t size);
 
-/* A pseudo-frame named: what a native frame gets from the symbolizer. */
+/* A code object (PyCodeObject, Method) as a runtime read it from a
+ * process: the runtime's own, kept by the naming cache by (process,
+ * address) until evicted. */
+typedef struct unwind_runtime_code unwind_runtime_code;
+
+/* A pseudo-frame named: what a native frame gets from the symbolizer.
+ * Strings are the code's (live as long as it is). */
 struct unwind_runtime_name {
-        char *function;            /* qualified name (co_qualname; class.method) */
-        char *file;                /* NULL: unknown */
-        uint32_t line;             /* 0: unknown */
+        const char *function;      /* qualified name (co_qualname; Class.method) */
+        const char *file;          /* as the code object gives it */
+        uint32_t line;             /* 0: unknown (the reason says why) */
+        /* Names the function across processes and restarts: the digits of
+         * the frame's build_id in the store (rules in runtime-names.h). */
+        uint64_t identity;
 };
-
-static inline void unwind_runtime_name_done(struct unwind_runtime_name *n) {
-        free(n->function);
-        free(n->file);
-        *n = (struct unwind_runtime_name) {};
-}
 
 struct unwind_runtime {
         const char *name;          /* "python", "hotspot": status and logs */
@@ -97,15 +97,34 @@ struct unwind_runtime {
          * negative errno (counted, the file walked natively). */
         int (*discover)(Elf *elf, const struct file_key *key, struct unwind_runtime_found *ret);
 
-        /* Naming. Called on the writer's path for each pseudo-frame of a
-         * drained stack of process pid (instance start_ns), with what
-         * discovery found for the file the walk handed over in. Reads the
-         * process's memory (the code object's names and line table); the
-         * caller caches the answer by (pid, start_ns, code) with a
-         * checksum against reuse. Returns 0 with *ret (freed with
-         * unwind_runtime_name_done), -ESRCH when the process is gone,
-         * -ENOENT when no code object is at frame->code any more, or
-         * another negative errno. */
-        int (*name_frame)(uint32_t pid, uint64_t start_ns, const struct unwind_runtime_found *found,
-                          const struct unwind_runtime_frame *frame, struct unwind_runtime_name *ret);
+        /* Naming, on the writer's thread (runtime-names.h caches what
+         * these give by (process, code address)). `found` is what discovery
+         * found in the file the process's walks hand over in, `bias` the
+         * file's load bias in that process; `read` reads the process's
+         * memory. Reasons are the runtime's own (reason_name names them;
+         * 0 is none).
+         *
+         * code_read: reads the code object at `addr` in full. Returns 0
+         * with *ret (its heap bytes in *ret_bytes, for the cache's
+         * budget); -ENOMEM; or another negative errno with *ret_reason
+         * (nothing a name can be made of is there). */
+        int (*code_read)(const struct unwind_runtime_found *found, uint64_t bias, unwind_runtime_read_fn read,
+                         void *userdata, uint64_t addr, unwind_runtime_code **ret, size_t *ret_bytes,
+                         unsigned *ret_reason);
+        /* code_same: whether the object at `addr` is still the one read
+         * (the runtime may have freed it and put another there): reads as
+         * little as tells, the object's head. Returns 1 the same, 0 not
+         * (or unreadable now), or a negative errno when reading failed. */
+        int (*code_same)(const struct unwind_runtime_found *found, uint64_t bias, unwind_runtime_read_fn read,
+                         void *userdata, uint64_t addr, const unwind_runtime_code *code);
+        /* code_name: the name of the instruction at `offset` (the
+         * pseudo-frame's, in the runtime's units). Pure. *ret_reason: why
+         * ret->line is 0 (0 when it is not). */
+        void (*code_name)(const unwind_runtime_code *code, uint32_t offset, struct unwind_runtime_name *ret,
+                          unsigned *ret_reason);
+        void (*code_free)(unwind_runtime_code *code);
+        /* "read-code", ...: a reason's name; reasons_max: how many there are
+         * (0 included). */
+        const char *(*reason_name)(unsigned reason);
+        unsigned reasons_max;
 };
