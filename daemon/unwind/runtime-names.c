@@ -1,0 +1,427 @@
+/* The naming cache of runtime pseudo-frames: code objects by (process, address), LRU within a byte budget. */
+#include "runtime-names.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "macro.h"
+
+struct rn_key {
+        uint32_t pid;
+        uint64_t start_ns;
+        uint64_t code;         /* 0 for a process's own key */
+};
+
+struct rn_code;
+
+struct rn_proc {
+        struct rn_key key;
+        const struct unwind_runtime *runtime;
+        struct unwind_runtime_found found;
+        uint64_t bias;
+        int handle;            /* the reader's, -1 until needed */
+        bool gone;             /* found gone: its names are what was read */
+        unsigned gone_drains;  /* drains ended since */
+        struct rn_code *codes; /* its code objects (proc_next) */
+};
+
+struct rn_code {
+        struct rn_key key;
+        struct rn_proc *proc;
+        unwind_runtime_code *code;     /* NULL: not read, see exited and reason */
+        bool exited;                   /* the process was gone before it could be read */
+        unsigned reason;               /* why it could not be read */
+        size_t bytes;                  /* counted in the budget */
+        uint64_t checked_drain;        /* the drain whose first use checked it against reuse */
+        struct rn_code *lru_prev, *lru_next;   /* most recently used first */
+        struct rn_code *proc_prev, *proc_next;
+};
+
+struct runtime_names {
+        const struct unwind_runtime **runtimes;
+        size_t n_runtimes;
+        struct runtime_names_reader reader;
+        uint64_t budget;
+        hashmap *procs;        /* struct rn_key * (code 0) -> struct rn_proc * */
+        hashmap *codes;        /* struct rn_key * -> struct rn_code * */
+        struct rn_code *lru_head, *lru_tail;
+        uint64_t drain;        /* drains begun: 0 before the first */
+        struct runtime_names_stats stats;
+};
+
+static uint64_t key_hash(const void *k) {
+        const struct rn_key *key = k;
+
+        return hash_u64(key->pid ^ hash_u64(key->start_ns ^ hash_u64(key->code)));
+}
+
+static bool key_eq(const void *a, const void *b) {
+        const struct rn_key *x = a, *y = b;
+
+        return x->pid == y->pid && x->start_ns == y->start_ns && x->code == y->code;
+}
+
+int runtime_names_new(const struct unwind_runtime *const *runtimes, size_t n_runtimes,
+                      const struct runtime_names_reader *reader, uint64_t budget, runtime_names **ret) {
+        runtime_names *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return -ENOMEM;
+        c->runtimes = calloc(n_runtimes ? n_runtimes : 1, sizeof(*c->runtimes));
+        c->procs = hashmap_new(key_hash, key_eq);
+        c->codes = hashmap_new(key_hash, key_eq);
+        if (!c->runtimes || !c->procs || !c->codes) {
+                runtime_names_free(c);
+                return -ENOMEM;
+        }
+        memcpy(c->runtimes, runtimes, n_runtimes * sizeof(*c->runtimes));
+        c->n_runtimes = n_runtimes;
+        c->reader = *reader;
+        c->budget = budget;
+        *ret = c;
+        return 0;
+}
+
+void runtime_names_set_budget(runtime_names *c, uint64_t budget) {
+        c->budget = budget;
+}
+
+static void lru_unlink(runtime_names *c, struct rn_code *e) {
+        if (e->lru_prev)
+                e->lru_prev->lru_next = e->lru_next;
+        else
+                c->lru_head = e->lru_next;
+        if (e->lru_next)
+                e->lru_next->lru_prev = e->lru_prev;
+        else
+                c->lru_tail = e->lru_prev;
+        e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_push(runtime_names *c, struct rn_code *e) {
+        e->lru_next = c->lru_head;
+        if (c->lru_head)
+                c->lru_head->lru_prev = e;
+        else
+                c->lru_tail = e;
+        c->lru_head = e;
+}
+
+/* What was read is dropped; the entry stays, unread. */
+static void code_clear(runtime_names *c, struct rn_code *e) {
+        if (e->code)
+                e->proc->runtime->code_free(e->code);
+        e->code = NULL;
+        c->stats.bytes -= e->bytes - sizeof(*e);
+        e->bytes = sizeof(*e);
+}
+
+static void code_drop(runtime_names *c, struct rn_code *e) {
+        code_clear(c, e);
+        lru_unlink(c, e);
+        if (e->proc_prev)
+                e->proc_prev->proc_next = e->proc_next;
+        else
+                e->proc->codes = e->proc_next;
+        if (e->proc_next)
+                e->proc_next->proc_prev = e->proc_prev;
+        (void) hashmap_remove(c->codes, &e->key);
+        c->stats.bytes -= e->bytes;
+        c->stats.codes--;
+        free(e);
+}
+
+static void proc_close(runtime_names *c, struct rn_proc *p) {
+        if (p->handle >= 0)
+                c->reader.close(c->reader.userdata, p->handle);
+        p->handle = -1;
+}
+
+static void proc_mark_gone(runtime_names *c, struct rn_proc *p) {
+        p->gone = true;
+        proc_close(c, p);
+}
+
+static void proc_drop(runtime_names *c, struct rn_proc *p) {
+        while (p->codes)
+                code_drop(c, p->codes);
+        proc_close(c, p);
+        (void) hashmap_remove(c->procs, &p->key);
+        c->stats.bytes -= sizeof(*p);
+        c->stats.processes--;
+        free(p);
+}
+
+runtime_names *runtime_names_free(runtime_names *c) {
+        size_t state = 0;
+        const void *k;
+        void *v;
+
+        if (!c)
+                return NULL;
+        /* each drop changes the map: take the first one again each time */
+        while (c->procs && (state = 0, hashmap_iterate(c->procs, &state, &k, &v)))
+                proc_drop(c, v);
+        hashmap_free(c->procs);
+        hashmap_free(c->codes);
+        free(c->runtimes);
+        free(c);
+        return NULL;
+}
+
+static void evict(runtime_names *c) {
+        while (c->stats.bytes > c->budget && c->lru_tail) {
+                code_drop(c, c->lru_tail);
+                c->stats.evicted++;
+        }
+}
+
+/* The process's memory as the runtime's hooks read it, opening the
+ * reader's handle on first need; remembers whether the process was found
+ * gone on the way (the hooks turn a failed read into their own reasons). */
+struct rn_read {
+        runtime_names *c;
+        struct rn_proc *p;
+        bool gone;
+};
+
+static int rn_read(void *userdata, uint64_t addr, void *buf, size_t size) {
+        struct rn_read *x = userdata;
+        runtime_names *c = x->c;
+        int r;
+
+        if (x->gone)
+                return -ESRCH;
+        if (x->p->handle < 0) {
+                r = c->reader.open(c->reader.userdata, x->p->key.pid, x->p->key.start_ns);
+                if (r < 0) {
+                        x->gone = r == -ESRCH;
+                        return r;
+                }
+                x->p->handle = r;
+        }
+        r = c->reader.read(c->reader.userdata, x->p->handle, addr, buf, size);
+        if (r == -ESRCH)
+                x->gone = true;
+        return r;
+}
+
+/* Reads e's code object in full, replacing what it held. Returns 0 (a
+ * failed read is kept with its reason) or -ENOMEM. */
+static int code_fill(runtime_names *c, struct rn_code *e) {
+        struct rn_proc *p = e->proc;
+        struct rn_read x = { .c = c, .p = p };
+        unwind_runtime_code *code = NULL;
+        size_t bytes = 0;
+        unsigned reason = 0;
+        int r;
+
+        code_clear(c, e);
+        r = p->runtime->code_read(&p->found, p->bias, rn_read, &x, e->key.code, &code, &bytes, &reason);
+        if (r == -ENOMEM)
+                return r;
+        c->stats.reads++;
+        if (x.gone)
+                proc_mark_gone(c, p);
+        if (r < 0) {
+                e->exited = x.gone;
+                e->reason = reason;
+                return 0;
+        }
+        e->code = code;
+        e->exited = false;
+        e->reason = 0;
+        e->bytes += bytes;
+        c->stats.bytes += bytes;
+        return 0;
+}
+
+/* Whether e still names the object at its address, while the process
+ * lives: the head re-read and compared, the object read again in full
+ * when it differs (or was not read). A process found gone keeps what was
+ * read. Returns 0 or -ENOMEM. */
+static int code_check(runtime_names *c, struct rn_code *e) {
+        struct rn_proc *p = e->proc;
+        struct rn_read x = { .c = c, .p = p };
+        int r;
+
+        if (!e->code)
+                return code_fill(c, e);
+        r = p->runtime->code_same(&p->found, p->bias, rn_read, &x, e->key.code, e->code);
+        if (x.gone) {
+                proc_mark_gone(c, p);
+                return 0;
+        }
+        if (r == 1)
+                return 0;
+        if (r == 0)
+                c->stats.reused++;
+        return code_fill(c, e);
+}
+
+/* e for (p, code), made (unread) when new. Returns 0 or -ENOMEM. */
+static int code_get(runtime_names *c, struct rn_proc *p, uint64_t code, struct rn_code **ret, bool *ret_new) {
+        struct rn_key key = { .pid = p->key.pid, .start_ns = p->key.start_ns, .code = code };
+        struct rn_code *e;
+        void *v;
+
+        if (hashmap_get(c->codes, &key, &v) >= 0) {
+                *ret = v;
+                *ret_new = false;
+                return 0;
+        }
+        e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        *e = (struct rn_code) { .key = key, .proc = p, .bytes = sizeof(*e) };
+        if (hashmap_put(c->codes, &e->key, e) < 0) {
+                free(e);
+                return -ENOMEM;
+        }
+        e->proc_next = p->codes;
+        if (p->codes)
+                p->codes->proc_prev = e;
+        p->codes = e;
+        lru_push(c, e);
+        c->stats.bytes += e->bytes;
+        c->stats.codes++;
+        *ret = e;
+        *ret_new = true;
+        return 0;
+}
+
+static struct rn_proc *proc_find(runtime_names *c, uint32_t pid, uint64_t start_ns) {
+        struct rn_key key = { .pid = pid, .start_ns = start_ns };
+        void *v;
+
+        return hashmap_get(c->procs, &key, &v) >= 0 ? v : NULL;
+}
+
+int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const struct unwind_runtime_found *found,
+                        uint64_t bias, uint64_t code) {
+        const struct unwind_runtime *rt = found->id < c->n_runtimes ? c->runtimes[found->id] : NULL;
+        struct rn_proc *p = proc_find(c, pid, start_ns);
+        struct rn_code *e;
+        bool fresh;
+        int r;
+
+        if (!rt || !rt->code_read)
+                return -EPROTONOSUPPORT;
+        if (!p) {
+                p = calloc(1, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                p->key = (struct rn_key) { .pid = pid, .start_ns = start_ns };
+                p->handle = -1;
+                if (hashmap_put(c->procs, &p->key, p) < 0) {
+                        free(p);
+                        return -ENOMEM;
+                }
+                c->stats.bytes += sizeof(*p);
+                c->stats.processes++;
+        }
+        if (p->runtime && p->runtime != rt)
+                /* an exec into another runtime: the objects read were the old one's */
+                while (p->codes)
+                        code_drop(c, p->codes);
+        /* the latest event's: an exec keeps the instance and may map another interpreter */
+        p->runtime = rt;
+        p->found = *found;
+        p->bias = bias;
+        r = code_get(c, p, code, &e, &fresh);
+        if (r < 0)
+                return r;
+        if (fresh && p->gone)
+                e->exited = true;
+        else if (fresh)
+                r = code_fill(c, e);
+        else if (!p->gone)
+                r = code_check(c, e);
+        if (r < 0)
+                return r;
+        /* between drains: no frame holds names now */
+        evict(c);
+        return 0;
+}
+
+void runtime_names_begin_drain(runtime_names *c) {
+        c->drain++;
+}
+
+int runtime_names_lookup(runtime_names *c, uint32_t pid, uint64_t start_ns, bool live, uint64_t ip,
+                         struct runtime_names_frame *ret) {
+        struct rn_proc *p = proc_find(c, pid, start_ns);
+        struct rn_code *e;
+        bool fresh;
+        int r;
+
+        if (!p) {
+                *ret = (struct runtime_names_frame) { .status = RUNTIME_NAMES_NO_RUNTIME };
+                return 0;
+        }
+        if (!live && !p->gone)
+                proc_mark_gone(c, p);
+        r = code_get(c, p, PROFD_RT_FRAME_CODE(ip), &e, &fresh);
+        if (r < 0)
+                return r;
+        if (e->checked_drain != c->drain) {
+                /* the first use in this drain */
+                e->checked_drain = c->drain;
+                if (fresh && p->gone)
+                        e->exited = true;
+                else if (fresh)
+                        r = code_fill(c, e);
+                else if (!p->gone)
+                        r = code_check(c, e);
+                if (r < 0)
+                        return r;
+        }
+        lru_unlink(c, e);
+        lru_push(c, e);
+        *ret = (struct runtime_names_frame) { .runtime = p->runtime };
+        if (e->code) {
+                ret->status = RUNTIME_NAMES_NAMED;
+                p->runtime->code_name(e->code, PROFD_RT_FRAME_OFFSET(ip), &ret->name, &ret->reason);
+        } else if (e->exited)
+                ret->status = RUNTIME_NAMES_EXITED;
+        else {
+                ret->status = RUNTIME_NAMES_UNREADABLE;
+                ret->reason = e->reason;
+        }
+        return 0;
+}
+
+void runtime_names_end_drain(runtime_names *c, bool (*alive)(void *userdata, uint32_t pid, uint64_t start_ns),
+                             void *userdata) {
+        _cleanup_free_ struct rn_proc **drop = NULL;
+        size_t n = 0, state = 0;
+        const void *k;
+        void *v;
+
+        drop = malloc(MAX(hashmap_size(c->procs), (size_t) 1) * sizeof(*drop));
+        while (hashmap_iterate(c->procs, &state, &k, &v)) {
+                struct rn_proc *p = v;
+
+                if (!p->gone && alive && !alive(userdata, p->key.pid, p->key.start_ns))
+                        proc_mark_gone(c, p);
+                if (p->gone && ++p->gone_drains > RUNTIME_NAMES_KEEP_DRAINS && drop)
+                        drop[n++] = p;
+        }
+        /* out of memory for the list: dropped at a later drain */
+        for (size_t i = 0; i < n; i++)
+                proc_drop(c, drop[i]);
+        evict(c);
+}
+
+void runtime_names_get_stats(const runtime_names *c, struct runtime_names_stats *ret) {
+        *ret = c->stats;
+}
+
+const char *runtime_names_build_id(const struct unwind_runtime *runtime, uint64_t identity, char *buf, size_t size) {
+        snprintf(buf, size, "%s-%016" PRIx64, runtime->name, identity);
+        return buf;
+}

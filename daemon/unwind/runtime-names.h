@@ -1,0 +1,109 @@
+/* The names of runtime pseudo-frames (CPython's code objects): a cache of
+ * the code objects read from processes, by (process instance, address),
+ * with a check against reuse, names kept after the process exits, and a
+ * byte budget. Pure: processes are read through the reader it is given,
+ * code objects through the runtime's hooks (runtime.h), so unit tests
+ * feed it fakes. The writer owns one and uses it on its thread only. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime.h"
+
+/* How a process's memory is read. `open` returns a handle (>= 0) for the
+ * instance (pid, start_ns), -ESRCH when it is gone, or another negative
+ * errno; `read` returns 0 when all `size` bytes at `addr` were read, -ESRCH
+ * when the process is gone, another negative errno when that memory could
+ * not be read; `close` gives the handle back. */
+struct runtime_names_reader {
+        int (*open)(void *userdata, uint32_t pid, uint64_t start_ns);
+        int (*read)(void *userdata, int handle, uint64_t addr, void *buf, size_t size);
+        void (*close)(void *userdata, int handle);
+        void *userdata;
+};
+
+/* What became of a pseudo-frame's name. */
+enum runtime_names_status {
+        RUNTIME_NAMES_NAMED,         /* name.function and name.file known (the line may not be) */
+        RUNTIME_NAMES_NO_RUNTIME,    /* no event told which runtime the process runs */
+        RUNTIME_NAMES_EXITED,        /* the process exited before the code object was read */
+        RUNTIME_NAMES_UNREADABLE,    /* the code object could not be read: `reason` says why */
+};
+
+struct runtime_names_frame {
+        enum runtime_names_status status;
+        const struct unwind_runtime *runtime;  /* the process's; NULL with NO_RUNTIME */
+        /* NAMED: strings live until runtime_names_end_drain */
+        struct unwind_runtime_name name;
+        /* the runtime's reason: UNREADABLE, why; NAMED, why the line is 0
+         * (0 when it is not) */
+        unsigned reason;
+};
+
+struct runtime_names_stats {
+        uint64_t processes;       /* remembered (runtime and bias learnt from events) */
+        uint64_t codes;           /* code objects cached, read or not */
+        uint64_t bytes;           /* what they and the processes hold */
+        uint64_t reads;           /* full reads of a code object, since start */
+        uint64_t reused;          /* reuse checks that found another object at the address */
+        uint64_t evicted;         /* code objects dropped for the budget */
+};
+
+/* Drains a process is remembered after it was found gone: the writer may
+ * be a few drains behind the kernel, and each may hold its samples. */
+#define RUNTIME_NAMES_KEEP_DRAINS 4
+
+typedef struct runtime_names runtime_names;
+
+/* runtimes: indexed by enum unwind_runtime_id, n_runtimes entries (NULL:
+ * not named). budget: bytes kept (least recently used evicted first, at
+ * the end of a drain and when events are learnt). Returns 0 or -ENOMEM. */
+int runtime_names_new(const struct unwind_runtime *const *runtimes, size_t n_runtimes,
+                      const struct runtime_names_reader *reader, uint64_t budget, runtime_names **ret);
+/* Closes every handle. NULL is fine. */
+runtime_names *runtime_names_free(runtime_names *c);
+void runtime_names_set_budget(runtime_names *c, uint64_t budget);
+
+/* A code event (PROFD_EVENT_RUNTIME_CODE): process (pid, start_ns) runs
+ * the runtime `found` (in a file loaded at `bias`), remembered for its
+ * other frames; and the code object at `code` is read now, while the
+ * process lives (or checked against reuse if it was read before). A read
+ * that fails is kept with its reason and tried again at the next use
+ * while the process lives. Returns 0, -EPROTONOSUPPORT for a runtime it
+ * has no hooks for, or -ENOMEM. */
+int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const struct unwind_runtime_found *found,
+                        uint64_t bias, uint64_t code);
+
+/* A drain starts: the first use of each code object in it checks reuse. */
+void runtime_names_begin_drain(runtime_names *c);
+
+/* The name of pseudo-frame `ip` (PROFD_RT_FRAME_IS) of process (pid,
+ * start_ns). live: the caller does not know the process to be gone (then
+ * the first use in a drain re-reads the object's head, and a different
+ * object is read in full; a gone process's names are what was read). A
+ * read that finds the process gone marks it gone too. Returns 0 with *ret,
+ * or -ENOMEM. */
+int runtime_names_lookup(runtime_names *c, uint32_t pid, uint64_t start_ns, bool live, uint64_t ip,
+                         struct runtime_names_frame *ret);
+
+/* A drain ends: processes alive() says are gone are marked so, those gone
+ * for RUNTIME_NAMES_KEEP_DRAINS drains dropped with their code objects,
+ * and the least recently used code objects evicted down to the budget. */
+void runtime_names_end_drain(runtime_names *c, bool (*alive)(void *userdata, uint32_t pid, uint64_t start_ns),
+                             void *userdata);
+
+void runtime_names_get_stats(const runtime_names *c, struct runtime_names_stats *ret);
+
+/* The address to look user frame `ip` up at: a return address minus
+ * one, so it falls inside the call rather than maybe past the function's
+ * end; the innermost frame (where the thread was) and a pseudo-frame
+ * (PROFD_RT_FRAME_IS: no address at all) as they are. */
+static inline uint64_t runtime_names_lookup_ip(uint64_t ip, bool innermost) {
+        return innermost || PROFD_RT_FRAME_IS(ip) ? ip : ip - 1;
+}
+
+/* The store's build_id of a named frame: "<runtime>-" and the identity's
+ * 16 lowercase hex digits ("python-0123456789abcdef"), into buf. */
+const char *runtime_names_build_id(const struct unwind_runtime *runtime, uint64_t identity, char *buf, size_t size);
