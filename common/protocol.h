@@ -105,6 +105,13 @@ enum store_unresolved {
         STORE_UNRESOLVED_NO_FILE = 2,         /* the mapping's file could not be opened or read as ELF */
         STORE_UNRESOLVED_JIT_WITHOUT_MAP = 3, /* anonymous executable memory no perf map names */
         STORE_UNRESOLVED_UNKNOWN_MAPPING = 4, /* in no known mapping, or the process was never read */
+        /* Python frames ("[python]" at the code object's address) */
+        STORE_UNRESOLVED_PYTHON_NO_RUNTIME = 5, /* no event told which interpreter the process runs */
+        STORE_UNRESOLVED_PYTHON_EXITED = 6,     /* the process exited before the code object was read */
+        STORE_UNRESOLVED_PYTHON_READ_CODE = 7,  /* the code object's memory could not be read */
+        STORE_UNRESOLVED_PYTHON_NOT_CODE = 8,   /* not a code object there (freed, reused) */
+        STORE_UNRESOLVED_PYTHON_READ_STRING = 9, /* a name's memory could not be read */
+        STORE_UNRESOLVED_PYTHON_BAD_STRING = 10, /* a name is not a string profd reads (legacy, too long, bad) */
         _STORE_UNRESOLVED_MAX,
 };
 

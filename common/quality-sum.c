@@ -45,6 +45,18 @@ static int unresolved_class(const struct store_frame_out *f) {
                 return QUALITY_UNRES_JIT_WITHOUT_MAP;
         case STORE_UNRESOLVED_UNKNOWN_MAPPING:
                 return QUALITY_UNRES_UNKNOWN_MAPPING;
+        case STORE_UNRESOLVED_PYTHON_NO_RUNTIME:
+                return QUALITY_UNRES_PYTHON_NO_RUNTIME;
+        case STORE_UNRESOLVED_PYTHON_EXITED:
+                return QUALITY_UNRES_PYTHON_EXITED;
+        case STORE_UNRESOLVED_PYTHON_READ_CODE:
+                return QUALITY_UNRES_PYTHON_READ_CODE;
+        case STORE_UNRESOLVED_PYTHON_NOT_CODE:
+                return QUALITY_UNRES_PYTHON_NOT_CODE;
+        case STORE_UNRESOLVED_PYTHON_READ_STRING:
+                return QUALITY_UNRES_PYTHON_READ_STRING;
+        case STORE_UNRESOLVED_PYTHON_BAD_STRING:
+                return QUALITY_UNRES_PYTHON_BAD_STRING;
         default:
                 return QUALITY_UNRES_UNKNOWN;
         }

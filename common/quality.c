@@ -27,6 +27,12 @@ const struct quality_name quality_unresolved_names[_QUALITY_UNRES_MAX] = {
         [QUALITY_UNRES_NO_FILE] = { "no_file", "no file" },
         [QUALITY_UNRES_JIT_WITHOUT_MAP] = { "jit_without_map", "JIT without map" },
         [QUALITY_UNRES_UNKNOWN_MAPPING] = { "unknown_mapping", "unknown mapping" },
+        [QUALITY_UNRES_PYTHON_NO_RUNTIME] = { "python_no_runtime", "Python: no runtime" },
+        [QUALITY_UNRES_PYTHON_EXITED] = { "python_exited", "Python: exited before read" },
+        [QUALITY_UNRES_PYTHON_READ_CODE] = { "python_read_code", "Python: code unreadable" },
+        [QUALITY_UNRES_PYTHON_NOT_CODE] = { "python_not_code", "Python: not code" },
+        [QUALITY_UNRES_PYTHON_READ_STRING] = { "python_read_string", "Python: name unreadable" },
+        [QUALITY_UNRES_PYTHON_BAD_STRING] = { "python_bad_string", "Python: bad name" },
         [QUALITY_UNRES_UNKNOWN] = { "unknown", "reason not recorded" },
 };
 

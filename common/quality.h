@@ -29,6 +29,13 @@ enum quality_unresolved {
         QUALITY_UNRES_NO_FILE,         /* the file could not be opened or read */
         QUALITY_UNRES_JIT_WITHOUT_MAP, /* anonymous code no perf map names */
         QUALITY_UNRES_UNKNOWN_MAPPING, /* in no known mapping */
+        /* Python frames (enum store_unresolved says more) */
+        QUALITY_UNRES_PYTHON_NO_RUNTIME,  /* no event told the process's interpreter */
+        QUALITY_UNRES_PYTHON_EXITED,      /* the process exited before the code object was read */
+        QUALITY_UNRES_PYTHON_READ_CODE,   /* the code object could not be read */
+        QUALITY_UNRES_PYTHON_NOT_CODE,    /* no code object there (freed, reused) */
+        QUALITY_UNRES_PYTHON_READ_STRING, /* a name could not be read */
+        QUALITY_UNRES_PYTHON_BAD_STRING,  /* a name profd does not read */
         QUALITY_UNRES_UNKNOWN,         /* stored before profd recorded why */
         _QUALITY_UNRES_MAX,
 };

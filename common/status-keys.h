@@ -28,6 +28,7 @@
 #define STATUS_KEY_PROCESSES_TRACKED    "processes_tracked"
 #define STATUS_KEY_SYMBOL_CACHE_BYTES   "symbol_cache_bytes"
 #define STATUS_KEY_UNRESOLVED           "unresolved"
+#define STATUS_KEY_RUNTIME_NAMES        "runtime_names"
 #define STATUS_KEY_UNWIND               "unwind"
 #define STATUS_KEY_CLIENTS              "clients"
 #define STATUS_KEY_QUERIES              "queries"
@@ -50,6 +51,16 @@
 #define STATUS_KEY_TABLES_EVICTED       "tables_evicted"
 #define STATUS_KEY_TABLES_NO_ROOM       "tables_no_room"
 #define STATUS_KEY_USER_WALKS           "user_walks"
+
+/* "runtime_names": the writer's cache of Python code objects
+ * (daemon/unwind/runtime-names.h); "no_line": named Python frames stored
+ * without a line, by reason. */
+#define STATUS_KEY_CODES                "codes"
+#define STATUS_KEY_BYTES                "bytes"
+#define STATUS_KEY_READS                "reads"
+#define STATUS_KEY_REUSED               "reused"
+#define STATUS_KEY_EVICTED              "evicted"
+#define STATUS_KEY_NO_LINE              "no_line"
 
 /* "memory": where the resident memory is. */
 #define STATUS_KEY_ANON_BYTES           "anon_bytes"

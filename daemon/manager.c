@@ -142,6 +142,22 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
         bool vanished;
         int r;
 
+        /* A code object a walk met: read at once (on the writer's
+         * thread), while the process lives, with what discovery found in
+         * its interpreter's file. Neither a reload nor a snapshot. */
+        if (e->type == PROFD_EVENT_RUNTIME_CODE) {
+                struct unwind_runtime_found found;
+
+                /* the slot was emptied since (its file's table evicted):
+                 * the frames stay unnamed, counted by the writer */
+                if (!m->unwinder || unwinder_runtime(m->unwinder, e->rt_slot, &found) < 0)
+                        return;
+                r = writer_runtime_code(m->writer, e->tgid, e->start_ns, e->rt.bias, e->rt.code, &found);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to queue a code object of process %" PRIu32 ", ignoring: %m",
+                                          e->tgid);
+                return;
+        }
         /* unwind tables are built on the unwinder's thread */
         unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type);
         /* A miss (an ip in no mapping the unwinder knows, e.g. a library

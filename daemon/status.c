@@ -221,6 +221,44 @@ static json_t *status_store_migration(const struct status_stats *s) {
                          STATUS_KEY_RUNNING, s->writer_running);
 }
 
+/* User frames without a name, by reason: native ones, then Python
+ * pseudo-frames (writer_unresolved). */
+static json_t *status_unresolved(const struct writer_stats *ws) {
+        const struct writer_unresolved *u = &ws->unresolved;
+        json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+                              "no_symbols", (json_int_t) u->no_symbols,
+                              "no_file", (json_int_t) u->no_file,
+                              "jit_without_map", (json_int_t) u->jit_without_map,
+                              "unknown_mapping", (json_int_t) u->unknown_mapping,
+                              WRITER_PYTHON_NO_RUNTIME, (json_int_t) u->python_no_runtime,
+                              WRITER_PYTHON_EXITED, (json_int_t) u->python_exited);
+
+        for (unsigned i = 0; o && i < _PYTHON_CODE_REASON_MAX; i++)
+                if (writer_python_reason_names[i] && writer_python_reason_unnamed(i))
+                        json_object_set_new(o, writer_python_reason_names[i], json_integer((json_int_t) u->python[i]));
+        return o;
+}
+
+/* The cache of Python code objects (runtime-names.h), and the named
+ * Python frames stored without a line, by reason. */
+static json_t *status_python_names(const struct writer_stats *ws) {
+        const struct runtime_names_stats *n = &ws->runtime_names;
+        json_t *no_line = json_object();
+
+        for (unsigned i = 0; no_line && i < _PYTHON_CODE_REASON_MAX; i++)
+                if (writer_python_reason_names[i] && !writer_python_reason_unnamed(i))
+                        json_object_set_new(no_line, writer_python_reason_names[i],
+                                            json_integer((json_int_t) ws->unresolved.python[i]));
+        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o?}",
+                         STATUS_KEY_PROCESSES, (json_int_t) n->processes,
+                         STATUS_KEY_CODES, (json_int_t) n->codes,
+                         STATUS_KEY_BYTES, (json_int_t) n->bytes,
+                         STATUS_KEY_READS, (json_int_t) n->reads,
+                         STATUS_KEY_REUSED, (json_int_t) n->reused,
+                         STATUS_KEY_EVICTED, (json_int_t) n->evicted,
+                         STATUS_KEY_NO_LINE, no_line);
+}
+
 /* The keys after the first ones, in the order profctl and the tests have
  * always seen them. */
 static void status_add_parts(const struct status_stats *s, json_t *o) {
@@ -239,11 +277,8 @@ static void status_add_parts(const struct status_stats *s, json_t *o) {
         json_object_set_new(o, STATUS_KEY_SYMBOL_CACHE_BYTES, json_integer((json_int_t) ws->symbol_cache_bytes));
         json_object_set_new(o, "symbol_mapped_bytes", json_integer((json_int_t) ws->symbol_mapped_bytes));
         json_object_set_new(o, "symbol_peak_bytes", json_integer((json_int_t) ws->symbol_peak_bytes));
-        json_object_set_new(o, STATUS_KEY_UNRESOLVED, json_pack("{s:I, s:I, s:I, s:I}",
-                "no_symbols", (json_int_t) ws->unresolved.no_symbols,
-                "no_file", (json_int_t) ws->unresolved.no_file,
-                "jit_without_map", (json_int_t) ws->unresolved.jit_without_map,
-                "unknown_mapping", (json_int_t) ws->unresolved.unknown_mapping));
+        json_object_set_new(o, STATUS_KEY_UNRESOLVED, status_unresolved(ws));
+        json_object_set_new(o, STATUS_KEY_RUNTIME_NAMES, status_python_names(ws));
 }
 
 json_t *status_build(const struct status_stats *s) {

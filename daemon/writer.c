@@ -4,13 +4,17 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -18,6 +22,8 @@
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
+#include "procmaps.h"
+#include "python.h"
 #include "store.h"
 #include "symbolizer.h"
 #include "workqueue.h"
@@ -41,11 +47,40 @@ const char *const drop_reason_names[PROFD_COUNTER__MAX] = {
         [PROFD_TRUNC_CFA_STUCK] = TRUNCATED_PREFIX "cfa_stuck",
 };
 
+const char *const writer_python_reason_names[_PYTHON_CODE_REASON_MAX] = {
+        [PYTHON_CODE_READ_CODE] = "python_read_code",
+        [PYTHON_CODE_NOT_CODE] = "python_not_code",
+        [PYTHON_CODE_READ_STRING] = "python_read_string",
+        [PYTHON_CODE_STRING_NOT_COMPACT] = "python_string_not_compact",
+        [PYTHON_CODE_STRING_TOO_LONG] = "python_string_too_long",
+        [PYTHON_CODE_STRING_BAD] = "python_string_bad",
+        [PYTHON_CODE_READ_LINETABLE] = "python_read_linetable",
+        [PYTHON_CODE_LINETABLE_TOO_BIG] = "python_linetable_too_big",
+        [PYTHON_CODE_LINETABLE_BAD] = "python_linetable_bad",
+        [PYTHON_CODE_NO_LINE] = "python_no_line",
+        [PYTHON_CODE_OFFSET_PAST_TABLE] = "python_offset_past_table",
+};
+
 enum job_type {
         JOB_LEARN,
         JOB_DRAIN,
         JOB_SETTINGS,
+        JOB_RUNTIME_CODE,
 };
+
+/* The runtimes whose frames the writer names, by enum unwind_runtime_id. */
+static const struct unwind_runtime *const named_runtimes[] = {
+        [UNWIND_RUNTIME_PYTHON] = &python_runtime,
+};
+
+/* Why 16 MiB: a code object kept costs some 300 bytes and its line table
+ * (a few bytes per instruction), so this holds the functions of tens of
+ * large Python services; past it, the least recently used are read again
+ * when met (or, their process gone, left unnamed). */
+#define RUNTIME_NAMES_BUDGET (16ULL << 20)
+
+/* "python-" and 16 hex digits, NUL: room for a longer runtime's name too */
+#define RUNTIME_BUILD_ID_MAX 32
 
 /* Retention work done after each drain, at most: a tenth of the default
  * interval, so the next drain is never kept waiting for long. */
@@ -61,6 +96,9 @@ struct job {
         char **debug_dirs;
         struct retention_settings retention;
         struct writer_result result; /* JOB_DRAIN, once run: what the loop pops */
+        struct unwind_runtime_found *found; /* JOB_RUNTIME_CODE, with pid, start_ns, bias, code */
+        uint32_t pid;
+        uint64_t bias, code;
 };
 
 struct writer {
@@ -81,7 +119,10 @@ struct writer {
         bool kallsyms_read;        /* it was, once */
         struct store_frame *frames; /* scratch for one sample's frames */
         struct store_line *lines;   /* their inline chains, MAX_INLINE per frame */
+        char (*build_ids)[RUNTIME_BUILD_ID_MAX]; /* the runtime frames' build_ids, one per frame */
         size_t frames_cap;
+        char *proc_root;
+        runtime_names *names;       /* code objects of runtime frames (Python) */
         struct writer_unresolved unresolved; /* this drain's, added to stats once it is stored */
         char jit_tag[64];          /* build_id of the [jit] frames of the key being built */
         bool migrated;             /* no schema 7 samples left to convert */
@@ -192,6 +233,73 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
         return f;
 }
 
+/* Why a Python pseudo-frame has no name, as stored. */
+static enum store_unresolved python_unresolved(const struct runtime_names_frame *nf) {
+        switch (nf->status) {
+        case RUNTIME_NAMES_NO_RUNTIME:
+                return STORE_UNRESOLVED_PYTHON_NO_RUNTIME;
+        case RUNTIME_NAMES_EXITED:
+                return STORE_UNRESOLVED_PYTHON_EXITED;
+        default:
+                break;
+        }
+        switch (nf->reason) {
+        case PYTHON_CODE_READ_CODE:
+                return STORE_UNRESOLVED_PYTHON_READ_CODE;
+        case PYTHON_CODE_NOT_CODE:
+                return STORE_UNRESOLVED_PYTHON_NOT_CODE;
+        case PYTHON_CODE_READ_STRING:
+                return STORE_UNRESOLVED_PYTHON_READ_STRING;
+        default:
+                /* the name's string was there but not one profd reads */
+                return STORE_UNRESOLVED_PYTHON_BAD_STRING;
+        }
+}
+
+/* A runtime's pseudo-frame (frame n of the key being built): named from
+ * the code object cache (rules in docs/architecture.md, "Runtime
+ * walkers"), or "[python]" at the code object's address with why not.
+ * Returns 0 or -ENOMEM. */
+static int runtime_frame(writer *w, const struct profd_sample_key *key, const struct proc *p, uint64_t ip, size_t n,
+                         struct store_frame *ret) {
+        bool live = !(p && (p->gone || p->exited_seq));
+        struct runtime_names_frame nf;
+        int r;
+
+        r = runtime_names_lookup(w->names, key->tgid, key->start_ns, live, ip, &nf);
+        if (r < 0)
+                return r;
+        if (nf.status == RUNTIME_NAMES_NAMED) {
+                struct store_line *l = &w->lines[n * MAX_INLINE];
+
+                if (nf.reason != 0 && nf.runtime->id == UNWIND_RUNTIME_PYTHON && nf.reason < _PYTHON_CODE_REASON_MAX)
+                        w->unresolved.python[nf.reason]++;
+                *l = (struct store_line) { .function = nf.name.function, .file = nf.name.file, .line = nf.name.line };
+                *ret = (struct store_frame) {
+                        .module = nf.name.file,
+                        .build_id = runtime_names_build_id(nf.runtime, nf.name.identity, w->build_ids[n],
+                                                           sizeof(w->build_ids[n])),
+                        .address = nf.name.line,
+                        .function = nf.name.function,
+                        .lines = l,
+                        .n_lines = 1,
+                };
+                return 0;
+        }
+        if (nf.status == RUNTIME_NAMES_NO_RUNTIME)
+                w->unresolved.python_no_runtime++;
+        else if (nf.status == RUNTIME_NAMES_EXITED)
+                w->unresolved.python_exited++;
+        else if (nf.reason < _PYTHON_CODE_REASON_MAX)
+                w->unresolved.python[nf.reason]++;
+        *ret = (struct store_frame) {
+                .module = "[python]",
+                .address = PROFD_RT_FRAME_CODE(ip),
+                .unresolved = python_unresolved(&nf),
+        };
+        return 0;
+}
+
 static struct store_frame kernel_frame(writer *w, uint64_t ip) {
         const char *module = NULL;
         const char *fn = symbolizer_lookup_kernel(w->sym, ip, &module);
@@ -214,11 +322,11 @@ static const struct stack_trace *lookup_stack(hashmap *stacks, uint64_t id) {
 /* The address to look user frame i (0: innermost) up at. Every return
  * address but the innermost frame's is looked up minus one, so it falls
  * inside the call instruction rather than possibly after the end of the
- * function. */
+ * function; never a pseudo-frame (runtime_names_lookup_ip). */
 static uint64_t user_frame_ip(const struct profd_sample_key *key, const struct stack_trace *ks,
                               const struct stack_trace *us, size_t i) {
         bool innermost = i == 0 && (!ks || ks->n == 0) && key->kernel_stack == PROFD_STACK_NONE;
-        return us->ips[i] - (innermost ? 0 : 1);
+        return runtime_names_lookup_ip(us->ips[i], innermost);
 }
 
 /* How the user part of a drained key's stack ended, as stored
@@ -246,6 +354,7 @@ static int build_frames(writer *w, const struct drain_batch *b, const struct pro
         if (need > w->frames_cap) {
                 struct store_frame *f = realloc(w->frames, need * sizeof(*f));
                 struct store_line *l;
+                char (*ids)[RUNTIME_BUILD_ID_MAX];
 
                 if (!f)
                         return -ENOMEM;
@@ -254,13 +363,26 @@ static int build_frames(writer *w, const struct drain_batch *b, const struct pro
                 if (!l)
                         return -ENOMEM;
                 w->lines = l;
+                ids = realloc(w->build_ids, need * sizeof(*ids));
+                if (!ids)
+                        return -ENOMEM;
+                w->build_ids = ids;
                 w->frames_cap = need;
         }
         /* user frames, outermost first */
         if (key->user_stack != PROFD_STACK_NONE && !us)
                 w->frames[n++] = lost_user;
-        for (size_t i = nu; i-- > 0; n++)
-                w->frames[n] = user_frame(w, p, user_frame_ip(key, ks, us, i), &w->lines[n * MAX_INLINE]);
+        for (size_t i = nu; i-- > 0; n++) {
+                uint64_t ip = user_frame_ip(key, ks, us, i);
+
+                if (PROFD_RT_FRAME_IS(ip)) {
+                        int r = runtime_frame(w, key, p, ip, n, &w->frames[n]);
+
+                        if (r < 0)
+                                return r;
+                } else
+                        w->frames[n] = user_frame(w, p, ip, &w->lines[n * MAX_INLINE]);
+        }
         if (key->kernel_stack != PROFD_STACK_NONE && !ks)
                 w->frames[n++] = lost_kernel;
         for (size_t i = nk; i-- > 0;)
@@ -294,7 +416,12 @@ static int refresh_processes(writer *w, const struct drain_batch *b, uint64_t ro
                 if (!need_maps && !need_jit)
                         continue;
                 for (size_t k = 0; k < us->n; k++) {
-                        const struct proc_mapping *m = proc_find_mapping(p, user_frame_ip(key, ks, us, k));
+                        uint64_t ip = user_frame_ip(key, ks, us, k);
+                        const struct proc_mapping *m;
+
+                        if (PROFD_RT_FRAME_IS(ip))
+                                continue; /* named from process memory, not from a mapping */
+                        m = proc_find_mapping(p, ip);
                         if (!m)
                                 outside = true;
                         else if (proc_mapping_is_anonymous(m))
@@ -379,6 +506,7 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         pthread_mutex_unlock(&w->lock);
 
         w->unresolved = (struct writer_unresolved) {};
+        runtime_names_begin_drain(w->names);
         r = names ? refresh_processes(w, b, j->seq) : -ENOMEM;
         if (r >= 0)
                 r = store_drain_begin(w->store, j->start_ns, j->end_ns);
@@ -451,6 +579,10 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                 w->stats.unresolved.no_file += w->unresolved.no_file;
                 w->stats.unresolved.jit_without_map += w->unresolved.jit_without_map;
                 w->stats.unresolved.unknown_mapping += w->unresolved.unknown_mapping;
+                w->stats.unresolved.python_no_runtime += w->unresolved.python_no_runtime;
+                w->stats.unresolved.python_exited += w->unresolved.python_exited;
+                for (int i = 0; i < _PYTHON_CODE_REASON_MAX; i++)
+                        w->stats.unresolved.python[i] += w->unresolved.python[i];
                 /* only what was stored: drains may have failed meanwhile */
                 w->stats.failed_drains -= stats.failed_drains;
                 for (int i = 0; i < PROFD_COUNTER__MAX; i++)
@@ -507,6 +639,7 @@ static void kallsyms_refresh(writer *w) {
 
 static void job_free(struct job *j) {
         if (j) {
+                free(j->found);
                 for (size_t i = 0; j->debug_dirs && j->debug_dirs[i]; i++)
                         free(j->debug_dirs[i]);
                 free(j->debug_dirs);
@@ -604,6 +737,19 @@ static void mark_mapped(const sym_file *f, void *userdata) {
         symbolizer_mark_mapped(userdata, f);
 }
 
+/* Whether the naming cache should still check a process's code objects
+ * against reuse: not once the table found it gone. One the table never
+ * knew is asked by its pid (a reused pid fails the reader's identity
+ * check instead). */
+static bool names_alive(void *userdata, uint32_t pid, uint64_t start_ns) {
+        writer *w = userdata;
+        const struct proc *p = proctable_get(w->procs, pid, start_ns);
+
+        if (p)
+                return !p->gone && p->exited_seq == 0;
+        return kill((pid_t) pid, 0) == 0 || errno == EPERM;
+}
+
 static void run_drain(writer *w, struct job *j) {
         uint64_t end_ns = j->end_ns;
         struct writer_result *res = &j->result;
@@ -612,6 +758,9 @@ static void run_drain(writer *w, struct job *j) {
         *res = (struct writer_result) { .seq = j->seq };
         kallsyms_refresh(w);
         r = write_drain(w, j, res);
+        /* the drain's frames are stored: names of processes gone for a
+         * while, and those past the budget, may go */
+        runtime_names_end_drain(w->names, names_alive, w);
         if (r < 0) {
                 res->error = r;
                 log_error_errno(r, "Failed to store a drain of %zu keys (lost; counted as store_write_failed): %m",
@@ -659,7 +808,11 @@ static void writer_run(workqueue_item *item, void *thread_data, void *userdata) 
 
         if (j->type == JOB_SETTINGS)
                 apply_settings(w, j);
-        else if (j->type == JOB_LEARN) {
+        else if (j->type == JOB_RUNTIME_CODE) {
+                r = runtime_names_learn(w->names, j->pid, j->start_ns, j->found, j->bias, j->code);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to read a code object of process %" PRIu32 ", ignoring: %m", j->pid);
+        } else if (j->type == JOB_LEARN) {
                 r = proctable_add(w->procs, TAKE_PTR(j->proc));
                 if (r < 0)
                         log_warning_errno(r, "Failed to record a process, ignoring: %m");
@@ -676,6 +829,7 @@ static void writer_run(workqueue_item *item, void *thread_data, void *userdata) 
         w->stats.symbol_mapped_bytes = symbolizer_mapped_bytes(w->sym);
         w->stats.symbol_peak_bytes = symbolizer_peak_bytes(w->sym);
         w->stats.jit_map_entries_dropped = proctable_jit_entries_dropped(w->procs);
+        runtime_names_get_stats(w->names, &w->stats.runtime_names);
         pthread_mutex_unlock(&w->lock);
 }
 
@@ -707,6 +861,55 @@ static uint64_t enqueue(writer *w, struct job *j) {
         pthread_mutex_unlock(&w->lock);
         workqueue_submit(w->queue, &j->item);
         return seq;
+}
+
+/* The naming cache's reader (struct runtime_names_reader): the process's
+ * /proc/PID/mem, held open while it is used, checked to be the instance
+ * (pid, start_ns) once opened (the fd then keeps reading that process). */
+static int mem_open(void *userdata, uint32_t pid, uint64_t start_ns) {
+        writer *w = userdata;
+        char path[PATH_MAX];
+        _cleanup_free_ char *stat = NULL;
+        long hz = sysconf(_SC_CLK_TCK);
+        uint64_t ticks;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/mem", w->proc_root, pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", w->proc_root, pid);
+        if (hz <= 0 || read_full_file(path, &stat) < 0 || procstat_parse_starttime(stat, &ticks) < 0 ||
+            ticks != start_ns / (NSEC_PER_SEC / (uint64_t) hz)) {
+                close(fd);
+                return -ESRCH;
+        }
+        return fd;
+}
+
+static int mem_read(void *userdata, int handle, uint64_t addr, void *buf, size_t size) {
+        size_t done = 0;
+
+        (void) userdata;
+        if (addr > INT64_MAX || size > INT64_MAX - addr)
+                return -EFAULT;
+        while (done < size) {
+                ssize_t n = pread(handle, (uint8_t *) buf + done, size - done, (off_t) (addr + done));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return errno == ESRCH ? -ESRCH : -EIO;
+                if (n == 0)  /* its memory is gone: the process exited */
+                        return -ESRCH;
+                done += (size_t) n;
+        }
+        return 0;
+}
+
+static void mem_close(void *userdata, int handle) {
+        (void) userdata;
+        close(handle);
 }
 
 int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_cache_budget, bool debuginfod,
@@ -744,6 +947,14 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
         r = proctable_new(load_file, w->sym, proc_root, &w->procs);
         if (r < 0)
                 return log_oom();
+        w->proc_root = strdup(proc_root);
+        if (!w->proc_root)
+                return log_oom();
+        r = runtime_names_new(named_runtimes, ELEMENTSOF(named_runtimes),
+                              &(struct runtime_names_reader) { mem_open, mem_read, mem_close, w },
+                              RUNTIME_NAMES_BUDGET, &w->names);
+        if (r < 0)
+                return log_oom();
         /* one thread: jobs are worked in the order they came */
         r = workqueue_new("profd-writer", &writer_ops, w, 1, &w->queue);
         if (r < 0)
@@ -764,6 +975,9 @@ writer *writer_free(writer *w) {
         /* results the loop did not pop */
         w->queue = workqueue_free(w->queue);
         proctable_free(w->procs);
+        runtime_names_free(w->names);
+        free(w->proc_root);
+        free(w->build_ids);
         symbolizer_free(w->sym);
         retention_close(w->ret);
         store_close(w->store);
@@ -818,6 +1032,27 @@ int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t e
         j->end_ns = end_ns;
         j->vanished = vanished;
         *ret_seq = enqueue(w, j);
+        return 0;
+}
+
+int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bias, uint64_t code,
+                        const struct unwind_runtime_found *found) {
+        struct job *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return -ENOMEM;
+        j->found = malloc(sizeof(*j->found));
+        if (!j->found) {
+                free(j);
+                return -ENOMEM;
+        }
+        *j->found = *found;
+        j->type = JOB_RUNTIME_CODE;
+        j->pid = pid;
+        j->start_ns = start_ns;
+        j->bias = bias;
+        j->code = code;
+        (void) enqueue(w, j);
         return 0;
 }
 

@@ -12,7 +12,10 @@
 #include "conf.h"
 #include "macro.h"
 #include "proctable.h"
+#include "python-code.h"
 #include "retention.h"
+#include "runtime-names.h"
+#include "runtime.h"
 
 typedef struct writer writer;
 
@@ -33,7 +36,28 @@ struct writer_unresolved {
         uint64_t no_file;         /* the mapping's file could not be opened or read as ELF ([vdso] too) */
         uint64_t jit_without_map; /* anonymous executable memory that no perf map entry names */
         uint64_t unknown_mapping; /* in no executable mapping, or the process was never read */
+        /* Python pseudo-frames (runtime-names.h) stored without a name: */
+        uint64_t python_no_runtime; /* no code event told which interpreter the process runs */
+        uint64_t python_exited;     /* the process exited before the code object was read */
+        /* by enum python_code_reason: without a name (reading the code
+         * object or its names failed: READ_CODE to STRING_BAD), or named
+         * without a line (the line table: READ_LINETABLE on) */
+        uint64_t python[_PYTHON_CODE_REASON_MAX];
 };
+
+/* The status names of python_no_runtime, python_exited and of each reason
+ * of writer_unresolved.python (NULL for PYTHON_CODE_OK): status shows the
+ * name reasons under "unresolved", the line ones under
+ * "runtime_names"."no_line". */
+#define WRITER_PYTHON_NO_RUNTIME "python_no_runtime"
+#define WRITER_PYTHON_EXITED "python_exited"
+extern const char *const writer_python_reason_names[_PYTHON_CODE_REASON_MAX];
+
+/* Whether a reason of enum python_code_reason leaves a frame without a
+ * name (else, named, without a line). */
+static inline bool writer_python_reason_unnamed(unsigned reason) {
+        return reason != PYTHON_CODE_OK && reason < PYTHON_CODE_READ_LINETABLE;
+}
 
 struct writer_stats {
         uint64_t failed_drains;                       /* not yet stored as drops */
@@ -44,6 +68,7 @@ struct writer_stats {
         uint64_t symbol_peak_bytes;    /* the most of both together, at the end of a drain */
         struct writer_unresolved unresolved;
         uint64_t jit_map_entries_dropped;             /* perf map entries over the per-process bound */
+        struct runtime_names_stats runtime_names;     /* the cache of Python code objects */
         bool retention_on;                            /* retention runs (its connection is open) */
         struct retention_totals retention;
 };
@@ -71,6 +96,14 @@ int writer_learn(writer *w, struct proc *snapshot);
  * Returns 0 and the job's sequence number, or -ENOMEM. */
 int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t end_ns, uint64_t vanished,
                  uint64_t *ret_seq);
+
+/* Queues the read of a runtime's code object (PROFD_EVENT_RUNTIME_CODE)
+ * into the naming cache: process (pid, start_ns) runs the runtime found
+ * (copied) in a file loaded at bias; code is the object's address. Read
+ * as soon as the writer gets to it, before the next drain's frames.
+ * Returns 0 or -ENOMEM. */
+int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bias, uint64_t code,
+                        const struct unwind_runtime_found *found);
 
 void writer_get_stats(writer *w, struct writer_stats *ret);
 

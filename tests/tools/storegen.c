@@ -177,6 +177,12 @@ static int build_stack(json_t *stack, uint32_t pid, uint64_t start_ns, unsigned 
                 [STORE_UNRESOLVED_NO_FILE] = "no_file",
                 [STORE_UNRESOLVED_JIT_WITHOUT_MAP] = "jit_without_map",
                 [STORE_UNRESOLVED_UNKNOWN_MAPPING] = "unknown_mapping",
+                [STORE_UNRESOLVED_PYTHON_NO_RUNTIME] = "python_no_runtime",
+                [STORE_UNRESOLVED_PYTHON_EXITED] = "python_exited",
+                [STORE_UNRESOLVED_PYTHON_READ_CODE] = "python_read_code",
+                [STORE_UNRESOLVED_PYTHON_NOT_CODE] = "python_not_code",
+                [STORE_UNRESOLVED_PYTHON_READ_STRING] = "python_read_string",
+                [STORE_UNRESOLVED_PYTHON_BAD_STRING] = "python_bad_string",
         };
         struct loc *locs = NULL;
         size_t n = 0, i;

@@ -35,8 +35,23 @@ static const char *const failure_names[UNWINDER_FAIL__MAX] = {
         "runtime_unsupported", "runtime_slots_full",
 };
 
-static const char *const runtime_names[STATUS_RUNTIME__MAX] = {
+static const char *const runtime_walk_names[STATUS_RUNTIME__MAX] = {
         "walks", "frames", "no_thread_state", "read_fault", "no_frame",
+};
+
+/* enum python_code_reason's names in status, beside the writer's table */
+static const char *const python_names[_PYTHON_CODE_REASON_MAX] = {
+        [PYTHON_CODE_READ_CODE] = "python_read_code",
+        [PYTHON_CODE_NOT_CODE] = "python_not_code",
+        [PYTHON_CODE_READ_STRING] = "python_read_string",
+        [PYTHON_CODE_STRING_NOT_COMPACT] = "python_string_not_compact",
+        [PYTHON_CODE_STRING_TOO_LONG] = "python_string_too_long",
+        [PYTHON_CODE_STRING_BAD] = "python_string_bad",
+        [PYTHON_CODE_READ_LINETABLE] = "python_read_linetable",
+        [PYTHON_CODE_LINETABLE_TOO_BIG] = "python_linetable_too_big",
+        [PYTHON_CODE_LINETABLE_BAD] = "python_linetable_bad",
+        [PYTHON_CODE_NO_LINE] = "python_no_line",
+        [PYTHON_CODE_OFFSET_PAST_TABLE] = "python_offset_past_table",
 };
 
 static char *debug_dirs[] = { "/usr/lib/debug", "/opt/debug", NULL };
@@ -114,7 +129,13 @@ static struct status_stats full_stats(const struct conf *c) {
         s.writer.symbol_cache_bytes = 112;
         s.writer.symbol_mapped_bytes = 113;
         s.writer.symbol_peak_bytes = 114;
-        s.writer.unresolved = (struct writer_unresolved) { 115, 116, 117, 118 };
+        s.writer.unresolved = (struct writer_unresolved) { .no_symbols = 115, .no_file = 116, .jit_without_map = 117,
+                                                           .unknown_mapping = 118, .python_no_runtime = 131,
+                                                           .python_exited = 132 };
+        for (int i = 0; i < _PYTHON_CODE_REASON_MAX; i++)
+                s.writer.unresolved.python[i] = 140 + (uint64_t) i;
+        s.writer.runtime_names = (struct runtime_names_stats) { .processes = 151, .codes = 152, .bytes = 153,
+                                                                .reads = 154, .reused = 155, .evicted = 156 };
         s.writer.jit_map_entries_dropped = 119;
         s.writer.retention_on = true;
         s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129 };
@@ -161,7 +182,7 @@ static void test_keys_in_order(void) {
         check_keys(o, "type version pid uptime_s frequency_hz event interval_ms store_path store_bytes drains "
                       "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
-                      "truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
+                      "runtime_names truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
                       "rss_bytes memory heap_trims heap_trim_ms offcpu max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
@@ -181,7 +202,13 @@ static void test_keys_in_order(void) {
         check_keys(json_object_get(o, "store_migration"), "pending_rows pending_drains done_rows done_drains "
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"), "min_ns max_ns filtered_blocks filtered_ns");
-        check_keys(json_object_get(o, "unresolved"), "no_symbols no_file jit_without_map unknown_mapping");
+        check_keys(json_object_get(o, "unresolved"), "no_symbols no_file jit_without_map unknown_mapping "
+                   "python_no_runtime python_exited python_read_code python_not_code python_read_string "
+                   "python_string_not_compact python_string_too_long python_string_bad");
+        check_keys(json_object_get(o, "runtime_names"), "processes codes bytes reads reused evicted no_line");
+        check_keys(json_object_get(json_object_get(o, "runtime_names"), "no_line"),
+                   "python_read_linetable python_linetable_too_big python_linetable_bad python_no_line "
+                   "python_offset_past_table");
         json_decref(o);
 }
 
@@ -219,6 +246,20 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "no_file"), 116);
         CHECK_INT_EQ(num(x, "jit_without_map"), 117);
         CHECK_INT_EQ(num(x, "unknown_mapping"), 118);
+        CHECK_INT_EQ(num(x, "python_no_runtime"), 131);
+        CHECK_INT_EQ(num(x, "python_exited"), 132);
+        /* the writer's table names each reason of enum python_code_reason */
+        for (int i = 1; i < _PYTHON_CODE_REASON_MAX; i++)
+                CHECK_STR_EQ(writer_python_reason_names[i], python_names[i]);
+        CHECK(writer_python_reason_names[PYTHON_CODE_OK] == NULL);
+        for (int i = 1; i < _PYTHON_CODE_REASON_MAX; i++) {
+                json_t *where = writer_python_reason_unnamed((unsigned) i)
+                        ? x : json_object_get(json_object_get(o, "runtime_names"), "no_line");
+
+                CHECK_INT_EQ(num(where, python_names[i]), 140 + i);
+        }
+        CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "codes"), 152);
+        CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "reused"), 155);
         CHECK_INT_EQ(num(o, "jit_map_entries_dropped"), 119);
         CHECK_INT_EQ(num(o, "clients"), 3);
         x = json_object_get(o, "queries");
@@ -345,7 +386,7 @@ static void test_unwind_and_export(void) {
                 CHECK_INT_EQ(num(json_object_get(u, "failures"), failure_names[i]), 300 + i);
         CHECK_INT_EQ(json_object_size(json_object_get(u, "failures")), UNWINDER_FAIL__MAX);
         for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
-                CHECK_INT_EQ(num(json_object_get(u, "runtime"), runtime_names[i]), 350 + i);
+                CHECK_INT_EQ(num(json_object_get(u, "runtime"), runtime_walk_names[i]), 350 + i);
         CHECK_INT_EQ(json_object_size(json_object_get(u, "runtime")), STATUS_RUNTIME__MAX);
 
         e = json_object_get(o, "export");
