@@ -3,8 +3,10 @@
  * interpreter by discovery, its thread state through _PyRuntime's
  * interpreters and threads lists, and walks the frame chain through
  * /proc/PID/mem, as the BPF walker will, checking the qualified names, the
- * file and the lines, the spinning one included. No root: a parent may read
- * its child's memory. Each interpreter absent here is skipped. */
+ * file and the lines, the spinning one included. Then names the same
+ * frames as the daemon does (python.c's hooks through the runtime-names
+ * cache), and again once the process has exited. No root: a parent may
+ * read its child's memory. Each interpreter absent here is skipped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -18,6 +20,8 @@
 #include "python-code.h"
 #include "python-discover.h"
 #include "python-layout.h"
+#include "python.h"
+#include "runtime-names.h"
 #include "tests.h"
 
 #define MAX_FRAMES 64
@@ -84,6 +88,8 @@ struct frame_seen {
         char name[256];
         char file[PATH_MAX];
         int32_t line;
+        uint64_t code;         /* the code object, and the instruction's offset in it */
+        uint32_t offset;
 };
 
 /* glibc 2.36 (x86_64), as runtimes.md measured it: a key below 32 has its
@@ -154,7 +160,11 @@ static int walk(const struct target *t, const struct python_binary *b, uint64_t 
                 snprintf(frames[n].name, sizeof frames[n].name, "%s", pc.qualname);
                 snprintf(frames[n].file, sizeof frames[n].file, "%s", pc.filename);
                 frames[n].line = -1;
-                if (python_layout_instr_offset(l, code, instr, &offset) == 0 &&
+                frames[n].code = code;
+                frames[n].offset = UINT32_MAX;
+                if (python_layout_instr_offset(l, code, instr, &offset) == 0)
+                        frames[n].offset = offset;
+                if (frames[n].offset != UINT32_MAX &&
                     python_code_line(&pc, offset, &frames[n].line, &reason) < 0)
                         fprintf(stderr, "frame %d: no line at %u: %s\n", n, offset, python_code_reason_name(reason));
                 printf("  %s (%s:%d)\n", frames[n].name, frames[n].file, frames[n].line);
@@ -167,6 +177,45 @@ static int walk(const struct target *t, const struct python_binary *b, uint64_t 
         return n;
 }
 
+/* The naming cache's reader on the child: its /proc/PID/mem (the
+ * daemon's checks the instance; here there is one). */
+static int names_open(void *userdata, uint32_t pid, uint64_t start_ns) {
+        const struct target *t = userdata;
+        int fd = (pid_t) pid == t->pid ? fcntl(t->mem_fd, F_DUPFD_CLOEXEC, 3) : -1;
+
+        return fd >= 0 ? fd : -ESRCH;
+}
+
+static int names_read(void *userdata, int handle, uint64_t addr, void *buf, size_t size) {
+        ssize_t n = pread(handle, buf, size, (off_t) addr);
+
+        return n == (ssize_t) size ? 0 : n == 0 ? -ESRCH : -EIO;
+}
+
+static void names_close(void *userdata, int handle) {
+        close(handle);
+}
+
+/* Each frame as the daemon names it: the code event read, the lookup of
+ * its pseudo-frame in a drain. */
+static void check_names(runtime_names *c, const struct target *t, const struct frame_seen *frames, int n) {
+        for (int i = 0; i < n; i++) {
+                struct runtime_names_frame f;
+
+                CHECK(frames[i].offset != UINT32_MAX);
+                CHECK_INT_EQ(runtime_names_lookup(c, (uint32_t) t->pid, 1, true,
+                                                  PROFD_RT_FRAME(UNWIND_RUNTIME_PYTHON, frames[i].code,
+                                                                 frames[i].offset), &f), 0);
+                CHECK_INT_EQ(f.status, RUNTIME_NAMES_NAMED);
+                if (f.status != RUNTIME_NAMES_NAMED)
+                        continue;
+                CHECK_STR_EQ(f.name.function, frames[i].name);
+                CHECK_STR_EQ(f.name.file, frames[i].file);
+                CHECK_INT_EQ(f.name.line, frames[i].line);
+                CHECK_INT_EQ(f.reason, 0);
+        }
+}
+
 static void test_interpreter(const char *python, const char *script) {
         int out[2];
         char ready[64] = {};
@@ -177,6 +226,7 @@ static void test_interpreter(const char *python, const char *script) {
         struct frame_seen frames[MAX_FRAMES];
         uint64_t bias = 0;
         char mem[64];
+        bool reaped = false;
         int n;
 
         if (access(python, X_OK) < 0) {
@@ -221,10 +271,49 @@ static void test_interpreter(const char *python, const char *script) {
                 CHECK_INT_EQ(frames[3].line, 35);
                 CHECK_STR_EQ(frames[0].file, script);
         }
+        if (n > 0) {
+                const struct unwind_runtime *runtimes[] = { [UNWIND_RUNTIME_PYTHON] = &python_runtime };
+                struct runtime_names_reader reader = { names_open, names_read, names_close, &t };
+                struct unwind_runtime_found found;
+                struct runtime_names_stats st;
+                runtime_names *c = NULL;
+
+                int r = python_found_make(&b, &l, &found);
+
+                /* 3.13: no TSS key, no BPF walk yet; naming needs only the
+                 * layout and PyCode_Type, as discovery would keep them */
+                if (r == -EPROTONOSUPPORT) {
+                        struct python_names names = { .layout = l, .code_type = b.code_type };
+
+                        found = (struct unwind_runtime_found) { .id = UNWIND_RUNTIME_PYTHON };
+                        memcpy(found.names, &names, sizeof(names));
+                } else
+                        CHECK_INT_EQ(r, 0);
+                CHECK_INT_EQ(runtime_names_new(runtimes, ELEMENTSOF(runtimes), &reader, 1 << 20, &c), 0);
+                for (int i = 0; c && i < n; i++)
+                        CHECK_INT_EQ(runtime_names_learn(c, (uint32_t) t.pid, 1, &found, bias, frames[i].code), 0);
+                if (c) {
+                        runtime_names_begin_drain(c);
+                        check_names(c, &t, frames, n);
+                        runtime_names_end_drain(c, NULL, NULL);
+                        /* gone: the reuse check finds no memory, the names stay */
+                        kill(t.pid, SIGKILL);
+                        waitpid(t.pid, NULL, 0);
+                        reaped = true;
+                        runtime_names_begin_drain(c);
+                        check_names(c, &t, frames, n);
+                        runtime_names_get_stats(c, &st);
+                        CHECK_INT_EQ(st.reads, n);
+                        CHECK_INT_EQ(st.reused, 0);
+                        runtime_names_free(c);
+                }
+        }
         safe_close(t.mem_fd);
         close(out[0]);
-        kill(t.pid, SIGKILL);
-        waitpid(t.pid, NULL, 0);
+        if (!reaped) {
+                kill(t.pid, SIGKILL);
+                waitpid(t.pid, NULL, 0);
+        }
 }
 
 int main(int argc, char **argv) {
