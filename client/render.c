@@ -335,6 +335,7 @@ static void extras_write(FILE *f, const json_t *status) {
         json_t *procs = json_object_get(status, STATUS_KEY_PROCESSES_TRACKED);
         json_t *clients = json_object_get(status, STATUS_KEY_CLIENTS);
         json_t *unres = json_object_get(status, STATUS_KEY_UNRESOLVED);
+        json_t *names = json_object_get(status, STATUS_KEY_RUNTIME_NAMES);
         json_t *queries = json_object_get(status, STATUS_KEY_QUERIES);
         char a[32], b[32];
 
@@ -369,6 +370,23 @@ static void extras_write(FILE *f, const json_t *status) {
                 json_object_foreach(unres, k, v)
                         fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
                 fputc('\n', f);
+        }
+        if (json_is_object(names) && u64_of(names, STATUS_KEY_READS) > 0) {
+                const json_t *no_line = json_object_get(names, STATUS_KEY_NO_LINE);
+                const char *k;
+                json_t *v;
+
+                fprintf(f, "python names: %" PRIu64 " code objects of %" PRIu64 " processes kept (%s); %" PRIu64
+                        " read, %" PRIu64 " found reused, %" PRIu64 " evicted since start\n",
+                        u64_of(names, STATUS_KEY_CODES), u64_of(names, STATUS_KEY_PROCESSES),
+                        format_bytes(a, sizeof(a), u64_of(names, STATUS_KEY_BYTES)), u64_of(names, STATUS_KEY_READS),
+                        u64_of(names, STATUS_KEY_REUSED), u64_of(names, STATUS_KEY_EVICTED));
+                if (json_is_object(no_line)) {
+                        fputs("python frames without line:", f);
+                        json_object_foreach((json_t *) no_line, k, v)
+                                fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
+                        fputc('\n', f);
+                }
         }
 }
 
