@@ -79,6 +79,38 @@ static void test_unresolved_counts_each_reason_once_per_stack(void) {
         CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_NO_FILE], 0);
 }
 
+/* Python frames without a name count under their own reasons, by the
+ * names status gives them; a named Python frame (resolved) under none. */
+static void test_python_reasons(void) {
+        struct quality q = {};
+        struct store_frame_out frames[] = { user(true, 0), user(false, STORE_UNRESOLVED_PYTHON_NOT_CODE),
+                                            user(false, STORE_UNRESOLVED_PYTHON_EXITED) };
+        struct store_frame_out one[] = { user(false, STORE_UNRESOLVED_PYTHON_NO_RUNTIME),
+                                         user(false, STORE_UNRESOLVED_PYTHON_READ_CODE),
+                                         user(false, STORE_UNRESOLVED_PYTHON_READ_STRING),
+                                         user(false, STORE_UNRESOLVED_PYTHON_BAD_STRING) };
+        _cleanup_free_ char *line = NULL;
+        json_t *o;
+
+        quality_add_stack(&q, &(struct store_stack_out) { .frames = frames, .n_frames = 1, .value = 1 });
+        quality_add_stack(&q, &(struct store_stack_out) { .frames = frames, .n_frames = 3, .value = 10 });
+        quality_add_stack(&q, &(struct store_stack_out) { .frames = one, .n_frames = 4, .value = 5 });
+        CHECK_INT_EQ(q.unresolved, 15);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_PYTHON_NOT_CODE], 10);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_PYTHON_EXITED], 10);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_PYTHON_NO_RUNTIME], 5);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_PYTHON_READ_CODE], 5);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_PYTHON_READ_STRING], 5);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_PYTHON_BAD_STRING], 5);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_UNKNOWN], 0);
+        o = quality_to_json(&q);
+        CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(o, "unresolved_by"), "python_not_code")), 10);
+        CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(o, "unresolved_by"), "python_exited")), 10);
+        json_decref(o);
+        line = quality_summary(&q);
+        CHECK(line && strstr(line, "Python: not code"));
+}
+
 /* A stack classified once (its end and unresolved mask) and added by
  * class adds what adding the stack itself adds: the fleet's answers add
  * each host's part of a stack that way. */
@@ -220,6 +252,7 @@ int main(void) {
         test_stacks_are_classified_by_their_end();
         test_unresolved_counts_each_reason_once_per_stack();
         test_adding_by_class_is_adding_the_stack();
+        test_python_reasons();
         test_only_losses_count_as_lost();
         test_json_round_trip();
         test_summary_line();
