@@ -324,8 +324,10 @@ int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const
                 c->stats.bytes += sizeof(*p);
                 c->stats.processes++;
         }
-        if (p->runtime && p->runtime != rt)
-                /* an exec into another runtime: the objects read were the old one's */
+        if (p->runtime && (p->runtime != rt || p->bias != bias || p->found.bpf.version != found->bpf.version ||
+                           memcmp(p->found.names, found->names, sizeof(found->names)) != 0))
+                /* an exec into another interpreter (the instance keeps its
+                 * start): the objects read were the old one's */
                 while (p->codes)
                         code_drop(c, p->codes);
         /* the latest event's: an exec keeps the instance and may map another interpreter */

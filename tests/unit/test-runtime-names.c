@@ -365,6 +365,14 @@ static void test_reasons(void) {
         f = lookup(c, 100, 5000, true, frame(0x9000, 0));
         CHECK_INT_EQ(f.status, RUNTIME_NAMES_UNREADABLE);
         CHECK_INT_EQ(f.reason, 1);
+        /* an exec into another interpreter (another bias): what was read goes */
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0x1000, 0x2000) == 0);
+        {
+                struct runtime_names_stats st;
+
+                runtime_names_get_stats(c, &st);
+                CHECK_INT_EQ(st.codes, 1);
+        }
         /* a runtime with no hooks */
         CHECK(runtime_names_learn(c, 100, 5000, &(struct unwind_runtime_found) { .id = UNWIND_RUNTIME_HOTSPOT }, 0,
                                   0x1000) == -EPROTONOSUPPORT);
