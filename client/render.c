@@ -368,7 +368,9 @@ static void extras_write(FILE *f, const json_t *status) {
 
                 fputs("unresolved user frames:", f);
                 json_object_foreach(unres, k, v)
-                        fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
+                        /* Python's reasons only once they happened: most hosts run none */
+                        if (strncmp(k, "python_", 7) != 0 || json_integer_value(v) != 0)
+                                fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
                 fputc('\n', f);
         }
         if (json_is_object(names) && u64_of(names, STATUS_KEY_READS) > 0) {
