@@ -325,9 +325,11 @@ int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const
                 c->stats.processes++;
         }
         if (p->runtime && (p->runtime != rt || p->bias != bias || p->found.bpf.version != found->bpf.version ||
-                           memcmp(p->found.names, found->names, sizeof(found->names)) != 0))
+                           p->found.lo != found->lo || p->found.hi != found->hi))
                 /* an exec into another interpreter (the instance keeps its
-                 * start): the objects read were the old one's */
+                 * start): the objects read were the old one's. Told by
+                 * what differs between interpreter files, not by names[]'s
+                 * bytes (a runtime's struct there may have padding). */
                 while (p->codes)
                         code_drop(c, p->codes);
         /* the latest event's: an exec keeps the instance and may map another interpreter */
