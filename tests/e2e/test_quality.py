@@ -72,7 +72,8 @@ SPEC = [s for s, _, _ in KNOWN] + [OFFCPU, OLD,
                                    {"ago_s": 30, "drops": DROPS_NOW}, {"ago_s": 300, "drops": DROPS_OLD}]
 
 TRUNC = ["no_table", "no_mapping", "unsupported", "read_fault", "depth", "fp_end", "cfa_stuck", "stack_lost"]
-UNRES = ["no_symbols", "no_file", "jit_without_map", "unknown_mapping", "unknown"]
+UNRES = ["no_symbols", "no_file", "jit_without_map", "unknown_mapping", "python_no_runtime", "python_exited",
+         "python_read_code", "python_not_code", "python_read_string", "python_bad_string", "unknown"]
 LOST = ["map_full", "stack_map_full", "user_stack_error", "kernel_stack_error", "ringbuf_full",
         "task_storage_full", "process_vanished", "store_write_failed", "switch_missed"]
 LABELS = {"no_table": "no table yet", "no_mapping": "no mapping", "unsupported": "unsupported",
