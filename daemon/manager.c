@@ -142,9 +142,10 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
         bool vanished;
         int r;
 
-        /* A code object a walk met: read at once (on the writer's
-         * thread), while the process lives, with what discovery found in
-         * its interpreter's file. Neither a reload nor a snapshot. */
+        /* A code object a walk met: read at once, here, while the
+         * process lives, with what discovery found in its interpreter's
+         * file, then cached on the writer's thread. Neither a reload nor
+         * a snapshot. */
         if (e->type == PROFD_EVENT_RUNTIME_CODE) {
                 struct unwind_runtime_found found;
 
@@ -153,7 +154,7 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
                 if (!m->unwinder || unwinder_runtime(m->unwinder, e->rt_slot, &found) < 0)
                         return;
                 r = writer_runtime_code(m->writer, e->tgid, e->start_ns, e->rt.bias, e->rt.code, &found);
-                if (r < 0)
+                if (r < 0 && r != -EPROTONOSUPPORT)
                         log_warning_errno(r, "Failed to queue a code object of process %" PRIu32 ", ignoring: %m",
                                           e->tgid);
                 return;

@@ -99,6 +99,7 @@ struct job {
         struct unwind_runtime_found *found; /* JOB_RUNTIME_CODE, with pid, start_ns, bias, code */
         uint32_t pid;
         uint64_t bias, code;
+        struct runtime_names_read read;     /* the code object, read when the job was queued */
 };
 
 struct writer {
@@ -640,6 +641,7 @@ static void kallsyms_refresh(writer *w) {
 static void job_free(struct job *j) {
         if (j) {
                 free(j->found);
+                runtime_names_read_done(&j->read);
                 for (size_t i = 0; j->debug_dirs && j->debug_dirs[i]; i++)
                         free(j->debug_dirs[i]);
                 free(j->debug_dirs);
@@ -809,7 +811,7 @@ static void writer_run(workqueue_item *item, void *thread_data, void *userdata) 
         if (j->type == JOB_SETTINGS)
                 apply_settings(w, j);
         else if (j->type == JOB_RUNTIME_CODE) {
-                r = runtime_names_learn(w->names, j->pid, j->start_ns, j->found, j->bias, j->code);
+                r = runtime_names_learn_read(w->names, j->pid, j->start_ns, j->found, j->bias, j->code, &j->read);
                 if (r < 0)
                         log_debug_errno(r, "Failed to read a code object of process %" PRIu32 ", ignoring: %m", j->pid);
         } else if (j->type == JOB_LEARN) {
@@ -1038,6 +1040,7 @@ int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t e
 int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bias, uint64_t code,
                         const struct unwind_runtime_found *found) {
         struct job *j = calloc(1, sizeof(*j));
+        int r;
 
         if (!j)
                 return -ENOMEM;
@@ -1047,6 +1050,13 @@ int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bia
                 return -ENOMEM;
         }
         *j->found = *found;
+        /* read now, on the caller's thread (a few preads): the writer may
+         * be busy with a drain for longer than a short script lives */
+        r = runtime_names_read(w->names, pid, start_ns, found, bias, code, &j->read);
+        if (r < 0) {
+                job_free(j);
+                return r;
+        }
         j->type = JOB_RUNTIME_CODE;
         j->pid = pid;
         j->start_ns = start_ns;

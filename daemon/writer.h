@@ -97,11 +97,12 @@ int writer_learn(writer *w, struct proc *snapshot);
 int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t end_ns, uint64_t vanished,
                  uint64_t *ret_seq);
 
-/* Queues the read of a runtime's code object (PROFD_EVENT_RUNTIME_CODE)
- * into the naming cache: process (pid, start_ns) runs the runtime found
- * (copied) in a file loaded at bias; code is the object's address. Read
- * as soon as the writer gets to it, before the next drain's frames.
- * Returns 0 or -ENOMEM. */
+/* A runtime's code object met by a walk (PROFD_EVENT_RUNTIME_CODE):
+ * process (pid, start_ns) runs the runtime found (copied) in a file
+ * loaded at bias; code is the object's address. Read at once, on the
+ * caller's thread (/proc/PID/mem, a few small reads), and queued for the
+ * writer's naming cache, before the next drain's frames. Returns 0,
+ * -EPROTONOSUPPORT (a runtime profd does not name) or -ENOMEM. */
 int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bias, uint64_t code,
                         const struct unwind_runtime_found *found);
 

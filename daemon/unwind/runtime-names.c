@@ -301,16 +301,18 @@ static struct rn_proc *proc_find(runtime_names *c, uint32_t pid, uint64_t start_
         return hashmap_get(c->procs, &key, &v) >= 0 ? v : NULL;
 }
 
-int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const struct unwind_runtime_found *found,
-                        uint64_t bias, uint64_t code) {
+static const struct unwind_runtime *runtime_of(const runtime_names *c, const struct unwind_runtime_found *found) {
         const struct unwind_runtime *rt = found->id < c->n_runtimes ? c->runtimes[found->id] : NULL;
-        struct rn_proc *p = proc_find(c, pid, start_ns);
-        struct rn_code *e;
-        bool fresh;
-        int r;
 
-        if (!rt || !rt->code_read)
-                return -EPROTONOSUPPORT;
+        return rt && rt->code_read ? rt : NULL;
+}
+
+/* The process (pid, start_ns), made when new, running `found` in a file
+ * loaded at bias. Returns 0 or -ENOMEM. */
+static int proc_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const struct unwind_runtime *rt,
+                      const struct unwind_runtime_found *found, uint64_t bias, struct rn_proc **ret) {
+        struct rn_proc *p = proc_find(c, pid, start_ns);
+
         if (!p) {
                 p = calloc(1, sizeof(*p));
                 if (!p)
@@ -336,6 +338,23 @@ int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const
         p->runtime = rt;
         p->found = *found;
         p->bias = bias;
+        *ret = p;
+        return 0;
+}
+
+int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const struct unwind_runtime_found *found,
+                        uint64_t bias, uint64_t code) {
+        const struct unwind_runtime *rt = runtime_of(c, found);
+        struct rn_proc *p;
+        struct rn_code *e;
+        bool fresh;
+        int r;
+
+        if (!rt)
+                return -EPROTONOSUPPORT;
+        r = proc_learn(c, pid, start_ns, rt, found, bias, &p);
+        if (r < 0)
+                return r;
         r = code_get(c, p, code, &e, &fresh);
         if (r < 0)
                 return r;
@@ -348,6 +367,103 @@ int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const
         if (r < 0)
                 return r;
         /* between drains: no frame holds names now */
+        evict(c);
+        return 0;
+}
+
+/* The reader opened for one read, on any thread. */
+struct rn_once {
+        const struct runtime_names_reader *reader;
+        uint32_t pid;
+        uint64_t start_ns;
+        int handle;
+        bool gone;
+};
+
+static int once_read(void *userdata, uint64_t addr, void *buf, size_t size) {
+        struct rn_once *x = userdata;
+        int r;
+
+        if (x->gone)
+                return -ESRCH;
+        if (x->handle < 0) {
+                r = x->reader->open(x->reader->userdata, x->pid, x->start_ns);
+                if (r < 0) {
+                        x->gone = r == -ESRCH;
+                        return r;
+                }
+                x->handle = r;
+        }
+        r = x->reader->read(x->reader->userdata, x->handle, addr, buf, size);
+        if (r == -ESRCH)
+                x->gone = true;
+        return r;
+}
+
+int runtime_names_read(const runtime_names *c, uint32_t pid, uint64_t start_ns,
+                       const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
+                       struct runtime_names_read *ret) {
+        const struct unwind_runtime *rt = runtime_of(c, found);
+        struct rn_once x = { .reader = &c->reader, .pid = pid, .start_ns = start_ns, .handle = -1 };
+        int r;
+
+        if (!rt)
+                return -EPROTONOSUPPORT;
+        *ret = (struct runtime_names_read) { .runtime = rt };
+        r = rt->code_read(found, bias, once_read, &x, code, &ret->code, &ret->bytes, &ret->reason);
+        if (x.handle >= 0)
+                c->reader.close(c->reader.userdata, x.handle);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                ret->code = NULL;
+                ret->gone = x.gone;
+        }
+        return 0;
+}
+
+void runtime_names_read_done(struct runtime_names_read *r) {
+        if (r->code)
+                r->runtime->code_free(r->code);
+        r->code = NULL;
+}
+
+int runtime_names_learn_read(runtime_names *c, uint32_t pid, uint64_t start_ns,
+                             const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
+                             struct runtime_names_read *read) {
+        const struct unwind_runtime *rt = runtime_of(c, found);
+        struct rn_proc *p;
+        struct rn_code *e;
+        bool fresh;
+        int r;
+
+        if (!rt || rt != read->runtime) {
+                runtime_names_read_done(read);
+                return -EPROTONOSUPPORT;
+        }
+        r = proc_learn(c, pid, start_ns, rt, found, bias, &p);
+        if (r >= 0)
+                r = code_get(c, p, code, &e, &fresh);
+        if (r < 0) {
+                runtime_names_read_done(read);
+                return r;
+        }
+        c->stats.reads++;
+        if (read->gone) {
+                /* what was read while it lived stays; nothing was: exited */
+                proc_mark_gone(c, p);
+                if (!e->code)
+                        e->exited = true;
+        } else {
+                /* what is at the address now, the freshest there is */
+                code_clear(c, e);
+                e->code = TAKE_PTR(read->code);
+                e->exited = false;
+                e->reason = e->code ? 0 : read->reason;
+                e->bytes += e->code ? read->bytes : 0;
+                c->stats.bytes += e->code ? read->bytes : 0;
+        }
+        runtime_names_read_done(read);
         evict(c);
         return 0;
 }

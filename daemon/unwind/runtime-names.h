@@ -76,6 +76,36 @@ void runtime_names_set_budget(runtime_names *c, uint64_t budget);
 int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const struct unwind_runtime_found *found,
                         uint64_t bias, uint64_t code);
 
+/* A code object read apart from the cache, at the moment its event comes
+ * (on the event loop), so that a process that lives a few hundred
+ * milliseconds is read before it exits even while the writer is busy with
+ * a drain: runtime_names_learn_read puts it in the cache later. */
+struct runtime_names_read {
+        const struct unwind_runtime *runtime;
+        unwind_runtime_code *code;     /* NULL: not read; then: */
+        bool gone;                     /* the process was gone */
+        unsigned reason;               /* else the runtime's reason */
+        size_t bytes;
+};
+
+/* Reads the code object at `code` of process (pid, start_ns) into *ret,
+ * through the cache's reader, opened and closed for this read. Uses only
+ * what runtime_names_new was given: safe on another thread than the
+ * cache's, as far as the reader is. Returns 0 (a failed read is a result
+ * too: see ret), -EPROTONOSUPPORT for a runtime without hooks, -ENOMEM. */
+int runtime_names_read(const runtime_names *c, uint32_t pid, uint64_t start_ns,
+                       const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
+                       struct runtime_names_read *ret);
+void runtime_names_read_done(struct runtime_names_read *r);
+
+/* runtime_names_learn with the object read by runtime_names_read (its
+ * code taken over, freed on failure): what was read replaces what the
+ * cache had at that address; a process found gone keeps what was cached.
+ * Returns 0, -EPROTONOSUPPORT or -ENOMEM. */
+int runtime_names_learn_read(runtime_names *c, uint32_t pid, uint64_t start_ns,
+                             const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
+                             struct runtime_names_read *read);
+
 /* A drain starts: the first use of each code object in it checks reuse. */
 void runtime_names_begin_drain(runtime_names *c);
 

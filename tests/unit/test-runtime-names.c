@@ -432,6 +432,59 @@ static void test_budget_eviction(void) {
         runtime_names_free(c);
 }
 
+/* A code object read at the event (runtime_names_read, on the loop) and
+ * cached later (runtime_names_learn_read, on the writer): a process that
+ * exited in between is named all the same; one gone before the read is
+ * "exited"; a read replaces what was cached at the address. */
+static void test_read_at_event(void) {
+        struct fake_host h;
+        runtime_names *c;
+        struct runtime_names_read rd;
+        struct runtime_names_frame f;
+        unsigned reads;
+
+        host_init(&h);
+        c = cache_new(&h, 1 << 20);
+        CHECK_INT_EQ(runtime_names_read(c, 100, 5000, &found, 0, 0x1000, &rd), 0);
+        CHECK(rd.code != NULL && !rd.gone);
+        CHECK_INT_EQ(h.opens, 1);
+        CHECK_INT_EQ(h.closes, 1);
+        h.procs[0].gone = true;
+        CHECK_INT_EQ(runtime_names_learn_read(c, 100, 5000, &found, 0, 0x1000, &rd), 0);
+        CHECK(rd.code == NULL);
+        reads = h.reads;
+        runtime_names_begin_drain(c);
+        f = lookup(c, 100, 5000, true, frame(0x1000, 1));
+        CHECK_INT_EQ(f.status, RUNTIME_NAMES_NAMED);
+        CHECK_STR_EQ(f.name.function, "f0_1");
+        CHECK_INT_EQ(f.name.line, 11);
+        CHECK_INT_EQ(h.reads, reads);  /* the reuse check could not open it: gone */
+        /* read after it exited */
+        CHECK_INT_EQ(runtime_names_read(c, 100, 5000, &found, 0, 0x2000, &rd), 0);
+        CHECK(rd.code == NULL && rd.gone);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 100, 5000, &found, 0, 0x2000, &rd), 0);
+        CHECK_INT_EQ(lookup(c, 100, 5000, true, frame(0x2000, 0)).status, RUNTIME_NAMES_EXITED);
+        /* and the other process: what is read replaces what was cached */
+        CHECK(runtime_names_learn(c, 200, 6000, &found, 0, 0x3000) == 0);
+        h.procs[1].mem[3].generation = 7;
+        snprintf(h.procs[1].mem[3].name, sizeof(h.procs[1].mem[3].name), "newer");
+        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0x3000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0x3000, &rd), 0);
+        runtime_names_end_drain(c, always_alive, NULL);
+        runtime_names_begin_drain(c);
+        CHECK_STR_EQ(lookup(c, 200, 6000, true, frame(0x3000, 0)).name.function, "newer");
+        /* unreadable now: the reason, not the old name */
+        h.procs[1].mem[3].magic = 0;
+        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0x3000, &rd), 0);
+        CHECK(rd.code == NULL && !rd.gone && rd.reason == REASON_NOT_CODE);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0x3000, &rd), 0);
+        f = lookup(c, 200, 6000, true, frame(0x3000, 0));
+        CHECK_INT_EQ(f.status, RUNTIME_NAMES_UNREADABLE);
+        CHECK_INT_EQ(f.reason, REASON_NOT_CODE);
+        runtime_names_free(c);
+        CHECK_INT_EQ(h.opens, h.closes);
+}
+
 /* How Python frames are stored: build_id "python-" and a hash of
  * (qualname, file, first line) that never changes; a pseudo-frame is
  * looked up as it is, never minus one. */
@@ -460,6 +513,7 @@ int main(void) {
         test_gone_by_alive();
         test_reasons();
         test_budget_eviction();
+        test_read_at_event();
         test_naming_convention();
         TESTS_DONE();
 }
