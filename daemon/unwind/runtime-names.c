@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hashmap.h"
 #include "macro.h"
@@ -37,6 +38,7 @@ struct rn_code {
         unsigned reason;               /* why it could not be read */
         size_t bytes;                  /* counted in the budget */
         uint64_t checked_drain;        /* the drain whose first use checked it against reuse */
+        uint64_t looked_ns;            /* when it was last read or checked (CLOCK_MONOTONIC) */
         struct rn_code *lru_prev, *lru_next;   /* most recently used first */
         struct rn_code *proc_prev, *proc_next;
 };
@@ -52,6 +54,13 @@ struct runtime_names {
         uint64_t drain;        /* drains begun: 0 before the first */
         struct runtime_names_stats stats;
 };
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
 
 static uint64_t key_hash(const void *k) {
         const struct rn_key *key = k;
@@ -210,8 +219,12 @@ static int rn_read(void *userdata, uint64_t addr, void *buf, size_t size) {
         return r;
 }
 
-/* Reads e's code object in full, replacing what it held. Returns 0 (a
- * failed read is kept with its reason) or -ENOMEM. */
+/* Reads e's code object in full. Another object read replaces what e
+ * held; a failed read replaces nothing, only an entry with no name keeps
+ * its reason: a pseudo-frame points at a code object that was alive when
+ * it was sampled, so when the address holds no code object now (freed
+ * since: a module's body after its import), the name read before is the
+ * sample's. Returns 0 or -ENOMEM. */
 static int code_fill(runtime_names *c, struct rn_code *e) {
         struct rn_proc *p = e->proc;
         struct rn_read x = { .c = c, .p = p };
@@ -220,7 +233,7 @@ static int code_fill(runtime_names *c, struct rn_code *e) {
         unsigned reason = 0;
         int r;
 
-        code_clear(c, e);
+        e->looked_ns = now_ns();
         r = p->runtime->code_read(&p->found, p->bias, rn_read, &x, e->key.code, &code, &bytes, &reason);
         if (r == -ENOMEM)
                 return r;
@@ -228,10 +241,13 @@ static int code_fill(runtime_names *c, struct rn_code *e) {
         if (x.gone)
                 proc_mark_gone(c, p);
         if (r < 0) {
-                e->exited = x.gone;
-                e->reason = reason;
+                if (!e->code) {
+                        e->exited = x.gone;
+                        e->reason = reason;
+                }
                 return 0;
         }
+        code_clear(c, e);
         e->code = code;
         e->exited = false;
         e->reason = 0;
@@ -242,8 +258,9 @@ static int code_fill(runtime_names *c, struct rn_code *e) {
 
 /* Whether e still names the object at its address, while the process
  * lives: the head re-read and compared, the object read again in full
- * when it differs (or was not read). A process found gone keeps what was
- * read. Returns 0 or -ENOMEM. */
+ * when it differs (or was not read), replacing the name only when another
+ * code object is there. A process found gone keeps what was read.
+ * Returns 0 or -ENOMEM. */
 static int code_check(runtime_names *c, struct rn_code *e) {
         struct rn_proc *p = e->proc;
         struct rn_read x = { .c = c, .p = p };
@@ -251,6 +268,7 @@ static int code_check(runtime_names *c, struct rn_code *e) {
 
         if (!e->code)
                 return code_fill(c, e);
+        e->looked_ns = now_ns();
         r = p->runtime->code_same(&p->found, p->bias, rn_read, &x, e->key.code, e->code);
         if (x.gone) {
                 proc_mark_gone(c, p);
@@ -409,7 +427,7 @@ int runtime_names_read(const runtime_names *c, uint32_t pid, uint64_t start_ns,
 
         if (!rt)
                 return -EPROTONOSUPPORT;
-        *ret = (struct runtime_names_read) { .runtime = rt };
+        *ret = (struct runtime_names_read) { .runtime = rt, .at_ns = now_ns() };
         r = rt->code_read(found, bias, once_read, &x, code, &ret->code, &ret->bytes, &ret->reason);
         if (x.handle >= 0)
                 c->reader.close(c->reader.userdata, x.handle);
@@ -449,19 +467,26 @@ int runtime_names_learn_read(runtime_names *c, uint32_t pid, uint64_t start_ns,
                 return r;
         }
         c->stats.reads++;
-        if (read->gone) {
+        if (!fresh && e->looked_ns > read->at_ns) {
+                /* the cache read or checked it after this read: newer */
+        } else if (read->gone) {
                 /* what was read while it lived stays; nothing was: exited */
                 proc_mark_gone(c, p);
                 if (!e->code)
                         e->exited = true;
-        } else {
+        } else if (read->code) {
                 /* what is at the address now, the freshest there is */
                 code_clear(c, e);
                 e->code = TAKE_PTR(read->code);
                 e->exited = false;
-                e->reason = e->code ? 0 : read->reason;
-                e->bytes += e->code ? read->bytes : 0;
-                c->stats.bytes += e->code ? read->bytes : 0;
+                e->reason = 0;
+                e->bytes += read->bytes;
+                e->looked_ns = read->at_ns;
+                c->stats.bytes += read->bytes;
+        } else if (!e->code) {
+                /* a failed read replaces no name (code_fill says why) */
+                e->exited = false;
+                e->reason = read->reason;
         }
         runtime_names_read_done(read);
         evict(c);

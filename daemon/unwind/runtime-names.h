@@ -86,6 +86,7 @@ struct runtime_names_read {
         bool gone;                     /* the process was gone */
         unsigned reason;               /* else the runtime's reason */
         size_t bytes;
+        uint64_t at_ns;                /* when (CLOCK_MONOTONIC): an older read never replaces a newer look */
 };
 
 /* Reads the code object at `code` of process (pid, start_ns) into *ret,
@@ -99,8 +100,10 @@ int runtime_names_read(const runtime_names *c, uint32_t pid, uint64_t start_ns,
 void runtime_names_read_done(struct runtime_names_read *r);
 
 /* runtime_names_learn with the object read by runtime_names_read (its
- * code taken over, freed on failure): what was read replaces what the
- * cache had at that address; a process found gone keeps what was cached.
+ * code taken over, freed on failure): an object read replaces what the
+ * cache had at that address, unless the cache looked at it since (a drain
+ * between the event and this call may have found another object there);
+ * a failed read replaces no name.
  * Returns 0, -EPROTONOSUPPORT or -ENOMEM. */
 int runtime_names_learn_read(runtime_names *c, uint32_t pid, uint64_t start_ns,
                              const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
@@ -112,7 +115,9 @@ void runtime_names_begin_drain(runtime_names *c);
 /* The name of pseudo-frame `ip` (PROFD_RT_FRAME_IS) of process (pid,
  * start_ns). live: the caller does not know the process to be gone (then
  * the first use in a drain re-reads the object's head, and a different
- * object is read in full; a gone process's names are what was read). A
+ * object is read in full: another code object there replaces the name, no
+ * code object there (freed since the sample) keeps it; a gone process's
+ * names are what was read). A
  * read that finds the process gone marks it gone too. Returns 0 with *ret,
  * or -ENOMEM. */
 int runtime_names_lookup(runtime_names *c, uint32_t pid, uint64_t start_ns, bool live, uint64_t ip,
