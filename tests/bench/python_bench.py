@@ -23,9 +23,11 @@ Three measurements, each for the profd of --build and, when given, of
    snapshots --warmup seconds after the workload started (unwind tables built,
    code objects named). Every CPU runs the workload, so almost every sample is
    one of its processes: the share is reported (samples profd stored for the
-   workload over the sampler's runs while it ran), with each workload's mean
-   user frames per sample and the share of its samples that carry a Python
-   frame (build_id "python-...": 0 before the walker).
+   workload in the span, whole drains that a flush begins and ends, over the
+   sampler's runs in it), with each workload's mean
+   user frames per sample, the share of its samples that carry a Python
+   frame (build_id "python-..." or module "[python]": 0 before the walker)
+   and the share whose Python frames are all named.
 2. profd's own CPU (utime+stime, % of one core) and RSS (VmRSS every 5 s,
    VmHWM) at defaults (every kind), first --daemon-seconds with no workload of
    ours, then as long with --processes Python processes of a service-like
@@ -59,6 +61,7 @@ import bench  # noqa: E402
 ROOT = bench.ROOT
 SECTION = "python"
 PY_BUILD_ID_PREFIX = "python-"  # common/protocol.h, STORE_PYTHON_BUILD_ID_PREFIX
+PY_MODULE = "[python]"          # common/protocol.h, STORE_PYTHON_MODULE: an unnamed Python frame
 
 # CPU-bound, DEPTH Python frames deep under <module>: recurse x (DEPTH - 1), then leaf
 DEEP_SCRIPT = """\
@@ -173,22 +176,46 @@ def profctl_json(b, sock, *argv):
     return json.loads(bench.sh([b.profctl, "--socket", sock] + list(argv), check=True).stdout)
 
 
-def workload_stacks(b, sock, pids):
-    """[(value, user frames)] of profd's on-CPU stacks of these processes."""
+def rfc3339(t):
+    d = datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
+    return f"{d:%Y-%m-%dT%H:%M:%S}.{d.microsecond:06d}Z"
+
+
+def flush(b, sock):
+    """Ends profd's current drain now; returns the wall-clock time after it."""
     bench.sh([b.profctl, "--socket", sock, "flush"], check=True)
+    return time.time()
+
+
+def workload_stacks(b, sock, pids, span=None):
+    """[(value, user frames)] of profd's on-CPU stacks of these processes:
+    of their whole life, or of the drains within span (a pair of times
+    just after the flushes that began and ended it: a query takes every
+    drain that overlaps its window)."""
+    window = (["--from", rfc3339(span[0] + 0.5), "--to", rfc3339(span[1] - 0.5)] if span else ["--since", "30m"])
+    flush(b, sock)
     out = []
     for pid in pids:
-        doc = profctl_json(b, sock, "query", "--json", "--pid", str(pid), "--since", "30m", "--kind", "cpu")
+        doc = profctl_json(b, sock, "query", "--json", "--pid", str(pid), "--kind", "cpu", *window)
         out += [(st["value"], [f for f in st["frames"] if not f.get("kernel")]) for st in doc["stacks"]]
     return out
 
 
+def is_python(f):
+    """named (build_id "python-...") or not (module "[python]"): common/protocol.h"""
+    return (f.get("build_id") or "").startswith(PY_BUILD_ID_PREFIX) or f.get("module") == PY_MODULE
+
+
 def stack_figures(stacks):
+    """Samples, mean user frames per sample, and the shares of samples with
+    a Python frame, and with every Python frame named."""
     n = sum(v for v, _ in stacks)
     if not n:
-        return {"samples": 0, "user_depth": None, "python_share": None}
-    py = sum(v for v, fr in stacks if any((f.get("build_id") or "").startswith(PY_BUILD_ID_PREFIX) for f in fr))
-    return {"samples": n, "user_depth": sum(v * len(fr) for v, fr in stacks) / n, "python_share": py / n}
+        return {"samples": 0, "user_depth": None, "python_share": None, "named_share": None}
+    py = [(v, [f for f in fr if is_python(f)]) for v, fr in stacks]
+    return {"samples": n, "user_depth": sum(v * len(fr) for v, fr in stacks) / n,
+            "python_share": sum(v for v, p in py if p) / n,
+            "named_share": sum(v for v, p in py if p and all(f.get("resolved", True) for f in p)) / n}
 
 
 def deep_argv(args, kind, seconds, depth):
@@ -207,30 +234,32 @@ def sampling_run(args, workdir, b, kind, depth):
     try:
         for attempt in range(4):
             bench.set_bpf_stats(True)
-            life0 = bench.bpf_progs()
             procs = start_workers([deep_argv(args, kind, args.warmup + args.seconds + 5, depth)
                                    for _ in range(os.cpu_count())])
             time.sleep(args.warmup)
+            # the span is whole drains: what profd stored in it is what its
+            # programs did (each snapshot just before a flush, so the
+            # flushes' own latency shifts both ends alike)
             b0, t0 = bench.bpf_progs(), time.monotonic()
+            w0 = flush(b, sock)
             time.sleep(args.seconds)
             b1, t1 = bench.bpf_progs(), time.monotonic()
+            w1 = flush(b, sock)
             alive = all(q.poll() is None for q in procs)
             pids = [q.pid for q in procs]
             stop_workers(procs)
-            life1 = bench.bpf_progs()
             # the switch is the whole machine's: another user may turn it off
             if open(bench.STATS).read().strip() == "1":
                 break
             log(f"{p.name}: kernel.bpf_stats_enabled was turned off during the run: again")
         if not alive:
             raise RuntimeError(f"{kind} workload ended before the span did: see {' '.join(deep_argv(args, kind, 1, depth))}")
-        figures = stack_figures(workload_stacks(b, sock, pids))
+        figures = stack_figures(workload_stacks(b, sock, pids, (w0, w1)))
     finally:
         stop_workers(procs)
         p.stop()
     span = bench.prog_delta(b0, b1, p.prog_ids)
-    life = bench.prog_delta(life0, life1, p.prog_ids)
-    runs = sum(x[0] for x in life.values() if x[2] == "perf_event")
+    runs = sum(x[0] for x in span.values() if x[2] == "perf_event")
     r = {"ns_per_sample": bench.per_sample(span), "progs": span, "wall_s": t1 - t0, "depth_arg": depth,
          "load": float(bench.loadavg()), "workload_share": figures["samples"] / runs if runs else None, **figures}
     log(f"{p.name} depth {depth}: {json.dumps({k: v for k, v in r.items() if k != 'progs'})}")
@@ -349,14 +378,14 @@ def store_run(args, workdir, b, kind, depth):
     try:
         procs = start_workers([deep_argv(args, kind, args.store_seconds + 30, depth) for _ in range(os.cpu_count())])
         time.sleep(11)  # the first drain: schema, mappings, the first sight of every stack
-        bench.sh([b.profctl, "--socket", sock, "flush"], check=True)
+        w0 = flush(b, sock)
         s0, n0 = store_in_use(store), profctl_json(b, sock, "status", "--json")["samples"]
         time.sleep(args.store_seconds)
-        bench.sh([b.profctl, "--socket", sock, "flush"], check=True)
+        w1 = flush(b, sock)
         s1, n1 = store_in_use(store), profctl_json(b, sock, "status", "--json")["samples"]
         pids = [q.pid for q in procs]
         stop_workers(procs)
-        figures = stack_figures(workload_stacks(b, sock, pids))
+        figures = stack_figures(workload_stacks(b, sock, pids, (w0, w1)))
     finally:
         stop_workers(procs)
         p.stop()
@@ -400,22 +429,24 @@ def render(args, builds, sampling, daemon, store):
          f"{sampling['native_depth']} calls deep (the same user frames per stack, see the table); one process "
          f"per CPU, profd `--kinds cpu`, statistics over {args.seconds:g} s starting {args.warmup:g} s after the "
          "workload. BPF ns per sample: run_time_ns over run_cnt of profd's perf_event programs "
-         "(`kernel.bpf_stats_enabled=1`); median (min-max) over the rounds. Workload share: the samples profd "
-         "stored for the workload over the sampler's runs while it ran. Python frames: the share of its samples "
-         "with at least one Python frame (0 before the walker).", "",
+         "(`kernel.bpf_stats_enabled=1`); median (min-max) over the rounds. The span is whole drains (a flush "
+         "begins and ends it): workload share is the samples profd stored for the workload in it over the "
+         "sampler's runs, and the stack figures are of those samples. With Python frames: the share of its "
+         "samples with at least one Python frame, named or not (0 before the walker); all of them named: "
+         "the share whose Python frames all have a name.", "",
          "| profd | workload | BPF ns per on-CPU sample | Python / native | user frames per sample | "
-         "Python frames | workload share | load |",
-         "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+         "with Python frames | all of them named | workload share | load |",
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for b in builds:
         e = sampling["results"][b.label]
         py, nat = median_of(e["python"], "ns_per_sample"), median_of(e["native"], "ns_per_sample")
         for kind in ("python", "native"):
             runs = e[kind]
             ratio = f"{py / nat:.2f}x" if kind == "python" and py and nat else ""
-            share = median_of(runs, "python_share")
+            share, named = median_of(runs, "python_share"), median_of(runs, "named_share")
             wshare = median_of(runs, "workload_share")
             L.append(f"| {b.label} | {kind} | {spread_of(runs, 'ns_per_sample')} | {ratio} | "
-                     f"{spread_of(runs, 'user_depth', '{:.1f}')} | {pct(share)} | {pct(wshare)} | "
+                     f"{spread_of(runs, 'user_depth', '{:.1f}')} | {pct(share)} | {pct(named)} | {pct(wshare)} | "
                      f"{spread_of(runs, 'load', '{:.2f}')} |")
     L += ["", "Target (issue 41): a Python sample at most 1.5x a native sample of the same depth.", "",
           f"profd at defaults (every kind), {daemon['seconds']:g} s with no workload of ours, then "
