@@ -18,7 +18,7 @@
 #define FLAME_NODE_GROUP (1u << 17)
 /* frames are merged when these agree (and name and module) */
 #define FLAME_MERGE_FLAGS (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_JIT | \
-                           FLAME_NODE_ROOT | FLAME_NODE_GROUP)
+                           PROFILE_FRAME_PYTHON | FLAME_NODE_ROOT | FLAME_NODE_GROUP)
 
 /* Geometry, in pixels. The font is 12 px Verdana-like; its average glyph is
  * taken as 0.59 em wide to decide how much of a name fits a frame. */
@@ -407,6 +407,7 @@ enum flame_kind {
         FLAME_KIND_USER,
         FLAME_KIND_KERNEL,
         FLAME_KIND_JIT,
+        FLAME_KIND_PYTHON,
         FLAME_KIND_INLINED,
         FLAME_KIND_UNRESOLVED,
         FLAME_KIND_GROUP,
@@ -422,6 +423,9 @@ static enum flame_kind node_kind(const struct flame_node *n) {
                 return FLAME_KIND_UNRESOLVED;
         if (n->flags & PROFILE_FRAME_INLINED)
                 return FLAME_KIND_INLINED;
+        /* an unnamed one is grey above: what matters is that it has no name */
+        if (n->flags & PROFILE_FRAME_PYTHON)
+                return FLAME_KIND_PYTHON;
         if (n->flags & PROFILE_FRAME_JIT)
                 return FLAME_KIND_JIT;
         if (n->flags & PROFILE_FRAME_KERNEL)
@@ -437,6 +441,8 @@ static const struct {
         [FLAME_KIND_USER] = { "user", 350, 25, 0.75, 0.62 },
         [FLAME_KIND_KERNEL] = { "kernel", 32, 20, 0.85, 0.55 },
         [FLAME_KIND_JIT] = { "JIT", 95, 40, 0.55, 0.55 },
+        /* blue, the hue no other kind uses (only diffs, drawn without kinds) */
+        [FLAME_KIND_PYTHON] = { "Python", 205, 25, 0.60, 0.62 },
         [FLAME_KIND_INLINED] = { "inlined", 175, 20, 0.60, 0.55 },
         [FLAME_KIND_UNRESOLVED] = { "unresolved", 0, 0, 0.00, 0.72 },
         [FLAME_KIND_GROUP] = { "process/unit", 270, 20, 0.45, 0.72 },
@@ -448,7 +454,8 @@ static struct rgb node_colour(const struct flame_node *n, enum flame_palette pal
         double a, b;
 
         if (palette == FLAME_PALETTE_MODULE && (k == FLAME_KIND_USER || k == FLAME_KIND_KERNEL ||
-                                                k == FLAME_KIND_JIT || k == FLAME_KIND_INLINED)) {
+                                                k == FLAME_KIND_JIT || k == FLAME_KIND_PYTHON ||
+                                                k == FLAME_KIND_INLINED)) {
                 name_shades(n->module, &a, &b);
                 return hsl(a * 360, 0.55 + 0.2 * b, 0.62);
         }
@@ -495,6 +502,7 @@ static const char *kind_description(const struct flame_node *n) {
         switch (node_kind(n)) {
         case FLAME_KIND_KERNEL: return "kernel";
         case FLAME_KIND_JIT: return "JIT";
+        case FLAME_KIND_PYTHON: return "Python";
         case FLAME_KIND_INLINED: return (n->flags & PROFILE_FRAME_KERNEL) ? "inlined, kernel" : "inlined";
         case FLAME_KIND_UNRESOLVED: return "unresolved";
         case FLAME_KIND_GROUP: return "group";
@@ -583,8 +591,8 @@ static int write_frames(struct flame_writer *w) {
 
 static void write_legend(struct flame_writer *w) {
         static const enum flame_kind shown[] = {
-                FLAME_KIND_USER, FLAME_KIND_KERNEL, FLAME_KIND_JIT, FLAME_KIND_INLINED, FLAME_KIND_UNRESOLVED,
-                FLAME_KIND_GROUP,
+                FLAME_KIND_USER, FLAME_KIND_KERNEL, FLAME_KIND_JIT, FLAME_KIND_PYTHON, FLAME_KIND_INLINED,
+                FLAME_KIND_UNRESOLVED, FLAME_KIND_GROUP,
         };
         double x = FLAME_PAD, y = FLAME_HEADER - 22;
         char xs[32], ys[32], tx[32], ty[32];

@@ -4,7 +4,7 @@
  * optional: without it the SVG still shows every frame and label.
  *
  * Layout: stacks are merged into a tree whose nodes are a function (name,
- * module, and whether it is kernel, inlined or JIT code) under a given path,
+ * module, and whether it is kernel, inlined, JIT or Python code) under a given path,
  * as flamegraph.pl merges folded lines; siblings are sorted by name, so the
  * x axis is alphabetical, not time. The bottom frame "all" is the total.
  * Stacks of a grouped answer ("group") get the group as their root frame.
@@ -15,6 +15,8 @@
  *   user code      warm red      (hue 350..15)
  *   kernel         orange/yellow (hue 32..52)
  *   JIT            green         (hue 95..135)
+ *   Python         blue          (hue 205..230): a CPython frame, named
+ *                                 qualname, module its .py file
  *   inlined        aqua          (hue 175..195), whatever its module
  *   unresolved     grey          (a "module+0xOFF" name, [unknown], [lost])
  *   group root     violet        (comm-pid or unit of a grouped answer)
@@ -41,7 +43,7 @@
 #include "profile.h"
 
 enum flame_palette {
-        FLAME_PALETTE_KIND,   /* by kind of code: user, kernel, JIT, inlined (default) */
+        FLAME_PALETTE_KIND,   /* by kind of code: user, kernel, JIT, Python, inlined (default) */
         FLAME_PALETTE_MODULE, /* one hue per module */
 };
 

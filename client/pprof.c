@@ -11,6 +11,7 @@
 
 #include "hashmap.h"
 #include "profile.pb-c.h"
+#include "protocol.h"
 
 typedef Perftools__Profiles__Profile pb_profile;
 typedef Perftools__Profiles__ValueType pb_value_type;
@@ -126,11 +127,22 @@ static int64_t string_id(struct pprof_builder *b, const char *s) {
         return (int64_t) b->n_strings++;
 }
 
-/* Kernel frames all belong to one mapping, whatever profd named it. */
+/* Kernel frames all belong to one mapping, whatever profd named it; so do
+ * Python frames: their module is a .py file (the function's filename says
+ * it) and their build_id names one function, not a file pprof could find. */
 static const char *frame_module(const struct profile_frame *f) {
         if ((f->flags & PROFILE_FRAME_KERNEL) && !*f->module)
                 return "[kernel.kallsyms]";
+        if (f->flags & PROFILE_FRAME_PYTHON)
+                return STORE_PYTHON_MODULE;
         return f->module;
+}
+
+/* The address pprof gets for a frame: a Python frame's is its line (named)
+ * or a code object's address in one process (unnamed), no place in a file;
+ * its line is in the location's Line. */
+static uint64_t frame_address(const struct profile_frame *f) {
+        return (f->flags & PROFILE_FRAME_PYTHON) ? 0 : f->address;
 }
 
 /* The mapping id of frame f's module (0: none), widening its range to f's
@@ -163,7 +175,7 @@ static int mapping_id(struct pprof_builder *b, const struct profile_frame *f, ui
                  * nothing is left for pprof to symbolize */
                 m->has_functions = true;
         }
-        if (!m->build_id && *f->build_id) {
+        if (!m->build_id && *f->build_id && !(f->flags & PROFILE_FRAME_PYTHON)) {
                 build_id = string_id(b, f->build_id);
                 if (build_id < 0)
                         return -ENOMEM;
@@ -175,7 +187,7 @@ static int mapping_id(struct pprof_builder *b, const struct profile_frame *f, ui
                 m->has_line_numbers = true;
         if (f->flags & PROFILE_FRAME_INLINED)
                 m->has_inline_frames = true;
-        if (f->address) {
+        if (frame_address(f)) {
                 m->memory_start = MIN(m->memory_start, f->address);
                 m->memory_limit = MAX(m->memory_limit, f->address == UINT64_MAX ? f->address : f->address + 1);
         }
@@ -297,7 +309,7 @@ static int location_id(struct pprof_builder *b, const struct profile_frame *fram
         r = mapping_id(b, &frames[indexes[0]], &l->mapping_id);
         if (r < 0)
                 return r;
-        l->address = frames[indexes[0]].address;
+        l->address = frame_address(&frames[indexes[0]]);
         l->n_line = n;
         b->location_first_line[b->n_locations++] = first;
         *ret = id;

@@ -20,6 +20,8 @@ enum {
         PROFILE_FRAME_JIT = 1 << 2,        /* "jit": true (perf-map or [jit] code) */
         PROFILE_FRAME_UNRESOLVED = 1 << 3, /* "resolved": false */
         PROFILE_FRAME_LOST = 1 << 4,       /* the "[lost]" frame of a stack that could not be walked */
+        PROFILE_FRAME_PYTHON = 1 << 5,     /* a CPython frame: build_id "python-..." (module the .py
+                                            * file, line its line), or "[python]" when unnamed */
 };
 
 /* One distinct frame. Strings are owned by the profile; absent ones are "" (never NULL). */

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Names are string-literal macros, not const char arrays, so the encoder can
  * paste them into the literal text it writes ("{\"" PROTO_KEY_NAME "\":")
@@ -114,6 +115,23 @@ enum store_unresolved {
         STORE_UNRESOLVED_PYTHON_BAD_STRING = 10, /* a name is not a string profd reads (legacy, too long, bad) */
         _STORE_UNRESOLVED_MAX,
 };
+
+/* How a Python frame is stored and answered (issue 41): a named one has
+ * this build_id prefix (then 16 hex digits of a hash of qualname, file and
+ * first line; the module is the .py file, the address its line); one whose
+ * code object could not be read has module STORE_PYTHON_MODULE and no
+ * function. Every view tells Python frames apart by these alone, so a
+ * fleet answer (ClickHouse keeps build_id and module) does as a local one. */
+#define STORE_PYTHON_BUILD_ID_PREFIX "python-"
+#define STORE_PYTHON_MODULE "[python]"
+
+/* Whether a frame of this build_id and module is a Python frame, named or
+ * not; NULL reads as "". */
+static inline bool store_frame_is_python(const char *build_id, const char *module) {
+        return (build_id && strncmp(build_id, STORE_PYTHON_BUILD_ID_PREFIX,
+                                    sizeof(STORE_PYTHON_BUILD_ID_PREFIX) - 1) == 0) ||
+               (module && strcmp(module, STORE_PYTHON_MODULE) == 0);
+}
 
 /* How a stack's user part ended (stacks.user_end, schema 6): one of enum
  * profd_stack_end (bpf/profd.h; 0 complete, also for a stack without user

@@ -7,7 +7,9 @@ diff --format svg` write, read back by the real consumers.
   that profctl's own table gives (samples and off-CPU nanoseconds); the
   mappings carry build-ids, inlined frames are inline chains of one
   location; the SVG's frame widths are the table's totals; the differential
-  SVG colours growth red and shrinkage blue.
+  SVG colours growth red and shrinkage blue; Python frames (as the CPython
+  walker stores them) reach pprof with file:line in one [python] mapping,
+  `--by line` as qualname (file.py:line) and the SVG in blue.
 - On the real daemon sampling a real workload (cpu_split): the SVG is
   well-formed XML naming the hot functions, its pprof has cpu/nanoseconds =
   samples x the sampling period, and where Chromium is installed the SVG
@@ -324,6 +326,67 @@ def test_diff_svg_colours_growth_red_and_shrinkage_blue():
 
 # --- the real daemon on a real workload ---
 
+# A Python program as profd stores it once the CPython walker names its
+# frames (common/protocol.h): module and file the .py file, address and
+# line the line, build_id "python-" and a hash of one function.
+PY_EXE = "/usr/bin/python3.11"
+
+
+def pyfr(name, path, line, fid):
+    return {"name": name, "module": path, "build_id": f"python-{fid:016x}", "file": path, "line": line,
+            "address": line}
+
+
+PY_MAIN = fr("main", PY_EXE, build_id="aa11bb22", address=4096)
+PY_STACKS = [
+    (60, [PY_MAIN, pyfr("<module>", "/srv/app/main.py", 3, 1), pyfr("Worker.run", "/srv/app/work.py", 41, 2)]),
+    (30, [PY_MAIN, pyfr("<module>", "/srv/app/main.py", 3, 1), pyfr("Worker.run", "/srv/app/work.py", 42, 2)]),
+    (10, [PY_MAIN, pyfr("<module>", "/srv/app/main.py", 3, 1), pyfr("helper", "/srv/app/work.py", 50, 3)]),
+]
+
+
+def test_python_frames_in_pprof_svg_and_by_line():
+    d = Profd("--kinds", "none")
+    spec = "".join(json.dumps({"ago_s": 30, "kind": "cpu", "pid": 300, "comm": "python3", "exe": PY_EXE, "uid": 0,
+                               "value": v, "stack": st}) + "\n" for v, st in PY_STACKS)
+    r = subprocess.run([binary("STOREGEN"), d.store], input=spec, capture_output=True, text=True)
+    assert r.returncode == 0, f"storegen failed:\n{r.stderr}"
+    with d:
+        path = os.path.join(WORK, "python.pb.gz")
+        d.profctl("query", "--since", "2m", "--format", "pprof", "--output", path)
+        rows, total = table(d, "--since", "2m")
+        assert total == 100 and rows == expected_functions([(v, 300, st) for v, st in PY_STACKS]), rows
+        assert pprof_top(path, "samples") == rows, "pprof -top != profctl's table"
+        raw = go_pprof("-raw", path)
+        mappings = raw.split("Mappings\n", 1)[1]
+        # the interpreter's file and one [python] mapping, no build-id of a function
+        assert "[python]" in mappings and "python-" not in mappings and ".py" not in mappings, mappings
+        assert re.search(rf" {re.escape(PY_EXE)} aa11bb22\b", mappings), mappings
+        locations = raw.split("Locations\n", 1)[1].split("Mappings\n", 1)[0]
+        for want in ("Worker.run /srv/app/work.py:41", "Worker.run /srv/app/work.py:42", "helper /srv/app/work.py:50",
+                     "<module> /srv/app/main.py:3"):
+            assert re.search(rf"^\s+\d+: 0x0 M=\d+ {re.escape(want)} s=0$", locations, re.M), \
+                f"no location {want!r}:\n{locations}"
+        # pprof's own line view: file:line of the hot line
+        lines = go_pprof("-top", "-lines", "-nodecount=100", path)
+        assert re.search(r"^\s*60\s+60(\.00)?%.*Worker\.run /srv/app/work\.py:41$", lines, re.M), lines
+
+        t = json.loads(d.profctl("query", "--since", "2m", "--by", "line", "--format", "table", "--json",
+                                 "--limit", "0").stdout)
+        by_line = {r["name"]: (r["self"], r["total"]) for r in t["rows"]}
+        assert by_line.get("Worker.run (work.py:41)") == (60, 60), by_line
+        assert by_line.get("Worker.run (work.py:42)") == (30, 30), by_line
+        assert by_line.get("<module> (main.py:3)") == (0, 100), by_line
+
+        svg = os.path.join(WORK, "python.svg")
+        d.profctl("query", "--since", "2m", "--format", "svg", "--output", svg)
+        frames = {n: fill for n, _, _, fill, _ in svg_frames(parse_svg(svg))}
+        r_, g_, b_ = (int(c) for c in frames["Worker.run"][4:-1].split(","))
+        assert b_ > g_ > r_, f"Python frames are blue: {frames['Worker.run']}"
+        r_, g_, b_ = (int(c) for c in frames["main"][4:-1].split(","))
+        assert r_ > g_ and r_ > b_, f"the interpreter's native frames stay red: {frames['main']}"
+
+
 def chromium(*args, timeout=120):
     profile_dir = tempfile.mkdtemp(prefix="chromium-", dir=WORK)
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -450,6 +513,7 @@ try:
                test_pprof_offcpu_is_nanoseconds_equal_to_the_table,
                test_svg_widths_are_the_tables_totals,
                test_diff_svg_colours_growth_red_and_shrinkage_blue,
+               test_python_frames_in_pprof_svg_and_by_line,
                test_real_workload_svg_pprof_and_rendering])
 finally:
     shutil.rmtree(WORK, ignore_errors=True)

@@ -248,6 +248,34 @@ static void test_batches(void) {
         chbatch_free(batch);
 }
 
+/* A CPython frame goes to ClickHouse as every frame does: qualname,
+ * module and file the .py file, its "python-" build_id (what tells fleet
+ * answers it is Python: common/protocol.h), address and line the line.
+ * Version 2's columns carry it whole; nothing new in the schema. */
+static void test_python_frames_are_exported_whole(void) {
+        const struct store_frame_out py[2] = {
+                frame_main,
+                { .name = "Worker.run", .raw_name = "Worker.run", .module = "/srv/app/work.py",
+                  .build_id = "python-fedcba9876543210", .file = "/srv/app/work.py", .address = 41, .line = 41,
+                  .has_address = true, .resolved = true },
+        };
+        struct store_outbox_sample a = sample(11, py, 2, 9);
+        char expected[512];
+        chbatch *batch;
+
+        CHECK_INT_EQ(chbatch_new(&batch), 0);
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 10 * S, DAY1), 0);
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_frames(batch).rows, 2);
+        snprintf(expected, sizeof(expected),
+                 "2025-11-24\t%llu\tWorker.run\tWorker.run\t/srv/app/work.py\tpython-fedcba9876543210\t"
+                 "/srv/app/work.py\t41\t41\t1\t0\t1\t0\t0\t0\n",
+                 (unsigned long long) chbatch_frame_id(&py[1]));
+        CHECK(strstr(chbatch_frames(batch).data, expected) != NULL);
+        chbatch_free(batch);
+}
+
 static void test_clickhouse_errors(void) {
         CHECK_INT_EQ(exporter_clickhouse_code("Code: 193, e.displayText() = DB::Exception: Wrong password for user x"),
                      193);
@@ -271,6 +299,7 @@ int main(void) {
         test_ids_are_fixed_by_content();
         test_days();
         test_batches();
+        test_python_frames_are_exported_whole();
         test_clickhouse_errors();
         TESTS_DONE();
 }

@@ -2,6 +2,7 @@
  * becomes, read back through zlib and protobuf-c. (tests/e2e/test_exports.py
  * reads it with the real `go tool pprof`.) */
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -208,6 +209,94 @@ static void test_cpu_profile_has_samples_and_nanoseconds(void) {
         }
 }
 
+/* A Python stack as profd answers it (common/protocol.h): frames named by
+ * qualname, module and file the .py file, address the line, build_id
+ * "python-" and a hash of one function; an unnamed one in "[python]". */
+#define PY_NATIVE "{\"name\":\"main\",\"module\":\"/usr/bin/python3.11\",\"kernel\":false,\"resolved\":true," \
+                  "\"address\":4096,\"build_id\":\"aa11\"}"
+#define PY_MODULE "{\"name\":\"<module>\",\"module\":\"/srv/app/main.py\",\"kernel\":false,\"resolved\":true," \
+                  "\"address\":3,\"build_id\":\"python-0123456789abcdef\",\"file\":\"/srv/app/main.py\",\"line\":3}"
+#define PY_RUN(l) "{\"name\":\"Worker.run\",\"module\":\"/srv/app/work.py\",\"kernel\":false,\"resolved\":true," \
+                  "\"address\":" #l ",\"build_id\":\"python-fedcba9876543210\",\"file\":\"/srv/app/work.py\"," \
+                  "\"line\":" #l "}"
+#define PY_UNNAMED "{\"name\":\"[python]+0x7f0012345678\",\"module\":\"[python]\",\"kernel\":false," \
+                   "\"resolved\":false,\"address\":139638129022584}"
+
+static void add_line(profile *p, const char *text) {
+        json_t *j = json_loads(text, 0, NULL);
+
+        CHECK(j);
+        CHECK_INT_EQ(profile_add_stack_line(p, j), 0);
+        json_decref(j);
+}
+
+static void test_python_frames_have_file_and_line_in_one_mapping(void) {
+        _cleanup_profile_ profile *p = profile_new();
+        _cleanup_(pb_profile_freep) pb_profile *pb = NULL;
+        const Perftools__Profiles__Mapping *m;
+        const Perftools__Profiles__Location *l41, *l42;
+        const Perftools__Profiles__Function *fn;
+
+        add_line(p, "{\"type\":\"stack\",\"value\":6,\"frames\":[" PY_NATIVE "," PY_MODULE "," PY_RUN(41) "]}");
+        add_line(p, "{\"type\":\"stack\",\"value\":3,\"frames\":[" PY_NATIVE "," PY_MODULE "," PY_RUN(42) "]}");
+        add_line(p, "{\"type\":\"stack\",\"value\":1,\"frames\":[" PY_NATIVE "," PY_UNNAMED "]}");
+        CHECK_INT_EQ(profile_set_kind(p, "cpu", "samples"), 0);
+
+        pb = write_and_read(p);
+        CHECK(pb);
+        if (!pb)
+                return;
+        CHECK_INT_EQ(pb->n_sample, 3);
+        /* the interpreter's file and one [python] mapping, not one per .py
+         * file or per function; the program is the interpreter */
+        CHECK_INT_EQ(pb->n_mapping, 2);
+        CHECK_STR_EQ(str(pb, pb->mapping[0]->filename), "/usr/bin/python3.11");
+        CHECK_STR_EQ(str(pb, pb->mapping[0]->build_id), "aa11");
+        m = pb->mapping[1];
+        CHECK_STR_EQ(str(pb, m->filename), "[python]");
+        /* a "python-" build_id names a function, not a file to look up */
+        CHECK_STR_EQ(str(pb, m->build_id), "");
+        CHECK_INT_EQ(m->memory_start, 0);
+        CHECK_INT_EQ(m->memory_limit, 0);
+        CHECK(m->has_functions && m->has_filenames && m->has_line_numbers && !m->has_inline_frames);
+
+        /* leaf first: Worker.run at its line, then <module>, then main */
+        CHECK_INT_EQ(pb->sample[0]->n_location_id, 3);
+        CHECK_INT_EQ(pb->sample[1]->n_location_id, 3);
+        l41 = location(pb, pb->sample[0]->location_id[0]);
+        l42 = location(pb, pb->sample[1]->location_id[0]);
+        CHECK(l41 && l42 && l41 != l42);
+        if (!l41 || !l42)
+                return;
+        CHECK_INT_EQ(l41->mapping_id, m->id);
+        CHECK_INT_EQ(l41->address, 0);
+        CHECK_INT_EQ(l41->n_line, 1);
+        CHECK_INT_EQ(l41->line[0]->line, 41);
+        CHECK_INT_EQ(l42->line[0]->line, 42);
+        /* two lines of one function */
+        CHECK_INT_EQ(l41->line[0]->function_id, l42->line[0]->function_id);
+        fn = function(pb, l41->line[0]->function_id);
+        CHECK(fn);
+        if (fn) {
+                CHECK_STR_EQ(str(pb, fn->name), "Worker.run");
+                CHECK_STR_EQ(str(pb, fn->filename), "/srv/app/work.py");
+        }
+        CHECK_STR_EQ(line_name(pb, pb->sample[0]->location_id[1], 0), "<module>");
+        CHECK_INT_EQ(location(pb, pb->sample[0]->location_id[1])->line[0]->line, 3);
+        /* the native frame keeps its mapping and address */
+        CHECK_INT_EQ(location(pb, pb->sample[0]->location_id[2])->address, 4096);
+        CHECK_INT_EQ(location(pb, pb->sample[0]->location_id[2])->mapping_id, pb->mapping[0]->id);
+
+        /* unnamed: in [python] too, its name kept, no address in a file */
+        l41 = location(pb, pb->sample[2]->location_id[0]);
+        CHECK(l41);
+        if (l41) {
+                CHECK_INT_EQ(l41->mapping_id, m->id);
+                CHECK_INT_EQ(l41->address, 0);
+        }
+        CHECK_STR_EQ(line_name(pb, pb->sample[2]->location_id[0], 0), "[python]+0x7f0012345678");
+}
+
 static void test_cpu_profile_without_period_has_only_counts(void) {
         _cleanup_profile_ profile *p = profile_new();
         _cleanup_(pb_profile_freep) pb_profile *pb = NULL;
@@ -301,5 +390,6 @@ int main(void) {
         test_offcpu_and_wakeup_are_nanoseconds();
         test_empty_stack_and_empty_profile();
         test_values_pprof_cannot_hold_are_refused();
+        test_python_frames_have_file_and_line_in_one_mapping();
         TESTS_DONE();
 }

@@ -13,6 +13,7 @@
 
 #include "db.h"
 #include "macro.h"
+#include "quality-sum.h"
 #include "store.h"
 #include "store-private.h"
 #include "tests.h"
@@ -381,6 +382,77 @@ static void test_wal_bounded(store *s, const char *path) {
         CHECK(largest <= DB_WAL_BYTES + largest_step);
 }
 
+/* A CPython frame as the writer stores it (common/protocol.h, issue 41):
+ * named, it comes back resolved with qualname, .py file, line and its
+ * "python-" build_id, and the quality report counts it named; unnamed, it
+ * is "[python]+0xCODE" and counted unresolved. */
+struct python_seen {
+        size_t named, unnamed;
+};
+
+/* strings live as long as the callback: checked here */
+static int python_check(const struct store_stack_out *st, void *userdata) {
+        struct python_seen *ps = userdata;
+        const struct store_frame_out *f = st->frames;
+
+        if (st->n_frames == 3) {
+                ps->named++;
+                CHECK_INT_EQ(quality_unresolved_mask(st), 0);
+                CHECK_STR_EQ(f[2].name, "Worker.run");
+                CHECK_STR_EQ(f[2].module, "/srv/app/work.py");
+                CHECK_STR_EQ(f[2].file, "/srv/app/work.py");
+                CHECK_STR_EQ(f[2].build_id, "python-fedcba9876543210");
+                CHECK(store_frame_is_python(f[2].build_id, f[2].module));
+                CHECK(f[2].resolved && !f[2].inlined && !f[2].jit && !f[2].kernel);
+                CHECK_INT_EQ(f[2].line, 41);
+                CHECK_INT_EQ(f[2].address, 41);
+                CHECK_STR_EQ(f[1].name, "<module>");
+                CHECK_INT_EQ(f[1].line, 3);
+                CHECK(!store_frame_is_python(f[0].build_id, f[0].module));
+        } else if (st->n_frames == 2) {
+                ps->unnamed++;
+                CHECK(quality_unresolved_mask(st) != 0);
+                CHECK_STR_EQ(f[1].name, "[python]+0x7f0012345678");
+                CHECK(!f[1].resolved);
+                CHECK(store_frame_is_python(f[1].build_id, f[1].module));
+        }
+        return 0;
+}
+
+static void test_python_frames(store *s, store *r) {
+        static const struct store_process py = {
+                .pid = 500, .start_ns = 55, .comm = "python3", .exe = "/usr/bin/python3.11", .cgroup = "/",
+        };
+        static const struct store_line run_line[1] = {
+                { .function = "Worker.run", .file = "/srv/app/work.py", .line = 41 },
+        };
+        static const struct store_line module_line[1] = {
+                { .function = "<module>", .file = "/srv/app/main.py", .line = 3 },
+        };
+        static const struct store_frame named[3] = {
+                { .module = "/usr/bin/python3.11", .build_id = "aa11", .address = 0x1000, .function = "main" },
+                { .module = "/srv/app/main.py", .build_id = STORE_PYTHON_BUILD_ID_PREFIX "0123456789abcdef",
+                  .address = 3, .function = "<module>", .lines = module_line, .n_lines = 1 },
+                { .module = "/srv/app/work.py", .build_id = STORE_PYTHON_BUILD_ID_PREFIX "fedcba9876543210",
+                  .address = 41, .function = "Worker.run", .lines = run_line, .n_lines = 1 },
+        };
+        static const struct store_frame unnamed[2] = {
+                { .module = "/usr/bin/python3.11", .build_id = "aa11", .address = 0x1000, .function = "main" },
+                { .module = STORE_PYTHON_MODULE, .address = 0x7f0012345678 },
+        };
+        struct python_seen seen = {};
+
+        CHECK_INT_EQ(store_drain_begin(s, T0 + 1000 * SEC, T0 + 1010 * SEC), 0);
+        add(s, &py, 500, 0, named, 3, 0, 9);
+        add(s, &py, 500, 0, unnamed, 2, 0, 1);
+        CHECK_INT_EQ(store_drain_commit(s, NULL, NULL, NULL), 0);
+        CHECK_INT_EQ(store_query_stacks(r, &(struct store_query) { .kind = 0, .from_ns = T0 + 1000 * SEC,
+                                                                   .to_ns = T0 + 1010 * SEC },
+                                        python_check, &seen, NULL, NULL), 0);
+        CHECK_INT_EQ(seen.named, 1);
+        CHECK_INT_EQ(seen.unnamed, 1);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-store-XXXXXX";
         _cleanup_free_ char *path = NULL, *cmd = NULL;
@@ -403,6 +475,7 @@ int main(void) {
                 test_abort(s, r);
                 test_id_caches_bounded(s, r);
                 test_wal_bounded(s, path);
+                test_python_frames(s, r);
                 /* a reader cannot write, whatever it asks */
                 CHECK(store_drain_begin(r, T0, T0 + SEC) < 0);
         }

@@ -8,6 +8,7 @@
 
 #include "macro.h"
 #include "profile.h"
+#include "protocol.h"
 #include "render.h"
 #include "tests.h"
 #include "views.h"
@@ -288,6 +289,119 @@ static void test_table_by_line_splits_a_function_by_its_lines(void) {
         };
 
         check_rows(t, false, want, ELEMENTSOF(want));
+}
+
+/* --by line of Python frames: profd answers a named one with its .py file
+ * and line (common/protocol.h), so its rows are "qualname (file.py:line)"
+ * as a native function's, from a local answer (stack_parse) as from a
+ * fleet's (frame_shown_name); an unnamed one keeps its name. */
+static void test_table_by_line_names_python_lines(void) {
+#define PY(q, file, l) "{\"name\":\"" q "\",\"module\":\"" file "\",\"kernel\":false,\"resolved\":true," \
+                       "\"address\":" #l ",\"build_id\":\"python-0123456789abcdef\",\"file\":\"" file "\"," \
+                       "\"line\":" #l "}"
+        static const char *const lines[] = {
+                "{\"type\":\"stack\",\"value\":60,\"frames\":[{\"name\":\"main\",\"module\":\"/usr/bin/python3\","
+                "\"kernel\":false}," PY("<module>", "/srv/app/main.py", 3) "," PY("Worker.run", "/srv/app/work.py", 41) "]}",
+                "{\"type\":\"stack\",\"value\":30,\"frames\":[{\"name\":\"main\",\"module\":\"/usr/bin/python3\","
+                "\"kernel\":false}," PY("<module>", "/srv/app/main.py", 3) "," PY("Worker.run", "/srv/app/work.py", 42) "]}",
+                "{\"type\":\"stack\",\"value\":10,\"frames\":[{\"name\":\"main\",\"module\":\"/usr/bin/python3\","
+                "\"kernel\":false},{\"name\":\"[python]+0x7f00\",\"module\":\"[python]\",\"kernel\":false,"
+                "\"resolved\":false,\"address\":32512}]}",
+        };
+#undef PY
+        static const struct want_row by_line[] = {
+                { "Worker.run (work.py:41)", 60, 60 },
+                { "Worker.run (work.py:42)", 30, 30 },
+                { "[python]+0x7f00", 10, 10 },
+                { "main", 0, 100 },
+                { "<module> (main.py:3)", 0, 90 },
+        };
+        static const struct want_row by_function[] = {
+                { "Worker.run", 90, 90 },
+                { "[python]+0x7f00", 10, 10 },
+                { "main", 0, 100 },
+                { "<module>", 0, 90 },
+        };
+        _cleanup_top_table_ top_table *t = top_table_new(TOP_BY_LINE), *tf = top_table_new(TOP_BY_FUNCTION);
+        _cleanup_(stack_done) struct stack s = {};
+        _cleanup_free_ struct top_row *rows = NULL;
+        const struct store_frame_out out = {
+                .name = "Worker.run", .raw_name = "Worker.run", .module = "/srv/app/work.py",
+                .file = "/srv/app/work.py", .build_id = "python-0123456789abcdef", .address = 41, .line = 41,
+                .has_address = true, .resolved = true,
+        };
+        _cleanup_free_ char *owned = NULL;
+        const char *shown;
+        size_t n;
+
+        if (!t || !tf)
+                abort();
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+                json_t *j = json_loads(lines[i], 0, NULL);
+
+                if (!j)
+                        abort();
+                CHECK_INT_EQ(stack_parse(&s, j, true), 0);
+                CHECK_INT_EQ(top_table_add(t, &s), 0);
+                CHECK_INT_EQ(stack_parse(&s, j, false), 0);
+                CHECK_INT_EQ(top_table_add(tf, &s), 0);
+                json_decref(j);
+        }
+        check_rows(t, false, by_line, ELEMENTSOF(by_line));
+        check_rows(tf, false, by_function, ELEMENTSOF(by_function));
+        /* a row's module is the .py file */
+        CHECK_INT_EQ(top_table_rows(t, false, &rows, &n), 0);
+        if (n > 0)
+                CHECK_STR_EQ(rows[0].module, "/srv/app/work.py");
+        CHECK_INT_EQ(frame_shown_name(&out, true, false, &shown, &owned), 0);
+        CHECK_STR_EQ(shown, "Worker.run (work.py:41)");
+}
+
+/* A fleet answer is encoded from frames as ClickHouse keeps them
+ * (store_frame_out, through stackline_append) and read by the one frame
+ * decoder: a Python frame is told apart there by its build_id or its
+ * module alone, as in a local answer. */
+static void test_python_frames_of_an_encoded_answer_are_flagged(void) {
+        const struct store_frame_out frames[] = {
+                { .name = "main", .raw_name = "main", .module = "/usr/bin/python3.11", .build_id = "aa11",
+                  .address = 4096, .has_address = true, .resolved = true },
+                { .name = "Worker.run", .raw_name = "Worker.run", .module = "/srv/app/work.py",
+                  .file = "/srv/app/work.py", .build_id = "python-fedcba9876543210", .address = 41, .line = 41,
+                  .has_address = true, .resolved = true },
+                { .name = "[python]+0x7f00", .raw_name = "[python]+0x7f00", .module = "[python]",
+                  .address = 0x7f00, .has_address = true },
+                { .name = "do_syscall_64", .raw_name = "do_syscall_64", .module = "[kernel.kallsyms]",
+                  .address = 0xffffffff81000000ULL, .has_address = true, .kernel = true, .resolved = true },
+        };
+        const struct store_stack_out so = { .frames = frames, .n_frames = ELEMENTSOF(frames), .value = 5 };
+        const struct stack_style style = {};
+        struct stackline_buf b = {};
+        _cleanup_profile_ profile *p = profile_new();
+        json_t *j;
+
+        CHECK_INT_EQ(stackline_append(&b, &so, &style), 0);
+        j = json_loadb(b.data, b.len, 0, NULL);
+        CHECK(j);
+        CHECK_INT_EQ(profile_add_stack_line(p, j), 0);
+        json_decref(j);
+        free(b.data);
+        CHECK_INT_EQ(p->n_stacks, 1);
+        if (p->n_stacks != 1 || p->stacks[0].n_frames != 4)
+                return;
+        {
+                const struct profile_frame *f0 = &p->frames[p->stacks[0].frames[0]],
+                                           *f1 = &p->frames[p->stacks[0].frames[1]],
+                                           *f2 = &p->frames[p->stacks[0].frames[2]],
+                                           *f3 = &p->frames[p->stacks[0].frames[3]];
+
+                CHECK(!(f0->flags & PROFILE_FRAME_PYTHON));
+                CHECK(f1->flags & PROFILE_FRAME_PYTHON);
+                CHECK(!(f1->flags & PROFILE_FRAME_UNRESOLVED));
+                CHECK_STR_EQ(f1->file, "/srv/app/work.py");
+                CHECK_INT_EQ(f1->line, 41);
+                CHECK((f2->flags & PROFILE_FRAME_PYTHON) && (f2->flags & PROFILE_FRAME_UNRESOLVED));
+                CHECK(!(f3->flags & PROFILE_FRAME_PYTHON));
+        }
 }
 
 static void test_table_by_module_counts_each_module_once_per_stack(void) {
@@ -678,6 +792,8 @@ int main(void) {
         test_table_add_funcs_is_table_add();
         test_table_by_function_self_and_total();
         test_table_by_line_splits_a_function_by_its_lines();
+        test_table_by_line_names_python_lines();
+        test_python_frames_of_an_encoded_answer_are_flagged();
         test_table_by_module_counts_each_module_once_per_stack();
         test_table_recursion_counts_total_once();
         test_table_text_and_json();

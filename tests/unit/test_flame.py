@@ -176,6 +176,41 @@ def test_colours_follow_the_kind_of_code():
           and "(JIT)" in fr["jitfn"]["title"], "titles name the kind")
 
 
+def py_frame(qualname, path, line):
+    """a named CPython frame as profd answers it (common/protocol.h)"""
+    return frame(qualname, path, build_id="python-0123456789abcdef", address=line, file=path, line=line)
+
+
+def test_python_frames_have_a_colour_of_their_own():
+    stacks = [([frame("main", "/usr/bin/python3.11"), py_frame("<module>", "/srv/app.py", 9),
+                py_frame("Worker.run", "/srv/work.py", 41), frame("PyNumber_Add", "/usr/bin/python3.11")], 6),
+              ([frame("main", "/usr/bin/python3.11"),
+                frame("[python]+0x7f0012345678", "[python]", resolved=False, address=0x7f0012345678)], 2)]
+    root = parse(run(["svg"], answer(stacks)), "python")
+    fr = frames_of(root)
+    for name in ("<module>", "Worker.run"):
+        r, g, b = rgb(fr[name]["fill"])
+        check(b > g > r, f"Python {name} is blue: {fr[name]['fill']}")
+        check(fr[name]["title"].endswith("(Python)"), f"{name}'s title names the kind: {fr[name]['title']!r}")
+    check("/srv/work.py (Python)" in fr["Worker.run"]["title"], "the title gives the .py file")
+    r, g, b = rgb(fr["PyNumber_Add"]["fill"])
+    check(r > g and r > b, f"the interpreter's C code stays red: {fr['PyNumber_Add']['fill']}")
+    r, g, b = rgb(fr["[python]+0x7f0012345678"]["fill"])
+    check(r == g == b, f"an unnamed Python frame is grey: {fr['[python]+0x7f0012345678']['fill']}")
+    # the legend has the kind, in the colour drawn
+    legend = root.find("svg:g[@id='legend']", NS)
+    texts = [t.text for t in legend.findall("svg:text", NS)]
+    rects = legend.findall("svg:rect", NS)
+    check("Python" in texts, f"the legend shows Python: {texts}")
+    if "Python" in texts:
+        r, g, b = rgb(rects[texts.index("Python")].get("fill"))
+        check(b > g > r, "the legend's Python is blue")
+    # a Python frame and a native one of the same name and module stay apart
+    both = [([frame("f", "/srv/a.py")], 1), ([py_frame("f", "/srv/a.py", 1)], 1)]
+    fr = frames_of(parse(run(["svg"], answer(both)), "python-merge"), unique=False)
+    check(fr["f"]["v"] == 1, "not merged with a native frame of the same name")
+
+
 def test_narrow_frames_are_left_out():
     # 110 px: 90 px for 100 samples, tiny's 0.9 px is under the 1 px minimum
     fr = frames_of(parse(run(["svg", "110", "1"], answer(STACKS)), "narrow"))
