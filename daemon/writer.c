@@ -294,7 +294,7 @@ static int runtime_frame(writer *w, const struct profd_sample_key *key, const st
         else if (nf.reason < _PYTHON_CODE_REASON_MAX)
                 w->unresolved.python[nf.reason]++;
         *ret = (struct store_frame) {
-                .module = "[python]",
+                .module = STORE_PYTHON_MODULE,
                 .address = PROFD_RT_FRAME_CODE(ip),
                 .unresolved = python_unresolved(&nf),
         };
