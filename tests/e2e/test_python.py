@@ -180,7 +180,7 @@ def hot_lines(script):
     out = {}
     with open(script) as f:
         for number, text in enumerate(f, 1):
-            m = re.search(r"# hot line: (\S+)", text)
+            m = re.search(r"# hot line: (\S+)\s*$", text)
             if m:
                 out[m.group(1)] = number
     return out
@@ -291,9 +291,10 @@ def python_runs(frames):
 
 def interleaved(frames):
     """Python <module>;main;sort_numbers, then native frames among which
-    qsort's, then Python compare(;weight), then native frames only."""
+    qsort's, then Python compare(;weight), then native frames only (none
+    of them the interpreter's loop)."""
     r = python_runs(frames)
-    return (len(r) in (3, 4) and r[0] == ("python", CALLBACK_OUTER) and r[1][0] == "native"
+    return not has_eval_loop(frames) and (len(r) in (3, 4) and r[0] == ("python", CALLBACK_OUTER) and r[1][0] == "native"
             and any(QSORT.search(n) for n in r[1][1]) and r[2][0] == "python" and r[2][1] in CALLBACK_INNER)
 
 
@@ -478,6 +479,10 @@ def test_short_lived_script_is_named_after_it_exits():
 
 HOSTILE_SECONDS = 2.0  # of CPU: four phases of 0.5 s
 HOSTILE_PHASES = ("Hostile.loop", "Hostile.garbage", "Hostile.unmapped")
+# every function of py_hostile.py: a frame named in its file is one of them
+# (a name read from the garbage would be anything)
+HOSTILE_NAMES = {"<module>", "main", "current_iframe", "spin", "clean_spin", "Hostile.__init__",
+                 "Hostile.corrupt_and_burn"} | set(HOSTILE_PHASES)
 # Counters of `profctl status --json` that may count why a runtime walk
 # ended: their path names the runtime (python, runtime, rt_); counts of
 # work done (walks, frames, code objects read) are not reasons.
@@ -535,7 +540,12 @@ def test_hostile_frame_chain_is_bounded_and_counted():
     # the frames inside the corruption, innermost: phase;corrupt_and_burn;spin
     inner = {ph: 0 for ph in HOSTILE_PHASES}
     clean = 0
+    script = workload("py_hostile.py")
+    misnamed = collections.Counter()
     for st in result["stacks"]:
+        for f in st["frames"]:
+            if is_python(f) and script in (f.get("module"), f.get("file")) and python_name(f) not in HOSTILE_NAMES:
+                misnamed[python_name(f)] += st["value"]
         chain = python_chain(st["frames"])
         for ph in HOSTILE_PHASES:
             if chain[-3:] == [ph, "Hostile.corrupt_and_burn", "spin"]:
@@ -546,7 +556,8 @@ def test_hostile_frame_chain_is_bounded_and_counted():
     print(f"  py_hostile ({truth['version']}): {n} samples, longest user stack {longest} frames; runtime "
           f"reason counters grown: {reasons}; truncations grown: {truncated} (this process's: {own_truncated}); "
           f"inner frames kept per phase: {inner} of {({k: round(v) for k, v in expect.items()})}; "
-          f"clean_spin's whole chain {clean}; commonest: {commonest(result, python_summary, 4)}")
+          f"clean_spin's whole chain {clean}; frames of the script under other names: {dict(misnamed)}; "
+          f"commonest: {commonest(result, python_summary, 4)}")
     assert n >= 0.5 * HOSTILE_SECONDS * int(FREQUENCY), f"only {n} samples of py_hostile.py"
     assert longest <= MAX_FRAMES, f"a stack of py_hostile.py has {longest} user frames (limit {MAX_FRAMES})"
     # Counted: a reason counter of the runtime walk grew, or (a walker that
@@ -557,6 +568,7 @@ def test_hostile_frame_chain_is_bounded_and_counted():
         "py_hostile.py's corrupted frame chains left no count in profctl status: no runtime reason counter " \
         f"grew (candidates: {sorted(k for k in after if RUNTIME_COUNTER.search(k))}), and only {own_truncated} " \
         f"of this process's samples are truncated ({expect['Hostile.loop']:.0f} in its loop phase)"
+    assert not misnamed, f"frames in {script} named after none of its functions: {dict(misnamed)}"
     short = [ph for ph in HOSTILE_PHASES if inner[ph] < 0.8 * expect[ph]]
     assert not short, f"the frames inside the corruption lost their names in {short}: {inner} of {expect}"
     assert clean >= 0.9 * expect["clean_spin"], \
