@@ -13,7 +13,8 @@ line table), in place of the interpreter loop's native frame
   chains. >= 95% of the samples of its measured part have the exact
   Python chain (and no native eval-loop frame left); each function's
   share is within 2 binomial standard errors of the truth; the hot
-  function's commonest line is its hot line (file:line).
+  function's commonest line is its hot line (file:line), in the JSON
+  stacks and in the table by line; folded stacks have the chain.
 - Python, C, Python: py_callback.py sorts with libc's qsort through ctypes
   and a Python comparison; the callback's samples interleave
   <module>;main;sort_numbers, native frames with qsort's, then
@@ -51,8 +52,8 @@ import subprocess
 import sys
 import time
 
-from harness import (HeldWorkload, SharedProfd, binary, binomial_tolerance, require_root, run_json,
-                     run_tests, sanitized, user_names)
+from harness import (HeldWorkload, SharedProfd, binary, binomial_tolerance, folded_stacks, require_root,
+                     run_json, run_tests, sanitized, user_names)
 
 FREQUENCY = "997"
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -197,7 +198,11 @@ def check_split(interpreter, label):
     with shared_profd as d:
         with HeldWorkload(*python(interpreter, "py_split.py", SPLIT_SECONDS, WARMUP)) as truth:
             flush(d)
-            result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
+            pid = str(truth["pid"])
+            result = d.query_json("--pid", pid, "--since", "5m")
+            folded = folded_stacks(d.profctl("query", "--pid", pid, "--since", "5m", "--folded").stdout)
+            by_line = json.loads(d.profctl("query", "--pid", pid, "--since", "5m", "--by", "line", "--children",
+                                           "--limit", "0", "--format", "table", "--json").stdout)
     n = result["total"]
     # samples of the measured part: the interpreter's start-up, imports
     # and warm-up (tens of ms of CPU) run no chain of run's
@@ -238,6 +243,19 @@ def check_split(interpreter, label):
     assert not failures, f"{label}: shares off the truth: {'; '.join(failures)}"
     assert top and top[0][0] == want, \
         f"{label}: {hot}'s commonest line is {top[0][0] if top else None}, not its hot line {want}"
+    # the same through the views: folded stacks name the chain, and the
+    # table by line (TOTAL: the Python frame is rarely the leaf) puts the
+    # hot function's time on its hot line
+    chain = ";".join(SPLIT_CHAINS[hot])
+    in_folded = sum(w for names, w in folded if chain in ";".join(names))
+    rows = sorted((r for r in by_line["rows"] if r["name"].startswith(hot + " (")), key=lambda r: -r["total"])
+    print(f"  {label}: folded lines through {chain}: {in_folded} samples; by line: "
+          f"{[(r['name'], r['total']) for r in rows[:3]]}")
+    assert in_folded >= by_leaf[hot], f"{label}: folded stacks have {chain} in {in_folded} samples, " \
+        f"the JSON stacks in {by_leaf[hot]}"
+    assert rows and rows[0]["name"].endswith(f"{os.path.basename(script)}:{want[1]})"), \
+        f"{label}: the table by line's first row of {hot} is {rows[0]['name'] if rows else None}, " \
+        f"not its hot line {want[1]}"
 
 
 def second_python311():
