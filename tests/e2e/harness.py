@@ -271,6 +271,11 @@ def function_shares(result):
     return self_counts, total_counts, result["total"]
 
 
+# The unwinder's frame limit (bpf/profd.h PROFD_MAX_FRAMES): a user stack
+# holds at most this many frames, a runtime's pseudo-frames included.
+MAX_FRAMES = 127
+
+
 def binomial_tolerance(p, n, k=2):
     """k binomial standard errors of a share p measured over n samples,
     k * sqrt(p (1 - p) / n): how far a sampled share may be from its truth

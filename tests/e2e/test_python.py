@@ -52,17 +52,14 @@ import subprocess
 import sys
 import time
 
-from harness import (HeldWorkload, SharedProfd, binary, binomial_tolerance, folded_stacks, require_root,
-                     run_json, run_tests, sanitized, user_names)
+from harness import (MAX_FRAMES, HeldWorkload, SharedProfd, binary, binomial_tolerance, folded_stacks,
+                     require_root, run_json, run_tests, sanitized, user_names)
 
 FREQUENCY = "997"
 DEBIAN_PYTHON = "/usr/bin/python3"
 COMPLETE_SHARE = 0.95      # the issue's bar for whole Python chains
 SHORT_LIVED_SHARE = 0.90   # the issue's bar for a 200 ms script
 OFFCPU_TOLERANCE = 0.02    # the issue's bar for blocked time per function
-# The unwinder's frame limit (PROFD_MAX_FRAMES): a Python frame is one
-# entry of the same array as a native one.
-MAX_FRAMES = 127
 # Sleep before the measured part: profd loads a new process (its exec
 # event, its maps, the interpreter's tables, built once per file) in well
 # under a second here; under AddressSanitizer the daemon is several times
@@ -96,7 +93,8 @@ def python(interpreter, script, *args):
 
 def is_python(frame):
     """A Python pseudo-frame: named ones carry build_id "python-<hash>",
-    unnamed ones module "[python]" (docs/rules: the frame ABI)."""
+    unnamed ones module "[python]" (how the store keeps a Python frame,
+    issue 41)."""
     return (frame.get("build_id") or "").startswith("python-") or frame.get("module") == "[python]"
 
 

@@ -30,8 +30,8 @@ import signal
 import sys
 import time
 
-from harness import (HeldWorkload, SharedProfd, binary, binomial_tolerance, folded_stacks, reaches_start,
-                     require_root, run_json, run_tests, user_names)
+from harness import (MAX_FRAMES, HeldWorkload, SharedProfd, binary, binomial_tolerance, folded_stacks,
+                     reaches_start, require_root, run_json, run_tests, user_names)
 
 FREQUENCY = "997"
 VARIANTS = ("nofp", "fp")
@@ -47,8 +47,6 @@ TRUNCATION_REASONS = ("no_process", "pending", "no_mapping", "unsupported", "rea
 # a drain of a busy machine's complete stacks, stored while the machine is
 # three times over its cores, has taken over a minute here
 FLUSH_TIMEOUT = 240
-# the unwinder's frame limit (PROFD_MAX_FRAMES): unwind_deep recurses deeper
-MAX_FRAMES = 127
 # how long the idle unwinder is watched
 IDLE_S = 4
 
