@@ -310,8 +310,9 @@ def interleaved(frames):
     qsort's, then Python compare(;weight), then native frames only (none
     of them the interpreter's loop)."""
     r = python_runs(frames)
-    return not has_eval_loop(frames) and (len(r) in (3, 4) and r[0] == ("python", CALLBACK_OUTER) and r[1][0] == "native"
-            and any(QSORT.search(n) for n in r[1][1]) and r[2][0] == "python" and r[2][1] in CALLBACK_INNER)
+    return (not has_eval_loop(frames) and len(r) in (3, 4) and r[0] == ("python", CALLBACK_OUTER)
+            and r[1][0] == "native" and any(QSORT.search(n) for n in r[1][1])
+            and r[2][0] == "python" and r[2][1] in CALLBACK_INNER)
 
 
 def test_c_callback_interleaves_python_c_python():
