@@ -39,7 +39,8 @@ workload first sleeps WARMUP (off-CPU, not measured) so that profd has
 loaded the new process and found its interpreter before the measured part:
 the moments before are test_unwind's first-sight business, not this file's.
 Run one test: PROFD=build/daemon/profd PROFCTL=build/client/profctl
-PY_WORKLOADS=tests/workloads/python python3 tests/e2e/test_python.py NAME"""
+PY_WORKLOADS=tests/workloads/python python3 tests/e2e/test_python.py NAME...
+(as root), or meson test -C build python --test-args NAME."""
 import collections
 import glob
 import json
