@@ -5,6 +5,7 @@ Paths of the binaries come from the environment meson sets (PROFD, PROFCTL,
 and the workloads). Tests that need root or BPF exit 77 (meson: skipped),
 loudly, only when that capability is really absent."""
 import json
+import math
 import os
 import shutil
 import signal
@@ -268,6 +269,56 @@ def function_shares(result):
         for n in set(names):
             total_counts[n] = total_counts.get(n, 0) + st["value"]
     return self_counts, total_counts, result["total"]
+
+
+# The unwinder's frame limit (bpf/profd.h PROFD_MAX_FRAMES): a user stack
+# holds at most this many frames, a runtime's pseudo-frames included.
+MAX_FRAMES = 127
+
+
+def binomial_tolerance(p, n, k=2):
+    """k binomial standard errors of a share p measured over n samples,
+    k * sqrt(p (1 - p) / n): how far a sampled share may be from its truth
+    p by chance. (Periodic sampling of a workload that rotates every few
+    ms is if anything less variable than binomial.)"""
+    return k * math.sqrt(p * (1 - p) / n)
+
+
+class SharedProfd:
+    """One profd for every test of a file (with `args`, otherwise its
+    defaults), started at the first `with` and waited for until its
+    unwinder has loaded the processes already running
+    (wait_unwinder_loaded); the file's main calls cleanup() at the end. As
+    a context manager it hands it out, and prints the end of its log when
+    the block failed."""
+
+    def __init__(self, *args):
+        self.args = args
+        self.profd = None
+
+    def __enter__(self):
+        if self.profd is None:
+            self.profd = Profd(*self.args)
+            self.profd.start()
+            wait_unwinder_loaded(self.profd)
+        return self.profd
+
+    def __exit__(self, *exc):
+        if exc[0] is not None and self.profd is not None:
+            print("--- profd log (last 3000 characters) ---\n" + self.profd.read_log()[-3000:], file=sys.stderr)
+
+    def cleanup(self):
+        if self.profd is not None:
+            self.profd.cleanup()
+
+
+def run_json(*cmd, timeout=120):
+    """Runs a workload to its exit (stdin /dev/null: no hold); its truth,
+    the one JSON line it printed."""
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, f"{cmd[0]} exited {r.returncode}: {r.stderr}"
+    return json.loads(r.stdout)
 
 
 def run_tests(tests):

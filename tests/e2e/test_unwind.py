@@ -25,15 +25,13 @@ except the sampling frequency: 997 Hz instead of 49 gives the statistics
 power (a run of 2 s of CPU is ~2000 samples, not ~100); it changes nothing of how a
 stack is walked."""
 import json
-import math
 import os
 import signal
-import subprocess
 import sys
 import time
 
-from harness import (HeldWorkload, Profd, binary, folded_stacks, reaches_start, require_root,
-                     run_tests, user_names, wait_unwinder_loaded)
+from harness import (MAX_FRAMES, HeldWorkload, SharedProfd, binary, binomial_tolerance, folded_stacks,
+                     reaches_start, require_root, run_json, run_tests, user_names)
 
 FREQUENCY = "997"
 VARIANTS = ("nofp", "fp")
@@ -49,39 +47,12 @@ TRUNCATION_REASONS = ("no_process", "pending", "no_mapping", "unsupported", "rea
 # a drain of a busy machine's complete stacks, stored while the machine is
 # three times over its cores, has taken over a minute here
 FLUSH_TIMEOUT = 240
-# the unwinder's frame limit (PROFD_MAX_FRAMES): unwind_deep recurses deeper
-MAX_FRAMES = 127
 # how long the idle unwinder is watched
 IDLE_S = 4
 
 
-_profd = None
-
-
-class shared_profd:
-    """One profd for every test of this file (at FREQUENCY, otherwise its
-    defaults), started once and waited for until its unwinder has loaded the
-    processes already running (harness.wait_unwinder_loaded); stopped at the
-    end by main. As a context manager it only hands it out."""
-
-    def __enter__(self):
-        global _profd
-        if _profd is None:
-            _profd = Profd("--frequency", FREQUENCY)
-            _profd.start()
-            wait_unwinder_loaded(_profd)
-        return _profd
-
-    def __exit__(self, *exc):
-        if exc[0] is not None and _profd is not None:
-            print("--- profd log (last 3000 characters) ---\n" + _profd.read_log()[-3000:], file=sys.stderr)
-
-
-def run_json(*cmd, timeout=120):
-    """Runs a workload to its exit (stdin /dev/null: no hold); its truth."""
-    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, f"{cmd[0]} exited {r.returncode}: {r.stderr}"
-    return json.loads(r.stdout)
+# one profd for every test of this file (harness.SharedProfd)
+shared_profd = SharedProfd("--frequency", FREQUENCY)
 
 
 def from_main(names):
@@ -139,15 +110,14 @@ def check_cpu_split(d, variant):
           f"main;run;phase_X;leaf_X (or the phase's clock read); commonest others: {worst}")
 
     # Shares: a phase's samples (its exact chain) over all the process's
-    # samples, against its share of the process's CPU. Tolerance: 2
-    # binomial standard errors, 2 * sqrt(p (1 - p) / n), p the true share,
-    # n the process's samples. (Periodic sampling of a workload that
-    # rotates every 3 ms is if anything less variable than binomial.)
+    # samples, against its share of the process's CPU, within 2 binomial
+    # standard errors (harness.binomial_tolerance), p the true share, n
+    # the process's samples.
     failures = []
     for phase in PHASES:
         p = truth["functions"][phase] / truth["total_ns"]
         got = by_phase[phase] / n
-        tol = 2 * math.sqrt(p * (1 - p) / n)
+        tol = binomial_tolerance(p, n)
         print(f"  {variant} {phase}: truth {100 * p:.2f}%  profd {100 * got:.2f}%  "
               f"(tolerance +-{100 * tol:.2f} pp, n={n})")
         if abs(got - p) > tol:
@@ -159,18 +129,18 @@ def check_cpu_split(d, variant):
 
 
 def test_cpu_chains_and_split_without_frame_pointers():
-    with shared_profd() as d:
+    with shared_profd as d:
         check_cpu_split(d, "nofp")
 
 
 def test_cpu_chains_and_split_with_frame_pointers_and_frameless_leaves():
-    with shared_profd() as d:
+    with shared_profd as d:
         check_cpu_split(d, "fp")
 
 
 def test_mixed_stacks_cross_library_boundaries():
     failures = []
-    with shared_profd() as d:
+    with shared_profd as d:
         for variant in VARIANTS:
             before = json.loads(d.profctl("status", "--json").stdout)
             # nofp: the frame-pointer program calls the library without
@@ -205,7 +175,7 @@ def test_short_lived_process_has_complete_stacks():
     # for samples before main (the dynamic loader, libc's start-up), when it
     # reaches where the process started (harness.STACK_START_FRAMES).
     runs, complete, total = [], 0, 0
-    with shared_profd() as d:
+    with shared_profd as d:
         before = json.loads(d.profctl("status", "--json").stdout)
         pids = [str(run_json(binary("UNWIND_CPU_NOFP"), "0.2")["pid"]) for _ in range(8)]
         d.profctl("flush", timeout=FLUSH_TIMEOUT)
@@ -247,7 +217,7 @@ def truncations(d):
 
 
 def test_truncation_reasons_are_counted():
-    with shared_profd() as d:
+    with shared_profd as d:
         before = truncations(d)
         with HeldWorkload(binary("UNWIND_DEEP"), "1", "200") as truth:
             d.profctl("flush", timeout=FLUSH_TIMEOUT)
@@ -279,7 +249,7 @@ NO_TABLE_YET = ("no_process", "pending", "no_mapping")
 
 
 def test_first_sight_truncations_are_counted():
-    with shared_profd() as d:
+    with shared_profd as d:
         before = truncations(d)
         with HeldWorkload(binary("UNWIND_BIGCFI"), "1") as truth:
             d.profctl("flush", timeout=FLUSH_TIMEOUT)
@@ -326,7 +296,7 @@ def test_unwinder_waits_when_idle():
     # once (a CLOCK_MONOTONIC deadline read as CLOCK_REALTIME) spun a whole
     # core. Not a speed target: a sleeping thread uses almost nothing, a
     # spinning one all of a core.
-    with shared_profd() as d:
+    with shared_profd as d:
         pid = d.proc.pid
         before = thread_cpu_s(pid)
         assert "profd-unwind" in before, f"no thread named profd-unwind: {sorted(before)}"
@@ -354,5 +324,4 @@ if __name__ == "__main__":
     try:
         run_tests([t for t in tests if not only or t.__name__ in only])
     finally:
-        if _profd is not None:
-            _profd.cleanup()
+        shared_profd.cleanup()
