@@ -9,7 +9,8 @@
  * exit program one load. Kernels without sched_exit_tp (before ~6.16) walk
  * the user stack at every switch-out instead, into per-task storage. On
  * sched_waking, the waker's stacks are counted with the blocked time it
- * ended. */
+ * ended. Some kernels do not report every switch to the sched_switch
+ * tracepoint: the program on sched_exit_tp then ends the block. */
 /* row_lookup verified once per program (bpf/unwind.bpf.h) */
 #define UNWIND_ROW_LOOKUP_GLOBAL
 #include "unwind.bpf.h"
@@ -54,10 +55,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
                 counter_add(PROFD_DROP_TASK_STORAGE, 1);
                 return;
         }
-        /* switch_in clears it: the kernel ran prev since its last switch-out
-         * without this program seeing it switched in (about once a second on
-         * the test VM, mostly kernel threads; docs/reliability.md), so that
-         * block's end, time and stack are unknown */
+        /* switch_in, or profd_switch_done for a switch the tracepoint did
+         * not report, clears it: the kernel ran prev since its last
+         * switch-out without either program seeing it switched in, so that
+         * block's end, time and stack are unknown (docs/reliability.md) */
         if (t->switch_out_ns)
                 counter_add(PROFD_DROP_SWITCH_MISSED, 1);
         t->switch_out_ns = now;
@@ -100,6 +101,31 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
         announce_if_new(task, key->tgid, key->start_ns);
 }
 
+/* Ends the block of a thread switched in at now (t->switch_out_ns set).
+ * Returns its time away if it is to be counted, else 0. */
+static __always_inline __u64 block_end(struct profd_task *t, __u64 now) {
+        __u64 delta = now - t->switch_out_ns;
+
+        t->switch_out_ns = 0;
+        if (delta < offcpu_min_ns || delta > offcpu_max_ns) {
+                counter_add(PROFD_CNT_OFFCPU_FILTERED, 1);
+                counter_add(PROFD_CNT_OFFCPU_FILTERED_NS, delta);
+                return 0;
+        }
+        return offcpu_enabled ? delta : 0;
+}
+
+/* A kept block's key, without its stacks. */
+static __always_inline void block_key(struct task_struct *task, __u8 state, struct profd_sample_key *key) {
+        key->kind = PROFD_KIND_OFFCPU;
+        key->state = state;
+        key->tgid = task->tgid;
+        key->tid = task->pid;
+        key->start_ns = process_start_ns(task);
+        /* read only for kept blocks; a blocked thread rarely changes cgroup */
+        key->cgroup_id = task->cgroups->dfl_cgrp->kn->id;
+}
+
 static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         struct profd_task *t = bpf_task_storage_get(&tasks, next, 0, 0);
         struct profd_sample_key key = {};
@@ -111,23 +137,10 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
 
         if (!t || t->switch_out_ns == 0)
                 return;
-        delta = now - t->switch_out_ns;
-        t->switch_out_ns = 0;
-        if (delta < offcpu_min_ns || delta > offcpu_max_ns) {
-                counter_add(PROFD_CNT_OFFCPU_FILTERED, 1);
-                counter_add(PROFD_CNT_OFFCPU_FILTERED_NS, delta);
+        delta = block_end(t, now);
+        if (!delta)
                 return;
-        }
-        if (!offcpu_enabled)
-                return;
-
-        key.kind = PROFD_KIND_OFFCPU;
-        key.state = t->state;
-        key.tgid = next->tgid;
-        key.tid = next->pid;
-        key.start_ns = process_start_ns(next);
-        /* read only for kept blocks; a blocked thread rarely changes cgroup */
-        key.cgroup_id = next->cgroups->dfl_cgrp->kn->id;
+        block_key(next, t->state, &key);
 
         k = scratch_get(SCRATCH_SWITCH_KERNEL);
         if (!k)
@@ -171,36 +184,139 @@ int BPF_PROG(profd_switch, bool preempt, struct task_struct *prev, struct task_s
         return 0;
 }
 
-/* The end of __schedule, as the task switched in: walks the user stack of
- * a block parked at its switch-in and counts the block. */
+/* Where the kernel's scheduler and lock functions are (.sched.text and
+ * .lock.text, from /proc/kallsyms); 0: unknown. */
+const volatile __u64 sched_text_start = 0, sched_text_end = 0;
+const volatile __u64 lock_text_start = 0, lock_text_end = 0;
+
+struct sched_trim {
+        struct profd_frames *kernel;
+        __u32 n;
+        bool below;
+};
+
+static long sched_trim_frame(__u32 i, struct sched_trim *trim) {
+        struct profd_frames *k = trim->kernel;
+        __u32 to = trim->n;
+        __u64 ip;
+
+        if (i >= k->n)
+                return 1;
+        barrier_var(i); /* the verifier must see these bounds on their own */
+        if (i >= PROFD_MAX_FRAMES)
+                return 1;
+        ip = k->ips[i];
+        if ((ip >= sched_text_start && ip < sched_text_end) || (ip >= lock_text_start && ip < lock_text_end)) {
+                trim->below = true;
+                return 0;
+        }
+        if (!trim->below)
+                return 0;
+        barrier_var(to);
+        if (to >= PROFD_MAX_FRAMES)
+                return 1;
+        k->ips[to] = ip;
+        trim->n = to + 1;
+        return 0;
+}
+
+/* The kernel stack the current task blocked with, as bpf_get_task_stack
+ * gives it for a task that is not running (switch_in): the frames of this
+ * program and of the tracepoint above __schedule dropped, and, like the
+ * kernel's own walk of a sleeping task, those in scheduler and lock
+ * functions. False (counted) if it cannot be had. */
+static __always_inline bool blocked_kernel_stack(void *ctx, struct profd_frames *k) {
+        struct sched_trim trim = { .kernel = k };
+
+        if (!frames_set(k, bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
+                return false;
+        bpf_loop(PROFD_MAX_FRAMES, sched_trim_frame, &trim, 0);
+        k->n = trim.n;
+        if (!trim.below) {
+                /* no scheduler frame: its range is unknown, or the walk
+                 * stopped above __schedule */
+                counter_add(PROFD_DROP_KERNEL_STACK_ERROR, 1);
+                return false;
+        }
+        return true;
+}
+
+/* The end of __schedule, as the task switched in (is_switch): walks the
+ * user stack of a block parked at its switch-in and counts the block.
+ *
+ * It also ends blocks whose switch-in profd_switch never saw. Some kernels
+ * do not report every switch to the sched_switch tracepoint: on the test
+ * VM (6.18, a Firecracker guest) no switch made while a thread of its init
+ * process (tgid 1, the VM's agent) or CPU 1's idle task is the current
+ * task reaches ftrace, perf or BPF, while the sched_exit_tp that ends the
+ * same __schedule, run as the thread switched in, does (docs/reliability.md,
+ * Faults). Without this the thread switched to lost its whole block
+ * (switch_missed). Here it runs as at the end of any other switch, so its
+ * block is whole: time, state, and the stacks it blocked with. The check
+ * costs a task storage load per real switch without a parked block. */
 SEC("tp_btf/sched_exit_tp")
-int BPF_PROG(profd_switch_done) {
+int BPF_PROG(profd_switch_done, bool is_switch) {
         struct offcpu_park *pk;
         struct task_struct *task;
         struct profd_sample_key key = {};
         struct profd_frames *k, *u;
-        __u32 zero = 0;
-        bool user_ok;
+        struct profd_task *t;
+        bool kernel_error, user_ok;
+        __u32 zero = 0, gen;
+        __u64 delta;
 
         pk = bpf_map_lookup_elem(&offcpu_parked, &zero);
-        if (!pk || pk->tid == 0)
-                return 0; /* every short block ends here */
-        task = bpf_get_current_task_btf();
-        key.tid = pk->tid;
-        pk->tid = 0;
-        if (key.tid != (__u32) task->pid)
-                return 0; /* cannot happen: the switch-in's task runs now */
-        key.kind = PROFD_KIND_OFFCPU;
-        key.state = pk->state;
-        key.tgid = pk->tgid;
-        key.start_ns = pk->start_ns;
-        key.cgroup_id = pk->cgroup_id;
-        k = scratch_get(SCRATCH_SWITCH_KERNEL);
-        u = scratch_get(SCRATCH_SWITCH_USER);
-        if (!k || !u)
+        if (!pk)
                 return 0;
+        task = bpf_get_current_task_btf();
+        if (pk->tid == 0) {
+                if (!is_switch || task->pid == 0)
+                        return 0; /* no switch, or the idle task */
+                t = bpf_task_storage_get(&tasks, task, 0, 0);
+                if (!t || t->switch_out_ns == 0)
+                        return 0; /* every short block ends here */
+                /* a switch-in profd_switch did not see: end the block here */
+                delta = block_end(t, bpf_ktime_get_ns());
+                if (!delta)
+                        return 0;
+                block_key(task, t->state, &key);
+                k = scratch_get(SCRATCH_SWITCH_KERNEL);
+                if (!k)
+                        return 0;
+                kernel_error = !blocked_kernel_stack(ctx, k);
+                if (task->flags & PF_KTHREAD) {
+                        count_block(task, &key, k, kernel_error, NULL, false, delta);
+                        return 0;
+                }
+        } else {
+                key.tid = pk->tid;
+                pk->tid = 0;
+                if (key.tid != (__u32) task->pid)
+                        return 0; /* cannot happen: the switch-in's task runs now */
+                key.kind = PROFD_KIND_OFFCPU;
+                key.state = pk->state;
+                key.tgid = pk->tgid;
+                key.start_ns = pk->start_ns;
+                key.cgroup_id = pk->cgroup_id;
+                kernel_error = pk->kernel_error;
+                delta = pk->delta;
+                k = scratch_get(SCRATCH_SWITCH_KERNEL);
+                if (!k)
+                        return 0;
+        }
+        u = scratch_get(SCRATCH_SWITCH_USER);
+        if (!u)
+                return 0;
+        /* count_block's work, with the kernel stack stored before the
+         * user stack's walk: kernel_error is then dead there, and the
+         * verifier checks the walk once for both ways here, not once for
+         * each (as in profd_waking) */
+        gen = *(volatile __u32 *) &generation;
+        key.kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL, 0);
         user_ok = user_stack_unwind(task, u, SCRATCH_SWITCH_USER, NULL);
-        count_block(task, &key, k, pk->kernel_error, u, !user_ok, pk->delta);
+        key.user_stack = user_ok ? frames_store(gen, u, SCRATCH_SWITCH_USER, 0) : PROFD_STACK_LOST;
+        count_key(gen, &key, delta, false);
+        announce_if_new(task, key.tgid, key.start_ns);
         return 0;
 }
 

@@ -255,8 +255,10 @@ static int attach(collector *c, const struct conf *cfg) {
                 const char *what;
         } progs[] = {
                 { c->skel->progs.profd_exec, true, "sched_process_exec" },
+                /* before profd_switch: no switch-out it notes can then have
+                 * its switch-in missed by both */
+                { c->skel->progs.profd_switch_done, (cfg->kind_offcpu || cfg->kind_wakeup) && c->switch_done, "sched_exit_tp" },
                 { c->skel->progs.profd_switch, cfg->kind_offcpu || cfg->kind_wakeup, "sched_switch" },
-                { c->skel->progs.profd_switch_done, cfg->kind_offcpu && c->switch_done, "sched_exit_tp" },
                 { c->skel->progs.profd_waking, cfg->kind_wakeup, "sched_waking" },
         };
         for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
@@ -282,16 +284,38 @@ static struct bpf_map *frames_map(const collector *c, unsigned cls, unsigned gen
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(collector *, collector_free);
 
-/* Tells the wakeup program where the kernel's interrupt entry code is, by
- * which it knows a wakeup done by an interrupt from one done by the task it
- * interrupted (bpf/offcpu.bpf.c, in_interrupt_context). Without it, only
- * interrupts that arrive in kernel mode are told apart. */
-static void interrupt_text_set(collector *c) {
-        static const char *const names[] = { "__irqentry_text_start", "__irqentry_text_end" };
+/* Tells the programs where parts of the kernel's text are, from one read
+ * of /proc/kallsyms:
+ * - its interrupt entry code, by which the wakeup program knows a wakeup
+ *   done by an interrupt from one done by the task it interrupted
+ *   (bpf/offcpu.bpf.c, in_interrupt_context). Without it, only interrupts
+ *   that arrive in kernel mode are told apart.
+ * - its scheduler and lock functions, by which the program on
+ *   sched_exit_tp finds, in the kernel stack of a thread whose switch-in
+ *   profd_switch did not see, where the thread blocked (blocked_kernel_stack).
+ *   Without them such a block is counted with its kernel stack lost. */
+static void kernel_text_set(collector *c, bool wakeup) {
+        static const char *const names[] = { "__irqentry_text_start", "__irqentry_text_end",
+                                             "__sched_text_start", "__sched_text_end",
+                                             "__lock_text_start", "__lock_text_end" };
         uint64_t addrs[ELEMENTSOF(names)];
+        /* every address 0 on failure */
         int r = kallsyms_find("/proc/kallsyms", names, ELEMENTSOF(names), addrs);
 
-        if (r < 0 || addrs[0] >= addrs[1]) {
+        if (addrs[2] < addrs[3]) {
+                c->skel->rodata->sched_text_start = addrs[2];
+                c->skel->rodata->sched_text_end = addrs[3];
+        } else
+                log_debug("Cannot find the kernel's scheduler functions in /proc/kallsyms: blocks whose "
+                          "switch-in the sched_switch tracepoint does not report are counted without "
+                          "their kernel stack.");
+        if (addrs[4] < addrs[5]) {
+                c->skel->rodata->lock_text_start = addrs[4];
+                c->skel->rodata->lock_text_end = addrs[5];
+        }
+        if (!wakeup)
+                return;
+        if (addrs[0] >= addrs[1]) {
                 log_warning_errno(r < 0 ? r : -ENOENT,
                                   "Cannot find the kernel's interrupt entry code in /proc/kallsyms (%m): "
                                   "wakeups by interrupts that arrive in user mode are credited to the "
@@ -365,9 +389,12 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
                 log_info("The kernel has no sched_exit_tp tracepoint: off-CPU user stacks are walked at "
                          "every switch-out, which costs more per context switch.");
         c->skel->rodata->offcpu_walk_at_switch_out = !c->switch_done;
-        if (cfg->kind_wakeup)
-                interrupt_text_set(c);
-        bpf_program__set_autoload(c->skel->progs.profd_switch_done, cfg->kind_offcpu && c->switch_done);
+        if (cfg->kind_offcpu || cfg->kind_wakeup)
+                kernel_text_set(c, cfg->kind_wakeup);
+        /* also for wakeups alone: it ends the blocks profd_switch did not
+         * see end, whose wakeups would else be timed from a stale switch-out */
+        bpf_program__set_autoload(c->skel->progs.profd_switch_done,
+                                  (cfg->kind_offcpu || cfg->kind_wakeup) && c->switch_done);
         bpf_program__set_autoload(c->skel->progs.profd_oncpu, cfg->kind_cpu);
         bpf_program__set_autoload(c->skel->progs.profd_switch, cfg->kind_offcpu || cfg->kind_wakeup);
         bpf_program__set_autoload(c->skel->progs.profd_waking, cfg->kind_wakeup);
