@@ -11,6 +11,9 @@ from harness import Profd, binary, function_shares, require_root, run_tests
 
 FUNCS = ("block_nanosleep", "block_pipe_read", "block_mutex_lock")
 TOLERANCE = 0.05  # relative, as the specification states
+# switch_missed allowed over a run: none is known to remain where the kernel
+# has sched_exit_tp; one or two for what is not known
+MISSED_SWITCHES_MAX = 2
 # frames of x86-64's interrupt entries, as profctl names kernel frames
 INTERRUPT_ENTRIES = ("asm_sysvec_", "asm_common_interrupt")
 
@@ -77,6 +80,20 @@ def test_blocked_time_per_function_matches_truth():
         total_us = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines())
         assert abs(total_us * 1000 - wakers["total"]) <= 1000 * len(folded.splitlines()), \
             (total_us, wakers["total"])
+        check_no_missed_switches(d)
+
+
+def check_no_missed_switches(d):
+    """Every block of every thread was timed: no switch-out found the
+    thread's last one still open. The test VM's kernel does not call the
+    sched_switch tracepoint for the switches its agent's threads (tgid 1)
+    make (docs/reliability.md): without the program on sched_exit_tp ending
+    the blocks they switch to, this ran at 5-10 a second here."""
+    if not kernel_has_sched_exit_tp():
+        return  # nothing else sees those switch-ins
+    missed = json.loads(d.profctl("status", "--json").stdout)["drops"]["switch_missed"]
+    print(f"  switch_missed over the whole run: {missed}")
+    assert missed <= MISSED_SWITCHES_MAX, f"{missed} blocks not timed (switch_missed)"
 
 
 def test_timer_wakeups_are_not_the_interrupted_threads():

@@ -96,9 +96,9 @@ def measure_blocked_functions(variant):
 def check_blocked_functions(variant):
     failures, missed = measure_blocked_functions(variant)
     if failures and missed > 0:
-        # The kernel here does not deliver every sched_switch to profd's
-        # program (switch_missed counts those found: about one a second,
-        # mostly kernel threads; docs/reliability.md). A lost switch-in
+        # A kernel may not report every switch to sched_switch; profd ends
+        # those blocks at sched_exit_tp, and only kernels without it lose
+        # them (switch_missed; docs/reliability.md). A lost switch-in
         # loses one block of 200 ms, 10% of a function. One run more, so
         # that a missed event does not fail the test; a failure in both
         # runs, or in a run without missed switches, fails it.
