@@ -246,6 +246,34 @@ static void drops_write(FILE *f, const json_t *drops) {
         }
 }
 
+/* The runtime walks (CPython's), once there were any or a runtime was
+ * found that profd cannot walk: hand-overs, Python frames, why one gave
+ * none, and the interpreter files not walked. */
+static void runtime_write(FILE *f, const json_t *unwind) {
+        const json_t *rt = json_object_get(unwind, STATUS_KEY_RUNTIME);
+        const json_t *fail = json_object_get(unwind, STATUS_KEY_FAILURES);
+        json_int_t unsupported = json_integer_value(json_object_get(fail, "runtime_unsupported"));
+        json_int_t no_slot = json_integer_value(json_object_get(fail, "runtime_slots_full"));
+        const char *k;
+        json_t *v;
+
+        if (!json_is_object(rt) ||
+            (json_integer_value(json_object_get(rt, "walks")) == 0 && unsupported == 0 && no_slot == 0))
+                return;
+        fprintf(f, "python:    %" JSON_INTEGER_FORMAT " stacks handed over to the Python walker, %" JSON_INTEGER_FORMAT
+                " Python frames; none given:", json_integer_value(json_object_get(rt, "walks")),
+                json_integer_value(json_object_get(rt, "frames")));
+        json_object_foreach((json_t *) rt, k, v) {
+                if (strcmp(k, "walks") == 0 || strcmp(k, "frames") == 0)
+                        continue;
+                fputc(' ', f);
+                write_sanitized(f, k);
+                fprintf(f, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+        }
+        fprintf(f, "; interpreters not walked: unsupported version %" JSON_INTEGER_FORMAT ", no slot %"
+                JSON_INTEGER_FORMAT "\n", unsupported, no_slot);
+}
+
 /* User stacks cut short, by reason, and the unwinder's tables, when the
  * daemon reports them. */
 static void unwind_write(FILE *f, const json_t *status) {
@@ -276,12 +304,15 @@ static void unwind_write(FILE *f, const json_t *status) {
                 if (json_is_object(fail)) {
                         fputs("           walked by frame pointers instead:", f);
                         json_object_foreach((json_t *) fail, k, v) {
+                                if (strncmp(k, "runtime_", 8) == 0)
+                                        continue; /* a file's runtime: below */
                                 fputc(' ', f);
                                 write_sanitized(f, k);
                                 fprintf(f, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
                         }
                         fputc('\n', f);
                 }
+                runtime_write(f, u);
         }
         if (json_is_object(t)) {
                 fprintf(f, "user stacks: %" JSON_INTEGER_FORMAT " walked since profd started; cut short since the "

@@ -41,6 +41,7 @@
 
 /* "unwind": the unwinder's tables and failures. */
 #define STATUS_KEY_FAILURES             "failures"
+#define STATUS_KEY_RUNTIME              "runtime"
 #define STATUS_KEY_FILES                "files"
 #define STATUS_KEY_FILES_UNUSED         "files_unused"
 #define STATUS_KEY_ROWS_USED            "rows_used"

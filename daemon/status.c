@@ -140,7 +140,7 @@ static json_t *status_unwind(const struct status_stats *s) {
                       "misses", (json_int_t) us->misses,
                       STATUS_KEY_USER_WALKS, (json_int_t) s->user_walks,
                       STATUS_KEY_FAILURES, fail,
-                      "runtime", status_runtime(s));
+                      STATUS_KEY_RUNTIME, status_runtime(s));
         return o;
 }
 

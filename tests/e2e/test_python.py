@@ -202,6 +202,11 @@ def check_split(interpreter, label):
             folded = folded_stacks(d.profctl("query", "--pid", pid, "--since", "5m", "--folded").stdout)
             by_line = json.loads(d.profctl("query", "--pid", pid, "--since", "5m", "--by", "line", "--children",
                                            "--limit", "0", "--format", "table", "--json").stdout)
+            status = d.profctl("status").stdout
+    # profctl status says the walker ran: "python:    N stacks handed over ..."
+    handed = re.search(r"^python: +(\d+) stacks handed over to the Python walker, (\d+) Python frames", status, re.M)
+    assert handed and int(handed.group(1)) > 0 and int(handed.group(2)) > 0, \
+        f"profctl status shows no Python walks:\n{status}"
     n = result["total"]
     # samples of the measured part: the interpreter's start-up, imports
     # and warm-up (tens of ms of CPU) run no chain of run's
