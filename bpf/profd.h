@@ -292,7 +292,12 @@ struct profd_runtime {
 struct profd_unwind_proc {
         __u64 start_ns;    /* the process instance, as in profd_sample_key */
         __u32 maps_off, maps_n;
-        __u32 miss_sent;   /* BPF sent PROFD_EVENT_UNWIND_MISS; cleared by the daemon's next update */
+        __u16 miss_sent;   /* BPF sent PROFD_EVENT_UNWIND_MISS; cleared by the daemon's next update */
+        /* The process's runtime (below): its slot of unwind_runtimes, + 1;
+         * 0: none. Here, in the entry's first 32 bytes with what every
+         * walk reads, so that a process without one costs no other cache
+         * line. */
+        __u16 rt_slot;
         /* 0: start_ns is exact. Else start_ns is in clock ticks of this many
          * ns, as /proc/PID/stat gives it: for processes found in /proc when
          * profd starts, until their first event brings the exact start. */
@@ -302,16 +307,14 @@ struct profd_unwind_proc {
          * (bpf/cache.bpf.h, row cache), since its mappings and their
          * tables stay as they are until the entry is replaced. */
         __u64 version;
-        /* The process's runtime (above): a frame whose ip is in
-         * [rt_lo, rt_hi) or [rt_cold_lo, rt_cold_hi) (the interpreter's
-         * loop, hot and cold parts) is handed over to the walker of the
-         * runtime in unwind_runtimes[rt_slot - 1]; rt_slot 0: none. rt_bias:
-         * the load bias of the runtime's file (its addresses in struct
-         * profd_runtime + rt_bias = the process's). */
+        /* The process's runtime (above), read only when rt_slot is set: a
+         * frame whose ip is in [rt_lo, rt_hi) or [rt_cold_lo, rt_cold_hi)
+         * (the interpreter's loop, hot and cold parts) is handed over to
+         * the walker of the runtime in unwind_runtimes[rt_slot - 1].
+         * rt_bias: the load bias of the runtime's file (its addresses in
+         * struct profd_runtime + rt_bias = the process's). */
         __u64 rt_lo, rt_hi, rt_cold_lo, rt_cold_hi;
         __u64 rt_bias;
-        __u32 rt_slot;
-        __u32 rt_pad;
 };
 
 /* Counters in the per-CPU array "counters" (one element, struct
@@ -408,7 +411,8 @@ _Static_assert(sizeof(struct profd_event) == 40, "profd_event layout");
 _Static_assert(sizeof(struct profd_seen) == 8, "profd_seen layout");
 _Static_assert(sizeof(struct profd_unwind_row) == 8, "profd_unwind_row layout");
 _Static_assert(sizeof(struct profd_unwind_mapping) == 40, "profd_unwind_mapping layout");
-_Static_assert(sizeof(struct profd_unwind_proc) == 80, "profd_unwind_proc layout");
+_Static_assert(sizeof(struct profd_unwind_proc) == 72 && __builtin_offsetof(struct profd_unwind_proc, rt_slot) < 32,
+               "profd_unwind_proc layout");
 _Static_assert(sizeof(struct profd_python) <= 64 && sizeof(struct profd_runtime) == 72, "profd_runtime layout");
 _Static_assert(PROFD_RT_FRAME_ID(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 70000)) == 2 &&
                PROFD_RT_FRAME_CODE(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 3)) == 0x7f0012345670ULL &&

@@ -61,7 +61,13 @@ struct ustack_state {
         __u8 m_index_shift;     /* the mapping's table index (profd_unwind_mapping.index_shift) */
         __u8 p_announced;       /* the entry (p_version) has the instance's exact start: see
                                  * user_stack_unwind */
-        __u8 pad[3];
+        /* the runtime walk (bpf/runtime.bpf.h) of this walk, in the lines
+         * every walk touches: the rest of its state (below) only for a
+         * process with a runtime */
+        __u8 rt_state;          /* enum rt_state */
+        __u8 rt_replace;        /* the native frame at ips[n - 1] is the loop's: the first
+                                 * pseudo-frame takes its place */
+        __u8 pad;
         __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
         __u32 r_next;           /* find_row: the index of the first row above the pc looked up */
         /* the walk memo (sampler only, bpf/cache.bpf.h) */
@@ -70,7 +76,8 @@ struct ustack_state {
         __u8 memo_dirty;        /* a frame missed it: rewrite it */
         __u8 memo_pos;          /* where the next frame is looked for first */
         __u32 memo_n;           /* frames of this walk in memo_cur */
-        __u32 pad2;
+        __u32 rt_slot;          /* the entry's runtime (struct profd_unwind_proc.rt_slot,
+                                 * kept with p_version); 0: none */
         __u64 read_hi;          /* the end of the highest stack word read by this walk */
         /* what the last lookup in unwind_procs found (user_stack_unwind):
          * maps_off and maps_n above, and */
@@ -78,15 +85,10 @@ struct ustack_state {
         __u32 p_tgid;           /* 0: nothing (no walk was of pid 0) */
         __u32 p_epoch;          /* unwind_epoch before it */
         __u64 p_version;        /* 0: no entry of this instance */
-        /* the entry's runtime (struct profd_unwind_proc.rt_*), kept with
-         * p_version; rt_slot 0: none */
+        /* with rt_slot: the entry's runtime (struct profd_unwind_proc.rt_*),
+         * kept with p_version, and this walk's */
         __u64 rt_lo, rt_hi, rt_cold_lo, rt_cold_hi, rt_bias;
-        __u32 rt_slot;
-        /* the runtime walk (bpf/runtime.bpf.h) of this walk */
-        __u8 rt_state;          /* enum rt_state */
-        __u8 rt_replace;        /* the native frame at ips[n - 1] is the loop's: the first
-                                 * pseudo-frame takes its place */
-        __u16 rt_frames;        /* pseudo-frames emitted */
+        __u32 rt_frames;        /* pseudo-frames emitted */
         __u64 rt_frame;         /* the runtime's next frame to emit (CPython: _PyInterpreterFrame *) */
         __u64 fsbase;           /* the thread pointer (read when the process has a runtime) */
         /* the runtime's frame being read (one read per frame) */

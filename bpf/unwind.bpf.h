@@ -492,8 +492,6 @@ static __always_inline struct ustack_state *walk_start(struct pt_regs *regs, str
         s->exact_ip = 1;
         s->rt_state = RT_IDLE;
         s->rt_replace = 0;
-        s->rt_frames = 0;
-        s->rt_frame = 0;
         return s;
 }
 
@@ -578,7 +576,7 @@ static __always_inline __u8 walk_end(struct ustack_state *s, struct walk_window 
                 *announced = s->p_announced; /* set with p_version only */
 
         counter_add(PROFD_CNT_USER_WALKS, 1);
-        if (s->rt_frames)
+        if (s->rt_slot && s->rt_frames)
                 counter_add(PROFD_CNT_RT_FRAMES, s->rt_frames);
         if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
                 counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
@@ -629,8 +627,12 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
         start = process_start_ns(task);
         p = walk_find_proc(s, tgid, start);
         walk_use_proc(s, slot);
-        if (s->rt_slot)
+        if (s->rt_slot) {
+                /* the runtime walk's own state, set apart from the lines every walk touches */
+                s->rt_frames = 0;
+                s->rt_frame = 0;
                 s->fsbase = task->thread.fsbase; /* the runtime's thread state is found from it */
+        }
         if (s->version) {
                 struct walk_memo_slot *m = walk_memo_begin(s, task->pid);
 
