@@ -469,12 +469,12 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .offcpu_filtered = m->offcpu_filtered,
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
                 .user_walks = m->user_walks,
-                .runtime = { m->runtime[0], m->runtime[1], m->runtime[2], m->runtime[3], m->runtime[4] },
                 .writer_running = m->writer != NULL,
                 .unwinder_running = m->unwinder != NULL,
                 .exporter_running = m->exporter != NULL,
                 .check_running = m->check != NULL,
         };
+        memcpy(s->runtime, m->runtime, sizeof(s->runtime));
         if (m->writer)
                 writer_get_stats(m->writer, &s->writer);
         r = store_get_stats(m->store, &s->store);
