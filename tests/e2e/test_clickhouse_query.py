@@ -56,9 +56,22 @@ QLIB = "/usr/lib/libq.so"
 ODD = fr("ns::odd<'q\\\\'>;semi\tcaf\u00e9", file="o d.c", line=7, raw_name="_ZN2ns3oddE")
 
 
-def host_spec(n):
+def pyfr(name, path, line, fid):
+    """A Python frame as profd stores it once the CPython walker named it
+    (common/protocol.h): module and file the .py file, address and line its
+    line, build_id "python-" and a hash of the function."""
+    return {"name": name, "module": path, "build_id": f"python-{fid:016x}", "file": path, "line": line,
+            "address": line}
+
+
+PY = "/usr/bin/python3.11"
+PY_MAIN = fr("Py_BytesMain", PY, build_id="aa11bb22", address=4096)
+
+
+def host_spec(n, python=True):
     """Host n's samples: shared stacks (the same on every host), its own
-    ones, offcpu with states, units, containers, a quote in a comm."""
+    ones, offcpu with states, units, containers, a quote in a comm, and
+    (python) a Python service's."""
     cg_web = "/system.slice/web.service"
     cg_ctr = "/system.slice/docker-" + "ab12" * 16 + ".scope"
     lines = []
@@ -91,6 +104,17 @@ def host_spec(n):
         add(ago, n, 500, "q", [fr("q_main", Q), fr("l", QLIB, resolved=False, address=0x20, unresolved="no_file")],
             end="unknown")
         add(ago, 2, 500, "q", [fr("q_main", Q), fr("q_y", Q, resolved=False, address=0x30)], end="read_fault")
+        if not python:
+            continue
+        # a Python service: named frames on two lines of one function, and
+        # one whose code object could not be read
+        add(ago, 6 * n, 600, "python3", [PY_MAIN, pyfr("<module>", "/srv/app/main.py", 3, 1),
+                                         pyfr("Worker.run", "/srv/app/work.py", 41, 2)], exe=PY)
+        add(ago, 3, 600, "python3", [PY_MAIN, pyfr("<module>", "/srv/app/main.py", 3, 1),
+                                     pyfr("Worker.run", "/srv/app/work.py", 42, 2)], exe=PY)
+        add(ago, 1, 600, "python3", [PY_MAIN, pyfr("<module>", "/srv/app/main.py", 3, 1),
+                                     fr("[python]", "[python]", resolved=False, address=0x7f0012345670,
+                                        unresolved="python_read_code")], exe=PY)
     # losses: in the window, and before it (in EARLIER, not in WINDOW)
     lines.append({"ago_s": 600, "drops": {"map_full": 5 * n, "ringbuf_full": 1}})
     lines.append({"ago_s": 3 * 3600 - 60, "drops": {"stack_map_full": 99}})
@@ -228,7 +252,8 @@ class Fleet:
             # version 1, with a host's data in it: test_init upgrades it
             self.ch.create_schema(schema_dir=clickhouse.SCHEMA_V1_DIR)
             d = tempfile.mkdtemp(prefix="profd-test-")
-            storegen(os.path.join(d, "old.db"), host_spec(1), now=OLD_NOW)
+            # (schema version 1 had no Python frames)
+            storegen(os.path.join(d, "old.db"), host_spec(1, python=False), now=OLD_NOW)
             load_store(self.ch, os.path.join(d, "old.db"), OLD_HOST, version=1)
             for i, h in enumerate(HOSTS, 1):
                 d = tempfile.mkdtemp(prefix="profd-test-")
@@ -462,6 +487,29 @@ def test_fleet_table_is_the_table_of_the_fleets_stacks():
         assert got == want, (filters, got, want)
         assert doc["total"] == sum(st["value"] for st in stacks)
         assert len(got) >= (10 if not filters else 3), got
+
+
+def test_python_frames_of_the_fleet():
+    """Python frames go to ClickHouse and come back as they were stored:
+    each host's fleet answer has them named, with file, line and their
+    python- build_id; --by line sums the fleet's hosts per line; the one
+    whose code object could not be read stays unresolved, for its reason."""
+    for n, host in enumerate(HOSTS, 1):
+        local = json.loads(F.local(host, "query", "--json", "--comm", "python3", *WINDOW).stdout)
+        fleet = json.loads(F.fleet("query", "--json", "--host", host, "--comm", "python3", *WINDOW).stdout)
+        assert stacks_of(fleet) == stacks_of(local), (host, fleet, local)
+        assert fleet["total"] == local["total"] == 3 * (6 * n + 4), (host, fleet["total"], local["total"])
+        frames = {(f["name"], f.get("file"), f.get("line"), f.get("build_id")) for st in fleet["stacks"]
+                  for f in st["frames"]}
+        assert ("Worker.run", "/srv/app/work.py", 41, f"python-{2:016x}") in frames, frames
+        assert ("Worker.run", "/srv/app/work.py", 42, f"python-{2:016x}") in frames, frames
+        assert fleet["quality"]["unresolved_by"]["python_read_code"] == 3, fleet["quality"]
+    rows = json.loads(F.fleet("query", "--json", "--format", "table", "--by", "line", "--comm", "python3",
+                              "--limit", "0", *WINDOW).stdout)["rows"]
+    by_line = {r["name"]: r["self"] for r in rows}
+    # three drains of each host, host n with 6 n samples on line 41
+    assert by_line.get("Worker.run (work.py:41)") == 3 * 6 * (1 + 2 + 3), by_line
+    assert by_line.get("Worker.run (work.py:42)") == 3 * 3 * len(HOSTS), by_line
 
 
 def test_views_of_a_host_equal_its_local_views():
@@ -717,6 +765,7 @@ if __name__ == "__main__":
             test_every_host_is_the_sum_of_the_hosts,
             test_fleet_table_is_the_table_of_the_fleets_stacks,
             test_views_of_a_host_equal_its_local_views,
+            test_python_frames_of_the_fleet,
             test_svg_and_pprof_of_the_fleet,
             test_root_host_puts_each_host_under_its_own_root,
             test_series_of_a_host_equals_its_local_series,
