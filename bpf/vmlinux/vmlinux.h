@@ -106,6 +106,12 @@ struct css_set {
         struct cgroup *dfl_cgrp;
 } __attribute__((preserve_access_index));
 
+/* x86-64: the thread pointer, as arch_prctl(ARCH_SET_FS) and clone's TLS
+ * set it (a runtime walker finds the thread's state from it) */
+struct thread_struct {
+        unsigned long fsbase;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
         void *stack; /* bottom of its kernel stack */
         unsigned int flags;
@@ -115,6 +121,7 @@ struct task_struct {
         u64 start_boottime;
         char comm[16];
         struct css_set *cgroups;
+        struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
 #endif
