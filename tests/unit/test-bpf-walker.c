@@ -12,7 +12,8 @@
  * and on (the sampler's), cold, warm, and filled by another stack; after
  * the process's entry changed (a new version with other rules, a table in
  * a new slice and the old one overwritten, another process instance), no
- * stale cache entry used; the node cache across generations.
+ * stale cache entry used; the node cache across generations; a runtime in
+ * the entry (bpf/runtime.bpf.h) changes none of the native frames.
  *
  * Usage: test-bpf-walker FIXTURE_NOFP FIXTURE_FP (WALKER_VERBOSE=1: print
  * the frames of each stack) */
@@ -215,6 +216,56 @@ static void test_frames(struct recording *r, struct recording *other) {
         CHECK_SAME(r, &on, &off);
 }
 
+static uint64_t counter_value(enum profd_counter k) {
+        __u32 zero = 0;
+        struct profd_counters *c = bpf_map_lookup_elem(&counters, &zero);
+
+        return c ? c->v[k] : 0;
+}
+
+/* A native process's stacks are the same, byte for byte, with the runtime
+ * walk in the walker: with a runtime in its entry whose loop none of its
+ * frames is in, and with one whose loop holds a frame of the chain but
+ * whose thread state cannot be read (counted; the frame kept native). */
+static void test_runtime_keeps_native(struct recording *r) {
+        struct profd_runtime rt = { .id = PROFD_RUNTIME_PYTHON, .version = 0x030b0000 };
+        struct profd_frames off, on;
+        uint64_t walks, faults;
+        uint32_t idx = 0;
+        size_t k;
+
+        r->rt = (struct profd_unwind_proc) {};
+        publish(r, PUBLISH_TABLES);
+        off = walk(r, SCRATCH_SWITCH_USER);
+        /* the loop elsewhere */
+        rt.python.tss_key = 0x1000; /* no such memory */
+        CHECK(bpf_map_update_elem(&unwind_runtimes, &idx, &rt, BPF_ANY) == 0);
+        r->rt = (struct profd_unwind_proc) { .rt_lo = 0x1000, .rt_hi = 0x2000, .rt_slot = 1 };
+        walks = counter_value(PROFD_CNT_RT_WALKS);
+        publish(r, PUBLISH_TABLES);
+        on = walk(r, SCRATCH_SWITCH_USER);
+        CHECK_SAME(r, &on, &off);
+        on = walk(r, SCRATCH_ONCPU_USER);
+        CHECK_SAME(r, &on, &off);
+        CHECK_INT_EQ(counter_value(PROFD_CNT_RT_WALKS), walks);
+        /* the loop around a frame of the chain (a return address: the call
+         * before it), its thread state unreadable */
+        for (k = 1; k < off.n && strcmp(symbolize(r, off.ips[k] - 1), "middle") != 0; k++)
+                ;
+        CHECK(k < off.n);
+        r->rt = (struct profd_unwind_proc) { .rt_lo = off.ips[k] - 1, .rt_hi = off.ips[k], .rt_slot = 1 };
+        faults = counter_value(PROFD_RT_READ_FAULT);
+        publish(r, PUBLISH_TABLES);
+        on = walk(r, SCRATCH_SWITCH_USER);
+        CHECK_SAME(r, &on, &off);
+        on = walk(r, SCRATCH_ONCPU_USER);
+        CHECK_SAME(r, &on, &off);
+        CHECK_INT_EQ(counter_value(PROFD_CNT_RT_WALKS), walks + 2);
+        CHECK_INT_EQ(counter_value(PROFD_RT_READ_FAULT), faults + 2);
+        r->rt = (struct profd_unwind_proc) {};
+        publish(r, PUBLISH_TABLES);
+}
+
 /* A new entry for the process: the walks follow it, whatever the caches
  * hold from the one before. The new version is one whose leaf cache set
  * and walk memo slot are those of the old one, so that an entry of the
@@ -356,6 +407,7 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "The fixture may not be traced here: skipped.\n");
         for (size_t i = 0; i < 4 && r == 0; i++) {
                 test_frames(&rec[i], &rec[(i + 1) % 4]);
+                test_runtime_keeps_native(&rec[i]);
                 test_versions(&rec[i]);
                 test_node_cache(&rec[i]);
         }
