@@ -92,7 +92,6 @@ struct manager {
         uint64_t started_ns;          /* CLOCK_REALTIME at start */
         uint64_t last_drain_end_ns;   /* CLOCK_REALTIME: the next drain's bucket starts here */
         uint64_t vanished;            /* processes gone before they could be read */
-        uint64_t samples_seen, idle_samples;
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
         uint64_t user_walks;          /* user stacks walked by BPF since start */
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* runtime walks' counters since start (status.h) */
@@ -233,8 +232,6 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         if (r < 0)
                 return r;
         m->last_drain_end_ns = wall_clock_now(&m->clock);
-        m->samples_seen += b.counters[PROFD_CNT_SAMPLES];
-        m->idle_samples += b.counters[PROFD_CNT_IDLE];
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
         m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
         m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
@@ -464,8 +461,6 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .pid = (uint64_t) getpid(),
                 .uptime_s = (wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC,
                 .event = m->coll ? collector_event_name(m->coll) : NULL,
-                .samples_seen = m->samples_seen,
-                .idle_samples = m->idle_samples,
                 .offcpu_filtered = m->offcpu_filtered,
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
                 .user_walks = m->user_walks,
@@ -475,8 +470,11 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .check_running = m->check != NULL,
         };
         memcpy(s->runtime, m->runtime, sizeof(s->runtime));
-        if (m->writer)
+        if (m->writer) {
                 writer_get_stats(m->writer, &s->writer);
+                s->samples_seen = s->writer.samples_seen;
+                s->idle_samples = s->writer.idle_samples;
+        }
         r = store_get_stats(m->store, &s->store);
         /* the pages the counts read (2-7.5 MiB, store_get_stats) are
          * free now: given back at once, not at the next drain's trim */

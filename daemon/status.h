@@ -39,8 +39,10 @@ struct status_stats {
         uint64_t pid;
         uint64_t uptime_s;
         const char *event;            /* the collector's sampling event; NULL: no collector */
-        /* the manager's own counts, from the drains' BPF counters */
+        /* BPF's samples, of the drains the writer has stored or refused
+         * (as the store's samples and drops are counted) */
         uint64_t samples_seen, idle_samples;
+        /* the manager's own counts, from the drains' BPF counters */
         uint64_t offcpu_filtered, offcpu_filtered_ns;
         uint64_t user_walks;
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* by status_runtime_names, from PROFD_CNT_RT_WALKS on */

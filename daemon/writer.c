@@ -567,6 +567,10 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                 r = store_drain_commit(w->store, &res->drain_id, &res->samples, &res->keys);
 
         pthread_mutex_lock(&w->lock);
+        /* seen once its drain is stored or refused, as stored samples and
+         * drops are: status's books balance however far behind the writer is */
+        w->stats.samples_seen += b->counters[PROFD_CNT_SAMPLES];
+        w->stats.idle_samples += b->counters[PROFD_CNT_IDLE];
         if (r < 0) {
                 store_drain_abort(w->store);
                 /* Locations of the rolled back drain may be marked stored. */

@@ -60,6 +60,7 @@ static inline bool writer_python_reason_unnamed(unsigned reason) {
 }
 
 struct writer_stats {
+        uint64_t samples_seen, idle_samples;          /* BPF's, of the drains written or refused */
         uint64_t failed_drains;                       /* not yet stored as drops */
         uint64_t pending_drops[PROFD_COUNTER__MAX];   /* drop counts of those drains */
         uint64_t processes_tracked;

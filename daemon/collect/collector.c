@@ -810,7 +810,6 @@ static int read_counters(collector *c, uint64_t ret_delta[PROFD_COUNTER__MAX]) {
                 for (unsigned cpu = 0; cpu < c->n_possible_cpus; cpu++)
                         sum += per_cpu[cpu].v[i];
                 ret_delta[i] = sum - c->counters_total[i];
-                c->counters_total[i] = sum;
         }
         return 0;
 }
@@ -846,6 +845,14 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to wait for BPF programs after the generation flip: %m");
         old = (c->gen & 1) ^ 1;
+        /* the counters at once: every program that could still count into
+         * the old generation has ended (the flip's grace period), and only
+         * the few samples of the new one between the flip and this read are
+         * counted a drain early. Read after the maps, they would hold every
+         * sample of the new generation for as long as the drain takes. */
+        r = read_counters(c, b.counters);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the counters: %m");
 
         r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
         if (r >= 0)
@@ -853,9 +860,6 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read the aggregation map: %m");
         r = drain_frames(c, old, n, &b.frames);
-        if (r < 0)
-                return drain_failed(&b, r);
-        r = read_counters(c, b.counters);
         if (r < 0)
                 return drain_failed(&b, r);
 
@@ -866,6 +870,9 @@ int collector_drain(collector *c, struct drain_batch *ret) {
                 b.entries[i] = (struct drain_entry) { c->keys_buf[i], c->values_buf[i] };
         b.n_entries = n;
         b.user_ends_known = c->user_ends_known;
+        /* taken: a drain that failed leaves its counts to the next one */
+        for (__u32 i = 0; i < PROFD_COUNTER__MAX; i++)
+                c->counters_total[i] += b.counters[i];
         *ret = b;
         return 0;
 }
