@@ -29,6 +29,11 @@
 #define FLAME_MIN_WIDTH_DEFAULT 0.1
 #define FLAME_PAD 10
 #define FLAME_HEADER 76  /* title, subtitle, reset/search row, legend */
+/* a subtitle wider than the picture wraps onto more lines, each moving
+ * the legend and the frames down by a line; beyond this many lines (a
+ * summary with every reason takes 9 at 600 px) the text is cut with "…" */
+#define FLAME_SUBTITLE_LINE 15
+#define FLAME_SUBTITLE_LINES_MAX 12
 #define FLAME_FOOTER 30  /* the details line */
 #define FLAME_FONT_SIZE 12
 #define FLAME_CHAR_WIDTH (FLAME_FONT_SIZE * 0.59)
@@ -496,6 +501,11 @@ struct flame_writer {
         const char *unit;
         double width, avail, scale, min_width, frame_height, height;
         double max_delta;
+        double header;       /* FLAME_HEADER, with the subtitle's extra lines */
+        char *subtitle;      /* the whole line, not escaped; NULL if out of memory */
+        size_t sub_start[FLAME_SUBTITLE_LINES_MAX], sub_chars[FLAME_SUBTITLE_LINES_MAX], n_sub;
+        bool sub_cut;        /* its last line ends with an ellipsis */
+        size_t legend_rows;  /* the legend's rows, as the width needs */
 };
 
 static const char *kind_description(const struct flame_node *n) {
@@ -542,7 +552,7 @@ static void write_title(struct flame_writer *w, const struct flame_node *n) {
 static void write_frame(struct flame_writer *w, const struct flame_node *n) {
         char x[32], y[32], wd[32], h[32], tx[32], ty[32];
         double px = FLAME_PAD + (double) n->offset * w->scale, pw = (double) n->value * w->scale;
-        double py = w->o->icicle ? FLAME_HEADER + (double) n->depth * w->frame_height
+        double py = w->o->icicle ? w->header + (double) n->depth * w->frame_height
                                  : w->height - FLAME_FOOTER - (double) (n->depth + 1) * w->frame_height;
         struct rgb c = w->diff ? diff_colour(node_self_delta(n, w->total, w->base_total), w->max_delta)
                                : node_colour(n, w->o->palette);
@@ -589,72 +599,114 @@ static int write_frames(struct flame_writer *w) {
         return 0;
 }
 
-static void write_legend(struct flame_writer *w) {
+/* The legend's items: a swatch and a label each, or one line saying the
+ * colours follow the module. */
+struct legend_item {
+        const char *label;
+        struct rgb c;
+        bool stroke;
+};
+
+#define LEGEND_ITEMS_MAX 8
+#define LEGEND_ROW 16
+
+static size_t legend_items(const struct flame_writer *w, struct legend_item items[static LEGEND_ITEMS_MAX]) {
         static const enum flame_kind shown[] = {
                 FLAME_KIND_USER, FLAME_KIND_KERNEL, FLAME_KIND_JIT, FLAME_KIND_PYTHON, FLAME_KIND_INLINED,
                 FLAME_KIND_UNRESOLVED, FLAME_KIND_GROUP,
         };
-        double x = FLAME_PAD, y = FLAME_HEADER - 22;
-        char xs[32], ys[32], tx[32], ty[32];
+        size_t n = 0;
 
-        fputs("<g id=\"legend\">", w->f);
         if (w->diff) {
-                static const struct { const char *label; struct rgb c; } items[] = {
-                        { "self share grew", { 250, 50, 50 } },
-                        { "shrank", { 50, 50, 250 } },
-                        { "unchanged", { 250, 250, 250 } },
-                };
-                for (size_t i = 0; i < ELEMENTSOF(items); i++, x += 150)
-                        fprintf(w->f, "<rect x=\"%s\" y=\"%s\" width=\"12\" height=\"12\" fill=\"rgb(%u,%u,%u)\" "
-                                "stroke=\"#999\"/><text x=\"%s\" y=\"%s\">%s</text>",
-                                fixed2(xs, sizeof(xs), x), fixed2(ys, sizeof(ys), y), items[i].c.r, items[i].c.g,
-                                items[i].c.b, fixed2(tx, sizeof(tx), x + 16), fixed2(ty, sizeof(ty), y + 11),
-                                items[i].label);
-        } else if (w->o->palette == FLAME_PALETTE_KIND) {
-                for (size_t i = 0; i < ELEMENTSOF(shown); i++, x += 110) {
-                        struct rgb c = hsl(kind_colours[shown[i]].hue + kind_colours[shown[i]].hue_span / 2,
-                                           kind_colours[shown[i]].saturation, kind_colours[shown[i]].lightness);
+                items[n++] = (struct legend_item) { "self share grew", { 250, 50, 50 }, true };
+                items[n++] = (struct legend_item) { "shrank", { 50, 50, 250 }, true };
+                items[n++] = (struct legend_item) { "unchanged", { 250, 250, 250 }, true };
+        } else if (w->o->palette == FLAME_PALETTE_KIND)
+                for (size_t i = 0; i < ELEMENTSOF(shown); i++)
+                        items[n++] = (struct legend_item) {
+                                kind_colours[shown[i]].label,
+                                hsl(kind_colours[shown[i]].hue + kind_colours[shown[i]].hue_span / 2,
+                                    kind_colours[shown[i]].saturation, kind_colours[shown[i]].lightness),
+                                false,
+                        };
+        return n;
+}
 
-                        fprintf(w->f, "<rect x=\"%s\" y=\"%s\" width=\"12\" height=\"12\" fill=\"rgb(%u,%u,%u)\"/>"
-                                "<text x=\"%s\" y=\"%s\">%s</text>",
-                                fixed2(xs, sizeof(xs), x), fixed2(ys, sizeof(ys), y), c.r, c.g, c.b,
-                                fixed2(tx, sizeof(tx), x + 16), fixed2(ty, sizeof(ty), y + 11),
-                                kind_colours[shown[i]].label);
+/* Where each item goes: side by side, each as wide as its swatch and label
+ * and a gap, on as many rows as the picture's width needs. Fills xs and
+ * rows; returns the number of rows (1 for no items). */
+static size_t legend_place(const struct flame_writer *w, const struct legend_item *items, size_t n,
+                           double xs[], size_t rows[]) {
+        double x = FLAME_PAD;
+        size_t row = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                double width = 16 + (double) strlen(items[i].label) * FLAME_CHAR_WIDTH;
+
+                if (x > FLAME_PAD && x + width > w->width - FLAME_PAD) {
+                        x = FLAME_PAD;
+                        row++;
                 }
-        } else
-                fprintf(w->f, "<text x=\"%s\" y=\"%s\">colour: module</text>", fixed2(xs, sizeof(xs), x),
-                        fixed2(ty, sizeof(ty), y + 11));
+                xs[i] = x;
+                rows[i] = row;
+                x += width + 24;
+        }
+        return row + 1;
+}
+
+static void write_legend(struct flame_writer *w) {
+        struct legend_item items[LEGEND_ITEMS_MAX];
+        size_t n = legend_items(w, items), rows[LEGEND_ITEMS_MAX];
+        double xs[LEGEND_ITEMS_MAX], top = w->header - 22 - (double) (w->legend_rows - 1) * LEGEND_ROW;
+        char x[32], y[32], tx[32], ty[32];
+
+        (void) legend_place(w, items, n, xs, rows);
+        fputs("<g id=\"legend\">", w->f);
+        for (size_t i = 0; i < n; i++) {
+                double yi = top + (double) rows[i] * LEGEND_ROW;
+
+                fprintf(w->f, "<rect x=\"%s\" y=\"%s\" width=\"12\" height=\"12\" fill=\"rgb(%u,%u,%u)\"%s/>"
+                        "<text x=\"%s\" y=\"%s\">%s</text>",
+                        fixed2(x, sizeof(x), xs[i]), fixed2(y, sizeof(y), yi), items[i].c.r, items[i].c.g,
+                        items[i].c.b, items[i].stroke ? " stroke=\"#999\"" : "",
+                        fixed2(tx, sizeof(tx), xs[i] + 16), fixed2(ty, sizeof(ty), yi + 11), items[i].label);
+        }
+        if (n == 0)
+                fprintf(w->f, "<text x=\"%d\" y=\"%s\">colour: module</text>", FLAME_PAD,
+                        fixed2(ty, sizeof(ty), top + 11));
         fputs("</g>\n", w->f);
 }
 
-static void write_subtitle(struct flame_writer *w, const profile *base, const profile *cur) {
+/* The subtitle's text, not escaped: the caller's, or the kind (or the
+ * baseline), total and window of the profile, then its quality. */
+static void compose_subtitle(FILE *f, const struct flame_writer *w, const profile *base, const profile *cur) {
         char v[64], from[64], to[64];
 
         if (w->o->subtitle) {
-                xml_write(w->f, w->o->subtitle, SIZE_MAX);
+                fputs(w->o->subtitle, f);
                 return;
         }
         if (base) {
-                fprintf(w->f, "baseline %s", format_value(v, sizeof(v), base->total, w->unit, w->ns));
+                fprintf(f, "baseline %s", format_value(v, sizeof(v), base->total, w->unit, w->ns));
                 if (base->to_ns)
-                        fprintf(w->f, " (%s to %s)", format_utc(from, sizeof(from), base->from_ns),
+                        fprintf(f, " (%s to %s)", format_utc(from, sizeof(from), base->from_ns),
                                 format_utc(to, sizeof(to), base->to_ns));
-                fputs(", current ", w->f);
+                fputs(", current ", f);
         } else {
-                xml_write(w->f, cur->kind, SIZE_MAX);
-                fputs(": ", w->f);
+                fputs(cur->kind, f);
+                fputs(": ", f);
         }
-        fputs(format_value(v, sizeof(v), cur->total, w->unit, w->ns), w->f);
+        fputs(format_value(v, sizeof(v), cur->total, w->unit, w->ns), f);
         if (cur->to_ns)
-                fprintf(w->f, " (%s to %s)", format_utc(from, sizeof(from), cur->from_ns),
+                fprintf(f, " (%s to %s)", format_utc(from, sizeof(from), cur->from_ns),
                         format_utc(to, sizeof(to), cur->to_ns));
         /* how far to trust the picture, next to it (of the current profile) */
         if (cur->have_quality) {
                 _cleanup_free_ char *q = quality_summary(&cur->quality);
 
                 if (q) {
-                        fputs(" \u2014 ", w->f);
-                        xml_write(w->f, q, SIZE_MAX);
+                        fputs(" \u2014 ", f);
+                        fputs(q, f);
                 }
         }
 }
@@ -691,7 +743,7 @@ static int flame_build(struct flame_writer *w, struct flame_tree *t, const profi
                 }
         }
         /* an empty profile still makes a valid image, with a note */
-        w->height = FLAME_HEADER + (double) (t->max_depth + 1) * w->frame_height + FLAME_FOOTER;
+        w->height = w->header + (double) (t->max_depth + 1) * w->frame_height + FLAME_FOOTER;
         return 0;
 }
 
@@ -734,6 +786,105 @@ static void write_head(struct flame_writer *w) {
                 w->diff ? "#f8f8f8" : "#fbf7ee");
 }
 
+/* Where a text of s's characters breaks into lines of at most `room`
+ * characters: greedily at the last space that fits (the space is dropped),
+ * or inside a word longer than a line. Fills the lines' byte offsets and
+ * character counts, at most max lines; *ret_cut says whether the text did
+ * not fit them (the last line then leaves room for an ellipsis). Returns
+ * the number of lines (at least one). */
+static size_t wrap_lines(const char *s, size_t room, size_t starts[], size_t chars[], size_t max, bool *ret_cut) {
+        const unsigned char *p = (const unsigned char *) s;
+        size_t n = 0, start = 0, count = 0, at = 0, space_at = SIZE_MAX, space_count = 0;
+
+        *ret_cut = false;
+        room = MAX(room, (size_t) 2);
+        while (p[at] && n + 1 < max) {
+                bool allowed;
+                size_t l = utf8_sequence(p + at, &allowed);
+
+                if (count == room) {
+                        starts[n] = start;
+                        if (p[at] == ' ') {
+                                /* the line ends just before a space */
+                                chars[n++] = count;
+                                start = at + 1;
+                                count = 0;
+                                at++;
+                        } else if (space_at != SIZE_MAX) {
+                                chars[n++] = space_count;
+                                /* the next line holds what was counted after the space */
+                                start = space_at + 1;
+                                count -= space_count + 1;
+                        } else {
+                                chars[n++] = count;
+                                start = at;
+                                count = 0;
+                        }
+                        space_at = SIZE_MAX;
+                        continue;
+                }
+                if (p[at] == ' ' && count > 0) {
+                        space_at = at;
+                        space_count = count;
+                }
+                count++;
+                at += l;
+        }
+        starts[n] = start;
+        chars[n++] = room;
+        for (bool allowed; p[at] && count <= room; count++)
+                at += utf8_sequence(p + at, &allowed);
+        if (count > room) {
+                /* more than fits: the last line ends with an ellipsis */
+                chars[n - 1] = room - 1;
+                *ret_cut = true;
+        }
+        return n;
+}
+
+/* The header's layout: the subtitle, composed and broken into the lines
+ * that fit the picture's width (a long quality summary would otherwise run
+ * past both edges), and the legend's rows; the header grows by both. */
+static void header_layout(struct flame_writer *w, const profile *base, const profile *cur) {
+        size_t size = 0;
+        FILE *f = open_memstream(&w->subtitle, &size);
+
+        w->n_sub = 0;
+        if (f) {
+                compose_subtitle(f, w, base, cur);
+                if (fclose(f) != 0) {
+                        free(w->subtitle);
+                        w->subtitle = NULL;
+                }
+        }
+        if (w->subtitle)
+                w->n_sub = wrap_lines(w->subtitle, (size_t) floor(w->avail / FLAME_CHAR_WIDTH), w->sub_start,
+                                      w->sub_chars, FLAME_SUBTITLE_LINES_MAX, &w->sub_cut);
+        {
+                struct legend_item items[LEGEND_ITEMS_MAX];
+                size_t n = legend_items(w, items), rows[LEGEND_ITEMS_MAX];
+                double xs[LEGEND_ITEMS_MAX];
+
+                w->legend_rows = legend_place(w, items, n, xs, rows);
+        }
+        w->header = FLAME_HEADER + (double) (w->n_sub > 1 ? w->n_sub - 1 : 0) * FLAME_SUBTITLE_LINE +
+                    (double) (w->legend_rows - 1) * LEGEND_ROW;
+}
+
+/* The subtitle's lines, as tspans of the subtitle's text element. */
+static void write_subtitle(struct flame_writer *w) {
+        char x[32];
+
+        fixed2(x, sizeof(x), w->width / 2);
+        for (size_t i = 0; i < w->n_sub; i++) {
+                fprintf(w->f, "<tspan x=\"%s\" dy=\"%d\">", x, i ? FLAME_SUBTITLE_LINE : 0);
+                xml_write(w->f, w->subtitle + w->sub_start[i], w->sub_chars[i]);
+                if (w->sub_cut && i + 1 == w->n_sub)
+                        fputs("\u2026", w->f);
+                fputs("</tspan>", w->f);
+        }
+}
+
 /* The title and subtitle, and the controls: reset, search, match count. */
 static void write_titles(struct flame_writer *w, const profile *base, const profile *cur) {
         const struct flame_opts *o = w->o;
@@ -745,10 +896,15 @@ static void write_titles(struct flame_writer *w, const profile *base, const prof
                 : w->diff ? "Differential Flame Graph"
                 : o->icicle ? "Icicle Graph" : "Flame Graph";
 
-        fprintf(f, "<text id=\"title\" x=\"%s\" y=\"24\">", fixed2(buf, sizeof(buf), w->width / 2));
+        /* centred, unless the search box (220 px at the right) would cover
+         * it: then from the left edge */
+        if (w->width / 2 + strlen(title) * 17 * 0.59 / 2 > w->width - FLAME_PAD - 230)
+                fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" style=\"text-anchor:start\">", FLAME_PAD);
+        else
+                fprintf(f, "<text id=\"title\" x=\"%s\" y=\"24\">", fixed2(buf, sizeof(buf), w->width / 2));
         xml_write(f, title, SIZE_MAX);
         fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%s\" y=\"42\">", fixed2(buf, sizeof(buf), w->width / 2));
-        write_subtitle(w, base, cur);
+        write_subtitle(w);
         fputs("</text>\n", f);
         fprintf(f, "<text id=\"reset\" x=\"%d\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n", FLAME_PAD);
         /* an HTML input inside the SVG: browsers show it, other viewers skip it */
@@ -758,6 +914,34 @@ static void write_titles(struct flame_writer *w, const profile *base, const prof
                 "</foreignObject>\n", fixed2(buf, sizeof(buf), w->width - FLAME_PAD - 220));
         fprintf(f, "<text id=\"matched\" x=\"%s\" y=\"%s\" style=\"text-anchor:end\"></text>\n",
                 fixed2(buf, sizeof(buf), w->width - FLAME_PAD), fixed2(buf2, sizeof(buf2), w->height - 10));
+}
+
+/* The picture, laid out (flame_build): header, legend, frames, the
+ * details line and the tip. Returns 0, or -EIO when writing failed. */
+static int write_picture(struct flame_writer *w, const profile *base, const profile *cur) {
+        char buf[64], buf2[64];
+        int r;
+
+        write_head(w);
+        write_titles(w, base, cur);
+        write_legend(w);
+        if (w->total == 0)
+                fprintf(w->f, "<text x=\"%s\" y=\"%s\" style=\"text-anchor:middle\">no samples in this "
+                        "window</text>\n", fixed2(buf, sizeof(buf), w->width / 2),
+                        fixed2(buf2, sizeof(buf2), w->header + 12));
+        fputs("<g id=\"frames\">\n", w->f);
+        r = write_frames(w);
+        if (r < 0)
+                return r;
+        fputs("</g>\n", w->f);
+        fprintf(w->f, "<text id=\"details\" x=\"%d\" y=\"%s\"> </text>\n", FLAME_PAD,
+                fixed2(buf, sizeof(buf), w->height - 10));
+        fputs("<g id=\"tip\" style=\"display:none\"><rect id=\"tipbox\" x=\"0\" y=\"0\" width=\"10\" "
+              "height=\"10\" rx=\"3\"/><text id=\"tiptext\"></text></g>\n", w->f);
+        fputs("</svg>\n", w->f);
+        if (fflush(w->f) != 0 || ferror(w->f))
+                return -EIO;
+        return 0;
 }
 
 static int flame_write(FILE *f, const profile *base, const profile *cur, const struct flame_opts *opts) {
@@ -775,7 +959,6 @@ static int flame_write(FILE *f, const profile *base, const profile *cur, const s
                 .frame_height = o->frame_height > 0 ? o->frame_height : FLAME_FRAME_HEIGHT_DEFAULT,
                 .min_width = o->min_width == 0 ? FLAME_MIN_WIDTH_DEFAULT : MAX(o->min_width, 0.0),
         };
-        char buf[64], buf2[64];
         int r;
 
         /* "ns" values are shown as times unless the caller names a unit */
@@ -784,29 +967,12 @@ static int flame_write(FILE *f, const profile *base, const profile *cur, const s
         w.avail = MAX(w.width - 2 * FLAME_PAD, 1.0);
         w.scale = w.total ? w.avail / (double) w.total : 0;
 
+        header_layout(&w, base, cur);
         r = flame_build(&w, &t, base, cur);
-        if (r < 0)
-                return r;
-        write_head(&w);
-        write_titles(&w, base, cur);
-        write_legend(&w);
-        if (w.total == 0)
-                fprintf(f, "<text x=\"%s\" y=\"%s\" style=\"text-anchor:middle\">no samples in this "
-                        "window</text>\n", fixed2(buf, sizeof(buf), w.width / 2),
-                        fixed2(buf2, sizeof(buf2), FLAME_HEADER + 12));
-        fputs("<g id=\"frames\">\n", f);
-        r = write_frames(&w);
-        if (r < 0)
-                return r;
-        fputs("</g>\n", f);
-        fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%s\"> </text>\n", FLAME_PAD,
-                fixed2(buf, sizeof(buf), w.height - 10));
-        fputs("<g id=\"tip\" style=\"display:none\"><rect id=\"tipbox\" x=\"0\" y=\"0\" width=\"10\" "
-              "height=\"10\" rx=\"3\"/><text id=\"tiptext\"></text></g>\n", f);
-        fputs("</svg>\n", f);
-        if (fflush(f) != 0 || ferror(f))
-                return -EIO;
-        return 0;
+        if (r >= 0)
+                r = write_picture(&w, base, cur);
+        free(w.subtitle);
+        return r;
 }
 
 int flame_svg_write(FILE *f, const profile *p, const struct flame_opts *o) {

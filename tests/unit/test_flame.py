@@ -293,6 +293,74 @@ def test_script_is_inline_and_has_the_controls():
     check(root.find("svg:text[@id='matched']", NS) is not None, "a matched-share line")
 
 
+def test_a_long_subtitle_wraps_inside_the_picture():
+    """The quality summary of a profile with every reason runs far past a
+    picture's width on one line (seen clipped at both edges in Chromium):
+    it wraps at spaces into lines that fit, and the legend and the frames
+    move down by the lines added."""
+    trunc = ["no_table", "no_mapping", "unsupported", "read_fault", "depth", "fp_end", "cfa_stuck", "stack_lost"]
+    unres = ["no_symbols", "no_file", "jit_without_map", "unknown_mapping", "python_no_runtime",
+             "python_exited", "python_read_code", "python_not_code", "python_read_string", "python_bad_string"]
+    lost = ["map_full", "stack_map_full", "user_stack_error", "kernel_stack_error", "ringbuf_full",
+            "task_storage_full", "process_vanished", "store_write_failed", "switch_missed"]
+    quality = {"partial": False, "total": 100000, "complete": 50000, "unknown": 7,
+               "truncated": {k: 1000 + i for i, k in enumerate(trunc)}, "unresolved": 20000,
+               "unresolved_by": {k: 1000 + i for i, k in enumerate(unres)},
+               "lost": {k: 100000 + i for i, k in enumerate(lost)}}
+    lines = answer(STACKS).splitlines()
+    end = json.loads(lines[-1])
+    end["quality"] = quality
+    text = "\n".join(lines[:-1] + [json.dumps(end)]) + "\n"
+    for width in (1200, 600, 300):
+        root = parse(run(["svg", str(width)], text), f"long subtitle at {width}")
+        sub = root.find("svg:text[@id='subtitle']", NS)
+        spans = sub.findall("svg:tspan", NS)
+        texts = [t.text or "" for t in spans]
+        whole = " ".join(texts)
+        room = (width - 2 * PAD) / (12 * 0.59)
+        check(len(spans) >= 2, f"{width}: the summary wraps ({len(spans)} lines)")
+        check(all(len(t) <= room for t in texts), f"{width}: every line fits {room:.0f} characters: "
+              f"{[len(t) for t in texts]}")
+        check(all(t == t.strip() and t for t in texts), f"{width}: lines break at spaces: {texts}")
+        check(whole.startswith("cpu: 100 samples") and ("stack map full 100001" in whole or
+                                                        width < 600 and whole.endswith("\u2026")),
+              f"{width}: the whole summary, in order: {whole!r}")
+        check(all(float(t.get("x")) == width / 2 for t in spans) and
+              [int(t.get("dy")) for t in spans] == [0] + [15] * (len(spans) - 1),
+              f"{width}: lines centred, one under the other")
+        # the legend and the frames below the last line, as with one line
+        extra = 15 * (len(spans) - 1)
+        legend_y = min(float(r.get("y")) for r in root.find("svg:g[@id='legend']", NS).iter(f"{{{NS['svg']}}}rect"))
+        check(legend_y == 54 + extra, f"{width}: legend at {legend_y}, expected {54 + extra}")
+        # the title clear of the search box at the right (below 500 px there
+        # is no room for both)
+        title = root.find("svg:text[@id='title']", NS)
+        tw = len(title.text) * 17 * 0.59
+        left = float(title.get("x")) - (0 if "start" in (title.get("style") or "") else tw / 2)
+        check(left >= PAD - 0.01 and left + tw <= width - PAD - 220 or width < 500,
+              f"{width}: title spans {left:.0f}..{left + tw:.0f}, the search box starts at {width - PAD - 220}")
+        # the legend's labels fit too, on more rows when the width needs
+        legend = root.find("svg:g[@id='legend']", NS)
+        labels = legend.findall("svg:text", NS)
+        right = max(float(t.get("x")) + len(t.text) * 12 * 0.59 for t in labels)
+        check(right <= width - PAD, f"{width}: the legend ends at {right:.0f} of {width}")
+        rows = sorted({float(r.get("y")) for r in legend.findall("svg:rect", NS)})
+        extra += 16 * (len(rows) - 1)
+        fr = frames_of(root)
+        top = min(f["y"] for f in fr.values())
+        check(top >= 76 + extra and top >= rows[-1] + 16, f"{width}: frames start at {top}, below the header "
+              f"{76 + extra} and the legend's last row {rows[-1]}")
+    # a picture too narrow for the whole summary in 12 lines says it is cut
+    root = parse(run(["svg", "200"], text), "long subtitle at 200")
+    texts = [t.text or "" for t in root.find("svg:text[@id='subtitle']", NS).findall("svg:tspan", NS)]
+    check(len(texts) == 12 and texts[-1].endswith("\u2026") and all(len(t) <= 180 / (12 * 0.59) for t in texts),
+          f"200: 12 lines, the last cut with an ellipsis: {texts}")
+    short = root.find("svg:text[@id='subtitle']", NS)
+    one = parse(run(["svg"], answer(STACKS)), "short subtitle").find("svg:text[@id='subtitle']", NS)
+    check(len(one.findall("svg:tspan", NS)) == 1, "a short subtitle stays one line")
+    check(short is not None, "subtitle present")
+
+
 for name, fn in list(globals().items()):
     if name.startswith("test_") and callable(fn):
         fn()
