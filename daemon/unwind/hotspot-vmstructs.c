@@ -250,6 +250,8 @@ struct reader {
         bool found[ELEMENTSOF(wants)];
         /* per want, the hashes of its class and superclasses (0: none) */
         uint64_t chain[ELEMENTSOF(wants)][CHAIN_MAX];
+        /* per want, its class's size from the types table (0: unknown) */
+        uint64_t class_size[ELEMENTSOF(wants)];
 };
 
 static int fail(struct reader *rd, int r, enum hotspot_vmstructs_reason reason, const char *what) {
@@ -431,6 +433,8 @@ static int read_types(struct reader *rd, const uint64_t *symbols) {
                                         found = &types[i];
                         if (!found)
                                 break;
+                        if (depth == 0)
+                                rd->class_size[w] = found->size;
                         if (depth == 0 && wants[w].kind == WANT_SIZE && !rd->found[w]) {
                                 if (found->size == 0 || found->size > HOTSPOT_VMSTRUCTS_OFFSET_MAX)
                                         return fail(rd, -EBADMSG, HOTSPOT_VMSTRUCTS_BAD_VALUE, wants[w].type);
@@ -440,14 +444,6 @@ static int read_types(struct reader *rd, const uint64_t *symbols) {
                         h = found->super;
                 }
         }
-        return 0;
-}
-
-/* The size of `type` when the types table gave it, else 0. */
-static uint32_t type_size(const struct reader *rd, const char *type) {
-        for (size_t w = 0; w < ELEMENTSOF(wants); w++)
-                if (wants[w].kind == WANT_SIZE && rd->found[w] && streq(wants[w].type, type))
-                        return *(const uint32_t *) ((const uint8_t *) rd->out + wants[w].dest);
         return 0;
 }
 
@@ -510,8 +506,7 @@ static int read_structs(struct reader *rd, const uint64_t *symbols) {
                                 *(uint64_t *) dest_of(rd, want) = addr;
                                 rd->found[w] = true;
                         } else if (want->kind == WANT_FIELD && !is_static) {
-                                uint64_t off = le(entry + t.value, 8);
-                                uint32_t size = type_size(rd, want->type);
+                                uint64_t off = le(entry + t.value, 8), size = rd->class_size[w];
 
                                 /* A field inside its object: within the
                                  * class's size when the types table gives it. */
@@ -655,7 +650,7 @@ int hotspot_vmstructs_read(const uint64_t symbols[_HOTSPOT_SYM_MAX], hotspot_rea
         *ret_reason = HOTSPOT_VMSTRUCTS_OK;
         if (ret_what)
                 *ret_what = NULL;
-        /* Its superclass chains take 5 KiB: not for the stack of a worker. */
+        /* Its superclass chains and sizes take 5 KiB: not for the stack of a worker. */
         rd = calloc(1, sizeof *rd);
         if (!rd)
                 return -ENOMEM;

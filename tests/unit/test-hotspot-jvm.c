@@ -240,7 +240,11 @@ static void capture(struct target *t, const uint64_t *sym, const char *path) {
         for (unsigned s = 0; s < _HOTSPOT_SYM_MAX; s++)
                 v[s] = mem_u64(t, sym[s]);
         fprintf(f, "# HotSpot's VM-structs tables, the parts profd reads, captured from a running\n"
-                   "# JVM by test-hotspot-jvm (PROFD_HOTSPOT_CAPTURE). Read by test-hotspot-vmstructs.\n");
+                   "# JVM by test-hotspot-jvm (PROFD_HOTSPOT_CAPTURE). Read by test-hotspot-vmstructs.\n"
+                   "# layout TABLE stride, then its fields' offsets; type NAME SUPER SIZE;\n"
+                   "# struct TYPE FIELD CTYPE STATIC OFFSET ADDRESS; int/long NAME VALUE;\n"
+                   "# mem ADDRESS BYTES: what the reader read of the statics (and of a few names\n"
+                   "# near a page's end, read in pieces of 8 bytes or fewer).\n");
         fprintf(f, "layout structs %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
                 v[HOTSPOT_SYM_STRUCT_STRIDE], v[HOTSPOT_SYM_STRUCT_TYPE_NAME], v[HOTSPOT_SYM_STRUCT_FIELD_NAME],
                 v[HOTSPOT_SYM_STRUCT_IS_STATIC], v[HOTSPOT_SYM_STRUCT_OFFSET], v[HOTSPOT_SYM_STRUCT_ADDRESS]);
