@@ -54,6 +54,7 @@ struct image {
         uint64_t symbols[_HOTSPOT_SYM_MAX];
         uint64_t table_base[T_MAX], table_entries[T_MAX];
         uint64_t strings_end;   /* the tables region's names end here; the arrays follow */
+        uint64_t layout_base, tables_base;
         uint64_t struct_stride;
         uint64_t loop_from;     /* non-0: reads from here on repeat the struct table */
 };
@@ -162,8 +163,8 @@ static int fixture_load(const char *path, struct fixture *f) {
 static uint64_t intern(struct image *m, const char *s) {
         size_t n = strlen(s) + 1;
 
-        for (uint64_t a = TABLES_BASE; a < TABLES_BASE + m->strings_end;) {
-                const char *have = (const char *) m->tables + (a - TABLES_BASE);
+        for (uint64_t a = m->tables_base; a < m->tables_base + m->strings_end;) {
+                const char *have = (const char *) m->tables + (a - m->tables_base);
 
                 if (streq(have, s))
                         return a;
@@ -173,7 +174,7 @@ static uint64_t intern(struct image *m, const char *s) {
                 abort();
         memcpy(m->tables + m->strings_end, s, n);
         m->strings_end += n;
-        return TABLES_BASE + m->strings_end - n;
+        return m->tables_base + m->strings_end - n;
 }
 
 static void image_done(struct image *m) {
@@ -184,7 +185,7 @@ static void image_done(struct image *m) {
 /* The image: the layout variables at LAYOUT_BASE (symbols point there),
  * names then the four arrays at TABLES_BASE, the statics where the JVM
  * had them. */
-static void image_build(const struct fixture *f, struct image *m) {
+static void image_build_at(const struct fixture *f, struct image *m, uint64_t layout_base, uint64_t tables_base) {
         static const enum hotspot_symbol slots[T_MAX][6] = {
                 [T_STRUCTS] = { HOTSPOT_SYM_STRUCT_STRIDE, HOTSPOT_SYM_STRUCT_TYPE_NAME, HOTSPOT_SYM_STRUCT_FIELD_NAME,
                                 HOTSPOT_SYM_STRUCT_IS_STATIC, HOTSPOT_SYM_STRUCT_OFFSET, HOTSPOT_SYM_STRUCT_ADDRESS },
@@ -202,7 +203,7 @@ static void image_build(const struct fixture *f, struct image *m) {
         static const int order[T_MAX] = { T_TYPES, T_STRUCTS, T_INTS, T_LONGS };
         uint64_t at;
 
-        *m = (struct image) { .tables = calloc(1, TABLES_SIZE) };
+        *m = (struct image) { .tables = calloc(1, TABLES_SIZE), .layout_base = layout_base, .tables_base = tables_base };
         if (!m->tables)
                 abort();
         for (size_t i = 0; i < f->n_records; i++) {
@@ -215,7 +216,7 @@ static void image_build(const struct fixture *f, struct image *m) {
                 int t = order[o];
                 uint64_t stride = f->layout[t][0];
 
-                m->table_base[t] = TABLES_BASE + at;
+                m->table_base[t] = tables_base + at;
                 for (size_t i = 0; i < f->n_records; i++) {
                         const struct record *r = &f->records[i];
                         uint8_t *e = m->tables + at;
@@ -247,18 +248,40 @@ static void image_build(const struct fixture *f, struct image *m) {
         m->struct_stride = f->layout[T_STRUCTS][0];
 
         for (unsigned s = 0; s < _HOTSPOT_SYM_MAX; s++)
-                m->symbols[s] = LAYOUT_BASE + 8 * s;
+                m->symbols[s] = layout_base + 8 * s;
         for (int t = 0; t < T_MAX; t++) {
                 put(m->layout + 8 * bases[t], m->table_base[t], 8);
                 for (unsigned i = 0; i < n_slots[t]; i++)
                         put(m->layout + 8 * slots[t][i], f->layout[t][i], 8);
         }
-        m->regions[m->n_regions++] = (struct region) { LAYOUT_BASE, m->layout, sizeof m->layout };
-        m->regions[m->n_regions++] = (struct region) { TABLES_BASE, m->tables, at };
+        m->regions[m->n_regions++] = (struct region) { layout_base, m->layout, sizeof m->layout };
+        m->regions[m->n_regions++] = (struct region) { tables_base, m->tables, at };
         for (size_t i = 0; i < f->n_mems; i++)
                 m->regions[m->n_regions++] = (struct region) {
                         f->mems[i].addr, (uint8_t *) f->mems[i].bytes, f->mems[i].size,
                 };
+}
+
+static void image_build(const struct fixture *f, struct image *m) {
+        image_build_at(f, m, LAYOUT_BASE, TABLES_BASE);
+}
+
+/* The fuzzer's seed (tests/fuzz/corpus/hotspot): the layout variables and
+ * the tables in one piece from 0x1000, as fuzz-hotspot maps its input. Its
+ * statics are where the JVM had them, outside: the seed's tables read, then
+ * the code cache's bounds do not. */
+static void write_seed(const struct fixture *f, const char *path) {
+        _cleanup_fclose_ FILE *out = fopen(path, "we");
+        struct image m;
+
+        CHECK(out);
+        if (!out)
+                return;
+        image_build_at(f, &m, 0x1000, 0x1000 + sizeof m.layout);
+        CHECK(fwrite(m.layout, sizeof m.layout, 1, out) == 1);
+        CHECK(fwrite(m.tables, m.regions[1].size, 1, out) == 1);
+        image_done(&m);
+        printf("seed written to %s\n", path);
 }
 
 static void layout_set(struct image *m, enum hotspot_symbol s, uint64_t v) {
@@ -267,7 +290,7 @@ static void layout_set(struct image *m, enum hotspot_symbol s, uint64_t v) {
 
 /* The table entry `i` of table t, in the image. */
 static uint8_t *entry_at(struct image *m, int t, const struct fixture *f, size_t i) {
-        return m->tables + (m->table_base[t] - TABLES_BASE) + i * f->layout[t][0];
+        return m->tables + (m->table_base[t] - m->tables_base) + i * f->layout[t][0];
 }
 
 static struct record *record_find(struct fixture *f, const char *a, const char *b) {
@@ -591,6 +614,8 @@ int main(int argc, char **argv) {
         CHECK_INT_EQ(r, 0);
         if (r < 0)
                 TESTS_DONE();
+        if (getenv("PROFD_HOTSPOT_SEED"))
+                write_seed(f, getenv("PROFD_HOTSPOT_SEED"));
         test_jdk17(f);
         test_superclass_loop(f);
         test_hostile_tables(f);
