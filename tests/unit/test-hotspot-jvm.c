@@ -364,6 +364,18 @@ int main(int argc, char **argv) {
         uint64_t blob;
 
         CHECK(elf_version(EV_CURRENT) != EV_NONE);
+        /* A file that is not a JVM exports none of the symbols. */
+        {
+                int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+                Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+
+                CHECK(elf);
+                if (elf)
+                        CHECK_INT_EQ(hotspot_symbols_elf(elf, symbols, &what), -ENOENT);
+                if (elf)
+                        elf_end(elf);
+                safe_close(fd);
+        }
         /* Loud on purpose: CI installs openjdk-17-jre-headless (setup.sh's
          * TEST_PACKAGES), so a missing java is a broken set-up, not a skip. */
         if (access(java, X_OK) < 0) {
