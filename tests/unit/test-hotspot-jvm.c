@@ -44,6 +44,7 @@ struct target {
         int mem_fd;
         struct read_log *log;
         size_t n_log, allocated;
+        size_t n_reader_log;    /* the reader's reads: the first n_reader_log of log */
         struct procmap *maps;
         size_t n_maps;
 };
@@ -232,7 +233,7 @@ static void capture(struct target *t, const uint64_t *sym, const char *path) {
         _cleanup_fclose_ FILE *f = fopen(path, "we");
         uint64_t v[_HOTSPOT_SYM_MAX];
         char a[HOTSPOT_VMSTRUCTS_NAME_MAX], b[HOTSPOT_VMSTRUCTS_NAME_MAX], c[HOTSPOT_VMSTRUCTS_NAME_MAX];
-        size_t n_before = t->n_log;
+        size_t n_before = t->n_reader_log;
 
         CHECK(f);
         if (!f)
@@ -243,8 +244,8 @@ static void capture(struct target *t, const uint64_t *sym, const char *path) {
                    "# JVM by test-hotspot-jvm (PROFD_HOTSPOT_CAPTURE). Read by test-hotspot-vmstructs.\n"
                    "# layout TABLE stride, then its fields' offsets; type NAME SUPER SIZE;\n"
                    "# struct TYPE FIELD CTYPE STATIC OFFSET ADDRESS; int/long NAME VALUE;\n"
-                   "# mem ADDRESS BYTES: what the reader read of the statics (and of a few names\n"
-                   "# near a page's end, read in pieces of 8 bytes or fewer).\n");
+                   "# mem ADDRESS BYTES: what the reader read of the statics and code heaps (and of\n"
+                   "# a few names near a page's end, read in pieces of 8 bytes or fewer).\n");
         fprintf(f, "layout structs %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
                 v[HOTSPOT_SYM_STRUCT_STRIDE], v[HOTSPOT_SYM_STRUCT_TYPE_NAME], v[HOTSPOT_SYM_STRUCT_FIELD_NAME],
                 v[HOTSPOT_SYM_STRUCT_IS_STATIC], v[HOTSPOT_SYM_STRUCT_OFFSET], v[HOTSPOT_SYM_STRUCT_ADDRESS]);
@@ -412,6 +413,7 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "hotspot_vmstructs_read: %s, %s (%s)\n", strerror(-r),
                                 hotspot_vmstructs_reason_name(reason), what ?: "-");
                 CHECK_INT_EQ(r, 0);
+                t.n_reader_log = t.n_log;
                 printf("%zu reads\n", t.n_log);
         }
         if (r == 0) {

@@ -266,21 +266,108 @@ static void image_build(const struct fixture *f, struct image *m) {
         image_build_at(f, m, LAYOUT_BASE, TABLES_BASE);
 }
 
-/* The fuzzer's seed (tests/fuzz/corpus/hotspot): the layout variables and
- * the tables in one piece from 0x1000, as fuzz-hotspot maps its input. Its
- * statics are where the JVM had them, outside: the seed's tables read, then
- * the code cache's bounds do not. */
+/* The cluster of the read nearest `v`, within 64 bytes (a CodeHeap's
+ * first field read is 8 bytes in); SIZE_MAX when none is. */
+static size_t cluster_of(const struct fixture *f, const size_t *cluster, uint64_t v) {
+        for (size_t i = 0; i < f->n_mems; i++)
+                if (v + 64 >= f->mems[i].addr && v < f->mems[i].addr + f->mems[i].size + 64)
+                        return cluster[i];
+        return SIZE_MAX;
+}
+
+/* Moves the statics the capture holds next to `to`: the reads cluster
+ * (libjvm's data, the C heap), each cluster moves as one, and every 8-byte
+ * value and static address that points near a read moves with its
+ * cluster. Returns the end of the last cluster. */
+static uint64_t fixture_relocate(struct fixture *f, uint64_t to) {
+        uint64_t lo[MEMS_MAX], hi[MEMS_MAX], delta[MEMS_MAX], addr[MEMS_MAX], value[MEMS_MAX];
+        size_t cluster[MEMS_MAX], n = 0;
+
+        for (size_t i = 0; i < f->n_mems; i++)
+                cluster[i] = SIZE_MAX;
+        for (;;) {
+                size_t first = SIZE_MAX;
+
+                /* The lowest not yet placed starts a cluster. */
+                for (size_t i = 0; i < f->n_mems; i++)
+                        if (cluster[i] == SIZE_MAX && (first == SIZE_MAX || f->mems[i].addr < f->mems[first].addr))
+                                first = i;
+                if (first == SIZE_MAX)
+                        break;
+                lo[n] = hi[n] = f->mems[first].addr;
+                for (bool grew = true; grew;) {
+                        grew = false;
+                        for (size_t i = 0; i < f->n_mems; i++)
+                                if (cluster[i] == SIZE_MAX && f->mems[i].addr >= lo[n] &&
+                                    f->mems[i].addr <= hi[n] + 4096) {
+                                        hi[n] = MAX(hi[n], f->mems[i].addr + f->mems[i].size);
+                                        cluster[i] = n;
+                                        grew = true;
+                                }
+                }
+                delta[n] = to + 64 - lo[n];
+                to += (hi[n] - lo[n] + 128 + 15) & ~UINT64_C(15);
+                n++;
+        }
+        /* Decided on the addresses as captured, then moved. */
+        for (size_t i = 0; i < f->n_mems; i++) {
+                size_t c = f->mems[i].size == 8 ? cluster_of(f, cluster, get(f->mems[i].bytes, 8)) : SIZE_MAX;
+
+                addr[i] = f->mems[i].addr + delta[cluster[i]];
+                value[i] = c == SIZE_MAX ? 0 : get(f->mems[i].bytes, 8) + delta[c];
+        }
+        for (size_t i = 0; i < f->n_records; i++) {
+                size_t c = f->records[i].address ? cluster_of(f, cluster, f->records[i].address) : SIZE_MAX;
+
+                if (c != SIZE_MAX)
+                        f->records[i].address += delta[c];
+        }
+        for (size_t i = 0; i < f->n_mems; i++) {
+                f->mems[i].addr = addr[i];
+                if (value[i])
+                        put(f->mems[i].bytes, value[i], 8);
+        }
+        return to;
+}
+
+/* The whole capture in one piece from `base`: the layout variables, the
+ * tables, then the statics moved next to them. As fuzz-hotspot maps its
+ * input, and what its seed (tests/fuzz/corpus/hotspot/jdk17-tables) is. */
+static size_t compact_build(const struct fixture *f0, uint64_t base, uint8_t **ret) {
+        _cleanup_free_ struct fixture *f = malloc(sizeof *f);
+        struct image m;
+        uint64_t tables_end, end;
+        uint8_t *blob;
+
+        if (!f)
+                abort();
+        *f = *f0;
+        image_build_at(f, &m, base, base + sizeof m.layout);
+        tables_end = base + sizeof m.layout + m.regions[1].size;
+        image_done(&m);
+        end = fixture_relocate(f, tables_end);
+        image_build_at(f, &m, base, base + sizeof m.layout);
+        blob = calloc(1, end - base);
+        if (!blob)
+                abort();
+        memcpy(blob, m.layout, sizeof m.layout);
+        memcpy(blob + sizeof m.layout, m.tables, m.regions[1].size);
+        for (size_t i = 0; i < f->n_mems; i++)
+                memcpy(blob + (f->mems[i].addr - base), f->mems[i].bytes, f->mems[i].size);
+        image_done(&m);
+        *ret = blob;
+        return end - base;
+}
+
 static void write_seed(const struct fixture *f, const char *path) {
         _cleanup_fclose_ FILE *out = fopen(path, "we");
-        struct image m;
+        _cleanup_free_ uint8_t *blob = NULL;
+        size_t size = compact_build(f, 0x1000, &blob);
 
         CHECK(out);
         if (!out)
                 return;
-        image_build_at(f, &m, 0x1000, 0x1000 + sizeof m.layout);
-        CHECK(fwrite(m.layout, sizeof m.layout, 1, out) == 1);
-        CHECK(fwrite(m.tables, m.regions[1].size, 1, out) == 1);
-        image_done(&m);
+        CHECK(fwrite(blob, size, 1, out) == 1);
         printf("seed written to %s\n", path);
 }
 
@@ -407,6 +494,26 @@ static void test_jdk17(const struct fixture *f) {
         CHECK_INT_EQ(vs.interp_last_sp, -2);
         CHECK_INT_EQ(vs.interp_method, HOTSPOT_NO_SLOT);
         CHECK_INT_EQ(vs.interp_bcp, HOTSPOT_NO_SLOT);
+}
+
+/* The capture in one piece, statics moved, as the fuzzer's seed is: the
+ * same offsets, the same code cache. */
+static void test_compact(const struct fixture *f) {
+        _cleanup_free_ uint8_t *blob = NULL;
+        size_t size = compact_build(f, 0x1000, &blob);
+        struct hotspot_vmstructs vs = {}, want = {};
+        enum hotspot_vmstructs_reason reason;
+        struct image m = {}, full;
+
+        image_build(f, &full);
+        CHECK_INT_EQ(read_image(&full, &want, &reason, NULL), 0);
+        image_done(&full);
+        m.regions[m.n_regions++] = (struct region) { 0x1000, blob, size };
+        for (unsigned s = 0; s < _HOTSPOT_SYM_MAX; s++)
+                m.symbols[s] = 0x1000 + 8 * s;
+        CHECK_INT_EQ(read_image(&m, &vs, &reason, NULL), 0);
+        printf("compact image: %zu bytes, %s\n", size, hotspot_vmstructs_reason_name(reason));
+        CHECK(memcmp(&vs, &want, sizeof vs) == 0);
 }
 
 /* A class whose superclass chain loops is followed CHAIN_MAX deep, no more. */
@@ -617,6 +724,7 @@ int main(int argc, char **argv) {
         if (getenv("PROFD_HOTSPOT_SEED"))
                 write_seed(f, getenv("PROFD_HOTSPOT_SEED"));
         test_jdk17(f);
+        test_compact(f);
         test_superclass_loop(f);
         test_hostile_tables(f);
         test_hostile_statics(f);
