@@ -68,15 +68,15 @@ enum hotspot_vmstructs_reason {
 /* "read-layout", "bad-layout", ...: the names the quality report uses. */
 const char *hotspot_vmstructs_reason_name(enum hotspot_vmstructs_reason reason);
 
-/* Entries read per table, at most: JDK 17's largest has 788 (structs),
- * later ones stay below 2,000; 1 << 14 leaves room and still bounds a walk
- * over garbage to a few milliseconds. */
+/* Entries read per table, at most: JDK 17's largest has 788 (structs);
+ * 1 << 14 leaves room for later JDKs and still bounds a walk over garbage
+ * to a few milliseconds. */
 #define HOTSPOT_VMSTRUCTS_ENTRIES_MAX (1u << 14)
 /* Bytes of an entry, at most: JDK 17's are 48 (structs), 40 (types), 16
  * (constants); any layout over 256 is not one of these. */
 #define HOTSPOT_VMSTRUCTS_STRIDE_MAX 256u
 /* Bytes of a type, field or constant name, NUL included: the longest in
- * JDK 17 is under 80 (a StubRoutines entry point). */
+ * JDK 17 has 62 characters (a vmClasses field). */
 #define HOTSPOT_VMSTRUCTS_NAME_MAX 128u
 /* Code heaps kept: JDK 17 has 3 (non-nmethods, profiled, non-profiled)
  * with a segmented code cache, 1 without. */
