@@ -197,6 +197,8 @@ static const struct want wants[] = {
         F("ConstMethod", "_name_index", const_method_name_index, REQ),
         F("ConstMethod", "_signature_index", const_method_signature_index, REQ),
         I("ConstMethod::_has_linenumber_table", const_method_has_linenumber_table),
+        /* JDK 21+: the flags moved to ConstMethodFlags. */
+        I("ConstMethodFlags::_misc_has_linenumber_table", const_method_has_linenumber_table),
         Z("ConstantPool", constant_pool_size, REQ),
         F("ConstantPool", "_pool_holder", constant_pool_holder, REQ),
         F("ConstantPool", "_source_file_name_index", constant_pool_source_file_name_index, false),
