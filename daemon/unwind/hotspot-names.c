@@ -32,8 +32,10 @@ const char *hotspot_names_reason_name(enum hotspot_names_reason reason) {
 }
 
 enum hotspot_lines_format hotspot_lines_format_of(int32_t major) {
-        /* UNSIGNED5 without the 0 byte (unsigned5.hpp) came after JDK 20;
-         * checked here on JDK 17 only. */
+        /* UNSIGNED5 without the 0 byte (utilities/unsigned5.hpp) is in
+         * JDK 25 and not in 17, both checked on a JVM here
+         * (test-hotspot-names-jvm); 21 as the first is from the sources'
+         * history, not checked on a JVM. */
         return major >= 21 ? HOTSPOT_LINES_UNSIGNED5_NO_ZERO : HOTSPOT_LINES_UNSIGNED5;
 }
 
@@ -327,7 +329,7 @@ static int read_pool(struct names_reader *rd, uint64_t addr, struct pool *ret) {
         return 0;
 }
 
-/* The line table after the bytecodes, read a page at a time until it ends:
+/* The line table after the bytecodes, read in pieces until it ends:
  * a method's table is a few bytes, a garbage one stops at the cap. Sets
  * m->lines_reason; fails only on -ENOMEM. */
 static int read_lines(struct names_reader *rd, uint64_t const_method, struct hotspot_method *m) {
@@ -358,7 +360,10 @@ static int read_lines(struct names_reader *rd, uint64_t const_method, struct hot
                 return -ENOMEM;
         for (;;) {
                 uint64_t a = start + have;
-                size_t piece = MIN(HOTSPOT_LINES_BYTES_MAX - have, 4096 - (size_t) (a & 4095));
+                /* Most tables are a few dozen bytes: a small first read,
+                 * then to the end of each page. */
+                size_t piece = MIN(HOTSPOT_LINES_BYTES_MAX - have,
+                                   MIN(have ? (size_t) 4096 : (size_t) 256, 4096 - (size_t) (a & 4095)));
                 size_t used;
                 int r;
 

@@ -395,7 +395,7 @@ static void test_method_named(struct image *m) {
         CHECK(!h.lines && h.n_lines == 0);
         hotspot_method_done(&h);
 
-        /* Tables that do not say how to tell (JDK 21's flags): no lines, names still. */
+        /* Tables that do not say which flag it is: no lines, names still. */
         build(m);
         vs.const_method_has_linenumber_table = HOTSPOT_NO_SLOT;
         CHECK_INT_EQ(name(m, &vs, METHOD, &h, &reason), 0);
