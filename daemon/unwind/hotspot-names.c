@@ -396,31 +396,58 @@ void hotspot_method_done(struct hotspot_method *m) {
         *m = (struct hotspot_method) {};
 }
 
-static int method_read(struct names_reader *rd, uint64_t method, struct hotspot_method *m) {
-        const struct hotspot_vmstructs *vs = rd->vs;
-        uint64_t const_method, pool_addr, back, holder, index, sym, code_size;
-        struct pool pool;
-        size_t n_class;
-        int r;
-
-        if (vs->constant_pool_length == HOTSPOT_NO_FIELD || vs->method_const_method == HOTSPOT_NO_FIELD ||
+static bool layout_complete(const struct hotspot_vmstructs *vs) {
+        return !(vs->constant_pool_length == HOTSPOT_NO_FIELD || vs->method_const_method == HOTSPOT_NO_FIELD ||
             vs->const_method_constants == HOTSPOT_NO_FIELD || vs->const_method_name_index == HOTSPOT_NO_FIELD ||
             vs->const_method_signature_index == HOTSPOT_NO_FIELD || vs->const_method_code_size == HOTSPOT_NO_FIELD ||
             vs->const_method_size == HOTSPOT_NO_FIELD || vs->constant_pool_size == HOTSPOT_NO_FIELD ||
             vs->constant_pool_holder == HOTSPOT_NO_FIELD || vs->klass_name == HOTSPOT_NO_FIELD ||
             vs->symbol_body == HOTSPOT_NO_FIELD ||
-            (vs->symbol_length == HOTSPOT_NO_FIELD && vs->symbol_length_and_refcount == HOTSPOT_NO_FIELD))
-                return fail(rd, -EPROTONOSUPPORT, HOTSPOT_NAMES_NO_LAYOUT);
+            (vs->symbol_length == HOTSPOT_NO_FIELD && vs->symbol_length_and_refcount == HOTSPOT_NO_FIELD));
+}
 
+/* The Method's ConstMethod, pool (read and checked) and key. */
+static int key_read(struct names_reader *rd, uint64_t method, struct pool *pool, struct hotspot_method_key *key) {
+        const struct hotspot_vmstructs *vs = rd->vs;
+        uint64_t const_method, pool_addr, code_size, name_index, signature_index;
+        int r;
+
+        if (!layout_complete(vs))
+                return fail(rd, -EPROTONOSUPPORT, HOTSPOT_NAMES_NO_LAYOUT);
         if (method == 0 || read_uint(rd, method + vs->method_const_method, 8, &const_method) < 0 ||
             const_method == 0 || read_uint(rd, const_method + vs->const_method_constants, 8, &pool_addr) < 0 ||
-            read_uint(rd, const_method + vs->const_method_code_size, 2, &code_size) < 0)
+            read_uint(rd, const_method + vs->const_method_code_size, 2, &code_size) < 0 ||
+            read_uint(rd, const_method + vs->const_method_name_index, 2, &name_index) < 0 ||
+            read_uint(rd, const_method + vs->const_method_signature_index, 2, &signature_index) < 0)
                 return fail(rd, -EIO, HOTSPOT_NAMES_READ_METHOD);
-        m->code_size = (uint32_t) code_size;
-
-        r = read_pool(rd, pool_addr, &pool);
+        r = read_pool(rd, pool_addr, pool);
         if (r < 0)
                 return r;
+        *key = (struct hotspot_method_key) {
+                .const_method = const_method,
+                .pool = pool_addr,
+                .name_index = (uint32_t) name_index,
+                .signature_index = (uint32_t) signature_index,
+                .code_size = (uint32_t) code_size,
+        };
+        r = pool_symbol(rd, pool, name_index, &key->name_symbol);
+        if (r >= 0)
+                r = pool_symbol(rd, pool, signature_index, &key->signature_symbol);
+        return r;
+}
+
+static int method_read(struct names_reader *rd, uint64_t method, struct hotspot_method *m) {
+        const struct hotspot_vmstructs *vs = rd->vs;
+        uint64_t const_method, back, holder, index, sym;
+        struct pool pool;
+        size_t n_class;
+        int r;
+
+        r = key_read(rd, method, &pool, &m->key);
+        if (r < 0)
+                return r;
+        const_method = m->key.const_method;
+        m->code_size = m->key.code_size;
         /* The holder's pool must be this one: a freed or reused Method
          * leads elsewhere. */
         if (read_uint(rd, pool.addr + vs->constant_pool_holder, 8, &holder) < 0 || holder == 0)
@@ -437,18 +464,9 @@ static int method_read(struct names_reader *rd, uint64_t method, struct hotspot_
         if (r < 0)
                 return r;
 
-        if (read_uint(rd, const_method + vs->const_method_name_index, 2, &index) < 0)
-                return fail(rd, -EIO, HOTSPOT_NAMES_READ_METHOD);
-        r = pool_symbol(rd, &pool, index, &sym);
+        r = read_symbol(rd, m->key.name_symbol, HOTSPOT_SYMBOL_METHOD, &m->method_name);
         if (r >= 0)
-                r = read_symbol(rd, sym, HOTSPOT_SYMBOL_METHOD, &m->method_name);
-        if (r < 0)
-                return r;
-        if (read_uint(rd, const_method + vs->const_method_signature_index, 2, &index) < 0)
-                return fail(rd, -EIO, HOTSPOT_NAMES_READ_METHOD);
-        r = pool_symbol(rd, &pool, index, &sym);
-        if (r >= 0)
-                r = read_symbol(rd, sym, HOTSPOT_SYMBOL_SIGNATURE, &m->signature);
+                r = read_symbol(rd, m->key.signature_symbol, HOTSPOT_SYMBOL_SIGNATURE, &m->signature);
         if (r < 0)
                 return r;
         /* Index 0: compiled without a SourceFile attribute. */
@@ -494,4 +512,25 @@ int hotspot_method_read(const struct hotspot_vmstructs *vs, hotspot_read_fn read
         }
         *ret = m;
         return 0;
+}
+
+int hotspot_method_key_read(const struct hotspot_vmstructs *vs, hotspot_read_fn read, void *userdata,
+                            uint64_t method, struct hotspot_method_key *ret, enum hotspot_names_reason *ret_reason) {
+        struct names_reader rd = { .vs = vs, .read = read, .userdata = userdata };
+        struct hotspot_method_key key = {};
+        struct pool pool;
+        int r;
+
+        r = key_read(&rd, method, &pool, &key);
+        *ret_reason = rd.reason;
+        if (r < 0)
+                return r;
+        *ret = key;
+        return 0;
+}
+
+bool hotspot_method_key_equal(const struct hotspot_method_key *a, const struct hotspot_method_key *b) {
+        return a->const_method == b->const_method && a->pool == b->pool && a->name_symbol == b->name_symbol &&
+                a->signature_symbol == b->signature_symbol && a->name_index == b->name_index &&
+                a->signature_index == b->signature_index && a->code_size == b->code_size;
 }

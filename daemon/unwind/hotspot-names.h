@@ -91,8 +91,29 @@ enum hotspot_symbol_kind {
  * a signature opens with '(' and closes its parameters). */
 bool hotspot_symbol_valid(enum hotspot_symbol_kind kind, const char *s, size_t len);
 
+/* What a Method* leads to besides its names: a method freed with its class
+ * and its memory reused by another leads elsewhere. A cache of names by
+ * Method* reads this again (a few small reads) and compares it whole
+ * before it trusts a name. */
+struct hotspot_method_key {
+        uint64_t const_method, pool;
+        uint64_t name_symbol, signature_symbol;        /* the pool's Symbol * at the two indexes */
+        uint32_t name_index, signature_index, code_size;
+};
+
+/* Reads the key of the Method at `method`: 0, or -EIO when memory could not
+ * be read, -EBADMSG when an index is outside the pool (*ret_reason says
+ * which), -EPROTONOSUPPORT when `vs` lacks an offset. Checks less than
+ * hotspot_method_read: only what tells one method from another. */
+int hotspot_method_key_read(const struct hotspot_vmstructs *vs, hotspot_read_fn read, void *userdata,
+                            uint64_t method, struct hotspot_method_key *ret, enum hotspot_names_reason *ret_reason);
+
+/* Whether two keys are of the same method. */
+bool hotspot_method_key_equal(const struct hotspot_method_key *a, const struct hotspot_method_key *b);
+
 /* A method, named. */
 struct hotspot_method {
+        struct hotspot_method_key key; /* as read with the names */
         char *class_name;      /* external form: "java.lang.String", "Outer$Inner" */
         char *method_name;     /* "charAt" */
         char *signature;       /* "(I)C" */

@@ -4,7 +4,7 @@
  * line table in both formats, for a method of as many bytes of bytecode
  * as the first two say. Invariants: no read outside the image, every
  * failure a named reason, a name only when every part of it is one, line
- * rows inside the code. */
+ * rows inside the code, the reuse key read alone equal to the names'. */
 #include <errno.h>
 
 #include "fuzz.h"
@@ -110,6 +110,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         }
         FUZZ_CHECK(reason == HOTSPOT_NAMES_OK);
+        /* The reuse check reads the same key from the same memory. */
+        {
+                struct hotspot_method_key key;
+
+                FUZZ_CHECK(hotspot_method_key_read(&vs, image_read, &m, IMAGE_BASE, &key, &reason) == 0);
+                FUZZ_CHECK(hotspot_method_key_equal(&key, &h.key));
+        }
         check_name(h.class_name, HOTSPOT_SYMBOL_CLASS);
         check_name(h.method_name, HOTSPOT_SYMBOL_METHOD);
         check_name(h.signature, HOTSPOT_SYMBOL_SIGNATURE);

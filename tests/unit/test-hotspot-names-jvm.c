@@ -195,6 +195,13 @@ static int name_method(struct target *t, const uint64_t *sym, const struct hotsp
                 for (size_t k = 0; k < m.n_lines; k++)
                         printf(" %u:%u", m.lines[k].bci, m.lines[k].line);
                 printf("\n");
+                {
+                        struct hotspot_method_key key;
+
+                        CHECK_INT_EQ(hotspot_method_key_read(vs, mem_read, t, mem_u64(t, methods + data + 8 * (uint64_t) i),
+                                                             &key, &reason), 0);
+                        CHECK(hotspot_method_key_equal(&key, &m.key));
+                }
                 if (streq(m.method_name, method)) {
                         *ret = m;
                         return 0;

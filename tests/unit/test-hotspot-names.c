@@ -4,7 +4,8 @@
  * from a memory image built here with JDK 17's offsets (Method →
  * ConstMethod → ConstantPool → Symbols, the holder's name), and that
  * image made hostile one way at a time: each fails with its reason, never
- * a crash, a read outside the image or a wrong name. */
+ * a crash, a read outside the image or a wrong name; the key a cache of
+ * names checks for reuse. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -591,6 +592,49 @@ static void test_method_hostile(struct image *m) {
         hotspot_method_done(&h);
 }
 
+/* The reuse check: the key read alone is the one read with the names, and
+ * changes when the Method* leads to another method. */
+static void test_method_key(struct image *m) {
+        struct hotspot_vmstructs vs = jdk17_vmstructs();
+        struct hotspot_method_key key, again;
+        enum hotspot_names_reason reason;
+        struct hotspot_method h;
+
+        build(m);
+        CHECK_INT_EQ(name(m, &vs, METHOD, &h, &reason), 0);
+        CHECK_INT_EQ(hotspot_method_key_read(&vs, image_read, m, METHOD, &key, &reason), 0);
+        CHECK(hotspot_method_key_equal(&key, &h.key));
+        CHECK_INT_EQ(key.const_method, CONST_METHOD);
+        CHECK_INT_EQ(key.pool, POOL);
+        CHECK_INT_EQ(key.name_symbol, symbol_at(I_NAME));
+        CHECK_INT_EQ(key.code_size, CODE_SIZE);
+        hotspot_method_done(&h);
+
+        /* Another method in the same place: another name, another pool, more code. */
+        put(m, CONST_METHOD + 34, I_OTHER, 2);
+        CHECK_INT_EQ(hotspot_method_key_read(&vs, image_read, m, METHOD, &again, &reason), 0);
+        CHECK(!hotspot_method_key_equal(&key, &again));
+        build(m);
+        put(m, POOL + 72 + 8 * I_SIG, symbol_at(I_OTHER), 8);
+        CHECK_INT_EQ(hotspot_method_key_read(&vs, image_read, m, METHOD, &again, &reason), 0);
+        CHECK(!hotspot_method_key_equal(&key, &again));
+        build(m);
+        put(m, CONST_METHOD + 32, CODE_SIZE + 1, 2);
+        CHECK_INT_EQ(hotspot_method_key_read(&vs, image_read, m, METHOD, &again, &reason), 0);
+        CHECK(!hotspot_method_key_equal(&key, &again));
+        build(m);
+        CHECK_INT_EQ(hotspot_method_key_read(&vs, image_read, m, METHOD, &again, &reason), 0);
+        CHECK(hotspot_method_key_equal(&key, &again));
+        /* Freed and garbage: a failure with its reason, not a key. */
+        put(m, METHOD + 8, 0, 8);
+        CHECK_INT_EQ(hotspot_method_key_read(&vs, image_read, m, METHOD, &again, &reason), -EIO);
+        CHECK_INT_EQ(reason, HOTSPOT_NAMES_READ_METHOD);
+        build(m);
+        put(m, CONST_METHOD + 34, 0xffff, 2);
+        CHECK_INT_EQ(hotspot_method_key_read(&vs, image_read, m, METHOD, &again, &reason), -EBADMSG);
+        CHECK_INT_EQ(reason, HOTSPOT_NAMES_BAD_INDEX);
+}
+
 static void test_symbol_rules(void) {
         static const char *const classes_ok[] = { "A", "java/lang/String", "Outer$Inner", "a/b/C$$Lambda$14+0x0000000800c01000",
                                                   "caf\xc3\xa9/Cr\xc3\xa8me" };
@@ -626,6 +670,7 @@ int main(void) {
         test_symbol_rules();
         test_method_named(m);
         test_method_hostile(m);
+        test_method_key(m);
         free(m);
         TESTS_DONE();
 }
