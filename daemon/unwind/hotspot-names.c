@@ -222,6 +222,57 @@ bool hotspot_symbol_valid(enum hotspot_symbol_kind kind, const char *s, size_t l
         return false;
 }
 
+/* Modified UTF-8 (JVMS 4.4.7) to UTF-8 in place, for the store, JSON and
+ * pprof, which take UTF-8: a supplementary character, two 3-byte
+ * surrogates in the JVM, becomes one 4-byte sequence. False on what UTF-8
+ * has no form for: an encoded NUL or another overlong form, a lone
+ * surrogate. Needs utf8_clean's structure. */
+static bool mutf8_to_utf8(char *s, size_t *len) {
+        unsigned char *u = (unsigned char *) s;
+        size_t n = *len, o = 0;
+
+        for (size_t i = 0; i < n;) {
+                uint32_t cp, low;
+
+                if (u[i] < 0x80) {
+                        u[o++] = u[i++];
+                        continue;
+                }
+                if ((u[i] & 0xe0) == 0xc0) {
+                        cp = (uint32_t) (u[i] & 0x1f) << 6 | (u[i + 1] & 0x3f);
+                        if (cp < 0x80)
+                                return false;
+                        u[o++] = u[i++];
+                        u[o++] = u[i++];
+                        continue;
+                }
+                cp = (uint32_t) (u[i] & 0x0f) << 12 | (uint32_t) (u[i + 1] & 0x3f) << 6 | (u[i + 2] & 0x3f);
+                if (cp < 0x800 || (cp >= 0xdc00 && cp <= 0xdfff))
+                        return false;
+                if (cp < 0xd800 || cp > 0xdbff) {
+                        memmove(u + o, u + i, 3);
+                        o += 3;
+                        i += 3;
+                        continue;
+                }
+                /* A high surrogate: its low one must follow. */
+                if (n - i < 6 || (u[i + 3] & 0xf0) != 0xe0)
+                        return false;
+                low = (uint32_t) (u[i + 3] & 0x0f) << 12 | (uint32_t) (u[i + 4] & 0x3f) << 6 | (u[i + 5] & 0x3f);
+                if (low < 0xdc00 || low > 0xdfff)
+                        return false;
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+                u[o++] = (unsigned char) (0xf0 | cp >> 18);
+                u[o++] = (unsigned char) (0x80 | ((cp >> 12) & 0x3f));
+                u[o++] = (unsigned char) (0x80 | ((cp >> 6) & 0x3f));
+                u[o++] = (unsigned char) (0x80 | (cp & 0x3f));
+                i += 6;
+        }
+        u[o] = '\0';
+        *len = o;
+        return true;
+}
+
 struct names_reader {
         const struct hotspot_vmstructs *vs;
         hotspot_read_fn read;
@@ -272,7 +323,7 @@ static int read_symbol(struct names_reader *rd, uint64_t addr, enum hotspot_symb
         if (rd->read(rd->userdata, addr + vs->symbol_body, s, len) < 0)
                 return fail(rd, -EIO, HOTSPOT_NAMES_READ_SYMBOL);
         s[len] = '\0';
-        if (!hotspot_symbol_valid(kind, s, len))
+        if (!hotspot_symbol_valid(kind, s, len) || !mutf8_to_utf8(s, &len))
                 return fail(rd, -EBADMSG, HOTSPOT_NAMES_BAD_SYMBOL);
         *ret = TAKE_PTR(s);
         return 0;

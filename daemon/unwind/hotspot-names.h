@@ -111,7 +111,7 @@ int hotspot_method_key_read(const struct hotspot_vmstructs *vs, hotspot_read_fn 
 /* Whether two keys are of the same method. */
 bool hotspot_method_key_equal(const struct hotspot_method_key *a, const struct hotspot_method_key *b);
 
-/* A method, named. */
+/* A method, named, in UTF-8 (the JVM's modified UTF-8 converted). */
 struct hotspot_method {
         struct hotspot_method_key key; /* as read with the names */
         char *class_name;      /* external form: "java.lang.String", "Outer$Inner" */

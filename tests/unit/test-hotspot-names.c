@@ -381,6 +381,16 @@ static void test_method_named(struct image *m) {
         hotspot_method_done(&h);
         CHECK(!h.function && !h.lines);
 
+        /* Modified UTF-8 comes out as UTF-8: U+1F600 is two surrogates
+         * in the JVM, one 4-byte sequence here; é stays as it is. */
+        memset(m->bytes + (symbol_at(I_NAME) - IMAGE_BASE), 0, 0x100);
+        put_symbol(m, I_NAME, "caf\xc3\xa9\xed\xa0\xbd\xed\xb8\x80!");
+        CHECK_INT_EQ(name(m, &vs, METHOD, &h, &reason), 0);
+        CHECK_STR_EQ(h.method_name, "caf\xc3\xa9\xf0\x9f\x98\x80!");
+        CHECK_STR_EQ(h.function, "com.example.Outer$Inner.caf\xc3\xa9\xf0\x9f\x98\x80!");
+        hotspot_method_done(&h);
+        build(m);
+
         /* No SourceFile attribute: named, without a file. */
         put(m, POOL + 54, 0, 2);
         CHECK_INT_EQ(name(m, &vs, METHOD, &h, &reason), 0);
@@ -540,6 +550,10 @@ static void test_method_hostile(struct image *m) {
                         { I_CLASS_NAME, "java//lang" },
                         { I_CLASS_NAME, "[Ljava/lang/String;" },
                         { I_SOURCE, "a\nb" },
+                        { I_NAME, "a\xc0\x80" },              /* modified UTF-8's NUL */
+                        { I_NAME, "\xe0\x80\xaf" },          /* an overlong '/' */
+                        { I_NAME, "x\xed\xa0\xbd" },         /* a lone high surrogate */
+                        { I_NAME, "\xed\xb8\x80y" },         /* a lone low surrogate */
                 };
 
                 for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
