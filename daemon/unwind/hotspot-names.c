@@ -396,7 +396,8 @@ static int read_lines(struct names_reader *rd, uint64_t const_method, struct hot
                 m->lines_reason = HOTSPOT_NAMES_NO_LINES;
                 return 0;
         }
-        /* JDK 17's _flags is a u2; later ones a u4 with the bit higher up. */
+        /* JDK 17's _flags is a u2, JDK 21's a u4: 4 bytes only for a bit
+         * a u2 cannot hold, so a u2 at the end of its object reads. */
         if (read_uint(rd, const_method + vs->const_method_flags, bit <= UINT16_MAX ? 2 : 4, &flags) < 0) {
                 m->lines_reason = HOTSPOT_NAMES_READ_LINES;
                 return 0;
@@ -447,14 +448,20 @@ void hotspot_method_done(struct hotspot_method *m) {
         *m = (struct hotspot_method) {};
 }
 
+/* Whether `vs` has every offset the names need (the checks' offsets are
+ * used when present). */
 static bool layout_complete(const struct hotspot_vmstructs *vs) {
-        return !(vs->constant_pool_length == HOTSPOT_NO_FIELD || vs->method_const_method == HOTSPOT_NO_FIELD ||
-            vs->const_method_constants == HOTSPOT_NO_FIELD || vs->const_method_name_index == HOTSPOT_NO_FIELD ||
-            vs->const_method_signature_index == HOTSPOT_NO_FIELD || vs->const_method_code_size == HOTSPOT_NO_FIELD ||
-            vs->const_method_size == HOTSPOT_NO_FIELD || vs->constant_pool_size == HOTSPOT_NO_FIELD ||
-            vs->constant_pool_holder == HOTSPOT_NO_FIELD || vs->klass_name == HOTSPOT_NO_FIELD ||
-            vs->symbol_body == HOTSPOT_NO_FIELD ||
-            (vs->symbol_length == HOTSPOT_NO_FIELD && vs->symbol_length_and_refcount == HOTSPOT_NO_FIELD));
+        const uint32_t needed[] = {
+                vs->method_const_method, vs->const_method_size, vs->const_method_constants,
+                vs->const_method_code_size, vs->const_method_name_index, vs->const_method_signature_index,
+                vs->constant_pool_size, vs->constant_pool_length, vs->constant_pool_holder,
+                vs->klass_name, vs->symbol_body,
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(needed); i++)
+                if (needed[i] == HOTSPOT_NO_FIELD)
+                        return false;
+        return vs->symbol_length != HOTSPOT_NO_FIELD || vs->symbol_length_and_refcount != HOTSPOT_NO_FIELD;
 }
 
 /* The Method's ConstMethod, pool (read and checked) and key. */
