@@ -211,6 +211,7 @@ static const struct want wants[] = {
         F("Klass", "_name", klass_name, REQ),
         F("Symbol", "_length", symbol_length, false),
         F("Symbol", "_length_and_refcount", symbol_length, false),
+        /* JDK 11's length is the high half of this u4: kept apart too. */
         F("Symbol", "_length_and_refcount", symbol_length_and_refcount, false),
         F("Symbol", "_body", symbol_body, REQ),
 

@@ -151,9 +151,9 @@ struct hotspot_vmstructs {
         uint32_t array_u1_data;        /* Array<u1>'s first element */
         uint32_t instance_klass_constants;     /* ConstantPool *: the holder's pool, back from its methods' */
         uint32_t klass_name;
-        uint32_t symbol_length;        /* u2 _length; JDK 8's is _length_and_refcount */
-        uint32_t symbol_length_and_refcount;   /* u4, the length in its high 16 bits (JDK 9 to 11);
-                                                * HOTSPOT_NO_FIELD where _length is its own field */
+        uint32_t symbol_length;        /* u2 _length; or, where there is none, _length_and_refcount */
+        uint32_t symbol_length_and_refcount;   /* u4, the length in its high 16 bits (JDK 11);
+                                                * HOTSPOT_NO_FIELD where _length is its own field (JDK 8, 17) */
         uint32_t symbol_body;
 
         /* frame::interpreter_frame_*_offset, in words from the frame pointer
