@@ -422,7 +422,7 @@ static void test_method_named(struct image *m) {
         CHECK_STR_EQ(h.function, "com.example.Outer$Inner.spin");
         hotspot_method_done(&h);
 
-        /* JDK 9 to 11: the length in the high half of a u4. */
+        /* JDK 11: the length in the high half of a u4. */
         vs = jdk17_vmstructs();
         vs.symbol_length = 0;
         vs.symbol_length_and_refcount = 0;
