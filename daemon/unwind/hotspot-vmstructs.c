@@ -197,12 +197,22 @@ static const struct want wants[] = {
         F("ConstMethod", "_name_index", const_method_name_index, REQ),
         F("ConstMethod", "_signature_index", const_method_signature_index, REQ),
         I("ConstMethod::_has_linenumber_table", const_method_has_linenumber_table),
+        /* JDK 21+: the flags moved to ConstMethodFlags. */
+        I("ConstMethodFlags::_misc_has_linenumber_table", const_method_has_linenumber_table),
         Z("ConstantPool", constant_pool_size, REQ),
         F("ConstantPool", "_pool_holder", constant_pool_holder, REQ),
         F("ConstantPool", "_source_file_name_index", constant_pool_source_file_name_index, false),
+        /* For the name decoder's checks (hotspot-names.c), not the walker. */
+        F("ConstantPool", "_length", constant_pool_length, false),
+        F("ConstantPool", "_tags", constant_pool_tags, false),
+        F("Array<int>", "_length", array_length, false),
+        F("Array<u1>", "_data", array_u1_data, false),
+        F("InstanceKlass", "_constants", instance_klass_constants, false),
         F("Klass", "_name", klass_name, REQ),
         F("Symbol", "_length", symbol_length, false),
         F("Symbol", "_length_and_refcount", symbol_length, false),
+        /* JDK 11's length is the high half of this u4: kept apart too. */
+        F("Symbol", "_length_and_refcount", symbol_length_and_refcount, false),
         F("Symbol", "_body", symbol_body, REQ),
 
         I("frame::interpreter_frame_sender_sp_offset", interp_sender_sp),

@@ -145,8 +145,15 @@ struct hotspot_vmstructs {
         int32_t const_method_has_linenumber_table;     /* flag bit in _flags; HOTSPOT_NO_SLOT when not described */
         uint32_t constant_pool_size;   /* the pool's slots follow the ConstantPool */
         uint32_t constant_pool_holder, constant_pool_source_file_name_index;
+        uint32_t constant_pool_length; /* int: slots in the pool, index 0 unused */
+        uint32_t constant_pool_tags;   /* Array<u1> *: one JVM_CONSTANT_* tag per slot */
+        uint32_t array_length;         /* Array<T>'s int _length (described as Array<int>'s) */
+        uint32_t array_u1_data;        /* Array<u1>'s first element */
+        uint32_t instance_klass_constants;     /* ConstantPool *: the holder's pool, back from its methods' */
         uint32_t klass_name;
-        uint32_t symbol_length;        /* u2 _length; JDK 8's is _length_and_refcount */
+        uint32_t symbol_length;        /* u2 _length; or, where there is none, _length_and_refcount */
+        uint32_t symbol_length_and_refcount;   /* u4, the length in its high 16 bits (JDK 11);
+                                                * HOTSPOT_NO_FIELD where _length is its own field (JDK 8, 17) */
         uint32_t symbol_body;
 
         /* frame::interpreter_frame_*_offset, in words from the frame pointer
