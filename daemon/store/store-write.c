@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cgroup.h"
+#include "idmap.h"
 #include "log.h"
 #include "macro.h"
 #include "sample-blocks.h"
@@ -87,12 +88,15 @@ struct pending_block {
 struct store_write {
         sqlite3_stmt *stmts[_STMT_MAX];
         /* Ids of rows already in the file, so a drain does not ask SQLite
-         * again for every frame. Keys are malloc'd strings. Cleared when a
-         * transaction rolls back, since its new rows are gone. */
+         * again for every frame. Keys are malloc'd strings, or pairs of
+         * integers in the idmaps ((mapping id, address) of a location,
+         * (pid, start) of a process: the lookups made per frame and per
+         * key). Cleared when a transaction rolls back, since its new rows
+         * are gone. */
         hashmap *mapping_ids;
         hashmap *function_ids;
-        hashmap *location_ids;
-        hashmap *process_ids;
+        idmap *location_ids;
+        idmap *process_ids;
         /* "process_id\ntid" -> the thread's name as stored (malloc'd) */
         hashmap *thread_names;
         /* the drain being written; its samples gathered per (process,
@@ -120,8 +124,8 @@ static hashmap *hashmap_free_with_keys_and_values(hashmap *m) {
 static void caches_free(struct store_write *w) {
         hashmap_free_with_keys(w->mapping_ids);
         hashmap_free_with_keys(w->function_ids);
-        hashmap_free_with_keys(w->location_ids);
-        hashmap_free_with_keys(w->process_ids);
+        idmap_free(w->location_ids);
+        idmap_free(w->process_ids);
         hashmap_free_with_keys_and_values(w->thread_names);
 }
 
@@ -130,8 +134,8 @@ static int caches_reset(struct store_write *w) {
         caches_free(w);
         w->mapping_ids = hashmap_new_string();
         w->function_ids = hashmap_new_string();
-        w->location_ids = hashmap_new_string();
-        w->process_ids = hashmap_new_string();
+        w->location_ids = idmap_new();
+        w->process_ids = idmap_new();
         w->thread_names = hashmap_new_string();
         if (!w->mapping_ids || !w->function_ids || !w->location_ids || !w->process_ids || !w->thread_names)
                 return -ENOMEM;
@@ -290,18 +294,13 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
         struct store_write *w = s->write;
         sqlite3_stmt *sel = w->stmts[STMT_SELECT_LOCATION], *ins = w->stmts[STMT_INSERT_LOCATION];
         int64_t mapping, function = 0;
-        char key[64], *k;
-        void *v;
         int r;
 
         r = mapping_id(s, f->module, f->build_id, &mapping);
         if (r < 0)
                 return r;
-        snprintf(key, sizeof(key), "%" PRId64 "\n%" PRIx64, mapping, f->address);
-        if (hashmap_get(w->location_ids, key, &v) >= 0) {
-                *ret = (int64_t) (intptr_t) v;
+        if (idmap_get(w->location_ids, (uint64_t) mapping, f->address, ret) >= 0)
                 return 0;
-        }
         sqlite3_bind_int64(sel, 1, mapping);
         sqlite3_bind_int64(sel, 2, (int64_t) f->address);
         r = step_id(s, sel, ret, "location lookup");
@@ -333,13 +332,7 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
                 if (r < 0)
                         return r;
         }
-        k = strdup(key);
-        if (!k)
-                return -ENOMEM;
-        r = hashmap_put(w->location_ids, k, (void *) (intptr_t) *ret);
-        if (r < 0)
-                free(k);
-        return r;
+        return idmap_put(w->location_ids, (uint64_t) mapping, f->address, *ret);
 }
 
 int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address) {
@@ -400,15 +393,10 @@ static int process_id(store *s, const struct store_process *p, int64_t *ret) {
         struct store_write *w = s->write;
         sqlite3_stmt *up = w->stmts[STMT_UPSERT_PROCESS], *sel = w->stmts[STMT_SELECT_PROCESS];
         _cleanup_free_ char *unit = NULL, *container = NULL;
-        char key[64];
-        void *v;
         int r;
 
-        snprintf(key, sizeof(key), "%" PRIu32 "\n%" PRIu64, p->pid, p->start_ns);
-        if (hashmap_get(w->process_ids, key, &v) >= 0) {
-                *ret = (int64_t) (intptr_t) v;
+        if (idmap_get(w->process_ids, p->pid, p->start_ns, ret) >= 0)
                 return 0;
-        }
         sqlite3_bind_int64(up, 1, p->pid);
         sqlite3_bind_int64(up, 2, (int64_t) p->start_ns);
         sqlite3_bind_text(up, 3, p->comm ? p->comm : "", -1, SQLITE_STATIC);
@@ -431,13 +419,7 @@ static int process_id(store *s, const struct store_process *p, int64_t *ret) {
         r = step_id(s, sel, ret, "process lookup");
         if (r <= 0)
                 return r < 0 ? r : -EIO;
-        char *k = strdup(key);
-        if (!k)
-                return -ENOMEM;
-        r = hashmap_put(w->process_ids, k, (void *) (intptr_t) *ret);
-        if (r < 0)
-                free(k);
-        return r;
+        return idmap_put(w->process_ids, p->pid, p->start_ns, *ret);
 }
 
 /* A thread's name as the kernel keeps it: TASK_COMM_LEN, with the NUL. */
@@ -636,8 +618,8 @@ int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, u
          * rollback or retention pass: on a host starting thousands of
          * processes a minute, megabytes an hour. Past the bound they start
          * over empty, at the cost of one drain's lookups. */
-        if (hashmap_size(w->mapping_ids) + hashmap_size(w->function_ids) + hashmap_size(w->location_ids) +
-                    hashmap_size(w->process_ids) + hashmap_size(w->thread_names) >
+        if (hashmap_size(w->mapping_ids) + hashmap_size(w->function_ids) + idmap_size(w->location_ids) +
+                    idmap_size(w->process_ids) + hashmap_size(w->thread_names) >
             STORE_ID_CACHE_MAX)
                 store_forget_ids(s);
         if (ret_drain_id)

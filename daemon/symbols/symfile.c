@@ -58,6 +58,14 @@ struct sym_file {
         const char *const *scratch_dir; /* the owner's: where DWARF copies go (NULL: none) */
         uint64_t dwarf_used_ns; /* CLOCK_MONOTONIC when its DWARF (or what it gave) last answered */
         bool mapped; /* a tracked process maps it (symbolizer_mark_mapped), since the last trim */
+        /* Used since its last sym_file_drop_pages: only then can pages of
+         * its mappings be resident in profd. A build host's cache holds
+         * hundreds of files and a drain's 64 keys touch a few of them;
+         * dropping the rest cost a madvise each, the kernel zapping the
+         * range, freeing its page tables and flushing the TLB of every
+         * CPU the daemon ran on (madvise from all its callers was 10% of
+         * the daemon's CPU there: docs/performance.md). */
+        bool pages_touched;
         unsigned unmapped_trims; /* trims in a row at which no tracked process mapped it */
 
         char *build_id;
@@ -119,6 +127,7 @@ void sym_file_touch(const sym_file *f) {
         sym_file *m = (sym_file *) f;
 
         m->last_used = ++*m->clock;
+        m->pages_touched = true;
 }
 
 uint64_t sym_file_last_used(const sym_file *f) {
@@ -224,6 +233,7 @@ int sym_file_new(const struct sym_file_origin *o, Elf *e, int *fd, const struct 
         f->clock = o->clock;
         f->scratch_dir = o->scratch_dir;
         dwarf_index_init(&f->dwarf);
+        f->pages_touched = true; /* its names are read (and maybe mapped) below */
         f->build_id = TAKE_PTR(*build_id);
         r = elf_read_segments(e, &f->segments, &f->n_segments);
         if (r < 0)
@@ -579,8 +589,11 @@ int sym_file_close_dwarf(sym_file *f) {
 }
 
 void sym_file_drop_pages(sym_file *f) {
+        if (!f->pages_touched)
+                return;
         dwarf_index_drop_pages(&f->dwarf);
         func_table_drop_pages(&f->funcs);
+        f->pages_touched = false;
 }
 
 uint64_t sym_file_mapped_bytes(const sym_file *f) {
