@@ -19,6 +19,7 @@ import sqlite3
 import subprocess
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 from harness import Profd, binary, require_root, run_tests, serve_only, storegen
 
@@ -172,8 +173,10 @@ def test_summary_line_under_every_view():
             pb = os.path.join(tmp, "q.pb.gz")
             d.profctl("query", "--since", "1m", "--format", "svg", "--output", svg)
             d.profctl("query", "--since", "1m", "--format", "pprof", "--output", pb)
-            with open(svg) as f:
-                subtitle = f.read().split('<text id="subtitle"', 1)[1].split("</text>", 1)[0]
+            # the subtitle wraps at spaces into lines (tspans) that fit the width
+            root = ET.parse(svg).getroot()
+            sub = root.find("{http://www.w3.org/2000/svg}text[@id='subtitle']")
+            subtitle = " ".join(t.text or "" for t in sub.findall("{http://www.w3.org/2000/svg}tspan"))
             assert want in subtitle, f"SVG subtitle lacks the summary: {subtitle}"
             with gzip.open(pb) as f:
                 data = f.read()
