@@ -180,13 +180,15 @@ def test_sigkill_mid_drain_loses_at_most_the_interval_in_flight():
             else:
                 in_flight_lost += 1
             # what is lost is what came after the last completed drain: at
-            # most one interval (plus the drain's own time)
+            # most one interval plus the drain's own time, as this attempt's
+            # flushes took it (at least 0.75 s): under AddressSanitizer a
+            # first drain took 1.7 s, and 1.81 s were lost once in CI
             last_end = max(e for _, _, e in drains.values())
             gap_s = (kill_ns - last_end) / 1e9
             print(f"  attempt {attempt + 1}: flushes took {max(took) * 1000:.0f} ms at most, killed {delay * 1000:.0f} ms "
                   f"into a flush ({'answered' if answer else 'not answered'}); {len(drains)} drains whole; "
                   f"{gap_s * 1000:.0f} ms of samples lost since the last completed drain")
-            assert gap_s < KILL_INTERVAL_S + 0.75, \
+            assert gap_s < KILL_INTERVAL_S + max(0.75, max(took)), \
                 f"the last completed drain ended {gap_s:.2f} s before the kill: more than the interval in flight lost"
 
         # a last restart: the store still opens, answers and takes drains
