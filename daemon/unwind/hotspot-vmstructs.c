@@ -530,62 +530,41 @@ static int read_structs(struct reader *rd, const uint64_t *symbols) {
         return 0;
 }
 
-static int read_int_constants(struct reader *rd, const uint64_t *symbols) {
-        /* table_layout's slots are name, name2, value: no name2 here. */
-        static const enum hotspot_symbol fields[] = {
-                HOTSPOT_SYM_INT_NAME, HOTSPOT_SYM_INT_NAME, HOTSPOT_SYM_INT_VALUE,
+/* Walks a constants table (entries of name and value; table_layout's
+ * slots are name, name2, value, with no name2 here), every name read and
+ * checked. The int constants' values are kept where a want names them; the
+ * long ones hold nothing the walker needs in JDK 17, but their table is
+ * walked all the same, so a JVM whose tables are not all sane is not
+ * trusted. */
+static int read_constants(struct reader *rd, const uint64_t *symbols, bool longs) {
+        const enum hotspot_symbol name = longs ? HOTSPOT_SYM_LONG_NAME : HOTSPOT_SYM_INT_NAME;
+        const enum hotspot_symbol fields[] = {
+                name, name, longs ? HOTSPOT_SYM_LONG_VALUE : HOTSPOT_SYM_INT_VALUE,
         };
-        static const unsigned widths[] = { 8, 0, 4 };
+        const unsigned widths[] = { 8, 0, longs ? 8 : 4 };
         uint8_t entry[HOTSPOT_VMSTRUCTS_STRIDE_MAX];
-        char name[HOTSPOT_VMSTRUCTS_NAME_MAX];
+        char text[HOTSPOT_VMSTRUCTS_NAME_MAX];
         struct table t = {};
         int r;
 
-        r = table_layout(rd, symbols, HOTSPOT_SYM_INT_CONSTANTS, fields, widths, ELEMENTSOF(fields),
-                         HOTSPOT_SYM_INT_STRIDE, &t);
-        if (r < 0)
-                return r;
-        for (uint32_t i = 0;; i++) {
-                r = table_entry(rd, &t, i, entry);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        break;
-                r = read_name(rd, le(entry + t.name, 8), name, t.what);
-                if (r < 0)
-                        return r;
-                for (size_t w = 0; w < ELEMENTSOF(wants); w++)
-                        if (wants[w].kind == WANT_INT && !rd->found[w] && streq(wants[w].name, name)) {
-                                *(int32_t *) dest_of(rd, &wants[w]) = (int32_t) le(entry + t.value, 4);
-                                rd->found[w] = true;
-                        }
-        }
-        return 0;
-}
-
-/* The long constants hold nothing the walker needs in JDK 17; the table is
- * still walked, so a JVM whose tables are not all sane is not trusted. */
-static int check_long_constants(struct reader *rd, const uint64_t *symbols) {
-        static const enum hotspot_symbol fields[] = {
-                HOTSPOT_SYM_LONG_NAME, HOTSPOT_SYM_LONG_NAME, HOTSPOT_SYM_LONG_VALUE,
-        };
-        static const unsigned widths[] = { 8, 0, 8 };
-        uint8_t entry[HOTSPOT_VMSTRUCTS_STRIDE_MAX];
-        char name[HOTSPOT_VMSTRUCTS_NAME_MAX];
-        struct table t = {};
-        int r;
-
-        r = table_layout(rd, symbols, HOTSPOT_SYM_LONG_CONSTANTS, fields, widths, ELEMENTSOF(fields),
-                         HOTSPOT_SYM_LONG_STRIDE, &t);
+        r = table_layout(rd, symbols, longs ? HOTSPOT_SYM_LONG_CONSTANTS : HOTSPOT_SYM_INT_CONSTANTS, fields,
+                         widths, ELEMENTSOF(fields), longs ? HOTSPOT_SYM_LONG_STRIDE : HOTSPOT_SYM_INT_STRIDE, &t);
         if (r < 0)
                 return r;
         for (uint32_t i = 0;; i++) {
                 r = table_entry(rd, &t, i, entry);
                 if (r <= 0)
                         return r;
-                r = read_name(rd, le(entry + t.name, 8), name, t.what);
+                r = read_name(rd, le(entry + t.name, 8), text, t.what);
                 if (r < 0)
                         return r;
+                if (longs)
+                        continue;
+                for (size_t w = 0; w < ELEMENTSOF(wants); w++)
+                        if (wants[w].kind == WANT_INT && !rd->found[w] && streq(wants[w].name, text)) {
+                                *(int32_t *) dest_of(rd, &wants[w]) = (int32_t) le(entry + t.value, 4);
+                                rd->found[w] = true;
+                        }
         }
 }
 
@@ -678,9 +657,9 @@ int hotspot_vmstructs_read(const uint64_t symbols[_HOTSPOT_SYM_MAX], hotspot_rea
         if (r >= 0)
                 r = read_structs(rd, symbols);
         if (r >= 0)
-                r = read_int_constants(rd, symbols);
+                r = read_constants(rd, symbols, false);
         if (r >= 0)
-                r = check_long_constants(rd, symbols);
+                r = read_constants(rd, symbols, true);
         if (r >= 0)
                 for (size_t w = 0; w < ELEMENTSOF(wants); w++)
                         if (wants[w].required && !rd->found[w]) {
