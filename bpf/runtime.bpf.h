@@ -42,15 +42,25 @@ static __always_inline bool rt_in_loop(const struct ustack_state *s, __u64 ip) {
 
 /* Tells the daemon of a code object a walk met, unless this CPU told it
  * lately (runtime_seen): the daemon reads it while the process lives. */
+static __always_inline __u64 rt_seen_tag(__u32 tgid, __u64 start_ns, __u64 code) {
+        return (code ^ ((__u64) tgid << 48) ^ start_ns) | 1;
+}
+
+/* The tag's slot in the set: two code objects whose slots are one evict
+ * each other, and each is announced again when met after the other. */
+static __always_inline __u32 rt_seen_slot(__u64 tag) {
+        return (__u32) ((tag * 0x9e3779b97f4a7c15ULL) >> 54); /* RUNTIME_SEEN_SLOTS = 2^10 */
+}
+
 static __always_inline void rt_announce(struct ustack_state *s, __u64 code) {
         __u32 zero = 0;
         struct runtime_seen *set = bpf_map_lookup_elem(&runtime_seen, &zero);
-        __u64 tag = (code ^ ((__u64) s->p_tgid << 48) ^ s->p_start) | 1, h;
+        __u64 tag = rt_seen_tag(s->p_tgid, s->p_start, code), h;
         struct profd_event *e;
 
         if (!set)
                 return;
-        h = (tag * 0x9e3779b97f4a7c15ULL) >> 54; /* RUNTIME_SEEN_SLOTS = 2^10 */
+        h = rt_seen_slot(tag);
         if (set->tag[VERIFIER_MASK(h, 1023)] == tag)
                 return;
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
