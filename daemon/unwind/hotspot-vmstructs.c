@@ -7,6 +7,7 @@
 
 #include "bytecursor.h"
 #include "macro.h"
+#include "runtime-elf.h"
 
 static const char *const symbol_names[_HOTSPOT_SYM_MAX] = {
         [HOTSPOT_SYM_STRUCTS] = "gHotSpotVMStructs",
@@ -37,49 +38,28 @@ const char *hotspot_symbol_name(enum hotspot_symbol sym) {
 }
 
 int hotspot_symbols_elf(Elf *elf, uint64_t ret[_HOTSPOT_SYM_MAX], const char **ret_missing) {
-        bool found[_HOTSPOT_SYM_MAX] = {};
-        unsigned n_found = 0;
-        Elf_Scn *scn = NULL;
+        struct runtime_dynsym_want want[_HOTSPOT_SYM_MAX];
         GElf_Ehdr ehdr;
+        int n_found;
 
         if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
                 return -ENOENT;
-        while ((scn = elf_nextscn(elf, scn))) {
-                GElf_Shdr shdr;
-                Elf_Data *data;
-
-                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || shdr.sh_entsize == 0)
-                        continue;
-                data = elf_getdata(scn, NULL);
-                if (!data)
-                        return -EBADMSG;
-                for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
-                        const char *name;
-                        GElf_Sym sym;
-
-                        if (!gelf_getsym(data, (int) i, &sym) || sym.st_shndx == SHN_UNDEF)
-                                continue;
-                        name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-                        /* Every one starts so; most of libjvm's 30,000 symbols do not. */
-                        if (!name || strncmp(name, "gHotSpotVM", 10) != 0)
-                                continue;
-                        for (unsigned s = 0; s < _HOTSPOT_SYM_MAX; s++)
-                                if (!found[s] && streq(name, symbol_names[s])) {
-                                        ret[s] = sym.st_value;
-                                        found[s] = true;
-                                        n_found++;
-                                }
-                }
-                break;
-        }
-        if (n_found == 0)
-                return -ENOENT;
         for (unsigned s = 0; s < _HOTSPOT_SYM_MAX; s++)
-                if (!found[s]) {
+                want[s] = (struct runtime_dynsym_want) { .name = symbol_names[s] };
+        /* Every one starts so; most of libjvm's 30,000 symbols do not. */
+        n_found = runtime_dynsym_find(elf, "gHotSpotVM", want, _HOTSPOT_SYM_MAX);
+        if (n_found == 0 || n_found == -ENOENT)
+                return -ENOENT;
+        if (n_found < 0)
+                return n_found;
+        for (unsigned s = 0; s < _HOTSPOT_SYM_MAX; s++) {
+                if (!want[s].found) {
                         if (ret_missing)
                                 *ret_missing = symbol_names[s];
                         return -EPROTONOSUPPORT;
                 }
+                ret[s] = want[s].sym.st_value;
+        }
         /* The entry layouts are read as 64-bit little-endian words. */
         if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_ident[EI_DATA] != ELFDATA2LSB) {
                 if (ret_missing)

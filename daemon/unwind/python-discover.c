@@ -12,6 +12,7 @@
 
 #include "bytecursor.h"
 #include "macro.h"
+#include "runtime-elf.h"
 
 static inline void elf_endp(Elf **e) {
         if (*e)
@@ -45,45 +46,8 @@ static const uint8_t *elf_bytes_at(Elf *elf, uint64_t addr, uint64_t size) {
         return NULL;
 }
 
-struct dynsym_want {
-        const char *name;
-        GElf_Sym sym;
-        bool found;
-};
-
-/* Fills the defined .dynsym symbols among `want`. */
-static int dynsym_find(Elf *elf, struct dynsym_want *want, size_t n_want) {
-        Elf_Scn *scn = NULL;
-
-        while ((scn = elf_nextscn(elf, scn))) {
-                GElf_Shdr shdr;
-                Elf_Data *data;
-
-                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || shdr.sh_entsize == 0)
-                        continue;
-                data = elf_getdata(scn, NULL);
-                if (!data)
-                        return -EBADMSG;
-                for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
-                        GElf_Sym sym;
-                        const char *name;
-
-                        if (!gelf_getsym(data, (int) i, &sym) || sym.st_shndx == SHN_UNDEF)
-                                continue;
-                        name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-                        for (size_t w = 0; name && w < n_want; w++)
-                                if (!want[w].found && streq(name, want[w].name)) {
-                                        want[w].sym = sym;
-                                        want[w].found = true;
-                                }
-                }
-                return 0;
-        }
-        return -ENOENT;
-}
-
 int python_discover_elf(Elf *elf, struct python_binary *ret) {
-        struct dynsym_want want[] = {
+        struct runtime_dynsym_want want[] = {
                 { .name = "_PyEval_EvalFrameDefault" }, { .name = "_PyRuntime" }, { .name = "Py_Version" },
                 { .name = "PyCode_Type" },
         };
@@ -95,7 +59,7 @@ int python_discover_elf(Elf *elf, struct python_binary *ret) {
 
         if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
                 return -ENOENT;
-        r = dynsym_find(elf, want, ELEMENTSOF(want));
+        r = runtime_dynsym_find(elf, NULL, want, ELEMENTSOF(want));
         if (r < 0)
                 return r;
         if (!want[0].found || !want[1].found || eval->st_size == 0)
