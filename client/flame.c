@@ -12,6 +12,7 @@
 
 #include "flame-js.h"
 #include "hashmap.h"
+#include "svg-text.h"
 
 /* node flags beyond PROFILE_FRAME_*: the synthetic root and group roots */
 #define FLAME_NODE_ROOT  (1u << 16)
@@ -240,84 +241,6 @@ static int flame_tree_layout(struct flame_tree *t, double scale, double min_widt
 
 /* --- text --- */
 
-/* Length of the UTF-8 sequence at s (1 for a byte that starts none), and
- * in *ret_allowed whether XML 1.0 allows it as a character: not when it is
- * malformed, overlong, a surrogate, a control character or U+FFFE/U+FFFF. */
-static size_t utf8_sequence(const unsigned char *s, bool *ret_allowed) {
-        unsigned char c = s[0];
-
-        *ret_allowed = false;
-        if (c < 0x80) {
-                *ret_allowed = c >= 0x20 || c == '\t' || c == '\n' || c == '\r';
-                return 1;
-        }
-        if (c >= 0xc2 && c <= 0xdf) {
-                if ((s[1] & 0xc0) != 0x80)
-                        return 1;
-                *ret_allowed = true;
-                return 2;
-        }
-        if (c >= 0xe0 && c <= 0xef) {
-                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
-                    (c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))
-                        return 1;
-                *ret_allowed = !(c == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf));
-                return 3;
-        }
-        if (c >= 0xf0 && c <= 0xf4) {
-                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80 ||
-                    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
-                        return 1;
-                *ret_allowed = true;
-                return 4;
-        }
-        return 1;
-}
-
-/* Number of characters xml_write writes for s. */
-static size_t xml_char_count(const char *s) {
-        size_t n = 0;
-
-        for (const unsigned char *p = (const unsigned char *) s; *p; n++) {
-                bool allowed;
-
-                p += utf8_sequence(p, &allowed);
-        }
-        return n;
-}
-
-/* Writes at most max_chars characters of s (SIZE_MAX: all) as XML text or
- * attribute value: markup escaped, and every byte that would make the file
- * ill-formed (invalid UTF-8, control characters) replaced by '?'. Names
- * come from binaries and /proc: nothing is assumed about them. */
-static void xml_write(FILE *f, const char *s, size_t max_chars) {
-        const unsigned char *p = (const unsigned char *) s;
-
-        for (size_t n = 0; *p && n < max_chars; n++) {
-                bool allowed;
-                size_t l = utf8_sequence(p, &allowed);
-
-                if (!allowed) {
-                        /* one '?' per character (or stray byte) */
-                        fputc('?', f);
-                        p += l;
-                        continue;
-                }
-                switch (*p) {
-                case '&': fputs("&amp;", f); break;
-                case '<': fputs("&lt;", f); break;
-                case '>': fputs("&gt;", f); break;
-                case '"': fputs("&quot;", f); break;
-                case '\'': fputs("&apos;", f); break;
-                case '\t': fputs("&#9;", f); break;
-                case '\r': fputs("&#13;", f); break;
-                case '\n': fputs("&#10;", f); break;
-                default: fwrite(p, 1, l, f);
-                }
-                p += l;
-        }
-}
-
 /* The label that fits a frame w pixels wide: whole, or cut with "..", or
  * nothing below 3 characters (the script does the same on zoom). */
 static void write_label(FILE *f, const char *name, double w) {
@@ -327,56 +250,23 @@ static void write_label(FILE *f, const char *name, double w) {
         if (room < 3)
                 return;
         fit = (size_t) room;
-        n = xml_char_count(name);
+        n = svg_char_count(name);
         if (n <= fit)
-                xml_write(f, name, SIZE_MAX);
+                svg_xml_write(f, name, SIZE_MAX);
         else {
-                xml_write(f, name, fit - 2);
+                svg_xml_write(f, name, fit - 2);
                 fputs("..", f);
         }
-}
-
-/* A number with two decimals, whatever LC_NUMERIC says: SVG wants '.'. */
-static const char *fixed2(char *buf, size_t size, double v) {
-        long long c = llround(v * 100);
-
-        snprintf(buf, size, "%s%lld.%02lld", c < 0 ? "-" : "", llabs(c) / 100, llabs(c) % 100);
-        return buf;
-}
-
-static const char *format_value(char *buf, size_t size, uint64_t v, const char *unit, bool ns) {
-        char num[32];
-
-        if (!ns)
-                snprintf(buf, size, "%" PRIu64 " %s", v, unit);
-        else if (v >= NSEC_PER_SEC)
-                snprintf(buf, size, "%s s", fixed2(num, sizeof(num), (double) v / 1e9));
-        else if (v >= NSEC_PER_MSEC)
-                snprintf(buf, size, "%s ms", fixed2(num, sizeof(num), (double) v / 1e6));
-        else if (v >= NSEC_PER_USEC)
-                snprintf(buf, size, "%s us", fixed2(num, sizeof(num), (double) v / 1e3));
-        else
-                snprintf(buf, size, "%" PRIu64 " ns", v);
-        return buf;
 }
 
 static const char *format_percent(char *buf, size_t size, uint64_t part, uint64_t total) {
         size_t n;
 
         /* room for the '%' that follows */
-        fixed2(buf, size - 1, total ? 100.0 * (double) part / (double) total : 0);
+        svg_fixed2(buf, size - 1, total ? 100.0 * (double) part / (double) total : 0);
         n = strlen(buf);
         buf[n] = '%';
         buf[n + 1] = '\0';
-        return buf;
-}
-
-static const char *format_utc(char *buf, size_t size, uint64_t ns) {
-        time_t t = (time_t) (ns / NSEC_PER_SEC);
-        struct tm tm;
-
-        if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
-                snprintf(buf, size, "@%" PRIu64, (uint64_t) (ns / NSEC_PER_SEC));
         return buf;
 }
 
@@ -527,11 +417,11 @@ static void write_title(struct flame_writer *w, const struct flame_node *n) {
         const char *kind = kind_description(n);
 
         fputs("<title>", w->f);
-        xml_write(w->f, n->name, SIZE_MAX);
-        fprintf(w->f, "\n%s, %s", format_value(v, sizeof(v), n->value, w->unit, w->ns),
+        svg_xml_write(w->f, n->name, SIZE_MAX);
+        fprintf(w->f, "\n%s, %s", svg_format_value(v, sizeof(v), n->value, w->unit, w->ns),
                 format_percent(pct, sizeof(pct), n->value, w->total));
         if (!w->diff && n->self > 0 && n->n_children > 0)
-                fprintf(w->f, " (self %s, %s)", format_value(self, sizeof(self), n->self, w->unit, w->ns),
+                fprintf(w->f, " (self %s, %s)", svg_format_value(self, sizeof(self), n->self, w->unit, w->ns),
                         format_percent(spct, sizeof(spct), n->self, w->total));
         if (w->diff)
                 fprintf(w->f, ", baseline %s\nself %s, baseline %s: %s%s points",
@@ -539,10 +429,10 @@ static void write_title(struct flame_writer *w, const struct flame_node *n) {
                         format_percent(spct, sizeof(spct), n->self, w->total),
                         format_percent(swas, sizeof(swas), n->base_self, w->base_total),
                         node_self_delta(n, w->total, w->base_total) > 0 ? "+" : "",
-                        fixed2(d, sizeof(d), 100 * node_self_delta(n, w->total, w->base_total)));
+                        svg_fixed2(d, sizeof(d), 100 * node_self_delta(n, w->total, w->base_total)));
         if (*n->module || *kind) {
                 fputc('\n', w->f);
-                xml_write(w->f, n->module, SIZE_MAX);
+                svg_xml_write(w->f, n->module, SIZE_MAX);
                 if (*kind)
                         fprintf(w->f, "%s(%s)", *n->module ? " " : "", kind);
         }
@@ -561,10 +451,10 @@ static void write_frame(struct flame_writer *w, const struct flame_node *n) {
                 n->offset, n->value, n->depth);
         write_title(w, n);
         fprintf(w->f, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>",
-                fixed2(x, sizeof(x), px), fixed2(y, sizeof(y), py), fixed2(wd, sizeof(wd), pw),
-                fixed2(h, sizeof(h), w->frame_height - 1), c.r, c.g, c.b);
-        fprintf(w->f, "<text x=\"%s\" y=\"%s\">", fixed2(tx, sizeof(tx), px + 3),
-                fixed2(ty, sizeof(ty), py + w->frame_height - 4.5));
+                svg_fixed2(x, sizeof(x), px), svg_fixed2(y, sizeof(y), py), svg_fixed2(wd, sizeof(wd), pw),
+                svg_fixed2(h, sizeof(h), w->frame_height - 1), c.r, c.g, c.b);
+        fprintf(w->f, "<text x=\"%s\" y=\"%s\">", svg_fixed2(tx, sizeof(tx), px + 3),
+                svg_fixed2(ty, sizeof(ty), py + w->frame_height - 4.5));
         write_label(w->f, n->name, pw);
         fputs("</text></g>\n", w->f);
 }
@@ -667,13 +557,13 @@ static void write_legend(struct flame_writer *w) {
 
                 fprintf(w->f, "<rect x=\"%s\" y=\"%s\" width=\"12\" height=\"12\" fill=\"rgb(%u,%u,%u)\"%s/>"
                         "<text x=\"%s\" y=\"%s\">%s</text>",
-                        fixed2(x, sizeof(x), xs[i]), fixed2(y, sizeof(y), yi), items[i].c.r, items[i].c.g,
+                        svg_fixed2(x, sizeof(x), xs[i]), svg_fixed2(y, sizeof(y), yi), items[i].c.r, items[i].c.g,
                         items[i].c.b, items[i].stroke ? " stroke=\"#999\"" : "",
-                        fixed2(tx, sizeof(tx), xs[i] + 16), fixed2(ty, sizeof(ty), yi + 11), items[i].label);
+                        svg_fixed2(tx, sizeof(tx), xs[i] + 16), svg_fixed2(ty, sizeof(ty), yi + 11), items[i].label);
         }
         if (n == 0)
                 fprintf(w->f, "<text x=\"%d\" y=\"%s\">colour: module</text>", FLAME_PAD,
-                        fixed2(ty, sizeof(ty), top + 11));
+                        svg_fixed2(ty, sizeof(ty), top + 11));
         fputs("</g>\n", w->f);
 }
 
@@ -687,19 +577,19 @@ static void compose_subtitle(FILE *f, const struct flame_writer *w, const profil
                 return;
         }
         if (base) {
-                fprintf(f, "baseline %s", format_value(v, sizeof(v), base->total, w->unit, w->ns));
+                fprintf(f, "baseline %s", svg_format_value(v, sizeof(v), base->total, w->unit, w->ns));
                 if (base->to_ns)
-                        fprintf(f, " (%s to %s)", format_utc(from, sizeof(from), base->from_ns),
-                                format_utc(to, sizeof(to), base->to_ns));
+                        fprintf(f, " (%s to %s)", svg_format_utc(from, sizeof(from), base->from_ns),
+                                svg_format_utc(to, sizeof(to), base->to_ns));
                 fputs(", current ", f);
         } else {
                 fputs(cur->kind, f);
                 fputs(": ", f);
         }
-        fputs(format_value(v, sizeof(v), cur->total, w->unit, w->ns), f);
+        fputs(svg_format_value(v, sizeof(v), cur->total, w->unit, w->ns), f);
         if (cur->to_ns)
-                fprintf(f, " (%s to %s)", format_utc(from, sizeof(from), cur->from_ns),
-                        format_utc(to, sizeof(to), cur->to_ns));
+                fprintf(f, " (%s to %s)", svg_format_utc(from, sizeof(from), cur->from_ns),
+                        svg_format_utc(to, sizeof(to), cur->to_ns));
         /* how far to trust the picture, next to it (of the current profile) */
         if (cur->have_quality) {
                 _cleanup_free_ char *q = quality_summary(&cur->quality);
@@ -756,13 +646,13 @@ static void write_head(struct flame_writer *w) {
         fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
                 "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" "
                 "viewBox=\"0 0 %s %s\" ",
-                fixed2(buf, sizeof(buf), w->width), fixed2(buf2, sizeof(buf2), w->height),
-                fixed2(buf, sizeof(buf), w->width), fixed2(buf2, sizeof(buf2), w->height));
+                svg_fixed2(buf, sizeof(buf), w->width), svg_fixed2(buf2, sizeof(buf2), w->height),
+                svg_fixed2(buf, sizeof(buf), w->width), svg_fixed2(buf2, sizeof(buf2), w->height));
         fprintf(f, "data-total=\"%" PRIu64 "\" data-pad=\"%d\" ", w->total, FLAME_PAD);
-        fprintf(f, "data-avail=\"%s\" ", fixed2(buf, sizeof(buf), w->avail));
+        fprintf(f, "data-avail=\"%s\" ", svg_fixed2(buf, sizeof(buf), w->avail));
         /* the script hides what the writer would have left out */
-        fprintf(f, "data-minw=\"%s\" ", fixed2(buf, sizeof(buf), w->min_width));
-        fprintf(f, "data-cw=\"%s\">\n", fixed2(buf, sizeof(buf), FLAME_CHAR_WIDTH));
+        fprintf(f, "data-minw=\"%s\" ", svg_fixed2(buf, sizeof(buf), w->min_width));
+        fprintf(f, "data-cw=\"%s\">\n", svg_fixed2(buf, sizeof(buf), FLAME_CHAR_WIDTH));
         fputs("<!-- written by profctl (profd); the script below is profctl's own -->\n", f);
         fprintf(f, "<style>\n"
                 "text { font-family: Verdana, \"DejaVu Sans\", sans-serif; font-size: %dpx; fill: #000; }\n"
@@ -782,7 +672,7 @@ static void write_head(struct flame_writer *w) {
         fputs(flame_js, f);
         fputs("]]></script>\n", f);
         fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%s\" height=\"%s\" fill=\"%s\"/>\n",
-                fixed2(buf, sizeof(buf), w->width), fixed2(buf2, sizeof(buf2), w->height),
+                svg_fixed2(buf, sizeof(buf), w->width), svg_fixed2(buf2, sizeof(buf2), w->height),
                 w->diff ? "#f8f8f8" : "#fbf7ee");
 }
 
@@ -800,7 +690,7 @@ static size_t wrap_lines(const char *s, size_t room, size_t starts[], size_t cha
         room = MAX(room, (size_t) 2);
         while (p[at] && n + 1 < max) {
                 bool allowed;
-                size_t l = utf8_sequence(p + at, &allowed);
+                size_t l = svg_utf8_sequence(p + at, &allowed);
 
                 if (count == room) {
                         starts[n] = start;
@@ -833,7 +723,7 @@ static size_t wrap_lines(const char *s, size_t room, size_t starts[], size_t cha
         starts[n] = start;
         chars[n++] = room;
         for (bool allowed; p[at] && count <= room; count++)
-                at += utf8_sequence(p + at, &allowed);
+                at += svg_utf8_sequence(p + at, &allowed);
         if (count > room) {
                 /* more than fits: the last line ends with an ellipsis */
                 chars[n - 1] = room - 1;
@@ -875,10 +765,10 @@ static void header_layout(struct flame_writer *w, const profile *base, const pro
 static void write_subtitle(struct flame_writer *w) {
         char x[32];
 
-        fixed2(x, sizeof(x), w->width / 2);
+        svg_fixed2(x, sizeof(x), w->width / 2);
         for (size_t i = 0; i < w->n_sub; i++) {
                 fprintf(w->f, "<tspan x=\"%s\" dy=\"%d\">", x, i ? FLAME_SUBTITLE_LINE : 0);
-                xml_write(w->f, w->subtitle + w->sub_start[i], w->sub_chars[i]);
+                svg_xml_write(w->f, w->subtitle + w->sub_start[i], w->sub_chars[i]);
                 if (w->sub_cut && i + 1 == w->n_sub)
                         fputs("\u2026", w->f);
                 fputs("</tspan>", w->f);
@@ -901,9 +791,9 @@ static void write_titles(struct flame_writer *w, const profile *base, const prof
         if (w->width / 2 + strlen(title) * 17 * 0.59 / 2 > w->width - FLAME_PAD - 230)
                 fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" style=\"text-anchor:start\">", FLAME_PAD);
         else
-                fprintf(f, "<text id=\"title\" x=\"%s\" y=\"24\">", fixed2(buf, sizeof(buf), w->width / 2));
-        xml_write(f, title, SIZE_MAX);
-        fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%s\" y=\"42\">", fixed2(buf, sizeof(buf), w->width / 2));
+                fprintf(f, "<text id=\"title\" x=\"%s\" y=\"24\">", svg_fixed2(buf, sizeof(buf), w->width / 2));
+        svg_xml_write(f, title, SIZE_MAX);
+        fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%s\" y=\"42\">", svg_fixed2(buf, sizeof(buf), w->width / 2));
         write_subtitle(w);
         fputs("</text>\n", f);
         fprintf(f, "<text id=\"reset\" x=\"%d\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n", FLAME_PAD);
@@ -911,9 +801,9 @@ static void write_titles(struct flame_writer *w, const profile *base, const prof
         fprintf(f, "<foreignObject x=\"%s\" y=\"8\" width=\"220\" height=\"26\">"
                 "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\" type=\"search\" "
                 "placeholder=\"search (regex, Ctrl-F)\" style=\"width:210px;font-size:12px\"/>"
-                "</foreignObject>\n", fixed2(buf, sizeof(buf), w->width - FLAME_PAD - 220));
+                "</foreignObject>\n", svg_fixed2(buf, sizeof(buf), w->width - FLAME_PAD - 220));
         fprintf(f, "<text id=\"matched\" x=\"%s\" y=\"%s\" style=\"text-anchor:end\"></text>\n",
-                fixed2(buf, sizeof(buf), w->width - FLAME_PAD), fixed2(buf2, sizeof(buf2), w->height - 10));
+                svg_fixed2(buf, sizeof(buf), w->width - FLAME_PAD), svg_fixed2(buf2, sizeof(buf2), w->height - 10));
 }
 
 /* The picture, laid out (flame_build): header, legend, frames, the
@@ -927,15 +817,15 @@ static int write_picture(struct flame_writer *w, const profile *base, const prof
         write_legend(w);
         if (w->total == 0)
                 fprintf(w->f, "<text x=\"%s\" y=\"%s\" style=\"text-anchor:middle\">no samples in this "
-                        "window</text>\n", fixed2(buf, sizeof(buf), w->width / 2),
-                        fixed2(buf2, sizeof(buf2), w->header + 12));
+                        "window</text>\n", svg_fixed2(buf, sizeof(buf), w->width / 2),
+                        svg_fixed2(buf2, sizeof(buf2), w->header + 12));
         fputs("<g id=\"frames\">\n", w->f);
         r = write_frames(w);
         if (r < 0)
                 return r;
         fputs("</g>\n", w->f);
         fprintf(w->f, "<text id=\"details\" x=\"%d\" y=\"%s\"> </text>\n", FLAME_PAD,
-                fixed2(buf, sizeof(buf), w->height - 10));
+                svg_fixed2(buf, sizeof(buf), w->height - 10));
         fputs("<g id=\"tip\" style=\"display:none\"><rect id=\"tipbox\" x=\"0\" y=\"0\" width=\"10\" "
               "height=\"10\" rx=\"3\"/><text id=\"tiptext\"></text></g>\n", w->f);
         fputs("</svg>\n", w->f);
