@@ -1,0 +1,287 @@
+/* Heatmaps of profile time: the grid, and its text and SVG writers (see
+ * heatmap.h). */
+#include "heatmap.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "macro.h"
+#include "svg-text.h"
+
+/* SVG geometry, in pixels */
+#define HEATMAP_WIDTH_DEFAULT 1200
+#define HEATMAP_CELL_HEIGHT_DEFAULT 8
+#define HEATMAP_LEFT 64     /* the offsets' labels */
+#define HEATMAP_RIGHT 16
+#define HEATMAP_TOP 58      /* title, subtitle */
+#define HEATMAP_BOTTOM 64   /* the times' labels, the scale */
+#define HEATMAP_CELL_WIDTH_MAX 40.0
+#define HEATMAP_LABEL_GAP 72.0 /* "HH:MM:SS" and some room */
+#define HEATMAP_LEVELS 10
+
+static const char text_shades[] = " .:-=+*#%@";
+
+static uint64_t bucket_ns(const struct heatmap *h) {
+        return NSEC_PER_SEC / h->rows;
+}
+
+int heatmap_init(struct heatmap *h, uint64_t from_ns, uint64_t to_ns, unsigned rows, bool ns) {
+        uint64_t start, end, columns;
+
+        *h = (struct heatmap) {};
+        if (rows == 0)
+                rows = HEATMAP_ROWS_DEFAULT;
+        if (to_ns <= from_ns || rows > HEATMAP_ROWS_MAX || (NSEC_PER_SEC / NSEC_PER_USEC) % rows != 0)
+                return -EINVAL;
+        start = from_ns - from_ns % NSEC_PER_SEC;
+        end = to_ns % NSEC_PER_SEC ? to_ns - to_ns % NSEC_PER_SEC + NSEC_PER_SEC : to_ns;
+        if (end < to_ns) /* the last second of the clock */
+                return -EINVAL;
+        columns = (end - start) / NSEC_PER_SEC;
+        if (columns > HEATMAP_COLUMNS_MAX)
+                return -EINVAL;
+        h->cells = calloc(columns * rows, sizeof(*h->cells));
+        if (!h->cells)
+                return -ENOMEM;
+        h->start_ns = start;
+        h->from_ns = from_ns;
+        h->to_ns = to_ns;
+        h->columns = (unsigned) columns;
+        h->rows = rows;
+        h->ns = ns;
+        return 0;
+}
+
+void heatmap_done(struct heatmap *h) {
+        free(h->cells);
+        *h = (struct heatmap) {};
+}
+
+static void cell_add(struct heatmap *h, uint64_t index, uint64_t v) {
+        h->cells[index] += v;
+        h->max = MAX(h->max, h->cells[index]);
+        h->total += v;
+}
+
+void heatmap_add(struct heatmap *h, uint64_t t_ns, uint64_t weight) {
+        if (t_ns < h->from_ns || t_ns >= h->to_ns) {
+                h->outside += weight;
+                return;
+        }
+        /* column-major: one second's rows follow each other, as the
+         * bucket index since start_ns does */
+        cell_add(h, (t_ns - h->start_ns) / bucket_ns(h), weight);
+}
+
+void heatmap_add_span(struct heatmap *h, uint64_t start_ns, uint64_t end_ns) {
+        uint64_t b = bucket_ns(h), s, e;
+
+        if (end_ns <= start_ns)
+                return;
+        s = MAX(start_ns, h->from_ns);
+        e = MIN(end_ns, h->to_ns);
+        if (e <= s) {
+                h->outside += end_ns - start_ns;
+                return;
+        }
+        h->outside += (s - start_ns) + (end_ns - e);
+        for (uint64_t t = s; t < e;) {
+                uint64_t index = (t - h->start_ns) / b, cell_end = h->start_ns + (index + 1) * b;
+                uint64_t part = MIN(e, cell_end) - t;
+
+                cell_add(h, index, part);
+                t += part;
+        }
+}
+
+uint64_t heatmap_cell(const struct heatmap *h, unsigned c, unsigned r) {
+        return c < h->columns && r < h->rows ? h->cells[(size_t) c * h->rows + r] : 0;
+}
+
+static unsigned level_of(uint64_t value, uint64_t max, unsigned levels) {
+        if (value == 0 || max == 0 || levels < 2)
+                return 0;
+        if (value >= max)
+                return levels - 1;
+        /* 1 for the faintest value, levels - 1 only for the hottest */
+        return 1 + (unsigned) floor((levels - 2) * sqrt((double) value / (double) max));
+}
+
+unsigned heatmap_level(const struct heatmap *h, uint64_t value, unsigned levels) {
+        return level_of(value, h->max, levels);
+}
+
+static const char *format_hms(char *buf, size_t size, uint64_t ns) {
+        time_t t = (time_t) (ns / NSEC_PER_SEC);
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm) || strftime(buf, size, "%H:%M:%S", &tm) == 0)
+                snprintf(buf, size, "@%" PRIu64, (uint64_t) (ns / NSEC_PER_SEC));
+        return buf;
+}
+
+static const char *value_unit(const struct heatmap *h) {
+        return h->ns ? "blocked" : "samples";
+}
+
+/* --- text --- */
+
+int heatmap_write_text(FILE *f, const struct heatmap *h, unsigned width) {
+        unsigned group, chars;
+        uint64_t fold_max = 0;
+        char from[64], to[64], v[64], hms[32];
+
+        if (width == 0)
+                width = HEATMAP_ROWS_DEFAULT;
+        group = (h->rows + width - 1) / width;
+        chars = (h->rows + group - 1) / group;
+        for (unsigned c = 0; c < h->columns; c++)
+                for (unsigned k = 0; k < chars; k++) {
+                        uint64_t sum = 0;
+
+                        for (unsigned r = k * group; r < MIN(h->rows, (k + 1) * group); r++)
+                                sum += heatmap_cell(h, c, r);
+                        fold_max = MAX(fold_max, sum);
+                }
+        fprintf(f, "%s by time, %s to %s, one line per second, %" PRIu64 " ms per character\n",
+                h->ns ? "Blocked time" : "CPU samples", svg_format_utc(from, sizeof(from), h->from_ns),
+                svg_format_utc(to, sizeof(to), h->to_ns), (uint64_t) (bucket_ns(h) * group / NSEC_PER_MSEC));
+        fprintf(f, "scale \"%s\": a character's shade grows with the square root of its value, '@' = %s\n",
+                text_shades, svg_format_value(v, sizeof(v), fold_max, value_unit(h), h->ns));
+        for (unsigned c = 0; c < h->columns; c++) {
+                uint64_t line_total = 0;
+
+                fprintf(f, "%s |", format_hms(hms, sizeof(hms), h->start_ns + c * NSEC_PER_SEC));
+                for (unsigned k = 0; k < chars; k++) {
+                        uint64_t sum = 0;
+
+                        for (unsigned r = k * group; r < MIN(h->rows, (k + 1) * group); r++)
+                                sum += heatmap_cell(h, c, r);
+                        line_total += sum;
+                        fputc(text_shades[level_of(sum, fold_max, sizeof(text_shades) - 1)], f);
+                }
+                fprintf(f, "| %s\n", svg_format_value(v, sizeof(v), line_total, value_unit(h), h->ns));
+        }
+        if (h->outside)
+                fprintf(f, "outside the window: %s\n", svg_format_value(v, sizeof(v), h->outside, value_unit(h), h->ns));
+        return ferror(f) ? -EIO : 0;
+}
+
+/* --- SVG --- */
+
+/* White (nothing) to dark red (the hottest), as FlameScope. */
+static void level_colour(unsigned level, char *buf, size_t size) {
+        double x = (double) level / (HEATMAP_LEVELS - 1);
+        unsigned r = (unsigned) lround(255 - 55 * x), gb = (unsigned) lround(245 * (1 - x));
+
+        if (level == 0)
+                snprintf(buf, size, "#ffffff");
+        else
+                snprintf(buf, size, "#%02x%02x%02x", r, gb, gb);
+}
+
+/* Seconds between two time labels: the first of a round series that
+ * leaves HEATMAP_LABEL_GAP pixels between them. */
+static unsigned label_step(double cell_width) {
+        static const unsigned steps[] = { 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600 };
+
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++)
+                if (steps[i] * cell_width >= HEATMAP_LABEL_GAP)
+                        return steps[i];
+        return 43200;
+}
+
+int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg_opts *o) {
+        static const struct heatmap_svg_opts defaults = {};
+        unsigned width, cell_height, step, first, offsets_step_ms;
+        double cell_width, grid_width, grid_height, x, y;
+        char num[32], num2[32], from[64], to[64], v[64], hms[32], colour[16];
+
+        if (!o)
+                o = &defaults;
+        width = o->width ? o->width : HEATMAP_WIDTH_DEFAULT;
+        cell_height = o->cell_height ? o->cell_height : HEATMAP_CELL_HEIGHT_DEFAULT;
+        cell_width = MIN(HEATMAP_CELL_WIDTH_MAX, (double) (width - HEATMAP_LEFT - HEATMAP_RIGHT) / h->columns);
+        grid_width = cell_width * h->columns;
+        grid_height = (double) cell_height * h->rows;
+
+        fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+                "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" height=\"%u\" "
+                "viewBox=\"0 0 %u %u\" font-family=\"Verdana, sans-serif\" font-size=\"12\">\n",
+                width, (unsigned) ceil(HEATMAP_TOP + grid_height + HEATMAP_BOTTOM),
+                width, (unsigned) ceil(HEATMAP_TOP + grid_height + HEATMAP_BOTTOM));
+        fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n");
+        fprintf(f, "<text x=\"%u\" y=\"22\" font-size=\"16\">", HEATMAP_LEFT);
+        svg_xml_write(f, o->title ? o->title : h->ns ? "Blocked time by time" : "CPU samples by time", SIZE_MAX);
+        fprintf(f, "</text>\n<text x=\"%u\" y=\"42\" fill=\"#555555\">", HEATMAP_LEFT);
+        if (o->subtitle)
+                svg_xml_write(f, o->subtitle, SIZE_MAX);
+        else
+                fprintf(f, "%s to %s: %s; a column is a second, a row %" PRIu64 " ms", svg_format_utc(from, sizeof(from), h->from_ns),
+                        svg_format_utc(to, sizeof(to), h->to_ns), svg_format_value(v, sizeof(v), h->total, value_unit(h), h->ns),
+                        (uint64_t) (bucket_ns(h) / NSEC_PER_MSEC));
+        fprintf(f, "</text>\n");
+
+        /* the grid: its frame, then the cells that hold something */
+        fprintf(f, "<g id=\"grid\" transform=\"translate(%u,%u)\">\n", HEATMAP_LEFT, HEATMAP_TOP);
+        fprintf(f, "<rect width=\"%s\" height=\"%s\" fill=\"#ffffff\" stroke=\"#cccccc\"/>\n",
+                svg_fixed2(num, sizeof(num), grid_width), svg_fixed2(num2, sizeof(num2), grid_height));
+        for (unsigned c = 0; c < h->columns; c++)
+                for (unsigned r = 0; r < h->rows; r++) {
+                        uint64_t value = heatmap_cell(h, c, r), t = (uint64_t) c * NSEC_PER_SEC + r * bucket_ns(h);
+
+                        if (!value)
+                                continue;
+                        level_colour(heatmap_level(h, value, HEATMAP_LEVELS), colour, sizeof(colour));
+                        fprintf(f, "<rect x=\"%s\" y=\"%u\" width=\"%s\" height=\"%u\" fill=\"%s\" data-t=\"%" PRIu64 "\" data-v=\"%" PRIu64 "\">",
+                                svg_fixed2(num, sizeof(num), c * cell_width), r * cell_height,
+                                svg_fixed2(num2, sizeof(num2), cell_width), cell_height, colour,
+                                (uint64_t) (t / NSEC_PER_MSEC), value);
+                        fprintf(f, "<title>%s.%03" PRIu64 " +%" PRIu64 " ms: %s</title></rect>\n",
+                                format_hms(hms, sizeof(hms), h->start_ns + t), (uint64_t) (t % NSEC_PER_SEC / NSEC_PER_MSEC),
+                                (uint64_t) (bucket_ns(h) / NSEC_PER_MSEC), svg_format_value(v, sizeof(v), value, value_unit(h), h->ns));
+                }
+        fprintf(f, "</g>\n");
+
+        /* the offsets within a second, downwards */
+        offsets_step_ms = grid_height >= 300 ? 100 : grid_height >= 120 ? 250 : 500;
+        for (unsigned ms = 0; ms <= 1000; ms += offsets_step_ms) {
+                y = HEATMAP_TOP + grid_height * ms / 1000.0;
+                fprintf(f, "<text x=\"%u\" y=\"%s\" text-anchor=\"end\" dominant-baseline=\"middle\">%u ms</text>\n",
+                        HEATMAP_LEFT - 6, svg_fixed2(num, sizeof(num), y), ms);
+        }
+        /* the seconds, left to right, as UTC wall-clock times */
+        step = label_step(cell_width);
+        y = HEATMAP_TOP + grid_height;
+        first = (unsigned) ((step - (h->start_ns / NSEC_PER_SEC) % step) % step);
+        if (first >= h->columns)
+                first = 0; /* a window shorter than a step: its first second */
+        for (unsigned c = first; c < h->columns; c += step) {
+                uint64_t t = h->start_ns + (uint64_t) c * NSEC_PER_SEC;
+
+                x = HEATMAP_LEFT + c * cell_width;
+                fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#999999\"/>\n",
+                        svg_fixed2(num, sizeof(num), x), svg_fixed2(num2, sizeof(num2), y), num,
+                        svg_fixed2(v, sizeof(v), y + 5));
+                fprintf(f, "<text x=\"%s\" y=\"%s\" text-anchor=\"middle\">%s</text>\n", num,
+                        svg_fixed2(num2, sizeof(num2), y + 18), format_hms(hms, sizeof(hms), t));
+        }
+        fprintf(f, "<text x=\"%u\" y=\"%s\" fill=\"#555555\">UTC</text>\n", HEATMAP_LEFT,
+                svg_fixed2(num, sizeof(num), y + 34));
+
+        /* the scale */
+        x = HEATMAP_LEFT + 40;
+        for (unsigned l = 0; l < HEATMAP_LEVELS; l++) {
+                level_colour(l, colour, sizeof(colour));
+                fprintf(f, "<rect x=\"%s\" y=\"%s\" width=\"14\" height=\"10\" fill=\"%s\" stroke=\"#cccccc\"/>\n",
+                        svg_fixed2(num, sizeof(num), x + 16 * l), svg_fixed2(num2, sizeof(num2), y + 25), colour);
+        }
+        fprintf(f, "<text x=\"%s\" y=\"%s\">0 to %s a cell</text>\n", svg_fixed2(num, sizeof(num), x + 16 * HEATMAP_LEVELS + 6),
+                svg_fixed2(num2, sizeof(num2), y + 34), svg_format_value(v, sizeof(v), h->max, value_unit(h), h->ns));
+        fprintf(f, "</svg>\n");
+        return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,245 @@
+/* Unit test of the heatmap grid and its writers (client/heatmap.c): which
+ * cell a time falls in at the window's edges, spans spread over cells,
+ * the shade scale, the text lines and the SVG's cells, labels and
+ * escaping. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heatmap.h"
+#include "macro.h"
+#include "tests.h"
+
+#define S(x) ((uint64_t) (x) * NSEC_PER_SEC)
+#define MS(x) ((uint64_t) (x) * NSEC_PER_MSEC)
+
+static char *capture_text(const struct heatmap *h, unsigned width) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        CHECK(f);
+        CHECK_INT_EQ(heatmap_write_text(f, h, width), 0);
+        fclose(f);
+        return buf;
+}
+
+static char *capture_svg(const struct heatmap *h, const struct heatmap_svg_opts *o) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        CHECK(f);
+        CHECK_INT_EQ(heatmap_write_svg(f, h, o), 0);
+        fclose(f);
+        return buf;
+}
+
+static size_t count(const char *s, const char *needle) {
+        size_t n = 0;
+
+        for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+/* The line of the text output that starts with prefix. */
+static const char *line_of(const char *text, const char *prefix) {
+        for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+                if (strncmp(p, prefix, strlen(prefix)) == 0)
+                        return p;
+        return NULL;
+}
+
+static void test_init(void) {
+        struct heatmap h;
+
+        CHECK_INT_EQ(heatmap_init(&h, S(10), S(10), 0, false), -EINVAL);
+        CHECK_INT_EQ(heatmap_init(&h, S(11), S(10), 0, false), -EINVAL);
+        CHECK_INT_EQ(heatmap_init(&h, S(10), S(11), 3, false), -EINVAL);    /* 333.3 ms rows */
+        CHECK_INT_EQ(heatmap_init(&h, S(10), S(11), 2000, false), -EINVAL); /* beyond 1 ms */
+        CHECK_INT_EQ(heatmap_init(&h, S(10), S(10) + S(86401), 0, false), -EINVAL);
+        CHECK_INT_EQ(heatmap_init(&h, S(10), S(10) + S(86400), 0, false), 0);
+        CHECK_INT_EQ(h.columns, 86400);
+        heatmap_done(&h);
+
+        /* columns on whole seconds around the window */
+        CHECK_INT_EQ(heatmap_init(&h, S(1000) + MS(250), S(1003) + MS(100), 0, false), 0);
+        CHECK_INT_EQ(h.start_ns, S(1000));
+        CHECK_INT_EQ(h.columns, 4);
+        CHECK_INT_EQ(h.rows, HEATMAP_ROWS_DEFAULT);
+        heatmap_done(&h);
+        CHECK_INT_EQ(heatmap_init(&h, S(1000), S(1002), 1000, false), 0);
+        CHECK_INT_EQ(h.columns, 2);
+        heatmap_done(&h);
+}
+
+static void test_cells(void) {
+        struct heatmap h;
+
+        CHECK_INT_EQ(heatmap_init(&h, S(1000) + MS(250), S(1003) + MS(100), 50, false), 0);
+        heatmap_add(&h, S(1000) + MS(250), 1);          /* the window's first ns */
+        heatmap_add(&h, S(1000) + MS(250) - 1, 7);      /* just before it */
+        heatmap_add(&h, S(1003) + MS(100), 7);          /* its end: outside */
+        heatmap_add(&h, S(1003) + MS(100) - 1, 2);      /* its last ns */
+        heatmap_add(&h, S(1001) + MS(39) + 999999, 3);  /* the end of row 1 */
+        heatmap_add(&h, S(1001) + MS(40), 4);           /* the start of row 2 */
+        CHECK_INT_EQ(heatmap_cell(&h, 0, 12), 1);
+        CHECK_INT_EQ(heatmap_cell(&h, 3, 4), 2);
+        CHECK_INT_EQ(heatmap_cell(&h, 1, 1), 3);
+        CHECK_INT_EQ(heatmap_cell(&h, 1, 2), 4);
+        CHECK_INT_EQ(heatmap_cell(&h, 4, 0), 0); /* past the grid */
+        CHECK_INT_EQ(heatmap_cell(&h, 0, 50), 0);
+        CHECK_INT_EQ(h.total, 10);
+        CHECK_INT_EQ(h.outside, 14);
+        CHECK_INT_EQ(h.max, 4);
+        heatmap_done(&h);
+}
+
+static void test_spans(void) {
+        struct heatmap h;
+        uint64_t sum = 0;
+
+        CHECK_INT_EQ(heatmap_init(&h, S(1000) + MS(250), S(1003) + MS(100), 50, true), 0);
+        /* 1001.010 to 1001.050: 10 ms of row 0, all 20 of row 1, 10 of row 2 */
+        heatmap_add_span(&h, S(1001) + MS(10), S(1001) + MS(50));
+        CHECK_INT_EQ(heatmap_cell(&h, 1, 0), MS(10));
+        CHECK_INT_EQ(heatmap_cell(&h, 1, 1), MS(20));
+        CHECK_INT_EQ(heatmap_cell(&h, 1, 2), MS(10));
+        CHECK_INT_EQ(heatmap_cell(&h, 1, 3), 0);
+        /* across the window's start: its first 50 ms are outside */
+        heatmap_add_span(&h, S(1000) + MS(200), S(1000) + MS(300));
+        CHECK_INT_EQ(heatmap_cell(&h, 0, 12), MS(10)); /* 240-260 ms, from 250 */
+        CHECK_INT_EQ(heatmap_cell(&h, 0, 13), MS(20));
+        CHECK_INT_EQ(heatmap_cell(&h, 0, 14), MS(20));
+        CHECK_INT_EQ(heatmap_cell(&h, 0, 15), 0);
+        CHECK_INT_EQ(h.outside, MS(50));
+        /* wholly outside, and empty */
+        heatmap_add_span(&h, S(1004), S(1005));
+        heatmap_add_span(&h, S(1002), S(1002));
+        CHECK_INT_EQ(h.outside, MS(50) + S(1));
+        /* across a second's boundary and the window's end: 2.5 s in all */
+        heatmap_add_span(&h, S(1000) + MS(600), S(1004));
+        for (unsigned c = 0; c < h.columns; c++)
+                for (unsigned r = 0; r < h.rows; r++)
+                        sum += heatmap_cell(&h, c, r);
+        CHECK_INT_EQ(sum, h.total);
+        CHECK_INT_EQ(h.total, MS(40) + MS(50) + S(2) + MS(500));
+        CHECK_INT_EQ(h.outside, MS(50) + S(1) + MS(900));
+        heatmap_done(&h);
+}
+
+static void test_levels(void) {
+        struct heatmap h;
+
+        CHECK_INT_EQ(heatmap_init(&h, S(1), S(2), 0, false), 0);
+        heatmap_add(&h, S(1), 100);
+        CHECK_INT_EQ(heatmap_level(&h, 0, 10), 0);
+        CHECK_INT_EQ(heatmap_level(&h, 1, 10), 1);
+        CHECK_INT_EQ(heatmap_level(&h, 25, 10), 5); /* 1 + floor(8 * 0.5) */
+        CHECK_INT_EQ(heatmap_level(&h, 99, 10), 8);
+        CHECK_INT_EQ(heatmap_level(&h, 100, 10), 9);
+        heatmap_done(&h);
+}
+
+static void test_text(void) {
+        struct heatmap h;
+        const char *line;
+        char *text;
+
+        /* 1970-01-01 00:16:40 UTC is 1000 s */
+        CHECK_INT_EQ(heatmap_init(&h, S(1000), S(1003), 50, false), 0);
+        for (unsigned ms = 300; ms < 600; ms += 10) /* a 300 ms burst in the second second */
+                heatmap_add(&h, S(1001) + MS(ms), 2);
+        heatmap_add(&h, S(1002) + MS(990), 1);
+        heatmap_add(&h, S(2000), 5);
+        text = capture_text(&h, 0);
+        CHECK(strstr(text, "CPU samples by time, 1970-01-01 00:16:40 UTC to 1970-01-01 00:16:43 UTC"));
+        CHECK(strstr(text, "20 ms per character"));
+        CHECK(strstr(text, "'@' = 4 samples"));
+        CHECK(line_of(text, "00:16:40 |"));
+        line = line_of(text, "00:16:41 |");
+        CHECK(line);
+        if (line) {
+                /* cells 15..29 are the burst, 4 samples each */
+                CHECK(strncmp(line + 10, "               @@@@@@@@@@@@@@@                    | 60 samples\n", 63) == 0);
+        }
+        line = line_of(text, "00:16:42 |");
+        /* 1 of 4: the square root scale's middle shade */
+        CHECK(line && line[10 + 49] == '+' && strncmp(line + 10 + 50, "| 1 samples", 11) == 0);
+        CHECK(strstr(text, "outside the window: 5 samples"));
+        CHECK_INT_EQ(count(text, "\n"), 2 + 3 + 1);
+        free(text);
+
+        /* folded to 25 characters: two rows each */
+        text = capture_text(&h, 25);
+        CHECK(strstr(text, "40 ms per character"));
+        CHECK(strstr(text, "'@' = 8 samples"));
+        line = line_of(text, "00:16:41 |");
+        /* 280-320 ms holds half the burst's first 40 ms */
+        CHECK(line && strncmp(line + 10, "       *@@@@@@@          | 60 samples", 37) == 0);
+        free(text);
+        heatmap_done(&h);
+
+        /* blocked time reads as time */
+        CHECK_INT_EQ(heatmap_init(&h, S(1000), S(1001), 50, true), 0);
+        heatmap_add_span(&h, S(1000), S(1000) + MS(250));
+        text = capture_text(&h, 0);
+        CHECK(strstr(text, "Blocked time by time"));
+        CHECK(strstr(text, "'@' = 20.00 ms\n"));
+        CHECK(strstr(text, "00:16:40 |@@@@@@@@@@@@*                                     | 250.00 ms\n"));
+        free(text);
+        heatmap_done(&h);
+}
+
+static void test_svg(void) {
+        struct heatmap h;
+        char *svg;
+
+        CHECK_INT_EQ(heatmap_init(&h, S(1000), S(1003), 50, false), 0);
+        for (unsigned ms = 300; ms < 600; ms += 10)
+                heatmap_add(&h, S(1001) + MS(ms), 2);
+        heatmap_add(&h, S(1002) + MS(990), 1);
+        svg = capture_svg(&h, &(struct heatmap_svg_opts) { .title = "a <b> & \"c\"\x01" });
+        CHECK(strstr(svg, "<?xml") == svg);
+        CHECK(strstr(svg, ">a &lt;b&gt; &amp; &quot;c&quot;?</text>"));
+        /* background, grid frame, 16 cells that hold something, the scale */
+        CHECK_INT_EQ(count(svg, "<rect"), 2 + 16 + 10);
+        CHECK_INT_EQ(count(svg, "data-t="), 16);
+        CHECK(strstr(svg, "data-t=\"1300\" data-v=\"4\"><title>00:16:41.300 +20 ms: 4 samples</title>"));
+        CHECK(strstr(svg, "data-t=\"2980\" data-v=\"1\"><title>00:16:42.980 +20 ms: 1 samples</title>"));
+        /* the hottest cells are the darkest colour, the faint one the lightest */
+        CHECK(strstr(svg, "fill=\"#c80000\" data-t=\"1300\""));
+        CHECK(strstr(svg, "fill=\"#e06d6d\" data-t=\"2980\""));
+        /* columns of 40 px at most: a label every other second, and the offsets */
+        CHECK(strstr(svg, ">00:16:40</text>") && !strstr(svg, ">00:16:41</text>") && strstr(svg, ">00:16:42</text>"));
+        CHECK(strstr(svg, "width=\"1200\""));
+        CHECK(strstr(svg, ">0 ms</text>") && strstr(svg, ">500 ms</text>") && strstr(svg, ">1000 ms</text>"));
+        CHECK(strstr(svg, "61 samples; a column is a second, a row 20 ms"));
+        CHECK(strstr(svg, "0 to 4 samples a cell"));
+        CHECK(strstr(svg, "</svg>\n"));
+        free(svg);
+        heatmap_done(&h);
+
+        /* an hour: labels every few minutes, not every second */
+        CHECK_INT_EQ(heatmap_init(&h, S(3600), S(7200), 50, false), 0);
+        heatmap_add(&h, S(3601), 1);
+        svg = capture_svg(&h, NULL);
+        CHECK(strstr(svg, ">01:00:00</text>"));
+        CHECK(!strstr(svg, ">01:00:01</text>"));
+        CHECK(count(svg, "text-anchor=\"middle\">") <= 16);
+        CHECK(strstr(svg, "CPU samples by time"));
+        free(svg);
+        heatmap_done(&h);
+}
+
+int main(void) {
+        test_init();
+        test_cells();
+        test_spans();
+        test_levels();
+        test_text();
+        test_svg();
+        TESTS_DONE();
+}
