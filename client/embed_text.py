@@ -10,6 +10,9 @@ with open(src, encoding='utf-8') as f:
 # the script goes into a CDATA section: its end marker must not appear in it
 if ']]>' in text:
     sys.exit(f"{src}: contains ']]>', which would end the SVG's CDATA section")
+# or an HTML page's script element: neither may its end tag
+if '</script' in text.lower():
+    sys.exit(f"{src}: contains '</script', which would end the page's script element")
 
 def c_line(line):
     return '        "' + (line.replace('\\', '\\\\').replace('"', '\\"')

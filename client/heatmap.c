@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
+#include "heatmap-js.h"
 #include "macro.h"
 #include "svg-text.h"
 
@@ -195,7 +198,8 @@ static unsigned label_step(double cell_width) {
         return 43200;
 }
 
-int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg_opts *o) {
+/* The <svg> element (without the XML declaration, for the page too). */
+static int write_svg_element(FILE *f, const struct heatmap *h, const struct heatmap_svg_opts *o) {
         static const struct heatmap_svg_opts defaults = {};
         unsigned width, cell_height, step, first, offsets_step_ms;
         double cell_width, grid_width, grid_height, x, y;
@@ -209,8 +213,7 @@ int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg
         grid_width = cell_width * h->columns;
         grid_height = (double) cell_height * h->rows;
 
-        fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-                "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" height=\"%u\" "
+        fprintf(f, "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" height=\"%u\" "
                 "viewBox=\"0 0 %u %u\" font-family=\"Verdana, sans-serif\" font-size=\"12\">\n",
                 width, (unsigned) ceil(HEATMAP_TOP + grid_height + HEATMAP_BOTTOM),
                 width, (unsigned) ceil(HEATMAP_TOP + grid_height + HEATMAP_BOTTOM));
@@ -227,8 +230,9 @@ int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg
         fprintf(f, "</text>\n");
 
         /* the grid: its frame, then the cells that hold something */
-        fprintf(f, "<g id=\"grid\" transform=\"translate(%u,%u)\">\n", HEATMAP_LEFT, HEATMAP_TOP);
-        fprintf(f, "<rect width=\"%s\" height=\"%s\" fill=\"#ffffff\" stroke=\"#cccccc\"/>\n",
+        fprintf(f, "<g id=\"grid\" transform=\"translate(%u,%u)\" data-columns=\"%u\" data-rows=\"%u\">\n",
+                HEATMAP_LEFT, HEATMAP_TOP, h->columns, h->rows);
+        fprintf(f, "<rect id=\"grid-frame\" width=\"%s\" height=\"%s\" fill=\"#ffffff\" stroke=\"#cccccc\"/>\n",
                 svg_fixed2(num, sizeof(num), grid_width), svg_fixed2(num2, sizeof(num2), grid_height));
         for (unsigned c = 0; c < h->columns; c++)
                 for (unsigned r = 0; r < h->rows; r++) {
@@ -283,5 +287,90 @@ int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg
         fprintf(f, "<text x=\"%s\" y=\"%s\">0 to %s a cell</text>\n", svg_fixed2(num, sizeof(num), x + 16 * HEATMAP_LEVELS + 6),
                 svg_fixed2(num2, sizeof(num2), y + 34), svg_format_value(v, sizeof(v), h->max, value_unit(h), h->ns));
         fprintf(f, "</svg>\n");
+        return ferror(f) ? -EIO : 0;
+}
+
+int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg_opts *o) {
+        fputs("<?xml version=\"1.0\" standalone=\"no\"?>\n", f);
+        return write_svg_element(f, h, o);
+}
+
+/* --- HTML --- */
+
+/* The page's data as JSON: "</" is written "<\/" (JSON_ESCAPE_SLASH), so
+ * no name from a binary can end the script element it is in. */
+static int write_data(FILE *f, const struct heatmap *h, const struct heatmap_sample *samples, size_t n_samples,
+                      const char *const *stacks, size_t n_stacks) {
+        _cleanup_(json_decrefp) json_t *names = json_array();
+        _cleanup_free_ char *names_text = NULL;
+
+        if (!names)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_stacks; i++) {
+                const char *name = stacks[i] ? stacks[i] : "";
+                json_t *v = json_string(name);
+
+                if (!v) {
+                        /* not UTF-8 (a name from a binary): its other bytes stay */
+                        _cleanup_free_ char *ascii = strdup(name);
+
+                        if (!ascii)
+                                return -ENOMEM;
+                        for (char *c = ascii; *c; c++)
+                                if ((unsigned char) *c >= 0x80)
+                                        *c = '?';
+                        v = json_string(ascii);
+                }
+                if (json_array_append_new(names, v) < 0)
+                        return -ENOMEM;
+        }
+        names_text = json_dumps(names, JSON_COMPACT | JSON_ESCAPE_SLASH);
+        if (!names_text)
+                return -ENOMEM;
+        fprintf(f, "{\"bucket_ms\":%" PRIu64 ",\"unit\":\"%s\",\"stacks\":%s,\"samples\":[",
+                (uint64_t) (bucket_ns(h) / NSEC_PER_MSEC), h->ns ? "ns blocked" : "samples", names_text);
+        for (size_t i = 0, n = 0; i < n_samples; i++) {
+                const struct heatmap_sample *s = &samples[i];
+                uint64_t end = s->t_ns + s->span_ns;
+
+                if (end < h->from_ns || s->t_ns >= h->to_ns || (s->span_ns == 0 && s->t_ns < h->from_ns))
+                        continue;
+                fprintf(f, "%s[%" PRId64 ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 "]", n++ ? "," : "",
+                        ((int64_t) s->t_ns - (int64_t) h->start_ns) / (int64_t) NSEC_PER_USEC, s->stack, s->weight,
+                        (uint64_t) (s->span_ns / NSEC_PER_USEC));
+        }
+        fputs("]}", f);
+        return 0;
+}
+
+int heatmap_write_html(FILE *f, const struct heatmap *h, const struct heatmap_sample *samples, size_t n_samples,
+                       const char *const *stacks, size_t n_stacks, const struct heatmap_svg_opts *o) {
+        int r;
+
+        for (size_t i = 0; i < n_samples; i++)
+                if (samples[i].stack >= n_stacks)
+                        return -EINVAL;
+        fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", f);
+        svg_xml_write(f, o && o->title ? o->title : h->ns ? "Blocked time by time" : "CPU samples by time", SIZE_MAX);
+        fputs("</title>\n<style>\n"
+              "body { font-family: Verdana, sans-serif; font-size: 12px; margin: 8px; }\n"
+              "#grid { cursor: crosshair; }\n"
+              "#flame { position: relative; width: 100%; margin-top: 8px; }\n"
+              ".frame { position: absolute; height: 16px; overflow: hidden; white-space: nowrap; "
+              "font-size: 11px; line-height: 16px; padding-left: 2px; box-sizing: border-box; }\n"
+              "#folded { font-size: 11px; max-height: 20em; overflow: auto; background: #f6f6f6; }\n"
+              "</style>\n</head>\n<body>\n", f);
+        r = write_svg_element(f, h, o);
+        if (r < 0)
+                return r;
+        fputs("<p id=\"selection\">Drag over the cells to select a time range: its flame graph and folded stacks "
+              "appear below.</p>\n<div id=\"flame\"></div>\n<pre id=\"folded\"></pre>\n"
+              "<script type=\"application/json\" id=\"heatmap-data\">", f);
+        r = write_data(f, h, samples, n_samples, stacks, n_stacks);
+        if (r < 0)
+                return r;
+        fputs("</script>\n<script>\n", f);
+        fputs(heatmap_js, f);
+        fputs("</script>\n</body>\n</html>\n", f);
         return ferror(f) ? -EIO : 0;
 }

@@ -6,9 +6,11 @@
  * run of cells in one column, where a 10 s drain averages it away.
  *
  * Pure: times in, a grid out, and the writers: text for a terminal (one
- * line per second, read downwards) and a self-contained SVG (columns of
+ * line per second, read downwards), a self-contained SVG (columns of
  * seconds left to right, the sub-second offset downwards, white to red,
- * each cell's tooltip its time and value). Columns start on whole UTC
+ * each cell's tooltip its time and value), and a self-contained HTML page
+ * of that SVG where dragging over the cells selects a range and shows its
+ * flame graph and folded stacks (heatmap.js). Columns start on whole UTC
  * seconds, so the axes read as wall-clock time. */
 #pragma once
 
@@ -71,3 +73,22 @@ struct heatmap_svg_opts {
  * cell has data-t (its start, ms since start_ns) for a page's script.
  * Returns 0 or -EIO. */
 int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg_opts *o);
+
+/* What the page's selection sums: a sample at t_ns, or (span_ns > 0) a
+ * span of blocked time from t_ns, weight its nanoseconds, which a range
+ * counts by the part of it the range holds. */
+struct heatmap_sample {
+        uint64_t t_ns;
+        uint64_t span_ns;
+        uint64_t weight;
+        uint32_t stack;   /* index into the page's stacks */
+};
+
+/* The page: the SVG, a line saying what is selected, the range's flame
+ * graph and its folded stacks ("frame;frame;frame weight" lines, as
+ * `profctl query --format folded` writes them, root first). stacks[i] is
+ * stack i's folded frames; samples outside the window are left out. No
+ * network: the script and the data are in the page. Returns 0, -EINVAL
+ * (a sample's stack out of range), -ENOMEM or -EIO. */
+int heatmap_write_html(FILE *f, const struct heatmap *h, const struct heatmap_sample *samples, size_t n_samples,
+                       const char *const *stacks, size_t n_stacks, const struct heatmap_svg_opts *o);

@@ -234,12 +234,94 @@ static void test_svg(void) {
         heatmap_done(&h);
 }
 
-int main(void) {
+static char *capture_html(const struct heatmap *h, const struct heatmap_sample *samples, size_t n,
+                          const char *const *stacks, size_t n_stacks, int expect) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        CHECK(f);
+        CHECK_INT_EQ(heatmap_write_html(f, h, samples, n, stacks, n_stacks, NULL), expect);
+        fclose(f);
+        return buf;
+}
+
+/* The page test_heatmap_page.py loads in Chromium: a 300 ms burst in
+ * main;burst from 1001.300 s, main;idle_loop every 100 ms, one sample of a
+ * stack whose name would end the script element, and 400 ms of blocked
+ * time in main;wait from 1002.200 s. */
+static const char *const page_stacks[] = { "main;burst", "main;idle_loop", "main;a</script>b", "main;wait\xff" };
+
+static size_t page_samples(struct heatmap *h, struct heatmap_sample *s) {
+        size_t n = 0;
+
+        for (uint64_t t = S(1001) + MS(300); t < S(1001) + MS(600); t += MS(10))
+                s[n++] = (struct heatmap_sample) { .t_ns = t, .weight = 1, .stack = 0 };
+        for (uint64_t t = S(1000); t < S(1003); t += MS(100))
+                s[n++] = (struct heatmap_sample) { .t_ns = t, .weight = 1, .stack = 1 };
+        s[n++] = (struct heatmap_sample) { .t_ns = S(1002) + MS(500), .weight = 1, .stack = 2 };
+        s[n++] = (struct heatmap_sample) { .t_ns = S(999), .weight = 1, .stack = 2 }; /* outside */
+        for (size_t i = 0; i < n; i++)
+                heatmap_add(h, s[i].t_ns, s[i].weight);
+        s[n++] = (struct heatmap_sample) { .t_ns = S(1002) + MS(200), .span_ns = MS(400), .weight = MS(400), .stack = 3 };
+        return n;
+}
+
+static void test_html(const char *dir) {
+        struct heatmap_sample samples[128];
+        struct heatmap h;
+        size_t n;
+        char *page;
+
+        CHECK_INT_EQ(heatmap_init(&h, S(1000), S(1003), 50, false), 0);
+        n = page_samples(&h, samples);
+        CHECK(n < ELEMENTSOF(samples));
+        page = capture_html(&h, samples, n, page_stacks, ELEMENTSOF(page_stacks), 0);
+        CHECK(strstr(page, "<!DOCTYPE html>") == page);
+        CHECK(strstr(page, "<title>CPU samples by time</title>"));
+        CHECK(strstr(page, "<svg version=\"1.1\""));
+        CHECK(!strstr(page, "<?xml"));
+        /* the data: stacks escaped so that none ends the script, bad UTF-8
+         * replaced, samples in microseconds after the first column */
+        CHECK(strstr(page, "\"stacks\":[\"main;burst\",\"main;idle_loop\",\"main;a<\\/script>b\",\"main;wait?\"]"));
+        CHECK_INT_EQ(count(page, "</script>"), 2);
+        CHECK(strstr(page, "\"samples\":[[1300000,0,1,0],"));
+        CHECK(strstr(page, ",[2200000,3,400000000,400000]]}"));
+        CHECK(!strstr(page, "[-1000000,"));
+        CHECK(strstr(page, "\"bucket_ms\":20,\"unit\":\"samples\""));
+        CHECK(strstr(page, "#range=")); /* the script is in */
+        free(page);
+
+        if (dir) {
+                char path[4096];
+                FILE *f;
+
+                snprintf(path, sizeof(path), "%s/heatmap.html", dir);
+                f = fopen(path, "we");
+                CHECK(f);
+                if (f) {
+                        CHECK_INT_EQ(heatmap_write_html(f, &h, samples, n, page_stacks, ELEMENTSOF(page_stacks), NULL), 0);
+                        CHECK_INT_EQ(fclose(f), 0);
+                }
+        }
+
+        /* a stack out of range is refused before anything is written */
+        samples[0].stack = ELEMENTSOF(page_stacks);
+        page = capture_html(&h, samples, n, page_stacks, ELEMENTSOF(page_stacks), -EINVAL);
+        CHECK_INT_EQ(strlen(page), 0);
+        free(page);
+        heatmap_done(&h);
+}
+
+/* Usage: test-heatmap [DIR] (DIR: where to write heatmap.html for
+ * test_heatmap_page.py) */
+int main(int argc, char **argv) {
         test_init();
         test_cells();
         test_spans();
         test_levels();
         test_text();
         test_svg();
+        test_html(argc > 1 ? argv[1] : NULL);
         TESTS_DONE();
 }
