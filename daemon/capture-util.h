@@ -1,0 +1,67 @@
+/* What captures (issue 44) decide from, pure: the kernel's pressure files
+ * read into numbers, a process's or cgroup's CPU share from two readings,
+ * the rising edge of a condition, and the gate every capture passes: one
+ * per cool-down, within a budget of pinned bytes. The capture manager
+ * (to come) reads the files and acts; this decides, and is unit-tested. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture.h"
+
+/* /proc/pressure/RESOURCE (or a cgroup's RESOURCE.pressure):
+ *   some avg10=0.00 avg60=0.00 avg300=0.00 total=0
+ *   full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+ * averages in hundredths of a percent, totals in microseconds stalled. */
+struct psi_reading {
+        uint32_t avg_centi[2][3]; /* [enum capture_psi_line][enum capture_psi_window] */
+        uint64_t total_us[2];
+        bool has[2];              /* the line was there (no "full" before 5.13 for cpu) */
+};
+
+/* Parses a pressure file's text (n bytes, not NUL-terminated). -EBADMSG
+ * when a line is not as above or its numbers are out of range; a "some"
+ * line is required. */
+int psi_parse(const char *text, size_t n, struct psi_reading *ret);
+
+/* The value a PSI condition compares, or -ENODATA when the reading has
+ * not its line. */
+int psi_value(const struct psi_reading *r, const struct capture_cond *c, uint32_t *ret_centi);
+
+/* The CPU share between two readings of a task's or cgroup's CPU time
+ * (ns) wall_ns apart, in hundredths of a percent of one CPU. 0 when the
+ * time went backwards (a pid reused, a cgroup recreated) or no time
+ * passed; saturates at UINT32_MAX. */
+uint32_t capture_cpu_centi(uint64_t cpu_before_ns, uint64_t cpu_after_ns, uint64_t wall_ns);
+
+/* A condition's edge: true once when value rises above the threshold,
+ * then not again until it has fallen to it or below. */
+bool capture_edge(bool *above, uint32_t value_centi, uint32_t threshold_centi);
+
+enum capture_verdict {
+        CAPTURE_GRANTED,
+        CAPTURE_COOLING,   /* the last capture began less than the cool-down ago */
+        CAPTURE_OVER_BUDGET, /* its pins would pass the budget of pinned bytes */
+        _CAPTURE_VERDICT_MAX,
+};
+
+struct capture_gate {
+        uint64_t cooldown_ns;
+        uint64_t budget_bytes;     /* pinned bytes at most, every capture's together */
+        uint64_t pinned_bytes;     /* what pins hold now (capture_gate_unpin gives back) */
+        uint64_t last_ns;          /* when the last granted capture began */
+        bool any;                  /* one was granted */
+        uint64_t refused[_CAPTURE_VERDICT_MAX]; /* counted, for status */
+};
+
+/* May a capture that expects to pin bytes_estimate begin at now_ns? A
+ * grant takes the bytes and starts the cool-down; a refusal is counted by
+ * its reason. */
+enum capture_verdict capture_gate_ask(struct capture_gate *g, uint64_t now_ns, uint64_t bytes_estimate);
+
+/* A pin removed (or found smaller): its bytes go back to the budget. */
+void capture_gate_unpin(struct capture_gate *g, uint64_t bytes);
+
+const char *capture_verdict_name(enum capture_verdict v);
