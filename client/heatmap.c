@@ -118,15 +118,6 @@ unsigned heatmap_level(const struct heatmap *h, uint64_t value, unsigned levels)
         return level_of(value, h->max, levels);
 }
 
-static const char *format_hms(char *buf, size_t size, uint64_t ns) {
-        time_t t = (time_t) (ns / NSEC_PER_SEC);
-        struct tm tm;
-
-        if (!gmtime_r(&t, &tm) || strftime(buf, size, "%H:%M:%S", &tm) == 0)
-                snprintf(buf, size, "@%" PRIu64, (uint64_t) (ns / NSEC_PER_SEC));
-        return buf;
-}
-
 static const char *value_unit(const struct heatmap *h) {
         return h->ns ? "blocked" : "samples";
 }
@@ -158,7 +149,7 @@ int heatmap_write_text(FILE *f, const struct heatmap *h, unsigned width) {
         for (unsigned c = 0; c < h->columns; c++) {
                 uint64_t line_total = 0;
 
-                fprintf(f, "%s |", format_hms(hms, sizeof(hms), h->start_ns + c * NSEC_PER_SEC));
+                fprintf(f, "%s |", svg_format_hms(hms, sizeof(hms), h->start_ns + c * NSEC_PER_SEC));
                 for (unsigned k = 0; k < chars; k++) {
                         uint64_t sum = 0;
 
@@ -246,7 +237,7 @@ static int write_svg_element(FILE *f, const struct heatmap *h, const struct heat
                                 svg_fixed2(num2, sizeof(num2), cell_width), cell_height, colour,
                                 (uint64_t) (t / NSEC_PER_MSEC), value);
                         fprintf(f, "<title>%s.%03" PRIu64 " +%" PRIu64 " ms: %s</title></rect>\n",
-                                format_hms(hms, sizeof(hms), h->start_ns + t), (uint64_t) (t % NSEC_PER_SEC / NSEC_PER_MSEC),
+                                svg_format_hms(hms, sizeof(hms), h->start_ns + t), (uint64_t) (t % NSEC_PER_SEC / NSEC_PER_MSEC),
                                 (uint64_t) (bucket_ns(h) / NSEC_PER_MSEC), svg_format_value(v, sizeof(v), value, value_unit(h), h->ns));
                 }
         fprintf(f, "</g>\n");
@@ -272,7 +263,7 @@ static int write_svg_element(FILE *f, const struct heatmap *h, const struct heat
                         svg_fixed2(num, sizeof(num), x), svg_fixed2(num2, sizeof(num2), y), num,
                         svg_fixed2(v, sizeof(v), y + 5));
                 fprintf(f, "<text x=\"%s\" y=\"%s\" text-anchor=\"middle\">%s</text>\n", num,
-                        svg_fixed2(num2, sizeof(num2), y + 18), format_hms(hms, sizeof(hms), t));
+                        svg_fixed2(num2, sizeof(num2), y + 18), svg_format_hms(hms, sizeof(hms), t));
         }
         fprintf(f, "<text x=\"%u\" y=\"%s\" fill=\"#555555\">UTC</text>\n", HEATMAP_LEFT,
                 svg_fixed2(num, sizeof(num), y + 34));

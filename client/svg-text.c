@@ -103,11 +103,23 @@ const char *svg_format_value(char *buf, size_t size, uint64_t v, const char *uni
         return buf;
 }
 
-const char *svg_format_utc(char *buf, size_t size, uint64_t ns) {
+/* Both formats are literals, so that the compiler checks them. */
+static const char *format_utc(char *buf, size_t size, uint64_t ns, bool date) {
         time_t t = (time_t) (ns / NSEC_PER_SEC);
         struct tm tm;
+        size_t n = 0;
 
-        if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+        if (gmtime_r(&t, &tm))
+                n = date ? strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm) : strftime(buf, size, "%H:%M:%S", &tm);
+        if (n == 0)
                 snprintf(buf, size, "@%" PRIu64, (uint64_t) (ns / NSEC_PER_SEC));
         return buf;
+}
+
+const char *svg_format_utc(char *buf, size_t size, uint64_t ns) {
+        return format_utc(buf, size, ns, true);
+}
+
+const char *svg_format_hms(char *buf, size_t size, uint64_t ns) {
+        return format_utc(buf, size, ns, false);
 }

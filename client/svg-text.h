@@ -32,3 +32,7 @@ const char *svg_format_value(char *buf, size_t size, uint64_t v, const char *uni
 
 /* "2026-12-02 08:30:00 UTC" of a Unix-epoch nanosecond count. Returns buf. */
 const char *svg_format_utc(char *buf, size_t size, uint64_t ns);
+
+/* Its time of day, "08:30:00", for an axis; "@SECONDS" when it cannot be
+ * written. Returns buf. */
+const char *svg_format_hms(char *buf, size_t size, uint64_t ns);

@@ -14,26 +14,26 @@
 #define S(x) ((uint64_t) (x) * NSEC_PER_SEC)
 #define MS(x) ((uint64_t) (x) * NSEC_PER_MSEC)
 
-static char *capture_text(const struct heatmap *h, unsigned width) {
+enum writer { TEXT, SVG };
+
+/* What a writer wrote of h, NUL-terminated, to free. */
+static char *capture(enum writer w, const struct heatmap *h, unsigned width, const struct heatmap_svg_opts *o) {
         char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
 
         CHECK(f);
-        CHECK_INT_EQ(heatmap_write_text(f, h, width), 0);
+        CHECK_INT_EQ(w == TEXT ? heatmap_write_text(f, h, width) : heatmap_write_svg(f, h, o), 0);
         fclose(f);
         return buf;
 }
 
-static char *capture_svg(const struct heatmap *h, const struct heatmap_svg_opts *o) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
+static char *capture_text(const struct heatmap *h, unsigned width) {
+        return capture(TEXT, h, width, NULL);
+}
 
-        CHECK(f);
-        CHECK_INT_EQ(heatmap_write_svg(f, h, o), 0);
-        fclose(f);
-        return buf;
+static char *capture_svg(const struct heatmap *h, const struct heatmap_svg_opts *o) {
+        return capture(SVG, h, 0, o);
 }
 
 static size_t count(const char *s, const char *needle) {
