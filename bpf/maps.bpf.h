@@ -51,7 +51,8 @@ struct counts_map counts_1 SEC(".maps") __weak;
  * samples_log_slots slots (struct profd_log_slot; the daemon sizes both,
  * daemon/collect/samplelog.c). The drain sums the regions of the old
  * generation into keys and counts and empties them. A full region (a
- * drain very late) or no log: the counts map takes the sample. */
+ * drain very late) or no log: the counts map takes the sample, without
+ * its time (PROFD_CNT_UNTIMED). */
 extern __u32 samples_log_slots __weak;
 extern __u32 samples_log_cpus __weak;
 struct {

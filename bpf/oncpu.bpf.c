@@ -85,8 +85,10 @@ int profd_oncpu(struct bpf_perf_event_data *ctx) {
          * failure, tried again with the process's next new key, at the
          * latest in the next generation): one hash lookup less. A key with
          * the leaf in it is mostly new: inserted without a lookup first. */
-        if (!log_sample(gen, &key))
+        if (!log_sample(gen, &key)) {
+                counter_add(PROFD_CNT_UNTIMED, 1);
                 announced |= count_sample(gen, &key, first != 0);
+        }
         if (!announced)
                 announce_if_new(task, key.tgid, key.start_ns);
         return 0;

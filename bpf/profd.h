@@ -125,12 +125,16 @@ struct profd_sample_key {
 
 /* A slot of the sampler's log (samples_log in bpf/maps.bpf.h): a region
  * per CPU and generation, of samples_log_slots slots, the first its head
- * (the number of keys after it), then one key per sample, counted 1. */
+ * (the number of keys after it), then one key per sample, counted 1, with
+ * the sample's time (the timeline, issue 44). In the slot, not in a map
+ * beside it: the sampler writes the slot it has looked up already, where a
+ * parallel array of times would cost a second lookup per sample. */
 struct profd_log_slot {
         union {
                 struct profd_sample_key key;
                 __u64 n;
         };
+        __u64 time_ns;  /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) of the sample; 0 in the head */
 };
 
 /* A stack, innermost frame first, as walked: per-task storage and per-CPU
@@ -354,6 +358,9 @@ enum profd_counter {
         PROFD_RT_NO_THREAD_STATE,       /* the thread's state was not found (no TSS key, key >= 32, NULL) */
         PROFD_RT_READ_FAULT,            /* reading the runtime's memory failed */
         PROFD_RT_NO_FRAME,              /* the loop ran with no frame of the runtime left to match it */
+        /* on-CPU samples counted in the counts map, not logged (no log, or
+         * the CPU's region full): in the aggregates, not in the timeline */
+        PROFD_CNT_UNTIMED,
         PROFD_COUNTER__MAX,
 };
 
@@ -399,7 +406,7 @@ struct profd_seen {
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct profd_sample_key) == 48, "profd_sample_key layout");
-_Static_assert(sizeof(struct profd_log_slot) == sizeof(struct profd_sample_key), "profd_log_slot layout");
+_Static_assert(sizeof(struct profd_log_slot) == sizeof(struct profd_sample_key) + 8, "profd_log_slot layout");
 _Static_assert(sizeof(struct profd_frames) == 8 + 8 * PROFD_MAX_FRAMES, "profd_frames layout");
 _Static_assert(sizeof(struct profd_node_head) == 16, "profd_node_head layout");
 _Static_assert(sizeof(struct profd_node8) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_CLASS_8), "profd_node8 layout");

@@ -191,9 +191,9 @@ static __always_inline bool count_key(__u32 gen, struct profd_sample_key *key, _
         return false;
 }
 
-/* Logs key as one sample in the sampler's log; false if there is no log
- * or the CPU's region is full (then the caller counts it in the counts
- * map). Only the sampler calls it. */
+/* Logs key as one sample in the sampler's log, with its time; false if
+ * there is no log or the CPU's region is full (then the caller counts it
+ * in the counts map, untimed). Only the sampler calls it. */
 static __always_inline bool log_sample(__u32 gen, const struct profd_sample_key *key) {
         __u32 slots = *(volatile __u32 *) &samples_log_slots;
         __u32 head_idx, idx;
@@ -214,6 +214,7 @@ static __always_inline bool log_sample(__u32 gen, const struct profd_sample_key 
         if (!r)
                 return false;
         r->key = *key;
+        r->time_ns = bpf_ktime_get_ns();
         h->n = n + 1;
         return true;
 }

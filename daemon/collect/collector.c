@@ -50,6 +50,13 @@ struct collector {
         struct profd_sample_key *keys_buf; /* drain scratch, keys_max entries */
         uint64_t *values_buf;
         __u32 *log_idx_buf;       /* drain scratch: the indexes of a region's keys */
+        struct profd_log_slot *log_slot_buf; /* drain scratch: a region's slots */
+        /* drain scratch, every region's worth (log_max): the logged keys,
+         * their times, the sum's order and each one's index in the sum */
+        size_t log_max;
+        struct profd_sample_key *log_keys;
+        uint64_t *log_times;
+        uint32_t *log_order, *log_index;
         uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
         bool user_ends_known;     /* see struct drain_batch */
         bool switch_done;         /* off-CPU user stacks are walked at sched_exit_tp */
@@ -441,7 +448,14 @@ static int collector_load(collector *c) {
         c->keys_buf = calloc(c->keys_max, sizeof(*c->keys_buf));
         c->values_buf = calloc(c->keys_max, sizeof(*c->values_buf));
         c->log_idx_buf = calloc(MAX(c->log_slots, (size_t) 1), sizeof(*c->log_idx_buf));
-        if (!c->keys_buf || !c->values_buf || !c->log_idx_buf)
+        c->log_slot_buf = calloc(MAX(c->log_slots, (size_t) 1), sizeof(*c->log_slot_buf));
+        c->log_max = MAX(c->log_slots ? (c->log_slots - 1) * c->n_possible_cpus : 0, (size_t) 1);
+        c->log_keys = calloc(c->log_max, sizeof(*c->log_keys));
+        c->log_times = calloc(c->log_max, sizeof(*c->log_times));
+        c->log_order = calloc(c->log_max, sizeof(*c->log_order));
+        c->log_index = calloc(c->log_max, sizeof(*c->log_index));
+        if (!c->keys_buf || !c->values_buf || !c->log_idx_buf || !c->log_slot_buf || !c->log_keys ||
+            !c->log_times || !c->log_order || !c->log_index)
                 return log_oom();
 
         c->events = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
@@ -506,6 +520,11 @@ collector *collector_free(collector *c) {
         free(c->keys_buf);
         free(c->values_buf);
         free(c->log_idx_buf);
+        free(c->log_slot_buf);
+        free(c->log_keys);
+        free(c->log_times);
+        free(c->log_order);
+        free(c->log_index);
         free(c);
         return NULL;
 }
@@ -603,12 +622,14 @@ one_by_one:
 }
 
 /* Reads and empties the sampler's log regions of generation parity gen
- * (the programs write the other one) and appends their sum (keys and
- * counts) to keys_buf and values_buf at *n_io. */
-static int drain_log(collector *c, unsigned gen, size_t *n_io) {
+ * (the programs write the other one), appends their sum (keys and counts)
+ * to keys_buf and values_buf at *n_io, and gives each logged sample's
+ * time and entry (*ret_timeline, malloc'd, *ret_n of them). */
+static int drain_log(collector *c, unsigned gen, size_t *n_io, struct drain_timed **ret_timeline, size_t *ret_n) {
         int fd = bpf_map__fd(c->skel->maps.samples_log);
         struct profd_log_slot zero = {};
-        size_t n = *n_io, logged = 0;
+        size_t n = *n_io, logged = 0, sum;
+        struct drain_timed *t;
 
         for (unsigned cpu = 0; c->log_slots && cpu < c->n_possible_cpus; cpu++) {
                 __u32 head_idx = (gen * c->n_possible_cpus + cpu) * c->log_slots, want, count;
@@ -620,14 +641,26 @@ static int drain_log(collector *c, unsigned gen, size_t *n_io) {
                         continue;
                 want = count = (__u32) MIN(head.n, (uint64_t) c->log_slots - 1);
                 /* an array's batch starts after the key given: the head's */
-                if (bpf_map_lookup_batch(fd, &head_idx, &(__u32) { 0 }, c->log_idx_buf, c->keys_buf + n + logged,
+                if (bpf_map_lookup_batch(fd, &head_idx, &(__u32) { 0 }, c->log_idx_buf, c->log_slot_buf,
                                          &count, NULL) < 0 && errno != ENOENT)
                         return negative_errno();
-                logged += MIN(count, want);
+                count = MIN(count, want);
+                for (__u32 i = 0; i < count && logged < c->log_max; i++, logged++) {
+                        c->log_keys[logged] = c->log_slot_buf[i].key;
+                        c->log_times[logged] = c->log_slot_buf[i].time_ns;
+                }
                 if (bpf_map_update_elem(fd, &head_idx, &zero, BPF_ANY) < 0)
                         return negative_errno();
         }
-        *n_io = n + samplelog_sum(c->keys_buf + n, c->values_buf + n, logged);
+        t = malloc(MAX(logged, (size_t) 1) * sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        sum = samplelog_sum(c->log_keys, logged, c->log_order, c->keys_buf + n, c->values_buf + n, c->log_index);
+        for (size_t i = 0; i < logged; i++)
+                t[i] = (struct drain_timed) { c->log_times[i], (uint32_t) (n + c->log_index[i]) };
+        *n_io = n + sum;
+        *ret_timeline = t;
+        *ret_n = logged;
         return 0;
 }
 
@@ -856,7 +889,7 @@ int collector_drain(collector *c, struct drain_batch *ret) {
 
         r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
         if (r >= 0)
-                r = drain_log(c, old, &n);
+                r = drain_log(c, old, &n, &b.timeline, &b.n_timeline);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the aggregation map: %m");
         r = drain_frames(c, old, n, &b.frames);
@@ -880,5 +913,6 @@ int collector_drain(collector *c, struct drain_batch *ret) {
 void drain_batch_done(struct drain_batch *b) {
         stacks_free(b->frames);
         free(b->entries);
+        free(b->timeline);
         *b = (struct drain_batch) {};
 }

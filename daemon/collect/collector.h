@@ -42,10 +42,20 @@ struct stack_trace {
         uint64_t ips[];
 };
 
+/* One logged on-CPU sample's time (the timeline, issue 44): when, and
+ * which of the batch's entries holds its key. */
+struct drain_timed {
+        uint64_t mono_ns;       /* CLOCK_MONOTONIC */
+        uint32_t entry;         /* index in drain_batch.entries */
+};
+
 /* Everything one drain took out of the kernel. */
 struct drain_batch {
         struct drain_entry *entries;
         size_t n_entries;
+        struct drain_timed *timeline; /* every logged sample, in no order; the others are
+                                       * counters[PROFD_CNT_UNTIMED] */
+        size_t n_timeline;
         hashmap *frames;        /* frames hash -> struct stack_trace* */
         uint64_t counters[PROFD_COUNTER__MAX]; /* increase since the previous drain */
         bool user_ends_known;   /* the user walker reports how each walk ended (stack_trace.end);

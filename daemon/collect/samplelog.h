@@ -19,7 +19,11 @@
  * memory, never samples. */
 size_t samplelog_slots(unsigned frequency_hz, uint64_t interval_ns, size_t keys, unsigned cpus);
 
-/* Sums n logged keys (each one sample) in place: keys[0..ret) are the
- * distinct keys, in memcmp order, counts[i] how many times keys[i] was
- * logged. Returns ret. */
-size_t samplelog_sum(struct profd_sample_key *keys, uint64_t *counts, size_t n);
+/* Sums n logged keys (each one sample): ret_keys[0..ret) are the distinct
+ * keys, in memcmp order, ret_counts[i] how many times ret_keys[i] was
+ * logged, and, unless ret_index is NULL, ret_index[i] the index in
+ * ret_keys of logged[i] (so each sample's time can name its key: the
+ * timeline). order is scratch of n entries. ret_keys must not overlap
+ * logged. Returns ret (0 for n == 0, the outputs untouched). */
+size_t samplelog_sum(const struct profd_sample_key *logged, size_t n, uint32_t *order,
+                     struct profd_sample_key *ret_keys, uint64_t *ret_counts, uint32_t *ret_index);

@@ -28,6 +28,7 @@ long bpf_map_delete_elem(void *map, const void *key);
 long bpf_probe_read_user(void *dst, __u32 size, const void *unsafe_ptr);
 long bpf_loop(__u32 nr_loops, long (*callback_fn)(__u32 index, void *ctx), void *ctx, __u64 flags);
 __u32 bpf_get_smp_processor_id(void);
+__u64 bpf_ktime_get_ns(void);
 void *bpf_ringbuf_reserve(void *ringbuf, __u64 size, __u64 flags);
 void bpf_ringbuf_submit(void *data, __u64 flags);
 long bpf_task_pt_regs(struct task_struct *task);
