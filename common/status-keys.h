@@ -23,6 +23,13 @@
 #define STATUS_KEY_SAMPLES_SEEN         "samples_seen"
 #define STATUS_KEY_IDLE_SAMPLES         "idle_samples"
 #define STATUS_KEY_DROPS                "drops"
+/* the timeline of on-CPU samples (issue 44) */
+#define STATUS_KEY_TIMELINE             "timeline"
+#define STATUS_KEY_TIMELINE_BYTES       "bytes"
+#define STATUS_KEY_TIMELINE_BLOCKS      "blocks"
+#define STATUS_KEY_TIMELINE_SAMPLES     "samples"
+#define STATUS_KEY_TIMELINE_OLDEST_NS   "oldest_ns"
+#define STATUS_KEY_TIMELINE_UNTIMED     "untimed"
 #define STATUS_KEY_TRUNCATED            "truncated"
 #define STATUS_KEY_KINDS                "kinds"
 #define STATUS_KEY_PROCESSES_TRACKED    "processes_tracked"

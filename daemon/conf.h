@@ -52,6 +52,13 @@
  * below it; it only bites when something pathological (a JIT minting new
  * code addresses forever) fills the store. */
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
+/* The timeline (every on-CPU sample's time, issue 44) for an hour: "what
+ * ran during those 3 seconds" is asked soon after the incident, and an
+ * hour of a busy 64-CPU host at 49 Hz is about 11 M samples, 50-90 MB. */
+#define CONF_DEFAULT_TIMELINE_RETENTION_NS (3600ULL * 1000000000ULL)
+/* 256 MiB: the hour above of a busy 64-CPU host, a quarter of the default
+ * max_store_size, so that the aggregates keep the rest. */
+#define CONF_DEFAULT_TIMELINE_MAX_SIZE (256ULL << 20)
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
 /* At most 64 MiB for the kernel's sample and stack maps, both generations:
@@ -109,6 +116,9 @@ struct conf {
          * buckets, each kept until the data is this old */
         uint64_t retention_raw_ns, retention_1m_ns, retention_ns;
         uint64_t max_store_size;  /* bytes of the store file; 0: no maximum */
+        /* the timeline's own retention: its blocks go after this age, or
+         * the oldest first above this many bytes (0: no maximum) */
+        uint64_t timeline_retention_ns, timeline_max_size;
         char **debug_dirs;        /* NULL-terminated; separate debug files are looked for there */
         /* the ClickHouse export (docs/clickhouse.md) */
         char *clickhouse_url;     /* NULL: no export */

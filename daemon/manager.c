@@ -99,6 +99,7 @@ struct manager {
          * writer's job number (results come back in order, a few at most
          * in flight) */
         uint64_t drain_mono_ns;       /* CLOCK_MONOTONIC of the last drain */
+        uint64_t timeline_untimed;    /* on-CPU samples not in the timeline (PROFD_CNT_UNTIMED) */
         struct { uint64_t seq, span_ns; } drain_spans[8];
         unsigned drain_spans_next;
 };
@@ -232,6 +233,12 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         if (r < 0)
                 return r;
         m->last_drain_end_ns = wall_clock_now(&m->clock);
+        /* the timeline's times are CLOCK_MONOTONIC (bpf_ktime_get_ns);
+         * the drains are stamped with the wall clock: one offset per drain,
+         * so a wall clock set meanwhile moves a drain's timeline as a
+         * whole, never reorders it (a test clock's rate is not applied) */
+        b.wall_minus_mono_ns = (int64_t) (m->last_drain_end_ns - clock_now_ns(CLOCK_MONOTONIC));
+        m->timeline_untimed += b.counters[PROFD_CNT_UNTIMED];
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
         m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
         m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
@@ -464,6 +471,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .offcpu_filtered = m->offcpu_filtered,
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
                 .user_walks = m->user_walks,
+                .timeline_untimed = m->timeline_untimed,
                 .writer_running = m->writer != NULL,
                 .unwinder_running = m->unwinder != NULL,
                 .exporter_running = m->exporter != NULL,

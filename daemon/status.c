@@ -67,6 +67,23 @@ static void status_add_settings(const struct status_stats *s, json_t *o) {
                 "damaged_blocks", (json_int_t) ws->retention.damaged_blocks));
 }
 
+/* The timeline (issue 44): what the store holds of it, its own retention,
+ * and the on-CPU samples that are in the aggregates without a time. */
+static json_t *status_timeline(const struct status_stats *s) {
+        const struct conf *c = s->conf;
+
+        return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I}",
+                         STATUS_KEY_TIMELINE_BYTES, (json_int_t) s->store.timeline_bytes,
+                         STATUS_KEY_TIMELINE_BLOCKS, (json_int_t) s->store.timeline_blocks,
+                         STATUS_KEY_TIMELINE_SAMPLES, (json_int_t) s->store.timeline_samples,
+                         STATUS_KEY_TIMELINE_OLDEST_NS,
+                         s->store.timeline_blocks ? json_integer((json_int_t) s->store.timeline_oldest_ns) : json_null(),
+                         STATUS_KEY_TIMELINE_UNTIMED, (json_int_t) s->timeline_untimed,
+                         "retention_s", (json_int_t) (c->timeline_retention_ns / NSEC_PER_SEC),
+                         "max_size", c->timeline_max_size ? json_integer((json_int_t) c->timeline_max_size) : json_null(),
+                         "deleted_blocks", (json_int_t) s->writer.retention.deleted_timeline);
+}
+
 /* Adds n to the count of a stored reason: a drop, or a truncation (by its
  * name without TRUNCATED_PREFIX). */
 static void status_count_add(json_t *drops, json_t *truncated, const char *reason, uint64_t n) {
@@ -325,6 +342,7 @@ json_t *status_build(const struct status_stats *s) {
                 STATUS_KEY_MAX_NS, c->offcpu_max_ns == UINT64_MAX ? json_null() : json_integer((json_int_t) c->offcpu_max_ns),
                 STATUS_KEY_FILTERED_BLOCKS, (json_int_t) s->offcpu_filtered,
                 STATUS_KEY_FILTERED_NS, (json_int_t) s->offcpu_filtered_ns));
+        json_object_set_new(o, STATUS_KEY_TIMELINE, status_timeline(s));
         status_add_settings(s, o);
         if (s->exporter_running)
                 json_object_set_new(o, STATUS_KEY_EXPORT, status_export(s));

@@ -45,6 +45,7 @@ struct status_stats {
         /* the manager's own counts, from the drains' BPF counters */
         uint64_t offcpu_filtered, offcpu_filtered_ns;
         uint64_t user_walks;
+        uint64_t timeline_untimed;    /* on-CPU samples counted without their time (PROFD_CNT_UNTIMED) */
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* by status_runtime_names, from PROFD_CNT_RT_WALKS on */
         uint64_t clients;             /* connected to the socket now */
 

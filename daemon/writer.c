@@ -495,6 +495,24 @@ static int thread_comm(writer *w, hashmap *names, uint32_t pid, uint32_t tid, co
 
 /* Stores one drain in one transaction. Drops of drains that could not be
  * stored are kept and stored with the next one that can. */
+/* The drain's timeline: every entry was added in order (store_drain_add
+ * number i is entry i), so a logged sample's entry is its add. */
+static int write_timeline(writer *w, const struct drain_batch *b) {
+        _cleanup_free_ struct store_timed *t = NULL;
+
+        if (b->n_timeline == 0)
+                return 0;
+        t = malloc(b->n_timeline * sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_timeline; i++)
+                t[i] = (struct store_timed) {
+                        .time_ns = (uint64_t) ((int64_t) b->timeline[i].mono_ns + b->wall_minus_mono_ns),
+                        .sample = b->timeline[i].entry,
+                };
+        return store_drain_timeline(w->store, t, b->n_timeline);
+}
+
 static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         const struct drain_batch *b = &j->batch;
         /* tids are unique among the threads alive, so one map serves a drain */
@@ -556,6 +574,8 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         (void) symbolizer_bound(w->sym);
                 }
         }
+        if (r >= 0)
+                r = write_timeline(w, b);
         for (int i = 0; r >= 0 && i < PROFD_COUNTER__MAX; i++)
                 if (drop_reason_names[i])
                         r = store_drain_drop(w->store, drop_reason_names[i], stats.pending_drops[i] + b->counters[i]);
@@ -1089,6 +1109,8 @@ int writer_configure(writer *w, const struct conf *settings) {
                 .m1_ns = settings->retention_1m_ns,
                 .all_ns = settings->retention_ns,
                 .max_bytes = settings->max_store_size,
+                .timeline_ns = settings->timeline_retention_ns,
+                .timeline_max_bytes = settings->timeline_max_size,
         };
         while (settings->debug_dirs && settings->debug_dirs[n])
                 n++;

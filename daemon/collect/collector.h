@@ -56,6 +56,8 @@ struct drain_batch {
         struct drain_timed *timeline; /* every logged sample, in no order; the others are
                                        * counters[PROFD_CNT_UNTIMED] */
         size_t n_timeline;
+        int64_t wall_minus_mono_ns;   /* set by the caller: a timeline time's wall-clock time
+                                       * (the drains' clock) is mono_ns plus this */
         hashmap *frames;        /* frames hash -> struct stack_trace* */
         uint64_t counters[PROFD_COUNTER__MAX]; /* increase since the previous drain */
         bool user_ends_known;   /* the user walker reports how each walk ended (stack_trace.end);

@@ -46,18 +46,19 @@ struct retention {
         bool gc_pending;                 /* temp.gc_stacks or temp.gc_processes may have rows */
         bool v7_gone;                    /* samples_v7 (schema 7's samples being converted) was seen gone */
         uint64_t damaged_pending;        /* damaged blocks dropped in the open transaction */
+        uint64_t timeline_pending;       /* timeline blocks deleted in the open transaction */
 };
 
 static const char *const total_names[] = {
         "merged_drains", "deleted_drains", "deleted_for_size", "deleted_stacks", "deleted_processes",
-        "deleted_locations", "vacuumed_bytes", "spanned_drains", "damaged_blocks",
+        "deleted_locations", "vacuumed_bytes", "spanned_drains", "damaged_blocks", "deleted_timeline",
 };
 
 static uint64_t *total_field(struct retention_totals *t, size_t i) {
         uint64_t *f[] = {
                 &t->merged_drains, &t->deleted_drains, &t->deleted_for_size, &t->deleted_stacks,
                 &t->deleted_processes, &t->deleted_locations, &t->vacuumed_bytes, &t->spanned_drains,
-                &t->damaged_blocks,
+                &t->damaged_blocks, &t->deleted_timeline,
         };
         _Static_assert(ELEMENTSOF(f) == ELEMENTSOF(total_names), "a name per total");
         return f[i];
@@ -110,6 +111,8 @@ static int commit(retention *r, struct retention_totals *t) {
 
         t->damaged_blocks += r->damaged_pending;
         r->damaged_pending = 0;
+        t->deleted_timeline += r->timeline_pending;
+        r->timeline_pending = 0;
         k = totals_save(r, t);
         if (k >= 0)
                 k = db_exec(&r->d, "COMMIT");
@@ -123,6 +126,7 @@ static int commit(retention *r, struct retention_totals *t) {
 
 static int rollback(retention *r, int err) {
         r->damaged_pending = 0;
+        r->timeline_pending = 0;
         db_rollback(&r->d);
         return err;
 }
@@ -438,6 +442,15 @@ static int64_t delete_doomed(retention *r) {
                 if (k < 0)
                         return k;
         }
+        /* the timeline of their time goes with them: its stacks and
+         * processes are held by their blocks (schema/0011), and drains go
+         * oldest first, so every timeline block that ends by the last of
+         * them is theirs or older */
+        k = db_run(&r->d, "DELETE FROM timeline_blocks WHERE end_ns <= "
+                   "(SELECT max(end_ns) FROM drains WHERE id IN temp.doomed)", NULL, 0);
+        if (k < 0)
+                return k;
+        r->timeline_pending += (uint64_t) k;
         r->gc_pending = true;
         return db_run(&r->d, "DELETE FROM drains WHERE id IN temp.doomed", NULL, 0);
 }
@@ -950,12 +963,85 @@ static int step_vacuum(retention *r) {
         return k < 0 ? k : 1;
 }
 
+/* Timeline blocks deleted per step: a block is one drain's, tens of KiB on
+ * a busy host. */
+#define TIMELINE_BATCH 64
+
+/* The timeline's own retention: deletes its blocks that ended longer than
+ * timeline_ns ago, then, while its blobs take more than
+ * timeline_max_bytes, the oldest. The drains' aggregates stay: nothing
+ * else refers to a timeline block, and it holds no stack or process of
+ * its own (schema/0011). */
+static int step_timeline(retention *r, uint64_t now_ns) {
+        struct retention_totals t = r->totals;
+        int64_t n = 0, args[2] = { 0, TIMELINE_BATCH }, bytes, oldest;
+        int k;
+
+        if (r->set.timeline_ns > 0 && now_ns > r->set.timeline_ns) {
+                args[0] = (int64_t) (now_ns - r->set.timeline_ns);
+                k = db_query_i64(&r->d, "SELECT min(end_ns) FROM timeline_blocks", NULL, 0, INT64_MAX, &oldest);
+                if (k < 0)
+                        return k;
+                if (oldest < args[0]) {
+                        k = begin(r);
+                        if (k < 0)
+                                return k;
+                        n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE drain_id IN (SELECT drain_id FROM "
+                                   "timeline_blocks WHERE end_ns < ?1 ORDER BY end_ns LIMIT ?2)", args, 2);
+                        goto done;
+                }
+        }
+        if (r->set.timeline_max_bytes == 0)
+                return 0;
+        /* the blobs' bytes, not the pages': one scan of the table's b-tree
+         * (an hour of 10 s drains is 360 rows) */
+        k = db_query_i64(&r->d, "SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks", NULL, 0, 0, &bytes);
+        if (k < 0 || (uint64_t) bytes <= r->set.timeline_max_bytes)
+                return k;
+        k = begin(r);
+        if (k < 0)
+                return k;
+        /* the oldest, the newest always kept, down to 90% (as step_size) */
+        {
+                int64_t want = bytes - (int64_t) (r->set.timeline_max_bytes / 10 * 9), freed = 0;
+                sqlite3_stmt *st;
+                int rc = sqlite3_prepare_v2(r->d.handle,
+                                            "SELECT drain_id, length(data) FROM timeline_blocks "
+                                            "WHERE end_ns < (SELECT max(end_ns) FROM timeline_blocks) "
+                                            "ORDER BY end_ns LIMIT ?1", -1, &st, NULL);
+
+                if (rc != SQLITE_OK)
+                        return rollback(r, db_fail(&r->d, rc, "choosing timeline blocks"));
+                sqlite3_bind_int64(st, 1, TIMELINE_BATCH);
+                while (freed < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                        freed += sqlite3_column_int64(st, 1);
+                        n++;
+                }
+                sqlite3_finalize(st);
+                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                        return rollback(r, db_fail(&r->d, rc, "choosing timeline blocks"));
+                if (n == 0)
+                        return rollback(r, 0);
+                /* the n oldest by end_ns */
+                args[0] = n;
+                n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE drain_id IN (SELECT drain_id FROM "
+                           "timeline_blocks ORDER BY end_ns LIMIT ?1)", args, 1);
+        }
+done:
+        if (n < 0)
+                return rollback(r, (int) n);
+        r->timeline_pending += (uint64_t) n;
+        k = commit(r, &t);
+        return k < 0 ? k : n > 0;
+}
+
 int retention_step(retention *r, uint64_t now_ns, bool *ret_forget) {
         int k;
 
         *ret_forget = false;
         if ((k = step_size(r, ret_forget)) != 0 ||
             (k = step_expire(r, now_ns)) != 0 ||
+            (k = step_timeline(r, now_ns)) != 0 ||
             (k = step_merge(r, now_ns, RETENTION_10M_NS, r->set.m1_ns)) != 0 ||
             (k = step_merge(r, now_ns, RETENTION_1M_NS, r->set.raw_ns)) != 0 ||
             (k = step_span(r)) != 0 ||

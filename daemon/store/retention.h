@@ -24,6 +24,8 @@ struct retention_settings {
         uint64_t all_ns;    /* 10-minute buckets until this age; then deleted */
         uint64_t max_bytes; /* store file; 0: no maximum */
         uint64_t merge_rows_max; /* sample rows merged per step; 0: the default (tests set it) */
+        uint64_t timeline_ns;        /* timeline blocks are kept this long; 0: as long as their drains */
+        uint64_t timeline_max_bytes; /* their blobs' bytes in all; 0: no maximum */
 };
 
 /* What retention did over the store's life (kept in the store). */
@@ -35,6 +37,7 @@ struct retention_totals {
         uint64_t vacuumed_bytes;   /* returned to the file system */
         uint64_t spanned_drains;   /* raw drains packed into blocks that span drains */
         uint64_t damaged_blocks;   /* blocks of samples found unreadable and dropped, their entries lost */
+        uint64_t deleted_timeline; /* timeline blocks deleted (their age, their size, or their drains') */
 };
 
 /* Opens a connection of its own to the store (already created and migrated

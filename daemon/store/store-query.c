@@ -1035,7 +1035,11 @@ static int store_read_stats(store *s, struct store_stats *ret) {
             (r = query_u64(s, "SELECT coalesce(sum(samples), 0) FROM drains", &st.samples)) < 0 ||
             (r = query_u64(s, "SELECT count(*) FROM stacks", &st.stacks)) < 0 ||
             (r = query_u64(s, "SELECT count(*) FROM processes", &st.processes)) < 0 ||
-            (r = query_u64(s, "SELECT coalesce(max(end_ns), 0) FROM drains", &st.last_drain_ns)) < 0)
+            (r = query_u64(s, "SELECT coalesce(max(end_ns), 0) FROM drains", &st.last_drain_ns)) < 0 ||
+            (r = query_u64(s, "SELECT count(*) FROM timeline_blocks", &st.timeline_blocks)) < 0 ||
+            (r = query_u64(s, "SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks", &st.timeline_bytes)) < 0 ||
+            (r = query_u64(s, "SELECT coalesce(sum(n), 0) FROM timeline_blocks", &st.timeline_samples)) < 0 ||
+            (r = query_u64(s, "SELECT coalesce(min(start_ns), 0) FROM timeline_blocks", &st.timeline_oldest_ns)) < 0)
                 return r;
         if (stat(s->path, &sb) == 0)
                 st.file_bytes += sb.st_size;

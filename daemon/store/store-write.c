@@ -16,6 +16,7 @@
 #include "macro.h"
 #include "sample-blocks.h"
 #include "store-private.h"
+#include "timeline-pack.h"
 
 /* The most ids the drain connection's caches keep in all: each costs about
  * 80 bytes (its slot, its key, a thread's name), so about 1.3 MiB. A
@@ -42,6 +43,7 @@ enum {
         STMT_INSERT_LOCATION_LINE,
         STMT_UPSERT_THREAD,
         STMT_SELECT_LOCATION_RESOLVED,
+        STMT_INSERT_TIMELINE,
         _STMT_MAX,
 };
 
@@ -74,6 +76,8 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_LOCATION_RESOLVED] = "SELECT l.function_id IS NOT NULL FROM locations l "
                                           "JOIN mappings m ON m.id = l.mapping_id "
                                           "WHERE m.path = ?1 AND m.build_id = ?2 AND l.address = ?3",
+        [STMT_INSERT_TIMELINE] = "INSERT INTO timeline_blocks (drain_id, start_ns, end_ns, n, data) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5)",
 };
 
 /* The samples of one (process, kind) of the drain being written. */
@@ -108,6 +112,10 @@ struct store_write {
         size_t n_pending, pending_cap;
         int64_t drain_id;
         uint64_t drain_samples, drain_keys;
+        /* what each store_drain_add of the drain stored, in order: the
+         * keys its timeline names */
+        struct timeline_key *added;
+        size_t n_added, added_cap;
 };
 
 /* Frees a map whose keys and values are both malloc'd; returns NULL. */
@@ -151,6 +159,9 @@ static void pending_free(struct store_write *w) {
         w->n_pending = w->pending_cap = 0;
         hashmap_free(w->pending_index);
         w->pending_index = NULL;
+        free(w->added);
+        w->added = NULL;
+        w->n_added = w->added_cap = 0;
 }
 
 int store_write_new(store *s) {
@@ -576,6 +587,15 @@ int store_drain_add(store *s, const struct store_sample *smp) {
         });
         if (r < 0)
                 return r;
+        if (w->n_added == w->added_cap) {
+                size_t cap = MAX(w->added_cap * 2, (size_t) 256);
+                struct timeline_key *na = realloc(w->added, cap * sizeof(*na));
+                if (!na)
+                        return -ENOMEM;
+                w->added = na;
+                w->added_cap = cap;
+        }
+        w->added[w->n_added++] = (struct timeline_key) { proc, stack, smp->tid };
         if (smp->kind == 0) /* PROFD_KIND_CPU: values of other kinds are ns */
                 w->drain_samples += smp->value;
         w->drain_keys++;
@@ -592,6 +612,54 @@ int store_drain_drop(store *s, const char *reason, uint64_t count) {
         sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, (int64_t) count);
         return step_done(s, st, "drop insert");
+}
+
+int store_drain_timeline(store *s, const struct store_timed *t, size_t n) {
+        struct store_write *w = s->write;
+        sqlite3_stmt *st = w->stmts[STMT_INSERT_TIMELINE];
+        _cleanup_free_ uint32_t *key_of = NULL;
+        _cleanup_free_ struct timeline_key *keys = NULL;
+        _cleanup_free_ struct timeline_sample *samples = NULL;
+        _cleanup_free_ uint8_t *data = NULL;
+        uint64_t start = UINT64_MAX, end = 0;
+        size_t n_keys = 0, size = 0;
+        int r;
+
+        if (n == 0)
+                return 0;
+        /* only the adds the samples name become keys, renumbered */
+        key_of = malloc(MAX(w->n_added, (size_t) 1) * sizeof(*key_of));
+        keys = malloc(MIN(n, MAX(w->n_added, (size_t) 1)) * sizeof(*keys));
+        samples = malloc(n * sizeof(*samples));
+        if (!key_of || !keys || !samples)
+                return -ENOMEM;
+        memset(key_of, 0xff, MAX(w->n_added, (size_t) 1) * sizeof(*key_of));
+        for (size_t i = 0; i < n; i++) {
+                if (t[i].sample >= w->n_added)
+                        return log_error_errno(-EINVAL, "Timeline sample names add %" PRIu32 " of %zu.",
+                                               t[i].sample, w->n_added);
+                start = MIN(start, t[i].time_ns);
+                end = MAX(end, t[i].time_ns);
+        }
+        start -= start % 1000; /* µs: the block's unit */
+        for (size_t i = 0; i < n; i++) {
+                uint32_t *k = &key_of[t[i].sample];
+
+                if (*k == UINT32_MAX) {
+                        *k = (uint32_t) n_keys;
+                        keys[n_keys++] = w->added[t[i].sample];
+                }
+                samples[i] = (struct timeline_sample) { (t[i].time_ns - start) / 1000, *k };
+        }
+        r = timeline_pack(keys, n_keys, samples, n, &data, &size);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, w->drain_id);
+        sqlite3_bind_int64(st, 2, (int64_t) start);
+        sqlite3_bind_int64(st, 3, (int64_t) end);
+        sqlite3_bind_int64(st, 4, (int64_t) n);
+        sqlite3_bind_blob(st, 5, data, (int) size, SQLITE_STATIC);
+        return step_done(s, st, "timeline insert");
 }
 
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys) {

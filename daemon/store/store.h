@@ -153,6 +153,15 @@ void store_interrupt(store *s);
 int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns);
 int store_drain_add(store *s, const struct store_sample *sample);
 int store_drain_drop(store *s, const char *reason, uint64_t count);
+/* The drain's timeline (issue 44): when each of its logged on-CPU samples
+ * was taken, sample naming the store_drain_add call of this drain (0 the
+ * first) whose key it had. Once per drain, after its adds; n == 0 writes
+ * nothing. -EINVAL for a sample naming no add. */
+struct store_timed {
+        uint64_t time_ns;       /* Unix-epoch ns, the clock drains are stamped with */
+        uint32_t sample;
+};
+int store_drain_timeline(store *s, const struct store_timed *t, size_t n);
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys);
 void store_drain_abort(store *s);
 
@@ -237,6 +246,9 @@ struct store_stats {
         uint64_t drains, samples, stacks, processes;
         uint64_t last_drain_ns;
         uint64_t file_bytes; /* database plus write-ahead log */
+        /* the timeline (timeline_blocks): its blocks, their blobs' bytes,
+         * the samples they time, the oldest one's start (0: none) */
+        uint64_t timeline_blocks, timeline_bytes, timeline_samples, timeline_oldest_ns;
         struct store_drop_total *drops;
         size_t n_drops;
 };

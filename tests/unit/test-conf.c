@@ -105,7 +105,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 28);
+        CHECK_INT_EQ(n, 30);
 }
 
 static void test_defaults(void) {
@@ -116,6 +116,8 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.retention_1m_ns, 7 * 86400 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.retention_ns, 14 * 86400 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.max_store_size, 1ULL << 30);
+        CHECK_INT_EQ(c.timeline_retention_ns, 3600 * NSEC_PER_SEC);
+        CHECK_INT_EQ(c.timeline_max_size, 256ULL << 20);
         CHECK_INT_EQ(c.unwind_memory, 24ULL << 20);
         CHECK_INT_EQ(c.kernel_memory, 64ULL << 20);
         CHECK(c.debug_dirs && c.debug_dirs[0] && !c.debug_dirs[1]);
@@ -141,6 +143,8 @@ static void test_bad_files_name_file_line_and_key(void) {
                 { "max_store_size = 10X\n", "f.conf:1: key 'max_store_size': max_store_size must be a size of at least 1M *" },
                 { "max_store_size = 100K\n", "f.conf:1: key 'max_store_size': *" },
                 { "max_store_size = -1G\n", "f.conf:1: key 'max_store_size': *" },
+                { "timeline_retention = 10s\n", "f.conf:1: key 'timeline_retention': *" },
+                { "timeline_max_size = 1x\n", "f.conf:1: key 'timeline_max_size': *" },
                 { "debug_dirs = usr/lib/debug\n", "f.conf:1: key 'debug_dirs': debug_dirs must be absolute directories *" },
                 { "socket_mode = 0999\n", "f.conf:1: key 'socket_mode': *" },
                 { "max_clients = many\n", "f.conf:1: key 'max_clients': *" },
@@ -294,6 +298,8 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "retention_1m", "8d", "8d" },
         { "retention", "30d", "30d" },
         { "max_store_size", "512M", "536870912" },
+        { "timeline_retention", "6h", "6h" },
+        { "timeline_max_size", "64M", "67108864" },
         { "symbol_cache", "64", "64" },
         { "debug_dirs", "/usr/lib/debug /opt/debug", "/usr/lib/debug /opt/debug" },
         { "debuginfod_urls", "https://debuginfod.debian.net", "https://debuginfod.debian.net" },
@@ -445,8 +451,9 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
                 conf_done(&from_file);
         }
         /* frequency, interval, offcpu_min/max, max_clients, client_timeout,
-         * retention x3, max_store_size, symbol_cache, debug_dirs */
-        CHECK_INT_EQ(n_reloadable, 12);
+         * retention x3, max_store_size, timeline_retention, timeline_max_size,
+         * symbol_cache, debug_dirs */
+        CHECK_INT_EQ(n_reloadable, 14);
         CHECK_INT_EQ(n_restart, 16);
         conf_done(&defaults);
 }

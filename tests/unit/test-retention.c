@@ -14,6 +14,7 @@
 #include "retention.h"
 #include "store.h"
 #include "tests.h"
+#include "timeline-pack.h"
 
 #define SEC NSEC_PER_SEC
 #define MINUTE (60 * SEC)
@@ -534,6 +535,162 @@ static void test_damaged_block_is_dropped_and_counted(void) {
         store_close(s);
 }
 
+/* Drains of `interval` from `from` to `to`, each with `stacks` cpu
+ * samples and its timeline: sample j (of 2 x stacks) at 1 ms + j x 7 ms
+ * into the drain, naming add j % stacks. */
+static void write_timed_drains(store *s, uint64_t from, uint64_t to, uint64_t interval, unsigned stacks) {
+        static const struct store_process proc = { .pid = 300, .start_ns = 3, .comm = "gamma", .exe = "/usr/bin/g" };
+        struct store_timed t[64];
+
+        CHECK(2 * stacks <= ELEMENTSOF(t));
+        for (uint64_t end = from + interval; end <= to; end += interval) {
+                CHECK(store_drain_begin(s, end - interval, end) == 0);
+                for (unsigned k = 0; k < stacks; k++) {
+                        char fn[32];
+                        struct store_frame frames[1] = { { .module = "/usr/bin/g", .address = 0x3000 + 16 * k,
+                                                           .function = fn } };
+                        snprintf(fn, sizeof(fn), "step_%u", k);
+                        CHECK(store_drain_add(s, &(struct store_sample) { .process = &proc, .tid = 300 + k % 2,
+                                                                           .frames = frames, .n_frames = 1,
+                                                                           .value = 2 }) == 0);
+                }
+                for (unsigned j = 0; j < 2 * stacks; j++)
+                        t[j] = (struct store_timed) { end - interval + 1000000 + j * 7000000ULL, j % stacks };
+                CHECK(store_drain_timeline(s, t, 2 * stacks) == 0);
+                CHECK(store_drain_commit(s, NULL, NULL, NULL) == 0);
+        }
+}
+
+/* Every timeline block names stored samples: its keys are (process, stack,
+ * thread) of a sample of its drain's time, and each stack still exists. */
+static int64_t timeline_dangling_keys(sqlite3 *db) {
+        sqlite3_stmt *st, *q;
+        int64_t bad = 0;
+
+        CHECK(sqlite3_prepare_v2(db, "SELECT drain_id, data FROM timeline_blocks", -1, &st, NULL) == SQLITE_OK);
+        CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM stacks WHERE id = ?1", -1, &q, NULL) == SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                struct timeline_block b = {};
+
+                CHECK_INT_EQ(timeline_unpack(sqlite3_column_blob(st, 1), (size_t) sqlite3_column_bytes(st, 1), &b), 0);
+                for (size_t i = 0; i < b.n_keys; i++) {
+                        sqlite3_bind_int64(q, 1, b.keys[i].stack_id);
+                        if (sqlite3_step(q) != SQLITE_ROW || sqlite3_column_int64(q, 0) != 1)
+                                bad++;
+                        sqlite3_reset(q);
+                }
+                timeline_block_done(&b);
+        }
+        sqlite3_finalize(q);
+        sqlite3_finalize(st);
+        return bad;
+}
+
+static void test_timeline_has_a_retention_of_its_own(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        uint64_t now = T0 + 120 * MINUTE;
+        int64_t cpu_before, bytes, newest;
+        char *totals_before, *totals_after;
+
+        snprintf(path, sizeof(path), "%s/timeline.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        /* two hours of 1-minute drains, 8 stacks, 16 timed samples each */
+        write_timed_drains(s, T0, T0 + 120 * MINUTE, MINUTE, 8);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM timeline_blocks"), 120);
+        CHECK_INT_EQ(q1(db, "SELECT sum(n) FROM timeline_blocks"), 120 * 16);
+        /* a block's keys are its drain's samples: (process, stack, tid) of
+         * a row of the samples view with that drain */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM timeline_blocks b WHERE NOT EXISTS (SELECT 1 FROM samples s "
+                            "WHERE s.drain_id = b.drain_id)"), 0);
+        {
+                sqlite3_stmt *st;
+                struct timeline_block b = {};
+                int64_t drain = -1, found = 0;
+
+                CHECK(sqlite3_prepare_v2(db, "SELECT drain_id, data, start_ns, end_ns FROM timeline_blocks "
+                                             "ORDER BY drain_id LIMIT 1", -1, &st, NULL) == SQLITE_OK);
+                CHECK(sqlite3_step(st) == SQLITE_ROW);
+                drain = sqlite3_column_int64(st, 0);
+                CHECK_INT_EQ(timeline_unpack(sqlite3_column_blob(st, 1), (size_t) sqlite3_column_bytes(st, 1), &b), 0);
+                /* time 0 is the first sample, 1 ms into the drain; the last 15 x 7 ms later */
+                CHECK_INT_EQ(sqlite3_column_int64(st, 2), (int64_t) (T0 + 1000000));
+                CHECK_INT_EQ(sqlite3_column_int64(st, 3), (int64_t) (T0 + 1000000 + 15 * 7000000ULL));
+                CHECK_INT_EQ(b.n_keys, 8);
+                CHECK_INT_EQ(b.n_samples, 16);
+                CHECK_INT_EQ(b.span_us, 15 * 7000);
+                for (size_t i = 0; i < b.n_samples; i++)
+                        CHECK_INT_EQ(b.samples[i].time_us, i * 7000);
+                sqlite3_finalize(st);
+                CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM samples WHERE drain_id = ?1 AND process_id = ?2 "
+                                             "AND stack_id = ?3 AND tid = ?4 AND kind = 0", -1, &st, NULL) == SQLITE_OK);
+                for (size_t i = 0; i < b.n_keys; i++) {
+                        sqlite3_bind_int64(st, 1, drain);
+                        sqlite3_bind_int64(st, 2, b.keys[i].process_id);
+                        sqlite3_bind_int64(st, 3, b.keys[i].stack_id);
+                        sqlite3_bind_int64(st, 4, b.keys[i].tid);
+                        if (sqlite3_step(st) == SQLITE_ROW)
+                                found += sqlite3_column_int64(st, 0);
+                        sqlite3_reset(st);
+                }
+                CHECK_INT_EQ(found, 8);
+                sqlite3_finalize(st);
+                timeline_block_done(&b);
+        }
+        cpu_before = q1(db, "SELECT sum(value) FROM samples WHERE kind = 0");
+        totals_before = text1(db, TOTALS_SQL);
+
+        /* 30 minutes of timeline: the older blocks go, every drain stays */
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 24 * 60 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE,
+                                                                  .timeline_ns = 30 * MINUTE }, &r) == 0);
+        settle(r, s, now);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM timeline_blocks"), 30);
+        CHECK_INT_EQ(q1(db, "SELECT min(end_ns) FROM timeline_blocks") >= (int64_t) (now - 30 * MINUTE), 1);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains"), 120);
+        CHECK_INT_EQ(q1(db, "SELECT sum(value) FROM samples WHERE kind = 0"), cpu_before);
+        totals_after = text1(db, TOTALS_SQL);
+        CHECK_STR_EQ(totals_after, totals_before);
+        free(totals_after);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.deleted_timeline, 90);
+        CHECK_INT_EQ(timeline_dangling_keys(db), 0);
+
+        /* a size bound: the oldest go until the blobs take 90% of it, the
+         * newest stays */
+        bytes = q1(db, "SELECT sum(length(data)) FROM timeline_blocks");
+        newest = q1(db, "SELECT max(drain_id) FROM timeline_blocks");
+        retention_configure(r, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 24 * 60 * MINUTE,
+                                                              .all_ns = 24 * 60 * MINUTE, .timeline_ns = 30 * MINUTE,
+                                                              .timeline_max_bytes = (uint64_t) bytes / 3 });
+        settle(r, s, now);
+        CHECK(q1(db, "SELECT sum(length(data)) FROM timeline_blocks") <= bytes / 3);
+        CHECK(q1(db, "SELECT count(*) FROM timeline_blocks") >= 8);
+        CHECK_INT_EQ(q1(db, "SELECT max(drain_id) FROM timeline_blocks"), newest);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains"), 120);
+        CHECK_INT_EQ(q1(db, "SELECT sum(value) FROM samples WHERE kind = 0"), cpu_before);
+
+        /* the aggregates' own retention takes the timeline of their time
+         * with them: no block is left naming a stack that is gone */
+        retention_configure(r, &(struct retention_settings) { .raw_ns = 5 * MINUTE, .m1_ns = 5 * MINUTE,
+                                                              .all_ns = 10 * MINUTE });
+        settle(r, s, now);
+        CHECK(q1(db, "SELECT count(*) FROM drains") < 120);
+        CHECK(q1(db, "SELECT count(*) FROM timeline_blocks") > 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM timeline_blocks WHERE end_ns < (SELECT min(start_ns) FROM drains)"),
+                     0);
+        CHECK_INT_EQ(timeline_dangling_keys(db), 0);
+
+        free(totals_before);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 static void test_bucket(void) {
         CHECK_INT_EQ(retention_bucket(T0 + 59 * SEC, RETENTION_1M_NS), T0);
         CHECK_INT_EQ(retention_bucket(T0 + 60 * SEC, RETENTION_1M_NS), T0 + MINUTE);
@@ -553,6 +710,7 @@ int main(void) {
         test_spans_keep_every_answer();
         test_damaged_block_is_dropped_and_counted();
         test_max_size_deletes_oldest_first_and_shrinks_the_file();
+        test_timeline_has_a_retention_of_its_own();
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         (void) system(cmd);
         TESTS_DONE();

@@ -71,6 +71,8 @@ static struct conf test_conf(void) {
                 .retention_raw_ns = 3600 * NSEC_PER_SEC,
                 .retention_1m_ns = 86400 * NSEC_PER_SEC,
                 .retention_ns = 7 * 86400 * NSEC_PER_SEC,
+                .timeline_retention_ns = 3600 * NSEC_PER_SEC,
+                .timeline_max_size = 256 << 20,
                 .debug_dirs = debug_dirs,
                 .clickhouse_url = "http://ch:8123",
                 .host_name = "web1",
@@ -95,9 +97,12 @@ static struct status_stats full_stats(const struct conf *c) {
                 .samples_seen = 11, .idle_samples = 12,
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
                 .user_walks = 15,
+                .timeline_untimed = 16,
                 .clients = 3,
                 .writer_running = true,
                 .store = { .drains = 21, .samples = 22, .stacks = 23, .processes = 24, .last_drain_ns = 25,
+                           .timeline_blocks = 27, .timeline_bytes = 28, .timeline_samples = 29,
+                           .timeline_oldest_ns = 30,
                            .file_bytes = 26, .drops = stored_drops, .n_drops = ELEMENTSOF(stored_drops) },
                 .unwinder_running = true,
                 .unwind = { .processes = 31, .files = 32, .files_unused = 33, .rows_used = 34, .rows_capacity = 35,
@@ -138,7 +143,7 @@ static struct status_stats full_stats(const struct conf *c) {
                                                                 .reads = 154, .reused = 155, .evicted = 156 };
         s.writer.jit_map_entries_dropped = 119;
         s.writer.retention_on = true;
-        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129 };
+        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130 };
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
                 s.unwind.failures[i] = 300 + (uint64_t) i;
         for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
@@ -183,7 +188,7 @@ static void test_keys_in_order(void) {
                       "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
                       "runtime_names truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
-                      "rss_bytes memory heap_trims heap_trim_ms offcpu max_clients client_timeout_ms "
+                      "rss_bytes memory heap_trims heap_trim_ms offcpu timeline max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
                    "mappings_used mappings_capacity kernel_bytes mapped_bytes tables_built build_ms "
@@ -202,6 +207,8 @@ static void test_keys_in_order(void) {
         check_keys(json_object_get(o, "store_migration"), "pending_rows pending_drains done_rows done_drains "
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"), "min_ns max_ns filtered_blocks filtered_ns");
+        check_keys(json_object_get(o, "timeline"), "bytes blocks samples oldest_ns untimed retention_s max_size "
+                   "deleted_blocks");
         check_keys(json_object_get(o, "unresolved"), "no_symbols no_file jit_without_map unknown_mapping "
                    "python_no_runtime python_exited python_read_code python_not_code python_read_string "
                    "python_string_not_compact python_string_too_long python_string_bad");
@@ -233,6 +240,15 @@ static void test_values(void) {
         CHECK_INT_EQ(num(o, "processes"), 24);
         CHECK_INT_EQ(num(o, "samples_seen"), 11);
         CHECK_INT_EQ(num(o, "idle_samples"), 12);
+        x = json_object_get(o, "timeline");
+        CHECK_INT_EQ(num(x, "blocks"), 27);
+        CHECK_INT_EQ(num(x, "bytes"), 28);
+        CHECK_INT_EQ(num(x, "samples"), 29);
+        CHECK_INT_EQ(num(x, "oldest_ns"), 30);
+        CHECK_INT_EQ(num(x, "untimed"), 16);
+        CHECK_INT_EQ(num(x, "retention_s"), 3600);
+        CHECK_INT_EQ(num(x, "max_size"), 256 << 20);
+        CHECK_INT_EQ(num(x, "deleted_blocks"), 130);
         x = json_object_get(o, "kinds");
         CHECK(json_array_size(x) == 2);
         CHECK_STR_EQ(json_string_value(json_array_get(x, 0)), "cpu");
