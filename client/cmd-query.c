@@ -269,12 +269,17 @@ int query_stream(conn *c, const struct query_args *a, const json_t *request, FIL
                                 r = cli_error(-ENOMEM, "%m");
                                 break;
                         }
+                        /* a cpu window: selected by the samples' own time
+                         * (the timeline) or by drains */
+                        const json_t *tl = end->line ? json_object_get(end->line, PROTO_KEY_TIMELINE) : NULL;
+
                         fprintf(out, "%s],\"kind\":\"%s\",\"unit\":\"%s\",\"total\":%" PRIu64
                                 ",\"stacks_count\":%" PRIu64 ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64
-                                "%s%s%s%s}\n",
+                                "%s%s%s%s%s}\n",
                                 x.n == 0 ? "{\"stacks\":[" : "\n", filters_kind(&a->filters),
                                 filters_kind_is_time(&a->filters) ? "ns" : "samples",
                                 end->total, end->stacks, end->from_ns, end->to_ns,
+                                !json_is_boolean(tl) ? "" : json_is_true(tl) ? ",\"timeline\":true" : ",\"timeline\":false",
                                 quality ? ",\"quality\":" : "", quality ?: "",
                                 by_host ? ",\"quality_by_host\":" : "", by_host ?: "");
                         break;

@@ -93,6 +93,10 @@
 #define PROTO_KEY_ROWS      "rows"     /* fleet table answers: how many "row" lines */
 #define PROTO_KEY_QUALITY   "quality"  /* common/quality.h */
 #define PROTO_KEY_UNCONVERTED_DRAINS "unconverted_drains"
+/* end of a cpu query: true, samples selected by their own time (the
+ * timeline); false, by the drains overlapping the window (the timeline
+ * does not reach back to its start) */
+#define PROTO_KEY_TIMELINE "timeline"
 
 /* The query model profd's store and profctl's fleet answers share. The
  * names keep the store's prefix: the store defined them first and fills

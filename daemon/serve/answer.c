@@ -175,6 +175,8 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                 };
 
                 if (q.drain_id >= 0)
+                        r = store_query_timeline_covers(ctx->store, &q, &q.timeline);
+                if (r >= 0 && q.drain_id >= 0)
                         r = store_query_stacks(ctx->store, &q, emit_stack, &sc, &total, &stacks);
                 if (r >= 0 && q.drain_id >= 0)
                         r = store_query_drops(ctx->store, &q, add_drop, &sc.quality);
@@ -188,6 +190,9 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                                 PROTO_KEY_STACKS, (json_int_t) stacks, PROTO_KEY_TOTAL, (json_int_t) total,
                                 PROTO_KEY_FROM_NS, (json_int_t) q.from_ns, PROTO_KEY_TO_NS, (json_int_t) q.to_ns,
                                 PROTO_KEY_QUALITY, report);
+                /* a window of cpu samples says how they were selected */
+                if (end && rq->kind == 0 && q.drain_id == 0) /* PROFD_KIND_CPU */
+                        json_object_set_new(end, PROTO_KEY_TIMELINE, json_boolean(q.timeline));
         }
         /* an older store's drains that schema 8's conversion has not
          * reached yet are not in the answer: said, not hidden */

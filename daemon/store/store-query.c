@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "sample-blocks.h"
 #include "store-private.h"
+#include "timeline-pack.h"
 
 enum {
         STMT_SELECT_LOCATION_INFO,
@@ -738,6 +739,163 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
         return r;
 }
 
+int store_query_timeline_covers(store *s, const struct store_query *q, bool *ret) {
+        int64_t oldest;
+        int r;
+
+        *ret = false;
+        if (q->kind != 0 || q->drain_id != 0 || q->state_mask != 0) /* PROFD_KIND_CPU */
+                return 0;
+        r = db_query_i64(&s->d, "SELECT min(start_ns) FROM timeline_blocks", NULL, 0, -1, &oldest);
+        if (r < 0)
+                return r;
+        *ret = oldest >= 0 && (uint64_t) oldest <= q->from_ns;
+        return 0;
+}
+
+/* A process's part in a timeline answer: whether the query's process
+ * filters keep it, and its group name (as the block query's first columns
+ * give them). */
+struct timeline_proc {
+        bool keep;
+        uint32_t group;
+        char *comm;     /* STORE_GROUP_THREAD: the name of threads without one */
+};
+
+static int timeline_proc_get(store *s, sqlite3_stmt *pst, const struct store_query *q, struct stack_sums *a,
+                             hashmap *procs, int64_t id, struct timeline_proc **ret) {
+        struct timeline_proc *tp;
+        void *v;
+        int rc, r = 0;
+
+        if (hashmap_get(procs, UINT64_TO_KEY((uint64_t) id), &v) >= 0) {
+                *ret = v;
+                return 0;
+        }
+        tp = calloc(1, sizeof(*tp));
+        if (!tp)
+                return -ENOMEM;
+        sqlite3_bind_int64(pst, sqlite3_bind_parameter_index(pst, ":id"), id);
+        rc = sqlite3_step(pst);
+        if (rc == SQLITE_ROW) {
+                const char *grp = (const char *) sqlite3_column_text(pst, 0);
+
+                tp->keep = true;
+                if (q->group == STORE_GROUP_THREAD) {
+                        tp->comm = strdup(grp ? grp : "");
+                        if (!tp->comm)
+                                r = -ENOMEM;
+                } else if (q->group != STORE_GROUP_NONE)
+                        r = group_of(a, grp ? grp : "", &tp->group);
+        } else if (rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "timeline process lookup");
+        sqlite3_reset(pst);
+        if (r >= 0)
+                r = hashmap_put(procs, UINT64_TO_KEY((uint64_t) id), tp);
+        if (r < 0) {
+                free(tp->comm);
+                free(tp);
+                return r;
+        }
+        *ret = tp;
+        return 0;
+}
+
+/* The sums of a cpu query from the timeline: each sample whose own time
+ * is in [from_ns, to_ns] counts 1 for its (group, stack), where its
+ * process passes the filters and its thread the tid filter. */
+static int query_stacks_timeline(store *s, const struct store_query *q, struct stack_sums *a) {
+        _cleanup_stmt_ sqlite3_stmt *name_st = NULL;
+        struct sql_text t = {};
+        sqlite3_stmt *bst = NULL, *pst = NULL;
+        hashmap *procs = hashmap_new_u64();
+        int rc, r = procs ? 0 : -ENOMEM;
+
+        switch (q->group) {
+        case STORE_GROUP_PROCESS:
+                sql_add(&t, "SELECT p.comm || '-' || p.pid");
+                break;
+        case STORE_GROUP_UNIT:
+                sql_add(&t, "SELECT coalesce(p.unit, '-')");
+                break;
+        case STORE_GROUP_THREAD:
+                sql_add(&t, "SELECT p.comm");
+                break;
+        default:
+                sql_add(&t, "SELECT NULL");
+        }
+        sql_add(&t, " FROM processes p WHERE p.id = :id");
+        sql_add_process_filters(&t, q);
+        if (r >= 0)
+                r = query_prepare(s, &t, q, &pst);
+        free(t.buf);
+        if (r >= 0 && q->group == STORE_GROUP_THREAD) {
+                rc = sqlite3_prepare_v2(s->d.handle, "SELECT comm FROM threads WHERE process_id = ?1 AND tid = ?2", -1,
+                                        &name_st, NULL);
+                if (rc != SQLITE_OK)
+                        r = db_fail(&s->d, rc, "preparing the query");
+        }
+        if (r >= 0) {
+                /* blocks end by their last sample: those ending before the
+                 * window hold none of it (timeline_blocks_end) */
+                rc = sqlite3_prepare_v2(s->d.handle, "SELECT drain_id, start_ns, data FROM timeline_blocks "
+                                                     "WHERE end_ns >= ?1 AND start_ns <= ?2", -1, &bst, NULL);
+                if (rc != SQLITE_OK)
+                        r = db_fail(&s->d, rc, "preparing the query");
+                else {
+                        sqlite3_bind_int64(bst, 1, (int64_t) q->from_ns);
+                        sqlite3_bind_int64(bst, 2, (int64_t) q->to_ns);
+                }
+        }
+        while (r >= 0 && (rc = sqlite3_step(bst)) == SQLITE_ROW) {
+                uint64_t start = (uint64_t) sqlite3_column_int64(bst, 1);
+                struct timeline_block b = {};
+
+                r = timeline_unpack(sqlite3_column_blob(bst, 2), (size_t) sqlite3_column_bytes(bst, 2), &b);
+                if (r == -EBADMSG) {
+                        log_error("Store %s: the timeline of drain %" PRId64 " is damaged, ignoring it.", s->path,
+                                  (int64_t) sqlite3_column_int64(bst, 0));
+                        r = 0;
+                        continue;
+                }
+                for (size_t i = 0; r >= 0 && i < b.n_samples; i++) {
+                        uint64_t at = start + b.samples[i].time_us * 1000;
+                        const struct timeline_key *k = &b.keys[b.samples[i].key];
+                        struct timeline_proc *tp;
+                        uint32_t group;
+
+                        if (at < q->from_ns || at > q->to_ns || (q->tid && k->tid != q->tid))
+                                continue;
+                        r = timeline_proc_get(s, pst, q, a, procs, k->process_id, &tp);
+                        if (r < 0 || !tp->keep)
+                                continue;
+                        group = tp->group;
+                        if (q->group == STORE_GROUP_THREAD)
+                                r = thread_group(s, a, name_st, k->process_id, k->tid, tp->comm, &group);
+                        if (r >= 0)
+                                r = stack_sums_add(a, group, k->stack_id, 1);
+                }
+                timeline_block_done(&b);
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "timeline query");
+        sqlite3_finalize(bst);
+        sqlite3_finalize(pst);
+        if (procs) {
+                const void *key;
+                void *v;
+                size_t it = 0;
+
+                while (hashmap_iterate(procs, &it, &key, &v)) {
+                        struct timeline_proc *tp = v;
+                        free(tp->comm);
+                        free(tp);
+                }
+                hashmap_free(procs);
+        }
+        return r;
+}
+
 int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn, void *userdata,
                        uint64_t *ret_total, uint64_t *ret_stacks) {
         struct stack_sums a = {};
@@ -788,7 +946,7 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
         if (q->group == STORE_GROUP_NONE)
                 r = group_of(&a, "", &(uint32_t) {0});
         if (r >= 0)
-                r = query_stacks_sum(s, st, q, &a);
+                r = q->timeline ? query_stacks_timeline(s, q, &a) : query_stacks_sum(s, st, q, &a);
         if (r < 0)
                 goto out;
         /* in (group, stack) order, as GROUP BY grp, stack_id ORDER BY grp gave */

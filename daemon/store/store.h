@@ -201,7 +201,19 @@ struct store_query {
         /* access control: only processes that ran with this effective uid */
         bool only_uid;
         uint32_t uid;
+        /* cpu: select samples by their own time (the timeline), not by the
+         * drains overlapping the window; set it only where
+         * store_query_timeline_covers says so */
+        bool timeline;
 };
+
+/* Whether the timeline can answer q (sets *ret): an on-CPU query of a
+ * window (not one drain) with no state filter, whose start the timeline
+ * still holds (its oldest block started by then: retention deletes the
+ * oldest first, so it holds everything after). Samples counted untimed
+ * (status timeline.untimed) are not in such an answer. Returns 0 or a
+ * negative errno. */
+int store_query_timeline_covers(store *s, const struct store_query *q, bool *ret);
 
 /* struct store_frame_out and struct store_stack_out, what queries return,
  * are the protocol's frame and stack: common/protocol.h. */

@@ -7,8 +7,14 @@ timeline yet: the stored blocks are read with the daemon's own codec
 (tests/tools/timeline-dump.c) from the store file after a flush."""
 import json
 import subprocess
+import time
 
 from harness import Profd, binary, function_shares, require_root, run_tests
+
+
+def rfc3339(ns):
+    """A Unix-epoch ns time as RFC 3339 in UTC, to the nanosecond."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 FREQ = 199                      # Hz: a period of 5 ms, ~60 samples a burst
 PERIOD_NS = 1e9 / FREQ
@@ -70,6 +76,27 @@ def test_timeline_places_burst_samples_in_the_bursts():
         # the stacks the timeline names are the aggregates' stacks of the
         # workload's thread
         assert {s[2] for s in samples} == {truth["pid"]}, "the timeline names another thread"
+
+        # a window to the nanosecond over one burst is answered from the
+        # timeline: the burst's samples, by their own time, naming burst_spin
+        b0, b1 = bursts[4]
+        window = d.query_json("--pid", str(truth["pid"]), "--from", rfc3339(b0), "--to", rfc3339(b1))
+        _, in_stack, total = function_shares(window)
+        want = sum(1 for s in samples if b0 <= s[0] <= b1)
+        print(f"  window over burst 5 ({(b1 - b0) / 1e6:.0f} ms): {total} samples (the timeline has {want}), "
+              f"burst_spin in {in_stack.get('burst_spin', 0)}; timeline {window.get('timeline')}")
+        assert window.get("timeline") is True, f"not answered from the timeline: {window.get('timeline')}"
+        assert total == want, f"the window has {total} samples, the timeline {want} in it"
+        assert total > 0 and in_stack.get("burst_spin", 0) >= 0.95 * total, in_stack
+        # the idle time after it: (almost) nothing of the workload
+        idle = d.query_json("--pid", str(truth["pid"]), "--from", rfc3339(int(b1 + 2 * PERIOD_NS)),
+                            "--to", rfc3339(int(bursts[5][0] - 2 * PERIOD_NS)))
+        print(f"  window over the idle time after it: {idle['total']} samples")
+        assert idle.get("timeline") is True and idle["total"] <= 2, idle["total"]
+        # a window the timeline does not reach back to: by drains, and said
+        before = d.query_json("--pid", str(truth["pid"]), "--since", "1h")
+        assert before.get("timeline") is False, before.get("timeline")
+        assert before["total"] == len(samples), (before["total"], len(samples))
 
 
 if __name__ == "__main__":
