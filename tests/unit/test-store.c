@@ -453,6 +453,57 @@ static void test_python_frames(store *s, store *r) {
         CHECK_INT_EQ(seen.unnamed, 1);
 }
 
+/* The timeline (issue 44): a drain's samples with their times, and a cpu
+ * window answered by each sample's own time, with the query's filters and
+ * groups, where the timeline reaches back to the window's start. */
+static void test_timeline_window(store *s, store *r) {
+        const uint64_t d0 = T0 + 2000 * SEC, ms = 1000000;
+        /* adds: 0 alpha S1 tid 100 (3 samples), 1 beta S2 tid 200 (2) */
+        const struct store_timed t[5] = {
+                { d0 + 1000 * ms, 0 }, { d0 + 1200 * ms, 1 }, { d0 + 1500 * ms, 0 }, { d0 + 4000 * ms, 0 },
+                { d0 + 7000 * ms, 1 },
+        };
+        struct store_query q = { .kind = 0, .from_ns = d0 + 1100 * ms, .to_ns = d0 + 4500 * ms, .timeline = true };
+        bool covers = false;
+
+        CHECK_INT_EQ(store_drain_begin(s, d0, d0 + 10 * SEC), 0);
+        add(s, &alpha, 100, 0, s1, 2, 0, 3);
+        add(s, &beta, 200, 0, s2, 2, S2_END, 2);
+        CHECK_INT_EQ(store_drain_timeline(s, (const struct store_timed[]) { { d0, 2 } }, 1), -EINVAL);
+        CHECK_INT_EQ(store_drain_timeline(s, t, 5), 0);
+        CHECK_INT_EQ(store_drain_commit(s, NULL, NULL, NULL), 0);
+
+        /* the timeline starts at its first sample: a window from then on */
+        CHECK_INT_EQ(store_query_timeline_covers(r, &q, &covers), 0);
+        CHECK(covers);
+        CHECK_INT_EQ(store_query_timeline_covers(r, &(struct store_query) { .kind = 0, .from_ns = d0,
+                                                                            .to_ns = d0 + SEC }, &covers), 0);
+        CHECK(!covers);
+        CHECK_INT_EQ(store_query_timeline_covers(r, &(struct store_query) { .kind = 1, .from_ns = d0 + 2 * SEC,
+                                                                            .to_ns = d0 + 3 * SEC }, &covers), 0);
+        CHECK(!covers);
+        CHECK_INT_EQ(store_query_timeline_covers(r, &(struct store_query) { .kind = 0, .drain_id = 1 }, &covers), 0);
+        CHECK(!covers);
+
+        /* 1.1-4.5 s: alpha at 1.5 and 4.0, beta at 1.2 */
+        CHECK_STR_EQ(query(r, &q, 3, 2), "|main;work;helper 2 0\n|main;app+0x3000 1 6\n");
+        q.pid = 100;
+        CHECK_STR_EQ(query(r, &q, 2, 1), "|main;work;helper 2 0\n");
+        q.pid = 0;
+        q.tid = 200;
+        CHECK_STR_EQ(query(r, &q, 1, 1), "|main;app+0x3000 1 6\n");
+        q.tid = 0;
+        q.group = STORE_GROUP_PROCESS;
+        CHECK_STR_EQ(query(r, &q, 3, 2), "alpha-100|main;work;helper 2 0\nbeta-200|main;app+0x3000 1 6\n");
+        q.group = STORE_GROUP_NONE;
+        /* to the nanosecond: a window ending just before the sample at 4.0 s */
+        q.to_ns = d0 + 4000 * ms - 1;
+        CHECK_STR_EQ(query(r, &q, 2, 2), "|main;work;helper 1 0\n|main;app+0x3000 1 6\n");
+        /* the same window by drains: the whole drain */
+        q.timeline = false;
+        CHECK_STR_EQ(query(r, &q, 5, 2), "|main;work;helper 3 0\n|main;app+0x3000 2 6\n");
+}
+
 int main(void) {
         char dir[] = "/tmp/test-store-XXXXXX";
         _cleanup_free_ char *path = NULL, *cmd = NULL;
@@ -476,6 +527,7 @@ int main(void) {
                 test_id_caches_bounded(s, r);
                 test_wal_bounded(s, path);
                 test_python_frames(s, r);
+                test_timeline_window(s, r);
                 /* a reader cannot write, whatever it asks */
                 CHECK(store_drain_begin(r, T0, T0 + SEC) < 0);
         }
