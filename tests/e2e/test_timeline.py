@@ -2,9 +2,10 @@
 """End to end, the timeline of on-CPU samples (issue 44): a workload burns
 CPU in 300 ms bursts between idle sleeps, at wall-clock times it records;
 the timeline profd stores places its samples inside those bursts, each
-sample once, with nothing lost silently. The query side does not read the
-timeline yet: the stored blocks are read with the daemon's own codec
-(tests/tools/timeline-dump.c) from the store file after a flush."""
+sample once, with nothing lost silently (the stored blocks read with the
+daemon's own codec, tests/tools/timeline-dump.c, from the store file after
+a flush), and a query's window to the nanosecond over one burst is
+answered from it."""
 import json
 import subprocess
 import time
