@@ -437,6 +437,24 @@ static const char *when_write(char *buf, size_t size, uint64_t t_ns, uint64_t no
         return buf;
 }
 
+/* The timeline of on-CPU samples (issue 44), when the daemon reports it. */
+static void timeline_write(FILE *f, const json_t *status, uint64_t now_ns) {
+        const json_t *o = json_object_get(status, STATUS_KEY_TIMELINE);
+        const json_t *oldest;
+        char bytes[32], when[128];
+
+        if (!json_is_object(o))
+                return;
+        oldest = json_object_get(o, STATUS_KEY_TIMELINE_OLDEST_NS);
+        fprintf(f, "timeline:  %" PRIu64 " samples with their time in %" PRIu64 " blocks (%s), oldest %s; "
+                "%" PRIu64 " samples untimed since profd started\n",
+                u64_of(o, STATUS_KEY_TIMELINE_SAMPLES), u64_of(o, STATUS_KEY_TIMELINE_BLOCKS),
+                format_bytes(bytes, sizeof(bytes), u64_of(o, STATUS_KEY_TIMELINE_BYTES)),
+                json_is_integer(oldest) ? when_write(when, sizeof(when), (uint64_t) json_integer_value(oldest), now_ns)
+                                        : "none",
+                u64_of(o, STATUS_KEY_TIMELINE_UNTIMED));
+}
+
 /* The ClickHouse export, when profd runs one (docs/clickhouse.md, Status). */
 static void export_write(FILE *f, const json_t *status, uint64_t now_ns) {
         const json_t *e = json_object_get(status, STATUS_KEY_EXPORT), *errors, *v;
@@ -603,6 +621,7 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         fprintf(f, "store:     %s (%s)\n", store_path, format_bytes(size, sizeof(size), store_bytes));
         check_write(f, json_object_get(status, STATUS_KEY_STORE_CHECK), now_ns);
         migration_write(f, json_object_get(status, STATUS_KEY_STORE_MIGRATION), now_ns);
+        timeline_write(f, status, now_ns);
         extras_write(f, status);
         unwind_write(f, status);
         export_write(f, status, now_ns);

@@ -43,6 +43,9 @@ def test_timeline_places_burst_samples_in_the_bursts():
         print(f"  status timeline: {tl}")
         assert tl["blocks"] > 0 and tl["bytes"] > 0 and tl["samples"] > 0, tl
         assert tl["oldest_ns"] is not None and tl["oldest_ns"] <= truth["bursts"][0][0], tl
+        text = [l for l in d.profctl("status").stdout.splitlines() if l.startswith("timeline:")]
+        print(f"  {text}")
+        assert len(text) == 1 and " samples untimed" in text[0], text
 
         samples = [s for s in timeline(d.store) if s[1] == truth["pid"]]
         bursts = truth["bursts"]
