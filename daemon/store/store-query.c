@@ -746,7 +746,8 @@ int store_query_timeline_covers(store *s, const struct store_query *q, bool *ret
         *ret = false;
         if (q->kind != 0 || q->drain_id != 0 || q->state_mask != 0) /* PROFD_KIND_CPU */
                 return 0;
-        r = db_query_i64(&s->d, "SELECT min(start_ns) FROM timeline_blocks", NULL, 0, -1, &oldest);
+        /* the oldest block's start, through the index on end_ns */
+        r = db_query_i64(&s->d, "SELECT start_ns FROM timeline_blocks ORDER BY end_ns LIMIT 1", NULL, 0, -1, &oldest);
         if (r < 0)
                 return r;
         *ret = oldest >= 0 && (uint64_t) oldest <= q->from_ns;
