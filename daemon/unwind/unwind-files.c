@@ -689,9 +689,10 @@ static int cold_room(unwinder *u, struct ufile *f, uint64_t hot_ns, uint64_t now
         if (r < 0)
                 return r;
         if (r == 0) {
-                log_debug("No room for a sampled unwind table of %" PRIu32 " row slots: every table that could give "
-                          "it is sampled within %" PRIu64 " s, walking it by frame pointers.",
-                          f->want, (uint64_t) (hot_ns / NSEC_PER_SEC));
+                log_debug("No room for the sampled unwind table of file %" PRIu64 ":%" PRIu64 " (%" PRIu32 " row "
+                          "slots): every table that could give it is sampled within %" PRIu64 " s or of the same "
+                          "process, walking it by frame pointers.",
+                          f->key.dev, f->key.ino, f->want, (uint64_t) (hot_ns / NSEC_PER_SEC));
                 f->kept_hot_ns = now;
                 count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
                 pthread_mutex_lock(&u->lock);
@@ -714,6 +715,11 @@ static int cold_room(unwinder *u, struct ufile *f, uint64_t hot_ns, uint64_t now
                         ufile_evict(u, h);
                         continue;
                 }
+                /* by file identity (the test reads it): which table went for which */
+                log_debug("Evicting the unwind table of file %" PRIu64 ":%" PRIu64 " (%" PRIu32 " slots, not sampled "
+                          "for %" PRIu64 " ms) for the sampled table of file %" PRIu64 ":%" PRIu64 ".",
+                          h->key.dev, h->key.ino, h->slots, (uint64_t) ((now - MIN(now, h->sampled_ns)) / NSEC_PER_MSEC),
+                          f->key.dev, f->key.ino);
                 rel[2 * n_rel] = h->off;
                 rel[2 * n_rel + 1] = h->slots;
                 n_rel++;

@@ -23,6 +23,7 @@ two clangs do not.
   refusal, `tables_evicted_cold` does not move), and B's samples still
   reach a root frame."""
 import json
+import re
 import os
 import shutil
 import signal
@@ -131,6 +132,24 @@ def copies(tmp, name):
     return libdir
 
 
+def idents(libdir):
+    """The libraries of libdir as profd's log names files: dev:ino."""
+    out = {}
+    for lib in LIBS:
+        st = os.stat(os.path.join(libdir, os.path.basename(lib)))
+        out[f"{st.st_dev}:{st.st_ino}"] = os.path.basename(lib)
+    return out
+
+
+EVICT_RE = re.compile(r"Evicting the unwind table of file (\d+:\d+) .* for the sampled table of file (\d+:\d+)\.")
+KEPT_RE = re.compile(r"No room for the sampled unwind table of file (\d+:\d+) ")
+
+
+def evictions(d):
+    """(evicted, for) file pairs profd's log names, in order."""
+    return EVICT_RE.findall(d.read_log())
+
+
 def write_source(path):
     with open(path, "w") as f:
         for i in range(FUNCTIONS):
@@ -173,6 +192,14 @@ def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
         ub = wait_for(d, "cold tables evicted for B", lambda u: u["tables_evicted_cold"] > ub0["tables_evicted_cold"])
         ub = wait_root_share(d, b.pid, "B's tables")
         print(f"  B built: {fmt(ub)}")
+        ids_a, ids_b = idents(lib_a), idents(lib_b)
+        names = {**{k: "A's " + v for k, v in ids_a.items()}, **{k: "B's " + v for k, v in ids_b.items()}}
+        pairs = evictions(d)
+        for gone, wanted in pairs:
+            print(f"    evicted {names.get(gone, gone)} for {names.get(wanted, wanted)}")
+        assert any(gone in ids_a and wanted in ids_b for gone, wanted in pairs), \
+            "no table of A was evicted for one of B's"
+        assert not any(gone in ids_b for gone, _ in pairs), "a table of B was evicted for B"
         time.sleep(5 * INTERVAL_S)
         share, n, trunc = root_share(d, b.pid, 5)
         print(f"  B: {100 * share:.1f}% of {n} samples reach a root frame")
@@ -192,6 +219,9 @@ def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
         assert uc["tables_evicted_cold"] == uc0["tables_evicted_cold"], \
             f"{uc['tables_evicted_cold'] - uc0['tables_evicted_cold']} tables evicted while B and C ran hot"
         assert uc["failures"]["budget_full"] > uc0["failures"]["budget_full"], "the refusal is not counted budget_full"
+        log = d.read_log()
+        assert any(f in ids_a for f in KEPT_RE.findall(log)), "no refusal of a table of A's libraries logged"
+        assert not any(gone in ids_b for gone, _ in evictions(d)), "a table of B was evicted while B ran hot"
         share, n, trunc = root_share(d, b.pid, 4)
         print(f"  B with C running: {100 * share:.1f}% of {n} samples reach a root frame")
         assert b.running(), "B ended before the test was done with it"
