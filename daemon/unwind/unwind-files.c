@@ -778,13 +778,13 @@ int ufile_note_sampled(unwinder *u, const struct file_ident *ids, size_t n, uint
                 hashmap_free(set);
                 return -ENOMEM;
         }
-        for (size_t j = 0; j < n; j++) {
-                r = hashmap_put(set, UINT64_TO_KEY(file_ident_hash(&ids[j])), (void *) (uintptr_t) (j + 1));
-                if (r == -ENOMEM) {
+        /* a file may be named twice (notes of several drains taken at
+         * once): the first stays (-EEXIST) */
+        for (size_t j = 0; j < n; j++)
+                if (hashmap_put(set, UINT64_TO_KEY(file_ident_hash(&ids[j])), (void *) (uintptr_t) (j + 1)) == -ENOMEM) {
                         hashmap_free(set);
-                        return r;
+                        return -ENOMEM;
                 }
-        }
         /* one pass over the cached files (a few hundred to a few thousand),
          * once per drain */
         while (hashmap_iterate(u->files, &i, &k, &v)) {

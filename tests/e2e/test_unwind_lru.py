@@ -78,13 +78,15 @@ def wait_root_share(d, pid, what, since_s=2, timeout=BUILD_TIMEOUT):
     seconds reach a root frame (its tables built and published), whatever
     else the host builds meanwhile. Returns the unwinder's status then."""
     deadline = time.monotonic() + timeout
+    good = 0
     while True:
-        u = unwind(d)
         share, n, trunc = root_share(d, pid, since_s)
         # enough samples that the ones of its start (before the dynamic
-        # loader mapped the libraries) do not count, and no table queued
-        if n >= 100 and share >= ROOT_SHARE and u["tables_queued"] == 0:
-            return u
+        # loader mapped the libraries) do not count, twice in a row (the
+        # host's own large tables may be queued at any time)
+        good = good + 1 if n >= 100 and share >= ROOT_SHARE else 0
+        if good >= 2:
+            return unwind(d)
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}: {100 * share:.1f}% of {n} samples reach a root "
                                  f"frame, {trunc}; {fmt(unwind(d))}")
