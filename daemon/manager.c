@@ -308,6 +308,13 @@ static int on_writer(sd_event_source *s, int fd, uint32_t revents, void *userdat
         struct writer_result res;
 
         while (writer_result_pop(m->writer, &res)) {
+                /* a table no sample went through for three drains is
+                 * cold: one drain without a sample of a library is
+                 * common at 49 Hz, three of a program running is not */
+                if (m->unwinder)
+                        unwinder_note_sampled(m->unwinder, res.sampled, res.n_sampled, 3 * m->conf->interval_ns);
+                free(res.sampled);
+                res.sampled = NULL;
                 manager_notify_drain(m, &res);
                 if (m->exporter && res.error >= 0)
                         exporter_wake(m->exporter);

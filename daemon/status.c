@@ -137,7 +137,7 @@ static json_t *status_unwind(const struct status_stats *s) {
 
         for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
                 json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us->failures[i]));
-        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o*}",
+        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o*}",
                       "active", s->unwinder_running,
                       STATUS_KEY_PROCESSES, (json_int_t) us->processes,
                       STATUS_KEY_FILES, (json_int_t) us->files,
@@ -151,7 +151,9 @@ static json_t *status_unwind(const struct status_stats *s) {
                       STATUS_KEY_TABLES_BUILT, (json_int_t) us->tables_built,
                       STATUS_KEY_BUILD_MS, (json_int_t) (us->build_ns / NSEC_PER_MSEC),
                       STATUS_KEY_TABLES_EVICTED, (json_int_t) us->tables_evicted,
+                      "tables_evicted_cold", (json_int_t) us->tables_evicted_cold,
                       STATUS_KEY_TABLES_NO_ROOM, (json_int_t) us->tables_no_room,
+                      "tables_kept_hot", (json_int_t) us->tables_kept_hot,
                       "tables_queued", (json_int_t) us->tables_queued,
                       "loads", (json_int_t) us->requests,
                       "misses", (json_int_t) us->misses,

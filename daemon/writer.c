@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,6 +127,10 @@ struct writer {
         runtime_names *names;       /* code objects of runtime frames (Python) */
         struct writer_unresolved unresolved; /* this drain's, added to stats once it is stored */
         char jit_tag[64];          /* build_id of the [jit] frames of the key being built */
+        /* the files this drain's user frames are in (sampled_note) */
+        hashmap *sampled_seen;     /* hash of a struct file_ident -> its index in sampled + 1 */
+        struct file_ident *sampled;
+        size_t n_sampled, cap_sampled;
         bool migrated;             /* no schema 7 samples left to convert */
 };
 
@@ -171,6 +176,37 @@ static bool frame_stored(writer *w, const sym_file *file, const char *module, co
         return true;
 }
 
+/* Notes that a user frame is in file map maps, for the unwinder, which
+ * keeps a table of a file if samples go through it (unwinder.h,
+ * unwinder_note_sampled). Here, not in the BPF walker or the unwinder:
+ * every frame is matched to its mapping here anyway, once per drain, so a
+ * file costs one hash lookup per frame and one entry per drain, with no
+ * syscall and no change to the walker; the identity is the one
+ * /proc/PID/maps gives, which the unwinder's file keys hold too. A frame
+ * of a mapping whose table found no room is noted like any other: the
+ * frame-pointer walk (or the leaf alone) still lands in it, which is how
+ * the unwinder learns that a table it refused is wanted. Out of memory
+ * only loses the note. */
+static void sampled_note(writer *w, const struct proc_mapping *map) {
+        struct file_ident id = { makedev(map->dev_major, map->dev_minor), map->inode };
+        uint64_t h = file_ident_hash(&id);
+        void *v;
+
+        if (!w->sampled_seen || map->inode == 0)
+                return;
+        if (hashmap_get(w->sampled_seen, UINT64_TO_KEY(h), &v) == 0) {
+                const struct file_ident *seen = &w->sampled[(uintptr_t) v - 1];
+
+                if (seen->dev == id.dev && seen->ino == id.ino)
+                        return;
+                /* two files, one hash: noted again, which costs nothing wrong */
+        }
+        if (array_grow((void **) &w->sampled, &w->cap_sampled, w->n_sampled + 1, sizeof(*w->sampled)) < 0)
+                return;
+        w->sampled[w->n_sampled++] = id;
+        (void) hashmap_put(w->sampled_seen, UINT64_TO_KEY(h), (void *) (uintptr_t) w->n_sampled);
+}
+
 /* A user frame: the mapping it falls in, the file offset, the symbol; for
  * JIT code the absolute address and the name in the process's perf map.
  * Counts why a frame stays unresolved. */
@@ -195,6 +231,7 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
                 return (struct store_frame) { .module = "[jit]", .address = ip,
                                               .unresolved = STORE_UNRESOLVED_JIT_WITHOUT_MAP };
         }
+        sampled_note(w, map);
         uint64_t off = ip - map->start + map->offset;
         struct store_frame f = {
                 .module = path_or(map->path, "[anon]"),
@@ -525,6 +562,9 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         pthread_mutex_unlock(&w->lock);
 
         w->unresolved = (struct writer_unresolved) {};
+        w->n_sampled = 0;
+        w->sampled_seen = hashmap_free(w->sampled_seen);
+        w->sampled_seen = hashmap_new_u64(); /* NULL: no notes this drain */
         runtime_names_begin_drain(w->names);
         r = names ? refresh_processes(w, b, j->seq) : -ENOMEM;
         if (r >= 0)
@@ -614,6 +654,15 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         w->stats.pending_drops[i] -= stats.pending_drops[i];
         }
         pthread_mutex_unlock(&w->lock);
+        /* the files went through whether or not the drain was stored */
+        w->sampled_seen = hashmap_free(w->sampled_seen);
+        if (w->n_sampled > 0) {
+                res->sampled = malloc(w->n_sampled * sizeof(*w->sampled));
+                if (res->sampled) {
+                        memcpy(res->sampled, w->sampled, w->n_sampled * sizeof(*w->sampled));
+                        res->n_sampled = w->n_sampled;
+                }
+        }
         /* The disk the DWARF copies take (next to the store) is the
          * store's first: give it back; DWARF is read into the heap until
          * there is room again. */
@@ -664,6 +713,7 @@ static void kallsyms_refresh(writer *w) {
 
 static void job_free(struct job *j) {
         if (j) {
+                free(j->result.sampled);
                 free(j->found);
                 runtime_names_read_done(&j->read);
                 for (size_t i = 0; j->debug_dirs && j->debug_dirs[i]; i++)
@@ -1009,6 +1059,8 @@ writer *writer_free(writer *w) {
         store_close(w->store);
         free(w->frames);
         free(w->lines);
+        free(w->sampled);
+        hashmap_free(w->sampled_seen);
         pthread_mutex_destroy(&w->lock);
         free(w);
         return NULL;
@@ -1026,6 +1078,7 @@ bool writer_result_pop(writer *w, struct writer_result *ret) {
                 return false;
         j = container_of(item, struct job, item);
         *ret = j->result;
+        j->result.sampled = NULL; /* the caller's */
         job_free(j);
         return true;
 }

@@ -12,6 +12,7 @@
 #include "conf.h"
 #include "macro.h"
 #include "proctable.h"
+#include "mapfile.h"
 #include "python-code.h"
 #include "retention.h"
 #include "runtime-names.h"
@@ -25,6 +26,11 @@ struct writer_result {
         int error;         /* 0, or a negative errno: the drain was not stored */
         int64_t drain_id;
         uint64_t samples, keys;
+        /* the files the drain's user frames are in, each once (the
+         * caller frees it): the unwinder's record of which tables
+         * samples use (unwinder_note_sampled) */
+        struct file_ident *sampled;
+        size_t n_sampled;
 };
 
 /* User frames stored without a function name since profd started, by

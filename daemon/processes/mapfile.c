@@ -20,6 +20,10 @@ struct file_key file_key_from_stat(const struct stat *st) {
         };
 }
 
+uint64_t file_ident_hash(const struct file_ident *id) {
+        return hash_bytes(id, sizeof(*id));
+}
+
 uint64_t file_key_hash(const void *k) {
         return hash_bytes(k, sizeof(struct file_key));
 }

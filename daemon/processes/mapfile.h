@@ -24,6 +24,16 @@ struct file_key file_key_from_stat(const struct stat *st);
 uint64_t file_key_hash(const void *k);
 bool file_key_eq(const void *a, const void *b);
 
+/* Which file a mapping maps as /proc/PID/maps tells it (device and inode,
+ * no stat): the writer names the files samples went through by it, and
+ * the unwinder finds their tables by the key's dev and ino. */
+struct file_ident {
+        uint64_t dev;          /* as st_dev: makedev(major, minor) */
+        uint64_t ino;
+};
+/* A 64-bit hash of id, for a hashmap_new_u64 key (UINT64_TO_KEY). */
+uint64_t file_ident_hash(const struct file_ident *id);
+
 /* The two ways to a process's mapped file, in the order they are tried:
  * map_files reaches the very inode mapped (deleted or replaced files,
  * other mount namespaces), root/PATH the process's view of its path.

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "python.h"
 #include "unwind-procs.h"
 #include "runtime.h"
+#include "table-lru.h"
 #include "unwind-table.h"
 
 /* --- the unused-file list ------------------------------------------------ */
@@ -280,6 +282,13 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const cha
         f->n = (uint32_t) out.n;
         f->slots = (uint32_t) used;
         f->index_shift = shift;
+        f->planned = (uint32_t) planned;
+        /* a table just built counts as sampled now: the process that
+         * wanted it gets a hot window to sample it before it is cold */
+        f->sampled_ns = MAX(f->sampled_ns, mono_ns());
+        f->cold = false;
+        log_debug("Built the unwind table of %s: %zu rows, %zu slots, in %" PRIu64 " ms.", what, out.n, used,
+                  (uint64_t) ((mono_ns() - t0) / NSEC_PER_MSEC));
         pthread_mutex_lock(&u->lock);
         u->stats.tables_built++;
         u->stats.build_ns += mono_ns() - t0;
@@ -446,14 +455,17 @@ int ufile_for_mapping(unwinder *u, uint32_t pid, const struct procmap *m, const 
                 ufile_ref(u, f);
         }
         /* a table that found no room is built again when the file is next
-         * mapped by a process, if its rows can be set aside now */
-        build = is_new || (f->retry && file_reserve(u, f) >= 0);
+         * mapped by a process, if its rows can be set aside now; one
+         * evicted for a sampled table (cold) only once it is sampled
+         * again (ufile_note_sampled), not at every load of a process
+         * that maps it, nor counted then */
+        build = is_new || (f->retry && !f->cold && file_reserve(u, f) >= 0);
         defer = build && key->size > BUILD_INLINE_MAX_BYTES;
         if (defer) {
                 build = false;
                 f->retry = false;
         }
-        if (f->retry && !build)
+        if (f->retry && !f->cold && !build)
                 count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
         if (build || !file_find_bias(f, m->offset, ret_vaddr_at)) {
                 if (build)
@@ -515,14 +527,36 @@ struct ufile *ufile_vdso(unwinder *u) {
         return u->vdso;
 }
 
+/* The live processes that map a file whose mark is set, into *ret (the
+ * caller frees it). Returns 0 or -ENOMEM. */
+static int procs_marked(unwinder *u, uint32_t **ret, size_t *ret_n) {
+        uint32_t *tgids = calloc(hashmap_size(u->procs) + 1, sizeof(*tgids));
+        size_t n = 0, i = 0;
+        const void *k;
+        void *v;
+
+        if (!tgids)
+                return -ENOMEM;
+        while (hashmap_iterate(u->procs, &i, &k, &v)) {
+                struct uproc *p = v;
+
+                for (size_t j = 0; j < p->n_files; j++)
+                        if (p->files[j] && p->files[j]->mark) {
+                                tgids[n++] = p->tgid;
+                                break;
+                        }
+        }
+        *ret = tgids;
+        *ret_n = n;
+        return 0;
+}
+
 /* Builds the oldest pending table, then publishes again every process
  * that maps it. */
 int ufile_build_next(unwinder *u) {
         struct ufile *f = u->builds[0];
         _cleanup_free_ uint32_t *tgids = NULL;
-        size_t n = 0, i = 0;
-        const void *k;
-        void *v;
+        size_t n = 0;
         int r = 0;
 
         memmove(u->builds, u->builds + 1, --u->n_builds * sizeof(*u->builds));
@@ -550,26 +584,267 @@ int ufile_build_next(unwinder *u) {
                 f->paths[p] = NULL;
         }
 
-        tgids = calloc(hashmap_size(u->procs) + 1, sizeof(*tgids));
-        if (!tgids) {
+        f->mark = true;
+        r = procs_marked(u, &tgids, &n);
+        f->mark = false;
+        if (r < 0) {
                 ufile_unref(u, f, mono_ns());
-                return -ENOMEM;
+                return r;
         }
-        while (hashmap_iterate(u->procs, &i, &k, &v)) {
-                struct uproc *p = v;
-
-                for (size_t j = 0; j < p->n_files; j++)
-                        if (p->files[j] == f) {
-                                tgids[n++] = p->tgid;
-                                break;
-                        }
-        }
-        for (i = 0; r >= 0 && i < n; i++) {
+        for (size_t i = 0; r >= 0 && i < n; i++) {
                 struct uproc *p;
 
                 if (hashmap_get(u->procs, UINT64_TO_KEY(tgids[i]), (void **) &p) == 0)
                         r = uproc_load(u, p->tgid, p->start, p->tick_ns);
         }
         ufile_unref(u, f, mono_ns());
+        return r;
+}
+
+/* --- room from the tables of live processes (table-lru.h) ----------------- */
+
+/* Builds f's table into the rows set aside for it (f->resv_*) by
+ * publishing again a process that maps it: ufile_for_mapping builds it (a
+ * large one is queued, and ufile_build_next publishes every process that
+ * maps it once built); the others are published again with it. Returns 0
+ * or -ENOMEM. */
+static int file_rebuild(unwinder *u, struct ufile *f) {
+        _cleanup_free_ uint32_t *tgids = NULL;
+        size_t n;
+        int r;
+
+        f->cold = false;
+        f->mark = true;
+        r = procs_marked(u, &tgids, &n);
+        f->mark = false;
+        for (size_t i = 0; r >= 0 && i < n && !f->pending; i++)
+                r = uproc_republish(u, tgids[i]);
+        if (!f->pending)
+                file_unreserve(u, f); /* no process mapped it still, or the build failed */
+        return r;
+}
+
+/* Makes room for sampled file f (a table that found no room): free rows
+ * or unused tables first (file_reserve), else the tables table_lru_choose
+ * picks, those of the processes that map f pinned. The chosen unused
+ * tables are evicted as usual; the chosen tables of live processes are
+ * given up at once (no table: their mappings walked by frame pointers),
+ * every process that maps one published again without it
+ * (uproc_republish), and their rows released as of then: f's table is
+ * built once their grace is over (ufile_room_due). A refusal is counted
+ * (tables_kept_hot, and budget_full as at a load) and tried again after
+ * KEPT_HOT_RETRY_NS at the soonest. Returns 0 or -ENOMEM. */
+static int cold_room(unwinder *u, struct ufile *f, uint64_t hot_ns, uint64_t now) {
+        _cleanup_free_ struct table_lru_entry *t = NULL;
+        _cleanup_free_ struct ufile **g = NULL;
+        _cleanup_free_ bool *evict = NULL;
+        _cleanup_free_ uint32_t *tgids = NULL;
+        _cleanup_free_ uint32_t *rel = NULL; /* off, slots of each table given up */
+        size_t n = 0, i = 0, n_rel = 0, n_tgids = 0, size = hashmap_size(u->files) + 1;
+        uint64_t released;
+        const void *k;
+        void *v;
+        uint32_t off;
+        int r;
+
+        r = file_reserve(u, f);
+        if (r >= 0)
+                return file_rebuild(u, f);
+        if (r != -ENOSPC)
+                return r;
+        if (f->kept_hot_ns && now - f->kept_hot_ns < KEPT_HOT_RETRY_NS)
+                return 0;
+        t = calloc(size, sizeof(*t));
+        g = calloc(size, sizeof(*g));
+        evict = calloc(size, sizeof(*evict));
+        rel = calloc(2 * size, sizeof(*rel));
+        if (!t || !g || !evict || !rel)
+                return -ENOMEM;
+
+        /* the tables of the processes that want f stay: evicting them for
+         * it would leave the same process walked by frame pointers */
+        f->mark = true;
+        r = procs_marked(u, &tgids, &n_tgids);
+        f->mark = false;
+        if (r < 0)
+                return r;
+        for (size_t j = 0; j < n_tgids; j++) {
+                struct uproc *p;
+
+                if (hashmap_get(u->procs, UINT64_TO_KEY(tgids[j]), (void **) &p) == 0)
+                        for (size_t m = 0; m < p->n_files; m++)
+                                if (p->files[m])
+                                        p->files[m]->pin = true;
+        }
+        while (hashmap_iterate(u->files, &i, &k, &v)) {
+                struct ufile *h = v;
+
+                if (h->slots > 0) {
+                        g[n] = h;
+                        t[n++] = (struct table_lru_entry) { h->off, h->slots, h->sampled_ns, h->pin || h->pending };
+                }
+                h->pin = false;
+        }
+        r = table_lru_choose(u->rows_alloc, f->want, t, n, now, hot_ns, evict, &off);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                log_debug("No room for the sampled unwind table of file %" PRIu64 ":%" PRIu64 " (%" PRIu32 " row "
+                          "slots): every table that could give it is sampled within %" PRIu64 " s or of the same "
+                          "process, walking it by frame pointers.",
+                          f->key.dev, f->key.ino, f->want, (uint64_t) (hot_ns / NSEC_PER_SEC));
+                f->kept_hot_ns = now;
+                count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
+                pthread_mutex_lock(&u->lock);
+                u->stats.tables_kept_hot++;
+                pthread_mutex_unlock(&u->lock);
+                return 0;
+        }
+        f->kept_hot_ns = 0;
+
+        /* Unused tables go as usual. A live one is given up before any
+         * process is read again (a load may evict unused tables, so the
+         * pointers are not kept past this loop), its rows kept until no
+         * entry names them. */
+        for (i = 0; i < n; i++) {
+                struct ufile *h = g[i];
+
+                if (!evict[i])
+                        continue;
+                if (h->refs == 0) {
+                        ufile_evict(u, h);
+                        continue;
+                }
+                /* by file identity (the test reads it): which table went for which */
+                log_debug("Evicting the unwind table of file %" PRIu64 ":%" PRIu64 " (%" PRIu32 " slots, not sampled "
+                          "for %" PRIu64 " ms) for the sampled table of file %" PRIu64 ":%" PRIu64 ".",
+                          h->key.dev, h->key.ino, h->slots, (uint64_t) ((now - MIN(now, h->sampled_ns)) / NSEC_PER_MSEC),
+                          f->key.dev, f->key.ino);
+                rel[2 * n_rel] = h->off;
+                rel[2 * n_rel + 1] = h->slots;
+                n_rel++;
+                h->want = h->planned;
+                h->off = h->n = h->slots = h->index_shift = 0;
+                h->retry = true;
+                h->cold = true;
+                h->mark = true;
+        }
+        free(tgids);
+        tgids = NULL;
+        r = procs_marked(u, &tgids, &n_tgids);
+        i = 0;
+        while (hashmap_iterate(u->files, &i, &k, &v))
+                ((struct ufile *) v)->mark = false;
+        for (size_t j = 0; r >= 0 && j < n_tgids; j++)
+                r = uproc_republish(u, tgids[j]);
+        if (r < 0)
+                return r; /* out of memory: the rows stay taken, never named wrongly */
+        released = mono_ns();
+        for (size_t j = 0; j < n_rel; j++)
+                rangealloc_release(u->rows_alloc, rel[2 * j], rel[2 * j + 1], released);
+        log_debug("Evicted %zu unwind tables of live processes, not sampled for %" PRIu64 " s, for a sampled table of "
+                  "%" PRIu32 " row slots; %zu processes published again.", n_rel, (uint64_t) (hot_ns / NSEC_PER_SEC), f->want,
+                  n_tgids);
+        pthread_mutex_lock(&u->lock);
+        u->stats.tables_evicted_cold += n_rel;
+        pthread_mutex_unlock(&u->lock);
+
+        if (array_grow((void **) &u->room_waits, &u->cap_room_waits, u->n_room_waits + 1, sizeof(*u->room_waits)) < 0)
+                return -ENOMEM;
+        ufile_ref(u, f);
+        f->room_due_ns = released + GRACE_NS;
+        u->room_waits[u->n_room_waits++] = f;
+        return 0;
+}
+
+/* Whether sampled file f wants room now: a live process maps it, its table
+ * found no room (and could fit the whole budget), and room is not being
+ * made for it already. */
+static bool file_wants_room(const unwinder *u, const struct ufile *f) {
+        return f->refs > 0 && f->retry && f->want > 0 && f->want <= rangealloc_capacity(u->rows_alloc) &&
+               !f->pending && f->resv_n == 0 && f->room_due_ns == 0;
+}
+
+int ufile_note_sampled(unwinder *u, const struct file_ident *ids, size_t n, uint64_t hot_ns, uint64_t now) {
+        _cleanup_free_ struct ufile **wanted = NULL;
+        hashmap *set = hashmap_new_u64();
+        size_t n_wanted = 0, i = 0;
+        const void *k;
+        void *v;
+        int r = 0;
+
+        wanted = calloc(hashmap_size(u->files) + 1, sizeof(*wanted));
+        if (!set || !wanted) {
+                hashmap_free(set);
+                return -ENOMEM;
+        }
+        /* a file may be named twice (notes of several drains taken at
+         * once): the first stays (-EEXIST) */
+        for (size_t j = 0; j < n; j++)
+                if (hashmap_put(set, UINT64_TO_KEY(file_ident_hash(&ids[j])), (void *) (uintptr_t) (j + 1)) == -ENOMEM) {
+                        hashmap_free(set);
+                        return -ENOMEM;
+                }
+        /* one pass over the cached files (a few hundred to a few thousand),
+         * once per drain */
+        while (hashmap_iterate(u->files, &i, &k, &v)) {
+                struct ufile *f = v;
+                struct file_ident id = { f->key.dev, f->key.ino };
+                void *x;
+
+                if (hashmap_get(set, UINT64_TO_KEY(file_ident_hash(&id)), &x) < 0)
+                        continue;
+                if (ids[(uintptr_t) x - 1].dev != id.dev || ids[(uintptr_t) x - 1].ino != id.ino)
+                        continue; /* another file of the same hash */
+                f->sampled_ns = now;
+                f->cold = false;
+                if (file_wants_room(u, f)) {
+                        ufile_ref(u, f); /* kept while room is made for the others */
+                        wanted[n_wanted++] = f;
+                }
+        }
+        hashmap_free(set);
+        for (size_t j = 0; j < n_wanted; j++) {
+                if (r >= 0 && file_wants_room(u, wanted[j]))
+                        r = cold_room(u, wanted[j], hot_ns, now);
+                ufile_unref(u, wanted[j], mono_ns());
+        }
+        return r;
+}
+
+uint64_t ufile_room_next_ns(const unwinder *u) {
+        uint64_t next = UINT64_MAX;
+
+        for (size_t i = 0; i < u->n_room_waits; i++)
+                next = MIN(next, u->room_waits[i]->room_due_ns);
+        return next;
+}
+
+int ufile_room_due(unwinder *u) {
+        uint64_t now = mono_ns();
+        int r = 0;
+
+        for (size_t i = 0; i < u->n_room_waits;) {
+                struct ufile *f = u->room_waits[i];
+
+                if (f->room_due_ns > now) {
+                        i++;
+                        continue;
+                }
+                u->room_waits[i] = u->room_waits[--u->n_room_waits];
+                f->room_due_ns = 0;
+                if (r >= 0 && f->refs > 1) { /* a live process still maps it (not only this wait) */
+                        rangealloc_reclaim(u->rows_alloc, now);
+                        r = file_reserve(u, f);
+                        if (r >= 0)
+                                r = file_rebuild(u, f);
+                        else if (r == -ENOSPC) {
+                                log_debug("The rows evicted for a sampled unwind table were taken meanwhile; tried "
+                                          "again when next sampled.");
+                                r = 0;
+                        }
+                }
+                ufile_unref(u, f, now);
+        }
         return r;
 }

@@ -30,6 +30,13 @@ struct ufile {
         char *paths[3];            /* pending: where to open it (map_files, root/PATH, PATH) */
         uint32_t want;             /* rows the table needs, when it found no room */
         uint32_t resv_off, resv_n; /* rows set aside for its build again (resv_n 0: none) */
+        uint32_t planned;          /* slots its build set aside (want, once evicted) */
+        uint64_t sampled_ns;       /* CLOCK_MONOTONIC when a sample last went through it (or it was built) */
+        bool cold;                 /* its table was evicted for a sampled one: built again only once sampled */
+        uint64_t room_due_ns;      /* rows evicted for it: built once their grace ends then (0: none) */
+        uint64_t kept_hot_ns;      /* when room for it was last refused, every candidate hot (0: never) */
+        bool pin;                  /* scratch of cold_room: a table of a process that maps the wanted file */
+        bool mark;                 /* scratch: the processes that map a marked file are listed */
         bool rt_checked;           /* the runtimes' discovery ran on it */
         uint32_t rt_slot;          /* a runtime found in it: its unwind_runtimes slot + 1; 0: none */
 };
@@ -58,3 +65,17 @@ struct ufile *ufile_vdso(unwinder *u);
 /* Builds the oldest queued table and publishes again the processes that
  * map it. Returns 0 or -ENOMEM. */
 int ufile_build_next(unwinder *u);
+
+/* Samples went through files ids at now (unwinder_note_sampled): their
+ * tables are sampled as of now, and each sampled file of a live process
+ * whose table found no room gets room: free rows, unused tables, else the
+ * least recently sampled tables not sampled for hot_ns (table-lru.h),
+ * which are evicted at once (the processes that map them published again
+ * without them) and give their rows after their grace (ufile_room_due).
+ * Returns 0 or -ENOMEM. */
+int ufile_note_sampled(unwinder *u, const struct file_ident *ids, size_t n, uint64_t hot_ns, uint64_t now);
+/* The earliest time rows evicted for a file end their grace, or
+ * UINT64_MAX; ufile_room_due builds the tables whose rows are due. Returns
+ * 0 or -ENOMEM. */
+uint64_t ufile_room_next_ns(const unwinder *u);
+int ufile_room_due(unwinder *u);

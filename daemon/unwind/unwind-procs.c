@@ -434,6 +434,21 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         return 0;
 }
 
+int uproc_republish(unwinder *u, uint32_t tgid) {
+        struct uproc *p;
+        uint64_t loaded;
+        int r;
+
+        if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &p) < 0)
+                return 0;
+        loaded = p->loaded_ns;
+        r = uproc_load(u, tgid, p->start, p->tick_ns);
+        /* not replaced: its entry still names the old rows */
+        if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &p) == 0 && p->loaded_ns == loaded)
+                proc_drop(u, p, true);
+        return r;
+}
+
 static uint64_t miss_interval(const struct uproc *p) {
         return p->miss_interval_ns ? p->miss_interval_ns : MISS_FIRST_INTERVAL_NS;
 }

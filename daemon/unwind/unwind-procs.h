@@ -41,6 +41,11 @@ struct request {
  * (ns, or ticks if tick_ns). Returns 0 (also for a process gone or with
  * no room, counted) or a negative errno. */
 int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns);
+/* Publishes process tgid again from its maps, after a table it used was
+ * given up; one that cannot be published again (gone, no room for its
+ * mappings) loses its entry, so that none names the given-up rows once
+ * their grace is over. Returns 0 or -ENOMEM. */
+int uproc_republish(unwinder *u, uint32_t tgid);
 /* One request, as unwinder_request describes. Returns 0 or -ENOMEM. */
 int uproc_request(unwinder *u, const struct request *q);
 

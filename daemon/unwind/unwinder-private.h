@@ -63,6 +63,15 @@
  * binaries all day; each known file costs about 250 bytes (with its
  * hash entry and offsets). */
 #define UNUSED_FILES_MAX 1024
+/* A sampled table refused for want of room, every table that could give
+ * it room being hot, is tried again at most this often: a drain names it
+ * every interval while the hot process runs, and each try lists every
+ * table and process. */
+#define KEPT_HOT_RETRY_NS (30ULL * NSEC_PER_SEC)
+/* Files named by notes not yet taken by the worker, at most: a few drains
+ * of a busy host (a few hundred files each); beyond it the worker is far
+ * behind and a note is worth little. */
+#define NOTED_MAX 16384
 
 struct unwinder {
         struct collector_unwind_maps maps;
@@ -82,6 +91,9 @@ struct unwinder {
         struct unwinder_loaded *loaded; /* instances whose mappings were new or changed, for the event loop */
         size_t n_loaded, cap_loaded;
         int loaded_fd;             /* eventfd: loaded has entries */
+        struct file_ident *noted;  /* files samples went through (unwinder_note_sampled), not yet taken */
+        size_t n_noted, cap_noted;
+        uint64_t noted_hot_ns;     /* the hot window the last note gave */
 
         /* the worker's own */
         sd_event_source *wake_src; /* wake_fd on the worker's loop */
@@ -102,6 +114,8 @@ struct unwinder {
         size_t n_followups, cap_followups;
         struct ufile *vdso;        /* the daemon's own vDSO image's table */
         Elf *vdso_elf;
+        struct ufile **room_waits; /* files waiting for the grace of rows evicted for them, each referenced */
+        size_t n_room_waits, cap_room_waits;
         uint64_t next_sweep_ns;
         bool trim_due;             /* tables were built since the last heap_trim */
 };

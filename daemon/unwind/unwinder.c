@@ -105,19 +105,32 @@ static void publish_stats(unwinder *u) {
  * at a time: requests of new processes go first), one queued large table,
  * the sweep when due. Returns 0 or -ENOMEM. */
 static int work_pass(unwinder *u) {
+        _cleanup_free_ struct file_ident *noted = NULL;
         struct request *q;
-        size_t n_q;
+        size_t n_q, n_noted;
+        uint64_t hot_ns;
         int r = 0;
 
         pthread_mutex_lock(&u->lock);
         q = TAKE_PTR(u->queue);
         n_q = u->n_queue;
         u->n_queue = u->cap_queue = 0;
+        noted = TAKE_PTR(u->noted);
+        n_noted = u->n_noted;
+        u->n_noted = u->cap_noted = 0;
+        hot_ns = u->noted_hot_ns;
         pthread_mutex_unlock(&u->lock);
 
+        /* rows evicted for a sampled table, their grace over: before any
+         * request can take them */
+        if (u->n_room_waits > 0 && ufile_room_next_ns(u) <= mono_ns())
+                r = ufile_room_due(u);
         for (size_t i = 0; r >= 0 && i < n_q; i++)
                 r = uproc_request(u, &q[i]);
         free(q);
+        /* after the requests: the processes they load are known */
+        if (r >= 0 && n_noted > 0)
+                r = ufile_note_sampled(u, noted, n_noted, hot_ns, mono_ns());
         if (r >= 0 && u->n_followups > 0)
                 r = uproc_followups_run(u);
         if (r >= 0 && !u->scanned) {
@@ -158,18 +171,19 @@ static void trim_if_idle(unwinder *u) {
         }
 }
 
-/* When the next pass is due: at once while work is left (queued requests,
- * the scan, queued builds), else at the next sweep, deferred miss or
- * follow-up. CLOCK_MONOTONIC ns. */
+/* When the next pass is due: at once while work is left (queued requests
+ * or notes, the scan, queued builds), else at the next sweep, deferred
+ * miss, follow-up or end of a grace that room waits for.
+ * CLOCK_MONOTONIC ns. */
 static uint64_t next_due_ns(unwinder *u) {
         bool queued;
 
         pthread_mutex_lock(&u->lock);
-        queued = u->n_queue > 0;
+        queued = u->n_queue > 0 || u->n_noted > 0;
         pthread_mutex_unlock(&u->lock);
         if (queued || u->n_builds > 0 || u->n_scan > 0 || !u->scanned)
                 return 0;
-        return MIN(u->next_sweep_ns, uproc_followup_next_ns(u));
+        return MIN(MIN(u->next_sweep_ns, uproc_followup_next_ns(u)), ufile_room_next_ns(u));
 }
 
 /* Runs a pass and sets the timer to the next due time. Out of memory ends
@@ -313,6 +327,8 @@ unwinder *unwinder_free(unwinder *u) {
                 free(u->rt_slots[i]);
         /* the queue's references: the files are freed with the cache */
         free(u->builds);
+        free(u->room_waits);
+        free(u->noted);
         free(u->scan);
         free(u->followups);
         ufile_free(u->vdso);
@@ -366,6 +382,20 @@ void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t ev
                 .tgid = tgid, .type = event_type, .start_ns = start_ns, .queued_ns = mono_ns(),
         };
         (void) eventfd_write(u->wake_fd, 1);
+        pthread_mutex_unlock(&u->lock);
+}
+
+void unwinder_note_sampled(unwinder *u, const struct file_ident *files, size_t n, uint64_t hot_ns) {
+        if (!u || n == 0)
+                return;
+        pthread_mutex_lock(&u->lock);
+        if (u->n_noted + n <= NOTED_MAX &&
+            array_grow((void **) &u->noted, &u->cap_noted, u->n_noted + n, sizeof(*u->noted)) >= 0) {
+                memcpy(u->noted + u->n_noted, files, n * sizeof(*files));
+                u->n_noted += n;
+                u->noted_hot_ns = hot_ns;
+                (void) eventfd_write(u->wake_fd, 1);
+        }
         pthread_mutex_unlock(&u->lock);
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "mapfile.h"
 
 /* Why a mapping got no table (it is then walked by frame pointers), or a
  * process no entry. */
@@ -44,7 +45,10 @@ struct unwinder_stats {
         uint64_t tables_built;        /* tables built since start */
         uint64_t build_ns;            /* time spent building them */
         uint64_t tables_evicted;      /* unused tables evicted for room (or past 1,024 unused files) */
+        uint64_t tables_evicted_cold; /* tables of live processes evicted for a sampled table (table-lru.h) */
         uint64_t tables_no_room;      /* tables not built: no room in unwind_memory (rows not read) */
+        uint64_t tables_kept_hot;     /* sampled tables left without room: only tables sampled within
+                                       * the hot window (or of the process itself) could have given it */
         uint64_t tables_queued;       /* large tables waiting to be built, or being built */
         uint64_t requests;            /* processes (re)loaded */
         uint64_t misses;              /* UNWIND_MISS events received */
@@ -68,6 +72,15 @@ unwinder *unwinder_free(unwinder *u);
 void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type);
 
 void unwinder_get_stats(unwinder *u, struct unwinder_stats *ret);
+
+/* Samples of the drain just stored went through the n files (the writer's
+ * struct writer_result.sampled); a table no sample went through for hot_ns
+ * is cold. The worker records when each table was last sampled, and a
+ * sampled file whose table found no room gets it by evicting the least
+ * recently sampled cold tables, those of live processes too (table-lru.h).
+ * Copies the list; never blocks on the work; a list that cannot be queued
+ * (ENOMEM, or more than a few drains' worth waiting) is dropped. */
+void unwinder_note_sampled(unwinder *u, const struct file_ident *files, size_t n, uint64_t hot_ns);
 
 /* A process instance whose executable mappings the worker found new or
  * changed (its first load, a reload after a miss or an exec). */

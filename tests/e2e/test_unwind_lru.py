@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""End to end: a table that samples go through and that found no room gets
+it from the least recently sampled tables, those of live processes too,
+never from tables sampled within the hot window (three drain intervals;
+daemon/unwind/table-lru.h). As on a build host where two compilers'
+tables do not fit the budget together. Each compiler runs with its own
+copies of LLVM's large libraries (LD_LIBRARY_PATH), so that their tables
+are its own whatever else the host runs. profd runs with a budget of 32
+MiB (4,194,304 row slots): one clang and the host's processes fit (in the
+default 24 MiB they fitted, but not contiguously), clang and opt do not.
+
+- A, clang's compiler proper (`clang -cc1`) on a large generated C++
+  file, with copies of libclang-cpp, libLLVM and libz3 (2.4 million row
+  slots), runs until its tables are built and its samples reach a root
+  frame; then it is stopped (SIGSTOP): its tables go cold.
+- B, LLVM's opt on the file's IR, with its own copy of libLLVM (a million
+  row slots), finds no room (`tables_no_room`); once its samples go
+  through libLLVM, cold tables of A are evicted for it
+  (`tables_evicted_cold`, and profd's log names which for which) and its
+  table is built: >= 90% of B's samples reach a root frame, as profctl's
+  quality report says. (opt, not a second clang: a table's room is
+  planned from its FDEs, 1-3% above the rows it ends up with, so a second
+  clang's identical libraries each want a little more than the slice A's
+  gave back, and the second finds no window once the first took the
+  neighbours.)
+- C, a new clang with A's copies, starts while B runs hot: the tables it
+  wants (A's, evicted) cannot take B's rows (`tables_kept_hot` counts the
+  refusal, `tables_evicted_cold` does not move, no table of B is
+  evicted), and B's samples still reach a root frame."""
+import json
+import re
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Profd, require_root, run_tests, wait_unwinder_loaded
+
+BUDGET = "32M"
+INTERVAL_S = 1  # the hot window is three intervals
+HOT_S = 3 * INTERVAL_S
+CLANG = "/usr/lib/llvm-14/bin/clang"
+OPT = "/usr/lib/llvm-14/bin/opt"
+# 998,159, 1,037,177 and 404,744 row slots (libLLVM needs libz3)
+LIBS = ["/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/llvm-14/lib/libclang-cpp.so.14",
+        "/usr/lib/x86_64-linux-gnu/libz3.so.4"]
+# a table is built within this (libclang-cpp's million rows take 0.3-1.2 s
+# here, many times that under AddressSanitizer on a busy machine)
+BUILD_TIMEOUT = 240
+ROOT_SHARE = 0.90
+# functions in the generated file: minutes of -O2 for either compiler, so
+# each runs for as long as the test needs it
+FUNCTIONS = 40000
+
+_profd = None
+
+
+def unwind(d):
+    return json.loads(d.profctl("status", "--json").stdout)["unwind"]
+
+
+def fmt(u):
+    keys = ("rows_used", "rows_capacity", "tables_built", "tables_evicted", "tables_evicted_cold",
+            "tables_no_room", "tables_kept_hot", "tables_queued")
+    return ", ".join(f"{k} {u.get(k)}" for k in keys) + f", budget_full {u['failures']['budget_full']}"
+
+
+def wait_for(d, what, pred, timeout=BUILD_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        u = unwind(d)
+        if pred(u):
+            return u
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}: {fmt(u)}")
+        time.sleep(0.2)
+
+
+def wait_root_share(d, pid, what, since_s=2, timeout=BUILD_TIMEOUT):
+    """Until ROOT_SHARE of process pid's samples of the last since_s
+    seconds reach a root frame (its tables built and published), whatever
+    else the host builds meanwhile. Returns the unwinder's status then."""
+    deadline = time.monotonic() + timeout
+    good = 0
+    while True:
+        share, n, trunc = root_share(d, pid, since_s)
+        # enough samples that the ones of its start (before the dynamic
+        # loader mapped the libraries) do not count, twice in a row (the
+        # host's own large tables may be queued at any time)
+        good = good + 1 if n >= 100 and share >= ROOT_SHARE else 0
+        if good >= 2:
+            return unwind(d)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}: {100 * share:.1f}% of {n} samples reach a root "
+                                 f"frame, {trunc}; {fmt(unwind(d))}")
+        time.sleep(0.5)
+
+
+def root_share(d, pid, since_s):
+    """Share of process pid's samples of the last since_s seconds whose
+    user stack reached a root frame (the quality report's `complete`), the
+    samples, and the truncated ones by reason."""
+    d.profctl("flush")
+    out = json.loads(d.profctl("query", "--pid", str(pid), "--since", f"{since_s}s", "--json").stdout)
+    q = out["quality"] if "quality" in out else out["end"]["quality"]
+    return (q["complete"] / q["total"] if q["total"] else 0.0), q["total"], q["truncated"]
+
+
+class Compiler:
+    """clang's compiler proper on src (or opt on IR), its libraries from
+    libdir."""
+
+    def __init__(self, libdir, src, opt=False):
+        argv = [OPT, "-O3", src, "-o", "/dev/null"] if opt else \
+            [CLANG, "-cc1", "-O2", "-S", "-o", "/dev/null", "-x", "c++", src]
+        self.p = subprocess.Popen(argv,
+                                  env=dict(os.environ, LD_LIBRARY_PATH=libdir), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.pid = self.p.pid
+
+    def signal(self, sig):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+
+    def running(self):
+        return self.p.poll() is None
+
+    def end(self):
+        self.signal(signal.SIGKILL)
+        self.p.wait()
+
+
+def copies(tmp, name, libs=LIBS):
+    """A directory of new copies of LLVM's large libraries: files profd
+    has never seen."""
+    libdir = os.path.join(tmp, name)
+    os.mkdir(libdir)
+    for lib in libs:
+        shutil.copy(lib, libdir)
+    return libdir
+
+
+def idents(libdir):
+    """The libraries of libdir as profd's log names files: dev:ino."""
+    out = {}
+    for name in os.listdir(libdir):
+        st = os.stat(os.path.join(libdir, name))
+        out[f"{st.st_dev}:{st.st_ino}"] = name
+    return out
+
+
+EVICT_RE = re.compile(r"Evicting the unwind table of file (\d+:\d+) .* for the sampled table of file (\d+:\d+)\.")
+KEPT_RE = re.compile(r"No room for the sampled unwind table of file (\d+:\d+) ")
+
+
+def evictions(d):
+    """(evicted, for) file pairs profd's log names, in order."""
+    return EVICT_RE.findall(d.read_log())
+
+
+def write_source(path):
+    with open(path, "w") as f:
+        for i in range(FUNCTIONS):
+            f.write(f"int f{i}(int n) {{ int s = {i}; for (int k = 0; k < n; k++) s = s * 31 + (k ^ (s >> 3)); "
+                    f"return s; }}\n")
+
+
+def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
+    assert os.path.exists(CLANG), f"{CLANG} is not installed (setup.sh installs clang)"
+    d = _profd
+    tmp = tempfile.mkdtemp(prefix="profd-test-lru-")
+    compilers = []
+    try:
+        src = os.path.join(tmp, "big.cpp")
+        write_source(src)
+        ir = os.path.join(tmp, "big.ll")
+        subprocess.run([CLANG, "-cc1", "-O0", "-disable-O0-optnone", "-emit-llvm", "-o", ir, "-x", "c++", src],
+                       check=True, timeout=300)
+        lib_a, lib_b = copies(tmp, "a"), copies(tmp, "b", LIBS[:1])
+        u0 = unwind(d)
+        print(f"  start: {fmt(u0)}")
+
+        # A: sampled until its tables are built and its stacks whole
+        a = Compiler(lib_a, src)
+        compilers.append(a)
+        ua = wait_root_share(d, a.pid, "A's tables")
+        time.sleep(3 * INTERVAL_S)
+        share, n, trunc = root_share(d, a.pid, 3)
+        print(f"  A running: {fmt(ua)}; {100 * share:.1f}% of {n} samples reach a root frame")
+        assert a.running(), "A ended before the test stopped it (the generated file is too small)"
+        assert share >= ROOT_SHARE, f"A's own tables were not built: {100 * share:.1f}% complete, {trunc}"
+
+        # A goes cold
+        a.signal(signal.SIGSTOP)
+        time.sleep(HOT_S + 2 * INTERVAL_S)
+
+        # B: its tables find no room, then get it from cold tables
+        ub0 = unwind(d)
+        b = Compiler(lib_b, ir, opt=True)
+        compilers.append(b)
+        ub = wait_for(d, "B's table to find no room", lambda u: u["tables_no_room"] > ub0["tables_no_room"])
+        print(f"  B refused: {fmt(ub)}")
+        ub = wait_for(d, "cold tables evicted for B", lambda u: u["tables_evicted_cold"] > ub0["tables_evicted_cold"])
+        ub = wait_root_share(d, b.pid, "B's tables")
+        print(f"  B built: {fmt(ub)}")
+        ids_a, ids_b = idents(lib_a), idents(lib_b)
+        names = {**{k: "A's " + v for k, v in ids_a.items()}, **{k: "B's " + v for k, v in ids_b.items()}}
+        pairs = evictions(d)
+        for gone, wanted in pairs:
+            print(f"    evicted {names.get(gone, gone)} for {names.get(wanted, wanted)}")
+        assert any(gone in ids_a and wanted in ids_b for gone, wanted in pairs), \
+            "no table of A was evicted for one of B's"
+        assert not any(gone in ids_b for gone, _ in pairs), "a table of B was evicted for B"
+        time.sleep(5 * INTERVAL_S)
+        share, n, trunc = root_share(d, b.pid, 5)
+        print(f"  B: {100 * share:.1f}% of {n} samples reach a root frame")
+        assert b.running(), "B ended before the test was done with it"
+        assert n > 0, "no samples of B"
+        assert share >= ROOT_SHARE, f"only {100 * share:.1f}% of B's samples reach a root frame: {trunc}"
+
+        # C: a new clang with A's libraries while B runs hot
+        uc0 = unwind(d)
+        c = Compiler(lib_a, src)
+        compilers.append(c)
+        uc = wait_for(d, "C's tables to be refused, B's being hot",
+                      lambda u: u["tables_kept_hot"] > uc0["tables_kept_hot"], timeout=60)
+        time.sleep(3 * INTERVAL_S)
+        uc = unwind(d)
+        print(f"  C refused: {fmt(uc)}")
+        assert uc["tables_evicted_cold"] == uc0["tables_evicted_cold"], \
+            f"{uc['tables_evicted_cold'] - uc0['tables_evicted_cold']} tables evicted while B and C ran hot"
+        assert uc["failures"]["budget_full"] > uc0["failures"]["budget_full"], "the refusal is not counted budget_full"
+        log = d.read_log()
+        assert any(f in ids_a for f in KEPT_RE.findall(log)), "no refusal of a table of A's libraries logged"
+        assert not any(gone in ids_b for gone, _ in evictions(d)), "a table of B was evicted while B ran hot"
+        share, n, trunc = root_share(d, b.pid, 4)
+        print(f"  B with C running: {100 * share:.1f}% of {n} samples reach a root frame")
+        assert b.running(), "B ended before the test was done with it"
+        assert share >= ROOT_SHARE, f"B lost its tables to C: {100 * share:.1f}% complete, {trunc}"
+    finally:
+        for c in compilers:
+            c.end()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    require_root()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
+    try:
+        _profd = Profd("--unwind-memory", BUDGET, "--frequency", "199", "--interval", f"{INTERVAL_S}s", "-v")
+        _profd.start()
+        wait_unwinder_loaded(_profd)
+        run_tests([test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not])
+    except SystemExit as e:
+        if e.code and _profd is not None:
+            print("--- profd log (last 3000 characters) ---\n" + _profd.read_log()[-3000:], file=sys.stderr)
+        raise
+    finally:
+        if _profd is not None:
+            _profd.cleanup()
