@@ -39,6 +39,8 @@ const char filters_help[] =
         "                       offset or fractional seconds) or a duration ago (10m)\n"
         "      --to TIME        Window end, as --from\n"
         "      --last           Only the most recent drain\n"
+        "      --by-drains      The window's drains whole, as the fleet answers, even where\n"
+        "                       the timeline could select cpu samples by their own time\n"
         "      --host NAME      With --clickhouse: only host NAME, or the hosts a glob\n"
         "                       like 'web-*' matches (default: every host)\n";
 
@@ -262,6 +264,9 @@ static int filters_parse_window(struct filters *f, int opt, const char *arg) {
         case FILTER_LAST:
                 f->last = true;
                 return 1;
+        case FILTER_BY_DRAINS:
+                f->by_drains = true;
+                return 1;
         default:
                 return 0;
         }
@@ -290,6 +295,7 @@ int filters_parse_option(struct filters *f, int opt, const char *arg) {
         case FILTER_FROM:
         case FILTER_TO:
         case FILTER_LAST:
+        case FILTER_BY_DRAINS:
                 return filters_parse_window(f, opt, arg);
         case FILTER_HOST:
                 r = check_string("--host", arg, "a host name or glob");
@@ -357,7 +363,8 @@ int filters_to_request(const struct filters *f, json_t *req) {
             (f->pid > 0 && json_object_set_new(req, PROTO_KEY_PID, json_integer((json_int_t) f->pid)) < 0) ||
             (f->tid > 0 && json_object_set_new(req, PROTO_KEY_TID, json_integer((json_int_t) f->tid)) < 0) ||
             (f->uid_set && json_object_set_new(req, PROTO_KEY_UID, json_integer((json_int_t) f->uid)) < 0) ||
-            (f->last && json_object_set_new(req, PROTO_KEY_LAST, json_true()) < 0))
+            (f->last && json_object_set_new(req, PROTO_KEY_LAST, json_true()) < 0) ||
+            (f->by_drains && json_object_set_new(req, PROTO_KEY_BY_DRAINS, json_true()) < 0))
                 return -ENOMEM;
         return 0;
 }
@@ -395,6 +402,8 @@ char *filters_describe(const struct filters *f) {
 #undef DESCRIBE
         if (f->last)
                 fputs(" --last", s);
+        if (f->by_drains)
+                fputs(" --by-drains", s);
         if (fclose(s) != 0) {
                 free(text);
                 return NULL;

@@ -28,6 +28,7 @@ enum {
         FILTER_FROM,
         FILTER_TO,
         FILTER_LAST,
+        FILTER_BY_DRAINS,
         FILTER_HOST,
         FILTER_OPTION_END,
 };
@@ -49,6 +50,7 @@ enum {
         { "from",      required_argument, NULL, FILTER_FROM      },    \
         { "to",        required_argument, NULL, FILTER_TO        },    \
         { "last",      no_argument,       NULL, FILTER_LAST      },    \
+        { "by-drains", no_argument,       NULL, FILTER_BY_DRAINS },    \
         { "host",      required_argument, NULL, FILTER_HOST      }
 
 /* The help text of the filter options, for every command's --help. */
@@ -67,6 +69,7 @@ struct filters {
         const char *since, *until, *from, *to;
         uint64_t since_ns, until_ns;
         bool last;
+        bool by_drains;         /* a window of whole drains, never by the timeline */
         const char *host;       /* fleet queries (--clickhouse): a host name or glob */
 };
 

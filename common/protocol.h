@@ -97,6 +97,7 @@
  * timeline); false, by the drains overlapping the window (the timeline
  * does not reach back to its start) */
 #define PROTO_KEY_TIMELINE "timeline"
+#define PROTO_KEY_BY_DRAINS "by_drains"
 
 /* The query model profd's store and profctl's fleet answers share. The
  * names keep the store's prefix: the store defined them first and fills

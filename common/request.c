@@ -181,7 +181,8 @@ struct window_given {
         const char *since, *until; /* the field's name when given, else NULL */
 };
 
-/* Fields "kind" and the window: "since", "until", "from", "to", "last".
+/* Fields "kind" and the window: "since", "until", "from", "to", "last",
+ * "by_drains".
  * Returns 1 when key is one of them, 0 when not, or a negative errno with
  * *ret_error set. */
 static int parse_when_field(const char *key, json_t *v, struct query_request *q, struct window_given *w,
@@ -218,6 +219,10 @@ static int parse_when_field(const char *key, json_t *v, struct query_request *q,
                 if (!json_is_boolean(v))
                         return format_error(ret_error, "field 'last' must be true or false");
                 q->last = json_is_true(v);
+        } else if (streq(key, PROTO_KEY_BY_DRAINS)) {
+                if (!json_is_boolean(v))
+                        return format_error(ret_error, "field 'by_drains' must be true or false");
+                q->by_drains = json_is_true(v);
         } else
                 return 0;
         return 1;

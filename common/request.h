@@ -45,6 +45,7 @@ struct query_request {
         bool have_from, have_to;
         struct request_time from, to; /* replace since / until when given */
         bool last;          /* only the most recent drain: no window */
+        bool by_drains;     /* the window's drains whole, not cpu samples by the timeline */
         uint32_t pid;       /* 0: any */
         uint32_t tid;       /* 0: any */
         char *comm;         /* NULL: any; exact, or a glob when it has * ? [ */

@@ -174,7 +174,8 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                                    .folded = rq->folded, .lines = rq->lines },
                 };
 
-                if (q.drain_id >= 0)
+                /* by_drains: as the fleet answers, whole drains */
+                if (q.drain_id >= 0 && !rq->by_drains)
                         r = store_query_timeline_covers(ctx->store, &q, &q.timeline);
                 if (r >= 0 && q.drain_id >= 0)
                         r = store_query_stacks(ctx->store, &q, emit_stack, &sc, &total, &stacks);

@@ -172,7 +172,9 @@ def rfc3339(ns):
 
 def local_stacks(p, kind, from_ns, to_ns):
     """{(frame names, modules): value} and the total of a local query."""
-    doc = p.query_json("--kind", kind, "--from", rfc3339(from_ns), "--to", rfc3339(to_ns))
+    # whole drains, as ClickHouse holds them (a cpu window would otherwise
+    # be answered from the timeline, by each sample's own time)
+    doc = p.query_json("--kind", kind, "--from", rfc3339(from_ns), "--to", rfc3339(to_ns), "--by-drains")
     stacks = {}
     for st in doc["stacks"]:
         key = tuple((f["name"], f.get("module", "")) for f in st["frames"])

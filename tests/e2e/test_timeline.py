@@ -92,6 +92,12 @@ def test_timeline_places_burst_samples_in_the_bursts():
         assert window.get("timeline") is True, f"not answered from the timeline: {window.get('timeline')}"
         assert total == want, f"the window has {total} samples, the timeline {want} in it"
         assert total > 0 and in_stack.get("burst_spin", 0) >= 0.95 * total, in_stack
+        # the same window --by-drains: the drains it touches, whole, as the
+        # fleet answers (more samples than the burst's, said not timed)
+        whole = d.query_json("--pid", str(truth["pid"]), "--from", rfc3339(b0), "--to", rfc3339(b1), "--by-drains")
+        print(f"  the same window --by-drains: {whole['total']} samples; timeline {whole.get('timeline')}")
+        assert whole.get("timeline") is False, whole.get("timeline")
+        assert whole["total"] > total, (whole["total"], total)
         # the idle time after it: (almost) nothing of the workload
         idle = d.query_json("--pid", str(truth["pid"]), "--from", rfc3339(int(b1 + 2 * PERIOD_NS)),
                             "--to", rfc3339(int(bursts[5][0] - 2 * PERIOD_NS)))
