@@ -58,6 +58,8 @@
 #define STATUS_KEY_BUILD_MS             "build_ms"
 #define STATUS_KEY_TABLES_EVICTED       "tables_evicted"
 #define STATUS_KEY_TABLES_NO_ROOM       "tables_no_room"
+#define STATUS_KEY_TABLES_EVICTED_COLD  "tables_evicted_cold"
+#define STATUS_KEY_TABLES_KEPT_HOT      "tables_kept_hot"
 #define STATUS_KEY_USER_WALKS           "user_walks"
 
 /* "runtime_names": the writer's cache of Python code objects
