@@ -113,6 +113,8 @@
 #define STATUS_KEY_EXPORTED_SAMPLES     "exported_samples"
 #define STATUS_KEY_EXPORTED_STACKS      "exported_stacks"
 #define STATUS_KEY_EXPORTED_FRAMES      "exported_frames"
+#define STATUS_KEY_EXPORTED_TIMELINE    "exported_timeline"
+#define STATUS_KEY_TIMELINE_UNMATCHED   "timeline_unmatched"
 #define STATUS_KEY_BYTES_SENT           "bytes_sent"
 #define STATUS_KEY_ALREADY_STORED       "already_stored"
 #define STATUS_KEY_LOST_BY_RETENTION    "lost_by_retention"

@@ -334,6 +334,7 @@ int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_ou
  * Strings and frames are valid during the callback only; NULL strings are
  * unknown (NULL in the store). */
 struct store_outbox_sample {
+        int64_t process_id;        /* the store's processes.id: what a timeline's tick names (below) */
         uint32_t pid;
         uint64_t process_start_ns; /* boot-time ns */
         const char *comm, *exe, *cgroup, *unit, *container;
@@ -362,6 +363,27 @@ typedef int (*store_outbox_sample_fn)(const struct store_outbox_sample *smp, voi
  * negative errno. */
 int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata,
                          uint64_t *ret_damaged);
+
+/* One on-CPU sample of a drain's timeline (schema 11), as exported: when
+ * it was taken, and the stored sample row it is one of (the process and
+ * stack ids of a store_outbox_sample of the same drain, kind cpu, and its
+ * thread). */
+struct store_outbox_tick {
+        uint64_t time_ns;          /* Unix-epoch ns, to the µs */
+        int64_t process_id, stack_id;
+        uint32_t tid;
+};
+
+/* Returning a negative errno stops store_outbox_timeline and is passed on. */
+typedef int (*store_outbox_tick_fn)(const struct store_outbox_tick *t, void *userdata);
+
+/* Calls fn for every sample of drain_id's timeline, in time order, in one
+ * read transaction. None when the drain has no timeline (timed samples
+ * were off, or timeline_retention took it). A damaged timeline is logged,
+ * counted in *ret_damaged if not NULL, and skipped. Returns 0 or a
+ * negative errno (fn's included). */
+int store_outbox_timeline(store *s, int64_t drain_id, store_outbox_tick_fn fn, void *userdata,
+                          uint64_t *ret_damaged);
 
 /* Calls fn for every drop counter (reason, count) of drain_id, as
  * store_query_drops does for a window. Returns 0 or a negative errno
