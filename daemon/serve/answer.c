@@ -110,8 +110,9 @@ static int emit_not_covered(const struct answer_context *ctx, uint64_t from_ns, 
                 msg = strdup("the timeline holds no samples yet (it fills as profd drains, every drain "
                              "interval; profctl flush stores the samples held now)");
         else if (asprintf(&msg, "the window starts at %s, before the oldest sample the timeline holds (%s): "
-                                "its retention (timeline_retention, timeline_max_size) took what was before; "
-                                "start the window later, or use profctl query, which falls back to whole drains",
+                                "it has nothing earlier (its retention, timeline_retention and timeline_max_size, "
+                                "took it, or profd was not sampling); start the window at that time or later, or "
+                                "use profctl query, which falls back to whole drains",
                           format_timestamp(a, sizeof(a), from_ns), format_timestamp(b, sizeof(b), oldest_ns)) < 0)
                 msg = NULL;
         if (!msg)
