@@ -21,9 +21,9 @@
 #include "protocol.h"
 
 /* Samples one answer carries at most: 16 bytes each while profd gathers
- * them, so a worker holds 16 MiB at worst. Forty minutes of 4 busy CPUs
- * at 99 Hz, far more than a page shows readably (an incident's heatmap is
- * minutes); a longer window is cut, and says so. A request may ask for
+ * them, so a worker holds 16 MiB at worst. An hour of 4 busy CPUs at
+ * the default 49 Hz (706,000) fits, far more than a page shows readably
+ * (an incident's heatmap is minutes); a longer one is cut, and says so. A request may ask for
  * fewer ("max_samples"). */
 #define TIMED_MAX_SAMPLES 1000000ULL
 /* Entries per "samples" line: about 15 bytes each, a line of ~15 KB. */
