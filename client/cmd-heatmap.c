@@ -24,6 +24,7 @@
 #include "options.h"
 #include "output.h"
 #include "protocol.h"
+#include "quality.h"
 #include "timed-samples.h"
 #include "util.h"
 
@@ -201,6 +202,8 @@ struct heatmap_answer {
         size_t n_samples, samples_cap;
         uint64_t sample_sum;      /* the "samples" lines' counts */
         uint64_t total, stacks_end, from_ns, to_ns, omitted, omitted_from_ns, oldest_ns;
+        struct quality quality; /* of the samples sent */
+        bool have_quality;
 };
 
 static void heatmap_answer_done(struct heatmap_answer *h) {
@@ -297,6 +300,12 @@ static int answer_set_end(struct heatmap_answer *h, const json_t *line) {
         if (h->omitted > 0 &&
             (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_OMITTED_FROM_NS, &h->omitted_from_ns)) < 0)
                 return r;
+        if (json_object_get(line, PROTO_KEY_QUALITY)) {
+                if (quality_from_json(json_object_get(line, PROTO_KEY_QUALITY), &h->quality) < 0)
+                        return cli_error(-EBADMSG, "profd's timeline answer ends with a \"quality\" that is not "
+                                         "a report of unsigned integers");
+                h->have_quality = true;
+        }
         if (h->stacks_end != h->n_lines)
                 return cli_error(-EBADMSG, "profd's timeline answer ends with \"stacks\":%" PRIu64 " but it sent %zu "
                                  "stack lines", h->stacks_end, h->n_lines);
@@ -443,6 +452,9 @@ static int heatmap_show(const struct heatmap_args *a, struct heatmap_answer *ans
                 return r;
         if (ans->total == 0)
                 no_samples_message(&a->filters, ans->from_ns, ans->to_ns, " in the timeline");
+        else if (a->format == HEATMAP_TEXT && ans->have_quality)
+                /* as under a query's table: how far to trust the stacks */
+                quality_summary_print(&ans->quality);
         if (ans->omitted > 0) {
                 char t[64];
 

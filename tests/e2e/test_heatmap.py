@@ -104,7 +104,9 @@ def check_json_and_text(d, pid, bursts, cpu_ns, window):
         assert lit, f"burst {rfc3339(b0)}: none of its {len(cells)} cells hot"
 
     # the text: a line a second, its characters the rows, its total the column's
-    text = d.profctl("heatmap", "--pid", str(pid), *window, "--rows", str(ROWS)).stdout
+    r = d.profctl("heatmap", "--pid", str(pid), *window, "--rows", str(ROWS))
+    text = r.stdout
+    assert r.stderr.startswith("quality: "), r.stderr
     lines = [l for l in text.splitlines() if re.match(r"\d\d:\d\d:\d\d \|", l)]
     assert len(lines) == hm["columns"], text
     for c, line in enumerate(lines):
