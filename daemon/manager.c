@@ -568,6 +568,7 @@ static int handle_request(server_client *c, const struct request *req, void *use
                 return SERVER_DEFERRED;
         case REQUEST_QUERY:
         case REQUEST_SERIES:
+        case REQUEST_TIMELINE:
                 return send_answer(m, c, req);
         }
         return -EINVAL;

@@ -227,6 +227,23 @@ typedef int (*store_stack_fn)(const struct store_stack_out *stack, void *userdat
 int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn, void *userdata,
                        uint64_t *ret_total, uint64_t *ret_stacks);
 
+/* The start of the oldest sample the timeline holds (it holds every one
+ * after). Returns 0, -ENOENT when it holds none, or a negative errno. */
+int store_timeline_oldest(store *s, uint64_t *ret_ns);
+
+struct timed_set;
+
+/* The on-CPU samples of q's window with their own times (a timeline
+ * answer, common/timed-samples.h): every sample the timeline holds in
+ * [from_ns, to_ns] that passes q's filters and tid goes into set (which
+ * keeps up to its cap and counts the rest; then sorted), then fn is called
+ * for each of the set's stacks in index order, value its samples kept. q
+ * must be a cpu window without a group; q->timeline is not read (the
+ * caller checks store_timeline_oldest). One read transaction. Returns 0,
+ * -EINVAL for another query, or a negative errno (fn's included). */
+int store_query_timed(store *s, const struct store_query *q, struct timed_set *set, store_stack_fn fn,
+                      void *userdata);
+
 /* Called, in time order, for each drain with matching samples: the drain's
  * bucket, the sum of its matching values, and the part of it whose stacks
  * are complete (user_end 0). */
