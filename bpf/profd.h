@@ -221,8 +221,10 @@ struct profd_unwind_index {
 };
 
 /* Compact tables (issue 43; daemon/unwind/table-pack.h builds them and
- * holds the reference lookup; the walker does not read them yet). A
- * file's table is one run of 4-byte slots:
+ * holds the reference lookup, bpf/table-pack.bpf.h the same in BPF; the
+ * walker does not read them yet). A file's table is one run of 4-byte
+ * slots, two to an 8-byte value of an array map (the kernel rounds an
+ * array's values up to 8 bytes), starting at a value:
  *   head    struct profd_pack_head
  *   index   pages + 1 __u32: index[p] = how many rows have
  *           pc < (first_page + p) << PROFD_PACK_PAGE_SHIFT
