@@ -30,7 +30,17 @@ static size_t rows_at(uint32_t pages) {
         return PACK_HEAD_SLOTS + (size_t) pages + 1;
 }
 
-int table_pack_begin(struct table_pack *p, uint32_t first, uint32_t last, uint32_t *out, size_t capacity) {
+int table_pack_buffer(void *userdata, size_t at, const uint32_t *slots, size_t n) {
+        struct table_pack_buffer *b = userdata;
+
+        if (at > b->capacity || n > b->capacity - at)
+                return -E2BIG;
+        memcpy(b->out + at, slots, n * sizeof(*slots));
+        return 0;
+}
+
+int table_pack_begin(struct table_pack *p, uint32_t first, uint32_t last, size_t capacity, table_pack_write_t write,
+                     void *userdata) {
         *p = (struct table_pack) {};
         if (last < first)
                 return -EINVAL;
@@ -38,9 +48,13 @@ int table_pack_begin(struct table_pack *p, uint32_t first, uint32_t last, uint32
                 return -E2BIG;
         p->mask = 255;
         p->slot_ids = calloc(p->mask + 1, sizeof(*p->slot_ids));
-        if (!p->slot_ids)
+        p->index = calloc((size_t) pages_of(first, last) + 1, sizeof(*p->index));
+        if (!p->slot_ids || !p->index) {
+                table_pack_done(p);
                 return -ENOMEM;
-        p->out = out;
+        }
+        p->write = write;
+        p->userdata = userdata;
         p->capacity = capacity;
         p->first = first;
         p->last = last;
@@ -122,31 +136,45 @@ static int dict_id(struct table_pack *p, const struct profd_unwind_row *r, uint1
         return 0;
 }
 
-static uint32_t *index_at(struct table_pack *p) {
-        return p->out + PACK_HEAD_SLOTS;
+/* Writes the piece of rows after those written before it. */
+static int piece_write(struct table_pack *p) {
+        int e;
+
+        if (p->n_piece == 0)
+                return 0;
+        e = p->write(p->userdata, rows_at(p->pages) + p->rows - p->n_piece, p->piece, p->n_piece);
+        p->n_piece = 0;
+        return e;
 }
 
-static struct profd_pack_row *row_slot(struct table_pack *p, size_t i) {
-        return (struct profd_pack_row *) (p->out + rows_at(p->pages) + i);
-}
-
-/* Writes the pending row unless the row before has its rules (which then
+/* Keeps the pending row unless the row before has its rules (which then
  * covers it too). */
 static int pending_flush(struct table_pack *p) {
+        struct profd_pack_row row;
         uint64_t pc = p->pending.pc;
+        int e;
 
         if (!p->have_pending)
                 return 0;
         p->have_pending = false;
-        if (p->rows > 0 && row_slot(p, p->rows - 1)->rule == p->pending.rule)
+        if (p->have_last && p->last_rule == p->pending.rule)
                 return 0;
         /* index[q] for the pages that begin at or below this pc: the rows
-         * below them, all written */
+         * below them, all kept */
         while (p->next <= p->pages && ((uint64_t) p->first_page + p->next) * PAGE_BYTES <= pc)
-                index_at(p)[p->next++] = (uint32_t) p->rows;
+                p->index[p->next++] = (uint32_t) p->rows;
         if (rows_at(p->pages) + p->rows + 1 > p->capacity)
                 return -E2BIG;
-        *row_slot(p, p->rows++) = (struct profd_pack_row) { .pc_lo = (uint16_t) pc, .rule = p->pending.rule };
+        if (p->n_piece == TABLE_PACK_PIECE) {
+                e = piece_write(p);
+                if (e < 0)
+                        return e;
+        }
+        row = (struct profd_pack_row) { .pc_lo = (uint16_t) pc, .rule = p->pending.rule };
+        memcpy(&p->piece[p->n_piece++], &row, sizeof(row));
+        p->rows++;
+        p->have_last = true;
+        p->last_rule = p->pending.rule;
         return 0;
 }
 
@@ -180,25 +208,36 @@ int table_pack_add(void *userdata, const struct profd_unwind_row *rows, size_t n
 }
 
 int table_pack_end(struct table_pack *p, size_t *ret_slots) {
-        struct profd_pack_head *head = (struct profd_pack_head *) p->out;
+        struct profd_pack_head head;
         size_t at;
         int e;
 
         e = pending_flush(p);
+        if (e >= 0)
+                e = piece_write(p);
         if (e < 0)
                 return e;
         while (p->next <= p->pages)
-                index_at(p)[p->next++] = (uint32_t) p->rows;
+                p->index[p->next++] = (uint32_t) p->rows;
         at = rows_at(p->pages) + p->rows;
         if (at + p->n_rules > p->capacity)
                 return -E2BIG;
-        memcpy(p->out + at, p->rules, p->n_rules * sizeof(*p->rules));
-        *head = (struct profd_pack_head) {
+        _Static_assert(sizeof(struct profd_pack_rule) == sizeof(uint32_t), "rules are slots");
+        e = p->write(p->userdata, at, (const uint32_t *) p->rules, p->n_rules);
+        if (e < 0)
+                return e;
+        /* the head and index last: a table is whole once it has them */
+        head = (struct profd_pack_head) {
                 .first_page = p->first_page,
                 .pages = p->pages,
                 .rows = (uint32_t) p->rows,
                 .rules = (uint32_t) p->n_rules,
         };
+        e = p->write(p->userdata, 0, (const uint32_t *) &head, PACK_HEAD_SLOTS);
+        if (e >= 0)
+                e = p->write(p->userdata, PACK_HEAD_SLOTS, p->index, (size_t) p->pages + 1);
+        if (e < 0)
+                return e;
         *ret_slots = at + p->n_rules;
         return 0;
 }
@@ -208,12 +247,18 @@ void table_pack_done(struct table_pack *p) {
                 return;
         free(p->slot_ids);
         free(p->rules);
-        *p = (struct table_pack) {};
+        free(p->index);
+        /* only what must be reset: the piece is large */
+        p->slot_ids = NULL;
+        p->rules = NULL;
+        p->index = NULL;
+        p->n_rules = p->rows = p->n_piece = 0;
 }
 
 int table_pack_table(const struct unwind_table *t, uint32_t **ret, size_t *ret_slots) {
         _cleanup_free_ uint32_t *out = NULL;
-        struct table_pack p;
+        _cleanup_free_ struct table_pack *p = NULL;
+        struct table_pack_buffer buf;
         size_t cap, slots;
         int e;
 
@@ -223,14 +268,16 @@ int table_pack_table(const struct unwind_table *t, uint32_t **ret, size_t *ret_s
                 return -ENODATA;
         cap = table_pack_plan(t->n, t->rows[0].pc, t->rows[t->n - 1].pc);
         out = calloc(cap, sizeof(*out));
-        if (!out)
+        p = malloc(sizeof(*p));
+        if (!out || !p)
                 return -ENOMEM;
-        e = table_pack_begin(&p, t->rows[0].pc, t->rows[t->n - 1].pc, out, cap);
+        buf = (struct table_pack_buffer) { .out = out, .capacity = cap };
+        e = table_pack_begin(p, t->rows[0].pc, t->rows[t->n - 1].pc, cap, table_pack_buffer, &buf);
         if (e >= 0)
-                e = table_pack_add(&p, t->rows, t->n);
+                e = table_pack_add(p, t->rows, t->n);
         if (e >= 0)
-                e = table_pack_end(&p, &slots);
-        table_pack_done(&p);
+                e = table_pack_end(p, &slots);
+        table_pack_done(p);
         if (e < 0)
                 return e;
         /* give back what the plan's room for rules left unused */

@@ -125,12 +125,13 @@ static uint32_t *pack_checked(const char *what, const struct unwind_table *t, si
         for (size_t piece = 1; piece <= UNWIND_PIECE_ROWS; piece = piece == 1 ? 7 : UNWIND_PIECE_ROWS) {
                 size_t cap = table_pack_plan(t->n, t->rows[0].pc, t->rows[t->n - 1].pc), slots = 0;
                 _cleanup_free_ uint32_t *out = calloc(cap, sizeof(*out));
+                struct table_pack_buffer buf = { .out = out, .capacity = cap };
                 struct table_pack p;
 
                 CHECK(out);
                 if (!out)
                         break;
-                r = table_pack_begin(&p, t->rows[0].pc, t->rows[t->n - 1].pc, out, cap);
+                r = table_pack_begin(&p, t->rows[0].pc, t->rows[t->n - 1].pc, cap, table_pack_buffer, &buf);
                 for (size_t i = 0; r >= 0 && i < t->n; i += piece)
                         r = table_pack_add(&p, t->rows + i, MIN(piece, t->n - i));
                 if (r >= 0)
@@ -371,16 +372,19 @@ static void test_crafted_page_over_bound(void) {
 static void test_refused(const char *big) {
         struct profd_unwind_row rows[] = { row(0x1000, 1, 8, 0), row(0x900, 1, 16, 0) };
         uint32_t out[64];
+        struct table_pack_buffer buf = { .out = out, .capacity = ELEMENTSOF(out) };
         struct table_pack p;
         size_t slots;
 
-        CHECK_INT_EQ(table_pack_begin(&p, 0x900, 0x1000, out, ELEMENTSOF(out)), 0);
+        CHECK_INT_EQ(table_pack_begin(&p, 0x1000, 0x900, ELEMENTSOF(out), table_pack_buffer, &buf), -EINVAL);
+        table_pack_done(&p);
+        CHECK_INT_EQ(table_pack_begin(&p, 0x900, 0x1000, ELEMENTSOF(out), table_pack_buffer, &buf), 0);
         CHECK_INT_EQ(table_pack_add(&p, rows, 2), -EINVAL);
         table_pack_done(&p);
-        CHECK_INT_EQ(table_pack_begin(&p, 0x1000, 0x1000, out, ELEMENTSOF(out)), 0);
+        CHECK_INT_EQ(table_pack_begin(&p, 0x1000, 0x1000, ELEMENTSOF(out), table_pack_buffer, &buf), 0);
         CHECK_INT_EQ(table_pack_add(&p, rows + 1, 1), -EINVAL);
         table_pack_done(&p);
-        CHECK_INT_EQ(table_pack_begin(&p, 0x1000, 0x1000, out, 5), -E2BIG); /* no room for the index */
+        CHECK_INT_EQ(table_pack_begin(&p, 0x1000, 0x1000, 5, table_pack_buffer, &buf), -E2BIG); /* no room for the index */
         table_pack_done(&p);
 
         /* PROFD_PACK_RULES_MAX + 1 distinct rules */
@@ -418,13 +422,16 @@ static void test_refused(const char *big) {
                 CHECK_INT_EQ(table_pack_table(&t, &whole, &need), 0);
                 for (size_t cap = need; whole && cap > need / 2; cap = cap == need ? need - 1 : need / 2) {
                         _cleanup_free_ uint32_t *out_big = malloc((cap + 16) * sizeof(*out_big));
+                        /* the buffer claims more room than the budget: the
+                         * packer's own bound must hold */
+                        struct table_pack_buffer big_buf = { .out = out_big, .capacity = cap + 16 };
                         int r;
 
                         CHECK(out_big);
                         if (!out_big)
                                 break;
                         memset(out_big + cap, 0xa5, 16 * sizeof(*out_big));
-                        r = table_pack_begin(&p, t.rows[0].pc, t.rows[t.n - 1].pc, out_big, cap);
+                        r = table_pack_begin(&p, t.rows[0].pc, t.rows[t.n - 1].pc, cap, table_pack_buffer, &big_buf);
                         if (r >= 0)
                                 r = table_pack_add(&p, t.rows, t.n);
                         if (r >= 0)
@@ -440,6 +447,82 @@ static void test_refused(const char *big) {
         }
 }
 
+/* A writer that checks how the packer writes: row pieces in order, each
+ * slot once, nothing past the capacity; and fails on its nth call. */
+struct writes {
+        struct table_pack_buffer buf;
+        uint8_t *written;
+        size_t rows_at;       /* the first row's slot: after head and index */
+        size_t next_row_slot; /* where the next write of rows or rules must start */
+        size_t calls, fail_at;
+};
+
+static int writes_check(void *userdata, size_t at, const uint32_t *slots, size_t n) {
+        struct writes *w = userdata;
+
+        if (++w->calls == w->fail_at)
+                return -EIO;
+        CHECK(at + n <= w->buf.capacity);
+        for (size_t i = at; i < at + n && i < w->buf.capacity; i++) {
+                CHECK(!w->written[i]);
+                w->written[i] = 1;
+        }
+        /* rows, then rules, come in order, one piece after another */
+        if (at >= w->rows_at) {
+                CHECK_INT_EQ(at, w->next_row_slot);
+                w->next_row_slot = at + n;
+        }
+        return table_pack_buffer(&w->buf, at, slots, n);
+}
+
+static void test_writer(const char *path) {
+        _cleanup_free_ uint32_t *whole = NULL;
+        struct unwind_table t = {};
+        size_t need = 0, slots = 0, calls;
+        struct table_pack p;
+        int r;
+
+        CHECK_INT_EQ(file_table(path, &t), 0);
+        if (t.n == 0)
+                return;
+        CHECK_INT_EQ(table_pack_table(&t, &whole, &need), 0);
+        for (size_t fail_at = 0;; fail_at++) {
+                _cleanup_free_ uint32_t *out = calloc(need, sizeof(*out));
+                _cleanup_free_ uint8_t *written = calloc(need, 1);
+                size_t rows_at = 4 + (t.rows[t.n - 1].pc >> PROFD_PACK_PAGE_SHIFT) -
+                                 (t.rows[0].pc >> PROFD_PACK_PAGE_SHIFT) + 2;
+                struct writes w = { .buf = { out, need }, .written = written, .rows_at = rows_at,
+                                    .next_row_slot = rows_at, .fail_at = fail_at };
+
+                CHECK(out && written);
+                if (!out || !written)
+                        break;
+                r = table_pack_begin(&p, t.rows[0].pc, t.rows[t.n - 1].pc, need, writes_check, &w);
+                for (size_t i = 0; r >= 0 && i < t.n; i += 5)
+                        r = table_pack_add(&p, t.rows + i, MIN((size_t) 5, t.n - i));
+                if (r >= 0)
+                        r = table_pack_end(&p, &slots);
+                table_pack_done(&p);
+                calls = w.calls;
+                if (fail_at == 0) {
+                        /* every slot written once, as the whole table */
+                        CHECK_INT_EQ(r, 0);
+                        CHECK_INT_EQ(slots, need);
+                        for (size_t i = 0; i < need; i++)
+                                CHECK(written[i]);
+                        CHECK(memcmp(out, whole, need * sizeof(*out)) == 0);
+                        CHECK_INT_EQ(w.next_row_slot, need);
+                        CHECK(calls >= 4); /* rows, rules, head, index */
+                        continue;
+                }
+                /* the writer's error, whichever call fails */
+                CHECK_INT_EQ(r, -EIO);
+                if (fail_at >= calls)
+                        break;
+        }
+        unwind_table_done(&t);
+}
+
 int main(int argc, char **argv) {
         if (argc != 3) {
                 fprintf(stderr, "usage: %s NOFP REALIGN\n", argv[0]);
@@ -452,6 +535,11 @@ int main(int argc, char **argv) {
         test_full_page();
         test_crafted_page_over_bound();
         test_refused(argv[1]);
+        test_writer(argv[2]);
+        if (access("/usr/lib/x86_64-linux-gnu/libc.so.6", R_OK) == 0)
+                test_writer("/usr/lib/x86_64-linux-gnu/libc.so.6"); /* rows in several pieces */
+        else
+                fprintf(stderr, "SKIP the writer on libc: /usr/lib/x86_64-linux-gnu/libc.so.6 absent\n");
         test_every_kind(argv[2]);
         test_file(argv[1], true);
         test_file("/usr/lib/x86_64-linux-gnu/libc.so.6", false);
