@@ -233,6 +233,16 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "loading the test program failed: %s\n", strerror(-r));
                 return 1;
         }
+        {
+                /* what the lookup costs the verifier: the walker will
+                 * carry it (the batch loop around it is a few more) */
+                struct bpf_prog_info info = {};
+                __u32 len = sizeof(info);
+
+                if (bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.pack_lookup_batch), &info, &len) == 0)
+                        fprintf(stderr, "the lookup program: %u instructions, %u verified\n", info.xlated_prog_len / 8,
+                                info.verified_insns);
+        }
         test_synthetic();
         test_file(argv[1], true);
         test_file("/usr/lib/x86_64-linux-gnu/libc.so.6", false);
