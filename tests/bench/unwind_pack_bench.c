@@ -8,7 +8,8 @@
  * packed as they come (CPU time). Totals against the kernel's row budget.
  *
  * usage: unwind-pack-bench [--rounds R] [--budget BYTES] FILE...
- * (FILE: @LIST reads one path a line from LIST) */
+ * (FILE: @LIST reads one path a line from LIST, # comments; the mix of
+ * docs/performance.md is tests/bench/unwind_pack_mix.txt) */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -230,7 +231,7 @@ static void bench_list(const char *list, int rounds, struct totals *tot) {
         }
         while (fgets(line, sizeof(line), f)) {
                 line[strcspn(line, "\n")] = 0;
-                if (line[0])
+                if (line[0] && line[0] != '#')
                         bench_file(line, rounds, tot);
         }
 }
