@@ -193,7 +193,7 @@ struct profd_unwind_row {
 /* struct profd_unwind_mapping.kind */
 enum profd_mapping_kind {
         PROFD_MAPPING_FP = 0,      /* no table (anonymous or JIT code, no CFI, unreadable): frame pointers */
-        PROFD_MAPPING_TABLE = 1,   /* rows [rows_off, rows_off + rows_n) of unwind_rows */
+        PROFD_MAPPING_TABLE = 1,   /* the compact table at rows_off of unwind_rows, rows_n slots */
         PROFD_MAPPING_PENDING = 2, /* the table is being built: PROFD_END_PENDING */
 };
 
@@ -202,9 +202,11 @@ enum profd_mapping_kind {
 struct profd_unwind_mapping {
         __u64 start, end;  /* [start, end) in the process */
         __u64 bias;        /* ip - bias = the address in the file's table */
+        /* PROFD_MAPPING_TABLE: the file's compact table (below), rows_n
+         * 4-byte slots from the start of value rows_off of unwind_rows */
         __u32 rows_off, rows_n;
         __u32 kind;        /* enum profd_mapping_kind */
-        __u32 index_shift; /* 0: no index; else the table's index (below) has buckets of 2^index_shift bytes */
+        __u32 pad;
 };
 
 /* A table's index, so that finding a row touches a cache line or two
@@ -221,8 +223,8 @@ struct profd_unwind_index {
 };
 
 /* Compact tables (issue 43; daemon/unwind/table-pack.h builds them and
- * holds the reference lookup, bpf/table-pack.bpf.h the same in BPF; the
- * walker does not read them yet). A file's table is one run of 4-byte
+ * holds the reference lookup, bpf/table-pack.bpf.h the same in BPF, which
+ * the walker calls). A file's table is one run of 4-byte
  * slots, two to an 8-byte value of an array map (the kernel rounds an
  * array's values up to 8 bytes), starting at a value:
  *   head    struct profd_pack_head
