@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
 """End to end: the unwind tables' memory budget (unwind_memory) under
 pressure, as on a host running builds, where compilers with million-row
-tables come and go. profd runs with a budget of 7 MiB (917,504 row
-slots; the tables of the processes running here take more than half):
+tables come and go. profd runs with a budget of 3.5 MiB (458,752 8-byte
+values of unwind_rows, two compact-table slots each; the tables of the
+processes running here take more than half):
 
-- clang maps libclang-cpp and libLLVM, 1,000,498 and 948,864 rows, each
-  more than the whole budget. Each is found too large once, from its
-  FDEs, and not built (`tables_no_room`), and no unused table is evicted
-  for it, since evicting cannot make room (`tables_evicted` unchanged).
-  A second clang does not try them again: their rows cannot be set aside
-  (`budget_full` counts its mappings). Before,
-  every such build evicted every unused table first, and a build host
-  rebuilt them all, over and over (docs/performance.md, "The unwind
-  budget on a build host").
-- Copies of Debian's python3.11 (64,575 rows and their index, 67,338
-  slots; distinct files) run one after the other, each until its table is
-  built, and exit. 14 of them are more than the budget. When the free
-  rows run out, the next copy's table still gets its room, by evicting
-  unused tables, and only some of them (not every unused table)."""
+- clang maps libclang-cpp and libLLVM, 1,000,498 and 948,864 rows, whose
+  compact tables are planned from their FDEs at about 538,000 and 513,000
+  values (a slot per row and per rule, up to 65,536 rules), each more
+  than the whole budget. Each is found too large once and not built
+  (`tables_no_room`), and no unused table is evicted for it, since
+  evicting cannot make room (`tables_evicted` unchanged). A second clang
+  does not try them again: their room cannot be set aside (`budget_full`
+  counts its mappings). Before, every such build evicted every unused
+  table first, and a build host rebuilt them all, over and over
+  (docs/performance.md, "The unwind budget on a build host").
+- Copies of Debian's python3.11 (64,575 rows: a table of 64,961 slots,
+  32,481 values, planned at about 65,600; distinct files) run one after
+  the other, each until its table is built, and exit. 14 of them are
+  more than the budget. When the free values run out, the next copy's
+  table still gets its room, by evicting unused tables, and only some of
+  them (not every unused table)."""
 import json
 import os
 import shutil
@@ -29,7 +32,7 @@ import time
 
 from harness import Profd, require_root, run_tests, wait_unwinder_loaded
 
-BUDGET = "7M"
+BUDGET = "3584K"
 CLANG = shutil.which("clang")
 CLANG_ARGV = [CLANG, "-x", "c", "-fsyntax-only", "-"]  # waits on its stdin
 PYTHON = "/usr/bin/python3.11"
@@ -40,7 +43,7 @@ BUILD_TIMEOUT = 240
 # become unused then
 SWEEP_WAIT = 4.0
 MAX_COPIES = 16
-COPY_SLOTS = 67338
+COPY_VALUES = 65600  # planned: the room a copy's build sets aside
 
 _profd = None
 
@@ -182,7 +185,7 @@ def test_table_gets_room_by_evicting_some_unused_tables():
                 assert evicted < before["files_unused"], \
                     f"copy {i}'s table evicted {evicted} tables, all {before['files_unused']} unused ones"
                 return
-            if u["rows_capacity"] - u["rows_used"] < 2 * COPY_SLOTS:
+            if u["rows_capacity"] - u["rows_used"] < 2 * COPY_VALUES:
                 time.sleep(SWEEP_WAIT)  # the copies' tables unused before room runs out
                 u = unwind(d)
         raise AssertionError(f"{MAX_COPIES} copies of python3.11 fitted in {BUDGET}: no eviction to see")

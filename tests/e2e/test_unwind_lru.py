@@ -5,24 +5,28 @@ never from tables sampled within the hot window (three drain intervals;
 daemon/unwind/table-lru.h). As on a build host where two compilers'
 tables do not fit the budget together. Each compiler runs with its own
 copies of LLVM's large libraries (LD_LIBRARY_PATH), so that their tables
-are its own whatever else the host runs. profd runs with a budget of 32
-MiB (4,194,304 row slots): one clang and the host's processes fit (in the
-default 24 MiB they fitted, but not contiguously), clang and opt do not.
+are its own whatever else the host runs. profd runs with a budget of 16
+MiB (2,097,152 8-byte values of unwind_rows, two compact-table slots
+each; half the 32 MiB of the 8-byte rows before, as the tables are half
+their size): one clang and the host's processes fit, clang and opt do
+not.
 
 - A, clang's compiler proper (`clang -cc1`) on a large generated C++
-  file, with copies of libclang-cpp, libLLVM and libz3 (2.4 million row
-  slots), runs until its tables are built and its samples reach a root
-  frame; then it is stopped (SIGSTOP): its tables go cold.
-- B, LLVM's opt on the file's IR, with its own copy of libLLVM (a million
-  row slots), finds no room (`tables_no_room`); once its samples go
+  file, with copies of libclang-cpp, libLLVM and libz3 (compact tables of
+  1.17 million values, 8.9 MiB), runs until its tables are built and its
+  samples reach a root frame; then it is stopped (SIGSTOP): its tables
+  go cold.
+- B, LLVM's opt on the file's IR, with its own copy of libLLVM (its build
+  sets aside 508,000 values, 3.9 MiB, and keeps 475,000), finds no room
+  (`tables_no_room`); once its samples go
   through libLLVM, cold tables of A are evicted for it
   (`tables_evicted_cold`, and profd's log names which for which) and its
   table is built: >= 90% of B's samples reach a root frame, as profctl's
   quality report says. (opt, not a second clang: a table's room is
-  planned from its FDEs, 1-3% above the rows it ends up with, so a second
-  clang's identical libraries each want a little more than the slice A's
-  gave back, and the second finds no window once the first took the
-  neighbours.)
+  planned from its FDEs, a slot for every row and rule it may have, about
+  twice what it keeps, so a second clang's identical libraries each want
+  more than the slice A's gave back, and the second finds no window once
+  the first took the neighbours.)
 - C, a new clang with A's copies, starts while B runs hot: the tables it
   wants (A's, evicted) cannot take B's rows (`tables_kept_hot` counts the
   refusal, `tables_evicted_cold` does not move, no table of B is
@@ -39,12 +43,12 @@ import time
 
 from harness import Profd, require_root, run_tests, wait_unwinder_loaded
 
-BUDGET = "32M"
+BUDGET = "16M"
 INTERVAL_S = 1  # the hot window is three intervals
 HOT_S = 3 * INTERVAL_S
 CLANG = "/usr/lib/llvm-14/bin/clang"
 OPT = "/usr/lib/llvm-14/bin/opt"
-# 998,159, 1,037,177 and 404,744 row slots (libLLVM needs libz3)
+# compact tables of 3.80, 4.01 and 1.55 MB (libLLVM needs libz3)
 LIBS = ["/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/llvm-14/lib/libclang-cpp.so.14",
         "/usr/lib/x86_64-linux-gnu/libz3.so.4"]
 # a table is built within this (libclang-cpp's million rows take 0.3-1.2 s
