@@ -65,7 +65,10 @@ def main():
             except OSError:
                 time.sleep(0.1)
         time.sleep(5)  # the processes already running loaded
-        quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp)
+        # each in its own process group: the compilers' drivers fork the
+        # compilers proper, which must end with them
+        quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp,
+                     start_new_session=True)
         for argv in (["clang++", "-O2", "-c", src, "-o", "/dev/null"], ["g++", "-O2", "-c", src, "-o", "/dev/null"],
                      ["node", "-e", "let s = 0; for (;;) { s = (s * 31 + 7) % 1000003; }"],
                      ["python3", "-c", "s = 0\nwhile True: s = (s * 31 + 7) % 1000003"],
@@ -76,7 +79,7 @@ def main():
         u = json.loads(ctl("status", "--json"))["unwind"]  # the tables of the mix, all running
         t_end = time.monotonic()
         for p in work:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)
         # the writer may be minutes behind on a loaded host (the big
         # libraries' symbols): flush until it has written the window
         for _ in range(10):
@@ -98,8 +101,10 @@ def main():
               f"tables_evicted_cold {u.get('tables_evicted_cold')}")
     finally:
         for p in work:
-            if p.poll() is None:
-                p.kill()
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             p.wait()
         d.send_signal(signal.SIGTERM)
         d.wait()
