@@ -21,6 +21,17 @@
 /* Drains deleted per step: a raw drain of a busy host is a few thousand
  * sample rows, so a step stays in the tens of milliseconds. */
 #define DELETE_BATCH 32
+
+/* Captures' pins (schema/0012): a drain whose time overlaps the range of
+ * a capture not unpinned is neither merged nor deleted, and the timeline
+ * block written with it stays. The timeline's pin follows its drain's, so
+ * a kept block never names stacks or processes whose blocks went. The
+ * captures table holds a few rows (one per cool-down at most). */
+#define DRAIN_PINNED(d)                                                                         \
+        "EXISTS (SELECT 1 FROM captures c WHERE c.state <> 'unpinned' AND " d ".end_ns >= c.from_ns " \
+        "AND " d ".start_ns <= c.to_ns)"
+#define TIMELINE_PINNED(t)                                                                      \
+        "EXISTS (SELECT 1 FROM drains pd WHERE pd.id = " t ".drain_id AND " DRAIN_PINNED("pd") ")"
 /* Sample rows merged per step: a merge re-aggregates and rewrites them in one
  * transaction (about 10 us a row here), so a busy host's 10-minute bucket
  * (up to hundreds of thousands of rows) is merged in several steps, into
@@ -447,7 +458,8 @@ static int64_t delete_doomed(retention *r) {
          * oldest first, so every timeline block that ends by the last of
          * them is theirs or older */
         k = db_run(&r->d, "DELETE FROM timeline_blocks WHERE end_ns <= "
-                   "(SELECT max(end_ns) FROM drains WHERE id IN temp.doomed)", NULL, 0);
+                   "(SELECT max(end_ns) FROM drains WHERE id IN temp.doomed) "
+                   "AND NOT " TIMELINE_PINNED("timeline_blocks"), NULL, 0);
         if (k < 0)
                 return k;
         r->timeline_pending += (uint64_t) k;
@@ -506,7 +518,8 @@ static int step_size(retention *r, bool *ret_forget) {
         n = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
         if (n >= 0)
                 n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains "
-                           "WHERE end_ns < (SELECT max(end_ns) FROM drains) ORDER BY end_ns LIMIT ?1",
+                           "WHERE end_ns < (SELECT max(end_ns) FROM drains) AND NOT " DRAIN_PINNED("drains")
+                           " ORDER BY end_ns LIMIT ?1",
                         &limit, 1);
         if (n >= 0)
                 n = delete_doomed(r);
@@ -536,7 +549,8 @@ static int step_expire(retention *r, uint64_t now_ns) {
                 return 0;
         args[0] = (int64_t) (now_ns - r->set.all_ns);
         args[1] = DELETE_BATCH;
-        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains", NULL, 0, INT64_MAX, &oldest);
+        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains WHERE NOT " DRAIN_PINNED("drains"), NULL, 0,
+                         INT64_MAX, &oldest);
         if (k < 0)
                 return k;
         if (oldest >= args[0])
@@ -546,7 +560,8 @@ static int step_expire(retention *r, uint64_t now_ns) {
                 return k;
         n = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
         if (n >= 0)
-                n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains WHERE end_ns < ?1 ORDER BY end_ns LIMIT ?2",
+                n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains WHERE end_ns < ?1 "
+                           "AND NOT " DRAIN_PINNED("drains") " ORDER BY end_ns LIMIT ?2",
                         args, 2);
         if (n >= 0)
                 n = delete_doomed(r);
@@ -580,7 +595,8 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (k < 0 || v7)
                 return k;
         args[0] = (int64_t) width;
-        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains WHERE resolution_ns < ?1", args, 1, -1, &oldest);
+        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains WHERE resolution_ns < ?1 AND NOT "
+                         DRAIN_PINNED("drains"), args, 1, -1, &oldest);
         if (k < 0 || oldest < 0)
                 return k;
         bucket = retention_bucket((uint64_t) oldest, width);
@@ -599,7 +615,8 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (count >= 0)
                 count = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM ("
                                "SELECT id, keys, sum(keys) OVER (ORDER BY end_ns, id) AS upto FROM drains "
-                               "WHERE resolution_ns < ?1 AND end_ns >= ?2 AND end_ns < ?3) WHERE upto - keys < ?4",
+                               "WHERE resolution_ns < ?1 AND end_ns >= ?2 AND end_ns < ?3 AND NOT "
+                               DRAIN_PINNED("drains") ") WHERE upto - keys < ?4",
                             args, 4);
         if (count >= 0) {
                 int64_t lost = count_unexported(r);
@@ -979,7 +996,8 @@ static int step_timeline(retention *r, uint64_t now_ns) {
 
         if (r->set.timeline_ns > 0 && now_ns > r->set.timeline_ns) {
                 args[0] = (int64_t) (now_ns - r->set.timeline_ns);
-                k = db_query_i64(&r->d, "SELECT min(end_ns) FROM timeline_blocks", NULL, 0, INT64_MAX, &oldest);
+                k = db_query_i64(&r->d, "SELECT min(end_ns) FROM timeline_blocks WHERE NOT "
+                                 TIMELINE_PINNED("timeline_blocks"), NULL, 0, INT64_MAX, &oldest);
                 if (k < 0)
                         return k;
                 if (oldest < args[0]) {
@@ -987,15 +1005,18 @@ static int step_timeline(retention *r, uint64_t now_ns) {
                         if (k < 0)
                                 return k;
                         n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE drain_id IN (SELECT drain_id FROM "
-                                   "timeline_blocks WHERE end_ns < ?1 ORDER BY end_ns LIMIT ?2)", args, 2);
+                                   "timeline_blocks WHERE end_ns < ?1 AND NOT " TIMELINE_PINNED("timeline_blocks")
+                                   " ORDER BY end_ns LIMIT ?2)", args, 2);
                         goto done;
                 }
         }
         if (r->set.timeline_max_bytes == 0)
                 return 0;
         /* the blobs' bytes, not the pages': one scan of the table's b-tree
-         * (an hour of 10 s drains is 360 rows) */
-        k = db_query_i64(&r->d, "SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks", NULL, 0, 0, &bytes);
+         * (an hour of 10 s drains is 360 rows); pinned blocks are
+         * capture_max_pinned's to bound, not this */
+        k = db_query_i64(&r->d, "SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks WHERE NOT "
+                         TIMELINE_PINNED("timeline_blocks"), NULL, 0, 0, &bytes);
         if (k < 0 || (uint64_t) bytes <= r->set.timeline_max_bytes)
                 return k;
         k = begin(r);
@@ -1007,8 +1028,9 @@ static int step_timeline(retention *r, uint64_t now_ns) {
                 sqlite3_stmt *st;
                 int rc = sqlite3_prepare_v2(r->d.handle,
                                             "SELECT drain_id, length(data) FROM timeline_blocks "
-                                            "WHERE end_ns < (SELECT max(end_ns) FROM timeline_blocks) "
-                                            "ORDER BY end_ns LIMIT ?1", -1, &st, NULL);
+                                            "WHERE end_ns < (SELECT max(end_ns) FROM timeline_blocks) AND NOT "
+                                            TIMELINE_PINNED("timeline_blocks") " ORDER BY end_ns LIMIT ?1",
+                                            -1, &st, NULL);
 
                 if (rc != SQLITE_OK)
                         return rollback(r, db_fail(&r->d, rc, "choosing timeline blocks"));
@@ -1025,7 +1047,8 @@ static int step_timeline(retention *r, uint64_t now_ns) {
                 /* the n oldest by end_ns */
                 args[0] = n;
                 n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE drain_id IN (SELECT drain_id FROM "
-                           "timeline_blocks ORDER BY end_ns LIMIT ?1)", args, 1);
+                           "timeline_blocks WHERE end_ns < (SELECT max(end_ns) FROM timeline_blocks) AND NOT "
+                           TIMELINE_PINNED("timeline_blocks") " ORDER BY end_ns LIMIT ?1)", args, 1);
         }
 done:
         if (n < 0)

@@ -367,3 +367,59 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
  * store_query_drops does for a window. Returns 0 or a negative errno
  * (fn's included). */
 int store_outbox_drops(store *s, int64_t drain_id, store_drop_fn fn, void *userdata);
+
+/* --- captures (schema 12, store-capture.c) ---
+ * A capture's row is its event (cause, who, when) and, until it is
+ * unpinned, the pin retention.c honours: see schema/0012-captures.sql.
+ * Written on store_open's connection (the manager's): one small row. */
+
+enum store_capture_state {
+        STORE_CAPTURE_ACTIVE,   /* its time after the trigger is still running */
+        STORE_CAPTURE_PINNED,   /* ended; its range stays pinned */
+        STORE_CAPTURE_UNPINNED, /* its data is retention's again */
+        _STORE_CAPTURE_STATE_MAX,
+};
+
+struct store_capture {
+        int64_t id;
+        const char *cause;   /* borrowed (a listing's: valid during the callback) */
+        const char *origin;  /* "setting" or "request" */
+        uint32_t uid;
+        bool has_value;
+        uint32_t value_centi;
+        uint64_t trigger_ns, from_ns, to_ns;
+        uint64_t pinned_bytes;
+        enum store_capture_state state;
+};
+
+const char *store_capture_state_name(enum store_capture_state s);
+
+/* Inserts c (its id ignored). Returns 0 and the new id, or a negative errno. */
+int store_capture_add(store *s, const struct store_capture *c, int64_t *ret_id);
+/* Sets a capture's state and pinned bytes. Returns 0, -ENOENT when there
+ * is no such capture, or a negative errno. */
+int store_capture_set(store *s, int64_t id, enum store_capture_state state, uint64_t pinned_bytes);
+/* The capture id, or -ENOENT. */
+int store_capture_get(store *s, int64_t id, struct store_capture *ret, char **ret_cause);
+
+/* Calls fn for the newest captures (at most limit; 0: all), newest first.
+ * Returns 0, fn's negative errno, or the store's. */
+typedef int (*store_capture_fn)(const struct store_capture *c, void *userdata);
+int store_capture_list(store *s, size_t limit, store_capture_fn fn, void *userdata);
+
+/* What the drains overlapping [from_ns, to_ns] hold: the bytes of their
+ * sample blocks (a span's block counted with its first drain) and of
+ * their timeline blocks. What a capture of that range pins. */
+int store_capture_bytes(store *s, uint64_t from_ns, uint64_t to_ns, uint64_t *ret);
+
+struct store_capture_totals {
+        uint64_t count;        /* every capture recorded */
+        uint64_t pinning;      /* not unpinned */
+        uint64_t pinned_bytes; /* of those */
+        uint64_t last_trigger_ns; /* 0: none */
+};
+int store_capture_totals(store *s, struct store_capture_totals *ret);
+/* At start: a capture left active by a stop before its end is pinned now
+ * (its range was set at the trigger). Returns the rows changed or a
+ * negative errno. */
+int64_t store_capture_settle(store *s);

@@ -4,6 +4,7 @@
  * referred to, and the maximum size deletes the oldest data first and gives
  * the space back. */
 #include <errno.h>
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,22 @@ static unsigned settle(retention *r, store *s, uint64_t now) {
         "SELECT group_concat(x, ';') FROM (SELECT p.pid || ',' || s.tid || ',' || s.kind || ',' || s.state " \
         "|| ',' || s.stack_id || '=' || sum(s.value) AS x FROM samples s JOIN processes p ON p.id = s.process_id " \
         "GROUP BY p.pid, s.tid, s.kind, s.state, s.stack_id ORDER BY 1)"
+
+/* Up to three pieces of SQL joined, in a static buffer (one use at a time). */
+static const char *sql_cat(const char *a, const char *b, const char *c) {
+        static char buf[1024];
+
+        snprintf(buf, sizeof(buf), "%s%s%s", a, b, c ? c : "");
+        return buf;
+}
+
+/* The rows of table whose end_ns is below (op "<") or at (op "=") t. */
+static int64_t count_end(sqlite3 *db, const char *table, const char *op, uint64_t t) {
+        char sql[256];
+
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE end_ns %s %" PRIu64, table, op, t);
+        return q1(db, sql);
+}
 
 static char *text1(sqlite3 *db, const char *sql) {
         sqlite3_stmt *st;
@@ -691,6 +708,79 @@ static void test_timeline_has_a_retention_of_its_own(void) {
         store_close(s);
 }
 
+/* A capture pins the drains and timeline of its range (schema 12): a
+ * retention pass that deletes their neighbours, for age and for the
+ * timeline's own age, keeps them raw and whole; unpinned, they go. */
+static void test_capture_pins_survive_retention(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        uint64_t now = T0 + 120 * MINUTE, from = T0 + 25 * MINUTE, to = T0 + 31 * MINUTE, bytes = 0;
+        const struct retention_settings set = { .raw_ns = 5 * MINUTE, .m1_ns = 5 * MINUTE, .all_ns = 10 * MINUTE,
+                                                .timeline_ns = 5 * MINUTE };
+        struct store_capture_totals tot;
+        int64_t id = 0, pinned_cpu;
+        char pinned_sql[512];
+
+        snprintf(path, sizeof(path), "%s/capture.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_timed_drains(s, T0, T0 + 120 * MINUTE, MINUTE, 8);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(store_capture_add(s, &(struct store_capture) { .cause = "cpu:pid=42>80", .origin = "request",
+                                                             .uid = 1000, .has_value = true, .value_centi = 9950,
+                                                             .trigger_ns = T0 + 30 * MINUTE, .from_ns = from,
+                                                             .to_ns = to, .state = STORE_CAPTURE_PINNED },
+                                &id) == 0);
+        CHECK(id > 0);
+        CHECK(store_capture_bytes(s, from, to, &bytes) == 0);
+        CHECK(bytes > 0);
+        CHECK(store_capture_set(s, id, STORE_CAPTURE_PINNED, bytes) == 0);
+        CHECK_INT_EQ(store_capture_set(s, id + 1, STORE_CAPTURE_PINNED, 0), -ENOENT);
+        CHECK(store_capture_totals(s, &tot) == 0);
+        CHECK_INT_EQ(tot.count, 1);
+        CHECK_INT_EQ(tot.pinning, 1);
+        CHECK_INT_EQ(tot.pinned_bytes, bytes);
+        /* drains end every minute: those ending 25..32 min in overlap it */
+        snprintf(pinned_sql, sizeof(pinned_sql), "FROM drains WHERE end_ns >= %" PRIu64 " AND start_ns <= %" PRIu64,
+                 from, to);
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT count(*) ", pinned_sql, NULL)), 8);
+        pinned_cpu = q1(db, sql_cat("SELECT sum(value) FROM samples WHERE kind = 0 AND drain_id IN (SELECT id ",
+                                     pinned_sql, ")"));
+        CHECK(pinned_cpu > 0);
+
+        CHECK(retention_open(path, &set, &r) == 0);
+        settle(r, s, now);
+        /* the neighbours went: nothing else older than 10 minutes */
+        CHECK_INT_EQ(count_end(db, "drains", "=", T0 + 24 * MINUTE), 0);
+        CHECK_INT_EQ(count_end(db, "drains", "=", T0 + 33 * MINUTE), 0);
+        CHECK_INT_EQ(count_end(db, "drains", "<", T0 + 110 * MINUTE), 8);
+        /* the pinned ones stayed raw, with their samples and their timeline */
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT count(*) ", pinned_sql, " AND resolution_ns = 0")), 8);
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT sum(value) FROM samples WHERE kind = 0 AND drain_id IN (SELECT id ",
+                                     pinned_sql, ")")),
+                     pinned_cpu);
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT count(*) FROM timeline_blocks WHERE drain_id IN (SELECT id ", pinned_sql,
+                                     ")")),
+                     8);
+        CHECK_INT_EQ(count_end(db, "timeline_blocks", "<", T0 + 110 * MINUTE), 8);
+        CHECK_INT_EQ(timeline_dangling_keys(db), 0);
+
+        /* unpinned: the data is retention's again */
+        CHECK(store_capture_set(s, id, STORE_CAPTURE_UNPINNED, bytes) == 0);
+        settle(r, s, now);
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT count(*) ", pinned_sql, NULL)), 0);
+        CHECK_INT_EQ(count_end(db, "timeline_blocks", "<", T0 + 110 * MINUTE), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM captures WHERE state = 'unpinned'"), 1);
+        CHECK(store_capture_totals(s, &tot) == 0);
+        CHECK_INT_EQ(tot.pinning, 0);
+        CHECK_INT_EQ(tot.pinned_bytes, 0);
+
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 static void test_bucket(void) {
         CHECK_INT_EQ(retention_bucket(T0 + 59 * SEC, RETENTION_1M_NS), T0);
         CHECK_INT_EQ(retention_bucket(T0 + 60 * SEC, RETENTION_1M_NS), T0 + MINUTE);
@@ -711,6 +801,7 @@ int main(void) {
         test_damaged_block_is_dropped_and_counted();
         test_max_size_deletes_oldest_first_and_shrinks_the_file();
         test_timeline_has_a_retention_of_its_own();
+        test_capture_pins_survive_retention();
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         (void) system(cmd);
         TESTS_DONE();
