@@ -28,6 +28,8 @@ static void help_global(void) {
                "  diff [OPTIONS]    What changed between a baseline and the current window\n"
                "  top [OPTIONS]     Live view of the hottest functions, refreshed every second\n"
                "  init [--cluster NAME]  With --clickhouse: create profd's schema in ClickHouse\n"
+               "  capture ACTION    Keep the minutes before and after an incident: start,\n"
+               "                    list, unpin, stop\n"
                "\n"
                "With --clickhouse, query, series and diff ask ClickHouse for the profiles a\n"
                "fleet of profd hosts exported, with the same filters and views, and --host.\n"
@@ -103,13 +105,13 @@ static int parse_argv(int argc, char *argv[], struct cli_target *t) {
                 t->socket = env && *env ? env : PROFD_DEFAULT_SOCKET;
         }
         if (optind >= argc)
-                return cli_usage_error("missing command (status, flush, query, series, diff, top or init)");
+                return cli_usage_error("missing command (status, flush, query, series, diff, top, init or capture)");
         if (t->clickhouse_credentials && !t->clickhouse)
                 return cli_usage_error("--clickhouse-credentials is for --clickhouse URL");
         /* a fleet is asked for windows of what was stored: status, flush
          * and top's live refresh are one profd's */
         if (t->clickhouse && (streq(argv[optind], "status") || streq(argv[optind], "flush") ||
-                               streq(argv[optind], "top")))
+                               streq(argv[optind], "top") || streq(argv[optind], "capture")))
                 return cli_usage_error("%s asks one profd; with --clickhouse use query, series, diff or init",
                                        argv[optind]);
         return 1;
@@ -126,6 +128,8 @@ static const struct {
         { "diff",   cmd_diff   },
         { "top",    cmd_top    },
         { "init",   cmd_init   },
+        /* captures (issue 44) */
+        { "capture", cmd_capture },
 };
 
 int main(int argc, char *argv[]) {

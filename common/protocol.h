@@ -21,6 +21,17 @@
 #define PROTO_OP_QUERY  "query"
 #define PROTO_OP_SERIES "series"
 
+/* Captures (issue 44): "op":"capture" with an "action" (docs/protocol.md). */
+#define PROTO_OP_CAPTURE        "capture"
+#define PROTO_KEY_ACTION        "action"
+#define PROTO_KEY_CONDITION     "condition"
+#define PROTO_KEY_ID            "id"
+#define PROTO_CAPTURE_START     "start"
+#define PROTO_CAPTURE_LIST      "list"
+#define PROTO_CAPTURE_UNPIN     "unpin"
+#define PROTO_CAPTURE_STOP      "stop"
+#define PROTO_TYPE_CAPTURE      "capture" /* the answer line's type */
+
 /* Request keys. */
 #define PROTO_KEY_OP        "op"
 #define PROTO_KEY_KIND      "kind"

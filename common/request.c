@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../bpf/profd.h"
+#include "capture.h"
 #include "duration.h"
 #include "timestamp.h"
 #include "macro.h"
@@ -447,6 +448,66 @@ static int parse_no_args(json_t *o, const char *op, char **ret_error) {
         return 0;
 }
 
+/* {"op":"capture","action":"start","condition":"cpu:pid=42>80"},
+ * {"action":"list"}, {"action":"unpin","id":3}, {"action":"stop","id":2}:
+ * each action takes exactly its own fields. */
+static int parse_capture(json_t *o, struct capture_request *ret, char **ret_error) {
+        static const char *const actions[] = {
+                [CAPTURE_ACTION_START] = PROTO_CAPTURE_START,
+                [CAPTURE_ACTION_LIST] = PROTO_CAPTURE_LIST,
+                [CAPTURE_ACTION_UNPIN] = PROTO_CAPTURE_UNPIN,
+                [CAPTURE_ACTION_STOP] = PROTO_CAPTURE_STOP,
+        };
+        json_t *a = json_object_get(o, PROTO_KEY_ACTION), *v;
+        const char *key, *err;
+        bool wants_condition, wants_id;
+        size_t i;
+
+        if (!a || !json_is_string(a))
+                return format_error(ret_error, "capture needs 'action': start, list, unpin or stop");
+        for (i = 0; i < ELEMENTSOF(actions); i++)
+                if (streq(json_string_value(a), actions[i]))
+                        break;
+        if (i == ELEMENTSOF(actions))
+                return format_error(ret_error, "unknown capture action '%s' (expected start, list, unpin or stop)",
+                                    json_string_value(a));
+        ret->action = (enum capture_action) i;
+        wants_condition = ret->action == CAPTURE_ACTION_START;
+        wants_id = ret->action == CAPTURE_ACTION_UNPIN || ret->action == CAPTURE_ACTION_STOP;
+        json_object_foreach(o, key, v) {
+                if (streq(key, PROTO_KEY_OP) || streq(key, PROTO_KEY_ACTION) ||
+                    (wants_condition && streq(key, PROTO_KEY_CONDITION)) || (wants_id && streq(key, PROTO_KEY_ID)))
+                        continue;
+                return format_error(ret_error, "unknown field '%s' in capture %s request", key, actions[i]);
+        }
+        if (wants_condition) {
+                struct capture_cond c;
+                int r;
+
+                v = json_object_get(o, PROTO_KEY_CONDITION);
+                if (!v || !json_is_string(v))
+                        return format_error(ret_error, "capture start needs 'condition' (psi:..., cpu:..., oom or manual)");
+                if (strlen(json_string_value(v)) > REQUEST_STRING_MAX + 64)
+                        return format_error(ret_error, "'condition' is longer than %d bytes", REQUEST_STRING_MAX + 64);
+                r = capture_cond_parse(json_string_value(v), &c, &err);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return format_error(ret_error, "bad capture condition '%s': %s", json_string_value(v), err);
+                capture_cond_done(&c);
+                ret->condition = strdup(json_string_value(v));
+                if (!ret->condition)
+                        return -ENOMEM;
+        }
+        if (wants_id) {
+                v = json_object_get(o, PROTO_KEY_ID);
+                if (!v || !json_is_integer(v) || json_integer_value(v) <= 0)
+                        return format_error(ret_error, "capture %s needs 'id', a positive integer", actions[i]);
+                ret->id = (int64_t) json_integer_value(v);
+        }
+        return 0;
+}
+
 int request_parse(const char *line, size_t len, struct request *ret, char **ret_error) {
         struct request req = {};
         json_error_t jerr;
@@ -486,8 +547,11 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
         } else if (streq(ops, PROTO_OP_SERIES)) {
                 req.op = REQUEST_SERIES;
                 r = parse_query(root, true, &req.query, ret_error);
+        } else if (streq(ops, PROTO_OP_CAPTURE)) {
+                req.op = REQUEST_CAPTURE;
+                r = parse_capture(root, &req.capture, ret_error);
         } else
-                r = format_error(ret_error, "unknown op '%s' (expected status, flush, query or series)", ops);
+                r = format_error(ret_error, "unknown op '%s' (expected status, flush, query, series or capture)", ops);
 out:
         json_decref(root);
         if (r < 0) {
@@ -507,4 +571,6 @@ void request_done(struct request *r) {
         free(q->unit);
         free(q->container);
         q->comm = q->exe = q->cgroup = q->unit = q->container = NULL;
+        free(r->capture.condition);
+        r->capture.condition = NULL;
 }

@@ -119,3 +119,16 @@
 #define STATUS_KEY_ERROR                "error"
 #define STATUS_KEY_LAST_ERROR           "last_error"
 #define STATUS_KEY_LAST_ERROR_NS        "last_error_ns"
+
+/* "captures" (issue 44): the captures recorded and pinned, what the gate
+ * refused since start, the triggers watched, the newest captures. */
+#define STATUS_KEY_CAPTURES             "captures"
+#define STATUS_KEY_CAPTURE_COUNT        "count"
+#define STATUS_KEY_CAPTURE_PINNING      "pinning"
+#define STATUS_KEY_CAPTURE_PINNED_BYTES "pinned_bytes"
+#define STATUS_KEY_CAPTURE_MAX_PINNED   "max_pinned_bytes"
+#define STATUS_KEY_CAPTURE_COOLDOWN_S   "cooldown_s"
+#define STATUS_KEY_CAPTURE_REFUSED      "refused"
+#define STATUS_KEY_CAPTURE_FAILED       "failed"
+#define STATUS_KEY_CAPTURE_TRIGGERS     "triggers"
+#define STATUS_KEY_CAPTURE_LAST         "last"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "answer.h"
+#include "capture-manager.h"
 #include "collector.h"
 #include "config.h"
 #include "db.h"
@@ -85,6 +86,7 @@ struct manager {
         exporter *exporter;           /* sends stored drains to ClickHouse; NULL: no export */
         server *server;
         query_pool *queries;          /* query and series requests, on worker threads */
+        capture_manager *captures;    /* captures' triggers and pins (issue 44) */
         struct flush_waiter *waiters;
 
         bool serve_only;              /* --kinds none: no BPF, no writer, queries only */
@@ -520,9 +522,39 @@ static int send_status(manager *m, server_client *c) {
         r = manager_get_stats(m, &s);
         if (r < 0)
                 return r;
+        r = capture_manager_get_status(m->captures, &s.captures);
+        if (r < 0) {
+                capture_status_done(&s.captures);
+                store_stats_done(&s.store);
+                return r;
+        }
         o = status_build(&s);
+        capture_status_done(&s.captures);
         store_stats_done(&s.store);
         return server_client_send(c, o);
+}
+
+/* Captures: small writes and reads on this thread's connection, answered
+ * at once. */
+static int send_capture(manager *m, server_client *c, const struct request *req) {
+        const struct client_creds *creds = server_client_creds(c);
+        _cleanup_free_ char *error = NULL;
+        json_t *answer;
+        int r;
+
+        r = capture_manager_request(m->captures, &req->capture, creds->privileged, (uint32_t) creds->uid, &answer,
+                                    &error);
+        if (r < 0 && error)
+                return server_client_send_error(c, error);
+        if (r < 0)
+                return r;
+        return server_client_send(c, answer);
+}
+
+static uint64_t manager_wall_now(void *userdata) {
+        manager *m = userdata;
+
+        return wall_clock_now(&m->clock);
 }
 
 /* Queries and series: answer.c makes the lines on a query worker
@@ -569,6 +601,8 @@ static int handle_request(server_client *c, const struct request *req, void *use
         case REQUEST_QUERY:
         case REQUEST_SERIES:
                 return send_answer(m, c, req);
+        case REQUEST_CAPTURE:
+                return send_capture(m, c, req);
         }
         return -EINVAL;
 }
@@ -714,6 +748,9 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 if (r < 0)
                         return r;
         }
+        r = capture_manager_new(m->event, m->store, m->conf, !m->serve_only, manager_wall_now, m, &m->captures);
+        if (r < 0)
+                return r;
         (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);
         (void) sd_event_source_set_priority(m->sigint, SD_EVENT_PRIORITY_IMPORTANT);
 
@@ -744,6 +781,7 @@ manager *manager_free(manager *m) {
         /* then the writer: it stores every drain still queued, the last
          * interval included, before it stops */
         m->writer = writer_free(m->writer);
+        m->captures = capture_manager_free(m->captures);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->events_io);
         sd_event_source_disable_unref(m->unwind_io);

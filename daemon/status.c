@@ -84,6 +84,37 @@ static json_t *status_timeline(const struct status_stats *s) {
                          "deleted_blocks", (json_int_t) s->writer.retention.deleted_timeline);
 }
 
+/* Captures (issue 44); null when no capture manager runs. */
+static json_t *status_captures(const struct status_stats *s) {
+        const struct capture_status *c = &s->captures;
+        json_t *o, *refused = json_object(), *last = json_array();
+
+        if (!c->running) {
+                json_decref(refused);
+                json_decref(last);
+                return json_null();
+        }
+        for (unsigned v = 0; refused && v < _CAPTURE_VERDICT_MAX; v++)
+                if (v != CAPTURE_GRANTED)
+                        json_object_set_new(refused, capture_verdict_name(v), json_integer((json_int_t) c->refused[v]));
+        for (size_t i = 0; last && i < c->n_last; i++)
+                json_array_append_new(last, capture_json(&c->last[i]));
+        o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o}",
+                      STATUS_KEY_CAPTURE_COUNT, (json_int_t) c->totals.count,
+                      STATUS_KEY_CAPTURE_PINNING, (json_int_t) c->totals.pinning,
+                      STATUS_KEY_CAPTURE_PINNED_BYTES, (json_int_t) c->totals.pinned_bytes,
+                      STATUS_KEY_CAPTURE_MAX_PINNED, (json_int_t) c->budget_bytes,
+                      STATUS_KEY_CAPTURE_COOLDOWN_S, (json_int_t) (c->cooldown_ns / NSEC_PER_SEC),
+                      "before_s", (json_int_t) (c->before_ns / NSEC_PER_SEC),
+                      "duration_s", (json_int_t) (c->duration_ns / NSEC_PER_SEC),
+                      STATUS_KEY_CAPTURE_REFUSED, refused ? refused : json_null(),
+                      STATUS_KEY_CAPTURE_FAILED, (json_int_t) c->failed,
+                      STATUS_KEY_CAPTURE_TRIGGERS, (json_int_t) c->triggers,
+                      "read_errors", (json_int_t) c->read_errors,
+                      STATUS_KEY_CAPTURE_LAST, last ? last : json_null());
+        return o;
+}
+
 /* Adds n to the count of a stored reason: a drop, or a truncation (by its
  * name without TRUNCATED_PREFIX). */
 static void status_count_add(json_t *drops, json_t *truncated, const char *reason, uint64_t n) {
@@ -345,6 +376,7 @@ json_t *status_build(const struct status_stats *s) {
                 STATUS_KEY_FILTERED_BLOCKS, (json_int_t) s->offcpu_filtered,
                 STATUS_KEY_FILTERED_NS, (json_int_t) s->offcpu_filtered_ns));
         json_object_set_new(o, STATUS_KEY_TIMELINE, status_timeline(s));
+        json_object_set_new(o, STATUS_KEY_CAPTURES, status_captures(s));
         status_add_settings(s, o);
         if (s->exporter_running)
                 json_object_set_new(o, STATUS_KEY_EXPORT, status_export(s));

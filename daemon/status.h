@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capture-manager.h"
 #include "conf.h"
 #include "exporter.h"
 #include "query.h"
@@ -65,6 +66,8 @@ struct status_stats {
         struct store_check_status check;
         bool migration_read;          /* store_migration_get succeeded */
         struct store_migration migration;
+
+        struct capture_status captures; /* running false: no capture manager */
 
         struct status_rss rss;
         uint64_t heap_in_use_bytes, heap_free_bytes; /* what malloc holds in use and free */

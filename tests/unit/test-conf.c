@@ -105,7 +105,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 30);
+        CHECK_INT_EQ(n, 35);
 }
 
 static void test_defaults(void) {
@@ -149,6 +149,11 @@ static void test_bad_files_name_file_line_and_key(void) {
                 { "socket_mode = 0999\n", "f.conf:1: key 'socket_mode': *" },
                 { "max_clients = many\n", "f.conf:1: key 'max_clients': *" },
                 { "kinds = cpu,gpu\n", "f.conf:1: key 'kinds': unknown kind \"gpu\" *" },
+                { "capture_on = psi:cpu>50 disk:sda>5\n", "f.conf:1: key 'capture_on': capture_on: \"disk:sda>5\": unknown capture condition*" },
+                { "capture_on = cpu:pid=x>5\n", "f.conf:1: key 'capture_on': capture_on: \"cpu:pid=x>5\": cpu: pid= needs a process id*" },
+                { "capture_on = manual\n", "f.conf:1: key 'capture_on': capture_on: \"manual\" is for profctl capture start*" },
+                { "capture_on = oom\n", "f.conf:1: key 'capture_on': capture_on: \"oom\" is not watched by this profd yet" },
+                { "capture_duration = 0s\n", "f.conf:1: key 'capture_duration': capture_duration must be a duration from 1s to 1h*" },
                 { "store = relative.db\n", "f.conf:1: key 'store': store must be an absolute path, not \"relative.db\"" },
                 { "frequency\n", "f.conf:1: expected \"key = value\", got \"frequency\"" },
                 { " = 5\n", "f.conf:1: missing key before '='" },
@@ -300,6 +305,11 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "max_store_size", "512M", "536870912" },
         { "timeline_retention", "6h", "6h" },
         { "timeline_max_size", "64M", "67108864" },
+        { "capture_on", "psi:cpu>50  cpu:pid=42>90", "psi:cpu>50 cpu:pid=42>90" },
+        { "capture_before", "2m", "2m" },
+        { "capture_duration", "1m", "1m" },
+        { "capture_cooldown", "15m", "15m" },
+        { "capture_max_pinned", "64M", "67108864" },
         { "symbol_cache", "64", "64" },
         { "debug_dirs", "/usr/lib/debug /opt/debug", "/usr/lib/debug /opt/debug" },
         { "debuginfod_urls", "https://debuginfod.debian.net", "https://debuginfod.debian.net" },
@@ -454,7 +464,7 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
          * retention x3, max_store_size, timeline_retention, timeline_max_size,
          * symbol_cache, debug_dirs */
         CHECK_INT_EQ(n_reloadable, 14);
-        CHECK_INT_EQ(n_restart, 16);
+        CHECK_INT_EQ(n_restart, 21);
         conf_done(&defaults);
 }
 

@@ -278,7 +278,7 @@ static void test_bad_requests_name_the_problem(void) {
                 { "\"status\"", "must be a JSON object" },
                 { "{}", "missing field 'op'" },
                 { "{\"op\":7}", "'op' must be a string" },
-                { "{\"op\":\"drop_tables\"}", "unknown op 'drop_tables' (expected status, flush, query or series)" },
+                { "{\"op\":\"drop_tables\"}", "unknown op 'drop_tables' (expected status, flush, query, series or capture)" },
                 { "{\"op\":\"query\",\"pid\":0}", "'pid': 0 is not a process id" },
                 { "{\"op\":\"query\",\"pid\":4294967296}", "is not a process id" },
                 { "{\"op\":\"query\",\"pid\":1.5}", "'pid' must be an integer" },
@@ -297,6 +297,17 @@ static void test_bad_requests_name_the_problem(void) {
                 { "{\"op\":\"query\",\"comm\":\"x\",\"comm\":\"y\"}", "malformed JSON" },
                 { "{\"op\":\"flush\",\"now\":true}", "unknown field 'now' in flush request" },
                 { "{\"op\":\"query\",\"pid\":1; DROP TABLE samples}", "malformed JSON" },
+                { "{\"op\":\"capture\"}", "capture needs 'action'" },
+                { "{\"op\":\"capture\",\"action\":\"begin\"}", "unknown capture action 'begin'" },
+                { "{\"op\":\"capture\",\"action\":\"start\"}", "capture start needs 'condition'" },
+                { "{\"op\":\"capture\",\"action\":\"start\",\"condition\":\"disk:sda>5\"}",
+                  "bad capture condition 'disk:sda>5': unknown capture condition" },
+                { "{\"op\":\"capture\",\"action\":\"start\",\"condition\":\"cpu:pid=12>abc\"}",
+                  "the threshold is a percentage of one CPU" },
+                { "{\"op\":\"capture\",\"action\":\"list\",\"id\":3}", "unknown field 'id' in capture list request" },
+                { "{\"op\":\"capture\",\"action\":\"unpin\"}", "capture unpin needs 'id'" },
+                { "{\"op\":\"capture\",\"action\":\"unpin\",\"id\":0}", "a positive integer" },
+                { "{\"op\":\"capture\",\"action\":\"stop\",\"id\":\"2\"}", "a positive integer" },
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -405,7 +416,26 @@ static void test_conf_file_and_overrides(void) {
         conf_done(&c);
 }
 
+static void test_capture_requests(void) {
+        struct request r;
+        char *err = NULL;
+        static const char start[] = "{\"op\":\"capture\",\"action\":\"start\",\"condition\":\"cpu:pid=42>80\"}";
+        static const char unpin[] = "{\"op\":\"capture\",\"action\":\"unpin\",\"id\":7}";
+
+        CHECK_INT_EQ(request_parse(start, strlen(start), &r, &err), 0);
+        CHECK_INT_EQ(r.op, REQUEST_CAPTURE);
+        CHECK_INT_EQ(r.capture.action, CAPTURE_ACTION_START);
+        CHECK_STR_EQ(r.capture.condition, "cpu:pid=42>80");
+        request_done(&r);
+        CHECK_INT_EQ(request_parse(unpin, strlen(unpin), &r, &err), 0);
+        CHECK_INT_EQ(r.capture.action, CAPTURE_ACTION_UNPIN);
+        CHECK_INT_EQ(r.capture.id, 7);
+        CHECK(r.capture.condition == NULL);
+        request_done(&r);
+}
+
 int main(void) {
+        test_capture_requests();
         test_query_fields_are_applied();
         test_query_defaults();
         test_offcpu_kinds_and_states();
