@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""End to end, captures (issue 44): a cpu:pid= trigger armed through
+profctl fires on a real CPU spike of a process and records a capture with
+its cause and value, pinning the drains from capture_before before the
+trigger to capture_duration after it; a second spike within the cool-down
+fires no capture and is counted; a manual capture is refused within the
+cool-down with a clear error and granted after it; bad conditions, and
+user nobody asking for another user's process, a host-wide condition or
+another's unpin, get clear errors and a non-zero exit while profd goes on
+answering; unpin returns the data to retention."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Profd, binary, require_root, run_tests
+
+COOLDOWN_S = 10
+
+# Spins 1.5 s of CPU each time it gets SIGUSR1, sleeps otherwise: a spike
+# at a time the test chooses.
+SPIKER = r"""
+import signal, sys, time
+go = []
+signal.signal(signal.SIGUSR1, lambda *a: go.append(1))
+print("ready", flush=True)
+while True:
+    signal.pause()
+    while go:
+        go.pop()
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            pass
+"""
+
+
+def wait_for(what, pred, timeout=10.0, step=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def ask(d, *args):
+    """profctl ARGS --json as root: its answer."""
+    return json.loads(d.profctl(*args, "--json").stdout)
+
+
+def captures_status(d):
+    return ask(d, "status")["captures"]
+
+
+def nobody_sleep_pid(runuser_pid):
+    """The sleep runuser runs as nobody: runuser itself once it exec'd,
+    else its child; None until it runs."""
+    def comm(pid):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                return f.read().strip()
+        except OSError:
+            return None
+    if comm(runuser_pid) == "sleep" and os.stat(f"/proc/{runuser_pid}").st_uid != 0:
+        return runuser_pid
+    r = subprocess.run(["pgrep", "-u", "nobody", "-P", str(runuser_pid), "-x", "sleep"],
+                       capture_output=True, text=True)
+    return int(r.stdout.split()[0]) if r.stdout.split() else None
+
+
+def profctl_as(user, d, *args):
+    cmd = [binary("PROFCTL"), "--socket", d.socket] + list(args)
+    if user:
+        cmd = ["runuser", "-u", user, "--"] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+def test_triggers_cooldown_manual_bad_input_and_unpin():
+    base = tempfile.mkdtemp(prefix="profd-capture-")
+    os.chmod(base, 0o755)  # nobody reaches the socket; the store stays profd's (0600)
+    spiker = subprocess.Popen([sys.executable, "-c", SPIKER], stdout=subprocess.PIPE, text=True)
+    nobody_sleep = None
+    try:
+        assert spiker.stdout.readline().strip() == "ready"
+        with Profd("--interval", "1s", "--kinds", "cpu", "--socket-mode", "0666", "--socket-group", "",
+                   "--capture-cooldown", f"{COOLDOWN_S}s", "--capture-before", "30s",
+                   "--capture-duration", "2s", workdir=base) as d:
+            wait_for("a first drain", lambda: ask(d, "status")["drains"] > 0)
+
+            # armed, then a spike: one capture, its cause and value
+            r = profctl_as(None, d, "capture", "start", f"cpu:pid={spiker.pid}>50", "--json")
+            assert r.returncode == 0, r.stderr
+            trigger = json.loads(r.stdout)["trigger"]
+            assert trigger["condition"] == f"cpu:pid={spiker.pid}>50" and trigger["origin"] == "request"
+            time.sleep(1.2)  # the trigger's first reading, before the spike
+            spiker.send_signal(signal.SIGUSR1)
+            t_spike = time.monotonic()
+            c = wait_for("the capture", lambda: captures_status(d)["count"] == 1 and captures_status(d))
+            detected = time.monotonic() - t_spike
+            cap = c["last"][0]
+            print(f"  capture {cap['id']} {cap['cause']} at {cap['value_percent']}%, "
+                  f"{detected:.1f} s after the spike began")
+            assert cap["cause"] == f"cpu:pid={spiker.pid}>50", cap
+            assert cap["origin"] == "request" and cap["uid"] == 0
+            assert cap["value_percent"] > 50, cap
+            assert cap["state"] in ("active", "pinned")
+            assert cap["trigger_ns"] - cap["from_ns"] == 30 * 10**9
+            assert cap["to_ns"] - cap["trigger_ns"] == 2 * 10**9
+            assert c["pinning"] == 1 and c["refused"]["cooling_down"] == 0
+            t_capture = time.monotonic()
+
+            # the spike ends, the condition falls; a second spike within
+            # the cool-down is counted, not captured
+            time.sleep(max(0.0, 1.5 - (time.monotonic() - t_spike)) + 1.5)
+            spiker.send_signal(signal.SIGUSR1)
+            c = wait_for("the refusal", lambda: captures_status(d)["refused"]["cooling_down"] >= 1
+                         and captures_status(d))
+            assert c["count"] == 1, c
+            lst = ask(d, "capture", "list")
+            assert [t["refused"] for t in lst["triggers"]] == [1], lst["triggers"]
+            assert [t["fired"] for t in lst["triggers"]] == [1], lst["triggers"]
+            assert time.monotonic() - t_capture < COOLDOWN_S, "too slow to test the cool-down"
+
+            # by hand: refused within the cool-down, with the reason
+            r = profctl_as(None, d, "capture", "start", "manual")
+            assert r.returncode == 1 and "cool-down" in r.stderr, (r.returncode, r.stderr)
+            assert captures_status(d)["refused"]["cooling_down"] >= 2
+
+            # bad input: a clear error and exit 1, profd still answers
+            nobody_sleep = subprocess.Popen(["runuser", "-u", "nobody", "--", "sleep", "60"])
+            nobody_pid = wait_for("nobody's sleep", lambda: nobody_sleep_pid(nobody_sleep.pid))
+            bad = [
+                (None, ["disk:sda>5"], "unknown capture condition"),
+                (None, ["cpu:pid=12>lots"], "the threshold is a percentage of one CPU"),
+                (None, ["psi:swap>5"], "the resource is cpu, memory or io"),
+                (None, ["oom"], "does not watch oom/mark_victim yet"),
+                ("nobody", [f"cpu:pid={spiker.pid}>50"], "not yours"),
+                ("nobody", ["psi:cpu>50"], "admin group"),
+                ("nobody", ["manual"], "admin group"),
+            ]
+            for user, args, message in bad:
+                r = profctl_as(user, d, "capture", "start", *args)
+                assert r.returncode == 1 and message in r.stderr, (user, args, r.returncode, r.stderr)
+            r = profctl_as(None, d, "capture", "bogus")
+            assert r.returncode == 2 and "unknown capture action" in r.stderr, r.stderr
+            r = profctl_as(None, d, "capture", "unpin", "x")
+            assert r.returncode == 2 and "not an id" in r.stderr, r.stderr
+            # nobody may watch its own process
+            r = profctl_as("nobody", d, "capture", "start", f"cpu:pid={nobody_pid}>90", "--json")
+            assert r.returncode == 0, r.stderr
+            nobody_trigger = json.loads(r.stdout)["trigger"]
+            assert nobody_trigger["uid"] != 0
+            r = profctl_as(None, d, "capture", "stop", str(nobody_trigger["id"]))
+            assert r.returncode == 0 and "stopped" in r.stdout, r.stderr
+            assert ask(d, "status")["drains"] > 0
+
+            # after the cool-down, by hand: granted
+            time.sleep(max(0.0, COOLDOWN_S + 0.5 - (time.monotonic() - t_capture)))
+            r = profctl_as(None, d, "capture", "start", "manual", "--json")
+            assert r.returncode == 0, r.stderr
+            manual = json.loads(r.stdout)["capture"]
+            assert manual["cause"] == "manual" and manual["value_percent"] is None
+            assert captures_status(d)["count"] == 2
+
+            # the pins, as retention reads them
+            con = sqlite3.connect(f"file:{d.store}?mode=ro", uri=True)
+            rows = con.execute("SELECT id, state, from_ns, to_ns FROM captures ORDER BY id").fetchall()
+            assert [r[0] for r in rows] == [cap["id"], manual["id"]], rows
+            pinned_drains = con.execute(
+                "SELECT count(*) FROM drains d WHERE EXISTS (SELECT 1 FROM captures c WHERE c.id = ? "
+                "AND d.end_ns >= c.from_ns AND d.start_ns <= c.to_ns)", (cap["id"],)).fetchone()[0]
+            con.close()
+            print(f"  capture {cap['id']} pins {pinned_drains} drains")
+            assert pinned_drains >= 5, pinned_drains
+
+            # unpin: nobody may not, root may, once
+            r = profctl_as("nobody", d, "capture", "unpin", str(cap["id"]))
+            assert r.returncode == 1 and "not yours" in r.stderr, r.stderr
+            r = profctl_as(None, d, "capture", "unpin", str(cap["id"]), "--json")
+            assert r.returncode == 0, r.stderr
+            assert json.loads(r.stdout)["capture"]["state"] == "unpinned"
+            r = profctl_as(None, d, "capture", "unpin", str(cap["id"]))
+            assert r.returncode == 1 and "unpinned already" in r.stderr, r.stderr
+            r = profctl_as(None, d, "capture", "unpin", "999")
+            assert r.returncode == 1 and "no capture 999" in r.stderr, r.stderr
+            c = captures_status(d)
+            assert c["count"] == 2 and c["pinning"] == 1, c
+            text = profctl_as(None, d, "status").stdout
+            assert "captures:  2 recorded, 1 pinning" in text, text
+            assert f"cpu:pid={spiker.pid}>50 (request), unpinned" in text, text
+            text = profctl_as(None, d, "capture", "list").stdout
+            assert "2 captures (newest first):" in text and "manual" in text, text
+            assert d.stop() == 0
+            d.check_log()
+    finally:
+        spiker.kill()
+        spiker.wait()
+        if nobody_sleep:
+            child = nobody_sleep_pid(nobody_sleep.pid)
+            if child and child != nobody_sleep.pid:
+                os.kill(child, signal.SIGKILL)
+            nobody_sleep.kill()
+            nobody_sleep.wait()
+
+
+if __name__ == "__main__":
+    require_root()
+    run_tests([test_triggers_cooldown_manual_bad_input_and_unpin])
