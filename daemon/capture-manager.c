@@ -38,6 +38,7 @@ struct trigger {
         uint64_t cpu_ns, mono_ns, start_ticks;
         uint64_t fired, refused;
         uint32_t last_centi;
+        bool has_last;         /* last_centi was read */
         int last_error;        /* the last read's, 0: fine */
 };
 
@@ -297,6 +298,7 @@ static void trigger_poll(capture_manager *cm, struct trigger **p) {
         }
         t->last_error = 0;
         t->last_centi = centi;
+        t->has_last = true;
         if (!capture_edge(&t->above, centi, t->cond.above_centi))
                 return;
         r = capture_begin(cm, t->text, t->from_setting ? "setting" : "request", t->uid, true, centi, &c, &v);
@@ -411,11 +413,12 @@ capture_manager *capture_manager_free(capture_manager *cm) {
 }
 
 static json_t *trigger_json(const struct trigger *t) {
-        return json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:o}",
+        return json_pack("{s:I, s:s, s:s, s:I, s:o, s:I, s:I, s:o}",
                          "id", (json_int_t) t->id,
                          "condition", t->text,
                          "origin", t->from_setting ? "setting" : "request",
                          "uid", (json_int_t) t->uid,
+                         "value_percent", t->has_last ? json_real(t->last_centi / 100.0) : json_null(),
                          "fired", (json_int_t) t->fired,
                          "refused", (json_int_t) t->refused,
                          "error", t->last_error ? json_string(strerror(-t->last_error)) : json_null());
