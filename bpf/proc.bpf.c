@@ -32,3 +32,31 @@ int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
                 bpf_map_update_elem(&seen, &tgid, &v, BPF_ANY);
         return 0;
 }
+
+/* Captures (issue 44): the kernel chose an OOM victim (oom/mark_victim),
+ * which a capture on "oom" waits for. A raw tracepoint, so that one
+ * program loads on every kernel: the tracepoint's argument is the victim's
+ * task on recent kernels and its pid on older ones, told apart by size (a
+ * kernel address is above any pid). Costs nothing until an OOM kill. */
+SEC("raw_tp/mark_victim")
+int profd_oom(struct bpf_raw_tracepoint_args *ctx) {
+        __u64 arg = ctx->args[0];
+        struct profd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+        if (!e) {
+                counter_add(PROFD_DROP_RINGBUF_FULL, 1);
+                return 0;
+        }
+        __builtin_memset(e, 0, sizeof(*e));
+        e->type = PROFD_EVENT_OOM_VICTIM;
+        if (arg > 0xffffffffULL) {
+                struct task_struct *t = (struct task_struct *) arg;
+
+                e->tgid = BPF_CORE_READ(t, tgid);
+                e->start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
+                BPF_CORE_READ_STR_INTO(&e->comm, t, group_leader, comm);
+        } else
+                e->tgid = (__u32) arg;
+        bpf_ringbuf_submit(e, 0);
+        return 0;
+}

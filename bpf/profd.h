@@ -378,6 +378,7 @@ enum profd_event_type {
         PROFD_EVENT_EXEC = 2,        /* the process replaced its image */
         PROFD_EVENT_UNWIND_MISS = 3, /* a user ip in no mapping the daemon told BPF of */
         PROFD_EVENT_RUNTIME_CODE = 4, /* a runtime's code object met by a walk (rt: which) */
+        PROFD_EVENT_OOM_VICTIM = 5,  /* the kernel chose an OOM victim (captures, issue 44) */
 };
 
 #define PROFD_COMM_LEN 16 /* TASK_COMM_LEN */

@@ -56,6 +56,7 @@ struct capture_manager {
         store *store;
         const struct conf *conf;
         bool collecting;
+        bool oom_watched;
         capture_clock_fn now;
         void *now_userdata;
         struct capture_gate gate;
@@ -64,6 +65,7 @@ struct capture_manager {
         struct active *active;
         uint64_t failed, read_errors;
         long ticks_per_s;
+        char *cgroup2;         /* where cgroup2 is mounted: found at the first cpu:cgroup= read */
 };
 
 static uint64_t mono_now(void) {
@@ -142,7 +144,17 @@ static int trigger_read(capture_manager *cm, struct trigger *t, uint32_t *ret_ce
                 r = capture_parse_stat(text, strlen(text), (uint64_t) cm->ticks_per_s, &cpu_ns, &start);
                 break;
         case CAPTURE_CPU_CGROUP:
-                if (asprintf(&path, "/sys/fs/cgroup%s/cpu.stat", streq(t->cond.cgroup, "/") ? "" : t->cond.cgroup) < 0)
+                if (!cm->cgroup2) {
+                        r = read_full_file("/proc/self/mounts", &text);
+                        if (r < 0)
+                                return r;
+                        r = capture_cgroup2_mount(text, strlen(text), &cm->cgroup2);
+                        if (r < 0)
+                                return r;
+                        free(text);
+                        text = NULL;
+                }
+                if (asprintf(&path, "%s%s/cpu.stat", cm->cgroup2, streq(t->cond.cgroup, "/") ? "" : t->cond.cgroup) < 0)
                         return -ENOMEM;
                 r = read_full_file(path, &text);
                 if (r < 0)
@@ -274,6 +286,8 @@ static void trigger_poll(capture_manager *cm, struct trigger **p) {
         uint32_t centi = 0;
         int r;
 
+        if (t->cond.kind == CAPTURE_OOM)
+                return; /* fired by capture_manager_oom, not read */
         r = trigger_read(cm, t, &centi);
         if (r == -EAGAIN)
                 return;
@@ -308,6 +322,26 @@ static void trigger_poll(capture_manager *cm, struct trigger **p) {
                 t->fired++;
 }
 
+void capture_manager_oom(capture_manager *cm, uint32_t pid, const char *comm) {
+        struct trigger *first = NULL;
+        struct store_capture c;
+        enum capture_verdict v;
+        int r;
+
+        for (struct trigger *t = cm->triggers; t; t = t->next)
+                if (t->cond.kind == CAPTURE_OOM && (!first || t->from_setting))
+                        first = t;
+        log_info("The kernel chose process %" PRIu32 " (%s) as an OOM victim%s.", pid, comm,
+                 first ? ": a capture on oom" : "");
+        if (!first)
+                return;
+        r = capture_begin(cm, first->text, first->from_setting ? "setting" : "request", first->uid, false, 0, &c, &v);
+        if (r == -EBUSY)
+                first->refused++;
+        else if (r >= 0)
+                first->fired++;
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         capture_manager *cm = userdata;
 
@@ -323,9 +357,12 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* The timer runs while something is watched or a capture is active. */
+/* The timer runs while something is read or a capture is active. */
 static void timer_arm(capture_manager *cm) {
-        bool want = cm->triggers || cm->active;
+        bool want = cm->active;
+
+        for (struct trigger *t = cm->triggers; t && !want; t = t->next)
+                want = t->cond.kind != CAPTURE_OOM;
 
         if (!want) {
                 (void) sd_event_source_set_enabled(cm->timer, SD_EVENT_OFF);
@@ -337,8 +374,8 @@ static void timer_arm(capture_manager *cm) {
         (void) sd_event_source_set_enabled(cm->timer, SD_EVENT_ONESHOT);
 }
 
-int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool collecting, capture_clock_fn now,
-                        void *now_userdata, capture_manager **ret) {
+int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool collecting, bool oom_watched,
+                        capture_clock_fn now, void *now_userdata, capture_manager **ret) {
         _cleanup_(capture_manager_freep) capture_manager *cm = NULL;
         struct store_capture_totals tot;
         int64_t settled;
@@ -350,6 +387,7 @@ int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool
         cm->store = s;
         cm->conf = conf;
         cm->collecting = collecting;
+        cm->oom_watched = oom_watched;
         cm->now = now;
         cm->now_userdata = now_userdata;
         cm->ticks_per_s = sysconf(_SC_CLK_TCK);
@@ -383,6 +421,13 @@ int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool
                 r = trigger_new(cm, conf->capture_on[i], true, 0, &t, &err);
                 if (r < 0)
                         return r == -ENOMEM ? log_oom() : log_error_errno(r, "capture_on: %s", err);
+                /* a capture that could never fire is not kept quiet */
+                if (t->cond.kind == CAPTURE_OOM && !oom_watched) {
+                        trigger_free(t);
+                        return log_error_errno(-EOPNOTSUPP,
+                                               "capture_on: oom needs the kernel's oom/mark_victim tracepoint, "
+                                               "which could not be attached (see above).");
+                }
                 t->next = cm->triggers;
                 cm->triggers = t;
                 log_info("Capturing when %s.", t->text);
@@ -408,6 +453,7 @@ capture_manager *capture_manager_free(capture_manager *cm) {
                 cm->active = a->next;
                 free(a);
         }
+        free(cm->cgroup2);
         free(cm);
         return NULL;
 }
@@ -462,10 +508,10 @@ static int start(capture_manager *cm, const char *condition, bool privileged, ui
                 r = format_error(ret_error, "%s", err);
                 return r == -EINVAL ? -EPERM : r;
         }
-        if (cond.kind == CAPTURE_OOM) {
+        if (cond.kind == CAPTURE_OOM && !cm->oom_watched) {
                 capture_cond_done(&cond);
-                r = format_error(ret_error, "oom: this profd does not watch oom/mark_victim yet; "
-                                            "use psi:memory.full>N for memory pressure");
+                r = format_error(ret_error, "oom: the kernel's oom/mark_victim tracepoint could not be attached "
+                                            "(profd's log says why); use psi:memory.full>N for memory pressure");
                 return r == -EINVAL ? -EOPNOTSUPP : r;
         }
         answer = answer_new(PROTO_CAPTURE_START);

@@ -26,10 +26,12 @@ typedef uint64_t (*capture_clock_fn)(void *userdata);
 
 /* Starts watching conf->capture_on on event, recording into s (the
  * manager's connection, kept by the caller). collecting: profd stores
- * drains (not serve-only), so a capture has something to pin. Returns 0
- * or a negative errno, logged. */
-int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool collecting, capture_clock_fn now,
-                        void *now_userdata, capture_manager **ret);
+ * drains (not serve-only), so a capture has something to pin;
+ * oom_watched: the collector announces OOM victims (capture_manager_oom),
+ * without which an "oom" condition is refused. Returns 0 or a negative
+ * errno, logged. */
+int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool collecting, bool oom_watched,
+                        capture_clock_fn now, void *now_userdata, capture_manager **ret);
 capture_manager *capture_manager_free(capture_manager *cm);
 DEFINE_TRIVIAL_CLEANUP_FUNC(capture_manager *, capture_manager_free)
 
@@ -40,6 +42,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(capture_manager *, capture_manager_free)
  * others (-ENOMEM, the store's) are internal errors. */
 int capture_manager_request(capture_manager *cm, const struct capture_request *req, bool privileged, uint32_t uid,
                             json_t **ret_answer, char **ret_error);
+
+/* The kernel chose an OOM victim (process pid, comm): the "oom" triggers
+ * fire, one capture for all of them. */
+void capture_manager_oom(capture_manager *cm, uint32_t pid, const char *comm);
 
 /* How many captures status lists. */
 #define CAPTURE_STATUS_LAST 5

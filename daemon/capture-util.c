@@ -2,6 +2,7 @@
 #include "capture-util.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
@@ -270,4 +271,42 @@ uint64_t capture_estimate_bytes(uint64_t seen_bytes, uint64_t seen_ns, uint64_t 
                 return 0;
         v = (long double) seen_bytes * (long double) span / (long double) seen_ns;
         return v >= (long double) UINT64_MAX ? UINT64_MAX : (uint64_t) v;
+}
+
+int capture_cgroup2_mount(const char *text, size_t n, char **ret) {
+        const char *p = text, *end = text + n;
+
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p)), *le = eol ? eol : end;
+                const char *f[3];
+                size_t len[3], k = 0;
+
+                /* "DEVICE PATH TYPE OPTIONS ..." */
+                for (const char *q = p; q < le && k < 3; k++) {
+                        const char *sp = memchr(q, ' ', (size_t) (le - q));
+
+                        f[k] = q;
+                        len[k] = (size_t) ((sp ? sp : le) - q);
+                        q = sp ? sp + 1 : le;
+                }
+                if (k == 3 && len[2] == 7 && memcmp(f[2], "cgroup2", 7) == 0 && len[1] > 0 && f[1][0] == '/') {
+                        char *path = malloc(len[1] + 1), *o = path;
+
+                        if (!path)
+                                return -ENOMEM;
+                        for (size_t i = 0; i < len[1]; i++) {
+                                if (f[1][i] == '\\' && i + 3 < len[1] && f[1][i + 1] >= '0' && f[1][i + 1] <= '3' &&
+                                    f[1][i + 2] >= '0' && f[1][i + 2] <= '7' && f[1][i + 3] >= '0' && f[1][i + 3] <= '7') {
+                                        *o++ = (char) ((f[1][i + 1] - '0') * 64 + (f[1][i + 2] - '0') * 8 + (f[1][i + 3] - '0'));
+                                        i += 3;
+                                } else
+                                        *o++ = f[1][i];
+                        }
+                        *o = '\0';
+                        *ret = path;
+                        return 0;
+                }
+                p = eol ? eol + 1 : end;
+        }
+        return -ENOENT;
 }

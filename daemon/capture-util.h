@@ -97,3 +97,9 @@ void capture_range(uint64_t trigger_ns, uint64_t before_ns, uint64_t duration_ns
  * holds of the last seen_ns (seen_bytes): the same rate over before +
  * duration. 0 when nothing was seen. Saturates. */
 uint64_t capture_estimate_bytes(uint64_t seen_bytes, uint64_t seen_ns, uint64_t before_ns, uint64_t duration_ns);
+
+/* Where cgroup2 is mounted, from /proc/self/mounts' text (n bytes): the
+ * first line of type cgroup2 (/sys/fs/cgroup, or /sys/fs/cgroup/unified on
+ * a hybrid host), its octal escapes (\040 for a space) decoded, into
+ * *ret (malloc'd). -ENOENT when there is none, -ENOMEM. */
+int capture_cgroup2_mount(const char *text, size_t n, char **ret);

@@ -47,9 +47,6 @@ static int capture_check(const char *d, char **ret_error) {
         if (r < 0)
                 return format_error(ret_error, "capture_on: \"%s\": %s", d, err);
         capture_cond_done(&c);
-        /* the grammar has it; the watcher of oom/mark_victim is not built yet */
-        if (c.kind == CAPTURE_OOM)
-                return format_error(ret_error, "capture_on: \"oom\" is not watched by this profd yet");
         if (c.kind == CAPTURE_MANUAL)
                 return format_error(ret_error, "capture_on: \"manual\" is for profctl capture start, not a setting");
         return 0;

@@ -161,6 +161,11 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
                                           e->tgid);
                 return;
         }
+        /* captures on oom (issue 44): the victim is named, not read */
+        if (e->type == PROFD_EVENT_OOM_VICTIM) {
+                capture_manager_oom(m->captures, e->tgid, e->comm);
+                return;
+        }
         /* unwind tables are built on the unwinder's thread */
         unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type);
         /* A miss (an ip in no mapping the unwinder knows, e.g. a library
@@ -748,7 +753,8 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 if (r < 0)
                         return r;
         }
-        r = capture_manager_new(m->event, m->store, m->conf, !m->serve_only, manager_wall_now, m, &m->captures);
+        r = capture_manager_new(m->event, m->store, m->conf, !m->serve_only, collector_watches_oom(m->coll),
+                                manager_wall_now, m, &m->captures);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);

@@ -60,6 +60,7 @@ struct collector {
         uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
         bool user_ends_known;     /* see struct drain_batch */
         bool switch_done;         /* off-CPU user stacks are walked at sched_exit_tp */
+        bool oom_watched;         /* profd_oom is attached to oom/mark_victim */
         struct collector_unwind_maps unwind; /* the unwind maps, by fd */
 };
 
@@ -228,7 +229,7 @@ static int attach(collector *c, const struct conf *cfg) {
         r = online_cpus(&cpus, &n_cpus);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the online CPUs: %m");
-        c->links = calloc(n_cpus + 4, sizeof(*c->links));
+        c->links = calloc(n_cpus + 5, sizeof(*c->links));
         c->perf_fds = calloc(n_cpus, sizeof(*c->perf_fds));
         if (!c->links || !c->perf_fds)
                 return log_oom();
@@ -276,7 +277,20 @@ static int attach(collector *c, const struct conf *cfg) {
                         return log_error_errno(negative_errno(), "Failed to attach to %s: %m", progs[i].what);
                 c->n_links++;
         }
+        /* captures on "oom" (issue 44): a kernel without the tracepoint
+         * still profiles; such captures are refused, saying why */
+        c->links[c->n_links] = bpf_program__attach(c->skel->progs.profd_oom);
+        if (c->links[c->n_links]) {
+                c->oom_watched = true;
+                c->n_links++;
+        } else
+                log_warning_errno(negative_errno(), "Failed to attach to oom/mark_victim, captures on oom are "
+                                 "unavailable: %m");
         return 0;
+}
+
+bool collector_watches_oom(const collector *c) {
+        return c && c->oom_watched;
 }
 
 /* The stack node map of class cls and generation gen. */

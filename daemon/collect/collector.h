@@ -106,3 +106,7 @@ int collector_poll_events(collector *c);
  * or a negative errno from the bpf() syscall. */
 int collector_drain(collector *c, struct drain_batch *ret);
 void drain_batch_done(struct drain_batch *b);
+
+/* Whether OOM victims are announced (PROFD_EVENT_OOM_VICTIM): the
+ * kernel's oom/mark_victim could be attached. NULL: false. */
+bool collector_watches_oom(const collector *c);

@@ -7,7 +7,9 @@ fires no capture and is counted; a manual capture is refused within the
 cool-down with a clear error and granted after it; bad conditions, and
 user nobody asking for another user's process, a host-wide condition or
 another's unpin, get clear errors and a non-zero exit while profd goes on
-answering; unpin returns the data to retention."""
+answering; unpin returns the data to retention. An OOM kill in a
+memory-limited cgroup (cgroup2's memory controller, or v1's memory
+hierarchy as on this VM) fires a capture on "oom"."""
 import json
 import os
 import signal
@@ -143,10 +145,11 @@ def test_triggers_cooldown_manual_bad_input_and_unpin():
                 (None, ["disk:sda>5"], "unknown capture condition"),
                 (None, ["cpu:pid=12>lots"], "the threshold is a percentage of one CPU"),
                 (None, ["psi:swap>5"], "the resource is cpu, memory or io"),
-                (None, ["oom"], "does not watch oom/mark_victim yet"),
                 ("nobody", [f"cpu:pid={spiker.pid}>{THRESHOLD}"], "not yours"),
                 ("nobody", ["psi:cpu>50"], "admin group"),
                 ("nobody", ["manual"], "admin group"),
+                ("nobody", ["oom"], "admin group"),
+                ("nobody", ["cpu:cgroup=/>50"], "admin group"),
             ]
             for user, args, message in bad:
                 r = profctl_as(user, d, "capture", "start", *args)
@@ -213,6 +216,75 @@ def test_triggers_cooldown_manual_bad_input_and_unpin():
             nobody_sleep.wait()
 
 
+# Allocates 8 MiB at a time until the kernel kills it.
+HOG = r"""
+import os, sys
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+x = []
+while True:
+    x.append(bytearray(8 << 20))
+"""
+
+
+def memory_cgroup():
+    """A new memory-limited cgroup (64 MiB, no swap): (its cgroup.procs,
+    its directory), on cgroup2 where it has the memory controller, else
+    on cgroup v1's memory hierarchy (this VM's); None where neither is."""
+    name = f"profd-capture-test-{os.getpid()}"
+    with open("/proc/self/mounts") as f:
+        mounts = [line.split() for line in f]
+    for dev, path, fstype, *_ in mounts:
+        if fstype == "cgroup2":
+            try:
+                with open(os.path.join(path, "cgroup.subtree_control")) as f:
+                    if "memory" not in f.read().split():
+                        continue
+            except OSError:
+                continue
+            d = os.path.join(path, name)
+            os.mkdir(d)
+            with open(os.path.join(d, "memory.max"), "w") as f:
+                f.write(str(64 << 20))
+            if os.path.exists(os.path.join(d, "memory.swap.max")):
+                with open(os.path.join(d, "memory.swap.max"), "w") as f:
+                    f.write("0")
+            return os.path.join(d, "cgroup.procs"), d
+    for dev, path, fstype, opts, *_ in mounts:
+        if fstype == "cgroup" and "memory" in opts.split(","):
+            d = os.path.join(path, name)
+            os.mkdir(d)
+            with open(os.path.join(d, "memory.limit_in_bytes"), "w") as f:
+                f.write(str(64 << 20))
+            return os.path.join(d, "cgroup.procs"), d
+    return None
+
+
+def test_oom_kill_in_a_memory_limited_cgroup_captures():
+    cg = memory_cgroup()
+    if not cg:
+        print("  SKIPPED: no memory cgroup (v2 controller or v1 hierarchy) to limit a process in; "
+              "the oom trigger did NOT run")
+        return
+    procs, cgdir = cg
+    try:
+        with Profd("--interval", "1s", "--kinds", "cpu", "--capture-on", "oom") as d:
+            c = ask(d, "capture", "list")
+            assert [t["condition"] for t in c["triggers"]] == ["oom"], c
+            hog = subprocess.run([sys.executable, "-c", HOG, procs], capture_output=True, timeout=60)
+            assert hog.returncode == -signal.SIGKILL, (hog.returncode, hog.stderr[-500:])
+            c = wait_for("the oom capture", lambda: captures_status(d)["count"] == 1 and captures_status(d),
+                         timeout=5, on_timeout=lambda: d.read_log()[-2000:])
+            cap = c["last"][0]
+            assert cap["cause"] == "oom" and cap["origin"] == "setting" and cap["value_percent"] is None, cap
+            log = d.read_log()
+            assert "as an OOM victim: a capture on oom" in log, log[-2000:]
+            print(f"  capture {cap['id']}: oom, {cap['pinned_bytes']} bytes estimated")
+            assert d.stop() == 0
+    finally:
+        os.rmdir(cgdir)
+
+
 if __name__ == "__main__":
     require_root()
-    run_tests([test_triggers_cooldown_manual_bad_input_and_unpin])
+    run_tests([test_triggers_cooldown_manual_bad_input_and_unpin, test_oom_kill_in_a_memory_limited_cgroup_captures])

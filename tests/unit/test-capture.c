@@ -235,6 +235,25 @@ static void test_cgroup_cpu_stat(void) {
         CHECK_INT_EQ(capture_parse_cpu_stat("usage_usec 1x\n", 14, &cpu), -EBADMSG);
 }
 
+/* Hybrid hosts mount cgroup2 at /sys/fs/cgroup/unified, under v1's. */
+static void test_cgroup2_mount(void) {
+        static const char hybrid[] =
+                "tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0\n"
+                "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
+                "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+        static const char escaped[] = "none /mnt/my\\040cg cgroup2 rw 0 0";
+        static const char none[] = "proc /proc proc rw 0 0\ncgroup /x cgroup2x rw 0 0\n";
+        char *path = NULL;
+
+        CHECK_INT_EQ(capture_cgroup2_mount(hybrid, strlen(hybrid), &path), 0);
+        CHECK_STR_EQ(path, "/sys/fs/cgroup/unified");
+        free(path);
+        CHECK_INT_EQ(capture_cgroup2_mount(escaped, strlen(escaped), &path), 0);
+        CHECK_STR_EQ(path, "/mnt/my cg");
+        free(path);
+        CHECK_INT_EQ(capture_cgroup2_mount(none, strlen(none), &path), -ENOENT);
+}
+
 /* Unprivileged users watch their own processes, nothing else. */
 static void test_who_may_start(void) {
         struct capture_cond pid = { .kind = CAPTURE_CPU_PID, .pid = 42 }, psi = { .kind = CAPTURE_PSI },
@@ -275,6 +294,7 @@ int main(void) {
         test_proc_stat();
         test_cgroup_cpu_stat();
         test_who_may_start();
+        test_cgroup2_mount();
         test_range_and_estimate();
         test_grammar();
         test_psi();
