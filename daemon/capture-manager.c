@@ -399,7 +399,8 @@ int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool
         /* the pins of the last run count against the budget, and its last
          * capture against the cool-down; a capture a stop cut short keeps
          * the range it was given */
-        settled = store_capture_settle(s);
+        /* serve-only changes nothing in the store it is given */
+        settled = collecting ? store_capture_settle(s) : 0;
         if (settled < 0)
                 return log_error_errno((int) settled, "Failed to settle the captures of the last run: %m");
         r = store_capture_totals(s, &tot);
@@ -602,6 +603,11 @@ static int unpin(capture_manager *cm, int64_t id, bool privileged, uint32_t uid,
 
         if (!answer)
                 return -ENOMEM;
+        if (!cm->collecting) {
+                r = format_error(ret_error, "profd runs with --kinds none (serve-only): it changes nothing in the "
+                                            "store it was given, pins included");
+                return r == -EINVAL ? -EOPNOTSUPP : r;
+        }
         r = store_capture_get(cm->store, id, &c, &cause);
         if (r == -ENOENT) {
                 r = format_error(ret_error, "no capture %" PRId64 " (profctl capture list shows them)", id);

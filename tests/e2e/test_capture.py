@@ -6,7 +6,7 @@ trigger to capture_duration after it; a second spike within the cool-down
 fires no capture and is counted; a manual capture is refused within the
 cool-down with a clear error and granted after it; bad conditions, and
 user nobody asking for another user's process, a host-wide condition or
-another's unpin, get clear errors and a non-zero exit while profd goes on
+another's unpin, and serve-only profd asked to start or unpin, get clear errors and a non-zero exit while profd goes on
 answering; unpin returns the data to retention. An OOM kill in a
 memory-limited cgroup (cgroup2's memory controller, or v1's memory
 hierarchy as on this VM) fires a capture on "oom"."""
@@ -205,6 +205,17 @@ def test_triggers_cooldown_manual_bad_input_and_unpin():
             assert "2 captures (newest first):" in text and "manual" in text, text
             assert d.stop() == 0
             d.check_log()
+
+            # serve-only on that store: lists them, changes nothing
+            with Profd("--kinds", "none", store=d.store) as s:
+                before = ask(s, "capture", "list")["captures"]
+                assert [c["id"] for c in before] == [manual["id"], cap["id"]], before
+                r = profctl_as(None, s, "capture", "start", "manual")
+                assert r.returncode == 1 and "serve-only" in r.stderr, r.stderr
+                r = profctl_as(None, s, "capture", "unpin", str(manual["id"]))
+                assert r.returncode == 1 and "serve-only" in r.stderr, r.stderr
+                assert ask(s, "capture", "list")["captures"] == before
+                assert s.stop() == 0
     finally:
         spiker.kill()
         spiker.wait()
