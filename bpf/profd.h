@@ -220,6 +220,44 @@ struct profd_unwind_index {
         __u32 buckets;     /* every row's pc is below base + (buckets << index_shift) */
 };
 
+/* Compact tables (issue 43; daemon/unwind/table-pack.h builds them and
+ * holds the reference lookup, bpf/table-pack.bpf.h the same in BPF; the
+ * walker does not read them yet). A file's table is one run of 4-byte
+ * slots, two to an 8-byte value of an array map (the kernel rounds an
+ * array's values up to 8 bytes), starting at a value:
+ *   head    struct profd_pack_head
+ *   index   pages + 1 __u32: index[p] = how many rows have
+ *           pc < (first_page + p) << PROFD_PACK_PAGE_SHIFT
+ *   rows    struct profd_pack_row, sorted by pc, pcs distinct
+ *   rules   struct profd_pack_rule, the table's distinct rules
+ * A row's pc is its page's base + pc_lo; its rules are rules[rule]. The
+ * row covering pc is among the rows of pc's page, else the last row of an
+ * earlier page: a search of at most PROFD_PACK_PAGE_STEPS steps, since a
+ * page holds at most 2^16 rows of distinct pcs. Above the last page the
+ * last row covers; below first_page none. */
+#define PROFD_PACK_PAGE_SHIFT 16 /* 64 KiB of text per page: the 16 bits of pc_lo */
+#define PROFD_PACK_PAGE_STEPS 17 /* a binary search over 2^16 rows */
+#define PROFD_PACK_RULES_MAX 65536 /* the 16 bits of profd_pack_row.rule */
+
+struct profd_pack_head {
+        __u32 first_page; /* the first row's pc >> PROFD_PACK_PAGE_SHIFT */
+        __u32 pages;      /* pages of the index: first_page + pages - 1 holds the last row */
+        __u32 rows;
+        __u32 rules;
+};
+
+struct profd_pack_row {
+        __u16 pc_lo; /* pc & 0xffff */
+        __u16 rule;  /* index into the table's rules */
+};
+
+/* The rules of a row, as struct profd_unwind_row without its pc. */
+struct profd_pack_rule {
+        __u16 cfa_off;
+        __u8 kind;
+        __s8 rbp_off;
+};
+
 /* --- Runtime walkers (daemon -> BPF -> daemon) --------------------------
  * A language runtime's frames (CPython's today; HotSpot's next) join the
  * native walk: where a frame's ip is in the process's hand-over range
@@ -426,6 +464,9 @@ _Static_assert(PROFD_RT_FRAME_ID(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 70000)) ==
                PROFD_RT_FRAME_CODE(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 3)) == 0x7f0012345670ULL &&
                PROFD_RT_FRAME_OFFSET(PROFD_RT_FRAME(1, 16, 70000)) == 0xffff, "pseudo-frame encoding");
 _Static_assert(sizeof(struct profd_unwind_index) == sizeof(struct profd_unwind_row), "an index head fills a row slot");
+_Static_assert(sizeof(struct profd_pack_head) == 16 && sizeof(struct profd_pack_row) == 4 &&
+                       sizeof(struct profd_pack_rule) == 4, "compact table layout: 4-byte slots");
+_Static_assert(1 << PROFD_PACK_PAGE_STEPS > 1 << PROFD_PACK_PAGE_SHIFT, "a page's search ends within its steps");
 _Static_assert(PROFD_TRUNC_CFA_STUCK - PROFD_TRUNC_NO_PROCESS == PROFD_END_CFA_STUCK - PROFD_END_NO_PROCESS,
                "one truncation counter per stack end");
 #endif

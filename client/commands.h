@@ -15,5 +15,8 @@ int cmd_series(const struct cli_target *t, int argc, char *argv[]);
 int cmd_diff(const struct cli_target *t, int argc, char *argv[]);
 int cmd_top(const struct cli_target *t, int argc, char *argv[]);
 int cmd_init(const struct cli_target *t, int argc, char *argv[]);
+
+/* profctl heatmap (cmd-heatmap.c) */
+int cmd_heatmap(const struct cli_target *t, int argc, char *argv[]);
 /* captures (issue 44) */
 int cmd_capture(const struct cli_target *t, int argc, char *argv[]);

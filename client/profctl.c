@@ -28,6 +28,7 @@ static void help_global(void) {
                "  diff [OPTIONS]    What changed between a baseline and the current window\n"
                "  top [OPTIONS]     Live view of the hottest functions, refreshed every second\n"
                "  init [--cluster NAME]  With --clickhouse: create profd's schema in ClickHouse\n"
+               "  heatmap [OPTIONS] CPU samples by second and sub-second row: text, HTML, SVG\n"
                "  capture ACTION    Keep an incident's data: start, list, unpin or stop\n"
                "\n"
                "With --clickhouse, query, series and diff ask ClickHouse for the profiles a\n"
@@ -104,13 +105,14 @@ static int parse_argv(int argc, char *argv[], struct cli_target *t) {
                 t->socket = env && *env ? env : PROFD_DEFAULT_SOCKET;
         }
         if (optind >= argc)
-                return cli_usage_error("missing command (status, flush, query, series, diff, top, init or capture)");
+                return cli_usage_error("missing command (status, flush, query, series, diff, top, init, heatmap or capture)");
         if (t->clickhouse_credentials && !t->clickhouse)
                 return cli_usage_error("--clickhouse-credentials is for --clickhouse URL");
         /* a fleet is asked for windows of what was stored: status, flush
          * and top's live refresh are one profd's */
         if (t->clickhouse && (streq(argv[optind], "status") || streq(argv[optind], "flush") ||
-                               streq(argv[optind], "top") || streq(argv[optind], "capture")))
+                               streq(argv[optind], "top") || streq(argv[optind], "heatmap") ||
+                               streq(argv[optind], "capture")))
                 return cli_usage_error("%s asks one profd; with --clickhouse use query, series, diff or init",
                                        argv[optind]);
         return 1;
@@ -127,6 +129,8 @@ static const struct {
         { "diff",   cmd_diff   },
         { "top",    cmd_top    },
         { "init",   cmd_init   },
+        /* the timeline by second (cmd-heatmap.c) */
+        { "heatmap", cmd_heatmap },
         /* captures (issue 44) */
         { "capture", cmd_capture },
 };

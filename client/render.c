@@ -288,8 +288,10 @@ static void unwind_write(FILE *f, const json_t *status) {
 
                 fprintf(f, "unwind:    tables of %" JSON_INTEGER_FORMAT " processes, %" JSON_INTEGER_FORMAT
                         " files (%" JSON_INTEGER_FORMAT " unused), %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
-                        " rows, %s in the kernel; %" JSON_INTEGER_FORMAT " built in %" JSON_INTEGER_FORMAT " ms, %"
-                        JSON_INTEGER_FORMAT " evicted, %" JSON_INTEGER_FORMAT " not built for want of room\n",
+                        " rows, %s in the kernel; %" JSON_INTEGER_FORMAT " built in %" JSON_INTEGER_FORMAT " ms\n"
+                        "           tables evicted for room: %" JSON_INTEGER_FORMAT " unused, %" JSON_INTEGER_FORMAT
+                        " of live processes not sampled lately; left without room: %" JSON_INTEGER_FORMAT
+                        " not built, %" JSON_INTEGER_FORMAT " sampled (every other table sampled lately)\n",
                         json_integer_value(json_object_get(u, STATUS_KEY_PROCESSES)),
                         json_integer_value(json_object_get(u, STATUS_KEY_FILES)),
                         json_integer_value(json_object_get(u, STATUS_KEY_FILES_UNUSED)),
@@ -300,7 +302,9 @@ static void unwind_write(FILE *f, const json_t *status) {
                         json_integer_value(json_object_get(u, STATUS_KEY_TABLES_BUILT)),
                         json_integer_value(json_object_get(u, STATUS_KEY_BUILD_MS)),
                         json_integer_value(json_object_get(u, STATUS_KEY_TABLES_EVICTED)),
-                        json_integer_value(json_object_get(u, STATUS_KEY_TABLES_NO_ROOM)));
+                        json_integer_value(json_object_get(u, STATUS_KEY_TABLES_EVICTED_COLD)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_TABLES_NO_ROOM)),
+                        json_integer_value(json_object_get(u, STATUS_KEY_TABLES_KEPT_HOT)));
                 if (json_is_object(fail)) {
                         fputs("           walked by frame pointers instead:", f);
                         json_object_foreach((json_t *) fail, k, v) {

@@ -20,6 +20,8 @@
 #define PROTO_OP_FLUSH  "flush"
 #define PROTO_OP_QUERY  "query"
 #define PROTO_OP_SERIES "series"
+/* on-CPU samples with their own times (profctl heatmap) */
+#define PROTO_OP_TIMELINE "timeline"
 
 /* Captures (issue 44): "op":"capture" with an "action" (docs/protocol.md). */
 #define PROTO_OP_CAPTURE        "capture"
@@ -54,6 +56,7 @@
 #define PROTO_KEY_LINES     "lines"
 #define PROTO_KEY_GROUP     "group"
 #define PROTO_KEY_STEP      "step"
+#define PROTO_KEY_MAX_SAMPLES "max_samples" /* timeline: fewer samples than TIMED_MAX_SAMPLES */
 /* fleet requests only: profctl answers them from ClickHouse (client/fleet/fleet.c) */
 #define PROTO_KEY_HOST      "host"
 #define PROTO_KEY_QUALITY_BY_HOST "quality_by_host" /* their "end" line: each host's report */
@@ -109,6 +112,19 @@
  * does not reach back to its start) */
 #define PROTO_KEY_TIMELINE "timeline"
 #define PROTO_KEY_BY_DRAINS "by_drains"
+
+/* A timeline answer: "stack" lines (as a query's, the value the stack's
+ * samples in the answer), "samples" lines (common/timed-samples.h), then
+ * the "end" line with "stacks", "total" and these. */
+#define PROTO_TYPE_SAMPLES  "samples"
+#define PROTO_KEY_T0_MS     "t0_ms"
+#define PROTO_KEY_DT_MS     "dt_ms"
+#define PROTO_KEY_STACK     "stack"
+#define PROTO_KEY_N         "n"
+#define PROTO_KEY_ENTRIES   "entries"  /* the (millisecond, stack) entries of the "samples" lines */
+#define PROTO_KEY_OMITTED   "omitted"  /* samples of the window beyond the answer's cap, not sent */
+#define PROTO_KEY_OMITTED_FROM_NS "omitted_from_ns" /* the earliest omitted sample's time */
+#define PROTO_KEY_OLDEST_NS "oldest_ns" /* the timeline's oldest time */
 
 /* The query model profd's store and profctl's fleet answers share. The
  * names keep the store's prefix: the store defined them first and fills

@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "helpers.h"
 #include "protocol.h"
+#include "timed-samples.h"
 
 /* Default window of a query without "since": recent enough to answer "what is
  * it doing now" quickly, long enough to hold dozens of drains. */
@@ -201,6 +202,7 @@ static int parse_when_field(const char *key, json_t *v, struct query_request *q,
                 if (r < 0)
                         return r;
                 w->since = "since";
+                q->have_since = true;
         } else if (streq(key, PROTO_KEY_UNTIL)) {
                 r = parse_duration_field(v, key, &q->until_ns, ret_error);
                 if (r < 0)
@@ -307,10 +309,12 @@ static int parse_who_field(const char *key, json_t *v, struct query_request *q, 
 }
 
 /* The fields that shape the answer: "raw_names", "format", "lines" and
- * "group" of a query, "step" of a series. Returns 1 when key is one of them
- * for this op, 0 when not, or a negative errno with *ret_error set. */
-static int parse_answer_field(const char *key, json_t *v, bool series, struct query_request *q,
+ * "group" of a query (a timeline's but "group"), "step" of a series,
+ * "max_samples" of a timeline. Returns 1 when key is one of them for this
+ * op, 0 when not, or a negative errno with *ret_error set. */
+static int parse_answer_field(const char *key, json_t *v, enum request_op op, struct query_request *q,
                               char **ret_error) {
+        bool series = op == REQUEST_SERIES;
         int r;
 
         if (!series && streq(key, PROTO_KEY_RAW_NAMES)) {
@@ -329,7 +333,7 @@ static int parse_answer_field(const char *key, json_t *v, bool series, struct qu
                 if (!json_is_boolean(v))
                         return format_error(ret_error, "field 'lines' must be true or false");
                 q->lines = json_is_true(v);
-        } else if (!series && streq(key, PROTO_KEY_GROUP)) {
+        } else if (op == REQUEST_QUERY && streq(key, PROTO_KEY_GROUP)) {
                 const char *g;
                 if (!json_is_string(v))
                         return format_error(ret_error, "field 'group' must be a string");
@@ -350,6 +354,13 @@ static int parse_answer_field(const char *key, json_t *v, bool series, struct qu
                 if (q->step_ns < REQUEST_STEP_MIN_NS)
                         return format_error(ret_error, "field 'step': \"%s\" is shorter than 1ms",
                                     json_string_value(v));
+        } else if (op == REQUEST_TIMELINE && streq(key, PROTO_KEY_MAX_SAMPLES)) {
+                json_int_t m;
+                r = parse_id_field(v, key, 1, (json_int_t) TIMED_MAX_SAMPLES, "a sample count from 1 to 1000000",
+                                   &m, ret_error);
+                if (r < 0)
+                        return r;
+                q->max_samples = (uint64_t) m;
         } else
                 return 0;
         return 1;
@@ -358,7 +369,22 @@ static int parse_answer_field(const char *key, json_t *v, bool series, struct qu
 /* What no single field decides: fields that contradict each other, and a
  * window all in durations that is empty. Returns 0, or a negative errno
  * with *ret_error set. */
-static int check_query(const struct query_request *q, const struct window_given *w, char **ret_error) {
+static int check_query(const struct query_request *q, const struct window_given *w, enum request_op op,
+                       char **ret_error) {
+        if (op == REQUEST_TIMELINE) {
+                /* the timeline times on-CPU samples only: a picture of
+                 * blocked time would need each block's start and end */
+                if (q->kind != PROFD_KIND_CPU)
+                        return format_error(ret_error, "kind '%s': the timeline holds on-CPU samples only; "
+                                                       "off-CPU blocks do not keep their start and end times yet",
+                                    q->kind == PROFD_KIND_OFFCPU ? "offcpu" : "wakeup");
+                if (q->last)
+                        return format_error(ret_error, "field 'last' (the most recent drain) applies to query "
+                                                       "and series; a timeline takes a window");
+                if (q->by_drains)
+                        return format_error(ret_error, "field 'by_drains' applies to query; a timeline is "
+                                                       "by each sample's own time");
+        }
         if (q->lines && !q->folded)
                 return format_error(ret_error, "field 'lines' applies to \"format\":\"folded\" (frames carry "
                                                "their file and line already)");
@@ -388,8 +414,9 @@ static int check_query(const struct query_request *q, const struct window_given 
         return 0;
 }
 
-static int parse_query(json_t *o, bool series, struct query_request *q, char **ret_error) {
-        const char *op = series ? PROTO_OP_SERIES : PROTO_OP_QUERY;
+static int parse_query(json_t *o, enum request_op op, struct query_request *q, char **ret_error) {
+        const char *op_name = op == REQUEST_SERIES ? PROTO_OP_SERIES :
+                              op == REQUEST_TIMELINE ? PROTO_OP_TIMELINE : PROTO_OP_QUERY;
         /* the window fields given, to refuse contradicting combinations */
         struct window_given w = {};
         const char *key;
@@ -405,13 +432,13 @@ static int parse_query(json_t *o, bool series, struct query_request *q, char **r
                 if (r == 0)
                         r = parse_who_field(key, v, q, ret_error);
                 if (r == 0)
-                        r = parse_answer_field(key, v, series, q, ret_error);
+                        r = parse_answer_field(key, v, op, q, ret_error);
                 if (r < 0)
                         return r;
                 if (r == 0)
-                        return format_error(ret_error, "unknown field '%s' in %s request", key, op);
+                        return format_error(ret_error, "unknown field '%s' in %s request", key, op_name);
         }
-        return check_query(q, &w, ret_error);
+        return check_query(q, &w, op, ret_error);
 }
 
 int request_window(const struct query_request *q, uint64_t now_ns, uint64_t *ret_from_ns, uint64_t *ret_to_ns,
@@ -543,15 +570,19 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
                 r = parse_no_args(root, ops, ret_error);
         } else if (streq(ops, PROTO_OP_QUERY)) {
                 req.op = REQUEST_QUERY;
-                r = parse_query(root, false, &req.query, ret_error);
+                r = parse_query(root, REQUEST_QUERY, &req.query, ret_error);
         } else if (streq(ops, PROTO_OP_SERIES)) {
                 req.op = REQUEST_SERIES;
-                r = parse_query(root, true, &req.query, ret_error);
+                r = parse_query(root, REQUEST_SERIES, &req.query, ret_error);
+        } else if (streq(ops, PROTO_OP_TIMELINE)) {
+                req.op = REQUEST_TIMELINE;
+                r = parse_query(root, REQUEST_TIMELINE, &req.query, ret_error);
         } else if (streq(ops, PROTO_OP_CAPTURE)) {
                 req.op = REQUEST_CAPTURE;
                 r = parse_capture(root, &req.capture, ret_error);
         } else
-                r = format_error(ret_error, "unknown op '%s' (expected status, flush, query, series or capture)", ops);
+                r = format_error(ret_error, "unknown op '%s' (expected status, flush, query, series, timeline or "
+                                 "capture)", ops);
 out:
         json_decref(root);
         if (r < 0) {

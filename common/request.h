@@ -13,6 +13,7 @@ enum request_op {
         REQUEST_FLUSH,
         REQUEST_QUERY,
         REQUEST_SERIES,
+        REQUEST_TIMELINE, /* on-CPU samples with their own times */
         REQUEST_CAPTURE,
 };
 
@@ -44,6 +45,7 @@ struct query_request {
         uint64_t since_ns;  /* window start, this long before now (default 10m) */
         uint64_t until_ns;  /* window end, this long before now */
         bool have_from, have_to;
+        bool have_since;    /* "since" was given (a timeline's default start is clipped to what it holds) */
         struct request_time from, to; /* replace since / until when given */
         bool last;          /* only the most recent drain: no window */
         bool by_drains;     /* the window's drains whole, not cpu samples by the timeline */
@@ -62,6 +64,7 @@ struct query_request {
         bool lines;          /* folded: "name (file:line)" where debug info placed the frame */
         enum store_group group; /* the store's own enum: a request asks for what the store does */
         uint64_t step_ns;    /* series: bucket width; 0: the drain interval */
+        uint64_t max_samples; /* timeline: samples to send at most; 0: TIMED_MAX_SAMPLES */
 };
 
 /* "op":"capture" (issue 44). */
@@ -80,7 +83,7 @@ struct capture_request {
 
 struct request {
         enum request_op op;
-        struct query_request query; /* query and series */
+        struct query_request query; /* query, series and timeline */
         struct capture_request capture;
 };
 

@@ -58,6 +58,8 @@
 #define STATUS_KEY_BUILD_MS             "build_ms"
 #define STATUS_KEY_TABLES_EVICTED       "tables_evicted"
 #define STATUS_KEY_TABLES_NO_ROOM       "tables_no_room"
+#define STATUS_KEY_TABLES_EVICTED_COLD  "tables_evicted_cold"
+#define STATUS_KEY_TABLES_KEPT_HOT      "tables_kept_hot"
 #define STATUS_KEY_USER_WALKS           "user_walks"
 
 /* "runtime_names": the writer's cache of Python code objects
@@ -111,6 +113,8 @@
 #define STATUS_KEY_EXPORTED_SAMPLES     "exported_samples"
 #define STATUS_KEY_EXPORTED_STACKS      "exported_stacks"
 #define STATUS_KEY_EXPORTED_FRAMES      "exported_frames"
+#define STATUS_KEY_EXPORTED_TIMELINE    "exported_timeline"
+#define STATUS_KEY_TIMELINE_UNMATCHED   "timeline_unmatched"
 #define STATUS_KEY_BYTES_SENT           "bytes_sent"
 #define STATUS_KEY_ALREADY_STORED       "already_stored"
 #define STATUS_KEY_LOST_BY_RETENTION    "lost_by_retention"

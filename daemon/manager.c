@@ -605,6 +605,7 @@ static int handle_request(server_client *c, const struct request *req, void *use
                 return SERVER_DEFERRED;
         case REQUEST_QUERY:
         case REQUEST_SERIES:
+        case REQUEST_TIMELINE:
                 return send_answer(m, c, req);
         case REQUEST_CAPTURE:
                 return send_capture(m, c, req);

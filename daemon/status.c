@@ -182,9 +182,9 @@ static json_t *status_unwind(const struct status_stats *s) {
                       STATUS_KEY_TABLES_BUILT, (json_int_t) us->tables_built,
                       STATUS_KEY_BUILD_MS, (json_int_t) (us->build_ns / NSEC_PER_MSEC),
                       STATUS_KEY_TABLES_EVICTED, (json_int_t) us->tables_evicted,
-                      "tables_evicted_cold", (json_int_t) us->tables_evicted_cold,
+                      STATUS_KEY_TABLES_EVICTED_COLD, (json_int_t) us->tables_evicted_cold,
                       STATUS_KEY_TABLES_NO_ROOM, (json_int_t) us->tables_no_room,
-                      "tables_kept_hot", (json_int_t) us->tables_kept_hot,
+                      STATUS_KEY_TABLES_KEPT_HOT, (json_int_t) us->tables_kept_hot,
                       "tables_queued", (json_int_t) us->tables_queued,
                       "loads", (json_int_t) us->requests,
                       "misses", (json_int_t) us->misses,
@@ -202,7 +202,7 @@ static json_t *status_export(const struct status_stats *s) {
 
         for (int i = 0; errors && i < _EXPORTER_ERROR_MAX; i++)
                 json_object_set_new(errors, exporter_error_names[i], json_integer((json_int_t) es->errors[i]));
-        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
                          STATUS_KEY_URL, s->conf->clickhouse_url,
                          STATUS_KEY_HOST, s->conf->host_name,
                          STATUS_KEY_STATE, es->state,
@@ -216,6 +216,8 @@ static json_t *status_export(const struct status_stats *s) {
                          STATUS_KEY_EXPORTED_SAMPLES, (json_int_t) es->exported_samples,
                          STATUS_KEY_EXPORTED_STACKS, (json_int_t) es->exported_stacks,
                          STATUS_KEY_EXPORTED_FRAMES, (json_int_t) es->exported_frames,
+                         STATUS_KEY_EXPORTED_TIMELINE, (json_int_t) es->exported_timeline,
+                         STATUS_KEY_TIMELINE_UNMATCHED, (json_int_t) es->timeline_unmatched,
                          STATUS_KEY_BYTES_SENT, (json_int_t) es->bytes_sent,
                          STATUS_KEY_ALREADY_STORED, (json_int_t) es->already_stored,
                          STATUS_KEY_LOST_BY_RETENTION, (json_int_t) es->lost_by_retention,

@@ -21,17 +21,22 @@ const char chbatch_insert_frames[] =
         "kernel, resolved, inlined, jit, unresolved) FORMAT TabSeparated";
 const char chbatch_insert_drops[] =
         "INSERT INTO profd.drops (host, drain_start, drain_end, time, day, reason, value) FORMAT TabSeparated";
+const char chbatch_insert_timeline[] =
+        "INSERT INTO profd.timeline (host, drain_start, drain_end, day, t, time, pid, process_start, comm, exe, uid, "
+        "cgroup, unit, container, tid, stack) FORMAT TabSeparated";
 
 struct chbatch {
-        struct chbuf samples, stacks, frames, drops;
-        size_t n_samples, n_stacks, n_frames, n_drops, n_drains;
+        struct chbuf samples, stacks, frames, drops, timeline;
+        size_t n_samples, n_stacks, n_frames, n_drops, n_drains, n_ticks;
         char *host;            /* escaped for TabSeparated */
         struct chbuf prefix;   /* host and the drain's columns: every sample row starts so */
+        struct chbuf tprefix;  /* host, drain_start, drain_end, day: every timeline row starts so */
         char day[11];          /* the batch's */
         char sent_day[11];     /* the day of sent_stacks and sent_frames */
         hashmap *sent_stacks, *sent_frames; /* ids stored in ClickHouse for sent_day */
         hashmap *new_stacks, *new_frames;   /* ids in the current drain's bodies */
         hashmap *memo;         /* the store's stack id -> ours, for the current drain */
+        hashmap *procs;        /* the store's process id -> its columns (malloc'd), for the current drain */
         uint64_t *ids;         /* frame ids of the stack being added */
         size_t ids_cap;
 };
@@ -193,6 +198,14 @@ static hashmap *set_renew(hashmap *m) {
         return hashmap_new_u64();
 }
 
+static void procs_free(hashmap *m) {
+        void *v;
+
+        for (size_t i = 0; hashmap_iterate(m, &i, NULL, &v);)
+                free(v);
+        hashmap_free(m);
+}
+
 bool chbatch_host_name_valid(const char *s) {
         size_t n = strlen(s);
 
@@ -211,7 +224,8 @@ int chbatch_new(chbatch **ret) {
         b->new_stacks = hashmap_new_u64();
         b->new_frames = hashmap_new_u64();
         b->memo = hashmap_new_u64();
-        if (!b->sent_stacks || !b->sent_frames || !b->new_stacks || !b->new_frames || !b->memo) {
+        b->procs = hashmap_new_u64();
+        if (!b->sent_stacks || !b->sent_frames || !b->new_stacks || !b->new_frames || !b->memo || !b->procs) {
                 chbatch_free(b);
                 return -ENOMEM;
         }
@@ -226,13 +240,16 @@ chbatch *chbatch_free(chbatch *b) {
         free(b->stacks.data);
         free(b->frames.data);
         free(b->drops.data);
+        free(b->timeline.data);
         free(b->prefix.data);
+        free(b->tprefix.data);
         free(b->host);
         hashmap_free(b->sent_stacks);
         hashmap_free(b->sent_frames);
         hashmap_free(b->new_stacks);
         hashmap_free(b->new_frames);
         hashmap_free(b->memo);
+        procs_free(b->procs);
         free(b->ids);
         free(b);
         return NULL;
@@ -246,8 +263,8 @@ int chbatch_begin(chbatch *b, const char *host) {
         struct chbuf h = {};
         int r;
 
-        b->samples.len = b->stacks.len = b->frames.len = b->drops.len = b->prefix.len = 0;
-        b->n_samples = b->n_stacks = b->n_frames = b->n_drops = b->n_drains = 0;
+        b->samples.len = b->stacks.len = b->frames.len = b->drops.len = b->timeline.len = b->prefix.len = 0;
+        b->n_samples = b->n_stacks = b->n_frames = b->n_drops = b->n_drains = b->n_ticks = 0;
         b->new_stacks = set_renew(b->new_stacks);
         b->new_frames = set_renew(b->new_frames);
         if (!b->new_stacks || !b->new_frames)
@@ -283,13 +300,20 @@ int chbatch_drain(chbatch *b, uint64_t start_ns, uint64_t end_ns) {
         memcpy(b->day, day, sizeof(day));
         /* a store's stack ids mean the same frames within one read */
         b->memo = set_renew(b->memo);
-        if (!b->memo)
+        procs_free(b->procs);
+        b->procs = hashmap_new_u64();
+        if (!b->memo || !b->procs)
                 return -ENOMEM;
         /* host, drain_start, drain_end, time, day */
         b->prefix.len = 0;
         if ((r = chbuf_put(&b->prefix, b->host, strlen(b->host))) < 0 || (r = chbuf_char(&b->prefix, '\t')) < 0 ||
             (r = chbuf_u64(&b->prefix, start_ns, '\t')) < 0 || (r = chbuf_u64(&b->prefix, end_ns, '\t')) < 0 ||
             (r = chbuf_u64(&b->prefix, end_ns / NSEC_PER_SEC, '\t')) < 0 || (r = chbuf_field(&b->prefix, b->day)) < 0)
+                return r;
+        b->tprefix.len = 0;
+        if ((r = chbuf_put(&b->tprefix, b->host, strlen(b->host))) < 0 || (r = chbuf_char(&b->tprefix, '\t')) < 0 ||
+            (r = chbuf_u64(&b->tprefix, start_ns, '\t')) < 0 || (r = chbuf_u64(&b->tprefix, end_ns, '\t')) < 0 ||
+            (r = chbuf_field(&b->tprefix, b->day)) < 0)
                 return r;
         b->n_drains++;
         return 0;
@@ -373,31 +397,72 @@ static int stack_of(chbatch *b, const struct store_outbox_sample *smp, uint64_t 
         return 0;
 }
 
-/* prefix (host .. day), pid, process_start, comm, exe, uid, cgroup, unit,
- * container, tid, cgroup_id, kind, state, peer_tid, stack, value */
-int chbatch_add(chbatch *b, const struct store_outbox_sample *smp) {
-        struct chbuf *o = &b->samples;
+/* The process's columns of a row (pid, process_start, comm, exe, uid,
+ * cgroup, unit, container, each followed by a tab), kept for the drain's
+ * timeline rows. */
+static int process_of(chbatch *b, const struct store_outbox_sample *smp, const char **ret) {
+        struct chbuf o = {};
         char uid[16];
-        uint64_t stack;
+        void *v;
         int r;
 
-        r = stack_of(b, smp, &stack);
-        if (r < 0)
-                return r;
+        if (hashmap_get(b->procs, UINT64_TO_KEY((uint64_t) smp->process_id), &v) >= 0) {
+                *ret = v;
+                return 0;
+        }
         if (smp->have_uid)
                 snprintf(uid, sizeof(uid), "%" PRIu32 "\t", smp->uid);
         else
                 snprintf(uid, sizeof(uid), "-1\t");
-        if ((r = chbuf_put(o, b->prefix.data, b->prefix.len)) < 0 || (r = chbuf_u64(o, smp->pid, '\t')) < 0 ||
-            (r = chbuf_u64(o, smp->process_start_ns, '\t')) < 0 || (r = chbuf_field(o, smp->comm)) < 0 ||
-            (r = chbuf_field(o, smp->exe)) < 0 || (r = chbuf_put(o, uid, strlen(uid))) < 0 ||
-            (r = chbuf_field(o, smp->cgroup)) < 0 || (r = chbuf_field(o, smp->unit)) < 0 ||
-            (r = chbuf_field(o, smp->container)) < 0 || (r = chbuf_u64(o, smp->tid, '\t')) < 0 ||
+        if ((r = chbuf_u64(&o, smp->pid, '\t')) < 0 || (r = chbuf_u64(&o, smp->process_start_ns, '\t')) < 0 ||
+            (r = chbuf_field(&o, smp->comm)) < 0 || (r = chbuf_field(&o, smp->exe)) < 0 ||
+            (r = chbuf_put(&o, uid, strlen(uid))) < 0 || (r = chbuf_field(&o, smp->cgroup)) < 0 ||
+            (r = chbuf_field(&o, smp->unit)) < 0 || (r = chbuf_field(&o, smp->container)) < 0 ||
+            (r = hashmap_put(b->procs, UINT64_TO_KEY((uint64_t) smp->process_id), o.data)) < 0) {
+                free(o.data);
+                return r;
+        }
+        *ret = o.data;
+        return 0;
+}
+
+/* prefix (host .. day), pid, process_start, comm, exe, uid, cgroup, unit,
+ * container, tid, cgroup_id, kind, state, peer_tid, stack, value */
+int chbatch_add(chbatch *b, const struct store_outbox_sample *smp) {
+        struct chbuf *o = &b->samples;
+        const char *proc;
+        uint64_t stack;
+        int r;
+
+        if ((r = stack_of(b, smp, &stack)) < 0 || (r = process_of(b, smp, &proc)) < 0)
+                return r;
+        if ((r = chbuf_put(o, b->prefix.data, b->prefix.len)) < 0 || (r = chbuf_put(o, proc, strlen(proc))) < 0 ||
+            (r = chbuf_u64(o, smp->tid, '\t')) < 0 ||
             (r = chbuf_u64(o, smp->cgroup_id, '\t')) < 0 || (r = chbuf_u64(o, (uint64_t) smp->kind, '\t')) < 0 ||
             (r = chbuf_u64(o, (uint64_t) smp->state, '\t')) < 0 || (r = chbuf_u64(o, smp->peer_tid, '\t')) < 0 ||
             (r = chbuf_u64(o, stack, '\t')) < 0 || (r = chbuf_u64(o, smp->value, '\n')) < 0)
                 return r;
         b->n_samples++;
+        return 0;
+}
+
+/* tprefix (host, drain_start, drain_end, day), t, time, the process's
+ * columns (pid .. container), tid, stack */
+int chbatch_tick(chbatch *b, const struct store_outbox_tick *t) {
+        struct chbuf *o = &b->timeline;
+        void *proc, *stack;
+        int r;
+
+        if (b->n_drains == 0)
+                return -EINVAL;
+        if (hashmap_get(b->procs, UINT64_TO_KEY((uint64_t) t->process_id), &proc) < 0 ||
+            hashmap_get(b->memo, UINT64_TO_KEY(t->stack_id), &stack) < 0)
+                return -ENOENT;
+        if ((r = chbuf_put(o, b->tprefix.data, b->tprefix.len)) < 0 || (r = chbuf_u64(o, t->time_ns, '\t')) < 0 ||
+            (r = chbuf_u64(o, t->time_ns / NSEC_PER_SEC, '\t')) < 0 || (r = chbuf_put(o, proc, strlen(proc))) < 0 ||
+            (r = chbuf_u64(o, t->tid, '\t')) < 0 || (r = chbuf_u64(o, (uint64_t) (uintptr_t) stack, '\n')) < 0)
+                return r;
+        b->n_ticks++;
         return 0;
 }
 
@@ -435,6 +500,10 @@ struct chbatch_body chbatch_frames(const chbatch *b) {
 
 struct chbatch_body chbatch_drops(const chbatch *b) {
         return body(&b->drops, b->n_drops);
+}
+
+struct chbatch_body chbatch_timeline(const chbatch *b) {
+        return body(&b->timeline, b->n_ticks);
 }
 
 static int set_merge(hashmap *into, const hashmap *from) {

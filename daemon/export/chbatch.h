@@ -1,6 +1,7 @@
 /* Stored drains as the bodies of ClickHouse INSERTs (TabSeparated) into the
- * fleet tables of schema/clickhouse/ (version 2): their sample rows, their
- * drop counters, and the stacks (with how their user part ended) and frames
+ * fleet tables of schema/clickhouse/ (version 3): their sample rows, their
+ * drop counters, their timelines (each on-CPU sample's own time, version
+ * 3), and the stacks (with how their user part ended) and frames
  * (with why an unresolved one has no name) they use that this host has not
  * sent yet for their day. A batch
  * holds drains of one UTC day only, so its samples are one block of one
@@ -23,6 +24,7 @@ extern const char chbatch_insert_samples[];
 extern const char chbatch_insert_stacks[];
 extern const char chbatch_insert_frames[];
 extern const char chbatch_insert_drops[];
+extern const char chbatch_insert_timeline[];
 
 typedef struct chbatch chbatch;
 
@@ -56,6 +58,13 @@ int chbatch_add(chbatch *b, const struct store_outbox_sample *smp);
  * before any drain, or -ENOMEM. */
 int chbatch_drop(chbatch *b, const char *reason, uint64_t count);
 
+/* Adds one sample of the current drain's timeline: a row with its time,
+ * thread, and the process and stack of the drain's sample row it is one
+ * of, which must have been added first (chbatch_add). Returns 0, -EINVAL
+ * before any drain, -ENOENT when no sample row of the drain has that
+ * process or stack (nothing added: the caller counts it), or -ENOMEM. */
+int chbatch_tick(chbatch *b, const struct store_outbox_tick *t);
+
 /* Drains in the batch. */
 size_t chbatch_drains(const chbatch *b);
 
@@ -69,6 +78,7 @@ struct chbatch_body chbatch_samples(const chbatch *b);
 struct chbatch_body chbatch_stacks(const chbatch *b);
 struct chbatch_body chbatch_frames(const chbatch *b);
 struct chbatch_body chbatch_drops(const chbatch *b);
+struct chbatch_body chbatch_timeline(const chbatch *b);
 
 /* The batch's bodies were all stored: its new stacks and frames count as
  * sent for its day (a failed batch's are sent again with the retry).

@@ -446,15 +446,18 @@ static int drains_in(exporter *e, const char *table, const char *where, const st
 
 /* Which of drains[0..n) ClickHouse holds already (an earlier attempt
  * stored them, and its answer was lost): stored[i] set for those whose
- * samples are there, drops_stored[i] for those whose drop rows are. A
- * batch's drops and its samples are each one INSERT of one block into one
+ * samples are there, drops_stored[i] for those whose drop rows are,
+ * timeline_stored[i] for those whose timeline rows are. A batch's drops,
+ * its timeline and its samples are each one INSERT of one block into one
  * partition of one shard, so each drain's are there whole or not at all,
- * and the drops go first: a drain with samples there has its drops there.
+ * and the drops and the timeline go first: a drain with samples there has
+ * its drops and timeline there (a drain with no drop or timeline row is
+ * never found so: sending its nothing again costs nothing).
  * First makes sure no earlier insert of this host is still running, which
  * could land after the look. Returns 0, or -EAGAIN (recorded: back off),
  * -ENOMEM, -ECANCELED. */
 static int drains_stored(exporter *e, const struct store_outbox_drain *drains, size_t n, bool *stored,
-                         bool *drops_stored) {
+                         bool *drops_stored, bool *timeline_stored) {
         _cleanup_free_ char *sql = NULL;
         struct failure f;
         uint64_t running;
@@ -475,7 +478,10 @@ static int drains_stored(exporter *e, const struct store_outbox_drain *drains, s
         r = drains_in(e, "profd.samples", " AND kind IN (0, 1, 2)", drains, n, stored);
         if (r < 0)
                 return r;
-        return drains_in(e, "profd.drops", "", drains, n, drops_stored);
+        r = drains_in(e, "profd.drops", "", drains, n, drops_stored);
+        if (r < 0)
+                return r;
+        return drains_in(e, "profd.timeline", "", drains, n, timeline_stored);
 }
 
 /* Sends one statement's body, if it has rows. */
@@ -516,6 +522,24 @@ static int add_drop(const char *reason, uint64_t count, void *userdata) {
         return chbatch_drop(userdata, reason, count);
 }
 
+struct tick_ctx {
+        chbatch *batch;
+        uint64_t unmatched;
+};
+
+static int add_tick(const struct store_outbox_tick *t, void *userdata) {
+        struct tick_ctx *c = userdata;
+        int r = chbatch_tick(c->batch, t);
+
+        /* a damaged block of samples (skipped) leaves its timeline's
+         * samples nothing to name: counted, not sent */
+        if (r == -ENOENT) {
+                c->unmatched++;
+                return 0;
+        }
+        return r;
+}
+
 /* Drains of one batch at most, and bytes of sample rows: a backlog goes
  * in requests of a few MiB (one part per shard each, which ClickHouse
  * merges easily), and a request stays well within the timeout. */
@@ -528,21 +552,22 @@ _Static_assert(PENDING_BATCH <= BATCH_DRAINS_MAX, "a look at the outbox is one b
  * cursor past them. Returns k, or a negative errno (-EAGAIN: recorded,
  * back off). */
 static int export_batch(exporter *e, const struct store_outbox_drain *drains, size_t n) {
-        bool stored[PENDING_BATCH] = {}, drops_stored[PENDING_BATCH] = {};
+        bool stored[PENDING_BATCH] = {}, drops_stored[PENDING_BATCH] = {}, timeline_stored[PENDING_BATCH] = {};
         size_t k = 0, sent = 0, found = 0;
         uint64_t damaged = 0;
-        char qid[300], qid_drops[310];
+        struct tick_ctx ticks = { .batch = e->batch };
+        char qid[300], qid_drops[310], qid_timeline[310];
         int r;
 
         if (e->check_next) {
-                r = drains_stored(e, drains, n, stored, drops_stored);
+                r = drains_stored(e, drains, n, stored, drops_stored, timeline_stored);
                 if (r < 0)
                         return r;
         }
         r = chbatch_begin(e->batch, e->host_name);
         if (r < 0)
                 return r;
-        for (; k < n && chbatch_samples(e->batch).len < BATCH_BYTES_MAX; k++) {
+        for (; k < n && chbatch_samples(e->batch).len + chbatch_timeline(e->batch).len < BATCH_BYTES_MAX; k++) {
                 if (stored[k]) {
                         found++;
                         continue;
@@ -562,6 +587,9 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
                 /* after its samples: a drain retention took has none */
                 if (r >= 0 && !drops_stored[k])
                         r = store_outbox_drops(e->outbox, drains[k].id, add_drop, e->batch);
+                /* after its samples, which its timeline's name */
+                if (r >= 0 && !timeline_stored[k])
+                        r = store_outbox_timeline(e->outbox, drains[k].id, add_tick, &ticks, &damaged);
                 if (r < 0)
                         return r == -ENOMEM ? r : fail(e, EXPORTER_ERROR_LOCAL, "cannot read drain %" PRId64
                                                        " from %s: %s", drains[k].id, e->store_path, strerror(-r));
@@ -572,15 +600,19 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
         batch_query_id(e, &drains[0], qid, sizeof(qid));
         /* its own id, under the same prefix: drains_stored waits for it too */
         snprintf(qid_drops, sizeof(qid_drops), "%s-drops", qid);
+        snprintf(qid_timeline, sizeof(qid_timeline), "%s-timeline", qid);
         /* stacks and frames first: a sample never names a stack ClickHouse
          * lacks; sending them again is harmless */
         if ((r = insert(e, "inserting frames", chbatch_insert_frames, chbatch_frames(e->batch), NULL)) < 0 ||
             (r = insert(e, "inserting stacks", chbatch_insert_stacks, chbatch_stacks(e->batch), NULL)) < 0)
                 return r;
-        /* from here on a failure may leave drops or samples stored; drops
-         * first (drains_stored) */
+        /* from here on a failure may leave drops, timeline or samples
+         * stored; samples last (drains_stored) */
         e->check_next = true;
         r = insert(e, "inserting drops", chbatch_insert_drops, chbatch_drops(e->batch), qid_drops);
+        if (r >= 0)
+                r = insert(e, "inserting the timeline", chbatch_insert_timeline, chbatch_timeline(e->batch),
+                           qid_timeline);
         if (r >= 0)
                 r = insert(e, "inserting samples", chbatch_insert_samples, chbatch_samples(e->batch), qid);
         if (r < 0)
@@ -608,6 +640,8 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
         e->status.exported_samples += chbatch_samples(e->batch).rows;
         e->status.exported_stacks += chbatch_stacks(e->batch).rows;
         e->status.exported_frames += chbatch_frames(e->batch).rows;
+        e->status.exported_timeline += chbatch_timeline(e->batch).rows;
+        e->status.timeline_unmatched += ticks.unmatched;
         e->status.already_stored += found;
         e->status.damaged_blocks += damaged;
         e->status.acknowledged_drain_id = drains[k - 1].id;

@@ -35,6 +35,8 @@ struct exporter_status {
         uint64_t backlog_oldest_ns; /* the oldest one's end, Unix-epoch ns; 0: none */
         uint64_t last_success_ns;   /* when ClickHouse last acknowledged a drain, Unix-epoch ns; 0: never */
         uint64_t exported_drains, exported_samples, exported_stacks, exported_frames;
+        uint64_t exported_timeline; /* timeline rows: on-CPU samples with their own time */
+        uint64_t timeline_unmatched; /* timeline samples naming no sample row of their drain: not sent */
         uint64_t bytes_sent;        /* request bodies */
         uint64_t already_stored;    /* drains found in ClickHouse when about to be sent again: not sent twice */
         uint64_t lost_by_retention; /* drains retention merged or deleted before they were acknowledged */

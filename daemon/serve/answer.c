@@ -10,6 +10,7 @@
 #include "macro.h"
 #include "quality-sum.h"
 #include "series.h"
+#include "timestamp.h"
 
 static const char *const kind_names[] = {
         [PROFD_KIND_CPU] = "cpu", [PROFD_KIND_OFFCPU] = "offcpu", [PROFD_KIND_WAKEUP] = "wakeup",
@@ -100,6 +101,81 @@ static int emit_error(const struct answer_context *ctx, const char *message) {
                          ctx->userdata);
 }
 
+/* The timeline's error: the window starts before what it holds. */
+static int emit_not_covered(const struct answer_context *ctx, uint64_t from_ns, uint64_t oldest_ns, bool empty) {
+        _cleanup_free_ char *msg = NULL;
+        char a[64], b[64];
+
+        if (empty)
+                msg = strdup("the timeline holds no samples yet (it fills as profd drains, every drain "
+                             "interval; profctl flush stores the samples held now)");
+        else if (asprintf(&msg, "the window starts at %s, before the oldest sample the timeline holds (%s): "
+                                "it has nothing earlier (its retention, timeline_retention and timeline_max_size, "
+                                "took it, or profd was not sampling); start the window at that time or later, or "
+                                "use profctl query, which falls back to whole drains",
+                          format_timestamp(a, sizeof(a), from_ns), format_timestamp(b, sizeof(b), oldest_ns)) < 0)
+                msg = NULL;
+        if (!msg)
+                return -ENOMEM;
+        return emit_error(ctx, msg);
+}
+
+/* A timeline answer: the stacks, then the samples with their times (in
+ * "samples" lines of up to TIMED_LINE_ENTRIES), then "end". */
+static int answer_timeline(const struct answer_context *ctx, const struct query_request *rq, struct store_query *q) {
+        _cleanup_(timed_set_done) struct timed_set set = {};
+        struct stackline_buf b = {};
+        struct stack_ctx sc = {
+                .ctx = ctx,
+                .style = { .collapse_kernel = !ctx->caller.privileged, .raw_names = rq->raw_names,
+                           .folded = rq->folded, .lines = rq->lines },
+        };
+        uint64_t oldest;
+        json_t *end, *report;
+        int r;
+
+        r = store_timeline_oldest(ctx->store, &oldest);
+        if (r == -ENOENT)
+                return emit_not_covered(ctx, q->from_ns, 0, true);
+        if (r < 0)
+                return r;
+        /* no start given: the default window (since 10m) reaches back as
+         * far as the timeline does, rather than failing on a young store */
+        if (!rq->have_since && !rq->have_from && q->from_ns < oldest && oldest <= q->to_ns)
+                q->from_ns = oldest;
+        if (q->from_ns < oldest)
+                return emit_not_covered(ctx, q->from_ns, oldest, false);
+        r = timed_set_init(&set, rq->max_samples);
+        if (r < 0)
+                return r;
+        r = store_query_timed(ctx->store, q, &set, emit_stack, &sc);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < set.n_entries; i += TIMED_LINE_ENTRIES) {
+                b.len = 0;
+                r = timed_line_append(&b, set.entries + i, MIN(set.n_entries - i, (size_t) TIMED_LINE_ENTRIES));
+                if (r >= 0)
+                        r = ctx->emit_text(b.data, b.len, ctx->userdata);
+        }
+        stackline_buf_done(&b);
+        if (r >= 0)
+                r = store_query_drops(ctx->store, q, add_drop, &sc.quality);
+        if (r < 0)
+                return r;
+        report = quality_to_json(&sc.quality);
+        if (!report)
+                return -ENOMEM;
+        end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", PROTO_KEY_TYPE, PROTO_TYPE_END,
+                        PROTO_KEY_KIND, kind_names[rq->kind], PROTO_KEY_WEIGHT_UNIT, kind_unit(rq->kind),
+                        PROTO_KEY_STACKS, (json_int_t) set.n_stacks, PROTO_KEY_TOTAL, (json_int_t) set.samples,
+                        PROTO_KEY_ENTRIES, (json_int_t) set.n_entries, PROTO_KEY_OMITTED, (json_int_t) set.omitted,
+                        PROTO_KEY_FROM_NS, (json_int_t) q->from_ns, PROTO_KEY_TO_NS, (json_int_t) q->to_ns,
+                        PROTO_KEY_OLDEST_NS, (json_int_t) oldest, PROTO_KEY_QUALITY, report);
+        if (end && set.omitted > 0)
+                json_object_set_new(end, PROTO_KEY_OMITTED_FROM_NS, json_integer((json_int_t) set.omitted_from_ns));
+        return ctx->emit(end, ctx->userdata);
+}
+
 int answer_request(const struct answer_context *ctx, const struct request *req) {
         const struct query_request *rq = &req->query;
         _cleanup_free_ char *error = NULL;
@@ -113,6 +189,8 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                 return emit_error(ctx, error);
         if (r < 0)
                 return r;
+        if (req->op == REQUEST_TIMELINE)
+                return answer_timeline(ctx, rq, &q);
         if (rq->last) {
                 r = store_last_drain(ctx->store, &q.drain_id, &q.from_ns, &q.to_ns);
                 if (r == -ENOENT)

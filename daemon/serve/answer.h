@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "request.h"
+#include "timed-samples.h"
 #include "protocol.h"
 #include "store.h"
 
@@ -32,10 +33,13 @@ struct answer_context {
          * as query.c does: text written directly, no jansson object per
          * frame; same userdata */
         int (*emit_stack)(const struct store_stack_out *stack, const struct stack_style *style, void *userdata);
+        /* writes whole lines of text made elsewhere (a timeline's "samples"
+         * lines, common/timed-samples.h); same userdata */
+        int (*emit_text)(const char *text, size_t n, void *userdata);
         void *userdata;
 };
 
-/* Answers a REQUEST_QUERY or REQUEST_SERIES request: every line, the last
+/* Answers a REQUEST_QUERY, REQUEST_SERIES or REQUEST_TIMELINE request: every line, the last
  * being "end" or, for a request that turns out unanswerable (an empty
  * window, too many points), "error". Returns 0, or a negative errno when the
  * store or emit failed (the caller then reports an internal error). */

@@ -238,6 +238,11 @@ static int job_emit_stack(const struct store_stack_out *stack, const struct stac
         return job_append(j, b->data, b->len);
 }
 
+/* A timeline's "samples" lines, already text */
+static int job_emit_text(const char *text, size_t n, void *userdata) {
+        return job_append(userdata, text, n);
+}
+
 /* The queue's ops->run, on a worker thread: the answer, into the job's
  * buffer; then the job goes back to the loop. */
 static void query_run(workqueue_item *item, void *thread_data, void *userdata) {
@@ -254,6 +259,7 @@ static void query_run(workqueue_item *item, void *thread_data, void *userdata) {
                         .caller = j->caller,
                         .emit = job_emit,
                         .emit_stack = job_emit_stack,
+                        .emit_text = job_emit_text,
                         .userdata = j,
                 };
                 r = answer_request(&ctx, &j->req);

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macro.h"
 #include "sample-blocks.h"
+#include "timeline-pack.h"
 #include "store-private.h"
 
 /* Runs sql with its parameters bound: ?1 the text when not NULL, then the
@@ -118,10 +119,12 @@ out:
         return r;
 }
 
-/* The process and kind of an outbox row: columns 0-8 of both queries
- * below (p.pid ... p.container, kind). */
+/* The process and kind of an outbox row: columns 0-9 of both queries
+ * below (p.pid ... p.container, kind, p.id). */
+#define OUTBOX_PROCESS_COLUMNS 10
 static struct store_outbox_sample outbox_process_columns(sqlite3_stmt *st) {
         return (struct store_outbox_sample) {
+                .process_id = sqlite3_column_int64(st, 9),
                 .pid = (uint32_t) sqlite3_column_int64(st, 0),
                 .process_start_ns = (uint64_t) sqlite3_column_int64(st, 1),
                 .comm = (const char *) sqlite3_column_text(st, 2),
@@ -180,7 +183,7 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
         /* the blocks holding the drain: its own, or its span's (schema 9),
          * whose entries of other drains are skipped */
         rc = sqlite3_prepare_v2(s->d.handle, "SELECT p.pid, p.start_ns, p.comm, p.exe, p.uid, p.cgroup, p.unit, p.container, "
-                                       "b.kind, " SAMPLE_BLOCK_COLUMNS ", ?1 - b.drain_id "
+                                       "b.kind, p.id, " SAMPLE_BLOCK_COLUMNS ", ?1 - b.drain_id "
                                        "FROM sample_blocks b JOIN processes p ON p.id = b.process_id "
                                        "WHERE b.drain_id = (SELECT coalesce(span, id) FROM drains WHERE id = ?1)",
                                 -1, &st, NULL);
@@ -190,10 +193,10 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
         }
         sqlite3_bind_int64(st, 1, drain_id);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t span = sqlite3_column_int64(st, 9 + SAMPLE_BLOCK_N_COLUMNS);
+                int64_t span = sqlite3_column_int64(st, OUTBOX_PROCESS_COLUMNS + SAMPLE_BLOCK_N_COLUMNS);
                 struct sample_block b;
 
-                if (sample_block_from_row(st, 9, &b) < 0) {
+                if (sample_block_from_row(st, OUTBOX_PROCESS_COLUMNS, &b) < 0) {
                         /* unreadable: skipped, as queries do, rather than
                          * holding the export at this drain until retention
                          * drops the block */
@@ -234,7 +237,7 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
                 goto out;
         sqlite3_finalize(st);
         rc = sqlite3_prepare_v2(s->d.handle, "SELECT p.pid, p.start_ns, p.comm, p.exe, p.uid, p.cgroup, p.unit, p.container, "
-                                       "s.kind, s.tid, s.cgroup_id, s.state, s.peer_tid, s.stack_id, s.value "
+                                       "s.kind, p.id, s.tid, s.cgroup_id, s.state, s.peer_tid, s.stack_id, s.value "
                                        "FROM samples_v7 s JOIN processes p ON p.id = s.process_id WHERE s.drain_id = ?1",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK) {
@@ -246,12 +249,12 @@ int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 struct store_outbox_sample smp = outbox_process_columns(st);
 
-                smp.tid = (uint32_t) sqlite3_column_int64(st, 9);
-                smp.cgroup_id = (uint64_t) sqlite3_column_int64(st, 10);
-                smp.state = (uint8_t) sqlite3_column_int(st, 11);
-                smp.peer_tid = (uint32_t) sqlite3_column_int64(st, 12);
-                smp.stack_id = sqlite3_column_int64(st, 13);
-                smp.value = (uint64_t) sqlite3_column_int64(st, 14);
+                smp.tid = (uint32_t) sqlite3_column_int64(st, 10);
+                smp.cgroup_id = (uint64_t) sqlite3_column_int64(st, 11);
+                smp.state = (uint8_t) sqlite3_column_int(st, 12);
+                smp.peer_tid = (uint32_t) sqlite3_column_int64(st, 13);
+                smp.stack_id = sqlite3_column_int64(st, 14);
+                smp.value = (uint64_t) sqlite3_column_int64(st, 15);
                 r = outbox_send(s, &smp, &sb, fn, userdata);
                 if (r < 0)
                         goto out;
@@ -262,6 +265,60 @@ out:
         free(sb.out);
         sqlite3_finalize(st);
         store_query_location_cache_done(s, sb.cache);
+        (void) db_exec(&s->d, "COMMIT");
+        return r;
+}
+
+int store_outbox_timeline(store *s, int64_t drain_id, store_outbox_tick_fn fn, void *userdata,
+                          uint64_t *ret_damaged) {
+        _cleanup_(timeline_block_done) struct timeline_block b = {};
+        sqlite3_stmt *st = NULL;
+        uint64_t start_ns;
+        int rc, r;
+
+        if ((r = db_exec(&s->d, "BEGIN")) < 0)
+                return r;
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT start_ns, data FROM timeline_blocks WHERE drain_id = ?1", -1, &st,
+                                NULL);
+        if (rc != SQLITE_OK) {
+                r = db_fail(&s->d, rc, "outbox timeline");
+                goto out;
+        }
+        sqlite3_bind_int64(st, 1, drain_id);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                goto out; /* none */
+        if (rc != SQLITE_ROW) {
+                r = db_fail(&s->d, rc, "outbox timeline");
+                goto out;
+        }
+        start_ns = (uint64_t) sqlite3_column_int64(st, 0);
+        r = timeline_unpack(sqlite3_column_blob(st, 1), (size_t) sqlite3_column_bytes(st, 1), &b);
+        if (r == -EBADMSG) {
+                log_error("Store %s: the timeline of drain %" PRId64 " is damaged: its samples' times are not "
+                          "exported (damaged_blocks in the export's status).", s->path, drain_id);
+                if (ret_damaged)
+                        (*ret_damaged)++;
+                r = 0;
+                goto out;
+        }
+        if (r < 0)
+                goto out;
+        for (size_t i = 0; i < b.n_samples; i++) {
+                const struct timeline_key *k = &b.keys[b.samples[i].key];
+                struct store_outbox_tick t = {
+                        .time_ns = start_ns + b.samples[i].time_us * NSEC_PER_USEC,
+                        .process_id = k->process_id,
+                        .stack_id = k->stack_id,
+                        .tid = k->tid,
+                };
+
+                r = fn(&t, userdata);
+                if (r < 0)
+                        goto out;
+        }
+out:
+        sqlite3_finalize(st);
         (void) db_exec(&s->d, "COMMIT");
         return r;
 }

@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "sample-blocks.h"
 #include "store-private.h"
+#include "timed-samples.h"
 #include "timeline-pack.h"
 
 enum {
@@ -802,15 +803,21 @@ static int timeline_proc_get(store *s, sqlite3_stmt *pst, const struct store_que
         return 0;
 }
 
-/* The sums of a cpu query from the timeline: each sample whose own time
- * is in [from_ns, to_ns] counts 1 for its (group, stack), where its
- * process passes the filters and its thread the tid filter. */
-static int query_stacks_timeline(store *s, const struct store_query *q, struct stack_sums *a) {
-        _cleanup_stmt_ sqlite3_stmt *name_st = NULL;
+/* Called by timeline_scan for each sample of the window that passes the
+ * query's filters, with its time, key and process. */
+typedef int (*timeline_sample_fn)(uint64_t at_ns, const struct timeline_key *k, struct timeline_proc *tp,
+                                  void *userdata);
+
+/* Each on-CPU sample the timeline holds whose own time is in [from_ns,
+ * to_ns], where its process passes the filters and its thread the tid
+ * filter, to fn: blocks in the order of their end, each block's samples in
+ * time order. a: the answer's group names (NULL without a group). */
+static int timeline_scan(store *s, const struct store_query *q, struct stack_sums *a, timeline_sample_fn fn,
+                         void *userdata) {
         struct sql_text t = {};
         sqlite3_stmt *bst = NULL, *pst = NULL;
         hashmap *procs = hashmap_new_u64();
-        int rc, r = procs ? 0 : -ENOMEM;
+        int rc = SQLITE_DONE, r = procs ? 0 : -ENOMEM;
 
         switch (q->group) {
         case STORE_GROUP_PROCESS:
@@ -830,17 +837,13 @@ static int query_stacks_timeline(store *s, const struct store_query *q, struct s
         if (r >= 0)
                 r = query_prepare(s, &t, q, &pst);
         free(t.buf);
-        if (r >= 0 && q->group == STORE_GROUP_THREAD) {
-                rc = sqlite3_prepare_v2(s->d.handle, "SELECT comm FROM threads WHERE process_id = ?1 AND tid = ?2", -1,
-                                        &name_st, NULL);
-                if (rc != SQLITE_OK)
-                        r = db_fail(&s->d, rc, "preparing the query");
-        }
         if (r >= 0) {
                 /* blocks end by their last sample: those ending before the
-                 * window hold none of it (timeline_blocks_end) */
+                 * window hold none of it (timeline_blocks_end, which also
+                 * gives their order) */
                 rc = sqlite3_prepare_v2(s->d.handle, "SELECT drain_id, start_ns, data FROM timeline_blocks "
-                                                     "WHERE end_ns >= ?1 AND start_ns <= ?2", -1, &bst, NULL);
+                                                     "WHERE end_ns >= ?1 AND start_ns <= ?2 ORDER BY end_ns",
+                                        -1, &bst, NULL);
                 if (rc != SQLITE_OK)
                         r = db_fail(&s->d, rc, "preparing the query");
                 else {
@@ -863,18 +866,13 @@ static int query_stacks_timeline(store *s, const struct store_query *q, struct s
                         uint64_t at = start + b.samples[i].time_us * 1000;
                         const struct timeline_key *k = &b.keys[b.samples[i].key];
                         struct timeline_proc *tp;
-                        uint32_t group;
 
                         if (at < q->from_ns || at > q->to_ns || (q->tid && k->tid != q->tid))
                                 continue;
                         r = timeline_proc_get(s, pst, q, a, procs, k->process_id, &tp);
                         if (r < 0 || !tp->keep)
                                 continue;
-                        group = tp->group;
-                        if (q->group == STORE_GROUP_THREAD)
-                                r = thread_group(s, a, name_st, k->process_id, k->tid, tp->comm, &group);
-                        if (r >= 0)
-                                r = stack_sums_add(a, group, k->stack_id, 1);
+                        r = fn(at, k, tp, userdata);
                 }
                 timeline_block_done(&b);
         }
@@ -894,6 +892,95 @@ static int query_stacks_timeline(store *s, const struct store_query *q, struct s
                 }
                 hashmap_free(procs);
         }
+        return r;
+}
+
+struct timeline_sums {
+        store *s;
+        struct stack_sums *a;
+        sqlite3_stmt *name_st;
+};
+
+static int timeline_sum_sample(uint64_t at_ns _unused_, const struct timeline_key *k, struct timeline_proc *tp,
+                               void *userdata) {
+        struct timeline_sums *ts = userdata;
+        uint32_t group = tp->group;
+        int r;
+
+        if (ts->name_st) {
+                r = thread_group(ts->s, ts->a, ts->name_st, k->process_id, k->tid, tp->comm, &group);
+                if (r < 0)
+                        return r;
+        }
+        return stack_sums_add(ts->a, group, k->stack_id, 1);
+}
+
+/* The sums of a cpu query from the timeline: each sample whose own time
+ * is in [from_ns, to_ns] counts 1 for its (group, stack), where its
+ * process passes the filters and its thread the tid filter. */
+static int query_stacks_timeline(store *s, const struct store_query *q, struct stack_sums *a) {
+        _cleanup_stmt_ sqlite3_stmt *name_st = NULL;
+        int rc;
+
+        if (q->group == STORE_GROUP_THREAD) {
+                rc = sqlite3_prepare_v2(s->d.handle, "SELECT comm FROM threads WHERE process_id = ?1 AND tid = ?2", -1,
+                                        &name_st, NULL);
+                if (rc != SQLITE_OK)
+                        return db_fail(&s->d, rc, "preparing the query");
+        }
+        return timeline_scan(s, q, a, timeline_sum_sample, &(struct timeline_sums) { s, a, name_st });
+}
+
+int store_timeline_oldest(store *s, uint64_t *ret_ns) {
+        int64_t oldest;
+        int r;
+
+        /* the oldest block's start, through the index on end_ns: retention
+         * deletes the oldest first, so the timeline holds all after it */
+        r = db_query_i64(&s->d, "SELECT start_ns FROM timeline_blocks ORDER BY end_ns LIMIT 1", NULL, 0, -1, &oldest);
+        if (r < 0)
+                return r;
+        if (oldest < 0)
+                return -ENOENT;
+        *ret_ns = (uint64_t) oldest;
+        return 0;
+}
+
+static int timed_add_sample(uint64_t at_ns, const struct timeline_key *k, struct timeline_proc *tp _unused_,
+                            void *userdata) {
+        return timed_set_add(userdata, at_ns, k->stack_id);
+}
+
+int store_query_timed(store *s, const struct store_query *q, struct timed_set *set, store_stack_fn fn,
+                      void *userdata) {
+        struct store_frame_out *out = NULL;
+        size_t out_cap = 0;
+        hashmap *cache;
+        int r;
+
+        if (q->group != STORE_GROUP_NONE || q->kind != 0 || q->drain_id != 0) /* PROFD_KIND_CPU */
+                return -EINVAL;
+        /* one read transaction (begun here on a reader) for the samples
+         * and their stacks: retention cannot take a stack in between */
+        cache = store_query_location_cache(s);
+        if (!cache)
+                return -ENOMEM;
+        r = timeline_scan(s, q, NULL, timed_add_sample, set);
+        if (r >= 0)
+                timed_set_finish(set);
+        for (size_t i = 0; r >= 0 && i < set->n_stacks; i++) {
+                struct store_stack_out so = { .value = set->stack_values[i] };
+
+                r = store_stack_frames(s, set->stack_ids[i], cache, &out, &out_cap, &so.n_frames, &so.user_end);
+                if (r < 0)
+                        break;
+                so.frames = out;
+                r = fn(&so, userdata);
+        }
+        store_query_location_cache_done(s, cache);
+        if (s->read->keep_locations && !sqlite3_get_autocommit(s->d.handle))
+                (void) db_exec(&s->d, "COMMIT");
+        free(out);
         return r;
 }
 

@@ -227,6 +227,23 @@ typedef int (*store_stack_fn)(const struct store_stack_out *stack, void *userdat
 int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn, void *userdata,
                        uint64_t *ret_total, uint64_t *ret_stacks);
 
+/* The start of the oldest sample the timeline holds (it holds every one
+ * after). Returns 0, -ENOENT when it holds none, or a negative errno. */
+int store_timeline_oldest(store *s, uint64_t *ret_ns);
+
+struct timed_set;
+
+/* The on-CPU samples of q's window with their own times (a timeline
+ * answer, common/timed-samples.h): every sample the timeline holds in
+ * [from_ns, to_ns] that passes q's filters and tid goes into set (which
+ * keeps up to its cap and counts the rest; then sorted), then fn is called
+ * for each of the set's stacks in index order, value its samples kept. q
+ * must be a cpu window without a group; q->timeline is not read (the
+ * caller checks store_timeline_oldest). One read transaction. Returns 0,
+ * -EINVAL for another query, or a negative errno (fn's included). */
+int store_query_timed(store *s, const struct store_query *q, struct timed_set *set, store_stack_fn fn,
+                      void *userdata);
+
 /* Called, in time order, for each drain with matching samples: the drain's
  * bucket, the sum of its matching values, and the part of it whose stacks
  * are complete (user_end 0). */
@@ -334,6 +351,7 @@ int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_ou
  * Strings and frames are valid during the callback only; NULL strings are
  * unknown (NULL in the store). */
 struct store_outbox_sample {
+        int64_t process_id;        /* the store's processes.id: what a timeline's tick names (below) */
         uint32_t pid;
         uint64_t process_start_ns; /* boot-time ns */
         const char *comm, *exe, *cgroup, *unit, *container;
@@ -362,6 +380,27 @@ typedef int (*store_outbox_sample_fn)(const struct store_outbox_sample *smp, voi
  * negative errno. */
 int store_outbox_samples(store *s, int64_t drain_id, store_outbox_sample_fn fn, void *userdata,
                          uint64_t *ret_damaged);
+
+/* One on-CPU sample of a drain's timeline (schema 11), as exported: when
+ * it was taken, and the stored sample row it is one of (the process and
+ * stack ids of a store_outbox_sample of the same drain, kind cpu, and its
+ * thread). */
+struct store_outbox_tick {
+        uint64_t time_ns;          /* Unix-epoch ns, to the µs */
+        int64_t process_id, stack_id;
+        uint32_t tid;
+};
+
+/* Returning a negative errno stops store_outbox_timeline and is passed on. */
+typedef int (*store_outbox_tick_fn)(const struct store_outbox_tick *t, void *userdata);
+
+/* Calls fn for every sample of drain_id's timeline, in time order, in one
+ * read transaction. None when the drain has no timeline (timed samples
+ * were off, or timeline_retention took it). A damaged timeline is logged,
+ * counted in *ret_damaged if not NULL, and skipped. Returns 0 or a
+ * negative errno (fn's included). */
+int store_outbox_timeline(store *s, int64_t drain_id, store_outbox_tick_fn fn, void *userdata,
+                          uint64_t *ret_damaged);
 
 /* Calls fn for every drop counter (reason, count) of drain_id, as
  * store_query_drops does for a window. Returns 0 or a negative errno

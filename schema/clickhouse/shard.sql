@@ -1,6 +1,7 @@
--- profd's fleet tables in ClickHouse (18.16 and later), version 2: what every
+-- profd's fleet tables in ClickHouse (18.16 and later), version 3: what every
 -- shard holds. Run on each shard once (profctl --clickhouse URL init does);
--- a version-1 shard is upgraded in place by upgrade.sql.
+-- a version-1 shard is upgraded in place by upgrade.sql, a version-2 one by
+-- the CREATE TABLE IF NOT EXISTS of the table version 3 added (timeline).
 -- Statements end with ';' at the end of a line; '--' comments only.
 -- docs/clickhouse.md describes every column and why.
 
@@ -102,6 +103,36 @@ CREATE TABLE IF NOT EXISTS profd.drops_local (
 PARTITION BY day
 ORDER BY (host, time);
 
+-- The timeline (version 3): one row per on-CPU sample whose own time the
+-- host's store kept (its timeline_blocks, schema 11), for heatmaps and
+-- windows finer than a drain. The sample is one of the drain's rows of
+-- profd.samples (kind 0): the same process columns, thread and stack.
+-- Inserted as one block per batch, before its samples; profd looks (host,
+-- drain_end) up here as in samples before sending a drain's timeline
+-- again. t is Unix-epoch ns, to the µs the store keeps; time is t in
+-- seconds (windows, sort order); day is the drain's, as in samples, so a
+-- day's partitions of every table go together.
+CREATE TABLE IF NOT EXISTS profd.timeline_local (
+        host String,
+        drain_start UInt64,
+        drain_end UInt64,
+        day Date,
+        t UInt64,
+        time DateTime,
+        pid UInt32,
+        process_start UInt64,
+        comm String,
+        exe String,
+        uid Int64,
+        cgroup String,
+        unit String,
+        container String,
+        tid UInt32,
+        stack UInt64                    -- stacks.id
+) ENGINE = MergeTree
+PARTITION BY day
+ORDER BY (host, time);
+
 -- Last: a version row says every table above is there (profctl's init
 -- inserts it after cluster.sql and upgrade.sql).
-INSERT INTO profd.schema_version (version) VALUES (2);
+INSERT INTO profd.schema_version (version) VALUES (3);

@@ -129,6 +129,34 @@ def test_each_caller_sees_what_is_theirs():
         adm_all = query_as(ADMIN, d, "--kind", "offcpu")
         assert any(len([f for f in s["frames"] if f["kernel"]]) > 1 for s in adm_all["stacks"])
 
+        # the heatmap's timeline answer follows the same rules: the user's
+        # own samples, all of them, none of root's, kernel frames collapsed
+        cpu_split = os.path.join(STATE["bin"], "cpu_split")
+        mine = as_user(USER, cpu_split, "1")
+        assert mine.returncode == 0, mine.stderr
+        user_cpu = json.loads(mine.stdout)["pid"]
+        root_cpu = json.loads(subprocess.run([cpu_split, "1"], capture_output=True, text=True, check=True).stdout)["pid"]
+        d.profctl("flush")
+
+        def heatmap_as(user, *args):
+            r = profctl_as(user, d, "heatmap", "--json", *args)
+            assert r.returncode == 0, f"heatmap as {user}: {r.stderr}"
+            return json.loads(r.stdout)
+        as_root = json.loads(d.profctl("heatmap", "--json", "--pid", str(user_cpu)).stdout)
+        own_hm = heatmap_as(USER, "--pid", str(user_cpu))
+        other_hm = heatmap_as(USER, "--pid", str(root_cpu))
+        print(f"  heatmap: the user sees {own_hm['total']} samples of their process (root sees "
+              f"{as_root['total']}), {other_hm['total']} of root's")
+        assert own_hm["total"] > 0 and own_hm["total"] == as_root["total"], (own_hm["total"], as_root["total"])
+        assert other_hm["total"] == 0, "the user's heatmap shows root's process"
+        r = profctl_as(USER, d, "heatmap", "--format", "html")
+        assert r.returncode == 0, r.stderr
+        stacks = json.loads(r.stdout.split('id="heatmap-data">', 1)[1].split("</script>", 1)[0])["stacks"]
+        assert any("spin_alpha" in s for s in stacks), stacks
+        for s in stacks:
+            kernel = [f for f in s.split(";") if f.endswith("_[k]")]
+            assert kernel in ([], ["[kernel]_[k]"]), f"kernel frames reached a user: {s}"
+
         # a user outside the socket's group cannot even connect
         r = profctl_as(OUTSIDER, d, "status")
         assert r.returncode == 1 and "Permission denied" in r.stderr, (r.returncode, r.stderr)

@@ -150,11 +150,36 @@ def assert_drops_exactly_once(p, host):
     return len(local)
 
 
+def assert_timeline_exactly_once(p, host):
+    """Every drain's timeline (each on-CPU sample's own time) is in
+    profd.timeline once: as many rows, its first and last times the
+    store's, each row's stack one of the host's cpu sample rows."""
+    db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+    try:
+        # the blob keeps µs (timeline-pack.h), end_ns the last sample's ns
+        local = {end: (n, t0, t1 // 1000 * 1000) for end, n, t0, t1 in db.execute(
+            "SELECT d.end_ns, t.n, t.start_ns, t.end_ns FROM timeline_blocks t JOIN drains d ON d.id = t.drain_id "
+            "WHERE d.resolution_ns = 0 AND d.id <= ? AND t.n > 0", (p.upto[0],))}
+    finally:
+        db.close()
+    out = CH.query(f"SELECT drain_end, count(), min(t), max(t) FROM profd.timeline WHERE host = '{host}' "
+                   f"AND drain_end <= {p.upto[1]} GROUP BY drain_end FORMAT TabSeparated")
+    remote = {e: (n, t0, t1) for e, n, t0, t1 in (map(int, line.split("\t")) for line in out.splitlines())}
+    differ = sorted(e for e in set(local) | set(remote) if local.get(e) != remote.get(e))
+    assert not differ, (f"{host}: timelines of {len(local)} drains stored, {len(remote)} in ClickHouse; "
+                        f"(samples, first, last) differ: {[(e, local.get(e), remote.get(e)) for e in differ[:5]]}")
+    strays = CH.query(f"SELECT count() FROM profd.timeline WHERE host = '{host}' AND stack GLOBAL NOT IN "
+                      f"(SELECT stack FROM profd.samples WHERE host = '{host}' AND kind = 0)").strip()
+    assert strays == "0", f"{host}: {strays} timeline rows name a stack no cpu sample row of the host has"
+    return sum(n for n, _, _ in local.values())
+
+
 def assert_exactly_once(p, host):
     """Every drain of the store is in ClickHouse once, with the same rows
-    and values, and the same drop counters; ClickHouse has nothing else for
-    host."""
+    and values, the same drop counters and the same timeline; ClickHouse
+    has nothing else for host."""
     assert_drops_exactly_once(p, host)
+    assert_timeline_exactly_once(p, host)
     local, remote = local_drains(p), clickhouse_drains(host, p.upto[1])
     assert local, "the store holds no samples"
     missing = sorted(set(local) - set(remote))
@@ -270,6 +295,8 @@ def test_three_hosts_export_exactly_what_they_stored():
         for h, p in zip(hosts, profds):
             n = assert_exactly_once(p, h)
             assert n >= 3, f"{h}: only {n} drains with samples"
+            ticks = assert_timeline_exactly_once(p, h)
+            assert ticks > 0, f"{h}: no timeline exported"
             for kind in ("cpu", "offcpu", "wakeup"):
                 ls, lt = local_stacks(p, kind, t_from, t_to)
                 rs, rt = clickhouse_stacks(h, kind, t_from, t_to)
@@ -279,6 +306,8 @@ def test_three_hosts_export_exactly_what_they_stored():
                 assert lt > 0 or kind != "cpu", f"{h}: no cpu samples in the window"
             e, _ = export_status(p)
             assert e["errors"] == {k: 0 for k in e["errors"]}, f"{h}: errors {e['errors']}"
+            assert e["exported_timeline"] >= ticks and e["timeline_unmatched"] == 0, \
+                f"{h}: {ticks} timeline samples stored, status {e}"
         # both shards hold samples, each host on one of them
         per_shard = [s.query("SELECT DISTINCT host FROM profd.samples_local FORMAT TabSeparated").split()
                      for s in CH.servers]
@@ -502,11 +531,11 @@ def test_other_schema_version_is_refused_and_profiling_goes_on():
     entry.query("INSERT INTO profd.schema_version (version) VALUES (99)")
     try:
         p = start_profd("schema-host")
-        check_bad_config(p, "schema", ["schema version 99", "exports version 2"])
+        check_bad_config(p, "schema", ["schema version 99", "exports version 3"])
         assert CH.query("SELECT count() FROM profd.samples WHERE host = 'schema-host'").strip() == "0"
     finally:
         entry.query("TRUNCATE TABLE profd.schema_version")
-        entry.query("INSERT INTO profd.schema_version (version) VALUES (2)")
+        entry.query("INSERT INTO profd.schema_version (version) VALUES (3)")
 
 
 def main():

@@ -240,6 +240,18 @@ def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
         print(f"  B with C running: {100 * share:.1f}% of {n} samples reach a root frame")
         assert b.running(), "B ended before the test was done with it"
         assert share >= ROOT_SHARE, f"B lost its tables to C: {100 * share:.1f}% complete, {trunc}"
+
+        # the status text tells both counts, as the JSON (one answer each;
+        # the counts only grow, so the text's lie between two JSON reads)
+        u1 = unwind(d)
+        text = d.profctl("status").stdout
+        u2 = unwind(d)
+        m = re.search(r"tables evicted for room: (\d+) unused, (\d+) of live processes not sampled lately; "
+                      r"left without room: (\d+) not built, (\d+) sampled", text)
+        assert m, f"status text has no eviction counts:\n{text}"
+        for got, key in zip(m.groups(), ("tables_evicted", "tables_evicted_cold", "tables_no_room", "tables_kept_hot")):
+            assert u1[key] <= int(got) <= u2[key], f"status text says {got} {key}, JSON {u1[key]}..{u2[key]}"
+        assert int(m.group(2)) > 0 and int(m.group(4)) > 0, f"the text's counts are zero: {m.group(0)}"
     finally:
         for c in compilers:
             c.end()

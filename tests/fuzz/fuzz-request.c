@@ -7,6 +7,7 @@
 #include "../../bpf/profd.h"
 #include "fuzz.h"
 #include "request.h"
+#include "timed-samples.h"
 
 /* The bits parse_states may set: one per ps(1) letter it knows. */
 #define STATE_BITS_KNOWN                                                         \
@@ -31,8 +32,8 @@ static void check_accepted(const struct request *r) {
         int ret;
 
         FUZZ_CHECK(r->op == REQUEST_STATUS || r->op == REQUEST_FLUSH || r->op == REQUEST_QUERY ||
-                   r->op == REQUEST_SERIES);
-        if (r->op != REQUEST_QUERY && r->op != REQUEST_SERIES) {
+                   r->op == REQUEST_SERIES || r->op == REQUEST_TIMELINE);
+        if (r->op != REQUEST_QUERY && r->op != REQUEST_SERIES && r->op != REQUEST_TIMELINE) {
                 FUZZ_CHECK(q->comm == NULL && q->pid == 0 && q->state_mask == 0 && q->exe == NULL &&
                            q->cgroup == NULL && q->unit == NULL && q->container == NULL);
                 return;
@@ -76,6 +77,13 @@ static void check_accepted(const struct request *r) {
                            (q->step_ns == 0 || q->step_ns >= REQUEST_STEP_MIN_NS));
         else
                 FUZZ_CHECK(q->step_ns == 0);
+        /* a timeline: on-CPU samples of a window, by their own time, at
+         * most the cap */
+        if (r->op == REQUEST_TIMELINE)
+                FUZZ_CHECK(q->kind == PROFD_KIND_CPU && !q->last && !q->by_drains && q->group == STORE_GROUP_NONE &&
+                           q->max_samples <= TIMED_MAX_SAMPLES);
+        else
+                FUZZ_CHECK(q->max_samples == 0);
         /* resolving the window against a fixed "now" either gives an
          * ordered window or says why not */
         if (!q->last) {

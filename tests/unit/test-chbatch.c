@@ -248,6 +248,63 @@ static void test_batches(void) {
         chbatch_free(batch);
 }
 
+/* The timeline (version 3): a row per sample with its own time, the
+ * process columns and stack of the drain's sample row it is one of; a
+ * tick naming no row of the drain is refused, not sent with a stack
+ * ClickHouse lacks; each drain names its own rows. */
+static void test_timeline(void) {
+        struct store_frame_out two[2] = { frame_main, frame_kernel };
+        struct store_outbox_sample a = sample(7, two, 2, 2), c = sample(9, two, 1, 1);
+        struct store_outbox_tick t1 = { .time_ns = DAY1 - 9 * S + 123456000, .process_id = 3, .stack_id = 7, .tid = 1235 },
+                                 t2 = { .time_ns = DAY1 - 2 * S, .process_id = 4, .stack_id = 9, .tid = 99 };
+        char expected[512];
+        chbatch *batch;
+
+        a.process_id = 3;
+        a.kind = c.kind = 0;
+        c.process_id = 4;
+        c.pid = 4321;
+        c.have_uid = false;
+        c.unit = "web.service";
+        CHECK_INT_EQ(chbatch_new(&batch), 0);
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t1), -EINVAL); /* no drain yet */
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 10 * S, DAY1), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t1), -ENOENT); /* its sample row is not there yet */
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_add(batch, &c), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t1), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t2), 0);
+        t2.stack_id = 8; /* no row of the drain has it */
+        CHECK_INT_EQ(chbatch_tick(batch, &t2), -ENOENT);
+        CHECK_INT_EQ(chbatch_timeline(batch).rows, 2);
+        CHECK_INT_EQ(count_lines(chbatch_timeline(batch).data, chbatch_timeline(batch).len), 2);
+        snprintf(expected, sizeof(expected),
+                 "web-1\t%llu\t%llu\t2025-11-24\t%llu\t1763999991\t1234\t5678\tapp\\tx\t/usr/bin/app\t1000\t"
+                 "/a.slice\t\t\t1235\t%llu\n"
+                 "web-1\t%llu\t%llu\t2025-11-24\t%llu\t1763999998\t4321\t5678\tapp\\tx\t/usr/bin/app\t-1\t"
+                 "/a.slice\tweb.service\t\t99\t%llu\n",
+                 (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1, (unsigned long long) t1.time_ns,
+                 0xbff609ec45934f1cULL, (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1,
+                 (unsigned long long) t2.time_ns, (unsigned long long) chbatch_stack_id((uint64_t[]) {
+                         chbatch_frame_id(&frame_main) }, 1, 0));
+        CHECK_STR_EQ(chbatch_timeline(batch).data, expected);
+        CHECK(strstr(chbatch_insert_timeline, "profd.timeline (host, drain_start, drain_end, day, t, time, pid, "
+                                              "process_start, comm, exe, uid, cgroup, unit, container, tid, stack)") !=
+              NULL);
+
+        /* the next drain names its own rows: the last one's are gone */
+        t2.stack_id = 9;
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1, DAY1 + S), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t2), -ENOENT);
+        CHECK_INT_EQ(chbatch_timeline(batch).rows, 2);
+        /* a new batch starts without the last one's rows */
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_timeline(batch).rows, 0);
+        CHECK_INT_EQ(chbatch_timeline(batch).len, 0);
+        chbatch_free(batch);
+}
+
 /* A CPython frame goes to ClickHouse as every frame does: qualname,
  * module and file the .py file, its "python-" build_id (what tells fleet
  * answers it is Python: common/protocol.h), address and line the line.
@@ -299,6 +356,7 @@ int main(void) {
         test_ids_are_fixed_by_content();
         test_days();
         test_batches();
+        test_timeline();
         test_python_frames_are_exported_whole();
         test_clickhouse_errors();
         TESTS_DONE();

@@ -136,6 +136,64 @@ static void test_series_request(void) {
         request_done(&r);
 }
 
+/* A timeline request: the filters and window of a query, format, lines,
+ * raw_names and max_samples; nothing that needs drains or blocked time. */
+static void test_timeline_request(void) {
+        static const struct {
+                const char *line, *message;
+        } bad[] = {
+                { "{\"op\":\"timeline\",\"kind\":\"offcpu\"}", "kind 'offcpu': the timeline holds on-CPU samples only; "
+                                                            "off-CPU blocks do not keep their start and end times yet" },
+                { "{\"op\":\"timeline\",\"kind\":\"wakeup\"}", "kind 'wakeup': the timeline holds on-CPU samples only" },
+                { "{\"op\":\"timeline\",\"last\":true}", "field 'last' (the most recent drain) applies to query" },
+                { "{\"op\":\"timeline\",\"by_drains\":true}", "field 'by_drains' applies to query" },
+                { "{\"op\":\"timeline\",\"group\":\"process\"}", "unknown field 'group' in timeline request" },
+                { "{\"op\":\"timeline\",\"step\":\"1s\"}", "unknown field 'step' in timeline request" },
+                { "{\"op\":\"timeline\",\"max_samples\":0}", "'max_samples': 0 is not a sample count from 1 to 1000000" },
+                { "{\"op\":\"timeline\",\"max_samples\":1000001}", "is not a sample count" },
+                { "{\"op\":\"timeline\",\"max_samples\":\"5\"}", "'max_samples' must be an integer" },
+                { "{\"op\":\"query\",\"max_samples\":5}", "unknown field 'max_samples' in query request" },
+                { "{\"op\":\"timeline\",\"since\":\"1m\",\"until\":\"2m\"}", "empty window" },
+        };
+        struct request r;
+        char *err = NULL;
+
+        CHECK_INT_EQ(parse("{\"op\":\"timeline\",\"from\":\"2026-12-02T10:00:00.25Z\",\"to\":\"2026-12-02T10:00:03Z\","
+                           "\"pid\":42,\"comm\":\"bursts\",\"format\":\"folded\",\"max_samples\":7}", &r, &err), 0);
+        CHECK_INT_EQ(r.op, REQUEST_TIMELINE);
+        CHECK_INT_EQ(r.query.kind, PROFD_KIND_CPU);
+        CHECK(r.query.have_from && r.query.from.absolute);
+        CHECK_INT_EQ(r.query.from.ns, 1796205600250000000ULL);
+        CHECK_INT_EQ(r.query.to.ns, 1796205603000000000ULL);
+        CHECK_INT_EQ(r.query.pid, 42);
+        CHECK_STR_EQ(r.query.comm, "bursts");
+        CHECK(r.query.folded);
+        CHECK_INT_EQ(r.query.max_samples, 7);
+        CHECK(!r.query.have_since);
+        request_done(&r);
+        /* defaults: the whole cap, since 10m not given (so clipped to
+         * what the timeline holds) */
+        CHECK_INT_EQ(parse("{\"op\":\"timeline\"}", &r, &err), 0);
+        CHECK_INT_EQ(r.query.max_samples, 0);
+        CHECK(!r.query.have_since);
+        request_done(&r);
+        CHECK_INT_EQ(parse("{\"op\":\"timeline\",\"since\":\"30s\"}", &r, &err), 0);
+        CHECK(r.query.have_since);
+        request_done(&r);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                int ret = parse(bad[i].line, &r, &err);
+
+                CHECK_INT_EQ(ret, -EINVAL);
+                if (!err || !strstr(err, bad[i].message)) {
+                        fprintf(stderr, "request %s: error \"%s\" lacks \"%s\"\n", bad[i].line,
+                                err ? err : "(none)", bad[i].message);
+                        tests_failed++;
+                }
+                free(err);
+                err = NULL;
+        }
+}
+
 static void test_windows(void) {
         uint64_t from, to;
         struct request r;
@@ -278,7 +336,7 @@ static void test_bad_requests_name_the_problem(void) {
                 { "\"status\"", "must be a JSON object" },
                 { "{}", "missing field 'op'" },
                 { "{\"op\":7}", "'op' must be a string" },
-                { "{\"op\":\"drop_tables\"}", "unknown op 'drop_tables' (expected status, flush, query, series or capture)" },
+                { "{\"op\":\"drop_tables\"}", "unknown op 'drop_tables' (expected status, flush, query, series, timeline or capture)" },
                 { "{\"op\":\"query\",\"pid\":0}", "'pid': 0 is not a process id" },
                 { "{\"op\":\"query\",\"pid\":4294967296}", "is not a process id" },
                 { "{\"op\":\"query\",\"pid\":1.5}", "'pid' must be an integer" },
@@ -442,6 +500,7 @@ int main(void) {
         test_bad_requests_name_the_problem();
         test_new_filters_are_applied();
         test_series_request();
+        test_timeline_request();
         test_windows();
         test_bad_new_fields_name_the_problem();
         test_oversized_request();

@@ -17,6 +17,7 @@
 #include "store.h"
 #include "store-private.h"
 #include "tests.h"
+#include "timed-samples.h"
 
 #define SEC 1000000000ULL
 #define T0 (1700000000ULL * SEC)
@@ -504,6 +505,74 @@ static void test_timeline_window(store *s, store *r) {
         CHECK_STR_EQ(query(r, &q, 5, 2), "|main;work;helper 3 0\n|main;app+0x3000 2 6\n");
 }
 
+/* A timeline answer's samples (profctl heatmap), on test_timeline_window's
+ * drain: each sample of the window that passes the filters, by its time
+ * and stack, then the stacks in the order they were first seen; the cap
+ * keeps the first samples and counts the rest. */
+static void test_timeline_timed(store *r) {
+        const uint64_t d0 = T0 + 2000 * SEC, ms = 1000000, d0_ms = d0 / ms;
+        struct store_query q = { .kind = 0, .from_ns = d0 + 1100 * ms, .to_ns = d0 + 4500 * ms };
+        static struct answer a;
+        struct timed_set set;
+        uint64_t oldest = 0;
+
+        CHECK_INT_EQ(store_timeline_oldest(r, &oldest), 0);
+        CHECK_INT_EQ(oldest, d0 + 1000 * ms);
+
+        /* beta at 1.2 s (stack index 0), alpha at 1.5 s and 4.0 s (1) */
+        memset(&a, 0, sizeof(a));
+        CHECK_INT_EQ(timed_set_init(&set, 0), 0);
+        CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &a), 0);
+        CHECK_STR_EQ(a.text, "|main;app+0x3000 1 6\n|main;work;helper 2 0\n");
+        CHECK_INT_EQ(set.samples, 3);
+        CHECK_INT_EQ(set.omitted, 0);
+        CHECK_INT_EQ(set.n_entries, 3);
+        CHECK_INT_EQ(set.entries[0].t_ms, d0_ms + 1200);
+        CHECK_INT_EQ(set.entries[0].stack, 0);
+        CHECK_INT_EQ(set.entries[1].t_ms, d0_ms + 1500);
+        CHECK_INT_EQ(set.entries[1].stack, 1);
+        CHECK_INT_EQ(set.entries[2].t_ms, d0_ms + 4000);
+        timed_set_done(&set);
+
+        /* the process filters, as a query applies them */
+        memset(&a, 0, sizeof(a));
+        q.pid = 100;
+        CHECK_INT_EQ(timed_set_init(&set, 0), 0);
+        CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &a), 0);
+        CHECK_STR_EQ(a.text, "|main;work;helper 2 0\n");
+        CHECK_INT_EQ(set.n_entries, 2);
+        timed_set_done(&set);
+        memset(&a, 0, sizeof(a));
+        q.pid = 0;
+        q.only_uid = true;
+        q.uid = 4242; /* no process of the store ran with it */
+        CHECK_INT_EQ(timed_set_init(&set, 0), 0);
+        CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &a), 0);
+        CHECK_STR_EQ(a.text, "");
+        CHECK_INT_EQ(set.samples, 0);
+        timed_set_done(&set);
+        q.only_uid = false;
+
+        /* a cap of 2: the third sample is counted, with its time */
+        memset(&a, 0, sizeof(a));
+        CHECK_INT_EQ(timed_set_init(&set, 2), 0);
+        CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &a), 0);
+        CHECK_STR_EQ(a.text, "|main;app+0x3000 1 6\n|main;work;helper 1 0\n");
+        CHECK_INT_EQ(set.samples, 2);
+        CHECK_INT_EQ(set.omitted, 1);
+        CHECK_INT_EQ(set.omitted_from_ns, d0 + 4000 * ms);
+        timed_set_done(&set);
+
+        /* grouped, or not cpu: not a timeline answer */
+        CHECK_INT_EQ(timed_set_init(&set, 0), 0);
+        q.group = STORE_GROUP_PROCESS;
+        CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &a), -EINVAL);
+        q.group = STORE_GROUP_NONE;
+        q.kind = 1;
+        CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &a), -EINVAL);
+        timed_set_done(&set);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-store-XXXXXX";
         _cleanup_free_ char *path = NULL, *cmd = NULL;
@@ -528,6 +597,7 @@ int main(void) {
                 test_wal_bounded(s, path);
                 test_python_frames(s, r);
                 test_timeline_window(s, r);
+                test_timeline_timed(r);
                 /* a reader cannot write, whatever it asks */
                 CHECK(store_drain_begin(r, T0, T0 + SEC) < 0);
         }

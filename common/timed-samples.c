@@ -1,0 +1,242 @@
+/* The samples of a "timeline" answer: the set, the line encoder and the
+ * decoder (timed-samples.h). */
+#include "timed-samples.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "macro.h"
+
+int timed_set_init(struct timed_set *s, uint64_t max_samples) {
+        *s = (struct timed_set) {
+                .max_samples = max_samples ?: TIMED_MAX_SAMPLES,
+                .omitted_from_ns = UINT64_MAX,
+        };
+        s->index = hashmap_new_u64();
+        return s->index ? 0 : -ENOMEM;
+}
+
+void timed_set_done(struct timed_set *s) {
+        free(s->entries);
+        hashmap_free(s->index);
+        free(s->stack_ids);
+        free(s->stack_values);
+        *s = (struct timed_set) {};
+}
+
+/* The index of stack_id, added when new. */
+static int stack_index(struct timed_set *s, int64_t stack_id, uint32_t *ret) {
+        void *v;
+        int r;
+
+        if (hashmap_get(s->index, UINT64_TO_KEY((uint64_t) stack_id), &v) >= 0) {
+                *ret = (uint32_t) ((uintptr_t) v - 1);
+                return 0;
+        }
+        if (s->n_stacks == s->stacks_cap) {
+                size_t cap = MAX(s->stacks_cap * 2, (size_t) 256);
+                int64_t *ids = realloc(s->stack_ids, cap * sizeof(*ids));
+                if (!ids)
+                        return -ENOMEM;
+                s->stack_ids = ids;
+                uint64_t *values = realloc(s->stack_values, cap * sizeof(*values));
+                if (!values)
+                        return -ENOMEM;
+                s->stack_values = values;
+                s->stacks_cap = cap;
+        }
+        r = hashmap_put(s->index, UINT64_TO_KEY((uint64_t) stack_id), (void *) (uintptr_t) (s->n_stacks + 1));
+        if (r < 0)
+                return r;
+        s->stack_ids[s->n_stacks] = stack_id;
+        s->stack_values[s->n_stacks] = 0;
+        *ret = (uint32_t) s->n_stacks++;
+        return 0;
+}
+
+int timed_set_add(struct timed_set *s, uint64_t t_ns, int64_t stack_id) {
+        struct timed_entry *last = s->n_entries ? &s->entries[s->n_entries - 1] : NULL;
+        uint64_t t_ms = t_ns / NSEC_PER_MSEC;
+        uint32_t stack;
+        int r;
+
+        if (s->samples >= s->max_samples) {
+                s->omitted++;
+                s->omitted_from_ns = MIN(s->omitted_from_ns, t_ns);
+                return 0;
+        }
+        r = stack_index(s, stack_id, &stack);
+        if (r < 0)
+                return r;
+        s->samples++;
+        s->stack_values[stack]++;
+        /* a thread's run of samples in one millisecond: one entry now,
+         * fewer to sort */
+        if (last && last->t_ms == t_ms && last->stack == stack && last->n < UINT32_MAX) {
+                last->n++;
+                return 0;
+        }
+        if (s->n_entries == s->cap) {
+                size_t cap = MAX(s->cap * 2, (size_t) 1024);
+                struct timed_entry *e = realloc(s->entries, cap * sizeof(*e));
+                if (!e)
+                        return -ENOMEM;
+                s->entries = e;
+                s->cap = cap;
+        }
+        s->entries[s->n_entries++] = (struct timed_entry) { .t_ms = t_ms, .stack = stack, .n = 1 };
+        return 0;
+}
+
+static int entry_cmp(const void *a, const void *b) {
+        const struct timed_entry *x = a, *y = b;
+
+        if (x->t_ms != y->t_ms)
+                return x->t_ms < y->t_ms ? -1 : 1;
+        return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+void timed_set_finish(struct timed_set *s) {
+        size_t out = 0;
+
+        if (s->n_entries > 1)
+                qsort(s->entries, s->n_entries, sizeof(*s->entries), entry_cmp);
+        for (size_t i = 0; i < s->n_entries; i++) {
+                struct timed_entry *prev = out ? &s->entries[out - 1] : NULL;
+
+                if (prev && prev->t_ms == s->entries[i].t_ms && prev->stack == s->entries[i].stack &&
+                    (uint64_t) prev->n + s->entries[i].n <= UINT32_MAX)
+                        prev->n += s->entries[i].n;
+                else
+                        s->entries[out++] = s->entries[i];
+        }
+        s->n_entries = out;
+}
+
+static int append_u64s(struct stackline_buf *b, const char *key, const struct timed_entry *e, size_t n,
+                       uint64_t (*get)(const struct timed_entry *e, uint64_t t0), uint64_t t0) {
+        char num[32];
+        int r, k;
+
+        r = stackline_buf_append(b, key, strlen(key));
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                k = snprintf(num, sizeof(num), "%s%" PRIu64, i ? "," : "", get(&e[i], t0));
+                r = stackline_buf_append(b, num, (size_t) k);
+        }
+        if (r >= 0)
+                r = stackline_buf_append(b, "]", 1);
+        return r;
+}
+
+static uint64_t get_dt(const struct timed_entry *e, uint64_t t0) {
+        return e->t_ms - t0;
+}
+
+static uint64_t get_stack(const struct timed_entry *e, uint64_t t0 _unused_) {
+        return e->stack;
+}
+
+static uint64_t get_n(const struct timed_entry *e, uint64_t t0 _unused_) {
+        return e->n;
+}
+
+int timed_line_append(struct stackline_buf *b, const struct timed_entry *e, size_t n) {
+        size_t len = b->len;
+        char head[96];
+        int r, k;
+
+        if (n == 0 || n > TIMED_LINE_ENTRIES)
+                return -EINVAL;
+        for (size_t i = 1; i < n; i++)
+                if (e[i].t_ms < e[i - 1].t_ms)
+                        return -EINVAL;
+        k = snprintf(head, sizeof(head), "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_SAMPLES "\",\"" PROTO_KEY_T0_MS
+                     "\":%" PRIu64, e[0].t_ms);
+        r = stackline_buf_append(b, head, (size_t) k);
+        if (r >= 0)
+                r = append_u64s(b, ",\"" PROTO_KEY_DT_MS "\":[", e, n, get_dt, e[0].t_ms);
+        if (r >= 0)
+                r = append_u64s(b, ",\"" PROTO_KEY_STACK "\":[", e, n, get_stack, 0);
+        if (r >= 0)
+                r = append_u64s(b, ",\"" PROTO_KEY_N "\":[", e, n, get_n, 0);
+        if (r >= 0)
+                r = stackline_buf_append(b, "}\n", 2);
+        if (r < 0)
+                b->len = len;
+        return r;
+}
+
+/* Field key of line: an array of 1 to TIMED_LINE_ENTRIES elements, and of
+ * *n elements when *n is not 0 (sets it when it is). */
+static const json_t *array_field(const json_t *line, const char *key, size_t *n) {
+        const json_t *a = json_object_get(line, key);
+
+        if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > TIMED_LINE_ENTRIES ||
+            (*n && json_array_size(a) != *n))
+                return NULL;
+        *n = json_array_size(a);
+        return a;
+}
+
+static bool u64_at(const json_t *a, size_t i, uint64_t max, uint64_t *ret) {
+        const json_t *v = json_array_get(a, i);
+
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t) json_integer_value(v) > max)
+                return false;
+        *ret = (uint64_t) json_integer_value(v);
+        return true;
+}
+
+int timed_line_parse(const json_t *line, uint64_t n_stacks, timed_entry_fn fn, void *userdata,
+                     const char **ret_error) {
+        const json_t *t0 = json_object_get(line, PROTO_KEY_T0_MS), *dt, *stack, *count;
+        uint64_t prev = 0;
+        size_t n = 0;
+        int r;
+
+        *ret_error = NULL;
+        if (!json_is_integer(t0) || json_integer_value(t0) < 0) {
+                *ret_error = "its \"" PROTO_KEY_T0_MS "\" is not an unsigned integer";
+                return -EBADMSG;
+        }
+        dt = array_field(line, PROTO_KEY_DT_MS, &n);
+        stack = dt ? array_field(line, PROTO_KEY_STACK, &n) : NULL;
+        count = stack ? array_field(line, PROTO_KEY_N, &n) : NULL;
+        if (!count) {
+                *ret_error = "its \"" PROTO_KEY_DT_MS "\", \"" PROTO_KEY_STACK "\" and \"" PROTO_KEY_N
+                             "\" are not arrays of one length (1 to 1000)";
+                return -EBADMSG;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct timed_entry e;
+                uint64_t d, s, c;
+
+                if (!u64_at(dt, i, INT64_MAX, &d) || !u64_at(stack, i, UINT32_MAX, &s) ||
+                    !u64_at(count, i, UINT32_MAX, &c)) {
+                        *ret_error = "an entry is not three unsigned integers in range";
+                        return -EBADMSG;
+                }
+                if (s >= n_stacks) {
+                        *ret_error = "an entry names a stack no \"stack\" line gave";
+                        return -EBADMSG;
+                }
+                if (c == 0) {
+                        *ret_error = "an entry counts 0 samples";
+                        return -EBADMSG;
+                }
+                if (d < prev || __builtin_add_overflow((uint64_t) json_integer_value(t0), d, &e.t_ms) ||
+                    e.t_ms > UINT64_MAX / NSEC_PER_MSEC) {
+                        *ret_error = "its times go back or overflow";
+                        return -EBADMSG;
+                }
+                prev = d;
+                e.stack = (uint32_t) s;
+                e.n = (uint32_t) c;
+                r = fn(&e, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
