@@ -38,6 +38,8 @@ static void help_heatmap(void) {
                "time, from profd's timeline: a window must start after the oldest sample the\n"
                "timeline holds (profctl status, timeline). Without --since or --from the\n"
                "window is the last 10 minutes, or as much of them as the timeline holds.\n"
+               "With --clickhouse URL (before the command), the fleet's: the samples every\n"
+               "host's profd exported with their times (--host selects hosts).\n"
                "\n"
                "The HTML page needs no network: drag over the cells to select a range, and its\n"
                "flame graph and folded stacks appear below (the same stacks as profctl query\n"
@@ -157,8 +159,6 @@ static int heatmap_check(const struct cli_target *t, struct heatmap_args *a) {
 
         if (filters_check(f) < 0 || cli_check_fleet_options(t, f, NULL) < 0)
                 return -EINVAL;
-        if (t->clickhouse)
-                return cli_usage_error("heatmap asks one profd's timeline; ClickHouse does not have it yet");
         if (f->kind && !streq(f->kind, "cpu"))
                 return cli_usage_error("--kind %s: a heatmap of blocked time needs each off-CPU block's start "
                                        "and end, which profd does not keep yet (the timeline has on-CPU samples "

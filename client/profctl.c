@@ -111,9 +111,8 @@ static int parse_argv(int argc, char *argv[], struct cli_target *t) {
         /* a fleet is asked for windows of what was stored: status, flush
          * and top's live refresh are one profd's */
         if (t->clickhouse && (streq(argv[optind], "status") || streq(argv[optind], "flush") ||
-                               streq(argv[optind], "top") || streq(argv[optind], "heatmap") ||
-                               streq(argv[optind], "capture")))
-                return cli_usage_error("%s asks one profd; with --clickhouse use query, series, diff or init",
+                               streq(argv[optind], "top") || streq(argv[optind], "capture")))
+                return cli_usage_error("%s asks one profd; with --clickhouse use query, series, diff, heatmap or init",
                                        argv[optind]);
         return 1;
 }

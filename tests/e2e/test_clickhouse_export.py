@@ -238,6 +238,27 @@ def clickhouse_stacks(host, kind, from_ns, to_ns):
     return stacks, sum(by_stack.values())
 
 
+def fleet_profctl(*args):
+    r = subprocess.run([binary("PROFCTL"), "--clickhouse", CH.url] + list(args), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, f"profctl --clickhouse {' '.join(args)} exited {r.returncode}: {r.stderr[-2000:]}"
+    return r
+
+
+def timeline_oldest(p):
+    """The oldest sample the store's timeline holds (Unix-epoch ns)."""
+    db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT min(start_ns) FROM timeline_blocks").fetchone()[0]
+    finally:
+        db.close()
+
+
+def heatmap_json(profctl, from_ns, to_ns, *args):
+    return json.loads(profctl("heatmap", "--from", rfc3339(from_ns), "--to", rfc3339(to_ns), "--json",
+                              *args).stdout)
+
+
 def stop(p):
     """Stops profd: on a loaded machine its writer may need long for the
     drains still queued."""
@@ -308,6 +329,24 @@ def test_three_hosts_export_exactly_what_they_stored():
             assert e["errors"] == {k: 0 for k in e["errors"]}, f"{h}: errors {e['errors']}"
             assert e["exported_timeline"] >= ticks and e["timeline_unmatched"] == 0, \
                 f"{h}: {ticks} timeline samples stored, status {e}"
+        # the fleet's heatmap: each host's exported timeline, cell for cell
+        # what its profd draws from its own; all hosts, their sum. The
+        # window: where every host's timeline holds samples, ending a
+        # second before the last drain exported (a sample taken just
+        # before a drain's end may be read by the next)
+        h_from = max(timeline_oldest(p) for p in profds)
+        h_to = min(p.upto[1] for p in profds) - 10**9
+        assert h_from < h_to, f"no window every host's exported timeline covers: {h_from} to {h_to}"
+        total = 0
+        for h, p in zip(hosts, profds):
+            lh = heatmap_json(p.profctl, h_from, h_to)
+            fh = heatmap_json(fleet_profctl, h_from, h_to, "--host", h)
+            assert lh["total"] > 0, f"{h}: no timeline samples in the window"
+            for k in ("total", "start_ns", "columns", "cells", "omitted"):
+                assert fh[k] == lh[k], f"{h}: the fleet heatmap's {k} is {fh[k]!r:.200}, profd's {lh[k]!r:.200}"
+            total += lh["total"]
+        fh = heatmap_json(fleet_profctl, h_from, h_to, "--host", "fleet-*")
+        assert fh["total"] == total, f"the fleet heatmap of every host holds {fh['total']} samples, the hosts {total}"
         # both shards hold samples, each host on one of them
         per_shard = [s.query("SELECT DISTINCT host FROM profd.samples_local FORMAT TabSeparated").split()
                      for s in CH.servers]

@@ -93,6 +93,9 @@ def stored_drops(path):
 
 # --- 1. SIGKILL in the middle of drains --------------------------------------
 
+# Under AddressSanitizer two kills: what the sanitizer adds (memory errors
+# in recovery and restart) shows in the first; the five of the plain run
+# are there for the timing of where a kill lands (a minute under ASan).
 KILL_ATTEMPTS = 5
 KILL_INTERVAL_S = 1.0
 
@@ -132,7 +135,8 @@ def test_sigkill_mid_drain_loses_at_most_the_interval_in_flight():
     work = None
     in_flight_lost = in_flight_kept = 0
     try:
-        for attempt in range(KILL_ATTEMPTS):
+        attempts = 2 if sanitized() else KILL_ATTEMPTS
+        for attempt in range(attempts):
             d = Profd("--frequency", "499", "--interval", "1s", store=store, workdir=workdir)
             d.start()
             try:
@@ -202,7 +206,7 @@ def test_sigkill_mid_drain_loses_at_most_the_interval_in_flight():
             assert "leaf_spin" in names, f"workload stacks are not symbolized after the kills: {sorted(names)[:20]}"
             d.stop()
             drains = check_store(store)
-            print(f"  {KILL_ATTEMPTS} kills: {len(drains)} drains whole, {len(acked)} acknowledged all kept; "
+            print(f"  {attempts} kills: {len(drains)} drains whole, {len(acked)} acknowledged all kept; "
                   f"in-flight flush stored {in_flight_kept}x, lost {in_flight_lost}x")
     finally:
         stop_workload(work)
