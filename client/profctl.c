@@ -108,8 +108,8 @@ static int parse_argv(int argc, char *argv[], struct cli_target *t) {
                 return cli_usage_error("missing command (status, flush, query, series, diff, top, init, heatmap or capture)");
         if (t->clickhouse_credentials && !t->clickhouse)
                 return cli_usage_error("--clickhouse-credentials is for --clickhouse URL");
-        /* a fleet is asked for windows of what was stored: status, flush
-         * and top's live refresh are one profd's */
+        /* a fleet is asked for windows of what was stored: status, flush,
+         * top's live refresh and captures are one profd's */
         if (t->clickhouse && (streq(argv[optind], "status") || streq(argv[optind], "flush") ||
                                streq(argv[optind], "top") || streq(argv[optind], "capture")))
                 return cli_usage_error("%s asks one profd; with --clickhouse use query, series, diff, heatmap or init",
