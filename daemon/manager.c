@@ -402,7 +402,8 @@ static int manager_apply(enum conf_apply what, const struct conf *next, const st
                 return 0;
         case CONF_APPLY_OFFCPU:
                 if (m->coll && (running->kind_offcpu || running->kind_wakeup))
-                        collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns);
+                        collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns,
+                                                        next->timeline_offcpu_min_ns);
                 return 0;
         case CONF_APPLY_CLIENTS:
                 server_set_limits(m->server, next->max_clients, next->client_timeout_ns / NSEC_PER_USEC);
