@@ -289,6 +289,9 @@ struct store_stats {
         /* the timeline (timeline_blocks): its blocks, their blobs' bytes,
          * the samples they time, the oldest one's start (0: none) */
         uint64_t timeline_blocks, timeline_bytes, timeline_samples, timeline_oldest_ns;
+        /* the off-CPU timeline (offcpu_timeline, schema 12): its rows, their
+         * blobs' bytes, the blocks they hold, the oldest block's start */
+        uint64_t offtime_rows, offtime_bytes, offtime_blocks, offtime_oldest_ns;
         struct store_drop_total *drops;
         size_t n_drops;
 };
