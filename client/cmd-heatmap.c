@@ -46,7 +46,7 @@ static void help_heatmap(void) {
                "\n"
                "%s"
                "\n"
-               "Only --kind cpu: off-CPU blocks do not keep their start and end times yet.\n"
+               "Only --kind cpu: the timeline request does not carry off-CPU blocks yet.\n"
                "\n"
                "Options:\n"
                "      --rows N         Rows per second (default %u; 1 to %u, dividing a second\n"
