@@ -161,9 +161,10 @@ static int heatmap_check(const struct cli_target *t, struct heatmap_args *a) {
                 return cli_usage_error("heatmap asks one profd's timeline; ClickHouse does not have it yet");
         if (f->kind && !streq(f->kind, "cpu"))
                 return cli_usage_error("--kind %s: a heatmap of blocked time needs each off-CPU block's start "
-                                       "and end, which profd does not keep yet (the timeline has on-CPU samples "
-                                       "only); profctl series --kind %s --step 1s shows blocked time per second",
-                                       f->kind, f->kind);
+                                       "and end, which profd stores but does not send yet (its timeline answer "
+                                       "has on-CPU samples only); profctl query --kind offcpu --from --to "
+                                       "selects blocks by their times, and profctl series --kind %s --step 1s "
+                                       "shows blocked time per second", f->kind, f->kind);
         if (f->last)
                 return cli_usage_error("--last is one drain, not a window of time; use --since or --from/--to");
         if (f->by_drains)
