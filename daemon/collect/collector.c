@@ -362,6 +362,7 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
                              .interval_ns = cfg->interval_ns,
                              .cpu = cfg->kind_cpu,
                              .blocks = cfg->kind_offcpu || cfg->kind_wakeup,
+                             .offcpu_rate = cfg->kind_offcpu ? cfg->timeline_offcpu_rate : 0,
                              .max_keys = cfg->max_keys,
                              .max_stacks = cfg->max_stacks,
                              .kernel_memory = cfg->kernel_memory,
@@ -376,11 +377,9 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         c->keys_max = c->counts_max + (c->log_slots ? ((size_t) c->log_slots - 1) * ncpus : 0);
         /* the off-CPU log: timeline_offcpu_rate blocks per CPU and second,
          * sized like the sampler's (late drains, no more than the counts
-         * map's keys per CPU) */
-        c->block_slots = cfg->kind_offcpu ? samplelog_slots(cfg->timeline_offcpu_rate, cfg->interval_ns,
-                                                            c->counts_max, ncpus)
-                                          : 0;
-        if (cfg->timeline_offcpu_rate == 0 || (uint64_t) c->block_slots * 2 * ncpus > UINT32_MAX / 2)
+         * map's keys per CPU), within kernel_memory with the rest */
+        c->block_slots = ret_plan->block_slots;
+        if ((uint64_t) c->block_slots * 2 * ncpus > UINT32_MAX / 2)
                 c->block_slots = 0;
         /* one entry per live process; an evicted one is only announced again */
         seen_max = MIN(pid_max, 65536ul);
