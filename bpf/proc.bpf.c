@@ -14,6 +14,9 @@ __u32 unwind_epoch __weak = 0;
  * which every sample reads: the same cache line. */
 __u32 samples_log_slots __weak = 0;
 __u32 samples_log_cpus __weak = 0;
+/* The off-CPU log (maps.bpf.h): slots per region, 0: no log. */
+__u32 offcpu_log_slots __weak = 0;
+__u32 offcpu_log_cpus __weak = 0;
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {

@@ -48,7 +48,7 @@ static void help_heatmap(void) {
                "\n"
                "%s"
                "\n"
-               "Only --kind cpu: off-CPU blocks do not keep their start and end times yet.\n"
+               "Only --kind cpu: the timeline request does not carry off-CPU blocks yet.\n"
                "\n"
                "Options:\n"
                "      --rows N         Rows per second (default %u; 1 to %u, dividing a second\n"
@@ -161,9 +161,10 @@ static int heatmap_check(const struct cli_target *t, struct heatmap_args *a) {
                 return -EINVAL;
         if (f->kind && !streq(f->kind, "cpu"))
                 return cli_usage_error("--kind %s: a heatmap of blocked time needs each off-CPU block's start "
-                                       "and end, which profd does not keep yet (the timeline has on-CPU samples "
-                                       "only); profctl series --kind %s --step 1s shows blocked time per second",
-                                       f->kind, f->kind);
+                                       "and end, which profd stores but does not send yet (its timeline answer "
+                                       "has on-CPU samples only); profctl query --kind offcpu --from --to "
+                                       "selects blocks by their times, and profctl series --kind %s --step 1s "
+                                       "shows blocked time per second", f->kind, f->kind);
         if (f->last)
                 return cli_usage_error("--last is one drain, not a window of time; use --since or --from/--to");
         if (f->by_drains)

@@ -457,6 +457,20 @@ static void timeline_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 json_is_integer(oldest) ? when_write(when, sizeof(when), (uint64_t) json_integer_value(oldest), now_ns)
                                         : "none",
                 u64_of(o, STATUS_KEY_TIMELINE_UNTIMED));
+        o = json_object_get(o, STATUS_KEY_OFFTIME);
+        if (!json_is_object(o))
+                return;
+        oldest = json_object_get(o, STATUS_KEY_OFFTIME_OLDEST_NS);
+        fprintf(f, "           %" PRIu64 " off-CPU blocks with their start and end (%s), oldest %s; since profd "
+                "started %" PRIu64 " logged, %" PRIu64 " shorter than %.3g ms (%.3f s) and %" PRIu64
+                " unlogged (%.3f s) kept untimed\n",
+                u64_of(o, STATUS_KEY_OFFTIME_BLOCKS),
+                format_bytes(bytes, sizeof(bytes), u64_of(o, STATUS_KEY_OFFTIME_BYTES)),
+                json_is_integer(oldest) ? when_write(when, sizeof(when), (uint64_t) json_integer_value(oldest), now_ns)
+                                        : "none",
+                u64_of(o, STATUS_KEY_OFFTIME_LOGGED), u64_of(o, STATUS_KEY_OFFTIME_SHORT),
+                u64_of(o, STATUS_KEY_OFFTIME_MIN_NS) / 1e6, u64_of(o, STATUS_KEY_OFFTIME_SHORT_NS) / 1e9,
+                u64_of(o, STATUS_KEY_OFFTIME_UNLOGGED), u64_of(o, STATUS_KEY_OFFTIME_UNLOGGED_NS) / 1e9);
 }
 
 /* Captures (issue 44): how many, what they pin, what the cool-down and

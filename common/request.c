@@ -372,11 +372,13 @@ static int parse_answer_field(const char *key, json_t *v, enum request_op op, st
 static int check_query(const struct query_request *q, const struct window_given *w, enum request_op op,
                        char **ret_error) {
         if (op == REQUEST_TIMELINE) {
-                /* the timeline times on-CPU samples only: a picture of
-                 * blocked time would need each block's start and end */
+                /* the answer's lines carry on-CPU samples only: the
+                 * off-CPU blocks' starts and ends are stored (schema 13)
+                 * and select an offcpu query's window, but no line
+                 * carries them to a heatmap yet */
                 if (q->kind != PROFD_KIND_CPU)
-                        return format_error(ret_error, "kind '%s': the timeline holds on-CPU samples only; "
-                                                       "off-CPU blocks do not keep their start and end times yet",
+                        return format_error(ret_error, "kind '%s': a timeline answer carries on-CPU samples only; "
+                                                       "its lines do not carry off-CPU blocks yet",
                                     q->kind == PROFD_KIND_OFFCPU ? "offcpu" : "wakeup");
                 if (q->last)
                         return format_error(ret_error, "field 'last' (the most recent drain) applies to query "

@@ -71,6 +71,17 @@
 /* 256 MiB pinned at most, every capture together: as much again as the
  * timeline's default bound, a quarter of the store's default maximum. */
 #define CONF_DEFAULT_CAPTURE_MAX_PINNED (256ULL << 20)
+/* The off-CPU timeline logs blocks of 1 ms or more, as offcpu_min keeps
+ * them: below it, the many sub-millisecond switches of a busy host would
+ * fill the log for blocks whose time a heatmap's 20 ms cells cannot show. */
+#define CONF_DEFAULT_TIMELINE_OFFCPU_MIN_NS (1000ULL * 1000ULL)
+/* 200 logged blocks a second per CPU: a thread pool of a few dozen
+ * threads each blocking every 100-200 ms, on every CPU. 64 bytes each, both
+ * generations of a 10 s drain: 390 KiB of kernel memory per CPU (25 MiB
+ * on 64 CPUs). More blocks are counted (status offcpu_unlogged) and stay
+ * in the aggregates. */
+#define CONF_DEFAULT_TIMELINE_OFFCPU_RATE 200
+#define CONF_MAX_TIMELINE_OFFCPU_RATE 100000
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
 /* At most 64 MiB for the kernel's sample and stack maps, both generations:
@@ -131,6 +142,10 @@ struct conf {
         /* the timeline's own retention: its blocks go after this age, or
          * the oldest first above this many bytes (0: no maximum) */
         uint64_t timeline_retention_ns, timeline_max_size;
+        /* the off-CPU timeline: blocks logged with their start and end
+         * from this length, at most this many per CPU and second (0: none) */
+        uint64_t timeline_offcpu_min_ns;
+        unsigned timeline_offcpu_rate;
         char **debug_dirs;        /* NULL-terminated; separate debug files are looked for there */
         /* captures (issue 44, daemon/capture-manager.c) */
         char **capture_on;        /* NULL-terminated conditions (common/capture.h) watched from the start */

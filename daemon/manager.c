@@ -102,6 +102,8 @@ struct manager {
          * in flight) */
         uint64_t drain_mono_ns;       /* CLOCK_MONOTONIC of the last drain */
         uint64_t timeline_untimed;    /* on-CPU samples not in the timeline (PROFD_CNT_UNTIMED) */
+        /* off-CPU blocks in the timeline, and those not (status.h) */
+        uint64_t offtime_logged, offtime_short, offtime_short_ns, offtime_unlogged, offtime_unlogged_ns;
         struct { uint64_t seq, span_ns; } drain_spans[8];
         unsigned drain_spans_next;
 };
@@ -246,6 +248,11 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
          * whole, never reorders it (a test clock's rate is not applied) */
         b.wall_minus_mono_ns = (int64_t) (m->last_drain_end_ns - clock_now_ns(CLOCK_MONOTONIC));
         m->timeline_untimed += b.counters[PROFD_CNT_UNTIMED];
+        m->offtime_logged += b.n_blocks;
+        m->offtime_short += b.counters[PROFD_CNT_OFFCPU_SHORT];
+        m->offtime_short_ns += b.counters[PROFD_CNT_OFFCPU_SHORT_NS];
+        m->offtime_unlogged += b.counters[PROFD_CNT_OFFCPU_UNLOGGED];
+        m->offtime_unlogged_ns += b.counters[PROFD_CNT_OFFCPU_UNLOGGED_NS];
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
         m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
         m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
@@ -409,7 +416,8 @@ static int manager_apply(enum conf_apply what, const struct conf *next, const st
                 return 0;
         case CONF_APPLY_OFFCPU:
                 if (m->coll && (running->kind_offcpu || running->kind_wakeup))
-                        collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns);
+                        collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns,
+                                                        next->timeline_offcpu_min_ns);
                 return 0;
         case CONF_APPLY_CLIENTS:
                 server_set_limits(m->server, next->max_clients, next->client_timeout_ns / NSEC_PER_USEC);
@@ -486,6 +494,11 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
                 .user_walks = m->user_walks,
                 .timeline_untimed = m->timeline_untimed,
+                .offtime_logged = m->offtime_logged,
+                .offtime_short = m->offtime_short,
+                .offtime_short_ns = m->offtime_short_ns,
+                .offtime_unlogged = m->offtime_unlogged,
+                .offtime_unlogged_ns = m->offtime_unlogged_ns,
                 .writer_running = m->writer != NULL,
                 .unwinder_running = m->unwinder != NULL,
                 .exporter_running = m->exporter != NULL,

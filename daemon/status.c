@@ -72,7 +72,20 @@ static void status_add_settings(const struct status_stats *s, json_t *o) {
 static json_t *status_timeline(const struct status_stats *s) {
         const struct conf *c = s->conf;
 
-        return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I}",
+        json_t *offtime = json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I}",
+                                    STATUS_KEY_OFFTIME_BLOCKS, (json_int_t) s->store.offtime_blocks,
+                                    STATUS_KEY_OFFTIME_BYTES, (json_int_t) s->store.offtime_bytes,
+                                    STATUS_KEY_OFFTIME_OLDEST_NS,
+                                    s->store.offtime_rows ? json_integer((json_int_t) s->store.offtime_oldest_ns)
+                                                          : json_null(),
+                                    STATUS_KEY_OFFTIME_LOGGED, (json_int_t) s->offtime_logged,
+                                    STATUS_KEY_OFFTIME_SHORT, (json_int_t) s->offtime_short,
+                                    STATUS_KEY_OFFTIME_SHORT_NS, (json_int_t) s->offtime_short_ns,
+                                    STATUS_KEY_OFFTIME_UNLOGGED, (json_int_t) s->offtime_unlogged,
+                                    STATUS_KEY_OFFTIME_UNLOGGED_NS, (json_int_t) s->offtime_unlogged_ns,
+                                    STATUS_KEY_OFFTIME_MIN_NS, (json_int_t) c->timeline_offcpu_min_ns);
+
+        return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I, s:o*}",
                          STATUS_KEY_TIMELINE_BYTES, (json_int_t) s->store.timeline_bytes,
                          STATUS_KEY_TIMELINE_BLOCKS, (json_int_t) s->store.timeline_blocks,
                          STATUS_KEY_TIMELINE_SAMPLES, (json_int_t) s->store.timeline_samples,
@@ -81,7 +94,8 @@ static json_t *status_timeline(const struct status_stats *s) {
                          STATUS_KEY_TIMELINE_UNTIMED, (json_int_t) s->timeline_untimed,
                          "retention_s", (json_int_t) (c->timeline_retention_ns / NSEC_PER_SEC),
                          "max_size", c->timeline_max_size ? json_integer((json_int_t) c->timeline_max_size) : json_null(),
-                         "deleted_blocks", (json_int_t) s->writer.retention.deleted_timeline);
+                         "deleted_blocks", (json_int_t) s->writer.retention.deleted_timeline,
+                         STATUS_KEY_OFFTIME, offtime);
 }
 
 /* Captures (issue 44); null when no capture manager runs. */

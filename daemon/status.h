@@ -47,6 +47,9 @@ struct status_stats {
         uint64_t offcpu_filtered, offcpu_filtered_ns;
         uint64_t user_walks;
         uint64_t timeline_untimed;    /* on-CPU samples counted without their time (PROFD_CNT_UNTIMED) */
+        /* off-CPU blocks logged with their times, and those counted without
+         * (PROFD_CNT_OFFCPU_SHORT, PROFD_CNT_OFFCPU_UNLOGGED), with their ns */
+        uint64_t offtime_logged, offtime_short, offtime_short_ns, offtime_unlogged, offtime_unlogged_ns;
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* by status_runtime_names, from PROFD_CNT_RT_WALKS on */
         uint64_t clients;             /* connected to the socket now */
 

@@ -269,8 +269,9 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                                 PROTO_KEY_STACKS, (json_int_t) stacks, PROTO_KEY_TOTAL, (json_int_t) total,
                                 PROTO_KEY_FROM_NS, (json_int_t) q.from_ns, PROTO_KEY_TO_NS, (json_int_t) q.to_ns,
                                 PROTO_KEY_QUALITY, report);
-                /* a window of cpu samples says how they were selected */
-                if (end && rq->kind == 0 && q.drain_id == 0) /* PROFD_KIND_CPU */
+                /* a window of cpu samples or off-CPU blocks says how they
+                 * were selected */
+                if (end && (rq->kind == 0 || rq->kind == 1) && q.drain_id == 0) /* PROFD_KIND_CPU, _OFFCPU */
                         json_object_set_new(end, PROTO_KEY_TIMELINE, json_boolean(q.timeline));
         }
         /* an older store's drains that schema 8's conversion has not

@@ -463,6 +463,13 @@ static int64_t delete_doomed(retention *r) {
         if (k < 0)
                 return k;
         r->timeline_pending += (uint64_t) k;
+        /* and the off-CPU timeline's (schema/0013), the same way */
+        k = db_run(&r->d, "DELETE FROM offcpu_timeline WHERE end_ns <= "
+                   "(SELECT max(end_ns) FROM drains WHERE id IN temp.doomed) "
+                   "AND NOT " TIMELINE_PINNED("offcpu_timeline"), NULL, 0);
+        if (k < 0)
+                return k;
+        r->timeline_pending += (uint64_t) k;
         r->gc_pending = true;
         return db_run(&r->d, "DELETE FROM drains WHERE id IN temp.doomed", NULL, 0);
 }
@@ -984,20 +991,23 @@ static int step_vacuum(retention *r) {
  * a busy host. */
 #define TIMELINE_BATCH 64
 
-/* The timeline's own retention: deletes its blocks that ended longer than
- * timeline_ns ago, then, while its blobs take more than
- * timeline_max_bytes, the oldest. The drains' aggregates stay: nothing
- * else refers to a timeline block, and it holds no stack or process of
- * its own (schema/0011). */
+/* The timeline's own retention: deletes its blocks (timeline_blocks, and
+ * offcpu_timeline's rows, schema/0013: both are "the timeline" to the
+ * settings) that ended longer than timeline_ns ago, then, while their
+ * blobs take more than timeline_max_bytes together, the oldest of either.
+ * The drains' aggregates stay: nothing else refers to a timeline block,
+ * and it holds no stack or process of its own (schema/0011). */
 static int step_timeline(retention *r, uint64_t now_ns) {
         struct retention_totals t = r->totals;
-        int64_t n = 0, args[2] = { 0, TIMELINE_BATCH }, bytes, oldest;
+        int64_t n = 0, args[2] = { 0, TIMELINE_BATCH }, bytes, oldest, k2;
         int k;
 
         if (r->set.timeline_ns > 0 && now_ns > r->set.timeline_ns) {
                 args[0] = (int64_t) (now_ns - r->set.timeline_ns);
-                k = db_query_i64(&r->d, "SELECT min(end_ns) FROM timeline_blocks WHERE NOT "
-                                 TIMELINE_PINNED("timeline_blocks"), NULL, 0, INT64_MAX, &oldest);
+                k = db_query_i64(&r->d, "SELECT min(e) FROM (SELECT min(end_ns) AS e FROM timeline_blocks WHERE NOT "
+                                        TIMELINE_PINNED("timeline_blocks") " UNION ALL SELECT min(end_ns) FROM "
+                                        "offcpu_timeline WHERE NOT " TIMELINE_PINNED("offcpu_timeline") ")",
+                                 NULL, 0, INT64_MAX, &oldest);
                 if (k < 0)
                         return k;
                 if (oldest < args[0]) {
@@ -1007,48 +1017,64 @@ static int step_timeline(retention *r, uint64_t now_ns) {
                         n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE drain_id IN (SELECT drain_id FROM "
                                    "timeline_blocks WHERE end_ns < ?1 AND NOT " TIMELINE_PINNED("timeline_blocks")
                                    " ORDER BY end_ns LIMIT ?2)", args, 2);
+                        if (n >= 0) {
+                                k2 = db_run(&r->d, "DELETE FROM offcpu_timeline WHERE drain_id IN (SELECT drain_id "
+                                            "FROM offcpu_timeline WHERE end_ns < ?1 AND NOT "
+                                            TIMELINE_PINNED("offcpu_timeline") " ORDER BY end_ns LIMIT ?2)", args, 2);
+                                n = k2 < 0 ? k2 : n + k2;
+                        }
                         goto done;
                 }
         }
         if (r->set.timeline_max_bytes == 0)
                 return 0;
-        /* the blobs' bytes, not the pages': one scan of the table's b-tree
-         * (an hour of 10 s drains is 360 rows); pinned blocks are
-         * capture_max_pinned's to bound, not this */
-        k = db_query_i64(&r->d, "SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks WHERE NOT "
-                         TIMELINE_PINNED("timeline_blocks"), NULL, 0, 0, &bytes);
+        /* the blobs' bytes, not the pages': one scan of each table's
+         * b-tree (an hour of 10 s drains is 360 rows each); pinned blocks
+         * are capture_max_pinned's to bound, not this */
+        k = db_query_i64(&r->d, "SELECT (SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks WHERE NOT "
+                                TIMELINE_PINNED("timeline_blocks") ") + (SELECT coalesce(sum(length(data)), 0) FROM "
+                                "offcpu_timeline WHERE NOT " TIMELINE_PINNED("offcpu_timeline") ")",
+                         NULL, 0, 0, &bytes);
         if (k < 0 || (uint64_t) bytes <= r->set.timeline_max_bytes)
                 return k;
         k = begin(r);
         if (k < 0)
                 return k;
-        /* the oldest, the newest always kept, down to 90% (as step_size) */
+        /* the oldest of either table, each one's newest always kept, down
+         * to 90% (as step_size): up to the end of the last one chosen */
         {
-                int64_t want = bytes - (int64_t) (r->set.timeline_max_bytes / 10 * 9), freed = 0;
+                int64_t want = bytes - (int64_t) (r->set.timeline_max_bytes / 10 * 9), freed = 0, cutoff = -1;
                 sqlite3_stmt *st;
                 int rc = sqlite3_prepare_v2(r->d.handle,
-                                            "SELECT drain_id, length(data) FROM timeline_blocks "
+                                            "SELECT end_ns, length(data) FROM timeline_blocks "
                                             "WHERE end_ns < (SELECT max(end_ns) FROM timeline_blocks) AND NOT "
-                                            TIMELINE_PINNED("timeline_blocks") " ORDER BY end_ns LIMIT ?1",
-                                            -1, &st, NULL);
+                                            TIMELINE_PINNED("timeline_blocks") " "
+                                            "UNION ALL SELECT end_ns, length(data) FROM offcpu_timeline "
+                                            "WHERE end_ns < (SELECT max(end_ns) FROM offcpu_timeline) AND NOT "
+                                            TIMELINE_PINNED("offcpu_timeline") " ORDER BY 1 LIMIT ?1", -1, &st, NULL);
 
                 if (rc != SQLITE_OK)
                         return rollback(r, db_fail(&r->d, rc, "choosing timeline blocks"));
                 sqlite3_bind_int64(st, 1, TIMELINE_BATCH);
                 while (freed < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                        cutoff = sqlite3_column_int64(st, 0);
                         freed += sqlite3_column_int64(st, 1);
-                        n++;
                 }
                 sqlite3_finalize(st);
                 if (rc != SQLITE_ROW && rc != SQLITE_DONE)
                         return rollback(r, db_fail(&r->d, rc, "choosing timeline blocks"));
-                if (n == 0)
+                if (cutoff < 0)
                         return rollback(r, 0);
-                /* the n oldest by end_ns */
-                args[0] = n;
-                n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE drain_id IN (SELECT drain_id FROM "
-                           "timeline_blocks WHERE end_ns < (SELECT max(end_ns) FROM timeline_blocks) AND NOT "
-                           TIMELINE_PINNED("timeline_blocks") " ORDER BY end_ns LIMIT ?1)", args, 1);
+                args[0] = cutoff;
+                n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE end_ns <= ?1 AND "
+                           "end_ns < (SELECT max(end_ns) FROM timeline_blocks) AND NOT "
+                           TIMELINE_PINNED("timeline_blocks"), args, 1);
+                if (n >= 0) {
+                        k2 = db_run(&r->d, "DELETE FROM offcpu_timeline WHERE end_ns <= ?1 AND "
+                                    "end_ns < (SELECT max(end_ns) FROM offcpu_timeline) AND NOT "
+                                    TIMELINE_PINNED("offcpu_timeline"), args, 1);
+                        n = k2 < 0 ? k2 : n + k2;
+                }
         }
 done:
         if (n < 0)

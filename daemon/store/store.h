@@ -162,6 +162,17 @@ struct store_timed {
         uint32_t sample;
 };
 int store_drain_timeline(store *s, const struct store_timed *t, size_t n);
+/* The drain's off-CPU timeline (issue 44): each logged off-CPU block's
+ * end, duration and state, sample naming the store_drain_add call (kind
+ * offcpu) whose key it had. Once per drain, after its adds; n == 0 writes
+ * nothing. -EINVAL for a block naming no add. */
+struct store_block {
+        uint64_t end_ns;        /* Unix-epoch ns, the clock drains are stamped with */
+        uint64_t duration_ns;
+        uint32_t sample;
+        uint8_t state;          /* enum profd_state, the add's */
+};
+int store_drain_offtime(store *s, const struct store_block *t, size_t n);
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys);
 void store_drain_abort(store *s);
 
@@ -278,6 +289,9 @@ struct store_stats {
         /* the timeline (timeline_blocks): its blocks, their blobs' bytes,
          * the samples they time, the oldest one's start (0: none) */
         uint64_t timeline_blocks, timeline_bytes, timeline_samples, timeline_oldest_ns;
+        /* the off-CPU timeline (offcpu_timeline, schema 13): its rows, their
+         * blobs' bytes, the blocks they hold, the oldest block's start */
+        uint64_t offtime_rows, offtime_bytes, offtime_blocks, offtime_oldest_ns;
         struct store_drop_total *drops;
         size_t n_drops;
 };

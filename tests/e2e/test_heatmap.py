@@ -198,7 +198,7 @@ def check_bad_input(d, pid, window):
             "before the oldest sample the timeline holds")
     refused(["--rows", "7"], 2, "--rows '7' is not a number of rows per second")
     refused(["--rows", "50x"], 2, "--rows '50x' is not a number of rows per second")
-    refused(["--kind", "offcpu"], 2, "profd does not keep yet")
+    refused(["--kind", "offcpu"], 2, "profd stores but does not send yet")
     refused(["--format", "png"], 2, "--format 'png' is not known")
     # profd itself refuses what profctl would have caught
     lines = exchange(d.socket, [json.dumps({"op": "timeline", "from": window[3], "to": window[1]}).encode(),
@@ -206,7 +206,7 @@ def check_bad_input(d, pid, window):
                                 json.dumps({"op": "status"}).encode()])
     print(f"  raw requests: {[l.get('error', l['type']) for l in lines]}")
     assert lines[0]["type"] == "error" and "is before 'from'" in lines[0]["error"], lines[0]
-    assert lines[1]["type"] == "error" and "off-CPU blocks do not keep" in lines[1]["error"], lines[1]
+    assert lines[1]["type"] == "error" and "do not carry off-CPU blocks yet" in lines[1]["error"], lines[1]
     assert lines[2]["type"] == "status", lines[2]
 
     # the cap: the first samples drawn, the rest counted and said

@@ -105,7 +105,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 35);
+        CHECK_INT_EQ(n, 37);
 }
 
 static void test_defaults(void) {
@@ -118,6 +118,8 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.max_store_size, 1ULL << 30);
         CHECK_INT_EQ(c.timeline_retention_ns, 3600 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.timeline_max_size, 256ULL << 20);
+        CHECK_INT_EQ(c.timeline_offcpu_min_ns, 1000000);
+        CHECK_INT_EQ(c.timeline_offcpu_rate, 200);
         CHECK_INT_EQ(c.unwind_memory, 24ULL << 20);
         CHECK_INT_EQ(c.kernel_memory, 64ULL << 20);
         CHECK(c.debug_dirs && c.debug_dirs[0] && !c.debug_dirs[1]);
@@ -309,6 +311,8 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "capture_duration", "1m", "1m" },
         { "capture_cooldown", "15m", "15m" },
         { "capture_max_pinned", "64M", "67108864" },
+        { "timeline_offcpu_min", "5ms", "5ms" },
+        { "timeline_offcpu_rate", "500", "500" },
         { "symbol_cache", "64", "64" },
         { "debug_dirs", "/usr/lib/debug /opt/debug", "/usr/lib/debug /opt/debug" },
         { "debuginfod_urls", "https://debuginfod.debian.net", "https://debuginfod.debian.net" },
@@ -461,9 +465,9 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
         }
         /* frequency, interval, offcpu_min/max, max_clients, client_timeout,
          * retention x3, max_store_size, timeline_retention, timeline_max_size,
-         * symbol_cache, debug_dirs */
-        CHECK_INT_EQ(n_reloadable, 14);
-        CHECK_INT_EQ(n_restart, 21);
+         * timeline_offcpu_min, symbol_cache, debug_dirs */
+        CHECK_INT_EQ(n_reloadable, 15);
+        CHECK_INT_EQ(n_restart, 22);
         conf_done(&defaults);
 }
 

@@ -142,9 +142,9 @@ static void test_timeline_request(void) {
         static const struct {
                 const char *line, *message;
         } bad[] = {
-                { "{\"op\":\"timeline\",\"kind\":\"offcpu\"}", "kind 'offcpu': the timeline holds on-CPU samples only; "
-                                                            "off-CPU blocks do not keep their start and end times yet" },
-                { "{\"op\":\"timeline\",\"kind\":\"wakeup\"}", "kind 'wakeup': the timeline holds on-CPU samples only" },
+                { "{\"op\":\"timeline\",\"kind\":\"offcpu\"}", "kind 'offcpu': a timeline answer carries on-CPU samples only; "
+                                                            "its lines do not carry off-CPU blocks yet" },
+                { "{\"op\":\"timeline\",\"kind\":\"wakeup\"}", "kind 'wakeup': a timeline answer carries on-CPU samples only" },
                 { "{\"op\":\"timeline\",\"last\":true}", "field 'last' (the most recent drain) applies to query" },
                 { "{\"op\":\"timeline\",\"by_drains\":true}", "field 'by_drains' applies to query" },
                 { "{\"op\":\"timeline\",\"group\":\"process\"}", "unknown field 'group' in timeline request" },

@@ -73,6 +73,7 @@ static struct conf test_conf(void) {
                 .retention_ns = 7 * 86400 * NSEC_PER_SEC,
                 .timeline_retention_ns = 3600 * NSEC_PER_SEC,
                 .timeline_max_size = 256 << 20,
+                .timeline_offcpu_min_ns = 1000000,
                 .debug_dirs = debug_dirs,
                 .clickhouse_url = "http://ch:8123",
                 .host_name = "web1",
@@ -98,9 +99,12 @@ static struct status_stats full_stats(const struct conf *c) {
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
                 .user_walks = 15,
                 .timeline_untimed = 16,
+                .offtime_logged = 17, .offtime_short = 18, .offtime_short_ns = 19,
+                .offtime_unlogged = 20, .offtime_unlogged_ns = 31,
                 .clients = 3,
                 .writer_running = true,
                 .store = { .drains = 21, .samples = 22, .stacks = 23, .processes = 24, .last_drain_ns = 25,
+                           .offtime_rows = 2, .offtime_blocks = 32, .offtime_bytes = 33, .offtime_oldest_ns = 34,
                            .timeline_blocks = 27, .timeline_bytes = 28, .timeline_samples = 29,
                            .timeline_oldest_ns = 30,
                            .file_bytes = 26, .drops = stored_drops, .n_drops = ELEMENTSOF(stored_drops) },
@@ -220,7 +224,9 @@ static void test_keys_in_order(void) {
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"), "min_ns max_ns filtered_blocks filtered_ns");
         check_keys(json_object_get(o, "timeline"), "bytes blocks samples oldest_ns untimed retention_s max_size "
-                   "deleted_blocks");
+                   "deleted_blocks offcpu");
+        check_keys(json_object_get(json_object_get(o, "timeline"), "offcpu"), "blocks bytes oldest_ns logged short "
+                   "short_ns unlogged unlogged_ns min_ns");
         check_keys(json_object_get(o, "captures"), "count pinning pinned_bytes max_pinned_bytes cooldown_s before_s "
                    "duration_s refused failed triggers read_errors last");
         check_keys(json_object_get(o, "unresolved"), "no_symbols no_file jit_without_map unknown_mapping "
@@ -263,6 +269,16 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "retention_s"), 3600);
         CHECK_INT_EQ(num(x, "max_size"), 256 << 20);
         CHECK_INT_EQ(num(x, "deleted_blocks"), 130);
+        x = json_object_get(x, "offcpu");
+        CHECK_INT_EQ(num(x, "blocks"), 32);
+        CHECK_INT_EQ(num(x, "bytes"), 33);
+        CHECK_INT_EQ(num(x, "oldest_ns"), 34);
+        CHECK_INT_EQ(num(x, "logged"), 17);
+        CHECK_INT_EQ(num(x, "short"), 18);
+        CHECK_INT_EQ(num(x, "short_ns"), 19);
+        CHECK_INT_EQ(num(x, "unlogged"), 20);
+        CHECK_INT_EQ(num(x, "unlogged_ns"), 31);
+        CHECK_INT_EQ(num(x, "min_ns"), 1000000);
         x = json_object_get(o, "captures");
         CHECK_INT_EQ(num(x, "count"), 141);
         CHECK_INT_EQ(num(x, "pinning"), 142);

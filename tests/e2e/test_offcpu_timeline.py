@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""End to end, the timeline of off-CPU blocks (issue 44): a workload sleeps
+200 ms in block_wait between CPU spins, at wall-clock times it records;
+profd logs each block with its start and end, and a query's window selects
+blocks by their own time, counting the part of a block inside it: the
+blocked time the timeline holds lies inside the true sleeps (>= 95%, each
+sleep's within 5 ms), a window of 100 ms inside one sleep holds 100 ms of
+it (+- 10 µs) in block_wait, and a window over a spin holds none. Status says how many blocks were logged and how many were not."""
+import json
+import subprocess
+import time
+
+from harness import Profd, binary, function_shares, require_root, run_tests
+
+BLOCKS, BLOCK_MS = 8, 200
+# the sleep's bounds are read just around nanosleep: the thread leaves the
+# CPU microseconds after the first and is back before the second, but a
+# loaded machine may run it a little late after its wakeup (state R then)
+SLACK_NS = 5_000_000
+
+
+def rfc3339(ns):
+    """A Unix-epoch ns time as RFC 3339 in UTC, to the nanosecond."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
+
+
+def window(d, pid, lo, hi):
+    """The workload's sleeping (state S) off-CPU time in [lo, hi]."""
+    return d.query_json("--kind", "offcpu", "--state", "S", "--pid", str(pid), "--from", rfc3339(int(lo)),
+                        "--to", rfc3339(int(hi)))
+
+
+def test_offcpu_timeline_places_blocks_in_the_sleeps():
+    # an interval of 1 s: the run (~3.3 s) crosses several drains, so
+    # blocks end in one drain and begin in the one before. Room for 2000
+    # logged blocks per CPU and second: the other tests of a loaded CI
+    # machine block often too, and a full region would leave a sleep out
+    # (counted unlogged, which this test cannot tell from a bug)
+    with Profd("--interval", "1s", "--kinds", "cpu,offcpu", "--timeline-offcpu-rate", "2000") as d:
+        w = subprocess.run([binary("SLEEPS"), str(BLOCKS), str(BLOCK_MS)], capture_output=True, text=True,
+                           timeout=60)
+        assert w.returncode == 0, f"sleeps exited {w.returncode}"
+        truth = json.loads(w.stdout)
+        pid, blocks = truth["pid"], truth["blocks"]
+        d.profctl("flush")
+        status = json.loads(d.profctl("status", "--json").stdout)
+        ot = status["timeline"]["offcpu"]
+        print(f"  status timeline.offcpu: {ot}")
+        assert ot["blocks"] >= BLOCKS and ot["bytes"] > 0 and ot["logged"] >= BLOCKS, ot
+        assert ot["oldest_ns"] is not None and ot["oldest_ns"] <= blocks[0][0], ot
+        assert ot["min_ns"] == 1_000_000, ot
+        text = [l for l in d.profctl("status").stdout.splitlines() if "off-CPU blocks with their start and end" in l]
+        print(f"  {text}")
+        assert len(text) == 1 and "unlogged" in text[0], text
+
+        # the whole run from the timeline: the sleeps' time, in block_wait
+        run = window(d, pid, blocks[0][0] - 100_000_000, blocks[-1][1] + 100_000_000)
+        _, in_stack, total = function_shares(run)
+        true_ns = sum(b1 - b0 for b0, b1 in blocks)
+        print(f"  the run's window: {total / 1e6:.1f} ms sleeping (the sleeps took {true_ns / 1e6:.1f} ms), "
+              f"block_wait in {in_stack.get('block_wait', 0) / 1e6:.1f} ms; timeline {run.get('timeline')}")
+        assert run.get("timeline") is True, run.get("timeline")
+        assert run.get("unit") == "ns", run.get("unit")
+        assert 0.95 * true_ns <= total <= true_ns + BLOCKS * SLACK_NS, (total, true_ns)
+        # the stacks: the first sleeps come 150 ms after the workload
+        # starts, when a loaded machine's unwinder may not have its tables
+        # yet (stack quality is test_offcpu's); the later ones name it
+        late = window(d, pid, blocks[4][0] - SLACK_NS, blocks[-1][1] + SLACK_NS)
+        _, late_stack, late_total = function_shares(late)
+        print(f"  sleeps 5-{BLOCKS}: block_wait in {late_stack.get('block_wait', 0) / 1e6:.1f} of "
+              f"{late_total / 1e6:.1f} ms")
+        assert late_stack.get("block_wait", 0) >= 0.95 * late_total, late_stack
+
+        # >= 95% of it inside the sleeps' true intervals (+- SLACK_NS), each
+        # sleep's share whole
+        inside = 0
+        for i, (b0, b1) in enumerate(blocks):
+            part = window(d, pid, b0 - SLACK_NS, b1 + SLACK_NS)["total"]
+            assert abs(part - (b1 - b0)) <= SLACK_NS, f"sleep {i}: {part} ns in the timeline, {b1 - b0} true"
+            inside += part
+        print(f"  inside the sleeps: {inside / 1e6:.1f} ms ({100.0 * inside / max(total, 1):.1f}%)")
+        assert inside >= 0.95 * total, (inside, total)
+
+        # a window of 100 ms in the middle of sleep 6: 100 ms of it, to
+        # the µs the store keeps (and the ns of the window's edges), in
+        # block_wait
+        b0, b1 = blocks[5]
+        mid = window(d, pid, b0 + 50_000_000, b0 + 150_000_000 - 1)
+        _, mid_stack, _ = function_shares(mid)
+        print(f"  100 ms inside sleep 6: {mid['total'] / 1e6:.3f} ms, block_wait in "
+              f"{mid_stack.get('block_wait', 0) / 1e6:.3f} ms; timeline {mid.get('timeline')}")
+        assert mid.get("timeline") is True
+        assert abs(mid["total"] - 100_000_000) <= 10_000, mid["total"]
+        assert mid_stack.get("block_wait", 0) == mid["total"], mid_stack
+
+        # a window over the spin after it: no sleeping time
+        spin = window(d, pid, b1 + SLACK_NS, blocks[6][0] - SLACK_NS)
+        print(f"  the spin after it: {spin['total']} ns sleeping")
+        assert spin["total"] == 0, spin["total"]
+
+        # a window the timeline does not reach back to: by drains, and said
+        before = d.query_json("--kind", "offcpu", "--pid", str(pid), "--since", "1h")
+        assert before.get("timeline") is False, before.get("timeline")
+
+
+if __name__ == "__main__":
+    require_root()
+    run_tests([test_offcpu_timeline_places_blocks_in_the_sleeps])
