@@ -335,6 +335,10 @@ def test_three_hosts_export_exactly_what_they_stored():
         # second before the last drain exported (a sample taken just
         # before a drain's end may be read by the next)
         h_from = max(timeline_oldest(p) for p in profds)
+        for p in profds:  # hosts start one after the other: a few seconds past the last one's first sample
+            wait_for("a drain 4 s after every host's first timed sample",
+                     lambda: newest_drain(p)[1] > h_from + 4 * 10**9, timeout=120, p=p)
+            caught_up(p)
         h_to = min(p.upto[1] for p in profds) - 10**9
         assert h_from < h_to, f"no window every host's exported timeline covers: {h_from} to {h_to}"
         total = 0
