@@ -13,15 +13,23 @@ cells (20 ms rows) that the sleeps' true intervals (+- 5 ms) meet, each
 sleep's cells hold its 200 ms (+- 5 ms), and its total is exactly the ns of
 `profctl query --kind offcpu` over the same window and filters (no
 tolerance: both clip each block to the window in ns). The HTML page carries
-the blocks as spans. The cap counts the blocks (and ns) it leaves out.
+the blocks as spans; in headless Chromium a range of 100 ms inside sleep 6
+folds to the stacks of `profctl query --kind offcpu --format folded` over
+that range (+- 10 µs a stack: the page has each block's start and length to
+the µs and shares a block out by the part of it the range holds; the
+query's folded weights are µs, the page's ns). The cap counts the blocks (and ns) it leaves out.
 Bad input: --kind offcpu with --clickhouse, --kind wakeup, a window before
 the off-CPU timeline's oldest block; profd answers after each."""
 import json
+import os
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 
 from harness import Profd, binary, exchange, function_shares, require_root, run_tests
+from test_heatmap import CHROMIUM, folded_sums, page_dom
 
 BLOCKS, BLOCK_MS = 8, 200
 # the sleep's bounds are read just around nanosleep: the thread leaves the
@@ -162,6 +170,31 @@ def check_heatmap(d, pid, blocks):
     assert all(s[3] > 0 for s in data["samples"]) and sum(s[2] for s in data["samples"]) == hm["total"]
     svg = d.profctl("heatmap", *win, "--format", "svg").stdout
     assert "<svg" in svg[:1000] and "Blocked time" in svg, svg[:1000]
+
+    # a range of the page: 100 ms inside sleep 6, as the query folds it
+    assert CHROMIUM, "no chromium to load the heatmap page in (setup.sh installs it)"
+    work = tempfile.mkdtemp(prefix="profd-offheat-e2e-")
+    try:
+        path = os.path.join(work, "offcpu.html")
+        with open(path, "w") as f:
+            f.write(page)
+        lo_ms = (blocks[5][0] + 50_000_000 - hm["start_ns"]) // 10**6
+        hi_ms = lo_ms + 100
+        dom = page_dom(work, f"file://{path}#range={lo_ms}-{hi_ms}")
+        folded = re.search(r'<pre id="folded">(.*?)</pre>', dom, re.S).group(1)
+        page_sums = folded_sums(folded.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+        start, end = hm["start_ns"] + lo_ms * 10**6, hm["start_ns"] + hi_ms * 10**6 - 1
+        q = d.profctl("query", *win[:6], "--from", rfc3339(start), "--to", rfc3339(end), "--format", "folded")
+        # query's folded blocked time is in µs (flamegraph.pl's), the
+        # page's in ns
+        query_sums = {k: v * 1000 for k, v in folded_sums(q.stdout).items()}
+        print(f"  page range {lo_ms}-{hi_ms} ms: {sum(page_sums.values())} ns in {len(page_sums)} stacks, "
+              f"query {sum(query_sums.values())} ns in {len(query_sums)}")
+        assert abs(sum(query_sums.values()) - 100_000_000) <= 10_000, query_sums
+        assert page_sums.keys() == query_sums.keys(), (page_sums, query_sums)
+        assert all(abs(page_sums[k] - query_sums[k]) <= 10_000 for k in query_sums), (page_sums, query_sums)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
     # the cap: blocks, counted (and their ns) and said
     r = d.profctl("heatmap", *win, "--json", "--max-samples", "2")
