@@ -25,9 +25,11 @@
 
 /* Blocks one answer carries at most: 24 bytes each while profd gathers
  * them, 24 MiB at worst. Blocks are logged only from timeline_offcpu_min
- * (1 ms by default) on, so a busy host's hour is well under it; a longer
- * one is cut, and says so. A request may ask for fewer ("max_samples",
- * which counts blocks for kind offcpu). */
+ * (1 ms by default) on and at most timeline_offcpu_rate (200) per CPU and
+ * second, so it holds 20 minutes of a 4-CPU host logging at that rate, and
+ * far more of a typical one; an incident's heatmap is minutes. More is
+ * cut, and says so. A request may ask for fewer ("max_samples", which
+ * counts blocks for kind offcpu). */
 #define TIMED_MAX_SPANS 1000000ULL
 
 struct timed_span {
