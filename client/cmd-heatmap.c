@@ -1,4 +1,5 @@
-/* profctl heatmap: a window's on-CPU samples by their own time, one column
+/* profctl heatmap: a window's on-CPU samples (or, --kind offcpu, its off-CPU
+ * blocks' blocked time) by their own time, one column
  * a second and rows of sub-second buckets (FlameScope's picture), from
  * profd's timeline ("timeline" request, docs/protocol.md). As text for a
  * terminal, an SVG, a self-contained HTML page where a dragged range shows
@@ -26,6 +27,7 @@
 #include "protocol.h"
 #include "quality.h"
 #include "timed-samples.h"
+#include "timed-spans.h"
 #include "util.h"
 
 static void help_heatmap(void) {
@@ -48,7 +50,12 @@ static void help_heatmap(void) {
                "\n"
                "%s"
                "\n"
-               "Only --kind cpu: the timeline request does not carry off-CPU blocks yet.\n"
+               "--kind offcpu draws blocked time instead: each off-CPU block the off-CPU\n"
+               "timeline holds (blocks of timeline_offcpu_min or longer) is spread over the\n"
+               "cells it spans, a cell's shade the nanoseconds blocked in it, and a range of\n"
+               "the page counts the part of each block inside it. --state filters blocks by\n"
+               "their task state. Not with --clickhouse: the fleet has no off-CPU timeline.\n"
+               "--kind wakeup is refused: wakeups do not keep their times.\n"
                "\n"
                "Options:\n"
                "      --rows N         Rows per second (default %u; 1 to %u, dividing a second\n"
@@ -60,8 +67,9 @@ static void help_heatmap(void) {
                "      --output FILE    Write to FILE instead of standard output\n"
                "      --raw-names      Function names as in the symbol table (not demangled)\n"
                "      --lines          Frames as 'name (file:line)' where debug info says\n"
-               "      --max-samples N  Ask profd for at most N samples (default and most:\n"
-               "                       %llu); the rest are counted and said, not drawn\n"
+               "      --max-samples N  Ask profd for at most N samples, or off-CPU blocks\n"
+               "                       (default and most: %llu); the rest are counted and\n"
+               "                       said, not drawn\n"
                "  -h, --help           Show this help\n"
                "\n"
                "%s",
@@ -159,12 +167,15 @@ static int heatmap_check(const struct cli_target *t, struct heatmap_args *a) {
 
         if (filters_check(f) < 0 || cli_check_fleet_options(t, f, NULL) < 0)
                 return -EINVAL;
-        if (f->kind && !streq(f->kind, "cpu"))
-                return cli_usage_error("--kind %s: a heatmap of blocked time needs each off-CPU block's start "
-                                       "and end, which profd stores but does not send yet (its timeline answer "
-                                       "has on-CPU samples only); profctl query --kind offcpu --from --to "
-                                       "selects blocks by their times, and profctl series --kind %s --step 1s "
-                                       "shows blocked time per second", f->kind, f->kind);
+        if (f->kind && !streq(f->kind, "cpu") && !streq(f->kind, "offcpu"))
+                return cli_usage_error("--kind %s: a heatmap draws on-CPU samples (cpu) or blocked time "
+                                       "(offcpu), which keep their times; wakeups do not keep their times: "
+                                       "profctl series --kind %s --step 1s shows them per second", f->kind,
+                                       f->kind);
+        if (f->kind && streq(f->kind, "offcpu") && t->clickhouse)
+                return cli_usage_error("--kind offcpu with --clickhouse: the fleet's timeline has on-CPU samples "
+                                       "only (ClickHouse holds no off-CPU blocks with their times); draw one "
+                                       "host's blocked time from its profd, without --clickhouse");
         if (f->last)
                 return cli_usage_error("--last is one drain, not a window of time; use --since or --from/--to");
         if (f->by_drains)
@@ -203,6 +214,8 @@ struct heatmap_answer {
         size_t n_samples, samples_cap;
         uint64_t sample_sum;      /* the "samples" lines' counts */
         uint64_t total, stacks_end, from_ns, to_ns, omitted, omitted_from_ns, oldest_ns;
+        bool offcpu;            /* "spans" lines: blocked ns, not samples */
+        uint64_t omitted_ns;    /* offcpu: the ns of the omitted blocks */
         struct quality quality; /* of the samples sent */
         bool have_quality;
 };
@@ -265,9 +278,7 @@ static int answer_add_stack(struct heatmap_answer *h, const json_t *line) {
         return 0;
 }
 
-static int answer_add_entry(const struct timed_entry *e, void *userdata) {
-        struct heatmap_answer *h = userdata;
-
+static int answer_grow(struct heatmap_answer *h) {
         if (h->n_samples == h->samples_cap) {
                 size_t cap = MAX(h->samples_cap * 2, (size_t) 4096);
                 struct heatmap_sample *s = realloc(h->samples, cap * sizeof(*s));
@@ -277,6 +288,36 @@ static int answer_add_entry(const struct timed_entry *e, void *userdata) {
                 h->samples = s;
                 h->samples_cap = cap;
         }
+        return 0;
+}
+
+/* An off-CPU block: a span of its ns, which the page counts in a range by
+ * the part the range holds. */
+static int answer_add_span(const struct timed_span *e, void *userdata) {
+        struct heatmap_answer *h = userdata;
+        int r;
+
+        r = answer_grow(h);
+        if (r < 0)
+                return r;
+        h->samples[h->n_samples++] = (struct heatmap_sample) {
+                .t_ns = e->start_us * NSEC_PER_USEC,
+                .span_ns = e->ns,
+                .weight = e->ns,
+                .stack = h->stack_map[e->stack],
+        };
+        if (__builtin_add_overflow(h->sample_sum, e->ns, &h->sample_sum))
+                return cli_error(-EBADMSG, "profd sent blocks that add up to more than 2^64 ns");
+        return 0;
+}
+
+static int answer_add_entry(const struct timed_entry *e, void *userdata) {
+        struct heatmap_answer *h = userdata;
+        int r;
+
+        r = answer_grow(h);
+        if (r < 0)
+                return r;
         h->samples[h->n_samples++] = (struct heatmap_sample) {
                 .t_ns = e->t_ms * NSEC_PER_MSEC,
                 .weight = e->n,
@@ -300,6 +341,9 @@ static int answer_set_end(struct heatmap_answer *h, const json_t *line) {
                 return r;
         if (h->omitted > 0 &&
             (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_OMITTED_FROM_NS, &h->omitted_from_ns)) < 0)
+                return r;
+        if (h->offcpu && h->omitted > 0 &&
+            (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_OMITTED_NS, &h->omitted_ns)) < 0)
                 return r;
         if (json_object_get(line, PROTO_KEY_QUALITY)) {
                 if (quality_from_json(json_object_get(line, PROTO_KEY_QUALITY), &h->quality) < 0)
@@ -344,6 +388,11 @@ static int heatmap_fetch(conn *c, const json_t *request, struct heatmap_answer *
                         if (r == -EBADMSG)
                                 return cli_error(r, "profd's timeline answer has a malformed \"samples\" line: %s",
                                                  error);
+                } else if (h->offcpu && streq(type, PROTO_TYPE_SPANS)) {
+                        r = timed_spans_line_parse(line, h->n_lines, answer_add_span, h, &error);
+                        if (r == -EBADMSG)
+                                return cli_error(r, "profd's timeline answer has a malformed \"spans\" line: %s",
+                                                 error);
                 } else
                         return cli_error(-EBADMSG, "profd answered 'timeline' with an unexpected '%s' line", type);
                 if (r < 0)
@@ -359,7 +408,7 @@ static int heatmap_build(const struct heatmap_args *a, struct heatmap_answer *an
         uint64_t end = ans->to_ns + 1;
         int r;
 
-        r = heatmap_init(h, ans->from_ns, end, a->rows, false);
+        r = heatmap_init(h, ans->from_ns, end, a->rows, ans->offcpu);
         if (r == -EINVAL)
                 return cli_error(r, "the window (%" PRIu64 " s) is longer than a heatmap draws (%u s, a day); "
                                  "narrow it with --since or --from/--to",
@@ -369,6 +418,14 @@ static int heatmap_build(const struct heatmap_args *a, struct heatmap_answer *an
         for (size_t i = 0; i < ans->n_samples; i++) {
                 struct heatmap_sample *s = &ans->samples[i];
 
+                if (ans->offcpu) {
+                        /* a block's start is sent to the µs below it, and
+                         * its part in the window whole: moved to the
+                         * window's start, it ends no later than it did */
+                        s->t_ns = MAX(s->t_ns, ans->from_ns);
+                        heatmap_add_span(h, s->t_ns, s->t_ns + s->span_ns);
+                        continue;
+                }
                 s->t_ns = MIN(MAX(s->t_ns, ans->from_ns), end - 1);
                 heatmap_add(h, s->t_ns, s->weight);
         }
@@ -391,7 +448,7 @@ static int heatmap_write_json(FILE *f, const struct heatmap *h, const struct hea
                                 return -ENOMEM;
         }
         o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
-                      "kind", "cpu", "unit", "samples",
+                      "kind", ans->offcpu ? "offcpu" : "cpu", "unit", ans->offcpu ? "ns" : "samples",
                       "from_ns", (json_int_t) h->from_ns, "to_ns", (json_int_t) ans->to_ns,
                       "start_ns", (json_int_t) h->start_ns, "columns", (json_int_t) h->columns,
                       "rows", (json_int_t) h->rows, "bucket_ms", (json_int_t) (1000 / h->rows),
@@ -403,7 +460,9 @@ static int heatmap_write_json(FILE *f, const struct heatmap *h, const struct hea
         /* bucket_ms is whole for the usual rows; bucket_us always is */
         if (json_object_set_new(o, "bucket_us", json_integer((json_int_t) (1000000 / h->rows))) < 0 ||
             (ans->omitted > 0 &&
-             json_object_set_new(o, "omitted_from_ns", json_integer((json_int_t) ans->omitted_from_ns)) < 0))
+             json_object_set_new(o, "omitted_from_ns", json_integer((json_int_t) ans->omitted_from_ns)) < 0) ||
+            (ans->offcpu && ans->omitted > 0 &&
+             json_object_set_new(o, "omitted_ns", json_integer((json_int_t) ans->omitted_ns)) < 0))
                 return -ENOMEM;
         r = json_dumpf(o, f, JSON_COMPACT);
         if (r < 0)
@@ -424,7 +483,8 @@ static int heatmap_show(const struct heatmap_args *a, struct heatmap_answer *ans
                 return r;
         /* the title names what the filters chose */
         described = filters_describe(&a->filters);
-        if (described && *described && asprintf(&title, "CPU samples by time: %s", described) >= 0)
+        if (described && *described &&
+            asprintf(&title, "%s by time: %s", ans->offcpu ? "Blocked time" : "CPU samples", described) >= 0)
                 opts.title = title;
         r = output_open(&out, a->view.output);
         if (r < 0)
@@ -460,9 +520,15 @@ static int heatmap_show(const struct heatmap_args *a, struct heatmap_answer *ans
                 char t[64];
 
                 fflush(stdout);
-                fprintf(stderr, "note: %" PRIu64 " samples from %s on are not drawn: an answer carries at most %"
-                        PRIu64 " (--max-samples); narrow the window or the filters\n", ans->omitted,
-                        format_local_time(t, sizeof(t), ans->omitted_from_ns), ans->total);
+                if (ans->offcpu)
+                        fprintf(stderr, "note: %" PRIu64 " off-CPU blocks (%" PRIu64 " ns blocked) from %s on are "
+                                "not drawn: an answer carries at most %zu blocks (--max-samples); narrow the "
+                                "window or the filters\n", ans->omitted, ans->omitted_ns,
+                                format_local_time(t, sizeof(t), ans->omitted_from_ns), ans->n_samples);
+                else
+                        fprintf(stderr, "note: %" PRIu64 " samples from %s on are not drawn: an answer carries at "
+                                "most %" PRIu64 " (--max-samples); narrow the window or the filters\n", ans->omitted,
+                                format_local_time(t, sizeof(t), ans->omitted_from_ns), ans->total);
         }
         return 0;
 }
@@ -490,6 +556,7 @@ int cmd_heatmap(const struct cli_target *t, int argc, char *argv[]) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }
+        ans.offcpu = streq(filters_kind(&a.filters), "offcpu");
         r = cli_connect(t, &c);
         if (r >= 0)
                 r = heatmap_fetch(c, request, &ans);

@@ -125,6 +125,13 @@
 #define PROTO_KEY_OMITTED   "omitted"  /* samples of the window beyond the answer's cap, not sent */
 #define PROTO_KEY_OMITTED_FROM_NS "omitted_from_ns" /* the earliest omitted sample's time */
 #define PROTO_KEY_OLDEST_NS "oldest_ns" /* the timeline's oldest time */
+/* A timeline answer of kind offcpu carries "spans" lines instead
+ * (common/timed-spans.h); its "omitted" counts blocks, and this their ns */
+#define PROTO_TYPE_SPANS    "spans"
+#define PROTO_KEY_T0_US     "t0_us"
+#define PROTO_KEY_DT_US     "dt_us"
+#define PROTO_KEY_NS        "ns"
+#define PROTO_KEY_OMITTED_NS "omitted_ns"
 
 /* The query model profd's store and profctl's fleet answers share. The
  * names keep the store's prefix: the store defined them first and fills

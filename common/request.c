@@ -372,14 +372,12 @@ static int parse_answer_field(const char *key, json_t *v, enum request_op op, st
 static int check_query(const struct query_request *q, const struct window_given *w, enum request_op op,
                        char **ret_error) {
         if (op == REQUEST_TIMELINE) {
-                /* the answer's lines carry on-CPU samples only: the
-                 * off-CPU blocks' starts and ends are stored (schema 13)
-                 * and select an offcpu query's window, but no line
-                 * carries them to a heatmap yet */
-                if (q->kind != PROFD_KIND_CPU)
-                        return format_error(ret_error, "kind '%s': a timeline answer carries on-CPU samples only; "
-                                                       "its lines do not carry off-CPU blocks yet",
-                                    q->kind == PROFD_KIND_OFFCPU ? "offcpu" : "wakeup");
+                /* on-CPU samples ("samples" lines) and off-CPU blocks
+                 * ("spans" lines) keep their times; wakeups do not */
+                if (q->kind == PROFD_KIND_WAKEUP)
+                        return format_error(ret_error, "kind 'wakeup': a timeline answer carries on-CPU samples "
+                                                       "(kind cpu) and off-CPU blocks (kind offcpu); wakeups do "
+                                                       "not keep their times");
                 if (q->last)
                         return format_error(ret_error, "field 'last' (the most recent drain) applies to query "
                                                        "and series; a timeline takes a window");

@@ -755,8 +755,9 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         int r;
 
         if (q->kind != PROFD_KIND_CPU)
-                return answer_error(a, "the timeline has on-CPU samples only: off-CPU blocks do not keep their start "
-                                       "and end times yet");
+                return answer_error(a, "the fleet's timeline has on-CPU samples only: ClickHouse holds no off-CPU "
+                                       "blocks with their start and end; a heatmap of blocked time is drawn from "
+                                       "one host's profd (profctl heatmap --kind offcpu without --clickhouse)");
         if (s.group != FLEET_GROUP_NONE)
                 return answer_error(a, "a timeline answer is not grouped");
         s.timeline = true;

@@ -16,6 +16,7 @@
 #include "sample-blocks.h"
 #include "store-private.h"
 #include "timed-samples.h"
+#include "timed-spans.h"
 #include "offtime-pack.h"
 #include "timeline-pack.h"
 
@@ -1003,6 +1004,21 @@ int store_timeline_oldest(store *s, uint64_t *ret_ns) {
         return 0;
 }
 
+int store_offtime_oldest(store *s, uint64_t *ret_ns) {
+        int64_t oldest;
+        int r;
+
+        /* as store_timeline_oldest: retention deletes the rows that end
+         * first, so the off-CPU timeline holds every block after */
+        r = db_query_i64(&s->d, "SELECT start_ns FROM offcpu_timeline ORDER BY end_ns LIMIT 1", NULL, 0, -1, &oldest);
+        if (r < 0)
+                return r;
+        if (oldest < 0)
+                return -ENOENT;
+        *ret_ns = (uint64_t) oldest;
+        return 0;
+}
+
 static int timed_add_sample(uint64_t at_ns, uint64_t value _unused_, const struct timeline_key *k,
                             struct timeline_proc *tp _unused_, void *userdata) {
         return timed_set_add(userdata, at_ns, k->stack_id);
@@ -1029,6 +1045,44 @@ int store_query_timed(store *s, const struct store_query *q, struct timed_set *s
                 struct store_stack_out so = { .value = set->stack_values[i] };
 
                 r = store_stack_frames(s, set->stack_ids[i], cache, &out, &out_cap, &so.n_frames, &so.user_end);
+                if (r < 0)
+                        break;
+                so.frames = out;
+                r = fn(&so, userdata);
+        }
+        store_query_location_cache_done(s, cache);
+        if (s->read->keep_locations && !sqlite3_get_autocommit(s->d.handle))
+                (void) db_exec(&s->d, "COMMIT");
+        free(out);
+        return r;
+}
+
+static int timed_add_span(uint64_t at_ns, uint64_t value, const struct timeline_key *k,
+                          struct timeline_proc *tp _unused_, void *userdata) {
+        return timed_span_set_add(userdata, at_ns, value, k->stack_id);
+}
+
+int store_query_spans(store *s, const struct store_query *q, struct timed_span_set *set, store_stack_fn fn,
+                      void *userdata) {
+        struct store_frame_out *out = NULL;
+        size_t out_cap = 0;
+        hashmap *cache;
+        int r;
+
+        if (q->group != STORE_GROUP_NONE || q->kind != 1 || q->drain_id != 0) /* PROFD_KIND_OFFCPU */
+                return -EINVAL;
+        /* one read transaction, as store_query_timed */
+        cache = store_query_location_cache(s);
+        if (!cache)
+                return -ENOMEM;
+        r = timeline_scan(s, q, NULL, timed_add_span, set);
+        if (r >= 0)
+                timed_span_set_finish(set);
+        for (size_t i = 0; r >= 0 && i < set->stacks.n_stacks; i++) {
+                struct store_stack_out so = { .value = set->stacks.stack_values[i] };
+
+                r = store_stack_frames(s, set->stacks.stack_ids[i], cache, &out, &out_cap, &so.n_frames,
+                                       &so.user_end);
                 if (r < 0)
                         break;
                 so.frames = out;

@@ -255,6 +255,25 @@ struct timed_set;
 int store_query_timed(store *s, const struct store_query *q, struct timed_set *set, store_stack_fn fn,
                       void *userdata);
 
+/* The start of the oldest block the off-CPU timeline holds (it holds
+ * every one after). Returns 0, -ENOENT when it holds none, or a negative
+ * errno. */
+int store_offtime_oldest(store *s, uint64_t *ret_ns);
+
+struct timed_span_set;
+
+/* The off-CPU blocks of q's window with their own times (a timeline answer
+ * of kind offcpu, common/timed-spans.h): every block the off-CPU timeline
+ * holds that meets [from_ns, to_ns], clipped to it, whose process passes
+ * q's filters and whose thread and state pass tid and state_mask, goes into
+ * set (which keeps up to its cap and counts the rest; then sorted), then fn
+ * is called for each of the set's stacks in index order, value its ns
+ * kept. q must be an offcpu window without a group; the caller checks
+ * store_offtime_oldest. One read transaction. Returns 0, -EINVAL for
+ * another query, or a negative errno (fn's included). */
+int store_query_spans(store *s, const struct store_query *q, struct timed_span_set *set, store_stack_fn fn,
+                      void *userdata);
+
 /* Called, in time order, for each drain with matching samples: the drain's
  * bucket, the sum of its matching values, and the part of it whose stacks
  * are complete (user_end 0). */

@@ -136,15 +136,16 @@ static void test_series_request(void) {
         request_done(&r);
 }
 
-/* A timeline request: the filters and window of a query, format, lines,
- * raw_names and max_samples; nothing that needs drains or blocked time. */
+/* A timeline request: the filters and window of a query (kind cpu or
+ * offcpu), format, lines, raw_names and max_samples; nothing that needs
+ * drains. */
 static void test_timeline_request(void) {
         static const struct {
                 const char *line, *message;
         } bad[] = {
-                { "{\"op\":\"timeline\",\"kind\":\"offcpu\"}", "kind 'offcpu': a timeline answer carries on-CPU samples only; "
-                                                            "its lines do not carry off-CPU blocks yet" },
-                { "{\"op\":\"timeline\",\"kind\":\"wakeup\"}", "kind 'wakeup': a timeline answer carries on-CPU samples only" },
+                { "{\"op\":\"timeline\",\"kind\":\"wakeup\"}", "kind 'wakeup': a timeline answer carries on-CPU samples "
+                                                            "(kind cpu) and off-CPU blocks (kind offcpu); wakeups do not" },
+                { "{\"op\":\"timeline\",\"state\":\"D\"}", "field 'state' applies to kinds offcpu and wakeup" },
                 { "{\"op\":\"timeline\",\"last\":true}", "field 'last' (the most recent drain) applies to query" },
                 { "{\"op\":\"timeline\",\"by_drains\":true}", "field 'by_drains' applies to query" },
                 { "{\"op\":\"timeline\",\"group\":\"process\"}", "unknown field 'group' in timeline request" },
@@ -176,6 +177,13 @@ static void test_timeline_request(void) {
         CHECK_INT_EQ(parse("{\"op\":\"timeline\"}", &r, &err), 0);
         CHECK_INT_EQ(r.query.max_samples, 0);
         CHECK(!r.query.have_since);
+        request_done(&r);
+        /* off-CPU blocks, with the task-state filter (per block) */
+        CHECK_INT_EQ(parse("{\"op\":\"timeline\",\"kind\":\"offcpu\",\"state\":\"S,D\",\"max_samples\":9}", &r,
+                           &err), 0);
+        CHECK_INT_EQ(r.query.kind, PROFD_KIND_OFFCPU);
+        CHECK(r.query.state_mask != 0);
+        CHECK_INT_EQ(r.query.max_samples, 9);
         request_done(&r);
         CHECK_INT_EQ(parse("{\"op\":\"timeline\",\"since\":\"30s\"}", &r, &err), 0);
         CHECK(r.query.have_since);
