@@ -75,3 +75,21 @@ int capture_event_from_json(const json_t *line, struct capture_event *ret, const
         *ret = e;
         return 1;
 }
+
+json_t *capture_events_view_json(const json_t *lines) {
+        json_t *events = json_array(), *line;
+        size_t i;
+
+        if (!events)
+                return NULL;
+        json_array_foreach(lines, i, line) {
+                json_t *e = json_deep_copy(line);
+
+                if (!e || json_object_del(e, PROTO_KEY_TYPE) < 0 || json_array_append_new(events, e) < 0) {
+                        json_decref(e);
+                        json_decref(events);
+                        return NULL;
+                }
+        }
+        return events;
+}

@@ -39,3 +39,7 @@ json_t *capture_event_to_json(const struct capture_event *e);
  * from line) for a capture, 0 for an event of another kind (a newer
  * profd's: to be skipped), -EBADMSG with *ret_error saying what is wrong. */
 int capture_event_from_json(const json_t *line, struct capture_event *ret, const char **ret_error);
+
+/* The event lines kept from an answer (an array; NULL: none) as a view's
+ * JSON writes them: each line but its "type". NULL on ENOMEM. */
+json_t *capture_events_view_json(const json_t *lines);
