@@ -293,8 +293,14 @@ static void test_html(const char *dir) {
         free(page);
 
         if (dir) {
+                /* a capture's mark in the burst's column: the page still
+                 * selects and folds under it (test_heatmap_page.py) */
+                static const struct heatmap_mark mark = { .t_ns = S(1001) + MS(400), .label = "capture 1 (manual)" };
                 char path[4096];
                 FILE *f;
+
+                h.marks = &mark;
+                h.n_marks = 1;
 
                 snprintf(path, sizeof(path), "%s/heatmap.html", dir);
                 f = fopen(path, "we");
@@ -313,8 +319,6 @@ static void test_html(const char *dir) {
         heatmap_done(&h);
 }
 
-/* Usage: test-heatmap [DIR] (DIR: where to write heatmap.html for
- * test_heatmap_page.py) */
 /* Events (captures' triggers): a mark at the end of its second's text
  * line, one outside the columns said after the grid; in the SVG a line and
  * a marker whose tooltip is the label, escaped, only for marks inside the
@@ -348,6 +352,8 @@ static void test_marks(void) {
         heatmap_done(&h);
 }
 
+/* Usage: test-heatmap [DIR] (DIR: where to write heatmap.html for
+ * test_heatmap_page.py) */
 int main(int argc, char **argv) {
         test_init();
         test_cells();
