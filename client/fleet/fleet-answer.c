@@ -629,6 +629,29 @@ static int write_table_rows(fleet *f, const struct answer_data *d, const struct 
         return 1;
 }
 
+/* One stack line of the answer, as profd's writer writes it: the stack's
+ * frames looked up (stack_get, stack_out), its value and group. */
+static int write_stack_line(fleet *f, const struct answer_data *d, uint64_t stack_id, uint64_t value, const char *group,
+                            const struct stack_style *style, struct store_frame_out **frames, size_t *frames_cap,
+                            struct stackline_buf *b, struct answer *a) {
+        struct store_stack_out so = { .value = value, .group = group };
+        struct stack_frames *sf;
+        int r;
+
+        r = stack_get(f, d, stack_id, &sf);
+        if (r < 0)
+                return r;
+        r = stack_out(sf, frames, frames_cap, &so);
+        if (r < 0)
+                return r;
+        b->len = 0;
+        r = stackline_append(b, &so, style);
+        if (r < 0)
+                return cli_error(r, "%m");
+        fwrite(b->data, 1, b->len, a->out);
+        return 0;
+}
+
 static int answer_query(fleet *f, const struct query_request *q, const struct fleet_scope *s,
                         const struct fleet_table *t, struct answer *a) {
         _cleanup_(answer_data_done) struct answer_data d = {};
@@ -673,20 +696,10 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                 have_rows = r > 0;
         }
         for (size_t i = 0; i < d.n_rows && !have_rows; i++) {
-                struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
-                struct stack_frames *sf;
-
-                r = stack_get(f, &d, d.rows[i].stack_id, &sf);
+                r = write_stack_line(f, &d, d.rows[i].stack_id, d.rows[i].value, d.rows[i].group, &style, &frames,
+                                     &frames_cap, &b, a);
                 if (r < 0)
                         return r;
-                r = stack_out(sf, &frames, &frames_cap, &so);
-                if (r < 0)
-                        return r;
-                b.len = 0;
-                r = stackline_append(&b, &so, &style);
-                if (r < 0)
-                        return cli_error(r, "%m");
-                fwrite(b.data, 1, b.len, a->out);
         }
         fprintf(a->out,
                 "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_END "\",\"" PROTO_KEY_KIND "\":\"%s\",\"" PROTO_KEY_WEIGHT_UNIT
@@ -804,23 +817,13 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         /* the stacks with samples kept, in the answer's stable order: their
          * lines, and the entries renumbered to them */
         for (size_t i = 0; i < d.n_rows; i++) {
-                struct store_stack_out so = { .value = ts[i].kept };
-                struct stack_frames *sf;
-
                 if (ts[i].kept == 0)
                         continue;
                 ts[i].index = (uint32_t) n_stacks++;
-                r = stack_get(f, &d, d.rows[i].stack_id, &sf);
+                r = write_stack_line(f, &d, d.rows[i].stack_id, ts[i].kept, NULL, &style, &frames, &frames_cap, &b,
+                                     a);
                 if (r < 0)
                         return r;
-                r = stack_out(sf, &frames, &frames_cap, &so);
-                if (r < 0)
-                        return r;
-                b.len = 0;
-                r = stackline_append(&b, &so, &style);
-                if (r < 0)
-                        return cli_error(r, "%m");
-                fwrite(b.data, 1, b.len, a->out);
         }
         for (size_t i = 0; i < n_entries; i++)
                 entries[i].stack = ts[entries[i].stack].index;

@@ -8,57 +8,7 @@
 #include <string.h>
 
 #include "macro.h"
-
-/* A growing output buffer; a failed growth sticks (oom), checked once at the end. */
-struct out {
-        uint8_t *data;
-        size_t size, cap;
-        bool oom;
-};
-
-static void put_varint(struct out *o, uint64_t v) {
-        if (o->oom)
-                return;
-        if (o->cap - o->size < 10) {
-                size_t cap = MAX(o->cap * 2, (size_t) 64);
-                uint8_t *d = realloc(o->data, cap);
-
-                if (!d) {
-                        o->oom = true;
-                        return;
-                }
-                o->data = d;
-                o->cap = cap;
-        }
-        while (v >= 0x80) {
-                o->data[o->size++] = (uint8_t) (v | 0x80);
-                v >>= 7;
-        }
-        o->data[o->size++] = (uint8_t) v;
-}
-
-/* Reads one varint at *p (< end): -EBADMSG when truncated, longer than 64
- * bits, or not in its shortest form, so that one blob has one encoding. */
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
-        uint64_t v = 0;
-
-        for (unsigned shift = 0;; shift += 7) {
-                uint8_t b;
-
-                if (*p >= end || shift > 63)
-                        return -EBADMSG;
-                b = *(*p)++;
-                if (shift == 63 && b > 1)
-                        return -EBADMSG; /* bits past the 64th */
-                v |= (uint64_t) (b & 0x7f) << shift;
-                if (!(b & 0x80)) {
-                        if (b == 0 && shift > 0)
-                                return -EBADMSG; /* overlong */
-                        *ret = v;
-                        return 0;
-                }
-        }
-}
+#include "varint.h"
 
 static int key_cmp(const struct offtime_key *x, const struct offtime_key *y) {
         if (x->process_id != y->process_id)
@@ -98,7 +48,7 @@ int offtime_pack(const struct offtime_key *keys, size_t n_keys, const struct off
         _cleanup_free_ struct key_at *ka = NULL;
         _cleanup_free_ uint32_t *renumber = NULL;
         _cleanup_free_ struct offtime_block *s = NULL;
-        struct out o = {};
+        struct varint_out o = {};
         uint64_t prev_start = 0;
         int64_t prev_proc = 0, prev_stack = 0;
 
@@ -125,24 +75,24 @@ int offtime_pack(const struct offtime_key *keys, size_t n_keys, const struct off
                 s[i] = (struct offtime_block) { blocks[i].start_us, blocks[i].duration_us, renumber[blocks[i].key] };
         qsort(s, n_blocks, sizeof(*s), block_cmp);
 
-        put_varint(&o, n_keys);
-        put_varint(&o, n_blocks);
-        put_varint(&o, n_blocks ? s[n_blocks - 1].start_us : 0);
+        varint_put(&o, n_keys);
+        varint_put(&o, n_blocks);
+        varint_put(&o, n_blocks ? s[n_blocks - 1].start_us : 0);
         for (size_t i = 0; i < n_keys; i++) {
                 const struct offtime_key *k = &ka[i].key;
 
-                put_varint(&o, (uint64_t) (k->process_id - prev_proc));
-                put_varint(&o, (uint64_t) (k->process_id == prev_proc && i > 0 ? k->stack_id - prev_stack
+                varint_put(&o, (uint64_t) (k->process_id - prev_proc));
+                varint_put(&o, (uint64_t) (k->process_id == prev_proc && i > 0 ? k->stack_id - prev_stack
                                                                                 : k->stack_id));
-                put_varint(&o, k->tid);
-                put_varint(&o, k->state);
+                varint_put(&o, k->tid);
+                varint_put(&o, k->state);
                 prev_proc = k->process_id;
                 prev_stack = k->stack_id;
         }
         for (size_t i = 0; i < n_blocks; i++) {
-                put_varint(&o, s[i].start_us - prev_start);
-                put_varint(&o, s[i].duration_us);
-                put_varint(&o, s[i].key);
+                varint_put(&o, s[i].start_us - prev_start);
+                varint_put(&o, s[i].duration_us);
+                varint_put(&o, s[i].key);
                 prev_start = s[i].start_us;
         }
         if (o.oom) {
@@ -164,8 +114,8 @@ int offtime_unpack(const uint8_t *data, size_t size, struct offtime_set *ret) {
 
         if (!data && size > 0)
                 return -EINVAL;
-        if ((r = get_varint(&p, end, &n_keys)) < 0 || (r = get_varint(&p, end, &n_blocks)) < 0 ||
-            (r = get_varint(&p, end, &span)) < 0)
+        if ((r = varint_get(&p, end, &n_keys)) < 0 || (r = varint_get(&p, end, &n_blocks)) < 0 ||
+            (r = varint_get(&p, end, &span)) < 0)
                 return r;
         /* a key takes 4 bytes at least, a block 3: a count the bytes left
          * cannot hold is a lie, refused before it sizes an allocation */
@@ -183,8 +133,8 @@ int offtime_unpack(const uint8_t *data, size_t size, struct offtime_set *ret) {
         for (uint64_t i = 0; i < n_keys; i++) {
                 uint64_t dp, s, tid, state;
 
-                if ((r = get_varint(&p, end, &dp)) < 0 || (r = get_varint(&p, end, &s)) < 0 ||
-                    (r = get_varint(&p, end, &tid)) < 0 || (r = get_varint(&p, end, &state)) < 0)
+                if ((r = varint_get(&p, end, &dp)) < 0 || (r = varint_get(&p, end, &s)) < 0 ||
+                    (r = varint_get(&p, end, &tid)) < 0 || (r = varint_get(&p, end, &state)) < 0)
                         return r;
                 if (dp > (uint64_t) (INT64_MAX - proc) || tid > UINT32_MAX || state > UINT8_MAX)
                         return -EBADMSG;
@@ -203,8 +153,8 @@ int offtime_unpack(const uint8_t *data, size_t size, struct offtime_set *ret) {
         for (uint64_t i = 0; i < n_blocks; i++) {
                 uint64_t ds, d, k;
 
-                if ((r = get_varint(&p, end, &ds)) < 0 || (r = get_varint(&p, end, &d)) < 0 ||
-                    (r = get_varint(&p, end, &k)) < 0)
+                if ((r = varint_get(&p, end, &ds)) < 0 || (r = varint_get(&p, end, &d)) < 0 ||
+                    (r = varint_get(&p, end, &k)) < 0)
                         return r;
                 if (ds > span - start || k >= n_keys)
                         return -EBADMSG;
