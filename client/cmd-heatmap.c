@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "answer.h"
+#include "capture-event.h"
 #include "cli.h"
 #include "commands.h"
 #include "hashmap.h"
@@ -46,7 +47,10 @@ static void help_heatmap(void) {
                "The HTML page needs no network: drag over the cells to select a range, and its\n"
                "flame graph and folded stacks appear below (the same stacks as profctl query\n"
                "--from --to --format folded over that range). A page's address can select one\n"
-               "too: page.html#range=FROM-TO, in ms after the first column's second.\n"
+               "too: page.html#range=FROM-TO, in ms after the first column's second.\n"               "\n"
+               "A capture (profctl capture) whose trigger is in the window is marked: in text\n"
+               "'<- capture ID (CAUSE) at TIME' on its second's line, in the SVG and the page\n"
+               "a line down its column with the cause as tooltip, in JSON under \"events\".\n"
                "\n"
                "%s"
                "\n"
@@ -218,6 +222,8 @@ struct heatmap_answer {
         uint64_t omitted_ns;    /* offcpu: the ns of the omitted blocks */
         struct quality quality; /* of the samples sent */
         bool have_quality;
+        json_t *events;           /* the captures' "event" lines (issue 44) */
+        uint64_t events_seen;
 };
 
 static void heatmap_answer_done(struct heatmap_answer *h) {
@@ -227,6 +233,7 @@ static void heatmap_answer_done(struct heatmap_answer *h) {
         hashmap_free(h->by_text);
         free(h->stack_map);
         free(h->samples);
+        json_decref(h->events);
 }
 
 /* A "stack" line: its folded text, kept once however many stack lines
@@ -366,7 +373,8 @@ static int heatmap_fetch(conn *c, const json_t *request, struct heatmap_answer *
         int r;
 
         h->by_text = hashmap_new_string();
-        if (!h->by_text)
+        h->events = json_array();
+        if (!h->by_text || !h->events)
                 return cli_error(-ENOMEM, "%m");
         r = conn_send(c, request);
         if (r < 0)
@@ -379,8 +387,10 @@ static int heatmap_fetch(conn *c, const json_t *request, struct heatmap_answer *
                 r = conn_read_response(c, &line, &type, &raw, &raw_len);
                 if (r < 0)
                         return r;
-                if (streq(type, PROTO_TYPE_END))
-                        return answer_set_end(h, line);
+                if (streq(type, PROTO_TYPE_END)) {
+                        r = events_check_end(line, "timeline", h->events_seen);
+                        return r < 0 ? r : answer_set_end(h, line);
+                }
                 if (streq(type, PROTO_TYPE_STACK))
                         r = answer_add_stack(h, line);
                 else if (streq(type, PROTO_TYPE_SAMPLES)) {
@@ -393,7 +403,9 @@ static int heatmap_fetch(conn *c, const json_t *request, struct heatmap_answer *
                         if (r == -EBADMSG)
                                 return cli_error(r, "profd's timeline answer has a malformed \"spans\" line: %s",
                                                  error);
-                } else
+                } else if (streq(type, PROTO_TYPE_EVENT))
+                        r = event_line_keep(h->events, line, "timeline", &h->events_seen);
+                else
                         return cli_error(-EBADMSG, "profd answered 'timeline' with an unexpected '%s' line", type);
                 if (r < 0)
                         return r;
@@ -462,7 +474,8 @@ static int heatmap_write_json(FILE *f, const struct heatmap *h, const struct hea
             (ans->omitted > 0 &&
              json_object_set_new(o, "omitted_from_ns", json_integer((json_int_t) ans->omitted_from_ns)) < 0) ||
             (ans->offcpu && ans->omitted > 0 &&
-             json_object_set_new(o, "omitted_ns", json_integer((json_int_t) ans->omitted_ns)) < 0))
+             json_object_set_new(o, "omitted_ns", json_integer((json_int_t) ans->omitted_ns)) < 0) ||
+            json_object_set_new(o, "events", capture_events_view_json(ans->events)) < 0)
                 return -ENOMEM;
         r = json_dumpf(o, f, JSON_COMPACT);
         if (r < 0)
@@ -471,14 +484,56 @@ static int heatmap_write_json(FILE *f, const struct heatmap *h, const struct hea
         return ferror(f) ? -EIO : 0;
 }
 
+static void labels_freep(char ***p) {
+        if (!*p)
+                return;
+        for (char **l = *p; *l; l++)
+                free(*l);
+        free(*p);
+}
+
+/* The captures' triggers as the picture's marks ("capture 3 (oom)"),
+ * labels[] holding their text. Returns 0 or -ENOMEM, said. */
+static int heatmap_marks_build(const json_t *events, struct heatmap *h, struct heatmap_mark **ret_marks,
+                               char ***ret_labels) {
+        size_t n = json_array_size(events);
+        _cleanup_free_ struct heatmap_mark *marks = calloc(MAX(n, (size_t) 1), sizeof(*marks));
+        _cleanup_(labels_freep) char **labels = calloc(n + 1, sizeof(char *));
+
+        if (!marks || !labels)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < n; i++) {
+                struct capture_event e;
+                const char *error;
+
+                /* the lines were checked as they were read */
+                if (capture_event_from_json(json_array_get(events, i), &e, &error) <= 0)
+                        continue;
+                if (asprintf(&labels[h->n_marks], "capture %" PRId64 " (%s)", e.id, e.cause) < 0) {
+                        labels[h->n_marks] = NULL;
+                        return cli_error(-ENOMEM, "%m");
+                }
+                marks[h->n_marks] = (struct heatmap_mark) { .t_ns = e.trigger_ns, .label = labels[h->n_marks] };
+                h->n_marks++;
+        }
+        h->marks = marks;
+        *ret_marks = TAKE_PTR(marks);
+        *ret_labels = TAKE_PTR(labels);
+        return 0;
+}
+
 static int heatmap_show(const struct heatmap_args *a, struct heatmap_answer *ans) {
         _cleanup_(heatmap_done) struct heatmap h = {};
+        _cleanup_free_ struct heatmap_mark *marks = NULL;
+        _cleanup_(labels_freep) char **labels = NULL;
         struct heatmap_svg_opts opts = {};
         _cleanup_free_ char *described = NULL, *title = NULL;
         struct output out;
         int r;
 
         r = heatmap_build(a, ans, &h);
+        if (r >= 0)
+                r = heatmap_marks_build(ans->events, &h, &marks, &labels);
         if (r < 0)
                 return r;
         /* the title names what the filters chose */
@@ -550,6 +605,7 @@ int cmd_heatmap(const struct cli_target *t, int argc, char *argv[]) {
         /* folded text is all a heatmap page needs of a stack */
         request = request_new(PROTO_OP_TIMELINE, &a.filters, &a.view);
         if (!request || json_object_set_new(request, PROTO_KEY_FORMAT, json_string(PROTO_FORMAT_FOLDED)) < 0 ||
+            json_object_set_new(request, PROTO_KEY_EVENTS, json_true()) < 0 || /* captures, marked */
             (a.view.lines && json_object_set_new(request, PROTO_KEY_LINES, json_true()) < 0) ||
             (a.max_samples &&
              json_object_set_new(request, PROTO_KEY_MAX_SAMPLES, json_integer((json_int_t) a.max_samples)) < 0)) {

@@ -33,6 +33,15 @@
 #define PROTO_CAPTURE_UNPIN     "unpin"
 #define PROTO_CAPTURE_STOP      "stop"
 #define PROTO_TYPE_CAPTURE      "capture" /* the answer line's type */
+/* A series or timeline request with "events":true gets, before its end
+ * line, an "event" line per capture overlapping the window
+ * (common/capture-event.h); the end line counts them. */
+#define PROTO_KEY_EVENTS        "events"
+#define PROTO_TYPE_EVENT        "event"
+#define PROTO_EVENT_CAPTURE     "capture" /* an event line's "kind" */
+#define PROTO_KEY_CAUSE         "cause"
+#define PROTO_KEY_TRIGGER_NS    "trigger_ns"
+#define PROTO_KEY_EVENTS_OMITTED "events_omitted"
 
 /* Request keys. */
 #define PROTO_KEY_OP        "op"

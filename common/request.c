@@ -310,7 +310,7 @@ static int parse_who_field(const char *key, json_t *v, struct query_request *q, 
 
 /* The fields that shape the answer: "raw_names", "format", "lines" and
  * "group" of a query (a timeline's but "group"), "step" of a series,
- * "max_samples" of a timeline. Returns 1 when key is one of them for this
+ * "max_samples" of a timeline, "events" of both. Returns 1 when key is one of them for this
  * op, 0 when not, or a negative errno with *ret_error set. */
 static int parse_answer_field(const char *key, json_t *v, enum request_op op, struct query_request *q,
                               char **ret_error) {
@@ -361,6 +361,12 @@ static int parse_answer_field(const char *key, json_t *v, enum request_op op, st
                 if (r < 0)
                         return r;
                 q->max_samples = (uint64_t) m;
+        } else if ((series || op == REQUEST_TIMELINE) && streq(key, PROTO_KEY_EVENTS)) {
+                /* asked for, not sent by default: a profctl older than the
+                 * event lines refuses a line type it does not know */
+                if (!json_is_boolean(v))
+                        return format_error(ret_error, "field 'events' must be true or false");
+                q->events = json_is_true(v);
         } else
                 return 0;
         return 1;

@@ -65,6 +65,7 @@ struct query_request {
         enum store_group group; /* the store's own enum: a request asks for what the store does */
         uint64_t step_ns;    /* series: bucket width; 0: the drain interval */
         uint64_t max_samples; /* timeline: samples to send at most; 0: TIMED_MAX_SAMPLES */
+        bool events;         /* series, timeline: the captures of the window as "event" lines */
 };
 
 /* "op":"capture" (issue 44). */

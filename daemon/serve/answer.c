@@ -1,5 +1,6 @@
 /* Query and series answers: request -> store query -> JSON lines. */
 #include "answer.h"
+#include "answer-events.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -207,6 +208,7 @@ static int answer_offtime(const struct answer_context *ctx, const struct query_r
 static int answer_timeline(const struct answer_context *ctx, const struct query_request *rq, struct store_query *q) {
         _cleanup_(timed_set_done) struct timed_set set = {};
         struct stackline_buf b = {};
+        struct answer_events events;
         struct stack_ctx sc = {
                 .ctx = ctx,
                 .style = { .collapse_kernel = !ctx->caller.privileged, .raw_names = rq->raw_names,
@@ -244,6 +246,8 @@ static int answer_timeline(const struct answer_context *ctx, const struct query_
         stackline_buf_done(&b);
         if (r >= 0)
                 r = store_query_drops(ctx->store, q, add_drop, &sc.quality);
+        if (r >= 0)
+                r = answer_events_emit(ctx, rq, q->from_ns, q->to_ns, &events); /* captures, issue 44 */
         if (r < 0)
                 return r;
         report = quality_to_json(&sc.quality);
@@ -257,6 +261,10 @@ static int answer_timeline(const struct answer_context *ctx, const struct query_
                         PROTO_KEY_OLDEST_NS, (json_int_t) oldest, PROTO_KEY_QUALITY, report);
         if (end && set.omitted > 0)
                 json_object_set_new(end, PROTO_KEY_OMITTED_FROM_NS, json_integer((json_int_t) set.omitted_from_ns));
+        if (answer_events_end(end, &events) < 0) {
+                json_decref(end);
+                return -ENOMEM;
+        }
         return ctx->emit(end, ctx->userdata);
 }
 
@@ -264,6 +272,7 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
         const struct query_request *rq = &req->query;
         _cleanup_free_ char *error = NULL;
         uint64_t total = 0, stacks = 0;
+        struct answer_events events;
         struct store_query q;
         json_t *end, *report;
         int r;
@@ -317,6 +326,8 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                 struct quality quality = { .total = sc.total, .complete = sc.complete, .partial = true };
                 if (q.drain_id >= 0)
                         r = store_query_drops(ctx->store, &q, add_drop, &quality);
+                if (r >= 0)
+                        r = answer_events_emit(ctx, rq, q.from_ns, q.to_ns, &events); /* captures, issue 44 */
                 if (r < 0)
                         return r;
                 report = quality_to_json(&quality);
@@ -329,6 +340,10 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                                 PROTO_KEY_TOTAL, (json_int_t) sc.total, PROTO_KEY_COMPLETE, (json_int_t) sc.complete,
                                 PROTO_KEY_FROM_NS, (json_int_t) q.from_ns, PROTO_KEY_TO_NS, (json_int_t) q.to_ns,
                                 PROTO_KEY_QUALITY, report);
+                if (answer_events_end(end, &events) < 0) {
+                        json_decref(end);
+                        return -ENOMEM;
+                }
         } else {
                 struct stack_ctx sc = {
                         .ctx = ctx,

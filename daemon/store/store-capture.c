@@ -132,6 +132,37 @@ int store_capture_list(store *s, size_t limit, store_capture_fn fn, void *userda
         return r == SQLITE_DONE ? 0 : db_fail(&s->d, r, "listing captures");
 }
 
+int store_capture_window(store *s, uint64_t from_ns, uint64_t to_ns, bool only_uid, uint32_t uid, size_t limit,
+                         store_capture_fn fn, void *userdata, uint64_t *ret_omitted) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int64_t args[4] = { (int64_t) MIN(from_ns, (uint64_t) INT64_MAX), (int64_t) MIN(to_ns, (uint64_t) INT64_MAX),
+                            only_uid, uid };
+        uint64_t n = 0;
+        int r;
+
+        /* the table holds one row per cool-down at most: no index needed */
+        r = db_prepare(&s->d,
+                       "SELECT " CAPTURE_COLUMNS " FROM captures WHERE to_ns >= ?1 AND from_ns <= ?2 "
+                       "AND (?3 = 0 OR uid = ?4) ORDER BY trigger_ns, id",
+                       args, 4, &st);
+        if (r < 0)
+                return r;
+        while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_capture c;
+
+                if (n++ >= limit)
+                        continue;
+                capture_from_row(st, &c);
+                r = fn(&c, userdata);
+                if (r < 0)
+                        return r;
+        }
+        if (r != SQLITE_DONE)
+                return db_fail(&s->d, r, "reading the captures of a window");
+        *ret_omitted = n > limit ? n - limit : 0;
+        return 0;
+}
+
 int store_capture_bytes(store *s, uint64_t from_ns, uint64_t to_ns, uint64_t *ret) {
         int64_t args[2] = { (int64_t) MIN(from_ns, (uint64_t) INT64_MAX), (int64_t) MIN(to_ns, (uint64_t) INT64_MAX) };
         int64_t blocks, timeline;

@@ -478,6 +478,12 @@ int store_capture_get(store *s, int64_t id, struct store_capture *ret, char **re
  * Returns 0, fn's negative errno, or the store's. */
 typedef int (*store_capture_fn)(const struct store_capture *c, void *userdata);
 int store_capture_list(store *s, size_t limit, store_capture_fn fn, void *userdata);
+/* Calls fn for the captures whose pinned range overlaps [from_ns, to_ns]
+ * (a series' or a timeline's window: their events), by trigger time, at
+ * most limit of them; with only_uid, only those uid armed. *ret_omitted:
+ * how many more there were. Returns 0, fn's negative errno, or the store's. */
+int store_capture_window(store *s, uint64_t from_ns, uint64_t to_ns, bool only_uid, uint32_t uid, size_t limit,
+                         store_capture_fn fn, void *userdata, uint64_t *ret_omitted);
 
 /* What the drains overlapping [from_ns, to_ns] hold: the bytes of their
  * sample blocks (a span's block counted with its first drain) and of

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from xml.sax.saxutils import escape as xml_escape
 
 from harness import Profd, binary, require_root, run_tests
 
@@ -92,6 +93,47 @@ def profctl_as(user, d, *args):
     if user:
         cmd = ["runuser", "-u", user, "--"] + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+def rfc3339(ns):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + ".%09dZ" % (ns % 10**9)
+
+
+def capture_events(user, d, view, *args):
+    """The capture events profctl VIEW --json lists, as user sees them."""
+    r = profctl_as(user, d, view, "--json", *args)
+    assert r.returncode == 0, (view, args, r.stderr)
+    return json.loads(r.stdout)["events"]
+
+
+def check_events_show(d, cap):
+    """A window over the capture lists its event, with its cause and
+    trigger time, in series and heatmap (JSON and text); one that does not
+    overlap what it pins lists none; nobody, who did not arm it, sees none."""
+    ev = {k: cap[k] for k in ("id", "cause", "trigger_ns", "from_ns", "to_ns")}
+    over = ["--from", rfc3339(cap["trigger_ns"] - 2 * 10**9), "--to", rfc3339(cap["trigger_ns"] + 10**9)]
+    got = capture_events(None, d, "series", "--step", "1s", *over)
+    assert [{k: e[k] for k in ev} for e in got] == [ev], got
+    assert got[0]["kind"] == "capture" and got[0]["state"] in ("active", "pinned"), got
+    # the heatmap's default window: the timeline since profd started
+    got = capture_events(None, d, "heatmap")
+    assert [{k: e[k] for k in ev} for e in got] == [ev], got
+    text = profctl_as(None, d, "series", "--step", "1s", *over).stdout
+    assert f"capture {cap['id']} ({cap['cause']}) at " in text, text
+    text = profctl_as(None, d, "heatmap").stdout
+    marked = [line for line in text.splitlines() if f"<- capture {cap['id']} ({cap['cause']}) at " in line]
+    hms = time.strftime("%H:%M:%S", time.gmtime(cap["trigger_ns"] // 10**9))
+    assert len(marked) == 1 and marked[0].startswith(hms), text
+    r = profctl_as(None, d, "heatmap", "--format", "svg")
+    assert r.returncode == 0 and r.stdout.count('<g class="event"') == 1, r.stderr
+    assert f"<title>capture {cap['id']} ({xml_escape(cap['cause'])}) at {hms}." in r.stdout, r.stdout[:2000]
+    # what it pins starts 30 s before the trigger: a window ending before
+    # that has no event
+    before = ["--from", rfc3339(cap["from_ns"] - 20 * 10**9), "--to", rfc3339(cap["from_ns"] - 10**9)]
+    assert capture_events(None, d, "series", *before) == []
+    # nobody did not arm it: nobody sees its series, not root's capture
+    assert capture_events("nobody", d, "series", "--step", "1s", *over) == []
+    assert capture_events("nobody", d, "heatmap") == []
 
 
 def test_triggers_cooldown_manual_bad_input_and_unpin():
@@ -179,6 +221,16 @@ def test_triggers_cooldown_manual_bad_input_and_unpin():
             r = profctl_as(None, d, "capture", "stop", str(nobody_trigger["id"]))
             assert r.returncode == 0 and "stopped" in r.stdout, r.stderr
             assert ask(d, "status")["drains"] > 0
+
+            # where users look: the capture's event, in the time the
+            # cool-down leaves (before the manual capture, whose pins
+            # would overlap every window)
+            t0 = time.monotonic()
+            check_events_show(d, cap)
+            after = cap["to_ns"] + 10**9
+            wait_for("the end of what the capture pins", lambda: time.time_ns() > after + 10**9)
+            assert capture_events(None, d, "heatmap", "--from", rfc3339(after)) == []
+            print(f"  the capture's event in series and heatmap: checked in {time.monotonic() - t0:.1f} s")
 
             # after the cool-down, by hand: granted
             time.sleep(max(0.0, COOLDOWN_S + 0.5 - (time.monotonic() - t_capture)))
