@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture-event.h"
 #include "helpers.h"
 #include "log.h"
 #include "protocol.h"
@@ -572,11 +573,24 @@ static int start(capture_manager *cm, const char *condition, bool privileged, ui
         return 0;
 }
 
+/* What a caller of list sees: every capture and trigger when privileged,
+ * else only those it armed, as the events of a series or timeline answer
+ * (capture_event_visible): a cause names another user's process. */
+struct list_ctx {
+        json_t *captures;
+        bool privileged;
+        uint32_t uid;
+};
+
 static int list_one(const struct store_capture *c, void *userdata) {
-        return json_array_append_new(userdata, capture_json(c)) < 0 ? -ENOMEM : 0;
+        struct list_ctx *l = userdata;
+
+        if (!capture_event_visible(c->uid, l->privileged, l->uid))
+                return 0;
+        return json_array_append_new(l->captures, capture_json(c)) < 0 ? -ENOMEM : 0;
 }
 
-static int list(capture_manager *cm, json_t **ret_answer) {
+static int list(capture_manager *cm, bool privileged, uint32_t uid, json_t **ret_answer) {
         _cleanup_(json_decrefp) json_t *answer = answer_new(PROTO_CAPTURE_LIST);
         json_t *captures = json_array(), *triggers = json_array();
         int r;
@@ -584,11 +598,13 @@ static int list(capture_manager *cm, json_t **ret_answer) {
         if (!answer || !captures || !triggers || json_object_set_new(answer, "captures", captures) < 0 ||
             json_object_set_new(answer, "triggers", triggers) < 0)
                 return -ENOMEM;
-        r = store_capture_list(cm->store, LIST_MAX, list_one, captures);
+        r = store_capture_list(cm->store, LIST_MAX, list_one,
+                               &(struct list_ctx) { .captures = captures, .privileged = privileged, .uid = uid });
         if (r < 0)
                 return r;
         for (struct trigger *t = cm->triggers; t; t = t->next)
-                if (json_array_append_new(triggers, trigger_json(t)) < 0)
+                if (capture_event_visible(t->uid, privileged, uid) &&
+                    json_array_append_new(triggers, trigger_json(t)) < 0)
                         return -ENOMEM;
         *ret_answer = TAKE_PTR(answer);
         return 0;
@@ -688,7 +704,7 @@ int capture_manager_request(capture_manager *cm, const struct capture_request *r
         case CAPTURE_ACTION_START:
                 return start(cm, req->condition, privileged, uid, ret_answer, ret_error);
         case CAPTURE_ACTION_LIST:
-                return list(cm, ret_answer);
+                return list(cm, privileged, uid, ret_answer);
         case CAPTURE_ACTION_UNPIN:
                 return unpin(cm, req->id, privileged, uid, ret_answer, ret_error);
         case CAPTURE_ACTION_STOP:

@@ -218,6 +218,15 @@ def test_triggers_cooldown_manual_bad_input_and_unpin():
             assert r.returncode == 0, r.stderr
             nobody_trigger = json.loads(r.stdout)["trigger"]
             assert nobody_trigger["uid"] != 0
+            # each user lists what it armed; root, everything
+            r = profctl_as("nobody", d, "capture", "list", "--json")
+            assert r.returncode == 0, r.stderr
+            mine = json.loads(r.stdout)
+            assert [t["id"] for t in mine["triggers"]] == [nobody_trigger["id"]], mine
+            assert mine["captures"] == [], f"nobody lists root's captures: {mine['captures']}"
+            everything = ask(d, "capture", "list")
+            assert cap["id"] in [c["id"] for c in everything["captures"]], everything
+            assert nobody_trigger["id"] in [t["id"] for t in everything["triggers"]], everything
             r = profctl_as(None, d, "capture", "stop", str(nobody_trigger["id"]))
             assert r.returncode == 0 and "stopped" in r.stdout, r.stderr
             assert ask(d, "status")["drains"] > 0
