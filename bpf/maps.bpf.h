@@ -62,6 +62,24 @@ struct {
         __type(value, struct profd_log_slot);
 } samples_log SEC(".maps") __weak;
 
+/* The off-CPU log: each kept block's key (as counted in the counts map),
+ * end and duration, the timeline of off-CPU blocks (issue 44). Regions as
+ * in samples_log, region (GEN_MAPS(gen) * offcpu_log_cpus + cpu) of
+ * offcpu_log_slots slots (struct profd_block_slot), written by the
+ * programs that end blocks (profd_switch, profd_switch_done), which run in
+ * the scheduler with preemption off and never interrupt one another on a
+ * CPU: no lock. Sized by the daemon from timeline_offcpu_rate; a block
+ * that finds its region full is counted (PROFD_CNT_OFFCPU_UNLOGGED), and
+ * its time stays in the counts map. */
+extern __u32 offcpu_log_slots __weak;
+extern __u32 offcpu_log_cpus __weak;
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct profd_block_slot);
+} offcpu_log SEC(".maps") __weak;
+
 /* Stack nodes (see "Stack nodes" in profd.h), one map per class and
  * generation: id -> node. Every sample and block refers to its stacks by
  * the id of their innermost node. Preallocated (the sampler runs in NMI

@@ -21,6 +21,9 @@
  * at load, where the verifier prunes what they turn off. */
 volatile __u64 offcpu_min_ns = 1000000;
 volatile __u64 offcpu_max_ns = ~0ULL;
+/* The shortest kept block the off-CPU log records with its start and end
+ * (the timeline); shorter ones are counted in PROFD_CNT_OFFCPU_SHORT. */
+volatile __u64 offcpu_timeline_min_ns = 1000000;
 const volatile __u8 offcpu_enabled = 1;
 const volatile __u8 wakeup_enabled = 1;
 /* 1: the kernel has no sched_exit_tp: walk user stacks at switch-out. */
@@ -83,11 +86,50 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
                 t->user_error = 1;
 }
 
+/* Logs a counted block (its key complete) in the off-CPU log with its end
+ * and duration, or counts why not. Costs, per kept block of at least
+ * offcpu_timeline_min_ns, two array lookups and a 64-byte store into this
+ * CPU's region (docs/performance.md). */
+static __always_inline void log_block(__u32 gen, const struct profd_sample_key *key, __u64 end_ns, __u64 delta) {
+        __u32 slots = *(volatile __u32 *) &offcpu_log_slots;
+        struct profd_block_slot *h, *r;
+        __u32 head_idx, idx;
+        __u64 n;
+
+        if (delta < offcpu_timeline_min_ns) {
+                counter_add(PROFD_CNT_OFFCPU_SHORT, 1);
+                counter_add(PROFD_CNT_OFFCPU_SHORT_NS, delta);
+                return;
+        }
+        if (slots < 2)
+                goto unlogged;
+        head_idx = (GEN_MAPS(gen) * offcpu_log_cpus + bpf_get_smp_processor_id()) * slots;
+        h = bpf_map_lookup_elem(&offcpu_log, &head_idx);
+        if (!h)
+                goto unlogged;
+        n = h->n;
+        if (n >= slots - 1)
+                goto unlogged;
+        idx = head_idx + 1 + (__u32) n;
+        r = bpf_map_lookup_elem(&offcpu_log, &idx);
+        if (!r)
+                goto unlogged;
+        r->key = *key;
+        r->end_ns = end_ns;
+        r->duration_ns = delta;
+        h->n = n + 1;
+        return;
+unlogged:
+        counter_add(PROFD_CNT_OFFCPU_UNLOGGED, 1);
+        counter_add(PROFD_CNT_OFFCPU_UNLOGGED_NS, delta);
+}
+
 /* Counts a kept block whose stacks are walked: key without its stacks,
- * kernel frames in k, user frames in u (NULL: a kernel thread). */
+ * kernel frames in k, user frames in u (NULL: a kernel thread); it ended
+ * at end_ns. */
 static __always_inline void count_block(struct task_struct *task, struct profd_sample_key *key,
                                         struct profd_frames *k, bool kernel_error, struct profd_frames *u,
-                                        bool user_error, __u64 delta) {
+                                        bool user_error, __u64 delta, __u64 end_ns) {
         __u32 gen = *(volatile __u32 *) &generation;
 
         if (!u)
@@ -98,6 +140,7 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
                 key->user_stack = frames_store(gen, u, SCRATCH_SWITCH_USER, 0);
         key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL, 0);
         count_key(gen, key, delta, false);
+        log_block(gen, key, end_ns, delta);
         announce_if_new(task, key->tgid, key->start_ns);
 }
 
@@ -149,13 +192,13 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
                                    PROFD_DROP_KERNEL_STACK_ERROR);
 
         if (next->flags & PF_KTHREAD) {
-                count_block(next, &key, k, kernel_error, NULL, false, delta);
+                count_block(next, &key, k, kernel_error, NULL, false, delta, now);
                 return;
         }
         if (offcpu_walk_at_switch_out) {
                 struct profd_frames *u = bpf_task_storage_get(&task_stacks, next, 0, 0);
 
-                count_block(next, &key, k, kernel_error, u, t->user_error || !u, delta);
+                count_block(next, &key, k, kernel_error, u, t->user_error || !u, delta, now);
                 return;
         }
         /* the user stack can be read once next runs: sched_exit_tp */
@@ -166,6 +209,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         pk->start_ns = key.start_ns;
         pk->cgroup_id = key.cgroup_id;
         pk->delta = delta;
+        pk->end_ns = now;
         pk->state = key.state;
         pk->kernel_error = kernel_error;
         pk->tid = key.tid;
@@ -263,7 +307,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
         struct profd_task *t;
         bool kernel_error, user_ok;
         __u32 zero = 0, gen;
-        __u64 delta;
+        __u64 delta, end_ns;
 
         pk = bpf_map_lookup_elem(&offcpu_parked, &zero);
         if (!pk)
@@ -276,7 +320,8 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                 if (!t || t->switch_out_ns == 0)
                         return 0; /* every short block ends here */
                 /* a switch-in profd_switch did not see: end the block here */
-                delta = block_end(t, bpf_ktime_get_ns());
+                end_ns = bpf_ktime_get_ns();
+                delta = block_end(t, end_ns);
                 if (!delta)
                         return 0;
                 block_key(task, t->state, &key);
@@ -285,7 +330,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                         return 0;
                 kernel_error = !blocked_kernel_stack(ctx, k);
                 if (task->flags & PF_KTHREAD) {
-                        count_block(task, &key, k, kernel_error, NULL, false, delta);
+                        count_block(task, &key, k, kernel_error, NULL, false, delta, end_ns);
                         return 0;
                 }
         } else {
@@ -300,6 +345,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                 key.cgroup_id = pk->cgroup_id;
                 kernel_error = pk->kernel_error;
                 delta = pk->delta;
+                end_ns = pk->end_ns;
                 k = scratch_get(SCRATCH_SWITCH_KERNEL);
                 if (!k)
                         return 0;
@@ -316,6 +362,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
         user_ok = user_stack_unwind(task, u, SCRATCH_SWITCH_USER, NULL);
         key.user_stack = user_ok ? frames_store(gen, u, SCRATCH_SWITCH_USER, 0) : PROFD_STACK_LOST;
         count_key(gen, &key, delta, false);
+        log_block(gen, &key, end_ns, delta);
         announce_if_new(task, key.tgid, key.start_ns);
         return 0;
 }

@@ -14,6 +14,9 @@ __u32 unwind_epoch __weak = 0;
  * which every sample reads: the same cache line. */
 __u32 samples_log_slots __weak = 0;
 __u32 samples_log_cpus __weak = 0;
+/* The off-CPU log (maps.bpf.h): slots per region, 0: no log. */
+__u32 offcpu_log_slots __weak = 0;
+__u32 offcpu_log_cpus __weak = 0;
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
@@ -30,5 +33,33 @@ int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
         __sync_fetch_and_add(&unwind_epoch, 1);
         if (announce(PROFD_EVENT_EXEC, p, tgid, start_ns))
                 bpf_map_update_elem(&seen, &tgid, &v, BPF_ANY);
+        return 0;
+}
+
+/* Captures (issue 44): the kernel chose an OOM victim (oom/mark_victim),
+ * which a capture on "oom" waits for. A raw tracepoint, so that one
+ * program loads on every kernel: the tracepoint's argument is the victim's
+ * task on recent kernels and its pid on older ones, told apart by size (a
+ * kernel address is above any pid). Costs nothing until an OOM kill. */
+SEC("raw_tp/mark_victim")
+int profd_oom(struct bpf_raw_tracepoint_args *ctx) {
+        __u64 arg = ctx->args[0];
+        struct profd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+        if (!e) {
+                counter_add(PROFD_DROP_RINGBUF_FULL, 1);
+                return 0;
+        }
+        __builtin_memset(e, 0, sizeof(*e));
+        e->type = PROFD_EVENT_OOM_VICTIM;
+        if (arg > 0xffffffffULL) {
+                struct task_struct *t = (struct task_struct *) arg;
+
+                e->tgid = BPF_CORE_READ(t, tgid);
+                e->start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
+                BPF_CORE_READ_STR_INTO(&e->comm, t, group_leader, comm);
+        } else
+                e->tgid = (__u32) arg;
+        bpf_ringbuf_submit(e, 0);
         return 0;
 }

@@ -137,6 +137,22 @@ struct profd_log_slot {
         __u64 time_ns;  /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) of the sample; 0 in the head */
 };
 
+/* A slot of the off-CPU log (offcpu_log in bpf/maps.bpf.h): laid out like
+ * the sampler's log, a region per CPU (the CPU the block ended on) and
+ * generation, of offcpu_log_slots slots, the first its head (n: blocks
+ * after it), then one off-CPU block each, as counted in the counts map
+ * (the same key, which still holds the block's time: the log adds when,
+ * it takes nothing away). Only blocks of at least offcpu_timeline_min_ns
+ * are logged (the timeline of off-CPU blocks, issue 44). */
+struct profd_block_slot {
+        union {
+                struct profd_sample_key key;
+                __u64 n;
+        };
+        __u64 end_ns;          /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) at the switch-in; 0 in the head */
+        __u64 duration_ns;     /* time off the CPU: the block began at end_ns - duration_ns */
+};
+
 /* A stack, innermost frame first, as walked: per-task storage and per-CPU
  * scratch (stored as nodes, above). */
 struct profd_frames {
@@ -401,6 +417,17 @@ enum profd_counter {
         /* on-CPU samples counted in the counts map, not logged (no log, or
          * the CPU's region full): in the aggregates, not in the timeline */
         PROFD_CNT_UNTIMED,
+        /* off-CPU blocks counted in the counts map, not in the off-CPU log
+         * (the timeline of blocks, issue 44): their time is in the
+         * aggregates, not in the timeline. Shorter than
+         * offcpu_timeline_min_ns, by choice; or unlogged: no log, or the
+         * CPU's region full (a drain very late, more blocks than the log
+         * was sized for), or (added by the daemon) no key in the counts
+         * map to name (PROFD_DROP_MAP_FULL). Each with its ns. */
+        PROFD_CNT_OFFCPU_SHORT,
+        PROFD_CNT_OFFCPU_SHORT_NS,
+        PROFD_CNT_OFFCPU_UNLOGGED,
+        PROFD_CNT_OFFCPU_UNLOGGED_NS,
         PROFD_COUNTER__MAX,
 };
 
@@ -418,6 +445,7 @@ enum profd_event_type {
         PROFD_EVENT_EXEC = 2,        /* the process replaced its image */
         PROFD_EVENT_UNWIND_MISS = 3, /* a user ip in no mapping the daemon told BPF of */
         PROFD_EVENT_RUNTIME_CODE = 4, /* a runtime's code object met by a walk (rt: which) */
+        PROFD_EVENT_OOM_VICTIM = 5,  /* the kernel chose an OOM victim (captures, issue 44) */
 };
 
 #define PROFD_COMM_LEN 16 /* TASK_COMM_LEN */
@@ -447,6 +475,7 @@ struct profd_seen {
 #ifndef __bpf__
 _Static_assert(sizeof(struct profd_sample_key) == 48, "profd_sample_key layout");
 _Static_assert(sizeof(struct profd_log_slot) == sizeof(struct profd_sample_key) + 8, "profd_log_slot layout");
+_Static_assert(sizeof(struct profd_block_slot) == 64, "profd_block_slot layout: a cache line");
 _Static_assert(sizeof(struct profd_frames) == 8 + 8 * PROFD_MAX_FRAMES, "profd_frames layout");
 _Static_assert(sizeof(struct profd_node_head) == 16, "profd_node_head layout");
 _Static_assert(sizeof(struct profd_node8) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_CLASS_8), "profd_node8 layout");

@@ -219,6 +219,7 @@ struct offcpu_park {
         __u32 tid;             /* 0: nothing parked */
         __u32 tgid;
         __u64 start_ns, cgroup_id, delta;
+        __u64 end_ns;          /* the switch-in: the block's end (the off-CPU log) */
         __u8 state;
         __u8 kernel_error;     /* no kernel stack: PROFD_STACK_LOST */
 };

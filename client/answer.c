@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "capture-event.h"
 #include "macro.h"
 #include "protocol.h"
 #include "util.h"
@@ -198,4 +199,31 @@ void quality_summary_print(const struct quality *q) {
 
         fflush(stdout);
         fprintf(stderr, "%s\n", s ? s : "quality: (out of memory)");
+}
+
+int event_line_keep(json_t *kept, const json_t *line, const char *op, uint64_t *seen) {
+        struct capture_event e;
+        const char *error;
+        int r;
+
+        r = capture_event_from_json(line, &e, &error);
+        if (r < 0)
+                return cli_error(r, "profd's %s answer has a malformed event line: %s", op, error);
+        (*seen)++;
+        if (r == 0)
+                return 0;
+        if (json_array_append(kept, (json_t *) line) < 0)
+                return cli_error(-ENOMEM, "%m");
+        return 0;
+}
+
+int events_check_end(const json_t *end, const char *op, uint64_t seen) {
+        const json_t *v = json_object_get(end, PROTO_KEY_EVENTS);
+
+        if (!v && seen == 0)
+                return 0;
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t) json_integer_value(v) != seen)
+                return cli_error(-EBADMSG, "profd's %s answer ends with \"events\":%" PRId64 " but it sent %" PRIu64
+                                 " event lines", op, json_is_integer(v) ? (int64_t) json_integer_value(v) : -1, seen);
+        return 0;
 }

@@ -64,3 +64,13 @@ void quality_summary_print(const struct quality *q);
  * when the "end" line end says some of the window's drains are not in
  * the answer yet (an older store being converted, docs/protocol.md). */
 void unconverted_note(const json_t *end);
+
+/* An "event" line of a series or timeline answer (issue 44): a capture's
+ * is appended to kept (an array; the line itself, a reference of its own),
+ * an event of a kind this profctl does not know is skipped; *seen counts
+ * both. Returns 0, or -EBADMSG (said on stderr) or -ENOMEM. */
+int event_line_keep(json_t *kept, const json_t *line, const char *op, uint64_t *seen);
+/* Checks the end line's "events" against the event lines seen (a profd
+ * that does not send it, or the fleet's answer, is fine when none came).
+ * Returns 0 or -EBADMSG, said. */
+int events_check_end(const json_t *end, const char *op, uint64_t seen);

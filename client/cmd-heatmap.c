@@ -1,4 +1,5 @@
-/* profctl heatmap: a window's on-CPU samples by their own time, one column
+/* profctl heatmap: a window's on-CPU samples (or, --kind offcpu, its off-CPU
+ * blocks' blocked time) by their own time, one column
  * a second and rows of sub-second buckets (FlameScope's picture), from
  * profd's timeline ("timeline" request, docs/protocol.md). As text for a
  * terminal, an SVG, a self-contained HTML page where a dragged range shows
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "answer.h"
+#include "capture-event.h"
 #include "cli.h"
 #include "commands.h"
 #include "hashmap.h"
@@ -26,6 +28,7 @@
 #include "protocol.h"
 #include "quality.h"
 #include "timed-samples.h"
+#include "timed-spans.h"
 #include "util.h"
 
 static void help_heatmap(void) {
@@ -38,15 +41,25 @@ static void help_heatmap(void) {
                "time, from profd's timeline: a window must start after the oldest sample the\n"
                "timeline holds (profctl status, timeline). Without --since or --from the\n"
                "window is the last 10 minutes, or as much of them as the timeline holds.\n"
+               "With --clickhouse URL (before the command), the fleet's: the samples every\n"
+               "host's profd exported with their times (--host selects hosts).\n"
                "\n"
                "The HTML page needs no network: drag over the cells to select a range, and its\n"
                "flame graph and folded stacks appear below (the same stacks as profctl query\n"
                "--from --to --format folded over that range). A page's address can select one\n"
-               "too: page.html#range=FROM-TO, in ms after the first column's second.\n"
+               "too: page.html#range=FROM-TO, in ms after the first column's second.\n"               "\n"
+               "A capture (profctl capture) whose trigger is in the window is marked: in text\n"
+               "'<- capture ID (CAUSE) at TIME' on its second's line, in the SVG and the page\n"
+               "a line down its column with the cause as tooltip, in JSON under \"events\".\n"
                "\n"
                "%s"
                "\n"
-               "Only --kind cpu: off-CPU blocks do not keep their start and end times yet.\n"
+               "--kind offcpu draws blocked time instead: each off-CPU block the off-CPU\n"
+               "timeline holds (blocks of timeline_offcpu_min or longer) is spread over the\n"
+               "cells it spans, a cell's shade the nanoseconds blocked in it, and a range of\n"
+               "the page counts the part of each block inside it. --state filters blocks by\n"
+               "their task state. Not with --clickhouse: the fleet has no off-CPU timeline.\n"
+               "--kind wakeup is refused: wakeups do not keep their times.\n"
                "\n"
                "Options:\n"
                "      --rows N         Rows per second (default %u; 1 to %u, dividing a second\n"
@@ -58,8 +71,9 @@ static void help_heatmap(void) {
                "      --output FILE    Write to FILE instead of standard output\n"
                "      --raw-names      Function names as in the symbol table (not demangled)\n"
                "      --lines          Frames as 'name (file:line)' where debug info says\n"
-               "      --max-samples N  Ask profd for at most N samples (default and most:\n"
-               "                       %llu); the rest are counted and said, not drawn\n"
+               "      --max-samples N  Ask profd for at most N samples, or off-CPU blocks\n"
+               "                       (default and most: %llu); the rest are counted and\n"
+               "                       said, not drawn\n"
                "  -h, --help           Show this help\n"
                "\n"
                "%s",
@@ -157,13 +171,15 @@ static int heatmap_check(const struct cli_target *t, struct heatmap_args *a) {
 
         if (filters_check(f) < 0 || cli_check_fleet_options(t, f, NULL) < 0)
                 return -EINVAL;
-        if (t->clickhouse)
-                return cli_usage_error("heatmap asks one profd's timeline; ClickHouse does not have it yet");
-        if (f->kind && !streq(f->kind, "cpu"))
-                return cli_usage_error("--kind %s: a heatmap of blocked time needs each off-CPU block's start "
-                                       "and end, which profd does not keep yet (the timeline has on-CPU samples "
-                                       "only); profctl series --kind %s --step 1s shows blocked time per second",
-                                       f->kind, f->kind);
+        if (f->kind && !streq(f->kind, "cpu") && !streq(f->kind, "offcpu"))
+                return cli_usage_error("--kind %s: a heatmap draws on-CPU samples (cpu) or blocked time "
+                                       "(offcpu), which keep their times; wakeups do not keep their times: "
+                                       "profctl series --kind %s --step 1s shows them per second", f->kind,
+                                       f->kind);
+        if (f->kind && streq(f->kind, "offcpu") && t->clickhouse)
+                return cli_usage_error("--kind offcpu with --clickhouse: the fleet's timeline has on-CPU samples "
+                                       "only (ClickHouse holds no off-CPU blocks with their times); draw one "
+                                       "host's blocked time from its profd, without --clickhouse");
         if (f->last)
                 return cli_usage_error("--last is one drain, not a window of time; use --since or --from/--to");
         if (f->by_drains)
@@ -202,8 +218,12 @@ struct heatmap_answer {
         size_t n_samples, samples_cap;
         uint64_t sample_sum;      /* the "samples" lines' counts */
         uint64_t total, stacks_end, from_ns, to_ns, omitted, omitted_from_ns, oldest_ns;
+        bool offcpu;            /* "spans" lines: blocked ns, not samples */
+        uint64_t omitted_ns;    /* offcpu: the ns of the omitted blocks */
         struct quality quality; /* of the samples sent */
         bool have_quality;
+        json_t *events;           /* the captures' "event" lines (issue 44) */
+        uint64_t events_seen;
 };
 
 static void heatmap_answer_done(struct heatmap_answer *h) {
@@ -213,6 +233,7 @@ static void heatmap_answer_done(struct heatmap_answer *h) {
         hashmap_free(h->by_text);
         free(h->stack_map);
         free(h->samples);
+        json_decref(h->events);
 }
 
 /* A "stack" line: its folded text, kept once however many stack lines
@@ -264,9 +285,7 @@ static int answer_add_stack(struct heatmap_answer *h, const json_t *line) {
         return 0;
 }
 
-static int answer_add_entry(const struct timed_entry *e, void *userdata) {
-        struct heatmap_answer *h = userdata;
-
+static int answer_grow(struct heatmap_answer *h) {
         if (h->n_samples == h->samples_cap) {
                 size_t cap = MAX(h->samples_cap * 2, (size_t) 4096);
                 struct heatmap_sample *s = realloc(h->samples, cap * sizeof(*s));
@@ -276,6 +295,36 @@ static int answer_add_entry(const struct timed_entry *e, void *userdata) {
                 h->samples = s;
                 h->samples_cap = cap;
         }
+        return 0;
+}
+
+/* An off-CPU block: a span of its ns, which the page counts in a range by
+ * the part the range holds. */
+static int answer_add_span(const struct timed_span *e, void *userdata) {
+        struct heatmap_answer *h = userdata;
+        int r;
+
+        r = answer_grow(h);
+        if (r < 0)
+                return r;
+        h->samples[h->n_samples++] = (struct heatmap_sample) {
+                .t_ns = e->start_us * NSEC_PER_USEC,
+                .span_ns = e->ns,
+                .weight = e->ns,
+                .stack = h->stack_map[e->stack],
+        };
+        if (__builtin_add_overflow(h->sample_sum, e->ns, &h->sample_sum))
+                return cli_error(-EBADMSG, "profd sent blocks that add up to more than 2^64 ns");
+        return 0;
+}
+
+static int answer_add_entry(const struct timed_entry *e, void *userdata) {
+        struct heatmap_answer *h = userdata;
+        int r;
+
+        r = answer_grow(h);
+        if (r < 0)
+                return r;
         h->samples[h->n_samples++] = (struct heatmap_sample) {
                 .t_ns = e->t_ms * NSEC_PER_MSEC,
                 .weight = e->n,
@@ -300,6 +349,9 @@ static int answer_set_end(struct heatmap_answer *h, const json_t *line) {
         if (h->omitted > 0 &&
             (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_OMITTED_FROM_NS, &h->omitted_from_ns)) < 0)
                 return r;
+        if (h->offcpu && h->omitted > 0 &&
+            (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_OMITTED_NS, &h->omitted_ns)) < 0)
+                return r;
         if (json_object_get(line, PROTO_KEY_QUALITY)) {
                 if (quality_from_json(json_object_get(line, PROTO_KEY_QUALITY), &h->quality) < 0)
                         return cli_error(-EBADMSG, "profd's timeline answer ends with a \"quality\" that is not "
@@ -321,7 +373,8 @@ static int heatmap_fetch(conn *c, const json_t *request, struct heatmap_answer *
         int r;
 
         h->by_text = hashmap_new_string();
-        if (!h->by_text)
+        h->events = json_array();
+        if (!h->by_text || !h->events)
                 return cli_error(-ENOMEM, "%m");
         r = conn_send(c, request);
         if (r < 0)
@@ -334,8 +387,10 @@ static int heatmap_fetch(conn *c, const json_t *request, struct heatmap_answer *
                 r = conn_read_response(c, &line, &type, &raw, &raw_len);
                 if (r < 0)
                         return r;
-                if (streq(type, PROTO_TYPE_END))
-                        return answer_set_end(h, line);
+                if (streq(type, PROTO_TYPE_END)) {
+                        r = events_check_end(line, "timeline", h->events_seen);
+                        return r < 0 ? r : answer_set_end(h, line);
+                }
                 if (streq(type, PROTO_TYPE_STACK))
                         r = answer_add_stack(h, line);
                 else if (streq(type, PROTO_TYPE_SAMPLES)) {
@@ -343,7 +398,14 @@ static int heatmap_fetch(conn *c, const json_t *request, struct heatmap_answer *
                         if (r == -EBADMSG)
                                 return cli_error(r, "profd's timeline answer has a malformed \"samples\" line: %s",
                                                  error);
-                } else
+                } else if (h->offcpu && streq(type, PROTO_TYPE_SPANS)) {
+                        r = timed_spans_line_parse(line, h->n_lines, answer_add_span, h, &error);
+                        if (r == -EBADMSG)
+                                return cli_error(r, "profd's timeline answer has a malformed \"spans\" line: %s",
+                                                 error);
+                } else if (streq(type, PROTO_TYPE_EVENT))
+                        r = event_line_keep(h->events, line, "timeline", &h->events_seen);
+                else
                         return cli_error(-EBADMSG, "profd answered 'timeline' with an unexpected '%s' line", type);
                 if (r < 0)
                         return r;
@@ -358,7 +420,7 @@ static int heatmap_build(const struct heatmap_args *a, struct heatmap_answer *an
         uint64_t end = ans->to_ns + 1;
         int r;
 
-        r = heatmap_init(h, ans->from_ns, end, a->rows, false);
+        r = heatmap_init(h, ans->from_ns, end, a->rows, ans->offcpu);
         if (r == -EINVAL)
                 return cli_error(r, "the window (%" PRIu64 " s) is longer than a heatmap draws (%u s, a day); "
                                  "narrow it with --since or --from/--to",
@@ -368,6 +430,14 @@ static int heatmap_build(const struct heatmap_args *a, struct heatmap_answer *an
         for (size_t i = 0; i < ans->n_samples; i++) {
                 struct heatmap_sample *s = &ans->samples[i];
 
+                if (ans->offcpu) {
+                        /* a block's start is sent to the µs below it, and
+                         * its part in the window whole: moved to the
+                         * window's start, it ends no later than it did */
+                        s->t_ns = MAX(s->t_ns, ans->from_ns);
+                        heatmap_add_span(h, s->t_ns, s->t_ns + s->span_ns);
+                        continue;
+                }
                 s->t_ns = MIN(MAX(s->t_ns, ans->from_ns), end - 1);
                 heatmap_add(h, s->t_ns, s->weight);
         }
@@ -390,7 +460,7 @@ static int heatmap_write_json(FILE *f, const struct heatmap *h, const struct hea
                                 return -ENOMEM;
         }
         o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O}",
-                      "kind", "cpu", "unit", "samples",
+                      "kind", ans->offcpu ? "offcpu" : "cpu", "unit", ans->offcpu ? "ns" : "samples",
                       "from_ns", (json_int_t) h->from_ns, "to_ns", (json_int_t) ans->to_ns,
                       "start_ns", (json_int_t) h->start_ns, "columns", (json_int_t) h->columns,
                       "rows", (json_int_t) h->rows, "bucket_ms", (json_int_t) (1000 / h->rows),
@@ -402,7 +472,10 @@ static int heatmap_write_json(FILE *f, const struct heatmap *h, const struct hea
         /* bucket_ms is whole for the usual rows; bucket_us always is */
         if (json_object_set_new(o, "bucket_us", json_integer((json_int_t) (1000000 / h->rows))) < 0 ||
             (ans->omitted > 0 &&
-             json_object_set_new(o, "omitted_from_ns", json_integer((json_int_t) ans->omitted_from_ns)) < 0))
+             json_object_set_new(o, "omitted_from_ns", json_integer((json_int_t) ans->omitted_from_ns)) < 0) ||
+            (ans->offcpu && ans->omitted > 0 &&
+             json_object_set_new(o, "omitted_ns", json_integer((json_int_t) ans->omitted_ns)) < 0) ||
+            json_object_set_new(o, "events", capture_events_view_json(ans->events)) < 0)
                 return -ENOMEM;
         r = json_dumpf(o, f, JSON_COMPACT);
         if (r < 0)
@@ -411,19 +484,62 @@ static int heatmap_write_json(FILE *f, const struct heatmap *h, const struct hea
         return ferror(f) ? -EIO : 0;
 }
 
+static void labels_freep(char ***p) {
+        if (!*p)
+                return;
+        for (char **l = *p; *l; l++)
+                free(*l);
+        free(*p);
+}
+
+/* The captures' triggers as the picture's marks ("capture 3 (oom)"),
+ * labels[] holding their text. Returns 0 or -ENOMEM, said. */
+static int heatmap_marks_build(const json_t *events, struct heatmap *h, struct heatmap_mark **ret_marks,
+                               char ***ret_labels) {
+        size_t n = json_array_size(events);
+        _cleanup_free_ struct heatmap_mark *marks = calloc(MAX(n, (size_t) 1), sizeof(*marks));
+        _cleanup_(labels_freep) char **labels = calloc(n + 1, sizeof(char *));
+
+        if (!marks || !labels)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < n; i++) {
+                struct capture_event e;
+                const char *error;
+
+                /* the lines were checked as they were read */
+                if (capture_event_from_json(json_array_get(events, i), &e, &error) <= 0)
+                        continue;
+                if (asprintf(&labels[h->n_marks], "capture %" PRId64 " (%s)", e.id, e.cause) < 0) {
+                        labels[h->n_marks] = NULL;
+                        return cli_error(-ENOMEM, "%m");
+                }
+                marks[h->n_marks] = (struct heatmap_mark) { .t_ns = e.trigger_ns, .label = labels[h->n_marks] };
+                h->n_marks++;
+        }
+        h->marks = marks;
+        *ret_marks = TAKE_PTR(marks);
+        *ret_labels = TAKE_PTR(labels);
+        return 0;
+}
+
 static int heatmap_show(const struct heatmap_args *a, struct heatmap_answer *ans) {
         _cleanup_(heatmap_done) struct heatmap h = {};
+        _cleanup_free_ struct heatmap_mark *marks = NULL;
+        _cleanup_(labels_freep) char **labels = NULL;
         struct heatmap_svg_opts opts = {};
         _cleanup_free_ char *described = NULL, *title = NULL;
         struct output out;
         int r;
 
         r = heatmap_build(a, ans, &h);
+        if (r >= 0)
+                r = heatmap_marks_build(ans->events, &h, &marks, &labels);
         if (r < 0)
                 return r;
         /* the title names what the filters chose */
         described = filters_describe(&a->filters);
-        if (described && *described && asprintf(&title, "CPU samples by time: %s", described) >= 0)
+        if (described && *described &&
+            asprintf(&title, "%s by time: %s", ans->offcpu ? "Blocked time" : "CPU samples", described) >= 0)
                 opts.title = title;
         r = output_open(&out, a->view.output);
         if (r < 0)
@@ -459,9 +575,15 @@ static int heatmap_show(const struct heatmap_args *a, struct heatmap_answer *ans
                 char t[64];
 
                 fflush(stdout);
-                fprintf(stderr, "note: %" PRIu64 " samples from %s on are not drawn: an answer carries at most %"
-                        PRIu64 " (--max-samples); narrow the window or the filters\n", ans->omitted,
-                        format_local_time(t, sizeof(t), ans->omitted_from_ns), ans->total);
+                if (ans->offcpu)
+                        fprintf(stderr, "note: %" PRIu64 " off-CPU blocks (%" PRIu64 " ns blocked) from %s on are "
+                                "not drawn: an answer carries at most %zu blocks (--max-samples); narrow the "
+                                "window or the filters\n", ans->omitted, ans->omitted_ns,
+                                format_local_time(t, sizeof(t), ans->omitted_from_ns), ans->n_samples);
+                else
+                        fprintf(stderr, "note: %" PRIu64 " samples from %s on are not drawn: an answer carries at "
+                                "most %" PRIu64 " (--max-samples); narrow the window or the filters\n", ans->omitted,
+                                format_local_time(t, sizeof(t), ans->omitted_from_ns), ans->total);
         }
         return 0;
 }
@@ -483,12 +605,14 @@ int cmd_heatmap(const struct cli_target *t, int argc, char *argv[]) {
         /* folded text is all a heatmap page needs of a stack */
         request = request_new(PROTO_OP_TIMELINE, &a.filters, &a.view);
         if (!request || json_object_set_new(request, PROTO_KEY_FORMAT, json_string(PROTO_FORMAT_FOLDED)) < 0 ||
+            json_object_set_new(request, PROTO_KEY_EVENTS, json_true()) < 0 || /* captures, marked */
             (a.view.lines && json_object_set_new(request, PROTO_KEY_LINES, json_true()) < 0) ||
             (a.max_samples &&
              json_object_set_new(request, PROTO_KEY_MAX_SAMPLES, json_integer((json_int_t) a.max_samples)) < 0)) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }
+        ans.offcpu = streq(filters_kind(&a.filters), "offcpu");
         r = cli_connect(t, &c);
         if (r >= 0)
                 r = heatmap_fetch(c, request, &ans);

@@ -24,8 +24,10 @@ static void help_series(void) {
                "per second spent off the CPU (offcpu, wakeup) of what the filters match, with\n"
                "a bar per line: when did it start, when did it stop? Steps without samples\n"
                "between the first and the last show as 0. COMPLETE is the share of the step\n"
-               "with complete stacks: when did the picture get worse? A summary of the\n"
-               "window's quality follows on stderr.\n"
+               "with complete stacks: when did the picture get worse? A capture (profctl\n"
+               "capture) that pins part of the window is a line 'capture ID (CAUSE) at TIME'\n"
+               "after the step of its trigger. A summary of the window's quality follows on\n"
+               "stderr.\n"
                "\n"
                "%s"
                "\n"
@@ -78,6 +80,11 @@ static const struct command_options series_options = {
 static int series_fetch(conn *c, const json_t *request, struct series *s) {
         int r;
 
+        uint64_t events_seen = 0;
+
+        s->events = json_array();
+        if (!s->events)
+                return cli_error(-ENOMEM, "%m");
         r = conn_send(c, request);
         if (r < 0)
                 return r;
@@ -89,8 +96,17 @@ static int series_fetch(conn *c, const json_t *request, struct series *s) {
                 r = conn_read_response(c, &line, &type, &raw, &raw_len);
                 if (r < 0)
                         return r;
-                if (streq(type, PROTO_TYPE_END))
-                        return series_set_end(s, line);
+                if (streq(type, PROTO_TYPE_END)) {
+                        r = events_check_end(line, "series", events_seen);
+                        return r < 0 ? r : series_set_end(s, line);
+                }
+                /* the captures of the window (issue 44) */
+                if (streq(type, PROTO_TYPE_EVENT)) {
+                        r = event_line_keep(s->events, line, "series", &events_seen);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (!streq(type, PROTO_TYPE_POINT))
                         return cli_error(-EBADMSG, "profd answered 'series' with an unexpected '%s' line", type);
                 r = series_add_point_line(s, line);
@@ -110,7 +126,7 @@ static int series_show(const struct series_args *a, const struct series *s) {
                 return r;
         if (a->view.json)
                 r = series_write_json(out.f, s);
-        else if (s->total > 0)
+        else if (s->total > 0 || json_array_size(s->events) > 0)
                 r = series_write(out.f, s);
         if (r < 0)
                 cli_error(r, "cannot write the series: %m");
@@ -140,7 +156,9 @@ int cmd_series(const struct cli_target *t, int argc, char *argv[]) {
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
 
         request = request_new(PROTO_OP_SERIES, &a.filters, &a.view);
-        if (!request || (a.step && json_object_set_new(request, PROTO_KEY_STEP, json_string(a.step)) < 0)) {
+        /* the captures of the window, marked on the series */
+        if (!request || json_object_set_new(request, PROTO_KEY_EVENTS, json_true()) < 0 ||
+            (a.step && json_object_set_new(request, PROTO_KEY_STEP, json_string(a.step)) < 0)) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }

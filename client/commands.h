@@ -18,3 +18,5 @@ int cmd_init(const struct cli_target *t, int argc, char *argv[]);
 
 /* profctl heatmap (cmd-heatmap.c) */
 int cmd_heatmap(const struct cli_target *t, int argc, char *argv[]);
+/* captures (issue 44) */
+int cmd_capture(const struct cli_target *t, int argc, char *argv[]);

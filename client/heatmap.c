@@ -124,6 +124,18 @@ static const char *value_unit(const struct heatmap *h) {
 
 /* --- text --- */
 
+/* The marks of [from_ns, to_ns) at the end of that second's line:
+ * "  <- capture 3 (oom) at 14:02:03.250". */
+static void text_marks_write(FILE *f, const struct heatmap *h, uint64_t from_ns, uint64_t to_ns) {
+        char hms[32];
+
+        for (size_t i = 0; i < h->n_marks; i++)
+                if (h->marks[i].t_ns >= from_ns && h->marks[i].t_ns < to_ns)
+                        fprintf(f, "  <- %s at %s.%03" PRIu64, h->marks[i].label,
+                                svg_format_hms(hms, sizeof(hms), h->marks[i].t_ns),
+                                (uint64_t) (h->marks[i].t_ns % NSEC_PER_SEC / NSEC_PER_MSEC));
+}
+
 int heatmap_write_text(FILE *f, const struct heatmap *h, unsigned width) {
         unsigned group, chars;
         uint64_t fold_max = 0;
@@ -158,10 +170,18 @@ int heatmap_write_text(FILE *f, const struct heatmap *h, unsigned width) {
                         line_total += sum;
                         fputc(text_shades[level_of(sum, fold_max, sizeof(text_shades) - 1)], f);
                 }
-                fprintf(f, "| %s\n", svg_format_value(v, sizeof(v), line_total, value_unit(h), h->ns));
+                fprintf(f, "| %s", svg_format_value(v, sizeof(v), line_total, value_unit(h), h->ns));
+                text_marks_write(f, h, h->start_ns + c * NSEC_PER_SEC, h->start_ns + (c + 1) * NSEC_PER_SEC);
+                fputc('\n', f);
         }
         if (h->outside)
                 fprintf(f, "outside the window: %s\n", svg_format_value(v, sizeof(v), h->outside, value_unit(h), h->ns));
+        /* a capture whose pins overlap the window but whose trigger is
+         * outside it is still said */
+        for (size_t i = 0; i < h->n_marks; i++)
+                if (h->marks[i].t_ns < h->start_ns || h->marks[i].t_ns >= h->start_ns + (uint64_t) h->columns * NSEC_PER_SEC)
+                        fprintf(f, "%s at %s, outside the window\n", h->marks[i].label,
+                                svg_format_utc(from, sizeof(from), h->marks[i].t_ns));
         return ferror(f) ? -EIO : 0;
 }
 
@@ -187,6 +207,34 @@ static unsigned label_step(double cell_width) {
                 if (steps[i] * cell_width >= HEATMAP_LABEL_GAP)
                         return steps[i];
         return 43200;
+}
+
+/* The marks inside the window: a dashed line down the column of each
+ * (pointer-events none, so that a drag over it still selects cells) and a
+ * marker above the grid, its tooltip the label and the time. */
+static void svg_marks_write(FILE *f, const struct heatmap *h, double cell_width, double grid_height) {
+        char num[32], num2[32], num3[32], hms[32];
+
+        for (size_t i = 0; i < h->n_marks; i++) {
+                const struct heatmap_mark *m = &h->marks[i];
+                double x;
+
+                if (m->t_ns < h->from_ns || m->t_ns >= h->to_ns)
+                        continue;
+                x = HEATMAP_LEFT + ((m->t_ns - h->start_ns) / NSEC_PER_SEC + 0.5) * cell_width;
+                fprintf(f, "<g class=\"event\" data-event-t=\"%" PRIu64 "\">", (uint64_t) ((m->t_ns - h->start_ns) / NSEC_PER_MSEC));
+                fputs("<title>", f);
+                svg_xml_write(f, m->label, SIZE_MAX);
+                fprintf(f, " at %s.%03" PRIu64 " UTC</title>", svg_format_hms(hms, sizeof(hms), m->t_ns),
+                        (uint64_t) (m->t_ns % NSEC_PER_SEC / NSEC_PER_MSEC));
+                fprintf(f, "<line x1=\"%s\" y1=\"%u\" x2=\"%s\" y2=\"%s\" stroke=\"#1f5fbf\" "
+                        "stroke-width=\"2\" stroke-dasharray=\"4,3\" pointer-events=\"none\"/>",
+                        svg_fixed2(num, sizeof(num), x), HEATMAP_TOP, num,
+                        svg_fixed2(num2, sizeof(num2), HEATMAP_TOP + grid_height));
+                fprintf(f, "<path d=\"M%s %u L%s %u L%s %u Z\" fill=\"#1f5fbf\"/></g>\n",
+                        svg_fixed2(num, sizeof(num), x - 6), HEATMAP_TOP - 10, svg_fixed2(num2, sizeof(num2), x + 6),
+                        HEATMAP_TOP - 10, svg_fixed2(num3, sizeof(num3), x), HEATMAP_TOP);
+        }
 }
 
 /* The <svg> element (without the XML declaration, for the page too). */
@@ -241,6 +289,8 @@ static int write_svg_element(FILE *f, const struct heatmap *h, const struct heat
                                 (uint64_t) (bucket_ns(h) / NSEC_PER_MSEC), svg_format_value(v, sizeof(v), value, value_unit(h), h->ns));
                 }
         fprintf(f, "</g>\n");
+
+        svg_marks_write(f, h, cell_width, grid_height);
 
         /* the offsets within a second, downwards */
         offsets_step_ms = grid_height >= 300 ? 100 : grid_height >= 120 ? 250 : 500;

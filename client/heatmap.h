@@ -32,6 +32,17 @@ struct heatmap {
         uint64_t outside;    /* what was added outside it (counted, not drawn) */
         uint64_t max;        /* the hottest cell */
         bool ns;             /* the values are nanoseconds of blocked time, not samples */
+        /* events drawn over the grid (captures' triggers, issue 44), set
+         * by the caller after heatmap_init, in time order; borrowed */
+        const struct heatmap_mark *marks;
+        size_t n_marks;
+};
+
+/* An event at t_ns: text marks it on that second's line, the SVG with a
+ * line down its column and a marker above it whose tooltip is label. */
+struct heatmap_mark {
+        uint64_t t_ns;
+        const char *label;   /* "capture 3 (psi:cpu.some.avg10>50)" */
 };
 
 /* A grid for [from_ns, to_ns) with rows buckets per second (0: the

@@ -29,6 +29,7 @@ static void help_global(void) {
                "  top [OPTIONS]     Live view of the hottest functions, refreshed every second\n"
                "  init [--cluster NAME]  With --clickhouse: create profd's schema in ClickHouse\n"
                "  heatmap [OPTIONS] CPU samples by second and sub-second row: text, HTML, SVG\n"
+               "  capture ACTION    Keep an incident's data: start, list, unpin or stop\n"
                "\n"
                "With --clickhouse, query, series and diff ask ClickHouse for the profiles a\n"
                "fleet of profd hosts exported, with the same filters and views, and --host.\n"
@@ -104,14 +105,14 @@ static int parse_argv(int argc, char *argv[], struct cli_target *t) {
                 t->socket = env && *env ? env : PROFD_DEFAULT_SOCKET;
         }
         if (optind >= argc)
-                return cli_usage_error("missing command (status, flush, query, series, diff, top, init or heatmap)");
+                return cli_usage_error("missing command (status, flush, query, series, diff, top, init, heatmap or capture)");
         if (t->clickhouse_credentials && !t->clickhouse)
                 return cli_usage_error("--clickhouse-credentials is for --clickhouse URL");
-        /* a fleet is asked for windows of what was stored: status, flush
-         * and top's live refresh are one profd's */
+        /* a fleet is asked for windows of what was stored: status, flush,
+         * top's live refresh and captures are one profd's */
         if (t->clickhouse && (streq(argv[optind], "status") || streq(argv[optind], "flush") ||
-                               streq(argv[optind], "top") || streq(argv[optind], "heatmap")))
-                return cli_usage_error("%s asks one profd; with --clickhouse use query, series, diff or init",
+                               streq(argv[optind], "top") || streq(argv[optind], "capture")))
+                return cli_usage_error("%s asks one profd; with --clickhouse use query, series, diff, heatmap or init",
                                        argv[optind]);
         return 1;
 }
@@ -129,6 +130,8 @@ static const struct {
         { "init",   cmd_init   },
         /* the timeline by second (cmd-heatmap.c) */
         { "heatmap", cmd_heatmap },
+        /* captures (issue 44) */
+        { "capture", cmd_capture },
 };
 
 int main(int argc, char *argv[]) {

@@ -457,6 +457,50 @@ static void timeline_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 json_is_integer(oldest) ? when_write(when, sizeof(when), (uint64_t) json_integer_value(oldest), now_ns)
                                         : "none",
                 u64_of(o, STATUS_KEY_TIMELINE_UNTIMED));
+        o = json_object_get(o, STATUS_KEY_OFFTIME);
+        if (!json_is_object(o))
+                return;
+        oldest = json_object_get(o, STATUS_KEY_OFFTIME_OLDEST_NS);
+        fprintf(f, "           %" PRIu64 " off-CPU blocks with their start and end (%s), oldest %s; since profd "
+                "started %" PRIu64 " logged, %" PRIu64 " shorter than %.3g ms (%.3f s) and %" PRIu64
+                " unlogged (%.3f s) kept untimed\n",
+                u64_of(o, STATUS_KEY_OFFTIME_BLOCKS),
+                format_bytes(bytes, sizeof(bytes), u64_of(o, STATUS_KEY_OFFTIME_BYTES)),
+                json_is_integer(oldest) ? when_write(when, sizeof(when), (uint64_t) json_integer_value(oldest), now_ns)
+                                        : "none",
+                u64_of(o, STATUS_KEY_OFFTIME_LOGGED), u64_of(o, STATUS_KEY_OFFTIME_SHORT),
+                u64_of(o, STATUS_KEY_OFFTIME_MIN_NS) / 1e6, u64_of(o, STATUS_KEY_OFFTIME_SHORT_NS) / 1e9,
+                u64_of(o, STATUS_KEY_OFFTIME_UNLOGGED), u64_of(o, STATUS_KEY_OFFTIME_UNLOGGED_NS) / 1e9);
+}
+
+/* Captures (issue 44): how many, what they pin, what the cool-down and
+ * the budget refused, the newest ones with their causes. */
+static void captures_write(FILE *f, const json_t *status, uint64_t now_ns) {
+        const json_t *o = json_object_get(status, STATUS_KEY_CAPTURES), *refused, *last, *c;
+        char bytes[32], budget[32], when[128];
+        size_t i;
+
+        if (!json_is_object(o))
+                return;
+        refused = json_object_get(o, STATUS_KEY_CAPTURE_REFUSED);
+        fprintf(f, "captures:  %" PRIu64 " recorded, %" PRIu64 " pinning %s of %s; %" PRIu64
+                " triggers watched; refused since start: %" PRIu64 " in the cool-down (%" PRIu64 " s), %" PRIu64
+                " over the budget; %" PRIu64 " failed\n",
+                u64_of(o, STATUS_KEY_CAPTURE_COUNT), u64_of(o, STATUS_KEY_CAPTURE_PINNING),
+                format_bytes(bytes, sizeof(bytes), u64_of(o, STATUS_KEY_CAPTURE_PINNED_BYTES)),
+                format_bytes(budget, sizeof(budget), u64_of(o, STATUS_KEY_CAPTURE_MAX_PINNED)),
+                u64_of(o, STATUS_KEY_CAPTURE_TRIGGERS), u64_of(refused, "cooling_down"),
+                u64_of(o, STATUS_KEY_CAPTURE_COOLDOWN_S), u64_of(refused, "over_budget"),
+                u64_of(o, STATUS_KEY_CAPTURE_FAILED));
+        last = json_object_get(o, STATUS_KEY_CAPTURE_LAST);
+        json_array_foreach(last, i, c) {
+                fprintf(f, "  capture %" PRIu64 " %s: ", u64_of(c, "id"),
+                        when_write(when, sizeof(when), u64_of(c, "trigger_ns"), now_ns));
+                write_sanitized(f, json_string_value(json_object_get(c, "cause")));
+                fprintf(f, " (%s), %s, %s\n", json_string_value(json_object_get(c, "origin")) ?: "?",
+                        json_string_value(json_object_get(c, "state")) ?: "?",
+                        format_bytes(bytes, sizeof(bytes), u64_of(c, "pinned_bytes")));
+        }
 }
 
 /* The ClickHouse export, when profd runs one (docs/clickhouse.md, Status). */
@@ -626,6 +670,7 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         check_write(f, json_object_get(status, STATUS_KEY_STORE_CHECK), now_ns);
         migration_write(f, json_object_get(status, STATUS_KEY_STORE_MIGRATION), now_ns);
         timeline_write(f, status, now_ns);
+        captures_write(f, status, now_ns);
         extras_write(f, status);
         unwind_write(f, status);
         export_write(f, status, now_ns);

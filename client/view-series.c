@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture-event.h"
 #include "duration.h"
 #include "protocol.h"
 #include "util.h"
@@ -17,6 +18,7 @@ void series_done(struct series *s) {
         free(s->unit);
         free(s->points);
         json_decref(s->end);
+        json_decref(s->events);
         *s = (struct series) {};
 }
 
@@ -141,9 +143,33 @@ static void series_line_write(FILE *f, const struct series *s, uint64_t t_ns, ui
         fputc('\n', f);
 }
 
+/* The capture events triggered before until_ns, from *next on, each on a
+ * line of its own ("capture 3 (psi:cpu.some.avg10>50) at 14:02:03"). */
+static void series_events_write(FILE *f, const struct series *s, size_t *next, uint64_t until_ns) {
+        for (; *next < json_array_size(s->events); (*next)++) {
+                struct capture_event e;
+                const char *error;
+                char when[64];
+
+                /* the lines were checked as they were read */
+                if (capture_event_from_json(json_array_get(s->events, *next), &e, &error) <= 0)
+                        continue;
+                if (e.trigger_ns >= until_ns)
+                        return;
+                format_local_time(when, sizeof(when), e.trigger_ns);
+                fprintf(f, "capture %" PRId64 " (%s) at %s", e.id, e.cause, when);
+                if (s->step_ns % NSEC_PER_SEC != 0)
+                        fprintf(f, ".%03" PRIu64, (uint64_t) (e.trigger_ns % NSEC_PER_SEC / NSEC_PER_MSEC));
+                if (e.trigger_ns < s->from_ns || e.trigger_ns > s->to_ns)
+                        fputs(", outside the window (what it pins overlaps it)", f);
+                fputc('\n', f);
+        }
+}
+
 int series_write(FILE *f, const struct series *s) {
         char step[64], from[64], to[64];
         double max_rate = 0;
+        size_t next_event = 0;
 
         for (size_t i = 0; i < s->n_points; i++)
                 max_rate = MAX(max_rate, series_rate(s, s->points[i].value));
@@ -159,10 +185,14 @@ int series_write(FILE *f, const struct series *s) {
                 /* the steps between two points had nothing: show them as 0,
                  * a gap in a sampled series is itself a finding */
                 if (i > 0)
-                        for (uint64_t t = s->points[i - 1].t_ns + s->step_ns; t < s->points[i].t_ns; t += s->step_ns)
+                        for (uint64_t t = s->points[i - 1].t_ns + s->step_ns; t < s->points[i].t_ns; t += s->step_ns) {
+                                series_events_write(f, s, &next_event, t);
                                 series_line_write(f, s, t, 0, 0, max_rate);
+                        }
+                series_events_write(f, s, &next_event, s->points[i].t_ns);
                 series_line_write(f, s, s->points[i].t_ns, s->points[i].value, s->points[i].complete, max_rate);
         }
+        series_events_write(f, s, &next_event, UINT64_MAX);
         return ferror(f) ? -EIO : 0;
 }
 
@@ -192,6 +222,8 @@ int series_write_json(FILE *f, const struct series *s) {
         if (!doc)
                 return -ENOMEM;
         if (s->have_quality && json_object_set_new(doc, "quality", quality_to_json(&s->quality)) < 0)
+                return -ENOMEM;
+        if (json_object_set_new(doc, "events", capture_events_view_json(s->events)) < 0)
                 return -ENOMEM;
         return json_document_write(f, doc);
 }

@@ -88,6 +88,7 @@ struct series {
         struct quality quality;  /* partial: total, complete, lost */
         bool have_quality;
         json_t *end;             /* the "end" line (a reference of its own), for its optional keys */
+        json_t *events;          /* the captures' "event" lines, by trigger time; NULL: none */
 };
 
 void series_done(struct series *s);
@@ -100,7 +101,9 @@ int series_set_end(struct series *s, const json_t *end);
 
 /* One line per step from the first point to the last (steps without data
  * as 0), the rate per second (samples/s, or ms/s of blocked time), the share
- * of the step with complete stacks and a bar scaled to the largest.
+ * of the step with complete stacks and a bar scaled to the largest; each
+ * capture of the window a line "capture ID (CAUSE) at TIME" after the step
+ * of its trigger.
  * Returns 0 or -EIO. */
 int series_write(FILE *f, const struct series *s);
 /* Returns 0, -ENOMEM or -EIO. */

@@ -23,6 +23,26 @@
 /* on-CPU samples with their own times (profctl heatmap) */
 #define PROTO_OP_TIMELINE "timeline"
 
+/* Captures (issue 44): "op":"capture" with an "action" (docs/protocol.md). */
+#define PROTO_OP_CAPTURE        "capture"
+#define PROTO_KEY_ACTION        "action"
+#define PROTO_KEY_CONDITION     "condition"
+#define PROTO_KEY_ID            "id"
+#define PROTO_CAPTURE_START     "start"
+#define PROTO_CAPTURE_LIST      "list"
+#define PROTO_CAPTURE_UNPIN     "unpin"
+#define PROTO_CAPTURE_STOP      "stop"
+#define PROTO_TYPE_CAPTURE      "capture" /* the answer line's type */
+/* A series or timeline request with "events":true gets, before its end
+ * line, an "event" line per capture overlapping the window
+ * (common/capture-event.h); the end line counts them. */
+#define PROTO_KEY_EVENTS        "events"
+#define PROTO_TYPE_EVENT        "event"
+#define PROTO_EVENT_CAPTURE     "capture" /* an event line's "kind" */
+#define PROTO_KEY_CAUSE         "cause"
+#define PROTO_KEY_TRIGGER_NS    "trigger_ns"
+#define PROTO_KEY_EVENTS_OMITTED "events_omitted"
+
 /* Request keys. */
 #define PROTO_KEY_OP        "op"
 #define PROTO_KEY_KIND      "kind"
@@ -114,6 +134,13 @@
 #define PROTO_KEY_OMITTED   "omitted"  /* samples of the window beyond the answer's cap, not sent */
 #define PROTO_KEY_OMITTED_FROM_NS "omitted_from_ns" /* the earliest omitted sample's time */
 #define PROTO_KEY_OLDEST_NS "oldest_ns" /* the timeline's oldest time */
+/* A timeline answer of kind offcpu carries "spans" lines instead
+ * (common/timed-spans.h); its "omitted" counts blocks, and this their ns */
+#define PROTO_TYPE_SPANS    "spans"
+#define PROTO_KEY_T0_US     "t0_us"
+#define PROTO_KEY_DT_US     "dt_us"
+#define PROTO_KEY_NS        "ns"
+#define PROTO_KEY_OMITTED_NS "omitted_ns"
 
 /* The query model profd's store and profctl's fleet answers share. The
  * names keep the store's prefix: the store defined them first and fills

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../bpf/profd.h"
+#include "capture.h"
 #include "duration.h"
 #include "timestamp.h"
 #include "macro.h"
@@ -309,7 +310,7 @@ static int parse_who_field(const char *key, json_t *v, struct query_request *q, 
 
 /* The fields that shape the answer: "raw_names", "format", "lines" and
  * "group" of a query (a timeline's but "group"), "step" of a series,
- * "max_samples" of a timeline. Returns 1 when key is one of them for this
+ * "max_samples" of a timeline, "events" of both. Returns 1 when key is one of them for this
  * op, 0 when not, or a negative errno with *ret_error set. */
 static int parse_answer_field(const char *key, json_t *v, enum request_op op, struct query_request *q,
                               char **ret_error) {
@@ -360,6 +361,12 @@ static int parse_answer_field(const char *key, json_t *v, enum request_op op, st
                 if (r < 0)
                         return r;
                 q->max_samples = (uint64_t) m;
+        } else if ((series || op == REQUEST_TIMELINE) && streq(key, PROTO_KEY_EVENTS)) {
+                /* asked for, not sent by default: a profctl older than the
+                 * event lines refuses a line type it does not know */
+                if (!json_is_boolean(v))
+                        return format_error(ret_error, "field 'events' must be true or false");
+                q->events = json_is_true(v);
         } else
                 return 0;
         return 1;
@@ -371,12 +378,12 @@ static int parse_answer_field(const char *key, json_t *v, enum request_op op, st
 static int check_query(const struct query_request *q, const struct window_given *w, enum request_op op,
                        char **ret_error) {
         if (op == REQUEST_TIMELINE) {
-                /* the timeline times on-CPU samples only: a picture of
-                 * blocked time would need each block's start and end */
-                if (q->kind != PROFD_KIND_CPU)
-                        return format_error(ret_error, "kind '%s': the timeline holds on-CPU samples only; "
-                                                       "off-CPU blocks do not keep their start and end times yet",
-                                    q->kind == PROFD_KIND_OFFCPU ? "offcpu" : "wakeup");
+                /* on-CPU samples ("samples" lines) and off-CPU blocks
+                 * ("spans" lines) keep their times; wakeups do not */
+                if (q->kind == PROFD_KIND_WAKEUP)
+                        return format_error(ret_error, "kind 'wakeup': a timeline answer carries on-CPU samples "
+                                                       "(kind cpu) and off-CPU blocks (kind offcpu); wakeups do "
+                                                       "not keep their times");
                 if (q->last)
                         return format_error(ret_error, "field 'last' (the most recent drain) applies to query "
                                                        "and series; a timeline takes a window");
@@ -474,6 +481,66 @@ static int parse_no_args(json_t *o, const char *op, char **ret_error) {
         return 0;
 }
 
+/* {"op":"capture","action":"start","condition":"cpu:pid=42>80"},
+ * {"action":"list"}, {"action":"unpin","id":3}, {"action":"stop","id":2}:
+ * each action takes exactly its own fields. */
+static int parse_capture(json_t *o, struct capture_request *ret, char **ret_error) {
+        static const char *const actions[] = {
+                [CAPTURE_ACTION_START] = PROTO_CAPTURE_START,
+                [CAPTURE_ACTION_LIST] = PROTO_CAPTURE_LIST,
+                [CAPTURE_ACTION_UNPIN] = PROTO_CAPTURE_UNPIN,
+                [CAPTURE_ACTION_STOP] = PROTO_CAPTURE_STOP,
+        };
+        json_t *a = json_object_get(o, PROTO_KEY_ACTION), *v;
+        const char *key, *err;
+        bool wants_condition, wants_id;
+        size_t i;
+
+        if (!a || !json_is_string(a))
+                return format_error(ret_error, "capture needs 'action': start, list, unpin or stop");
+        for (i = 0; i < ELEMENTSOF(actions); i++)
+                if (streq(json_string_value(a), actions[i]))
+                        break;
+        if (i == ELEMENTSOF(actions))
+                return format_error(ret_error, "unknown capture action '%s' (expected start, list, unpin or stop)",
+                                    json_string_value(a));
+        ret->action = (enum capture_action) i;
+        wants_condition = ret->action == CAPTURE_ACTION_START;
+        wants_id = ret->action == CAPTURE_ACTION_UNPIN || ret->action == CAPTURE_ACTION_STOP;
+        json_object_foreach(o, key, v) {
+                if (streq(key, PROTO_KEY_OP) || streq(key, PROTO_KEY_ACTION) ||
+                    (wants_condition && streq(key, PROTO_KEY_CONDITION)) || (wants_id && streq(key, PROTO_KEY_ID)))
+                        continue;
+                return format_error(ret_error, "unknown field '%s' in capture %s request", key, actions[i]);
+        }
+        if (wants_condition) {
+                struct capture_cond c;
+                int r;
+
+                v = json_object_get(o, PROTO_KEY_CONDITION);
+                if (!v || !json_is_string(v))
+                        return format_error(ret_error, "capture start needs 'condition' (psi:..., cpu:..., oom or manual)");
+                if (strlen(json_string_value(v)) > REQUEST_STRING_MAX + 64)
+                        return format_error(ret_error, "'condition' is longer than %d bytes", REQUEST_STRING_MAX + 64);
+                r = capture_cond_parse(json_string_value(v), &c, &err);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return format_error(ret_error, "bad capture condition '%s': %s", json_string_value(v), err);
+                capture_cond_done(&c);
+                ret->condition = strdup(json_string_value(v));
+                if (!ret->condition)
+                        return -ENOMEM;
+        }
+        if (wants_id) {
+                v = json_object_get(o, PROTO_KEY_ID);
+                if (!v || !json_is_integer(v) || json_integer_value(v) <= 0)
+                        return format_error(ret_error, "capture %s needs 'id', a positive integer", actions[i]);
+                ret->id = (int64_t) json_integer_value(v);
+        }
+        return 0;
+}
+
 int request_parse(const char *line, size_t len, struct request *ret, char **ret_error) {
         struct request req = {};
         json_error_t jerr;
@@ -516,9 +583,12 @@ int request_parse(const char *line, size_t len, struct request *ret, char **ret_
         } else if (streq(ops, PROTO_OP_TIMELINE)) {
                 req.op = REQUEST_TIMELINE;
                 r = parse_query(root, REQUEST_TIMELINE, &req.query, ret_error);
+        } else if (streq(ops, PROTO_OP_CAPTURE)) {
+                req.op = REQUEST_CAPTURE;
+                r = parse_capture(root, &req.capture, ret_error);
         } else
-                r = format_error(ret_error, "unknown op '%s' (expected status, flush, query, series or timeline)",
-                                 ops);
+                r = format_error(ret_error, "unknown op '%s' (expected status, flush, query, series, timeline or "
+                                 "capture)", ops);
 out:
         json_decref(root);
         if (r < 0) {
@@ -538,4 +608,6 @@ void request_done(struct request *r) {
         free(q->unit);
         free(q->container);
         q->comm = q->exe = q->cgroup = q->unit = q->container = NULL;
+        free(r->capture.condition);
+        r->capture.condition = NULL;
 }

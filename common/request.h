@@ -14,6 +14,7 @@ enum request_op {
         REQUEST_QUERY,
         REQUEST_SERIES,
         REQUEST_TIMELINE, /* on-CPU samples with their own times */
+        REQUEST_CAPTURE,
 };
 
 /* Largest request line accepted; a query needs a few hundred bytes. */
@@ -64,11 +65,27 @@ struct query_request {
         enum store_group group; /* the store's own enum: a request asks for what the store does */
         uint64_t step_ns;    /* series: bucket width; 0: the drain interval */
         uint64_t max_samples; /* timeline: samples to send at most; 0: TIMED_MAX_SAMPLES */
+        bool events;         /* series, timeline: the captures of the window as "event" lines */
+};
+
+/* "op":"capture" (issue 44). */
+enum capture_action {
+        CAPTURE_ACTION_START, /* a capture now ("manual") or a trigger armed */
+        CAPTURE_ACTION_LIST,  /* the captures recorded and the triggers armed */
+        CAPTURE_ACTION_UNPIN, /* a capture's data back to retention */
+        CAPTURE_ACTION_STOP,  /* a trigger a request armed, disarmed */
+};
+
+struct capture_request {
+        enum capture_action action;
+        char *condition;   /* start: checked against common/capture.h's grammar */
+        int64_t id;        /* unpin: a capture's id; stop: a trigger's */
 };
 
 struct request {
         enum request_op op;
         struct query_request query; /* query, series and timeline */
+        struct capture_request capture;
 };
 
 /* Parses one request. On failure returns -EINVAL (or -ENOMEM) and, for

@@ -30,6 +30,18 @@
 #define STATUS_KEY_TIMELINE_SAMPLES     "samples"
 #define STATUS_KEY_TIMELINE_OLDEST_NS   "oldest_ns"
 #define STATUS_KEY_TIMELINE_UNTIMED     "untimed"
+/* timeline: the off-CPU blocks (schema 13): in the store, and since
+ * profd started, logged with their times or counted without */
+#define STATUS_KEY_OFFTIME              "offcpu"
+#define STATUS_KEY_OFFTIME_BLOCKS       "blocks"
+#define STATUS_KEY_OFFTIME_BYTES        "bytes"
+#define STATUS_KEY_OFFTIME_OLDEST_NS    "oldest_ns"
+#define STATUS_KEY_OFFTIME_LOGGED       "logged"
+#define STATUS_KEY_OFFTIME_SHORT        "short"
+#define STATUS_KEY_OFFTIME_SHORT_NS     "short_ns"
+#define STATUS_KEY_OFFTIME_UNLOGGED     "unlogged"
+#define STATUS_KEY_OFFTIME_UNLOGGED_NS  "unlogged_ns"
+#define STATUS_KEY_OFFTIME_MIN_NS       "min_ns"
 #define STATUS_KEY_TRUNCATED            "truncated"
 #define STATUS_KEY_KINDS                "kinds"
 #define STATUS_KEY_PROCESSES_TRACKED    "processes_tracked"
@@ -123,3 +135,16 @@
 #define STATUS_KEY_ERROR                "error"
 #define STATUS_KEY_LAST_ERROR           "last_error"
 #define STATUS_KEY_LAST_ERROR_NS        "last_error_ns"
+
+/* "captures" (issue 44): the captures recorded and pinned, what the gate
+ * refused since start, the triggers watched, the newest captures. */
+#define STATUS_KEY_CAPTURES             "captures"
+#define STATUS_KEY_CAPTURE_COUNT        "count"
+#define STATUS_KEY_CAPTURE_PINNING      "pinning"
+#define STATUS_KEY_CAPTURE_PINNED_BYTES "pinned_bytes"
+#define STATUS_KEY_CAPTURE_MAX_PINNED   "max_pinned_bytes"
+#define STATUS_KEY_CAPTURE_COOLDOWN_S   "cooldown_s"
+#define STATUS_KEY_CAPTURE_REFUSED      "refused"
+#define STATUS_KEY_CAPTURE_FAILED       "failed"
+#define STATUS_KEY_CAPTURE_TRIGGERS     "triggers"
+#define STATUS_KEY_CAPTURE_LAST         "last"

@@ -26,8 +26,7 @@ void timed_set_done(struct timed_set *s) {
         *s = (struct timed_set) {};
 }
 
-/* The index of stack_id, added when new. */
-static int stack_index(struct timed_set *s, int64_t stack_id, uint32_t *ret) {
+int timed_set_stack(struct timed_set *s, int64_t stack_id, uint32_t *ret) {
         void *v;
         int r;
 
@@ -67,7 +66,7 @@ int timed_set_add(struct timed_set *s, uint64_t t_ns, int64_t stack_id) {
                 s->omitted_from_ns = MIN(s->omitted_from_ns, t_ns);
                 return 0;
         }
-        r = stack_index(s, stack_id, &stack);
+        r = timed_set_stack(s, stack_id, &stack);
         if (r < 0)
                 return r;
         s->samples++;

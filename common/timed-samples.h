@@ -57,6 +57,11 @@ void timed_set_done(struct timed_set *s);
  * counted in omitted. Returns 0 or -ENOMEM. */
 int timed_set_add(struct timed_set *s, uint64_t t_ns, int64_t stack_id);
 
+/* The index of stack_id in s (added, value 0, when new): the stacks of a
+ * "spans" answer (timed-spans.h) are kept the same way. Returns 0 or
+ * -ENOMEM. */
+int timed_set_stack(struct timed_set *s, int64_t stack_id, uint32_t *ret);
+
 /* Sorts the entries by (time, stack) and merges equal pairs: call once,
  * after the last add. */
 void timed_set_finish(struct timed_set *s);

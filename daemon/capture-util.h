@@ -1,8 +1,9 @@
 /* What captures (issue 44) decide from, pure: the kernel's pressure files
  * read into numbers, a process's or cgroup's CPU share from two readings,
  * the rising edge of a condition, and the gate every capture passes: one
- * per cool-down, within a budget of pinned bytes. The capture manager
- * (to come) reads the files and acts; this decides, and is unit-tested. */
+ * per cool-down, within a budget of pinned bytes; who may ask for which
+ * condition; what a capture pins. The capture manager (capture-manager.c)
+ * reads the files and acts; this decides, and is unit-tested. */
 #pragma once
 
 #include <stdbool.h>
@@ -65,3 +66,40 @@ enum capture_verdict capture_gate_ask(struct capture_gate *g, uint64_t now_ns, u
 void capture_gate_unpin(struct capture_gate *g, uint64_t bytes);
 
 const char *capture_verdict_name(enum capture_verdict v);
+
+/* A process's CPU time from /proc/PID/stat (n bytes, not NUL-terminated):
+ * utime + stime of all its threads, in clock ticks (ticks_per_s, the
+ * kernel's USER_HZ), as ns; and its start time in ticks since boot, which
+ * tells a reused pid apart. -EBADMSG when the text is not such a line
+ * (the comm, in parentheses, may hold spaces and parentheses itself). */
+int capture_parse_stat(const char *text, size_t n, uint64_t ticks_per_s, uint64_t *ret_cpu_ns,
+                       uint64_t *ret_start_ticks);
+
+/* A cgroup's CPU time from its cpu.stat ("usage_usec N" among other
+ * lines), as ns. -EBADMSG without that line. */
+int capture_parse_cpu_stat(const char *text, size_t n, uint64_t *ret_cpu_ns);
+
+/* Who may start a capture on c. Root and profd's admin group
+ * (privileged) start any; others only cpu:pid= of a process of their own
+ * (owner_uid, the owner of /proc/PID; UINT32_MAX when it could not be
+ * read), since every other condition (pressure, a cgroup, an OOM kill,
+ * by hand) pins the whole machine's data on a host-wide event. Returns 0
+ * or -EPERM with *ret_error saying why (static). */
+int capture_may_start(const struct capture_cond *c, bool privileged, uint32_t uid, uint32_t owner_uid,
+                      const char **ret_error);
+
+/* The range a capture triggered at trigger_ns pins: [trigger - before,
+ * trigger + duration], saturating at the clock's ends. */
+void capture_range(uint64_t trigger_ns, uint64_t before_ns, uint64_t duration_ns, uint64_t *ret_from_ns,
+                   uint64_t *ret_to_ns);
+
+/* What a capture will pin, estimated at its trigger from what the store
+ * holds of the last seen_ns (seen_bytes): the same rate over before +
+ * duration. 0 when nothing was seen. Saturates. */
+uint64_t capture_estimate_bytes(uint64_t seen_bytes, uint64_t seen_ns, uint64_t before_ns, uint64_t duration_ns);
+
+/* Where cgroup2 is mounted, from /proc/self/mounts' text (n bytes): the
+ * first line of type cgroup2 (/sys/fs/cgroup, or /sys/fs/cgroup/unified on
+ * a hybrid host), its octal escapes (\040 for a space) decoded, into
+ * *ret (malloc'd). -ENOENT when there is none, -ENOMEM. */
+int capture_cgroup2_mount(const char *text, size_t n, char **ret);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "chbatch.h"
 #include "config.h"
 #include "duration.h"
@@ -26,8 +27,34 @@ static char **dirs_free(char **v) {
         return NULL;
 }
 
-/* Splits a space-separated list of absolute directories; "" is none. */
-static int dirs_parse(const char *value, char ***ret, char **ret_error) {
+/* Whether one word of a list setting is good, or why not (-EINVAL, with
+ * *ret_error set). */
+static int dir_check(const char *d, char **ret_error) {
+        if (d[0] != '/')
+                return format_error(ret_error, "debug_dirs must be absolute directories separated by "
+                                               "spaces, not \"%s\"", d);
+        return 0;
+}
+
+static int capture_check(const char *d, char **ret_error) {
+        struct capture_cond c;
+        const char *err;
+        int r;
+
+        r = capture_cond_parse(d, &c, &err);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return format_error(ret_error, "capture_on: \"%s\": %s", d, err);
+        capture_cond_done(&c);
+        if (c.kind == CAPTURE_MANUAL)
+                return format_error(ret_error, "capture_on: \"manual\" is for profctl capture start, not a setting");
+        return 0;
+}
+
+/* Splits a space-separated list, each word checked; "" is none. */
+static int list_parse(const char *value, int (*check)(const char *d, char **ret_error), char ***ret,
+                      char **ret_error) {
         _cleanup_free_ char *copy = strdup(value);
         char **v = calloc(1, sizeof(char *)), *save = NULL;
         size_t n = 0;
@@ -39,10 +66,11 @@ static int dirs_parse(const char *value, char ***ret, char **ret_error) {
         for (char *d = strtok_r(copy, " \t", &save); d; d = strtok_r(NULL, " \t", &save)) {
                 char **nv;
 
-                if (d[0] != '/') {
+                int r = check(d, ret_error);
+
+                if (r < 0) {
                         dirs_free(v);
-                        return format_error(ret_error, "debug_dirs must be absolute directories separated by "
-                                                       "spaces, not \"%s\"", d);
+                        return r;
                 }
                 nv = realloc(v, (n + 2) * sizeof(char *));
                 if (!nv) {
@@ -88,13 +116,21 @@ int conf_init(struct conf *c) {
                 .max_store_size = CONF_DEFAULT_MAX_STORE_SIZE,
                 .timeline_retention_ns = CONF_DEFAULT_TIMELINE_RETENTION_NS,
                 .timeline_max_size = CONF_DEFAULT_TIMELINE_MAX_SIZE,
+                .capture_before_ns = CONF_DEFAULT_CAPTURE_BEFORE_NS,
+                .capture_duration_ns = CONF_DEFAULT_CAPTURE_DURATION_NS,
+                .capture_cooldown_ns = CONF_DEFAULT_CAPTURE_COOLDOWN_NS,
+                .capture_max_pinned = CONF_DEFAULT_CAPTURE_MAX_PINNED,
+                .timeline_offcpu_min_ns = CONF_DEFAULT_TIMELINE_OFFCPU_MIN_NS,
+                .timeline_offcpu_rate = CONF_DEFAULT_TIMELINE_OFFCPU_RATE,
                 .kernel_memory = CONF_DEFAULT_KERNEL_MEMORY,
                 .unwind_memory = CONF_DEFAULT_UNWIND_MEMORY,
                 .host_name = strdup(host),
                 .clickhouse_timeout_ns = CONF_DEFAULT_CLICKHOUSE_TIMEOUT_NS,
         };
-        (void) dirs_parse(CONF_DEFAULT_DEBUG_DIRS, &c->debug_dirs, NULL);
-        if (!c->socket_path || !c->store_path || !c->socket_group || !c->debug_dirs || !c->host_name) {
+        (void) list_parse(CONF_DEFAULT_DEBUG_DIRS, dir_check, &c->debug_dirs, NULL);
+        (void) list_parse("", capture_check, &c->capture_on, NULL);
+        if (!c->socket_path || !c->store_path || !c->socket_group || !c->debug_dirs || !c->capture_on ||
+            !c->host_name) {
                 conf_done(c);
                 return -ENOMEM;
         }
@@ -179,6 +215,31 @@ const struct conf_setting conf_settings[] = {
           .apply = CONF_APPLY_WRITER, .min = CONF_MIN_MAX_STORE_SIZE, .has_none = true, .none_value = 0,
           .must_be = "a size of at least 1M (bytes, or with a K, M, G or T suffix) or \"none\"",
           .help_arg = "SIZE", .help = "the timeline's oldest blocks go first above this (default 256M; none)" },
+        /* captures (issue 44): read at start */
+        { .key = "capture_on", .type = CONF_CAPTURES, .offset = FIELD(capture_on),
+          .help_arg = "\"COND...\"",
+          .help = "capture when a condition rises, e.g. \"psi:cpu>50 cpu:pid=42>90\"\n(default none)" },
+        { .key = "capture_before", .type = CONF_DURATION, .offset = FIELD(capture_before_ns),
+          .max = 24 * 3600 * NSEC_PER_SEC, .must_be = "a duration of at most 1d (e.g. \"5m\")",
+          .help_arg = "DURATION", .help = "a capture pins this much before its trigger (default 5m)" },
+        { .key = "capture_duration", .type = CONF_DURATION, .offset = FIELD(capture_duration_ns),
+          .min = NSEC_PER_SEC, .max = 3600 * NSEC_PER_SEC, .must_be = "a duration from 1s to 1h (e.g. \"30s\")",
+          .help_arg = "DURATION", .help = "and this much after it (default 30s)" },
+        { .key = "capture_cooldown", .type = CONF_DURATION, .offset = FIELD(capture_cooldown_ns),
+          .must_be = "a duration (e.g. \"10m\")",
+          .help_arg = "DURATION", .help = "at most one capture per this long (default 10m)" },
+        { .key = "capture_max_pinned", .type = CONF_SIZE, .offset = FIELD(capture_max_pinned),
+          .min = CONF_MIN_MAX_STORE_SIZE, .must_be = "a size of at least 1M (bytes, or with a K, M, G or T suffix)",
+          .help_arg = "SIZE", .help = "bytes every capture's pins hold at most (default 256M)" },
+        { .key = "timeline_offcpu_min", .type = CONF_DURATION, .offset = FIELD(timeline_offcpu_min_ns),
+          .apply = CONF_APPLY_OFFCPU, .must_be = "a duration (e.g. \"1ms\", \"500us\")",
+          .help_arg = "DURATION", .help = "shortest off-CPU block kept with its start and end (default 1ms)" },
+        { .key = "timeline_offcpu_rate", .type = CONF_UINT, .offset = FIELD(timeline_offcpu_rate),
+          .min = 0, .max = CONF_MAX_TIMELINE_OFFCPU_RATE,
+          .must_be = "a whole number from 0 to " STR(CONF_MAX_TIMELINE_OFFCPU_RATE),
+          .help_arg = "N", .help = "off-CPU blocks kept with their times per CPU and second, 0-"
+                                   STR(CONF_MAX_TIMELINE_OFFCPU_RATE) " (default "
+                                   STR(CONF_DEFAULT_TIMELINE_OFFCPU_RATE) "; 0: none)" },
         { .key = "symbol_cache", .type = CONF_COUNT, .offset = FIELD(symbol_cache_bytes), .apply = CONF_APPLY_WRITER,
           .min = 1, .max = 1 << 20, .shift = 20, .unit = " MiB",
           .help_arg = "MIB", .help = "memory for symbols and debug info (default " STR(CONF_DEFAULT_SYMBOL_CACHE_MIB) ")" },
@@ -239,6 +300,10 @@ static bool type_is_string(enum conf_type t) {
         return t == CONF_PATH || t == CONF_GROUP || t == CONF_URLS || t == CONF_URL || t == CONF_HOST_NAME;
 }
 
+static bool type_is_list(enum conf_type t) {
+        return t == CONF_DIRS || t == CONF_CAPTURES;
+}
+
 static bool type_is_u64(enum conf_type t) {
         return t == CONF_COUNT || t == CONF_DURATION || t == CONF_SIZE;
 }
@@ -251,7 +316,7 @@ void conf_done(struct conf *c) {
                         char **p = FIELD_PTR(char *, s, c);
                         free(*p);
                         *p = NULL;
-                } else if (s->type == CONF_DIRS)
+                } else if (type_is_list(s->type))
                         *FIELD_PTR(char **, s, c) = dirs_free(*FIELD_PTR(char **, s, c));
         }
 }
@@ -391,10 +456,11 @@ int conf_setting_set(struct conf *c, const struct conf_setting *s, const char *v
                         return must_be(s, value, ret_error);
                 r = set_string(str, value);
                 break;
-        case CONF_DIRS: {
+        case CONF_DIRS:
+        case CONF_CAPTURES: {
                 char **v;
 
-                r = dirs_parse(value, &v, ret_error);
+                r = list_parse(value, s->type == CONF_DIRS ? dir_check : capture_check, &v, ret_error);
                 if (r >= 0) {
                         dirs_free(*FIELD_PTR(char **, s, c));
                         *FIELD_PTR(char **, s, c) = v;
@@ -435,7 +501,7 @@ static bool dirs_eq(char *const *a, char *const *b) {
 bool conf_setting_equal(const struct conf_setting *s, const struct conf *a, const struct conf *b) {
         if (type_is_string(s->type))
                 return str_eq(*FIELD_CPTR(char *, s, a), *FIELD_CPTR(char *, s, b));
-        if (s->type == CONF_DIRS)
+        if (type_is_list(s->type))
                 return dirs_eq(*FIELD_CPTR(char **, s, a), *FIELD_CPTR(char **, s, b));
         if (s->type == CONF_KINDS)
                 return memcmp(FIELD_CPTR(bool, s, a), FIELD_CPTR(bool, s, b), 3 * sizeof(bool)) == 0;
@@ -447,7 +513,7 @@ bool conf_setting_equal(const struct conf_setting *s, const struct conf *a, cons
 /* Exchanges s's values between a and b (ownership of strings included). */
 static void setting_swap(const struct conf_setting *s, struct conf *a, struct conf *b) {
         size_t n = type_is_string(s->type) ? sizeof(char *)
-                   : s->type == CONF_DIRS  ? sizeof(char **)
+                   : type_is_list(s->type) ? sizeof(char **)
                    : s->type == CONF_KINDS ? 3 * sizeof(bool)
                    : type_is_u64(s->type)  ? sizeof(uint64_t)
                                            : sizeof(unsigned);
@@ -465,7 +531,7 @@ const char *conf_setting_format(const struct conf_setting *s, const struct conf 
         if (type_is_string(s->type)) {
                 const char *str = *FIELD_CPTR(char *, s, c);
                 snprintf(buf, size, "%s", str ? str : "none");
-        } else if (s->type == CONF_DIRS) {
+        } else if (type_is_list(s->type)) {
                 char *const *d = *FIELD_CPTR(char **, s, c);
                 size_t n = 0;
 

@@ -59,6 +59,29 @@
 /* 256 MiB: the hour above of a busy 64-CPU host, a quarter of the default
  * max_store_size, so that the aggregates keep the rest. */
 #define CONF_DEFAULT_TIMELINE_MAX_SIZE (256ULL << 20)
+/* Captures (issue 44). The minutes before a trigger, 5: a stall's cause
+ * (a deploy, a cron job, memory filling) usually starts within minutes,
+ * and 5 minutes of a busy 64-CPU host's timeline is about 5-8 MB. */
+#define CONF_DEFAULT_CAPTURE_BEFORE_NS (300ULL * 1000000000ULL)
+/* 30 s after the trigger: the incident's own seconds and its end. */
+#define CONF_DEFAULT_CAPTURE_DURATION_NS (30ULL * 1000000000ULL)
+/* One capture per 10 minutes: longer than one capture's range, so a
+ * flapping condition pins one incident, not a stream of overlapping ones. */
+#define CONF_DEFAULT_CAPTURE_COOLDOWN_NS (600ULL * 1000000000ULL)
+/* 256 MiB pinned at most, every capture together: as much again as the
+ * timeline's default bound, a quarter of the store's default maximum. */
+#define CONF_DEFAULT_CAPTURE_MAX_PINNED (256ULL << 20)
+/* The off-CPU timeline logs blocks of 1 ms or more, as offcpu_min keeps
+ * them: below it, the many sub-millisecond switches of a busy host would
+ * fill the log for blocks whose time a heatmap's 20 ms cells cannot show. */
+#define CONF_DEFAULT_TIMELINE_OFFCPU_MIN_NS (1000ULL * 1000ULL)
+/* 200 logged blocks a second per CPU: a thread pool of a few dozen
+ * threads each blocking every 100-200 ms, on every CPU. 64 bytes each, both
+ * generations of a 10 s drain: 390 KiB of kernel memory per CPU (25 MiB
+ * on 64 CPUs). More blocks are counted (status offcpu_unlogged) and stay
+ * in the aggregates. */
+#define CONF_DEFAULT_TIMELINE_OFFCPU_RATE 200
+#define CONF_MAX_TIMELINE_OFFCPU_RATE 100000
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
 /* At most 64 MiB for the kernel's sample and stack maps, both generations:
@@ -119,7 +142,15 @@ struct conf {
         /* the timeline's own retention: its blocks go after this age, or
          * the oldest first above this many bytes (0: no maximum) */
         uint64_t timeline_retention_ns, timeline_max_size;
+        /* the off-CPU timeline: blocks logged with their start and end
+         * from this length, at most this many per CPU and second (0: none) */
+        uint64_t timeline_offcpu_min_ns;
+        unsigned timeline_offcpu_rate;
         char **debug_dirs;        /* NULL-terminated; separate debug files are looked for there */
+        /* captures (issue 44, daemon/capture-manager.c) */
+        char **capture_on;        /* NULL-terminated conditions (common/capture.h) watched from the start */
+        uint64_t capture_before_ns, capture_duration_ns, capture_cooldown_ns;
+        uint64_t capture_max_pinned; /* bytes every capture's pins hold together */
         /* the ClickHouse export (docs/clickhouse.md) */
         char *clickhouse_url;     /* NULL: no export */
         char *host_name;          /* the host's label there; default: the machine's host name */
@@ -146,6 +177,7 @@ enum conf_type {
         CONF_URL,       /* char *: one http(s) URL without credentials; "": none */
         CONF_HOST_NAME, /* char *: see chbatch_host_name_valid */
         CONF_DIRS,      /* char **, NULL-terminated: absolute directories separated by spaces */
+        CONF_CAPTURES,  /* char **, NULL-terminated: capture conditions separated by spaces; "": none */
         CONF_KINDS,     /* bool kind_cpu, kind_offcpu, kind_wakeup: "cpu,offcpu,wakeup" or "none" */
         CONF_MODE,      /* unsigned: an octal file mode */
         CONF_UINT,      /* unsigned: a whole number in [min, max] */

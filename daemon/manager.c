@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "answer.h"
+#include "capture-manager.h"
 #include "collector.h"
 #include "config.h"
 #include "db.h"
@@ -85,6 +86,7 @@ struct manager {
         exporter *exporter;           /* sends stored drains to ClickHouse; NULL: no export */
         server *server;
         query_pool *queries;          /* query and series requests, on worker threads */
+        capture_manager *captures;    /* captures' triggers and pins (issue 44) */
         struct flush_waiter *waiters;
 
         bool serve_only;              /* --kinds none: no BPF, no writer, queries only */
@@ -100,6 +102,8 @@ struct manager {
          * in flight) */
         uint64_t drain_mono_ns;       /* CLOCK_MONOTONIC of the last drain */
         uint64_t timeline_untimed;    /* on-CPU samples not in the timeline (PROFD_CNT_UNTIMED) */
+        /* off-CPU blocks in the timeline, and those not (status.h) */
+        uint64_t offtime_logged, offtime_short, offtime_short_ns, offtime_unlogged, offtime_unlogged_ns;
         struct { uint64_t seq, span_ns; } drain_spans[8];
         unsigned drain_spans_next;
 };
@@ -157,6 +161,11 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
                 if (r < 0 && r != -EPROTONOSUPPORT)
                         log_warning_errno(r, "Failed to queue a code object of process %" PRIu32 ", ignoring: %m",
                                           e->tgid);
+                return;
+        }
+        /* captures on oom (issue 44): the victim is named, not read */
+        if (e->type == PROFD_EVENT_OOM_VICTIM) {
+                capture_manager_oom(m->captures, e->tgid, e->comm);
                 return;
         }
         /* unwind tables are built on the unwinder's thread */
@@ -239,6 +248,11 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
          * whole, never reorders it (a test clock's rate is not applied) */
         b.wall_minus_mono_ns = (int64_t) (m->last_drain_end_ns - clock_now_ns(CLOCK_MONOTONIC));
         m->timeline_untimed += b.counters[PROFD_CNT_UNTIMED];
+        m->offtime_logged += b.n_blocks;
+        m->offtime_short += b.counters[PROFD_CNT_OFFCPU_SHORT];
+        m->offtime_short_ns += b.counters[PROFD_CNT_OFFCPU_SHORT_NS];
+        m->offtime_unlogged += b.counters[PROFD_CNT_OFFCPU_UNLOGGED];
+        m->offtime_unlogged_ns += b.counters[PROFD_CNT_OFFCPU_UNLOGGED_NS];
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
         m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
         m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
@@ -402,7 +416,8 @@ static int manager_apply(enum conf_apply what, const struct conf *next, const st
                 return 0;
         case CONF_APPLY_OFFCPU:
                 if (m->coll && (running->kind_offcpu || running->kind_wakeup))
-                        collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns);
+                        collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns,
+                                                        next->timeline_offcpu_min_ns);
                 return 0;
         case CONF_APPLY_CLIENTS:
                 server_set_limits(m->server, next->max_clients, next->client_timeout_ns / NSEC_PER_USEC);
@@ -479,6 +494,11 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
                 .user_walks = m->user_walks,
                 .timeline_untimed = m->timeline_untimed,
+                .offtime_logged = m->offtime_logged,
+                .offtime_short = m->offtime_short,
+                .offtime_short_ns = m->offtime_short_ns,
+                .offtime_unlogged = m->offtime_unlogged,
+                .offtime_unlogged_ns = m->offtime_unlogged_ns,
                 .writer_running = m->writer != NULL,
                 .unwinder_running = m->unwinder != NULL,
                 .exporter_running = m->exporter != NULL,
@@ -520,9 +540,39 @@ static int send_status(manager *m, server_client *c) {
         r = manager_get_stats(m, &s);
         if (r < 0)
                 return r;
+        r = capture_manager_get_status(m->captures, &s.captures);
+        if (r < 0) {
+                capture_status_done(&s.captures);
+                store_stats_done(&s.store);
+                return r;
+        }
         o = status_build(&s);
+        capture_status_done(&s.captures);
         store_stats_done(&s.store);
         return server_client_send(c, o);
+}
+
+/* Captures: small writes and reads on this thread's connection, answered
+ * at once. */
+static int send_capture(manager *m, server_client *c, const struct request *req) {
+        const struct client_creds *creds = server_client_creds(c);
+        _cleanup_free_ char *error = NULL;
+        json_t *answer;
+        int r;
+
+        r = capture_manager_request(m->captures, &req->capture, creds->privileged, (uint32_t) creds->uid, &answer,
+                                    &error);
+        if (r < 0 && error)
+                return server_client_send_error(c, error);
+        if (r < 0)
+                return r;
+        return server_client_send(c, answer);
+}
+
+static uint64_t manager_wall_now(void *userdata) {
+        manager *m = userdata;
+
+        return wall_clock_now(&m->clock);
 }
 
 /* Queries and series: answer.c makes the lines on a query worker
@@ -570,6 +620,8 @@ static int handle_request(server_client *c, const struct request *req, void *use
         case REQUEST_SERIES:
         case REQUEST_TIMELINE:
                 return send_answer(m, c, req);
+        case REQUEST_CAPTURE:
+                return send_capture(m, c, req);
         }
         return -EINVAL;
 }
@@ -715,6 +767,10 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                 if (r < 0)
                         return r;
         }
+        r = capture_manager_new(m->event, m->store, m->conf, !m->serve_only, collector_watches_oom(m->coll),
+                                manager_wall_now, m, &m->captures);
+        if (r < 0)
+                return r;
         (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);
         (void) sd_event_source_set_priority(m->sigint, SD_EVENT_PRIORITY_IMPORTANT);
 
@@ -745,6 +801,7 @@ manager *manager_free(manager *m) {
         /* then the writer: it stores every drain still queued, the last
          * interval included, before it stops */
         m->writer = writer_free(m->writer);
+        m->captures = capture_manager_free(m->captures);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->events_io);
         sd_event_source_disable_unref(m->unwind_io);

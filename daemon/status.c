@@ -72,7 +72,20 @@ static void status_add_settings(const struct status_stats *s, json_t *o) {
 static json_t *status_timeline(const struct status_stats *s) {
         const struct conf *c = s->conf;
 
-        return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I}",
+        json_t *offtime = json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I}",
+                                    STATUS_KEY_OFFTIME_BLOCKS, (json_int_t) s->store.offtime_blocks,
+                                    STATUS_KEY_OFFTIME_BYTES, (json_int_t) s->store.offtime_bytes,
+                                    STATUS_KEY_OFFTIME_OLDEST_NS,
+                                    s->store.offtime_rows ? json_integer((json_int_t) s->store.offtime_oldest_ns)
+                                                          : json_null(),
+                                    STATUS_KEY_OFFTIME_LOGGED, (json_int_t) s->offtime_logged,
+                                    STATUS_KEY_OFFTIME_SHORT, (json_int_t) s->offtime_short,
+                                    STATUS_KEY_OFFTIME_SHORT_NS, (json_int_t) s->offtime_short_ns,
+                                    STATUS_KEY_OFFTIME_UNLOGGED, (json_int_t) s->offtime_unlogged,
+                                    STATUS_KEY_OFFTIME_UNLOGGED_NS, (json_int_t) s->offtime_unlogged_ns,
+                                    STATUS_KEY_OFFTIME_MIN_NS, (json_int_t) c->timeline_offcpu_min_ns);
+
+        return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I, s:o*}",
                          STATUS_KEY_TIMELINE_BYTES, (json_int_t) s->store.timeline_bytes,
                          STATUS_KEY_TIMELINE_BLOCKS, (json_int_t) s->store.timeline_blocks,
                          STATUS_KEY_TIMELINE_SAMPLES, (json_int_t) s->store.timeline_samples,
@@ -81,7 +94,39 @@ static json_t *status_timeline(const struct status_stats *s) {
                          STATUS_KEY_TIMELINE_UNTIMED, (json_int_t) s->timeline_untimed,
                          "retention_s", (json_int_t) (c->timeline_retention_ns / NSEC_PER_SEC),
                          "max_size", c->timeline_max_size ? json_integer((json_int_t) c->timeline_max_size) : json_null(),
-                         "deleted_blocks", (json_int_t) s->writer.retention.deleted_timeline);
+                         "deleted_blocks", (json_int_t) s->writer.retention.deleted_timeline,
+                         STATUS_KEY_OFFTIME, offtime);
+}
+
+/* Captures (issue 44); null when no capture manager runs. */
+static json_t *status_captures(const struct status_stats *s) {
+        const struct capture_status *c = &s->captures;
+        json_t *o, *refused = json_object(), *last = json_array();
+
+        if (!c->running) {
+                json_decref(refused);
+                json_decref(last);
+                return json_null();
+        }
+        for (unsigned v = 0; refused && v < _CAPTURE_VERDICT_MAX; v++)
+                if (v != CAPTURE_GRANTED)
+                        json_object_set_new(refused, capture_verdict_name(v), json_integer((json_int_t) c->refused[v]));
+        for (size_t i = 0; last && i < c->n_last; i++)
+                json_array_append_new(last, capture_json(&c->last[i]));
+        o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o}",
+                      STATUS_KEY_CAPTURE_COUNT, (json_int_t) c->totals.count,
+                      STATUS_KEY_CAPTURE_PINNING, (json_int_t) c->totals.pinning,
+                      STATUS_KEY_CAPTURE_PINNED_BYTES, (json_int_t) c->totals.pinned_bytes,
+                      STATUS_KEY_CAPTURE_MAX_PINNED, (json_int_t) c->budget_bytes,
+                      STATUS_KEY_CAPTURE_COOLDOWN_S, (json_int_t) (c->cooldown_ns / NSEC_PER_SEC),
+                      "before_s", (json_int_t) (c->before_ns / NSEC_PER_SEC),
+                      "duration_s", (json_int_t) (c->duration_ns / NSEC_PER_SEC),
+                      STATUS_KEY_CAPTURE_REFUSED, refused ? refused : json_null(),
+                      STATUS_KEY_CAPTURE_FAILED, (json_int_t) c->failed,
+                      STATUS_KEY_CAPTURE_TRIGGERS, (json_int_t) c->triggers,
+                      "read_errors", (json_int_t) c->read_errors,
+                      STATUS_KEY_CAPTURE_LAST, last ? last : json_null());
+        return o;
 }
 
 /* Adds n to the count of a stored reason: a drop, or a truncation (by its
@@ -347,6 +392,7 @@ json_t *status_build(const struct status_stats *s) {
                 STATUS_KEY_FILTERED_BLOCKS, (json_int_t) s->offcpu_filtered,
                 STATUS_KEY_FILTERED_NS, (json_int_t) s->offcpu_filtered_ns));
         json_object_set_new(o, STATUS_KEY_TIMELINE, status_timeline(s));
+        json_object_set_new(o, STATUS_KEY_CAPTURES, status_captures(s));
         status_add_settings(s, o);
         if (s->exporter_running)
                 json_object_set_new(o, STATUS_KEY_EXPORT, status_export(s));

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capture-manager.h"
 #include "conf.h"
 #include "exporter.h"
 #include "query.h"
@@ -46,6 +47,9 @@ struct status_stats {
         uint64_t offcpu_filtered, offcpu_filtered_ns;
         uint64_t user_walks;
         uint64_t timeline_untimed;    /* on-CPU samples counted without their time (PROFD_CNT_UNTIMED) */
+        /* off-CPU blocks logged with their times, and those counted without
+         * (PROFD_CNT_OFFCPU_SHORT, PROFD_CNT_OFFCPU_UNLOGGED), with their ns */
+        uint64_t offtime_logged, offtime_short, offtime_short_ns, offtime_unlogged, offtime_unlogged_ns;
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* by status_runtime_names, from PROFD_CNT_RT_WALKS on */
         uint64_t clients;             /* connected to the socket now */
 
@@ -65,6 +69,8 @@ struct status_stats {
         struct store_check_status check;
         bool migration_read;          /* store_migration_get succeeded */
         struct store_migration migration;
+
+        struct capture_status captures; /* running false: no capture manager */
 
         struct status_rss rss;
         uint64_t heap_in_use_bytes, heap_free_bytes; /* what malloc holds in use and free */

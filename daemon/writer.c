@@ -550,6 +550,26 @@ static int write_timeline(writer *w, const struct drain_batch *b) {
         return store_drain_timeline(w->store, t, b->n_timeline);
 }
 
+/* The drain's off-CPU timeline: as write_timeline, each logged block's
+ * entry is its add. */
+static int write_offtime(writer *w, const struct drain_batch *b) {
+        _cleanup_free_ struct store_block *t = NULL;
+
+        if (b->n_blocks == 0)
+                return 0;
+        t = malloc(b->n_blocks * sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_blocks; i++)
+                t[i] = (struct store_block) {
+                        .end_ns = (uint64_t) ((int64_t) b->blocks[i].end_mono_ns + b->wall_minus_mono_ns),
+                        .duration_ns = b->blocks[i].duration_ns,
+                        .sample = b->blocks[i].entry,
+                        .state = b->entries[b->blocks[i].entry].key.state,
+                };
+        return store_drain_offtime(w->store, t, b->n_blocks);
+}
+
 static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         const struct drain_batch *b = &j->batch;
         /* tids are unique among the threads alive, so one map serves a drain */
@@ -616,6 +636,8 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         }
         if (r >= 0)
                 r = write_timeline(w, b);
+        if (r >= 0)
+                r = write_offtime(w, b);
         for (int i = 0; r >= 0 && i < PROFD_COUNTER__MAX; i++)
                 if (drop_reason_names[i])
                         r = store_drain_drop(w->store, drop_reason_names[i], stats.pending_drops[i] + b->counters[i]);

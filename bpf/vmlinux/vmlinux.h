@@ -124,4 +124,9 @@ struct task_struct {
         struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
+/* a raw tracepoint's context: the tracepoint's arguments as u64 (profd_oom) */
+struct bpf_raw_tracepoint_args {
+        __u64 args[0];
+};
+
 #endif

@@ -21,6 +21,7 @@
 #include "quality.h"
 #include "request.h"
 #include "series.h"
+#include "timed-samples.h"
 #include "top-table.h"
 #include "util.h"
 
@@ -628,6 +629,29 @@ static int write_table_rows(fleet *f, const struct answer_data *d, const struct 
         return 1;
 }
 
+/* One stack line of the answer, as profd's writer writes it: the stack's
+ * frames looked up (stack_get, stack_out), its value and group. */
+static int write_stack_line(fleet *f, const struct answer_data *d, uint64_t stack_id, uint64_t value, const char *group,
+                            const struct stack_style *style, struct store_frame_out **frames, size_t *frames_cap,
+                            struct stackline_buf *b, struct answer *a) {
+        struct store_stack_out so = { .value = value, .group = group };
+        struct stack_frames *sf;
+        int r;
+
+        r = stack_get(f, d, stack_id, &sf);
+        if (r < 0)
+                return r;
+        r = stack_out(sf, frames, frames_cap, &so);
+        if (r < 0)
+                return r;
+        b->len = 0;
+        r = stackline_append(b, &so, style);
+        if (r < 0)
+                return cli_error(r, "%m");
+        fwrite(b->data, 1, b->len, a->out);
+        return 0;
+}
+
 static int answer_query(fleet *f, const struct query_request *q, const struct fleet_scope *s,
                         const struct fleet_table *t, struct answer *a) {
         _cleanup_(answer_data_done) struct answer_data d = {};
@@ -672,20 +696,10 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                 have_rows = r > 0;
         }
         for (size_t i = 0; i < d.n_rows && !have_rows; i++) {
-                struct store_stack_out so = { .value = d.rows[i].value, .group = d.rows[i].group };
-                struct stack_frames *sf;
-
-                r = stack_get(f, &d, d.rows[i].stack_id, &sf);
+                r = write_stack_line(f, &d, d.rows[i].stack_id, d.rows[i].value, d.rows[i].group, &style, &frames,
+                                     &frames_cap, &b, a);
                 if (r < 0)
                         return r;
-                r = stack_out(sf, &frames, &frames_cap, &so);
-                if (r < 0)
-                        return r;
-                b.len = 0;
-                r = stackline_append(&b, &so, &style);
-                if (r < 0)
-                        return cli_error(r, "%m");
-                fwrite(b.data, 1, b.len, a->out);
         }
         fprintf(a->out,
                 "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_END "\",\"" PROTO_KEY_KIND "\":\"%s\",\"" PROTO_KEY_WEIGHT_UNIT
@@ -695,6 +709,142 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
                 s->to_ns);
         if (have_rows)
                 fprintf(a->out, ",\"" PROTO_KEY_ROWS "\":%zu", n_table_rows);
+        r = write_quality(a, &d, false);
+        if (r < 0)
+                return r;
+        fputs("}\n", a->out);
+        return 0;
+}
+
+/* A stack of a timeline answer: its row in d->rows and what the cap kept of it. */
+struct timeline_stack {
+        size_t row;
+        uint64_t kept;
+        uint32_t index;  /* its stack line's (0 the first), once it has one */
+};
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(hashmap *, hashmap_free)
+
+static int timed_entry_compare(const void *a, const void *b) {
+        const struct timed_entry *x = a, *y = b;
+
+        if (x->t_ms != y->t_ms)
+                return x->t_ms < y->t_ms ? -1 : 1;
+        return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* A "timeline" request answered from profd.timeline, as profd answers it
+ * from its own (daemon/serve/answer.c): the stacks with the samples kept
+ * of each, the samples by (millisecond, stack) in "samples" lines, and the
+ * end line; the cap keeps the earliest samples and counts the rest. The
+ * quality report and the drops are of every sample of the window, hosts
+ * apart, as a fleet query's; "oldest_ns" is 0: each host's timeline
+ * reaches back as far as its profd kept it, and profd exported it. */
+static int answer_timeline(fleet *f, const struct query_request *q, const struct fleet_scope *scope, struct answer *a) {
+        _cleanup_(answer_data_done) struct answer_data d = {};
+        _cleanup_free_ struct store_frame_out *frames = NULL;
+        _cleanup_free_ struct timeline_stack *ts = NULL;
+        _cleanup_free_ struct timed_entry *entries = NULL;
+        _cleanup_(stackline_buf_done) struct stackline_buf b = {};
+        _cleanup_(hashmap_freep) hashmap *by_id = NULL;
+        struct stack_style style = { .raw_names = q->raw_names, .folded = q->folded, .lines = q->lines };
+        struct fleet_scope s = *scope;
+        uint64_t cap = q->max_samples ? q->max_samples : TIMED_MAX_SAMPLES, kept = 0, all = 0, omitted_from = 0;
+        size_t frames_cap = 0, len, pos = 0, n_entries = 0, entries_cap = 0, n_stacks = 0;
+        char *fields[3];
+        int r;
+
+        if (q->kind != PROFD_KIND_CPU)
+                return answer_error(a, "the fleet's timeline has on-CPU samples only: ClickHouse holds no off-CPU "
+                                       "blocks with their start and end; a heatmap of blocked time is drawn from "
+                                       "one host's profd (profctl heatmap --kind offcpu without --clickhouse)");
+        if (s.group != FLEET_GROUP_NONE)
+                return answer_error(a, "a timeline answer is not grouped");
+        s.timeline = true;
+        if ((r = fetch_rows_by_host(f, q, &s, &d)) < 0 || (r = fetch_drops(f, q, &s, &d)) < 0 ||
+            (r = fetch_stacks(f, q, &s, &d)) < 0 || (r = fetch_frames(f, q, &s, &d)) < 0)
+                return r;
+        for (size_t i = 0; i < d.n_host_rows; i++) {
+                struct stack_frames *sf = NULL;
+
+                r = stack_quality(f, &d, d.host_rows[i].stack_id, &frames, &frames_cap, &sf);
+                if (r < 0)
+                        return r;
+                quality_add_class(&d.hosts[d.host_rows[i].host].q, d.host_rows[i].value, sf->user_end,
+                                  (unsigned) sf->unresolved_mask);
+                all += d.host_rows[i].value;
+        }
+        by_id = hashmap_new_u64();
+        ts = calloc(MAX(d.n_rows, (size_t) 1), sizeof(*ts));
+        if (!by_id || !ts)
+                return cli_error(-ENOMEM, "%m");
+        for (size_t i = 0; i < d.n_rows; i++) {
+                ts[i].row = i;
+                r = hashmap_put(by_id, UINT64_TO_KEY(d.rows[i].stack_id), &ts[i]);
+                if (r < 0)
+                        return cli_error(r, "%m");
+        }
+        /* the samples by millisecond, the earliest cap of them */
+        r = fleet_run(f, fleet_sql_timeline_samples, q, &s, &d.bodies[5], &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(d.bodies[5], len, &pos, fields, 3)) > 0) {
+                uint64_t ms, id, n;
+                struct timeline_stack *t;
+                void *v;
+
+                if (r != 3 || fleet_tsv_u64(fields[0], &ms) < 0 || fleet_tsv_u64(fields[1], &id) < 0 ||
+                    fleet_tsv_u64(fields[2], &n) < 0 || n == 0 || n > UINT32_MAX)
+                        return bad_answer(f, "timeline row");
+                if (hashmap_get(by_id, UINT64_TO_KEY(id), &v) < 0)
+                        continue; /* a host inserted it after the stacks were summed: not in this answer */
+                t = v;
+                if (kept >= cap) {
+                        omitted_from = omitted_from ?: ms * NSEC_PER_MSEC;
+                        break;
+                }
+                if (kept + n > cap) {
+                        omitted_from = ms * NSEC_PER_MSEC;
+                        n = cap - kept;
+                }
+                if (array_grow((void **) &entries, &entries_cap, n_entries + 1, sizeof(*entries)) < 0)
+                        return cli_error(-ENOMEM, "%m");
+                entries[n_entries++] = (struct timed_entry) { .t_ms = ms, .stack = (uint32_t) t->row, .n = (uint32_t) n };
+                t->kept += n;
+                kept += n;
+        }
+        if (r < 0)
+                return bad_answer(f, "timeline row");
+        /* the stacks with samples kept, in the answer's stable order: their
+         * lines, and the entries renumbered to them */
+        for (size_t i = 0; i < d.n_rows; i++) {
+                if (ts[i].kept == 0)
+                        continue;
+                ts[i].index = (uint32_t) n_stacks++;
+                r = write_stack_line(f, &d, d.rows[i].stack_id, ts[i].kept, NULL, &style, &frames, &frames_cap, &b,
+                                     a);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < n_entries; i++)
+                entries[i].stack = ts[entries[i].stack].index;
+        if (n_entries > 0)
+                qsort(entries, n_entries, sizeof(*entries), timed_entry_compare);
+        for (size_t i = 0; i < n_entries; i += TIMED_LINE_ENTRIES) {
+                b.len = 0;
+                r = timed_line_append(&b, entries + i, MIN(n_entries - i, (size_t) TIMED_LINE_ENTRIES));
+                if (r < 0)
+                        return cli_error(r, "%m");
+                fwrite(b.data, 1, b.len, a->out);
+        }
+        fprintf(a->out,
+                "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_END "\",\"" PROTO_KEY_KIND "\":\"cpu\",\"" PROTO_KEY_WEIGHT_UNIT
+                "\":\"samples\",\"" PROTO_KEY_STACKS "\":%zu,\"" PROTO_KEY_TOTAL "\":%" PRIu64 ",\"" PROTO_KEY_ENTRIES
+                "\":%zu,\"" PROTO_KEY_OMITTED "\":%" PRIu64 ",\"" PROTO_KEY_FROM_NS "\":%" PRIu64 ",\"" PROTO_KEY_TO_NS
+                "\":%" PRIu64 ",\"" PROTO_KEY_OLDEST_NS "\":0",
+                n_stacks, kept, n_entries, all > kept ? all - kept : 0, s.from_ns, s.to_ns);
+        if (all > kept)
+                fprintf(a->out, ",\"" PROTO_KEY_OMITTED_FROM_NS "\":%" PRIu64, omitted_from ?: s.to_ns);
         r = write_quality(a, &d, false);
         if (r < 0)
                 return r;
@@ -901,8 +1051,9 @@ int fleet_answer(fleet *f, const json_t *request, uint64_t now_ns, char **ret_te
         else if (r >= 0) {
                 r = request_window(&parsed.query, now_ns, &s.from_ns, &s.to_ns, &error);
                 if (r >= 0)
-                        r = parsed.op == REQUEST_SERIES ? answer_series(f, &parsed.query, &s, &a) :
-                                                          answer_query(f, &parsed.query, &s, have_table ? &table : NULL, &a);
+                        r = parsed.op == REQUEST_SERIES   ? answer_series(f, &parsed.query, &s, &a) :
+                            parsed.op == REQUEST_TIMELINE ? answer_timeline(f, &parsed.query, &s, &a) :
+                                                            answer_query(f, &parsed.query, &s, have_table ? &table : NULL, &a);
         }
         if (r == -EINVAL)
                 r = answer_error(&a, error ? error : "invalid request");

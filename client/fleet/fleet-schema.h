@@ -9,6 +9,7 @@
 #define FS_TABLE_FRAMES  "profd.frames"
 #define FS_TABLE_VERSION "profd.schema_version"
 #define FS_TABLE_DROPS   "profd.drops"
+#define FS_TABLE_TIMELINE "profd.timeline"
 
 /* profd.samples */
 #define FS_DAY       "day"          /* Date: drain_end's day in UTC, the partition */
@@ -39,6 +40,11 @@
 #define FST_FRAMES "frames"
 #define FST_USER_END "user_end"     /* UInt8: the store's stacks.user_end; FST_END_UNKNOWN unknown */
 #define FST_END_UNKNOWN 255         /* stored before version 2, or by a store that did not know */
+
+/* profd.timeline (version 3): host, drain_start, drain_end, day, the
+ * process columns, tid and stack as profd.samples; time is the sample's
+ * own time in seconds (not its drain's end) */
+#define FSL_T "t"                   /* UInt64: the sample's own time, Unix-epoch ns (to the µs) */
 
 /* profd.drops: host, drain_start, drain_end, time, day as profd.samples */
 #define FSD_REASON "reason"

@@ -12,6 +12,7 @@
 #include "fleet-schema.h"
 #include "macro.h"
 #include "protocol.h"
+#include "timed-samples.h"
 
 int fleet_sql_quote(FILE *f, const char *s) {
         fputc('\'', f);
@@ -141,9 +142,20 @@ static void where_days(FILE *f, const struct fleet_scope *s) {
                 utc_day(to_day, s->to_ns / NSEC_PER_SEC + FS_DRAIN_MAX_S));
 }
 
-int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
-        int r = 0;
+static int where_filters(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
+int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+
+        if (s->timeline) {
+                /* each sample by its own time, as profd's timeline; the sort
+                 * key's time is that time in seconds, the partition's day
+                 * its drain's end (at most FS_DRAIN_MAX_S later) */
+                fprintf(f, " PREWHERE " FSL_T " >= %" PRIu64 " AND " FSL_T " <= %" PRIu64, s->from_ns, s->to_ns);
+                fprintf(f, " WHERE " FS_TIME " >= toDateTime(%" PRIu64 ") AND " FS_TIME " <= toDateTime(%" PRIu64 ")",
+                        (uint64_t) (s->from_ns / NSEC_PER_SEC), (uint64_t) (s->to_ns / NSEC_PER_SEC));
+                where_days(f, s);
+                return where_filters(f, q, s);
+        }
         /* every drain interval that overlaps the window, as profd's store
          * (store.c, sql_add_filters). PREWHERE: ClickHouse reads these two
          * columns first and the others only where a row passes, so the
@@ -157,11 +169,19 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
         fprintf(f, " AND " FS_TIME " >= toDateTime(%" PRIu64 ") AND " FS_TIME " <= toDateTime(%" PRIu64 ")",
                 (uint64_t) (s->from_ns / NSEC_PER_SEC), (uint64_t) (s->to_ns / NSEC_PER_SEC + FS_DRAIN_MAX_S));
         where_days(f, s);
+        return where_filters(f, q, s);
+}
+
+/* The request's filters, " AND ..." each: host, thread, state (not in
+ * the timeline), process attributes. */
+static int where_filters(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        int r = 0;
+
         if (s->host)
                 r = where_string(f, FS_HOST, s->host);
         if (r >= 0 && q->tid)
                 fprintf(f, " AND " FS_TID " = %" PRIu32, q->tid);
-        if (r >= 0 && q->state_mask) {
+        if (r >= 0 && q->state_mask && !s->timeline) {
                 bool first = true;
 
                 fputs(" AND " FS_STATE " IN (", f);
@@ -234,7 +254,9 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
 int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
         int r;
 
-        fputs("SELECT " FS_STACK_ID ", sum(" FS_VALUE ") AS v, ", f);
+        /* the timeline: a row per sample */
+        fputs(s->timeline ? "SELECT " FS_STACK_ID ", count() AS v, " : "SELECT " FS_STACK_ID ", sum(" FS_VALUE ") AS v, ",
+              f);
         switch (s->group) {
         case FLEET_GROUP_PROCESS:
                 /* by name and pid, as profd's root frame shows it */
@@ -249,7 +271,8 @@ int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struc
         default:
                 fputs("''", f);
         }
-        fputs(" AS grp, " FS_HOST " FROM " FS_TABLE_SAMPLES, f);
+        fputs(" AS grp, " FS_HOST " FROM ", f);
+        fputs(s->timeline ? FS_TABLE_TIMELINE : FS_TABLE_SAMPLES, f);
         r = fleet_sql_where(f, q, s);
         if (r < 0)
                 return r;
@@ -279,6 +302,20 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
          * interval add up, which is what a series of their sum shows */
         fputs(" GROUP BY " FS_HOST ", " FS_START_NS ", " FS_END_NS " ORDER BY " FS_START_NS ", " FS_END_NS
               " FORMAT TabSeparated", f);
+        return ferror(f) ? -EIO : 0;
+}
+
+int fleet_sql_timeline_samples(FILE *f, const struct query_request *q, const struct fleet_scope *s) {
+        struct fleet_scope t = *s;
+        int r;
+
+        t.timeline = true;
+        fputs("SELECT intDiv(" FSL_T ", 1000000) AS ms, " FS_STACK_ID ", count() FROM " FS_TABLE_TIMELINE, f);
+        r = fleet_sql_where(f, q, &t);
+        if (r < 0)
+                return r;
+        fprintf(f, " GROUP BY ms, " FS_STACK_ID " ORDER BY ms, " FS_STACK_ID " LIMIT %" PRIu64 " FORMAT TabSeparated",
+                (uint64_t) ((q->max_samples ? q->max_samples : TIMED_MAX_SAMPLES) + 1));
         return ferror(f) ? -EIO : 0;
 }
 

@@ -44,6 +44,8 @@ struct fleet_scope {
         enum fleet_group group;
         uint64_t from_ns, to_ns; /* the window, resolved as profd does (request_window) */
         const struct fleet_table *table; /* answered as the table's rows (fleet-answer.c); NULL: as stacks */
+        bool timeline;           /* the samples of profd.timeline whose own time is in the window, not the
+                                  * sample rows of the drains that overlap it (a "timeline" request) */
 };
 
 /* Writes s as a ClickHouse string literal: quoted, with backslash, quote
@@ -60,7 +62,10 @@ int fleet_sql_quote(FILE *f, const char *s);
 char *fleet_glob_to_regex(const char *glob);
 
 /* The PREWHERE and WHERE clauses (with " PREWHERE") of the samples a
- * request selects. Returns 0 or -EIO. */
+ * request selects: of profd.samples, the rows of the drains that overlap
+ * the window; with s->timeline, of profd.timeline, the samples whose own
+ * time is in it (from and to included, as profd's timeline; kind cpu
+ * only, and no state: the caller refuses those). Returns 0 or -EIO. */
 int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are (stack_id, value, group, host) in RowBinary
@@ -71,6 +76,14 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
  * of its own rows, from one scan of the samples, so the two agree even
  * while hosts insert. Returns 0 or -EIO. */
 int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The query whose rows are "ms \t stack_id \t samples": the samples of
+ * profd.timeline in the window (s->timeline) by millisecond (Unix-epoch
+ * ms) and stack, summed over the hosts, in (ms, stack) order, at most
+ * q->max_samples + 1 rows (TIMED_MAX_SAMPLES + 1 for 0): one row more than
+ * the answer's cap can use, so where the cap cuts is known. Returns 0 or
+ * -EIO. */
+int fleet_sql_timeline_samples(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The query whose rows are "start_ns \t end_ns \t value \t complete \t
  * host": one per drain (of each host) with matching samples, in order of

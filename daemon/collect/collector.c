@@ -57,9 +57,17 @@ struct collector {
         struct profd_sample_key *log_keys;
         uint64_t *log_times;
         uint32_t *log_order, *log_index;
+        /* the off-CPU log (blocklog.h): slots of a region (head included;
+         * 0: no log), drain scratch for a region's slots and indexes, every
+         * region's blocks (block_max) and an order over the drained keys */
+        size_t block_slots, block_max;
+        __u32 *block_idx_buf;
+        struct profd_block_slot *block_slot_buf, *block_buf;
+        uint32_t *block_order;
         uint64_t counters_total[PROFD_COUNTER__MAX]; /* as of the previous drain */
         bool user_ends_known;     /* see struct drain_batch */
         bool switch_done;         /* off-CPU user stacks are walked at sched_exit_tp */
+        bool oom_watched;         /* profd_oom is attached to oom/mark_victim */
         struct collector_unwind_maps unwind; /* the unwind maps, by fd */
 };
 
@@ -228,7 +236,7 @@ static int attach(collector *c, const struct conf *cfg) {
         r = online_cpus(&cpus, &n_cpus);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the online CPUs: %m");
-        c->links = calloc(n_cpus + 4, sizeof(*c->links));
+        c->links = calloc(n_cpus + 5, sizeof(*c->links));
         c->perf_fds = calloc(n_cpus, sizeof(*c->perf_fds));
         if (!c->links || !c->perf_fds)
                 return log_oom();
@@ -276,7 +284,20 @@ static int attach(collector *c, const struct conf *cfg) {
                         return log_error_errno(negative_errno(), "Failed to attach to %s: %m", progs[i].what);
                 c->n_links++;
         }
+        /* captures on "oom" (issue 44): a kernel without the tracepoint
+         * still profiles; such captures are refused, saying why */
+        c->links[c->n_links] = bpf_program__attach(c->skel->progs.profd_oom);
+        if (c->links[c->n_links]) {
+                c->oom_watched = true;
+                c->n_links++;
+        } else
+                log_warning_errno(negative_errno(), "Failed to attach to oom/mark_victim, captures on oom are "
+                                 "unavailable: %m");
         return 0;
+}
+
+bool collector_watches_oom(const collector *c) {
+        return c && c->oom_watched;
 }
 
 /* The stack node map of class cls and generation gen. */
@@ -355,6 +376,7 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
                              .interval_ns = cfg->interval_ns,
                              .cpu = cfg->kind_cpu,
                              .blocks = cfg->kind_offcpu || cfg->kind_wakeup,
+                             .offcpu_rate = cfg->kind_offcpu ? cfg->timeline_offcpu_rate : 0,
                              .max_keys = cfg->max_keys,
                              .max_stacks = cfg->max_stacks,
                              .kernel_memory = cfg->kernel_memory,
@@ -367,6 +389,12 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         if ((uint64_t) c->log_slots * 2 * ncpus > UINT32_MAX / 2)
                 c->log_slots = 0;
         c->keys_max = c->counts_max + (c->log_slots ? ((size_t) c->log_slots - 1) * ncpus : 0);
+        /* the off-CPU log: timeline_offcpu_rate blocks per CPU and second,
+         * sized like the sampler's (late drains, no more than the counts
+         * map's keys per CPU), within kernel_memory with the rest */
+        c->block_slots = ret_plan->block_slots;
+        if ((uint64_t) c->block_slots * 2 * ncpus > UINT32_MAX / 2)
+                c->block_slots = 0;
         /* one entry per live process; an evicted one is only announced again */
         seen_max = MIN(pid_max, 65536ul);
 
@@ -382,6 +410,9 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         bpf_map__set_max_entries(c->skel->maps.samples_log, MAX(2 * c->log_slots * ncpus, (size_t) 1));
         c->skel->bss->samples_log_slots = c->log_slots;
         c->skel->bss->samples_log_cpus = ncpus;
+        bpf_map__set_max_entries(c->skel->maps.offcpu_log, MAX(2 * c->block_slots * ncpus, (size_t) 1));
+        c->skel->bss->offcpu_log_slots = c->block_slots;
+        c->skel->bss->offcpu_log_cpus = ncpus;
         /* unwind tables: see maps.bpf.h (8-byte values, two slots each) */
         bpf_map__set_max_entries(c->skel->maps.unwind_rows, MAX(cfg->unwind_memory / sizeof(uint64_t), 1u));
         bpf_map__set_max_entries(c->skel->maps.unwind_maps, COLLECTOR_UNWIND_MAPPINGS);
@@ -389,6 +420,7 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
 
         c->skel->data->offcpu_min_ns = cfg->offcpu_min_ns;
         c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
+        c->skel->data->offcpu_timeline_min_ns = cfg->timeline_offcpu_min_ns;
         c->skel->rodata->offcpu_enabled = cfg->kind_offcpu;
         c->skel->rodata->wakeup_enabled = cfg->kind_wakeup;
         c->switch_done = have_sched_exit_tp();
@@ -454,8 +486,14 @@ static int collector_load(collector *c) {
         c->log_times = calloc(c->log_max, sizeof(*c->log_times));
         c->log_order = calloc(c->log_max, sizeof(*c->log_order));
         c->log_index = calloc(c->log_max, sizeof(*c->log_index));
+        c->block_idx_buf = calloc(MAX(c->block_slots, (size_t) 1), sizeof(*c->block_idx_buf));
+        c->block_slot_buf = calloc(MAX(c->block_slots, (size_t) 1), sizeof(*c->block_slot_buf));
+        c->block_max = MAX(c->block_slots ? (c->block_slots - 1) * c->n_possible_cpus : 0, (size_t) 1);
+        c->block_buf = calloc(c->block_max, sizeof(*c->block_buf));
+        c->block_order = calloc(MAX(c->counts_max, (size_t) 1), sizeof(*c->block_order));
         if (!c->keys_buf || !c->values_buf || !c->log_idx_buf || !c->log_slot_buf || !c->log_keys ||
-            !c->log_times || !c->log_order || !c->log_index)
+            !c->log_times || !c->log_order || !c->log_index || !c->block_idx_buf || !c->block_slot_buf ||
+            !c->block_buf || !c->block_order)
                 return log_oom();
 
         c->events = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
@@ -499,6 +537,10 @@ int collector_new(const struct conf *cfg, collector_event_fn on_event, void *use
         if (c->log_slots)
                 log_info("Sampler's log: %zu samples per CPU and generation, %zu KiB.", c->log_slots - 1,
                          2 * c->log_slots * c->n_possible_cpus * sizeof(struct profd_log_slot) / 1024);
+        if (c->block_slots)
+                log_info("Off-CPU log: %zu blocks of %" PRIu64 " us or more per CPU and generation, %zu KiB.",
+                         c->block_slots - 1, (uint64_t) (cfg->timeline_offcpu_min_ns / NSEC_PER_USEC),
+                         2 * c->block_slots * c->n_possible_cpus * sizeof(struct profd_block_slot) / 1024);
         if (cfg->kind_offcpu || cfg->kind_wakeup)
                 log_info("Measuring off-CPU time%s of blocks from %" PRIu64 " us%s.",
                          cfg->kind_wakeup ? (cfg->kind_offcpu ? " and wakers" : " wakers only") : "",
@@ -525,6 +567,10 @@ collector *collector_free(collector *c) {
         free(c->log_times);
         free(c->log_order);
         free(c->log_index);
+        free(c->block_idx_buf);
+        free(c->block_slot_buf);
+        free(c->block_buf);
+        free(c->block_order);
         free(c);
         return NULL;
 }
@@ -557,12 +603,13 @@ int collector_set_frequency(collector *c, unsigned frequency_hz) {
         return 0;
 }
 
-void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns) {
+void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t timeline_min_ns) {
         /* .data is memory-mapped: the programs see the new values at their
          * next run. Each is one aligned 64-bit store, so a program reads
          * either the old or the new value of each, never a torn one. */
         __atomic_store_n(&c->skel->data->offcpu_min_ns, min_ns, __ATOMIC_RELAXED);
         __atomic_store_n(&c->skel->data->offcpu_max_ns, max_ns, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->skel->data->offcpu_timeline_min_ns, timeline_min_ns, __ATOMIC_RELAXED);
 }
 
 const struct collector_unwind_maps *collector_unwind_maps(const collector *c) {
@@ -661,6 +708,45 @@ static int drain_log(collector *c, unsigned gen, size_t *n_io, struct drain_time
         *n_io = n + sum;
         *ret_timeline = t;
         *ret_n = logged;
+        return 0;
+}
+
+/* Reads and empties the off-CPU log's regions of generation parity gen,
+ * and names each block by its key among the n_keys drained counts
+ * (keys_buf): *ret_blocks (malloc'd, *ret_n of them). Blocks whose key is
+ * not there are added to unmatched[0], their ns to unmatched[1]. */
+static int drain_blocks(collector *c, unsigned gen, size_t n_keys, uint64_t *unmatched,
+                        struct drain_block **ret_blocks, size_t *ret_n) {
+        int fd = bpf_map__fd(c->skel->maps.offcpu_log);
+        struct profd_block_slot zero = {};
+        struct drain_block *blocks;
+        size_t logged = 0;
+
+        for (unsigned cpu = 0; c->block_slots && cpu < c->n_possible_cpus; cpu++) {
+                __u32 head_idx = (gen * c->n_possible_cpus + cpu) * c->block_slots, want, count;
+                struct profd_block_slot head;
+
+                if (bpf_map_lookup_elem(fd, &head_idx, &head) < 0)
+                        return negative_errno();
+                if (head.n == 0)
+                        continue;
+                want = count = (__u32) MIN(head.n, (uint64_t) c->block_slots - 1);
+                /* an array's batch starts after the key given: the head's */
+                if (bpf_map_lookup_batch(fd, &head_idx, &(__u32) { 0 }, c->block_idx_buf, c->block_slot_buf,
+                                         &count, NULL) < 0 && errno != ENOENT)
+                        return negative_errno();
+                count = MIN(count, want);
+                for (__u32 i = 0; i < count && logged < c->block_max; i++)
+                        c->block_buf[logged++] = c->block_slot_buf[i];
+                if (bpf_map_update_elem(fd, &head_idx, &zero, BPF_ANY) < 0)
+                        return negative_errno();
+        }
+        blocks = malloc(MAX(logged, (size_t) 1) * sizeof(*blocks));
+        if (!blocks)
+                return -ENOMEM;
+        *ret_n = blocklog_match(c->keys_buf, n_keys, c->block_buf, logged, c->block_order, blocks,
+                                &unmatched[0], &unmatched[1]);
+        *ret_blocks = blocks;
         return 0;
 }
 
@@ -870,6 +956,7 @@ static int drain_failed(struct drain_batch *b, int r) {
 
 int collector_drain(collector *c, struct drain_batch *ret) {
         struct drain_batch b = {};
+        uint64_t unmatched[2] = {};
         uint32_t old;
         size_t n;
         int r;
@@ -888,10 +975,16 @@ int collector_drain(collector *c, struct drain_batch *ret) {
                 return log_error_errno(r, "Failed to read the counters: %m");
 
         r = drain_counts(c, bpf_map__fd(old ? c->skel->maps.counts_1 : c->skel->maps.counts_0), &n);
+        /* before the sampler's log's keys join them: a block's key is
+         * among the counts map's, which are distinct */
+        if (r >= 0)
+                r = drain_blocks(c, old, n, unmatched, &b.blocks, &b.n_blocks);
         if (r >= 0)
                 r = drain_log(c, old, &n, &b.timeline, &b.n_timeline);
-        if (r < 0)
+        if (r < 0) {
+                drain_batch_done(&b);
                 return log_error_errno(r, "Failed to read the aggregation map: %m");
+        }
         r = drain_frames(c, old, n, &b.frames);
         if (r < 0)
                 return drain_failed(&b, r);
@@ -906,6 +999,9 @@ int collector_drain(collector *c, struct drain_batch *ret) {
         /* taken: a drain that failed leaves its counts to the next one */
         for (__u32 i = 0; i < PROFD_COUNTER__MAX; i++)
                 c->counters_total[i] += b.counters[i];
+        /* the daemon's own count, after the totals that mirror BPF's */
+        b.counters[PROFD_CNT_OFFCPU_UNLOGGED] += unmatched[0];
+        b.counters[PROFD_CNT_OFFCPU_UNLOGGED_NS] += unmatched[1];
         *ret = b;
         return 0;
 }
@@ -914,5 +1010,6 @@ void drain_batch_done(struct drain_batch *b) {
         stacks_free(b->frames);
         free(b->entries);
         free(b->timeline);
+        free(b->blocks);
         *b = (struct drain_batch) {};
 }

@@ -9,6 +9,7 @@
 
 #include "../../bpf/profd.h"
 #include "conf.h"
+#include "blocklog.h"
 #include "hashmap.h"
 
 /* Executable mappings the kernel holds for all processes: a few hundred
@@ -56,6 +57,9 @@ struct drain_batch {
         struct drain_timed *timeline; /* every logged sample, in no order; the others are
                                        * counters[PROFD_CNT_UNTIMED] */
         size_t n_timeline;
+        struct drain_block *blocks;   /* every logged off-CPU block, in no order; the others are
+                                       * counters[PROFD_CNT_OFFCPU_SHORT] and [..._UNLOGGED] */
+        size_t n_blocks;
         int64_t wall_minus_mono_ns;   /* set by the caller: a timeline time's wall-clock time
                                        * (the drains' clock) is mono_ns plus this */
         hashmap *frames;        /* frames hash -> struct stack_trace* */
@@ -84,9 +88,10 @@ collector *collector_free(collector *c);
  * frequency. */
 int collector_set_frequency(collector *c, unsigned frequency_hz);
 
-/* Changes which blocks are attributed to stacks; the programs see it at
- * their next run. */
-void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns);
+/* Changes which blocks are attributed to stacks, and which of those the
+ * off-CPU log keeps with their times (timeline_min_ns and longer); the
+ * programs see it at their next run. */
+void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t timeline_min_ns);
 
 /* The unwind maps, for the unwinder. */
 const struct collector_unwind_maps *collector_unwind_maps(const collector *c);
@@ -106,3 +111,7 @@ int collector_poll_events(collector *c);
  * or a negative errno from the bpf() syscall. */
 int collector_drain(collector *c, struct drain_batch *ret);
 void drain_batch_done(struct drain_batch *b);
+
+/* Whether OOM victims are announced (PROFD_EVENT_OOM_VICTIM): the
+ * kernel's oom/mark_victim could be attached. NULL: false. */
+bool collector_watches_oom(const collector *c);

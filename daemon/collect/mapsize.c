@@ -74,16 +74,20 @@ static void split_nodes(size_t stacks, size_t nodes[PROFD_CLASS__MAX]) {
         nodes[PROFD_CLASS__MAX - 1] = stacks > given ? stacks - given : 1;
 }
 
-/* Sizes the sampler's log from the keys (see samplelog_slots), then
- * returns the bytes of the plan. */
+/* Sizes the sampler's log and the off-CPU log from the keys (see
+ * samplelog_slots), then returns the bytes of the plan. */
 static uint64_t plan_bytes(struct mapsize_plan *p, const struct mapsize_input *in) {
         uint64_t b = mapsize_hash_bytes(p->keys, sizeof(struct profd_sample_key), sizeof(uint64_t), in->cpus);
 
         for (unsigned c = 0; c < PROFD_CLASS__MAX; c++)
                 b += mapsize_hash_bytes(p->nodes[c], sizeof(uint64_t), node_value_size(c), in->cpus);
         p->log_slots = in->cpu ? samplelog_slots(in->frequency_hz, in->interval_ns, p->keys, in->cpus) : 0;
-        /* two generations; the log is one array of both */
-        return 2 * b + ARRAY_FIXED + 2 * (uint64_t) p->log_slots * in->cpus * sizeof(struct profd_log_slot);
+        p->block_slots = in->offcpu_rate ? samplelog_slots(in->offcpu_rate, in->interval_ns, p->keys, in->cpus) : 0;
+        /* two generations; each log is one array of both */
+        return 2 * b + ARRAY_FIXED + 2 * (uint64_t) p->log_slots * in->cpus * sizeof(struct profd_log_slot) +
+               (p->block_slots ? ARRAY_FIXED + 2 * (uint64_t) p->block_slots * in->cpus *
+                                                       sizeof(struct profd_block_slot)
+                               : 0);
 }
 
 void mapsize_plan(const struct mapsize_input *in, struct mapsize_plan *ret) {

@@ -1,5 +1,5 @@
 /* Sizes of profd's aggregation maps (counts_<gen>, the stack node maps
- * frames<class>_<gen> and the sampler's log) from the machine, the
+ * frames<class>_<gen>, the sampler's log and the off-CPU log) from the machine, the
  * settings and the kernel_memory budget, and what the kernel locks for
  * them. Pure arithmetic, no BPF: the
  * unit tests and the kmem bench use the same figures as the collector. */
@@ -17,6 +17,8 @@ struct mapsize_input {
         uint64_t interval_ns;     /* drain interval: one generation's time */
         bool cpu;                 /* on-CPU sampling */
         bool blocks;              /* off-CPU or wakeup: blocks and wakers add keys and stacks */
+        unsigned offcpu_rate;     /* off-CPU blocks logged per second per CPU (the off-CPU log,
+                                   * blocklog.h); 0: no log */
         uint64_t max_keys;        /* entries of each counts map; 0: sized here */
         uint64_t max_stacks;      /* stack nodes per generation, all classes; 0: sized here */
         uint64_t kernel_memory;   /* bytes all of them may lock, both generations */
@@ -28,7 +30,9 @@ struct mapsize_plan {
         size_t stacks;                    /* the nodes of one generation, all classes */
         size_t log_slots;                 /* slots of a region of the sampler's log (samplelog.h);
                                            * 0: no log (no on-CPU sampling) */
-        uint64_t bytes;                   /* the kernel's memory for all 8 maps and the log */
+        size_t block_slots;               /* slots of a region of the off-CPU log (head included),
+                                           * sized as the sampler's; 0: no log */
+        uint64_t bytes;                   /* the kernel's memory for all 8 maps and the logs */
         uint64_t demand_bytes;            /* what the demand alone would have taken */
         bool capped;                      /* kernel_memory made the maps smaller than the demand */
 };

@@ -1,5 +1,6 @@
 /* Query and series answers: request -> store query -> JSON lines. */
 #include "answer.h"
+#include "answer-events.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "macro.h"
 #include "quality-sum.h"
 #include "series.h"
+#include "timed-spans.h"
 #include "timestamp.h"
 
 static const char *const kind_names[] = {
@@ -120,10 +122,33 @@ static int emit_not_covered(const struct answer_context *ctx, uint64_t from_ns, 
         return emit_error(ctx, msg);
 }
 
-/* A timeline answer: the stacks, then the samples with their times (in
- * "samples" lines of up to TIMED_LINE_ENTRIES), then "end". */
-static int answer_timeline(const struct answer_context *ctx, const struct query_request *rq, struct store_query *q) {
-        _cleanup_(timed_set_done) struct timed_set set = {};
+/* The off-CPU timeline's error: the window starts before its oldest block. */
+static int emit_offtime_not_covered(const struct answer_context *ctx, uint64_t from_ns, uint64_t oldest_ns,
+                                    bool empty) {
+        _cleanup_free_ char *msg = NULL;
+        char a[64], b[64];
+
+        if (empty)
+                msg = strdup("the off-CPU timeline holds no blocks yet (it keeps blocks of timeline_offcpu_min "
+                             "or longer and fills as profd drains, every drain interval; profctl flush stores "
+                             "the blocks held now)");
+        else if (asprintf(&msg, "the window starts at %s, before the oldest block the off-CPU timeline holds (%s): "
+                                "it has nothing earlier (its retention, timeline_retention and timeline_max_size, "
+                                "took it, or profd was not logging blocks); start the window at that time or later, "
+                                "or use profctl query --kind offcpu, which falls back to whole drains",
+                          format_timestamp(a, sizeof(a), from_ns), format_timestamp(b, sizeof(b), oldest_ns)) < 0)
+                msg = NULL;
+        if (!msg)
+                return -ENOMEM;
+        return emit_error(ctx, msg);
+}
+
+/* A timeline answer of kind offcpu: the stacks (value their blocked ns),
+ * then the blocks with their starts (in "spans" lines of up to
+ * TIMED_LINE_ENTRIES), then "end" with the total in ns and the blocks
+ * the cap left out. */
+static int answer_offtime(const struct answer_context *ctx, const struct query_request *rq, struct store_query *q) {
+        _cleanup_(timed_span_set_done) struct timed_span_set set = {};
         struct stackline_buf b = {};
         struct stack_ctx sc = {
                 .ctx = ctx,
@@ -134,6 +159,67 @@ static int answer_timeline(const struct answer_context *ctx, const struct query_
         json_t *end, *report;
         int r;
 
+        r = store_offtime_oldest(ctx->store, &oldest);
+        if (r == -ENOENT)
+                return emit_offtime_not_covered(ctx, q->from_ns, 0, true);
+        if (r < 0)
+                return r;
+        if (!rq->have_since && !rq->have_from && q->from_ns < oldest && oldest <= q->to_ns)
+                q->from_ns = oldest;
+        if (q->from_ns < oldest)
+                return emit_offtime_not_covered(ctx, q->from_ns, oldest, false);
+        r = timed_span_set_init(&set, rq->max_samples);
+        if (r < 0)
+                return r;
+        r = store_query_spans(ctx->store, q, &set, emit_stack, &sc);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < set.n_spans; i += TIMED_LINE_ENTRIES) {
+                b.len = 0;
+                r = timed_spans_line_append(&b, set.spans + i, MIN(set.n_spans - i, (size_t) TIMED_LINE_ENTRIES));
+                if (r >= 0)
+                        r = ctx->emit_text(b.data, b.len, ctx->userdata);
+        }
+        stackline_buf_done(&b);
+        if (r >= 0)
+                r = store_query_drops(ctx->store, q, add_drop, &sc.quality);
+        if (r < 0)
+                return r;
+        report = quality_to_json(&sc.quality);
+        if (!report)
+                return -ENOMEM;
+        end = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", PROTO_KEY_TYPE, PROTO_TYPE_END,
+                        PROTO_KEY_KIND, kind_names[rq->kind], PROTO_KEY_WEIGHT_UNIT, kind_unit(rq->kind),
+                        PROTO_KEY_STACKS, (json_int_t) set.stacks.n_stacks, PROTO_KEY_TOTAL, (json_int_t) set.ns,
+                        PROTO_KEY_ENTRIES, (json_int_t) set.n_spans, PROTO_KEY_OMITTED, (json_int_t) set.omitted,
+                        PROTO_KEY_FROM_NS, (json_int_t) q->from_ns, PROTO_KEY_TO_NS, (json_int_t) q->to_ns,
+                        PROTO_KEY_OLDEST_NS, (json_int_t) oldest, PROTO_KEY_QUALITY, report);
+        if (end && set.omitted > 0 &&
+            (json_object_set_new(end, PROTO_KEY_OMITTED_FROM_NS, json_integer((json_int_t) set.omitted_from_ns)) < 0 ||
+             json_object_set_new(end, PROTO_KEY_OMITTED_NS, json_integer((json_int_t) set.omitted_ns)) < 0)) {
+                json_decref(end);
+                return -ENOMEM;
+        }
+        return ctx->emit(end, ctx->userdata);
+}
+
+/* A timeline answer: the stacks, then the samples with their times (in
+ * "samples" lines of up to TIMED_LINE_ENTRIES), then "end". */
+static int answer_timeline(const struct answer_context *ctx, const struct query_request *rq, struct store_query *q) {
+        _cleanup_(timed_set_done) struct timed_set set = {};
+        struct stackline_buf b = {};
+        struct answer_events events;
+        struct stack_ctx sc = {
+                .ctx = ctx,
+                .style = { .collapse_kernel = !ctx->caller.privileged, .raw_names = rq->raw_names,
+                           .folded = rq->folded, .lines = rq->lines },
+        };
+        uint64_t oldest;
+        json_t *end, *report;
+        int r;
+
+        if (rq->kind == PROFD_KIND_OFFCPU)
+                return answer_offtime(ctx, rq, q);
         r = store_timeline_oldest(ctx->store, &oldest);
         if (r == -ENOENT)
                 return emit_not_covered(ctx, q->from_ns, 0, true);
@@ -160,6 +246,8 @@ static int answer_timeline(const struct answer_context *ctx, const struct query_
         stackline_buf_done(&b);
         if (r >= 0)
                 r = store_query_drops(ctx->store, q, add_drop, &sc.quality);
+        if (r >= 0)
+                r = answer_events_emit(ctx, rq, q->from_ns, q->to_ns, &events); /* captures, issue 44 */
         if (r < 0)
                 return r;
         report = quality_to_json(&sc.quality);
@@ -173,6 +261,10 @@ static int answer_timeline(const struct answer_context *ctx, const struct query_
                         PROTO_KEY_OLDEST_NS, (json_int_t) oldest, PROTO_KEY_QUALITY, report);
         if (end && set.omitted > 0)
                 json_object_set_new(end, PROTO_KEY_OMITTED_FROM_NS, json_integer((json_int_t) set.omitted_from_ns));
+        if (answer_events_end(end, &events) < 0) {
+                json_decref(end);
+                return -ENOMEM;
+        }
         return ctx->emit(end, ctx->userdata);
 }
 
@@ -180,6 +272,7 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
         const struct query_request *rq = &req->query;
         _cleanup_free_ char *error = NULL;
         uint64_t total = 0, stacks = 0;
+        struct answer_events events;
         struct store_query q;
         json_t *end, *report;
         int r;
@@ -233,6 +326,8 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                 struct quality quality = { .total = sc.total, .complete = sc.complete, .partial = true };
                 if (q.drain_id >= 0)
                         r = store_query_drops(ctx->store, &q, add_drop, &quality);
+                if (r >= 0)
+                        r = answer_events_emit(ctx, rq, q.from_ns, q.to_ns, &events); /* captures, issue 44 */
                 if (r < 0)
                         return r;
                 report = quality_to_json(&quality);
@@ -245,6 +340,10 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                                 PROTO_KEY_TOTAL, (json_int_t) sc.total, PROTO_KEY_COMPLETE, (json_int_t) sc.complete,
                                 PROTO_KEY_FROM_NS, (json_int_t) q.from_ns, PROTO_KEY_TO_NS, (json_int_t) q.to_ns,
                                 PROTO_KEY_QUALITY, report);
+                if (answer_events_end(end, &events) < 0) {
+                        json_decref(end);
+                        return -ENOMEM;
+                }
         } else {
                 struct stack_ctx sc = {
                         .ctx = ctx,
@@ -269,8 +368,9 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                                 PROTO_KEY_STACKS, (json_int_t) stacks, PROTO_KEY_TOTAL, (json_int_t) total,
                                 PROTO_KEY_FROM_NS, (json_int_t) q.from_ns, PROTO_KEY_TO_NS, (json_int_t) q.to_ns,
                                 PROTO_KEY_QUALITY, report);
-                /* a window of cpu samples says how they were selected */
-                if (end && rq->kind == 0 && q.drain_id == 0) /* PROFD_KIND_CPU */
+                /* a window of cpu samples or off-CPU blocks says how they
+                 * were selected */
+                if (end && (rq->kind == 0 || rq->kind == 1) && q.drain_id == 0) /* PROFD_KIND_CPU, _OFFCPU */
                         json_object_set_new(end, PROTO_KEY_TIMELINE, json_boolean(q.timeline));
         }
         /* an older store's drains that schema 8's conversion has not

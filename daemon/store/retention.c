@@ -21,6 +21,17 @@
 /* Drains deleted per step: a raw drain of a busy host is a few thousand
  * sample rows, so a step stays in the tens of milliseconds. */
 #define DELETE_BATCH 32
+
+/* Captures' pins (schema/0012): a drain whose time overlaps the range of
+ * a capture not unpinned is neither merged nor deleted, and the timeline
+ * block written with it stays. The timeline's pin follows its drain's, so
+ * a kept block never names stacks or processes whose blocks went. The
+ * captures table holds a few rows (one per cool-down at most). */
+#define DRAIN_PINNED(d)                                                                         \
+        "EXISTS (SELECT 1 FROM captures c WHERE c.state <> 'unpinned' AND " d ".end_ns >= c.from_ns " \
+        "AND " d ".start_ns <= c.to_ns)"
+#define TIMELINE_PINNED(t)                                                                      \
+        "EXISTS (SELECT 1 FROM drains pd WHERE pd.id = " t ".drain_id AND " DRAIN_PINNED("pd") ")"
 /* Sample rows merged per step: a merge re-aggregates and rewrites them in one
  * transaction (about 10 us a row here), so a busy host's 10-minute bucket
  * (up to hundreds of thousands of rows) is merged in several steps, into
@@ -447,7 +458,15 @@ static int64_t delete_doomed(retention *r) {
          * oldest first, so every timeline block that ends by the last of
          * them is theirs or older */
         k = db_run(&r->d, "DELETE FROM timeline_blocks WHERE end_ns <= "
-                   "(SELECT max(end_ns) FROM drains WHERE id IN temp.doomed)", NULL, 0);
+                   "(SELECT max(end_ns) FROM drains WHERE id IN temp.doomed) "
+                   "AND NOT " TIMELINE_PINNED("timeline_blocks"), NULL, 0);
+        if (k < 0)
+                return k;
+        r->timeline_pending += (uint64_t) k;
+        /* and the off-CPU timeline's (schema/0013), the same way */
+        k = db_run(&r->d, "DELETE FROM offcpu_timeline WHERE end_ns <= "
+                   "(SELECT max(end_ns) FROM drains WHERE id IN temp.doomed) "
+                   "AND NOT " TIMELINE_PINNED("offcpu_timeline"), NULL, 0);
         if (k < 0)
                 return k;
         r->timeline_pending += (uint64_t) k;
@@ -506,7 +525,8 @@ static int step_size(retention *r, bool *ret_forget) {
         n = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
         if (n >= 0)
                 n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains "
-                           "WHERE end_ns < (SELECT max(end_ns) FROM drains) ORDER BY end_ns LIMIT ?1",
+                           "WHERE end_ns < (SELECT max(end_ns) FROM drains) AND NOT " DRAIN_PINNED("drains")
+                           " ORDER BY end_ns LIMIT ?1",
                         &limit, 1);
         if (n >= 0)
                 n = delete_doomed(r);
@@ -536,7 +556,8 @@ static int step_expire(retention *r, uint64_t now_ns) {
                 return 0;
         args[0] = (int64_t) (now_ns - r->set.all_ns);
         args[1] = DELETE_BATCH;
-        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains", NULL, 0, INT64_MAX, &oldest);
+        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains WHERE NOT " DRAIN_PINNED("drains"), NULL, 0,
+                         INT64_MAX, &oldest);
         if (k < 0)
                 return k;
         if (oldest >= args[0])
@@ -546,7 +567,8 @@ static int step_expire(retention *r, uint64_t now_ns) {
                 return k;
         n = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
         if (n >= 0)
-                n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains WHERE end_ns < ?1 ORDER BY end_ns LIMIT ?2",
+                n = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM drains WHERE end_ns < ?1 "
+                           "AND NOT " DRAIN_PINNED("drains") " ORDER BY end_ns LIMIT ?2",
                         args, 2);
         if (n >= 0)
                 n = delete_doomed(r);
@@ -580,7 +602,8 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (k < 0 || v7)
                 return k;
         args[0] = (int64_t) width;
-        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains WHERE resolution_ns < ?1", args, 1, -1, &oldest);
+        k = db_query_i64(&r->d, "SELECT min(end_ns) FROM drains WHERE resolution_ns < ?1 AND NOT "
+                         DRAIN_PINNED("drains"), args, 1, -1, &oldest);
         if (k < 0 || oldest < 0)
                 return k;
         bucket = retention_bucket((uint64_t) oldest, width);
@@ -599,7 +622,8 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (count >= 0)
                 count = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM ("
                                "SELECT id, keys, sum(keys) OVER (ORDER BY end_ns, id) AS upto FROM drains "
-                               "WHERE resolution_ns < ?1 AND end_ns >= ?2 AND end_ns < ?3) WHERE upto - keys < ?4",
+                               "WHERE resolution_ns < ?1 AND end_ns >= ?2 AND end_ns < ?3 AND NOT "
+                               DRAIN_PINNED("drains") ") WHERE upto - keys < ?4",
                             args, 4);
         if (count >= 0) {
                 int64_t lost = count_unexported(r);
@@ -967,19 +991,23 @@ static int step_vacuum(retention *r) {
  * a busy host. */
 #define TIMELINE_BATCH 64
 
-/* The timeline's own retention: deletes its blocks that ended longer than
- * timeline_ns ago, then, while its blobs take more than
- * timeline_max_bytes, the oldest. The drains' aggregates stay: nothing
- * else refers to a timeline block, and it holds no stack or process of
- * its own (schema/0011). */
+/* The timeline's own retention: deletes its blocks (timeline_blocks, and
+ * offcpu_timeline's rows, schema/0013: both are "the timeline" to the
+ * settings) that ended longer than timeline_ns ago, then, while their
+ * blobs take more than timeline_max_bytes together, the oldest of either.
+ * The drains' aggregates stay: nothing else refers to a timeline block,
+ * and it holds no stack or process of its own (schema/0011). */
 static int step_timeline(retention *r, uint64_t now_ns) {
         struct retention_totals t = r->totals;
-        int64_t n = 0, args[2] = { 0, TIMELINE_BATCH }, bytes, oldest;
+        int64_t n = 0, args[2] = { 0, TIMELINE_BATCH }, bytes, oldest, k2;
         int k;
 
         if (r->set.timeline_ns > 0 && now_ns > r->set.timeline_ns) {
                 args[0] = (int64_t) (now_ns - r->set.timeline_ns);
-                k = db_query_i64(&r->d, "SELECT min(end_ns) FROM timeline_blocks", NULL, 0, INT64_MAX, &oldest);
+                k = db_query_i64(&r->d, "SELECT min(e) FROM (SELECT min(end_ns) AS e FROM timeline_blocks WHERE NOT "
+                                        TIMELINE_PINNED("timeline_blocks") " UNION ALL SELECT min(end_ns) FROM "
+                                        "offcpu_timeline WHERE NOT " TIMELINE_PINNED("offcpu_timeline") ")",
+                                 NULL, 0, INT64_MAX, &oldest);
                 if (k < 0)
                         return k;
                 if (oldest < args[0]) {
@@ -987,45 +1015,66 @@ static int step_timeline(retention *r, uint64_t now_ns) {
                         if (k < 0)
                                 return k;
                         n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE drain_id IN (SELECT drain_id FROM "
-                                   "timeline_blocks WHERE end_ns < ?1 ORDER BY end_ns LIMIT ?2)", args, 2);
+                                   "timeline_blocks WHERE end_ns < ?1 AND NOT " TIMELINE_PINNED("timeline_blocks")
+                                   " ORDER BY end_ns LIMIT ?2)", args, 2);
+                        if (n >= 0) {
+                                k2 = db_run(&r->d, "DELETE FROM offcpu_timeline WHERE drain_id IN (SELECT drain_id "
+                                            "FROM offcpu_timeline WHERE end_ns < ?1 AND NOT "
+                                            TIMELINE_PINNED("offcpu_timeline") " ORDER BY end_ns LIMIT ?2)", args, 2);
+                                n = k2 < 0 ? k2 : n + k2;
+                        }
                         goto done;
                 }
         }
         if (r->set.timeline_max_bytes == 0)
                 return 0;
-        /* the blobs' bytes, not the pages': one scan of the table's b-tree
-         * (an hour of 10 s drains is 360 rows) */
-        k = db_query_i64(&r->d, "SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks", NULL, 0, 0, &bytes);
+        /* the blobs' bytes, not the pages': one scan of each table's
+         * b-tree (an hour of 10 s drains is 360 rows each); pinned blocks
+         * are capture_max_pinned's to bound, not this */
+        k = db_query_i64(&r->d, "SELECT (SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks WHERE NOT "
+                                TIMELINE_PINNED("timeline_blocks") ") + (SELECT coalesce(sum(length(data)), 0) FROM "
+                                "offcpu_timeline WHERE NOT " TIMELINE_PINNED("offcpu_timeline") ")",
+                         NULL, 0, 0, &bytes);
         if (k < 0 || (uint64_t) bytes <= r->set.timeline_max_bytes)
                 return k;
         k = begin(r);
         if (k < 0)
                 return k;
-        /* the oldest, the newest always kept, down to 90% (as step_size) */
+        /* the oldest of either table, each one's newest always kept, down
+         * to 90% (as step_size): up to the end of the last one chosen */
         {
-                int64_t want = bytes - (int64_t) (r->set.timeline_max_bytes / 10 * 9), freed = 0;
+                int64_t want = bytes - (int64_t) (r->set.timeline_max_bytes / 10 * 9), freed = 0, cutoff = -1;
                 sqlite3_stmt *st;
                 int rc = sqlite3_prepare_v2(r->d.handle,
-                                            "SELECT drain_id, length(data) FROM timeline_blocks "
-                                            "WHERE end_ns < (SELECT max(end_ns) FROM timeline_blocks) "
-                                            "ORDER BY end_ns LIMIT ?1", -1, &st, NULL);
+                                            "SELECT end_ns, length(data) FROM timeline_blocks "
+                                            "WHERE end_ns < (SELECT max(end_ns) FROM timeline_blocks) AND NOT "
+                                            TIMELINE_PINNED("timeline_blocks") " "
+                                            "UNION ALL SELECT end_ns, length(data) FROM offcpu_timeline "
+                                            "WHERE end_ns < (SELECT max(end_ns) FROM offcpu_timeline) AND NOT "
+                                            TIMELINE_PINNED("offcpu_timeline") " ORDER BY 1 LIMIT ?1", -1, &st, NULL);
 
                 if (rc != SQLITE_OK)
                         return rollback(r, db_fail(&r->d, rc, "choosing timeline blocks"));
                 sqlite3_bind_int64(st, 1, TIMELINE_BATCH);
                 while (freed < want && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                        cutoff = sqlite3_column_int64(st, 0);
                         freed += sqlite3_column_int64(st, 1);
-                        n++;
                 }
                 sqlite3_finalize(st);
                 if (rc != SQLITE_ROW && rc != SQLITE_DONE)
                         return rollback(r, db_fail(&r->d, rc, "choosing timeline blocks"));
-                if (n == 0)
+                if (cutoff < 0)
                         return rollback(r, 0);
-                /* the n oldest by end_ns */
-                args[0] = n;
-                n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE drain_id IN (SELECT drain_id FROM "
-                           "timeline_blocks ORDER BY end_ns LIMIT ?1)", args, 1);
+                args[0] = cutoff;
+                n = db_run(&r->d, "DELETE FROM timeline_blocks WHERE end_ns <= ?1 AND "
+                           "end_ns < (SELECT max(end_ns) FROM timeline_blocks) AND NOT "
+                           TIMELINE_PINNED("timeline_blocks"), args, 1);
+                if (n >= 0) {
+                        k2 = db_run(&r->d, "DELETE FROM offcpu_timeline WHERE end_ns <= ?1 AND "
+                                    "end_ns < (SELECT max(end_ns) FROM offcpu_timeline) AND NOT "
+                                    TIMELINE_PINNED("offcpu_timeline"), args, 1);
+                        n = k2 < 0 ? k2 : n + k2;
+                }
         }
 done:
         if (n < 0)

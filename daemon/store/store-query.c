@@ -16,6 +16,8 @@
 #include "sample-blocks.h"
 #include "store-private.h"
 #include "timed-samples.h"
+#include "timed-spans.h"
+#include "offtime-pack.h"
 #include "timeline-pack.h"
 
 enum {
@@ -745,10 +747,17 @@ int store_query_timeline_covers(store *s, const struct store_query *q, bool *ret
         int r;
 
         *ret = false;
-        if (q->kind != 0 || q->drain_id != 0 || q->state_mask != 0) /* PROFD_KIND_CPU */
+        if (q->drain_id != 0)
                 return 0;
         /* the oldest block's start, through the index on end_ns */
-        r = db_query_i64(&s->d, "SELECT start_ns FROM timeline_blocks ORDER BY end_ns LIMIT 1", NULL, 0, -1, &oldest);
+        if (q->kind == 1) /* PROFD_KIND_OFFCPU: its blocks have their state */
+                r = db_query_i64(&s->d, "SELECT start_ns FROM offcpu_timeline ORDER BY end_ns LIMIT 1", NULL, 0, -1,
+                                 &oldest);
+        else if (q->kind == 0 && q->state_mask == 0) /* PROFD_KIND_CPU */
+                r = db_query_i64(&s->d, "SELECT start_ns FROM timeline_blocks ORDER BY end_ns LIMIT 1", NULL, 0,
+                                 -1, &oldest);
+        else
+                return 0;
         if (r < 0)
                 return r;
         *ret = oldest >= 0 && (uint64_t) oldest <= q->from_ns;
@@ -804,9 +813,38 @@ static int timeline_proc_get(store *s, sqlite3_stmt *pst, const struct store_que
 }
 
 /* Called by timeline_scan for each sample of the window that passes the
- * query's filters, with its time, key and process. */
-typedef int (*timeline_sample_fn)(uint64_t at_ns, const struct timeline_key *k, struct timeline_proc *tp,
-                                  void *userdata);
+ * query's filters, with its time, value, key and process: a cpu sample at
+ * its time, value 1; the part of an off-CPU block inside the window, from
+ * where it begins there, value its ns. */
+typedef int (*timeline_sample_fn)(uint64_t at_ns, uint64_t value, const struct timeline_key *k,
+                                  struct timeline_proc *tp, void *userdata);
+
+/* The off-CPU blocks of one offcpu_timeline row (start: its start_ns) in
+ * the window, as timeline_scan's loop over a cpu block does. */
+static int offtime_row_scan(store *s, const struct store_query *q, struct stack_sums *a, sqlite3_stmt *pst,
+                            hashmap *procs, uint64_t start, const struct offtime_set *b, timeline_sample_fn fn,
+                            void *userdata) {
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < b->n_blocks; i++) {
+                const struct offtime_key *ok = &b->keys[b->blocks[i].key];
+                struct timeline_key k = { ok->process_id, ok->stack_id, ok->tid };
+                uint64_t at = 0, part;
+                struct timeline_proc *tp;
+
+                /* µs to ns; a stored block ends within the store's ns range */
+                part = offtime_clip(start + b->blocks[i].start_us * 1000, b->blocks[i].duration_us * 1000,
+                                    q->from_ns, q->to_ns, &at);
+                if (part == 0 || (q->tid && ok->tid != q->tid) ||
+                    (q->state_mask && (ok->state >= 32 || !((1u << ok->state) & q->state_mask))))
+                        continue;
+                r = timeline_proc_get(s, pst, q, a, procs, ok->process_id, &tp);
+                if (r < 0 || !tp->keep)
+                        continue;
+                r = fn(at, part, &k, tp, userdata);
+        }
+        return r;
+}
 
 /* Each on-CPU sample the timeline holds whose own time is in [from_ns,
  * to_ns], where its process passes the filters and its thread the tid
@@ -840,9 +878,13 @@ static int timeline_scan(store *s, const struct store_query *q, struct stack_sum
         if (r >= 0) {
                 /* blocks end by their last sample: those ending before the
                  * window hold none of it (timeline_blocks_end, which also
-                 * gives their order) */
-                rc = sqlite3_prepare_v2(s->d.handle, "SELECT drain_id, start_ns, data FROM timeline_blocks "
-                                                     "WHERE end_ns >= ?1 AND start_ns <= ?2 ORDER BY end_ns",
+                 * gives their order); an off-CPU row ends by its last
+                 * block's end (offcpu_timeline_end) */
+                rc = sqlite3_prepare_v2(s->d.handle,
+                                        q->kind == 1 ? "SELECT drain_id, start_ns, data FROM offcpu_timeline "
+                                                       "WHERE end_ns >= ?1 AND start_ns <= ?2 ORDER BY end_ns"
+                                                     : "SELECT drain_id, start_ns, data FROM timeline_blocks "
+                                                       "WHERE end_ns >= ?1 AND start_ns <= ?2 ORDER BY end_ns",
                                         -1, &bst, NULL);
                 if (rc != SQLITE_OK)
                         r = db_fail(&s->d, rc, "preparing the query");
@@ -855,6 +897,21 @@ static int timeline_scan(store *s, const struct store_query *q, struct stack_sum
                 uint64_t start = (uint64_t) sqlite3_column_int64(bst, 1);
                 struct timeline_block b = {};
 
+                if (q->kind == 1) { /* PROFD_KIND_OFFCPU */
+                        struct offtime_set ob = {};
+
+                        r = offtime_unpack(sqlite3_column_blob(bst, 2), (size_t) sqlite3_column_bytes(bst, 2), &ob);
+                        if (r == -EBADMSG) {
+                                log_error("Store %s: the off-CPU timeline of drain %" PRId64 " is damaged, ignoring it.",
+                                          s->path, (int64_t) sqlite3_column_int64(bst, 0));
+                                r = 0;
+                                continue;
+                        }
+                        if (r >= 0)
+                                r = offtime_row_scan(s, q, a, pst, procs, start, &ob, fn, userdata);
+                        offtime_set_done(&ob);
+                        continue;
+                }
                 r = timeline_unpack(sqlite3_column_blob(bst, 2), (size_t) sqlite3_column_bytes(bst, 2), &b);
                 if (r == -EBADMSG) {
                         log_error("Store %s: the timeline of drain %" PRId64 " is damaged, ignoring it.", s->path,
@@ -872,7 +929,7 @@ static int timeline_scan(store *s, const struct store_query *q, struct stack_sum
                         r = timeline_proc_get(s, pst, q, a, procs, k->process_id, &tp);
                         if (r < 0 || !tp->keep)
                                 continue;
-                        r = fn(at, k, tp, userdata);
+                        r = fn(at, 1, k, tp, userdata);
                 }
                 timeline_block_done(&b);
         }
@@ -901,8 +958,8 @@ struct timeline_sums {
         sqlite3_stmt *name_st;
 };
 
-static int timeline_sum_sample(uint64_t at_ns _unused_, const struct timeline_key *k, struct timeline_proc *tp,
-                               void *userdata) {
+static int timeline_sum_sample(uint64_t at_ns _unused_, uint64_t value, const struct timeline_key *k,
+                               struct timeline_proc *tp, void *userdata) {
         struct timeline_sums *ts = userdata;
         uint32_t group = tp->group;
         int r;
@@ -912,12 +969,13 @@ static int timeline_sum_sample(uint64_t at_ns _unused_, const struct timeline_ke
                 if (r < 0)
                         return r;
         }
-        return stack_sums_add(ts->a, group, k->stack_id, 1);
+        return stack_sums_add(ts->a, group, k->stack_id, value);
 }
 
-/* The sums of a cpu query from the timeline: each sample whose own time
- * is in [from_ns, to_ns] counts 1 for its (group, stack), where its
- * process passes the filters and its thread the tid filter. */
+/* The sums of a cpu or offcpu query from the timeline: each sample whose
+ * own time is in [from_ns, to_ns] counts 1 for its (group, stack), each
+ * off-CPU block the ns of it inside the window, where its process passes
+ * the filters and its thread the tid (and state) filter. */
 static int query_stacks_timeline(store *s, const struct store_query *q, struct stack_sums *a) {
         _cleanup_stmt_ sqlite3_stmt *name_st = NULL;
         int rc;
@@ -946,8 +1004,23 @@ int store_timeline_oldest(store *s, uint64_t *ret_ns) {
         return 0;
 }
 
-static int timed_add_sample(uint64_t at_ns, const struct timeline_key *k, struct timeline_proc *tp _unused_,
-                            void *userdata) {
+int store_offtime_oldest(store *s, uint64_t *ret_ns) {
+        int64_t oldest;
+        int r;
+
+        /* as store_timeline_oldest: retention deletes the rows that end
+         * first, so the off-CPU timeline holds every block after */
+        r = db_query_i64(&s->d, "SELECT start_ns FROM offcpu_timeline ORDER BY end_ns LIMIT 1", NULL, 0, -1, &oldest);
+        if (r < 0)
+                return r;
+        if (oldest < 0)
+                return -ENOENT;
+        *ret_ns = (uint64_t) oldest;
+        return 0;
+}
+
+static int timed_add_sample(uint64_t at_ns, uint64_t value _unused_, const struct timeline_key *k,
+                            struct timeline_proc *tp _unused_, void *userdata) {
         return timed_set_add(userdata, at_ns, k->stack_id);
 }
 
@@ -972,6 +1045,44 @@ int store_query_timed(store *s, const struct store_query *q, struct timed_set *s
                 struct store_stack_out so = { .value = set->stack_values[i] };
 
                 r = store_stack_frames(s, set->stack_ids[i], cache, &out, &out_cap, &so.n_frames, &so.user_end);
+                if (r < 0)
+                        break;
+                so.frames = out;
+                r = fn(&so, userdata);
+        }
+        store_query_location_cache_done(s, cache);
+        if (s->read->keep_locations && !sqlite3_get_autocommit(s->d.handle))
+                (void) db_exec(&s->d, "COMMIT");
+        free(out);
+        return r;
+}
+
+static int timed_add_span(uint64_t at_ns, uint64_t value, const struct timeline_key *k,
+                          struct timeline_proc *tp _unused_, void *userdata) {
+        return timed_span_set_add(userdata, at_ns, value, k->stack_id);
+}
+
+int store_query_spans(store *s, const struct store_query *q, struct timed_span_set *set, store_stack_fn fn,
+                      void *userdata) {
+        struct store_frame_out *out = NULL;
+        size_t out_cap = 0;
+        hashmap *cache;
+        int r;
+
+        if (q->group != STORE_GROUP_NONE || q->kind != 1 || q->drain_id != 0) /* PROFD_KIND_OFFCPU */
+                return -EINVAL;
+        /* one read transaction, as store_query_timed */
+        cache = store_query_location_cache(s);
+        if (!cache)
+                return -ENOMEM;
+        r = timeline_scan(s, q, NULL, timed_add_span, set);
+        if (r >= 0)
+                timed_span_set_finish(set);
+        for (size_t i = 0; r >= 0 && i < set->stacks.n_stacks; i++) {
+                struct store_stack_out so = { .value = set->stacks.stack_values[i] };
+
+                r = store_stack_frames(s, set->stacks.stack_ids[i], cache, &out, &out_cap, &so.n_frames,
+                                       &so.user_end);
                 if (r < 0)
                         break;
                 so.frames = out;
@@ -1285,7 +1396,11 @@ static int store_read_stats(store *s, struct store_stats *ret) {
             (r = query_u64(s, "SELECT count(*) FROM timeline_blocks", &st.timeline_blocks)) < 0 ||
             (r = query_u64(s, "SELECT coalesce(sum(length(data)), 0) FROM timeline_blocks", &st.timeline_bytes)) < 0 ||
             (r = query_u64(s, "SELECT coalesce(sum(n), 0) FROM timeline_blocks", &st.timeline_samples)) < 0 ||
-            (r = query_u64(s, "SELECT coalesce(min(start_ns), 0) FROM timeline_blocks", &st.timeline_oldest_ns)) < 0)
+            (r = query_u64(s, "SELECT coalesce(min(start_ns), 0) FROM timeline_blocks", &st.timeline_oldest_ns)) < 0 ||
+            (r = query_u64(s, "SELECT count(*) FROM offcpu_timeline", &st.offtime_rows)) < 0 ||
+            (r = query_u64(s, "SELECT coalesce(sum(length(data)), 0) FROM offcpu_timeline", &st.offtime_bytes)) < 0 ||
+            (r = query_u64(s, "SELECT coalesce(sum(n), 0) FROM offcpu_timeline", &st.offtime_blocks)) < 0 ||
+            (r = query_u64(s, "SELECT coalesce(min(start_ns), 0) FROM offcpu_timeline", &st.offtime_oldest_ns)) < 0)
                 return r;
         if (stat(s->path, &sb) == 0)
                 st.file_bytes += sb.st_size;

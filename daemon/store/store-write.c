@@ -16,6 +16,7 @@
 #include "macro.h"
 #include "sample-blocks.h"
 #include "store-private.h"
+#include "offtime-pack.h"
 #include "timeline-pack.h"
 
 /* The most ids the drain connection's caches keep in all: each costs about
@@ -44,6 +45,7 @@ enum {
         STMT_UPSERT_THREAD,
         STMT_SELECT_LOCATION_RESOLVED,
         STMT_INSERT_TIMELINE,
+        STMT_INSERT_OFFTIME,
         _STMT_MAX,
 };
 
@@ -78,6 +80,8 @@ static const char *const stmt_sql[_STMT_MAX] = {
                                           "WHERE m.path = ?1 AND m.build_id = ?2 AND l.address = ?3",
         [STMT_INSERT_TIMELINE] = "INSERT INTO timeline_blocks (drain_id, start_ns, end_ns, n, data) "
                                  "VALUES (?1, ?2, ?3, ?4, ?5)",
+        [STMT_INSERT_OFFTIME] = "INSERT INTO offcpu_timeline (drain_id, start_ns, end_ns, n, data) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5)",
 };
 
 /* The samples of one (process, kind) of the drain being written. */
@@ -660,6 +664,66 @@ int store_drain_timeline(store *s, const struct store_timed *t, size_t n) {
         sqlite3_bind_int64(st, 4, (int64_t) n);
         sqlite3_bind_blob(st, 5, data, (int) size, SQLITE_STATIC);
         return step_done(s, st, "timeline insert");
+}
+
+int store_drain_offtime(store *s, const struct store_block *t, size_t n) {
+        struct store_write *w = s->write;
+        sqlite3_stmt *st = w->stmts[STMT_INSERT_OFFTIME];
+        _cleanup_free_ uint32_t *key_of = NULL;
+        _cleanup_free_ struct offtime_key *keys = NULL;
+        _cleanup_free_ struct offtime_block *blocks = NULL;
+        _cleanup_free_ uint8_t *data = NULL;
+        uint64_t start = UINT64_MAX, end = 0;
+        size_t n_keys = 0, size = 0;
+        int r;
+
+        if (n == 0)
+                return 0;
+        /* only the (add, state) pairs the blocks name become keys,
+         * renumbered: an add is one state already (the key's) */
+        key_of = malloc(MAX(w->n_added, (size_t) 1) * sizeof(*key_of));
+        keys = malloc(MIN(n, MAX(w->n_added, (size_t) 1)) * sizeof(*keys));
+        blocks = malloc(n * sizeof(*blocks));
+        if (!key_of || !keys || !blocks)
+                return -ENOMEM;
+        memset(key_of, 0xff, MAX(w->n_added, (size_t) 1) * sizeof(*key_of));
+        for (size_t i = 0; i < n; i++) {
+                if (t[i].sample >= w->n_added)
+                        return log_error_errno(-EINVAL, "Off-CPU block names add %" PRIu32 " of %zu.",
+                                               t[i].sample, w->n_added);
+                if (t[i].duration_ns > t[i].end_ns)
+                        return log_error_errno(-EINVAL, "Off-CPU block ends before the epoch.");
+                start = MIN(start, t[i].end_ns - t[i].duration_ns);
+                end = MAX(end, t[i].end_ns);
+        }
+        start -= start % 1000; /* µs: the blob's unit */
+        for (size_t i = 0; i < n; i++) {
+                uint32_t *k = &key_of[t[i].sample];
+                uint64_t begin = t[i].end_ns - t[i].duration_ns;
+
+                if (*k == UINT32_MAX) {
+                        const struct timeline_key *a = &w->added[t[i].sample];
+
+                        *k = (uint32_t) n_keys;
+                        keys[n_keys++] = (struct offtime_key) { a->process_id, a->stack_id, a->tid, t[i].state };
+                }
+                /* the start rounded down and the end up to the µs: a
+                 * block's µs hold all of its ns */
+                blocks[i] = (struct offtime_block) {
+                        .start_us = (begin - start) / 1000,
+                        .duration_us = (t[i].end_ns - start + 999) / 1000 - (begin - start) / 1000,
+                        .key = *k,
+                };
+        }
+        r = offtime_pack(keys, n_keys, blocks, n, &data, &size);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, w->drain_id);
+        sqlite3_bind_int64(st, 2, (int64_t) start);
+        sqlite3_bind_int64(st, 3, (int64_t) end);
+        sqlite3_bind_int64(st, 4, (int64_t) n);
+        sqlite3_bind_blob(st, 5, data, (int) size, SQLITE_STATIC);
+        return step_done(s, st, "off-CPU timeline insert");
 }
 
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys) {

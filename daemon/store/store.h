@@ -162,6 +162,17 @@ struct store_timed {
         uint32_t sample;
 };
 int store_drain_timeline(store *s, const struct store_timed *t, size_t n);
+/* The drain's off-CPU timeline (issue 44): each logged off-CPU block's
+ * end, duration and state, sample naming the store_drain_add call (kind
+ * offcpu) whose key it had. Once per drain, after its adds; n == 0 writes
+ * nothing. -EINVAL for a block naming no add. */
+struct store_block {
+        uint64_t end_ns;        /* Unix-epoch ns, the clock drains are stamped with */
+        uint64_t duration_ns;
+        uint32_t sample;
+        uint8_t state;          /* enum profd_state, the add's */
+};
+int store_drain_offtime(store *s, const struct store_block *t, size_t n);
 int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, uint64_t *ret_keys);
 void store_drain_abort(store *s);
 
@@ -244,6 +255,25 @@ struct timed_set;
 int store_query_timed(store *s, const struct store_query *q, struct timed_set *set, store_stack_fn fn,
                       void *userdata);
 
+/* The start of the oldest block the off-CPU timeline holds (it holds
+ * every one after). Returns 0, -ENOENT when it holds none, or a negative
+ * errno. */
+int store_offtime_oldest(store *s, uint64_t *ret_ns);
+
+struct timed_span_set;
+
+/* The off-CPU blocks of q's window with their own times (a timeline answer
+ * of kind offcpu, common/timed-spans.h): every block the off-CPU timeline
+ * holds that meets [from_ns, to_ns], clipped to it, whose process passes
+ * q's filters and whose thread and state pass tid and state_mask, goes into
+ * set (which keeps up to its cap and counts the rest; then sorted), then fn
+ * is called for each of the set's stacks in index order, value its ns
+ * kept. q must be an offcpu window without a group; the caller checks
+ * store_offtime_oldest. One read transaction. Returns 0, -EINVAL for
+ * another query, or a negative errno (fn's included). */
+int store_query_spans(store *s, const struct store_query *q, struct timed_span_set *set, store_stack_fn fn,
+                      void *userdata);
+
 /* Called, in time order, for each drain with matching samples: the drain's
  * bucket, the sum of its matching values, and the part of it whose stacks
  * are complete (user_end 0). */
@@ -278,6 +308,9 @@ struct store_stats {
         /* the timeline (timeline_blocks): its blocks, their blobs' bytes,
          * the samples they time, the oldest one's start (0: none) */
         uint64_t timeline_blocks, timeline_bytes, timeline_samples, timeline_oldest_ns;
+        /* the off-CPU timeline (offcpu_timeline, schema 13): its rows, their
+         * blobs' bytes, the blocks they hold, the oldest block's start */
+        uint64_t offtime_rows, offtime_bytes, offtime_blocks, offtime_oldest_ns;
         struct store_drop_total *drops;
         size_t n_drops;
 };
@@ -406,3 +439,65 @@ int store_outbox_timeline(store *s, int64_t drain_id, store_outbox_tick_fn fn, v
  * store_query_drops does for a window. Returns 0 or a negative errno
  * (fn's included). */
 int store_outbox_drops(store *s, int64_t drain_id, store_drop_fn fn, void *userdata);
+
+/* --- captures (schema 12, store-capture.c) ---
+ * A capture's row is its event (cause, who, when) and, until it is
+ * unpinned, the pin retention.c honours: see schema/0012-captures.sql.
+ * Written on store_open's connection (the manager's): one small row. */
+
+enum store_capture_state {
+        STORE_CAPTURE_ACTIVE,   /* its time after the trigger is still running */
+        STORE_CAPTURE_PINNED,   /* ended; its range stays pinned */
+        STORE_CAPTURE_UNPINNED, /* its data is retention's again */
+        _STORE_CAPTURE_STATE_MAX,
+};
+
+struct store_capture {
+        int64_t id;
+        const char *cause;   /* borrowed (a listing's: valid during the callback) */
+        const char *origin;  /* "setting" or "request" */
+        uint32_t uid;
+        bool has_value;
+        uint32_t value_centi;
+        uint64_t trigger_ns, from_ns, to_ns;
+        uint64_t pinned_bytes;
+        enum store_capture_state state;
+};
+
+const char *store_capture_state_name(enum store_capture_state s);
+
+/* Inserts c (its id ignored). Returns 0 and the new id, or a negative errno. */
+int store_capture_add(store *s, const struct store_capture *c, int64_t *ret_id);
+/* Sets a capture's state and pinned bytes. Returns 0, -ENOENT when there
+ * is no such capture, or a negative errno. */
+int store_capture_set(store *s, int64_t id, enum store_capture_state state, uint64_t pinned_bytes);
+/* The capture id, or -ENOENT. */
+int store_capture_get(store *s, int64_t id, struct store_capture *ret, char **ret_cause);
+
+/* Calls fn for the newest captures (at most limit; 0: all), newest first.
+ * Returns 0, fn's negative errno, or the store's. */
+typedef int (*store_capture_fn)(const struct store_capture *c, void *userdata);
+int store_capture_list(store *s, size_t limit, store_capture_fn fn, void *userdata);
+/* Calls fn for the captures whose pinned range overlaps [from_ns, to_ns]
+ * (a series' or a timeline's window: their events), by trigger time, at
+ * most limit of them; with only_uid, only those uid armed. *ret_omitted:
+ * how many more there were. Returns 0, fn's negative errno, or the store's. */
+int store_capture_window(store *s, uint64_t from_ns, uint64_t to_ns, bool only_uid, uint32_t uid, size_t limit,
+                         store_capture_fn fn, void *userdata, uint64_t *ret_omitted);
+
+/* What the drains overlapping [from_ns, to_ns] hold: the bytes of their
+ * sample blocks (a span's block counted with its first drain) and of
+ * their timeline blocks. What a capture of that range pins. */
+int store_capture_bytes(store *s, uint64_t from_ns, uint64_t to_ns, uint64_t *ret);
+
+struct store_capture_totals {
+        uint64_t count;        /* every capture recorded */
+        uint64_t pinning;      /* not unpinned */
+        uint64_t pinned_bytes; /* of those */
+        uint64_t last_trigger_ns; /* 0: none */
+};
+int store_capture_totals(store *s, struct store_capture_totals *ret);
+/* At start: a capture left active by a stop before its end is pinned now
+ * (its range was set at the trigger). Returns the rows changed or a
+ * negative errno. */
+int64_t store_capture_settle(store *s);

@@ -7,58 +7,7 @@
 #include <string.h>
 
 #include "macro.h"
-
-/* A growing output buffer; a failed growth sticks (oom), checked once at the end. */
-struct out {
-        uint8_t *data;
-        size_t size, cap;
-        bool oom;
-};
-
-static void put_varint(struct out *o, uint64_t v) {
-        if (o->oom)
-                return;
-        if (o->cap - o->size < 10) {
-                size_t cap = MAX(o->cap * 2, (size_t) 64);
-                uint8_t *d = realloc(o->data, cap);
-
-                if (!d) {
-                        o->oom = true;
-                        return;
-                }
-                o->data = d;
-                o->cap = cap;
-        }
-        while (v >= 0x80) {
-                o->data[o->size++] = (uint8_t) (v | 0x80);
-                v >>= 7;
-        }
-        o->data[o->size++] = (uint8_t) v;
-}
-
-/* Reads one varint at *p (< end): -EBADMSG when truncated, longer than 64
- * bits, or not in its shortest form (a last byte of 0 after others), so
- * that one block has one encoding. */
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
-        uint64_t v = 0;
-
-        for (unsigned shift = 0;; shift += 7) {
-                uint8_t b;
-
-                if (*p >= end || shift > 63)
-                        return -EBADMSG;
-                b = *(*p)++;
-                if (shift == 63 && b > 1)
-                        return -EBADMSG; /* bits past the 64th */
-                v |= (uint64_t) (b & 0x7f) << shift;
-                if (!(b & 0x80)) {
-                        if (b == 0 && shift > 0)
-                                return -EBADMSG; /* overlong */
-                        *ret = v;
-                        return 0;
-                }
-        }
-}
+#include "varint.h"
 
 static int key_cmp(const void *a, const void *b) {
         const struct timeline_key *x = a, *y = b;
@@ -96,7 +45,7 @@ int timeline_pack(const struct timeline_key *keys, size_t n_keys, const struct t
         _cleanup_free_ struct key_at *ka = NULL;
         _cleanup_free_ uint32_t *renumber = NULL;
         _cleanup_free_ struct timeline_sample *s = NULL;
-        struct out o = {};
+        struct varint_out o = {};
         uint64_t prev_time = 0;
         int64_t prev_proc = 0, prev_stack = 0;
 
@@ -123,22 +72,22 @@ int timeline_pack(const struct timeline_key *keys, size_t n_keys, const struct t
                 s[i] = (struct timeline_sample) { samples[i].time_us, renumber[samples[i].key] };
         qsort(s, n_samples, sizeof(*s), sample_cmp);
 
-        put_varint(&o, n_keys);
-        put_varint(&o, n_samples);
-        put_varint(&o, n_samples ? s[n_samples - 1].time_us : 0);
+        varint_put(&o, n_keys);
+        varint_put(&o, n_samples);
+        varint_put(&o, n_samples ? s[n_samples - 1].time_us : 0);
         for (size_t i = 0; i < n_keys; i++) {
                 const struct timeline_key *k = &ka[i].key;
 
-                put_varint(&o, (uint64_t) (k->process_id - prev_proc));
-                put_varint(&o, (uint64_t) (k->process_id == prev_proc && i > 0 ? k->stack_id - prev_stack
+                varint_put(&o, (uint64_t) (k->process_id - prev_proc));
+                varint_put(&o, (uint64_t) (k->process_id == prev_proc && i > 0 ? k->stack_id - prev_stack
                                                                                 : k->stack_id));
-                put_varint(&o, k->tid);
+                varint_put(&o, k->tid);
                 prev_proc = k->process_id;
                 prev_stack = k->stack_id;
         }
         for (size_t i = 0; i < n_samples; i++) {
-                put_varint(&o, s[i].time_us - prev_time);
-                put_varint(&o, s[i].key);
+                varint_put(&o, s[i].time_us - prev_time);
+                varint_put(&o, s[i].key);
                 prev_time = s[i].time_us;
         }
         if (o.oom) {
@@ -160,8 +109,8 @@ int timeline_unpack(const uint8_t *data, size_t size, struct timeline_block *ret
 
         if (!data && size > 0)
                 return -EINVAL;
-        if ((r = get_varint(&p, end, &n_keys)) < 0 || (r = get_varint(&p, end, &n_samples)) < 0 ||
-            (r = get_varint(&p, end, &span)) < 0)
+        if ((r = varint_get(&p, end, &n_keys)) < 0 || (r = varint_get(&p, end, &n_samples)) < 0 ||
+            (r = varint_get(&p, end, &span)) < 0)
                 return r;
         /* a key takes 3 bytes at least, a sample 2: a count the bytes left
          * cannot hold is a lie, refused before it sizes an allocation */
@@ -179,8 +128,8 @@ int timeline_unpack(const uint8_t *data, size_t size, struct timeline_block *ret
         for (uint64_t i = 0; i < n_keys; i++) {
                 uint64_t dp, s, tid;
 
-                if ((r = get_varint(&p, end, &dp)) < 0 || (r = get_varint(&p, end, &s)) < 0 ||
-                    (r = get_varint(&p, end, &tid)) < 0)
+                if ((r = varint_get(&p, end, &dp)) < 0 || (r = varint_get(&p, end, &s)) < 0 ||
+                    (r = varint_get(&p, end, &tid)) < 0)
                         return r;
                 if (dp > (uint64_t) (INT64_MAX - proc) || tid > UINT32_MAX)
                         return -EBADMSG;
@@ -199,7 +148,7 @@ int timeline_unpack(const uint8_t *data, size_t size, struct timeline_block *ret
         for (uint64_t i = 0; i < n_samples; i++) {
                 uint64_t dt, k;
 
-                if ((r = get_varint(&p, end, &dt)) < 0 || (r = get_varint(&p, end, &k)) < 0)
+                if ((r = varint_get(&p, end, &dt)) < 0 || (r = varint_get(&p, end, &k)) < 0)
                         return r;
                 if (dt > span - time || k >= n_keys)
                         return -EBADMSG;

@@ -23,7 +23,9 @@
  *   binary, build-ids;
  * - load: on-CPU samples at the frequency times CPUs times interval times a
  *   daily busy curve, aggregated per (thread, stack) like the kernel maps
- *   do; off-CPU and wake-up keys with their states and nanoseconds. */
+ *   do; off-CPU and wake-up keys with their states and nanoseconds;
+ * - with --timeline, each on-CPU sample's own time (schema 11's timeline,
+ *   as profd's writer stores it), in bursts per process (below). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -863,6 +865,7 @@ struct key {
         uint8_t kind, state;
         uint32_t peer;
         uint64_t value;
+        uint64_t time_ns; /* --timeline: an on-CPU sample's time; not part of the key */
 };
 
 static int key_cmp(const void *a, const void *b) {
@@ -890,7 +893,27 @@ struct options {
         uint64_t end_s;
         bool quiet;
         bool no_retention;
+        bool timeline;
 };
+
+/* When an on-CPU sample of process proc was taken within its drain
+ * (--timeline), in ns after the drain's start. Real processes do not run
+ * evenly: a process works in a burst of its own each drain, from a few
+ * milliseconds (a request, a cron job) to the whole interval (a busy
+ * service), centred anywhere in it. Drawn from hashes, not from the host's
+ * generator, so the aggregates are the same with and without --timeline. */
+static uint64_t sample_offset_ns(const struct options *o, unsigned drain, uint32_t proc, size_t i) {
+        uint64_t span = (uint64_t) o->interval_s * NSEC_PER_SEC;
+        uint64_t hp = mix2(mix2(o->seed, drain), proc), hs = mix2(hp, i);
+        double u = (double) (hp >> 11) / (double) (1ULL << 53);
+        double centre = (double) ((hp >> 3) % span);
+        /* widths from 5 ms up, mostly short: u^3 of the interval */
+        double width = MAX(5e6, u * u * u * (double) span);
+        double v = (double) (hs >> 11) / (double) (1ULL << 53);
+        double t = centre + (v - 0.5) * width;
+
+        return (uint64_t) MIN(MAX(t, 0.0), (double) (span - 1));
+}
 
 /* How busy the host is at a time of day: a daily curve with noise. */
 static double busy_at(double hours_into_day, rng *r) {
@@ -917,6 +940,8 @@ static size_t pick_proc(struct host *h, const size_t *live, const double *cdf, s
 static int write_drain(store *st, struct host *h, const struct options *o, unsigned drain, uint64_t start_ns,
                        uint64_t end_ns, double busy, struct key **keys, size_t *keys_cap, uint64_t *ret_rows) {
         _cleanup_free_ size_t *live = NULL;
+        _cleanup_free_ struct store_timed *timed = NULL;
+        size_t n_timed = 0;
         _cleanup_free_ double *cpu_cdf = NULL, *wait_cdf = NULL;
         size_t n_live = 0, n_keys = 0, n_cpu = (size_t) (o->frequency * o->cpus * o->interval_s * busy);
         double cs = 0, ws = 0;
@@ -937,6 +962,11 @@ static int write_drain(store *st, struct host *h, const struct options *o, unsig
                 }
         if (n_live == 0)
                 return 0;
+        if (o->timeline) {
+                timed = malloc(MAX(n_cpu, (size_t) 1) * sizeof(*timed));
+                if (!timed)
+                        return -ENOMEM;
+        }
         if (want > *keys_cap) {
                 struct key *k = realloc(*keys, want * sizeof(**keys));
                 if (!k)
@@ -961,6 +991,8 @@ static int write_drain(store *st, struct host *h, const struct options *o, unsig
                                 .state = (uint8_t) set->stacks[s].state,
                                 .value = 1,
                         };
+                        if (kind == KIND_CPU && o->timeline)
+                                k->time_ns = start_ns + sample_offset_ns(o, drain, k->proc, i);
                         if (kind != KIND_CPU) {
                                 /* blocked from a millisecond (the default
                                  * threshold) to the whole interval, mostly short */
@@ -988,6 +1020,12 @@ static int write_drain(store *st, struct host *h, const struct options *o, unsig
                 size_t j = i + 1;
                 for (; j < n_keys && key_cmp(&k, &(*keys)[j]) == 0; j++)
                         k.value += (*keys)[j].value;
+                /* every on-CPU sample aggregated into this add keeps its
+                 * time, naming the add (this drain's rows-th call) */
+                if (timed && k.kind == KIND_CPU)
+                        for (size_t m = i; m < j; m++)
+                                timed[n_timed++] = (struct store_timed) { .time_ns = (*keys)[m].time_ns,
+                                                                          .sample = (uint32_t) rows };
                 i = j;
 
                 struct proc *pr = &h->procs[k.proc];
@@ -1008,6 +1046,9 @@ static int write_drain(store *st, struct host *h, const struct options *o, unsig
                         goto fail;
                 rows++;
         }
+        r = store_drain_timeline(st, timed, n_timed);
+        if (r < 0)
+                goto fail;
         /* the drops a busy host sees now and then */
         if (drain % 97 == 13 && (r = store_drain_drop(st, "user_stack_error", 1 + drain % 5)) < 0)
                 goto fail;
@@ -1196,6 +1237,9 @@ static void help(void) {
                "  --end EPOCH_S       time of the last drain (default now)\n"
                "  --no-retention      no retention steps between drains, so no spans:\n"
                "                      every block holds one drain (schema 8's layout)\n"
+               "  --timeline          also each on-CPU sample's own time (the timeline), in\n"
+               "                      bursts per process, kept as profd does by default (1h,\n"
+               "                      256M); the aggregates are those made without it\n"
                "  --quiet             no progress line\n");
 }
 
@@ -1221,7 +1265,7 @@ int main(int argc, char **argv) {
                 { "offcpu-keys", required_argument, NULL, 'o' }, { "wakeup-keys", required_argument, NULL, 'w' },
                 { "seed", required_argument, NULL, 'S' },    { "end", required_argument, NULL, 'e' },
                 { "quiet", no_argument, NULL, 'q' },         { "help", no_argument, NULL, 'h' },
-                { "no-retention", no_argument, NULL, 'R' },
+                { "no-retention", no_argument, NULL, 'R' },  { "timeline", no_argument, NULL, 'T' },
                 {},
         };
         struct options o = { .hours = 24, .processes = 300, .stacks = 6000, .frequency = 49, .cpus = 2,
@@ -1255,6 +1299,9 @@ int main(int argc, char **argv) {
                         continue;
                 case 'q':
                         o.quiet = true;
+                        continue;
+                case 'T':
+                        o.timeline = true;
                         continue;
                 case '?':
                         return 2;
@@ -1312,7 +1359,9 @@ int main(int argc, char **argv) {
         if (!o.no_retention) {
                 r = retention_open(argv[optind], &(struct retention_settings) {
                         .raw_ns = CONF_DEFAULT_RETENTION_RAW_NS, .m1_ns = CONF_DEFAULT_RETENTION_1M_NS,
-                        .all_ns = CONF_DEFAULT_RETENTION_NS }, &ret);
+                        .all_ns = CONF_DEFAULT_RETENTION_NS,
+                        .timeline_ns = o.timeline ? CONF_DEFAULT_TIMELINE_RETENTION_NS : 0,
+                        .timeline_max_bytes = o.timeline ? CONF_DEFAULT_TIMELINE_MAX_SIZE : 0 }, &ret);
                 if (r < 0)
                         goto out;
         }

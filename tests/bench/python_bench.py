@@ -333,10 +333,10 @@ def daemon_span(p, seconds):
 def suite_daemon(args, workdir, builds):
     out = {}
     for b in builds:
-        p, sock, _ = start_profd(b, workdir, "daemon", [])
+        p, sock, _ = start_profd(b, workdir, "daemon", args.interval_args)
         procs = []
         try:
-            time.sleep(min(11, args.daemon_seconds))  # past the first drain
+            time.sleep(min(args.first_drain_s, args.daemon_seconds))  # past the first drain
             idle = daemon_span(p, args.daemon_seconds)
             procs = start_workers([[args.python, args.service_script, str(args.daemon_seconds + args.warmup + 30)]
                                    for _ in range(args.processes)])
@@ -373,11 +373,11 @@ def store_in_use(path):
 
 
 def store_run(args, workdir, b, kind, depth):
-    p, sock, store = start_profd(b, workdir, f"store-{kind}", ["--kinds", "cpu"])
+    p, sock, store = start_profd(b, workdir, f"store-{kind}", ["--kinds", "cpu"] + args.interval_args)
     procs = []
     try:
         procs = start_workers([deep_argv(args, kind, args.store_seconds + 30, depth) for _ in range(os.cpu_count())])
-        time.sleep(11)  # the first drain: schema, mappings, the first sight of every stack
+        time.sleep(args.first_drain_s)  # the first drain: schema, mappings, the first sight of every stack
         w0 = flush(b, sock)
         s0, n0 = store_in_use(store), profctl_json(b, sock, "status", "--json")["samples"]
         time.sleep(args.store_seconds)
@@ -502,9 +502,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a tiny configuration: checks the bench runs")
     args = ap.parse_args()
     args.command = " ".join(["tests/bench/python_bench.py"] + sys.argv[1:])
+    # profd's default drain interval (10 s), and a wait past its first drain
+    args.interval_args, args.first_drain_s = [], 11
     if args.quick:
         args.rounds, args.seconds, args.warmup, args.processes = 1, 2, 2, 2
         args.daemon_seconds, args.store_seconds = 5, 5
+        # drains every 2 s: the same path, without 11 s waits for the first
+        args.interval_args, args.first_drain_s = ["--interval", "2s"], 3
     if os.geteuid() != 0:
         if args.quick:
             print("SKIP: python_bench loads BPF programs and needs root; it did NOT run", file=sys.stderr)

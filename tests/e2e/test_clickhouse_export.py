@@ -168,7 +168,10 @@ def assert_timeline_exactly_once(p, host):
     differ = sorted(e for e in set(local) | set(remote) if local.get(e) != remote.get(e))
     assert not differ, (f"{host}: timelines of {len(local)} drains stored, {len(remote)} in ClickHouse; "
                         f"(samples, first, last) differ: {[(e, local.get(e), remote.get(e)) for e in differ[:5]]}")
-    strays = CH.query(f"SELECT count() FROM profd.timeline WHERE host = '{host}' AND stack GLOBAL NOT IN "
+    # up to the drains acknowledged: a later batch may be between its
+    # timeline's insert and its samples'
+    strays = CH.query(f"SELECT count() FROM profd.timeline WHERE host = '{host}' AND drain_end <= {p.upto[1]} "
+                      f"AND stack GLOBAL NOT IN "
                       f"(SELECT stack FROM profd.samples WHERE host = '{host}' AND kind = 0)").strip()
     assert strays == "0", f"{host}: {strays} timeline rows name a stack no cpu sample row of the host has"
     return sum(n for n, _, _ in local.values())
@@ -238,6 +241,27 @@ def clickhouse_stacks(host, kind, from_ns, to_ns):
     return stacks, sum(by_stack.values())
 
 
+def fleet_profctl(*args):
+    r = subprocess.run([binary("PROFCTL"), "--clickhouse", CH.url] + list(args), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, f"profctl --clickhouse {' '.join(args)} exited {r.returncode}: {r.stderr[-2000:]}"
+    return r
+
+
+def timeline_oldest(p):
+    """The oldest sample the store's timeline holds (Unix-epoch ns)."""
+    db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT min(start_ns) FROM timeline_blocks").fetchone()[0]
+    finally:
+        db.close()
+
+
+def heatmap_json(profctl, from_ns, to_ns, *args):
+    return json.loads(profctl("heatmap", "--from", rfc3339(from_ns), "--to", rfc3339(to_ns), "--json",
+                              *args).stdout)
+
+
 def stop(p):
     """Stops profd: on a loaded machine its writer may need long for the
     drains still queued."""
@@ -283,13 +307,18 @@ def hosts_on_both_shards(n):
 def test_three_hosts_export_exactly_what_they_stored():
     hosts = hosts_on_both_shards(3)
     profds = [start_profd(h) for h in hosts]
-    work = busy(8)
+    work = None
     try:
         for p in profds:
             p.start(timeout=180)
-        # a window in the past: from the 2nd drain's start to the 4th's end of the first host
-        drains = [drains_stored(p, 5) for p in profds][0]
-        t_from, t_to = drains[1][0] + 1, drains[3][1] - 1
+        work = busy(8)  # once every host profiles
+        # a window in the past every host profiled: from the latest second
+        # drain's start (the hosts start one after the other, far apart
+        # under a sanitizer and load) over three intervals
+        t_from = max(drains_stored(p, 2)[1][0] for p in profds) + 1
+        t_to = t_from + 3 * 2 * 10**9
+        for p in profds:
+            wait_for("a drain past the window", lambda: newest_drain(p)[1] > t_to, timeout=120, p=p)
         for p in profds:
             caught_up(p)
         for h, p in zip(hosts, profds):
@@ -308,6 +337,28 @@ def test_three_hosts_export_exactly_what_they_stored():
             assert e["errors"] == {k: 0 for k in e["errors"]}, f"{h}: errors {e['errors']}"
             assert e["exported_timeline"] >= ticks and e["timeline_unmatched"] == 0, \
                 f"{h}: {ticks} timeline samples stored, status {e}"
+        # the fleet's heatmap: each host's exported timeline, cell for cell
+        # what its profd draws from its own; all hosts, their sum. The
+        # window: where every host's timeline holds samples, ending a
+        # second before the last drain exported (a sample taken just
+        # before a drain's end may be read by the next)
+        h_from = max(timeline_oldest(p) for p in profds)
+        for p in profds:  # hosts start one after the other: a few seconds past the last one's first sample
+            wait_for("a drain 4 s after every host's first timed sample",
+                     lambda: newest_drain(p)[1] > h_from + 4 * 10**9, timeout=120, p=p)
+            caught_up(p)
+        h_to = min(p.upto[1] for p in profds) - 10**9
+        assert h_from < h_to, f"no window every host's exported timeline covers: {h_from} to {h_to}"
+        total = 0
+        for h, p in zip(hosts, profds):
+            lh = heatmap_json(p.profctl, h_from, h_to)
+            fh = heatmap_json(fleet_profctl, h_from, h_to, "--host", h)
+            assert lh["total"] > 0, f"{h}: no timeline samples in the window"
+            for k in ("total", "start_ns", "columns", "cells", "omitted"):
+                assert fh[k] == lh[k], f"{h}: the fleet heatmap's {k} is {fh[k]!r:.200}, profd's {lh[k]!r:.200}"
+            total += lh["total"]
+        fh = heatmap_json(fleet_profctl, h_from, h_to, "--host", "fleet-*")
+        assert fh["total"] == total, f"the fleet heatmap of every host holds {fh['total']} samples, the hosts {total}"
         # both shards hold samples, each host on one of them
         per_shard = [s.query("SELECT DISTINCT host FROM profd.samples_local FORMAT TabSeparated").split()
                      for s in CH.servers]
@@ -324,7 +375,8 @@ def test_three_hosts_export_exactly_what_they_stored():
             print(f"--- profd {p.args} ---\n" + p.read_log()[-3000:], file=sys.stderr)
         raise
     finally:
-        work.wait()
+        if work:
+            work.wait()
         cleanup_all(profds)
 
 

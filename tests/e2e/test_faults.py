@@ -93,6 +93,9 @@ def stored_drops(path):
 
 # --- 1. SIGKILL in the middle of drains --------------------------------------
 
+# Under AddressSanitizer two kills: what the sanitizer adds (memory errors
+# in recovery and restart) shows in the first; the five of the plain run
+# are there for the timing of where a kill lands (a minute under ASan).
 KILL_ATTEMPTS = 5
 KILL_INTERVAL_S = 1.0
 
@@ -132,7 +135,8 @@ def test_sigkill_mid_drain_loses_at_most_the_interval_in_flight():
     work = None
     in_flight_lost = in_flight_kept = 0
     try:
-        for attempt in range(KILL_ATTEMPTS):
+        attempts = 2 if sanitized() else KILL_ATTEMPTS
+        for attempt in range(attempts):
             d = Profd("--frequency", "499", "--interval", "1s", store=store, workdir=workdir)
             d.start()
             try:
@@ -202,7 +206,7 @@ def test_sigkill_mid_drain_loses_at_most_the_interval_in_flight():
             assert "leaf_spin" in names, f"workload stacks are not symbolized after the kills: {sorted(names)[:20]}"
             d.stop()
             drains = check_store(store)
-            print(f"  {KILL_ATTEMPTS} kills: {len(drains)} drains whole, {len(acked)} acknowledged all kept; "
+            print(f"  {attempts} kills: {len(drains)} drains whole, {len(acked)} acknowledged all kept; "
                   f"in-flight flush stored {in_flight_kept}x, lost {in_flight_lost}x")
     finally:
         stop_workload(work)
@@ -562,7 +566,7 @@ def test_tiny_kernel_maps_count_what_they_drop():
     # cpu only, so every sample BPF saw is either stored or counted as
     # map_full: the books must balance
     with Profd("--kinds", "cpu", "--frequency", "499", "--interval", "1s",
-               "--max-keys", "64", "--max-stacks", "64") as d:
+               "--max-keys", "16", "--max-stacks", "64") as d:
         work = start_workload(binary("MANY_STACKS"), 5, 16, nice=19)
         truth = finish(work)
         out = json.loads(d.profctl("flush", "--json").stdout)
@@ -572,7 +576,7 @@ def test_tiny_kernel_maps_count_what_they_drop():
         seen = st["samples_seen"] - st["idle_samples"]
         print(f"  {seen} samples seen, {st['samples']} stored; drops: "
               + ", ".join(f"{k} {v}" for k, v in sorted(drops.items()) if v))
-        assert drops["map_full"] > 0, f"64 keys held 16 threads x 4096 stacks without a drop? {drops}"
+        assert drops["map_full"] > 0, f"16 keys held 16 threads x 4096 stacks without a drop? {drops}"
         assert drops["stack_map_full"] > 0, f"64 stacks held 4096 distinct stacks without a drop? {drops}"
         # the books balance: stored + dropped = seen, within the samples that
         # land between a drain's flip and its reading of the counters (read

@@ -14,7 +14,7 @@ puts them where they were.
   whole milliseconds, so the two select the same samples: no tolerance).
 - The cap: --max-samples 10 draws 10 samples and says how many it left out.
 - Bad input: --from after --to, a window before the timeline's oldest
-  sample, --rows that do not divide a second, --kind offcpu, a raw
+  sample, --rows that do not divide a second, --kind wakeup, a raw
   timeline request with its window reversed: each a clear error and a
   non-zero exit, and profd answers after each."""
 import json
@@ -198,15 +198,15 @@ def check_bad_input(d, pid, window):
             "before the oldest sample the timeline holds")
     refused(["--rows", "7"], 2, "--rows '7' is not a number of rows per second")
     refused(["--rows", "50x"], 2, "--rows '50x' is not a number of rows per second")
-    refused(["--kind", "offcpu"], 2, "profd does not keep yet")
+    refused(["--kind", "wakeup"], 2, "wakeups do not keep their times")
     refused(["--format", "png"], 2, "--format 'png' is not known")
     # profd itself refuses what profctl would have caught
     lines = exchange(d.socket, [json.dumps({"op": "timeline", "from": window[3], "to": window[1]}).encode(),
-                                json.dumps({"op": "timeline", "kind": "offcpu"}).encode(),
+                                json.dumps({"op": "timeline", "kind": "wakeup"}).encode(),
                                 json.dumps({"op": "status"}).encode()])
     print(f"  raw requests: {[l.get('error', l['type']) for l in lines]}")
     assert lines[0]["type"] == "error" and "is before 'from'" in lines[0]["error"], lines[0]
-    assert lines[1]["type"] == "error" and "off-CPU blocks do not keep" in lines[1]["error"], lines[1]
+    assert lines[1]["type"] == "error" and "wakeups do not keep their times" in lines[1]["error"], lines[1]
     assert lines[2]["type"] == "status", lines[2]
 
     # the cap: the first samples drawn, the rest counted and said

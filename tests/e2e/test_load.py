@@ -214,8 +214,11 @@ def test_hundred_concurrent_clients_get_complete_answers_and_drains_stay_on_time
         # on time: the drains keep their pace, and none is skipped. One may
         # wait for the request the loop is serving: on 2 CPUs with the
         # hundred clients the longest gap was 1.18-1.94 s in 10 runs before
-        # and after this bound was set, and 2.15 s once in CI
-        assert median < 1.2 * INTERVAL_S, f"drains came every {median:.2f} s (median; interval 1 s)"
+        # and after this bound was set, and 2.15 s once in CI. A gap is the
+        # interval plus the previous drain's own time (the timer is re-armed
+        # when a drain ends), which the clients slow: the median was 1.24 s
+        # once in CI. A skipped drain would make it 2 s.
+        assert median < 1.5 * INTERVAL_S, f"drains came every {median:.2f} s (median; interval 1 s)"
         assert max(gaps) < 3 * INTERVAL_S, f"a drain came {max(gaps):.2f} s after the previous one (interval 1 s)"
 
 

@@ -3,7 +3,9 @@
  * input is both a condition and a pressure file's text. Invariants: a
  * refused condition has a message; an accepted one is written back in the
  * grammar and that text parses to the same writing; an accepted pressure
- * file has its some line and averages of at most 100%. */
+ * file has its some line and averages of at most 100%. The same bytes as
+ * /proc/PID/stat, a cgroup's cpu.stat and /proc/self/mounts: parsed
+ * within their bounds (ASan), a mount path found is a path. */
 #include <errno.h>
 
 #include "capture-util.h"
@@ -35,6 +37,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 for (int l = 0; l < 2; l++)
                         for (int w = 0; w < 3; w++)
                                 FUZZ_CHECK(r.avg_centi[l][w] <= 10000);
+        }
+        {
+                uint64_t cpu, start;
+                char *path = NULL;
+
+                (void) capture_parse_stat((const char *) data, size, 100, &cpu, &start);
+                (void) capture_parse_cpu_stat((const char *) data, size, &cpu);
+                if (capture_cgroup2_mount((const char *) data, size, &path) == 0) {
+                        FUZZ_CHECK(path && path[0] == '/');
+                        free(path);
+                }
         }
         free(s);
         return 0;

@@ -6,7 +6,7 @@
 #                                                   and SRCDIR/NAME.dict if present)
 #   run-fuzzers.sh --skip REASON                   (exit 77: meson reports SKIP)
 #
-# FUZZ_SECONDS (default 10) sets the time per target, e.g. FUZZ_SECONDS=600
+# FUZZ_SECONDS (default 6) sets the time per target, e.g. FUZZ_SECONDS=600
 # for a longer hunt than the test suite can afford.
 set -u
 
@@ -22,7 +22,7 @@ fi
 srcdir=$1
 artifacts=$2
 shift 2
-seconds=${FUZZ_SECONDS:-10}
+seconds=${FUZZ_SECONDS:-6}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/profd-fuzz.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT

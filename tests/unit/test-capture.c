@@ -206,7 +206,96 @@ static void test_gate(void) {
         CHECK_STR_EQ(capture_verdict_name(_CAPTURE_VERDICT_MAX), "unknown");
 }
 
+/* /proc/PID/stat as the kernel writes it: a comm with spaces and
+ * parentheses, utime 250 and stime 50 ticks at 100 Hz = 3 s. */
+static void test_proc_stat(void) {
+        static const char line[] =
+                "4242 (my (odd) prog) R 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 987654 "
+                "12345678 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+        uint64_t cpu = 0, start = 0;
+
+        CHECK_INT_EQ(capture_parse_stat(line, strlen(line), 100, &cpu, &start), 0);
+        CHECK_INT_EQ(cpu, 3000000000ULL);
+        CHECK_INT_EQ(start, 987654);
+        /* cut before starttime, a letter in utime, no comm, no ticks */
+        CHECK_INT_EQ(capture_parse_stat(line, 60, 100, &cpu, &start), -EBADMSG);
+        CHECK_INT_EQ(capture_parse_stat("1 (a) R 1 1 1 0 -1 0 0 0 0 0 2x0 50 0 0 20 0 3 0 9 1 1", 52, 100, &cpu, &start),
+                     -EBADMSG);
+        CHECK_INT_EQ(capture_parse_stat("4242 R 1", 8, 100, &cpu, &start), -EBADMSG);
+        CHECK_INT_EQ(capture_parse_stat(line, strlen(line), 0, &cpu, &start), -EINVAL);
+}
+
+static void test_cgroup_cpu_stat(void) {
+        static const char stat[] = "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n";
+        uint64_t cpu = 0;
+
+        CHECK_INT_EQ(capture_parse_cpu_stat(stat, strlen(stat), &cpu), 0);
+        CHECK_INT_EQ(cpu, 1500000000ULL);
+        CHECK_INT_EQ(capture_parse_cpu_stat("user_usec 1\n", 12, &cpu), -EBADMSG);
+        CHECK_INT_EQ(capture_parse_cpu_stat("usage_usec 1x\n", 14, &cpu), -EBADMSG);
+}
+
+/* Hybrid hosts mount cgroup2 at /sys/fs/cgroup/unified, under v1's. */
+static void test_cgroup2_mount(void) {
+        static const char hybrid[] =
+                "tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0\n"
+                "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
+                "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+        static const char escaped[] = "none /mnt/my\\040cg cgroup2 rw 0 0";
+        static const char none[] = "proc /proc proc rw 0 0\ncgroup /x cgroup2x rw 0 0\n";
+        char *path = NULL;
+
+        CHECK_INT_EQ(capture_cgroup2_mount(hybrid, strlen(hybrid), &path), 0);
+        CHECK_STR_EQ(path, "/sys/fs/cgroup/unified");
+        free(path);
+        CHECK_INT_EQ(capture_cgroup2_mount(escaped, strlen(escaped), &path), 0);
+        CHECK_STR_EQ(path, "/mnt/my cg");
+        free(path);
+        CHECK_INT_EQ(capture_cgroup2_mount(none, strlen(none), &path), -ENOENT);
+}
+
+/* Unprivileged users watch their own processes, nothing else. */
+static void test_who_may_start(void) {
+        struct capture_cond pid = { .kind = CAPTURE_CPU_PID, .pid = 42 }, psi = { .kind = CAPTURE_PSI },
+                            manual = { .kind = CAPTURE_MANUAL }, cg = { .kind = CAPTURE_CPU_CGROUP };
+        const char *err;
+
+        CHECK_INT_EQ(capture_may_start(&psi, true, 0, UINT32_MAX, &err), 0);
+        CHECK_INT_EQ(capture_may_start(&manual, true, 1000, UINT32_MAX, &err), 0);
+        CHECK_INT_EQ(capture_may_start(&pid, false, 1000, 1000, &err), 0);
+        CHECK(err == NULL);
+        CHECK_INT_EQ(capture_may_start(&pid, false, 1000, 0, &err), -EPERM);
+        CHECK(err && strstr(err, "not yours"));
+        CHECK_INT_EQ(capture_may_start(&pid, false, 1000, UINT32_MAX, &err), -EPERM);
+        CHECK_INT_EQ(capture_may_start(&psi, false, 1000, 1000, &err), -EPERM);
+        CHECK(err && strstr(err, "admin group"));
+        CHECK_INT_EQ(capture_may_start(&manual, false, 1000, 1000, &err), -EPERM);
+        CHECK_INT_EQ(capture_may_start(&cg, false, 1000, 1000, &err), -EPERM);
+}
+
+static void test_range_and_estimate(void) {
+        const uint64_t s = 1000000000ULL;
+        uint64_t from, to;
+
+        capture_range(1000 * s, 300 * s, 30 * s, &from, &to);
+        CHECK_INT_EQ(from, 700 * s);
+        CHECK_INT_EQ(to, 1030 * s);
+        capture_range(10 * s, 300 * s, UINT64_MAX, &from, &to);
+        CHECK_INT_EQ(from, 0);
+        CHECK_INT_EQ(to, UINT64_MAX);
+        /* 1 MiB over the last 100 s: 330 s pin 3.3 MiB */
+        CHECK_INT_EQ(capture_estimate_bytes(1 << 20, 100 * s, 300 * s, 30 * s), (uint64_t) (3.3 * (1 << 20)));
+        CHECK_INT_EQ(capture_estimate_bytes(0, 100 * s, 300 * s, 30 * s), 0);
+        CHECK_INT_EQ(capture_estimate_bytes(5, 0, 300 * s, 30 * s), 0);
+        CHECK_INT_EQ(capture_estimate_bytes(UINT64_MAX, 1, UINT64_MAX, 1), UINT64_MAX);
+}
+
 int main(void) {
+        test_proc_stat();
+        test_cgroup_cpu_stat();
+        test_who_may_start();
+        test_cgroup2_mount();
+        test_range_and_estimate();
         test_grammar();
         test_psi();
         test_cpu_and_edges();

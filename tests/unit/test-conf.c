@@ -105,7 +105,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 30);
+        CHECK_INT_EQ(n, 37);
 }
 
 static void test_defaults(void) {
@@ -118,6 +118,8 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.max_store_size, 1ULL << 30);
         CHECK_INT_EQ(c.timeline_retention_ns, 3600 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.timeline_max_size, 256ULL << 20);
+        CHECK_INT_EQ(c.timeline_offcpu_min_ns, 1000000);
+        CHECK_INT_EQ(c.timeline_offcpu_rate, 200);
         CHECK_INT_EQ(c.unwind_memory, 24ULL << 20);
         CHECK_INT_EQ(c.kernel_memory, 64ULL << 20);
         CHECK(c.debug_dirs && c.debug_dirs[0] && !c.debug_dirs[1]);
@@ -149,6 +151,10 @@ static void test_bad_files_name_file_line_and_key(void) {
                 { "socket_mode = 0999\n", "f.conf:1: key 'socket_mode': *" },
                 { "max_clients = many\n", "f.conf:1: key 'max_clients': *" },
                 { "kinds = cpu,gpu\n", "f.conf:1: key 'kinds': unknown kind \"gpu\" *" },
+                { "capture_on = psi:cpu>50 disk:sda>5\n", "f.conf:1: key 'capture_on': capture_on: \"disk:sda>5\": unknown capture condition*" },
+                { "capture_on = cpu:pid=x>5\n", "f.conf:1: key 'capture_on': capture_on: \"cpu:pid=x>5\": cpu: pid= needs a process id*" },
+                { "capture_on = manual\n", "f.conf:1: key 'capture_on': capture_on: \"manual\" is for profctl capture start*" },
+                { "capture_duration = 0s\n", "f.conf:1: key 'capture_duration': capture_duration must be a duration from 1s to 1h*" },
                 { "store = relative.db\n", "f.conf:1: key 'store': store must be an absolute path, not \"relative.db\"" },
                 { "frequency\n", "f.conf:1: expected \"key = value\", got \"frequency\"" },
                 { " = 5\n", "f.conf:1: missing key before '='" },
@@ -300,6 +306,13 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "max_store_size", "512M", "536870912" },
         { "timeline_retention", "6h", "6h" },
         { "timeline_max_size", "64M", "67108864" },
+        { "capture_on", "psi:cpu>50  cpu:pid=42>90 oom", "psi:cpu>50 cpu:pid=42>90 oom" },
+        { "capture_before", "2m", "2m" },
+        { "capture_duration", "1m", "1m" },
+        { "capture_cooldown", "15m", "15m" },
+        { "capture_max_pinned", "64M", "67108864" },
+        { "timeline_offcpu_min", "5ms", "5ms" },
+        { "timeline_offcpu_rate", "500", "500" },
         { "symbol_cache", "64", "64" },
         { "debug_dirs", "/usr/lib/debug /opt/debug", "/usr/lib/debug /opt/debug" },
         { "debuginfod_urls", "https://debuginfod.debian.net", "https://debuginfod.debian.net" },
@@ -452,9 +465,9 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
         }
         /* frequency, interval, offcpu_min/max, max_clients, client_timeout,
          * retention x3, max_store_size, timeline_retention, timeline_max_size,
-         * symbol_cache, debug_dirs */
-        CHECK_INT_EQ(n_reloadable, 14);
-        CHECK_INT_EQ(n_restart, 16);
+         * timeline_offcpu_min, symbol_cache, debug_dirs */
+        CHECK_INT_EQ(n_reloadable, 15);
+        CHECK_INT_EQ(n_restart, 22);
         conf_done(&defaults);
 }
 

@@ -334,6 +334,35 @@ static void test_stacks_by_host_are_one_scan_unmerged(void) {
         free(t);
 }
 
+/* A timeline request: the samples of profd.timeline by their own time
+ * (the window's ends included, as profd's timeline), no drain, kind or
+ * state; the stacks summed per host as a sample count; the samples by
+ * millisecond and stack, one row past the cap. */
+static void test_timeline_selects_samples_by_their_own_time(void) {
+        struct query_request q = { .kind = 0, .pid = 9, .state_mask = 1u << 1, .max_samples = 500 };
+        struct fleet_scope s = { .host = "web-*", .timeline = true, .from_ns = 1795996800123000000ULL,
+                                 .to_ns = 1795996805000000000ULL };
+        char *w = sql(fleet_sql_where, &q, &s);
+
+        CHECK_STR_EQ(w, " PREWHERE t >= 1795996800123000000 AND t <= 1795996805000000000 "
+                        "WHERE time >= toDateTime(1795996800) AND time <= toDateTime(1795996805) "
+                        "AND day >= '2026-11-30' AND day <= '2026-12-01' AND match(host, '^(?s)web-.*$') "
+                        "AND pid = 9");
+        free(w);
+        w = sql(fleet_sql_stacks_by_host, &q, &s);
+        CHECK(strstr(w, "SELECT stack, count() AS v, '' AS grp, host FROM profd.timeline PREWHERE t >= ") == w);
+        free(w);
+        s.timeline = false; /* the samples query sets it itself */
+        w = sql(fleet_sql_timeline_samples, &q, &s);
+        CHECK(strstr(w, "SELECT intDiv(t, 1000000) AS ms, stack, count() FROM profd.timeline PREWHERE t >= ") == w);
+        CHECK(strstr(w, " GROUP BY ms, stack ORDER BY ms, stack LIMIT 501 FORMAT TabSeparated"));
+        free(w);
+        q.max_samples = 0;
+        w = sql(fleet_sql_timeline_samples, &q, &s);
+        CHECK(strstr(w, " LIMIT 1000001 FORMAT TabSeparated"));
+        free(w);
+}
+
 int main(void) {
         test_quote_escapes_quotes_backslashes_and_control_bytes();
         test_globs_become_anchored_regexes();
@@ -347,5 +376,6 @@ int main(void) {
         test_rowbinary_stacks_are_read_and_cut_rows_refused();
         test_rowbinary_sums_and_frames_are_read_and_cut_rows_refused();
         test_stacks_by_host_are_one_scan_unmerged();
+        test_timeline_selects_samples_by_their_own_time();
         return tests_failed ? 1 : 0;
 }

@@ -293,8 +293,14 @@ static void test_html(const char *dir) {
         free(page);
 
         if (dir) {
+                /* a capture's mark in the burst's column: the page still
+                 * selects and folds under it (test_heatmap_page.py) */
+                static const struct heatmap_mark mark = { .t_ns = S(1001) + MS(400), .label = "capture 1 (manual)" };
                 char path[4096];
                 FILE *f;
+
+                h.marks = &mark;
+                h.n_marks = 1;
 
                 snprintf(path, sizeof(path), "%s/heatmap.html", dir);
                 f = fopen(path, "we");
@@ -313,6 +319,39 @@ static void test_html(const char *dir) {
         heatmap_done(&h);
 }
 
+/* Events (captures' triggers): a mark at the end of its second's text
+ * line, one outside the columns said after the grid; in the SVG a line and
+ * a marker whose tooltip is the label, escaped, only for marks inside the
+ * window. */
+static void test_marks(void) {
+        const struct heatmap_mark marks[] = {
+                { .t_ns = S(1001) + MS(250), .label = "capture 3 (cpu:pid=7>50)" },
+                { .t_ns = S(990), .label = "capture 2 (oom)" },
+        };
+        struct heatmap h;
+        const char *line;
+        char *text;
+
+        CHECK_INT_EQ(heatmap_init(&h, S(1000), S(1003), 50, false), 0);
+        heatmap_add(&h, S(1001) + MS(300), 1);
+        h.marks = marks;
+        h.n_marks = ELEMENTSOF(marks);
+        text = capture_text(&h, 0);
+        line = line_of(text, "00:16:41 |");
+        CHECK(line && strstr(line, "| 1 samples  <- capture 3 (cpu:pid=7>50) at 00:16:41.250\n") == line + 60);
+        CHECK_INT_EQ(count(text, "<- capture"), 1);
+        CHECK(strstr(text, "\ncapture 2 (oom) at 1970-01-01 00:16:30 UTC, outside the window\n"));
+        free(text);
+
+        text = capture(SVG, &h, 0, NULL);
+        CHECK_INT_EQ(count(text, "<g class=\"event\""), 1);
+        CHECK(strstr(text, "data-event-t=\"1250\"><title>capture 3 (cpu:pid=7&gt;50) at 00:16:41.250 UTC</title>"));
+        CHECK(strstr(text, "pointer-events=\"none\""));
+        CHECK(!strstr(text, "capture 2"));
+        free(text);
+        heatmap_done(&h);
+}
+
 /* Usage: test-heatmap [DIR] (DIR: where to write heatmap.html for
  * test_heatmap_page.py) */
 int main(int argc, char **argv) {
@@ -322,6 +361,7 @@ int main(int argc, char **argv) {
         test_levels();
         test_text();
         test_svg();
+        test_marks();
         test_html(argc > 1 ? argv[1] : NULL);
         TESTS_DONE();
 }

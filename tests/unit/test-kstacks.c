@@ -107,6 +107,40 @@ static void test_small_budget_and_overrides(void) {
         CHECK(p.bytes > in.kernel_memory);
 }
 
+/* The off-CPU log (blocklog.h) is sized like the sampler's, from
+ * timeline_offcpu_rate, and counted in the plan's bytes, within the
+ * budget like the rest. */
+static void test_offcpu_log_in_the_plan(void) {
+        struct mapsize_input in = defaults(2);
+        struct mapsize_plan without, with;
+
+        mapsize_plan(&in, &without);
+        CHECK_INT_EQ(without.block_slots, 0);
+        in.offcpu_rate = 200;
+        mapsize_plan(&in, &with);
+        /* 200 blocks x 10 s x 1.5, slack and the head */
+        CHECK_INT_EQ(with.block_slots, 3000 + 16 + 1);
+        CHECK_INT_EQ(with.keys, without.keys);
+        /* 64 bytes a slot, 2 CPUs, 2 generations, and the array's own */
+        CHECK_INT_EQ(with.bytes - without.bytes, 2 * 2 * 3017 * 64 + 320);
+        /* at most the counts map's keys per CPU */
+        in.offcpu_rate = 100000;
+        mapsize_plan(&in, &with);
+        CHECK_INT_EQ(with.block_slots, with.keys / 2 + 1);
+        for (unsigned cpus = 1; cpus <= 256; cpus *= 2) {
+                in = defaults(cpus);
+                in.offcpu_rate = 200;
+                mapsize_plan(&in, &with);
+                CHECK(with.bytes <= in.kernel_memory);
+                CHECK(with.block_slots > 1);
+        }
+        in = defaults(64);
+        in.offcpu_rate = 200;
+        in.kernel_memory = 1 * MIB;
+        mapsize_plan(&in, &with);
+        CHECK(with.bytes <= 1 * MIB);
+}
+
 /* node as the kernel map holds it: head then frames */
 static struct stack_node *node(uint64_t parent, uint32_t n, uint8_t end, uint64_t first_ip, size_t value_size) {
         _cleanup_free_ char *v = calloc(1, value_size);
@@ -315,6 +349,7 @@ int main(void) {
         test_two_cpus_fit_in_twelve_mib();
         test_bounded_whatever_the_cpus();
         test_small_budget_and_overrides();
+        test_offcpu_log_in_the_plan();
         test_chain_assembled_innermost_first();
         test_broken_chains_refused();
         test_leaf_put_back_in_front();

@@ -136,15 +136,16 @@ static void test_series_request(void) {
         request_done(&r);
 }
 
-/* A timeline request: the filters and window of a query, format, lines,
- * raw_names and max_samples; nothing that needs drains or blocked time. */
+/* A timeline request: the filters and window of a query (kind cpu or
+ * offcpu), format, lines, raw_names and max_samples; nothing that needs
+ * drains. */
 static void test_timeline_request(void) {
         static const struct {
                 const char *line, *message;
         } bad[] = {
-                { "{\"op\":\"timeline\",\"kind\":\"offcpu\"}", "kind 'offcpu': the timeline holds on-CPU samples only; "
-                                                            "off-CPU blocks do not keep their start and end times yet" },
-                { "{\"op\":\"timeline\",\"kind\":\"wakeup\"}", "kind 'wakeup': the timeline holds on-CPU samples only" },
+                { "{\"op\":\"timeline\",\"kind\":\"wakeup\"}", "kind 'wakeup': a timeline answer carries on-CPU samples "
+                                                            "(kind cpu) and off-CPU blocks (kind offcpu); wakeups do not" },
+                { "{\"op\":\"timeline\",\"state\":\"D\"}", "field 'state' applies to kinds offcpu and wakeup" },
                 { "{\"op\":\"timeline\",\"last\":true}", "field 'last' (the most recent drain) applies to query" },
                 { "{\"op\":\"timeline\",\"by_drains\":true}", "field 'by_drains' applies to query" },
                 { "{\"op\":\"timeline\",\"group\":\"process\"}", "unknown field 'group' in timeline request" },
@@ -176,6 +177,13 @@ static void test_timeline_request(void) {
         CHECK_INT_EQ(parse("{\"op\":\"timeline\"}", &r, &err), 0);
         CHECK_INT_EQ(r.query.max_samples, 0);
         CHECK(!r.query.have_since);
+        request_done(&r);
+        /* off-CPU blocks, with the task-state filter (per block) */
+        CHECK_INT_EQ(parse("{\"op\":\"timeline\",\"kind\":\"offcpu\",\"state\":\"S,D\",\"max_samples\":9}", &r,
+                           &err), 0);
+        CHECK_INT_EQ(r.query.kind, PROFD_KIND_OFFCPU);
+        CHECK(r.query.state_mask != 0);
+        CHECK_INT_EQ(r.query.max_samples, 9);
         request_done(&r);
         CHECK_INT_EQ(parse("{\"op\":\"timeline\",\"since\":\"30s\"}", &r, &err), 0);
         CHECK(r.query.have_since);
@@ -336,7 +344,7 @@ static void test_bad_requests_name_the_problem(void) {
                 { "\"status\"", "must be a JSON object" },
                 { "{}", "missing field 'op'" },
                 { "{\"op\":7}", "'op' must be a string" },
-                { "{\"op\":\"drop_tables\"}", "unknown op 'drop_tables' (expected status, flush, query, series or timeline)" },
+                { "{\"op\":\"drop_tables\"}", "unknown op 'drop_tables' (expected status, flush, query, series, timeline or capture)" },
                 { "{\"op\":\"query\",\"pid\":0}", "'pid': 0 is not a process id" },
                 { "{\"op\":\"query\",\"pid\":4294967296}", "is not a process id" },
                 { "{\"op\":\"query\",\"pid\":1.5}", "'pid' must be an integer" },
@@ -355,6 +363,17 @@ static void test_bad_requests_name_the_problem(void) {
                 { "{\"op\":\"query\",\"comm\":\"x\",\"comm\":\"y\"}", "malformed JSON" },
                 { "{\"op\":\"flush\",\"now\":true}", "unknown field 'now' in flush request" },
                 { "{\"op\":\"query\",\"pid\":1; DROP TABLE samples}", "malformed JSON" },
+                { "{\"op\":\"capture\"}", "capture needs 'action'" },
+                { "{\"op\":\"capture\",\"action\":\"begin\"}", "unknown capture action 'begin'" },
+                { "{\"op\":\"capture\",\"action\":\"start\"}", "capture start needs 'condition'" },
+                { "{\"op\":\"capture\",\"action\":\"start\",\"condition\":\"disk:sda>5\"}",
+                  "bad capture condition 'disk:sda>5': unknown capture condition" },
+                { "{\"op\":\"capture\",\"action\":\"start\",\"condition\":\"cpu:pid=12>abc\"}",
+                  "the threshold is a percentage of one CPU" },
+                { "{\"op\":\"capture\",\"action\":\"list\",\"id\":3}", "unknown field 'id' in capture list request" },
+                { "{\"op\":\"capture\",\"action\":\"unpin\"}", "capture unpin needs 'id'" },
+                { "{\"op\":\"capture\",\"action\":\"unpin\",\"id\":0}", "a positive integer" },
+                { "{\"op\":\"capture\",\"action\":\"stop\",\"id\":\"2\"}", "a positive integer" },
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -463,7 +482,26 @@ static void test_conf_file_and_overrides(void) {
         conf_done(&c);
 }
 
+static void test_capture_requests(void) {
+        struct request r;
+        char *err = NULL;
+        static const char start[] = "{\"op\":\"capture\",\"action\":\"start\",\"condition\":\"cpu:pid=42>80\"}";
+        static const char unpin[] = "{\"op\":\"capture\",\"action\":\"unpin\",\"id\":7}";
+
+        CHECK_INT_EQ(request_parse(start, strlen(start), &r, &err), 0);
+        CHECK_INT_EQ(r.op, REQUEST_CAPTURE);
+        CHECK_INT_EQ(r.capture.action, CAPTURE_ACTION_START);
+        CHECK_STR_EQ(r.capture.condition, "cpu:pid=42>80");
+        request_done(&r);
+        CHECK_INT_EQ(request_parse(unpin, strlen(unpin), &r, &err), 0);
+        CHECK_INT_EQ(r.capture.action, CAPTURE_ACTION_UNPIN);
+        CHECK_INT_EQ(r.capture.id, 7);
+        CHECK(r.capture.condition == NULL);
+        request_done(&r);
+}
+
 int main(void) {
+        test_capture_requests();
         test_query_fields_are_applied();
         test_query_defaults();
         test_offcpu_kinds_and_states();

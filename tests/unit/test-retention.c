@@ -4,6 +4,7 @@
  * referred to, and the maximum size deletes the oldest data first and gives
  * the space back. */
 #include <errno.h>
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "offtime-pack.h"
 #include "retention.h"
 #include "store.h"
 #include "tests.h"
@@ -96,6 +98,22 @@ static unsigned settle(retention *r, store *s, uint64_t now) {
         "SELECT group_concat(x, ';') FROM (SELECT p.pid || ',' || s.tid || ',' || s.kind || ',' || s.state " \
         "|| ',' || s.stack_id || '=' || sum(s.value) AS x FROM samples s JOIN processes p ON p.id = s.process_id " \
         "GROUP BY p.pid, s.tid, s.kind, s.state, s.stack_id ORDER BY 1)"
+
+/* Up to three pieces of SQL joined, in a static buffer (one use at a time). */
+static const char *sql_cat(const char *a, const char *b, const char *c) {
+        static char buf[1024];
+
+        snprintf(buf, sizeof(buf), "%s%s%s", a, b, c ? c : "");
+        return buf;
+}
+
+/* The rows of table whose end_ns is below (op "<") or at (op "=") t. */
+static int64_t count_end(sqlite3 *db, const char *table, const char *op, uint64_t t) {
+        char sql[256];
+
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE end_ns %s %" PRIu64, table, op, t);
+        return q1(db, sql);
+}
 
 static char *text1(sqlite3 *db, const char *sql) {
         sqlite3_stmt *st;
@@ -691,10 +709,186 @@ static void test_timeline_has_a_retention_of_its_own(void) {
         store_close(s);
 }
 
+/* A capture pins the drains and timeline of its range (schema 12): a
+ * retention pass that deletes their neighbours, for age and for the
+ * timeline's own age, keeps them raw and whole; unpinned, they go. */
+static void test_capture_pins_survive_retention(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        uint64_t now = T0 + 120 * MINUTE, from = T0 + 25 * MINUTE, to = T0 + 31 * MINUTE, bytes = 0;
+        const struct retention_settings set = { .raw_ns = 5 * MINUTE, .m1_ns = 5 * MINUTE, .all_ns = 10 * MINUTE,
+                                                .timeline_ns = 5 * MINUTE };
+        struct store_capture_totals tot;
+        int64_t id = 0, pinned_cpu;
+        char pinned_sql[512];
+
+        snprintf(path, sizeof(path), "%s/capture.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_timed_drains(s, T0, T0 + 120 * MINUTE, MINUTE, 8);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(store_capture_add(s, &(struct store_capture) { .cause = "cpu:pid=42>80", .origin = "request",
+                                                             .uid = 1000, .has_value = true, .value_centi = 9950,
+                                                             .trigger_ns = T0 + 30 * MINUTE, .from_ns = from,
+                                                             .to_ns = to, .state = STORE_CAPTURE_PINNED },
+                                &id) == 0);
+        CHECK(id > 0);
+        CHECK(store_capture_bytes(s, from, to, &bytes) == 0);
+        CHECK(bytes > 0);
+        CHECK(store_capture_set(s, id, STORE_CAPTURE_PINNED, bytes) == 0);
+        CHECK_INT_EQ(store_capture_set(s, id + 1, STORE_CAPTURE_PINNED, 0), -ENOENT);
+        CHECK(store_capture_totals(s, &tot) == 0);
+        CHECK_INT_EQ(tot.count, 1);
+        CHECK_INT_EQ(tot.pinning, 1);
+        CHECK_INT_EQ(tot.pinned_bytes, bytes);
+        /* drains end every minute: those ending 25..32 min in overlap it */
+        snprintf(pinned_sql, sizeof(pinned_sql), "FROM drains WHERE end_ns >= %" PRIu64 " AND start_ns <= %" PRIu64,
+                 from, to);
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT count(*) ", pinned_sql, NULL)), 8);
+        pinned_cpu = q1(db, sql_cat("SELECT sum(value) FROM samples WHERE kind = 0 AND drain_id IN (SELECT id ",
+                                     pinned_sql, ")"));
+        CHECK(pinned_cpu > 0);
+
+        CHECK(retention_open(path, &set, &r) == 0);
+        settle(r, s, now);
+        /* the neighbours went: nothing else older than 10 minutes */
+        CHECK_INT_EQ(count_end(db, "drains", "=", T0 + 24 * MINUTE), 0);
+        CHECK_INT_EQ(count_end(db, "drains", "=", T0 + 33 * MINUTE), 0);
+        CHECK_INT_EQ(count_end(db, "drains", "<", T0 + 110 * MINUTE), 8);
+        /* the pinned ones stayed raw, with their samples and their timeline */
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT count(*) ", pinned_sql, " AND resolution_ns = 0")), 8);
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT sum(value) FROM samples WHERE kind = 0 AND drain_id IN (SELECT id ",
+                                     pinned_sql, ")")),
+                     pinned_cpu);
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT count(*) FROM timeline_blocks WHERE drain_id IN (SELECT id ", pinned_sql,
+                                     ")")),
+                     8);
+        CHECK_INT_EQ(count_end(db, "timeline_blocks", "<", T0 + 110 * MINUTE), 8);
+        CHECK_INT_EQ(timeline_dangling_keys(db), 0);
+
+        /* unpinned: the data is retention's again */
+        CHECK(store_capture_set(s, id, STORE_CAPTURE_UNPINNED, bytes) == 0);
+        settle(r, s, now);
+        CHECK_INT_EQ(q1(db, sql_cat("SELECT count(*) ", pinned_sql, NULL)), 0);
+        CHECK_INT_EQ(count_end(db, "timeline_blocks", "<", T0 + 110 * MINUTE), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM captures WHERE state = 'unpinned'"), 1);
+        CHECK(store_capture_totals(s, &tot) == 0);
+        CHECK_INT_EQ(tot.pinning, 0);
+        CHECK_INT_EQ(tot.pinned_bytes, 0);
+
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 static void test_bucket(void) {
         CHECK_INT_EQ(retention_bucket(T0 + 59 * SEC, RETENTION_1M_NS), T0);
         CHECK_INT_EQ(retention_bucket(T0 + 60 * SEC, RETENTION_1M_NS), T0 + MINUTE);
         CHECK_INT_EQ(retention_bucket(T0 + 599 * SEC, RETENTION_10M_NS), T0);
+}
+
+/* Drains of `interval` from `from` to `to`, each with 4 offcpu samples
+ * (tid 400 + k, state S) and their off-CPU timeline: block k began 20 ms
+ * before the drain (k = 0: a block longer than the drain's start) plus k x
+ * 10 ms and lasted 30 ms + 1 ns (the µs rounded up to hold it). */
+static void write_blocked_drains(store *s, uint64_t from, uint64_t to, uint64_t interval) {
+        static const struct store_process proc = { .pid = 400, .start_ns = 4, .comm = "delta", .exe = "/usr/bin/d" };
+        struct store_block b[4];
+
+        for (uint64_t end = from + interval; end <= to; end += interval) {
+                CHECK(store_drain_begin(s, end - interval, end) == 0);
+                for (unsigned k = 0; k < 4; k++) {
+                        struct store_frame frames[1] = { { .module = "/usr/bin/d", .address = 0x4000 + 16 * k,
+                                                           .function = "wait_here" } };
+                        CHECK(store_drain_add(s, &(struct store_sample) { .process = &proc, .tid = 400 + k, .kind = 1,
+                                                                           .state = 2, .frames = frames, .n_frames = 1,
+                                                                           .value = 30000001 }) == 0);
+                        b[k] = (struct store_block) { end - interval - 20000000 + k * 10000000ULL + 30000001,
+                                                      30000001, k, 2 };
+                }
+                CHECK(store_drain_offtime(s, b, 4) == 0);
+                CHECK(store_drain_commit(s, NULL, NULL, NULL) == 0);
+        }
+}
+
+/* The off-CPU timeline (schema 13): a row per drain whose blocks keep
+ * their start and duration (to the µs, holding every ns) and name the
+ * drain's offcpu samples with their state; retention takes rows by
+ * timeline_retention, by timeline_max_size counted with the on-CPU
+ * timeline's, and with the drains of their time. */
+static void test_offcpu_timeline_follows_the_timeline_settings(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        uint64_t now = T0 + 120 * MINUTE;
+        int64_t bytes;
+
+        snprintf(path, sizeof(path), "%s/offtime.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_blocked_drains(s, T0, T0 + 120 * MINUTE, MINUTE);
+        write_timed_drains(s, T0 + 120 * MINUTE, T0 + 121 * MINUTE, MINUTE, 8);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM offcpu_timeline"), 120);
+        CHECK_INT_EQ(q1(db, "SELECT sum(n) FROM offcpu_timeline"), 120 * 4);
+        {
+                sqlite3_stmt *st;
+                struct offtime_set b = {};
+
+                CHECK(sqlite3_prepare_v2(db, "SELECT data, start_ns, end_ns FROM offcpu_timeline "
+                                             "ORDER BY drain_id LIMIT 1", -1, &st, NULL) == SQLITE_OK);
+                CHECK(sqlite3_step(st) == SQLITE_ROW);
+                CHECK_INT_EQ(offtime_unpack(sqlite3_column_blob(st, 0), (size_t) sqlite3_column_bytes(st, 0), &b), 0);
+                /* time 0 is the first block's start, 20 ms before the drain */
+                CHECK_INT_EQ(sqlite3_column_int64(st, 1), (int64_t) (T0 - 20000000));
+                CHECK_INT_EQ(sqlite3_column_int64(st, 2), (int64_t) (T0 + 10000000 + 30000001));
+                CHECK_INT_EQ(b.n_keys, 4);
+                CHECK_INT_EQ(b.n_blocks, 4);
+                for (size_t i = 0; i < b.n_blocks; i++) {
+                        CHECK_INT_EQ(b.blocks[i].start_us, i * 10000);
+                        CHECK_INT_EQ(b.blocks[i].duration_us, 30001);
+                        CHECK_INT_EQ(b.keys[b.blocks[i].key].tid, 400 + i);
+                        CHECK_INT_EQ(b.keys[b.blocks[i].key].state, 2);
+                }
+                sqlite3_finalize(st);
+                offtime_set_done(&b);
+        }
+
+        /* 30 minutes of timeline: the older rows of both tables go */
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 24 * 60 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE,
+                                                                  .timeline_ns = 30 * MINUTE }, &r) == 0);
+        settle(r, s, now);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM offcpu_timeline"), 30);
+        CHECK_INT_EQ(q1(db, "SELECT min(end_ns) FROM offcpu_timeline") >= (int64_t) (now - 30 * MINUTE), 1);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM timeline_blocks"), 1);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains"), 121);
+
+        /* a size bound on both tables' blobs together: the oldest go, each
+         * table's newest stays */
+        bytes = q1(db, "SELECT (SELECT sum(length(data)) FROM offcpu_timeline) + "
+                       "(SELECT sum(length(data)) FROM timeline_blocks)");
+        retention_configure(r, &(struct retention_settings) { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 24 * 60 * MINUTE,
+                                                              .all_ns = 24 * 60 * MINUTE, .timeline_ns = 30 * MINUTE,
+                                                              .timeline_max_bytes = (uint64_t) bytes / 2 });
+        settle(r, s, now);
+        CHECK(q1(db, "SELECT (SELECT sum(length(data)) FROM offcpu_timeline) + "
+                     "(SELECT sum(length(data)) FROM timeline_blocks)") <= bytes / 2);
+        CHECK(q1(db, "SELECT count(*) FROM offcpu_timeline") >= 1);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM timeline_blocks"), 1);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains"), 121);
+
+        /* the aggregates' retention takes the rows of their time with them */
+        retention_configure(r, &(struct retention_settings) { .raw_ns = 5 * MINUTE, .m1_ns = 5 * MINUTE,
+                                                              .all_ns = 10 * MINUTE });
+        settle(r, s, now);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM offcpu_timeline WHERE end_ns < (SELECT min(start_ns) FROM drains)"),
+                     0);
+
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
 }
 
 int main(void) {
@@ -711,6 +905,8 @@ int main(void) {
         test_damaged_block_is_dropped_and_counted();
         test_max_size_deletes_oldest_first_and_shrinks_the_file();
         test_timeline_has_a_retention_of_its_own();
+        test_capture_pins_survive_retention();
+        test_offcpu_timeline_follows_the_timeline_settings();
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         (void) system(cmd);
         TESTS_DONE();

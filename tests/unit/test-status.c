@@ -73,6 +73,7 @@ static struct conf test_conf(void) {
                 .retention_ns = 7 * 86400 * NSEC_PER_SEC,
                 .timeline_retention_ns = 3600 * NSEC_PER_SEC,
                 .timeline_max_size = 256 << 20,
+                .timeline_offcpu_min_ns = 1000000,
                 .debug_dirs = debug_dirs,
                 .clickhouse_url = "http://ch:8123",
                 .host_name = "web1",
@@ -98,9 +99,12 @@ static struct status_stats full_stats(const struct conf *c) {
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
                 .user_walks = 15,
                 .timeline_untimed = 16,
+                .offtime_logged = 17, .offtime_short = 18, .offtime_short_ns = 19,
+                .offtime_unlogged = 20, .offtime_unlogged_ns = 31,
                 .clients = 3,
                 .writer_running = true,
                 .store = { .drains = 21, .samples = 22, .stacks = 23, .processes = 24, .last_drain_ns = 25,
+                           .offtime_rows = 2, .offtime_blocks = 32, .offtime_bytes = 33, .offtime_oldest_ns = 34,
                            .timeline_blocks = 27, .timeline_bytes = 28, .timeline_samples = 29,
                            .timeline_oldest_ns = 30,
                            .file_bytes = 26, .drops = stored_drops, .n_drops = ELEMENTSOF(stored_drops) },
@@ -127,6 +131,15 @@ static struct status_stats full_stats(const struct conf *c) {
                 .rss = { .total = 101, .anon = 102, .file = 103 },
                 .heap_in_use_bytes = 104, .heap_free_bytes = 105, .sqlite_bytes = 106,
                 .heap_trims = 107, .heap_trim_ns = 108 * NSEC_PER_MSEC,
+                .captures = { .running = true,
+                              .totals = { .count = 141, .pinning = 142, .pinned_bytes = 143, .last_trigger_ns = 144 },
+                              .budget_bytes = 145, .cooldown_ns = 146 * NSEC_PER_SEC, .before_ns = 147 * NSEC_PER_SEC,
+                              .duration_ns = 148 * NSEC_PER_SEC, .refused = { 0, 149, 150 }, .failed = 151,
+                              .triggers = 152, .read_errors = 153,
+                              .last = { { .id = 154, .cause = "cpu:pid=42>80", .origin = "request", .uid = 1000,
+                                          .has_value = true, .value_centi = 9950, .trigger_ns = 155, .from_ns = 156,
+                                          .to_ns = 157, .pinned_bytes = 158, .state = STORE_CAPTURE_PINNED } },
+                              .n_last = 1 },
         };
 
         for (int i = 0; i < PROFD_COUNTER__MAX; i++)
@@ -190,7 +203,7 @@ static void test_keys_in_order(void) {
                       "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
                       "runtime_names truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
-                      "rss_bytes memory heap_trims heap_trim_ms offcpu timeline max_clients client_timeout_ms "
+                      "rss_bytes memory heap_trims heap_trim_ms offcpu timeline captures max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
                    "mappings_used mappings_capacity kernel_bytes mapped_bytes tables_built build_ms "
@@ -211,7 +224,11 @@ static void test_keys_in_order(void) {
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"), "min_ns max_ns filtered_blocks filtered_ns");
         check_keys(json_object_get(o, "timeline"), "bytes blocks samples oldest_ns untimed retention_s max_size "
-                   "deleted_blocks");
+                   "deleted_blocks offcpu");
+        check_keys(json_object_get(json_object_get(o, "timeline"), "offcpu"), "blocks bytes oldest_ns logged short "
+                   "short_ns unlogged unlogged_ns min_ns");
+        check_keys(json_object_get(o, "captures"), "count pinning pinned_bytes max_pinned_bytes cooldown_s before_s "
+                   "duration_s refused failed triggers read_errors last");
         check_keys(json_object_get(o, "unresolved"), "no_symbols no_file jit_without_map unknown_mapping "
                    "python_no_runtime python_exited python_read_code python_not_code python_read_string "
                    "python_string_not_compact python_string_too_long python_string_bad");
@@ -252,6 +269,45 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "retention_s"), 3600);
         CHECK_INT_EQ(num(x, "max_size"), 256 << 20);
         CHECK_INT_EQ(num(x, "deleted_blocks"), 130);
+        x = json_object_get(x, "offcpu");
+        CHECK_INT_EQ(num(x, "blocks"), 32);
+        CHECK_INT_EQ(num(x, "bytes"), 33);
+        CHECK_INT_EQ(num(x, "oldest_ns"), 34);
+        CHECK_INT_EQ(num(x, "logged"), 17);
+        CHECK_INT_EQ(num(x, "short"), 18);
+        CHECK_INT_EQ(num(x, "short_ns"), 19);
+        CHECK_INT_EQ(num(x, "unlogged"), 20);
+        CHECK_INT_EQ(num(x, "unlogged_ns"), 31);
+        CHECK_INT_EQ(num(x, "min_ns"), 1000000);
+        x = json_object_get(o, "captures");
+        CHECK_INT_EQ(num(x, "count"), 141);
+        CHECK_INT_EQ(num(x, "pinning"), 142);
+        CHECK_INT_EQ(num(x, "pinned_bytes"), 143);
+        CHECK_INT_EQ(num(x, "max_pinned_bytes"), 145);
+        CHECK_INT_EQ(num(x, "cooldown_s"), 146);
+        CHECK_INT_EQ(num(x, "before_s"), 147);
+        CHECK_INT_EQ(num(x, "duration_s"), 148);
+        CHECK_INT_EQ(num(json_object_get(x, "refused"), "cooling_down"), 149);
+        CHECK_INT_EQ(num(json_object_get(x, "refused"), "over_budget"), 150);
+        CHECK_INT_EQ(num(x, "failed"), 151);
+        CHECK_INT_EQ(num(x, "triggers"), 152);
+        CHECK_INT_EQ(num(x, "read_errors"), 153);
+        CHECK(json_array_size(json_object_get(x, "last")) == 1);
+        {
+                json_t *l = json_array_get(json_object_get(x, "last"), 0);
+
+                check_keys(l, "id cause origin uid value_percent trigger_ns from_ns to_ns pinned_bytes state");
+                CHECK_INT_EQ(num(l, "id"), 154);
+                CHECK_STR_EQ(str(l, "cause"), "cpu:pid=42>80");
+                CHECK_STR_EQ(str(l, "origin"), "request");
+                CHECK_INT_EQ(num(l, "uid"), 1000);
+                CHECK(json_real_value(json_object_get(l, "value_percent")) == 99.5);
+                CHECK_INT_EQ(num(l, "trigger_ns"), 155);
+                CHECK_INT_EQ(num(l, "from_ns"), 156);
+                CHECK_INT_EQ(num(l, "to_ns"), 157);
+                CHECK_INT_EQ(num(l, "pinned_bytes"), 158);
+                CHECK_STR_EQ(str(l, "state"), "pinned");
+        }
         x = json_object_get(o, "kinds");
         CHECK(json_array_size(x) == 2);
         CHECK_STR_EQ(json_string_value(json_array_get(x, 0)), "cpu");

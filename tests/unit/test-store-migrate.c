@@ -440,9 +440,12 @@ int main(void) {
         {
                 _cleanup_free_ char *v = text1(db, "PRAGMA user_version");
 
-                CHECK_STR_EQ(v, "11");
-                /* schema 11: an older store gets an empty timeline */
+                CHECK_STR_EQ(v, "13");
+                /* schema 11: an older store gets an empty timeline; 12: no
+                 * captures; 13: an empty off-CPU timeline */
                 CHECK_INT_EQ(i64(db, "SELECT count(*) FROM timeline_blocks"), 0);
+                CHECK_INT_EQ(i64(db, "SELECT count(*) FROM captures"), 0);
+                CHECK_INT_EQ(i64(db, "SELECT count(*) FROM offcpu_timeline"), 0);
                 CHECK_INT_EQ(i64(db, "SELECT count(*) FROM samples_v7"), total_rows);
                 CHECK_INT_EQ(i64(db, "SELECT count(*) FROM sample_blocks"), 0);
         }
@@ -585,7 +588,7 @@ int main(void) {
                 _cleanup_free_ char *old = text1(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                                  "('samples_v7', 'samples_query', 'samples_stack', 'samples_process')");
 
-                CHECK_STR_EQ(v, "11");
+                CHECK_STR_EQ(v, "13");
                 /* every row back, exactly */
                 CHECK_STR_EQ(rows_after, rows_before);
                 CHECK_STR_EQ(refs, refs_before);

@@ -706,6 +706,47 @@ static void test_series_fills_gaps_and_scales_bars(void) {
                      "1970-01-01 00:01:43           1.0  #\n");
 }
 
+/* A capture's event is a line after the step of its trigger; one whose
+ * trigger is before the window (what it pins overlaps it) comes first and
+ * says so; --json lists them as profd sent them, but their type. */
+static void test_series_marks_captures(void) {
+        struct series_point points[] = {
+                { 100 * NSEC_PER_SEC, 20, 0 },
+                { 102 * NSEC_PER_SEC, 40, 0 },
+        };
+        struct series s = {
+                .kind = (char *) "cpu", .unit = (char *) "samples", .step_ns = NSEC_PER_SEC, .total = 60,
+                .from_ns = 100 * NSEC_PER_SEC, .to_ns = 103 * NSEC_PER_SEC, .points = points, .n_points = 2,
+                .events = json_loads("[{\"type\":\"event\",\"kind\":\"capture\",\"id\":1,\"cause\":\"oom\","
+                                     "\"trigger_ns\":99000000000,\"from_ns\":69000000000,\"to_ns\":101000000000,"
+                                     "\"state\":\"pinned\"},"
+                                     "{\"type\":\"event\",\"kind\":\"capture\",\"id\":2,"
+                                     "\"cause\":\"psi:cpu.some.avg10>50\",\"trigger_ns\":101500000000,"
+                                     "\"from_ns\":71500000000,\"to_ns\":131500000000,\"state\":\"active\"}]",
+                                     0, NULL),
+        };
+        struct capture cap;
+        _cleanup_free_ char *text = NULL, *json = NULL;
+
+        CHECK(s.events);
+        CHECK_INT_EQ(series_write(capture_start(&cap), &s), 0);
+        text = capture_end(&cap);
+        CHECK_STR_EQ(text,
+                     "samples/s per 1s step, on-CPU samples from 1970-01-01 00:01:40 to 1970-01-01 00:01:43\n"
+                     "\n"
+                     "TIME                    SAMPLES/S\n"
+                     "capture 1 (oom) at 1970-01-01 00:01:39, outside the window (what it pins overlaps it)\n"
+                     "1970-01-01 00:01:40          20.0  ####################\n"
+                     "1970-01-01 00:01:41           0.0  \n"
+                     "capture 2 (psi:cpu.some.avg10>50) at 1970-01-01 00:01:41\n"
+                     "1970-01-01 00:01:42          40.0  ########################################\n");
+        CHECK_INT_EQ(series_write_json(capture_start(&cap), &s), 0);
+        json = capture_end(&cap);
+        CHECK(strstr(json, ",\"events\":[{\"kind\":\"capture\",\"id\":1,\"cause\":\"oom\",\"trigger_ns\":99000000000,"
+                           "\"from_ns\":69000000000,\"to_ns\":101000000000,\"state\":\"pinned\"},{\"kind\":"));
+        json_decref(s.events);
+}
+
 static void test_series_offcpu_is_ms_per_second(void) {
         struct series_point points[] = { { 0, 500 * NSEC_PER_MSEC, 0 } };
         struct series s = {
@@ -721,7 +762,7 @@ static void test_series_offcpu_is_ms_per_second(void) {
         CHECK_STR_EQ(json,
                      "{\"view\":\"series\",\"kind\":\"offcpu\",\"unit\":\"ns\",\"rate_unit\":\"ms/s\","
                      "\"step_ns\":2000000000,\"total\":500000000,\"from_ns\":0,\"to_ns\":2000000000,"
-                     "\"points\":[{\"t_ns\":0,\"value\":500000000,\"rate\":250.0}]}\n");
+                     "\"points\":[{\"t_ns\":0,\"value\":500000000,\"rate\":250.0}],\"events\":[]}\n");
 }
 
 /* Each step says which share of it had complete stacks: a drop shows when.
@@ -808,5 +849,6 @@ int main(void) {
         test_diff_json_has_both_counts();
         test_series_fills_gaps_and_scales_bars();
         test_series_offcpu_is_ms_per_second();
+        test_series_marks_captures();
         TESTS_DONE();
 }
