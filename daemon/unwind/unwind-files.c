@@ -183,18 +183,6 @@ static int pack_out_write(void *userdata, size_t at, const uint32_t *slots, size
         return unwinder_array_write(o->u, o->u->maps.rows_fd, sizeof(*slots), 2 * o->off + (uint32_t) at, slots, n);
 }
 
-/* Builds the compact table of elf (table-pack.h) into the kernel's
- * unwind_rows. Its FDEs tell how many rows it can have and its span how
- * many 64 KiB pages: room for the most slots that can take
- * (table_pack_plan) is found first, and the rows are packed as libdw
- * yields them and written a piece at a time: libLLVM's 950 k rows are
- * never all in the heap (they were, with libdw's FDEs, a 15 MiB peak of
- * RSS), and a table that finds no room is not read at all. What the table
- * does not use (rows that repeat the rules before them, the bound's
- * excess, rules shared by rows) is given back: about half the plan. fd:
- * the file elf reads (-1 for the vDSO), which the reader maps itself
- * (unwind_reader_new). On failure the file is kept with no table (frame
- * pointers) when the failure is the file's own, and the reason counted. */
 static void table_pack_freep(struct table_pack **p) {
         if (!*p)
                 return;
@@ -202,6 +190,20 @@ static void table_pack_freep(struct table_pack **p) {
         free(*p);
 }
 
+/* Builds the compact table of elf (table-pack.h) into the kernel's
+ * unwind_rows. Its FDEs tell how many rows it can have and its span how
+ * many 64 KiB pages: room for the slots that can take with up to
+ * TABLE_PACK_PLAN_RULES rules (table_pack_plan) is found first, and the
+ * rows are packed as libdw yields them and written a piece at a time:
+ * libLLVM's 950 k rows are never all in the heap (they were, with libdw's
+ * FDEs, a 15 MiB peak of RSS), and a table that finds no room is not read
+ * at all. What the table does not use (the bound's excess over the rows
+ * kept, 1-11%, and the rules' room it left) is given back. A table with
+ * more rules than that is built again at once with room for
+ * PROFD_PACK_RULES_MAX (f->rules_wide, kept for its later builds). fd:
+ * the file elf reads (-1 for the vDSO), which the reader maps itself
+ * (unwind_reader_new). On failure the file is kept with no table (frame
+ * pointers) when the failure is the file's own, and the reason counted. */
 static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const char *what) {
         _cleanup_(unwind_reader_freep) unwind_reader *reader = NULL;
         _cleanup_(table_pack_freep) struct table_pack *pack = NULL;
@@ -227,7 +229,8 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const cha
                 return;
         }
         unwind_reader_span(reader, &first, &last);
-        planned = (table_pack_plan(unwind_reader_bound(reader), first, last) + 1) / 2;
+        planned = (table_pack_plan(unwind_reader_bound(reader), first, last,
+                                   f->rules_wide ? PROFD_PACK_RULES_MAX : TABLE_PACK_PLAN_RULES) + 1) / 2;
         if (f->resv_n == planned) {
                 out.off = f->resv_off;
                 f->resv_n = 0;
@@ -261,10 +264,23 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const cha
                 r = unwind_reader_rows(reader, table_pack_add, pack, &counts);
         if (r >= 0)
                 r = table_pack_end(pack, &slots);
-        if (r < 0) {
+        if (r < 0 && room)
                 /* slots may have been written: released as of now */
-                if (room)
-                        rangealloc_release(u->rows_alloc, out.off, (uint32_t) planned, mono_ns());
+                rangealloc_release(u->rows_alloc, out.off, (uint32_t) planned, mono_ns());
+        if (r == -E2BIG && !f->rules_wide) {
+                /* more rules than the first plan's room (or than a row
+                 * can name, which the wide plan finds again): once more,
+                 * with room for every rule, the reader and packer freed */
+                log_debug("The unwind table of %s has more than %d rules, building it again with room for %d.", what,
+                          TABLE_PACK_PLAN_RULES, PROFD_PACK_RULES_MAX);
+                f->rules_wide = true;
+                reader = unwind_reader_free(reader);
+                table_pack_freep(&pack);
+                pack = NULL;
+                file_build(u, f, elf, fd, what);
+                return;
+        }
+        if (r < 0) {
                 log_debug_errno(r, "Failed to build the unwind table of %s, walking it by frame pointers: %m", what);
                 /* -EINVAL: more rows than the FDEs allow, or out of order;
                  * -E2BIG: more distinct rules than a row can name; else

@@ -33,6 +33,7 @@ struct ufile {
         uint32_t want;             /* values of unwind_rows the table needs, when it found no room */
         uint32_t resv_off, resv_n; /* values set aside for its build again (resv_n 0: none) */
         uint32_t planned;          /* values its build set aside (want, once evicted) */
+        bool rules_wide;           /* more rules than TABLE_PACK_PLAN_RULES: planned for PROFD_PACK_RULES_MAX */
         uint64_t sampled_ns;       /* CLOCK_MONOTONIC when a sample last went through it (or it was built) */
         bool cold;                 /* its table was evicted for a sampled one: built again only once sampled */
         uint64_t room_due_ns;      /* rows evicted for it: built once their grace ends then (0: none) */

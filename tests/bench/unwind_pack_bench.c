@@ -68,7 +68,7 @@ static int build_packed_in_pieces(const char *path, size_t *ret_slots) {
         if (k < 0)
                 return k;
         unwind_reader_span(r, &first, &last);
-        k = table_pack_begin(p, first, last, table_pack_plan(unwind_reader_bound(r), first, last), discard, NULL);
+        k = table_pack_begin(p, first, last, table_pack_plan(unwind_reader_bound(r), first, last, PROFD_PACK_RULES_MAX), discard, NULL);
         if (k >= 0)
                 k = unwind_reader_rows(r, table_pack_add, p, &counts);
         if (k >= 0)
