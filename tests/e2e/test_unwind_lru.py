@@ -5,28 +5,35 @@ never from tables sampled within the hot window (three drain intervals;
 daemon/unwind/table-lru.h). As on a build host where two compilers'
 tables do not fit the budget together. Each compiler runs with its own
 copies of LLVM's large libraries (LD_LIBRARY_PATH), so that their tables
-are its own whatever else the host runs. profd runs with a budget of 16
-MiB (2,097,152 8-byte values of unwind_rows, two compact-table slots
-each; half the 32 MiB of the 8-byte rows before, as the tables are half
-their size): one clang and the host's processes fit, clang and opt do
-not.
+are its own whatever else the host runs.
+
+profd's budget is computed at test time from the libraries' compact
+tables, as unwind-pack-bench (the same packer as profd's) sizes them:
+with L and K the 8-byte values of libLLVM's and libclang-cpp's tables
+(about 475,000 and 501,000 with LLVM 14), the budget is L + K (A's
+tables) + L / 2. So A's tables fit beside up to L / 2 values (1.8 MiB)
+of the host's tables sampled at the same time (the host's idle ones are
+evicted for A's); B's libLLVM (L) does not fit unless A's tables give it
+room, even if the host had no table at all; and C finds no room for
+whichever of A's tables was evicted while B's libLLVM and the other of
+A's are hot: each with L / 2 values to spare. libz3, which libLLVM
+needs, is the host's: its table, rarely sampled, is one of the host's.
+The waits for a table are derived from the bench's build times for these
+libraries (which run as slowly as profd's under AddressSanitizer or
+load). A host that samples more than L / 2 values of its own tables all
+along (other large programs busy) leaves A without room: A's wait then
+fails, saying so.
 
 - A, clang's compiler proper (`clang -cc1`) on a large generated C++
-  file, with copies of libclang-cpp, libLLVM and libz3 (compact tables of
-  1.17 million values, 8.9 MiB), runs until its tables are built and its
-  samples reach a root frame; then it is stopped (SIGSTOP): its tables
-  go cold.
-- B, LLVM's opt on the file's IR, with its own copy of libLLVM (its build
-  sets aside 508,000 values, 3.9 MiB, and keeps 475,000), finds no room
-  (`tables_no_room`); once its samples go
+  file, with copies of libclang-cpp and libLLVM, runs until its
+  tables are built and its samples reach a root frame; then it is
+  stopped (SIGSTOP): its tables go cold.
+- B, LLVM's opt on the file's IR, with its own copy of libLLVM, finds no room (`tables_no_room`); once its samples go
   through libLLVM, cold tables of A are evicted for it
   (`tables_evicted_cold`, and profd's log names which for which) and its
   table is built: >= 90% of B's samples reach a root frame, as profctl's
-  quality report says. (opt, not a second clang: a table's room is
-  planned from its FDEs, a slot for every row and rule it may have, about
-  twice what it keeps, so a second clang's identical libraries each want
-  more than the slice A's gave back, and the second finds no window once
-  the first took the neighbours.)
+  quality report says. (opt, not a second clang: the room of a second
+  clang's two large tables would have to be taken from A's whole.)
 - C, a new clang with A's copies, starts while B runs hot: the tables it
   wants (A's, evicted) cannot take B's rows (`tables_kept_hot` counts the
   refusal, `tables_evicted_cold` does not move, no table of B is
@@ -43,23 +50,53 @@ import time
 
 from harness import Profd, require_root, run_tests, wait_unwinder_loaded
 
-BUDGET = "16M"
 INTERVAL_S = 1  # the hot window is three intervals
 HOT_S = 3 * INTERVAL_S
 CLANG = "/usr/lib/llvm-14/bin/clang"
 OPT = "/usr/lib/llvm-14/bin/opt"
-# compact tables of 3.80, 4.01 and 1.55 MB (libLLVM needs libz3)
-LIBS = ["/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/llvm-14/lib/libclang-cpp.so.14",
-        "/usr/lib/x86_64-linux-gnu/libz3.so.4"]
-# a table is built within this (libclang-cpp's million rows take 0.3-1.2 s
-# here, many times that under AddressSanitizer on a busy machine)
-BUILD_TIMEOUT = 240
+# copied for A (libLLVM alone for B); libLLVM's libz3 is the host's
+LIBS = ["/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/llvm-14/lib/libclang-cpp.so.14"]
+# set by table_sizes(): the wait for the tables of one process to be built
+# and sampled (seconds)
+BUILD_TIMEOUT = None
 ROOT_SHARE = 0.90
 # functions in the generated file: minutes of -O2 for either compiler, so
 # each runs for as long as the test needs it
 FUNCTIONS = 40000
 
 _profd = None
+
+
+def table_sizes():
+    """Per library of LIBS: the 8-byte values of unwind_rows its compact
+    table takes, and the ms unwind-pack-bench took to read its rows (this
+    build's speed, on this machine under its load now)."""
+    out = subprocess.run([os.environ["UNWIND_PACK_BENCH"], "-r", "1"] + LIBS, check=True, capture_output=True,
+                         text=True, timeout=600).stdout
+    sizes = {}
+    for line in out.splitlines():
+        m = re.match(r"(\S+)\s+\d+ rows\s+\d+ ->\s+(\d+) bytes .* build\s+([\d.]+) ms", line)
+        if m:
+            sizes[m.group(1)] = ((int(m.group(2)) + 7) // 8, float(m.group(3)))
+    assert set(sizes) == set(LIBS), f"unwind-pack-bench did not size every library:\n{out}"
+    return sizes
+
+
+def budget_and_waits():
+    """The budget in bytes (the docstring's L + K + L / 2) and
+    BUILD_TIMEOUT: a minute plus 30 times what reading both libraries'
+    rows took the bench, as profd builds them while the compilers and the
+    host load the machine, and its samples need a few drains."""
+    global BUILD_TIMEOUT
+    sizes = table_sizes()
+    big_l, big_k = (sizes[lib][0] for lib in LIBS)
+    values = big_l + big_k + big_l // 2
+    build_s = sum(ms for _, ms in sizes.values()) / 1000
+    BUILD_TIMEOUT = 60 + 30 * build_s
+    print(f"  tables: libLLVM {big_l}, libclang-cpp {big_k} values (read in {build_s:.1f} s); "
+          f"budget {values} values ({8 * values} bytes), {big_l // 2} for the host's sampled tables; "
+          f"waits up to {BUILD_TIMEOUT:.0f} s")
+    return 8 * values
 
 
 def unwind(d):
@@ -72,8 +109,8 @@ def fmt(u):
     return ", ".join(f"{k} {u.get(k)}" for k in keys) + f", budget_full {u['failures']['budget_full']}"
 
 
-def wait_for(d, what, pred, timeout=BUILD_TIMEOUT):
-    deadline = time.monotonic() + timeout
+def wait_for(d, what, pred, timeout=None):
+    deadline = time.monotonic() + (timeout or BUILD_TIMEOUT)
     while True:
         u = unwind(d)
         if pred(u):
@@ -83,11 +120,11 @@ def wait_for(d, what, pred, timeout=BUILD_TIMEOUT):
         time.sleep(0.2)
 
 
-def wait_root_share(d, pid, what, since_s=2, timeout=BUILD_TIMEOUT):
+def wait_root_share(d, pid, what, since_s=3, timeout=None):
     """Until ROOT_SHARE of process pid's samples of the last since_s
     seconds reach a root frame (its tables built and published), whatever
     else the host builds meanwhile. Returns the unwinder's status then."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (timeout or BUILD_TIMEOUT)
     good = 0
     while True:
         share, n, trunc = root_share(d, pid, since_s)
@@ -190,7 +227,12 @@ def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
         # A: sampled until its tables are built and its stacks whole
         a = Compiler(lib_a, src)
         compilers.append(a)
-        ua = wait_root_share(d, a.pid, "A's tables")
+        try:
+            ua = wait_root_share(d, a.pid, "A's tables")
+        except AssertionError as e:
+            u = unwind(d)
+            raise AssertionError(f"{e} (tables_kept_hot {u0['tables_kept_hot']} -> {u['tables_kept_hot']}: when it "
+                                 f"grew, the host's own sampled tables took A's room)") from None
         time.sleep(3 * INTERVAL_S)
         share, n, trunc = root_share(d, a.pid, 3)
         print(f"  A running: {fmt(ua)}; {100 * share:.1f}% of {n} samples reach a root frame")
@@ -230,7 +272,7 @@ def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
         c = Compiler(lib_a, src)
         compilers.append(c)
         uc = wait_for(d, "C's tables to be refused, B's being hot",
-                      lambda u: u["tables_kept_hot"] > uc0["tables_kept_hot"], timeout=60)
+                      lambda u: u["tables_kept_hot"] > uc0["tables_kept_hot"])
         time.sleep(3 * INTERVAL_S)
         uc = unwind(d)
         print(f"  C refused: {fmt(uc)}")
@@ -266,7 +308,8 @@ if __name__ == "__main__":
     require_root()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
     try:
-        _profd = Profd("--unwind-memory", BUDGET, "--frequency", "199", "--interval", f"{INTERVAL_S}s", "-v")
+        budget = budget_and_waits()
+        _profd = Profd("--unwind-memory", str(budget), "--frequency", "199", "--interval", f"{INTERVAL_S}s", "-v")
         _profd.start()
         wait_unwinder_loaded(_profd)
         run_tests([test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not])
