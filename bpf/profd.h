@@ -225,19 +225,6 @@ struct profd_unwind_mapping {
         __u32 pad;
 };
 
-/* A table's index, so that finding a row touches a cache line or two
- * instead of one per binary search step (each a cache and TLB miss at a
- * sampling rate of 49 Hz). It follows the table's rows_n rows in its slice
- * of unwind_rows: this head in the first slot, then buckets + 1 counts
- * (__u32, two per slot, the even one first): count[b] = how many rows have
- * pc < base + (b << index_shift). The row covering pc in bucket b is thus
- * among rows [count[b] - 1, count[b + 1]); above the last bucket it is the
- * last row; below base there is none. */
-struct profd_unwind_index {
-        __u32 base;        /* the first row's pc */
-        __u32 buckets;     /* every row's pc is below base + (buckets << index_shift) */
-};
-
 /* Compact tables (issue 43; daemon/unwind/table-pack.h builds them and
  * holds the reference lookup, bpf/table-pack.bpf.h the same in BPF, which
  * the walker calls). A file's table is one run of 4-byte
@@ -493,7 +480,6 @@ _Static_assert(sizeof(struct profd_python) <= 64 && sizeof(struct profd_runtime)
 _Static_assert(PROFD_RT_FRAME_ID(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 70000)) == 2 &&
                PROFD_RT_FRAME_CODE(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 3)) == 0x7f0012345670ULL &&
                PROFD_RT_FRAME_OFFSET(PROFD_RT_FRAME(1, 16, 70000)) == 0xffff, "pseudo-frame encoding");
-_Static_assert(sizeof(struct profd_unwind_index) == sizeof(struct profd_unwind_row), "an index head fills a row slot");
 _Static_assert(sizeof(struct profd_pack_head) == 16 && sizeof(struct profd_pack_row) == 4 &&
                        sizeof(struct profd_pack_rule) == 4, "compact table layout: 4-byte slots");
 _Static_assert(1 << PROFD_PACK_PAGE_STEPS > 1 << PROFD_PACK_PAGE_SHIFT, "a page's search ends within its steps");

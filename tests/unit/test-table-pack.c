@@ -185,9 +185,9 @@ static void test_file(const char *path, bool required) {
         slots = pack_checked(path, &t, &n);
         if (slots) {
                 checked = check_table(path, &t, slots, n);
-                fprintf(stderr, "%s: %zu rows (%zu bytes, index included) packed into %zu slots (%zu bytes: "
+                fprintf(stderr, "%s: %zu rows (%zu bytes as 8-byte rows) packed into %zu slots (%zu bytes: "
                         "%u rows, %u pages, %u rules); %zu pcs compared\n",
-                        path, t.n, (t.n + unwind_index_size(&t, &(uint32_t) { 0 })) * 8, n, n * 4,
+                        path, t.n, t.n * 8, n, n * 4,
                         head_of(slots)->rows, head_of(slots)->pages, head_of(slots)->rules, checked);
                 /* the builder merged equal neighbours already: none more */
                 CHECK_INT_EQ(head_of(slots)->rows, t.n);
