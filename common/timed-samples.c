@@ -159,7 +159,7 @@ int timed_line_parse(const json_t *line, uint64_t n_stacks, timed_entry_fn fn, v
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
-                struct timed_entry e;
+                struct timed_entry e = {};
                 uint64_t v[ELEMENTSOF(columns)];
 
                 if (!timed_columns_at(columns, ELEMENTSOF(columns), i, v)) {

@@ -118,7 +118,7 @@ int timed_spans_line_parse(const json_t *line, uint64_t n_stacks, timed_span_fn 
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
-                struct timed_span e;
+                struct timed_span e = {};
                 uint64_t v[ELEMENTSOF(columns)], end;
 
                 if (!timed_columns_at(columns, ELEMENTSOF(columns), i, v)) {
