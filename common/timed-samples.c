@@ -3,8 +3,6 @@
 #include "timed-samples.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "macro.h"
@@ -114,125 +112,75 @@ void timed_set_finish(struct timed_set *s) {
         s->n_entries = out;
 }
 
-static int append_u64s(struct stackline_buf *b, const char *key, const struct timed_entry *e, size_t n,
-                       uint64_t (*get)(const struct timed_entry *e, uint64_t t0), uint64_t t0) {
-        char num[32];
-        int r, k;
-
-        r = stackline_buf_append(b, key, strlen(key));
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                k = snprintf(num, sizeof(num), "%s%" PRIu64, i ? "," : "", get(&e[i], t0));
-                r = stackline_buf_append(b, num, (size_t) k);
-        }
-        if (r >= 0)
-                r = stackline_buf_append(b, "]", 1);
-        return r;
+static uint64_t get_dt(const void *e, uint64_t t0) {
+        return ((const struct timed_entry *) e)->t_ms - t0;
 }
 
-static uint64_t get_dt(const struct timed_entry *e, uint64_t t0) {
-        return e->t_ms - t0;
+static uint64_t get_stack(const void *e, uint64_t t0 _unused_) {
+        return ((const struct timed_entry *) e)->stack;
 }
 
-static uint64_t get_stack(const struct timed_entry *e, uint64_t t0 _unused_) {
-        return e->stack;
-}
-
-static uint64_t get_n(const struct timed_entry *e, uint64_t t0 _unused_) {
-        return e->n;
+static uint64_t get_n(const void *e, uint64_t t0 _unused_) {
+        return ((const struct timed_entry *) e)->n;
 }
 
 int timed_line_append(struct stackline_buf *b, const struct timed_entry *e, size_t n) {
-        size_t len = b->len;
-        char head[96];
-        int r, k;
+        static const struct timed_column_out columns[] = {
+                { PROTO_KEY_DT_MS, get_dt },
+                { PROTO_KEY_STACK, get_stack },
+                { PROTO_KEY_N, get_n },
+        };
 
         if (n == 0 || n > TIMED_LINE_ENTRIES)
                 return -EINVAL;
         for (size_t i = 1; i < n; i++)
                 if (e[i].t_ms < e[i - 1].t_ms)
                         return -EINVAL;
-        k = snprintf(head, sizeof(head), "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_SAMPLES "\",\"" PROTO_KEY_T0_MS
-                     "\":%" PRIu64, e[0].t_ms);
-        r = stackline_buf_append(b, head, (size_t) k);
-        if (r >= 0)
-                r = append_u64s(b, ",\"" PROTO_KEY_DT_MS "\":[", e, n, get_dt, e[0].t_ms);
-        if (r >= 0)
-                r = append_u64s(b, ",\"" PROTO_KEY_STACK "\":[", e, n, get_stack, 0);
-        if (r >= 0)
-                r = append_u64s(b, ",\"" PROTO_KEY_N "\":[", e, n, get_n, 0);
-        if (r >= 0)
-                r = stackline_buf_append(b, "}\n", 2);
-        if (r < 0)
-                b->len = len;
-        return r;
-}
-
-/* Field key of line: an array of 1 to TIMED_LINE_ENTRIES elements, and of
- * *n elements when *n is not 0 (sets it when it is). */
-static const json_t *array_field(const json_t *line, const char *key, size_t *n) {
-        const json_t *a = json_object_get(line, key);
-
-        if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > TIMED_LINE_ENTRIES ||
-            (*n && json_array_size(a) != *n))
-                return NULL;
-        *n = json_array_size(a);
-        return a;
-}
-
-static bool u64_at(const json_t *a, size_t i, uint64_t max, uint64_t *ret) {
-        const json_t *v = json_array_get(a, i);
-
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t) json_integer_value(v) > max)
-                return false;
-        *ret = (uint64_t) json_integer_value(v);
-        return true;
+        return timed_line_write(b, PROTO_TYPE_SAMPLES, PROTO_KEY_T0_MS, e[0].t_ms, columns, ELEMENTSOF(columns), e,
+                                sizeof(*e), n);
 }
 
 int timed_line_parse(const json_t *line, uint64_t n_stacks, timed_entry_fn fn, void *userdata,
                      const char **ret_error) {
-        const json_t *t0 = json_object_get(line, PROTO_KEY_T0_MS), *dt, *stack, *count;
-        uint64_t prev = 0;
-        size_t n = 0;
+        struct timed_column columns[] = {
+                { .key = PROTO_KEY_DT_MS, .max = INT64_MAX },
+                { .key = PROTO_KEY_STACK, .max = UINT32_MAX },
+                { .key = PROTO_KEY_N, .max = UINT32_MAX },
+        };
+        uint64_t t0, prev = 0;
+        size_t n;
         int r;
 
-        *ret_error = NULL;
-        if (!json_is_integer(t0) || json_integer_value(t0) < 0) {
-                *ret_error = "its \"" PROTO_KEY_T0_MS "\" is not an unsigned integer";
-                return -EBADMSG;
-        }
-        dt = array_field(line, PROTO_KEY_DT_MS, &n);
-        stack = dt ? array_field(line, PROTO_KEY_STACK, &n) : NULL;
-        count = stack ? array_field(line, PROTO_KEY_N, &n) : NULL;
-        if (!count) {
-                *ret_error = "its \"" PROTO_KEY_DT_MS "\", \"" PROTO_KEY_STACK "\" and \"" PROTO_KEY_N
-                             "\" are not arrays of one length (1 to 1000)";
-                return -EBADMSG;
-        }
+        r = timed_columns_parse(line, PROTO_KEY_T0_MS, columns, ELEMENTSOF(columns), &t0, &n,
+                                "its \"" PROTO_KEY_T0_MS "\" is not an unsigned integer",
+                                "its \"" PROTO_KEY_DT_MS "\", \"" PROTO_KEY_STACK "\" and \"" PROTO_KEY_N
+                                "\" are not arrays of one length (1 to 1000)",
+                                ret_error);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < n; i++) {
-                struct timed_entry e;
-                uint64_t d, s, c;
+                struct timed_entry e = {};
+                uint64_t v[ELEMENTSOF(columns)];
 
-                if (!u64_at(dt, i, INT64_MAX, &d) || !u64_at(stack, i, UINT32_MAX, &s) ||
-                    !u64_at(count, i, UINT32_MAX, &c)) {
+                if (!timed_columns_at(columns, ELEMENTSOF(columns), i, v)) {
                         *ret_error = "an entry is not three unsigned integers in range";
                         return -EBADMSG;
                 }
-                if (s >= n_stacks) {
+                if (v[1] >= n_stacks) {
                         *ret_error = "an entry names a stack no \"stack\" line gave";
                         return -EBADMSG;
                 }
-                if (c == 0) {
+                if (v[2] == 0) {
                         *ret_error = "an entry counts 0 samples";
                         return -EBADMSG;
                 }
-                if (d < prev || __builtin_add_overflow((uint64_t) json_integer_value(t0), d, &e.t_ms) ||
-                    e.t_ms > UINT64_MAX / NSEC_PER_MSEC) {
+                if (v[0] < prev || __builtin_add_overflow(t0, v[0], &e.t_ms) || e.t_ms > UINT64_MAX / NSEC_PER_MSEC) {
                         *ret_error = "its times go back or overflow";
                         return -EBADMSG;
                 }
-                prev = d;
-                e.stack = (uint32_t) s;
-                e.n = (uint32_t) c;
+                prev = v[0];
+                e.stack = (uint32_t) v[1];
+                e.n = (uint32_t) v[2];
                 r = fn(&e, userdata);
                 if (r < 0)
                         return r;

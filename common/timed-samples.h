@@ -19,6 +19,7 @@
 
 #include "hashmap.h"
 #include "protocol.h"
+#include "timed-line.h"
 
 /* Samples one answer carries at most: 16 bytes each while profd gathers
  * them, so a worker holds 16 MiB at worst. An hour of 4 busy CPUs at
@@ -26,8 +27,6 @@
  * (an incident's heatmap is minutes); a longer one is cut, and says so. A request may ask for
  * fewer ("max_samples"). */
 #define TIMED_MAX_SAMPLES 1000000ULL
-/* Entries per "samples" line: about 15 bytes each, a line of ~15 KB. */
-#define TIMED_LINE_ENTRIES 1000u
 
 struct timed_entry {
         uint64_t t_ms;  /* Unix-epoch milliseconds */

@@ -750,6 +750,18 @@ int capture_manager_get_status(capture_manager *cm, struct capture_status *ret) 
         return store_capture_list(cm->store, CAPTURE_STATUS_LAST, last_one, ret);
 }
 
+void capture_status_keep_visible(struct capture_status *s, bool privileged, uint32_t uid) {
+        size_t out = 0;
+
+        for (size_t i = 0; i < s->n_last; i++) {
+                if (capture_event_visible(s->last[i].uid, privileged, uid))
+                        s->last[out++] = s->last[i];
+                else
+                        free((char *) s->last[i].cause);
+        }
+        s->n_last = out;
+}
+
 void capture_status_done(struct capture_status *s) {
         for (size_t i = 0; i < s->n_last; i++)
                 free((char *) s->last[i].cause);

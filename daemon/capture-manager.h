@@ -67,6 +67,10 @@ struct capture_status {
  * capture_status_done frees it either way. */
 int capture_manager_get_status(capture_manager *cm, struct capture_status *ret);
 void capture_status_done(struct capture_status *s);
+/* Keeps in s->last only the captures a caller may see
+ * (capture_event_visible, as `capture list` does): a cause names another
+ * user's process. The counts stay whole: they name nobody. */
+void capture_status_keep_visible(struct capture_status *s, bool privileged, uint32_t uid);
 
 /* A capture as an answer's and status's object. NULL when out of memory. */
 json_t *capture_json(const struct store_capture *c);

@@ -533,6 +533,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
 }
 
 static int send_status(manager *m, server_client *c) {
+        const struct client_creds *creds = server_client_creds(c);
         struct status_stats s;
         json_t *o;
         int r;
@@ -546,6 +547,7 @@ static int send_status(manager *m, server_client *c) {
                 store_stats_done(&s.store);
                 return r;
         }
+        capture_status_keep_visible(&s.captures, creds->privileged, (uint32_t) creds->uid);
         o = status_build(&s);
         capture_status_done(&s.captures);
         store_stats_done(&s.store);

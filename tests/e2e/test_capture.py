@@ -224,6 +224,13 @@ def test_triggers_cooldown_manual_bad_input_and_unpin():
             mine = json.loads(r.stdout)
             assert [t["id"] for t in mine["triggers"]] == [nobody_trigger["id"]], mine
             assert mine["captures"] == [], f"nobody lists root's captures: {mine['captures']}"
+            # nor does status name them to nobody (a cause names a process);
+            # its counts are whole
+            r = profctl_as("nobody", d, "status", "--json")
+            assert r.returncode == 0, r.stderr
+            theirs = json.loads(r.stdout)["captures"]
+            assert theirs["last"] == [] and theirs["count"] >= 1, theirs
+            assert cap["id"] in [c["id"] for c in captures_status(d)["last"]], captures_status(d)
             everything = ask(d, "capture", "list")
             assert cap["id"] in [c["id"] for c in everything["captures"]], everything
             assert nobody_trigger["id"] in [t["id"] for t in everything["triggers"]], everything

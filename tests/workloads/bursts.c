@@ -5,30 +5,15 @@
  * Prints {"pid":N,"cpu_ns":N,"bursts":[[start_ns,end_ns],...]}: the
  * bursts' bounds on CLOCK_REALTIME, the CPU time they had (a loaded
  * machine gives them less than their wall time). */
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
-#define NOINLINE __attribute__((noinline))
-
-static uint64_t now_ns(clockid_t c) {
-        struct timespec ts;
-
-        clock_gettime(c, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
+#include "clock_spin.h"
 
 /* Burns CPU in user mode until ms have passed on the monotonic clock. */
 static NOINLINE unsigned long burst_spin(unsigned ms) {
-        uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t) ms * 1000000ULL;
-        unsigned long x = 1;
-
-        while (now_ns(CLOCK_MONOTONIC) < end)
-                for (int i = 0; i < 10000; i++)
-                        x = x * 6364136223846793005UL + 1442695040888963407UL;
-        return x;
+        return spin_ms(ms);
 }
 
 int main(int argc, char **argv) {

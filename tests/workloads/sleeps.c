@@ -5,31 +5,16 @@
  * Prints {"pid":N,"blocks":[[start_ns,end_ns],...]}: the sleeps' bounds on
  * CLOCK_REALTIME (the thread leaves the CPU just after the first and comes
  * back just before the second). */
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
-#define NOINLINE __attribute__((noinline))
-
-static uint64_t now_ns(clockid_t c) {
-        struct timespec ts;
-
-        clock_gettime(c, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
+#include "clock_spin.h"
 
 /* Burns CPU in user mode until ms have passed on the monotonic clock:
  * between two sleeps the thread is on the CPU, not blocked. */
 static NOINLINE unsigned long spin(unsigned ms) {
-        uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t) ms * 1000000ULL;
-        unsigned long x = 1;
-
-        while (now_ns(CLOCK_MONOTONIC) < end)
-                for (int i = 0; i < 10000; i++)
-                        x = x * 6364136223846793005UL + 1442695040888963407UL;
-        return x;
+        return spin_ms(ms);
 }
 
 /* The block: one sleep of ms, its bounds in *ret. */
