@@ -6,8 +6,8 @@ values of unwind_rows, two compact-table slots each; the tables of the
 processes running here take more than half):
 
 - clang maps libclang-cpp and libLLVM, 1,000,498 and 948,864 rows, whose
-  compact tables are planned from their FDEs at about 538,000 and 513,000
-  values (a slot per row and per rule, up to 65,536 rules), each more
+  compact tables are planned from their FDEs at about 507,700 and 479,400
+  values (a slot per row the FDEs allow, room for 2,048 rules), each more
   than the whole budget. Each is found too large once and not built
   (`tables_no_room`), and no unused table is evicted for it, since
   evicting cannot make room (`tables_evicted` unchanged). A second clang
@@ -16,7 +16,7 @@ processes running here take more than half):
   table first, and a build host rebuilt them all, over and over
   (docs/performance.md, "The unwind budget on a build host").
 - Copies of Debian's python3.11 (64,575 rows: a table of 64,961 slots,
-  32,481 values, planned at about 65,600; distinct files) run one after
+  32,481 values, planned at about 36,900; distinct files) run one after
   the other, each until its table is built, and exit. 14 of them are
   more than the budget. When the free values run out, the next copy's
   table still gets its room, by evicting unused tables, and only some of
@@ -43,7 +43,7 @@ BUILD_TIMEOUT = 240
 # become unused then
 SWEEP_WAIT = 4.0
 MAX_COPIES = 16
-COPY_VALUES = 65600  # planned: the room a copy's build sets aside
+COPY_VALUES = 36900  # planned: the room a copy's build sets aside
 
 _profd = None
 
