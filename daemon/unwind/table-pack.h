@@ -23,9 +23,9 @@
 size_t table_pack_plan(size_t bound, uint32_t first, uint32_t last, size_t rules);
 
 /* The rules the daemon's first plan for a table sets aside room for. The
- * rows are bounded by the FDEs (within 1-11% of those kept), the rules
- * only by the rows: a plan for as many rules as rows is twice what a
- * table keeps. Files have far fewer: at most 852 (libaom) of the 1,907
+ * rows are bounded by the FDEs (1-3% above those kept in large files),
+ * the rules only by the rows: a plan for as many rules as rows is twice
+ * what a table keeps. Files have far fewer: at most 852 (libaom) of the 1,907
  * files with CFI under /usr/lib/x86_64-linux-gnu and /usr/bin here. A
  * table with more is packed again with a plan for PROFD_PACK_RULES_MAX. */
 #define TABLE_PACK_PLAN_RULES 2048

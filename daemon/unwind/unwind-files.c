@@ -198,8 +198,8 @@ static void table_pack_freep(struct table_pack **p) {
  * libLLVM's 950 k rows are never all in the heap (they were, with libdw's
  * FDEs, a 15 MiB peak of RSS), and a table that finds no room is not read
  * at all. What the table does not use (the bound's excess over the rows
- * kept, 1-11%, and the rules' room it left) is given back. A table with
- * more rules than that is built again at once with room for
+ * kept, 1-3% in large files, and the rules' room it left) is given back.
+ * A table with more rules than that is built again at once with room for
  * PROFD_PACK_RULES_MAX (f->rules_wide, kept for its later builds). fd:
  * the file elf reads (-1 for the vDSO), which the reader maps itself
  * (unwind_reader_new). On failure the file is kept with no table (frame
