@@ -100,7 +100,7 @@ def budget_and_waits():
 
 
 def unwind(d):
-    return json.loads(d.profctl("status", "--json").stdout)["unwind"]
+    return json.loads(d.profctl("status", "--json", timeout=BUILD_TIMEOUT).stdout)["unwind"]
 
 
 def fmt(u):
@@ -144,8 +144,11 @@ def root_share(d, pid, since_s):
     """Share of process pid's samples of the last since_s seconds whose
     user stack reached a root frame (the quality report's `complete`), the
     samples, and the truncated ones by reason."""
-    d.profctl("flush")
-    out = json.loads(d.profctl("query", "--pid", str(pid), "--since", f"{since_s}s", "--json").stdout)
+    # a flush waits for a drain, which profd under AddressSanitizer on a
+    # loaded machine may take a minute for while it builds tables
+    d.profctl("flush", timeout=BUILD_TIMEOUT)
+    out = json.loads(d.profctl("query", "--pid", str(pid), "--since", f"{since_s}s", "--json",
+                               timeout=BUILD_TIMEOUT).stdout)
     q = out["quality"] if "quality" in out else out["end"]["quality"]
     return (q["complete"] / q["total"] if q["total"] else 0.0), q["total"], q["truncated"]
 
