@@ -118,12 +118,10 @@ int cmd_capture(const struct cli_target *t, int argc, char *argv[]) {
                 .help = help_capture,
                 .views = VIEW_OPT(VIEW_JSON),
         };
-        _cleanup_conn_ conn *c = NULL;
-        _cleanup_json_ json_t *request = NULL, *line = NULL;
+        _cleanup_json_ json_t *request = NULL;
         struct view_options view = {};
-        const char *action, *arg = NULL, *raw;
+        const char *action, *arg = NULL;
         _cleanup_free_ char **rest = NULL;
-        size_t raw_len;
         int r, n_rest = 0, wanted;
         uint64_t id = 0;
 
@@ -184,19 +182,6 @@ int cmd_capture(const struct cli_target *t, int argc, char *argv[]) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }
-        r = conn_open(t->socket, &c);
-        if (r < 0)
-                return EXIT_FAILURE;
-        r = conn_send(c, request);
-        if (r < 0)
-                return EXIT_FAILURE;
-        r = read_expected(c, PROTO_OP_CAPTURE, PROTO_TYPE_CAPTURE, &line, &raw, &raw_len);
-        if (r < 0)
-                return EXIT_FAILURE;
-        if (view.json) {
-                fwrite(raw, 1, raw_len, stdout);
-                fputc('\n', stdout);
-        } else if (capture_answer_write(stdout, line) < 0)
-                return EXIT_FAILURE;
-        return EXIT_SUCCESS;
+        return ask_and_print(t->socket, request, PROTO_OP_CAPTURE, PROTO_TYPE_CAPTURE, view.json,
+                             capture_answer_write);
 }
