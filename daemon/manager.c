@@ -87,6 +87,7 @@ struct manager {
         server *server;
         query_pool *queries;          /* query and series requests, on worker threads */
         capture_manager *captures;    /* captures' triggers and pins (issue 44) */
+        unsigned raised_hz;           /* a capture's raised sampling rate now; 0: the base (conf) */
         struct flush_waiter *waiters;
 
         bool serve_only;              /* --kinds none: no BPF, no writer, queries only */
@@ -247,6 +248,9 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
          * so a wall clock set meanwhile moves a drain's timeline as a
          * whole, never reorders it (a test clock's rate is not applied) */
         b.wall_minus_mono_ns = (int64_t) (m->last_drain_end_ns - clock_now_ns(CLOCK_MONOTONIC));
+        /* every change of rate flips a drain first (manager_set_rate), so
+         * all of this one's samples were taken at the rate set now */
+        b.frequency_hz = m->conf->kind_cpu ? collector_frequency(m->coll) : 0;
         m->timeline_untimed += b.counters[PROFD_CNT_UNTIMED];
         m->offtime_logged += b.n_blocks;
         m->offtime_short += b.counters[PROFD_CNT_OFFCPU_SHORT];
@@ -391,6 +395,24 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+/* Changes the on-CPU sampler's rate. The samples taken so far at the old
+ * rate are drained first, so each drain has one rate (stored with it,
+ * drains.frequency_hz, and weighted by answers: rate-weight.h). What the
+ * flip cannot separate: each CPU's first sample after the change is still
+ * one old period after its previous one (the kernel re-arms the timer
+ * with the new period only then). Returns 0 or a negative errno (then the
+ * sampler keeps its rate). */
+static int manager_set_rate(manager *m, unsigned hz) {
+        int r;
+
+        if (!m->coll || collector_frequency(m->coll) == hz)
+                return 0;
+        r = manager_drain(m, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to flip a drain before changing the rate, ignoring: %m");
+        return collector_set_frequency(m->coll, hz);
+}
+
 /* Re-applies one component after SIGHUP (conf_reload_diff calls it once
  * for each component with a changed setting). Returns 0, or a negative
  * errno to keep that component's running settings (logged here). */
@@ -401,7 +423,11 @@ static int manager_apply(enum conf_apply what, const struct conf *next, const st
 
         switch (what) {
         case CONF_APPLY_FREQUENCY:
-                r = running->kind_cpu ? collector_set_frequency(m->coll, next->frequency_hz) : 0;
+                /* while a capture raises the rate, the new base applies
+                 * at its end */
+                if (!running->kind_cpu || m->raised_hz > 0)
+                        return 0;
+                r = manager_set_rate(m, next->frequency_hz);
                 if (r < 0)
                         return log_error_errno(r, "Failed to sample at %u Hz, keeping %u Hz: %m", next->frequency_hz,
                                                running->frequency_hz);

@@ -153,6 +153,11 @@ void store_interrupt(store *s);
 int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns);
 int store_drain_add(store *s, const struct store_sample *sample);
 int store_drain_drop(store *s, const char *reason, uint64_t count);
+/* The rate (Hz) the drain's cpu samples were taken at, stored with it
+ * (drains.frequency_hz, schema 14) for the weighting of answers that span
+ * drains of different rates (rate-weight.h); not called or 0: NULL, read
+ * as the answer's base rate. */
+int store_drain_rate(store *s, unsigned frequency_hz);
 /* The drain's timeline (issue 44): when each of its logged on-CPU samples
  * was taken, sample naming the store_drain_add call of this drain (0 the
  * first) whose key it had. Once per drain, after its adds; n == 0 writes
