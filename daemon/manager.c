@@ -608,7 +608,11 @@ static int send_answer(manager *m, server_client *c, const struct request *req) 
         const struct client_creds *creds = server_client_creds(c);
         struct answer_caller who = { .privileged = creds->privileged, .uid = creds->uid };
 
-        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns);
+        /* answers count samples at the base rate, whatever a capture
+         * raised it to meanwhile: status's frequency_hz, which profctl
+         * turns into time and pprof's period */
+        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns,
+                                 m->conf->frequency_hz);
 }
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {

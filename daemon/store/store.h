@@ -221,6 +221,11 @@ struct store_query {
          * drains overlapping the window; set it only where
          * store_query_timeline_covers says so */
         bool timeline;
+        /* cpu: the rate (Hz) values are counted at; a drain sampled at
+         * another (drains.frequency_hz: a capture's raise, a reload) is
+         * weighted by base_hz / its rate (rate-weight.h). 0: each sample
+         * counts 1 whatever its rate */
+        unsigned base_hz;
 };
 
 /* Whether the timeline can answer q (sets *ret): an on-CPU query of a
