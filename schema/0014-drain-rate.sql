@@ -8,3 +8,8 @@
 -- merged bucket of drains of different rates (never written: retention
 -- merges only drains of one rate), read as the answer's base rate.
 ALTER TABLE drains ADD COLUMN frequency_hz INTEGER;
+-- The rate a capture raised the sampler to for its duration (the
+-- sampler's rate then, as capture_raise_plan bounds capture_frequency);
+-- NULL for captures recorded before version 14 and where no on-CPU
+-- sampler runs.
+ALTER TABLE captures ADD COLUMN frequency_hz INTEGER;

@@ -472,6 +472,7 @@ struct store_capture {
         uint64_t trigger_ns, from_ns, to_ns;
         uint64_t pinned_bytes;
         enum store_capture_state state;
+        unsigned frequency_hz; /* the on-CPU rate during it (schema 14); 0: unknown, or no sampler */
 };
 
 const char *store_capture_state_name(enum store_capture_state s);

@@ -202,7 +202,7 @@ static void test_keys_in_order(void) {
         check_keys(o, "type version pid uptime_s frequency_hz event interval_ms store_path store_bytes drains "
                       "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
-                      "runtime_names truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
+                      "runtime_names sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
                       "rss_bytes memory heap_trims heap_trim_ms offcpu timeline captures max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
@@ -296,7 +296,7 @@ static void test_values(void) {
         {
                 json_t *l = json_array_get(json_object_get(x, "last"), 0);
 
-                check_keys(l, "id cause origin uid value_percent trigger_ns from_ns to_ns pinned_bytes state");
+                check_keys(l, "id cause origin uid value_percent trigger_ns from_ns to_ns pinned_bytes state frequency_hz");
                 CHECK_INT_EQ(num(l, "id"), 154);
                 CHECK_STR_EQ(str(l, "cause"), "cpu:pid=42>80");
                 CHECK_STR_EQ(str(l, "origin"), "request");
