@@ -421,11 +421,13 @@ static int manager_set_rate(manager *m, unsigned hz) {
         return collector_set_frequency(m->coll, hz);
 }
 
-/* Drains every interval_ns from now on. */
+/* Drains every interval_ns from now on (the clock's now: see
+ * on_capture_raise). */
 static void manager_rearm_drains(manager *m) {
         int r;
 
-        r = sd_event_source_set_time_relative(m->drain_timer, manager_interval_ns(m) / NSEC_PER_USEC);
+        r = sd_event_source_set_time(m->drain_timer,
+                                     (clock_now_ns(CLOCK_MONOTONIC) + manager_interval_ns(m)) / NSEC_PER_USEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ONESHOT);
         if (r < 0)
@@ -459,6 +461,7 @@ static int on_restore_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  * during another's raise extends it. */
 static void on_capture_raise(const struct capture_raise *plan, uint64_t duration_ns, void *userdata) {
         manager *m = userdata;
+        uint64_t until;
         int r;
 
         if (!m->coll || !m->conf->kind_cpu)
@@ -477,11 +480,15 @@ static void on_capture_raise(const struct capture_raise *plan, uint64_t duration
                          (uint64_t) (plan->interval_ns / NSEC_PER_MSEC), (uint64_t) (duration_ns / NSEC_PER_SEC));
         }
         m->raised_until_ns = wall_clock_now(&m->clock) + duration_ns;
+        /* from the clock now, not the loop's time of this iteration
+         * (sd_event_now, what a relative time counts from): recording the
+         * capture may have taken a second on a loaded disk, and the raise
+         * would end that much early */
+        until = (clock_now_ns(CLOCK_MONOTONIC) + duration_ns) / NSEC_PER_USEC;
         if (!m->restore_timer)
-                r = sd_event_add_time_relative(m->event, &m->restore_timer, CLOCK_MONOTONIC, duration_ns / NSEC_PER_USEC,
-                                               0, on_restore_timer, m);
+                r = sd_event_add_time(m->event, &m->restore_timer, CLOCK_MONOTONIC, until, 0, on_restore_timer, m);
         else {
-                r = sd_event_source_set_time_relative(m->restore_timer, duration_ns / NSEC_PER_USEC);
+                r = sd_event_source_set_time(m->restore_timer, until);
                 if (r >= 0)
                         r = sd_event_source_set_enabled(m->restore_timer, SD_EVENT_ONESHOT);
         }

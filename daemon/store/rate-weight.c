@@ -18,9 +18,45 @@ uint64_t rate_weight_fixed(uint64_t value, unsigned drain_hz, unsigned base_hz) 
 }
 
 uint64_t rate_weight_round(uint64_t fixed) {
-        uint64_t whole = (fixed >> RATE_WEIGHT_SHIFT) + ((fixed >> (RATE_WEIGHT_SHIFT - 1)) & 1);
+        return (fixed >> RATE_WEIGHT_SHIFT) + ((fixed >> (RATE_WEIGHT_SHIFT - 1)) & 1);
+}
 
-        return whole == 0 && fixed > 0 ? 1 : whole;
+/* qsort_r: row indexes by fraction, largest first, then by index */
+static int fraction_cmp(const void *a, const void *b, void *userdata) {
+        const uint64_t *fixed = userdata;
+        size_t x = *(const size_t *) a, y = *(const size_t *) b;
+        uint64_t fx = fixed[x] & (RATE_WEIGHT_ONE - 1), fy = fixed[y] & (RATE_WEIGHT_ONE - 1);
+
+        if (fx != fy)
+                return fx > fy ? -1 : 1;
+        return x < y ? -1 : x > y;
+}
+
+int rate_weight_apportion(const uint64_t *fixed, size_t n, uint64_t *whole) {
+        unsigned __int128 sum = 0;
+        uint64_t given = 0, target, left;
+        size_t *order;
+
+        for (size_t i = 0; i < n; i++) {
+                sum += fixed[i];
+                whole[i] = fixed[i] >> RATE_WEIGHT_SHIFT;
+                given += whole[i];
+        }
+        target = (uint64_t) ((sum + RATE_WEIGHT_ONE / 2) >> RATE_WEIGHT_SHIFT);
+        /* the fractions add up to less than n, so fewer than n are left */
+        left = target - given;
+        if (left == 0)
+                return 0;
+        order = malloc(n * sizeof(*order));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        qsort_r(order, n, sizeof(*order), fraction_cmp, (void *) fixed);
+        for (size_t i = 0; i < left && i < n; i++)
+                whole[order[i]]++;
+        free(order);
+        return 0;
 }
 
 uint64_t rate_weight(uint64_t value, unsigned drain_hz, unsigned base_hz) {

@@ -18,14 +18,23 @@
  * was, schema 14), base_hz 0 or equal rates: value exactly. */
 uint64_t rate_weight_fixed(uint64_t value, unsigned drain_hz, unsigned base_hz);
 
-/* A fixed-point sum as whole samples: rounded to the nearest, half up,
- * except that a non-zero sum is at least 1: a stack sampled only while
- * the rate was raised stays in the answer (its share over-stated by less
- * than one base sample) rather than vanishing. */
+/* A fixed-point sum as whole samples: rounded to the nearest, half up. */
 uint64_t rate_weight_round(uint64_t fixed);
 
 /* rate_weight_round(rate_weight_fixed(...)): one value. */
 uint64_t rate_weight(uint64_t value, unsigned drain_hz, unsigned base_hz);
+
+/* The fixed-point values of an answer's rows (stacks, or a series'
+ * drains) as whole samples that add up to their sum rounded
+ * (rate_weight_round): each row gets its whole part, and the samples
+ * left go one each to the rows with the largest fractions (the earlier
+ * row on a tie). Every row is within one sample of its weighted value and
+ * the total within half a sample, so shares and totals stay true; rows
+ * worth less than a sample may get 0 (a raise's rare stacks, 0.1 base
+ * samples each, are kept in proportion, not each rounded up to a whole
+ * sample, which would count them up to ten times over). whole[i] for
+ * fixed[i]; n 0 does nothing. Returns 0 or -ENOMEM. */
+int rate_weight_apportion(const uint64_t *fixed, size_t n, uint64_t *whole);
 
 /* The drains of a window sampled at a rate other than the base, by id:
  * what an answer's sums look up for each entry. Empty (n 0) for the

@@ -609,6 +609,29 @@ static int stack_sums_load_rates(store *s, const struct store_query *q, struct s
         return 0;
 }
 
+/* The weighted sums (fixed point) as whole samples of the base rate, in
+ * place (rate_weight_apportion): the answer's total is the weighted total
+ * rounded. Returns 0 or -ENOMEM. */
+static int stack_sums_apportion(struct stack_sums *a) {
+        _cleanup_free_ uint64_t *fixed = NULL, *whole = NULL;
+        int r;
+
+        if (a->n == 0)
+                return 0;
+        fixed = malloc(a->n * sizeof(*fixed));
+        whole = malloc(a->n * sizeof(*whole));
+        if (!fixed || !whole)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n; i++)
+                fixed[i] = a->sums[i].value;
+        r = rate_weight_apportion(fixed, a->n, whole);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < a->n; i++)
+                a->sums[i].value = whole[i];
+        return 0;
+}
+
 /* value samples of drain drain_id as the sums count them. */
 static uint64_t stack_sums_value(const struct stack_sums *a, int64_t drain_id, uint64_t value) {
         if (!a || !a->weighted)
@@ -1203,11 +1226,20 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
         /* in (group, stack) order, as GROUP BY grp, stack_id ORDER BY grp gave */
         if (a.n > 1) /* an empty answer has no array: qsort(NULL, ...) is undefined */
                 qsort_r(a.sums, a.n, sizeof(*a.sums), stack_sum_cmp, a.names);
+        if (a.weighted) {
+                r = stack_sums_apportion(&a);
+                if (r < 0)
+                        goto out;
+        }
         for (size_t i = 0; i < a.n; i++) {
                 struct store_stack_out so = {
-                        .value = a.weighted ? rate_weight_round(a.sums[i].value) : a.sums[i].value,
+                        .value = a.sums[i].value,
                         .group = q->group != STORE_GROUP_NONE ? a.names[a.sums[i].group] : NULL,
                 };
+
+                /* weighted to less than half a sample: not in the answer */
+                if (so.value == 0)
+                        continue;
 
                 r = store_stack_frames(s, a.sums[i].stack_id, cache, &out, &out_cap, &so.n_frames, &so.user_end);
                 if (r < 0)
@@ -1256,6 +1288,43 @@ static int drain_sum_cmp(const void *a, const void *b) {
         if (x->end_ns != y->end_ns)
                 return x->end_ns < y->end_ns ? -1 : 1;
         return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The drains' cpu sums at the base rate, in place, where a drain of the
+ * window was sampled at another (a capture's raise): the values, and the
+ * complete parts, apportioned over the drains (rate_weight_apportion), so
+ * the series adds up to the query's total over the same window. Returns 0
+ * or -ENOMEM. */
+static int drain_sums_weigh(const struct store_query *q, struct drain_sum *sums, size_t n) {
+        _cleanup_free_ uint64_t *fixed = NULL, *whole = NULL;
+        bool weighted = false;
+        int r;
+
+        if (q->kind != 0 || q->base_hz == 0) /* PROFD_KIND_CPU */
+                return 0;
+        for (size_t i = 0; i < n && !weighted; i++)
+                weighted = sums[i].hz > 0 && sums[i].hz != q->base_hz;
+        if (!weighted)
+                return 0;
+        fixed = malloc(n * sizeof(*fixed));
+        whole = malloc(n * sizeof(*whole));
+        if (!fixed || !whole)
+                return -ENOMEM;
+        for (unsigned part = 0; part < 2; part++) {
+                for (size_t i = 0; i < n; i++)
+                        fixed[i] = rate_weight_fixed(part ? sums[i].complete : sums[i].value, sums[i].hz, q->base_hz);
+                r = rate_weight_apportion(fixed, n, whole);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n; i++)
+                        if (part)
+                                /* apportioned apart, the complete part may
+                                 * round up past its whole */
+                                sums[i].complete = MIN(whole[i], sums[i].value);
+                        else
+                                sums[i].value = whole[i];
+        }
+        return 0;
 }
 
 int store_query_drains(store *s, const struct store_query *q, store_drain_value_fn fn, void *userdata) {
@@ -1358,14 +1427,13 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
                 goto out;
         if (n > 1)
                 qsort(sums, n, sizeof(*sums), drain_sum_cmp);
+        r = drain_sums_weigh(q, sums, n);
+        if (r < 0)
+                goto out;
         for (size_t i = 0; i < n; i++) {
                 if (!sums[i].any) /* nothing the query selects */
                         continue;
-                unsigned hz = q->kind == 0 ? sums[i].hz : 0; /* PROFD_KIND_CPU */
-
-                /* each drain's sum at the base rate, rounded per drain */
-                r = fn(sums[i].start_ns, sums[i].end_ns, rate_weight(sums[i].value, hz, q->base_hz),
-                       rate_weight(sums[i].complete, hz, q->base_hz), userdata);
+                r = fn(sums[i].start_ns, sums[i].end_ns, sums[i].value, sums[i].complete, userdata);
                 if (r < 0)
                         break;
         }

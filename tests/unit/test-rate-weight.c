@@ -1,7 +1,7 @@
 /* Samples taken at a raised rate counted at the base rate
  * (daemon/store/rate-weight.c): the split of a workload over a window
  * that spans a raise is the split of its samples' time, rounding is to
- * the nearest, and a sampled stack never rounds to nothing. */
+ * the nearest, and an answer's rows add up to its rounded total. */
 #include "store/rate-weight.h"
 #include "tests.h"
 
@@ -10,6 +10,7 @@ static void test_same_rate_is_exact(void) {
         /* a drain stored before its rate was (NULL, 0) counts at the base */
         CHECK_INT_EQ(rate_weight(12345, 0, 49), 12345);
         CHECK_INT_EQ(rate_weight(7, 499, 0), 7);
+        CHECK_INT_EQ(rate_weight_round(0), 0);
         CHECK_INT_EQ(rate_weight_fixed(3, 49, 49), 3 * RATE_WEIGHT_ONE);
 }
 
@@ -32,11 +33,40 @@ static void test_half_rounds_up(void) {
         CHECK_INT_EQ(rate_weight(5, 98, 49), 3);
 }
 
-static void test_a_sampled_stack_never_rounds_to_nothing(void) {
-        CHECK_INT_EQ(rate_weight(1, 499, 49), 1);
-        CHECK_INT_EQ(rate_weight_round(1), 1);
-        CHECK_INT_EQ(rate_weight_round(0), 0);
-        CHECK_INT_EQ(rate_weight(0, 499, 49), 0);
+static void test_apportion_keeps_the_total(void) {
+        /* 100 stacks of one raised sample each: 0.098 base samples each,
+         * 9.8 in all: ten of them get one, the first ones on the tie */
+        uint64_t fixed[100], whole[100], sum = 0;
+
+        for (size_t i = 0; i < 100; i++)
+                fixed[i] = rate_weight_fixed(1, 499, 49);
+        CHECK_INT_EQ(rate_weight_apportion(fixed, 100, whole), 0);
+        for (size_t i = 0; i < 100; i++) {
+                CHECK_INT_EQ(whole[i], i < 10);
+                sum += whole[i];
+        }
+        CHECK_INT_EQ(sum, 10);
+        /* rounded each, none would count (0.098 rounds to 0) */
+        CHECK_INT_EQ(rate_weight(1, 499, 49), 0);
+
+        /* the largest fractions get what is left: 2.3 + 1.6 + 0.7 + 0.4 = 5 */
+        {
+                const uint64_t f[4] = { 23 * RATE_WEIGHT_ONE / 10, 16 * RATE_WEIGHT_ONE / 10, 7 * RATE_WEIGHT_ONE / 10,
+                                        4 * RATE_WEIGHT_ONE / 10 };
+                uint64_t w[4];
+
+                CHECK_INT_EQ(rate_weight_apportion(f, 4, w), 0);
+                CHECK(w[0] == 2 && w[1] == 2 && w[2] == 1 && w[3] == 0);
+        }
+        /* whole values stay as they are; nothing is nothing */
+        {
+                const uint64_t f[3] = { 5 * RATE_WEIGHT_ONE, 0, RATE_WEIGHT_ONE };
+                uint64_t w[3];
+
+                CHECK_INT_EQ(rate_weight_apportion(f, 3, w), 0);
+                CHECK(w[0] == 5 && w[1] == 0 && w[2] == 1);
+                CHECK_INT_EQ(rate_weight_apportion(NULL, 0, NULL), 0);
+        }
 }
 
 static void test_split_over_a_raise_keeps_its_shares(void) {
@@ -92,7 +122,7 @@ int main(void) {
         test_same_rate_is_exact();
         test_raised_samples_count_at_the_base_rate();
         test_half_rounds_up();
-        test_a_sampled_stack_never_rounds_to_nothing();
+        test_apportion_keeps_the_total();
         test_split_over_a_raise_keeps_its_shares();
         test_large_values_do_not_overflow();
         test_map_finds_each_drain();
