@@ -382,6 +382,7 @@ int store_outbox_ack(store *s, const char *target, int64_t drain_id);
 struct store_outbox_drain {
         int64_t id;
         uint64_t start_ns, end_ns; /* Unix-epoch ns */
+        unsigned frequency_hz;     /* its on-CPU rate (schema 14); 0 unknown */
 };
 
 /* Up to max drains after after_id, oldest first, in ret (room for max);
