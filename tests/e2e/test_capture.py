@@ -9,7 +9,11 @@ user nobody asking for another user's process, a host-wide condition or
 another's unpin, and serve-only profd asked to start or unpin, get clear errors and a non-zero exit while profd goes on
 answering; unpin returns the data to retention. An OOM kill in a
 memory-limited cgroup (cgroup2's memory controller, or v1's memory
-hierarchy as on this VM) fires a capture on "oom"."""
+hierarchy as on this VM) fires a capture on "oom". A capture by hand
+raises the sampling rate tenfold for its duration and back (status,
+capture list, the timeline's samples per CPU second), and a window that
+spans the raise keeps the split of CPU time between two processes, its
+series no jump."""
 import json
 import os
 import signal

@@ -95,6 +95,8 @@ static struct status_stats full_stats(const struct conf *c) {
                 .pid = 4242,
                 .uptime_s = 3601,
                 .event = "cpu-clock",
+                /* a capture's raise: 999 Hz, drained every 991 ms, until then */
+                .sampling_hz = 999, .raised_until_ns = 1764680553250000000ULL, .interval_now_ns = 991000000,
                 .samples_seen = 11, .idle_samples = 12,
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
                 .user_walks = 15,
@@ -251,6 +253,10 @@ static void test_values(void) {
         CHECK_INT_EQ(num(o, "frequency_hz"), 99);
         CHECK_STR_EQ(str(o, "event"), "cpu-clock");
         CHECK_INT_EQ(num(o, "interval_ms"), 10000);
+        /* raised: the rate and interval now beside the base ones */
+        CHECK_INT_EQ(num(o, "sampling_hz"), 999);
+        CHECK_INT_EQ(num(o, "raised_until_ns"), 1764680553250000000LL);
+        CHECK_INT_EQ(num(o, "interval_now_ms"), 991);
         CHECK_STR_EQ(str(o, "store_path"), "/var/lib/profd/profd.db");
         CHECK_INT_EQ(num(o, "store_bytes"), 26);
         CHECK_INT_EQ(num(o, "drains"), 21);
@@ -508,6 +514,8 @@ static void test_serve_only(void) {
         o = status_build(&s);
         CHECK(o != NULL);
         CHECK_INT_EQ(num(o, "frequency_hz"), 0);
+        CHECK_INT_EQ(num(o, "sampling_hz"), 0);
+        CHECK_INT_EQ(num(o, "raised_until_ns"), 0);
         CHECK(json_is_null(json_object_get(o, "event")));
         CHECK_INT_EQ(json_array_size(json_object_get(o, "kinds")), 0);
         CHECK(json_object_get(o, "export") == NULL);
