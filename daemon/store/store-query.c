@@ -587,9 +587,13 @@ static int stack_sums_load_rates(store *s, const struct store_query *q, struct s
 
         if (q->kind != 0 || q->base_hz == 0) /* PROFD_KIND_CPU */
                 return 0;
+        /* one drain by its key, or the window's through drains_end (an OR
+         * of the two would read the whole table) */
         rc = sqlite3_prepare_v2(s->d.handle,
-                                "SELECT id, frequency_hz FROM drains WHERE frequency_hz IS NOT NULL AND frequency_hz != ?1 "
-                                "AND ((?4 > 0 AND id = ?4) OR (?4 <= 0 AND end_ns >= ?2 AND start_ns <= ?3))",
+                                q->drain_id > 0
+                                        ? "SELECT id, frequency_hz FROM drains WHERE id = ?4 AND frequency_hz != ?1"
+                                        : "SELECT id, frequency_hz FROM drains WHERE end_ns >= ?2 AND start_ns <= ?3 "
+                                          "AND frequency_hz != ?1",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return db_fail(&s->d, rc, "preparing the rates' query");
