@@ -57,7 +57,7 @@ static uint64_t u64_of(const json_t *o, const char *key) {
         return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t) json_integer_value(v) : 0;
 }
 
-/* "3 pinned 2026-12-02 12:40:01 cpu:pid=42>80 at 99.50%, 5m before to 30s after, 1.2 MiB (request, uid 1000)" */
+/* "3 pinned 2026-12-02 12:40:01 cpu:pid=42>80 at 99.50%, 5m before to 30s after, 1.2 MiB, 499 Hz (request, uid 1000)" */
 static void capture_line_write(FILE *f, const json_t *c) {
         const json_t *value = json_object_get(c, "value_percent");
         uint64_t trigger = u64_of(c, "trigger_ns"), from = u64_of(c, "from_ns"), to = u64_of(c, "to_ns");
@@ -68,10 +68,14 @@ static void capture_line_write(FILE *f, const json_t *c) {
         write_sanitized(f, str_of(c, "cause"));
         if (json_is_number(value))
                 fprintf(f, " at %.2f%%", json_number_value(value));
-        fprintf(f, ", %s before to %s after, %s (%s, uid %" PRIu64 ")\n",
+        fprintf(f, ", %s before to %s after, %s",
                 format_duration(before, sizeof(before), trigger - MIN(from, trigger)),
                 format_duration(after, sizeof(after), to > trigger ? to - trigger : 0),
-                format_bytes(bytes, sizeof(bytes), u64_of(c, "pinned_bytes")), str_of(c, "origin"), u64_of(c, "uid"));
+                format_bytes(bytes, sizeof(bytes), u64_of(c, "pinned_bytes")));
+        /* the on-CPU rate while it lasted; 0: unknown (before schema 14) or no sampler */
+        if (u64_of(c, "frequency_hz") > 0)
+                fprintf(f, ", %" PRIu64 " Hz", u64_of(c, "frequency_hz"));
+        fprintf(f, " (%s, uid %" PRIu64 ")\n", str_of(c, "origin"), u64_of(c, "uid"));
 }
 
 static void trigger_line_write(FILE *f, const json_t *t) {

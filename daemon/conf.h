@@ -68,6 +68,12 @@
 /* One capture per 10 minutes: longer than one capture's range, so a
  * flapping condition pins one incident, not a stream of overlapping ones. */
 #define CONF_DEFAULT_CAPTURE_COOLDOWN_NS (600ULL * 1000000000ULL)
+/* 499 Hz while a capture lasts: about ten times the default rate (a
+ * prime too), so a 300 ms stall holds some 150 samples of one CPU rather
+ * than 15, for capture_duration only: drains come ten times as often
+ * meanwhile (capture_raise_plan), so the kernel maps sized for 49 Hz hold
+ * them. */
+#define CONF_DEFAULT_CAPTURE_FREQUENCY_HZ 499
 /* 256 MiB pinned at most, every capture together: as much again as the
  * timeline's default bound, a quarter of the store's default maximum. */
 #define CONF_DEFAULT_CAPTURE_MAX_PINNED (256ULL << 20)
@@ -151,6 +157,7 @@ struct conf {
         char **capture_on;        /* NULL-terminated conditions (common/capture.h) watched from the start */
         uint64_t capture_before_ns, capture_duration_ns, capture_cooldown_ns;
         uint64_t capture_max_pinned; /* bytes every capture's pins hold together */
+        unsigned capture_frequency_hz; /* the on-CPU rate while a capture lasts; 0: not raised */
         /* the ClickHouse export (docs/clickhouse.md) */
         char *clickhouse_url;     /* NULL: no export */
         char *host_name;          /* the host's label there; default: the machine's host name */

@@ -375,6 +375,10 @@ json_t *status_build(const struct status_stats *s) {
                 return NULL;
         }
         status_add_parts(s, o);
+        json_object_set_new(o, STATUS_KEY_SAMPLING_HZ, json_integer((json_int_t) (c->kind_cpu ? s->sampling_hz : 0)));
+        json_object_set_new(o, STATUS_KEY_RAISED_UNTIL_NS, json_integer((json_int_t) s->raised_until_ns));
+        json_object_set_new(o, STATUS_KEY_INTERVAL_NOW_MS,
+                            json_integer((json_int_t) ((s->interval_now_ns ?: c->interval_ns) / NSEC_PER_MSEC)));
         json_object_set_new(o, STATUS_KEY_TRUNCATED, truncated ? truncated : json_object());
         json_object_set_new(o, STATUS_KEY_UNWIND, status_unwind(s));
         json_object_set_new(o, "jit_map_entries_dropped", json_integer((json_int_t) s->writer.jit_map_entries_dropped));

@@ -603,6 +603,10 @@ int collector_set_frequency(collector *c, unsigned frequency_hz) {
         return 0;
 }
 
+unsigned collector_frequency(const collector *c) {
+        return c->frequency;
+}
+
 void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t timeline_min_ns) {
         /* .data is memory-mapped: the programs see the new values at their
          * next run. Each is one aligned 64-bit store, so a program reads

@@ -282,6 +282,7 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                 return emit_error(ctx, error);
         if (r < 0)
                 return r;
+        q.base_hz = ctx->base_hz;
         if (req->op == REQUEST_TIMELINE)
                 return answer_timeline(ctx, rq, &q);
         if (rq->last) {

@@ -105,7 +105,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 37);
+        CHECK_INT_EQ(n, 38);
 }
 
 static void test_defaults(void) {
@@ -311,6 +311,7 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "capture_duration", "1m", "1m" },
         { "capture_cooldown", "15m", "15m" },
         { "capture_max_pinned", "64M", "67108864" },
+        { "capture_frequency", "997", "997" },
         { "timeline_offcpu_min", "5ms", "5ms" },
         { "timeline_offcpu_rate", "500", "500" },
         { "symbol_cache", "64", "64" },
@@ -467,7 +468,7 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
          * retention x3, max_store_size, timeline_retention, timeline_max_size,
          * timeline_offcpu_min, symbol_cache, debug_dirs */
         CHECK_INT_EQ(n_reloadable, 15);
-        CHECK_INT_EQ(n_restart, 22);
+        CHECK_INT_EQ(n_restart, 23);
         conf_done(&defaults);
 }
 

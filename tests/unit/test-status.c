@@ -95,6 +95,8 @@ static struct status_stats full_stats(const struct conf *c) {
                 .pid = 4242,
                 .uptime_s = 3601,
                 .event = "cpu-clock",
+                /* a capture's raise: 999 Hz, drained every 991 ms, until then */
+                .sampling_hz = 999, .raised_until_ns = 1764680553250000000ULL, .interval_now_ns = 991000000,
                 .samples_seen = 11, .idle_samples = 12,
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
                 .user_walks = 15,
@@ -202,7 +204,7 @@ static void test_keys_in_order(void) {
         check_keys(o, "type version pid uptime_s frequency_hz event interval_ms store_path store_bytes drains "
                       "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
-                      "runtime_names truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
+                      "runtime_names sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
                       "rss_bytes memory heap_trims heap_trim_ms offcpu timeline captures max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
@@ -251,6 +253,10 @@ static void test_values(void) {
         CHECK_INT_EQ(num(o, "frequency_hz"), 99);
         CHECK_STR_EQ(str(o, "event"), "cpu-clock");
         CHECK_INT_EQ(num(o, "interval_ms"), 10000);
+        /* raised: the rate and interval now beside the base ones */
+        CHECK_INT_EQ(num(o, "sampling_hz"), 999);
+        CHECK_INT_EQ(num(o, "raised_until_ns"), 1764680553250000000LL);
+        CHECK_INT_EQ(num(o, "interval_now_ms"), 991);
         CHECK_STR_EQ(str(o, "store_path"), "/var/lib/profd/profd.db");
         CHECK_INT_EQ(num(o, "store_bytes"), 26);
         CHECK_INT_EQ(num(o, "drains"), 21);
@@ -296,7 +302,7 @@ static void test_values(void) {
         {
                 json_t *l = json_array_get(json_object_get(x, "last"), 0);
 
-                check_keys(l, "id cause origin uid value_percent trigger_ns from_ns to_ns pinned_bytes state");
+                check_keys(l, "id cause origin uid value_percent trigger_ns from_ns to_ns pinned_bytes state frequency_hz");
                 CHECK_INT_EQ(num(l, "id"), 154);
                 CHECK_STR_EQ(str(l, "cause"), "cpu:pid=42>80");
                 CHECK_STR_EQ(str(l, "origin"), "request");
@@ -508,6 +514,8 @@ static void test_serve_only(void) {
         o = status_build(&s);
         CHECK(o != NULL);
         CHECK_INT_EQ(num(o, "frequency_hz"), 0);
+        CHECK_INT_EQ(num(o, "sampling_hz"), 0);
+        CHECK_INT_EQ(num(o, "raised_until_ns"), 0);
         CHECK(json_is_null(json_object_get(o, "event")));
         CHECK_INT_EQ(json_array_size(json_object_get(o, "kinds")), 0);
         CHECK(json_object_get(o, "export") == NULL);
