@@ -582,7 +582,8 @@ static int send_answer(manager *m, server_client *c, const struct request *req) 
         const struct client_creds *creds = server_client_creds(c);
         struct answer_caller who = { .privileged = creds->privileged, .uid = creds->uid };
 
-        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns);
+        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns,
+                                 !m->conf->timeline);
 }
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {
