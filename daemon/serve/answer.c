@@ -221,7 +221,9 @@ static int answer_offtime(const struct answer_context *ctx, const struct query_r
         json_t *end, *report;
         int r;
 
-        r = timeline_refuse(ctx, rq, q, store_offtime_oldest(ctx->store, &oldest), oldest);
+        /* oldest is read after the call sets it: two statements */
+        r = store_offtime_oldest(ctx->store, &oldest);
+        r = timeline_refuse(ctx, rq, q, r, oldest);
         if (r != 0)
                 return r < 0 ? r : 0;
         r = timed_span_set_init(&set, rq->max_samples);
@@ -276,7 +278,9 @@ static int answer_timeline(const struct answer_context *ctx, const struct query_
 
         if (rq->kind == PROFD_KIND_OFFCPU)
                 return answer_offtime(ctx, rq, q);
-        r = timeline_refuse(ctx, rq, q, store_timeline_oldest(ctx->store, &oldest), oldest);
+        /* oldest is read after the call sets it: two statements */
+        r = store_timeline_oldest(ctx->store, &oldest);
+        r = timeline_refuse(ctx, rq, q, r, oldest);
         if (r != 0)
                 return r < 0 ? r : 0;
         r = timed_set_init(&set, rq->max_samples);
