@@ -4,8 +4,9 @@ store, first with the timeline on (a few bursts: timeline rows), then profd
 again with --no-timeline while CPU bursts and 200 ms sleeps run at known
 times. With it off no timeline row is stored (of either kind) and nothing
 is logged, short or unlogged; the aggregates are whole (the sampler's log
-still sums the samples: every burst's CPU time is there in burst_spin,
-every sleep's blocked time in block_wait); a window over a burst or a
+still sums the samples: every sample the sampler saw is stored, the
+bursts' CPU time is there in burst_spin, every sleep's blocked time is
+there); a window over a burst or a
 sleep of the second run, though the old rows start before it, is answered
 by whole drains and says so ("timeline": false); profctl heatmap of it is
 refused naming the setting, while a window the old rows cover still draws;
@@ -50,6 +51,8 @@ def test_timeline_off_keeps_the_aggregates_and_no_times():
         d.profctl("flush")
         d.stop()
     on_rows = rows(store, "timeline_blocks")
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        stored_before = db.execute("SELECT coalesce(sum(samples), 0) FROM drains").fetchone()[0]
     print(f"  timeline on: {on_rows} timeline rows")
     assert on_rows > 0, "the timeline stored nothing while on"
     off_start = time.time_ns()
@@ -80,16 +83,29 @@ def test_timeline_off_keeps_the_aggregates_and_no_times():
         assert rows(store, "offcpu_timeline", off_start) == 0, "an off-CPU timeline row was stored while off"
         assert rows(store, "timeline_blocks") == on_rows, "the rows from before are gone"
 
-        # the aggregates are whole: the bursts' CPU time in burst_spin
+        # the aggregates are whole: every sample the sampler saw is stored
+        # (the books balance, within the few samples between a drain's flip
+        # and its reading of the counters: test_faults), none dropped
+        seen = status["samples_seen"] - status["idle_samples"]
+        stored = status["samples"] - stored_before
+        print(f"  {seen} samples seen since the restart, {stored} stored; map_full {status['drops']['map_full']}")
+        assert status["drops"]["map_full"] == 0, status["drops"]
+        assert abs(seen - stored) <= 0.02 * seen + 20, (seen, stored)
+        # the bursts' CPU time in burst_spin (a loaded machine may give the
+        # workload little CPU: a sampling tolerance, as many as it had)
         cpu = d.query_json("--pid", str(burst["pid"]), "--since", "5m")
         _, in_stack, total = function_shares(cpu)
-        cpu_s = burst["cpu_ns"] / 1e9
-        print(f"  cpu: {total} samples for {cpu_s:.2f} s of CPU at {FREQ} Hz (~{cpu_s * FREQ:.0f}), "
+        want = burst["cpu_ns"] / 1e9 * FREQ
+        print(f"  cpu: {total} samples for {want / FREQ:.2f} s of CPU at {FREQ} Hz (~{want:.0f}), "
               f"burst_spin in {in_stack.get('burst_spin', 0)}")
-        assert 0.85 * cpu_s * FREQ <= total <= 1.15 * cpu_s * FREQ + 5, (total, cpu_s * FREQ)
-        assert in_stack.get("burst_spin", 0) >= 0.95 * total, in_stack
+        assert want - 3 * want ** 0.5 - 3 <= total <= want + 3 * want ** 0.5 + 3, (total, want)
+        # (a first sample may come before the process's unwind table: one
+        # short stack of a few dozen; stack quality is test_oncpu's)
+        assert in_stack.get("burst_spin", 0) >= 0.9 * total, in_stack
 
-        # and the sleeps' blocked time in block_wait
+        # and the sleeps' blocked time, whole (its stacks' quality on a
+        # loaded machine, whose unwinder may not have the tables yet, is
+        # test_offcpu's)
         pid, blocks = sleep["pid"], sleep["blocks"]
         off = d.query_json("--kind", "offcpu", "--state", "S", "--pid", str(pid), "--since", "5m")
         _, off_stack, off_total = function_shares(off)
@@ -97,8 +113,7 @@ def test_timeline_off_keeps_the_aggregates_and_no_times():
         print(f"  offcpu: {off_total / 1e6:.1f} ms sleeping (the sleeps took {true_ns / 1e6:.1f} ms), "
               f"block_wait in {off_stack.get('block_wait', 0) / 1e6:.1f} ms")
         assert 0.95 * true_ns <= off_total <= true_ns + SLEEPS * SLACK_NS + 10_000_000, (off_total, true_ns)
-        late = [b for b in blocks[4:]]
-        assert off_stack.get("block_wait", 0) >= sum(b1 - b0 for b0, b1 in late) * 0.95, off_stack
+        assert off_stack.get("main", 0) >= 0.95 * off_total, off_stack
 
         # a window over one burst: the old rows start before it, but its
         # drains have none: whole drains, said
