@@ -446,12 +446,19 @@ static void timeline_write(FILE *f, const json_t *status, uint64_t now_ns) {
         const json_t *o = json_object_get(status, STATUS_KEY_TIMELINE);
         const json_t *oldest;
         char bytes[32], when[128];
+        bool off;
 
         if (!json_is_object(o))
                 return;
         oldest = json_object_get(o, STATUS_KEY_TIMELINE_OLDEST_NS);
-        fprintf(f, "timeline:  %" PRIu64 " samples with their time in %" PRIu64 " blocks (%s), oldest %s; "
+        /* absent from an older profd: it had no way to turn it off */
+        off = json_is_false(json_object_get(o, STATUS_KEY_TIMELINE_ON));
+        if (off)
+                fprintf(f, "timeline:  off (setting timeline): no new sample or off-CPU block is stored with its "
+                        "time; windows are answered by whole drains, and profctl heatmap has nothing new\n");
+        fprintf(f, "%s%" PRIu64 " samples with their time in %" PRIu64 " blocks (%s), oldest %s; "
                 "%" PRIu64 " samples untimed since profd started\n",
+                off ? "           " : "timeline:  ",
                 u64_of(o, STATUS_KEY_TIMELINE_SAMPLES), u64_of(o, STATUS_KEY_TIMELINE_BLOCKS),
                 format_bytes(bytes, sizeof(bytes), u64_of(o, STATUS_KEY_TIMELINE_BYTES)),
                 json_is_integer(oldest) ? when_write(when, sizeof(when), (uint64_t) json_integer_value(oldest), now_ns)

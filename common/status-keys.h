@@ -33,6 +33,8 @@
 #define STATUS_KEY_TIMELINE_SAMPLES     "samples"
 #define STATUS_KEY_TIMELINE_OLDEST_NS   "oldest_ns"
 #define STATUS_KEY_TIMELINE_UNTIMED     "untimed"
+/* false: the setting timeline is off, nothing new is timed */
+#define STATUS_KEY_TIMELINE_ON          "on"
 /* timeline: the off-CPU blocks (schema 13): in the store, and since
  * profd started, logged with their times or counted without */
 #define STATUS_KEY_OFFTIME              "offcpu"

@@ -148,6 +148,10 @@ struct conf {
         /* the timeline's own retention: its blocks go after this age, or
          * the oldest first above this many bytes (0: no maximum) */
         uint64_t timeline_retention_ns, timeline_max_size;
+        /* the timeline at all (issue 44): false stores no sample's or
+         * block's time, only the aggregates (docs/architecture.md, "The
+         * timeline turned off") */
+        bool timeline;
         /* the off-CPU timeline: blocks logged with their start and end
          * from this length, at most this many per CPU and second (0: none) */
         uint64_t timeline_offcpu_min_ns;
@@ -186,6 +190,8 @@ enum conf_type {
         CONF_DIRS,      /* char **, NULL-terminated: absolute directories separated by spaces */
         CONF_CAPTURES,  /* char **, NULL-terminated: capture conditions separated by spaces; "": none */
         CONF_KINDS,     /* bool kind_cpu, kind_offcpu, kind_wakeup: "cpu,offcpu,wakeup" or "none" */
+        CONF_BOOL,      /* bool: "on" or "off" ("yes"/"no", "true"/"false", "1"/"0" too); options
+                         * --key and --no-key */
         CONF_MODE,      /* unsigned: an octal file mode */
         CONF_UINT,      /* unsigned: a whole number in [min, max] */
         CONF_COUNT,     /* uint64_t: a whole number in [min, max], stored << shift */
@@ -217,6 +223,7 @@ struct conf_setting {
         bool file_only;          /* no command-line option (a secret's path stays out of ps) */
         const char *help_arg;    /* --help: "--key HELP_ARG  HELP"; '\n' in help continues */
         const char *help;        /* NULL: not in --help */
+        const char *help_negated; /* CONF_BOOL: --help's text for --no-KEY */
 };
 
 /* Every setting, in the order profd.conf(5) documents them. */
@@ -252,15 +259,23 @@ bool conf_setting_equal(const struct conf_setting *s, const struct conf *a, cons
 const char *conf_setting_format(const struct conf_setting *s, const struct conf *c, char *buf, size_t size);
 
 /* The command line: getopt_long's val for a setting without a short option
- * is CONF_OPTION_FIRST + its row. */
+ * is CONF_OPTION_FIRST + its row; a CONF_BOOL's --no-KEY is
+ * CONF_OPTION_NEGATED + its row. */
 #define CONF_OPTION_FIRST 0x1000
+#define CONF_OPTION_NEGATED 0x2000
+/* The most long options conf_options writes: --KEY, and --no-KEY for a
+ * CONF_BOOL. */
+#define CONF_MAX_OPTIONS (2 * conf_n_settings)
 struct option;
-/* Writes the settings' long options (at most conf_n_settings) to options
+/* Writes the settings' long options (at most CONF_MAX_OPTIONS) to options
  * and appends their short ones ("s:d:...") to shorts. The names are built
  * once, in static storage. Returns the number written. */
 size_t conf_options(struct option *options, char *shorts, size_t shorts_size);
 /* The setting getopt_long's val stands for, or NULL. */
 const struct conf_setting *conf_setting_of_option(int val);
+/* The value an option gives its setting: optarg, or "on" / "off" for a
+ * CONF_BOOL's --KEY / --no-KEY (which take no argument). */
+const char *conf_option_value(int val, const char *optarg);
 /* "offcpu-min" for offcpu_min: valid as long as the program runs. */
 const char *conf_setting_option(const struct conf_setting *s);
 /* Prints --help's lines for the settings that have an option. */

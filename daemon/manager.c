@@ -713,7 +713,7 @@ static int send_answer(manager *m, server_client *c, const struct request *req) 
          * raised it to meanwhile: status's frequency_hz, which profctl
          * turns into time and pprof's period */
         return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns,
-                                 m->conf->frequency_hz);
+                                 m->conf->frequency_hz, !m->conf->timeline);
 }
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {

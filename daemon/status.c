@@ -85,7 +85,8 @@ static json_t *status_timeline(const struct status_stats *s) {
                                     STATUS_KEY_OFFTIME_UNLOGGED_NS, (json_int_t) s->offtime_unlogged_ns,
                                     STATUS_KEY_OFFTIME_MIN_NS, (json_int_t) c->timeline_offcpu_min_ns);
 
-        return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I, s:o*}",
+        return json_pack("{s:b, s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I, s:o*}",
+                         STATUS_KEY_TIMELINE_ON, (int) c->timeline,
                          STATUS_KEY_TIMELINE_BYTES, (json_int_t) s->store.timeline_bytes,
                          STATUS_KEY_TIMELINE_BLOCKS, (json_int_t) s->store.timeline_blocks,
                          STATUS_KEY_TIMELINE_SAMPLES, (json_int_t) s->store.timeline_samples,

@@ -838,7 +838,52 @@ int store_query_timeline_covers(store *s, const struct store_query *q, bool *ret
         if (r < 0)
                 return r;
         *ret = oldest >= 0 && (uint64_t) oldest <= q->from_ns;
+        if (*ret) {
+                uint64_t gap_start, gap_end;
+
+                r = store_timeline_gap(s, (int) q->kind, q->from_ns, q->to_ns, &gap_start, &gap_end);
+                if (r < 0)
+                        return r;
+                *ret = r == 0;
+        }
         return 0;
+}
+
+int store_timeline_gap(store *s, int kind, uint64_t from_ns, uint64_t to_ns, uint64_t *ret_start_ns,
+                       uint64_t *ret_end_ns) {
+        /* the window's drains through the index on end_ns, the timeline
+         * rows by their primary keys. A drain's cpu samples are counted in
+         * its row; its off-CPU blocks are known only as blocks of that
+         * kind, in its own or (after retention packed it) its span's,
+         * which may hold another drain's: a drain of a span with none of
+         * its own counts as a gap, and the answer falls back to drains,
+         * never to a hole. */
+        static const char *const sql[2] = {
+                "SELECT d.start_ns, d.end_ns FROM drains d WHERE d.end_ns > ?1 AND d.start_ns < ?2 "
+                "AND d.samples > 0 "
+                "AND NOT EXISTS (SELECT 1 FROM timeline_blocks t WHERE t.drain_id = d.id) ORDER BY d.end_ns LIMIT 1",
+                "SELECT d.start_ns, d.end_ns FROM drains d WHERE d.end_ns > ?1 AND d.start_ns < ?2 "
+                "AND EXISTS (SELECT 1 FROM sample_blocks b WHERE b.drain_id = COALESCE(d.span, d.id) AND b.kind = 1) "
+                "AND NOT EXISTS (SELECT 1 FROM offcpu_timeline t WHERE t.drain_id = d.id) ORDER BY d.end_ns LIMIT 1",
+        };
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int rc;
+
+        if (kind != 0 && kind != 1)
+                return -EINVAL;
+        rc = sqlite3_prepare_v2(s->d.handle, sql[kind], -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "preparing the timeline's gap query");
+        sqlite3_bind_int64(st, 1, (int64_t) MIN(from_ns, (uint64_t) INT64_MAX));
+        sqlite3_bind_int64(st, 2, (int64_t) MIN(to_ns, (uint64_t) INT64_MAX));
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return 0;
+        if (rc != SQLITE_ROW)
+                return db_fail(&s->d, rc, "the timeline's gap query");
+        *ret_start_ns = (uint64_t) sqlite3_column_int64(st, 0);
+        *ret_end_ns = (uint64_t) sqlite3_column_int64(st, 1);
+        return 1;
 }
 
 /* A process's part in a timeline answer: whether the query's process

@@ -231,10 +231,21 @@ struct store_query {
 /* Whether the timeline can answer q (sets *ret): an on-CPU query of a
  * window (not one drain) with no state filter, whose start the timeline
  * still holds (its oldest block started by then: retention deletes the
- * oldest first, so it holds everything after). Samples counted untimed
+ * oldest first, so it holds everything after), and with no gap in it
+ * (store_timeline_gap). Samples counted untimed
  * (status timeline.untimed) are not in such an answer. Returns 0 or a
  * negative errno. */
 int store_query_timeline_covers(store *s, const struct store_query *q, bool *ret);
+
+/* The first drain overlapping (from_ns, to_ns) that stored samples of
+ * kind (0 cpu, 1 offcpu) but no timeline row of that kind: drained while
+ * the setting timeline was off, or whose row retention took while a
+ * capture's pin kept an older one. Such a window cannot be answered
+ * from the timeline without a silent hole. Returns 1 with *ret_start_ns
+ * and *ret_end_ns the drain's, 0 when there is none, or a negative
+ * errno. */
+int store_timeline_gap(store *s, int kind, uint64_t from_ns, uint64_t to_ns, uint64_t *ret_start_ns,
+                       uint64_t *ret_end_ns);
 
 /* struct store_frame_out and struct store_stack_out, what queries return,
  * are the protocol's frame and stack: common/protocol.h. */

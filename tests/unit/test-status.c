@@ -63,6 +63,7 @@ static struct conf test_conf(void) {
                 .interval_ns = 10 * NSEC_PER_SEC,
                 .kind_cpu = true,
                 .kind_offcpu = true,
+                .timeline = true,
                 .offcpu_min_ns = 1000000,
                 .offcpu_max_ns = UINT64_MAX,
                 .max_clients = 64,
@@ -225,7 +226,7 @@ static void test_keys_in_order(void) {
         check_keys(json_object_get(o, "store_migration"), "pending_rows pending_drains done_rows done_drains "
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"), "min_ns max_ns filtered_blocks filtered_ns");
-        check_keys(json_object_get(o, "timeline"), "bytes blocks samples oldest_ns untimed retention_s max_size "
+        check_keys(json_object_get(o, "timeline"), "on bytes blocks samples oldest_ns untimed retention_s max_size "
                    "deleted_blocks offcpu");
         check_keys(json_object_get(json_object_get(o, "timeline"), "offcpu"), "blocks bytes oldest_ns logged short "
                    "short_ns unlogged unlogged_ns min_ns");
@@ -267,6 +268,7 @@ static void test_values(void) {
         CHECK_INT_EQ(num(o, "samples_seen"), 11);
         CHECK_INT_EQ(num(o, "idle_samples"), 12);
         x = json_object_get(o, "timeline");
+        CHECK(json_is_true(json_object_get(x, "on")));
         CHECK_INT_EQ(num(x, "blocks"), 27);
         CHECK_INT_EQ(num(x, "bytes"), 28);
         CHECK_INT_EQ(num(x, "samples"), 29);
@@ -539,6 +541,22 @@ static void test_serve_only(void) {
         json_decref(o);
 }
 
+/* The setting timeline off: status says so, and still counts what the
+ * store holds of the timeline from before. */
+static void test_timeline_off(void) {
+        struct conf c = test_conf();
+        struct status_stats s = full_stats(&c);
+        json_t *o, *x;
+
+        c.timeline = false;
+        o = status_build(&s);
+        CHECK(o != NULL);
+        x = json_object_get(o, "timeline");
+        CHECK(json_is_false(json_object_get(x, "on")));
+        CHECK_INT_EQ(num(x, "blocks"), 27);
+        json_decref(o);
+}
+
 /* The one reader of the system: this process's own resident memory. */
 static void test_rss_read(void) {
         struct status_rss rss;
@@ -565,6 +583,7 @@ int main(void) {
         test_every_drop_counter();
         test_unwind_and_export();
         test_serve_only();
+        test_timeline_off();
         test_rss_read();
         TESTS_DONE();
 }
