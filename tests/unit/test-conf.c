@@ -105,7 +105,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 38);
+        CHECK_INT_EQ(n, 39);
 }
 
 static void test_defaults(void) {
@@ -480,7 +480,7 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
          * retention x3, max_store_size, timeline_retention, timeline_max_size,
          * timeline_offcpu_min, symbol_cache, debug_dirs */
         CHECK_INT_EQ(n_reloadable, 15);
-        CHECK_INT_EQ(n_restart, 23);
+        CHECK_INT_EQ(n_restart, 24);
         conf_done(&defaults);
 }
 
