@@ -26,6 +26,9 @@ volatile __u64 offcpu_max_ns = ~0ULL;
 volatile __u64 offcpu_timeline_min_ns = 1000000;
 const volatile __u8 offcpu_enabled = 1;
 const volatile __u8 wakeup_enabled = 1;
+/* 0: the timeline is off (setting timeline): no block is logged, timed or
+ * counted as left out of the timeline; the counts map has them all. */
+const volatile __u8 offcpu_timeline_enabled = 1;
 /* 1: the kernel has no sched_exit_tp: walk user stacks at switch-out. */
 const volatile __u8 offcpu_walk_at_switch_out = 0;
 
@@ -96,6 +99,8 @@ static __always_inline void log_block(__u32 gen, const struct profd_sample_key *
         __u32 head_idx, idx;
         __u64 n;
 
+        if (!offcpu_timeline_enabled)
+                return;
         if (delta < offcpu_timeline_min_ns) {
                 counter_add(PROFD_CNT_OFFCPU_SHORT, 1);
                 counter_add(PROFD_CNT_OFFCPU_SHORT_NS, delta);

@@ -38,6 +38,24 @@ int read_expected(conn *c, const char *op, const char *expected, json_t **ret_li
         return 0;
 }
 
+int ask_and_print(const char *socket, const json_t *request, const char *op, const char *expected, bool json,
+                  int (*write_human)(FILE *f, const json_t *line)) {
+        _cleanup_conn_ conn *c = NULL;
+        _cleanup_json_ json_t *line = NULL;
+        const char *raw;
+        size_t raw_len;
+
+        if (conn_open(socket, &c) < 0 || conn_send(c, request) < 0 ||
+            read_expected(c, op, expected, &line, &raw, &raw_len) < 0)
+                return EXIT_FAILURE;
+        if (json) {
+                fwrite(raw, 1, raw_len, stdout);
+                fputc('\n', stdout);
+        } else if (write_human(stdout, line) < 0)
+                return EXIT_FAILURE;
+        return EXIT_SUCCESS;
+}
+
 void answer_end_done(struct answer_end *e) {
         json_decref(e->line);
         json_decref(e->by_host);

@@ -39,6 +39,12 @@ json_t *request_new(const char *op, const struct filters *f, const struct view_o
 int read_expected(conn *c, const char *op, const char *expected, json_t **ret_line,
                   const char **ret_raw, size_t *ret_raw_len);
 
+/* One request, one answer line of type expected: sends request to profd
+ * on socket and prints its answer as sent (json) or by write_human.
+ * Returns profctl's exit status; errors are printed. */
+int ask_and_print(const char *socket, const json_t *request, const char *op, const char *expected, bool json,
+                  int (*write_human)(FILE *f, const json_t *line));
+
 /* Sends request on c and hands every "stack" line to on_stack, then checks
  * the "end" line against what came before it: a mismatch means stacks were
  * lost on the way and the numbers would be wrong, so it is an error. */

@@ -57,7 +57,7 @@ static uint64_t u64_of(const json_t *o, const char *key) {
         return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t) json_integer_value(v) : 0;
 }
 
-/* "3 pinned 2026-12-02 12:40:01 cpu:pid=42>80 at 99.50%, 5m before to 30s after, 1.2 MiB (request, uid 1000)" */
+/* "3 pinned 2026-12-02 12:40:01 cpu:pid=42>80 at 99.50%, 5m before to 30s after, 1.2 MiB, 499 Hz (request, uid 1000)" */
 static void capture_line_write(FILE *f, const json_t *c) {
         const json_t *value = json_object_get(c, "value_percent");
         uint64_t trigger = u64_of(c, "trigger_ns"), from = u64_of(c, "from_ns"), to = u64_of(c, "to_ns");
@@ -68,10 +68,14 @@ static void capture_line_write(FILE *f, const json_t *c) {
         write_sanitized(f, str_of(c, "cause"));
         if (json_is_number(value))
                 fprintf(f, " at %.2f%%", json_number_value(value));
-        fprintf(f, ", %s before to %s after, %s (%s, uid %" PRIu64 ")\n",
+        fprintf(f, ", %s before to %s after, %s",
                 format_duration(before, sizeof(before), trigger - MIN(from, trigger)),
                 format_duration(after, sizeof(after), to > trigger ? to - trigger : 0),
-                format_bytes(bytes, sizeof(bytes), u64_of(c, "pinned_bytes")), str_of(c, "origin"), u64_of(c, "uid"));
+                format_bytes(bytes, sizeof(bytes), u64_of(c, "pinned_bytes")));
+        /* the on-CPU rate while it lasted; 0: unknown (before schema 14) or no sampler */
+        if (u64_of(c, "frequency_hz") > 0)
+                fprintf(f, ", %" PRIu64 " Hz", u64_of(c, "frequency_hz"));
+        fprintf(f, " (%s, uid %" PRIu64 ")\n", str_of(c, "origin"), u64_of(c, "uid"));
 }
 
 static void trigger_line_write(FILE *f, const json_t *t) {
@@ -118,12 +122,10 @@ int cmd_capture(const struct cli_target *t, int argc, char *argv[]) {
                 .help = help_capture,
                 .views = VIEW_OPT(VIEW_JSON),
         };
-        _cleanup_conn_ conn *c = NULL;
-        _cleanup_json_ json_t *request = NULL, *line = NULL;
+        _cleanup_json_ json_t *request = NULL;
         struct view_options view = {};
-        const char *action, *arg = NULL, *raw;
+        const char *action, *arg = NULL;
         _cleanup_free_ char **rest = NULL;
-        size_t raw_len;
         int r, n_rest = 0, wanted;
         uint64_t id = 0;
 
@@ -184,19 +186,6 @@ int cmd_capture(const struct cli_target *t, int argc, char *argv[]) {
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }
-        r = conn_open(t->socket, &c);
-        if (r < 0)
-                return EXIT_FAILURE;
-        r = conn_send(c, request);
-        if (r < 0)
-                return EXIT_FAILURE;
-        r = read_expected(c, PROTO_OP_CAPTURE, PROTO_TYPE_CAPTURE, &line, &raw, &raw_len);
-        if (r < 0)
-                return EXIT_FAILURE;
-        if (view.json) {
-                fwrite(raw, 1, raw_len, stdout);
-                fputc('\n', stdout);
-        } else if (capture_answer_write(stdout, line) < 0)
-                return EXIT_FAILURE;
-        return EXIT_SUCCESS;
+        return ask_and_print(t->socket, request, PROTO_OP_CAPTURE, PROTO_TYPE_CAPTURE, view.json,
+                             capture_answer_write);
 }

@@ -46,11 +46,9 @@ static int status_write_now(FILE *f, const json_t *status) {
  * or by write_human. */
 static int run_simple(const struct cli_target *t, int argc, char *argv[], const struct command_options *cmd,
                       const char *answer, int (*write_human)(FILE *f, const json_t *line)) {
-        _cleanup_conn_ conn *c = NULL;
-        _cleanup_json_ json_t *request = NULL, *line = NULL;
+        _cleanup_json_ json_t *request = NULL;
         struct view_options view = {};
-        const char *op = cmd->name, *raw;
-        size_t raw_len;
+        const char *op = cmd->name;
         int r;
 
         r = command_parse_argv(cmd, argc, argv, NULL, &view, NULL);
@@ -62,22 +60,7 @@ static int run_simple(const struct cli_target *t, int argc, char *argv[], const 
                 cli_error(-ENOMEM, "%m");
                 return EXIT_FAILURE;
         }
-        r = conn_open(t->socket, &c);
-        if (r < 0)
-                return EXIT_FAILURE;
-        r = conn_send(c, request);
-        if (r < 0)
-                return EXIT_FAILURE;
-        r = read_expected(c, op, answer, &line, &raw, &raw_len);
-        if (r < 0)
-                return EXIT_FAILURE;
-
-        if (view.json) {
-                fwrite(raw, 1, raw_len, stdout);
-                fputc('\n', stdout);
-        } else if (write_human(stdout, line) < 0)
-                return EXIT_FAILURE;
-        return EXIT_SUCCESS;
+        return ask_and_print(t->socket, request, op, answer, view.json, write_human);
 }
 
 int cmd_status(const struct cli_target *t, int argc, char *argv[]) {

@@ -446,12 +446,19 @@ static void timeline_write(FILE *f, const json_t *status, uint64_t now_ns) {
         const json_t *o = json_object_get(status, STATUS_KEY_TIMELINE);
         const json_t *oldest;
         char bytes[32], when[128];
+        bool off;
 
         if (!json_is_object(o))
                 return;
         oldest = json_object_get(o, STATUS_KEY_TIMELINE_OLDEST_NS);
-        fprintf(f, "timeline:  %" PRIu64 " samples with their time in %" PRIu64 " blocks (%s), oldest %s; "
+        /* absent from an older profd: it had no way to turn it off */
+        off = json_is_false(json_object_get(o, STATUS_KEY_TIMELINE_ON));
+        if (off)
+                fprintf(f, "timeline:  off (setting timeline): no new sample or off-CPU block is stored with its "
+                        "time; windows are answered by whole drains, and profctl heatmap has nothing new\n");
+        fprintf(f, "%s%" PRIu64 " samples with their time in %" PRIu64 " blocks (%s), oldest %s; "
                 "%" PRIu64 " samples untimed since profd started\n",
+                off ? "           " : "timeline:  ",
                 u64_of(o, STATUS_KEY_TIMELINE_SAMPLES), u64_of(o, STATUS_KEY_TIMELINE_BLOCKS),
                 format_bytes(bytes, sizeof(bytes), u64_of(o, STATUS_KEY_TIMELINE_BYTES)),
                 json_is_integer(oldest) ? when_write(when, sizeof(when), (uint64_t) json_integer_value(oldest), now_ns)
@@ -497,9 +504,12 @@ static void captures_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 fprintf(f, "  capture %" PRIu64 " %s: ", u64_of(c, "id"),
                         when_write(when, sizeof(when), u64_of(c, "trigger_ns"), now_ns));
                 write_sanitized(f, json_string_value(json_object_get(c, "cause")));
-                fprintf(f, " (%s), %s, %s\n", json_string_value(json_object_get(c, "origin")) ?: "?",
+                fprintf(f, " (%s), %s, %s", json_string_value(json_object_get(c, "origin")) ?: "?",
                         json_string_value(json_object_get(c, "state")) ?: "?",
                         format_bytes(bytes, sizeof(bytes), u64_of(c, "pinned_bytes")));
+                if (u64_of(c, "frequency_hz") > 0)
+                        fprintf(f, ", %" PRIu64 " Hz", u64_of(c, "frequency_hz"));
+                fputc('\n', f);
         }
 }
 
@@ -646,7 +656,19 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
                                 uptime_s <= UINT64_MAX / NSEC_PER_SEC ? uptime_s * NSEC_PER_SEC : UINT64_MAX));
         format_duration(interval, sizeof(interval),
                         interval_ms <= UINT64_MAX / NSEC_PER_MSEC ? interval_ms * NSEC_PER_MSEC : UINT64_MAX);
-        if (event)
+        if (event && u64_of(status, STATUS_KEY_RAISED_UNTIL_NS) > 0) {
+                /* a capture's raise: answers still count at frequency_hz */
+                char until[64], now_interval[64];
+                uint64_t now_ms = u64_of(status, STATUS_KEY_INTERVAL_NOW_MS);
+
+                format_duration(now_interval, sizeof(now_interval),
+                                now_ms <= UINT64_MAX / NSEC_PER_MSEC ? now_ms * NSEC_PER_MSEC : UINT64_MAX);
+                fprintf(f, "sampling:  %" PRIu64 " Hz on %s, raised by a capture until %s (base %" PRIu64
+                           " Hz), drained every %s (base %s)\n",
+                        u64_of(status, STATUS_KEY_SAMPLING_HZ), event,
+                        format_local_time(until, sizeof(until), u64_of(status, STATUS_KEY_RAISED_UNTIL_NS)),
+                        frequency_hz, now_interval, interval);
+        } else if (event)
                 fprintf(f, "sampling:  %" PRIu64 " Hz on %s, drained every %s\n", frequency_hz, event, interval);
         else
                 fprintf(f, "sampling:  off (on-CPU kind disabled), drained every %s\n", interval);

@@ -9,7 +9,10 @@
 /* The status line's own keys. */
 #define STATUS_KEY_PID                  "pid"
 #define STATUS_KEY_UPTIME_S             "uptime_s"
-#define STATUS_KEY_FREQUENCY_HZ         "frequency_hz"
+#define STATUS_KEY_FREQUENCY_HZ         "frequency_hz"   /* the base rate: what answers count samples at */
+#define STATUS_KEY_SAMPLING_HZ          "sampling_hz"    /* the rate now */
+#define STATUS_KEY_RAISED_UNTIL_NS      "raised_until_ns" /* a capture's raise ends then; 0: not raised */
+#define STATUS_KEY_INTERVAL_NOW_MS      "interval_now_ms"
 #define STATUS_KEY_INTERVAL_MS          "interval_ms"
 #define STATUS_KEY_EVENT                "event"
 #define STATUS_KEY_VERSION              "version"
@@ -30,6 +33,8 @@
 #define STATUS_KEY_TIMELINE_SAMPLES     "samples"
 #define STATUS_KEY_TIMELINE_OLDEST_NS   "oldest_ns"
 #define STATUS_KEY_TIMELINE_UNTIMED     "untimed"
+/* false: the setting timeline is off, nothing new is timed */
+#define STATUS_KEY_TIMELINE_ON          "on"
 /* timeline: the off-CPU blocks (schema 13): in the store, and since
  * profd started, logged with their times or counted without */
 #define STATUS_KEY_OFFTIME              "offcpu"

@@ -67,6 +67,9 @@ struct capture_manager {
         uint64_t failed, read_errors;
         long ticks_per_s;
         char *cgroup2;         /* where cgroup2 is mounted: found at the first cpu:cgroup= read */
+        capture_raise_fn raise;
+        void *raise_userdata;
+        struct capture_raise plan; /* how a capture raises the sampler (capture_frequency) */
 };
 
 static uint64_t mono_now(void) {
@@ -183,7 +186,7 @@ static int trigger_read(capture_manager *cm, struct trigger *t, uint32_t *ret_ce
 }
 
 json_t *capture_json(const struct store_capture *c) {
-        return json_pack("{s:I, s:s, s:s, s:I, s:o, s:I, s:I, s:I, s:I, s:s}",
+        return json_pack("{s:I, s:s, s:s, s:I, s:o, s:I, s:I, s:I, s:I, s:s, s:I}",
                          "id", (json_int_t) c->id,
                          "cause", c->cause,
                          "origin", c->origin,
@@ -193,7 +196,9 @@ json_t *capture_json(const struct store_capture *c) {
                          "from_ns", (json_int_t) c->from_ns,
                          "to_ns", (json_int_t) MIN(c->to_ns, (uint64_t) INT64_MAX),
                          "pinned_bytes", (json_int_t) MIN(c->pinned_bytes, (uint64_t) INT64_MAX),
-                         "state", store_capture_state_name(c->state));
+                         "state", store_capture_state_name(c->state),
+                         /* the on-CPU rate while it lasted; 0: unknown or none */
+                         "frequency_hz", (json_int_t) c->frequency_hz);
 }
 
 static void timer_arm(capture_manager *cm);
@@ -210,11 +215,15 @@ static int capture_begin(capture_manager *cm, const char *cause, const char *ori
 
         capture_range(now, cm->conf->capture_before_ns, cm->conf->capture_duration_ns, &from, &to);
         /* what the store holds of the minutes before, at that rate over
-         * the whole range */
+         * the whole range, its raised part as many times more as the rate
+         * is raised (the timeline grows with it; the aggregates less) */
         r = store_capture_bytes(cm->store, from, now, &seen);
         if (r < 0)
                 log_warning_errno(r, "Failed to measure the store for a capture, estimating 0 bytes: %m");
-        estimate = capture_estimate_bytes(seen, now - from, cm->conf->capture_before_ns, cm->conf->capture_duration_ns);
+        estimate = capture_estimate_bytes(seen, now - from, cm->conf->capture_before_ns,
+                                          cm->conf->kind_cpu && cm->conf->frequency_hz > 0
+                                                  ? cm->conf->capture_duration_ns / cm->conf->frequency_hz * cm->plan.hz
+                                                  : cm->conf->capture_duration_ns);
         *ret_verdict = capture_gate_ask(&cm->gate, now, estimate);
         if (*ret_verdict != CAPTURE_GRANTED) {
                 log_info("Capture on %s not started: %s (%" PRIu64 " refused so far for this reason).", cause,
@@ -230,6 +239,7 @@ static int capture_begin(capture_manager *cm, const char *cause, const char *ori
                 .cause = cause, .origin = origin, .uid = uid, .has_value = has_value, .value_centi = value_centi,
                 .trigger_ns = now, .from_ns = from, .to_ns = to, .pinned_bytes = estimate,
                 .state = STORE_CAPTURE_ACTIVE,
+                .frequency_hz = cm->conf->kind_cpu && cm->collecting ? cm->plan.hz : 0,
         };
         r = store_capture_add(cm->store, &c, &c.id);
         if (r < 0) {
@@ -246,7 +256,14 @@ static int capture_begin(capture_manager *cm, const char *cause, const char *ori
                    (uint64_t) (cm->conf->capture_duration_ns / NSEC_PER_SEC), estimate);
         *ret = c;
         timer_arm(cm);
+        if (cm->raise && c.frequency_hz > cm->conf->frequency_hz)
+                cm->raise(&cm->plan, cm->conf->capture_duration_ns, cm->raise_userdata);
         return 0;
+}
+
+void capture_manager_set_raise(capture_manager *cm, capture_raise_fn fn, void *userdata) {
+        cm->raise = fn;
+        cm->raise_userdata = userdata;
 }
 
 /* Settles the captures whose time is over and stored: their pins
@@ -388,6 +405,13 @@ int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool
         cm->store = s;
         cm->conf = conf;
         cm->collecting = collecting;
+        capture_raise_plan(conf->frequency_hz, conf->capture_frequency_hz, conf->interval_ns, CONF_MIN_INTERVAL_NS,
+                           &cm->plan);
+        if (conf->kind_cpu && conf->capture_frequency_hz > conf->frequency_hz && cm->plan.hz < conf->capture_frequency_hz)
+                log_notice("Captures raise the sampling rate to %u Hz, not capture_frequency's %u Hz: the kernel "
+                           "maps are sized for frequency x interval, and drains cannot come more often than every "
+                           "%" PRIu64 " ms.", cm->plan.hz, conf->capture_frequency_hz,
+                           (uint64_t) (cm->plan.interval_ns / NSEC_PER_MSEC));
         cm->oom_watched = oom_watched;
         cm->now = now;
         cm->now_userdata = now_userdata;

@@ -35,6 +35,12 @@ int capture_manager_new(sd_event *event, store *s, const struct conf *conf, bool
 capture_manager *capture_manager_free(capture_manager *cm);
 DEFINE_TRIVIAL_CLEANUP_FUNC(capture_manager *, capture_manager_free)
 
+/* Called when a capture begins (with capture_frequency above frequency):
+ * the sampler is to run at plan->hz, drained every plan->interval_ns,
+ * for duration_ns from now (a later capture's call extends it). */
+typedef void (*capture_raise_fn)(const struct capture_raise *plan, uint64_t duration_ns, void *userdata);
+void capture_manager_set_raise(capture_manager *cm, capture_raise_fn fn, void *userdata);
+
 /* Answers a capture request of a client (privileged: root or the admin
  * group; uid: its user). Returns 0 and the answer object in *ret_answer,
  * or a negative errno: -EINVAL, -EPERM, -ENOENT, -EBUSY (the gate refused)

@@ -263,6 +263,22 @@ void capture_range(uint64_t trigger_ns, uint64_t before_ns, uint64_t duration_ns
         *ret_to_ns = trigger_ns > UINT64_MAX - duration_ns ? UINT64_MAX : trigger_ns + duration_ns;
 }
 
+void capture_raise_plan(unsigned base_hz, unsigned raised_hz, uint64_t interval_ns, uint64_t min_interval_ns,
+                        struct capture_raise *ret) {
+        unsigned __int128 budget = (unsigned __int128) base_hz * interval_ns; /* samples x ns per CPU and drain */
+
+        *ret = (struct capture_raise) { .hz = base_hz, .interval_ns = interval_ns };
+        if (base_hz == 0 || raised_hz <= base_hz)
+                return;
+        /* rounded down: raised_hz x interval never passes the budget */
+        ret->hz = raised_hz;
+        ret->interval_ns = (uint64_t) (budget / raised_hz);
+        if (ret->interval_ns >= min_interval_ns)
+                return;
+        ret->interval_ns = min_interval_ns;
+        ret->hz = (unsigned) MAX(budget / min_interval_ns, (unsigned __int128) base_hz);
+}
+
 uint64_t capture_estimate_bytes(uint64_t seen_bytes, uint64_t seen_ns, uint64_t before_ns, uint64_t duration_ns) {
         uint64_t span = before_ns > UINT64_MAX - duration_ns ? UINT64_MAX : before_ns + duration_ns;
         long double v;

@@ -93,6 +93,21 @@ int capture_may_start(const struct capture_cond *c, bool privileged, uint32_t ui
 void capture_range(uint64_t trigger_ns, uint64_t before_ns, uint64_t duration_ns, uint64_t *ret_from_ns,
                    uint64_t *ret_to_ns);
 
+/* How a capture raises the on-CPU sampler's rate (capture_frequency)
+ * without outgrowing the kernel maps, which were sized at start for
+ * base_hz over interval_ns on every CPU: drains come more often while
+ * raised, so a drain holds at most the samples of a base drain, and the
+ * rate is what that allows when the interval would fall below
+ * min_interval_ns. */
+struct capture_raise {
+        unsigned hz;            /* the rate while raised; base_hz: no raise */
+        uint64_t interval_ns;   /* the drain interval while raised */
+};
+/* raised_hz 0, or not above base_hz: no raise (hz base_hz, interval
+ * interval_ns). */
+void capture_raise_plan(unsigned base_hz, unsigned raised_hz, uint64_t interval_ns, uint64_t min_interval_ns,
+                        struct capture_raise *ret);
+
 /* What a capture will pin, estimated at its trigger from what the store
  * holds of the last seen_ns (seen_bytes): the same rate over before +
  * duration. 0 when nothing was seen. Saturates. */

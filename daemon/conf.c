@@ -116,10 +116,12 @@ int conf_init(struct conf *c) {
                 .max_store_size = CONF_DEFAULT_MAX_STORE_SIZE,
                 .timeline_retention_ns = CONF_DEFAULT_TIMELINE_RETENTION_NS,
                 .timeline_max_size = CONF_DEFAULT_TIMELINE_MAX_SIZE,
+                .timeline = true,
                 .capture_before_ns = CONF_DEFAULT_CAPTURE_BEFORE_NS,
                 .capture_duration_ns = CONF_DEFAULT_CAPTURE_DURATION_NS,
                 .capture_cooldown_ns = CONF_DEFAULT_CAPTURE_COOLDOWN_NS,
                 .capture_max_pinned = CONF_DEFAULT_CAPTURE_MAX_PINNED,
+                .capture_frequency_hz = CONF_DEFAULT_CAPTURE_FREQUENCY_HZ,
                 .timeline_offcpu_min_ns = CONF_DEFAULT_TIMELINE_OFFCPU_MIN_NS,
                 .timeline_offcpu_rate = CONF_DEFAULT_TIMELINE_OFFCPU_RATE,
                 .kernel_memory = CONF_DEFAULT_KERNEL_MEMORY,
@@ -215,6 +217,11 @@ const struct conf_setting conf_settings[] = {
           .apply = CONF_APPLY_WRITER, .min = CONF_MIN_MAX_STORE_SIZE, .has_none = true, .none_value = 0,
           .must_be = "a size of at least 1M (bytes, or with a K, M, G or T suffix) or \"none\"",
           .help_arg = "SIZE", .help = "the timeline's oldest blocks go first above this (default 256M; none)" },
+        /* read at start: off, the BPF programs log no block and time no
+         * sample, and the off-CPU log's kernel memory is not allocated */
+        { .key = "timeline", .type = CONF_BOOL, .offset = FIELD(timeline),
+          .help_arg = "", .help = "keep each sample's and off-CPU block's time (default on)",
+          .help_negated = "store the aggregates only: no heatmap, windows by drains" },
         /* captures (issue 44): read at start */
         { .key = "capture_on", .type = CONF_CAPTURES, .offset = FIELD(capture_on),
           .help_arg = "\"COND...\"",
@@ -231,6 +238,11 @@ const struct conf_setting conf_settings[] = {
         { .key = "capture_max_pinned", .type = CONF_SIZE, .offset = FIELD(capture_max_pinned),
           .min = CONF_MIN_MAX_STORE_SIZE, .must_be = "a size of at least 1M (bytes, or with a K, M, G or T suffix)",
           .help_arg = "SIZE", .help = "bytes every capture's pins hold at most (default 256M)" },
+        { .key = "capture_frequency", .type = CONF_UINT, .offset = FIELD(capture_frequency_hz),
+          .min = 0, .max = CONF_MAX_FREQUENCY_HZ, .unit = " Hz",
+          .must_be = "a whole number of Hz from 0 to " STR(CONF_MAX_FREQUENCY_HZ),
+          .help_arg = "HZ", .help = "on-CPU samples per second while a capture lasts; 0: not raised\n(default "
+                                    STR(CONF_DEFAULT_CAPTURE_FREQUENCY_HZ) ")" },
         { .key = "timeline_offcpu_min", .type = CONF_DURATION, .offset = FIELD(timeline_offcpu_min_ns),
           .apply = CONF_APPLY_OFFCPU, .must_be = "a duration (e.g. \"1ms\", \"500us\")",
           .help_arg = "DURATION", .help = "shortest off-CPU block kept with its start and end (default 1ms)" },
@@ -302,6 +314,23 @@ static bool type_is_string(enum conf_type t) {
 
 static bool type_is_list(enum conf_type t) {
         return t == CONF_DIRS || t == CONF_CAPTURES;
+}
+
+/* "on" / "off" and the usual spellings of each, as a bool. */
+static int parse_bool(const char *v, bool *ret) {
+        static const char *const yes[] = { "on", "yes", "true", "1" }, *const no[] = { "off", "no", "false", "0" };
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                if (streq(v, yes[i])) {
+                        *ret = true;
+                        return 0;
+                }
+                if (streq(v, no[i])) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return -EINVAL;
 }
 
 static bool type_is_u64(enum conf_type t) {
@@ -470,6 +499,11 @@ int conf_setting_set(struct conf *c, const struct conf_setting *s, const char *v
         case CONF_KINDS:
                 r = set_kinds(FIELD_PTR(bool, s, c), value, ret_error);
                 break;
+        case CONF_BOOL:
+                r = parse_bool(value, FIELD_PTR(bool, s, c));
+                if (r < 0)
+                        return format_error(ret_error, "%s must be on or off, not \"%s\"", s->key, value);
+                break;
         default:
                 r = set_number(s, c, value, ret_error);
                 break;
@@ -505,6 +539,8 @@ bool conf_setting_equal(const struct conf_setting *s, const struct conf *a, cons
                 return dirs_eq(*FIELD_CPTR(char **, s, a), *FIELD_CPTR(char **, s, b));
         if (s->type == CONF_KINDS)
                 return memcmp(FIELD_CPTR(bool, s, a), FIELD_CPTR(bool, s, b), 3 * sizeof(bool)) == 0;
+        if (s->type == CONF_BOOL)
+                return *FIELD_CPTR(bool, s, a) == *FIELD_CPTR(bool, s, b);
         if (type_is_u64(s->type))
                 return *FIELD_CPTR(uint64_t, s, a) == *FIELD_CPTR(uint64_t, s, b);
         return *FIELD_CPTR(unsigned, s, a) == *FIELD_CPTR(unsigned, s, b);
@@ -515,6 +551,7 @@ static void setting_swap(const struct conf_setting *s, struct conf *a, struct co
         size_t n = type_is_string(s->type) ? sizeof(char *)
                    : type_is_list(s->type) ? sizeof(char **)
                    : s->type == CONF_KINDS ? 3 * sizeof(bool)
+                   : s->type == CONF_BOOL  ? sizeof(bool)
                    : type_is_u64(s->type)  ? sizeof(uint64_t)
                                            : sizeof(unsigned);
         char t[sizeof(uint64_t)];
@@ -543,7 +580,9 @@ const char *conf_setting_format(const struct conf_setting *s, const struct conf 
                 const bool *k = FIELD_CPTR(bool, s, c);
                 snprintf(buf, size, "%s%s%s%s", k[0] ? "cpu" : "", k[1] ? (k[0] ? ",offcpu" : "offcpu") : "",
                          k[2] ? (k[0] || k[1] ? ",wakeup" : "wakeup") : "", !k[0] && !k[1] && !k[2] ? "none" : "");
-        } else if (s->type == CONF_MODE)
+        } else if (s->type == CONF_BOOL)
+                snprintf(buf, size, "%s", *FIELD_CPTR(bool, s, c) ? "on" : "off");
+        else if (s->type == CONF_MODE)
                 snprintf(buf, size, "%04o", *FIELD_CPTR(unsigned, s, c));
         else if (s->type == CONF_UINT)
                 snprintf(buf, size, "%u", *FIELD_CPTR(unsigned, s, c));
@@ -559,8 +598,10 @@ const char *conf_setting_format(const struct conf_setting *s, const struct conf 
         return buf;
 }
 
-/* Option names, "offcpu-min" for offcpu_min, built on first use. */
+/* Option names, "offcpu-min" for offcpu_min, and "no-timeline" for a
+ * CONF_BOOL's other option, built on first use. */
 static char option_names[ELEMENTSOF(conf_settings)][32];
+static char negated_names[ELEMENTSOF(conf_settings)][36];
 
 const char *conf_setting_option(const struct conf_setting *s) {
         char *name = option_names[s - conf_settings];
@@ -574,6 +615,14 @@ const char *conf_setting_option(const struct conf_setting *s) {
         return name;
 }
 
+static const char *negated_option(const struct conf_setting *s) {
+        char *name = negated_names[s - conf_settings];
+
+        if (name[0] == '\0')
+                snprintf(name, sizeof(negated_names[0]), "no-%s", conf_setting_option(s));
+        return name;
+}
+
 size_t conf_options(struct option *options, char *shorts, size_t shorts_size) {
         size_t n = 0, len = strlen(shorts);
 
@@ -582,6 +631,14 @@ size_t conf_options(struct option *options, char *shorts, size_t shorts_size) {
 
                 if (s->file_only)
                         continue;
+                if (s->type == CONF_BOOL) {
+                        /* --timeline, --no-timeline: no argument to forget */
+                        options[n++] = (struct option) { conf_setting_option(s), no_argument, NULL,
+                                                         CONF_OPTION_FIRST + (int) i };
+                        options[n++] = (struct option) { negated_option(s), no_argument, NULL,
+                                                         CONF_OPTION_NEGATED + (int) i };
+                        continue;
+                }
                 options[n++] = (struct option) { conf_setting_option(s), required_argument, NULL,
                                                  s->short_option ? s->short_option : CONF_OPTION_FIRST + (int) i };
                 if (s->short_option && len + 3 <= shorts_size) {
@@ -596,14 +653,36 @@ size_t conf_options(struct option *options, char *shorts, size_t shorts_size) {
 const struct conf_setting *conf_setting_of_option(int val) {
         if (val >= CONF_OPTION_FIRST && (size_t) (val - CONF_OPTION_FIRST) < conf_n_settings)
                 return &conf_settings[val - CONF_OPTION_FIRST];
+        if (val >= CONF_OPTION_NEGATED && (size_t) (val - CONF_OPTION_NEGATED) < conf_n_settings &&
+            conf_settings[val - CONF_OPTION_NEGATED].type == CONF_BOOL)
+                return &conf_settings[val - CONF_OPTION_NEGATED];
         for (size_t i = 0; val > 0 && i < conf_n_settings; i++)
                 if (conf_settings[i].short_option == val)
                         return &conf_settings[i];
         return NULL;
 }
 
+const char *conf_option_value(int val, const char *optarg) {
+        const struct conf_setting *s = conf_setting_of_option(val);
+
+        if (!s || s->type != CONF_BOOL)
+                return optarg;
+        return val >= CONF_OPTION_NEGATED ? "off" : "on";
+}
+
 /* --help's columns: the option, then its text from column 26. */
 #define HELP_COLUMN 26
+
+/* One --help line: head, then text from HELP_COLUMN ('\n' continues it). */
+static void help_line(FILE *f, const char *head, int n, const char *text) {
+        fprintf(f, "%s%*s", head, n + 2 <= HELP_COLUMN ? HELP_COLUMN - n : 2, "");
+        for (const char *p = text; *p; p++) {
+                fputc(*p, f);
+                if (*p == '\n')
+                        fprintf(f, "%*s", HELP_COLUMN, "");
+        }
+        fputc('\n', f);
+}
 
 void conf_print_help(FILE *f) {
         for (size_t i = 0; i < conf_n_settings; i++) {
@@ -613,18 +692,19 @@ void conf_print_help(FILE *f) {
 
                 if (s->file_only || !s->help)
                         continue;
+                if (s->type == CONF_BOOL) {
+                        n = snprintf(head, sizeof(head), "      --%s", conf_setting_option(s));
+                        help_line(f, head, n, s->help);
+                        n = snprintf(head, sizeof(head), "      --%s", negated_option(s));
+                        help_line(f, head, n, s->help_negated ? s->help_negated : "");
+                        continue;
+                }
                 if (s->short_option)
                         n = snprintf(head, sizeof(head), "  -%c, --%s %s", s->short_option, conf_setting_option(s),
                                      s->help_arg);
                 else
                         n = snprintf(head, sizeof(head), "      --%s %s", conf_setting_option(s), s->help_arg);
-                fprintf(f, "%s%*s", head, n + 2 <= HELP_COLUMN ? HELP_COLUMN - n : 2, "");
-                for (const char *p = s->help; *p; p++) {
-                        fputc(*p, f);
-                        if (*p == '\n')
-                                fprintf(f, "%*s", HELP_COLUMN, "");
-                }
-                fputc('\n', f);
+                help_line(f, head, n, s->help);
         }
 }
 

@@ -68,6 +68,12 @@
 /* One capture per 10 minutes: longer than one capture's range, so a
  * flapping condition pins one incident, not a stream of overlapping ones. */
 #define CONF_DEFAULT_CAPTURE_COOLDOWN_NS (600ULL * 1000000000ULL)
+/* 499 Hz while a capture lasts: about ten times the default rate (a
+ * prime too), so a 300 ms stall holds some 150 samples of one CPU rather
+ * than 15, for capture_duration only: drains come ten times as often
+ * meanwhile (capture_raise_plan), so the kernel maps sized for 49 Hz hold
+ * them. */
+#define CONF_DEFAULT_CAPTURE_FREQUENCY_HZ 499
 /* 256 MiB pinned at most, every capture together: as much again as the
  * timeline's default bound, a quarter of the store's default maximum. */
 #define CONF_DEFAULT_CAPTURE_MAX_PINNED (256ULL << 20)
@@ -142,6 +148,10 @@ struct conf {
         /* the timeline's own retention: its blocks go after this age, or
          * the oldest first above this many bytes (0: no maximum) */
         uint64_t timeline_retention_ns, timeline_max_size;
+        /* the timeline at all (issue 44): false stores no sample's or
+         * block's time, only the aggregates (docs/architecture.md, "The
+         * timeline turned off") */
+        bool timeline;
         /* the off-CPU timeline: blocks logged with their start and end
          * from this length, at most this many per CPU and second (0: none) */
         uint64_t timeline_offcpu_min_ns;
@@ -151,6 +161,7 @@ struct conf {
         char **capture_on;        /* NULL-terminated conditions (common/capture.h) watched from the start */
         uint64_t capture_before_ns, capture_duration_ns, capture_cooldown_ns;
         uint64_t capture_max_pinned; /* bytes every capture's pins hold together */
+        unsigned capture_frequency_hz; /* the on-CPU rate while a capture lasts; 0: not raised */
         /* the ClickHouse export (docs/clickhouse.md) */
         char *clickhouse_url;     /* NULL: no export */
         char *host_name;          /* the host's label there; default: the machine's host name */
@@ -179,6 +190,8 @@ enum conf_type {
         CONF_DIRS,      /* char **, NULL-terminated: absolute directories separated by spaces */
         CONF_CAPTURES,  /* char **, NULL-terminated: capture conditions separated by spaces; "": none */
         CONF_KINDS,     /* bool kind_cpu, kind_offcpu, kind_wakeup: "cpu,offcpu,wakeup" or "none" */
+        CONF_BOOL,      /* bool: "on" or "off" ("yes"/"no", "true"/"false", "1"/"0" too); options
+                         * --key and --no-key */
         CONF_MODE,      /* unsigned: an octal file mode */
         CONF_UINT,      /* unsigned: a whole number in [min, max] */
         CONF_COUNT,     /* uint64_t: a whole number in [min, max], stored << shift */
@@ -210,6 +223,7 @@ struct conf_setting {
         bool file_only;          /* no command-line option (a secret's path stays out of ps) */
         const char *help_arg;    /* --help: "--key HELP_ARG  HELP"; '\n' in help continues */
         const char *help;        /* NULL: not in --help */
+        const char *help_negated; /* CONF_BOOL: --help's text for --no-KEY */
 };
 
 /* Every setting, in the order profd.conf(5) documents them. */
@@ -245,15 +259,23 @@ bool conf_setting_equal(const struct conf_setting *s, const struct conf *a, cons
 const char *conf_setting_format(const struct conf_setting *s, const struct conf *c, char *buf, size_t size);
 
 /* The command line: getopt_long's val for a setting without a short option
- * is CONF_OPTION_FIRST + its row. */
+ * is CONF_OPTION_FIRST + its row; a CONF_BOOL's --no-KEY is
+ * CONF_OPTION_NEGATED + its row. */
 #define CONF_OPTION_FIRST 0x1000
+#define CONF_OPTION_NEGATED 0x2000
+/* The most long options conf_options writes: --KEY, and --no-KEY for a
+ * CONF_BOOL. */
+#define CONF_MAX_OPTIONS (2 * conf_n_settings)
 struct option;
-/* Writes the settings' long options (at most conf_n_settings) to options
+/* Writes the settings' long options (at most CONF_MAX_OPTIONS) to options
  * and appends their short ones ("s:d:...") to shorts. The names are built
  * once, in static storage. Returns the number written. */
 size_t conf_options(struct option *options, char *shorts, size_t shorts_size);
 /* The setting getopt_long's val stands for, or NULL. */
 const struct conf_setting *conf_setting_of_option(int val);
+/* The value an option gives its setting: optarg, or "on" / "off" for a
+ * CONF_BOOL's --KEY / --no-KEY (which take no argument). */
+const char *conf_option_value(int val, const char *optarg);
 /* "offcpu-min" for offcpu_min: valid as long as the program runs. */
 const char *conf_setting_option(const struct conf_setting *s);
 /* Prints --help's lines for the settings that have an option. */

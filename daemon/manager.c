@@ -87,6 +87,10 @@ struct manager {
         server *server;
         query_pool *queries;          /* query and series requests, on worker threads */
         capture_manager *captures;    /* captures' triggers and pins (issue 44) */
+        unsigned raised_hz;           /* a capture's raised sampling rate now; 0: the base (conf) */
+        uint64_t raised_interval_ns;  /* the drain interval while raised */
+        uint64_t raised_until_ns;     /* CLOCK_REALTIME (the manager's clock) the raise ends at */
+        sd_event_source *restore_timer; /* ends the raise */
         struct flush_waiter *waiters;
 
         bool serve_only;              /* --kinds none: no BPF, no writer, queries only */
@@ -247,6 +251,9 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
          * so a wall clock set meanwhile moves a drain's timeline as a
          * whole, never reorders it (a test clock's rate is not applied) */
         b.wall_minus_mono_ns = (int64_t) (m->last_drain_end_ns - clock_now_ns(CLOCK_MONOTONIC));
+        /* every change of rate flips a drain first (manager_set_rate), so
+         * all of this one's samples were taken at the rate set now */
+        b.frequency_hz = m->conf->kind_cpu ? collector_frequency(m->coll) : 0;
         m->timeline_untimed += b.counters[PROFD_CNT_UNTIMED];
         m->offtime_logged += b.n_blocks;
         m->offtime_short += b.counters[PROFD_CNT_OFFCPU_SHORT];
@@ -360,12 +367,17 @@ static int on_writer(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+/* The drain interval now: shorter while a capture raises the rate. */
+static uint64_t manager_interval_ns(const manager *m) {
+        return m->raised_hz > 0 ? m->raised_interval_ns : m->conf->interval_ns;
+}
+
 static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         manager *m = userdata;
         int r;
 
         (void) manager_drain(m, NULL);
-        r = sd_event_source_set_time_relative(s, m->conf->interval_ns / NSEC_PER_USEC);
+        r = sd_event_source_set_time_relative(s, manager_interval_ns(m) / NSEC_PER_USEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         if (r < 0)
@@ -391,6 +403,109 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+/* Changes the on-CPU sampler's rate. The samples taken so far at the old
+ * rate are drained first, so each drain has one rate (stored with it,
+ * drains.frequency_hz, and weighted by answers: rate-weight.h). What the
+ * flip cannot separate: each CPU's first sample after the change is still
+ * one old period after its previous one (the kernel re-arms the timer
+ * with the new period only then). Returns 0 or a negative errno (then the
+ * sampler keeps its rate). */
+static int manager_set_rate(manager *m, unsigned hz) {
+        int r;
+
+        if (!m->coll || collector_frequency(m->coll) == hz)
+                return 0;
+        r = manager_drain(m, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to flip a drain before changing the rate, ignoring: %m");
+        return collector_set_frequency(m->coll, hz);
+}
+
+/* Drains every interval_ns from now on (the clock's now: see
+ * on_capture_raise). */
+static void manager_rearm_drains(manager *m) {
+        int r;
+
+        r = sd_event_source_set_time(m->drain_timer,
+                                     (clock_now_ns(CLOCK_MONOTONIC) + manager_interval_ns(m)) / NSEC_PER_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->drain_timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "Failed to re-arm the drain timer: %m");
+}
+
+/* The end of a capture's raise: the base rate and interval again, from a
+ * drain of their own. A failed ioctl is tried again a second later: the
+ * raise must not outlive its bound. */
+static int on_restore_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager *m = userdata;
+        int r;
+
+        r = manager_set_rate(m, m->conf->frequency_hz);
+        if (r < 0) {
+                log_error_errno(r, "Failed to sample at %u Hz again after a capture, trying again in 1 s: %m",
+                                m->conf->frequency_hz);
+                (void) sd_event_source_set_time_relative(s, USEC_PER_SEC);
+                return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        }
+        log_info("Capture over: sampling at %u Hz again, draining every %" PRIu64 " ms.", m->conf->frequency_hz,
+                 (uint64_t) (m->conf->interval_ns / NSEC_PER_MSEC));
+        m->raised_hz = 0;
+        m->raised_until_ns = 0;
+        manager_rearm_drains(m);
+        return 0;
+}
+
+/* A capture began (capture_manager_set_raise): sample at plan->hz,
+ * drained every plan->interval_ns, until duration_ns from now; a capture
+ * during another's raise extends it. */
+static void on_capture_raise(const struct capture_raise *plan, uint64_t duration_ns, void *userdata) {
+        manager *m = userdata;
+        uint64_t until;
+        int r;
+
+        if (!m->coll || !m->conf->kind_cpu)
+                return;
+        if (m->raised_hz == 0) {
+                r = manager_set_rate(m, plan->hz);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to raise the sampling rate to %u Hz for a capture, keeping %u Hz: %m",
+                                          plan->hz, collector_frequency(m->coll));
+                        return;
+                }
+                m->raised_hz = plan->hz;
+                m->raised_interval_ns = plan->interval_ns;
+                manager_rearm_drains(m);
+                log_info("Capture: sampling at %u Hz, draining every %" PRIu64 " ms, for %" PRIu64 " s.", plan->hz,
+                         (uint64_t) (plan->interval_ns / NSEC_PER_MSEC), (uint64_t) (duration_ns / NSEC_PER_SEC));
+        }
+        m->raised_until_ns = wall_clock_now(&m->clock) + duration_ns;
+        /* from the clock now, not the loop's time of this iteration
+         * (sd_event_now, what a relative time counts from): recording the
+         * capture may have taken a second on a loaded disk, and the raise
+         * would end that much early */
+        until = (clock_now_ns(CLOCK_MONOTONIC) + duration_ns) / NSEC_PER_USEC;
+        if (!m->restore_timer)
+                r = sd_event_add_time(m->event, &m->restore_timer, CLOCK_MONOTONIC, until, 0, on_restore_timer, m);
+        else {
+                r = sd_event_source_set_time(m->restore_timer, until);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->restore_timer, SD_EVENT_ONESHOT);
+        }
+        if (r >= 0) {
+                (void) sd_event_source_set_priority(m->restore_timer, SD_EVENT_PRIORITY_IMPORTANT);
+                return;
+        }
+        /* without its end the raise would last: take it back now */
+        log_error_errno(r, "Failed to arm the end of a capture's raise, sampling at %u Hz again: %m",
+                        m->conf->frequency_hz);
+        if (manager_set_rate(m, m->conf->frequency_hz) >= 0) {
+                m->raised_hz = 0;
+                m->raised_until_ns = 0;
+                manager_rearm_drains(m);
+        }
+}
+
 /* Re-applies one component after SIGHUP (conf_reload_diff calls it once
  * for each component with a changed setting). Returns 0, or a negative
  * errno to keep that component's running settings (logged here). */
@@ -401,12 +516,19 @@ static int manager_apply(enum conf_apply what, const struct conf *next, const st
 
         switch (what) {
         case CONF_APPLY_FREQUENCY:
-                r = running->kind_cpu ? collector_set_frequency(m->coll, next->frequency_hz) : 0;
+                /* while a capture raises the rate, the new base applies
+                 * at its end */
+                if (!running->kind_cpu || m->raised_hz > 0)
+                        return 0;
+                r = manager_set_rate(m, next->frequency_hz);
                 if (r < 0)
                         return log_error_errno(r, "Failed to sample at %u Hz, keeping %u Hz: %m", next->frequency_hz,
                                                running->frequency_hz);
                 return 0;
         case CONF_APPLY_INTERVAL:
+                /* while raised, the raise's interval; the new one after */
+                if (m->raised_hz > 0)
+                        return 0;
                 /* from now: the drain in progress keeps what it holds */
                 r = sd_event_source_set_time_relative(m->drain_timer, next->interval_ns / NSEC_PER_USEC);
                 if (r >= 0)
@@ -490,6 +612,9 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .pid = (uint64_t) getpid(),
                 .uptime_s = (wall_clock_now(&m->clock) - m->started_ns) / NSEC_PER_SEC,
                 .event = m->coll ? collector_event_name(m->coll) : NULL,
+                .sampling_hz = m->coll && m->conf->kind_cpu ? collector_frequency(m->coll) : 0,
+                .raised_until_ns = m->raised_hz > 0 ? m->raised_until_ns : 0,
+                .interval_now_ns = manager_interval_ns(m),
                 .offcpu_filtered = m->offcpu_filtered,
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
                 .user_walks = m->user_walks,
@@ -584,7 +709,11 @@ static int send_answer(manager *m, server_client *c, const struct request *req) 
         const struct client_creds *creds = server_client_creds(c);
         struct answer_caller who = { .privileged = creds->privileged, .uid = creds->uid };
 
-        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns);
+        /* answers count samples at the base rate, whatever a capture
+         * raised it to meanwhile: status's frequency_hz, which profctl
+         * turns into time and pprof's period */
+        return query_pool_submit(m->queries, c, req, &who, wall_clock_now(&m->clock), m->conf->interval_ns,
+                                 m->conf->frequency_hz, !m->conf->timeline);
 }
 
 static int handle_request(server_client *c, const struct request *req, void *userdata) {
@@ -773,6 +902,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
                                 manager_wall_now, m, &m->captures);
         if (r < 0)
                 return r;
+        capture_manager_set_raise(m->captures, on_capture_raise, m);
         (void) sd_event_source_set_priority(m->sigterm, SD_EVENT_PRIORITY_IMPORTANT);
         (void) sd_event_source_set_priority(m->sigint, SD_EVENT_PRIORITY_IMPORTANT);
 
@@ -805,6 +935,7 @@ manager *manager_free(manager *m) {
         m->writer = writer_free(m->writer);
         m->captures = capture_manager_free(m->captures);
         sd_event_source_disable_unref(m->drain_timer);
+        sd_event_source_disable_unref(m->restore_timer);
         sd_event_source_disable_unref(m->events_io);
         sd_event_source_disable_unref(m->unwind_io);
         sd_event_source_disable_unref(m->writer_io);

@@ -167,7 +167,7 @@ int main(int argc, char *argv[]) {
         };
         /* profd's own options, then one for each setting (conf_settings[]),
          * which are applied after the configuration file */
-        struct option options[ELEMENTSOF(own_options) + conf_n_settings + 1];
+        struct option options[ELEMENTSOF(own_options) + CONF_MAX_OPTIONS + 1];
         char shorts[64] = "c:vh";
         /* command-line settings are applied after the file, so keep them */
         const struct conf_setting *cli_settings[ELEMENTSOF(options)];
@@ -200,7 +200,7 @@ int main(int argc, char *argv[]) {
                                 return 2;
                         }
                         cli_settings[n_cli] = setting;
-                        cli_values[n_cli++] = optarg;
+                        cli_values[n_cli++] = conf_option_value(c, optarg);
                         continue;
                 }
                 switch (c) {

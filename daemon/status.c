@@ -85,7 +85,8 @@ static json_t *status_timeline(const struct status_stats *s) {
                                     STATUS_KEY_OFFTIME_UNLOGGED_NS, (json_int_t) s->offtime_unlogged_ns,
                                     STATUS_KEY_OFFTIME_MIN_NS, (json_int_t) c->timeline_offcpu_min_ns);
 
-        return json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I, s:o*}",
+        return json_pack("{s:b, s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:I, s:o*}",
+                         STATUS_KEY_TIMELINE_ON, (int) c->timeline,
                          STATUS_KEY_TIMELINE_BYTES, (json_int_t) s->store.timeline_bytes,
                          STATUS_KEY_TIMELINE_BLOCKS, (json_int_t) s->store.timeline_blocks,
                          STATUS_KEY_TIMELINE_SAMPLES, (json_int_t) s->store.timeline_samples,
@@ -375,6 +376,10 @@ json_t *status_build(const struct status_stats *s) {
                 return NULL;
         }
         status_add_parts(s, o);
+        json_object_set_new(o, STATUS_KEY_SAMPLING_HZ, json_integer((json_int_t) (c->kind_cpu ? s->sampling_hz : 0)));
+        json_object_set_new(o, STATUS_KEY_RAISED_UNTIL_NS, json_integer((json_int_t) s->raised_until_ns));
+        json_object_set_new(o, STATUS_KEY_INTERVAL_NOW_MS,
+                            json_integer((json_int_t) ((s->interval_now_ns ?: c->interval_ns) / NSEC_PER_MSEC)));
         json_object_set_new(o, STATUS_KEY_TRUNCATED, truncated ? truncated : json_object());
         json_object_set_new(o, STATUS_KEY_UNWIND, status_unwind(s));
         json_object_set_new(o, "jit_map_entries_dropped", json_integer((json_int_t) s->writer.jit_map_entries_dropped));

@@ -40,6 +40,9 @@ struct status_stats {
         uint64_t pid;
         uint64_t uptime_s;
         const char *event;            /* the collector's sampling event; NULL: no collector */
+        unsigned sampling_hz;         /* the on-CPU rate now (a capture's raise, else frequency); 0: none */
+        uint64_t raised_until_ns;     /* a capture raised the rate until then (wall clock); 0: not raised */
+        uint64_t interval_now_ns;     /* the drain interval now (shorter while raised) */
         /* BPF's samples, of the drains the writer has stored or refused
          * (as the store's samples and drops are counted) */
         uint64_t samples_seen, idle_samples;

@@ -589,6 +589,8 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         r = names ? refresh_processes(w, b, j->seq) : -ENOMEM;
         if (r >= 0)
                 r = store_drain_begin(w->store, j->start_ns, j->end_ns);
+        if (r >= 0)
+                r = store_drain_rate(w->store, b->frequency_hz);
         for (size_t i = 0; r >= 0 && i < b->n_entries; i++) {
                 const struct profd_sample_key *key = &b->entries[i].key;
                 const struct proc *p = proctable_get(w->procs, key->tgid, key->start_ns);

@@ -68,6 +68,9 @@ struct collector {
         bool user_ends_known;     /* see struct drain_batch */
         bool switch_done;         /* off-CPU user stacks are walked at sched_exit_tp */
         bool oom_watched;         /* profd_oom is attached to oom/mark_victim */
+        /* the setting timeline: off, the drain hands the writer no
+         * sample's time (the log still sums the samples) and no block */
+        bool timeline;
         struct collector_unwind_maps unwind; /* the unwind maps, by fd */
 };
 
@@ -376,7 +379,8 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
                              .interval_ns = cfg->interval_ns,
                              .cpu = cfg->kind_cpu,
                              .blocks = cfg->kind_offcpu || cfg->kind_wakeup,
-                             .offcpu_rate = cfg->kind_offcpu ? cfg->timeline_offcpu_rate : 0,
+                             /* no timeline: no off-CPU log to allocate */
+                             .offcpu_rate = cfg->kind_offcpu && cfg->timeline ? cfg->timeline_offcpu_rate : 0,
                              .max_keys = cfg->max_keys,
                              .max_stacks = cfg->max_stacks,
                              .kernel_memory = cfg->kernel_memory,
@@ -422,6 +426,8 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
         c->skel->data->offcpu_timeline_min_ns = cfg->timeline_offcpu_min_ns;
         c->skel->rodata->offcpu_enabled = cfg->kind_offcpu;
+        c->skel->rodata->offcpu_timeline_enabled = cfg->timeline;
+        c->timeline = cfg->timeline;
         c->skel->rodata->wakeup_enabled = cfg->kind_wakeup;
         c->switch_done = have_sched_exit_tp();
         if (!c->switch_done && cfg->kind_offcpu)
@@ -537,6 +543,9 @@ int collector_new(const struct conf *cfg, collector_event_fn on_event, void *use
         if (c->log_slots)
                 log_info("Sampler's log: %zu samples per CPU and generation, %zu KiB.", c->log_slots - 1,
                          2 * c->log_slots * c->n_possible_cpus * sizeof(struct profd_log_slot) / 1024);
+        if (!cfg->timeline && (cfg->kind_cpu || cfg->kind_offcpu))
+                log_info("The timeline is off (setting timeline): no sample's or off-CPU block's time is "
+                         "stored, only the aggregates.");
         if (c->block_slots)
                 log_info("Off-CPU log: %zu blocks of %" PRIu64 " us or more per CPU and generation, %zu KiB.",
                          c->block_slots - 1, (uint64_t) (cfg->timeline_offcpu_min_ns / NSEC_PER_USEC),
@@ -601,6 +610,10 @@ int collector_set_frequency(collector *c, unsigned frequency_hz) {
                 }
         c->frequency = frequency_hz;
         return 0;
+}
+
+unsigned collector_frequency(const collector *c) {
+        return c->frequency;
 }
 
 void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t timeline_min_ns) {
@@ -707,7 +720,10 @@ static int drain_log(collector *c, unsigned gen, size_t *n_io, struct drain_time
                 t[i] = (struct drain_timed) { c->log_times[i], (uint32_t) (n + c->log_index[i]) };
         *n_io = n + sum;
         *ret_timeline = t;
-        *ret_n = logged;
+        /* the timeline off: the log has summed its samples into the
+         * drain's keys, the cheaper path (docs/architecture.md), and their
+         * times go no further */
+        *ret_n = c->timeline ? logged : 0;
         return 0;
 }
 

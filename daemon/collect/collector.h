@@ -60,6 +60,8 @@ struct drain_batch {
         struct drain_block *blocks;   /* every logged off-CPU block, in no order; the others are
                                        * counters[PROFD_CNT_OFFCPU_SHORT] and [..._UNLOGGED] */
         size_t n_blocks;
+        unsigned frequency_hz;        /* set by the caller: the rate the sampler ran at since the
+                                       * previous drain (it flips a drain at every change) */
         int64_t wall_minus_mono_ns;   /* set by the caller: a timeline time's wall-clock time
                                        * (the drains' clock) is mono_ns plus this */
         hashmap *frames;        /* frames hash -> struct stack_trace* */
@@ -87,6 +89,8 @@ collector *collector_free(collector *c);
  * above kernel.perf_event_max_sample_rate); then every CPU keeps the old
  * frequency. */
 int collector_set_frequency(collector *c, unsigned frequency_hz);
+/* The rate every CPU samples at now. */
+unsigned collector_frequency(const collector *c);
 
 /* Changes which blocks are attributed to stacks, and which of those the
  * off-CPU log keeps with their times (timeline_min_ns and longer); the

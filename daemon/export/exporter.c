@@ -28,6 +28,7 @@
 #include "log.h"
 #include "loopthread.h"
 #include "macro.h"
+#include "rate-weight.h"
 #include "store.h"
 
 const char *const exporter_error_names[_EXPORTER_ERROR_MAX] = {
@@ -60,6 +61,7 @@ const char *const exporter_error_names[_EXPORTER_ERROR_MAX] = {
 
 struct exporter {
         char *url, *host_name, *credentials_path, *store_path, *target;
+        unsigned base_hz;      /* cpu values are exported at this rate (frequency at start) */
         char *user, *password;
         uint64_t timeout_ns;
 
@@ -518,6 +520,86 @@ static int add_sample(const struct store_outbox_sample *smp, void *userdata) {
         return chbatch_add(userdata, smp);
 }
 
+/* A drain sampled at another rate than the base (a capture's raise): its
+ * cpu rows are sent at the base rate, as profd's own answers count them,
+ * apportioned over the drain's rows (rate_weight_apportion) so the drain's
+ * total is its weighted total rounded. A first pass gathers the rows'
+ * weights, the second sends them; a row in another order the second time
+ * (retention packed the drain into a span in between) fails the drain,
+ * which the next attempt sends whole. Rows weighted to 0 are sent as 0:
+ * the timeline's ticks name them. */
+struct weigh_ctx {
+        chbatch *batch;
+        unsigned hz, base_hz;
+        struct weigh_row {
+                int64_t process_id, stack_id;
+                uint32_t tid;
+                uint64_t fixed;
+        } *rows;
+        uint64_t *fixed, *whole;
+        size_t n, cap, next;
+};
+
+static int weigh_gather(const struct store_outbox_sample *smp, void *userdata) {
+        struct weigh_ctx *w = userdata;
+
+        if (smp->kind != 0) /* PROFD_KIND_CPU */
+                return 0;
+        if (w->n == w->cap) {
+                size_t cap = MAX(w->cap * 2, (size_t) 256);
+                struct weigh_row *rows = reallocarray(w->rows, cap, sizeof(*rows));
+
+                if (!rows)
+                        return -ENOMEM;
+                w->rows = rows;
+                w->cap = cap;
+        }
+        w->rows[w->n++] = (struct weigh_row) { smp->process_id, smp->stack_id, smp->tid,
+                                               rate_weight_fixed(smp->value, w->hz, w->base_hz) };
+        return 0;
+}
+
+static int weigh_send(const struct store_outbox_sample *smp, void *userdata) {
+        struct weigh_ctx *w = userdata;
+        struct store_outbox_sample copy;
+        const struct weigh_row *row;
+
+        if (smp->kind != 0)
+                return chbatch_add(w->batch, smp);
+        row = w->next < w->n ? &w->rows[w->next] : NULL;
+        if (!row || row->process_id != smp->process_id || row->stack_id != smp->stack_id || row->tid != smp->tid ||
+            row->fixed != rate_weight_fixed(smp->value, w->hz, w->base_hz))
+                return -ESTALE;
+        copy = *smp;
+        copy.value = w->whole[w->next++];
+        return chbatch_add(w->batch, &copy);
+}
+
+static int add_weighted_samples(exporter *e, const struct store_outbox_drain *d, uint64_t *damaged) {
+        struct weigh_ctx w = { .batch = e->batch, .hz = d->frequency_hz, .base_hz = e->base_hz };
+        int r;
+
+        r = store_outbox_samples(e->outbox, d->id, weigh_gather, &w, NULL);
+        if (r >= 0 && w.n > 0) {
+                w.fixed = malloc(w.n * sizeof(*w.fixed));
+                w.whole = malloc(w.n * sizeof(*w.whole));
+                if (!w.fixed || !w.whole)
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < w.n; i++)
+                        w.fixed[i] = w.rows[i].fixed;
+                if (r >= 0)
+                        r = rate_weight_apportion(w.fixed, w.n, w.whole);
+        }
+        if (r >= 0)
+                r = store_outbox_samples(e->outbox, d->id, weigh_send, &w, damaged);
+        if (r >= 0 && w.next != w.n)
+                r = -ESTALE;
+        free(w.rows);
+        free(w.fixed);
+        free(w.whole);
+        return r;
+}
+
 static int add_drop(const char *reason, uint64_t count, void *userdata) {
         return chbatch_drop(userdata, reason, count);
 }
@@ -577,7 +659,10 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
                         break;
                 if (r < 0)
                         return r;
-                r = store_outbox_samples(e->outbox, drains[k].id, add_sample, e->batch, &damaged);
+                if (e->base_hz > 0 && drains[k].frequency_hz > 0 && drains[k].frequency_hz != e->base_hz)
+                        r = add_weighted_samples(e, &drains[k], &damaged);
+                else
+                        r = store_outbox_samples(e->outbox, drains[k].id, add_sample, e->batch, &damaged);
                 if (r == -ENOENT) {
                         /* merged or deleted by retention meanwhile: counted there */
                         log_debug("ClickHouse export: drain %" PRId64 " went to retention before it was sent.",
@@ -834,6 +919,7 @@ int exporter_new(const struct conf *cfg, exporter **ret) {
         e->wake_fd = -1;
         e->url = strdup(cfg->clickhouse_url);
         e->host_name = strdup(cfg->host_name);
+        e->base_hz = cfg->kind_cpu ? cfg->frequency_hz : 0;
         e->store_path = strdup(cfg->store_path);
         e->credentials_path = cfg->clickhouse_credentials ? strdup(cfg->clickhouse_credentials) : NULL;
         e->timeout_ns = cfg->clickhouse_timeout_ns;

@@ -143,6 +143,68 @@ static int emit_offtime_not_covered(const struct answer_context *ctx, uint64_t f
         return emit_error(ctx, msg);
 }
 
+/* The error of a timeline request the timeline does not cover while it is
+ * off: the setting is the answer, not the retention. */
+static int emit_timeline_off(const struct answer_context *ctx, bool offcpu) {
+        return emit_error(ctx, offcpu ? "profd's timeline is off (setting timeline = off, or profd --no-timeline): "
+                                        "it stores no off-CPU block's start and end, so there is no heatmap of this "
+                                        "window; turn it on (timeline = on in profd.conf) and restart profd, or use "
+                                        "profctl query --kind offcpu, which answers from whole drains"
+                                      : "profd's timeline is off (setting timeline = off, or profd --no-timeline): "
+                                        "it stores no sample's time, so there is no heatmap of this window; turn it "
+                                        "on (timeline = on in profd.conf) and restart profd, or use profctl query, "
+                                        "which answers from whole drains");
+}
+
+/* The timeline's error for a window it covers only in part: a drain in it
+ * has samples (or blocks) but no timeline row. */
+static int emit_timeline_gap(const struct answer_context *ctx, bool offcpu, uint64_t start_ns, uint64_t end_ns) {
+        _cleanup_free_ char *msg = NULL;
+        char a[64], b[64];
+
+        if (asprintf(&msg, "the %s timeline has a gap in the window: the drain from %s to %s has %s but no times "
+                           "of them (profd's timeline was off then, setting timeline, or retention took them while "
+                           "a capture kept older ones); pick a window without it, or use profctl query%s, which "
+                           "falls back to whole drains",
+                     offcpu ? "off-CPU" : "on-CPU", format_timestamp(a, sizeof(a), start_ns),
+                     format_timestamp(b, sizeof(b), end_ns), offcpu ? "off-CPU blocks" : "samples",
+                     offcpu ? " --kind offcpu" : "") < 0)
+                return -ENOMEM;
+        return emit_error(ctx, msg);
+}
+
+/* Whether the timeline of a kind covers the window from its oldest row
+ * (oldest_ns, r from store_*_oldest) on: 0 and an answer may follow, or 1
+ * with the error emitted (or the emit's negative errno), or a negative
+ * errno. */
+static int timeline_refuse(const struct answer_context *ctx, const struct query_request *rq, struct store_query *q,
+                           int r, uint64_t oldest) {
+        bool offcpu = rq->kind == PROFD_KIND_OFFCPU;
+        uint64_t gap_start, gap_end;
+
+        if (r < 0 && r != -ENOENT)
+                return r;
+        /* no start given: the default window (since 10m) reaches back as
+         * far as the timeline does, rather than failing on a young store */
+        if (r >= 0 && !rq->have_since && !rq->have_from && q->from_ns < oldest && oldest <= q->to_ns)
+                q->from_ns = oldest;
+        if (r >= 0 && q->from_ns >= oldest) {
+                r = store_timeline_gap(ctx->store, offcpu ? 1 : 0, q->from_ns, q->to_ns, &gap_start, &gap_end);
+                if (r <= 0)
+                        return r;
+        }
+        if (ctx->timeline_off)
+                r = emit_timeline_off(ctx, offcpu);
+        else if (r == -ENOENT)
+                r = offcpu ? emit_offtime_not_covered(ctx, q->from_ns, 0, true) : emit_not_covered(ctx, q->from_ns, 0, true);
+        else if (r == 1)
+                r = emit_timeline_gap(ctx, offcpu, gap_start, gap_end);
+        else
+                r = offcpu ? emit_offtime_not_covered(ctx, q->from_ns, oldest, false)
+                           : emit_not_covered(ctx, q->from_ns, oldest, false);
+        return r < 0 ? r : 1;
+}
+
 /* A timeline answer of kind offcpu: the stacks (value their blocked ns),
  * then the blocks with their starts (in "spans" lines of up to
  * TIMED_LINE_ENTRIES), then "end" with the total in ns and the blocks
@@ -155,19 +217,15 @@ static int answer_offtime(const struct answer_context *ctx, const struct query_r
                 .style = { .collapse_kernel = !ctx->caller.privileged, .raw_names = rq->raw_names,
                            .folded = rq->folded, .lines = rq->lines },
         };
-        uint64_t oldest;
+        uint64_t oldest = 0;
         json_t *end, *report;
         int r;
 
+        /* oldest is read after the call sets it: two statements */
         r = store_offtime_oldest(ctx->store, &oldest);
-        if (r == -ENOENT)
-                return emit_offtime_not_covered(ctx, q->from_ns, 0, true);
-        if (r < 0)
-                return r;
-        if (!rq->have_since && !rq->have_from && q->from_ns < oldest && oldest <= q->to_ns)
-                q->from_ns = oldest;
-        if (q->from_ns < oldest)
-                return emit_offtime_not_covered(ctx, q->from_ns, oldest, false);
+        r = timeline_refuse(ctx, rq, q, r, oldest);
+        if (r != 0)
+                return r < 0 ? r : 0;
         r = timed_span_set_init(&set, rq->max_samples);
         if (r < 0)
                 return r;
@@ -214,23 +272,17 @@ static int answer_timeline(const struct answer_context *ctx, const struct query_
                 .style = { .collapse_kernel = !ctx->caller.privileged, .raw_names = rq->raw_names,
                            .folded = rq->folded, .lines = rq->lines },
         };
-        uint64_t oldest;
+        uint64_t oldest = 0;
         json_t *end, *report;
         int r;
 
         if (rq->kind == PROFD_KIND_OFFCPU)
                 return answer_offtime(ctx, rq, q);
+        /* oldest is read after the call sets it: two statements */
         r = store_timeline_oldest(ctx->store, &oldest);
-        if (r == -ENOENT)
-                return emit_not_covered(ctx, q->from_ns, 0, true);
-        if (r < 0)
-                return r;
-        /* no start given: the default window (since 10m) reaches back as
-         * far as the timeline does, rather than failing on a young store */
-        if (!rq->have_since && !rq->have_from && q->from_ns < oldest && oldest <= q->to_ns)
-                q->from_ns = oldest;
-        if (q->from_ns < oldest)
-                return emit_not_covered(ctx, q->from_ns, oldest, false);
+        r = timeline_refuse(ctx, rq, q, r, oldest);
+        if (r != 0)
+                return r < 0 ? r : 0;
         r = timed_set_init(&set, rq->max_samples);
         if (r < 0)
                 return r;
@@ -282,6 +334,7 @@ int answer_request(const struct answer_context *ctx, const struct request *req) 
                 return emit_error(ctx, error);
         if (r < 0)
                 return r;
+        q.base_hz = ctx->base_hz;
         if (req->op == REQUEST_TIMELINE)
                 return answer_timeline(ctx, rq, &q);
         if (rq->last) {

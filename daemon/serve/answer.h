@@ -27,6 +27,8 @@ struct answer_context {
         store *store;
         uint64_t now_ns;          /* CLOCK_REALTIME when the request arrived */
         uint64_t default_step_ns; /* series without "step": the drain interval */
+        unsigned base_hz;         /* cpu values are counted at this rate (status frequency_hz) */
+        bool timeline_off;        /* the setting timeline is off: a timeline answer's error names it */
         struct answer_caller caller;
         answer_emit_fn emit;
         /* writes one "stack" line, with stackline_append() (common/protocol.h)

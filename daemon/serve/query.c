@@ -73,6 +73,8 @@ struct query_job {
         struct answer_caller caller;
         uint64_t now_ns;
         uint64_t default_step_ns; /* series without a step: the drain interval */
+        unsigned base_hz;         /* cpu values' rate (answer_context) */
+        bool timeline_off;        /* the setting timeline is off (answer_context) */
         server_client *client;  /* loop thread only; NULL once the client left */
         bool done;              /* loop thread only: the worker completed it */
         query_worker *worker;   /* worker thread only: the worker making it */
@@ -256,6 +258,8 @@ static void query_run(workqueue_item *item, void *thread_data, void *userdata) {
                         .store = j->worker->store,
                         .now_ns = j->now_ns,
                         .default_step_ns = j->default_step_ns,
+                        .base_hz = j->base_hz,
+                        .timeline_off = j->timeline_off,
                         .caller = j->caller,
                         .emit = job_emit,
                         .emit_stack = job_emit_stack,
@@ -455,7 +459,8 @@ static void on_wake(workqueue *wq, void *userdata) {
 }
 
 int query_pool_submit(query_pool *p, server_client *c, const struct request *req, const struct answer_caller *caller,
-                      uint64_t now_ns, uint64_t default_step_ns) {
+                      uint64_t now_ns, uint64_t default_step_ns, unsigned base_hz,
+                      bool timeline_off) {
         query_job *j;
         int r;
 
@@ -471,6 +476,8 @@ int query_pool_submit(query_pool *p, server_client *c, const struct request *req
         j->caller = *caller;
         j->now_ns = now_ns;
         j->default_step_ns = default_step_ns;
+        j->base_hz = base_hz;
+        j->timeline_off = timeline_off;
         j->client = c;
         j->next = p->jobs;
         if (p->jobs)

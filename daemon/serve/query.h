@@ -43,11 +43,13 @@ int query_pool_new(sd_event *event, const char *store_path, query_pool **ret);
 query_pool *query_pool_free(query_pool *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(query_pool *, query_pool_free)
 
-/* Queues req (REQUEST_QUERY or REQUEST_SERIES) for client c. Returns
+/* Queues req (REQUEST_QUERY or REQUEST_SERIES) for client c, its cpu
+ * values counted at base_hz (store_query.base_hz). Returns
  * SERVER_DEFERRED: the client's answer follows and its next requests wait
  * until it is complete; or a negative errno (nothing was queued). */
 int query_pool_submit(query_pool *p, server_client *c, const struct request *req, const struct answer_caller *caller,
-                      uint64_t now_ns, uint64_t default_step_ns);
+                      uint64_t now_ns, uint64_t default_step_ns, unsigned base_hz,
+                      bool timeline_off);
 
 /* A consistent snapshot of the counts; cannot fail. */
 void query_pool_get_stats(query_pool *p, struct query_pool_stats *ret);

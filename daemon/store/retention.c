@@ -617,13 +617,20 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (k < 0)
                 return k;
         /* the bucket's rows, oldest first, as many as fit in one step's
-         * share of sample rows (at least one) */
+         * share of sample rows (at least one), of the oldest one's
+         * sampling rate (schema 14): a merged row has one rate, which
+         * queries weigh its samples by, so rows of another rate (a
+         * capture's raise, a reload) are merged by later steps into rows
+         * of their own in the same bucket */
         count = db_run(&r->d, "DELETE FROM temp.doomed", NULL, 0);
         if (count >= 0)
                 count = db_run(&r->d, "INSERT INTO temp.doomed SELECT id FROM ("
                                "SELECT id, keys, sum(keys) OVER (ORDER BY end_ns, id) AS upto FROM drains "
                                "WHERE resolution_ns < ?1 AND end_ns >= ?2 AND end_ns < ?3 AND NOT "
-                               DRAIN_PINNED("drains") ") WHERE upto - keys < ?4",
+                               DRAIN_PINNED("drains") " AND coalesce(frequency_hz, 0) = ("
+                               "SELECT coalesce(frequency_hz, 0) FROM drains WHERE resolution_ns < ?1 AND end_ns >= ?2 "
+                               "AND end_ns < ?3 AND NOT " DRAIN_PINNED("drains") " ORDER BY end_ns, id LIMIT 1)"
+                               ") WHERE upto - keys < ?4",
                             args, 4);
         if (count >= 0) {
                 int64_t lost = count_unexported(r);
@@ -639,8 +646,8 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
                 k = commit(r, &t);
                 return k < 0 ? k : 1;
         }
-        merged = db_run(&r->d, "INSERT INTO drains (start_ns, end_ns, samples, keys, resolution_ns) "
-                        "SELECT min(start_ns), max(end_ns), sum(samples), 0, ?1 FROM drains "
+        merged = db_run(&r->d, "INSERT INTO drains (start_ns, end_ns, samples, keys, resolution_ns, frequency_hz) "
+                        "SELECT min(start_ns), max(end_ns), sum(samples), 0, ?1, max(frequency_hz) FROM drains "
                         "WHERE id IN temp.doomed", args, 1);
         if (merged < 0)
                 return rollback(r, (int) merged);

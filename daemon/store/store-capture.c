@@ -32,7 +32,7 @@ int store_capture_add(store *s, const struct store_capture *c, int64_t *ret_id) 
 
         rc = sqlite3_prepare_v2(s->d.handle,
                                 "INSERT INTO captures (cause, origin, uid, value_centi, trigger_ns, from_ns, to_ns, "
-                                "pinned_bytes, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                "pinned_bytes, state, frequency_hz) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return db_fail(&s->d, rc, "preparing a capture");
@@ -46,6 +46,8 @@ int store_capture_add(store *s, const struct store_capture *c, int64_t *ret_id) 
         sqlite3_bind_int64(st, 7, (int64_t) MIN(c->to_ns, (uint64_t) INT64_MAX));
         sqlite3_bind_int64(st, 8, (int64_t) MIN(c->pinned_bytes, (uint64_t) INT64_MAX));
         sqlite3_bind_text(st, 9, store_capture_state_name(c->state), -1, SQLITE_STATIC);
+        if (c->frequency_hz > 0)
+                sqlite3_bind_int64(st, 10, c->frequency_hz);
         rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
                 return db_fail(&s->d, rc, "recording a capture");
@@ -70,7 +72,8 @@ int store_capture_set(store *s, int64_t id, enum store_capture_state state, uint
         return sqlite3_changes(s->d.handle) > 0 ? 0 : -ENOENT;
 }
 
-#define CAPTURE_COLUMNS "id, cause, origin, uid, value_centi, trigger_ns, from_ns, to_ns, pinned_bytes, state"
+#define CAPTURE_COLUMNS "id, cause, origin, uid, value_centi, trigger_ns, from_ns, to_ns, pinned_bytes, state, " \
+                        "coalesce(frequency_hz, 0)"
 
 static void capture_from_row(sqlite3_stmt *st, struct store_capture *c) {
         *c = (struct store_capture) {
@@ -85,6 +88,7 @@ static void capture_from_row(sqlite3_stmt *st, struct store_capture *c) {
                 .to_ns = (uint64_t) sqlite3_column_int64(st, 7),
                 .pinned_bytes = (uint64_t) sqlite3_column_int64(st, 8),
                 .state = state_parse((const char *) sqlite3_column_text(st, 9)),
+                .frequency_hz = (unsigned) sqlite3_column_int64(st, 10),
         };
         if (!c->cause)
                 c->cause = "";

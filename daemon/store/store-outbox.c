@@ -76,7 +76,8 @@ int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_ou
         /* one read transaction: the list and the counts agree */
         if ((r = db_exec(&s->d, "BEGIN")) < 0)
                 return r;
-        rc = sqlite3_prepare_v2(s->d.handle, "SELECT id, start_ns, end_ns FROM drains WHERE id > ?1 AND resolution_ns = 0 "
+        rc = sqlite3_prepare_v2(s->d.handle, "SELECT id, start_ns, end_ns, coalesce(frequency_hz, 0) FROM drains "
+                                       "WHERE id > ?1 AND resolution_ns = 0 "
                                        "ORDER BY id LIMIT ?2", -1, &st, NULL);
         if (rc != SQLITE_OK) {
                 r = db_fail(&s->d, rc, "outbox lookup");
@@ -89,6 +90,7 @@ int store_outbox_pending(store *s, int64_t after_id, size_t max, struct store_ou
                         .id = sqlite3_column_int64(st, 0),
                         .start_ns = (uint64_t) sqlite3_column_int64(st, 1),
                         .end_ns = (uint64_t) sqlite3_column_int64(st, 2),
+                        .frequency_hz = (unsigned) sqlite3_column_int64(st, 3),
                 };
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
                 r = db_fail(&s->d, rc, "outbox lookup");

@@ -18,6 +18,7 @@
 #include "timed-samples.h"
 #include "timed-spans.h"
 #include "offtime-pack.h"
+#include "rate-weight.h"
 #include "timeline-pack.h"
 
 enum {
@@ -556,6 +557,11 @@ struct stack_sums {
         char **names;
         size_t n_names;
         hashmap *threads; /* process_id << 22 | tid -> group + 1 (root thread) */
+        /* the window holds drains of another rate than the base: values
+         * are summed in rate-weight.h's fixed point, rounded at the end */
+        bool weighted;
+        unsigned base_hz;
+        struct rate_map rates;
 };
 
 static void stack_sums_done(struct stack_sums *a) {
@@ -566,6 +572,75 @@ static void stack_sums_done(struct stack_sums *a) {
         for (size_t i = 0; i < a->n_names; i++)
                 free(a->names[i]);
         free(a->names);
+        rate_map_done(&a->rates);
+}
+
+/* The drains overlapping q's window (and a minute around it: a timeline
+ * block's samples lie within its drain's time, which a wall clock set
+ * meanwhile may move by a little) sampled at another rate than the
+ * base. Raised drains are few (captures), so the map is small and most
+ * windows have none: then nothing is weighted and the sums are those of
+ * plain counts. Returns 0 or a negative errno. */
+static int stack_sums_load_rates(store *s, const struct store_query *q, struct stack_sums *a) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        if (q->kind != 0 || q->base_hz == 0) /* PROFD_KIND_CPU */
+                return 0;
+        /* one drain by its key, or the window's through drains_end (an OR
+         * of the two would read the whole table) */
+        rc = sqlite3_prepare_v2(s->d.handle,
+                                q->drain_id > 0
+                                        ? "SELECT id, frequency_hz FROM drains WHERE id = ?4 AND frequency_hz != ?1"
+                                        : "SELECT id, frequency_hz FROM drains WHERE end_ns >= ?2 AND start_ns <= ?3 "
+                                          "AND frequency_hz != ?1",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "preparing the rates' query");
+        sqlite3_bind_int64(st, 1, q->base_hz);
+        sqlite3_bind_int64(st, 2, (int64_t) (q->from_ns > 60 * NSEC_PER_SEC ? q->from_ns - 60 * NSEC_PER_SEC : 0));
+        sqlite3_bind_int64(st, 3, (int64_t) MIN(q->to_ns, (uint64_t) INT64_MAX - 60 * NSEC_PER_SEC) + 60 * (int64_t) NSEC_PER_SEC);
+        sqlite3_bind_int64(st, 4, q->drain_id);
+        while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+                r = rate_map_add(&a->rates, sqlite3_column_int64(st, 0), (unsigned) sqlite3_column_int64(st, 1));
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = db_fail(&s->d, rc, "rates' query");
+        if (r < 0)
+                return r;
+        rate_map_sort(&a->rates);
+        a->weighted = a->rates.n > 0;
+        a->base_hz = q->base_hz;
+        return 0;
+}
+
+/* The weighted sums (fixed point) as whole samples of the base rate, in
+ * place (rate_weight_apportion): the answer's total is the weighted total
+ * rounded. Returns 0 or -ENOMEM. */
+static int stack_sums_apportion(struct stack_sums *a) {
+        _cleanup_free_ uint64_t *fixed = NULL, *whole = NULL;
+        int r;
+
+        if (a->n == 0)
+                return 0;
+        fixed = malloc(a->n * sizeof(*fixed));
+        whole = malloc(a->n * sizeof(*whole));
+        if (!fixed || !whole)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n; i++)
+                fixed[i] = a->sums[i].value;
+        r = rate_weight_apportion(fixed, a->n, whole);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < a->n; i++)
+                a->sums[i].value = whole[i];
+        return 0;
+}
+
+/* value samples of drain drain_id as the sums count them. */
+static uint64_t stack_sums_value(const struct stack_sums *a, int64_t drain_id, uint64_t value) {
+        if (!a || !a->weighted)
+                return value;
+        return rate_weight_fixed(value, rate_map_hz(&a->rates, drain_id), a->base_hz);
 }
 
 /* qsort_r's comparison; names: the group names (query workers sort at
@@ -683,11 +758,12 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
                 int64_t proc = sqlite3_column_int64(st, 0);
                 const char *grp = q->group != STORE_GROUP_NONE ? (const char *) sqlite3_column_text(st, 1) : NULL;
                 uint64_t mask = (uint64_t) sqlite3_column_int64(st, 2);
+                int64_t key = sqlite3_column_int64(st, 3);
                 struct sample_block b;
                 uint32_t group = 0;
                 bool whole;
 
-                r = stacks_only ? sample_block_from_row_stacks(st, 3, &b) : sample_block_from_row(st, 3, &b);
+                r = stacks_only ? sample_block_from_row_stacks(st, 4, &b) : sample_block_from_row(st, 4, &b);
                 if (r < 0) {
                         log_error("Store %s: a block of samples of drain-process %" PRId64 " is damaged, ignoring it.",
                                   s->path, proc);
@@ -708,13 +784,14 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
 
                         /* entries are sorted by stack: a run of one stack is one sum */
                         for (size_t i = 0, at = 0; r >= 0 && i < b.n; i++, at += b.entry_bits) {
+                                unsigned span = (unsigned) sample_block_field_at(&b, at, SAMPLE_FIELD_SPAN);
                                 int64_t stack;
                                 uint64_t value;
 
-                                if (!whole && !entry_in_window(mask, (unsigned) sample_block_field_at(&b, at, SAMPLE_FIELD_SPAN)))
+                                if (!whole && !entry_in_window(mask, span))
                                         continue;
                                 stack = (int64_t) sample_block_field_at(&b, at, SAMPLE_FIELD_STACK);
-                                value = sample_block_field_at(&b, at, SAMPLE_FIELD_VALUE);
+                                value = stack_sums_value(a, key + span, sample_block_field_at(&b, at, SAMPLE_FIELD_VALUE));
                                 if (stack != cur && cur >= 0)
                                         r = stack_sums_add(a, group, cur, sum);
                                 if (stack != cur)
@@ -734,7 +811,7 @@ static int query_stacks_sum(store *s, sqlite3_stmt *st, const struct store_query
                         if (q->group == STORE_GROUP_THREAD)
                                 r = thread_group(s, a, name_st, proc, e.tid, grp, &group);
                         if (r >= 0)
-                                r = stack_sums_add(a, group, e.stack_id, e.value);
+                                r = stack_sums_add(a, group, e.stack_id, stack_sums_value(a, key + e.span, e.value));
                 }
         }
         if (r >= 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
@@ -761,7 +838,52 @@ int store_query_timeline_covers(store *s, const struct store_query *q, bool *ret
         if (r < 0)
                 return r;
         *ret = oldest >= 0 && (uint64_t) oldest <= q->from_ns;
+        if (*ret) {
+                uint64_t gap_start, gap_end;
+
+                r = store_timeline_gap(s, (int) q->kind, q->from_ns, q->to_ns, &gap_start, &gap_end);
+                if (r < 0)
+                        return r;
+                *ret = r == 0;
+        }
         return 0;
+}
+
+int store_timeline_gap(store *s, int kind, uint64_t from_ns, uint64_t to_ns, uint64_t *ret_start_ns,
+                       uint64_t *ret_end_ns) {
+        /* the window's drains through the index on end_ns, the timeline
+         * rows by their primary keys. A drain's cpu samples are counted in
+         * its row; its off-CPU blocks are known only as blocks of that
+         * kind, in its own or (after retention packed it) its span's,
+         * which may hold another drain's: a drain of a span with none of
+         * its own counts as a gap, and the answer falls back to drains,
+         * never to a hole. */
+        static const char *const sql[2] = {
+                "SELECT d.start_ns, d.end_ns FROM drains d WHERE d.end_ns > ?1 AND d.start_ns < ?2 "
+                "AND d.samples > 0 "
+                "AND NOT EXISTS (SELECT 1 FROM timeline_blocks t WHERE t.drain_id = d.id) ORDER BY d.end_ns LIMIT 1",
+                "SELECT d.start_ns, d.end_ns FROM drains d WHERE d.end_ns > ?1 AND d.start_ns < ?2 "
+                "AND EXISTS (SELECT 1 FROM sample_blocks b WHERE b.drain_id = COALESCE(d.span, d.id) AND b.kind = 1) "
+                "AND NOT EXISTS (SELECT 1 FROM offcpu_timeline t WHERE t.drain_id = d.id) ORDER BY d.end_ns LIMIT 1",
+        };
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int rc;
+
+        if (kind != 0 && kind != 1)
+                return -EINVAL;
+        rc = sqlite3_prepare_v2(s->d.handle, sql[kind], -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_fail(&s->d, rc, "preparing the timeline's gap query");
+        sqlite3_bind_int64(st, 1, (int64_t) MIN(from_ns, (uint64_t) INT64_MAX));
+        sqlite3_bind_int64(st, 2, (int64_t) MIN(to_ns, (uint64_t) INT64_MAX));
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return 0;
+        if (rc != SQLITE_ROW)
+                return db_fail(&s->d, rc, "the timeline's gap query");
+        *ret_start_ns = (uint64_t) sqlite3_column_int64(st, 0);
+        *ret_end_ns = (uint64_t) sqlite3_column_int64(st, 1);
+        return 1;
 }
 
 /* A process's part in a timeline answer: whether the query's process
@@ -929,7 +1051,7 @@ static int timeline_scan(store *s, const struct store_query *q, struct stack_sum
                         r = timeline_proc_get(s, pst, q, a, procs, k->process_id, &tp);
                         if (r < 0 || !tp->keep)
                                 continue;
-                        r = fn(at, 1, k, tp, userdata);
+                        r = fn(at, stack_sums_value(a, sqlite3_column_int64(bst, 0), 1), k, tp, userdata);
                 }
                 timeline_block_done(&b);
         }
@@ -1124,7 +1246,7 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
         default:
                 sql_add(&t, "SELECT b.process_id, NULL");
         }
-        sql_add(&t, ", s.mask");
+        sql_add(&t, ", s.mask, s.k");
         if (query_stacks_only(q))
                 sql_add(&t, ", " SAMPLE_BLOCK_COLUMNS_STACKS);
         else
@@ -1145,17 +1267,28 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
         if (q->group == STORE_GROUP_NONE)
                 r = group_of(&a, "", &(uint32_t) {0});
         if (r >= 0)
+                r = stack_sums_load_rates(s, q, &a);
+        if (r >= 0)
                 r = q->timeline ? query_stacks_timeline(s, q, &a) : query_stacks_sum(s, st, q, &a);
         if (r < 0)
                 goto out;
         /* in (group, stack) order, as GROUP BY grp, stack_id ORDER BY grp gave */
         if (a.n > 1) /* an empty answer has no array: qsort(NULL, ...) is undefined */
                 qsort_r(a.sums, a.n, sizeof(*a.sums), stack_sum_cmp, a.names);
+        if (a.weighted) {
+                r = stack_sums_apportion(&a);
+                if (r < 0)
+                        goto out;
+        }
         for (size_t i = 0; i < a.n; i++) {
                 struct store_stack_out so = {
                         .value = a.sums[i].value,
                         .group = q->group != STORE_GROUP_NONE ? a.names[a.sums[i].group] : NULL,
                 };
+
+                /* weighted to less than half a sample: not in the answer */
+                if (so.value == 0)
+                        continue;
 
                 r = store_stack_frames(s, a.sums[i].stack_id, cache, &out, &out_cap, &so.n_frames, &so.user_end);
                 if (r < 0)
@@ -1186,6 +1319,7 @@ out:
 struct drain_sum {
         int64_t id;
         uint64_t start_ns, end_ns, value, complete;
+        unsigned hz; /* the drain's rate, 0 unknown */
         bool any;
 };
 
@@ -1203,6 +1337,43 @@ static int drain_sum_cmp(const void *a, const void *b) {
         if (x->end_ns != y->end_ns)
                 return x->end_ns < y->end_ns ? -1 : 1;
         return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The drains' cpu sums at the base rate, in place, where a drain of the
+ * window was sampled at another (a capture's raise): the values, and the
+ * complete parts, apportioned over the drains (rate_weight_apportion), so
+ * the series adds up to the query's total over the same window. Returns 0
+ * or -ENOMEM. */
+static int drain_sums_weigh(const struct store_query *q, struct drain_sum *sums, size_t n) {
+        _cleanup_free_ uint64_t *fixed = NULL, *whole = NULL;
+        bool weighted = false;
+        int r;
+
+        if (q->kind != 0 || q->base_hz == 0) /* PROFD_KIND_CPU */
+                return 0;
+        for (size_t i = 0; i < n && !weighted; i++)
+                weighted = sums[i].hz > 0 && sums[i].hz != q->base_hz;
+        if (!weighted)
+                return 0;
+        fixed = malloc(n * sizeof(*fixed));
+        whole = malloc(n * sizeof(*whole));
+        if (!fixed || !whole)
+                return -ENOMEM;
+        for (unsigned part = 0; part < 2; part++) {
+                for (size_t i = 0; i < n; i++)
+                        fixed[i] = rate_weight_fixed(part ? sums[i].complete : sums[i].value, sums[i].hz, q->base_hz);
+                r = rate_weight_apportion(fixed, n, whole);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n; i++)
+                        if (part)
+                                /* apportioned apart, the complete part may
+                                 * round up past its whole */
+                                sums[i].complete = MIN(whole[i], sums[i].value);
+                        else
+                                sums[i].value = whole[i];
+        }
+        return 0;
 }
 
 int store_query_drains(store *s, const struct store_query *q, store_drain_value_fn fn, void *userdata) {
@@ -1236,7 +1407,7 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
 
         /* the window's drains, by id: a block may hold several of them (a
          * span), so each entry finds its drain's sum by id */
-        sql_add(&t, "SELECT d.id, d.start_ns, d.end_ns FROM drains d WHERE ");
+        sql_add(&t, "SELECT d.id, d.start_ns, d.end_ns, coalesce(d.frequency_hz, 0) FROM drains d WHERE ");
         sql_add_window(&t, q);
         sql_add(&t, " ORDER BY d.id");
         r = query_prepare(s, &t, q, &st);
@@ -1259,6 +1430,7 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
                         .id = sqlite3_column_int64(st, 0),
                         .start_ns = (uint64_t) sqlite3_column_int64(st, 1),
                         .end_ns = (uint64_t) sqlite3_column_int64(st, 2),
+                        .hz = (unsigned) sqlite3_column_int64(st, 3),
                 };
         }
         if (r >= 0 && rc != SQLITE_DONE)
@@ -1304,6 +1476,9 @@ int store_query_drains(store *s, const struct store_query *q, store_drain_value_
                 goto out;
         if (n > 1)
                 qsort(sums, n, sizeof(*sums), drain_sum_cmp);
+        r = drain_sums_weigh(q, sums, n);
+        if (r < 0)
+                goto out;
         for (size_t i = 0; i < n; i++) {
                 if (!sums[i].any) /* nothing the query selects */
                         continue;

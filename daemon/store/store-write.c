@@ -51,7 +51,7 @@ enum {
 
 static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_INSERT_DRAIN] = "INSERT INTO drains (start_ns, end_ns, samples, keys) VALUES (?1, ?2, 0, 0)",
-        [STMT_UPDATE_DRAIN] = "UPDATE drains SET samples = ?2, keys = ?3 WHERE id = ?1",
+        [STMT_UPDATE_DRAIN] = "UPDATE drains SET samples = ?2, keys = ?3, frequency_hz = ?4 WHERE id = ?1",
         [STMT_INSERT_DROP] = "INSERT INTO drops (drain_id, reason, count) VALUES (?1, ?2, ?3) "
                              "ON CONFLICT (drain_id, reason) DO UPDATE SET count = count + excluded.count",
         [STMT_SELECT_MAPPING] = "SELECT id FROM mappings WHERE path = ?1 AND build_id = ?2",
@@ -116,6 +116,7 @@ struct store_write {
         size_t n_pending, pending_cap;
         int64_t drain_id;
         uint64_t drain_samples, drain_keys;
+        unsigned drain_hz; /* the rate its cpu samples were taken at; 0 unknown (NULL) */
         /* what each store_drain_add of the drain stored, in order: the
          * keys its timeline names */
         struct timeline_key *added;
@@ -558,6 +559,16 @@ int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns) {
                 return r;
         w->drain_id = sqlite3_last_insert_rowid(s->d.handle);
         w->drain_samples = w->drain_keys = 0;
+        w->drain_hz = 0;
+        return 0;
+}
+
+int store_drain_rate(store *s, unsigned frequency_hz) {
+        struct store_write *w = s->write;
+
+        if (!w || !w->in_drain)
+                return -EBADF;
+        w->drain_hz = frequency_hz;
         return 0;
 }
 
@@ -737,6 +748,10 @@ int store_drain_commit(store *s, int64_t *ret_drain_id, uint64_t *ret_samples, u
         sqlite3_bind_int64(st, 1, w->drain_id);
         sqlite3_bind_int64(st, 2, (int64_t) w->drain_samples);
         sqlite3_bind_int64(st, 3, (int64_t) w->drain_keys);
+        if (w->drain_hz > 0)
+                sqlite3_bind_int64(st, 4, w->drain_hz);
+        else
+                sqlite3_bind_null(st, 4);
         r = step_done(s, st, "drain update");
         if (r < 0)
                 return r;

@@ -153,6 +153,11 @@ void store_interrupt(store *s);
 int store_drain_begin(store *s, uint64_t start_ns, uint64_t end_ns);
 int store_drain_add(store *s, const struct store_sample *sample);
 int store_drain_drop(store *s, const char *reason, uint64_t count);
+/* The rate (Hz) the drain's cpu samples were taken at, stored with it
+ * (drains.frequency_hz, schema 14) for the weighting of answers that span
+ * drains of different rates (rate-weight.h); not called or 0: NULL, read
+ * as the answer's base rate. */
+int store_drain_rate(store *s, unsigned frequency_hz);
 /* The drain's timeline (issue 44): when each of its logged on-CPU samples
  * was taken, sample naming the store_drain_add call of this drain (0 the
  * first) whose key it had. Once per drain, after its adds; n == 0 writes
@@ -216,15 +221,31 @@ struct store_query {
          * drains overlapping the window; set it only where
          * store_query_timeline_covers says so */
         bool timeline;
+        /* cpu: the rate (Hz) values are counted at; a drain sampled at
+         * another (drains.frequency_hz: a capture's raise, a reload) is
+         * weighted by base_hz / its rate (rate-weight.h). 0: each sample
+         * counts 1 whatever its rate */
+        unsigned base_hz;
 };
 
 /* Whether the timeline can answer q (sets *ret): an on-CPU query of a
  * window (not one drain) with no state filter, whose start the timeline
  * still holds (its oldest block started by then: retention deletes the
- * oldest first, so it holds everything after). Samples counted untimed
+ * oldest first, so it holds everything after), and with no gap in it
+ * (store_timeline_gap). Samples counted untimed
  * (status timeline.untimed) are not in such an answer. Returns 0 or a
  * negative errno. */
 int store_query_timeline_covers(store *s, const struct store_query *q, bool *ret);
+
+/* The first drain overlapping (from_ns, to_ns) that stored samples of
+ * kind (0 cpu, 1 offcpu) but no timeline row of that kind: drained while
+ * the setting timeline was off, or whose row retention took while a
+ * capture's pin kept an older one. Such a window cannot be answered
+ * from the timeline without a silent hole. Returns 1 with *ret_start_ns
+ * and *ret_end_ns the drain's, 0 when there is none, or a negative
+ * errno. */
+int store_timeline_gap(store *s, int kind, uint64_t from_ns, uint64_t to_ns, uint64_t *ret_start_ns,
+                       uint64_t *ret_end_ns);
 
 /* struct store_frame_out and struct store_stack_out, what queries return,
  * are the protocol's frame and stack: common/protocol.h. */
@@ -372,6 +393,7 @@ int store_outbox_ack(store *s, const char *target, int64_t drain_id);
 struct store_outbox_drain {
         int64_t id;
         uint64_t start_ns, end_ns; /* Unix-epoch ns */
+        unsigned frequency_hz;     /* its on-CPU rate (schema 14); 0 unknown */
 };
 
 /* Up to max drains after after_id, oldest first, in ret (room for max);
@@ -462,6 +484,7 @@ struct store_capture {
         uint64_t trigger_ns, from_ns, to_ns;
         uint64_t pinned_bytes;
         enum store_capture_state state;
+        unsigned frequency_hz; /* the on-CPU rate during it (schema 14); 0: unknown, or no sampler */
 };
 
 const char *store_capture_state_name(enum store_capture_state s);

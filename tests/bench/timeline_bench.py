@@ -338,11 +338,11 @@ def render(r, argv):
                  f"CPU {x['cpu_pct']:.2f}% of one core. Few threads and few stacks: fewer keys per sample than "
                  f"the generated hosts.")
         L.append("")
-    L.append("**Daemon CPU with the timeline on and off.** profd has no way to turn the on-CPU timeline off: "
-             "every logged sample carries its time, the drain always hands them to the writer, and "
-             "`timeline_retention` is at least 1m (no setting was added for this). So the daemon's CPU was not "
-             "measured both ways. What was measured: (1) the BPF side, in \"The timeline's cost in the "
-             "sampler\" above (not settled on this VM); (2) the writer's side alone, here: the same drains "
+    L.append("**The writer's part of the timeline's cost.** The real daemon with the timeline on and off "
+             "(`timeline = off`, `--no-timeline`) side by side: \"Daemon CPU with the timeline on and off\" "
+             "below (tests/bench/timeline_onoff.py). What is measured here: (1) the BPF side, in \"The "
+             "timeline's cost in the sampler\" above (not settled on this VM); (2) the writer's side alone: the "
+             "same drains "
              "stored through the daemon's store code and retention by gen_store with and without `--timeline` "
              "(the aggregates are identical; the difference is `store_drain_timeline`, packing and inserting "
              "each drain's block, and retention deleting the expired blocks), gen_store's own user+system "

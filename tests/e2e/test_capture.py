@@ -9,7 +9,11 @@ user nobody asking for another user's process, a host-wide condition or
 another's unpin, and serve-only profd asked to start or unpin, get clear errors and a non-zero exit while profd goes on
 answering; unpin returns the data to retention. An OOM kill in a
 memory-limited cgroup (cgroup2's memory controller, or v1's memory
-hierarchy as on this VM) fires a capture on "oom"."""
+hierarchy as on this VM) fires a capture on "oom". A capture by hand
+raises the sampling rate tenfold for its duration and back (status,
+capture list, the timeline's samples per CPU second), and a window that
+spans the raise keeps the split of CPU time between two processes, its
+series no jump."""
 import json
 import os
 import signal
@@ -376,7 +380,141 @@ def test_oom_kill_in_a_memory_limited_cgroup_captures():
     finally:
         os.rmdir(cgdir)
 
+# A capture raises the on-CPU rate (capture_frequency): profd at 2 s
+# drains, 199 Hz raised to 1999 Hz for 5 s (ten times, as the defaults 49
+# and 499 Hz; four times their samples, so that the split is measured to
+# a few points on a machine whose other builds leave the workload a
+# fraction of a CPU).
+RAISE_S = 5
+RAISED_HZ = 1999
+BASE_HZ = 199
+SPLIT_TOLERANCE_PP = 5.0  # as test_oncpu's
+
+
+def timeline_samples(hm, from_ns, to_ns):
+    """The samples of a heatmap's cells (as taken, not weighted) that lie
+    within [from_ns, to_ns)."""
+    bucket = hm["bucket_ms"] * 10**6
+    return sum(n for c, col in enumerate(hm["cells"]) for r, n in enumerate(col)
+               if from_ns <= hm["start_ns"] + c * 10**9 + r * bucket and
+               hm["start_ns"] + c * 10**9 + (r + 1) * bucket <= to_ns)
+
+
+def test_capture_raises_the_rate_and_answers_keep_their_split():
+    """One process spins 12 s on a CPU; a second spins only during a
+    capture's 5 s raise to 499 Hz. Counted at the base rate, the window's
+    split of samples between them is their split of CPU time; unweighted
+    the raise's samples would give the second far more."""
+    w1 = w2 = None
+    try:
+        with Profd("--interval", "2s", "--kinds", "cpu", "--frequency", str(BASE_HZ), "--capture-before", "10s",
+                   "--capture-duration", f"{RAISE_S}s", "--capture-frequency", str(RAISED_HZ)) as d:
+            st = ask(d, "status")
+            assert st["frequency_hz"] == BASE_HZ and st["sampling_hz"] == BASE_HZ, st
+            assert st["raised_until_ns"] == 0 and st["interval_now_ms"] == 2000, st
+            # started once profd samples: its whole CPU time is sampled
+            t_start = time.time_ns()
+            w1 = subprocess.Popen([binary("CPU_SPLIT"), "12"], stdout=subprocess.PIPE, text=True)
+            time.sleep(3.5)
+            t_pre, cpu_pre = time.time_ns(), cpu_seconds(w1.pid)
+
+            # by hand: the rate goes up at once, drains come as much more often
+            r = d.profctl("capture", "start", "manual", "--json")
+            t_raise, cpu_raise = time.time_ns(), cpu_seconds(w1.pid)
+            w2 = subprocess.Popen([binary("CPU_SPLIT"), str(RAISE_S - 0.5)], stdout=subprocess.PIPE, text=True)
+            cap = json.loads(r.stdout)["capture"]
+            assert cap["frequency_hz"] == RAISED_HZ, cap
+            st = ask(d, "status")
+            assert st["sampling_hz"] == RAISED_HZ and st["frequency_hz"] == BASE_HZ, st
+            # 2 s x 199 / 1999 Hz: a raised drain holds what a base one does
+            assert st["interval_now_ms"] == 199 and st["raised_until_ns"] > t_raise, st
+            text = d.profctl("status").stdout
+            assert f"{RAISED_HZ} Hz on" in text and "raised by a capture" in text, text
+            lst = d.profctl("capture", "list").stdout
+            assert f", {RAISED_HZ} Hz (request" in lst, lst
+
+            out2, _ = w2.communicate(timeout=30)
+            t_raised_end, cpu_raised_end = time.time_ns(), cpu_seconds(w1.pid)
+            truth2 = json.loads(out2)
+            assert t_raised_end < t_raise + RAISE_S * 10**9, "too slow to see the raise"
+            # back to the base after the capture's duration
+            wait_for("the rate back at the base", lambda: ask(d, "status")["sampling_hz"] == BASE_HZ,
+                     timeout=RAISE_S + 3)
+            t_restore = time.time_ns()
+            st = ask(d, "status")
+            assert st["raised_until_ns"] == 0 and st["interval_now_ms"] == 2000, st
+            out1, _ = w1.communicate(timeout=30)
+            truth1 = json.loads(out1)
+            d.profctl("flush")
+            t_end = time.time_ns()
+
+            # the sampler visibly at the raised rate: the busy process's
+            # samples in the timeline per second of CPU it used (from
+            # /proc: whatever share the machine's load leaves it), before
+            # the raise and during it
+            hm = json.loads(d.profctl("heatmap", "--pid", str(truth1["pid"]), "--from", rfc3339(t_start),
+                                      "--to", rfc3339(t_end), "--json").stdout)
+            r_out = timeline_samples(hm, t_start, t_pre) / max(cpu_pre, 0.01)
+            r_in = timeline_samples(hm, t_raise, t_raised_end) / max(cpu_raised_end - cpu_raise, 0.01)
+            print(f"  timeline of the busy process: {r_in:.0f} samples per CPU second raised "
+                  f"({cpu_raised_end - cpu_raise:.2f} s of CPU), {r_out:.0f} at the base ({cpu_pre:.2f} s): "
+                  f"x{r_in / max(r_out, 1):.1f}")
+            assert cpu_pre > 0.05 and cpu_raised_end - cpu_raise > 0.05, "the machine left the workload no CPU"
+            assert 0.6 * BASE_HZ < r_out < 1.5 * BASE_HZ, r_out
+            assert 0.6 * RAISED_HZ < r_in < 1.5 * RAISED_HZ, r_in
+
+            # the window spans the raise: each process's share of samples
+            # is its share of the CPU time both used
+            window = ["--from", rfc3339(t_start - 2 * 10**9), "--to", rfc3339(t_end)]
+            got = {}
+            for truth in (truth1, truth2):
+                got[truth["pid"]] = d.query_json("--pid", str(truth["pid"]), *window)["total"]
+            cpu = {t["pid"]: t["total_ns"] for t in (truth1, truth2)}
+            true_pct = 100.0 * cpu[truth2["pid"]] / sum(cpu.values())
+            got_pct = 100.0 * got[truth2["pid"]] / sum(got.values())
+            db = sqlite3.connect(f"file:{d.store}?mode=ro", uri=True)
+            try:
+                raw = dict(db.execute("SELECT p.pid, sum(s.value) FROM samples s JOIN processes p ON "
+                                      "p.id = s.process_id WHERE s.kind = 0 AND p.pid IN (?, ?) GROUP BY p.pid",
+                                      (truth1["pid"], truth2["pid"])).fetchall())
+                raised_drains = db.execute("SELECT count(*) FROM drains WHERE frequency_hz = ?",
+                                           (RAISED_HZ,)).fetchone()[0]
+            finally:
+                db.close()
+            raw_pct = 100.0 * raw.get(truth2["pid"], 0) / max(sum(raw.values()), 1)
+            print(f"  second process: truth {true_pct:.1f}% of the CPU time, profd {got_pct:.1f}% "
+                  f"({got}), unweighted {raw_pct:.1f}% ({raw}); {raised_drains} drains at {RAISED_HZ} Hz")
+            assert abs(got_pct - true_pct) <= SPLIT_TOLERANCE_PP, (got_pct, true_pct)
+            # the test can tell: without the weights the raise would dominate
+            assert raw_pct - true_pct > 2 * SPLIT_TOLERANCE_PP, (raw_pct, true_pct)
+            assert raised_drains >= 15, raised_drains
+            # and in base-rate samples: the busy process's total is its CPU
+            # time at the base rate
+            expected1 = cpu[truth1["pid"]] / 1e9 * BASE_HZ
+            assert abs(got[truth1["pid"]] - expected1) <= 0.15 * expected1 + 3, (got, expected1)
+
+            # the series does not jump during the raise: per second, the
+            # busy process's values inside the raise are those outside
+            series = json.loads(d.profctl("series", "--pid", str(truth1["pid"]), "--step", "1s", "--json",
+                                          "--from", rfc3339(t_start), "--to", rfc3339(t_end)).stdout)
+            pts = [(p["t_ns"], p["value"]) for p in series["points"]]
+            s_in = [v for t, v in pts if t >= t_raise + 10**9 and t + 10**9 <= t_raise + (RAISE_S - 1) * 10**9]
+            s_out = [v for t, v in pts if t + 10**9 <= t_raise and t >= t_start + 2 * 10**9]
+            m_in, m_out = sum(s_in) / max(len(s_in), 1), sum(s_out) / max(len(s_out), 1)
+            print(f"  series of the busy process: {m_in:.1f} a second raised, {m_out:.1f} at the base")
+            assert s_in and s_out, pts
+            # (a band, not a ratio of 1: the machine's load changes the CPU it gets)
+            assert m_out / 3 <= m_in <= 3 * m_out, (s_in, s_out)
+            assert max(s_in) <= 2 * BASE_HZ, s_in
+            assert d.stop() == 0
+    finally:
+        for w in (w1, w2):
+            if w and w.poll() is None:
+                w.kill()
+                w.wait()
+
 
 if __name__ == "__main__":
     require_root()
-    run_tests([test_triggers_cooldown_manual_bad_input_and_unpin, test_oom_kill_in_a_memory_limited_cgroup_captures])
+    run_tests([test_triggers_cooldown_manual_bad_input_and_unpin, test_oom_kill_in_a_memory_limited_cgroup_captures,
+               test_capture_raises_the_rate_and_answers_keep_their_split])

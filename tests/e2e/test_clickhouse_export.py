@@ -590,6 +590,59 @@ def test_other_schema_version_is_refused_and_profiling_goes_on():
         entry.query("INSERT INTO profd.schema_version (version) VALUES (3)")
 
 
+def test_a_capture_raise_is_exported_at_the_base_rate():
+    """A capture raises one host's rate tenfold for 4 s: each raised
+    drain's cpu rows reach ClickHouse weighted to the base rate (its sum
+    the weighted sum rounded), the others as stored, so the fleet's total
+    over the window is profd's within a sample per drain."""
+    p = start_profd("raise-host")
+    p.args += ["--kinds", "cpu", "--capture-frequency", "499", "--capture-duration", "4s"]
+    work = None
+    try:
+        p.start(timeout=180)
+        work = busy(12)
+        t_from = drains_stored(p, 2)[1][0] + 1
+        p.profctl("capture", "start", "manual")
+        st = json.loads(p.profctl("status", "--json").stdout)
+        assert st["sampling_hz"] == 499 and st["raised_until_ns"] > 0, st
+        wait_for("the raise's end", lambda: json.loads(p.profctl("status", "--json").stdout)["sampling_hz"] == 49,
+                 timeout=30, p=p)
+        # the writer may be drains behind (the raise's come five a second)
+        end = time.time_ns()
+        wait_for("a drain after the raise stored", lambda: newest_drain(p)[1] > end, timeout=60, p=p)
+        t_to = newest_drain(p)[1]
+        caught_up(p)
+        db = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            rows = db.execute("SELECT d.end_ns, coalesce(d.frequency_hz, 0), count(s.value), sum(s.value) "
+                              "FROM drains d JOIN samples s ON s.drain_id = d.id WHERE d.resolution_ns = 0 "
+                              "AND d.id <= ? AND s.kind = 0 GROUP BY d.id", (p.upto[0],)).fetchall()
+        finally:
+            db.close()
+        ch = {}
+        for line in CH.query("SELECT drain_end, count(), sum(value) FROM profd.samples WHERE host = 'raise-host' "
+                             "AND kind = 0 GROUP BY drain_end FORMAT TabSeparated").splitlines():
+            e, n, v = map(int, line.split("\t"))
+            ch[e] = (n, v)
+        raised = 0
+        for e, hz, n, v in rows:
+            want = v if hz in (0, 49) else (v * 49 * 2 + hz) // (2 * hz)  # the weighted sum, to the nearest
+            assert ch.get(e) == (n, want), f"drain ending {e} at {hz} Hz: {n} rows of {v} stored, ClickHouse {ch.get(e)}, want {want}"
+            raised += hz == 499
+        assert raised >= 10, f"only {raised} raised drains of {len(rows)}"
+        _, lt = local_stacks(p, "cpu", t_from, t_to)
+        _, rt = clickhouse_stacks("raise-host", "cpu", t_from, t_to)
+        n_drains = sum(1 for e, *_ in rows if t_from <= e)
+        print(f"  {raised} drains at 499 Hz; window total: profd {lt}, ClickHouse {rt} ({n_drains} drains)")
+        assert abs(lt - rt) <= n_drains, (lt, rt)
+        e, _ = export_status(p)
+        assert e["errors"] == {k: 0 for k in e["errors"]}, e["errors"]
+    finally:
+        if work:
+            work.wait()
+        cleanup_all([p])
+
+
 def main():
     global CH
     require_root()
@@ -598,6 +651,7 @@ def main():
         CH.create_schema()
         run_tests([t for t in [
             test_three_hosts_export_exactly_what_they_stored,
+            test_a_capture_raise_is_exported_at_the_base_rate,
             test_shard_killed_mid_export_loses_and_doubles_nothing,
             test_read_only_user_keeps_a_backlog_then_catches_up,
             test_insert_stored_but_answer_lost_is_not_sent_twice,

@@ -290,7 +290,34 @@ static void test_range_and_estimate(void) {
         CHECK_INT_EQ(capture_estimate_bytes(UINT64_MAX, 1, UINT64_MAX, 1), UINT64_MAX);
 }
 
+/* A raise never lets a drain hold more samples than the maps were sized
+ * for: drains come as much more often as the rate is higher, down to the
+ * shortest interval, where the rate is what that allows. */
+static void test_raise_plan(void) {
+        const uint64_t ms = 1000000ULL, s = 1000 * ms;
+        struct capture_raise p;
+
+        /* 49 -> 499 Hz at 10 s: drains of 981 ms, 489.5 samples a CPU */
+        capture_raise_plan(49, 499, 10 * s, 100 * ms, &p);
+        CHECK_INT_EQ(p.hz, 499);
+        CHECK_INT_EQ(p.interval_ns, 981963927);
+        CHECK((uint64_t) p.hz * p.interval_ns <= 49 * 10 * s);
+        /* no raise: 0, or not above the base */
+        capture_raise_plan(49, 0, 10 * s, 100 * ms, &p);
+        CHECK(p.hz == 49 && p.interval_ns == 10 * s);
+        capture_raise_plan(499, 97, 10 * s, 100 * ms, &p);
+        CHECK(p.hz == 499 && p.interval_ns == 10 * s);
+        /* 49 Hz at 1 s allows 490 Hz at 100 ms, not 4999 */
+        capture_raise_plan(49, 4999, 1 * s, 100 * ms, &p);
+        CHECK_INT_EQ(p.hz, 490);
+        CHECK_INT_EQ(p.interval_ns, 100 * ms);
+        /* an interval at the minimum already: no room to raise */
+        capture_raise_plan(49, 499, 100 * ms, 100 * ms, &p);
+        CHECK(p.hz == 49 && p.interval_ns == 100 * ms);
+}
+
 int main(void) {
+        test_raise_plan();
         test_proc_stat();
         test_cgroup_cpu_stat();
         test_who_may_start();

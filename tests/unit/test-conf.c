@@ -105,7 +105,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 37);
+        CHECK_INT_EQ(n, 39);
 }
 
 static void test_defaults(void) {
@@ -118,6 +118,7 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.max_store_size, 1ULL << 30);
         CHECK_INT_EQ(c.timeline_retention_ns, 3600 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.timeline_max_size, 256ULL << 20);
+        CHECK(c.timeline);
         CHECK_INT_EQ(c.timeline_offcpu_min_ns, 1000000);
         CHECK_INT_EQ(c.timeline_offcpu_rate, 200);
         CHECK_INT_EQ(c.unwind_memory, 24ULL << 20);
@@ -147,6 +148,9 @@ static void test_bad_files_name_file_line_and_key(void) {
                 { "max_store_size = -1G\n", "f.conf:1: key 'max_store_size': *" },
                 { "timeline_retention = 10s\n", "f.conf:1: key 'timeline_retention': *" },
                 { "timeline_max_size = 1x\n", "f.conf:1: key 'timeline_max_size': *" },
+                { "timeline = maybe\n", "f.conf:1: key 'timeline': timeline must be on or off, not \"maybe\"" },
+                { "timeline =\n", "f.conf:1: key 'timeline': timeline must be on or off, not \"\"" },
+                { "timeline = On\n", "f.conf:1: key 'timeline': *" },
                 { "debug_dirs = usr/lib/debug\n", "f.conf:1: key 'debug_dirs': debug_dirs must be absolute directories *" },
                 { "socket_mode = 0999\n", "f.conf:1: key 'socket_mode': *" },
                 { "max_clients = many\n", "f.conf:1: key 'max_clients': *" },
@@ -306,11 +310,13 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "max_store_size", "512M", "536870912" },
         { "timeline_retention", "6h", "6h" },
         { "timeline_max_size", "64M", "67108864" },
+        { "timeline", "off", "off" },
         { "capture_on", "psi:cpu>50  cpu:pid=42>90 oom", "psi:cpu>50 cpu:pid=42>90 oom" },
         { "capture_before", "2m", "2m" },
         { "capture_duration", "1m", "1m" },
         { "capture_cooldown", "15m", "15m" },
         { "capture_max_pinned", "64M", "67108864" },
+        { "capture_frequency", "997", "997" },
         { "timeline_offcpu_min", "5ms", "5ms" },
         { "timeline_offcpu_rate", "500", "500" },
         { "symbol_cache", "64", "64" },
@@ -352,29 +358,36 @@ static int record_apply(enum conf_apply what, const struct conf *next, const str
 /* Sets s from the command line as profd parses it: the getopt table built
  * from conf_settings[], then the setting its option stands for. */
 static int set_from_flag(struct conf *c, const struct conf_setting *s, bool use_short, const char *value) {
-        struct option options[conf_n_settings + 1];
+        struct option options[CONF_MAX_OPTIONS + 1];
         char shorts[64] = "", flag[64];
         char *argv[] = { (char *) "profd", flag, (char *) value, NULL };
         const struct conf_setting *found;
         char *error = NULL;
+        int argc = 3;
         size_t n;
         int opt, r;
 
         n = conf_options(options, shorts, sizeof(shorts));
         options[n] = (struct option) {};
-        if (use_short)
+        /* a switch takes no argument: --timeline, --no-timeline */
+        if (s->type == CONF_BOOL) {
+                snprintf(flag, sizeof(flag), "--%s%s", streq(value, "off") ? "no-" : "", conf_setting_option(s));
+                argv[2] = NULL;
+                argc = 2;
+        } else if (use_short)
                 snprintf(flag, sizeof(flag), "-%c", s->short_option);
         else
                 snprintf(flag, sizeof(flag), "--%s", conf_setting_option(s));
         optind = 0; /* getopt starts over */
         opterr = 0;
-        opt = getopt_long(3, argv, shorts, options, NULL);
+        opt = getopt_long(argc, argv, shorts, options, NULL);
         found = conf_setting_of_option(opt);
         CHECK(found == s);
-        CHECK_INT_EQ(getopt_long(3, argv, shorts, options, NULL), -1);
+        value = conf_option_value(opt, optarg ? optarg : value);
+        CHECK_INT_EQ(getopt_long(argc, argv, shorts, options, NULL), -1);
         if (found != s)
                 return -ENOENT;
-        r = conf_setting_set(c, found, optarg ? optarg : value, &error);
+        r = conf_setting_set(c, found, value, &error);
         free(error);
         return r;
 }
@@ -415,7 +428,7 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
                 /* the flag, long and short; none for what stays in the file */
                 CHECK(conf_init(&from_flag) == 0);
                 if (s->file_only) {
-                        struct option options[conf_n_settings + 1];
+                        struct option options[CONF_MAX_OPTIONS + 1];
                         char shorts[64] = "";
                         size_t n = conf_options(options, shorts, sizeof(shorts));
 
@@ -467,7 +480,7 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
          * retention x3, max_store_size, timeline_retention, timeline_max_size,
          * timeline_offcpu_min, symbol_cache, debug_dirs */
         CHECK_INT_EQ(n_reloadable, 15);
-        CHECK_INT_EQ(n_restart, 22);
+        CHECK_INT_EQ(n_restart, 24);
         conf_done(&defaults);
 }
 
@@ -510,12 +523,63 @@ static void test_reload_keeps_what_failed_or_is_skipped(void) {
         conf_done(&running);
 }
 
+/* A switch: on and off in the file (and their usual spellings), --KEY and
+ * --no-KEY on the command line, "on"/"off" in a reload's summary. */
+static void test_switches(void) {
+        static const struct { const char *v; bool want; } spellings[] = {
+                { "on", true }, { "yes", true }, { "true", true }, { "1", true },
+                { "off", false }, { "no", false }, { "false", false }, { "0", false },
+        };
+        const struct conf_setting *s = conf_setting_find("timeline");
+        struct conf c;
+        char buf[16];
+
+        CHECK(s && s->type == CONF_BOOL);
+        for (size_t i = 0; i < ELEMENTSOF(spellings); i++) {
+                _cleanup_free_ char *text = NULL, *error = NULL;
+
+                CHECK(conf_init(&c) == 0);
+                c.timeline = !spellings[i].want;
+                CHECK(asprintf(&text, "timeline = %s\n", spellings[i].v) > 0);
+                CHECK_INT_EQ(conf_parse_text(&c, "f.conf", text, &error), 0);
+                CHECK(c.timeline == spellings[i].want);
+                CHECK_STR_EQ(conf_setting_format(s, &c, buf, sizeof(buf)), spellings[i].want ? "on" : "off");
+                conf_done(&c);
+        }
+        /* --timeline after the file's off turns it on again */
+        CHECK(conf_init(&c) == 0);
+        c.timeline = false;
+        CHECK_INT_EQ(set_from_flag(&c, s, false, "on"), 0);
+        CHECK(c.timeline);
+        conf_done(&c);
+        /* the options: both take no argument; only a switch has a --no- */
+        {
+                struct option options[CONF_MAX_OPTIONS + 1];
+                char shorts[64] = "";
+                size_t n = conf_options(options, shorts, sizeof(shorts)), found = 0;
+
+                for (size_t j = 0; j < n; j++) {
+                        if (streq(options[j].name, "timeline") || streq(options[j].name, "no-timeline")) {
+                                CHECK_INT_EQ(options[j].has_arg, no_argument);
+                                found++;
+                        } else
+                                CHECK(strncmp(options[j].name, "no-", 3) != 0);
+                }
+                CHECK_INT_EQ(found, 2);
+                CHECK_STR_EQ(conf_option_value(CONF_OPTION_NEGATED + (int) (s - conf_settings), NULL), "off");
+                CHECK_STR_EQ(conf_option_value(CONF_OPTION_FIRST + (int) (s - conf_settings), NULL), "on");
+                /* any other setting's value is its argument */
+                CHECK_STR_EQ(conf_option_value(CONF_OPTION_FIRST, "x"), "x");
+        }
+}
+
 int main(void) {
         test_kernel_memory();
         test_unwind_memory();
         test_defaults();
         test_every_key_sets_its_field();
         test_every_listed_key_is_known();
+        test_switches();
         test_bad_files_name_file_line_and_key();
         test_sizes();
         test_clickhouse_settings();

@@ -891,6 +891,67 @@ static void test_offcpu_timeline_follows_the_timeline_settings(void) {
         store_close(s);
 }
 
+/* A capture's raise (schema 14): drains sampled at 499 Hz amid drains at
+ * 49 Hz are merged only with drains of their rate, into rows of that
+ * rate, so the samples weighted by each row's rate (what queries count)
+ * keep their total, in 1-minute and 10-minute rows alike. */
+#define WEIGHTED_SQL \
+        "SELECT sum(s.value * 49.0 / coalesce(d.frequency_hz, 49)) FROM samples s JOIN drains d ON d.id = s.drain_id " \
+        "WHERE s.kind = 0"
+
+static void test_merges_keep_each_rate_apart(void) {
+        char path[128], sql[256];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        uint64_t now = T0 + 60 * MINUTE;
+        double weighted_before, weighted_after;
+
+        snprintf(path, sizeof(path), "%s/rates.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_drains(s, T0, now, 10 * SEC, 6, 0);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        /* raised from 12:30 to 13:30 (due for 10-minute rows) and from
+         * 35:30 to 36:30 (1-minute rows), each across a minute's end */
+        snprintf(sql, sizeof(sql),
+                 "UPDATE drains SET frequency_hz = CASE WHEN (end_ns > %" PRIu64 " AND end_ns <= %" PRIu64 ") OR "
+                 "(end_ns > %" PRIu64 " AND end_ns <= %" PRIu64 ") THEN 499 ELSE 49 END",
+                 (uint64_t) (T0 + 12 * MINUTE + 30 * SEC), (uint64_t) (T0 + 13 * MINUTE + 30 * SEC),
+                 (uint64_t) (T0 + 35 * MINUTE + 30 * SEC), (uint64_t) (T0 + 36 * MINUTE + 30 * SEC));
+        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE frequency_hz = 499"), 12);
+        {
+                sqlite3_stmt *st;
+                CHECK(sqlite3_prepare_v2(db, WEIGHTED_SQL, -1, &st, NULL) == SQLITE_OK);
+                CHECK(sqlite3_step(st) == SQLITE_ROW);
+                weighted_before = sqlite3_column_double(st, 0);
+                sqlite3_finalize(st);
+        }
+
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 30 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE }, &r) == 0);
+        settle(r, s, now);
+        /* the raised drains are in merged rows of their own: the 10-minute
+         * bucket [10, 20) has one row of each rate, minutes 35 and 36 one
+         * row of each rate each */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 600000000000 AND frequency_hz = 499"), 1);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 60000000000 AND frequency_hz = 499"), 2);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 600000000000"), 3 + 1);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 60000000000"), 20 + 2);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns > 0 AND frequency_hz IS NULL"), 0);
+        {
+                sqlite3_stmt *st;
+                CHECK(sqlite3_prepare_v2(db, WEIGHTED_SQL, -1, &st, NULL) == SQLITE_OK);
+                CHECK(sqlite3_step(st) == SQLITE_ROW);
+                weighted_after = sqlite3_column_double(st, 0);
+                sqlite3_finalize(st);
+        }
+        CHECK(weighted_before > 0 && weighted_after > weighted_before - 1e-6 && weighted_after < weighted_before + 1e-6);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 int main(void) {
         char cmd[128];
 
@@ -900,6 +961,7 @@ int main(void) {
         }
         test_bucket();
         test_merge_keeps_totals_and_levels_follow_age();
+        test_merges_keep_each_rate_apart();
         test_big_buckets_merge_in_bounded_steps();
         test_spans_keep_every_answer();
         test_damaged_block_is_dropped_and_counted();

@@ -63,6 +63,7 @@ static struct conf test_conf(void) {
                 .interval_ns = 10 * NSEC_PER_SEC,
                 .kind_cpu = true,
                 .kind_offcpu = true,
+                .timeline = true,
                 .offcpu_min_ns = 1000000,
                 .offcpu_max_ns = UINT64_MAX,
                 .max_clients = 64,
@@ -95,6 +96,8 @@ static struct status_stats full_stats(const struct conf *c) {
                 .pid = 4242,
                 .uptime_s = 3601,
                 .event = "cpu-clock",
+                /* a capture's raise: 999 Hz, drained every 991 ms, until then */
+                .sampling_hz = 999, .raised_until_ns = 1764680553250000000ULL, .interval_now_ns = 991000000,
                 .samples_seen = 11, .idle_samples = 12,
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
                 .user_walks = 15,
@@ -202,7 +205,7 @@ static void test_keys_in_order(void) {
         check_keys(o, "type version pid uptime_s frequency_hz event interval_ms store_path store_bytes drains "
                       "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
-                      "runtime_names truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
+                      "runtime_names sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
                       "rss_bytes memory heap_trims heap_trim_ms offcpu timeline captures max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
@@ -223,7 +226,7 @@ static void test_keys_in_order(void) {
         check_keys(json_object_get(o, "store_migration"), "pending_rows pending_drains done_rows done_drains "
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"), "min_ns max_ns filtered_blocks filtered_ns");
-        check_keys(json_object_get(o, "timeline"), "bytes blocks samples oldest_ns untimed retention_s max_size "
+        check_keys(json_object_get(o, "timeline"), "on bytes blocks samples oldest_ns untimed retention_s max_size "
                    "deleted_blocks offcpu");
         check_keys(json_object_get(json_object_get(o, "timeline"), "offcpu"), "blocks bytes oldest_ns logged short "
                    "short_ns unlogged unlogged_ns min_ns");
@@ -251,6 +254,10 @@ static void test_values(void) {
         CHECK_INT_EQ(num(o, "frequency_hz"), 99);
         CHECK_STR_EQ(str(o, "event"), "cpu-clock");
         CHECK_INT_EQ(num(o, "interval_ms"), 10000);
+        /* raised: the rate and interval now beside the base ones */
+        CHECK_INT_EQ(num(o, "sampling_hz"), 999);
+        CHECK_INT_EQ(num(o, "raised_until_ns"), 1764680553250000000LL);
+        CHECK_INT_EQ(num(o, "interval_now_ms"), 991);
         CHECK_STR_EQ(str(o, "store_path"), "/var/lib/profd/profd.db");
         CHECK_INT_EQ(num(o, "store_bytes"), 26);
         CHECK_INT_EQ(num(o, "drains"), 21);
@@ -261,6 +268,7 @@ static void test_values(void) {
         CHECK_INT_EQ(num(o, "samples_seen"), 11);
         CHECK_INT_EQ(num(o, "idle_samples"), 12);
         x = json_object_get(o, "timeline");
+        CHECK(json_is_true(json_object_get(x, "on")));
         CHECK_INT_EQ(num(x, "blocks"), 27);
         CHECK_INT_EQ(num(x, "bytes"), 28);
         CHECK_INT_EQ(num(x, "samples"), 29);
@@ -296,7 +304,7 @@ static void test_values(void) {
         {
                 json_t *l = json_array_get(json_object_get(x, "last"), 0);
 
-                check_keys(l, "id cause origin uid value_percent trigger_ns from_ns to_ns pinned_bytes state");
+                check_keys(l, "id cause origin uid value_percent trigger_ns from_ns to_ns pinned_bytes state frequency_hz");
                 CHECK_INT_EQ(num(l, "id"), 154);
                 CHECK_STR_EQ(str(l, "cause"), "cpu:pid=42>80");
                 CHECK_STR_EQ(str(l, "origin"), "request");
@@ -508,6 +516,8 @@ static void test_serve_only(void) {
         o = status_build(&s);
         CHECK(o != NULL);
         CHECK_INT_EQ(num(o, "frequency_hz"), 0);
+        CHECK_INT_EQ(num(o, "sampling_hz"), 0);
+        CHECK_INT_EQ(num(o, "raised_until_ns"), 0);
         CHECK(json_is_null(json_object_get(o, "event")));
         CHECK_INT_EQ(json_array_size(json_object_get(o, "kinds")), 0);
         CHECK(json_object_get(o, "export") == NULL);
@@ -528,6 +538,22 @@ static void test_serve_only(void) {
         s.migration_read = true;
         o = status_build(&s);
         CHECK(json_is_null(json_object_get(o, "store_migration")));
+        json_decref(o);
+}
+
+/* The setting timeline off: status says so, and still counts what the
+ * store holds of the timeline from before. */
+static void test_timeline_off(void) {
+        struct conf c = test_conf();
+        struct status_stats s = full_stats(&c);
+        json_t *o, *x;
+
+        c.timeline = false;
+        o = status_build(&s);
+        CHECK(o != NULL);
+        x = json_object_get(o, "timeline");
+        CHECK(json_is_false(json_object_get(x, "on")));
+        CHECK_INT_EQ(num(x, "blocks"), 27);
         json_decref(o);
 }
 
@@ -557,6 +583,7 @@ int main(void) {
         test_every_drop_counter();
         test_unwind_and_export();
         test_serve_only();
+        test_timeline_off();
         test_rss_read();
         TESTS_DONE();
 }

@@ -505,6 +505,67 @@ static void test_timeline_window(store *s, store *r) {
         CHECK_STR_EQ(query(r, &q, 5, 2), "|main;work;helper 3 0\n|main;app+0x3000 2 6\n");
 }
 
+/* A capture's raise in the middle of a window (issue 44): three drains of
+ * one CPU running alpha 70% and beta 30%, the middle one sampled at
+ * 499 Hz, the others at the base 49 Hz. Counted at the base rate the
+ * window keeps 70/30 and its total is the time's 30 s x 49 Hz; the series
+ * does not jump during the raise; a drain stored without a rate counts at
+ * the base; unweighted (base_hz 0) the raise's samples dominate. */
+static void test_raised_drain_weighted(store *s, store *r) {
+        const uint64_t d0 = T0 + 3000 * SEC, ms = 1000000;
+        const unsigned hz[3] = { 49, 499, 0 }; /* 0: no rate stored, read as the base */
+        const uint64_t a[3] = { 343, 3493, 343 }, b[3] = { 147, 1497, 147 };
+        struct store_query q = { .kind = 0, .from_ns = d0, .to_ns = d0 + 30 * SEC, .base_hz = 49 };
+        struct store_timed t[20];
+        struct drain_sums d = {};
+        int64_t raised = 0;
+
+        for (unsigned i = 0; i < 3; i++) {
+                CHECK_INT_EQ(store_drain_begin(s, d0 + i * 10 * SEC, d0 + (i + 1) * 10 * SEC), 0);
+                if (hz[i])
+                        CHECK_INT_EQ(store_drain_rate(s, hz[i]), 0);
+                add(s, &alpha, 100, 0, s1, 2, 0, a[i]);
+                add(s, &beta, 200, 0, s2, 2, S2_END, b[i]);
+                if (i == 1) {
+                        /* 20 of the raised samples timed in its first second:
+                         * 14 alpha, 6 beta */
+                        for (unsigned k = 0; k < 20; k++)
+                                t[k] = (struct store_timed) { d0 + 10 * SEC + k * 50 * ms, k < 14 ? 0 : 1 };
+                        CHECK_INT_EQ(store_drain_timeline(s, t, 20), 0);
+                }
+                CHECK_INT_EQ(store_drain_commit(s, i == 1 ? &raised : NULL, NULL, NULL), 0);
+        }
+        CHECK_INT_EQ(store_drain_rate(s, 499), -EBADF); /* only inside a drain */
+
+        /* 343 + 3493 x 49/499 (343.0) + 343; 147 x 2 + 1497 x 49/499 (147.0) */
+        CHECK_STR_EQ(query(r, &q, 1470, 2), "|main;work;helper 1029 0\n|main;app+0x3000 441 6\n");
+        q.base_hz = 0;
+        CHECK_STR_EQ(query(r, &q, 5970, 2), "|main;work;helper 4179 0\n|main;app+0x3000 1791 6\n");
+        q.base_hz = 49;
+        /* the raised drain alone, by id */
+        q.drain_id = raised;
+        CHECK_STR_EQ(query(r, &q, 490, 2), "|main;work;helper 343 0\n|main;app+0x3000 147 6\n");
+        q.drain_id = 0;
+        /* per thread: the entries' path of the sums */
+        q.tid = 100;
+        CHECK_STR_EQ(query(r, &q, 1029, 1), "|main;work;helper 1029 0\n");
+        q.tid = 0;
+
+        /* per drain: 490 each, the raise included */
+        CHECK_INT_EQ(store_query_drains(r, &q, drain_value, &d), 0);
+        CHECK_INT_EQ(d.n, 3);
+        CHECK_INT_EQ(d.value[0], 490);
+        CHECK_INT_EQ(d.value[1], 490);
+        CHECK_INT_EQ(d.value[2], 490);
+        CHECK_INT_EQ(d.complete[1], 343);
+
+        /* the timeline's first second of the raise: 14 and 6 samples at
+         * 499 Hz are 1.37 and 0.59 at 49 Hz */
+        q = (struct store_query) { .kind = 0, .from_ns = d0 + 10 * SEC, .to_ns = d0 + 11 * SEC, .timeline = true,
+                                   .base_hz = 49 };
+        CHECK_STR_EQ(query(r, &q, 2, 2), "|main;work;helper 1 0\n|main;app+0x3000 1 6\n");
+}
+
 /* A timeline answer's samples (profctl heatmap), on test_timeline_window's
  * drain: each sample of the window that passes the filters, by its time
  * and stack, then the stacks in the order they were first seen; the cap
@@ -598,6 +659,7 @@ int main(void) {
                 test_python_frames(s, r);
                 test_timeline_window(s, r);
                 test_timeline_timed(r);
+                test_raised_drain_weighted(s, r);
                 /* a reader cannot write, whatever it asks */
                 CHECK(store_drain_begin(r, T0, T0 + SEC) < 0);
         }
