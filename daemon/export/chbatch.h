@@ -113,3 +113,6 @@ struct chbuf {
         size_t len, cap;
 };
 int chbuf_escaped(struct chbuf *b, const char *s);
+/* Appends n bytes of s as they are (separators, numbers). Returns 0 or
+ * -ENOMEM. */
+int chbuf_append(struct chbuf *b, const char *s, size_t n);

@@ -583,11 +583,11 @@ def test_other_schema_version_is_refused_and_profiling_goes_on():
     entry.query("INSERT INTO profd.schema_version (version) VALUES (99)")
     try:
         p = start_profd("schema-host")
-        check_bad_config(p, "schema", ["schema version 99", "exports version 3"])
+        check_bad_config(p, "schema", ["schema version 99", "exports version 4"])
         assert CH.query("SELECT count() FROM profd.samples WHERE host = 'schema-host'").strip() == "0"
     finally:
         entry.query("TRUNCATE TABLE profd.schema_version")
-        entry.query("INSERT INTO profd.schema_version (version) VALUES (3)")
+        entry.query("INSERT INTO profd.schema_version (version) VALUES (4)")
 
 
 def main():
