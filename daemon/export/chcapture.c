@@ -133,8 +133,8 @@ int chcapture_lookup_sql(const char *host, const int64_t *ids, size_t n, char **
         char num[32];
         int r;
 
-        /* host names need no quoting (chbatch_host_name_valid); the ids are
-         * the primary key's second column: a lookup reads one granule */
+        /* host names need no quoting (chbatch_host_name_valid); host and id
+         * lead the table's sort key, so the look-up reads few granules */
         r = text(&b, "SELECT DISTINCT id, state FROM profd.captures WHERE host = '");
         if (r >= 0)
                 r = chbuf_escaped(&b, host);
