@@ -568,10 +568,12 @@ def capture_events_of(profctl, view, from_ns, to_ns, *args):
 
 def test_capture_arrives_once_per_state_and_the_fleet_marks_it():
     """A capture by hand arrives in profd.captures once in each state it
-    was exported in (active, pinned when its time ended, unpinned), also
-    when the first insert's answer was lost (the retry finds it stored) and
-    across a restart of profd (the states are looked up, none sent again);
-    the fleet's series and heatmap mark it as the host's own do."""
+    was exported in (active unless it had ended by the exporter's next look,
+    as under a sanitizer and load; pinned when its time ended; unpinned),
+    also when the first insert's answer was lost (the retry finds it
+    stored) and across a restart of profd (the states are looked up, none
+    sent again); the fleet's series and heatmap mark it as the host's own
+    do."""
     host = "capture-host"
     proxy = DroppingProxy(CH.url, drops=1, table="captures")
     p = start_profd(host, url=proxy.url, timeout="1s",
@@ -582,13 +584,23 @@ def test_capture_arrives_once_per_state_and_the_fleet_marks_it():
         drains_stored(p, 1)  # the time before: a few seconds of it
         r = p.profctl("capture", "start", "manual", "--json")
         cid = json.loads(r.stdout)["capture"]["id"]
-        # the active state: its insert lands, its answer is lost, the retry finds it
-        wait_for("the active capture in ClickHouse", lambda: proxy.dropped >= 1 and (cid, 0) in clickhouse_captures(host),
-                 timeout=60, p=p)
+        # its first state (active, or pinned if it ended before the
+        # exporter's next look): the insert lands, its answer is lost, the
+        # retry finds it
+        wait_for("the capture in ClickHouse", lambda: proxy.dropped >= 1 and any(
+            i == cid for i, _ in clickhouse_captures(host)), timeout=180, p=p)
         wait_for("the capture pinned", lambda: local_capture(p, cid)["state"] == "pinned", timeout=60, p=p)
-        wait_for("the pinned capture in ClickHouse", lambda: (cid, 1) in clickhouse_captures(host), timeout=60, p=p)
-        p.profctl("capture", "unpin", str(cid))
-        wait_for("the unpinned capture in ClickHouse", lambda: (cid, 2) in clickhouse_captures(host), timeout=60,
+        wait_for("the pinned capture in ClickHouse", lambda: (cid, 1) in clickhouse_captures(host), timeout=180,
+                 p=p)
+        # the store's writer may hold its transaction longer than the
+        # busy timeout (a drain symbolized under a sanitizer and load):
+        # profd then refuses the unpin as busy, and it is asked again
+        def unpin():
+            r = p.profctl("capture", "unpin", str(cid), check=False)
+            assert r.returncode == 0 or "busy" in r.stderr, r.stderr
+            return r.returncode == 0
+        wait_for("the capture unpinned", unpin, timeout=60, p=p)
+        wait_for("the unpinned capture in ClickHouse", lambda: (cid, 2) in clickhouse_captures(host), timeout=180,
                  p=p)
         e, _ = export_status(p)
         assert e["errors"]["timeout"] >= 1 and e["captures_already_stored"] >= 1, e
@@ -601,15 +613,16 @@ def test_capture_arrives_once_per_state_and_the_fleet_marks_it():
         assert e["captures_already_stored"] >= 1 and e["exported_captures"] == 0 and e["captures_backlog"] == 0, e
         local = local_capture(p, cid)
         rows = clickhouse_captures(host)
-        assert sorted(rows) == [(cid, 0), (cid, 1), (cid, 2)], rows
+        assert sorted(rows) in ([(cid, 0), (cid, 1), (cid, 2)], [(cid, 1), (cid, 2)]), rows
+        print(f"  states exported: {', '.join(states[st] for _, st in sorted(rows))}")
         for (i, state), got in rows.items():
             assert len(got) == 1, f"capture {i} {states[state]} is in ClickHouse {len(got)} times: {got}"
             r = got[0]
             for k in ("cause", "origin", "uid", "trigger_ns", "from_ns", "to_ns"):
                 assert r[k] == local[k], (states[state], k, r[k], local[k])
             assert r["value_centi"] == -1, r  # manual: no value
-            if state > 0:  # measured when it ended, kept when unpinned
-                assert r["pinned_bytes"] == local["pinned_bytes"] > 0, (r, local)
+            if state > 0:  # measured when it ended (0 if its drains were not stored yet), kept when unpinned
+                assert r["pinned_bytes"] == local["pinned_bytes"], (r, local)
         # the fleet's series and heatmap mark it as profd's own do
         # (from where the host's timeline begins: a local heatmap needs it)
         t_from, t_to = max(local["trigger_ns"] - 2 * 10**9, timeline_oldest(p)), local["trigger_ns"] + 2 * 10**9
