@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../bpf/profd.h"
+#include "capture-event.h"
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"
@@ -717,6 +718,76 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
 }
 
 /* A stack of a timeline answer: its row in d->rows and what the cap kept of it. */
+/* The events of an answer: how many lines went out, how many more there were. */
+struct fleet_events {
+        bool asked;
+        uint64_t sent, omitted;
+};
+
+/* The captures of the window as profd's "event" lines, for a series or
+ * timeline request with "events" (common/capture-event.h: the same lines,
+ * so profctl marks them as a local answer's), each with its "host" (ids are
+ * per host). Every capture of the scope's hosts: the fleet answers whoever
+ * may read ClickHouse, which has no caller to match a capture's uid
+ * against, as it shows every user's samples (docs/clickhouse.md). Returns 0
+ * or a negative errno (reported). */
+static int write_events(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a,
+                        struct fleet_events *ret) {
+        static const char *const state_names[] = FSC_STATE_NAMES;
+        _cleanup_free_ char *body = NULL;
+        size_t len, pos = 0;
+        char *fields[7];
+        int r;
+
+        *ret = (struct fleet_events) { .asked = q->events };
+        if (!q->events)
+                return 0;
+        r = fleet_run(f, fleet_sql_captures, q, s, &body, &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(body, len, &pos, fields, 7)) > 0) {
+                _cleanup_json_ json_t *line = NULL;
+                _cleanup_free_ char *text = NULL;
+                struct capture_event e = {};
+                uint64_t id, state;
+
+                if (r != 7 || fleet_tsv_u64(fields[1], &id) < 0 || id > INT64_MAX ||
+                    fleet_tsv_u64(fields[2], &state) < 0 || state >= ELEMENTSOF(state_names) ||
+                    fleet_tsv_u64(fields[4], &e.trigger_ns) < 0 || fleet_tsv_u64(fields[5], &e.from_ns) < 0 ||
+                    fleet_tsv_u64(fields[6], &e.to_ns) < 0 || e.from_ns > e.trigger_ns || e.trigger_ns > e.to_ns)
+                        return bad_answer(f, "capture row");
+                /* profd's cap, the rest counted */
+                if (ret->sent >= CAPTURE_EVENTS_MAX) {
+                        ret->omitted++;
+                        continue;
+                }
+                e.id = (int64_t) id;
+                e.cause = fields[3];
+                e.state = state_names[state];
+                /* NULL too for a cause or host that is not UTF-8 */
+                line = capture_event_to_json(&e);
+                if (!line || json_object_set_new(line, PROTO_KEY_HOST, json_string(fields[0])) < 0)
+                        return bad_answer(f, "capture row (not UTF-8)");
+                text = json_dumps(line, JSON_COMPACT);
+                if (!text)
+                        return cli_error(-ENOMEM, "%m");
+                fprintf(a->out, "%s\n", text);
+                ret->sent++;
+        }
+        if (r < 0)
+                return bad_answer(f, "capture row");
+        return 0;
+}
+
+/* The end line's "events" and "events_omitted", as profd's answer_events_end. */
+static void write_events_end(struct answer *a, const struct fleet_events *ev) {
+        if (!ev->asked)
+                return;
+        fprintf(a->out, ",\"" PROTO_KEY_EVENTS "\":%" PRIu64, ev->sent);
+        if (ev->omitted > 0)
+                fprintf(a->out, ",\"" PROTO_KEY_EVENTS_OMITTED "\":%" PRIu64, ev->omitted);
+}
+
 struct timeline_stack {
         size_t row;
         uint64_t kept;
@@ -749,6 +820,7 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         _cleanup_(hashmap_freep) hashmap *by_id = NULL;
         struct stack_style style = { .raw_names = q->raw_names, .folded = q->folded, .lines = q->lines };
         struct fleet_scope s = *scope;
+        struct fleet_events events;
         uint64_t cap = q->max_samples ? q->max_samples : TIMED_MAX_SAMPLES, kept = 0, all = 0, omitted_from = 0;
         size_t frames_cap = 0, len, pos = 0, n_entries = 0, entries_cap = 0, n_stacks = 0;
         char *fields[3];
@@ -837,6 +909,9 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
                         return cli_error(r, "%m");
                 fwrite(b.data, 1, b.len, a->out);
         }
+        r = write_events(f, q, &s, a, &events); /* captures, issue 44 */
+        if (r < 0)
+                return r;
         fprintf(a->out,
                 "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_END "\",\"" PROTO_KEY_KIND "\":\"cpu\",\"" PROTO_KEY_WEIGHT_UNIT
                 "\":\"samples\",\"" PROTO_KEY_STACKS "\":%zu,\"" PROTO_KEY_TOTAL "\":%" PRIu64 ",\"" PROTO_KEY_ENTRIES
@@ -845,6 +920,7 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
                 n_stacks, kept, n_entries, all > kept ? all - kept : 0, s.from_ns, s.to_ns);
         if (all > kept)
                 fprintf(a->out, ",\"" PROTO_KEY_OMITTED_FROM_NS "\":%" PRIu64, omitted_from ?: s.to_ns);
+        write_events_end(a, &events);
         r = write_quality(a, &d, false);
         if (r < 0)
                 return r;
@@ -869,6 +945,7 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
         _cleanup_free_ char *body = NULL;
         size_t len, pos = 0;
         uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0, complete_all = 0;
+        struct fleet_events events = {};
         series *se;
         char *fields[5];
         int r;
@@ -910,6 +987,8 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
                 r = series_finish(se);
         if (r >= 0) {
                 r = fetch_drops(f, q, s, &d);
+                if (r >= 0)
+                        r = write_events(f, q, s, a, &events); /* captures, issue 44 */
                 if (r < 0) {
                         series_free(se);
                         return r;
@@ -924,6 +1003,7 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
                 PROTO_KEY_TO_NS "\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", step, series_points(se), total,
                 complete_all, s->from_ns, s->to_ns);
+        write_events_end(a, &events);
         series_free(se);
         if (r >= 0)
                 r = write_quality(a, &d, true);

@@ -337,6 +337,28 @@ int fleet_sql_drops(FILE *f, const struct query_request *q _unused_, const struc
         return ferror(f) ? -EIO : 0;
 }
 
+int fleet_sql_captures(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
+        int r = 0;
+
+        /* each capture in its latest state (the largest; a host's rows are
+         * all on one shard, where LIMIT BY sees them together), if its
+         * pinned range overlaps the window, as profd's store_capture_window;
+         * the other filters do not apply to events, as in profd's answer.
+         * No day bound: the table holds a row per capture and state, one
+         * capture per cool-down at most */
+        fprintf(f, "SELECT " FS_HOST ", " FSC_ID ", " FSC_STATE ", " FSC_CAUSE ", " FSC_TRIGGER_NS ", " FSC_FROM_NS
+                ", " FSC_TO_NS " FROM (SELECT " FS_HOST ", " FSC_ID ", " FSC_STATE ", " FSC_CAUSE ", " FSC_TRIGGER_NS
+                ", " FSC_FROM_NS ", " FSC_TO_NS " FROM " FS_TABLE_CAPTURES " WHERE " FSC_FROM_NS " <= %" PRIu64
+                " AND " FSC_TO_NS " >= %" PRIu64, s->to_ns, s->from_ns);
+        if (s->host)
+                r = where_string(f, FS_HOST, s->host);
+        if (r < 0)
+                return r;
+        fputs(" ORDER BY " FS_HOST ", " FSC_ID ", " FSC_STATE " DESC LIMIT 1 BY " FS_HOST ", " FSC_ID ") ORDER BY "
+              FSC_TRIGGER_NS ", " FS_HOST ", " FSC_ID " FORMAT TabSeparated", f);
+        return ferror(f) ? -EIO : 0;
+}
+
 int fleet_sql_stack_frames(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
         /* rows are deduplicated by ClickHouse in the background only (and
          * a window over two days finds a stack in both): one per id here,

@@ -97,6 +97,14 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
  * -EIO. */
 int fleet_sql_drops(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
+/* The query whose rows are "host \t id \t state \t cause \t trigger_ns \t
+ * from_ns \t to_ns": the captures (profd.captures, version 4) of the
+ * scope's hosts whose pinned range overlaps the window, each once in its
+ * latest state (FSC_STATE), in order of trigger, host and id: the events
+ * of a series or timeline answer, as profd's (common/capture-event.h).
+ * Returns 0 or -EIO. */
+int fleet_sql_captures(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
 /* The id lists of the two queries below are not in their SQL: they go
  * along as ClickHouse "external data", a temporary table of this name with
  * one UInt64 column "id" (ClickHouse 18.16 parsed a literal IN list of 6,000

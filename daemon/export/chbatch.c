@@ -58,6 +58,10 @@ static int chbuf_put(struct chbuf *b, const char *s, size_t n) {
         return 0;
 }
 
+int chbuf_append(struct chbuf *b, const char *s, size_t n) {
+        return chbuf_put(b, s, n);
+}
+
 static int chbuf_char(struct chbuf *b, char c) {
         return chbuf_put(b, &c, 1);
 }

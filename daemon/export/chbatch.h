@@ -1,5 +1,5 @@
 /* Stored drains as the bodies of ClickHouse INSERTs (TabSeparated) into the
- * fleet tables of schema/clickhouse/ (version 3): their sample rows, their
+ * fleet tables of schema/clickhouse/ (version 4; captures: chcapture.h): their sample rows, their
  * drop counters, their timelines (each on-CPU sample's own time, version
  * 3), and the stacks (with how their user part ended) and frames
  * (with why an unresolved one has no name) they use that this host has not
@@ -113,3 +113,6 @@ struct chbuf {
         size_t len, cap;
 };
 int chbuf_escaped(struct chbuf *b, const char *s);
+/* Appends n bytes of s as they are (separators, numbers). Returns 0 or
+ * -ENOMEM. */
+int chbuf_append(struct chbuf *b, const char *s, size_t n);

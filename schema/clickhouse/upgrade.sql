@@ -5,9 +5,9 @@
 -- exactly "ALTER TABLE profd.TABLE ADD COLUMN NAME TYPE ...". Rows stored
 -- before read the default: stacks of unknown end (255), frames of unknown
 -- reason (0). The Distributed tables (cluster.sql) have columns of their
--- own. A new table of version 2 (drops) or 3 (timeline) is created by
--- shard.sql and cluster.sql themselves (CREATE TABLE IF NOT EXISTS):
--- version 3 adds no column.
+-- own. A new table of version 2 (drops), 3 (timeline) or 4 (captures) is
+-- created by shard.sql and cluster.sql themselves (CREATE TABLE IF NOT
+-- EXISTS): versions 3 and 4 add no column.
 
 ALTER TABLE profd.stacks_local ADD COLUMN user_end UInt8 DEFAULT 255;
 ALTER TABLE profd.frames_local ADD COLUMN unresolved UInt8 DEFAULT 0;

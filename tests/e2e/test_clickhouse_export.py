@@ -31,11 +31,12 @@ CH = None  # the cluster every test uses
 INTERVAL = "2s"  # enough drains in seconds, few enough for a loaded 2-CPU machine
 
 
-def start_profd(host, url=None, user=clickhouse.USER, password=clickhouse.PASSWORD, timeout=None, spec=None):
+def start_profd(host, url=None, user=clickhouse.USER, password=clickhouse.PASSWORD, timeout=None, spec=None,
+                extra=()):
     """A profd (not started yet) exporting to url (default: the cluster) as
     host, with a credentials file for user; with spec, its store starts
-    with that known content (storegen)."""
-    p = Profd("--interval", INTERVAL, "--clickhouse-url", url or CH.url, "--host-name", host)
+    with that known content (storegen); extra: more options."""
+    p = Profd("--interval", INTERVAL, "--clickhouse-url", url or CH.url, "--host-name", host, *extra)
     if spec:
         storegen(p.store, spec)
     p.credentials = set_credentials(p, user, password)
@@ -541,6 +542,109 @@ def test_drops_stored_but_answer_lost_are_not_sent_twice():
         proxy.close()
 
 
+def clickhouse_captures(host):
+    """{(id, state): [rows]} of profd.captures for host, each row as
+    profctl capture list names the fields."""
+    out = CH.query(f"SELECT id, state, cause, origin, uid, trigger_ns, from_ns, to_ns, pinned_bytes, value_centi "
+                   f"FROM profd.captures WHERE host = '{host}' FORMAT JSONEachRow")
+    rows = {}
+    for line in out.splitlines():
+        r = json.loads(line)
+        r = {k: int(v) if k not in ("cause", "origin") else v for k, v in r.items()}
+        rows.setdefault((r["id"], r["state"]), []).append(r)
+    return rows
+
+
+def local_capture(p, cid):
+    return next(c for c in json.loads(p.profctl("capture", "list", "--json").stdout)["captures"] if c["id"] == cid)
+
+
+def capture_events_of(profctl, view, from_ns, to_ns, *args):
+    """The capture events of profctl VIEW --json over the window (host
+    dropped: only the fleet's lines carry it)."""
+    doc = json.loads(profctl(view, "--from", rfc3339(from_ns), "--to", rfc3339(to_ns), "--json", *args).stdout)
+    return [{k: v for k, v in e.items() if k != "host"} for e in doc.get("events", [])], doc
+
+
+def test_capture_arrives_once_per_state_and_the_fleet_marks_it():
+    """A capture by hand arrives in profd.captures once in each state it
+    was exported in (active unless it had ended by the exporter's next look,
+    as under a sanitizer and load; pinned when its time ended; unpinned),
+    also when the first insert's answer was lost (the retry finds it
+    stored) and across a restart of profd (the states are looked up, none
+    sent again); the fleet's series and heatmap mark it as the host's own
+    do."""
+    host = "capture-host"
+    proxy = DroppingProxy(CH.url, drops=1, table="captures")
+    p = start_profd(host, url=proxy.url, timeout="1s",
+                    extra=("--capture-before", "6s", "--capture-duration", "1s", "--capture-cooldown", "1s"))
+    states = {0: "active", 1: "pinned", 2: "unpinned"}
+    try:
+        p.start(timeout=180)
+        drains_stored(p, 1)  # the time before: a few seconds of it
+        r = p.profctl("capture", "start", "manual", "--json")
+        cid = json.loads(r.stdout)["capture"]["id"]
+        # its first state (active, or pinned if it ended before the
+        # exporter's next look): the insert lands, its answer is lost, the
+        # retry finds it
+        wait_for("the capture in ClickHouse", lambda: proxy.dropped >= 1 and any(
+            i == cid for i, _ in clickhouse_captures(host)), timeout=180, p=p)
+        wait_for("the capture pinned", lambda: local_capture(p, cid)["state"] == "pinned", timeout=60, p=p)
+        wait_for("the pinned capture in ClickHouse", lambda: (cid, 1) in clickhouse_captures(host), timeout=180,
+                 p=p)
+        # the store's writer may hold its transaction longer than the
+        # busy timeout (a drain symbolized under a sanitizer and load):
+        # profd then refuses the unpin as busy, and it is asked again
+        def unpin():
+            r = p.profctl("capture", "unpin", str(cid), check=False)
+            assert r.returncode == 0 or "busy" in r.stderr, r.stderr
+            return r.returncode == 0
+        wait_for("the capture unpinned", unpin, timeout=60, p=p)
+        wait_for("the unpinned capture in ClickHouse", lambda: (cid, 2) in clickhouse_captures(host), timeout=180,
+                 p=p)
+        e, _ = export_status(p)
+        assert e["errors"]["timeout"] >= 1 and e["captures_already_stored"] >= 1, e
+        assert e["exported_captures"] >= 2 and e["captures_backlog"] == 0, e
+        # a restart: every state is found in ClickHouse, none sent again
+        p.stop()
+        p.start(timeout=180)
+        caught_up(p)
+        e, _ = export_status(p)
+        assert e["captures_already_stored"] >= 1 and e["exported_captures"] == 0 and e["captures_backlog"] == 0, e
+        local = local_capture(p, cid)
+        rows = clickhouse_captures(host)
+        assert sorted(rows) in ([(cid, 0), (cid, 1), (cid, 2)], [(cid, 1), (cid, 2)]), rows
+        print(f"  states exported: {', '.join(states[st] for _, st in sorted(rows))}")
+        for (i, state), got in rows.items():
+            assert len(got) == 1, f"capture {i} {states[state]} is in ClickHouse {len(got)} times: {got}"
+            r = got[0]
+            for k in ("cause", "origin", "uid", "trigger_ns", "from_ns", "to_ns"):
+                assert r[k] == local[k], (states[state], k, r[k], local[k])
+            assert r["value_centi"] == -1, r  # manual: no value
+            if state > 0:  # measured when it ended (0 if its drains were not stored yet), kept when unpinned
+                assert r["pinned_bytes"] == local["pinned_bytes"], (r, local)
+        # the fleet's series and heatmap mark it as profd's own do
+        # (from where the host's timeline begins: a local heatmap needs it)
+        t_from, t_to = max(local["trigger_ns"] - 2 * 10**9, timeline_oldest(p)), local["trigger_ns"] + 2 * 10**9
+        ls, _ = capture_events_of(p.profctl, "series", t_from, t_to, "--step", "1s")
+        fs, fdoc = capture_events_of(fleet_profctl, "series", t_from, t_to, "--step", "1s", "--host", host)
+        assert ls and fs == ls, (fs, ls)
+        assert ls[0]["id"] == cid and ls[0]["state"] == "unpinned" and ls[0]["cause"] == "manual", ls
+        assert all(e.get("host") == host for e in fdoc["events"]), fdoc["events"]
+        lh, _ = capture_events_of(p.profctl, "heatmap", t_from, t_to)
+        fh, _ = capture_events_of(fleet_profctl, "heatmap", t_from, t_to, "--host", host)
+        assert lh == ls and fh == lh, (fh, lh)
+        text = fleet_profctl("heatmap", "--from", rfc3339(t_from), "--to", rfc3339(t_to), "--host", host).stdout
+        assert f"capture {cid} (manual) at " in text, text
+        # a window its pinned range does not reach: no event, locally or from the fleet
+        after = (local["to_ns"] + 10**9, local["to_ns"] + 3 * 10**9)
+        assert capture_events_of(fleet_profctl, "series", *after, "--host", host)[0] == []
+        assert capture_events_of(p.profctl, "series", *after)[0] == []
+    finally:
+        stop(p)
+        proxy.close()
+
+
 def free_url():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -583,11 +687,51 @@ def test_other_schema_version_is_refused_and_profiling_goes_on():
     entry.query("INSERT INTO profd.schema_version (version) VALUES (99)")
     try:
         p = start_profd("schema-host")
-        check_bad_config(p, "schema", ["schema version 99", "exports version 3"])
+        check_bad_config(p, "schema", ["schema version 99", "exports version 4"])
         assert CH.query("SELECT count() FROM profd.samples WHERE host = 'schema-host'").strip() == "0"
     finally:
         entry.query("TRUNCATE TABLE profd.schema_version")
-        entry.query("INSERT INTO profd.schema_version (version) VALUES (3)")
+        entry.query("INSERT INTO profd.schema_version (version) VALUES (4)")
+
+
+def create_version_3():
+    """The cluster as a profd of version 3 made it: this version's schema
+    without what version 4 added (the captures tables), its version row 3,
+    and a row of a version-3 host."""
+    for name in ("shard.sql", "cluster.sql"):
+        for s in CH.servers:
+            for stmt in clickhouse.schema_statements(name):
+                if "profd.captures" in stmt:
+                    continue
+                s.query(stmt.replace("VALUES (4)", "VALUES (3)"))
+    CH.query("INSERT INTO profd.drops (host, drain_start, drain_end, time, day, reason, value) "
+             "VALUES ('v3-host', 1, 2, 0, '2026-12-01', 'map_full', 5)", settings={"insert_distributed_sync": 1})
+
+
+def test_init_upgrades_version_3_in_place():
+    """profctl init on every server of a version-3 cluster adds the
+    captures tables and version 4, and keeps what was there; a profd then
+    exports (the other tests)."""
+    assert CH.query("SELECT max(version) FROM profd.schema_version").strip() == "3"
+    for s in CH.servers:
+        r = subprocess.run([binary("PROFCTL"), "--clickhouse", s.url, "init", "--cluster", clickhouse.CLUSTER_NAME],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "schema ready" in r.stdout, (r.stdout, r.stderr)
+    for s in CH.servers:
+        assert s.query("SELECT max(version) FROM profd.schema_version").strip() == "4"
+        cols = s.query("SELECT table, name, type FROM system.columns WHERE database = 'profd' AND table IN "
+                       "('captures_local', 'captures') FORMAT TabSeparated")
+        want = ("host String,id UInt64,state UInt8,day Date,time DateTime,trigger_ns UInt64,from_ns UInt64,"
+                "to_ns UInt64,cause String,origin String,uid UInt32,value_centi Int64,pinned_bytes UInt64")
+        got = {}
+        for line in cols.splitlines():
+            t, n, ty = line.split("\t")
+            got.setdefault(t, []).append(f"{n} {ty}")
+        want = sorted(want.split(","))
+        assert {t: sorted(c) for t, c in got.items()} == {"captures": want, "captures_local": want}, got
+        assert "Distributed" in s.query("SELECT engine FROM system.tables WHERE database = 'profd' AND "
+                                        "name = 'captures'")
+    assert CH.query("SELECT sum(value) FROM profd.drops WHERE host = 'v3-host'").strip() == "5"
 
 
 def test_a_capture_raise_is_exported_at_the_base_rate():
@@ -648,8 +792,10 @@ def main():
     require_root()
     clickhouse.require_server()
     with clickhouse.Cluster() as CH:
-        CH.create_schema()
+        create_version_3()
+        test_init_upgrades_version_3_in_place()  # whatever tests are named: the others need version 4
         run_tests([t for t in [
+            test_capture_arrives_once_per_state_and_the_fleet_marks_it,
             test_three_hosts_export_exactly_what_they_stored,
             test_a_capture_raise_is_exported_at_the_base_rate,
             test_shard_killed_mid_export_loses_and_doubles_nothing,
