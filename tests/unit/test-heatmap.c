@@ -241,7 +241,11 @@ static char *capture_html(const struct heatmap *h, const struct heatmap_sample *
         FILE *f = open_memstream(&buf, &size);
 
         CHECK(f);
-        CHECK_INT_EQ(heatmap_write_html(f, h, samples, n, stacks, n_stacks, NULL), expect);
+        CHECK_INT_EQ(heatmap_write_html(f, h,
+                                        &(struct heatmap_page) { .samples = samples, .n_samples = n,
+                                                                 .stacks = stacks, .n_stacks = n_stacks },
+                                        NULL),
+                     expect);
         fclose(f);
         return buf;
 }
@@ -306,7 +310,15 @@ static void test_html(const char *dir) {
                 f = fopen(path, "we");
                 CHECK(f);
                 if (f) {
-                        CHECK_INT_EQ(heatmap_write_html(f, &h, samples, n, page_stacks, ELEMENTSOF(page_stacks), NULL), 0);
+                        CHECK_INT_EQ(heatmap_write_html(f, &h,
+                                                        &(struct heatmap_page) {
+                                                                .samples = samples,
+                                                                .n_samples = n,
+                                                                .stacks = page_stacks,
+                                                                .n_stacks = ELEMENTSOF(page_stacks),
+                                                        },
+                                                        NULL),
+                                     0);
                         CHECK_INT_EQ(fclose(f), 0);
                 }
         }
