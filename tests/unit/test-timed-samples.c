@@ -150,7 +150,9 @@ static void test_rated_entries_keep_their_rate(void) {
         CHECK_INT_EQ(s.stack_values[0], 4); /* as taken */
 
         CHECK_INT_EQ(timed_line_append(&b, s.entries, 1), 0);
-        CHECK(strstr(b.data, "\"type\":\"samples\"") && !strstr(b.data, "\"hz\""));
+        /* b is not NUL-terminated */
+        CHECK(memmem(b.data, b.len, "\"type\":\"samples\"", strlen("\"type\":\"samples\"")) &&
+              !memmem(b.data, b.len, "\"hz\"", 4));
         b.len = 0;
         CHECK_INT_EQ(timed_line_append(&b, s.entries, 2), 0);
         CHECK(b.len == strlen("{\"type\":\"rated_samples\",\"t0_ms\":1000,\"dt_ms\":[0,0],\"stack\":[0,0],\"n\":[2,2],"
