@@ -1,8 +1,8 @@
 /* Samples taken at a raised rate counted at the base rate
- * (daemon/store/rate-weight.c): the split of a workload over a window
+ * (common/rate-weight.c): the split of a workload over a window
  * that spans a raise is the split of its samples' time, rounding is to
  * the nearest, and an answer's rows add up to its rounded total. */
-#include "store/rate-weight.h"
+#include "rate-weight.h"
 #include "tests.h"
 
 static void test_same_rate_is_exact(void) {
