@@ -20,6 +20,7 @@
 #include "protocol.h"
 #include "quality-sum.h"
 #include "quality.h"
+#include "rate-weight.h"
 #include "request.h"
 #include "series.h"
 #include "timed-samples.h"
@@ -801,7 +802,9 @@ static int timed_entry_compare(const void *a, const void *b) {
 
         if (x->t_ms != y->t_ms)
                 return x->t_ms < y->t_ms ? -1 : 1;
-        return x->stack < y->stack ? -1 : x->stack > y->stack;
+        if (x->stack != y->stack)
+                return x->stack < y->stack ? -1 : 1;
+        return x->hz < y->hz ? -1 : x->hz > y->hz;
 }
 
 /* A "timeline" request answered from profd.timeline, as profd answers it
@@ -810,7 +813,10 @@ static int timed_entry_compare(const void *a, const void *b) {
  * end line; the cap keeps the earliest samples and counts the rest. The
  * quality report and the drops are of every sample of the window, hosts
  * apart, as a fleet query's; "oldest_ns" is 0: each host's timeline
- * reaches back as far as its profd kept it, and profd exported it. */
+ * reaches back as far as its profd kept it, and profd exported it. A
+ * capture's raise (version 5) goes on "rated_samples" lines with the end
+ * line's "base_hz", as profd's, so profctl heatmap weighs it as a fleet
+ * query does (the base: rate_weight_rebase_hz). */
 static int answer_timeline(fleet *f, const struct query_request *q, const struct fleet_scope *scope, struct answer *a) {
         _cleanup_(answer_data_done) struct answer_data d = {};
         _cleanup_free_ struct store_frame_out *frames = NULL;
@@ -822,8 +828,9 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         struct fleet_scope s = *scope;
         struct fleet_events events;
         uint64_t cap = q->max_samples ? q->max_samples : TIMED_MAX_SAMPLES, kept = 0, all = 0, omitted_from = 0;
+        unsigned base_hz = 0; /* the first raised row's base: the answer's (rate_weight_rebase_hz) */
         size_t frames_cap = 0, len, pos = 0, n_entries = 0, entries_cap = 0, n_stacks = 0;
-        char *fields[3];
+        char *fields[5];
         int r;
 
         if (q->kind != PROFD_KIND_CPU)
@@ -860,13 +867,15 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         r = fleet_run(f, fleet_sql_timeline_samples, q, &s, &d.bodies[5], &len);
         if (r < 0)
                 return r;
-        while ((r = fleet_tsv_row(d.bodies[5], len, &pos, fields, 3)) > 0) {
-                uint64_t ms, id, n;
+        while ((r = fleet_tsv_row(d.bodies[5], len, &pos, fields, 5)) > 0) {
+                uint64_t ms, id, hz, row_base_hz, n;
                 struct timeline_stack *t;
                 void *v;
 
-                if (r != 3 || fleet_tsv_u64(fields[0], &ms) < 0 || fleet_tsv_u64(fields[1], &id) < 0 ||
-                    fleet_tsv_u64(fields[2], &n) < 0 || n == 0 || n > UINT32_MAX)
+                if (r != 5 || fleet_tsv_u64(fields[0], &ms) < 0 || fleet_tsv_u64(fields[1], &id) < 0 ||
+                    fleet_tsv_u64(fields[2], &hz) < 0 || fleet_tsv_u64(fields[3], &row_base_hz) < 0 ||
+                    fleet_tsv_u64(fields[4], &n) < 0 || n == 0 || n > UINT32_MAX || hz > UINT32_MAX ||
+                    row_base_hz > UINT32_MAX)
                         return bad_answer(f, "timeline row");
                 if (hashmap_get(by_id, UINT64_TO_KEY(id), &v) < 0)
                         continue; /* a host inserted it after the stacks were summed: not in this answer */
@@ -881,7 +890,10 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
                 }
                 if (array_grow((void **) &entries, &entries_cap, n_entries + 1, sizeof(*entries)) < 0)
                         return cli_error(-ENOMEM, "%m");
-                entries[n_entries++] = (struct timed_entry) { .t_ms = ms, .stack = (uint32_t) t->row, .n = (uint32_t) n };
+                if (base_hz == 0 && hz > 0 && row_base_hz > 0 && hz != row_base_hz)
+                        base_hz = (unsigned) row_base_hz;
+                entries[n_entries++] = (struct timed_entry) { .t_ms = ms, .stack = (uint32_t) t->row, .n = (uint32_t) n,
+                                                              .hz = rate_weight_rebase_hz(hz, row_base_hz, base_hz) };
                 t->kept += n;
                 kept += n;
         }
@@ -900,8 +912,20 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         }
         for (size_t i = 0; i < n_entries; i++)
                 entries[i].stack = ts[entries[i].stack].index;
-        if (n_entries > 0)
+        if (n_entries > 0) {
+                size_t m = 0;
+
                 qsort(entries, n_entries, sizeof(*entries), timed_entry_compare);
+                /* one entry per (ms, stack, rate), as profd's: rows of two
+                 * bases may have scaled to one rate */
+                for (size_t i = 1; i < n_entries; i++)
+                        if (timed_entry_compare(&entries[m], &entries[i]) == 0 &&
+                            (uint64_t) entries[m].n + entries[i].n <= UINT32_MAX)
+                                entries[m].n += entries[i].n;
+                        else
+                                entries[++m] = entries[i];
+                n_entries = m + 1;
+        }
         for (size_t i = 0; i < n_entries; i += TIMED_LINE_ENTRIES) {
                 b.len = 0;
                 r = timed_line_append(&b, entries + i, MIN(n_entries - i, (size_t) TIMED_LINE_ENTRIES));
@@ -920,6 +944,9 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
                 n_stacks, kept, n_entries, all > kept ? all - kept : 0, s.from_ns, s.to_ns);
         if (all > kept)
                 fprintf(a->out, ",\"" PROTO_KEY_OMITTED_FROM_NS "\":%" PRIu64, omitted_from ?: s.to_ns);
+        /* the rate "rated_samples" lines count in, as profd's end line */
+        if (base_hz > 0)
+                fprintf(a->out, ",\"" PROTO_KEY_BASE_HZ "\":%u", base_hz);
         write_events_end(a, &events);
         r = write_quality(a, &d, false);
         if (r < 0)

@@ -46,6 +46,8 @@
  * process columns, tid and stack as profd.samples; time is the sample's
  * own time in seconds (not its drain's end) */
 #define FSL_T "t"                   /* UInt64: the sample's own time, Unix-epoch ns (to the µs) */
+#define FSL_FREQUENCY_HZ "frequency_hz" /* UInt32 (version 5): its drain's raised rate; 0: the base */
+#define FSL_BASE_HZ "base_hz"       /* UInt32 (version 5): the rate its drain's samples rows count at; 0: none */
 
 /* profd.captures (version 4): one row per capture (host, id) and state it
  * was exported in; the largest state is its latest */

@@ -310,11 +310,14 @@ int fleet_sql_timeline_samples(FILE *f, const struct query_request *q, const str
         int r;
 
         t.timeline = true;
-        fputs("SELECT intDiv(" FSL_T ", 1000000) AS ms, " FS_STACK_ID ", count() FROM " FS_TABLE_TIMELINE, f);
+        /* a raise's samples apart, with their rates (version 5) */
+        fputs("SELECT intDiv(" FSL_T ", 1000000) AS ms, " FS_STACK_ID ", " FSL_FREQUENCY_HZ ", " FSL_BASE_HZ
+              ", count() FROM " FS_TABLE_TIMELINE, f);
         r = fleet_sql_where(f, q, &t);
         if (r < 0)
                 return r;
-        fprintf(f, " GROUP BY ms, " FS_STACK_ID " ORDER BY ms, " FS_STACK_ID " LIMIT %" PRIu64 " FORMAT TabSeparated",
+        fprintf(f, " GROUP BY ms, " FS_STACK_ID ", " FSL_FREQUENCY_HZ ", " FSL_BASE_HZ " ORDER BY ms, " FS_STACK_ID
+                ", " FSL_FREQUENCY_HZ ", " FSL_BASE_HZ " LIMIT %" PRIu64 " FORMAT TabSeparated",
                 (uint64_t) ((q->max_samples ? q->max_samples : TIMED_MAX_SAMPLES) + 1));
         return ferror(f) ? -EIO : 0;
 }

@@ -77,9 +77,10 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
  * while hosts insert. Returns 0 or -EIO. */
 int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
-/* The query whose rows are "ms \t stack_id \t samples": the samples of
- * profd.timeline in the window (s->timeline) by millisecond (Unix-epoch
- * ms) and stack, summed over the hosts, in (ms, stack) order, at most
+/* The query whose rows are "ms \t stack_id \t frequency_hz \t base_hz \t
+ * samples": the samples of profd.timeline in the window (s->timeline) by
+ * millisecond (Unix-epoch ms), stack and rates (a capture's raise apart,
+ * version 5; 0 and 0 at the base), summed over the hosts, in that order, at most
  * q->max_samples + 1 rows (TIMED_MAX_SAMPLES + 1 for 0): one row more than
  * the answer's cap can use, so where the cap cuts is known. Returns 0 or
  * -EIO. */

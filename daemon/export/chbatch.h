@@ -49,6 +49,12 @@ bool chbatch_host_name_valid(const char *s);
  * batch first), or -ENOMEM. */
 int chbatch_drain(chbatch *b, uint64_t start_ns, uint64_t end_ns);
 
+/* The current drain's rate and the base its cpu rows are weighted to
+ * (issue 44, schema version 5): its timeline rows carry both when they
+ * differ (a capture's raise: a sample there counts base_hz / hz), else 0
+ * and 0, as after chbatch_drain. Returns 0 or -EINVAL before any drain. */
+int chbatch_drain_rate(chbatch *b, unsigned hz, unsigned base_hz);
+
 /* Adds one sample row of the current drain, and its stack and frames
  * unless sent (or added) already for this day. Returns 0 or -ENOMEM. */
 int chbatch_add(chbatch *b, const struct store_outbox_sample *smp);

@@ -673,6 +673,8 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
                 r = chbatch_drain(e->batch, drains[k].start_ns, drains[k].end_ns);
                 if (r == -EXDEV) /* another day: the next batch */
                         break;
+                if (r >= 0) /* its timeline rows say what its samples' were weighted by */
+                        r = chbatch_drain_rate(e->batch, drains[k].frequency_hz, e->base_hz);
                 if (r < 0)
                         return r;
                 if (e->base_hz > 0 && drains[k].frequency_hz > 0 && drains[k].frequency_hz != e->base_hz)

@@ -1,4 +1,4 @@
--- profd's fleet tables in ClickHouse, version 4: the tables profd inserts
+-- profd's fleet tables in ClickHouse, version 5: the tables profd inserts
 -- into and profctl queries, each a Distributed table over the shards'
 -- local tables (shard.sql) of the cluster named in remote_servers. Run on
 -- every server profd or profctl talks to, after shard.sql; {cluster} is

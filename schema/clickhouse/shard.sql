@@ -1,8 +1,8 @@
--- profd's fleet tables in ClickHouse (18.16 and later), version 4: what every
+-- profd's fleet tables in ClickHouse (18.16 and later), version 5: what every
 -- shard holds. Run on each shard once (profctl --clickhouse URL init does);
--- a version-1 shard is upgraded in place by upgrade.sql, a version-2 or 3
--- one by the CREATE TABLE IF NOT EXISTS of the tables versions 3
--- (timeline) and 4 (captures) added.
+-- an older shard is upgraded in place by the CREATE TABLE IF NOT EXISTS of
+-- the tables versions 2 (drops), 3 (timeline) and 4 (captures) added, and
+-- by upgrade.sql's columns (versions 2 and 5).
 -- Statements end with ';' at the end of a line; '--' comments only.
 -- docs/clickhouse.md describes every column and why.
 
@@ -129,7 +129,14 @@ CREATE TABLE IF NOT EXISTS profd.timeline_local (
         unit String,
         container String,
         tid UInt32,
-        stack UInt64                    -- stacks.id
+        stack UInt64,                   -- stacks.id
+        -- version 5 (issue 44): a capture's raise. A sample of a drain taken
+        -- at another rate than the one its drain's rows of profd.samples
+        -- were weighted to (the exporting profd's frequency) counts
+        -- base_hz / frequency_hz of a sample there: both rates, or 0 and 0
+        -- for a sample at that base (and every row exported before)
+        frequency_hz UInt32 DEFAULT 0,
+        base_hz UInt32 DEFAULT 0
 ) ENGINE = MergeTree
 PARTITION BY day
 ORDER BY (host, time);
@@ -162,4 +169,4 @@ ORDER BY (host, id, state);
 
 -- Last: a version row says every table above is there (profctl's init
 -- inserts it after cluster.sql and upgrade.sql).
-INSERT INTO profd.schema_version (version) VALUES (4);
+INSERT INTO profd.schema_version (version) VALUES (5);

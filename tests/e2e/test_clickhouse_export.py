@@ -14,6 +14,7 @@ profiling locally."""
 import http.server
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -687,58 +688,65 @@ def test_other_schema_version_is_refused_and_profiling_goes_on():
     entry.query("INSERT INTO profd.schema_version (version) VALUES (99)")
     try:
         p = start_profd("schema-host")
-        check_bad_config(p, "schema", ["schema version 99", "exports version 4"])
+        check_bad_config(p, "schema", ["schema version 99", "exports version 5"])
         assert CH.query("SELECT count() FROM profd.samples WHERE host = 'schema-host'").strip() == "0"
     finally:
         entry.query("TRUNCATE TABLE profd.schema_version")
         entry.query("INSERT INTO profd.schema_version (version) VALUES (4)")
 
 
-def create_version_3():
-    """The cluster as a profd of version 3 made it: this version's schema
-    without what version 4 added (the captures tables), its version row 3,
-    and a row of a version-3 host."""
+def create_version_4():
+    """The cluster as a profd of version 4 made it: this version's schema
+    without what version 5 added (the timeline's rate columns), its
+    version row 4, and rows of a version-4 host (a drop, a timeline
+    sample, a capture)."""
     for name in ("shard.sql", "cluster.sql"):
         for s in CH.servers:
             for stmt in clickhouse.schema_statements(name):
-                if "profd.captures" in stmt:
-                    continue
-                s.query(stmt.replace("VALUES (4)", "VALUES (3)"))
+                stmt = re.sub(r",\s*frequency_hz UInt32 DEFAULT 0,\s*base_hz UInt32 DEFAULT 0", "", stmt)
+                assert "frequency_hz" not in stmt, stmt
+                s.query(stmt.replace("VALUES (5)", "VALUES (4)"))
+    sync = {"insert_distributed_sync": 1}
     CH.query("INSERT INTO profd.drops (host, drain_start, drain_end, time, day, reason, value) "
-             "VALUES ('v3-host', 1, 2, 0, '2026-12-01', 'map_full', 5)", settings={"insert_distributed_sync": 1})
+             "VALUES ('v4-host', 1, 2, 0, '2026-12-01', 'map_full', 5)", settings=sync)
+    CH.query("INSERT INTO profd.timeline (host, drain_start, drain_end, day, t, time, pid, tid, stack) "
+             "VALUES ('v4-host', 1, 2, '2026-12-01', 1500, 0, 7, 7, 42)", settings=sync)
+    CH.query("INSERT INTO profd.captures (host, id, state, day, cause) VALUES ('v4-host', 1, 0, '2026-12-01', "
+             "'manual')", settings=sync)
 
 
-def test_init_upgrades_version_3_in_place():
-    """profctl init on every server of a version-3 cluster adds the
-    captures tables and version 4, and keeps what was there; a profd then
-    exports (the other tests)."""
-    assert CH.query("SELECT max(version) FROM profd.schema_version").strip() == "3"
+def test_init_upgrades_version_4_in_place():
+    """profctl init on every server of a version-4 cluster adds the
+    timeline's rate columns (local and Distributed tables) and version 5,
+    and keeps what was there: the old timeline row reads the base rate; a
+    profd then exports (the other tests)."""
+    assert CH.query("SELECT max(version) FROM profd.schema_version").strip() == "4"
     for s in CH.servers:
         r = subprocess.run([binary("PROFCTL"), "--clickhouse", s.url, "init", "--cluster", clickhouse.CLUSTER_NAME],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and "schema ready" in r.stdout, (r.stdout, r.stderr)
     for s in CH.servers:
-        assert s.query("SELECT max(version) FROM profd.schema_version").strip() == "4"
-        cols = s.query("SELECT table, name, type FROM system.columns WHERE database = 'profd' AND table IN "
-                       "('captures_local', 'captures') FORMAT TabSeparated")
-        want = ("host String,id UInt64,state UInt8,day Date,time DateTime,trigger_ns UInt64,from_ns UInt64,"
-                "to_ns UInt64,cause String,origin String,uid UInt32,value_centi Int64,pinned_bytes UInt64")
-        got = {}
-        for line in cols.splitlines():
-            t, n, ty = line.split("\t")
-            got.setdefault(t, []).append(f"{n} {ty}")
-        want = sorted(want.split(","))
-        assert {t: sorted(c) for t, c in got.items()} == {"captures": want, "captures_local": want}, got
-        assert "Distributed" in s.query("SELECT engine FROM system.tables WHERE database = 'profd' AND "
-                                        "name = 'captures'")
-    assert CH.query("SELECT sum(value) FROM profd.drops WHERE host = 'v3-host'").strip() == "5"
+        assert s.query("SELECT max(version) FROM profd.schema_version").strip() == "5"
+        # (the ALTER's default reads CAST(0, 'UInt32'): the old row below
+        # shows its value)
+        cols = s.query("SELECT table, name, type, default_kind FROM system.columns WHERE database = 'profd' "
+                       "AND table IN ('timeline_local', 'timeline') AND name IN ('frequency_hz', 'base_hz') "
+                       "FORMAT TabSeparated")
+        assert sorted(cols.splitlines()) == sorted(f"{t}\t{n}\tUInt32\tDEFAULT" for t in ("timeline", "timeline_local")
+                                                   for n in ("frequency_hz", "base_hz")), cols
+    assert CH.query("SELECT sum(value) FROM profd.drops WHERE host = 'v4-host'").strip() == "5"
+    assert CH.query("SELECT t, stack, frequency_hz, base_hz FROM profd.timeline WHERE host = 'v4-host' "
+                    "FORMAT TabSeparated").strip() == "1500\t42\t0\t0"
+    assert CH.query("SELECT cause FROM profd.captures WHERE host = 'v4-host'").strip() == "manual"
 
 
 def test_a_capture_raise_is_exported_at_the_base_rate():
     """A capture raises one host's rate tenfold for 4 s: each raised
     drain's cpu rows reach ClickHouse weighted to the base rate (its sum
     the weighted sum rounded), the others as stored, so the fleet's total
-    over the window is profd's within a sample per drain."""
+    over the window is profd's within a sample per drain; its timeline
+    rows carry the raise (version 5), so the fleet's heatmap over it is
+    profd's, cell for cell, at the base rate."""
     p = start_profd("raise-host")
     p.args += ["--kinds", "cpu", "--capture-frequency", "499", "--capture-duration", "4s"]
     work = None
@@ -779,6 +787,26 @@ def test_a_capture_raise_is_exported_at_the_base_rate():
         n_drains = sum(1 for e, *_ in rows if t_from <= e)
         print(f"  {raised} drains at 499 Hz; window total: profd {lt}, ClickHouse {rt} ({n_drains} drains)")
         assert abs(lt - rt) <= n_drains, (lt, rt)
+        # the timeline rows of a raised drain carry its rate and base, the
+        # others none
+        t_heat = time.monotonic()
+        got = CH.query("SELECT frequency_hz, base_hz, uniqExact(drain_end) FROM profd.timeline WHERE "
+                       "host = 'raise-host' GROUP BY frequency_hz, base_hz ORDER BY frequency_hz FORMAT TabSeparated")
+        rates = {tuple(map(int, l.split("\t")[:2])): int(l.split("\t")[2]) for l in got.splitlines()}
+        assert set(rates) == {(0, 0), (499, 49)} and rates[(499, 49)] >= 10, rates
+        # the fleet's heatmap over the raise is profd's (cells, totals at
+        # the base rate, what was taken, the base): from the timeline's
+        # first sample to a second before the last drain exported (a
+        # sample taken just before a drain's end may be read by the next)
+        h_from, h_to = max(t_from, timeline_oldest(p)), p.upto[1] - 10**9
+        lh = heatmap_json(p.profctl, h_from, h_to)
+        fh = heatmap_json(fleet_profctl, h_from, h_to, "--host", "raise-host")
+        assert lh["raised_samples"] > 0 and lh["samples_taken"] > lh["total"] and lh["base_hz"] == 49, \
+            {k: lh.get(k) for k in ("total", "samples_taken", "raised_samples", "base_hz")}
+        for k in ("total", "samples_taken", "raised_samples", "base_hz", "start_ns", "columns", "cells", "omitted"):
+            assert fh.get(k) == lh.get(k), f"the fleet heatmap's {k} is {fh.get(k)!r:.200}, profd's {lh.get(k)!r:.200}"
+        print(f"  heatmap over the raise: {lh['total']} samples at 49 Hz of {lh['samples_taken']} taken "
+              f"({lh['raised_samples']} raised), fleet the same ({time.monotonic() - t_heat:.1f} s)")
         e, _ = export_status(p)
         assert e["errors"] == {k: 0 for k in e["errors"]}, e["errors"]
     finally:
@@ -792,8 +820,8 @@ def main():
     require_root()
     clickhouse.require_server()
     with clickhouse.Cluster() as CH:
-        create_version_3()
-        test_init_upgrades_version_3_in_place()  # whatever tests are named: the others need version 4
+        create_version_4()
+        test_init_upgrades_version_4_in_place()  # whatever tests are named: the others need version 5
         run_tests([t for t in [
             test_capture_arrives_once_per_state_and_the_fleet_marks_it,
             test_three_hosts_export_exactly_what_they_stored,

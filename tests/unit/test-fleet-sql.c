@@ -361,8 +361,11 @@ static void test_timeline_selects_samples_by_their_own_time(void) {
         free(w);
         s.timeline = false; /* the samples query sets it itself */
         w = sql(fleet_sql_timeline_samples, &q, &s);
-        CHECK(strstr(w, "SELECT intDiv(t, 1000000) AS ms, stack, count() FROM profd.timeline PREWHERE t >= ") == w);
-        CHECK(strstr(w, " GROUP BY ms, stack ORDER BY ms, stack LIMIT 501 FORMAT TabSeparated"));
+        CHECK(strstr(w, "SELECT intDiv(t, 1000000) AS ms, stack, frequency_hz, base_hz, count() FROM profd.timeline "
+                        "PREWHERE t >= ") == w);
+        /* a raise's samples apart, with their rates (version 5) */
+        CHECK(strstr(w, " GROUP BY ms, stack, frequency_hz, base_hz ORDER BY ms, stack, frequency_hz, base_hz "
+                        "LIMIT 501 FORMAT TabSeparated"));
         free(w);
         q.max_samples = 0;
         w = sql(fleet_sql_timeline_samples, &q, &s);
