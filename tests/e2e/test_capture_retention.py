@@ -23,6 +23,14 @@ BEFORE_S, DURATION_S = 5, 3
 BASE_HZ, RAISED_HZ = 49, 499
 THRESHOLD = 50
 RETENTION_S = 60  # the shortest retention profd takes (conf.c)
+# What a capture pins, as retention reads it (daemon/store/retention.c,
+# DRAIN_PINNED, TIMELINE_PINNED): the raw drains overlapping its range, and
+# their timeline blocks (a block's first samples may lie a little before
+# its drain's start: counted by time, the drain after the range's end once
+# looked pinned)
+PINNED_DRAINS = "SELECT count(*) FROM drains WHERE resolution_ns = 0 AND end_ns >= ? AND start_ns <= ?"
+PINNED_TIMELINE = ("SELECT count(*) FROM timeline_blocks t JOIN drains d ON d.id = t.drain_id "
+                   "WHERE d.end_ns >= ? AND d.start_ns <= ?")
 
 
 def children(pid):
@@ -76,10 +84,8 @@ def test_a_capture_on_a_stress_ng_spike_keeps_its_minutes_through_retention():
             wait_for("the drains after the capture", lambda: time.time_ns() > to + 2 * 10**9, timeout=30)
             d.profctl("flush")
             before = store_rows(d.store, "SELECT count(*) FROM drains WHERE end_ns < ?", frm - 10**9)[0][0]
-            pinned = store_rows(d.store, "SELECT count(*) FROM drains WHERE resolution_ns = 0 AND "
-                                "end_ns > ? AND start_ns < ?", frm, to)[0][0]
-            timed = store_rows(d.store, "SELECT count(*) FROM timeline_blocks WHERE end_ns > ? AND start_ns < ?",
-                               frm, to)[0][0]
+            pinned = store_rows(d.store, PINNED_DRAINS, frm, to)[0][0]
+            timed = store_rows(d.store, PINNED_TIMELINE, frm, to)[0][0]
             assert before >= 5, f"only {before} drains before what the capture pins"
             assert pinned >= BEFORE_S + DURATION_S - 1, f"{pinned} drains in what the capture pins"
             assert timed >= pinned - 1, f"{timed} timeline blocks for {pinned} pinned drains"
@@ -100,10 +106,8 @@ def test_a_capture_on_a_stress_ng_spike_keeps_its_minutes_through_retention():
             wait_for("retention to delete the drains around the capture", neighbours_gone,
                      timeout=(deadline_ns - time.time_ns()) / 1e9 + 60, step=1)
             st = ask(d, "status")
-            kept = store_rows(d.store, "SELECT count(*) FROM drains WHERE resolution_ns = 0 AND "
-                              "end_ns > ? AND start_ns < ?", frm, to)[0][0]
-            kept_timed = store_rows(d.store, "SELECT count(*) FROM timeline_blocks WHERE end_ns > ? AND start_ns < ?",
-                                    frm, to)[0][0]
+            kept = store_rows(d.store, PINNED_DRAINS, frm, to)[0][0]
+            kept_timed = store_rows(d.store, PINNED_TIMELINE, frm, to)[0][0]
             old_timed = store_rows(d.store, "SELECT count(*) FROM timeline_blocks WHERE end_ns < ?",
                                    frm - 10**9)[0][0]
             print(f"  before the range: {before} drains, deleted; pinned: {pinned} drains and {timed} timeline "
