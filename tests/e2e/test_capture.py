@@ -444,7 +444,7 @@ def check_page_ranges_over_the_raise(d, t_raise, t_restore):
 
 
 def test_capture_raises_the_rate_and_answers_keep_their_split():
-    """One process spins 12 s on a CPU; a second spins only during a
+    """One process spins 13 s on a CPU; a second spins only during a
     capture's 5 s raise to 499 Hz. Counted at the base rate, the window's
     split of samples between them is their split of CPU time; unweighted
     the raise's samples would give the second far more."""
@@ -457,8 +457,11 @@ def test_capture_raises_the_rate_and_answers_keep_their_split():
             assert st["raised_until_ns"] == 0 and st["interval_now_ms"] == 2000, st
             # started once profd samples: its whole CPU time is sampled
             t_start = time.time_ns()
-            w1 = subprocess.Popen([binary("CPU_SPLIT"), "12"], stdout=subprocess.PIPE, text=True)
-            time.sleep(3.5)
+            w1 = subprocess.Popen([binary("CPU_SPLIT"), "13"], stdout=subprocess.PIPE, text=True)
+            # 5 s at the base: the series' whole seconds from 2 s after the
+            # start to the raise are at least two (3.5 s left half a second,
+            # which held no whole second about half the time)
+            time.sleep(5)
             t_pre, cpu_pre = time.time_ns(), cpu_seconds(w1.pid)
 
             # by hand: the rate goes up at once, drains come as much more often
