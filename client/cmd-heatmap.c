@@ -21,12 +21,14 @@
 #include "commands.h"
 #include "hashmap.h"
 #include "heatmap.h"
+#include "heatmap-weight.h"
 #include "helpers.h"
 #include "macro.h"
 #include "options.h"
 #include "output.h"
 #include "protocol.h"
 #include "quality.h"
+#include "rate-weight.h"
 #include "timed-samples.h"
 #include "timed-spans.h"
 #include "util.h"
@@ -47,10 +49,16 @@ static void help_heatmap(void) {
                "The HTML page needs no network: drag over the cells to select a range, and its\n"
                "flame graph and folded stacks appear below (the same stacks as profctl query\n"
                "--from --to --format folded over that range). A page's address can select one\n"
-               "too: page.html#range=FROM-TO, in ms after the first column's second.\n"               "\n"
+               "too: page.html#range=FROM-TO, in ms after the first column's second.\n"
+               "\n"
+               "Samples a capture took at a raised rate (capture_frequency) count at the base\n"
+               "rate, rounded as query rounds them: a raise's cells are no hotter for the same\n"
+               "CPU time, and a range gives query --from --to's stacks exactly.\n"
+               "\n"
                "A capture (profctl capture) whose trigger is in the window is marked: in text\n"
                "'<- capture ID (CAUSE) at TIME' on its second's line, in the SVG and the page\n"
-               "a line down its column with the cause as tooltip, in JSON under \"events\".\n"
+               "a line down its column with the cause as tooltip, in JSON under \"events\";\n"
+               "with --clickhouse, the captures the hosts exported, of every user.\n"
                "\n"
                "%s"
                "\n"
@@ -218,6 +226,10 @@ struct heatmap_answer {
         size_t n_samples, samples_cap;
         uint64_t sample_sum;      /* the "samples" lines' counts */
         uint64_t total, stacks_end, from_ns, to_ns, omitted, omitted_from_ns, oldest_ns;
+        /* samples a capture's raised rate took ("rated_samples" lines,
+         * issue 44), and the base rate the answer counts them in */
+        uint64_t raised;
+        uint64_t base_hz;
         bool offcpu;            /* "spans" lines: blocked ns, not samples */
         uint64_t omitted_ns;    /* offcpu: the ns of the omitted blocks */
         struct quality quality; /* of the samples sent */
@@ -312,6 +324,7 @@ static int answer_add_span(const struct timed_span *e, void *userdata) {
                 .span_ns = e->ns,
                 .weight = e->ns,
                 .stack = h->stack_map[e->stack],
+                .row = e->stack,
         };
         if (__builtin_add_overflow(h->sample_sum, e->ns, &h->sample_sum))
                 return cli_error(-EBADMSG, "profd sent blocks that add up to more than 2^64 ns");
@@ -329,8 +342,12 @@ static int answer_add_entry(const struct timed_entry *e, void *userdata) {
                 .t_ns = e->t_ms * NSEC_PER_MSEC,
                 .weight = e->n,
                 .stack = h->stack_map[e->stack],
+                .row = e->stack,
+                .hz = e->hz,
         };
         h->sample_sum += e->n;
+        if (e->hz != 0)
+                h->raised += e->n;
         return 0;
 }
 
@@ -352,6 +369,13 @@ static int answer_set_end(struct heatmap_answer *h, const json_t *line) {
         if (h->offcpu && h->omitted > 0 &&
             (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_OMITTED_NS, &h->omitted_ns)) < 0)
                 return r;
+        /* an older profd sends no rate: it took every sample at its one */
+        if (json_object_get(line, PROTO_KEY_BASE_HZ) &&
+            (r = response_get_u64(line, PROTO_TYPE_END, PROTO_KEY_BASE_HZ, &h->base_hz)) < 0)
+                return r;
+        if (h->raised > 0 && (h->base_hz == 0 || h->base_hz > UINT32_MAX))
+                return cli_error(-EBADMSG, "profd's timeline answer has samples of a raised rate but no base rate "
+                                 "(\"" PROTO_KEY_BASE_HZ "\") to count them in");
         if (json_object_get(line, PROTO_KEY_QUALITY)) {
                 if (quality_from_json(json_object_get(line, PROTO_KEY_QUALITY), &h->quality) < 0)
                         return cli_error(-EBADMSG, "profd's timeline answer ends with a \"quality\" that is not "
@@ -393,7 +417,7 @@ static int heatmap_fetch(conn *c, const json_t *request, struct heatmap_answer *
                 }
                 if (streq(type, PROTO_TYPE_STACK))
                         r = answer_add_stack(h, line);
-                else if (streq(type, PROTO_TYPE_SAMPLES)) {
+                else if (streq(type, PROTO_TYPE_SAMPLES) || streq(type, PROTO_TYPE_RATED_SAMPLES)) {
                         r = timed_line_parse(line, h->n_lines, answer_add_entry, h, &error);
                         if (r == -EBADMSG)
                                 return cli_error(r, "profd's timeline answer has a malformed \"samples\" line: %s",
@@ -439,7 +463,16 @@ static int heatmap_build(const struct heatmap_args *a, struct heatmap_answer *an
                         continue;
                 }
                 s->t_ns = MIN(MAX(s->t_ns, ans->from_ns), end - 1);
+                /* a raise's samples in fixed point, rounded below as the
+                 * daemon's query rounds (heatmap-weight.h) */
+                if (ans->raised > 0)
+                        s->weight = heatmap_weight_fixed(s->weight, s->hz, (unsigned) ans->base_hz);
                 heatmap_add(h, s->t_ns, s->weight);
+        }
+        if (ans->raised > 0) {
+                r = heatmap_weigh_cells(h);
+                if (r < 0)
+                        return cli_error(r, "%m");
         }
         return 0;
 }
@@ -476,6 +509,12 @@ static int heatmap_write_json(FILE *f, const struct heatmap *h, const struct hea
             (ans->offcpu && ans->omitted > 0 &&
              json_object_set_new(o, "omitted_ns", json_integer((json_int_t) ans->omitted_ns)) < 0) ||
             json_object_set_new(o, "events", capture_events_view_json(ans->events)) < 0)
+                return -ENOMEM;
+        /* total and cells count at the base rate; what was taken, apart */
+        if (!ans->offcpu &&
+            (json_object_set_new(o, "samples_taken", json_integer((json_int_t) ans->total)) < 0 ||
+             json_object_set_new(o, "raised_samples", json_integer((json_int_t) ans->raised)) < 0 ||
+             (ans->base_hz > 0 && json_object_set_new(o, "base_hz", json_integer((json_int_t) ans->base_hz)) < 0)))
                 return -ENOMEM;
         r = json_dumpf(o, f, JSON_COMPACT);
         if (r < 0)
@@ -552,8 +591,17 @@ static int heatmap_show(const struct heatmap_args *a, struct heatmap_answer *ans
                 r = heatmap_write_svg(out.f, &h, &opts);
                 break;
         case HEATMAP_HTML:
-                r = heatmap_write_html(out.f, &h, ans->samples, ans->n_samples, (const char *const *) ans->stacks,
-                                       ans->n_stacks, &opts);
+                r = heatmap_write_html(out.f, &h,
+                                       &(struct heatmap_page) {
+                                               .samples = ans->samples,
+                                               .n_samples = ans->n_samples,
+                                               .stacks = (const char *const *) ans->stacks,
+                                               .n_stacks = ans->n_stacks,
+                                               .row_stack = ans->stack_map,
+                                               .n_rows = ans->n_lines,
+                                               .one = ans->raised > 0 ? RATE_WEIGHT_ONE : 1,
+                                       },
+                                       &opts);
                 break;
         case HEATMAP_JSON:
                 r = heatmap_write_json(out.f, &h, ans);
@@ -571,6 +619,11 @@ static int heatmap_show(const struct heatmap_args *a, struct heatmap_answer *ans
         else if (a->format == HEATMAP_TEXT && ans->have_quality)
                 /* as under a query's table: how far to trust the stacks */
                 quality_summary_print(&ans->quality);
+        if (ans->raised > 0 && a->format == HEATMAP_TEXT) {
+                fflush(stdout);
+                fprintf(stderr, "note: %" PRIu64 " samples a capture took at a raised rate are counted at the base "
+                        "rate, %" PRIu64 " Hz, as profctl query counts them\n", ans->raised, ans->base_hz);
+        }
         if (ans->omitted > 0) {
                 char t[64];
 

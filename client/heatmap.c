@@ -340,15 +340,14 @@ int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg
 
 /* The page's data as JSON: "</" is written "<\/" (JSON_ESCAPE_SLASH), so
  * no name from a binary can end the script element it is in. */
-static int write_data(FILE *f, const struct heatmap *h, const struct heatmap_sample *samples, size_t n_samples,
-                      const char *const *stacks, size_t n_stacks) {
+static int write_data(FILE *f, const struct heatmap *h, const struct heatmap_page *p) {
         _cleanup_(json_decrefp) json_t *names = json_array();
         _cleanup_free_ char *names_text = NULL;
 
         if (!names)
                 return -ENOMEM;
-        for (size_t i = 0; i < n_stacks; i++) {
-                const char *name = stacks[i] ? stacks[i] : "";
+        for (size_t i = 0; i < p->n_stacks; i++) {
+                const char *name = p->stacks[i] ? p->stacks[i] : "";
                 json_t *v = json_string(name);
 
                 if (!v) {
@@ -368,28 +367,35 @@ static int write_data(FILE *f, const struct heatmap *h, const struct heatmap_sam
         names_text = json_dumps(names, JSON_COMPACT | JSON_ESCAPE_SLASH);
         if (!names_text)
                 return -ENOMEM;
-        fprintf(f, "{\"bucket_ms\":%" PRIu64 ",\"unit\":\"%s\",\"stacks\":%s,\"samples\":[",
-                (uint64_t) (bucket_ns(h) / NSEC_PER_MSEC), h->ns ? "ns blocked" : "samples", names_text);
-        for (size_t i = 0, n = 0; i < n_samples; i++) {
-                const struct heatmap_sample *s = &samples[i];
+        fprintf(f, "{\"bucket_ms\":%" PRIu64 ",\"unit\":\"%s\",\"one\":%" PRIu64 ",\"stacks\":%s,\"rows\":[",
+                (uint64_t) (bucket_ns(h) / NSEC_PER_MSEC), h->ns ? "ns blocked" : "samples", p->one ?: 1,
+                names_text);
+        for (size_t i = 0; i < (p->row_stack ? p->n_rows : p->n_stacks); i++)
+                fprintf(f, "%s%" PRIu32, i ? "," : "", p->row_stack ? p->row_stack[i] : (uint32_t) i);
+        fputs("],\"samples\":[", f);
+        for (size_t i = 0, n = 0; i < p->n_samples; i++) {
+                const struct heatmap_sample *s = &p->samples[i];
                 uint64_t end = s->t_ns + s->span_ns;
 
                 if (end < h->from_ns || s->t_ns >= h->to_ns || (s->span_ns == 0 && s->t_ns < h->from_ns))
                         continue;
                 fprintf(f, "%s[%" PRId64 ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 "]", n++ ? "," : "",
-                        ((int64_t) s->t_ns - (int64_t) h->start_ns) / (int64_t) NSEC_PER_USEC, s->stack, s->weight,
-                        (uint64_t) (s->span_ns / NSEC_PER_USEC));
+                        ((int64_t) s->t_ns - (int64_t) h->start_ns) / (int64_t) NSEC_PER_USEC,
+                        p->row_stack ? s->row : s->stack, s->weight, (uint64_t) (s->span_ns / NSEC_PER_USEC));
         }
         fputs("]}", f);
         return 0;
 }
 
-int heatmap_write_html(FILE *f, const struct heatmap *h, const struct heatmap_sample *samples, size_t n_samples,
-                       const char *const *stacks, size_t n_stacks, const struct heatmap_svg_opts *o) {
+int heatmap_write_html(FILE *f, const struct heatmap *h, const struct heatmap_page *p,
+                       const struct heatmap_svg_opts *o) {
         int r;
 
-        for (size_t i = 0; i < n_samples; i++)
-                if (samples[i].stack >= n_stacks)
+        for (size_t i = 0; i < p->n_samples; i++)
+                if (p->row_stack ? p->samples[i].row >= p->n_rows : p->samples[i].stack >= p->n_stacks)
+                        return -EINVAL;
+        for (size_t i = 0; p->row_stack && i < p->n_rows; i++)
+                if (p->row_stack[i] >= p->n_stacks)
                         return -EINVAL;
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", f);
         svg_xml_write(f, o && o->title ? o->title : h->ns ? "Blocked time by time" : "CPU samples by time", SIZE_MAX);
@@ -407,7 +413,7 @@ int heatmap_write_html(FILE *f, const struct heatmap *h, const struct heatmap_sa
         fputs("<p id=\"selection\">Drag over the cells to select a time range: its flame graph and folded stacks "
               "appear below.</p>\n<div id=\"flame\"></div>\n<pre id=\"folded\"></pre>\n"
               "<script type=\"application/json\" id=\"heatmap-data\">", f);
-        r = write_data(f, h, samples, n_samples, stacks, n_stacks);
+        r = write_data(f, h, p);
         if (r < 0)
                 return r;
         fputs("</script>\n<script>\n", f);

@@ -87,19 +87,39 @@ int heatmap_write_svg(FILE *f, const struct heatmap *h, const struct heatmap_svg
 
 /* What the page's selection sums: a sample at t_ns, or (span_ns > 0) a
  * span of blocked time from t_ns, weight its nanoseconds, which a range
- * counts by the part of it the range holds. */
+ * counts by the part of it the range holds. An on-CPU sample's weight is
+ * in rate-weight.h's fixed point when the page's are (heatmap_page.one,
+ * heatmap-weight.h). */
 struct heatmap_sample {
         uint64_t t_ns;
         uint64_t span_ns;
         uint64_t weight;
-        uint32_t stack;   /* index into the page's stacks */
+        uint32_t stack;   /* index into the page's stacks (folded texts) */
+        uint32_t row;     /* the answer's stack line: what a range rounds by */
+        uint32_t hz;      /* the rate it was taken at; 0: the base rate */
+};
+
+/* What the page's script selects from. */
+struct heatmap_page {
+        const struct heatmap_sample *samples;
+        size_t n_samples;
+        const char *const *stacks; /* stack i's folded frames */
+        size_t n_stacks;
+        /* the folded text of each row (a timeline answer's stack lines,
+         * which may read the same); NULL: the rows are the stacks */
+        const uint32_t *row_stack;
+        size_t n_rows;
+        /* a sample's worth in the weights: RATE_WEIGHT_ONE when on-CPU
+         * weights are fixed point (samples of a raised rate, issue 44),
+         * which a range apportions per row as a query does; 0: 1 */
+        uint64_t one;
 };
 
 /* The page: the SVG, a line saying what is selected, the range's flame
  * graph and its folded stacks ("frame;frame;frame weight" lines, as
- * `profctl query --format folded` writes them, root first). stacks[i] is
- * stack i's folded frames; samples outside the window are left out. No
- * network: the script and the data are in the page. Returns 0, -EINVAL
- * (a sample's stack out of range), -ENOMEM or -EIO. */
-int heatmap_write_html(FILE *f, const struct heatmap *h, const struct heatmap_sample *samples, size_t n_samples,
-                       const char *const *stacks, size_t n_stacks, const struct heatmap_svg_opts *o);
+ * `profctl query --format folded` writes them, root first); samples
+ * outside the window are left out. No network: the script and the data
+ * are in the page. Returns 0, -EINVAL (a sample's row or a row's stack out
+ * of range), -ENOMEM or -EIO. */
+int heatmap_write_html(FILE *f, const struct heatmap *h, const struct heatmap_page *p,
+                       const struct heatmap_svg_opts *o);

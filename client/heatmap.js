@@ -6,9 +6,19 @@
 // second, which is how a test selects one without a mouse.
 //
 // The data (a JSON block in the page): bucket_ms, unit, stacks (folded
-// lines' frames, "a;b;c") and samples ([t_us, stack index, weight, span_us]:
-// t_us in microseconds after the first column's second; a span (blocked
-// time, span_us > 0) counts in a range by the part of it the range holds).
+// lines' frames, "a;b;c"), rows (the stack index of each of profd's stack
+// lines, which may read the same), one (a sample's weight) and samples
+// ([t_us, row, weight, span_us]: t_us in microseconds after the first
+// column's second; a span (blocked time, span_us > 0) counts in a range by
+// the part of it the range holds).
+//
+// Weights are fixed point (one 2^20) where a capture raised the rate
+// (issue 44): a raised sample is worth base / raised rate of one. A range
+// sums them per row and rounds as profd's query does (common/rate-weight.c,
+// client/heatmap-weight.c, which this mirrors): each row its whole part,
+// the samples left, the total rounded less those, one each to the rows of
+// the largest fractions, the earlier row on a tie; so a range's folded
+// stacks are exactly profctl query --from --to's.
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('heatmap-data').textContent);
@@ -35,9 +45,30 @@
     }
   }
 
+  // The whole samples of each row from its weights' sum (see the top).
+  function apportion(sums) {
+    var one = data.one || 1, keys = Object.keys(sums).map(Number), whole = {};
+    var total = 0, given = 0;
+    keys.forEach(function (k) {
+      whole[k] = Math.floor(sums[k] / one);
+      given += whole[k];
+      total += sums[k];
+    });
+    var left = Math.floor((total + one / 2) / one) - given;
+    if (left > 0) {
+      keys.sort(function (a, b) {
+        var fa = sums[a] - whole[a] * one, fb = sums[b] - whole[b] * one;
+        return fa !== fb ? fb - fa : a - b;
+      });
+      for (var i = 0; i < left && i < keys.length; i++)
+        whole[keys[i]]++;
+    }
+    return whole;
+  }
+
   // The folded stacks of the samples with t in [r[0], r[1]), sorted.
   function foldedOf(r) {
-    var sums = {};
+    var rows = {}, sums = {};
     var lo = r[0] * 1000, hi = r[1] * 1000;
     data.samples.forEach(function (s) {
       var w = 0;
@@ -49,7 +80,12 @@
         w = s[2];
       }
       if (w)
-        sums[s[1]] = (sums[s[1]] || 0) + w;
+        rows[s[1]] = (rows[s[1]] || 0) + w;
+    });
+    var whole = apportion(rows);
+    Object.keys(whole).forEach(function (k) {
+      if (whole[k])
+        sums[data.rows[k]] = (sums[data.rows[k]] || 0) + whole[k];
     });
     return Object.keys(sums).map(function (k) {
       return [data.stacks[k], sums[k]];

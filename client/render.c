@@ -539,6 +539,9 @@ static void export_write(FILE *f, const json_t *status, uint64_t now_ns) {
                 u64_of(e, STATUS_KEY_EXPORTED_STACKS), u64_of(e, STATUS_KEY_EXPORTED_FRAMES),
                 format_bytes(size, sizeof(size), u64_of(e, STATUS_KEY_BYTES_SENT)),
                 u64_of(e, STATUS_KEY_ALREADY_STORED), u64_of(e, STATUS_KEY_LOST_BY_RETENTION));
+        fprintf(f, "           captures: %" PRIu64 " states sent, %" PRIu64 " found stored already, %" PRIu64
+                " waiting\n", u64_of(e, STATUS_KEY_EXPORTED_CAPTURES), u64_of(e, STATUS_KEY_CAPTURES_ALREADY_STORED),
+                u64_of(e, STATUS_KEY_CAPTURES_BACKLOG));
         if (u64_of(e, STATUS_KEY_DAMAGED_BLOCKS))
                 fprintf(f, "           %" PRIu64 " damaged blocks of samples could not be read: their samples not sent\n",
                         u64_of(e, STATUS_KEY_DAMAGED_BLOCKS));

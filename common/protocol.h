@@ -130,6 +130,11 @@
 #define PROTO_KEY_DT_MS     "dt_ms"
 #define PROTO_KEY_STACK     "stack"
 #define PROTO_KEY_N         "n"
+/* samples a raised rate took (issue 44): a "samples" line with an "hz"
+ * column; the end line then says the base rate they count in */
+#define PROTO_TYPE_RATED_SAMPLES "rated_samples"
+#define PROTO_KEY_HZ        "hz"
+#define PROTO_KEY_BASE_HZ   "base_hz"
 #define PROTO_KEY_ENTRIES   "entries"  /* the (millisecond, stack) entries of the "samples" lines */
 #define PROTO_KEY_OMITTED   "omitted"  /* samples of the window beyond the answer's cap, not sent */
 #define PROTO_KEY_OMITTED_FROM_NS "omitted_from_ns" /* the earliest omitted sample's time */

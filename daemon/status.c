@@ -217,7 +217,7 @@ static json_t *status_export(const struct status_stats *s) {
 
         for (int i = 0; errors && i < _EXPORTER_ERROR_MAX; i++)
                 json_object_set_new(errors, exporter_error_names[i], json_integer((json_int_t) es->errors[i]));
-        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
                          STATUS_KEY_URL, s->conf->clickhouse_url,
                          STATUS_KEY_HOST, s->conf->host_name,
                          STATUS_KEY_STATE, es->state,
@@ -233,6 +233,9 @@ static json_t *status_export(const struct status_stats *s) {
                          STATUS_KEY_EXPORTED_FRAMES, (json_int_t) es->exported_frames,
                          STATUS_KEY_EXPORTED_TIMELINE, (json_int_t) es->exported_timeline,
                          STATUS_KEY_TIMELINE_UNMATCHED, (json_int_t) es->timeline_unmatched,
+                         STATUS_KEY_EXPORTED_CAPTURES, (json_int_t) es->exported_captures,
+                         STATUS_KEY_CAPTURES_BACKLOG, (json_int_t) es->captures_backlog,
+                         STATUS_KEY_CAPTURES_ALREADY_STORED, (json_int_t) es->captures_already_stored,
                          STATUS_KEY_BYTES_SENT, (json_int_t) es->bytes_sent,
                          STATUS_KEY_ALREADY_STORED, (json_int_t) es->already_stored,
                          STATUS_KEY_LOST_BY_RETENTION, (json_int_t) es->lost_by_retention,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../bpf/profd.h"
+#include "capture-event.h"
 #include "fleet-schema.h"
 #include "fleet-sql.h"
 #include "hashmap.h"
@@ -19,6 +20,7 @@
 #include "protocol.h"
 #include "quality-sum.h"
 #include "quality.h"
+#include "rate-weight.h"
 #include "request.h"
 #include "series.h"
 #include "timed-samples.h"
@@ -717,6 +719,76 @@ static int answer_query(fleet *f, const struct query_request *q, const struct fl
 }
 
 /* A stack of a timeline answer: its row in d->rows and what the cap kept of it. */
+/* The events of an answer: how many lines went out, how many more there were. */
+struct fleet_events {
+        bool asked;
+        uint64_t sent, omitted;
+};
+
+/* The captures of the window as profd's "event" lines, for a series or
+ * timeline request with "events" (common/capture-event.h: the same lines,
+ * so profctl marks them as a local answer's), each with its "host" (ids are
+ * per host). Every capture of the scope's hosts: the fleet answers whoever
+ * may read ClickHouse, which has no caller to match a capture's uid
+ * against, as it shows every user's samples (docs/clickhouse.md). Returns 0
+ * or a negative errno (reported). */
+static int write_events(fleet *f, const struct query_request *q, const struct fleet_scope *s, struct answer *a,
+                        struct fleet_events *ret) {
+        static const char *const state_names[] = FSC_STATE_NAMES;
+        _cleanup_free_ char *body = NULL;
+        size_t len, pos = 0;
+        char *fields[7];
+        int r;
+
+        *ret = (struct fleet_events) { .asked = q->events };
+        if (!q->events)
+                return 0;
+        r = fleet_run(f, fleet_sql_captures, q, s, &body, &len);
+        if (r < 0)
+                return r;
+        while ((r = fleet_tsv_row(body, len, &pos, fields, 7)) > 0) {
+                _cleanup_json_ json_t *line = NULL;
+                _cleanup_free_ char *text = NULL;
+                struct capture_event e = {};
+                uint64_t id, state;
+
+                if (r != 7 || fleet_tsv_u64(fields[1], &id) < 0 || id > INT64_MAX ||
+                    fleet_tsv_u64(fields[2], &state) < 0 || state >= ELEMENTSOF(state_names) ||
+                    fleet_tsv_u64(fields[4], &e.trigger_ns) < 0 || fleet_tsv_u64(fields[5], &e.from_ns) < 0 ||
+                    fleet_tsv_u64(fields[6], &e.to_ns) < 0 || e.from_ns > e.trigger_ns || e.trigger_ns > e.to_ns)
+                        return bad_answer(f, "capture row");
+                /* profd's cap, the rest counted */
+                if (ret->sent >= CAPTURE_EVENTS_MAX) {
+                        ret->omitted++;
+                        continue;
+                }
+                e.id = (int64_t) id;
+                e.cause = fields[3];
+                e.state = state_names[state];
+                /* NULL too for a cause or host that is not UTF-8 */
+                line = capture_event_to_json(&e);
+                if (!line || json_object_set_new(line, PROTO_KEY_HOST, json_string(fields[0])) < 0)
+                        return bad_answer(f, "capture row (not UTF-8)");
+                text = json_dumps(line, JSON_COMPACT);
+                if (!text)
+                        return cli_error(-ENOMEM, "%m");
+                fprintf(a->out, "%s\n", text);
+                ret->sent++;
+        }
+        if (r < 0)
+                return bad_answer(f, "capture row");
+        return 0;
+}
+
+/* The end line's "events" and "events_omitted", as profd's answer_events_end. */
+static void write_events_end(struct answer *a, const struct fleet_events *ev) {
+        if (!ev->asked)
+                return;
+        fprintf(a->out, ",\"" PROTO_KEY_EVENTS "\":%" PRIu64, ev->sent);
+        if (ev->omitted > 0)
+                fprintf(a->out, ",\"" PROTO_KEY_EVENTS_OMITTED "\":%" PRIu64, ev->omitted);
+}
+
 struct timeline_stack {
         size_t row;
         uint64_t kept;
@@ -730,7 +802,9 @@ static int timed_entry_compare(const void *a, const void *b) {
 
         if (x->t_ms != y->t_ms)
                 return x->t_ms < y->t_ms ? -1 : 1;
-        return x->stack < y->stack ? -1 : x->stack > y->stack;
+        if (x->stack != y->stack)
+                return x->stack < y->stack ? -1 : 1;
+        return x->hz < y->hz ? -1 : x->hz > y->hz;
 }
 
 /* A "timeline" request answered from profd.timeline, as profd answers it
@@ -739,7 +813,10 @@ static int timed_entry_compare(const void *a, const void *b) {
  * end line; the cap keeps the earliest samples and counts the rest. The
  * quality report and the drops are of every sample of the window, hosts
  * apart, as a fleet query's; "oldest_ns" is 0: each host's timeline
- * reaches back as far as its profd kept it, and profd exported it. */
+ * reaches back as far as its profd kept it, and profd exported it. A
+ * capture's raise (version 5) goes on "rated_samples" lines with the end
+ * line's "base_hz", as profd's, so profctl heatmap weighs it as a fleet
+ * query does (the base: rate_weight_rebase_hz). */
 static int answer_timeline(fleet *f, const struct query_request *q, const struct fleet_scope *scope, struct answer *a) {
         _cleanup_(answer_data_done) struct answer_data d = {};
         _cleanup_free_ struct store_frame_out *frames = NULL;
@@ -749,9 +826,11 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         _cleanup_(hashmap_freep) hashmap *by_id = NULL;
         struct stack_style style = { .raw_names = q->raw_names, .folded = q->folded, .lines = q->lines };
         struct fleet_scope s = *scope;
+        struct fleet_events events;
         uint64_t cap = q->max_samples ? q->max_samples : TIMED_MAX_SAMPLES, kept = 0, all = 0, omitted_from = 0;
+        unsigned base_hz = 0; /* the first raised row's base: the answer's (rate_weight_rebase_hz) */
         size_t frames_cap = 0, len, pos = 0, n_entries = 0, entries_cap = 0, n_stacks = 0;
-        char *fields[3];
+        char *fields[5];
         int r;
 
         if (q->kind != PROFD_KIND_CPU)
@@ -788,13 +867,15 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         r = fleet_run(f, fleet_sql_timeline_samples, q, &s, &d.bodies[5], &len);
         if (r < 0)
                 return r;
-        while ((r = fleet_tsv_row(d.bodies[5], len, &pos, fields, 3)) > 0) {
-                uint64_t ms, id, n;
+        while ((r = fleet_tsv_row(d.bodies[5], len, &pos, fields, 5)) > 0) {
+                uint64_t ms, id, hz, row_base_hz, n;
                 struct timeline_stack *t;
                 void *v;
 
-                if (r != 3 || fleet_tsv_u64(fields[0], &ms) < 0 || fleet_tsv_u64(fields[1], &id) < 0 ||
-                    fleet_tsv_u64(fields[2], &n) < 0 || n == 0 || n > UINT32_MAX)
+                if (r != 5 || fleet_tsv_u64(fields[0], &ms) < 0 || fleet_tsv_u64(fields[1], &id) < 0 ||
+                    fleet_tsv_u64(fields[2], &hz) < 0 || fleet_tsv_u64(fields[3], &row_base_hz) < 0 ||
+                    fleet_tsv_u64(fields[4], &n) < 0 || n == 0 || n > UINT32_MAX || hz > UINT32_MAX ||
+                    row_base_hz > UINT32_MAX)
                         return bad_answer(f, "timeline row");
                 if (hashmap_get(by_id, UINT64_TO_KEY(id), &v) < 0)
                         continue; /* a host inserted it after the stacks were summed: not in this answer */
@@ -809,7 +890,10 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
                 }
                 if (array_grow((void **) &entries, &entries_cap, n_entries + 1, sizeof(*entries)) < 0)
                         return cli_error(-ENOMEM, "%m");
-                entries[n_entries++] = (struct timed_entry) { .t_ms = ms, .stack = (uint32_t) t->row, .n = (uint32_t) n };
+                if (base_hz == 0 && hz > 0 && row_base_hz > 0 && hz != row_base_hz)
+                        base_hz = (unsigned) row_base_hz;
+                entries[n_entries++] = (struct timed_entry) { .t_ms = ms, .stack = (uint32_t) t->row, .n = (uint32_t) n,
+                                                              .hz = rate_weight_rebase_hz(hz, row_base_hz, base_hz) };
                 t->kept += n;
                 kept += n;
         }
@@ -828,8 +912,20 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
         }
         for (size_t i = 0; i < n_entries; i++)
                 entries[i].stack = ts[entries[i].stack].index;
-        if (n_entries > 0)
+        if (n_entries > 0) {
+                size_t m = 0;
+
                 qsort(entries, n_entries, sizeof(*entries), timed_entry_compare);
+                /* one entry per (ms, stack, rate), as profd's: rows of two
+                 * bases may have scaled to one rate */
+                for (size_t i = 1; i < n_entries; i++)
+                        if (timed_entry_compare(&entries[m], &entries[i]) == 0 &&
+                            (uint64_t) entries[m].n + entries[i].n <= UINT32_MAX)
+                                entries[m].n += entries[i].n;
+                        else
+                                entries[++m] = entries[i];
+                n_entries = m + 1;
+        }
         for (size_t i = 0; i < n_entries; i += TIMED_LINE_ENTRIES) {
                 b.len = 0;
                 r = timed_line_append(&b, entries + i, MIN(n_entries - i, (size_t) TIMED_LINE_ENTRIES));
@@ -837,6 +933,9 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
                         return cli_error(r, "%m");
                 fwrite(b.data, 1, b.len, a->out);
         }
+        r = write_events(f, q, &s, a, &events); /* captures, issue 44 */
+        if (r < 0)
+                return r;
         fprintf(a->out,
                 "{\"" PROTO_KEY_TYPE "\":\"" PROTO_TYPE_END "\",\"" PROTO_KEY_KIND "\":\"cpu\",\"" PROTO_KEY_WEIGHT_UNIT
                 "\":\"samples\",\"" PROTO_KEY_STACKS "\":%zu,\"" PROTO_KEY_TOTAL "\":%" PRIu64 ",\"" PROTO_KEY_ENTRIES
@@ -845,6 +944,10 @@ static int answer_timeline(fleet *f, const struct query_request *q, const struct
                 n_stacks, kept, n_entries, all > kept ? all - kept : 0, s.from_ns, s.to_ns);
         if (all > kept)
                 fprintf(a->out, ",\"" PROTO_KEY_OMITTED_FROM_NS "\":%" PRIu64, omitted_from ?: s.to_ns);
+        /* the rate "rated_samples" lines count in, as profd's end line */
+        if (base_hz > 0)
+                fprintf(a->out, ",\"" PROTO_KEY_BASE_HZ "\":%u", base_hz);
+        write_events_end(a, &events);
         r = write_quality(a, &d, false);
         if (r < 0)
                 return r;
@@ -869,6 +972,7 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
         _cleanup_free_ char *body = NULL;
         size_t len, pos = 0;
         uint64_t step = q->step_ns ?: FLEET_SERIES_STEP_DEFAULT_NS, total = 0, complete_all = 0;
+        struct fleet_events events = {};
         series *se;
         char *fields[5];
         int r;
@@ -910,6 +1014,8 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
                 r = series_finish(se);
         if (r >= 0) {
                 r = fetch_drops(f, q, s, &d);
+                if (r >= 0)
+                        r = write_events(f, q, s, a, &events); /* captures, issue 44 */
                 if (r < 0) {
                         series_free(se);
                         return r;
@@ -924,6 +1030,7 @@ static int answer_series(fleet *f, const struct query_request *q, const struct f
                 PROTO_KEY_TO_NS "\":%" PRIu64,
                 kind_names[q->kind], q->kind == PROFD_KIND_CPU ? "samples" : "ns", step, series_points(se), total,
                 complete_all, s->from_ns, s->to_ns);
+        write_events_end(a, &events);
         series_free(se);
         if (r >= 0)
                 r = write_quality(a, &d, true);

@@ -10,6 +10,7 @@
 #define FS_TABLE_VERSION "profd.schema_version"
 #define FS_TABLE_DROPS   "profd.drops"
 #define FS_TABLE_TIMELINE "profd.timeline"
+#define FS_TABLE_CAPTURES "profd.captures"
 
 /* profd.samples */
 #define FS_DAY       "day"          /* Date: drain_end's day in UTC, the partition */
@@ -45,6 +46,18 @@
  * process columns, tid and stack as profd.samples; time is the sample's
  * own time in seconds (not its drain's end) */
 #define FSL_T "t"                   /* UInt64: the sample's own time, Unix-epoch ns (to the µs) */
+#define FSL_FREQUENCY_HZ "frequency_hz" /* UInt32 (version 5): its drain's raised rate; 0: the base */
+#define FSL_BASE_HZ "base_hz"       /* UInt32 (version 5): the rate its drain's samples rows count at; 0: none */
+
+/* profd.captures (version 4): one row per capture (host, id) and state it
+ * was exported in; the largest state is its latest */
+#define FSC_ID         "id"
+#define FSC_STATE      "state"      /* UInt8: 0 active, 1 pinned, 2 unpinned (FSC_STATE_NAMES) */
+#define FSC_STATE_NAMES { "active", "pinned", "unpinned" } /* as profd's event lines name them */
+#define FSC_CAUSE      "cause"
+#define FSC_TRIGGER_NS "trigger_ns"
+#define FSC_FROM_NS    "from_ns"
+#define FSC_TO_NS      "to_ns"
 
 /* profd.drops: host, drain_start, drain_end, time, day as profd.samples */
 #define FSD_REASON "reason"

@@ -310,11 +310,14 @@ int fleet_sql_timeline_samples(FILE *f, const struct query_request *q, const str
         int r;
 
         t.timeline = true;
-        fputs("SELECT intDiv(" FSL_T ", 1000000) AS ms, " FS_STACK_ID ", count() FROM " FS_TABLE_TIMELINE, f);
+        /* a raise's samples apart, with their rates (version 5) */
+        fputs("SELECT intDiv(" FSL_T ", 1000000) AS ms, " FS_STACK_ID ", " FSL_FREQUENCY_HZ ", " FSL_BASE_HZ
+              ", count() FROM " FS_TABLE_TIMELINE, f);
         r = fleet_sql_where(f, q, &t);
         if (r < 0)
                 return r;
-        fprintf(f, " GROUP BY ms, " FS_STACK_ID " ORDER BY ms, " FS_STACK_ID " LIMIT %" PRIu64 " FORMAT TabSeparated",
+        fprintf(f, " GROUP BY ms, " FS_STACK_ID ", " FSL_FREQUENCY_HZ ", " FSL_BASE_HZ " ORDER BY ms, " FS_STACK_ID
+                ", " FSL_FREQUENCY_HZ ", " FSL_BASE_HZ " LIMIT %" PRIu64 " FORMAT TabSeparated",
                 (uint64_t) ((q->max_samples ? q->max_samples : TIMED_MAX_SAMPLES) + 1));
         return ferror(f) ? -EIO : 0;
 }
@@ -334,6 +337,28 @@ int fleet_sql_drops(FILE *f, const struct query_request *q _unused_, const struc
         if (r < 0)
                 return r;
         fputs(" GROUP BY " FS_HOST ", " FSD_REASON " ORDER BY " FS_HOST ", " FSD_REASON " FORMAT TabSeparated", f);
+        return ferror(f) ? -EIO : 0;
+}
+
+int fleet_sql_captures(FILE *f, const struct query_request *q _unused_, const struct fleet_scope *s) {
+        int r = 0;
+
+        /* each capture in its latest state (the largest; a host's rows are
+         * all on one shard, where LIMIT BY sees them together), if its
+         * pinned range overlaps the window, as profd's store_capture_window;
+         * the other filters do not apply to events, as in profd's answer.
+         * No day bound: the table holds a row per capture and state, one
+         * capture per cool-down at most */
+        fprintf(f, "SELECT " FS_HOST ", " FSC_ID ", " FSC_STATE ", " FSC_CAUSE ", " FSC_TRIGGER_NS ", " FSC_FROM_NS
+                ", " FSC_TO_NS " FROM (SELECT " FS_HOST ", " FSC_ID ", " FSC_STATE ", " FSC_CAUSE ", " FSC_TRIGGER_NS
+                ", " FSC_FROM_NS ", " FSC_TO_NS " FROM " FS_TABLE_CAPTURES " WHERE " FSC_FROM_NS " <= %" PRIu64
+                " AND " FSC_TO_NS " >= %" PRIu64, s->to_ns, s->from_ns);
+        if (s->host)
+                r = where_string(f, FS_HOST, s->host);
+        if (r < 0)
+                return r;
+        fputs(" ORDER BY " FS_HOST ", " FSC_ID ", " FSC_STATE " DESC LIMIT 1 BY " FS_HOST ", " FSC_ID ") ORDER BY "
+              FSC_TRIGGER_NS ", " FS_HOST ", " FSC_ID " FORMAT TabSeparated", f);
         return ferror(f) ? -EIO : 0;
 }
 

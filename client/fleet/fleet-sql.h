@@ -77,9 +77,10 @@ int fleet_sql_where(FILE *f, const struct query_request *q, const struct fleet_s
  * while hosts insert. Returns 0 or -EIO. */
 int fleet_sql_stacks_by_host(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
-/* The query whose rows are "ms \t stack_id \t samples": the samples of
- * profd.timeline in the window (s->timeline) by millisecond (Unix-epoch
- * ms) and stack, summed over the hosts, in (ms, stack) order, at most
+/* The query whose rows are "ms \t stack_id \t frequency_hz \t base_hz \t
+ * samples": the samples of profd.timeline in the window (s->timeline) by
+ * millisecond (Unix-epoch ms), stack and rates (a capture's raise apart,
+ * version 5; 0 and 0 at the base), summed over the hosts, in that order, at most
  * q->max_samples + 1 rows (TIMED_MAX_SAMPLES + 1 for 0): one row more than
  * the answer's cap can use, so where the cap cuts is known. Returns 0 or
  * -EIO. */
@@ -96,6 +97,14 @@ int fleet_sql_drains(FILE *f, const struct query_request *q, const struct fleet_
  * the request's other filters do not apply), hosts in order. Returns 0 or
  * -EIO. */
 int fleet_sql_drops(FILE *f, const struct query_request *q, const struct fleet_scope *s);
+
+/* The query whose rows are "host \t id \t state \t cause \t trigger_ns \t
+ * from_ns \t to_ns": the captures (profd.captures, version 4) of the
+ * scope's hosts whose pinned range overlaps the window, each once in its
+ * latest state (FSC_STATE), in order of trigger, host and id: the events
+ * of a series or timeline answer, as profd's (common/capture-event.h).
+ * Returns 0 or -EIO. */
+int fleet_sql_captures(FILE *f, const struct query_request *q, const struct fleet_scope *s);
 
 /* The id lists of the two queries below are not in their SQL: they go
  * along as ClickHouse "external data", a temporary table of this name with

@@ -23,7 +23,7 @@ const char chbatch_insert_drops[] =
         "INSERT INTO profd.drops (host, drain_start, drain_end, time, day, reason, value) FORMAT TabSeparated";
 const char chbatch_insert_timeline[] =
         "INSERT INTO profd.timeline (host, drain_start, drain_end, day, t, time, pid, process_start, comm, exe, uid, "
-        "cgroup, unit, container, tid, stack) FORMAT TabSeparated";
+        "cgroup, unit, container, tid, stack, frequency_hz, base_hz) FORMAT TabSeparated";
 
 struct chbatch {
         struct chbuf samples, stacks, frames, drops, timeline;
@@ -31,6 +31,7 @@ struct chbatch {
         char *host;            /* escaped for TabSeparated */
         struct chbuf prefix;   /* host and the drain's columns: every sample row starts so */
         struct chbuf tprefix;  /* host, drain_start, drain_end, day: every timeline row starts so */
+        unsigned hz, base_hz;  /* the current drain's raise (chbatch_drain_rate); 0, 0: none */
         char day[11];          /* the batch's */
         char sent_day[11];     /* the day of sent_stacks and sent_frames */
         hashmap *sent_stacks, *sent_frames; /* ids stored in ClickHouse for sent_day */
@@ -56,6 +57,10 @@ static int chbuf_put(struct chbuf *b, const char *s, size_t n) {
         b->len += n;
         b->data[b->len] = '\0';
         return 0;
+}
+
+int chbuf_append(struct chbuf *b, const char *s, size_t n) {
+        return chbuf_put(b, s, n);
 }
 
 static int chbuf_char(struct chbuf *b, char c) {
@@ -315,7 +320,20 @@ int chbatch_drain(chbatch *b, uint64_t start_ns, uint64_t end_ns) {
             (r = chbuf_u64(&b->tprefix, start_ns, '\t')) < 0 || (r = chbuf_u64(&b->tprefix, end_ns, '\t')) < 0 ||
             (r = chbuf_field(&b->tprefix, b->day)) < 0)
                 return r;
+        b->hz = b->base_hz = 0;
         b->n_drains++;
+        return 0;
+}
+
+int chbatch_drain_rate(chbatch *b, unsigned hz, unsigned base_hz) {
+        if (b->n_drains == 0)
+                return -EINVAL;
+        /* one definition of "raised", the exporter's weighting's: a rate
+         * unknown (drains before schema 14) or equal to the base is none */
+        if (hz == 0 || base_hz == 0 || hz == base_hz)
+                hz = base_hz = 0;
+        b->hz = hz;
+        b->base_hz = base_hz;
         return 0;
 }
 
@@ -447,7 +465,7 @@ int chbatch_add(chbatch *b, const struct store_outbox_sample *smp) {
 }
 
 /* tprefix (host, drain_start, drain_end, day), t, time, the process's
- * columns (pid .. container), tid, stack */
+ * columns (pid .. container), tid, stack, frequency_hz, base_hz */
 int chbatch_tick(chbatch *b, const struct store_outbox_tick *t) {
         struct chbuf *o = &b->timeline;
         void *proc, *stack;
@@ -460,7 +478,8 @@ int chbatch_tick(chbatch *b, const struct store_outbox_tick *t) {
                 return -ENOENT;
         if ((r = chbuf_put(o, b->tprefix.data, b->tprefix.len)) < 0 || (r = chbuf_u64(o, t->time_ns, '\t')) < 0 ||
             (r = chbuf_u64(o, t->time_ns / NSEC_PER_SEC, '\t')) < 0 || (r = chbuf_put(o, proc, strlen(proc))) < 0 ||
-            (r = chbuf_u64(o, t->tid, '\t')) < 0 || (r = chbuf_u64(o, (uint64_t) (uintptr_t) stack, '\n')) < 0)
+            (r = chbuf_u64(o, t->tid, '\t')) < 0 || (r = chbuf_u64(o, (uint64_t) (uintptr_t) stack, '\t')) < 0 ||
+            (r = chbuf_u64(o, b->hz, '\t')) < 0 || (r = chbuf_u64(o, b->base_hz, '\n')) < 0)
                 return r;
         b->n_ticks++;
         return 0;

@@ -1,5 +1,5 @@
 /* Stored drains as the bodies of ClickHouse INSERTs (TabSeparated) into the
- * fleet tables of schema/clickhouse/ (version 3): their sample rows, their
+ * fleet tables of schema/clickhouse/ (version 4; captures: chcapture.h): their sample rows, their
  * drop counters, their timelines (each on-CPU sample's own time, version
  * 3), and the stacks (with how their user part ended) and frames
  * (with why an unresolved one has no name) they use that this host has not
@@ -48,6 +48,12 @@ bool chbatch_host_name_valid(const char *s);
  * -EXDEV when the drain is of another day than the batch's (send the
  * batch first), or -ENOMEM. */
 int chbatch_drain(chbatch *b, uint64_t start_ns, uint64_t end_ns);
+
+/* The current drain's rate and the base its cpu rows are weighted to
+ * (issue 44, schema version 5): its timeline rows carry both when they
+ * differ (a capture's raise: a sample there counts base_hz / hz), else 0
+ * and 0, as after chbatch_drain. Returns 0 or -EINVAL before any drain. */
+int chbatch_drain_rate(chbatch *b, unsigned hz, unsigned base_hz);
 
 /* Adds one sample row of the current drain, and its stack and frames
  * unless sent (or added) already for this day. Returns 0 or -ENOMEM. */
@@ -113,3 +119,6 @@ struct chbuf {
         size_t len, cap;
 };
 int chbuf_escaped(struct chbuf *b, const char *s);
+/* Appends n bytes of s as they are (separators, numbers). Returns 0 or
+ * -ENOMEM. */
+int chbuf_append(struct chbuf *b, const char *s, size_t n);

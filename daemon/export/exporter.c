@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "chbatch.h"
+#include "chcapture.h"
 #include "clickhouse-schema.h"
 #include "conf.h"
 #include "credentials.h"
@@ -82,6 +83,8 @@ struct exporter {
         chbatch *batch;
         bool schema_ok;
         bool check_next;       /* the next drain's earlier attempt may have landed: look it up first */
+        chcapture_sent *captures_sent; /* the (capture, state) pairs ClickHouse holds, as far as known */
+        bool captures_check;   /* an earlier captures insert may have landed: look them up first */
         bool credentials_read;
         uint64_t logged_ns;    /* when last_error was logged */
         char logged[512];
@@ -446,20 +449,11 @@ static int drains_in(exporter *e, const char *table, const char *where, const st
         return 0;
 }
 
-/* Which of drains[0..n) ClickHouse holds already (an earlier attempt
- * stored them, and its answer was lost): stored[i] set for those whose
- * samples are there, drops_stored[i] for those whose drop rows are,
- * timeline_stored[i] for those whose timeline rows are. A batch's drops,
- * its timeline and its samples are each one INSERT of one block into one
- * partition of one shard, so each drain's are there whole or not at all,
- * and the drops and the timeline go first: a drain with samples there has
- * its drops and timeline there (a drain with no drop or timeline row is
- * never found so: sending its nothing again costs nothing).
- * First makes sure no earlier insert of this host is still running, which
- * could land after the look. Returns 0, or -EAGAIN (recorded: back off),
- * -ENOMEM, -ECANCELED. */
-static int drains_stored(exporter *e, const struct store_outbox_drain *drains, size_t n, bool *stored,
-                         bool *drops_stored, bool *timeline_stored) {
+/* Makes sure no earlier insert of this host (its query ids all start
+ * "profd-HOST-") is still running at ClickHouse: one could land after a
+ * look for what it holds. Returns 0, or -EAGAIN (recorded: back off; one
+ * is running, or ClickHouse did not answer), -ENOMEM, -ECANCELED. */
+static int no_insert_running(exporter *e) {
         _cleanup_free_ char *sql = NULL;
         struct failure f;
         uint64_t running;
@@ -477,6 +471,28 @@ static int drains_stored(exporter *e, const struct store_outbox_drain *drains, s
         if (running > 0)
                 return fail(e, EXPORTER_ERROR_TIMEOUT, "an earlier insert is still running at %s; waiting for it",
                             e->url);
+        return 0;
+}
+
+/* Which of drains[0..n) ClickHouse holds already (an earlier attempt
+ * stored them, and its answer was lost): stored[i] set for those whose
+ * samples are there, drops_stored[i] for those whose drop rows are,
+ * timeline_stored[i] for those whose timeline rows are. A batch's drops,
+ * its timeline and its samples are each one INSERT of one block into one
+ * partition of one shard, so each drain's are there whole or not at all,
+ * and the drops and the timeline go first: a drain with samples there has
+ * its drops and timeline there (a drain with no drop or timeline row is
+ * never found so: sending its nothing again costs nothing).
+ * First makes sure no earlier insert of this host is still running, which
+ * could land after the look. Returns 0, or -EAGAIN (recorded: back off),
+ * -ENOMEM, -ECANCELED. */
+static int drains_stored(exporter *e, const struct store_outbox_drain *drains, size_t n, bool *stored,
+                         bool *drops_stored, bool *timeline_stored) {
+        int r;
+
+        r = no_insert_running(e);
+        if (r < 0)
+                return r;
         r = drains_in(e, "profd.samples", " AND kind IN (0, 1, 2)", drains, n, stored);
         if (r < 0)
                 return r;
@@ -657,6 +673,8 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
                 r = chbatch_drain(e->batch, drains[k].start_ns, drains[k].end_ns);
                 if (r == -EXDEV) /* another day: the next batch */
                         break;
+                if (r >= 0) /* its timeline rows say what its samples' were weighted by */
+                        r = chbatch_drain_rate(e->batch, drains[k].frequency_hz, e->base_hz);
                 if (r < 0)
                         return r;
                 if (e->base_hz > 0 && drains[k].frequency_hz > 0 && drains[k].frequency_hz != e->base_hz)
@@ -737,6 +755,136 @@ static int export_batch(exporter *e, const struct store_outbox_drain *drains, si
         return (int) k;
 }
 
+/* Capture states one pass sends at most: captures come one per cool-down
+ * (10 min by default), so this is days of them in one small insert; a
+ * longer backlog goes in the next passes. */
+#define CAPTURES_BATCH 256
+
+/* The captures whose current state ClickHouse is not known to hold. */
+struct pending_captures {
+        const chcapture_sent *sent;
+        struct store_capture c[CAPTURES_BATCH]; /* their strings owned (strdup) */
+        size_t n;
+        uint64_t waiting; /* all of them, also those beyond the batch */
+};
+
+static void pending_captures_done(struct pending_captures *p) {
+        for (size_t i = 0; i < p->n; i++) {
+                free((char *) p->c[i].cause);
+                free((char *) p->c[i].origin);
+        }
+}
+
+static int capture_pending(const struct store_capture *c, void *userdata) {
+        struct pending_captures *p = userdata;
+        struct store_capture *k;
+
+        if (chcapture_sent_has(p->sent, c->id, c->state))
+                return 0;
+        p->waiting++;
+        if (p->n == CAPTURES_BATCH)
+                return 0;
+        k = &p->c[p->n++];
+        *k = *c;
+        k->cause = strdup(c->cause);
+        k->origin = strdup(c->origin);
+        return k->cause && k->origin ? 0 : -ENOMEM;
+}
+
+/* Sends the captures of the store (schema 12) whose current state
+ * ClickHouse does not hold (chcapture.h): after a start, or an insert whose
+ * answer was lost, it first asks ClickHouse which of their states it holds
+ * (by host, id and state, as drains by host and drain_end) and leaves
+ * those out. A capture that changed more than once between two passes is
+ * sent in its latest state only. Returns 1 when more are waiting, 0 when
+ * every capture's state is in ClickHouse, or a negative errno (-EAGAIN:
+ * recorded, back off). */
+static int export_captures(exporter *e) {
+        _cleanup_(pending_captures_done) struct pending_captures p = { .sent = e->captures_sent };
+        _cleanup_free_ char *sql = NULL, *answer = NULL, *body = NULL;
+        struct chbuf b = {};
+        uint64_t found = 0;
+        size_t rows = 0, first = SIZE_MAX;
+        char qid[320];
+        int r;
+
+        r = store_capture_list(e->outbox, 0, capture_pending, &p);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return fail(e, EXPORTER_ERROR_LOCAL, "cannot read the captures from %s: %s", e->store_path,
+                            strerror(-r));
+        pthread_mutex_lock(&e->lock);
+        e->status.captures_backlog = p.waiting;
+        pthread_mutex_unlock(&e->lock);
+        if (p.n == 0)
+                return 0;
+        if (e->captures_check) {
+                int64_t ids[CAPTURES_BATCH];
+                const char *bad;
+                struct failure f;
+
+                r = no_insert_running(e);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < p.n; i++)
+                        ids[i] = p.c[i].id;
+                r = chcapture_lookup_sql(e->host_name, ids, p.n, &sql);
+                if (r < 0)
+                        return r;
+                r = http_post(e, "looking for captures sent before", "", sql, strlen(sql), &answer, &f);
+                if (r == -EAGAIN)
+                        return fail_with(e, &f);
+                if (r < 0)
+                        return r;
+                r = chcapture_lookup_parse(e->captures_sent, answer, &bad);
+                if (r == -EBADMSG)
+                        return fail(e, EXPORTER_ERROR_HTTP, "looking for captures sent before: unexpected answer "
+                                    "\"%.100s\" (ClickHouse at %s)", bad, e->url);
+                if (r < 0)
+                        return r;
+                e->captures_check = false;
+        }
+        for (size_t i = 0; i < p.n; i++) {
+                if (chcapture_sent_has(e->captures_sent, p.c[i].id, p.c[i].state)) {
+                        found++;
+                        continue;
+                }
+                r = chcapture_row(&b, e->host_name, &p.c[i]);
+                body = b.data;
+                if (r < 0)
+                        return r == -ENOMEM ? r : fail(e, EXPORTER_ERROR_LOCAL, "capture %" PRId64 " in %s cannot "
+                                                       "be exported (state %d)", p.c[i].id, e->store_path,
+                                                       (int) p.c[i].state);
+                if (first == SIZE_MAX)
+                        first = i;
+                rows++;
+        }
+        if (rows > 0) {
+                /* under the host's prefix: no_insert_running waits for it */
+                snprintf(qid, sizeof(qid), "profd-%s-captures-%" PRId64 "-%d", e->host_name, p.c[first].id,
+                         (int) p.c[first].state);
+                /* from here on a failure may leave the rows stored */
+                e->captures_check = true;
+                r = insert(e, "inserting captures", chcapture_insert,
+                           (struct chbatch_body) { .data = b.data, .len = b.len, .rows = rows }, qid);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < p.n; i++) {
+                        r = chcapture_sent_add(e->captures_sent, p.c[i].id, p.c[i].state);
+                        if (r < 0)
+                                return r; /* captures_check stays: the next pass looks them up */
+                }
+                e->captures_check = false;
+        }
+        pthread_mutex_lock(&e->lock);
+        e->status.exported_captures += rows;
+        e->status.captures_already_stored += found;
+        e->status.captures_backlog = p.waiting - MIN(p.waiting, (uint64_t) p.n);
+        pthread_mutex_unlock(&e->lock);
+        return p.waiting > p.n ? 1 : 0;
+}
+
 /* One look at the outbox. Returns 1 when there may be more to send, 0 when
  * caught up, or a negative errno (-EAGAIN: recorded, back off). */
 static int export_pass(exporter *e) {
@@ -744,7 +892,7 @@ static int export_pass(exporter *e) {
         uint64_t backlog = 0, oldest = 0, lost = 0;
         int64_t cursor;
         size_t n = 0;
-        bool failing;
+        bool failing, more_captures;
         int r;
 
         if (!e->outbox) {
@@ -769,6 +917,17 @@ static int export_pass(exporter *e) {
                 return r;
         if (!e->schema_ok && (r = check_schema(e)) < 0)
                 return r;
+        /* captures first: a few rows at most, and the fleet's series marks
+         * them while a backlog of drains is still on its way */
+        r = export_captures(e);
+        if (r < 0) {
+                if (e->status.last_error_kind == EXPORTER_ERROR_SCHEMA)
+                        e->schema_ok = false;
+                return r;
+        }
+        more_captures = r > 0;
+        if (n == 0 && more_captures)
+                return 1;
         if (n == 0) {
                 pthread_mutex_lock(&e->lock);
                 e->status.state = "caught_up";
@@ -928,6 +1087,7 @@ int exporter_new(const struct conf *cfg, exporter **ret) {
         /* at start the first drain after the cursor may have been stored by
          * the previous run, its acknowledgement lost with it */
         e->check_next = true;
+        e->captures_check = true;
         if (!e->url || !e->host_name || !e->store_path || (cfg->clickhouse_credentials && !e->credentials_path) ||
             asprintf(&e->target, "%s %s", cfg->host_name, cfg->clickhouse_url) < 0) {
                 e->target = NULL;
@@ -944,6 +1104,8 @@ int exporter_new(const struct conf *cfg, exporter **ret) {
         }
         e->curl = sym_curl_easy_init();
         r = e->curl ? chbatch_new(&e->batch) : -ENOMEM;
+        if (r >= 0)
+                r = chcapture_sent_new(&e->captures_sent);
         if (r < 0) {
                 exporter_free(e);
                 return log_oom();
@@ -971,6 +1133,7 @@ exporter *exporter_free(exporter *e) {
         if (e->curl)
                 sym_curl_easy_cleanup(e->curl);
         chbatch_free(e->batch);
+        chcapture_sent_free(e->captures_sent);
         store_close(e->outbox);
         free(e->url);
         free(e->host_name);

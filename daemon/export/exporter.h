@@ -37,6 +37,9 @@ struct exporter_status {
         uint64_t exported_drains, exported_samples, exported_stacks, exported_frames;
         uint64_t exported_timeline; /* timeline rows: on-CPU samples with their own time */
         uint64_t timeline_unmatched; /* timeline samples naming no sample row of their drain: not sent */
+        uint64_t exported_captures; /* capture rows: a capture in one state each (chcapture.h) */
+        uint64_t captures_backlog;  /* captures whose current state ClickHouse does not hold yet */
+        uint64_t captures_already_stored; /* capture states found in ClickHouse before a resend: not sent twice */
         uint64_t bytes_sent;        /* request bodies */
         uint64_t already_stored;    /* drains found in ClickHouse when about to be sent again: not sent twice */
         uint64_t lost_by_retention; /* drains retention merged or deleted before they were acknowledged */

@@ -313,6 +313,9 @@ static int answer_timeline(const struct answer_context *ctx, const struct query_
                         PROTO_KEY_OLDEST_NS, (json_int_t) oldest, PROTO_KEY_QUALITY, report);
         if (end && set.omitted > 0)
                 json_object_set_new(end, PROTO_KEY_OMITTED_FROM_NS, json_integer((json_int_t) set.omitted_from_ns));
+        /* the rate a "rated_samples" line's entries count in (issue 44) */
+        if (end && q->base_hz > 0)
+                json_object_set_new(end, PROTO_KEY_BASE_HZ, json_integer((json_int_t) q->base_hz));
         if (answer_events_end(end, &events) < 0) {
                 json_decref(end);
                 return -ENOMEM;

@@ -936,9 +936,11 @@ static int timeline_proc_get(store *s, sqlite3_stmt *pst, const struct store_que
 
 /* Called by timeline_scan for each sample of the window that passes the
  * query's filters, with its time, value, key and process: a cpu sample at
- * its time, value 1; the part of an off-CPU block inside the window, from
- * where it begins there, value its ns. */
-typedef int (*timeline_sample_fn)(uint64_t at_ns, uint64_t value, const struct timeline_key *k,
+ * its time, value 1 (in the sums' fixed point when they are weighted) and
+ * hz its drain's rate where that is not the base (else 0); the part of an
+ * off-CPU block inside the window, from where it begins there, value its
+ * ns, hz 0. */
+typedef int (*timeline_sample_fn)(uint64_t at_ns, uint64_t value, unsigned hz, const struct timeline_key *k,
                                   struct timeline_proc *tp, void *userdata);
 
 /* The off-CPU blocks of one offcpu_timeline row (start: its start_ns) in
@@ -963,7 +965,7 @@ static int offtime_row_scan(store *s, const struct store_query *q, struct stack_
                 r = timeline_proc_get(s, pst, q, a, procs, ok->process_id, &tp);
                 if (r < 0 || !tp->keep)
                         continue;
-                r = fn(at, part, &k, tp, userdata);
+                r = fn(at, part, 0, &k, tp, userdata);
         }
         return r;
 }
@@ -1051,7 +1053,10 @@ static int timeline_scan(store *s, const struct store_query *q, struct stack_sum
                         r = timeline_proc_get(s, pst, q, a, procs, k->process_id, &tp);
                         if (r < 0 || !tp->keep)
                                 continue;
-                        r = fn(at, stack_sums_value(a, sqlite3_column_int64(bst, 0), 1), k, tp, userdata);
+                        int64_t drain = sqlite3_column_int64(bst, 0);
+
+                        r = fn(at, stack_sums_value(a, drain, 1), a ? rate_map_hz(&a->rates, drain) : 0, k, tp,
+                               userdata);
                 }
                 timeline_block_done(&b);
         }
@@ -1080,7 +1085,8 @@ struct timeline_sums {
         sqlite3_stmt *name_st;
 };
 
-static int timeline_sum_sample(uint64_t at_ns _unused_, uint64_t value, const struct timeline_key *k,
+static int timeline_sum_sample(uint64_t at_ns _unused_, uint64_t value, unsigned hz _unused_,
+                               const struct timeline_key *k,
                                struct timeline_proc *tp, void *userdata) {
         struct timeline_sums *ts = userdata;
         uint32_t group = tp->group;
@@ -1141,15 +1147,18 @@ int store_offtime_oldest(store *s, uint64_t *ret_ns) {
         return 0;
 }
 
-static int timed_add_sample(uint64_t at_ns, uint64_t value _unused_, const struct timeline_key *k,
+static int timed_add_sample(uint64_t at_ns, uint64_t value _unused_, unsigned hz, const struct timeline_key *k,
                             struct timeline_proc *tp _unused_, void *userdata) {
-        return timed_set_add(userdata, at_ns, k->stack_id);
+        return timed_set_add(userdata, at_ns, k->stack_id, hz);
 }
 
 int store_query_timed(store *s, const struct store_query *q, struct timed_set *set, store_stack_fn fn,
                       void *userdata) {
         struct store_frame_out *out = NULL;
         size_t out_cap = 0;
+        /* only the rates: the samples carry their drain's, for profctl to
+         * weigh a range as a query would (issue 44) */
+        struct stack_sums rates = {};
         hashmap *cache;
         int r;
 
@@ -1160,9 +1169,12 @@ int store_query_timed(store *s, const struct store_query *q, struct timed_set *s
         cache = store_query_location_cache(s);
         if (!cache)
                 return -ENOMEM;
-        r = timeline_scan(s, q, NULL, timed_add_sample, set);
+        r = stack_sums_load_rates(s, q, &rates);
         if (r >= 0)
-                timed_set_finish(set);
+                r = timeline_scan(s, q, &rates, timed_add_sample, set);
+        stack_sums_done(&rates);
+        if (r >= 0)
+                r = timed_set_finish(set);
         for (size_t i = 0; r >= 0 && i < set->n_stacks; i++) {
                 struct store_stack_out so = { .value = set->stack_values[i] };
 
@@ -1179,7 +1191,7 @@ int store_query_timed(store *s, const struct store_query *q, struct timed_set *s
         return r;
 }
 
-static int timed_add_span(uint64_t at_ns, uint64_t value, const struct timeline_key *k,
+static int timed_add_span(uint64_t at_ns, uint64_t value, unsigned hz _unused_, const struct timeline_key *k,
                           struct timeline_proc *tp _unused_, void *userdata) {
         return timed_span_set_add(userdata, at_ns, value, k->stack_id);
 }

@@ -1,4 +1,4 @@
--- profd's fleet tables in ClickHouse, version 3: the tables profd inserts
+-- profd's fleet tables in ClickHouse, version 5: the tables profd inserts
 -- into and profctl queries, each a Distributed table over the shards'
 -- local tables (shard.sql) of the cluster named in remote_servers. Run on
 -- every server profd or profctl talks to, after shard.sql; {cluster} is
@@ -22,3 +22,6 @@ ENGINE = Distributed({cluster}, profd, drops_local, sipHash64(host));
 
 CREATE TABLE IF NOT EXISTS profd.timeline AS profd.timeline_local
 ENGINE = Distributed({cluster}, profd, timeline_local, sipHash64(host));
+
+CREATE TABLE IF NOT EXISTS profd.captures AS profd.captures_local
+ENGINE = Distributed({cluster}, profd, captures_local, sipHash64(host));

@@ -1,7 +1,8 @@
--- profd's fleet tables in ClickHouse (18.16 and later), version 3: what every
+-- profd's fleet tables in ClickHouse (18.16 and later), version 5: what every
 -- shard holds. Run on each shard once (profctl --clickhouse URL init does);
--- a version-1 shard is upgraded in place by upgrade.sql, a version-2 one by
--- the CREATE TABLE IF NOT EXISTS of the table version 3 added (timeline).
+-- an older shard is upgraded in place by the CREATE TABLE IF NOT EXISTS of
+-- the tables versions 2 (drops), 3 (timeline) and 4 (captures) added, and
+-- by upgrade.sql's columns (versions 2 and 5).
 -- Statements end with ';' at the end of a line; '--' comments only.
 -- docs/clickhouse.md describes every column and why.
 
@@ -128,11 +129,44 @@ CREATE TABLE IF NOT EXISTS profd.timeline_local (
         unit String,
         container String,
         tid UInt32,
-        stack UInt64                    -- stacks.id
+        stack UInt64,                   -- stacks.id
+        -- version 5 (issue 44): a capture's raise. A sample of a drain taken
+        -- at another rate than the one its drain's rows of profd.samples
+        -- were weighted to (the exporting profd's frequency) counts
+        -- base_hz / frequency_hz of a sample there: both rates, or 0 and 0
+        -- for a sample at that base (and every row exported before)
+        frequency_hz UInt32 DEFAULT 0,
+        base_hz UInt32 DEFAULT 0
 ) ENGINE = MergeTree
 PARTITION BY day
 ORDER BY (host, time);
 
+-- Captures (version 4, issue 44): the events of the host's store table
+-- captures (schema 12), one row per state each capture was exported in:
+-- 'active' when it fired, 'pinned' when its time after the trigger ended
+-- (pinned_bytes measured then), 'unpinned' when its data went back to
+-- retention. A capture's current state is its row with the largest state.
+-- Inserted one block per export pass; (host, id, state) is the key profd
+-- looks up before sending a row again, so each state arrives once. day
+-- and time are the trigger's: the capture goes with that day's partitions.
+CREATE TABLE IF NOT EXISTS profd.captures_local (
+        host String,
+        id UInt64,                      -- the capture's id in the host's store
+        state UInt8,                    -- 0 active, 1 pinned, 2 unpinned
+        day Date,                       -- trigger_ns's day in UTC: the partition
+        time DateTime,                  -- trigger_ns in seconds
+        trigger_ns UInt64,              -- Unix-epoch ns, as the host's drains
+        from_ns UInt64,                 -- the pinned range: capture_before before the trigger ...
+        to_ns UInt64,                   -- ... to capture_duration after it
+        cause String,                   -- the condition: "manual", "oom", "cpu:pid=42>80", "psi:..."
+        origin String,                  -- 'setting' (capture_on) or 'request' (profctl capture start)
+        uid UInt32,                     -- who armed it: the requester's uid, 0 for the setting
+        value_centi Int64,              -- the value that crossed the threshold, in hundredths; -1: none (manual, oom)
+        pinned_bytes UInt64             -- estimated when it fired, measured when it ended
+) ENGINE = MergeTree
+PARTITION BY day
+ORDER BY (host, id, state);
+
 -- Last: a version row says every table above is there (profctl's init
 -- inserts it after cluster.sql and upgrade.sql).
-INSERT INTO profd.schema_version (version) VALUES (3);
+INSERT INTO profd.schema_version (version) VALUES (5);

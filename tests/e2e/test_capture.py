@@ -13,9 +13,12 @@ hierarchy as on this VM) fires a capture on "oom". A capture by hand
 raises the sampling rate tenfold for its duration and back (status,
 capture list, the timeline's samples per CPU second), and a window that
 spans the raise keeps the split of CPU time between two processes, its
-series no jump."""
+series no jump, its heatmap's cells no jump either; a range of the
+heatmap page over the raise folds to exactly query --from --to's stacks."""
 import json
 import os
+import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -25,6 +28,7 @@ import time
 from xml.sax.saxutils import escape as xml_escape
 
 from harness import Profd, binary, require_root, run_tests
+from test_heatmap import CHROMIUM, folded_sums, page_dom
 
 COOLDOWN_S = 14
 THRESHOLD = 10
@@ -392,7 +396,7 @@ SPLIT_TOLERANCE_PP = 5.0  # as test_oncpu's
 
 
 def timeline_samples(hm, from_ns, to_ns):
-    """The samples of a heatmap's cells (as taken, not weighted) that lie
+    """The samples of a heatmap's cells (counted at the base rate) that lie
     within [from_ns, to_ns)."""
     bucket = hm["bucket_ms"] * 10**6
     return sum(n for c, col in enumerate(hm["cells"]) for r, n in enumerate(col)
@@ -400,8 +404,47 @@ def timeline_samples(hm, from_ns, to_ns):
                hm["start_ns"] + c * 10**9 + (r + 1) * bucket <= to_ns)
 
 
+def check_page_ranges_over_the_raise(d, t_raise, t_restore):
+    """The heatmap page of every process over the raise: a range from a
+    second before it to a second into it, and one of 300 ms inside it,
+    fold to exactly the stacks of query --from --to (both count each
+    raised sample as BASE_HZ / RAISED_HZ of one and round as the query
+    does, ties included); unweighted, the raise's stacks would count ten
+    times."""
+    if not CHROMIUM:
+        raise AssertionError("no chromium to load the heatmap page in (setup.sh installs it)")
+    work, t0 = tempfile.mkdtemp(prefix="profd-capture-page-"), time.monotonic()
+    try:
+        page = os.path.join(work, "heatmap.html")
+        start = t_raise - 3 * 10**9
+        d.profctl("heatmap", "--from", rfc3339(start), "--to", rfc3339(t_restore + 10**9), "--output", page)
+        first = start - start % 10**9  # the first column's second
+        mid = (t_raise + t_restore) // 2
+        for lo_ns, hi_ns in ((t_raise - 10**9, t_raise + 10**9), (mid - 150 * 10**6, mid + 150 * 10**6)):
+            lo, hi = (lo_ns - first) // 10**6, (hi_ns - first) // 10**6
+            dom = page_dom(work, f"file://{page}#range={lo}-{hi}")
+            folded = re.search(r'<pre id="folded">(.*?)</pre>', dom, re.S).group(1)
+            folded = folded.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+            page_sums = folded_sums(folded)
+            # the same window: whole ms from lo, up to but not at hi
+            frm, to = rfc3339(first + lo * 10**6), rfc3339(first + hi * 10**6 - 1)
+            query_sums = folded_sums(d.profctl("query", "--from", frm, "--to", to, "--format", "folded").stdout)
+            qj = d.query_json("--from", frm, "--to", to)
+            print(f"  page range {lo}-{hi} ms over the raise: {sum(page_sums.values())} samples in "
+                  f"{len(page_sums)} stacks, query {sum(query_sums.values())} in {len(query_sums)} "
+                  f"(timeline {qj.get('timeline')})")
+            assert qj.get("timeline") is True, qj.get("timeline")
+            assert sum(page_sums.values()) >= 20, page_sums
+            assert page_sums == query_sums, (
+                f"page - query {dict(set(page_sums.items()) - set(query_sums.items()))}, "
+                f"query - page {dict(set(query_sums.items()) - set(page_sums.items()))}")
+        print(f"  the page's ranges over the raise: checked in {time.monotonic() - t0:.1f} s")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def test_capture_raises_the_rate_and_answers_keep_their_split():
-    """One process spins 12 s on a CPU; a second spins only during a
+    """One process spins 13 s on a CPU; a second spins only during a
     capture's 5 s raise to 499 Hz. Counted at the base rate, the window's
     split of samples between them is their split of CPU time; unweighted
     the raise's samples would give the second far more."""
@@ -414,8 +457,11 @@ def test_capture_raises_the_rate_and_answers_keep_their_split():
             assert st["raised_until_ns"] == 0 and st["interval_now_ms"] == 2000, st
             # started once profd samples: its whole CPU time is sampled
             t_start = time.time_ns()
-            w1 = subprocess.Popen([binary("CPU_SPLIT"), "12"], stdout=subprocess.PIPE, text=True)
-            time.sleep(3.5)
+            w1 = subprocess.Popen([binary("CPU_SPLIT"), "13"], stdout=subprocess.PIPE, text=True)
+            # 5 s at the base: the series' whole seconds from 2 s after the
+            # start to the raise are at least two (3.5 s left half a second,
+            # which held no whole second about half the time)
+            time.sleep(5)
             t_pre, cpu_pre = time.time_ns(), cpu_seconds(w1.pid)
 
             # by hand: the rate goes up at once, drains come as much more often
@@ -433,14 +479,18 @@ def test_capture_raises_the_rate_and_answers_keep_their_split():
             lst = d.profctl("capture", "list").stdout
             assert f", {RAISED_HZ} Hz (request" in lst, lst
 
-            out2, _ = w2.communicate(timeout=30)
+            # the busy process's CPU read well inside the raise (1.5 s
+            # before its planned end: the checks above may take a second on
+            # a loaded machine, or under AddressSanitizer)
+            time.sleep(max(0.0, (t_raise + int((RAISE_S - 1.5) * 10**9) - time.time_ns()) / 1e9))
             t_raised_end, cpu_raised_end = time.time_ns(), cpu_seconds(w1.pid)
-            truth2 = json.loads(out2)
             assert t_raised_end < t_raise + RAISE_S * 10**9, "too slow to see the raise"
+            out2, _ = w2.communicate(timeout=30)
+            truth2 = json.loads(out2)
             # back to the base after the capture's duration
             wait_for("the rate back at the base", lambda: ask(d, "status")["sampling_hz"] == BASE_HZ,
                      timeout=RAISE_S + 3)
-            t_restore = time.time_ns()
+            t_restore, cpu_restore = time.time_ns(), cpu_seconds(w1.pid)
             st = ask(d, "status")
             assert st["raised_until_ns"] == 0 and st["interval_now_ms"] == 2000, st
             out1, _ = w1.communicate(timeout=30)
@@ -450,18 +500,26 @@ def test_capture_raises_the_rate_and_answers_keep_their_split():
 
             # the sampler visibly at the raised rate: the busy process's
             # samples in the timeline per second of CPU it used (from
-            # /proc: whatever share the machine's load leaves it), before
-            # the raise and during it
+            # /proc: whatever share the machine's load leaves it), the
+            # raise's as taken; and the heatmap's cells counting them at
+            # the base rate, so that the raise is not ten times hotter
             hm = json.loads(d.profctl("heatmap", "--pid", str(truth1["pid"]), "--from", rfc3339(t_start),
                                       "--to", rfc3339(t_end), "--json").stdout)
+            r_taken = hm["raised_samples"] / max(cpu_restore - cpu_raise, 0.01)
             r_out = timeline_samples(hm, t_start, t_pre) / max(cpu_pre, 0.01)
             r_in = timeline_samples(hm, t_raise, t_raised_end) / max(cpu_raised_end - cpu_raise, 0.01)
-            print(f"  timeline of the busy process: {r_in:.0f} samples per CPU second raised "
-                  f"({cpu_raised_end - cpu_raise:.2f} s of CPU), {r_out:.0f} at the base ({cpu_pre:.2f} s): "
-                  f"x{r_in / max(r_out, 1):.1f}")
+            print(f"  timeline of the busy process: {r_taken:.0f} samples taken per CPU second raised "
+                  f"({cpu_restore - cpu_raise:.2f} s of CPU); the heatmap's cells {r_in:.0f} a CPU second "
+                  f"raised, {r_out:.0f} at the base ({cpu_pre:.2f} s): x{r_in / max(r_out, 1):.2f}")
             assert cpu_pre > 0.05 and cpu_raised_end - cpu_raise > 0.05, "the machine left the workload no CPU"
+            assert hm["base_hz"] == BASE_HZ and hm["samples_taken"] > hm["total"], hm["total"]
+            assert 0.6 * RAISED_HZ < r_taken < 1.5 * RAISED_HZ, r_taken
             assert 0.6 * BASE_HZ < r_out < 1.5 * BASE_HZ, r_out
-            assert 0.6 * RAISED_HZ < r_in < 1.5 * RAISED_HZ, r_in
+            assert 0.6 * BASE_HZ < r_in < 1.5 * BASE_HZ, r_in
+            # and the heatmap's total is the query's over its window
+            q = d.query_json("--pid", str(truth1["pid"]), "--from", rfc3339(t_start), "--to", rfc3339(t_end))
+            assert q.get("timeline") is True and hm["total"] == q["total"], (hm["total"], q["total"])
+            check_page_ranges_over_the_raise(d, t_raise, t_restore)
 
             # the window spans the raise: each process's share of samples
             # is its share of the CPU time both used

@@ -14,6 +14,7 @@ profiling locally."""
 import http.server
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -31,11 +32,12 @@ CH = None  # the cluster every test uses
 INTERVAL = "2s"  # enough drains in seconds, few enough for a loaded 2-CPU machine
 
 
-def start_profd(host, url=None, user=clickhouse.USER, password=clickhouse.PASSWORD, timeout=None, spec=None):
+def start_profd(host, url=None, user=clickhouse.USER, password=clickhouse.PASSWORD, timeout=None, spec=None,
+                extra=()):
     """A profd (not started yet) exporting to url (default: the cluster) as
     host, with a credentials file for user; with spec, its store starts
-    with that known content (storegen)."""
-    p = Profd("--interval", INTERVAL, "--clickhouse-url", url or CH.url, "--host-name", host)
+    with that known content (storegen); extra: more options."""
+    p = Profd("--interval", INTERVAL, "--clickhouse-url", url or CH.url, "--host-name", host, *extra)
     if spec:
         storegen(p.store, spec)
     p.credentials = set_credentials(p, user, password)
@@ -541,6 +543,109 @@ def test_drops_stored_but_answer_lost_are_not_sent_twice():
         proxy.close()
 
 
+def clickhouse_captures(host):
+    """{(id, state): [rows]} of profd.captures for host, each row as
+    profctl capture list names the fields."""
+    out = CH.query(f"SELECT id, state, cause, origin, uid, trigger_ns, from_ns, to_ns, pinned_bytes, value_centi "
+                   f"FROM profd.captures WHERE host = '{host}' FORMAT JSONEachRow")
+    rows = {}
+    for line in out.splitlines():
+        r = json.loads(line)
+        r = {k: int(v) if k not in ("cause", "origin") else v for k, v in r.items()}
+        rows.setdefault((r["id"], r["state"]), []).append(r)
+    return rows
+
+
+def local_capture(p, cid):
+    return next(c for c in json.loads(p.profctl("capture", "list", "--json").stdout)["captures"] if c["id"] == cid)
+
+
+def capture_events_of(profctl, view, from_ns, to_ns, *args):
+    """The capture events of profctl VIEW --json over the window (host
+    dropped: only the fleet's lines carry it)."""
+    doc = json.loads(profctl(view, "--from", rfc3339(from_ns), "--to", rfc3339(to_ns), "--json", *args).stdout)
+    return [{k: v for k, v in e.items() if k != "host"} for e in doc.get("events", [])], doc
+
+
+def test_capture_arrives_once_per_state_and_the_fleet_marks_it():
+    """A capture by hand arrives in profd.captures once in each state it
+    was exported in (active unless it had ended by the exporter's next look,
+    as under a sanitizer and load; pinned when its time ended; unpinned),
+    also when the first insert's answer was lost (the retry finds it
+    stored) and across a restart of profd (the states are looked up, none
+    sent again); the fleet's series and heatmap mark it as the host's own
+    do."""
+    host = "capture-host"
+    proxy = DroppingProxy(CH.url, drops=1, table="captures")
+    p = start_profd(host, url=proxy.url, timeout="1s",
+                    extra=("--capture-before", "6s", "--capture-duration", "1s", "--capture-cooldown", "1s"))
+    states = {0: "active", 1: "pinned", 2: "unpinned"}
+    try:
+        p.start(timeout=180)
+        drains_stored(p, 1)  # the time before: a few seconds of it
+        r = p.profctl("capture", "start", "manual", "--json")
+        cid = json.loads(r.stdout)["capture"]["id"]
+        # its first state (active, or pinned if it ended before the
+        # exporter's next look): the insert lands, its answer is lost, the
+        # retry finds it
+        wait_for("the capture in ClickHouse", lambda: proxy.dropped >= 1 and any(
+            i == cid for i, _ in clickhouse_captures(host)), timeout=180, p=p)
+        wait_for("the capture pinned", lambda: local_capture(p, cid)["state"] == "pinned", timeout=60, p=p)
+        wait_for("the pinned capture in ClickHouse", lambda: (cid, 1) in clickhouse_captures(host), timeout=180,
+                 p=p)
+        # the store's writer may hold its transaction longer than the
+        # busy timeout (a drain symbolized under a sanitizer and load):
+        # profd then refuses the unpin as busy, and it is asked again
+        def unpin():
+            r = p.profctl("capture", "unpin", str(cid), check=False)
+            assert r.returncode == 0 or "busy" in r.stderr, r.stderr
+            return r.returncode == 0
+        wait_for("the capture unpinned", unpin, timeout=60, p=p)
+        wait_for("the unpinned capture in ClickHouse", lambda: (cid, 2) in clickhouse_captures(host), timeout=180,
+                 p=p)
+        e, _ = export_status(p)
+        assert e["errors"]["timeout"] >= 1 and e["captures_already_stored"] >= 1, e
+        assert e["exported_captures"] >= 2 and e["captures_backlog"] == 0, e
+        # a restart: every state is found in ClickHouse, none sent again
+        p.stop()
+        p.start(timeout=180)
+        caught_up(p)
+        e, _ = export_status(p)
+        assert e["captures_already_stored"] >= 1 and e["exported_captures"] == 0 and e["captures_backlog"] == 0, e
+        local = local_capture(p, cid)
+        rows = clickhouse_captures(host)
+        assert sorted(rows) in ([(cid, 0), (cid, 1), (cid, 2)], [(cid, 1), (cid, 2)]), rows
+        print(f"  states exported: {', '.join(states[st] for _, st in sorted(rows))}")
+        for (i, state), got in rows.items():
+            assert len(got) == 1, f"capture {i} {states[state]} is in ClickHouse {len(got)} times: {got}"
+            r = got[0]
+            for k in ("cause", "origin", "uid", "trigger_ns", "from_ns", "to_ns"):
+                assert r[k] == local[k], (states[state], k, r[k], local[k])
+            assert r["value_centi"] == -1, r  # manual: no value
+            if state > 0:  # measured when it ended (0 if its drains were not stored yet), kept when unpinned
+                assert r["pinned_bytes"] == local["pinned_bytes"], (r, local)
+        # the fleet's series and heatmap mark it as profd's own do
+        # (from where the host's timeline begins: a local heatmap needs it)
+        t_from, t_to = max(local["trigger_ns"] - 2 * 10**9, timeline_oldest(p)), local["trigger_ns"] + 2 * 10**9
+        ls, _ = capture_events_of(p.profctl, "series", t_from, t_to, "--step", "1s")
+        fs, fdoc = capture_events_of(fleet_profctl, "series", t_from, t_to, "--step", "1s", "--host", host)
+        assert ls and fs == ls, (fs, ls)
+        assert ls[0]["id"] == cid and ls[0]["state"] == "unpinned" and ls[0]["cause"] == "manual", ls
+        assert all(e.get("host") == host for e in fdoc["events"]), fdoc["events"]
+        lh, _ = capture_events_of(p.profctl, "heatmap", t_from, t_to)
+        fh, _ = capture_events_of(fleet_profctl, "heatmap", t_from, t_to, "--host", host)
+        assert lh == ls and fh == lh, (fh, lh)
+        text = fleet_profctl("heatmap", "--from", rfc3339(t_from), "--to", rfc3339(t_to), "--host", host).stdout
+        assert f"capture {cid} (manual) at " in text, text
+        # a window its pinned range does not reach: no event, locally or from the fleet
+        after = (local["to_ns"] + 10**9, local["to_ns"] + 3 * 10**9)
+        assert capture_events_of(fleet_profctl, "series", *after, "--host", host)[0] == []
+        assert capture_events_of(p.profctl, "series", *after)[0] == []
+    finally:
+        stop(p)
+        proxy.close()
+
+
 def free_url():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -583,18 +688,65 @@ def test_other_schema_version_is_refused_and_profiling_goes_on():
     entry.query("INSERT INTO profd.schema_version (version) VALUES (99)")
     try:
         p = start_profd("schema-host")
-        check_bad_config(p, "schema", ["schema version 99", "exports version 3"])
+        check_bad_config(p, "schema", ["schema version 99", "exports version 5"])
         assert CH.query("SELECT count() FROM profd.samples WHERE host = 'schema-host'").strip() == "0"
     finally:
         entry.query("TRUNCATE TABLE profd.schema_version")
-        entry.query("INSERT INTO profd.schema_version (version) VALUES (3)")
+        entry.query("INSERT INTO profd.schema_version (version) VALUES (4)")
+
+
+def create_version_4():
+    """The cluster as a profd of version 4 made it: this version's schema
+    without what version 5 added (the timeline's rate columns), its
+    version row 4, and rows of a version-4 host (a drop, a timeline
+    sample, a capture)."""
+    for name in ("shard.sql", "cluster.sql"):
+        for s in CH.servers:
+            for stmt in clickhouse.schema_statements(name):
+                stmt = re.sub(r",\s*frequency_hz UInt32 DEFAULT 0,\s*base_hz UInt32 DEFAULT 0", "", stmt)
+                assert "frequency_hz" not in stmt, stmt
+                s.query(stmt.replace("VALUES (5)", "VALUES (4)"))
+    sync = {"insert_distributed_sync": 1}
+    CH.query("INSERT INTO profd.drops (host, drain_start, drain_end, time, day, reason, value) "
+             "VALUES ('v4-host', 1, 2, 0, '2026-12-01', 'map_full', 5)", settings=sync)
+    CH.query("INSERT INTO profd.timeline (host, drain_start, drain_end, day, t, time, pid, tid, stack) "
+             "VALUES ('v4-host', 1, 2, '2026-12-01', 1500, 0, 7, 7, 42)", settings=sync)
+    CH.query("INSERT INTO profd.captures (host, id, state, day, cause) VALUES ('v4-host', 1, 0, '2026-12-01', "
+             "'manual')", settings=sync)
+
+
+def test_init_upgrades_version_4_in_place():
+    """profctl init on every server of a version-4 cluster adds the
+    timeline's rate columns (local and Distributed tables) and version 5,
+    and keeps what was there: the old timeline row reads the base rate; a
+    profd then exports (the other tests)."""
+    assert CH.query("SELECT max(version) FROM profd.schema_version").strip() == "4"
+    for s in CH.servers:
+        r = subprocess.run([binary("PROFCTL"), "--clickhouse", s.url, "init", "--cluster", clickhouse.CLUSTER_NAME],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "schema ready" in r.stdout, (r.stdout, r.stderr)
+    for s in CH.servers:
+        assert s.query("SELECT max(version) FROM profd.schema_version").strip() == "5"
+        # (the ALTER's default reads CAST(0, 'UInt32'): the old row below
+        # shows its value)
+        cols = s.query("SELECT table, name, type, default_kind FROM system.columns WHERE database = 'profd' "
+                       "AND table IN ('timeline_local', 'timeline') AND name IN ('frequency_hz', 'base_hz') "
+                       "FORMAT TabSeparated")
+        assert sorted(cols.splitlines()) == sorted(f"{t}\t{n}\tUInt32\tDEFAULT" for t in ("timeline", "timeline_local")
+                                                   for n in ("frequency_hz", "base_hz")), cols
+    assert CH.query("SELECT sum(value) FROM profd.drops WHERE host = 'v4-host'").strip() == "5"
+    assert CH.query("SELECT t, stack, frequency_hz, base_hz FROM profd.timeline WHERE host = 'v4-host' "
+                    "FORMAT TabSeparated").strip() == "1500\t42\t0\t0"
+    assert CH.query("SELECT cause FROM profd.captures WHERE host = 'v4-host'").strip() == "manual"
 
 
 def test_a_capture_raise_is_exported_at_the_base_rate():
     """A capture raises one host's rate tenfold for 4 s: each raised
     drain's cpu rows reach ClickHouse weighted to the base rate (its sum
     the weighted sum rounded), the others as stored, so the fleet's total
-    over the window is profd's within a sample per drain."""
+    over the window is profd's within a sample per drain; its timeline
+    rows carry the raise (version 5), so the fleet's heatmap over it is
+    profd's, cell for cell, at the base rate."""
     p = start_profd("raise-host")
     p.args += ["--kinds", "cpu", "--capture-frequency", "499", "--capture-duration", "4s"]
     work = None
@@ -635,6 +787,26 @@ def test_a_capture_raise_is_exported_at_the_base_rate():
         n_drains = sum(1 for e, *_ in rows if t_from <= e)
         print(f"  {raised} drains at 499 Hz; window total: profd {lt}, ClickHouse {rt} ({n_drains} drains)")
         assert abs(lt - rt) <= n_drains, (lt, rt)
+        # the timeline rows of a raised drain carry its rate and base, the
+        # others none
+        t_heat = time.monotonic()
+        got = CH.query("SELECT frequency_hz, base_hz, uniqExact(drain_end) FROM profd.timeline WHERE "
+                       "host = 'raise-host' GROUP BY frequency_hz, base_hz ORDER BY frequency_hz FORMAT TabSeparated")
+        rates = {tuple(map(int, l.split("\t")[:2])): int(l.split("\t")[2]) for l in got.splitlines()}
+        assert set(rates) == {(0, 0), (499, 49)} and rates[(499, 49)] >= 10, rates
+        # the fleet's heatmap over the raise is profd's (cells, totals at
+        # the base rate, what was taken, the base): from the timeline's
+        # first sample to a second before the last drain exported (a
+        # sample taken just before a drain's end may be read by the next)
+        h_from, h_to = max(t_from, timeline_oldest(p)), p.upto[1] - 10**9
+        lh = heatmap_json(p.profctl, h_from, h_to)
+        fh = heatmap_json(fleet_profctl, h_from, h_to, "--host", "raise-host")
+        assert lh["raised_samples"] > 0 and lh["samples_taken"] > lh["total"] and lh["base_hz"] == 49, \
+            {k: lh.get(k) for k in ("total", "samples_taken", "raised_samples", "base_hz")}
+        for k in ("total", "samples_taken", "raised_samples", "base_hz", "start_ns", "columns", "cells", "omitted"):
+            assert fh.get(k) == lh.get(k), f"the fleet heatmap's {k} is {fh.get(k)!r:.200}, profd's {lh.get(k)!r:.200}"
+        print(f"  heatmap over the raise: {lh['total']} samples at 49 Hz of {lh['samples_taken']} taken "
+              f"({lh['raised_samples']} raised), fleet the same ({time.monotonic() - t_heat:.1f} s)")
         e, _ = export_status(p)
         assert e["errors"] == {k: 0 for k in e["errors"]}, e["errors"]
     finally:
@@ -648,8 +820,10 @@ def main():
     require_root()
     clickhouse.require_server()
     with clickhouse.Cluster() as CH:
-        CH.create_schema()
+        create_version_4()
+        test_init_upgrades_version_4_in_place()  # whatever tests are named: the others need version 5
         run_tests([t for t in [
+            test_capture_arrives_once_per_state_and_the_fleet_marks_it,
             test_three_hosts_export_exactly_what_they_stored,
             test_a_capture_raise_is_exported_at_the_base_rate,
             test_shard_killed_mid_export_loses_and_doubles_nothing,

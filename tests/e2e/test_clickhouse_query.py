@@ -346,16 +346,17 @@ def test_init_upgrades_version_1_on_both_shards_and_is_idempotent():
     assert F.ch.query("SELECT max(version) FROM profd.schema_version").strip() == "1"
     old = F.ch.query("SELECT host, count(), sum(value) FROM profd.samples GROUP BY host ORDER BY host")
     assert old.startswith(OLD_HOST + "\t"), old
-    # a profctl of version 3 does not read version 1: it says how to upgrade
+    # a profctl of version 5 does not read version 1: it says how to upgrade
     r = F.fleet("query", *WINDOW, check=False)
-    assert r.returncode == 1 and b"holds profd schema version 1, this profctl reads version 3" in r.stderr, r.stderr
+    assert r.returncode == 1 and b"holds profd schema version 1, this profctl reads version 5" in r.stderr, r.stderr
     for s in F.ch.servers:
         r = F.fleet("init", "--cluster", clickhouse.CLUSTER_NAME, url=s.url)
         assert b"schema ready" in r.stdout, r.stdout
     for s in F.ch.servers:
         tables = set(s.query("SELECT name FROM system.tables WHERE database = 'profd'").split())
         assert tables >= {"samples_local", "stacks_local", "frames_local", "drops_local", "timeline_local",
-                          "schema_version", "samples", "stacks", "frames", "drops", "timeline"}, tables
+                          "captures_local", "schema_version", "samples", "stacks", "frames", "drops", "timeline",
+                          "captures"}, tables
         for table, column in (("stacks_local", "user_end"), ("stacks", "user_end"), ("frames_local", "unresolved"),
                               ("frames", "unresolved")):
             assert s.query(f"SELECT count() FROM system.columns WHERE database = 'profd' AND table = '{table}' "
@@ -374,7 +375,7 @@ def test_init_upgrades_version_1_on_both_shards_and_is_idempotent():
     for s in F.ch.servers:
         F.fleet("init", "--cluster", clickhouse.CLUSTER_NAME, url=s.url)
     assert F.ch.query("SELECT host, count(), sum(value) FROM profd.samples GROUP BY host ORDER BY host") == before
-    assert F.ch.query("SELECT max(version) FROM profd.schema_version").strip() == "3"
+    assert F.ch.query("SELECT max(version) FROM profd.schema_version").strip() == "5"
     # the version-1 host's answer: every stack of unknown end, every
     # unresolved frame of unknown reason, no losses (version 1 kept none)
     q = json.loads(F.fleet("query", "--json", "--host", OLD_HOST, *OLD_WINDOW).stdout)
@@ -398,17 +399,17 @@ def test_each_hosts_fleet_answer_equals_its_local_answer():
 
 
 def test_init_on_an_empty_server_creates_what_the_upgrade_made():
-    """A new server: init creates version 3 whole, column for column what
+    """A new server: init creates version 5 whole, column for column what
     the upgrade of version 1 made (types and defaults too)."""
     columns = ("SELECT table, name, type, default_kind, default_expression FROM system.columns "
                "WHERE database = 'profd' ORDER BY table, name FORMAT TabSeparated")
     with clickhouse.Cluster(shards=1) as fresh:
         r = F.fleet("init", "--cluster", clickhouse.CLUSTER_NAME, url=fresh.url)
         assert b"schema ready" in r.stdout, r.stdout
-        assert fresh.query("SELECT max(version) FROM profd.schema_version").strip() == "3"
+        assert fresh.query("SELECT max(version) FROM profd.schema_version").strip() == "5"
         got = fresh.query(columns)
     want = F.ch.servers[0].query(columns)
-    assert "drops_local\treason" in got and "timeline_local\tt\tUInt64" in got and "stacks_local\tuser_end\tUInt8\tDEFAULT\t255" in got, got
+    assert "drops_local\treason" in got and "timeline_local\tt\tUInt64" in got and "captures_local\tstate\tUInt8" in got and "timeline_local\tbase_hz\tUInt32\tDEFAULT\t" in got and "stacks_local\tuser_end\tUInt8\tDEFAULT\t255" in got, got
     assert got == want, (got, want)
 
 
@@ -742,12 +743,12 @@ def test_real_profd_exports_equal_local_answers():
 def test_a_schema_of_another_version_is_refused():
     # last: it changes the cluster's schema version
     for s in F.ch.servers:
-        s.query("INSERT INTO profd.schema_version (version) VALUES (4)")
+        s.query("INSERT INTO profd.schema_version (version) VALUES (6)")
     r = F.fleet("query", *WINDOW, check=False)
-    assert r.returncode == 1 and b"holds profd schema version 4, this profctl reads version 3" in r.stderr, \
+    assert r.returncode == 1 and b"holds profd schema version 6, this profctl reads version 5" in r.stderr, \
         r.stderr
     r = F.fleet("init", "--cluster", clickhouse.CLUSTER_NAME, check=False)
-    assert r.returncode == 1 and b"already holds profd schema version 4" in r.stderr, r.stderr
+    assert r.returncode == 1 and b"already holds profd schema version 6" in r.stderr, r.stderr
     for s in F.ch.servers:
         s.query("DROP TABLE profd.schema_version")
     r = F.fleet("query", *WINDOW, check=False)

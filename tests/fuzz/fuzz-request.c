@@ -77,10 +77,10 @@ static void check_accepted(const struct request *r) {
                            (q->step_ns == 0 || q->step_ns >= REQUEST_STEP_MIN_NS));
         else
                 FUZZ_CHECK(q->step_ns == 0);
-        /* a timeline: on-CPU samples of a window, by their own time, at
-         * most the cap */
+        /* a timeline: on-CPU samples or off-CPU blocks of a window, by
+         * their own time, at most the cap; wakeups keep no times */
         if (r->op == REQUEST_TIMELINE)
-                FUZZ_CHECK(q->kind == PROFD_KIND_CPU && !q->last && !q->by_drains && q->group == STORE_GROUP_NONE &&
+                FUZZ_CHECK((q->kind == PROFD_KIND_CPU || q->kind == PROFD_KIND_OFFCPU) && !q->last && !q->by_drains && q->group == STORE_GROUP_NONE &&
                            q->max_samples <= TIMED_MAX_SAMPLES);
         else
                 FUZZ_CHECK(q->max_samples == 0);

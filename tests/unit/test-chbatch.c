@@ -281,23 +281,80 @@ static void test_timeline(void) {
         CHECK_INT_EQ(count_lines(chbatch_timeline(batch).data, chbatch_timeline(batch).len), 2);
         snprintf(expected, sizeof(expected),
                  "web-1\t%llu\t%llu\t2025-11-24\t%llu\t1763999991\t1234\t5678\tapp\\tx\t/usr/bin/app\t1000\t"
-                 "/a.slice\t\t\t1235\t%llu\n"
+                 "/a.slice\t\t\t1235\t%llu\t0\t0\n"
                  "web-1\t%llu\t%llu\t2025-11-24\t%llu\t1763999998\t4321\t5678\tapp\\tx\t/usr/bin/app\t-1\t"
-                 "/a.slice\tweb.service\t\t99\t%llu\n",
+                 "/a.slice\tweb.service\t\t99\t%llu\t0\t0\n",
                  (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1, (unsigned long long) t1.time_ns,
                  0xbff609ec45934f1cULL, (unsigned long long) (DAY1 - 10 * S), (unsigned long long) DAY1,
                  (unsigned long long) t2.time_ns, (unsigned long long) chbatch_stack_id((uint64_t[]) {
                          chbatch_frame_id(&frame_main) }, 1, 0));
         CHECK_STR_EQ(chbatch_timeline(batch).data, expected);
         CHECK(strstr(chbatch_insert_timeline, "profd.timeline (host, drain_start, drain_end, day, t, time, pid, "
-                                              "process_start, comm, exe, uid, cgroup, unit, container, tid, stack)") !=
-              NULL);
+                                              "process_start, comm, exe, uid, cgroup, unit, container, tid, stack, "
+                                              "frequency_hz, base_hz)") != NULL);
 
         /* the next drain names its own rows: the last one's are gone */
         t2.stack_id = 9;
         CHECK_INT_EQ(chbatch_drain(batch, DAY1, DAY1 + S), 0);
         CHECK_INT_EQ(chbatch_tick(batch, &t2), -ENOENT);
         CHECK_INT_EQ(chbatch_timeline(batch).rows, 2);
+        chbatch_free(batch);
+}
+
+/* Version 5 (issue 44): a raised drain's timeline rows carry its rate and
+ * the base its samples rows were weighted to; a drain at the base, or of
+ * an unknown rate (before schema 14), carries 0 and 0, as every row
+ * exported before; the next drain starts at the base again. */
+static void test_timeline_rows_carry_a_raise(void) {
+        struct store_frame_out one[1] = { frame_main };
+        struct store_outbox_sample a = sample(7, one, 1, 3);
+        struct store_outbox_tick t = { .time_ns = DAY1 - 9 * S, .process_id = 3, .stack_id = 7, .tid = 5 };
+        struct chbatch_body body;
+        chbatch *batch;
+
+        a.process_id = 3;
+        a.kind = 0;
+        CHECK_INT_EQ(chbatch_new(&batch), 0);
+        CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
+        CHECK_INT_EQ(chbatch_drain_rate(batch, 499, 49), -EINVAL); /* no drain yet */
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 10 * S, DAY1 - 9 * S), 0);
+        CHECK_INT_EQ(chbatch_drain_rate(batch, 499, 49), 0);
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t), 0);
+        t.time_ns += S;
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 9 * S, DAY1 - 8 * S), 0); /* no rate said: the base */
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t), 0);
+        t.time_ns += S;
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 8 * S, DAY1 - 7 * S), 0);
+        CHECK_INT_EQ(chbatch_drain_rate(batch, 49, 49), 0); /* at the base */
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 7 * S, DAY1 - 6 * S), 0);
+        CHECK_INT_EQ(chbatch_drain_rate(batch, 0, 49), 0); /* unknown rate */
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t), 0);
+        CHECK_INT_EQ(chbatch_drain(batch, DAY1 - 6 * S, DAY1 - 5 * S), 0);
+        CHECK_INT_EQ(chbatch_drain_rate(batch, 499, 0), 0); /* no cpu base: not weighted */
+        CHECK_INT_EQ(chbatch_add(batch, &a), 0);
+        CHECK_INT_EQ(chbatch_tick(batch, &t), 0);
+        body = chbatch_timeline(batch);
+        CHECK_INT_EQ(body.rows, 5);
+        CHECK_INT_EQ(count_lines(body.data, body.len), 5);
+        /* the last two columns of each row, in order */
+        {
+                const char *want[] = { "\t499\t49\n", "\t0\t0\n", "\t0\t0\n", "\t0\t0\n", "\t0\t0\n" };
+                const char *p = body.data;
+
+                for (size_t i = 0; i < 5; i++) {
+                        const char *nl = memchr(p, '\n', body.len - (size_t) (p - body.data));
+
+                        CHECK(nl != NULL);
+                        CHECK(nl + 1 - p > (ptrdiff_t) strlen(want[i]));
+                        CHECK(strncmp(nl + 1 - strlen(want[i]), want[i], strlen(want[i])) == 0);
+                        p = nl + 1;
+                }
+        }
         /* a new batch starts without the last one's rows */
         CHECK_INT_EQ(chbatch_begin(batch, "web-1"), 0);
         CHECK_INT_EQ(chbatch_timeline(batch).rows, 0);
@@ -357,6 +414,7 @@ int main(void) {
         test_days();
         test_batches();
         test_timeline();
+        test_timeline_rows_carry_a_raise();
         test_python_frames_are_exported_whole();
         test_clickhouse_errors();
         TESTS_DONE();

@@ -137,6 +137,13 @@ static void test_quality_queries_are_per_host(void) {
                         "match(host, '^(?s)web-.*$') GROUP BY host, reason ORDER BY host, reason "
                         "FORMAT TabSeparated");
         free(t);
+        /* captures: their latest state, the window's overlap, the hosts, no other filter (pid = 7 above) */
+        t = sql(fleet_sql_captures, &q, &s);
+        CHECK_STR_EQ(t, "SELECT host, id, state, cause, trigger_ns, from_ns, to_ns FROM (SELECT host, id, state, "
+                        "cause, trigger_ns, from_ns, to_ns FROM profd.captures WHERE from_ns <= 1795997400000000000 "
+                        "AND to_ns >= 1795996800000000000 AND match(host, '^(?s)web-.*$') ORDER BY host, id, state "
+                        "DESC LIMIT 1 BY host, id) ORDER BY trigger_ns, host, id FORMAT TabSeparated");
+        free(t);
         /* a series' drains with their complete part, and their host */
         t = sql(fleet_sql_drains, &q, &s);
         CHECK(strstr(t, "SELECT drain_start, drain_end, sum(value), sumIf(value, stack GLOBAL IN (SELECT id FROM "
@@ -354,8 +361,11 @@ static void test_timeline_selects_samples_by_their_own_time(void) {
         free(w);
         s.timeline = false; /* the samples query sets it itself */
         w = sql(fleet_sql_timeline_samples, &q, &s);
-        CHECK(strstr(w, "SELECT intDiv(t, 1000000) AS ms, stack, count() FROM profd.timeline PREWHERE t >= ") == w);
-        CHECK(strstr(w, " GROUP BY ms, stack ORDER BY ms, stack LIMIT 501 FORMAT TabSeparated"));
+        CHECK(strstr(w, "SELECT intDiv(t, 1000000) AS ms, stack, frequency_hz, base_hz, count() FROM profd.timeline "
+                        "PREWHERE t >= ") == w);
+        /* a raise's samples apart, with their rates (version 5) */
+        CHECK(strstr(w, " GROUP BY ms, stack, frequency_hz, base_hz ORDER BY ms, stack, frequency_hz, base_hz "
+                        "LIMIT 501 FORMAT TabSeparated"));
         free(w);
         q.max_samples = 0;
         w = sql(fleet_sql_timeline_samples, &q, &s);

@@ -3,12 +3,15 @@
  * the shade scale, the text lines and the SVG's cells, labels and
  * escaping. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "heatmap.h"
+#include "heatmap-weight.h"
 #include "macro.h"
+#include "rate-weight.h"
 #include "tests.h"
 
 #define S(x) ((uint64_t) (x) * NSEC_PER_SEC)
@@ -241,7 +244,11 @@ static char *capture_html(const struct heatmap *h, const struct heatmap_sample *
         FILE *f = open_memstream(&buf, &size);
 
         CHECK(f);
-        CHECK_INT_EQ(heatmap_write_html(f, h, samples, n, stacks, n_stacks, NULL), expect);
+        CHECK_INT_EQ(heatmap_write_html(f, h,
+                                        &(struct heatmap_page) { .samples = samples, .n_samples = n,
+                                                                 .stacks = stacks, .n_stacks = n_stacks },
+                                        NULL),
+                     expect);
         fclose(f);
         return buf;
 }
@@ -306,7 +313,15 @@ static void test_html(const char *dir) {
                 f = fopen(path, "we");
                 CHECK(f);
                 if (f) {
-                        CHECK_INT_EQ(heatmap_write_html(f, &h, samples, n, page_stacks, ELEMENTSOF(page_stacks), NULL), 0);
+                        CHECK_INT_EQ(heatmap_write_html(f, &h,
+                                                        &(struct heatmap_page) {
+                                                                .samples = samples,
+                                                                .n_samples = n,
+                                                                .stacks = page_stacks,
+                                                                .n_stacks = ELEMENTSOF(page_stacks),
+                                                        },
+                                                        NULL),
+                                     0);
                         CHECK_INT_EQ(fclose(f), 0);
                 }
         }
@@ -316,6 +331,95 @@ static void test_html(const char *dir) {
         page = capture_html(&h, samples, n, page_stacks, ELEMENTSOF(page_stacks), -EINVAL);
         CHECK_INT_EQ(strlen(page), 0);
         free(page);
+        heatmap_done(&h);
+}
+
+/* The page of a capture's raise (issue 44), which test_heatmap_page.py
+ * loads: 1000 s at the base rate, 49 Hz; 1001 s raised to 499 Hz, the
+ * burst on two stack lines that read the same (an unprivileged caller's
+ * "[kernel]") and idle_loop; at 1002.5 s one raised sample on each of six
+ * stacks, 0.59 of a base sample together, which round to one on the
+ * first. Beside it, heatmap-raised.json: the folded stacks C's
+ * heatmap_range_weigh gives each range the script is asked for. */
+static const char *const raised_stacks[] = { "main;burst", "main;idle_loop", "main;r0", "main;r1", "main;r2",
+                                             "main;r3", "main;r4", "main;r5" };
+static const uint32_t raised_rows[] = { 0, 1, 0, 2, 3, 4, 5, 6, 7 };
+
+static size_t raised_samples(struct heatmap_sample *s) {
+        size_t n = 0;
+
+        for (unsigned i = 0; i < 49; i++)
+                s[n++] = (struct heatmap_sample) { .t_ns = S(1000) + i * (NSEC_PER_SEC / 49), .row = 0 };
+        for (unsigned i = 0; i < 499; i++)
+                s[n++] = (struct heatmap_sample) { .t_ns = S(1001) + i * (NSEC_PER_SEC / 499), .row = i % 5 == 4 ? 1 : i % 2 ? 2 : 0,
+                                                   .hz = 499 };
+        for (uint32_t row = 3; row < 9; row++)
+                s[n++] = (struct heatmap_sample) { .t_ns = S(1002) + MS(500), .row = row, .hz = 499 };
+        for (size_t i = 0; i < n; i++) {
+                s[i].stack = raised_rows[s[i].row];
+                s[i].weight = heatmap_weight_fixed(1, s[i].hz, 49);
+        }
+        return n;
+}
+
+static void write_raised_page(const char *dir) {
+        static const uint64_t ranges[][2] = { { 0, 3000 }, { 1300, 1620 }, { 2400, 2600 } };
+        static struct heatmap_sample s[1024];
+        _cleanup_(json_decrefp) json_t *expected = json_object();
+        size_t n = raised_samples(s);
+        struct heatmap h;
+        char path[4096];
+        FILE *f;
+
+        CHECK(n < ELEMENTSOF(s));
+        CHECK(expected);
+        CHECK_INT_EQ(heatmap_init(&h, S(1000), S(1003), 50, false), 0);
+        for (size_t i = 0; i < n; i++)
+                heatmap_add(&h, s[i].t_ns, s[i].weight);
+        CHECK_INT_EQ(heatmap_weigh_cells(&h), 0);
+        /* 49 at the base rate, 49 for the raised second, 1 for the six */
+        CHECK_INT_EQ(h.total, 99);
+        snprintf(path, sizeof(path), "%s/heatmap-raised.html", dir);
+        f = fopen(path, "we");
+        CHECK(f);
+        if (f) {
+                CHECK_INT_EQ(heatmap_write_html(f, &h,
+                                                &(struct heatmap_page) {
+                                                        .samples = s,
+                                                        .n_samples = n,
+                                                        .stacks = raised_stacks,
+                                                        .n_stacks = ELEMENTSOF(raised_stacks),
+                                                        .row_stack = raised_rows,
+                                                        .n_rows = ELEMENTSOF(raised_rows),
+                                                        .one = RATE_WEIGHT_ONE,
+                                                },
+                                                NULL),
+                             0);
+                CHECK_INT_EQ(fclose(f), 0);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(ranges); i++) {
+                uint64_t rows[ELEMENTSOF(raised_rows)], texts[ELEMENTSOF(raised_stacks)] = {};
+                char key[64], *text = NULL;
+                size_t size = 0;
+                FILE *m = open_memstream(&text, &size);
+
+                CHECK(m);
+                CHECK_INT_EQ(heatmap_range_weigh(s, n, ELEMENTSOF(raised_rows), S(1000) + MS(ranges[i][0]),
+                                                 S(1000) + MS(ranges[i][1]), rows),
+                             0);
+                for (size_t r = 0; r < ELEMENTSOF(raised_rows); r++)
+                        texts[raised_rows[r]] += rows[r];
+                /* the stacks' names are in sorted order already */
+                for (size_t t = 0, k = 0; t < ELEMENTSOF(raised_stacks); t++)
+                        if (texts[t])
+                                fprintf(m, "%s%s %" PRIu64, k++ ? "\n" : "", raised_stacks[t], texts[t]);
+                fclose(m);
+                snprintf(key, sizeof(key), "%" PRIu64 "-%" PRIu64, ranges[i][0], ranges[i][1]);
+                CHECK_INT_EQ(json_object_set_new(expected, key, json_string(text)), 0);
+                free(text);
+        }
+        snprintf(path, sizeof(path), "%s/heatmap-raised.json", dir);
+        CHECK_INT_EQ(json_dump_file(expected, path, JSON_SORT_KEYS), 0);
         heatmap_done(&h);
 }
 
@@ -363,5 +467,7 @@ int main(int argc, char **argv) {
         test_svg();
         test_marks();
         test_html(argc > 1 ? argv[1] : NULL);
+        if (argc > 1)
+                write_raised_page(argv[1]);
         TESTS_DONE();
 }

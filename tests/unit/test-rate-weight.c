@@ -1,8 +1,8 @@
 /* Samples taken at a raised rate counted at the base rate
- * (daemon/store/rate-weight.c): the split of a workload over a window
+ * (common/rate-weight.c): the split of a workload over a window
  * that spans a raise is the split of its samples' time, rounding is to
  * the nearest, and an answer's rows add up to its rounded total. */
-#include "store/rate-weight.h"
+#include "rate-weight.h"
 #include "tests.h"
 
 static void test_same_rate_is_exact(void) {
@@ -118,6 +118,25 @@ static void test_map_finds_each_drain(void) {
         CHECK_INT_EQ(m.n, 0);
 }
 
+/* A fleet timeline row's rates in an answer's base (ClickHouse schema
+ * version 5): the base is 0; a host of the answer's base keeps its rate;
+ * a host of another base has its rate scaled so that a sample keeps its
+ * host's weight (49 Hz base, 499 Hz raise: 499 * 99 / 49 = 1008.2 at a
+ * 99 Hz base, a weight of 99/1008 = 0.0982 against 49/499 = 0.0982). */
+static void test_rebase_keeps_a_hosts_weight(void) {
+        CHECK_INT_EQ(rate_weight_rebase_hz(0, 0, 49), 0);         /* a row of version 4 */
+        CHECK_INT_EQ(rate_weight_rebase_hz(499, 0, 49), 0);       /* no base: not weighted */
+        CHECK_INT_EQ(rate_weight_rebase_hz(49, 49, 49), 0);       /* at the base */
+        CHECK_INT_EQ(rate_weight_rebase_hz(499, 49, 0), 0);       /* no answer base */
+        CHECK_INT_EQ(rate_weight_rebase_hz(499, 49, 49), 499);
+        CHECK_INT_EQ(rate_weight_rebase_hz(499, 49, 99), 1008);
+        CHECK_INT_EQ(rate_weight_rebase_hz(98, 49, 99), 198);
+        CHECK_INT_EQ(rate_weight_rebase_hz(1, 1000, 2), 1);        /* never below 1 Hz */
+        CHECK_INT_EQ(rate_weight_rebase_hz(50, 49, 49), 50);
+        CHECK_INT_EQ(rate_weight_rebase_hz(100, 99, 49), 0);      /* 49.49 Hz rounds to the base: the base */
+        CHECK_INT_EQ(rate_weight_rebase_hz(UINT64_MAX, 1, 4000000), UINT32_MAX); /* saturates */
+}
+
 int main(void) {
         test_same_rate_is_exact();
         test_raised_samples_count_at_the_base_rate();
@@ -126,6 +145,7 @@ int main(void) {
         test_split_over_a_raise_keeps_its_shares();
         test_large_values_do_not_overflow();
         test_map_finds_each_drain();
+        test_rebase_keeps_a_hosts_weight();
         if (tests_failed)
                 return 1;
         printf("rate-weight: ok\n");

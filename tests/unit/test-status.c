@@ -122,6 +122,7 @@ static struct status_stats full_stats(const struct conf *c) {
                             .backlog_oldest_ns = 53, .last_success_ns = 0, .exported_drains = 54,
                             .exported_samples = 55, .exported_stacks = 56, .exported_frames = 57,
                             .exported_timeline = 63, .timeline_unmatched = 64,
+                            .exported_captures = 65, .captures_backlog = 66, .captures_already_stored = 67,
                             .bytes_sent = 58, .already_stored = 59, .lost_by_retention = 60, .damaged_blocks = 61,
                             .last_error_kind = EXPORTER_ERROR_AUTH, .last_error = "wrong password",
                             .last_error_ns = 62 },
@@ -214,7 +215,8 @@ static void test_keys_in_order(void) {
                    "user_walks failures runtime");
         check_keys(json_object_get(o, "export"), "url host state acknowledged_drain_id backlog_drains "
                    "backlog_oldest_ns last_success_ns exported_drains exported_samples exported_stacks "
-                   "exported_frames exported_timeline timeline_unmatched bytes_sent already_stored lost_by_retention damaged_blocks errors error "
+                   "exported_frames exported_timeline timeline_unmatched exported_captures captures_backlog "
+                   "captures_already_stored bytes_sent already_stored lost_by_retention damaged_blocks errors error "
                    "last_error last_error_ns");
         check_keys(json_object_get(o, "retention"), "active raw_s minute_s all_s max_store_size merged_drains "
                    "deleted_drains deleted_for_size deleted_stacks deleted_processes deleted_locations "
@@ -488,6 +490,9 @@ static void test_unwind_and_export(void) {
         CHECK_INT_EQ(num(e, "exported_frames"), 57);
         CHECK_INT_EQ(num(e, "exported_timeline"), 63);
         CHECK_INT_EQ(num(e, "timeline_unmatched"), 64);
+        CHECK_INT_EQ(num(e, "exported_captures"), 65);
+        CHECK_INT_EQ(num(e, "captures_backlog"), 66);
+        CHECK_INT_EQ(num(e, "captures_already_stored"), 67);
         CHECK_INT_EQ(num(e, "bytes_sent"), 58);
         CHECK_INT_EQ(num(e, "already_stored"), 59);
         CHECK_INT_EQ(num(e, "lost_by_retention"), 60);

@@ -564,12 +564,28 @@ static void test_raised_drain_weighted(store *s, store *r) {
         q = (struct store_query) { .kind = 0, .from_ns = d0 + 10 * SEC, .to_ns = d0 + 11 * SEC, .timeline = true,
                                    .base_hz = 49 };
         CHECK_STR_EQ(query(r, &q, 2, 2), "|main;work;helper 1 0\n|main;app+0x3000 1 6\n");
+
+        /* a timeline answer of that second sends the samples as taken,
+         * each entry with its drain's rate, for profctl to weigh */
+        static struct answer timed;
+        struct timed_set set;
+        uint64_t at_499 = 0;
+
+        CHECK_INT_EQ(timed_set_init(&set, 0), 0);
+        q.timeline = false;
+        CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &timed), 0);
+        CHECK_INT_EQ(set.samples, 20);
+        for (size_t i = 0; i < set.n_entries; i++)
+                if (set.entries[i].hz == 499)
+                        at_499 += set.entries[i].n;
+        CHECK_INT_EQ(at_499, 20);
+        timed_set_done(&set);
 }
 
 /* A timeline answer's samples (profctl heatmap), on test_timeline_window's
  * drain: each sample of the window that passes the filters, by its time
- * and stack, then the stacks in the order they were first seen; the cap
- * keeps the first samples and counts the rest. */
+ * and stack, then the stacks in the order of their ids (a query's rows'
+ * order); the cap keeps the first samples and counts the rest. */
 static void test_timeline_timed(store *r) {
         const uint64_t d0 = T0 + 2000 * SEC, ms = 1000000, d0_ms = d0 / ms;
         struct store_query q = { .kind = 0, .from_ns = d0 + 1100 * ms, .to_ns = d0 + 4500 * ms };
@@ -580,18 +596,20 @@ static void test_timeline_timed(store *r) {
         CHECK_INT_EQ(store_timeline_oldest(r, &oldest), 0);
         CHECK_INT_EQ(oldest, d0 + 1000 * ms);
 
-        /* beta at 1.2 s (stack index 0), alpha at 1.5 s and 4.0 s (1) */
+        /* beta at 1.2 s (stack index 1), alpha at 1.5 s and 4.0 s (0: its
+         * stack's id is the smaller) */
         memset(&a, 0, sizeof(a));
         CHECK_INT_EQ(timed_set_init(&set, 0), 0);
         CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &a), 0);
-        CHECK_STR_EQ(a.text, "|main;app+0x3000 1 6\n|main;work;helper 2 0\n");
+        CHECK_STR_EQ(a.text, "|main;work;helper 2 0\n|main;app+0x3000 1 6\n");
         CHECK_INT_EQ(set.samples, 3);
         CHECK_INT_EQ(set.omitted, 0);
         CHECK_INT_EQ(set.n_entries, 3);
         CHECK_INT_EQ(set.entries[0].t_ms, d0_ms + 1200);
-        CHECK_INT_EQ(set.entries[0].stack, 0);
+        CHECK_INT_EQ(set.entries[0].stack, 1);
+        CHECK_INT_EQ(set.entries[0].hz, 0);
         CHECK_INT_EQ(set.entries[1].t_ms, d0_ms + 1500);
-        CHECK_INT_EQ(set.entries[1].stack, 1);
+        CHECK_INT_EQ(set.entries[1].stack, 0);
         CHECK_INT_EQ(set.entries[2].t_ms, d0_ms + 4000);
         timed_set_done(&set);
 
@@ -618,7 +636,7 @@ static void test_timeline_timed(store *r) {
         memset(&a, 0, sizeof(a));
         CHECK_INT_EQ(timed_set_init(&set, 2), 0);
         CHECK_INT_EQ(store_query_timed(r, &q, &set, collect, &a), 0);
-        CHECK_STR_EQ(a.text, "|main;app+0x3000 1 6\n|main;work;helper 1 0\n");
+        CHECK_STR_EQ(a.text, "|main;work;helper 1 0\n|main;app+0x3000 1 6\n");
         CHECK_INT_EQ(set.samples, 2);
         CHECK_INT_EQ(set.omitted, 1);
         CHECK_INT_EQ(set.omitted_from_ns, d0 + 4000 * ms);

@@ -10,9 +10,13 @@ of blocked time in main;wait from 2.200 s), and headless Chromium loads it.
 - A drag with the mouse from the burst's first cell to its last selects
   the same range and the same stacks.
 - A range over part of a blocked span counts the part of it it holds.
+- A capture's raise (issue 44): on a page of samples taken at 499 Hz
+  counted at 49, each range folds to exactly what test-heatmap's C
+  (heatmap_range_weigh, the daemon's rounding) gives it, ties included.
 - No script error; a screenshot is kept for a person to look at.
 
 Usage: test_heatmap_page.py TEST_HEATMAP (77: no Chromium)"""
+import json
 import os
 import re
 import shutil
@@ -102,6 +106,16 @@ def main():
         folded, _, _ = page_state(work, f"file://{page}#range=2300-2500")
         check(folded == "main;idle_loop 2\nmain;wait? 200000000",
               f"half the blocked span's 400 ms is in 2300-2500: {folded!r}")
+
+        with open(os.path.join(work, "heatmap-raised.json")) as f:
+            expected = json.load(f)
+        check(expected.get("2400-2600") == "main;r0 1", f"six tied 0.1 samples round to one, the first: {expected}")
+        # 49 base samples, and the raised second's 399 + 100 as 39.2 + 9.8
+        check(expected.get("0-3000") == "main;burst 89\nmain;idle_loop 10",
+              f"a raised second counts about 49, not 499: {expected}")
+        for rng, want in sorted(expected.items()):
+            folded, selected, _ = page_state(work, f"file://{work}/heatmap-raised.html#range={rng}")
+            check(folded == want, f"raised page #range={rng} folds as C weighs it: {folded!r} != {want!r}")
 
         png = os.path.join(work, "heatmap.png")
         r = chromium(work, "--window-size=1200,800", f"--screenshot={png}", f"file://{page}#range=1300-1600")

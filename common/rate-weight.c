@@ -104,3 +104,19 @@ void rate_map_done(struct rate_map *m) {
         free(m->entries);
         *m = (struct rate_map) {};
 }
+
+uint32_t rate_weight_rebase_hz(uint64_t hz, uint64_t row_base_hz, unsigned base_hz) {
+        unsigned __int128 scaled;
+
+        if (hz == 0 || row_base_hz == 0 || hz == row_base_hz || base_hz == 0)
+                return 0;
+        if (row_base_hz == base_hz)
+                return hz > UINT32_MAX ? UINT32_MAX : (uint32_t) hz;
+        /* 128 bits: two rates of up to 64 bits read from a server */
+        scaled = ((unsigned __int128) hz * base_hz + row_base_hz / 2) / row_base_hz;
+        if (scaled == 0)
+                scaled = 1;
+        if (scaled == base_hz)
+                return 0;
+        return scaled > UINT32_MAX ? UINT32_MAX : (uint32_t) scaled;
+}

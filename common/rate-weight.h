@@ -18,6 +18,15 @@
  * was, schema 14), base_hz 0 or equal rates: value exactly. */
 uint64_t rate_weight_fixed(uint64_t value, unsigned drain_hz, unsigned base_hz);
 
+/* The rate, counted in an answer of base base_hz, of samples taken at hz
+ * by a host that counts them at row_base_hz (issue 44: the fleet's
+ * timeline rows carry both, ClickHouse schema version 5): 0 for "the
+ * base" (hz or row_base_hz 0, or equal, or base_hz 0); hz itself when
+ * the bases agree; else hz scaled to base_hz, to the nearest Hz (at least
+ * 1), so that a sample keeps its host's weight row_base_hz / hz within
+ * that rounding (0 when it comes out at base_hz). Pure. */
+uint32_t rate_weight_rebase_hz(uint64_t hz, uint64_t row_base_hz, unsigned base_hz);
+
 /* A fixed-point sum as whole samples: rounded to the nearest, half up. */
 uint64_t rate_weight_round(uint64_t fixed);
 
