@@ -7,22 +7,25 @@ tables do not fit the budget together. Each compiler runs with its own
 copies of LLVM's large libraries (LD_LIBRARY_PATH), so that their tables
 are its own whatever else the host runs.
 
-profd's budget is computed at test time from the libraries' compact
-tables, as unwind-pack-bench (the same packer as profd's) sizes them:
-with L and K the 8-byte values of libLLVM's and libclang-cpp's tables
-(about 475,000 and 501,000 with LLVM 14), the budget is L + K (A's
-tables) + L / 2. So A's tables fit beside up to L / 2 values (1.8 MiB)
-of the host's tables sampled at the same time (the host's idle ones are
-evicted for A's); B's libLLVM (L) does not fit unless A's tables give it
-room, even if the host had no table at all; and C finds no room for
-whichever of A's tables was evicted while B's libLLVM and the other of
-A's are hot: each with L / 2 values to spare. libz3, which libLLVM
-needs, is the host's: its table, rarely sampled, is one of the host's.
-The waits for a table are derived from the bench's build times for these
-libraries (which run as slowly as profd's under AddressSanitizer or
-load). A host that samples more than L / 2 values of its own tables all
-along (other large programs busy) leaves A without room: A's wait then
-fails, saying so.
+profd's budget is computed at test time from the compact tables, as
+unwind-pack-bench (the same packer as profd's) sizes them: with L and K
+the 8-byte values of libLLVM's and libclang-cpp's tables (about 475,000
+and 501,000 with LLVM 14), Z those of libz3 (which libLLVM needs: the
+host's file, mapped by every compiler here, about 193,000) and H those of
+every file the host's processes map now (profd's own included), the
+budget is H + Z + L + K (A's tables beside the host's) + L / 2. So A's
+tables fit beside the host's; B's libLLVM (L, and its room is planned 1%
+above that) does not fit unless A's tables give it room; and C finds no
+room for whichever of A's tables was evicted while B's libLLVM and the
+other of A's are hot. The IR that B compiles is made before profd starts:
+made while profd ran, by a clang with the system's libraries, it left
+their tables in the middle of the budget, and A's libLLVM, planned a
+little above the system's, found no window around them (libz3 pinned
+beside it). The waits for a table are derived from the bench's build
+times for these libraries (which run as slowly as profd's under
+AddressSanitizer or load). A host whose processes start large programs
+during the test (other than the test's) may leave A without room: A's
+wait then fails, saying so.
 
 - A, clang's compiler proper (`clang -cc1`) on a large generated C++
   file, with copies of libclang-cpp and libLLVM, runs until its
@@ -56,6 +59,7 @@ CLANG = "/usr/lib/llvm-14/bin/clang"
 OPT = "/usr/lib/llvm-14/bin/opt"
 # copied for A (libLLVM alone for B); libLLVM's libz3 is the host's
 LIBS = ["/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/lib/llvm-14/lib/libclang-cpp.so.14"]
+LIBZ3 = "/usr/lib/x86_64-linux-gnu/libz3.so.4"
 # set by table_sizes(): the wait for the tables of one process to be built
 # and sampled (seconds)
 BUILD_TIMEOUT = None
@@ -65,37 +69,63 @@ ROOT_SHARE = 0.90
 FUNCTIONS = 40000
 
 _profd = None
+_tmp = None
 
 
-def table_sizes():
-    """Per library of LIBS: the 8-byte values of unwind_rows its compact
-    table takes, and the ms unwind-pack-bench took to read its rows (this
-    build's speed, on this machine under its load now)."""
-    out = subprocess.run([os.environ["UNWIND_PACK_BENCH"], "-r", "1"] + LIBS, check=True, capture_output=True,
-                         text=True, timeout=600).stdout
+def table_sizes(files):
+    """Per file of files that has a table: the 8-byte values of
+    unwind_rows its compact table takes, and the ms unwind-pack-bench took
+    to read its rows (this build's speed, on this machine under its load
+    now). Files without a table (no CFI, gone) are left out."""
     sizes = {}
-    for line in out.splitlines():
-        m = re.match(r"(\S+)\s+\d+ rows\s+\d+ ->\s+(\d+) bytes .* build\s+([\d.]+) ms", line)
-        if m:
-            sizes[m.group(1)] = ((int(m.group(2)) + 7) // 8, float(m.group(3)))
-    assert set(sizes) == set(LIBS), f"unwind-pack-bench did not size every library:\n{out}"
+    files = list(files)
+    for i in range(0, len(files), 200):
+        out = subprocess.run([os.environ["UNWIND_PACK_BENCH"], "-r", "1"] + files[i:i + 200], check=True,
+                             capture_output=True, text=True, timeout=600).stdout
+        for line in out.splitlines():
+            m = re.match(r"(\S+)\s+\d+ rows\s+\d+ ->\s+(\d+) bytes .* build\s+([\d.]+) ms", line)
+            if m:
+                sizes[m.group(1)] = ((int(m.group(2)) + 7) // 8, float(m.group(3)))
     return sizes
 
 
+def host_files():
+    """The regular files the host's processes map executable now, and
+    profd's own (its binary and libraries, as ldd names them), by path:
+    the tables profd builds at its start."""
+    files = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                for line in f:
+                    parts = line.split(None, 5)
+                    if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+                        files.add(parts[5].rstrip("\n"))
+        except OSError:
+            continue
+    profd = os.environ["PROFD"]
+    files.add(profd)
+    ldd = subprocess.run(["ldd", profd], capture_output=True, text=True).stdout
+    files.update(re.findall(r"=> (/\S+)", ldd))
+    return {f for f in files if not f.endswith(" (deleted)") and os.path.isfile(f)} - set(LIBS) - {LIBZ3}
+
+
 def budget_and_waits():
-    """The budget in bytes (the docstring's L + K + L / 2) and
+    """The budget in bytes (the docstring's H + Z + L + K + L / 2) and
     BUILD_TIMEOUT: a minute plus 30 times what reading both libraries'
     rows took the bench, as profd builds them while the compilers and the
     host load the machine, and its samples need a few drains."""
     global BUILD_TIMEOUT
-    sizes = table_sizes()
-    big_l, big_k = (sizes[lib][0] for lib in LIBS)
-    values = big_l + big_k + big_l // 2
-    build_s = sum(ms for _, ms in sizes.values()) / 1000
+    sizes = table_sizes(LIBS + [LIBZ3])
+    assert set(sizes) == set(LIBS + [LIBZ3]), f"unwind-pack-bench did not size every library: {sizes}"
+    big_l, big_k, big_z = (sizes[lib][0] for lib in LIBS + [LIBZ3])
+    host = sum(v for v, _ in table_sizes(host_files()).values())
+    values = host + big_z + big_l + big_k + big_l // 2
+    build_s = sum(sizes[lib][1] for lib in LIBS) / 1000
     BUILD_TIMEOUT = 60 + 30 * build_s
-    print(f"  tables: libLLVM {big_l}, libclang-cpp {big_k} values (read in {build_s:.1f} s); "
-          f"budget {values} values ({8 * values} bytes), {big_l // 2} for the host's sampled tables; "
-          f"waits up to {BUILD_TIMEOUT:.0f} s")
+    print(f"  tables: libLLVM {big_l}, libclang-cpp {big_k}, libz3 {big_z}, the host's {host} values (LLVM's "
+          f"read in {build_s:.1f} s); budget {values} values ({8 * values} bytes); waits up to "
+          f"{BUILD_TIMEOUT:.0f} s")
     return 8 * values
 
 
@@ -235,14 +265,10 @@ def write_source(path):
 def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
     assert os.path.exists(CLANG), f"{CLANG} is not installed (setup.sh installs clang)"
     d = _profd
-    tmp = tempfile.mkdtemp(prefix="profd-test-lru-")
+    tmp = _tmp
     compilers = []
     try:
-        src = os.path.join(tmp, "big.cpp")
-        write_source(src)
-        ir = os.path.join(tmp, "big.ll")
-        subprocess.run([CLANG, "-cc1", "-O0", "-disable-O0-optnone", "-emit-llvm", "-o", ir, "-x", "c++", src],
-                       check=True, timeout=300)
+        src, ir = os.path.join(tmp, "big.cpp"), os.path.join(tmp, "big.ll")
         lib_a, lib_b = copies(tmp, "a"), copies(tmp, "b", LIBS[:1])
         u0 = unwind(d)
         print(f"  start: {fmt(u0)}")
@@ -324,13 +350,17 @@ def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
     finally:
         for c in compilers:
             c.end()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
     require_root()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
+    _tmp = tempfile.mkdtemp(prefix="profd-test-lru-")
     try:
+        # the source, and B's IR, before profd starts (docstring)
+        write_source(os.path.join(_tmp, "big.cpp"))
+        subprocess.run([CLANG, "-cc1", "-O0", "-disable-O0-optnone", "-emit-llvm", "-o", os.path.join(_tmp, "big.ll"),
+                        "-x", "c++", os.path.join(_tmp, "big.cpp")], check=True, timeout=300)
         budget = budget_and_waits()
         _profd = Profd("--unwind-memory", str(budget), "--frequency", "199", "--interval", f"{INTERVAL_S}s", "-v")
         _profd.start()
@@ -343,3 +373,4 @@ if __name__ == "__main__":
     finally:
         if _profd is not None:
             _profd.cleanup()
+        shutil.rmtree(_tmp, ignore_errors=True)
