@@ -84,7 +84,8 @@ static __always_inline void node_cache_put(struct node_cache_entry *e, __u32 gen
  * address, mostly misses it; but mostly in the same row as the last time
  * (a loop). So for exact ips the sampler also remembers the range of
  * addresses [lo, hi) that the row found covers (from the row's pc to the
- * next row's, within the mapping), per process version: every ip in it
+ * next row's, cut at the 64 KiB page of the table's lookup, within the
+ * mapping), per process version: every ip in it
  * finds the same mapping and the same row, so a hit is exactly what the
  * lookup would find, and spares the lookup's code and its lines of
  * unwind_maps and unwind_rows. Two ways per set (the newer first), sets

@@ -131,14 +131,17 @@ struct {
  * before load, maps them into its memory and writes rows and mappings in
  * place; a process's entry in unwind_procs, updated last, publishes them.
  *
- * unwind_rows: the rows of every file's table, each file a slice.
- * max_entries = the setting unwind_memory / 8 (8 MiB: 1 Mi rows by default). */
+ * unwind_rows: every file's compact table (struct profd_pack_head in
+ * profd.h), each a slice of values, two 4-byte slots to a value (the even
+ * one first): the kernel rounds an array's values up to 8 bytes, so a map
+ * of 4-byte values would take as much memory. max_entries = the setting
+ * unwind_memory / 8. */
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
         __uint(map_flags, BPF_F_MMAPABLE);
         __uint(max_entries, 1);
         __type(key, __u32);
-        __type(value, struct profd_unwind_row);
+        __type(value, __u64);
 } unwind_rows SEC(".maps") __weak;
 
 /* unwind_maps: every process's executable mappings, one slice each, sorted

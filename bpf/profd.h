@@ -209,7 +209,7 @@ struct profd_unwind_row {
 /* struct profd_unwind_mapping.kind */
 enum profd_mapping_kind {
         PROFD_MAPPING_FP = 0,      /* no table (anonymous or JIT code, no CFI, unreadable): frame pointers */
-        PROFD_MAPPING_TABLE = 1,   /* rows [rows_off, rows_off + rows_n) of unwind_rows */
+        PROFD_MAPPING_TABLE = 1,   /* the compact table at rows_off of unwind_rows, rows_n slots */
         PROFD_MAPPING_PENDING = 2, /* the table is being built: PROFD_END_PENDING */
 };
 
@@ -218,27 +218,16 @@ enum profd_mapping_kind {
 struct profd_unwind_mapping {
         __u64 start, end;  /* [start, end) in the process */
         __u64 bias;        /* ip - bias = the address in the file's table */
+        /* PROFD_MAPPING_TABLE: the file's compact table (below), rows_n
+         * 4-byte slots from the start of value rows_off of unwind_rows */
         __u32 rows_off, rows_n;
         __u32 kind;        /* enum profd_mapping_kind */
-        __u32 index_shift; /* 0: no index; else the table's index (below) has buckets of 2^index_shift bytes */
-};
-
-/* A table's index, so that finding a row touches a cache line or two
- * instead of one per binary search step (each a cache and TLB miss at a
- * sampling rate of 49 Hz). It follows the table's rows_n rows in its slice
- * of unwind_rows: this head in the first slot, then buckets + 1 counts
- * (__u32, two per slot, the even one first): count[b] = how many rows have
- * pc < base + (b << index_shift). The row covering pc in bucket b is thus
- * among rows [count[b] - 1, count[b + 1]); above the last bucket it is the
- * last row; below base there is none. */
-struct profd_unwind_index {
-        __u32 base;        /* the first row's pc */
-        __u32 buckets;     /* every row's pc is below base + (buckets << index_shift) */
+        __u32 pad;
 };
 
 /* Compact tables (issue 43; daemon/unwind/table-pack.h builds them and
- * holds the reference lookup, bpf/table-pack.bpf.h the same in BPF; the
- * walker does not read them yet). A file's table is one run of 4-byte
+ * holds the reference lookup, bpf/table-pack.bpf.h the same in BPF, which
+ * the walker calls). A file's table is one run of 4-byte
  * slots, two to an 8-byte value of an array map (the kernel rounds an
  * array's values up to 8 bytes), starting at a value:
  *   head    struct profd_pack_head
@@ -491,7 +480,6 @@ _Static_assert(sizeof(struct profd_python) <= 64 && sizeof(struct profd_runtime)
 _Static_assert(PROFD_RT_FRAME_ID(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 70000)) == 2 &&
                PROFD_RT_FRAME_CODE(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 3)) == 0x7f0012345670ULL &&
                PROFD_RT_FRAME_OFFSET(PROFD_RT_FRAME(1, 16, 70000)) == 0xffff, "pseudo-frame encoding");
-_Static_assert(sizeof(struct profd_unwind_index) == sizeof(struct profd_unwind_row), "an index head fills a row slot");
 _Static_assert(sizeof(struct profd_pack_head) == 16 && sizeof(struct profd_pack_row) == 4 &&
                        sizeof(struct profd_pack_rule) == 4, "compact table layout: 4-byte slots");
 _Static_assert(1 << PROFD_PACK_PAGE_STEPS > 1 << PROFD_PACK_PAGE_SHIFT, "a page's search ends within its steps");

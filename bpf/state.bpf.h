@@ -58,7 +58,7 @@ struct ustack_state {
         __u8 end;               /* enum profd_stack_end, END_WALKING while walking */
         __u8 fp_only;           /* no unwind entry: frame pointers all the way */
         __u8 exact_ip;          /* ip is not a return address (frame 0, after a signal frame) */
-        __u8 m_index_shift;     /* the mapping's table index (profd_unwind_mapping.index_shift) */
+        __u8 m_pad;
         __u8 p_announced;       /* the entry (p_version) has the instance's exact start: see
                                  * user_stack_unwind */
         /* the runtime walk (bpf/runtime.bpf.h) of this walk, in the lines
@@ -69,7 +69,7 @@ struct ustack_state {
                                  * pseudo-frame takes its place */
         __u8 pad;
         __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
-        __u32 r_next;           /* find_row: the index of the first row above the pc looked up */
+        __u32 pad2;
         /* the walk memo (sampler only, bpf/cache.bpf.h) */
         __u8 memo_slot;         /* the slot of this thread */
         __u8 memo_ok;           /* the slot holds a walk of this version */

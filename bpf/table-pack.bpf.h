@@ -3,11 +3,11 @@
  * slots (struct profd_pack_head in profd.h), n slots from the start of
  * element off of an array map of 8-byte values, two slots to a value (the
  * even one first): the kernel rounds an array's values up to 8 bytes, so
- * a map of 4-byte values would take as much memory as today's rows.
+ * a map of 4-byte values would take as much memory.
  * Bounded: the head's four slots, two index entries, at most
  * PROFD_PACK_PAGE_STEPS rows, the row found, its rule and the next row: 26
- * map reads at most. Not yet called by the walker (it still reads the
- * 8-byte rows of unwind_rows); checked against the C reference by
+ * map reads at most. The walker's row_lookup (bpf/unwind.bpf.h) calls it
+ * on unwind_rows; checked against the C reference by
  * tests/unit/test-bpf-pack.c through BPF_PROG_TEST_RUN. */
 #pragma once
 

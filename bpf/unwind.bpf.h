@@ -1,6 +1,6 @@
-/* The user stack walker: DWARF CFI tables the daemon built (unwind_rows,
- * unwind_maps, unwind_procs in maps.bpf.h), frame pointers where a mapping
- * has no table. Included by the programs that walk user stacks (oncpu,
+/* The user stack walker: DWARF CFI tables the daemon built (compact
+ * tables, read by table-pack.bpf.h; unwind_rows, unwind_maps, unwind_procs
+ * in maps.bpf.h), frame pointers where a mapping has no table. Included by the programs that walk user stacks (oncpu,
  * offcpu). Every walk ends with a reason (enum profd_stack_end), counted.
  *
  * A walk (user_stack_unwind) is set up (walk_start, walk_find_proc,
@@ -17,11 +17,12 @@
 #if defined(__TARGET_ARCH_x86)
 
 #include "runtime.bpf.h"
+#include "table-pack.bpf.h"
 
-/* Binary search bounds: 2^16 mappings per process and 2^24 rows per file
- * are more than the daemon ever publishes (it gives larger ones no table). */
+/* Binary search bound: 2^16 mappings per process are more than the daemon
+ * ever publishes. A table's rows are found in their 64 KiB page
+ * (pack_lookup, PROFD_PACK_PAGE_STEPS). */
 #define UNWIND_MAPS_STEPS 16
-#define UNWIND_ROWS_STEPS 24
 /* Where the kernel's rt_sigframe keeps the interrupted registers: the
  * trampoline's rsp points at its struct ucontext (pretcode was popped),
  * uc_mcontext is at offset 40, and in struct sigcontext rbp, rsp and rip
@@ -143,64 +144,7 @@ static __always_inline bool find_mapping(struct ustack_state *s) {
         s->m_rows_off = m->rows_off;
         s->m_rows_n = m->rows_n;
         s->m_kind = m->kind;
-        s->m_index_shift = m->index_shift;
         return true;
-}
-
-/* count[b] of the current mapping's table index (struct
- * profd_unwind_index in profd.h); false on a lookup failure. */
-static __always_inline bool index_count(struct ustack_state *s, __u32 b, __u32 *ret) {
-        __u32 idx = s->m_rows_off + s->m_rows_n + 1 + b / 2;
-        __u32 *slot = bpf_map_lookup_elem(&unwind_rows, &idx);
-
-        if (!slot)
-                return false;
-        *ret = slot[b & 1];
-        return true;
-}
-
-/* The row covering pc in the current mapping's table; NULL below its first
- * row (no CFI there: a gap) or on a lookup failure. The table's index
- * narrows the search to a bucket of ~UNWIND_INDEX_ROWS rows (a cache line
- * or two) before the binary search: exactly the row a search of the whole
- * table finds, in a few cache misses instead of one per step. */
-static __always_inline struct profd_unwind_row *find_row(struct ustack_state *s, __u32 pc) {
-        __u32 lo = 0, hi = s->m_rows_n, idx;
-        struct profd_unwind_row *r;
-
-        if (s->m_index_shift) {
-                __u32 head_idx = s->m_rows_off + s->m_rows_n, b;
-                struct profd_unwind_index *head = bpf_map_lookup_elem(&unwind_rows, &head_idx);
-
-                if (!head || pc < head->base)
-                        return NULL;
-                b = (pc - head->base) >> (s->m_index_shift & 31);
-                if (b >= head->buckets) {
-                        lo = hi; /* above the last bucket: the last row */
-                } else if (!index_count(s, b, &lo) || !index_count(s, b + 1, &hi)) {
-                        return NULL;
-                }
-        }
-        for (int k = 0; k < UNWIND_ROWS_STEPS; k++) {
-                __u32 mid;
-
-                if (lo >= hi)
-                        break;
-                mid = (lo + hi) / 2;
-                idx = s->m_rows_off + mid;
-                r = bpf_map_lookup_elem(&unwind_rows, &idx);
-                if (!r)
-                        return NULL;
-                if (r->pc <= pc)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        if (lo == 0 || lo < hi)
-                return NULL;
-        s->r_next = lo; /* the first row above pc, if lo < m_rows_n */
-        idx = s->m_rows_off + lo - 1;
-        return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
 
 /* One frame by frame pointer: the caller's rbp and return address are at
@@ -312,7 +256,6 @@ fault:
 #define ROW_LOOKUP(s, c, tag, ret) row_lookup(s, tag, ret)
 __weak __noinline int row_lookup(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
         struct row_cache_set *c = NULL;
-        struct profd_unwind_row *r = NULL;
         __u64 pc, lo = 0, hi = 0;
 
         if (!s || !ret)
@@ -321,7 +264,6 @@ __weak __noinline int row_lookup(struct ustack_state *s, __u64 tag, struct profd
 #define ROW_LOOKUP(s, c, tag, ret) row_lookup(s, c, tag, ret)
 static __noinline bool row_lookup(struct ustack_state *s, struct row_cache_set *c, __u64 tag,
                                   struct profd_unwind_row *ret) {
-        struct profd_unwind_row *r = NULL;
         __u64 pc, lo = 0, hi = 0;
 #endif
 
@@ -342,22 +284,19 @@ static __noinline bool row_lookup(struct ustack_state *s, struct row_cache_set *
                         s->end = PROFD_END_NO_MAPPING;
                         return false;
                 }
-                r = find_row(s, (__u32) pc);
-                if (r) { /* else below the first FDE: no CFI, a gap */
-                        *ret = *r;
-                        /* the ips of this row: up to the next row, the
-                         * mapping's end, or the end of 32-bit pcs */
-                        lo = s->m_bias + r->pc;
-                        hi = s->m_bias + 0x100000000ULL;
-                        if (s->r_next < s->m_rows_n) {
-                                __u32 idx = s->m_rows_off + s->r_next;
-                                struct profd_unwind_row *next = bpf_map_lookup_elem(&unwind_rows, &idx);
-
-                                if (next)
-                                        hi = s->m_bias + next->pc;
-                                else
-                                        hi = 0;
-                        }
+                /* the rules and the ips they hold for: the row's extent,
+                 * cut at pc's 64 KiB page, clamped to the mapping below;
+                 * below the first row (no CFI there) a gap, as for a
+                 * table that is not well formed */
+                if (pack_lookup(&unwind_rows, s->m_rows_off, s->m_rows_n, (__u32) pc, ret, &lo, &hi)) {
+                        lo += s->m_bias;
+                        hi += s->m_bias;
+                } else {
+                        ret->pc = 0;
+                        ret->cfa_off = 0;
+                        ret->kind = PROFD_UNWIND_GAP;
+                        ret->rbp_off = 0;
+                        lo = hi = 0;
                 }
         } else if (s->m_kind == PROFD_MAPPING_FP) {
                 lo = s->m_start;

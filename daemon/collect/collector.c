@@ -417,8 +417,8 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         bpf_map__set_max_entries(c->skel->maps.offcpu_log, MAX(2 * c->block_slots * ncpus, (size_t) 1));
         c->skel->bss->offcpu_log_slots = c->block_slots;
         c->skel->bss->offcpu_log_cpus = ncpus;
-        /* unwind tables: see maps.bpf.h */
-        bpf_map__set_max_entries(c->skel->maps.unwind_rows, MAX(cfg->unwind_memory / sizeof(struct profd_unwind_row), 1u));
+        /* unwind tables: see maps.bpf.h (8-byte values, two slots each) */
+        bpf_map__set_max_entries(c->skel->maps.unwind_rows, MAX(cfg->unwind_memory / sizeof(uint64_t), 1u));
         bpf_map__set_max_entries(c->skel->maps.unwind_maps, COLLECTOR_UNWIND_MAPPINGS);
         bpf_map__set_max_entries(c->skel->maps.unwind_procs, seen_max);
 

@@ -19,11 +19,12 @@ static uint32_t pages_of(uint32_t first, uint32_t last) {
         return (last >> PROFD_PACK_PAGE_SHIFT) - (first >> PROFD_PACK_PAGE_SHIFT) + 1;
 }
 
-size_t table_pack_plan(size_t bound, uint32_t first, uint32_t last) {
+size_t table_pack_plan(size_t bound, uint32_t first, uint32_t last, size_t rules) {
         if (last < first)
                 last = first;
-        /* every row may have its own rule, up to what a row can name */
-        return PACK_HEAD_SLOTS + (size_t) pages_of(first, last) + 1 + bound + MIN(bound, (size_t) PROFD_PACK_RULES_MAX);
+        /* no more rules than rows, nor than a row can name */
+        rules = MIN(rules, MIN(bound, (size_t) PROFD_PACK_RULES_MAX));
+        return PACK_HEAD_SLOTS + (size_t) pages_of(first, last) + 1 + bound + rules;
 }
 
 static size_t rows_at(uint32_t pages) {
@@ -266,7 +267,7 @@ int table_pack_table(const struct unwind_table *t, uint32_t **ret, size_t *ret_s
         *ret_slots = 0;
         if (t->n == 0)
                 return -ENODATA;
-        cap = table_pack_plan(t->n, t->rows[0].pc, t->rows[t->n - 1].pc);
+        cap = table_pack_plan(t->n, t->rows[0].pc, t->rows[t->n - 1].pc, PROFD_PACK_RULES_MAX);
         out = calloc(cap, sizeof(*out));
         p = malloc(sizeof(*p));
         if (!out || !p)

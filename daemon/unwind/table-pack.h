@@ -15,9 +15,20 @@
 
 /* Slots the packed table of at most bound rows, whose first and last rows
  * are at pcs first and last (unwind_reader_bound, unwind_reader_span),
- * can take: head, index, rows, rules. A table needs no more; what it
- * needs is known at table_pack_end. */
-size_t table_pack_plan(size_t bound, uint32_t first, uint32_t last);
+ * can take with at most `rules` distinct rules (never more than bound or
+ * PROFD_PACK_RULES_MAX): head, index, rows, rules. With rules =
+ * PROFD_PACK_RULES_MAX a table needs no more; with fewer, table_pack_end
+ * says -E2BIG when its rules do not fit. What it needs is known at
+ * table_pack_end. */
+size_t table_pack_plan(size_t bound, uint32_t first, uint32_t last, size_t rules);
+
+/* The rules the daemon's first plan for a table sets aside room for. The
+ * rows are bounded by the FDEs (1-3% above those kept in large files),
+ * the rules only by the rows: a plan for as many rules as rows is twice
+ * what a table keeps. Files have far fewer: at most 852 (libaom) of the 1,907
+ * files with CFI under /usr/lib/x86_64-linux-gnu and /usr/bin here. A
+ * table with more is packed again with a plan for PROFD_PACK_RULES_MAX. */
+#define TABLE_PACK_PLAN_RULES 2048
 
 /* Where a packed table goes: n slots at slot `at` of the table. The
  * packer writes the rows in order as they fill a piece, then at the end

@@ -21,6 +21,7 @@
 #include "unwind-procs.h"
 #include "runtime.h"
 #include "table-lru.h"
+#include "table-pack.h"
 #include "unwind-table.h"
 
 /* --- the unused-file list ------------------------------------------------ */
@@ -79,13 +80,13 @@ void ufile_release_runtime(unwinder *u, struct ufile *f) {
 /* Drops unused file f from the cache, its rows freed as of the moment the
  * last process stopped using them (so their grace may be over already). */
 void ufile_evict(unwinder *u, struct ufile *f) {
-        bool table = f->slots > 0;
+        bool table = f->values > 0;
 
         lru_unlink(u, f);
         (void) hashmap_remove(u->files, &f->key);
         ufile_release_runtime(u, f);
         if (table)
-                rangealloc_release(u->rows_alloc, f->off, f->slots, f->unref_ns);
+                rangealloc_release(u->rows_alloc, f->off, f->values, f->unref_ns);
         ufile_free(f);
         if (table) {
                 pthread_mutex_lock(&u->lock);
@@ -114,14 +115,14 @@ static int rows_room(unwinder *u, uint32_t n, uint32_t *ret_off) {
         if (!spare)
                 return -ENOMEM;
         for (struct ufile *f = u->lru_head; f; f = f->lru_next)
-                if (f->slots > 0)
-                        spare[k++] = (struct rangealloc_spare) { f->off, f->slots, f->unref_ns };
+                if (f->values > 0)
+                        spare[k++] = (struct rangealloc_spare) { f->off, f->values, f->unref_ns };
         r = rangealloc_find_room(u->rows_alloc, n, spare, k, now, &off);
         if (r < 0)
                 return r;
         for (struct ufile *f = u->lru_head, *next; f; f = next) {
                 next = f->lru_next;
-                if (f->slots > 0 && f->off < off + n && off < f->off + f->slots)
+                if (f->values > 0 && f->off < off + n && off < f->off + f->values)
                         ufile_evict(u, f);
         }
         rangealloc_reclaim(u->rows_alloc, now);
@@ -168,48 +169,49 @@ static int open_elf(int fd, Elf **ret) {
         return 0;
 }
 
-/* Where a table's rows go as they are read: into its slice of
- * unwind_rows, planned for at most bound rows, and through its index. */
-struct rows_out {
+/* Where a compact table's slots go as the packer hands them over: into
+ * its slice of unwind_rows, value off on, two slots to a value. */
+struct pack_out {
         unwinder *u;
         uint32_t off;
-        size_t bound, n;
-        struct unwind_index_writer index;
 };
 
-static int rows_out_write(void *userdata, const struct profd_unwind_row *rows, size_t n) {
-        struct rows_out *o = userdata;
-        int r;
+static int pack_out_write(void *userdata, size_t at, const uint32_t *slots, size_t n) {
+        struct pack_out *o = userdata;
 
-        if (n > o->bound - o->n)
-                return -EINVAL; /* the reader keeps to its bound: never */
-        r = unwinder_array_write(o->u, o->u->maps.rows_fd, sizeof(*rows), o->off + (uint32_t) o->n, rows, n);
-        if (r < 0)
-                return r;
-        if (o->index.count)
-                unwind_index_add(&o->index, rows, n);
-        o->n += n;
-        return 0;
+        /* slot numbers fit 32 bits: unwind_memory is at most 4 GiB, 2^30 slots */
+        return unwinder_array_write(o->u, o->u->maps.rows_fd, sizeof(*slots), 2 * o->off + (uint32_t) at, slots, n);
 }
 
-/* Builds the table of elf into the kernel's rows. Its FDEs tell how many
- * rows it can have; room for that many (and the index) is found first, and
- * the rows are written into it as libdw yields them, a piece at a time:
+static void table_pack_freep(struct table_pack **p) {
+        if (!*p)
+                return;
+        table_pack_done(*p);
+        free(*p);
+}
+
+/* Builds the compact table of elf (table-pack.h) into the kernel's
+ * unwind_rows. Its FDEs tell how many rows it can have and its span how
+ * many 64 KiB pages: room for the slots that can take with up to
+ * TABLE_PACK_PLAN_RULES rules (table_pack_plan) is found first, and the
+ * rows are packed as libdw yields them and written a piece at a time:
  * libLLVM's 950 k rows are never all in the heap (they were, with libdw's
  * FDEs, a 15 MiB peak of RSS), and a table that finds no room is not read
- * at all. The bound is within 1-3% of the rows made here; what the table
- * does not use is given back. fd: the file elf reads (-1 for the vDSO),
- * which the reader maps itself (unwind_reader_new). On failure the file
- * is kept with no table (frame pointers) when the failure is the file's
- * own, and the reason counted. */
+ * at all. What the table does not use (the bound's excess over the rows
+ * kept, 1-3% in large files, and the rules' room it left) is given back.
+ * A table with more rules than that is built again at once with room for
+ * PROFD_PACK_RULES_MAX (f->rules_wide, kept for its later builds). fd:
+ * the file elf reads (-1 for the vDSO), which the reader maps itself
+ * (unwind_reader_new). On failure the file is kept with no table (frame
+ * pointers) when the failure is the file's own, and the reason counted. */
 static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const char *what) {
         _cleanup_(unwind_reader_freep) unwind_reader *reader = NULL;
-        _cleanup_free_ struct profd_unwind_row *index = NULL;
-        struct rows_out out = { .u = u };
+        _cleanup_(table_pack_freep) struct table_pack *pack = NULL;
+        struct pack_out out = { .u = u };
         struct unwind_table counts;
         uint64_t t0 = mono_ns();
-        uint32_t first, last, shift;
-        size_t index_slots, planned, used;
+        uint32_t first, last;
+        size_t planned, used, slots = 0;
         bool room = false;
         int r;
 
@@ -226,10 +228,9 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const cha
                 file_unreserve(u, f);
                 return;
         }
-        out.bound = unwind_reader_bound(reader);
         unwind_reader_span(reader, &first, &last);
-        index_slots = unwind_index_plan(out.bound, first, last, &shift);
-        planned = out.bound + index_slots;
+        planned = (table_pack_plan(unwind_reader_bound(reader), first, last,
+                                   f->rules_wide ? PROFD_PACK_RULES_MAX : TABLE_PACK_PLAN_RULES) + 1) / 2;
         if (f->resv_n == planned) {
                 out.off = f->resv_off;
                 f->resv_n = 0;
@@ -239,7 +240,7 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const cha
                 r = rows_room(u, (uint32_t) planned, &out.off);
         }
         if (r == -ENOSPC) {
-                log_debug("No room for the %zu unwind row slots of %s (unwind_memory), walking it by frame pointers.",
+                log_debug("No room for the %zu unwind values of %s (unwind_memory), walking it by frame pointers.",
                           planned, what);
                 count_failure(u, UNWINDER_FAIL_BUDGET_FULL);
                 pthread_mutex_lock(&u->lock);
@@ -250,45 +251,60 @@ static void file_build(unwinder *u, struct ufile *f, Elf *elf, int fd, const cha
                 return;
         }
         room = r >= 0;
-        if (r >= 0 && index_slots > 0) {
-                index = calloc(index_slots, sizeof(*index));
-                if (!index)
-                        r = -ENOMEM;
-                else
-                        unwind_index_begin(&out.index, shift, first, last, index);
+        if (r >= 0) {
+                /* the packer keeps a 16 KiB piece: not on the worker's stack */
+                pack = malloc(sizeof(*pack));
+                r = pack ? table_pack_begin(pack, first, last, 2 * planned, pack_out_write, &out) : -ENOMEM;
+                if (r < 0) {
+                        free(pack);
+                        pack = NULL;
+                }
         }
         if (r >= 0)
-                r = unwind_reader_rows(reader, rows_out_write, &out, &counts);
-        if (r >= 0 && index) {
-                unwind_index_end(&out.index);
-                r = unwinder_array_write(u, u->maps.rows_fd, sizeof(*index), out.off + (uint32_t) out.n, index, index_slots);
-        }
-        if (r < 0) {
-                /* rows may have been written: released as of now */
-                if (room)
-                        rangealloc_release(u->rows_alloc, out.off, (uint32_t) planned, mono_ns());
-                log_debug_errno(r, "Failed to build the unwind rows of %s, walking it by frame pointers: %m", what);
-                /* -EINVAL: more rows than the FDEs allow; else out of
-                 * memory or mappings, built again when next mapped */
-                count_failure(u, r == -EINVAL ? UNWINDER_FAIL_BAD_CFI : UNWINDER_FAIL_UNREADABLE);
-                f->retry = r != -EINVAL;
+                r = unwind_reader_rows(reader, table_pack_add, pack, &counts);
+        if (r >= 0)
+                r = table_pack_end(pack, &slots);
+        if (r < 0 && room)
+                /* slots may have been written: released as of now */
+                rangealloc_release(u->rows_alloc, out.off, (uint32_t) planned, mono_ns());
+        if (r == -E2BIG && !f->rules_wide) {
+                /* more rules than the first plan's room (or than a row
+                 * can name, which the wide plan finds again): once more,
+                 * with room for every rule, the reader and packer freed */
+                log_debug("The unwind table of %s has more than %d rules, building it again with room for %d.", what,
+                          TABLE_PACK_PLAN_RULES, PROFD_PACK_RULES_MAX);
+                f->rules_wide = true;
+                reader = unwind_reader_free(reader);
+                table_pack_freep(&pack);
+                pack = NULL;
+                file_build(u, f, elf, fd, what);
                 return;
         }
-        /* The rows the bound left over were never published: free at once. */
-        used = out.n + index_slots;
+        if (r < 0) {
+                log_debug_errno(r, "Failed to build the unwind table of %s, walking it by frame pointers: %m", what);
+                /* -EINVAL: more rows than the FDEs allow, or out of order;
+                 * -E2BIG: more distinct rules than a row can name; else
+                 * out of memory or mappings, built again when next mapped */
+                count_failure(u, r == -EINVAL ? UNWINDER_FAIL_BAD_CFI
+                                 : r == -E2BIG ? UNWINDER_FAIL_ABOVE_4G : UNWINDER_FAIL_UNREADABLE);
+                f->retry = r != -EINVAL && r != -E2BIG;
+                return;
+        }
+        /* The values the plan left over were never published: free at once. */
+        used = (slots + 1) / 2;
         if (used < planned)
                 rangealloc_release(u->rows_alloc, out.off + (uint32_t) used, (uint32_t) (planned - used), 0);
         f->off = out.off;
-        f->n = (uint32_t) out.n;
-        f->slots = (uint32_t) used;
-        f->index_shift = shift;
+        f->n = (uint32_t) slots;
+        f->values = (uint32_t) used;
         f->planned = (uint32_t) planned;
         /* a table just built counts as sampled now: the process that
          * wanted it gets a hot window to sample it before it is cold */
         f->sampled_ns = MAX(f->sampled_ns, mono_ns());
         f->cold = false;
-        log_debug("Built the unwind table of %s: %zu rows, %zu slots, in %" PRIu64 " ms.", what, out.n, used,
-                  (uint64_t) ((mono_ns() - t0) / NSEC_PER_MSEC));
+        log_debug("Built the unwind table of %s: %zu rows, %u kept, %u rules, %zu slots (%zu values of %zu planned), "
+                  "in %" PRIu64 " ms.", what, counts.n, (unsigned) pack->rows, (unsigned) pack->n_rules, slots, used,
+                  planned, (uint64_t) ((mono_ns() - t0) / NSEC_PER_MSEC));
         pthread_mutex_lock(&u->lock);
         u->stats.tables_built++;
         u->stats.build_ns += mono_ns() - t0;
@@ -679,9 +695,9 @@ static int cold_room(unwinder *u, struct ufile *f, uint64_t hot_ns, uint64_t now
         while (hashmap_iterate(u->files, &i, &k, &v)) {
                 struct ufile *h = v;
 
-                if (h->slots > 0) {
+                if (h->values > 0) {
                         g[n] = h;
-                        t[n++] = (struct table_lru_entry) { h->off, h->slots, h->sampled_ns, h->pin || h->pending };
+                        t[n++] = (struct table_lru_entry) { h->off, h->values, h->sampled_ns, h->pin || h->pending };
                 }
                 h->pin = false;
         }
@@ -718,13 +734,13 @@ static int cold_room(unwinder *u, struct ufile *f, uint64_t hot_ns, uint64_t now
                 /* by file identity (the test reads it): which table went for which */
                 log_debug("Evicting the unwind table of file %" PRIu64 ":%" PRIu64 " (%" PRIu32 " slots, not sampled "
                           "for %" PRIu64 " ms) for the sampled table of file %" PRIu64 ":%" PRIu64 ".",
-                          h->key.dev, h->key.ino, h->slots, (uint64_t) ((now - MIN(now, h->sampled_ns)) / NSEC_PER_MSEC),
+                          h->key.dev, h->key.ino, h->values, (uint64_t) ((now - MIN(now, h->sampled_ns)) / NSEC_PER_MSEC),
                           f->key.dev, f->key.ino);
                 rel[2 * n_rel] = h->off;
-                rel[2 * n_rel + 1] = h->slots;
+                rel[2 * n_rel + 1] = h->values;
                 n_rel++;
                 h->want = h->planned;
-                h->off = h->n = h->slots = h->index_shift = 0;
+                h->off = h->n = h->values = 0;
                 h->retry = true;
                 h->cold = true;
                 h->mark = true;

@@ -1,6 +1,6 @@
 /* The unwinder's file-table cache: one table per file (by struct
- * file_key), shared by every process mapping it, its rows in a slice of
- * unwind_rows; unused tables kept in an LRU list until their room is
+ * file_key), shared by every process mapping it, its compact table in a
+ * slice of unwind_rows; unused tables kept in an LRU list until their room is
  * needed; large tables built later, from a queue. Runs on the unwinder's
  * thread only. */
 #pragma once
@@ -17,9 +17,11 @@ struct offset_bias {
 
 struct ufile {
         struct file_key key;
-        uint32_t off, n;           /* rows in unwind_rows; n == 0: no table (frame pointers) */
-        uint32_t slots;            /* the slice: the n rows and their index */
-        uint32_t index_shift;      /* of the index (struct profd_unwind_index); 0: none */
+        /* the compact table (struct profd_pack_head): n 4-byte slots from
+         * the start of value off of unwind_rows, in a slice of `values`
+         * 8-byte values (two slots each); n == 0: no table (frame pointers) */
+        uint32_t off, n;
+        uint32_t values;
         unsigned refs;             /* live processes' mappings */
         uint64_t unref_ns;         /* CLOCK_MONOTONIC when refs became 0 */
         struct ufile *lru_prev, *lru_next; /* in the unused list while refs == 0 */
@@ -28,9 +30,10 @@ struct ufile {
         bool retry;                /* no table for want of room (or memory): build again when next mapped */
         bool pending;              /* in the build queue: mappings of it are PROFD_MAPPING_PENDING */
         char *paths[3];            /* pending: where to open it (map_files, root/PATH, PATH) */
-        uint32_t want;             /* rows the table needs, when it found no room */
-        uint32_t resv_off, resv_n; /* rows set aside for its build again (resv_n 0: none) */
-        uint32_t planned;          /* slots its build set aside (want, once evicted) */
+        uint32_t want;             /* values of unwind_rows the table needs, when it found no room */
+        uint32_t resv_off, resv_n; /* values set aside for its build again (resv_n 0: none) */
+        uint32_t planned;          /* values its build set aside (want, once evicted) */
+        bool rules_wide;           /* more rules than TABLE_PACK_PLAN_RULES: planned for PROFD_PACK_RULES_MAX */
         uint64_t sampled_ns;       /* CLOCK_MONOTONIC when a sample last went through it (or it was built) */
         bool cold;                 /* its table was evicted for a sampled one: built again only once sampled */
         uint64_t room_due_ns;      /* rows evicted for it: built once their grace ends then (0: none) */

@@ -253,7 +253,6 @@ static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *
                                 : f && f->n > 0 ? PROFD_MAPPING_TABLE : PROFD_MAPPING_FP,
                         .rows_off = f ? f->off : 0,
                         .rows_n = f ? f->n : 0,
-                        .index_shift = f ? f->index_shift : 0,
                 };
                 pm->files[pm->n++] = f; /* the reference taken above */
         }

@@ -67,38 +67,6 @@ int unwind_table_add(void *userdata, const struct profd_unwind_row *rows, size_t
  * BPF walker finds it: the last row whose pc <= pc; NULL below the first. */
 const struct profd_unwind_row *unwind_table_lookup(const struct unwind_table *t, uint64_t pc);
 
-/* The index BPF finds rows with (struct profd_unwind_index in
- * bpf/profd.h), written after the table's rows in the same slice.
- * unwind_index_size: the slots it takes, and in *ret_shift its bucket size
- * (about one bucket per UNWIND_INDEX_ROWS rows); 0 and shift 0 for a table
- * small enough to search whole. unwind_index_write: writes it into out,
- * that many slots. unwind_index_lookup: the row covering pc as the BPF
- * walker finds it through the index, from slots = rows then index; always
- * the row unwind_table_lookup finds. */
-#define UNWIND_INDEX_ROWS 8
-size_t unwind_index_size(const struct unwind_table *t, uint32_t *ret_shift);
-void unwind_index_write(const struct unwind_table *t, uint32_t shift, struct profd_unwind_row *out);
-
-/* The same index for rows that come in pieces. unwind_index_plan: its
- * slots and shift for a table of at most n rows whose first and last rows
- * are at pcs first and last (unwind_reader_bound, unwind_reader_span); an
- * index planned for more rows than the table has is a little larger, and
- * finds the same rows. The writer then takes the rows in order
- * (unwind_index_add) and completes the index at out, that many slots, at
- * unwind_index_end. */
-struct unwind_index_writer {
-        uint32_t *count;
-        uint32_t base, shift, buckets, next;
-        size_t rows;
-};
-size_t unwind_index_plan(size_t n, uint32_t first, uint32_t last, uint32_t *ret_shift);
-void unwind_index_begin(struct unwind_index_writer *w, uint32_t shift, uint32_t first, uint32_t last,
-                        struct profd_unwind_row *out);
-void unwind_index_add(struct unwind_index_writer *w, const struct profd_unwind_row *rows, size_t n);
-void unwind_index_end(struct unwind_index_writer *w);
-const struct profd_unwind_row *unwind_index_lookup(const struct profd_unwind_row *slots, size_t n, uint32_t shift,
-                                                   uint64_t pc);
-
 /* The bias of a mapping of this file: ip - bias is the ELF address of ip.
  * map_offset is the file offset mapped at map_start (/proc/PID/maps). Uses
  * the PT_LOAD segment holding map_offset. Returns 0 or -ENOENT (no such

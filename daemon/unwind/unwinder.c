@@ -95,7 +95,7 @@ static void publish_stats(unwinder *u) {
         u->stats.mappings_used = maps;
         u->stats.mappings_capacity = rangealloc_capacity(u->maps_alloc);
         u->stats.mapped_bytes = u->mapped_max;
-        u->stats.kernel_bytes = rows * sizeof(struct profd_unwind_row) + maps * sizeof(struct profd_unwind_mapping) +
+        u->stats.kernel_bytes = rows * sizeof(uint64_t) /* values of two slots */ + maps * sizeof(struct profd_unwind_mapping) +
                                 u->stats.processes * (sizeof(uint32_t) + sizeof(struct profd_unwind_proc));
         pthread_mutex_unlock(&u->lock);
 }

@@ -38,7 +38,8 @@ struct unwinder_stats {
         uint64_t processes;           /* with an unwind entry */
         uint64_t files;               /* file tables cached (referenced or not) */
         uint64_t files_unused;        /* of them, mapped by no live process */
-        uint64_t rows_used, rows_capacity;     /* unwind_rows, counting rows in their grace period */
+        uint64_t rows_used, rows_capacity;     /* unwind_rows' 8-byte values (two slots of the compact
+                                                * tables each), counting those in their grace period */
         uint64_t mappings_used, mappings_capacity; /* unwind_maps */
         uint64_t kernel_bytes;        /* rows and mappings in use, bytes */
         uint64_t mapped_bytes;        /* the most of the arrays mapped into profd at once, to write them */

@@ -68,7 +68,7 @@ static int build_packed_in_pieces(const char *path, size_t *ret_slots) {
         if (k < 0)
                 return k;
         unwind_reader_span(r, &first, &last);
-        k = table_pack_begin(p, first, last, table_pack_plan(unwind_reader_bound(r), first, last), discard, NULL);
+        k = table_pack_begin(p, first, last, table_pack_plan(unwind_reader_bound(r), first, last, PROFD_PACK_RULES_MAX), discard, NULL);
         if (k >= 0)
                 k = unwind_reader_rows(r, table_pack_add, p, &counts);
         if (k >= 0)
@@ -122,6 +122,22 @@ static uint64_t slots_hash(const uint32_t *slots, size_t n) {
         return h;
 }
 
+/* The slots the index of the 8-byte rows of before issue 43 took after
+ * them (a head, then a count per bucket of 2^shift bytes, two to a slot,
+ * a bucket for about 8 rows; none below 16 rows): the kernel bytes the
+ * compact tables are compared with. */
+static size_t old_index_slots(const struct unwind_table *t) {
+        uint32_t first, last, shift = 1;
+
+        if (t->n < 16)
+                return 0;
+        first = (uint32_t) t->rows[0].pc;
+        last = (uint32_t) t->rows[t->n - 1].pc;
+        while (shift < 31 && (((uint64_t) last - first) >> shift) + 1 > t->n / 8)
+                shift++;
+        return 1 + ((size_t) ((((uint64_t) last - first) >> shift) + 1) + 2) / 2;
+}
+
 /* The pages of 2^shift bytes a table spans and the most rows one holds. */
 static void pages_at(const struct unwind_table *t, unsigned shift, size_t *ret_pages, size_t *ret_max) {
         size_t max = 0, run = 0;
@@ -150,7 +166,6 @@ static void bench_file(const char *path, int rounds, struct totals *tot) {
         struct unwind_table t = {};
         double build_wall = 1e9, build_cpu = 1e9, pack_wall = 1e9, pieces_cpu = 1e9;
         size_t n = 0, pages16, max16, pages12, max12;
-        uint32_t shift;
         size_t old;
         uint64_t h;
         int r;
@@ -185,7 +200,7 @@ static void bench_file(const char *path, int rounds, struct totals *tot) {
                 }
                 pieces_cpu = MIN(pieces_cpu, cpu_seconds() - t1);
         }
-        old = (t.n + unwind_index_size(&t, &shift)) * sizeof(struct profd_unwind_row);
+        old = (t.n + old_index_slots(&t)) * sizeof(struct profd_unwind_row);
         pages_at(&t, 16, &pages16, &max16);
         pages_at(&t, 12, &pages12, &max12);
         printf("%-60s %9zu rows %11zu -> %10zu bytes (%.2fx)  %5u rules  64K pages %5zu (max %5zu rows)  "

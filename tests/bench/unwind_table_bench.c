@@ -95,40 +95,24 @@ static long status_kib(const char *key) {
         return v;
 }
 
-/* What profd's sink keeps: the index, written piece by piece; the rows
- * are dropped where profd writes them into the kernel's. */
+/* The rows dropped where profd packs them (table-pack.h) into the
+ * kernel's: the reader's cost alone. */
 static int discard_rows(void *userdata, const struct profd_unwind_row *rows, size_t n) {
-        struct unwind_index_writer *w = userdata;
-
-        if (w->count)
-                unwind_index_add(w, rows, n);
+        (void) userdata;
+        (void) rows;
+        (void) n;
         return 0;
 }
 
 static int build_in_pieces(Elf *e, int fd) {
         _cleanup_(unwind_reader_freep) unwind_reader *r = NULL;
-        _cleanup_free_ struct profd_unwind_row *index = NULL;
-        struct unwind_index_writer w = {};
         struct unwind_table counts;
-        uint32_t first, last, shift;
-        size_t slots;
         int k;
 
         k = unwind_reader_new(e, fd, &r);
         if (k < 0)
                 return k;
-        unwind_reader_span(r, &first, &last);
-        slots = unwind_index_plan(unwind_reader_bound(r), first, last, &shift);
-        if (slots > 0) {
-                index = calloc(slots, sizeof(*index));
-                if (!index)
-                        return -ENOMEM;
-                unwind_index_begin(&w, shift, first, last, index);
-        }
-        k = unwind_reader_rows(r, discard_rows, &w, &counts);
-        if (k >= 0 && index)
-                unwind_index_end(&w);
-        return k;
+        return unwind_reader_rows(r, discard_rows, NULL, &counts);
 }
 
 /* How much a build adds to this process's RSS at its peak: VmHWM, reset

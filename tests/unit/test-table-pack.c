@@ -123,7 +123,7 @@ static uint32_t *pack_checked(const char *what, const struct unwind_table *t, si
                 return NULL;
         }
         for (size_t piece = 1; piece <= UNWIND_PIECE_ROWS; piece = piece == 1 ? 7 : UNWIND_PIECE_ROWS) {
-                size_t cap = table_pack_plan(t->n, t->rows[0].pc, t->rows[t->n - 1].pc), slots = 0;
+                size_t cap = table_pack_plan(t->n, t->rows[0].pc, t->rows[t->n - 1].pc, PROFD_PACK_RULES_MAX), slots = 0;
                 _cleanup_free_ uint32_t *out = calloc(cap, sizeof(*out));
                 struct table_pack_buffer buf = { .out = out, .capacity = cap };
                 struct table_pack p;
@@ -185,9 +185,9 @@ static void test_file(const char *path, bool required) {
         slots = pack_checked(path, &t, &n);
         if (slots) {
                 checked = check_table(path, &t, slots, n);
-                fprintf(stderr, "%s: %zu rows (%zu bytes, index included) packed into %zu slots (%zu bytes: "
+                fprintf(stderr, "%s: %zu rows (%zu bytes as 8-byte rows) packed into %zu slots (%zu bytes: "
                         "%u rows, %u pages, %u rules); %zu pcs compared\n",
-                        path, t.n, (t.n + unwind_index_size(&t, &(uint32_t) { 0 })) * 8, n, n * 4,
+                        path, t.n, t.n * 8, n, n * 4,
                         head_of(slots)->rows, head_of(slots)->pages, head_of(slots)->rules, checked);
                 /* the builder merged equal neighbours already: none more */
                 CHECK_INT_EQ(head_of(slots)->rows, t.n);
@@ -369,6 +369,44 @@ static void test_crafted_page_over_bound(void) {
 
 /* Out of order, outside the span, too many rules, too small a budget:
  * refused, and nothing written past the budget. */
+/* The plan: head, index, rows and rules, the rules no more than the rows
+ * or PROFD_PACK_RULES_MAX; a table packed into a plan for exactly its
+ * rules fits, into one for a rule fewer (the daemon's first plan, when a
+ * file has more rules than TABLE_PACK_PLAN_RULES) -E2BIG at the end. */
+static void test_plan(void) {
+        enum { N_ROWS = 40 };
+        struct profd_unwind_row rows[N_ROWS];
+        uint32_t out[64];
+        struct table_pack_buffer buf = { .out = out, .capacity = ELEMENTSOF(out) };
+        struct table_pack p;
+        size_t slots = 0;
+
+        /* 4 head slots, pages 0x1 to 0x3 (3, index of 4), rows, rules */
+        CHECK_INT_EQ(table_pack_plan(100, 0x10000, 0x3ffff, 0), 4 + 4 + 100);
+        CHECK_INT_EQ(table_pack_plan(100, 0x10000, 0x3ffff, 7), 4 + 4 + 100 + 7);
+        CHECK_INT_EQ(table_pack_plan(100, 0x10000, 0x3ffff, TABLE_PACK_PLAN_RULES), 4 + 4 + 100 + 100);
+        CHECK_INT_EQ(table_pack_plan(1000000, 0, 0, SIZE_MAX), 4 + 2 + 1000000 + PROFD_PACK_RULES_MAX);
+
+        /* 40 rows, 10 distinct rules, none repeating the one before */
+        for (size_t i = 0; i < N_ROWS; i++)
+                rows[i] = row(0x1000 + 16 * (uint32_t) i, PROFD_UNWIND_CFA_SP, (uint16_t) (8 * (i % 10 + 1)), 0);
+        for (size_t rules = 10; rules >= 9; rules--) {
+                size_t cap = table_pack_plan(N_ROWS, rows[0].pc, rows[N_ROWS - 1].pc, rules);
+                int r;
+
+                CHECK(cap <= ELEMENTSOF(out));
+                r = table_pack_begin(&p, rows[0].pc, rows[N_ROWS - 1].pc, cap, table_pack_buffer, &buf);
+                if (r >= 0)
+                        r = table_pack_add(&p, rows, N_ROWS);
+                if (r >= 0)
+                        r = table_pack_end(&p, &slots);
+                table_pack_done(&p);
+                CHECK_INT_EQ(r, rules == 10 ? 0 : -E2BIG);
+                if (r >= 0)
+                        CHECK_INT_EQ(slots, cap); /* the plan was exact: every row kept */
+        }
+}
+
 static void test_refused(const char *big) {
         struct profd_unwind_row rows[] = { row(0x1000, 1, 8, 0), row(0x900, 1, 16, 0) };
         uint32_t out[64];
@@ -534,6 +572,7 @@ int main(int argc, char **argv) {
         test_page_boundaries();
         test_full_page();
         test_crafted_page_over_bound();
+        test_plan();
         test_refused(argv[1]);
         test_writer(argv[2]);
         if (access("/usr/lib/x86_64-linux-gnu/libc.so.6", R_OK) == 0)

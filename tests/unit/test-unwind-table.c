@@ -605,59 +605,11 @@ static void check_table_shape(const char *path, const struct unwind_table *t) {
         CHECK(t->n == 0 || t->rows[t->n - 1].kind == PROFD_UNWIND_GAP);
 }
 
-/* Through the index at slots + t->n (shift; 0: none), for every address
- * around every row's start and between rows, the row a search of the whole
- * table finds. Returns the mismatches. */
-static size_t index_mismatches(const struct unwind_table *t, const struct profd_unwind_row *slots, uint32_t shift) {
-        size_t mismatches = 0;
-
-        for (size_t i = 0; i < t->n; i++) {
-                uint64_t pc = t->rows[i].pc, next = i + 1 < t->n ? t->rows[i + 1].pc : pc + 64;
-                uint64_t probes[] = { pc - 1, pc, pc + 1, pc + (next - pc) / 2, next - 1, next + 4096 };
-
-                for (size_t k = 0; k < ELEMENTSOF(probes); k++)
-                        if (unwind_index_lookup(slots, t->n, shift, probes[k]) !=
-                            unwind_table_lookup(&(struct unwind_table) { .rows = (struct profd_unwind_row *) slots,
-                                                                         .n = t->n },
-                                                probes[k]))
-                                mismatches++;
-        }
-        return mismatches;
-}
-
-/* The index BPF searches through finds the row a search of the whole
- * table finds; it costs about 4 bytes per UNWIND_INDEX_ROWS rows. */
-static void check_index(const char *path, const struct unwind_table *t) {
-        uint32_t shift;
-        size_t extra = unwind_index_size(t, &shift);
-        _cleanup_free_ struct profd_unwind_row *slots = calloc(t->n + extra + 1, sizeof(*slots));
-
-        CHECK(slots != NULL);
-        if (!slots)
-                return;
-        if (t->n < 2 * UNWIND_INDEX_ROWS) {
-                CHECK_INT_EQ(extra, 0);
-                CHECK_INT_EQ(shift, 0);
-        } else {
-                CHECK(shift > 0);
-                CHECK(extra >= 2);
-                CHECK((extra - 1) * 2 <= t->n / UNWIND_INDEX_ROWS + 2);
-        }
-        memcpy(slots, t->rows, t->n * sizeof(*slots));
-        if (extra)
-                unwind_index_write(t, shift, slots + t->n);
-        CHECK_INT_EQ(index_mismatches(t, slots, shift), 0);
-        fprintf(stderr, "%s: index of %zu slots (buckets of %u bytes) for %zu rows\n", path, extra,
-                shift ? 1u << shift : 0, t->n);
-}
-
-/* What the daemon's sink does with the pieces: rows after rows, and each
- * piece through the index writer. */
+/* A sink of the pieces, as the daemon's packer takes them: rows after
+ * rows. */
 struct pieces {
         struct profd_unwind_row *slots;
         size_t n, bound, calls, largest;
-        struct unwind_index_writer index;
-        bool indexed;
         int fail_at; /* the call that fails with -ENOSPC; 0: none */
 };
 
@@ -671,24 +623,21 @@ static int pieces_add(void *userdata, const struct profd_unwind_row *rows, size_
         if (n > p->bound - p->n)
                 return -EINVAL;
         memcpy(p->slots + p->n, rows, n * sizeof(*rows));
-        if (p->indexed)
-                unwind_index_add(&p->index, rows, n);
         p->n += n;
         return 0;
 }
 
 /* Read in pieces, as the daemon does: the same rows and figures as t, in
  * pieces of at most UNWIND_PIECE_ROWS, within the bound told before any
- * row was read, the span told is the first and last rows'; the index
- * planned from the bound, written piece by piece, finds what the whole
- * table's does. A reader reads once; a sink's error ends the reading. */
+ * row was read, the span told is the first and last rows' (what the
+ * packer plans its table's room from). A reader reads once; a sink's
+ * error ends the reading. */
 static void check_pieces(const char *path, Elf *e, int fd, const struct unwind_table *t) {
         _cleanup_(unwind_reader_freep) unwind_reader *r = NULL;
         _cleanup_free_ struct profd_unwind_row *slots = NULL;
         struct unwind_table counts;
         struct pieces p = {};
-        uint32_t first, last, shift;
-        size_t extra;
+        uint32_t first, last;
 
         CHECK_INT_EQ(unwind_reader_new(e, fd, &r), 0);
         if (!r)
@@ -698,15 +647,11 @@ static void check_pieces(const char *path, Elf *e, int fd, const struct unwind_t
         CHECK(p.bound >= t->n);
         CHECK_INT_EQ(first, t->rows[0].pc);
         CHECK_INT_EQ(last, t->rows[t->n - 1].pc);
-        extra = unwind_index_plan(p.bound, first, last, &shift);
-        slots = calloc(p.bound + extra + 1, sizeof(*slots));
+        slots = calloc(p.bound + 1, sizeof(*slots));
         CHECK(slots != NULL);
         if (!slots)
                 return;
         p.slots = slots;
-        p.indexed = extra > 0;
-        if (p.indexed)
-                unwind_index_begin(&p.index, shift, first, last, slots + p.bound);
         CHECK_INT_EQ(unwind_reader_rows(r, pieces_add, &p, &counts), 0);
         CHECK_INT_EQ(p.n, t->n);
         CHECK_INT_EQ(counts.n, t->n);
@@ -716,12 +661,6 @@ static void check_pieces(const char *path, Elf *e, int fd, const struct unwind_t
         CHECK(p.n == t->n && memcmp(slots, t->rows, t->n * sizeof(*slots)) == 0);
         CHECK(p.largest <= UNWIND_PIECE_ROWS);
         CHECK_INT_EQ(p.calls, (t->n + UNWIND_PIECE_ROWS - 1) / UNWIND_PIECE_ROWS);
-        if (p.indexed) {
-                unwind_index_end(&p.index);
-                /* the index sits right after the rows */
-                memmove(slots + p.n, slots + p.bound, extra * sizeof(*slots));
-        }
-        CHECK_INT_EQ(index_mismatches(t, slots, p.indexed ? shift : 0), 0);
         CHECK_INT_EQ(unwind_reader_rows(r, pieces_add, &p, &counts), -EINVAL);
         r = unwind_reader_free(r);
 
@@ -743,7 +682,6 @@ static void build_checked(const char *path, Elf **ret_elf, struct unwind_table *
         CHECK(t->n > 0);
         check_table_shape(path, t);
         check_against_readelf(path, t, stats);
-        check_index(path, t);
         /* through libelf's copy, and through a mapping of the reader's own
          * (the daemon's way), whose pages it gives back as it reads */
         check_pieces(path, e, -1, t);

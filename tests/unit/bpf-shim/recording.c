@@ -15,6 +15,7 @@
 
 #include "procmaps.h"
 #include "tests.h"
+#include "table-pack.h"
 #include "unwind-table.h"
 
 int table_build(const char *path, struct table *ret) {
@@ -28,18 +29,8 @@ int table_build(const char *path, struct table *ret) {
                 return -errno;
         elf = elf_begin(fd, ELF_C_READ, NULL);
         r = elf ? unwind_table_build(elf, &t) : -EINVAL;
-        if (r >= 0) {
-                size_t index = unwind_index_size(&t, &ret->shift);
-
-                ret->rows = t.n;
-                ret->n_slots = t.n + index;
-                ret->slots = calloc(ret->n_slots, sizeof(*ret->slots));
-                if (!ret->slots)
-                        abort();
-                memcpy(ret->slots, t.rows, t.n * sizeof(*t.rows));
-                if (index > 0)
-                        unwind_index_write(&t, ret->shift, ret->slots + t.n);
-        }
+        if (r >= 0)
+                r = table_pack_table(&t, &ret->slots, &ret->n_slots);
         if (elf)
                 elf_end(elf);
         close(fd);
@@ -93,8 +84,7 @@ int record_memory(struct recording *r) {
                         if (file && table_build(m.path, t) >= 0 && mapping_bias(m.path, m.start, m.offset, &bias) >= 0) {
                                 u->bias = bias;
                                 u->kind = PROFD_MAPPING_TABLE;
-                                u->rows_n = (uint32_t) t->rows;
-                                u->index_shift = t->shift;
+                                u->rows_n = (uint32_t) t->n_slots;
                         }
                         r->paths[r->n_maps] = m.path ? strdup(m.path) : NULL;
                         r->n_maps++;
@@ -146,7 +136,9 @@ void recording_done(struct recording *r) {
 /* --- publishing tables as the daemon does ----------------------------------- */
 
 uint32_t rows_next, maps_next;
-static uint32_t rows_scribbled; /* the slots below are garbage (scribble_published) */
+static uint32_t rows_scribbled; /* the values below are garbage (scribble_published) */
+static uint32_t starts[4096];    /* where publish wrote each table */
+static size_t n_starts;
 uint64_t versions;
 
 
@@ -156,7 +148,7 @@ uint64_t versions;
  * then its entry under a new version, and moves the epoch: the unwinder's
  * order. Returns the version. */
 uint64_t publish(struct recording *r, enum publish_mode mode) {
-        struct profd_unwind_row *rows = (void *) shim_map_of(&unwind_rows)->values;
+        uint64_t *values = (void *) shim_map_of(&unwind_rows)->values;
         struct profd_unwind_mapping *maps = (void *) shim_map_of(&unwind_maps)->values;
         struct profd_unwind_proc p = { .start_ns = r->start, .maps_off = maps_next, .maps_n = (uint32_t) r->n_maps,
                                        .version = ++versions };
@@ -178,12 +170,18 @@ uint64_t publish(struct recording *r, enum publish_mode mode) {
                         m = (struct profd_unwind_mapping) { .start = m.start, .end = m.end, .kind = PROFD_MAPPING_FP };
                 } else if (m.kind == PROFD_MAPPING_TABLE) {
                         if (!r->written[i] || r->rows_off[i] < rows_scribbled || mode == PUBLISH_MOVED) {
-                                if (rows_next + t->n_slots > ROWS_MAX)
+                                size_t n_values = (t->n_slots + 1) / 2;
+
+                                if (rows_next + n_values > ROWS_MAX)
                                         abort();
-                                memcpy(rows + rows_next, t->slots, t->n_slots * sizeof(*rows));
+                                /* two slots to a value, the even one first */
+                                memcpy(values + rows_next, t->slots, t->n_slots * sizeof(*t->slots));
                                 r->rows_off[i] = rows_next;
                                 r->written[i] = true;
-                                rows_next += (uint32_t) t->n_slots;
+                                if (n_starts == ELEMENTSOF(starts))
+                                        abort();
+                                starts[n_starts++] = rows_next;
+                                rows_next += (uint32_t) n_values;
                         }
                         m.rows_off = r->rows_off[i];
                 }
@@ -199,11 +197,22 @@ uint64_t publish(struct recording *r, enum publish_mode mode) {
 /* Overwrites every slot published so far with rows no walk may follow: a
  * slice released and reused. */
 void scribble_published(void) {
-        struct profd_unwind_row *rows = (void *) shim_map_of(&unwind_rows)->values;
+        uint64_t *values = (void *) shim_map_of(&unwind_rows)->values;
         struct profd_unwind_mapping *maps = (void *) shim_map_of(&unwind_maps)->values;
 
-        for (uint32_t i = 0; i < rows_next; i++)
-                rows[i] = (struct profd_unwind_row) { .pc = i, .kind = PROFD_UNWIND_UNSUPPORTED };
+        /* at each table's start, a table of one row whose rule is
+         * UNSUPPORTED for every pc: a walk through a stale slice ends
+         * there; the rest no well-formed table */
+        static const uint32_t unsupported[8] = {
+                0, 1, 1, 1,                                /* head: page 0, 1 page, 1 row, 1 rule */
+                0, 1,                                      /* index */
+                0,                                         /* row: pc_lo 0, rule 0 */
+                (uint32_t) PROFD_UNWIND_UNSUPPORTED << 16, /* rule: cfa_off 0, kind, rbp_off 0 */
+        };
+
+        memset(values, 0xff, rows_next * sizeof(*values));
+        for (size_t i = 0; i < n_starts; i++)
+                memcpy(values + starts[i], unsupported, sizeof(unsupported));
         for (uint32_t i = 0; i < maps_next; i++)
                 maps[i] = (struct profd_unwind_mapping) { .start = 4096, .end = 8192, .kind = PROFD_MAPPING_PENDING };
         rows_scribbled = rows_next;

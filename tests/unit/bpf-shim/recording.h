@@ -11,12 +11,12 @@
 
 #include "shim.h"
 
-/* A table built for one file mapping: its rows, then its index, as the
- * unwinder lays them out in unwind_rows. */
+/* A table built for one file mapping: its compact table (table-pack.h),
+ * n_slots 4-byte slots, as the unwinder writes it into unwind_rows from
+ * the start of a value, two slots to a value. */
 struct table {
-        struct profd_unwind_row *slots;
-        size_t rows, n_slots;
-        uint32_t shift;
+        uint32_t *slots;
+        size_t n_slots;
 };
 
 struct recording {
@@ -32,7 +32,7 @@ struct recording {
         uint64_t stack_base;
         uint8_t *stack;
         size_t stack_len;
-        struct profd_unwind_mapping maps[64]; /* rows_off relative to the recording's tables */
+        struct profd_unwind_mapping maps[64]; /* rows_off set by publish */
         struct table tables[64];              /* per mapping; slots NULL: no table (FP) */
         uint32_t rows_off[64];                /* where publish wrote them */
         bool written[64];
