@@ -306,7 +306,7 @@ static int proc_publish(unwinder *u, uint32_t tgid, struct profd_unwind_proc *en
                 count_failure(u, UNWINDER_FAIL_MAPS_FULL);
                 return 0;
         }
-        r = unwinder_array_write(u, u->maps.maps_fd, sizeof(*pm->out), off, pm->out, pm->n);
+        r = unwinder_array_update(u, u->maps.maps_fd, sizeof(*pm->out), off, pm->out, pm->n);
         if (r < 0) {
                 rangealloc_release(u->maps_alloc, off, (uint32_t) pm->n, mono_ns());
                 log_debug_errno(r, "Failed to write the unwind mappings of pid %" PRIu32 ": %m", tgid);

@@ -102,6 +102,7 @@ struct unwinder {
         rangealloc *rows_alloc, *maps_alloc;
         uint64_t versions;         /* of unwind_procs entries written (struct profd_unwind_proc.version) */
         uint64_t mapped_max;       /* the most of the arrays mapped at once, bytes */
+        bool no_batch;             /* the kernel refused a batch update: mmap only */
         hashmap *files;            /* struct file_key * -> struct ufile */
         hashmap *procs;            /* tgid -> struct uproc */
         struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
@@ -137,3 +138,6 @@ static inline void count_failure(unwinder *u, enum unwinder_failure f) {
  * (fd: unwind_rows or unwind_maps) at element off. Returns 0 or a
  * negative errno (the mapping failed). */
 int unwinder_array_write(unwinder *u, int fd, size_t elem_size, uint32_t off, const void *src, size_t n);
+/* The same through bpf_map_update_batch for small writes of whole
+ * elements (a process's mappings), falling back to the above. */
+int unwinder_array_update(unwinder *u, int fd, size_t elem_size, uint32_t off, const void *src, size_t n);
