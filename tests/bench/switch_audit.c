@@ -23,6 +23,8 @@
 
 /* the threads listed under each row, most frequent first */
 #define TOP_THREADS 12
+/* longer runs are better split: the counts are per run */
+#define MAX_SECONDS 86400
 
 struct row {
         struct switch_audit_key key;
@@ -138,8 +140,12 @@ int main(int argc, char **argv) {
         char *end;
         int r;
 
-        if (argc > 2 || (argc == 2 && (!*argv[1] || (seconds = strtoul(argv[1], &end, 10)) == 0 || *end))) {
-                fprintf(stderr, "usage: switch-audit [SECONDS]: a whole number of seconds above 0\n");
+        /* strtoul would take "-1" as ULONG_MAX: digits only, a day at most */
+        if (argc > 2 || (argc == 2 && (argv[1][0] < '0' || argv[1][0] > '9' ||
+                                       (seconds = strtoul(argv[1], &end, 10)) == 0 || *end ||
+                                       seconds > MAX_SECONDS))) {
+                fprintf(stderr, "usage: switch-audit [SECONDS]: a whole number of seconds from 1 to %d\n",
+                        MAX_SECONDS);
                 return 2;
         }
         skel = switch_audit_bpf__open_and_load();
