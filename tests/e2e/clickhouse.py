@@ -240,11 +240,15 @@ class Server:
     def query(self, sql, data=None, user="default", password="", timeout=60, settings=None):
         """Runs one statement over HTTP; returns the body as text. With
         data (bytes), sql is an INSERT whose rows are data; without, the
-        statement is the request's body (no limit on its length). Raises
-        Error when ClickHouse refuses it."""
+        statement is the request's body, and a statement longer than
+        ClickHouse's max_query_size (256 KiB: a long IN list of stack ids,
+        on a loaded host) raises it for itself. Raises Error when
+        ClickHouse refuses it."""
         params = dict(settings or {})
         if data is not None:
             params["query"] = sql
+        elif len(sql.encode()) >= 256 * 1024:
+            params.setdefault("max_query_size", len(sql.encode()) + 1)
         url = self.url + "?" + urllib.parse.urlencode(params)
         req = urllib.request.Request(url, data=data if data is not None else sql.encode(), method="POST")
         req.add_header("X-ClickHouse-User", user)
