@@ -446,12 +446,18 @@ int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame
         }
         r = stack_unpack(sqlite3_column_blob(frames_st, 0), (size_t) sqlite3_column_bytes(frames_st, 0),
                          &s->read->ids, &s->read->ids_cap, &n);
+        if (r == -EBADMSG) {
+                /* as a damaged block is skipped: the answer goes on, its
+                 * samples counted under a stack of no frames */
+                log_error("Store %s: stack %" PRId64 " has unreadable frames, answered without them.", s->d.path,
+                          sid);
+                n = 0;
+                r = 0;
+        }
         if (r < 0) {
                 sqlite3_reset(frames_st);
                 sqlite3_clear_bindings(frames_st);
-                return r == -EBADMSG ? log_error_errno(r, "Store %s: stack %" PRId64 " has unreadable frames.",
-                                                       s->d.path, sid)
-                                     : r;
+                return r;
         }
         locs = s->read->ids;
         *ret_user_end = sqlite3_column_type(frames_st, 1) == SQLITE_NULL ? STORE_END_UNKNOWN

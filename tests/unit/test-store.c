@@ -409,6 +409,22 @@ static void test_stack_of_the_old_form_found_again(store *s, store *r, const cha
         CHECK_INT_EQ(total, 2);
         CHECK_INT_EQ(stacks, 1);
         CHECK_INT_EQ(found, 1);
+
+        /* frames in no form (a damaged file): answered without them, the
+         * query goes on */
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(sqlite3_prepare_v2(db, "UPDATE stacks SET frames = X'0507' WHERE id = ?1", -1, &st, NULL) == SQLITE_OK);
+        sqlite3_bind_int64(st, 1, stack);
+        CHECK(sqlite3_step(st) == SQLITE_DONE);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        found = total = stacks = 0;
+        CHECK_INT_EQ(store_query_stacks(r, &(struct store_query) { .kind = 0, .from_ns = T0 + 5000 * SEC,
+                                                                   .to_ns = T0 + 5020 * SEC },
+                                        delta_stack, &found, &total, &stacks), 0);
+        CHECK_INT_EQ(total, 2);
+        CHECK_INT_EQ(stacks, 1);
+        CHECK_INT_EQ(found, 0);
 }
 
 /* The write-ahead log stays near DB_WAL_BYTES whatever the page size (16
