@@ -223,7 +223,12 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
                                               .function = fn };
         if (!map) {
                 w->unresolved.unknown_mapping++;
-                return (struct store_frame) { .module = "[unknown]", .address = ip,
+                /* Stored at address 0: outside every known mapping the
+                 * address is only where ASLR put the code in this one
+                 * process, and kept, every short-lived process gone before
+                 * its maps were read stored stacks of its own (issue 43:
+                 * 38% of a churning host's stacks, docs/performance.md). */
+                return (struct store_frame) { .module = "[unknown]", .address = 0,
                                               .unresolved = STORE_UNRESOLVED_UNKNOWN_MAPPING };
         }
         if (proc_mapping_is_anonymous(map)) {

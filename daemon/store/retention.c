@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "sample-blocks.h"
+#include "stack-pack.h"
 
 /* Drains deleted per step: a raw drain of a busy host is a few thousand
  * sample rows, so a step stays in the tens of milliseconds. */
@@ -879,6 +880,8 @@ static int64_t sweep_table(retention *r, hashmap *live, const char *select_ids, 
 static int step_sweep(retention *r, bool force, bool *ret_forget) {
         struct retention_totals t = r->totals;
         hashmap *locs = NULL, *fns = NULL, *maps = NULL;
+        _cleanup_free_ int64_t *ids = NULL;
+        size_t ids_cap = 0;
         int64_t n_stacks, dead_locs = 0, dead_fns = 0, dead_maps = 0;
         sqlite3_stmt *st = NULL;
         int rc, k;
@@ -902,13 +905,12 @@ static int step_sweep(retention *r, bool force, bool *ret_forget) {
         }
         k = db_prepare(&r->d, "SELECT frames FROM stacks", NULL, 0, &st);
         while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const unsigned char *b = sqlite3_column_blob(st, 0);
-                size_t n = (size_t) sqlite3_column_bytes(st, 0) / sizeof(int64_t);
+                size_t n = 0;
 
+                k = stack_unpack(sqlite3_column_blob(st, 0), (size_t) sqlite3_column_bytes(st, 0), &ids, &ids_cap,
+                                 &n);
                 for (size_t i = 0; i < n && k >= 0; i++) {
-                        int64_t id;
-                        memcpy(&id, b + i * sizeof(id), sizeof(id));
-                        k = hashmap_put(locs, UINT64_TO_KEY(id), (void *) 1);
+                        k = hashmap_put(locs, UINT64_TO_KEY(ids[i]), (void *) 1);
                         if (k == -EEXIST)
                                 k = 0;
                 }
@@ -916,6 +918,17 @@ static int step_sweep(retention *r, bool force, bool *ret_forget) {
         if (k >= 0 && rc != SQLITE_DONE)
                 k = db_fail(&r->d, rc, "reading stacks");
         sqlite3_finalize(st);
+        if (k == -EBADMSG) {
+                /* a stack whose frames cannot be read may name any
+                 * location: none is removed, and retention goes on (the
+                 * next sweep, when due, tries again) */
+                log_error("Store %s: a stack's frames are unreadable; locations were not swept.", r->path);
+                hashmap_free(locs);
+                hashmap_free(fns);
+                hashmap_free(maps);
+                r->stacks_since_sweep = 0;
+                return rollback(r, 1);
+        }
         if (k < 0)
                 goto out;
         dead_locs = sweep_table(r, locs, "SELECT id FROM locations", "DELETE FROM locations WHERE id = ?1",

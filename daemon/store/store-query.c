@@ -14,6 +14,7 @@
 #include "log.h"
 #include "macro.h"
 #include "sample-blocks.h"
+#include "stack-pack.h"
 #include "store-private.h"
 #include "timed-samples.h"
 #include "timed-spans.h"
@@ -49,6 +50,9 @@ struct store_read {
         uint64_t locations_deleted;
         struct location_info **transient; /* see transient_add */
         size_t n_transient, transient_cap;
+        /* the stack being read, unpacked (stack-pack.h); reused */
+        int64_t *ids;
+        size_t ids_cap;
 };
 
 /* A location as queries return it: one frame, or several for inlined calls.
@@ -420,6 +424,7 @@ void store_read_free(store *s) {
         location_cache_free(q->locations);
         transient_release(q);
         free(q->transient);
+        free(q->ids);
         free(q);
         s->read = NULL;
 }
@@ -439,8 +444,22 @@ int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame
                 sqlite3_clear_bindings(frames_st);
                 return rc == SQLITE_DONE ? -ENOENT : db_fail(&s->d, rc, "stack lookup");
         }
-        n = (size_t) sqlite3_column_bytes(frames_st, 0) / sizeof(int64_t);
-        locs = sqlite3_column_blob(frames_st, 0);
+        r = stack_unpack(sqlite3_column_blob(frames_st, 0), (size_t) sqlite3_column_bytes(frames_st, 0),
+                         &s->read->ids, &s->read->ids_cap, &n);
+        if (r == -EBADMSG) {
+                /* as a damaged block is skipped: the answer goes on, its
+                 * samples counted under a stack of no frames */
+                log_error("Store %s: stack %" PRId64 " has unreadable frames, answered without them.", s->d.path,
+                          sid);
+                n = 0;
+                r = 0;
+        }
+        if (r < 0) {
+                sqlite3_reset(frames_st);
+                sqlite3_clear_bindings(frames_st);
+                return r;
+        }
+        locs = s->read->ids;
         *ret_user_end = sqlite3_column_type(frames_st, 1) == SQLITE_NULL ? STORE_END_UNKNOWN
                                                                           : sqlite3_column_int(frames_st, 1);
         for (size_t i = 0; i < n && r >= 0; i++) {
@@ -448,7 +467,7 @@ int store_stack_frames(store *s, int64_t sid, hashmap *cache, struct store_frame
                 int64_t lid;
                 void *v;
 
-                memcpy(&lid, &locs[i], sizeof(lid));
+                lid = locs[i];
                 if (hashmap_get(cache, UINT64_TO_KEY(lid), &v) < 0) {
                         r = load_location(s, lid, &li);
                         if (r < 0)

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "sample-blocks.h"
+#include "stack-pack.h"
 #include "store-private.h"
 #include "offtime-pack.h"
 #include "timeline-pack.h"
@@ -61,7 +62,9 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_LOCATION] = "SELECT id FROM locations WHERE mapping_id = ?1 AND address = ?2",
         [STMT_INSERT_LOCATION] = "INSERT INTO locations (mapping_id, address, function_id, kernel, unresolved) "
                                  "VALUES (?1, ?2, ?3, ?4, ?5)",
-        [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2 AND user_end IS ?3",
+        /* ?4: the frames in the form before schema 15 (stack-pack.h), so a
+         * stack stored before the upgrade is found, not stored again */
+        [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames IN (?2, ?4) AND user_end IS ?3",
         [STMT_INSERT_STACK] = "INSERT INTO stacks (hash, frames, user_end) VALUES (?1, ?2, ?3)",
         [STMT_UPSERT_PROCESS] = "INSERT INTO processes (pid, start_ns, comm, exe, uid, cgroup, unit, container) "
                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
@@ -121,6 +124,8 @@ struct store_write {
          * keys its timeline names */
         struct timeline_key *added;
         size_t n_added, added_cap;
+        /* the stack being looked up, packed (stack-pack.h); reused */
+        struct varint_out packed;
 };
 
 /* Frees a map whose keys and values are both malloc'd; returns NULL. */
@@ -188,6 +193,7 @@ void store_write_free(store *s) {
         db_finalize_all(w->stmts, _STMT_MAX);
         caches_free(w);
         pending_free(w);
+        free(w->packed.data);
         free(w);
         s->write = NULL;
 }
@@ -378,7 +384,9 @@ static void bind_user_end(sqlite3_stmt *st, int i, int user_end) {
 }
 
 /* A stack is its frames and how its user part ended: the same frames
- * truncated and complete are two rows, so each answers for its own end. */
+ * truncated and complete are two rows, so each answers for its own end.
+ * The hash is of the ids as 64-bit integers whatever form the row keeps
+ * them in, so rows of both forms are found by it. */
 static int stack_id(store *s, const int64_t *locations, size_t n, int user_end, int64_t *ret) {
         struct store_write *w = s->write;
         size_t bytes = n * sizeof(int64_t);
@@ -386,17 +394,22 @@ static int stack_id(store *s, const int64_t *locations, size_t n, int user_end, 
         sqlite3_stmt *sel = w->stmts[STMT_SELECT_STACK], *ins = w->stmts[STMT_INSERT_STACK];
         int r;
 
-        /* locations are stored little-endian; this build only targets
-         * little-endian machines (x86-64, arm64), asserted below */
+        /* the form before schema 15 is the ids little-endian; this build
+         * only targets little-endian machines (x86-64, arm64) */
         _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stack blobs are little-endian");
+        w->packed.size = 0;
+        r = stack_pack(locations, n, &w->packed);
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(sel, 1, (int64_t) h);
-        sqlite3_bind_blob(sel, 2, locations, bytes, SQLITE_STATIC);
+        sqlite3_bind_blob(sel, 2, w->packed.data, (int) w->packed.size, SQLITE_STATIC);
         bind_user_end(sel, 3, user_end);
+        sqlite3_bind_blob(sel, 4, locations, (int) bytes, SQLITE_STATIC);
         r = step_id(s, sel, ret, "stack lookup");
         if (r != 0)
                 return r < 0 ? r : 0;
         sqlite3_bind_int64(ins, 1, (int64_t) h);
-        sqlite3_bind_blob(ins, 2, locations, bytes, SQLITE_STATIC);
+        sqlite3_bind_blob(ins, 2, w->packed.data, (int) w->packed.size, SQLITE_STATIC);
         bind_user_end(ins, 3, user_end);
         r = step_done(s, ins, "stack insert");
         if (r < 0)

@@ -321,6 +321,26 @@ def run_json(*cmd, timeout=120):
     return json.loads(r.stdout)
 
 
+def stack_location_ids(blob):
+    """The location ids of a stacks.frames blob, root first, in either form
+    (daemon/store/stack-pack.h): since schema 15 zigzag varints of each id's
+    difference from the one before, then a byte 1; before, each id as a
+    little-endian 64-bit integer (last byte 0)."""
+    if not blob or blob[-1] == 0:
+        return [int.from_bytes(blob[i:i + 8], "little", signed=True) for i in range(0, len(blob), 8)]
+    assert blob[-1] == 1, f"stack frames in no known form: {blob.hex()}"
+    ids, prev, v, shift = [], 0, 0, 0
+    for b in blob[:-1]:
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            prev += (v >> 1) ^ -(v & 1)
+            ids.append(prev)
+            v, shift = 0, 0
+    assert shift == 0, f"stack frames end inside a varint: {blob.hex()}"
+    return ids
+
+
 def run_tests(tests):
     """Runs test functions in order; prints one line each, with its wall
     time (what the suite's 20-minute budget is spent on); exits 1 if any

@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clickhouse  # noqa: E402
-from harness import Profd, binary, run_tests, storegen  # noqa: E402
+from harness import Profd, binary, run_tests, stack_location_ids, storegen  # noqa: E402
 
 # A fixed past: the window is given in absolute times, so local and fleet
 # answers cover exactly the same drains.
@@ -196,8 +196,8 @@ def load_store(ch, store, host, version=2):
             blob, user_end = db.execute("SELECT frames, user_end FROM stacks WHERE id = ?", (stack_id,)).fetchone()
             user_end = 255 if user_end is None else user_end
             ids = []
-            for i in range(0, len(blob), 8):
-                for f in location_frames(db, int.from_bytes(blob[i:i + 8], "little", signed=True)):
+            for location_id in stack_location_ids(blob):
+                for f in location_frames(db, location_id):
                     fid = hash64(*(f[c] for c in FRAME_COLUMNS[1:]))
                     frames[fid] = dict(f, id=fid)
                     ids.append(fid)

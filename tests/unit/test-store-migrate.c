@@ -440,10 +440,12 @@ int main(void) {
         {
                 _cleanup_free_ char *v = text1(db, "PRAGMA user_version");
 
-                CHECK_STR_EQ(v, "14");
+                CHECK_STR_EQ(v, "15");
                 /* schema 11: an older store gets an empty timeline; 12: no
                  * captures; 13: an empty off-CPU timeline; 14: drains of
-                 * no known rate, counted at the base */
+                 * no known rate, counted at the base; 15: stacks keep the
+                 * frames' form they were written in (8 bytes an id, last
+                 * byte 0), which queries read below */
                 CHECK_INT_EQ(i64(db, "SELECT count(*) FROM drains WHERE frequency_hz IS NOT NULL"), 0);
                 CHECK_INT_EQ(i64(db, "SELECT count(*) FROM timeline_blocks"), 0);
                 CHECK_INT_EQ(i64(db, "SELECT count(*) FROM captures"), 0);
@@ -590,7 +592,9 @@ int main(void) {
                 _cleanup_free_ char *old = text1(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                                  "('samples_v7', 'samples_query', 'samples_stack', 'samples_process')");
 
-                CHECK_STR_EQ(v, "14");
+                CHECK_STR_EQ(v, "15");
+                CHECK_INT_EQ(i64(db, "SELECT count(*) FROM stacks WHERE length(frames) % 8 != 0 "
+                                     "OR substr(frames, -1) != X'00'"), 0);
                 /* every row back, exactly */
                 CHECK_STR_EQ(rows_after, rows_before);
                 CHECK_STR_EQ(refs, refs_before);

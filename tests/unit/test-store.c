@@ -4,6 +4,7 @@
  * (inline chains, unresolved frames named module+offset with their reason,
  * kernel frames) and their filters; an aborted drain leaves nothing. */
 #include <errno.h>
+#include <sqlite3.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -337,6 +338,93 @@ static void test_id_caches_bounded(store *s, store *r) {
         CHECK_INT_EQ(total, 400);
         CHECK_INT_EQ(stacks, 200);
         CHECK_INT_EQ(twos, 200);
+}
+
+static int delta_stack(const struct store_stack_out *st, void *userdata) {
+        uint64_t *n = userdata;
+
+        if (st->value == 2 && st->n_frames == 3 && streq(st->frames[0].name, "d0") && streq(st->frames[2].name, "d2"))
+                (*n)++;
+        return 0;
+}
+
+/* A stack stored before schema 15 keeps its frames as 8 bytes an id
+ * (stack-pack.h): queries read it, and the writer finds it again by its
+ * hash and that form instead of storing it a second time packed. */
+static void test_stack_of_the_old_form_found_again(store *s, store *r, const char *path) {
+        static const struct store_process delta = {
+                .pid = 400, .start_ns = 44, .comm = "delta", .exe = "/usr/bin/delta", .cgroup = "/",
+        };
+        static const struct store_frame f[3] = {
+                { .module = "/usr/bin/delta", .address = 0x10, .function = "d0" },
+                { .module = "/usr/bin/delta", .address = 0x20, .function = "d1" },
+                { .module = "/usr/bin/delta", .address = 0x30, .function = "d2" },
+        };
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        int64_t ids[3], stack = 0, n_before = 0, n_after = 0, packed = 0;
+        uint64_t total = 0, stacks = 0, found = 0;
+        int k = 0;
+
+        CHECK_INT_EQ(store_drain_begin(s, T0 + 5000 * SEC, T0 + 5010 * SEC), 0);
+        add(s, &delta, 400, 0, f, 3, 0, 1);
+        CHECK_INT_EQ(store_drain_commit(s, NULL, NULL, NULL), 0);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        /* written packed: 3 one-byte steps and the mark */
+        CHECK(sqlite3_prepare_v2(db, "SELECT max(id), (SELECT length(frames) FROM stacks ORDER BY id DESC LIMIT 1), "
+                                 "(SELECT count(*) FROM stacks) FROM stacks", -1, &st, NULL) == SQLITE_OK);
+        CHECK(sqlite3_step(st) == SQLITE_ROW);
+        stack = sqlite3_column_int64(st, 0);
+        packed = sqlite3_column_int64(st, 1);
+        n_before = sqlite3_column_int64(st, 2);
+        sqlite3_finalize(st);
+        CHECK(packed < 3 * 8);
+        /* rewritten as schema 14 wrote it */
+        CHECK(sqlite3_prepare_v2(db, "SELECT l.id FROM locations l JOIN mappings m ON m.id = l.mapping_id "
+                                 "WHERE m.path = '/usr/bin/delta' ORDER BY l.address", -1, &st, NULL) == SQLITE_OK);
+        while (k < 3 && sqlite3_step(st) == SQLITE_ROW)
+                ids[k++] = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        CHECK_INT_EQ(k, 3);
+        CHECK(sqlite3_prepare_v2(db, "UPDATE stacks SET frames = ?1 WHERE id = ?2", -1, &st, NULL) == SQLITE_OK);
+        sqlite3_bind_blob(st, 1, ids, sizeof(ids), SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, stack);
+        CHECK(sqlite3_step(st) == SQLITE_DONE);
+        sqlite3_finalize(st);
+        store_forget_ids(s);
+
+        CHECK_INT_EQ(store_drain_begin(s, T0 + 5010 * SEC, T0 + 5020 * SEC), 0);
+        add(s, &delta, 400, 0, f, 3, 0, 1);
+        CHECK_INT_EQ(store_drain_commit(s, NULL, NULL, NULL), 0);
+        CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM stacks", -1, &st, NULL) == SQLITE_OK);
+        CHECK(sqlite3_step(st) == SQLITE_ROW);
+        n_after = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        CHECK_INT_EQ(n_after, n_before);
+        /* one stack of both drains, its frames read from the old form */
+        CHECK_INT_EQ(store_query_stacks(r, &(struct store_query) { .kind = 0, .from_ns = T0 + 5000 * SEC,
+                                                                   .to_ns = T0 + 5020 * SEC },
+                                        delta_stack, &found, &total, &stacks), 0);
+        CHECK_INT_EQ(total, 2);
+        CHECK_INT_EQ(stacks, 1);
+        CHECK_INT_EQ(found, 1);
+
+        /* frames in no form (a damaged file): answered without them, the
+         * query goes on */
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(sqlite3_prepare_v2(db, "UPDATE stacks SET frames = X'0507' WHERE id = ?1", -1, &st, NULL) == SQLITE_OK);
+        sqlite3_bind_int64(st, 1, stack);
+        CHECK(sqlite3_step(st) == SQLITE_DONE);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        found = total = stacks = 0;
+        CHECK_INT_EQ(store_query_stacks(r, &(struct store_query) { .kind = 0, .from_ns = T0 + 5000 * SEC,
+                                                                   .to_ns = T0 + 5020 * SEC },
+                                        delta_stack, &found, &total, &stacks), 0);
+        CHECK_INT_EQ(total, 2);
+        CHECK_INT_EQ(stacks, 1);
+        CHECK_INT_EQ(found, 0);
 }
 
 /* The write-ahead log stays near DB_WAL_BYTES whatever the page size (16
@@ -678,6 +766,7 @@ int main(void) {
                 test_timeline_window(s, r);
                 test_timeline_timed(r);
                 test_raised_drain_weighted(s, r);
+                test_stack_of_the_old_form_found_again(s, r, path);
                 /* a reader cannot write, whatever it asks */
                 CHECK(store_drain_begin(r, T0, T0 + SEC) < 0);
         }

@@ -1,0 +1,13 @@
+-- profd store, version 15: stacks' frames packed (issue 43). A build host
+-- stores a new stack for most of its samples and off-CPU blocks (a
+-- compiler preempted anywhere in its code), 20 frames deep, and the
+-- frames as 64-bit integers were half of its store. New rows keep the
+-- location ids as varints of the difference from the frame before
+-- (daemon/store/stack-pack.h): zigzag LEB128, root first, then a byte 1.
+-- Rows written before keep their 8 bytes an id, whose last byte is 0:
+-- profd reads both, tells them apart by the last byte, and finds an old
+-- row by its hash (of the ids, unchanged) and either form of its frames,
+-- so a stack seen before the upgrade is not stored again. Nothing is
+-- rewritten here; the version only keeps an older profd, which would
+-- misread the new rows, from opening the store.
+SELECT 1;

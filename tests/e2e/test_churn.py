@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""End to end, process churn (issue 43): hundreds of short-lived processes a
+second for a bounded time, as a build host runs them. The store grows less
+than a bound derived from issue 43's goal, scaled to the test's duration and
+exec rate, and the short-lived processes are still named in query answers."""
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+import time
+
+from harness import Profd, require_root, run_tests
+
+KIB = 1024
+MIB = 1024 * 1024
+
+# Issue 43's goal: a build host running ~40 execs a second stores at most
+# 20 MiB an hour, that is 145.6 bytes an exec. The bound is that per exec
+# the test made, times BOUND_FACTOR for the noise of the background taken
+# off (other builds on a shared host: +-200 KiB in 8 s here, 2026-12-02).
+# Measured on that host, churn less background, per exec: main (3655905)
+# 19, 0 and 114 bytes, this branch -40, -49, 102 and 90 (noise around
+# little): the churn of one small program stores little per process, its
+# stacks are the same in every instance, so the bound fails when
+# short-lived processes come to cost rows and stacks again per instance.
+# What made a build host's store grow (a compiler's stacks, new in most of
+# its samples and preemptions) is measured by the benchmark, not here
+# (docs/performance.md, Store size, "On churn"). On main the test fails
+# by its [unknown] check: 549 locations in no known mapping in 8 s.
+GOAL_BYTES_PER_HOUR = 20 * MIB
+GOAL_EXECS_PER_S = 40
+GOAL_BYTES_PER_EXEC = GOAL_BYTES_PER_HOUR / (GOAL_EXECS_PER_S * 3600)
+BOUND_FACTOR = 2
+CHURN_S = 8
+# children alive at once: keeps the rate in the hundreds a second on 2
+# CPUs without starving profd
+MAX_LIVE = 16
+# each child: a shell loop of about a millisecond of CPU, so some are
+# sampled on the CPU and all of them block or wait to run now and then
+CHILD_SCRIPT = "i=0; while [ $i -lt 300 ]; do i=$((i+1)); done"
+
+
+def used_bytes(path):
+    """The store's pages in use (what max_store_size bounds): through a
+    read-only connection, which sees what the WAL holds too."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    try:
+        q = lambda sql: db.execute(sql).fetchone()[0]
+        return (q("PRAGMA page_count") - q("PRAGMA freelist_count")) * q("PRAGMA page_size")
+    finally:
+        db.close()
+
+
+def churn(exe, seconds):
+    """Runs copies of a shell named churnling, at most MAX_LIVE at once, for
+    seconds. Returns (execs, pids of the first hundred)."""
+    live, execs, pids = [], 0, []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        live = [p for p in live if p.poll() is None]
+        if len(live) >= MAX_LIVE:
+            time.sleep(0.0005)
+            continue
+        p = subprocess.Popen([exe, "-c", CHILD_SCRIPT], stdin=subprocess.DEVNULL, close_fds=False)
+        live.append(p)
+        execs += 1
+        if len(pids) < 100:
+            pids.append(p.pid)
+    for p in live:
+        p.wait()
+    return execs, pids
+
+
+def test_store_grows_within_the_goal_on_churn_and_processes_stay_named():
+    work = tempfile.mkdtemp(prefix="profd-churn-")
+    # a shell under a name of its own: comm and exe say which processes
+    # are the test's
+    exe = os.path.join(work, "churnling")
+    shutil.copy(shutil.which("dash") or "/bin/sh", exe)
+    try:
+        with Profd("--interval", "2s") as d:
+            # what the rest of the host adds meanwhile (other builds and
+            # tests on a shared machine): measured over as long a span
+            # just before, and taken off
+            d.profctl("flush")
+            b0 = used_bytes(d.store)
+            time.sleep(CHURN_S)
+            d.profctl("flush")
+            b1 = used_bytes(d.store)
+            t0 = time.monotonic()
+            execs, pids = churn(exe, CHURN_S)
+            took = time.monotonic() - t0
+            d.profctl("flush")
+            b2 = used_bytes(d.store)
+            background = b1 - b0
+            grown = b2 - b1 - background
+            bound = GOAL_BYTES_PER_EXEC * execs * BOUND_FACTOR
+            db = sqlite3.connect(f"file:{d.store}?mode=ro", uri=True)
+            try:
+                stored = db.execute("SELECT count(*) FROM processes WHERE comm = 'churnling'").fetchone()[0]
+                # those with on-CPU samples: each is a root of the cpu answer
+                # frames in no known mapping (processes gone before their
+                # maps were read) are one location, not one per address
+                # ASLR gave each process
+                unknown = db.execute("SELECT count(*) FROM locations l JOIN mappings m ON m.id = l.mapping_id "
+                                     "WHERE m.path = '[unknown]'").fetchone()[0]
+                on_cpu = db.execute("SELECT count(DISTINCT b.process_id) FROM sample_blocks b JOIN processes p "
+                                    "ON p.id = b.process_id WHERE p.comm = 'churnling' AND b.kind = 0").fetchone()[0]
+            finally:
+                db.close()
+            print(f"  {execs} execs in {took:.1f} s ({execs / took:.0f}/s), {stored} of them stored; "
+                  f"store grew {(b2 - b1) / KIB:.0f} KiB, {background / KIB:.0f} KiB without the churn before: "
+                  f"{grown / KIB:.0f} KiB ({grown / max(execs, 1):.0f} bytes an exec; "
+                  f"bound {bound / KIB:.0f} KiB: {GOAL_BYTES_PER_EXEC:.1f} bytes an exec x {BOUND_FACTOR})")
+            print(f"  [unknown] locations: {unknown}")
+            assert unknown <= 1, f"{unknown} locations in no known mapping: their addresses are stored"
+            assert execs >= 100 * CHURN_S, f"only {execs} execs in {took:.1f} s: not a churn"
+            assert stored >= execs // 20, f"only {stored} of {execs} churnling processes stored"
+            assert grown < bound, \
+                f"the store grew {grown} bytes for {execs} execs ({grown / execs:.0f} an exec), over " \
+                f"{bound:.0f} ({GOAL_BYTES_PER_EXEC:.1f} an exec, issue 43's goal, x {BOUND_FACTOR})"
+
+            # named: by comm (each instance its own root, comm-pid) and by exe
+            folded = d.profctl("query", "--comm", "churnling", "--since", "2m", "--root", "process",
+                               "--folded").stdout
+            roots = {line.split(";", 1)[0] for line in folded.splitlines() if line}
+            named = {r for r in roots if r.startswith("churnling-")}
+            print(f"  {len(named)} churnling processes in the cpu answer by comm, {on_cpu} stored with cpu samples")
+            assert on_cpu >= 10, f"only {on_cpu} churnlings sampled on the CPU"
+            assert len(named) == on_cpu and named == roots, \
+                f"{len(named)} churnlings named of {on_cpu} with cpu samples; other roots: {sorted(roots - named)[:5]}"
+            first = {f"churnling-{p}" for p in pids}
+            print(f"  {len(first & named)} of the first hundred pids among them")
+            by_exe = d.query_json("--exe", exe, "--since", "2m")
+            assert by_exe["total"] > 0, f"no samples by --exe {exe}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    require_root()
+    run_tests([test_store_grows_within_the_goal_on_churn_and_processes_stay_named])
