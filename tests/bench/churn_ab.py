@@ -12,7 +12,8 @@ build host does) built from clean with ninja and its unit tests run
 profd gets SIGTERM, writes what it still holds and exits; its whole life's
 CPU (user+system of every thread, from wait4: what /proc/PID/stat held at
 exit) and peak RSS (ru_maxrss, the kernel's VmHWM) are read as it is
-reaped, and what its store holds from its drains table. A span's CPU share
+reaped, and what its store holds from its drains table; VmRSS is read
+every second during the workload (median, p99, max). A span's CPU share
 on a loaded machine is set by the scheduler as much as by the daemon's
 demand (a starved daemon writes its backlog later), so the figure here is
 the whole life's CPU for the same input, per sample and per key stored.
@@ -58,17 +59,48 @@ def stored(path):
         db.close()
 
 
-def workload(src, rounds):
-    """Builds src from clean and runs its unit tests, rounds times; the
-    wall-clock seconds and the execs it took (from the fork counter)."""
+def vmrss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def workload(src, rounds, pids):
+    """Builds src from clean and runs its unit tests, rounds times, reading
+    each pid's VmRSS every second meanwhile; the wall-clock seconds, the
+    execs it took (from the fork counter) and the RSS series (KiB)."""
     b = os.path.join(src, "build")
     forks0 = forks()
     t0 = time.monotonic()
+    series = {pid: [] for pid in pids}
     for _ in range(rounds):
         for cmd in (["ninja", "-C", b, "clean"], ["ninja", "-C", b, "-j2"],
                     ["meson", "test", "-C", b, "--suite", "unit", "--num-processes", "2"]):
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.monotonic() - t0, forks() - forks0
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while p.poll() is None:
+                for pid in pids:
+                    v = vmrss_kib(pid)
+                    if v is not None:
+                        series[pid].append(v)
+                try:
+                    p.wait(1)
+                except subprocess.TimeoutExpired:
+                    pass
+    return time.monotonic() - t0, forks() - forks0, series
+
+
+def rss_summary(kib):
+    """Median, 99th percentile and max of a VmRSS series, MiB."""
+    if not kib:
+        return None
+    v = sorted(kib)
+    return {"median": round(v[len(v) // 2] / 1024, 1), "p99": round(v[min(len(v) - 1, len(v) * 99 // 100)] / 1024, 1),
+            "max": round(v[-1] / 1024, 1), "n": len(v)}
 
 
 def forks():
@@ -116,7 +148,7 @@ def main():
                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
         load_start = loadavg()
-        seconds, execs = workload(src, args.rounds)
+        seconds, execs, rss = workload(src, args.rounds, [dm["p"].pid for dm in daemons.values()])
         load_end = loadavg()
         time.sleep(11)  # the workload's last drain
         results = {}
@@ -140,6 +172,7 @@ def main():
                 "exit": dm["p"].returncode, "exit_wait_s": round(time.monotonic() - t0, 1),
                 "cpu_s": round(cpu, 2), "user_s": round(ru.ru_utime, 2), "sys_s": round(ru.ru_stime, 2),
                 "vmhwm_mib": round(ru.ru_maxrss / 1024, 1), **st, "status_before_exit": dm["status"],
+                "vmrss_every_1s_mib": rss_summary(rss[dm["p"].pid]),
                 "cpu_ms_per_1k_samples": round(cpu * 1e6 / st["samples"], 1) if st["samples"] else None,
                 "cpu_ms_per_1k_keys": round(cpu * 1e6 / st["keys"], 1) if st["keys"] else None,
             }
