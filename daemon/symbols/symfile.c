@@ -420,15 +420,20 @@ int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
                 return -EINVAL;
         if (!sym_file_vaddr(f, file_offset, &vaddr, &seg))
                 return 0;
-        sym_file_read(f);
+        sym_file_touch(f);
 
-        /* Answered before: no need for the DWARF to be open. */
+        /* Answered before: no need for the DWARF to be open. Nor is its
+         * copy read: the store reads a frame's names only for a location
+         * it does not know yet, and this one it was given when resolved.
+         * So no page drop is owed for it (a file whose keys were all
+         * answered so was madvised every 64 keys). */
         if (f->resolved && hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0 &&
             !resolved_is_stored(cached)) {
                 res = cached;
                 f->dwarf_used_ns = monotonic_ns();
                 goto answer;
         }
+        sym_file_read(f);
 
         r = dwarf_index_open(&f->dwarf, f->scratch_dir ? *f->scratch_dir : NULL);
         if (r < 0)
