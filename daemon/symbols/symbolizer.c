@@ -317,30 +317,19 @@ static size_t close_oldest_dwarf(symbolizer *s, uint64_t *total, size_t n_oldest
         return n_closed;
 }
 
-/* How much DWARF in use a drain may hold over the budget between two
- * bounds, as a share of the budget (1/BOUND_HEADROOM_SHARE), or over the
- * symbol tables when they alone are over it. On a build host the symbol
- * tables of the files mapped by tracked processes are the budget or more
- * (7-8 MiB of a 5 MiB budget on this machine's build loop), so any DWARF
- * put it over: the bound every 64 keys closed each file's DWARF but the
- * last used, and the next key of a test program read its CU's scope tree
- * and lines again (docs/performance.md, "The daemon on a build host").
- * DWARF used since the last bound now stays open within this; the drain's
- * end (symbolizer_trim) holds the cache to the budget itself. */
+/* How far over the budget a drain's DWARF in use may take the cache
+ * between two bounds, as a share of the budget (1/BOUND_HEADROOM_SHARE).
+ * On a build host the symbol tables of the files mapped by tracked
+ * processes are most of the 5 MiB budget, so any DWARF put it over: the
+ * bound every 64 keys closed each file's DWARF but the last used, and the
+ * next key of a test program read its CU's scope tree and lines again
+ * (docs/performance.md, "The daemon on a build host"). DWARF used since
+ * the last bound now stays open up to this much over the budget; the
+ * drain's end (symbolizer_trim) holds the cache to the budget itself. */
 #define BOUND_HEADROOM_SHARE 4
 
-/* What the files would hold with every DWARF closed: their symbol tables,
- * which no bound can go below. */
-static uint64_t symbolizer_floor_bytes(const symbolizer *s, uint64_t total) {
-        uint64_t dwarf = 0;
-
-        for (size_t i = 0; i < s->n_files; i++)
-                dwarf += sym_file_dwarf_bytes(s->files[i]);
-        return total > dwarf ? total - dwarf : 0;
-}
-
 size_t symbolizer_bound(symbolizer *s) {
-        uint64_t total = symbolizer_files_bytes(s), since = s->bound_tick, ceiling;
+        uint64_t total = symbolizer_files_bytes(s), since = s->bound_tick;
         size_t n_closed;
 
         s->bound_tick = s->tick;
@@ -349,15 +338,14 @@ size_t symbolizer_bound(symbolizer *s) {
         s->peak_bytes = MAX(s->peak_bytes, symbolizer_cache_bytes(s) + symbolizer_mapped_bytes(s));
         /* Never the file used last: the next frame is likely its own.
          * First the files no key used since the last bound, down to the
-         * budget; then, only over the headroom (above the budget, or above
-         * the symbol tables when they are more), those in use too. The heap
+         * budget; then, only over the headroom, those in use too. The heap
          * freed is reused by the drain's next DWARF; the drain's end trims
          * it (a malloc_trim here, every 64 keys, was 3% of the daemon's
          * CPU on a build host). */
         n_closed = close_oldest_dwarf(s, &total, s->n_files - 1, since, s->budget);
-        ceiling = MAX(s->budget, symbolizer_floor_bytes(s, total)) + s->budget / BOUND_HEADROOM_SHARE;
-        if (total > ceiling)
-                n_closed += close_oldest_dwarf(s, &total, s->n_files - 1, UINT64_MAX, ceiling);
+        if (total > s->budget + s->budget / BOUND_HEADROOM_SHARE)
+                n_closed += close_oldest_dwarf(s, &total, s->n_files - 1, UINT64_MAX,
+                                               s->budget + s->budget / BOUND_HEADROOM_SHARE);
         return n_closed;
 }
 

@@ -116,9 +116,8 @@ void symbolizer_mark_mapped(symbolizer *s, const sym_file *f);
 size_t symbolizer_trim(symbolizer *s);
 /* Within a drain, every few keys: while the estimate is over the budget,
  * closes the DWARF of least recently used files that were not used since
- * the last bound; then, while it is over by more than a quarter of the
- * budget (over the budget, or over what the files hold without DWARF when
- * that is more), of those used since too. Never the file used last; evicts no
+ * the last bound; then, while it is over the budget by more than a
+ * quarter, of those used since too. Never the file used last; evicts no
  * file, so every sym_file pointer stays valid. The heap freed is left to
  * the caller to trim (heap_trim, once a drain). Every string from
  * sym_file_resolve becomes invalid: call it between two frames' uses,

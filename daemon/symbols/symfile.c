@@ -159,12 +159,6 @@ uint64_t sym_file_bytes(const sym_file *f) {
         return f->base_bytes + f->dwarf.bytes + f->dwarf.cache_bytes + f->resolved_bytes + f->demangled_bytes;
 }
 
-uint64_t sym_file_dwarf_bytes(const sym_file *f) {
-        if (!dwarf_index_is_open(&f->dwarf))
-                return 0;
-        return f->dwarf.bytes + f->dwarf.cache_bytes + f->resolved_bytes + f->demangled_bytes;
-}
-
 int sym_file_index_key(sym_file *f, hashmap *by_stat, const struct file_key *key) {
         _cleanup_free_ struct file_key *copy = NULL;
         int r;

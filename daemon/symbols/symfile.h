@@ -149,10 +149,6 @@ unsigned sym_file_unmapped_trims(const sym_file *f);
  * of opened DWARF (and its sections when they are read rather than mapped,
  * see dwarf_index_open), scope trees, resolved addresses. */
 uint64_t sym_file_bytes(const sym_file *f);
-/* The part of sym_file_bytes that closing f's DWARF would give back, at
- * most (0 when it is closed): what the DWARF holds, the resolved
- * addresses and demangled names. */
-uint64_t sym_file_dwarf_bytes(const sym_file *f);
 
 /* Forgets every sym_file_mark_stored (the store deleted locations).
  * Returns 0 or -ENOMEM (then nothing is forgotten). */
