@@ -224,6 +224,7 @@ static void dwarf_index_close_elf(struct dwarf_index *d) {
         if (d->map)
                 munmap(TAKE_PTR(d->map), d->map_size);
         d->map_size = 0;
+        d->unreleased = 0;
 }
 
 int dwarf_index_open(struct dwarf_index *d, const char *scratch_dir) {
@@ -295,6 +296,29 @@ void dwarf_index_drop_pages(struct dwarf_index *d) {
          * pages are only unmapped from us, their contents stay the file's. */
         if (d->map)
                 (void) madvise(d->map, d->map_size, MADV_DONTNEED);
+        d->unreleased = 0;
+}
+
+/* The CU trees read in a copy beyond which its pages are given back at
+ * once, not at the caller's next drop (every 64 keys of a drain, then at
+ * its end). A scope tree reads its CU's whole DIE tree: libpython's
+ * ceval.c alone is megabytes, worth giving back before the next key. A
+ * test program's CUs are a few KiB to a few hundred: a madvise after each
+ * (a zap, the range's page tables freed, a TLB flush IPI to every CPU the
+ * daemon ran on) was 3% of the daemon's CPU on a build host, to give back
+ * a few pages the 64-key drop gives back anyway. */
+#define CU_TREES_DROP_BYTES (UINT64_C(256) << 10)
+
+/* The bytes of .debug_info the CU at cudie spans, header included; the
+ * threshold (read all) when it cannot be told. */
+static uint64_t cu_span_bytes(Dwarf_Die *cudie) {
+        Dwarf *dw = dwarf_cu_getdwarf(cudie->cu);
+        Dwarf_Off die_off = dwarf_dieoffset(cudie), in_cu = dwarf_cuoffset(cudie), next;
+
+        if (!dw || in_cu > die_off || dwarf_next_unit(dw, die_off - in_cu, &next, NULL, NULL, NULL, NULL, NULL,
+                                                     NULL, NULL) != 0 || next <= die_off - in_cu)
+                return CU_TREES_DROP_BYTES;
+        return next - (die_off - in_cu);
 }
 
 /* The CU containing vaddr, by libdwfl's rule: the run starting at or before
@@ -401,10 +425,14 @@ static const struct cu_scopes *dwarf_index_cu_scopes(struct dwarf_index *d, Dwar
         if (cu_scopes_build(cudie, &c) < 0 || hashmap_put(d->cu_scopes, UINT64_TO_KEY(off), c) < 0)
                 goto oom;
         d->bytes += cu_scopes_bytes(c) + HASH_ENTRY_BYTES + DWARF_CU_BYTES;
-        /* Building it read the CU's whole DIE tree (libpython's ceval.c
-         * alone is megabytes of it); the tree and the lines are in the
-         * heap now, and what lookups read again faults back in. */
-        dwarf_index_drop_pages(d);
+        /* Building it read the CU's whole DIE tree; the tree is in the
+         * heap now, and what lookups read again faults back in. Given back
+         * once the trees read add up to CU_TREES_DROP_BYTES. */
+        if (d->map) {
+                d->unreleased += cu_span_bytes(cudie);
+                if (d->unreleased >= CU_TREES_DROP_BYTES)
+                        dwarf_index_drop_pages(d);
+        }
         return TAKE_PTR(c);
 oom:
         *ret_oom = true;

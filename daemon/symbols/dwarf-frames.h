@@ -51,6 +51,7 @@ struct dwarf_index {
         struct line_sections sections; /* set when opened */
         hashmap *paths; /* libdw's file name pointer -> name with the CU's comp_dir (or itself) */
 
+        uint64_t unreleased; /* .debug_info of the CU trees read since the copy's pages were last dropped */
         uint64_t bytes; /* heap: section data read (not mapped), line tables, CU runs, scope trees */
         uint64_t cache_bytes; /* joined paths */
 };

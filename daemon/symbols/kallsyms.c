@@ -76,6 +76,7 @@ int kernel_table_map(struct kernel_table *t, const char *dir) {
         t->names = (char *) map + sizes[0];
         t->map = map;
         t->map_size = size;
+        t->map_read = true; /* whatever writing it left */
         return 0;
 }
 
@@ -106,8 +107,9 @@ int64_t kernel_table_unmap(struct kernel_table *t) {
 
 void kernel_table_drop_pages(struct kernel_table *t) {
         /* read-only and never written: the pages stay the file's */
-        if (t->map)
+        if (t->map && t->map_read)
                 (void) madvise(t->map, t->map_size, MADV_DONTNEED);
+        t->map_read = false;
 }
 
 /* Splits one kallsyms line, "ADDR TYPE NAME" optionally followed by
@@ -436,6 +438,7 @@ const char *kernel_table_lookup(struct kernel_table *t, uint64_t addr, const cha
                 value = (uint64_t) (uintptr_t) v;
         else {
                 value = memo_value(kernel_table_find(t, addr));
+                t->map_read = true; /* its syms, and its name when the caller stores it */
                 /* full: start over (the next drain's addresses are mostly
                  * this one's, and come back within a key or two) */
                 if (t->memo && hashmap_size(t->memo) >= KERNEL_MEMO_MAX)

@@ -1,6 +1,7 @@
 /* The kernel's symbol table from a kallsyms-format file: read it, and find the function containing an address. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,9 @@ struct kernel_table {
         size_t names_size;
         void *map; /* the mapping both arrays are in, or NULL: in the heap */
         size_t map_size;
+        /* An address was looked up in the mapping since its pages were
+         * last dropped (the memo's answers read none of them). */
+        bool map_read;
         /* In the heap: the start of every KERNEL_BLOCK_SYMS-th symbol
          * (~4 KiB), so that a lookup reads one block of syms. */
         uint64_t *block_starts;
@@ -56,7 +60,10 @@ int kernel_table_map(struct kernel_table *t, const char *dir);
  * 0 for a table in the heap, or -ENOMEM (the table stays mapped). */
 int64_t kernel_table_unmap(struct kernel_table *t);
 
-/* Lets the kernel take back the resident pages of a mapped table. */
+/* Lets the kernel take back the resident pages of a mapped table, if a
+ * lookup read it since they were last given back: a drain's keys are
+ * mostly answered by the memo, and each drop (every 64 keys) was a
+ * madvise whose TLB flush reaches every CPU profd ran on. */
 void kernel_table_drop_pages(struct kernel_table *t);
 
 /* Reads a kallsyms-format file (normally /proc/kallsyms) into *t, replacing

@@ -35,6 +35,7 @@ struct symbolizer {
         struct debug_search debug;
         uint64_t budget;
         uint64_t tick; /* LRU clock */
+        uint64_t bound_tick; /* tick at the last symbolizer_bound (files used after it are in use) */
         uint64_t generation; /* bumped by every trim that evicted a file a tracked process may map */
         bool marking; /* symbolizer_mark_begin was called since the last trim */
         char *scratch_dir; /* where DWARF copies go; NULL: DWARF is read into the heap */
@@ -296,16 +297,18 @@ static int sym_file_compare_last_used(const void *a, const void *b) {
 
 /* Sorts the files oldest first (the array has no order of its own, so
  * that one is as good as any) and closes the DWARF of the first n_oldest,
- * oldest first, while *total, the files' bytes, is over the budget.
- * Returns the number closed. */
-static size_t close_oldest_dwarf(symbolizer *s, uint64_t *total, size_t n_oldest) {
+ * oldest first, that were last used at or before tick, while *total, the
+ * files' bytes, is over limit. Returns the number closed. */
+static size_t close_oldest_dwarf(symbolizer *s, uint64_t *total, size_t n_oldest, uint64_t tick, uint64_t limit) {
         size_t n_closed = 0;
 
         qsort(s->files, s->n_files, sizeof(*s->files), sym_file_compare_last_used);
-        for (size_t i = 0; i < MIN(n_oldest, s->n_files) && *total > s->budget; i++) {
+        for (size_t i = 0; i < MIN(n_oldest, s->n_files) && *total > limit; i++) {
                 sym_file *f = s->files[i];
                 uint64_t before = sym_file_bytes(f);
 
+                if (sym_file_last_used(f) > tick)
+                        break; /* sorted: the rest were used later still */
                 if (sym_file_close_dwarf(f) > 0) {
                         *total -= before - sym_file_bytes(f);
                         n_closed++;
@@ -314,16 +317,35 @@ static size_t close_oldest_dwarf(symbolizer *s, uint64_t *total, size_t n_oldest
         return n_closed;
 }
 
+/* How far over the budget a drain's DWARF in use may take the cache
+ * between two bounds, as a share of the budget (1/BOUND_HEADROOM_SHARE).
+ * On a build host the symbol tables of the files mapped by tracked
+ * processes are most of the 5 MiB budget, so any DWARF put it over: the
+ * bound every 64 keys closed each file's DWARF but the last used, and the
+ * next key of a test program read its CU's scope tree and lines again
+ * (docs/performance.md, "The daemon on a build host"). DWARF used since
+ * the last bound now stays open up to this much over the budget; the
+ * drain's end (symbolizer_trim) holds the cache to the budget itself. */
+#define BOUND_HEADROOM_SHARE 4
+
 size_t symbolizer_bound(symbolizer *s) {
-        uint64_t total = symbolizer_files_bytes(s);
+        uint64_t total = symbolizer_files_bytes(s), since = s->bound_tick;
         size_t n_closed;
 
+        s->bound_tick = s->tick;
         if (total <= s->budget)
                 return 0;
         s->peak_bytes = MAX(s->peak_bytes, symbolizer_cache_bytes(s) + symbolizer_mapped_bytes(s));
-        /* not the file used last: the next frame is likely its own */
-        n_closed = close_oldest_dwarf(s, &total, s->n_files - 1);
-        symbolizer_give_back(n_closed);
+        /* Never the file used last: the next frame is likely its own.
+         * First the files no key used since the last bound, down to the
+         * budget; then, only over the headroom, those in use too. The heap
+         * freed is reused by the drain's next DWARF; the drain's end trims
+         * it (a malloc_trim here, every 64 keys, was 3% of the daemon's
+         * CPU on a build host). */
+        n_closed = close_oldest_dwarf(s, &total, s->n_files - 1, since, s->budget);
+        if (total > s->budget + s->budget / BOUND_HEADROOM_SHARE)
+                n_closed += close_oldest_dwarf(s, &total, s->n_files - 1, UINT64_MAX,
+                                               s->budget + s->budget / BOUND_HEADROOM_SHARE);
         return n_closed;
 }
 
@@ -408,7 +430,7 @@ size_t symbolizer_trim(symbolizer *s) {
         }
         /* First the DWARF, which is most of the memory and which the
          * store's answers make rarely needed again; then whole files. */
-        n_closed += close_oldest_dwarf(s, &total, s->n_files);
+        n_closed += close_oldest_dwarf(s, &total, s->n_files, UINT64_MAX, s->budget);
         /* Then whole files; with marking only those no tracked process
          * maps: the others would be read again at once for the processes
          * that map them (their symbol tables are what the budget cannot

@@ -114,12 +114,15 @@ void symbolizer_mark_mapped(symbolizer *s, const sym_file *f);
  * when no frame of the last drain is still being used. Returns the number
  * of files evicted. */
 size_t symbolizer_trim(symbolizer *s);
-/* Within a drain: while the estimate is over the budget, closes the DWARF
- * of least recently used files, all but the one used last; evicts no
- * file, so every sym_file pointer stays valid. Every string from
- * sym_file_resolve becomes invalid: call it between two frames' uses, when
- * none is still being used. Returns the number of files whose DWARF was
- * closed. */
+/* Within a drain, every few keys: while the estimate is over the budget,
+ * closes the DWARF of least recently used files that were not used since
+ * the last bound; then, while it is over the budget by more than a
+ * quarter, of those used since too. Never the file used last; evicts no
+ * file, so every sym_file pointer stays valid. The heap freed is left to
+ * the caller to trim (heap_trim, once a drain). Every string from
+ * sym_file_resolve becomes invalid: call it between two frames' uses,
+ * when none is still being used. Returns the number of files whose DWARF
+ * was closed. */
 size_t symbolizer_bound(symbolizer *s);
 /* Lets the kernel take back the resident pages of every mapped DWARF copy,
  * of mapped symbol names and of the kernel's table (symbolizer_trim does

@@ -58,8 +58,10 @@ struct sym_file {
         const char *const *scratch_dir; /* the owner's: where DWARF copies go (NULL: none) */
         uint64_t dwarf_used_ns; /* CLOCK_MONOTONIC when its DWARF (or what it gave) last answered */
         bool mapped; /* a tracked process maps it (symbolizer_mark_mapped), since the last trim */
-        /* Used since its last sym_file_drop_pages: only then can pages of
-         * its mappings be resident in profd. A build host's cache holds
+        /* Looked up or resolved since its last sym_file_drop_pages: only
+         * then can pages of its mappings be resident in profd (a load
+         * that finds it cached, once for each new process that maps it,
+         * reads none). A build host's cache holds
          * hundreds of files and a drain's 64 keys touch a few of them;
          * dropping the rest cost a madvise each, the kernel zapping the
          * range, freeing its page tables and flushing the TLB of every
@@ -127,7 +129,12 @@ void sym_file_touch(const sym_file *f) {
         sym_file *m = (sym_file *) f;
 
         m->last_used = ++*m->clock;
-        m->pages_touched = true;
+}
+
+/* A lookup or a resolve: used, and its mapped names or DWARF copy read. */
+static void sym_file_read(const sym_file *f) {
+        sym_file_touch(f);
+        ((sym_file *) f)->pages_touched = true;
 }
 
 uint64_t sym_file_last_used(const sym_file *f) {
@@ -274,7 +281,7 @@ const char *sym_file_lookup(const sym_file *f, uint64_t file_offset) {
 
         if (!f || !sym_file_vaddr(f, file_offset, &vaddr, &seg))
                 return NULL;
-        sym_file_touch(f);
+        sym_file_read(f);
         sym = func_table_find(&f->funcs, vaddr, seg);
         return sym ? func_sym_name(&f->funcs, sym) : NULL;
 }
@@ -409,13 +416,18 @@ int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
                 return 0;
         sym_file_touch(f);
 
-        /* Answered before: no need for the DWARF to be open. */
+        /* Answered before: no need for the DWARF to be open. Nor is its
+         * copy read: the store reads a frame's names only for a location
+         * it does not know yet, and this one it was given when resolved.
+         * So no page drop is owed for it (a file whose keys were all
+         * answered so was madvised every 64 keys). */
         if (f->resolved && hashmap_get(f->resolved, UINT64_TO_KEY(vaddr), &cached) >= 0 &&
             !resolved_is_stored(cached)) {
                 res = cached;
                 f->dwarf_used_ns = monotonic_ns();
                 goto answer;
         }
+        sym_file_read(f);
 
         r = dwarf_index_open(&f->dwarf, f->scratch_dir ? *f->scratch_dir : NULL);
         if (r < 0)

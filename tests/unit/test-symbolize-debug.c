@@ -662,6 +662,61 @@ static void test_cache_bound_within_drain(void) {
                 free(paths[i]);
 }
 
+/* Within a drain, DWARF a key used since the last bound stays open while
+ * the cache is within a quarter over the budget: closing it made the
+ * drain's next key of the same program read it again (a build host's
+ * churn). Files no key used since are closed first, least recently used
+ * first; over the headroom, the rest too, all but the one used last. */
+static void test_cache_bound_keeps_dwarf_in_use(void) {
+        enum { N_FILES = 5 };
+        _cleanup_(symbolizer_freep) symbolizer *s = NULL;
+        _cleanup_free_ char *dir = tmp_path("inuse");
+        char *paths[N_FILES] = {};
+        const sym_file *files[N_FILES] = {};
+        struct sym_frame frames[MAX_FRAMES];
+        uint64_t off = split_quick_sort_offset(), full;
+
+        make_split_copies(dir, paths, N_FILES);
+        CHECK_INT_EQ(symbolizer_new(&s), 0);
+        for (int i = 0; i < N_FILES; i++) {
+                CHECK_INT_EQ(symbolizer_load_file(s, paths[i], &files[i]), 0);
+                CHECK_INT_EQ(sym_file_resolve(s, files[i], off, frames, MAX_FRAMES) >= 1, 1);
+        }
+        full = symbolizer_cache_bytes(s);
+
+        /* Over the budget, within the headroom, every file used since the
+         * last bound (none yet): nothing closes. */
+        symbolizer_set_cache_budget(s, full - 1);
+        CHECK_INT_EQ(symbolizer_bound(s), 0);
+        for (int i = 0; i < N_FILES; i++)
+                CHECK(sym_file_dwarf_is_open(files[i]));
+
+        /* Files 3 and 1 used since: of the others, the least recently used
+         * (0) goes, which brings the cache under the budget. */
+        CHECK_INT_EQ(sym_file_resolve(s, files[3], off, frames, MAX_FRAMES) >= 1, 1);
+        CHECK_INT_EQ(sym_file_resolve(s, files[1], off, frames, MAX_FRAMES) >= 1, 1);
+        CHECK_INT_EQ(symbolizer_bound(s), 1);
+        for (int i = 0; i < N_FILES; i++)
+                CHECK_INT_EQ(sym_file_dwarf_is_open(files[i]), i != 0);
+        CHECK(symbolizer_cache_bytes(s) <= full - 1);
+
+        /* Every open file used since, and a budget the headroom cannot
+         * hold: those used since go too, least recently used first (4, 3,
+         * then 2), until the cache is within the headroom; 1, used last,
+         * stays whatever the budget. */
+        for (int i = N_FILES - 1; i > 0; i--)
+                CHECK_INT_EQ(sym_file_resolve(s, files[i], off, frames, MAX_FRAMES) >= 1, 1);
+        symbolizer_set_cache_budget(s, 0);
+        CHECK_INT_EQ(symbolizer_bound(s), 3);
+        for (int i = 0; i < N_FILES; i++)
+                CHECK_INT_EQ(sym_file_dwarf_is_open(files[i]), i == 1);
+        /* A closed file resolves again. */
+        CHECK_INT_EQ(sym_file_resolve(s, files[4], off, frames, MAX_FRAMES) >= 1, 1);
+        CHECK_STR_EQ(frames[0].function, "quick_sort");
+        for (int i = 0; i < N_FILES; i++)
+                free(paths[i]);
+}
+
 /* With marking (the daemon's trims), the budget evicts only the files no
  * tracked process maps: the others would be read again at once for their
  * processes. Their DWARF is closed; the generation stays. */
@@ -881,6 +936,7 @@ int main(int argc, char *argv[]) {
         test_cache_budget_evicts_lru();
         test_cache_budget_keeps_mapped();
         test_cache_bound_within_drain();
+        test_cache_bound_keeps_dwarf_in_use();
         test_compressed_sections_through_copy();
 
         nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Issue 43's daemon CPU on a build host, side by side on a fixed workload.
+
+  tests/bench/churn_ab.py --rounds 1 before=/tmp/before after=build
+
+Each named build's profd runs at defaults (`profd --config /dev/null
+--socket S --store F`, a private directory each) at the same time, so all
+see the same processes. After the first drain, a fixed workload runs once:
+ROUNDS times this tree's HEAD (a `git archive`, configured as bench.py's
+build host does) built from clean with ninja and its unit tests run
+(`meson test --suite unit`). Then, after one more drain interval, each
+profd gets SIGTERM, writes what it still holds and exits; its whole life's
+CPU (user+system of every thread, from wait4: what /proc/PID/stat held at
+exit) and peak RSS (ru_maxrss, the kernel's VmHWM) are read as it is
+reaped, and what its store holds from its drains table; VmRSS is read
+every second during the workload (median, p99, max). A span's CPU share
+on a loaded machine is set by the scheduler as much as by the daemon's
+demand (a starved daemon writes its backlog later), so the figure here is
+the whole life's CPU for the same input, per sample and per key stored.
+
+With --perf, `perf record -F 199 -e cpu-clock -g` follows each daemon from
+its first drain to its exit (perf.data in --keep's directory). One JSON
+object on stdout. Root (profd loads BPF)."""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
+
+# What profctl status says just before the SIGTERM (the drains still
+# queued are written after it).
+STATUS_FIELDS = ("samples", "samples_seen", "drains", "symbol_cache_bytes", "symbol_mapped_bytes",
+                 "symbol_peak_bytes", "heap_trims", "heap_trim_ms", "rss_bytes")
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().strip()
+
+
+def stored(path):
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        n, samples, keys = db.execute("SELECT count(*), coalesce(sum(samples), 0), coalesce(sum(keys), 0) "
+                                      "FROM drains").fetchone()
+        stacks = db.execute("SELECT count(*) FROM stacks").fetchone()[0]
+        return {"drains": n, "samples": samples, "keys": keys, "stacks": stacks}
+    finally:
+        db.close()
+
+
+def vmrss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def workload(src, rounds, pids):
+    """Builds src from clean and runs its unit tests, rounds times, reading
+    each pid's VmRSS every second meanwhile; the wall-clock seconds, the
+    execs it took (from the fork counter) and the RSS series (KiB)."""
+    b = os.path.join(src, "build")
+    forks0 = forks()
+    t0 = time.monotonic()
+    series = {pid: [] for pid in pids}
+    for _ in range(rounds):
+        for cmd in (["ninja", "-C", b, "clean"], ["ninja", "-C", b, "-j2"],
+                    ["meson", "test", "-C", b, "--suite", "unit", "--num-processes", "2"]):
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while p.poll() is None:
+                for pid in pids:
+                    v = vmrss_kib(pid)
+                    if v is not None:
+                        series[pid].append(v)
+                try:
+                    p.wait(1)
+                except subprocess.TimeoutExpired:
+                    pass
+    return time.monotonic() - t0, forks() - forks0, series
+
+
+def rss_summary(kib):
+    """Median, 99th percentile and max of a VmRSS series, MiB."""
+    if not kib:
+        return None
+    v = sorted(kib)
+    return {"median": round(v[len(v) // 2] / 1024, 1), "p99": round(v[min(len(v) - 1, len(v) * 99 // 100)] / 1024, 1),
+            "max": round(v[-1] / 1024, 1), "n": len(v)}
+
+
+def forks():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("processes "):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=1, help="builds and unit-test runs of the tree (default 1)")
+    ap.add_argument("--perf", action="store_true", help="perf record each daemon (cpu-clock, 199 Hz, -g)")
+    ap.add_argument("--keep", help="keep the daemons' directories (logs, stores, perf.data) under this one")
+    ap.add_argument("builds", nargs="+", metavar="NAME=BUILD_DIR",
+                    help="a build directory with daemon/profd, named")
+    args = ap.parse_args()
+    builds = dict(b.split("=", 1) for b in args.builds)
+    workdir = args.keep or tempfile.mkdtemp(prefix="profd-churn-ab-")
+    os.makedirs(workdir, exist_ok=True)
+    src = bench.build_tree(workdir)
+    daemons, perfs = {}, {}
+    try:
+        for name, build in builds.items():
+            d = os.path.join(workdir, name)
+            os.makedirs(d, exist_ok=True)
+            sock, store = os.path.join(d, "profd.sock"), os.path.join(d, "profd.db")
+            log = open(os.path.join(d, "profd.log"), "w")
+            p = subprocess.Popen([os.path.join(build, "daemon", "profd"), "--config", "/dev/null",
+                                  "--socket", sock, "--store", store], stdout=log, stderr=log)
+            daemons[name] = {"p": p, "dir": d, "store": store}
+        for name, dm in daemons.items():
+            deadline = time.monotonic() + 60
+            while not os.path.exists(os.path.join(dm["dir"], "profd.sock")) and time.monotonic() < deadline:
+                if dm["p"].poll() is not None:
+                    raise RuntimeError(f"{name}: profd exited ({dm['p'].returncode})")
+                time.sleep(0.1)
+        time.sleep(11)  # past the first drain
+        if args.perf:
+            for name, dm in daemons.items():
+                perfs[name] = subprocess.Popen(["perf", "record", "-q", "-F", "199", "-e", "cpu-clock", "-g",
+                                                "-p", str(dm["p"].pid), "-o",
+                                                os.path.join(dm["dir"], "perf.data")],
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        load_start = loadavg()
+        seconds, execs, rss = workload(src, args.rounds, [dm["p"].pid for dm in daemons.values()])
+        load_end = loadavg()
+        time.sleep(11)  # the workload's last drain
+        results = {}
+        for name, dm in daemons.items():
+            r = bench.sh([os.path.join(builds[name], "client", "profctl"), "--socket",
+                          os.path.join(dm["dir"], "profd.sock"), "status", "--json"])
+            try:
+                status = json.loads(r.stdout)
+            except ValueError:
+                status = {}
+            dm["status"] = {k: status.get(k) for k in STATUS_FIELDS}
+        for name, dm in daemons.items():
+            dm["p"].send_signal(signal.SIGTERM)
+        for name, dm in daemons.items():
+            t0 = time.monotonic()
+            _, status, ru = os.wait4(dm["p"].pid, 0)
+            dm["p"].returncode = os.waitstatus_to_exitcode(status)
+            cpu = ru.ru_utime + ru.ru_stime
+            st = stored(dm["store"])
+            results[name] = {
+                "exit": dm["p"].returncode, "exit_wait_s": round(time.monotonic() - t0, 1),
+                "cpu_s": round(cpu, 2), "user_s": round(ru.ru_utime, 2), "sys_s": round(ru.ru_stime, 2),
+                "vmhwm_mib": round(ru.ru_maxrss / 1024, 1), **st, "status_before_exit": dm["status"],
+                "vmrss_every_1s_mib": rss_summary(rss[dm["p"].pid]),
+                "cpu_ms_per_1k_samples": round(cpu * 1e6 / st["samples"], 1) if st["samples"] else None,
+                "cpu_ms_per_1k_keys": round(cpu * 1e6 / st["keys"], 1) if st["keys"] else None,
+            }
+        for p in perfs.values():
+            try:
+                p.wait(120)
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGINT)
+                p.wait()
+        print(json.dumps({"started": started, "rounds": args.rounds, "workload_s": round(seconds),
+                          "execs": execs, "load_start": load_start, "load_end": load_end,
+                          "results": results}), flush=True)
+    finally:
+        for dm in daemons.values():
+            if dm["p"].returncode is None and dm["p"].poll() is None:
+                dm["p"].terminate()
+                dm["p"].wait(120)
+        for p in perfs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                p.wait()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
