@@ -341,6 +341,15 @@ def stack_location_ids(blob):
     return ids
 
 
+def write_big_cpp(path, functions=40000):
+    """A C++ file of `functions` small loops: minutes of -O2 for clang or
+    g++, so a compiler runs as long as a test needs it (the tests end it)."""
+    with open(path, "w") as f:
+        for i in range(functions):
+            f.write(f"int f{i}(int n) {{ int s = {i}; for (int k = 0; k < n; k++) s = s * 31 + (k ^ (s >> 3)); "
+                    f"return s; }}\n")
+
+
 def run_tests(tests):
     """Runs test functions in order; prints one line each, with its wall
     time (what the suite's 20-minute budget is spent on); exits 1 if any

@@ -23,12 +23,10 @@ import subprocess
 import tempfile
 import time
 
-from harness import Profd, binary, require_root, run_tests, wait_unwinder_loaded
+from harness import Profd, binary, require_root, run_tests, wait_unwinder_loaded, write_big_cpp
 
 SHARE = 0.95
 WINDOW_S = 10
-# minutes of -O2 for either compiler: they run as long as the test needs
-FUNCTIONS = 40000
 # tables of LLVM's libraries are built in about a second here; far more
 # under AddressSanitizer on a busy machine
 BUILD_TIMEOUT = 240
@@ -62,19 +60,12 @@ def maps_memlock(pid):
     return total
 
 
-def write_source(path):
-    with open(path, "w") as f:
-        for i in range(FUNCTIONS):
-            f.write(f"int f{i}(int n) {{ int s = {i}; for (int k = 0; k < n; k++) s = s * 31 + (k ^ (s >> 3)); "
-                    f"return s; }}\n")
-
-
 def test_two_compilers_at_once_both_reach_their_roots_within_the_budget():
     for tool in ("clang++", "g++", "node", "/usr/bin/python3"):
         assert shutil.which(tool), f"{tool} is not installed (setup.sh installs it)"
     tmp = tempfile.mkdtemp(prefix="profd-compilers-")
     src = os.path.join(tmp, "big.cpp")
-    write_source(src)
+    write_big_cpp(src)
     work = []
     quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp,
                  start_new_session=True)

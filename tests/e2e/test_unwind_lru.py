@@ -51,7 +51,7 @@ import sys
 import tempfile
 import time
 
-from harness import Profd, require_root, run_tests, wait_unwinder_loaded
+from harness import Profd, require_root, run_tests, wait_unwinder_loaded, write_big_cpp
 
 INTERVAL_S = 1  # the hot window is three intervals
 HOT_S = 3 * INTERVAL_S
@@ -64,9 +64,6 @@ LIBZ3 = "/usr/lib/x86_64-linux-gnu/libz3.so.4"
 # and sampled (seconds)
 BUILD_TIMEOUT = None
 ROOT_SHARE = 0.90
-# functions in the generated file: minutes of -O2 for either compiler, so
-# each runs for as long as the test needs it
-FUNCTIONS = 40000
 
 _profd = None
 _tmp = None
@@ -255,13 +252,6 @@ def evictions(d):
     return EVICT_RE.findall(d.read_log())
 
 
-def write_source(path):
-    with open(path, "w") as f:
-        for i in range(FUNCTIONS):
-            f.write(f"int f{i}(int n) {{ int s = {i}; for (int k = 0; k < n; k++) s = s * 31 + (k ^ (s >> 3)); "
-                    f"return s; }}\n")
-
-
 def test_cold_tables_give_room_to_a_sampled_one_hot_tables_do_not():
     assert os.path.exists(CLANG), f"{CLANG} is not installed (setup.sh installs clang)"
     d = _profd
@@ -358,7 +348,7 @@ if __name__ == "__main__":
     _tmp = tempfile.mkdtemp(prefix="profd-test-lru-")
     try:
         # the source, and B's IR, before profd starts (docstring)
-        write_source(os.path.join(_tmp, "big.cpp"))
+        write_big_cpp(os.path.join(_tmp, "big.cpp"))
         subprocess.run([CLANG, "-cc1", "-O0", "-disable-O0-optnone", "-emit-llvm", "-o", os.path.join(_tmp, "big.ll"),
                         "-x", "c++", os.path.join(_tmp, "big.cpp")], check=True, timeout=300)
         budget = budget_and_waits()
