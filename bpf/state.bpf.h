@@ -67,7 +67,7 @@ struct ustack_state {
         __u8 rt_state;          /* enum rt_state */
         __u8 rt_replace;        /* the native frame at ips[n - 1] is the loop's: the first
                                  * pseudo-frame takes its place */
-        __u8 pad;
+        __u8 rt_met;            /* HotSpot: this walk met the code cache (counted once) */
         __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
         __u32 pad2;
         /* the walk memo (sampler only, bpf/cache.bpf.h) */
@@ -91,6 +91,7 @@ struct ustack_state {
         __u32 rt_frames;        /* pseudo-frames emitted */
         __u64 rt_frame;         /* the runtime's next frame to emit (CPython: _PyInterpreterFrame *) */
         __u64 fsbase;           /* the thread pointer (read when the process has a runtime) */
+        __u64 r13;              /* the leaf's r13 (HotSpot's interpreter keeps its bcp there) */
         /* the runtime's frame being read (one read per frame) */
         union {
                 __u8 rt_buf[136];
