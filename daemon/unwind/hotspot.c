@@ -93,9 +93,13 @@ bool hotspot_vmstructs_pending(int r, enum hotspot_vmstructs_reason reason, cons
                                const struct hotspot_vmstructs *vs) {
         uint64_t covered = 0;
 
+        /* Anything unread or not sane may be a JVM still starting: the
+         * layout variables are set by libjvm's static initialisers, which
+         * run after ld.so has mapped it (a stride of 0 then), and the code
+         * cache's statics during the VM's start. Tables that lack a field
+         * (-EPROTONOSUPPORT) stay so. The reads again are bounded. */
         if (r < 0)
-                return (reason == HOTSPOT_VMSTRUCTS_READ_VALUE || reason == HOTSPOT_VMSTRUCTS_BAD_VALUE) && what &&
-                       (strncmp(what, "CodeCache", 9) == 0 || strncmp(what, "CodeHeap", 8) == 0);
+                return r != -EPROTONOSUPPORT && r != -ENOMEM;
         if (!vs)
                 return false;
         /* the heaps split the code cache's reservation between them */

@@ -38,11 +38,13 @@ int hotspot_discover(Elf *elf, const struct file_key *key, struct unwind_runtime
 int hotspot_runtime_make(const struct hotspot_vmstructs *vs, struct profd_runtime *ret, uint64_t *ret_lo,
                          uint64_t *ret_hi);
 
-/* Whether a failed hotspot_vmstructs_read (its reason and what) is of a
- * JVM whose code cache is not set up yet: the java launcher dlopens
- * libjvm after exec, and the heaps come during the VM's start (read again
- * a little later). Also true when the heaps read do not cover the code
- * cache's bounds (a read between two heaps' set-up): `vs` (NULL: none). */
+/* Whether a hotspot_vmstructs_read that returned r (its reason and what)
+ * may be of a JVM still starting, to be read again a little later: the
+ * java launcher dlopens libjvm after exec, libjvm's static initialisers
+ * set the tables' layout variables after ld.so mapped it, and the code
+ * heaps come during the VM's start. Every failure but a missing field
+ * (-EPROTONOSUPPORT) and -ENOMEM; and a read whose heaps do not cover the
+ * code cache's bounds (between two heaps' set-up): `vs` (NULL: none). */
 bool hotspot_vmstructs_pending(int r, enum hotspot_vmstructs_reason reason, const char *what,
                                const struct hotspot_vmstructs *vs);
 

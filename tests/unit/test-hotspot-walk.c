@@ -5,7 +5,7 @@
  * them (CodeHeap::mark_segmap_as_used: 0, 1, ..., 254, then 1 again), the
  * walker's slot made from JDK 17's VM structs (the values of the capture
  * tests/data/hotspot/vmstructs-jdk17.txt) and what it refuses, and which
- * failures of the VM-structs reader are a code cache not set up yet. */
+ * failures of the VM-structs reader may be a JVM still starting. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,10 +212,11 @@ static void test_pending(void) {
         CHECK(hotspot_vmstructs_pending(-EBADMSG, HOTSPOT_VMSTRUCTS_BAD_VALUE, "CodeCache::_low_bound", NULL));
         CHECK(hotspot_vmstructs_pending(-EIO, HOTSPOT_VMSTRUCTS_READ_VALUE, "CodeCache::_heaps", NULL));
         CHECK(hotspot_vmstructs_pending(-EIO, HOTSPOT_VMSTRUCTS_READ_VALUE, "CodeHeap::_memory", NULL));
-        /* tables that are not sane are not waited for */
-        CHECK(!hotspot_vmstructs_pending(-EBADMSG, HOTSPOT_VMSTRUCTS_BAD_STRING, "gHotSpotVMStructs", NULL));
+        /* libjvm mapped, its static initialisers not run yet: strides of 0 */
+        CHECK(hotspot_vmstructs_pending(-EBADMSG, HOTSPOT_VMSTRUCTS_BAD_LAYOUT, "gHotSpotVMStructs", NULL));
+        /* tables that lack a field stay so; memory is not the JVM's doing */
         CHECK(!hotspot_vmstructs_pending(-EPROTONOSUPPORT, HOTSPOT_VMSTRUCTS_MISSING, "_heaps", NULL));
-        CHECK(!hotspot_vmstructs_pending(-EIO, HOTSPOT_VMSTRUCTS_READ_LAYOUT, NULL, NULL));
+        CHECK(!hotspot_vmstructs_pending(-ENOMEM, HOTSPOT_VMSTRUCTS_OK, NULL, NULL));
         /* read, every heap in place */
         CHECK(!hotspot_vmstructs_pending(0, HOTSPOT_VMSTRUCTS_OK, NULL, &vs));
         /* read between two heaps' set-up */
