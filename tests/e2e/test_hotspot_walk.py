@@ -167,6 +167,11 @@ def test_jvm_stacks_reach_their_roots():
     main_total = by_thread["total"]
     main_java = sum(st["value"] for st in by_thread["stacks"] if any(is_hotspot(f) for f in st["frames"]))
     print(f"  Java main thread: {main_java}/{main_total} samples with HotSpot frames")
+    if by_thread["stacks"]:
+        top = max(by_thread["stacks"], key=lambda st: st["value"])
+        shown = [f"{f.get('module')}:{f.get('name')}" if is_hotspot(f) else f["name"]
+                 for f in top["frames"] if not f.get("kernel")]
+        print(f"  its heaviest stack ({top['value']} samples), outermost first: {' ; '.join(shown)}")
     assert main_total >= 0.3 * RUN_MS * int(FREQUENCY) / 1000, f"only {main_total} samples of the main thread"
     assert main_java >= JAVA_SHARE * main_total, f"{main_java}/{main_total} main-thread samples have HotSpot frames"
 
