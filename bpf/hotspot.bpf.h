@@ -198,6 +198,20 @@ static __always_inline int hs_unbuilt(struct ustack_state *s, struct walk_window
         return HS_BAD;
 }
 
+/* The return address at sp, if it is in the code cache. Returns 0,
+ * HS_BAD or HS_FAULT. */
+static __always_inline int hs_ra_at_sp(struct ustack_state *s, struct walk_window *w) {
+        __u64 ra;
+
+        if (!win_read(s, w, s->sp, &ra))
+                return HS_FAULT;
+        if (!hs_in_code(s, ra))
+                return HS_BAD;
+        s->ip = ra;
+        s->sp += 8;
+        return 0;
+}
+
 /* A frame built by `enter` (push rbp; mov rbp, rsp): the call stub and
  * most of StubRoutines' code. Returns 0, HS_BAD or HS_FAULT. */
 static __always_inline int hs_fp_frame(struct ustack_state *s, struct walk_window *w) {
@@ -244,6 +258,13 @@ static __noinline int hotspot_frame(struct ustack_state *s, struct walk_window *
         if (name == HS_NAME_INTERPRETER) {
                 id = PROFD_RUNTIME_HOTSPOT;
                 r = hs_interpreted(s, w, hs, &code, &offset);
+                if (r < 0 && s->exact_ip) {
+                        /* the leaf between frames (a method's entry or
+                         * return): the interpreter's blob itself, from
+                         * its return address */
+                        id = PROFD_RUNTIME_HOTSPOT_CODE;
+                        r = hs_unbuilt(s, w);
+                }
         } else if (name == HS_NAME_VTABLE || name == HS_NAME_ITABLE) {
                 /* a jump to the target: nothing but the return address */
                 r = hs_unbuilt(s, w);
@@ -261,7 +282,12 @@ static __noinline int hotspot_frame(struct ustack_state *s, struct walk_window *
                 } else
                         r = hs_sized(s, w, s->sp + 8 * frame_size, nm, HOTSPOT_RA_SEARCH);
         } else {
-                r = hs_fp_frame(s, w);
+                /* the leaf of a stub without a frame size: before its
+                 * `enter`, or in one that makes no frame (the I2C/C2I
+                 * adapters), its return address is at sp */
+                r = s->exact_ip ? hs_ra_at_sp(s, w) : HS_BAD;
+                if (r < 0)
+                        r = hs_fp_frame(s, w);
                 if (r < 0 && s->exact_ip)
                         r = hs_unbuilt(s, w);
         }

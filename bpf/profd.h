@@ -346,7 +346,8 @@ struct profd_hotspot_heap {
 
 struct profd_hotspot {
         struct profd_hotspot_heap heaps[PROFD_HOTSPOT_HEAPS];
-        __u64 call_stub_return; /* StubRoutines::_call_stub_return_address; 0: unknown */
+        __u64 call_stub_return; /* StubRoutines::_call_stub_return_address; 0: unknown (not read by
+                                 * the walker: the call stub is stepped by its frame pointer) */
         __u32 n_heaps;
         __u8 log2_segment;     /* a segment is 1 << this many bytes */
         __u8 code_offsets;     /* 1: code_begin is an int offset from the blob (JDK 8, 23+), else an address */
