@@ -15,6 +15,9 @@ Asserted through profctl, over every on-CPU sample of the JVM's threads
 - >= 80% of the Java main thread's samples carry HotSpot pseudo-frames (it
   runs Java code nearly all the time), and none of the JVM's stacks keeps
   a native frame in the code cache under a pseudo-frame's caller;
+- off-CPU: a second thread sleeping in Thread.sleep under Java frames has
+  >= 95% of its blocked time in stacks that reach its root with HotSpot
+  frames (the walk at switch-out);
 - `profctl status` shows the JVM given HotSpot's walker (unwind.hotspot
   jvms) and the walker's frames.
 
@@ -73,7 +76,34 @@ public class HsWalk {
         return s.hashCode() + new StringBuilder(s).reverse().toString().length();
     }
 
-    public static void main(String[] args) {
+    static volatile String sleeperTid = "0";
+
+    static String tid() {
+        try {
+            // "PID/task/TID": this thread's id, which profctl filters by
+            String self = java.nio.file.Files.readSymbolicLink(java.nio.file.Paths.get("/proc/thread-self")).toString();
+            return self.substring(self.lastIndexOf('/') + 1);
+        } catch (Exception e) {
+            return "0";
+        }
+    }
+
+    static void nap() throws InterruptedException {
+        Thread.sleep(5);
+    }
+
+    static void sleeper() {
+        sleeperTid = tid();
+        try {
+            for (;;)
+                nap();
+        } catch (InterruptedException e) {
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Thread t = new Thread(HsWalk::sleeper, "sleeper");
+        t.start();
         long end = System.nanoTime() + Long.parseLong(args[0]) * 1_000_000L;
         long acc = 0;
         int i = 0;
@@ -83,15 +113,12 @@ public class HsWalk {
             i++;
         }
         sink = acc;
-        String tid = "0";
-        try {
-            // "PID/task/TID": this thread's id, which profctl filters by
-            String self = java.nio.file.Files.readSymbolicLink(java.nio.file.Paths.get("/proc/thread-self")).toString();
-            tid = self.substring(self.lastIndexOf('/') + 1);
-        } catch (Exception e) {
-        }
+        t.interrupt();
+        t.join();
+        String tid = tid();
         long cpu = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
-        System.out.println("{\"calls\": " + i + ", \"tid\": " + tid + ", \"cpu_ns\": " + cpu + "}");
+        System.out.println("{\"calls\": " + i + ", \"tid\": " + tid + ", \"cpu_ns\": " + cpu + ", \"sleeper\": " +
+                           sleeperTid + "}");
     }
 }
 """
@@ -143,6 +170,8 @@ def test_jvm_stacks_reach_their_roots():
             print(f"  flush: {time.monotonic() - t0:.1f} s")
             result = d.query_json("--pid", str(proc.pid), "--since", "5m")
             by_thread = d.query_json("--pid", str(proc.pid), "--tid", str(truth["tid"]), "--since", "5m")
+            sleeper = d.query_json("--kind", "offcpu", "--pid", str(proc.pid), "--tid", str(truth["sleeper"]),
+                                   "--since", "5m")
             status = json.loads(d.profctl("status", "--json").stdout)
             text = d.profctl("status").stdout
     finally:
@@ -183,6 +212,15 @@ def test_jvm_stacks_reach_their_roots():
     assert main_total >= 0.5 * truth["cpu_ns"] / 1e9 * int(FREQUENCY), \
         f"only {main_total} samples of the main thread's {truth['cpu_ns'] / 1e9:.2f} s of CPU"
     assert main_java >= JAVA_SHARE * main_total, f"{main_java}/{main_total} main-thread samples have HotSpot frames"
+
+    # off-CPU: the sleeper thread's blocked time, in Thread.sleep under
+    # its Java frames (the walk at switch-out, the scheduler's programs)
+    off_total = sleeper["total"]
+    off_ok = sum(st["value"] for st in sleeper["stacks"]
+                 if any(is_hotspot(f) for f in st["frames"]) and any(n in ROOT_FRAMES for n in user_names(st["frames"])))
+    print(f"  sleeper thread: {off_ok / 1e9:.2f} of {off_total / 1e9:.2f} s off-CPU reach a root with HotSpot frames")
+    assert off_total >= 0.5 * RUN_MS / 1000 * 1e9, f"only {off_total / 1e9:.2f} s off-CPU of the sleeper"
+    assert off_ok >= ROOT_SHARE * off_total, f"{off_ok}/{off_total} ns of the sleeper's reach a root with Java frames"
 
     assert hs.get("jvms", 0) >= 1, f"no JVM given HotSpot's walker: {hs}"
     assert rt.get("frames", 0) > 0, f"no runtime frames counted: {rt}"
