@@ -232,7 +232,7 @@ static __always_inline int hs_fp_frame(struct ustack_state *s, struct walk_windo
  * RT_STEPPED, RT_NATIVE when the frame could not be stepped (counted) or
  * RT_STOP (s->end set). */
 static __noinline int hotspot_frame(struct ustack_state *s, struct walk_window *w, const struct profd_hotspot *hs) {
-        __u64 pc = s->ip, blob, name, code_begin, code, frame_size;
+        __u64 pc = s->ip, blob, name = 0, name_addr, code_begin, code, frame_size;
         __u32 offset = 0, id = PROFD_RUNTIME_HOTSPOT_CODE, n = s->n;
         __s32 complete;
         int r;
@@ -241,10 +241,27 @@ static __noinline int hotspot_frame(struct ustack_state *s, struct walk_window *
         blob = hs_find_blob(hs, s->exact_ip ? pc : pc - 1);
         if (!blob)
                 return RT_NATIVE;
-        if (bpf_probe_read_user(s->rt_buf, PROFD_HOTSPOT_BLOB_READ, (void *) blob) ||
-            bpf_probe_read_user(&name, sizeof(name), (void *) hs_word(s, hs->blob_name))) {
+        if (bpf_probe_read_user(s->rt_buf, PROFD_HOTSPOT_BLOB_READ, (void *) blob)) {
                 counter_add(PROFD_HS_READ_FAULT, 1);
                 return RT_NATIVE;
+        }
+        /* the kind by the name's pointer when it is one met before (a
+         * static string every nmethod, or the interpreter, points to),
+         * else by the name's first 8 bytes */
+        name_addr = hs_word(s, hs->blob_name);
+        if (name_addr && name_addr == s->hs_name_nmethod)
+                name = HS_NAME_NMETHOD;
+        else if (name_addr && name_addr == s->hs_name_interp)
+                name = HS_NAME_INTERPRETER;
+        else {
+                if (bpf_probe_read_user(&name, sizeof(name), (void *) name_addr)) {
+                        counter_add(PROFD_HS_READ_FAULT, 1);
+                        return RT_NATIVE;
+                }
+                if (name == HS_NAME_NMETHOD)
+                        s->hs_name_nmethod = name_addr;
+                else if (name == HS_NAME_INTERPRETER)
+                        s->hs_name_interp = name_addr;
         }
         code_begin = hs->code_offsets ? blob + (__u32) hs_int(s, hs->blob_code_begin) : hs_word(s, hs->blob_code_begin);
         frame_size = (__u64) (__u32) hs_int(s, hs->blob_frame_size);

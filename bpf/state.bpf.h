@@ -92,6 +92,11 @@ struct ustack_state {
         __u64 rt_frame;         /* the runtime's next frame to emit (CPython: _PyInterpreterFrame *) */
         __u64 fsbase;           /* the thread pointer (read when the process has a runtime) */
         __u64 r13;              /* the leaf's r13 (HotSpot's interpreter keeps its bcp there) */
+        /* HotSpot: the JVM's name strings of nmethods and of the
+         * interpreter, as its blobs point to them (static strings of
+         * libjvm: a blob naming one of these needs no read of its name),
+         * for the process of p_tgid, p_start; 0: not met yet */
+        __u64 hs_name_nmethod, hs_name_interp;
         /* the runtime's frame being read (one read per frame) */
         union {
                 __u8 rt_buf[136];

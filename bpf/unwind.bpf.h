@@ -459,6 +459,7 @@ static __always_inline struct profd_unwind_proc *walk_find_proc(struct ustack_st
                 s->p_version = 0;
                 s->p_announced = 0;
                 s->rt_slot = 0;
+                s->hs_name_nmethod = s->hs_name_interp = 0;
                 if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
                         /* kept for the next walks while p_version is */
                         s->maps_off = p->maps_off;
