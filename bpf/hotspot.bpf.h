@@ -32,6 +32,11 @@
  * most 254, so 16 hops reach 4,000 segments (256 KiB of 64-byte
  * segments) into a blob; C2's largest methods are well under that. */
 #define HOTSPOT_SEGMAP_STEPS 16
+/* Bytes of a segment map read at once, ending at the pc's segment (into
+ * the walk's rt_buf, before the blob's head is read there): a blob of up
+ * to 64 segments (4 KiB of 64-byte segments: most methods) is found in
+ * that one read. A power of two. */
+#define HOTSPOT_SEGMAP_READ 64
 /* Words above a compiled frame's computed end searched for its return
  * address: x86-64 code may push a few more than the frame size says
  * (HotSpot's own sender search allows for this too). */
@@ -69,15 +74,17 @@ static __always_inline __s32 hs_int(const struct ustack_state *s, __u16 off) {
 /* The blob holding pc (the instruction, not a return address past it):
  * the heap holding it, then its segment map back to the first segment of
  * its block; the blob follows the block's header. 0 with the reason
- * counted when none. */
-static __always_inline __u64 hs_find_blob(const struct profd_hotspot *hs, __u64 pc) {
-        __u64 low = 0, segmap = 0, seg;
+ * counted when none. Uses s->rt_buf. */
+static __always_inline __u64 hs_find_blob(struct ustack_state *s, const struct profd_hotspot *hs, __u64 pc) {
+        __u64 low = 0, segmap = 0, seg, first;
+        bool done = false;
         __u8 tag = 0xff;
+        int k;
 
-        for (__u32 k = 0; k < PROFD_HOTSPOT_HEAPS; k++)
-                if (k < hs->n_heaps && pc >= hs->heaps[k].low && pc < hs->heaps[k].high) {
-                        low = hs->heaps[k].low;
-                        segmap = hs->heaps[k].segmap;
+        for (__u32 h = 0; h < PROFD_HOTSPOT_HEAPS; h++)
+                if (h < hs->n_heaps && pc >= hs->heaps[h].low && pc < hs->heaps[h].high) {
+                        low = hs->heaps[h].low;
+                        segmap = hs->heaps[h].segmap;
                         break;
                 }
         if (!low) {
@@ -85,7 +92,29 @@ static __always_inline __u64 hs_find_blob(const struct profd_hotspot *hs, __u64 
                 return 0;
         }
         seg = (pc - low) >> (hs->log2_segment & 31);
-        for (int k = 0; k < HOTSPOT_SEGMAP_STEPS; k++) {
+        /* the map's bytes up to the pc's segment in one read (from the
+         * map's first byte when the segment is among its first: that page
+         * is there), and the hops that stay in them; the rest a byte a
+         * hop */
+        first = seg >= HOTSPOT_SEGMAP_READ - 1 ? seg - (HOTSPOT_SEGMAP_READ - 1) : 0;
+        if (bpf_probe_read_user(s->rt_buf, HOTSPOT_SEGMAP_READ, (void *) (segmap + first))) {
+                counter_add(PROFD_HS_READ_FAULT, 1);
+                return 0;
+        }
+        /* HOTSPOT_SEGMAP_STEPS hops in all, as hotspot_segmap_find */
+        for (k = 0; k < HOTSPOT_SEGMAP_STEPS; k++) {
+                __u64 idx = seg - first; /* wraps past the bytes read when seg < first */
+
+                if (idx >= HOTSPOT_SEGMAP_READ)
+                        break;
+                tag = s->rt_buf[idx & (HOTSPOT_SEGMAP_READ - 1)];
+                if (tag == 0 || tag == 0xff || tag > seg) {
+                        done = true;
+                        break;
+                }
+                seg -= tag;
+        }
+        for (; !done && k < HOTSPOT_SEGMAP_STEPS; k++) {
                 if (bpf_probe_read_user(&tag, 1, (void *) (segmap + seg))) {
                         counter_add(PROFD_HS_READ_FAULT, 1);
                         return 0;
@@ -238,7 +267,7 @@ static __noinline int hotspot_frame(struct ustack_state *s, struct walk_window *
         int r;
 
         /* a return address may be just past its call, at the blob's end */
-        blob = hs_find_blob(hs, s->exact_ip ? pc : pc - 1);
+        blob = hs_find_blob(s, hs, s->exact_ip ? pc : pc - 1);
         if (!blob)
                 return RT_NATIVE;
         if (bpf_probe_read_user(s->rt_buf, PROFD_HOTSPOT_BLOB_READ, (void *) blob)) {
