@@ -259,16 +259,20 @@ static void hotspot_write(FILE *f, const json_t *unwind) {
                 failed += json_integer_value(v);
         if (!json_is_object(hs) || (json_integer_value(json_object_get(hs, "jvms")) == 0 && failed == 0))
                 return;
-        fprintf(f, "hotspot:   %" JSON_INTEGER_FORMAT " JVMs walked, %" JSON_INTEGER_FORMAT " not (tables:",
+        fprintf(f, "hotspot:   %" JSON_INTEGER_FORMAT " JVMs walked, %" JSON_INTEGER_FORMAT " not",
                 json_integer_value(json_object_get(hs, "jvms")), failed);
-        json_object_foreach((json_t *) tables, k, v) {
-                if (json_integer_value(v) == 0)
-                        continue;
-                fputc(' ', f);
-                write_sanitized(f, k);
-                fprintf(f, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+        if (failed > 0) {
+                fputs(" (tables:", f);
+                json_object_foreach((json_t *) tables, k, v) {
+                        if (json_integer_value(v) == 0)
+                                continue;
+                        fputc(' ', f);
+                        write_sanitized(f, k);
+                        fprintf(f, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+                }
+                fputc(')', f);
         }
-        fputs("); frames not stepped:", f);
+        fputs("; frames not stepped:", f);
         json_object_foreach((json_t *) hs, k, v) {
                 if (!json_is_integer(v) || strcmp(k, "jvms") == 0 || strcmp(k, "retries") == 0)
                         continue;
