@@ -277,29 +277,36 @@ struct profd_pack_rule {
 enum profd_runtime_id {
         PROFD_RUNTIME_NONE = 0,
         PROFD_RUNTIME_PYTHON = 1,
-        PROFD_RUNTIME_HOTSPOT = 2,
+        PROFD_RUNTIME_HOTSPOT = 2,      /* an interpreted Java frame: Method*, bytecode index */
+        PROFD_RUNTIME_HOTSPOT_CODE = 3, /* compiled Java code or a stub: CodeBlob*, pc - blob */
 };
 
 /* A pseudo-frame in a user stack (struct profd_frames.ips): bit 63 set,
  * which no user address has, then the runtime (enum unwind_runtime_id, 3
  * bits), the instruction offset in the code (16 bits, saturated) and the
- * code object's address / 16 (44 bits: addresses below 2^48; CPython's
- * objects are 16-byte aligned). Frames of different processes may hold the
- * same value: the daemon names them per process instance (the key's). */
+ * code object's address / 8 (44 bits: addresses below 2^47, all of
+ * x86-64's user space with 4-level paging; HotSpot's Method* is only
+ * 8-byte aligned, CPython's objects are 16-byte aligned). A walker never
+ * emits a frame of a code address at or above PROFD_RT_FRAME_CODE_LIMIT
+ * (the walk ends there, counted). Frames of different processes may hold
+ * the same value: the daemon names them per process instance (the
+ * key's). */
 #define PROFD_RT_FRAME_FLAG (1ULL << 63)
 #define PROFD_RT_FRAME_ID_SHIFT 60
 #define PROFD_RT_FRAME_OFFSET_SHIFT 44
 #define PROFD_RT_FRAME_OFFSET_MAX 0xffffULL
+#define PROFD_RT_FRAME_CODE_SHIFT 3
 #define PROFD_RT_FRAME_CODE_MASK ((1ULL << 44) - 1)
+#define PROFD_RT_FRAME_CODE_LIMIT (1ULL << (44 + PROFD_RT_FRAME_CODE_SHIFT))
 #define PROFD_RT_FRAME(id, code, offset)                                                    \
         (PROFD_RT_FRAME_FLAG | ((__u64) ((id) & 7) << PROFD_RT_FRAME_ID_SHIFT) |           \
          ((__u64) ((offset) > PROFD_RT_FRAME_OFFSET_MAX ? PROFD_RT_FRAME_OFFSET_MAX : (offset)) \
           << PROFD_RT_FRAME_OFFSET_SHIFT) |                                                 \
-         (((__u64) (code) >> 4) & PROFD_RT_FRAME_CODE_MASK))
+         (((__u64) (code) >> PROFD_RT_FRAME_CODE_SHIFT) & PROFD_RT_FRAME_CODE_MASK))
 #define PROFD_RT_FRAME_IS(ip) (((ip) & PROFD_RT_FRAME_FLAG) != 0)
 #define PROFD_RT_FRAME_ID(ip) ((unsigned) (((ip) >> PROFD_RT_FRAME_ID_SHIFT) & 7))
 #define PROFD_RT_FRAME_OFFSET(ip) ((__u32) (((ip) >> PROFD_RT_FRAME_OFFSET_SHIFT) & PROFD_RT_FRAME_OFFSET_MAX))
-#define PROFD_RT_FRAME_CODE(ip) (((ip) & PROFD_RT_FRAME_CODE_MASK) << 4)
+#define PROFD_RT_FRAME_CODE(ip) (((ip) & PROFD_RT_FRAME_CODE_MASK) << PROFD_RT_FRAME_CODE_SHIFT)
 
 /* The runtimes the daemon found in files (unwind_runtimes, an array of
  * this many slots; a process's entry names its interpreter's slot). */
@@ -325,13 +332,47 @@ struct profd_python {
         __u32 glibc_specific;
 };
 
+/* What HotSpot's BPF walker (bpf/hotspot.bpf.h) needs of one JVM process
+ * (a slot per process, not per file: the code heaps are the process's),
+ * read by the daemon from the JVM's own tables (daemon/unwind/hotspot.c,
+ * hotspot_runtime_make). Addresses are the process's. */
+#define PROFD_HOTSPOT_HEAPS 4      /* JDK 17: 3 with a segmented code cache, 1 without */
+#define PROFD_HOTSPOT_BLOB_READ 136 /* bytes of a CodeBlob's head read at once (rt_buf) */
+#define PROFD_HOTSPOT_NO_SLOT (-128) /* an interpreter frame slot not known */
+struct profd_hotspot_heap {
+        __u64 low, high;       /* the heap's reserved range (CodeHeap::_memory) */
+        __u64 segmap;          /* its segment map's first byte: a byte per segment */
+};
+
+struct profd_hotspot {
+        struct profd_hotspot_heap heaps[PROFD_HOTSPOT_HEAPS];
+        __u64 call_stub_return; /* StubRoutines::_call_stub_return_address; 0: unknown (not read by
+                                 * the walker: the call stub is stepped by its frame pointer) */
+        __u32 n_heaps;
+        __u8 log2_segment;     /* a segment is 1 << this many bytes */
+        __u8 code_offsets;     /* 1: code_begin is an int offset from the blob (JDK 8, 23+), else an address */
+        __u16 heap_block;      /* sizeof(HeapBlock): a blob starts this far into its block */
+        /* CodeBlob's fields, byte offsets below PROFD_HOTSPOT_BLOB_READ - 8 */
+        __u16 blob_name;       /* const char *: "nmethod", "Interpreter", a stub's name */
+        __u16 blob_frame_size; /* int, words */
+        __u16 blob_frame_complete; /* int, bytes from code_begin where the frame is built */
+        __u16 blob_code_begin;
+        __u16 method_const_method; /* Method::_constMethod */
+        __u16 const_method_size;   /* sizeof(ConstMethod): the bytecodes follow it */
+        /* the interpreter's frame, words from its frame pointer
+         * (PROFD_HOTSPOT_NO_SLOT: none) */
+        __s8 interp_sender_sp, interp_method, interp_bcp;
+        __u8 pad[5];
+};
+
 /* A slot of unwind_runtimes. */
 struct profd_runtime {
         __u32 id;              /* enum unwind_runtime_id; 0: empty */
-        __u32 version;         /* the runtime's (CPython: PY_VERSION_HEX) */
+        __u32 version;         /* the runtime's (CPython: PY_VERSION_HEX; HotSpot: major version) */
         union {
                 struct profd_python python;
-                __u8 data[64];
+                struct profd_hotspot hotspot;
+                __u8 data[136];
         };
 };
 
@@ -415,6 +456,16 @@ enum profd_counter {
         PROFD_CNT_OFFCPU_SHORT_NS,
         PROFD_CNT_OFFCPU_UNLOGGED,
         PROFD_CNT_OFFCPU_UNLOGGED_NS,
+        /* HotSpot's walker (bpf/hotspot.bpf.h): a frame in the JVM's code
+         * cache it could not step, one reason each; the walk goes on
+         * natively from that frame (frame pointers: mostly its end) */
+        PROFD_HS_NO_HEAP,               /* the pc is in no code heap */
+        PROFD_HS_NO_BLOB,               /* the segment map marks the pc's segment free */
+        PROFD_HS_BAD_SEGMAP,            /* the segment map's walk back did not end at a block's start */
+        PROFD_HS_BAD_FRAME,             /* the frame's layout was not plausible (frame pointer,
+                                         * return address, frame size) */
+        PROFD_HS_READ_FAULT,            /* the JVM's memory (segment map, blob, name, Method) could not be read */
+        PROFD_RT_CODE_RANGE,            /* a runtime's code address at or above PROFD_RT_FRAME_CODE_LIMIT */
         PROFD_COUNTER__MAX,
 };
 
@@ -451,7 +502,10 @@ struct profd_event {
                 } rt;
         };
         __u32 rt_slot;  /* PROFD_EVENT_RUNTIME_CODE: the process's rt_slot */
-        __u32 pad;
+        /* PROFD_EVENT_RUNTIME_CODE: the pseudo-frame's runtime (enum
+         * profd_runtime_id): HotSpot's frames are of two (a Method*, a
+         * CodeBlob*), named by different namers; else 0 */
+        __u32 rt_id;
 };
 
 /* Value of the LRU map "seen": tgid -> start_ns of the instance announced. */
@@ -476,10 +530,13 @@ _Static_assert(sizeof(struct profd_unwind_row) == 8, "profd_unwind_row layout");
 _Static_assert(sizeof(struct profd_unwind_mapping) == 40, "profd_unwind_mapping layout");
 _Static_assert(sizeof(struct profd_unwind_proc) == 72 && __builtin_offsetof(struct profd_unwind_proc, rt_slot) < 32,
                "profd_unwind_proc layout");
-_Static_assert(sizeof(struct profd_python) <= 64 && sizeof(struct profd_runtime) == 72, "profd_runtime layout");
-_Static_assert(PROFD_RT_FRAME_ID(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 70000)) == 2 &&
-               PROFD_RT_FRAME_CODE(PROFD_RT_FRAME(2, 0x7f0012345670ULL, 3)) == 0x7f0012345670ULL &&
+_Static_assert(sizeof(struct profd_python) <= 136 && sizeof(struct profd_hotspot) <= 136 &&
+               sizeof(struct profd_runtime) == 144, "profd_runtime layout");
+_Static_assert(PROFD_RT_FRAME_ID(PROFD_RT_FRAME(2, 0x7f0012345678ULL, 70000)) == 2 &&
+               PROFD_RT_FRAME_CODE(PROFD_RT_FRAME(2, 0x7f0012345678ULL, 3)) == 0x7f0012345678ULL &&
+               PROFD_RT_FRAME_CODE(PROFD_RT_FRAME(3, PROFD_RT_FRAME_CODE_LIMIT - 8, 3)) == PROFD_RT_FRAME_CODE_LIMIT - 8 &&
                PROFD_RT_FRAME_OFFSET(PROFD_RT_FRAME(1, 16, 70000)) == 0xffff, "pseudo-frame encoding");
+_Static_assert(PROFD_RT_FRAME_CODE_LIMIT == 1ULL << 47, "pseudo-frames hold every x86-64 user address (4-level paging)");
 _Static_assert(sizeof(struct profd_pack_head) == 16 && sizeof(struct profd_pack_row) == 4 &&
                        sizeof(struct profd_pack_rule) == 4, "compact table layout: 4-byte slots");
 _Static_assert(1 << PROFD_PACK_PAGE_STEPS > 1 << PROFD_PACK_PAGE_SHIFT, "a page's search ends within its steps");

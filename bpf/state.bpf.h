@@ -67,7 +67,7 @@ struct ustack_state {
         __u8 rt_state;          /* enum rt_state */
         __u8 rt_replace;        /* the native frame at ips[n - 1] is the loop's: the first
                                  * pseudo-frame takes its place */
-        __u8 pad;
+        __u8 rt_met;            /* HotSpot: this walk met the code cache (counted once) */
         __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
         __u32 pad2;
         /* the walk memo (sampler only, bpf/cache.bpf.h) */
@@ -91,6 +91,12 @@ struct ustack_state {
         __u32 rt_frames;        /* pseudo-frames emitted */
         __u64 rt_frame;         /* the runtime's next frame to emit (CPython: _PyInterpreterFrame *) */
         __u64 fsbase;           /* the thread pointer (read when the process has a runtime) */
+        __u64 r13;              /* the leaf's r13 (HotSpot's interpreter keeps its bcp there) */
+        /* HotSpot: the JVM's name strings of nmethods and of the
+         * interpreter, as its blobs point to them (static strings of
+         * libjvm: a blob naming one of these needs no read of its name),
+         * for the process of p_tgid, p_start; 0: not met yet */
+        __u64 hs_name_nmethod, hs_name_interp;
         /* the runtime's frame being read (one read per frame) */
         union {
                 __u8 rt_buf[136];

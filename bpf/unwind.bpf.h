@@ -366,21 +366,24 @@ static long unwind_frame_cb(__u32 i, void *ctx) {
         f = &w->frames;
         s = &w->s;
         if (s->rt_slot) {
-                int r = runtime_frame(s, f);
+                int r = runtime_frame(s, w);
 
                 if (r == RT_STOP)
                         return 1;
-                if (r == RT_EMITTED) {
+                if (r == RT_EMITTED || r == RT_STEPPED) {
                         /* no native frame in the memo at this position */
                         if (s->version && i < WALK_MEMO_DEPTH) {
                                 w->memo_cur[VERIFIER_MASK(i, 31)].tag = 0;
                                 s->memo_dirty = 1;
                         }
-                        return 0;
+                        if (r == RT_EMITTED)
+                                return 0;
+                        goto stepped; /* the caller's registers are in s */
                 }
         }
         if (!unwind_one(s, w, i))
                 return 1;
+stepped:
         if (s->ip == 0) {
                 s->end = PROFD_END_COMPLETE;
                 return 1;
@@ -431,6 +434,7 @@ static __always_inline struct ustack_state *walk_start(struct pt_regs *regs, str
         s->exact_ip = 1;
         s->rt_state = RT_IDLE;
         s->rt_replace = 0;
+        s->rt_met = 0;
         return s;
 }
 
@@ -455,6 +459,7 @@ static __always_inline struct profd_unwind_proc *walk_find_proc(struct ustack_st
                 s->p_version = 0;
                 s->p_announced = 0;
                 s->rt_slot = 0;
+                s->hs_name_nmethod = s->hs_name_interp = 0;
                 if (p && (p->start_tick_ns ? p->start_ns == start / p->start_tick_ns : p->start_ns == start)) {
                         /* kept for the next walks while p_version is */
                         s->maps_off = p->maps_off;
@@ -571,6 +576,7 @@ static __always_inline bool user_stack_unwind(struct task_struct *task, struct p
                 s->rt_frames = 0;
                 s->rt_frame = 0;
                 s->fsbase = task->thread.fsbase; /* the runtime's thread state is found from it */
+                s->r13 = regs->r13;
         }
         if (s->version) {
                 struct walk_memo_slot *m = walk_memo_begin(s, task->pid);

@@ -246,6 +246,43 @@ static void drops_write(FILE *f, const json_t *drops) {
         }
 }
 
+/* JVMs (issue 42), once there was one: those given HotSpot's walker, and
+ * why a JVM or a frame of its code cache was not walked. */
+static void hotspot_write(FILE *f, const json_t *unwind) {
+        const json_t *hs = json_object_get(unwind, "hotspot");
+        const json_t *tables = json_object_get(hs, "tables");
+        json_int_t failed = 0;
+        const char *k;
+        json_t *v;
+
+        json_object_foreach((json_t *) tables, k, v)
+                failed += json_integer_value(v);
+        if (!json_is_object(hs) || (json_integer_value(json_object_get(hs, "jvms")) == 0 && failed == 0))
+                return;
+        fprintf(f, "hotspot:   %" JSON_INTEGER_FORMAT " JVMs walked, %" JSON_INTEGER_FORMAT " not",
+                json_integer_value(json_object_get(hs, "jvms")), failed);
+        if (failed > 0) {
+                fputs(" (tables:", f);
+                json_object_foreach((json_t *) tables, k, v) {
+                        if (json_integer_value(v) == 0)
+                                continue;
+                        fputc(' ', f);
+                        write_sanitized(f, k);
+                        fprintf(f, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+                }
+                fputc(')', f);
+        }
+        fputs("; frames not stepped:", f);
+        json_object_foreach((json_t *) hs, k, v) {
+                if (!json_is_integer(v) || strcmp(k, "jvms") == 0 || strcmp(k, "retries") == 0)
+                        continue;
+                fputc(' ', f);
+                write_sanitized(f, k);
+                fprintf(f, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+        }
+        fputc('\n', f);
+}
+
 /* The runtime walks (CPython's), once there were any or a runtime was
  * found that profd cannot walk: hand-overs, Python frames, why one gave
  * none, and the interpreter files not walked. */
@@ -317,6 +354,7 @@ static void unwind_write(FILE *f, const json_t *status) {
                         fputc('\n', f);
                 }
                 runtime_write(f, u);
+                hotspot_write(f, u);
         }
         if (json_is_object(t)) {
                 fprintf(f, "user stacks: %" JSON_INTEGER_FORMAT " walked since profd started; cut short since the "

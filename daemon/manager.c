@@ -101,6 +101,7 @@ struct manager {
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
         uint64_t user_walks;          /* user stacks walked by BPF since start */
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* runtime walks' counters since start (status.h) */
+        uint64_t hotspot[STATUS_HOTSPOT__MAX]; /* HotSpot's walker's since start (status.h) */
         /* for STATUS= rates: how long each recent drain collected, by the
          * writer's job number (results come back in order, a few at most
          * in flight) */
@@ -265,6 +266,8 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
         for (unsigned i = 0; i < STATUS_RUNTIME__MAX; i++)
                 m->runtime[i] += b.counters[PROFD_CNT_RT_WALKS + i];
+        for (unsigned i = 0; i < STATUS_HOTSPOT__MAX; i++)
+                m->hotspot[i] += b.counters[PROFD_HS_NO_HEAP + i];
         r = writer_drain(m->writer, &b, start_ns, m->last_drain_end_ns, m->vanished, &seq);
         if (r < 0)
                 return log_error_errno(r, "Failed to queue a drain: %m");
@@ -630,6 +633,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .check_running = m->check != NULL,
         };
         memcpy(s->runtime, m->runtime, sizeof(s->runtime));
+        memcpy(s->hotspot, m->hotspot, sizeof(s->hotspot));
         if (m->writer) {
                 writer_get_stats(m->writer, &s->writer);
                 s->samples_seen = s->writer.samples_seen;

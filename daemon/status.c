@@ -166,6 +166,11 @@ const char *const status_runtime_names[STATUS_RUNTIME__MAX] = {
 };
 _Static_assert(PROFD_RT_NO_FRAME - PROFD_CNT_RT_WALKS + 1 == STATUS_RUNTIME__MAX, "one name per runtime counter");
 
+const char *const status_hotspot_names[STATUS_HOTSPOT__MAX] = {
+        "no_heap", "no_blob", "bad_segmap", "bad_frame", "read_fault", "code_range",
+};
+_Static_assert(PROFD_RT_CODE_RANGE - PROFD_HS_NO_HEAP + 1 == STATUS_HOTSPOT__MAX, "one name per HotSpot counter");
+
 /* The runtime walks (CPython's): hand-overs, pseudo-frames emitted, and
  * why one gave none (the interpreter's native frames kept). */
 static json_t *status_runtime(const struct status_stats *s) {
@@ -176,6 +181,31 @@ static json_t *status_runtime(const struct status_stats *s) {
         return o;
 }
 
+/* JVMs (issue 42): those given HotSpot's walker, the reads of one whose
+ * code cache was not set up yet, why one's VM structs did not read (by
+ * reason), and why the walker left a frame of a code cache to the native
+ * walk (its BPF counters). */
+static json_t *status_hotspot(const struct status_stats *s) {
+        const struct unwinder_stats *us = &s->unwind;
+        json_t *tables = json_object(), *o;
+
+        for (int i = 1; tables && i < _HOTSPOT_VMSTRUCTS_REASON_MAX; i++) {
+                char key[32];
+
+                /* "read-layout" as status spells its keys: read_layout */
+                snprintf(key, sizeof(key), "%s", hotspot_vmstructs_reason_name((enum hotspot_vmstructs_reason) i));
+                for (char *c = key; *c; c++)
+                        if (*c == '-')
+                                *c = '_';
+                json_object_set_new(tables, key, json_integer((json_int_t) us->hotspot_tables[i]));
+        }
+        o = json_pack("{s:I, s:I, s:o*}", "jvms", (json_int_t) us->hotspot_jvms, "retries",
+                      (json_int_t) us->hotspot_retries, "tables", tables);
+        for (int i = 0; o && i < STATUS_HOTSPOT__MAX; i++)
+                json_object_set_new(o, status_hotspot_names[i], json_integer((json_int_t) s->hotspot[i]));
+        return o;
+}
+
 /* What the unwinder holds and did: tables, kernel memory, failures. */
 static json_t *status_unwind(const struct status_stats *s) {
         const struct unwinder_stats *us = &s->unwind;
@@ -183,7 +213,7 @@ static json_t *status_unwind(const struct status_stats *s) {
 
         for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
                 json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us->failures[i]));
-        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o*}",
+        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o*, s:o*}",
                       "active", s->unwinder_running,
                       STATUS_KEY_PROCESSES, (json_int_t) us->processes,
                       STATUS_KEY_FILES, (json_int_t) us->files,
@@ -205,7 +235,8 @@ static json_t *status_unwind(const struct status_stats *s) {
                       "misses", (json_int_t) us->misses,
                       STATUS_KEY_USER_WALKS, (json_int_t) s->user_walks,
                       STATUS_KEY_FAILURES, fail,
-                      STATUS_KEY_RUNTIME, status_runtime(s));
+                      STATUS_KEY_RUNTIME, status_runtime(s),
+                      "hotspot", status_hotspot(s));
         return o;
 }
 

@@ -31,7 +31,8 @@
 enum unwind_runtime_id {
         UNWIND_RUNTIME_NONE = PROFD_RUNTIME_NONE,
         UNWIND_RUNTIME_PYTHON = PROFD_RUNTIME_PYTHON,
-        UNWIND_RUNTIME_HOTSPOT = PROFD_RUNTIME_HOTSPOT,
+        UNWIND_RUNTIME_HOTSPOT = PROFD_RUNTIME_HOTSPOT,            /* interpreted Java: Method*, bci */
+        UNWIND_RUNTIME_HOTSPOT_CODE = PROFD_RUNTIME_HOTSPOT_CODE,  /* compiled Java, stubs: CodeBlob*, pc - blob */
 };
 
 /* The most bytes a runtime keeps for naming its frames (CPython: its

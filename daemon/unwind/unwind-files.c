@@ -15,6 +15,7 @@
 
 #include <bpf/bpf.h>
 
+#include "hotspot.h"
 #include "log.h"
 #include "macro.h"
 #include "python.h"
@@ -68,12 +69,7 @@ void ufile_free(struct ufile *f) {
 }
 
 void ufile_release_runtime(unwinder *u, struct ufile *f) {
-        if (!f->rt_slot)
-                return;
-        pthread_mutex_lock(&u->lock);
-        free(u->rt_slots[f->rt_slot - 1]);
-        u->rt_slots[f->rt_slot - 1] = NULL;
-        pthread_mutex_unlock(&u->lock);
+        unwinder_runtime_remove(u, f->rt_slot);
         f->rt_slot = 0;
 }
 
@@ -330,42 +326,29 @@ static bool file_find_bias(const struct ufile *f, uint64_t map_offset, uint64_t 
         return false;
 }
 
+/* HotSpot's discovery, for the unwinder (its naming hooks are the
+ * writer's, hotspot-code.h): a JVM's walker slot is made per process
+ * (unwind-procs.c), from the file's symbols found here. */
+static const struct unwind_runtime hotspot_discovery = {
+        .name = "hotspot",
+        .id = UNWIND_RUNTIME_HOTSPOT,
+        .discover = hotspot_discover,
+};
+
 /* The runtimes a file may hold (runtime.h), in the order asked. */
 static const struct unwind_runtime *const runtimes[] = {
         &python_runtime,
+        &hotspot_discovery,
 };
 
 /* Publishes what discovery found in f to the BPF walkers: a free slot of
  * unwind_runtimes, and the registry the naming reads (unwinder_runtime).
  * Counted when every slot is taken. */
 static void runtime_publish(unwinder *u, struct ufile *f, const struct unwind_runtime_found *found) {
-        struct unwind_runtime_found *copy = malloc(sizeof(*copy));
-        uint32_t slot = 0;
+        uint32_t slot;
 
-        if (!copy)
-                return;
-        *copy = *found;
-        pthread_mutex_lock(&u->lock);
-        for (uint32_t i = 0; i < PROFD_RUNTIME_SLOTS && !slot; i++)
-                if (!u->rt_slots[i]) {
-                        u->rt_slots[i] = copy;
-                        slot = i + 1;
-                }
-        pthread_mutex_unlock(&u->lock);
-        if (!slot) {
-                free(copy);
-                count_failure(u, UNWINDER_FAIL_RUNTIME_SLOTS);
-                return;
-        }
-        uint32_t idx = slot - 1;
-        if (bpf_map_update_elem(u->maps.runtimes_fd, &idx, &found->bpf, BPF_ANY) < 0) {
-                log_debug_errno(negative_errno(), "Failed to publish a runtime slot: %m");
+        if (unwinder_runtime_add(u, found, &slot) >= 0)
                 f->rt_slot = slot;
-                ufile_release_runtime(u, f);
-                count_failure(u, UNWINDER_FAIL_RUNTIME_SLOTS);
-                return;
-        }
-        f->rt_slot = slot;
 }
 
 /* Runs each runtime's discovery on f's ELF, once per file: a runtime found

@@ -12,6 +12,7 @@
 
 #include <bpf/bpf.h>
 
+#include "hotspot.h"
 #include "log.h"
 #include "macro.h"
 #include "mapfile.h"
@@ -40,7 +41,15 @@ static void procs_changed(unwinder *u) {
                 __atomic_add_fetch(u->maps.procs_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Forgets a process: its entry, its slice (after the grace), its files. */
+/* A JVM's VM structs are read again this long after its code cache was
+ * found not set up, then at doubling intervals, HOTSPOT_TRIES reads in all
+ * (10 s): the java launcher dlopens libjvm after its exec, and the VM
+ * makes its code heaps some tens of milliseconds later. */
+#define HOTSPOT_RETRY_FIRST_NS (10ULL * NSEC_PER_MSEC)
+#define HOTSPOT_TRIES 10
+
+/* Forgets a process: its entry, its slice (after the grace), its files,
+ * its JVM's walker slot. */
 static void proc_drop(unwinder *u, struct uproc *p, bool delete_entry) {
         uint64_t now = mono_ns();
 
@@ -48,6 +57,7 @@ static void proc_drop(unwinder *u, struct uproc *p, bool delete_entry) {
                 (void) bpf_map_delete_elem(u->maps.procs_fd, &p->tgid);
                 procs_changed(u);
         }
+        unwinder_runtime_remove(u, p->hs_slot);
         if (p->maps_n > 0)
                 rangealloc_release(u->maps_alloc, p->maps_off, p->maps_n, now);
         proc_release_refs(u, p->files, p->n_files, now);
@@ -259,11 +269,21 @@ static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *
         return 0;
 }
 
+/* A JVM's libjvm among a process's mappings: what discovery found in the
+ * file, and its load bias. */
+struct jvm_file {
+        bool present;
+        struct unwind_runtime_found found;
+        uint64_t bias;
+};
+
 /* The process's runtime, into entry's rt_* fields: the first mapping of a
  * file where discovery found one (runtime_discover in unwind-files.c); a
  * process with two (an interpreter embedding another) hands over to the
- * first only. */
-static void proc_entry_runtime(unwinder *u, const struct proc_mappings *pm, struct profd_unwind_proc *entry) {
+ * first only. A JVM's (HotSpot's) walker slot is the process's, not the
+ * file's: its libjvm into *jvm, for proc_jvm. */
+static void proc_entry_runtime(unwinder *u, const struct proc_mappings *pm, struct profd_unwind_proc *entry,
+                               struct jvm_file *jvm) {
         for (size_t i = 0; i < pm->n; i++) {
                 const struct ufile *f = pm->files[i];
                 struct unwind_runtime_found found;
@@ -271,6 +291,10 @@ static void proc_entry_runtime(unwinder *u, const struct proc_mappings *pm, stru
 
                 if (!f || !f->rt_slot || unwinder_runtime(u, f->rt_slot, &found) < 0)
                         continue;
+                if (found.id == UNWIND_RUNTIME_HOTSPOT) {
+                        *jvm = (struct jvm_file) { .present = true, .found = found, .bias = bias };
+                        return;
+                }
                 entry->rt_slot = f->rt_slot;
                 entry->rt_bias = bias;
                 entry->rt_lo = found.lo + bias;
@@ -280,6 +304,95 @@ static void proc_entry_runtime(unwinder *u, const struct proc_mappings *pm, stru
                         entry->rt_cold_hi = found.cold_hi + bias;
                 }
                 return;
+        }
+}
+
+/* A JVM's walker slot as proc_jvm leaves it for the process's next
+ * struct uproc. */
+struct jvm_state {
+        uint32_t slot;             /* 0: none */
+        uint64_t bias, lo, hi;
+        unsigned tries;
+        bool done;
+        bool carried;              /* the slot is old's (the process's last load): old gives it up */
+        bool retry;                /* read again later (a follow-up) */
+};
+
+static void count_hotspot(unwinder *u, enum hotspot_vmstructs_reason reason) {
+        pthread_mutex_lock(&u->lock);
+        if ((unsigned) reason < _HOTSPOT_VMSTRUCTS_REASON_MAX)
+                u->stats.hotspot_tables[reason]++;
+        u->stats.failures[UNWINDER_FAIL_HOTSPOT_TABLES]++;
+        pthread_mutex_unlock(&u->lock);
+}
+
+/* The walker slot of process tgid's JVM (libjvm jvm, its last load old):
+ * old's while libjvm stays where it was, else made from the VM structs
+ * read from the process now (hotspot_process_vmstructs). A JVM whose code
+ * cache is not set up yet is read again later (js->retry), HOTSPOT_TRIES
+ * times; one whose tables do not read, or describe a layout the walker
+ * does not take, is counted and walked natively (its JIT frames end the
+ * walk as before). Into *js; the entry's rt_* when there is a slot. */
+static void proc_jvm(unwinder *u, uint32_t tgid, const struct uproc *old, const struct jvm_file *jvm,
+                     struct profd_unwind_proc *entry, struct jvm_state *js) {
+        enum hotspot_vmstructs_reason reason = HOTSPOT_VMSTRUCTS_OK;
+        struct unwind_runtime_found found = jvm->found;
+        struct hotspot_vmstructs vs;
+        const char *what = NULL;
+        int r;
+
+        *js = (struct jvm_state) { .bias = jvm->bias };
+        if (old && old->hs_bias == jvm->bias && old->hs_done) {
+                *js = (struct jvm_state) {
+                        .slot = old->hs_slot, .bias = old->hs_bias, .lo = old->hs_lo, .hi = old->hs_hi,
+                        .tries = old->hs_tries, .done = true, .carried = old->hs_slot != 0,
+                };
+                goto entry;
+        }
+        if (old && old->hs_bias == jvm->bias)
+                js->tries = old->hs_tries;
+        r = hotspot_process_vmstructs(u->proc_root, tgid, &found, jvm->bias, &vs, &reason, &what);
+        if (r == -ENOMEM)
+                return; /* not the process's doing: read again at its next load */
+        if (hotspot_vmstructs_pending(r, reason, what, r >= 0 ? &vs : NULL) && js->tries + 1 < HOTSPOT_TRIES) {
+                log_debug("The code cache of JVM %" PRIu32 " is not set up yet (%s), reading it again later.", tgid,
+                          what ?: "heaps");
+                js->tries++;
+                js->retry = true;
+                pthread_mutex_lock(&u->lock);
+                u->stats.hotspot_retries++;
+                pthread_mutex_unlock(&u->lock);
+                return;
+        }
+        js->done = true;
+        if (r < 0) {
+                log_debug_errno(r, "The VM structs of JVM %" PRIu32 " do not read (%s, %s), walking it natively: %m",
+                                tgid, hotspot_vmstructs_reason_name(reason), what ?: "-");
+                count_hotspot(u, reason);
+                return;
+        }
+        r = hotspot_runtime_make(&vs, &found.bpf, &js->lo, &js->hi);
+        if (r < 0) {
+                log_debug("JVM %" PRIu32 " (JDK %d) has a layout HotSpot's walker does not take, walking it natively.",
+                          tgid, vs.version_major);
+                count_failure(u, UNWINDER_FAIL_RUNTIME_UNSUPPORTED);
+                return;
+        }
+        found.lo = found.hi = found.cold_lo = found.cold_hi = 0;
+        if (unwinder_runtime_add(u, &found, &js->slot) < 0)
+                return; /* counted */
+        log_debug("JVM %" PRIu32 " (JDK %d.%d.%d): code cache [0x%" PRIx64 ", 0x%" PRIx64 "), %u heaps, walker slot %"
+                  PRIu32 ".", tgid, vs.version_major, vs.version_minor, vs.version_security, js->lo, js->hi, vs.n_heaps,
+                  js->slot);
+        pthread_mutex_lock(&u->lock);
+        u->stats.hotspot_jvms++;
+        pthread_mutex_unlock(&u->lock);
+entry:
+        if (js->slot) {
+                entry->rt_slot = (uint16_t) js->slot;
+                entry->rt_bias = js->bias;
+                entry->rt_lo = js->lo;
+                entry->rt_hi = js->hi;
         }
 }
 
@@ -375,9 +488,13 @@ static unsigned count_objects(const unwinder *u, const struct proc_mappings *pm)
         return n;
 }
 
+static void followup_add(unwinder *u, uint32_t tgid, uint64_t start, unsigned tries, bool jvm);
+
 int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         _cleanup_(proc_mappings_done) struct proc_mappings pm = { .u = u };
         struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns, .version = ++u->versions };
+        struct jvm_file jvm = {};
+        struct jvm_state js = {};
         struct uproc *p, *old = NULL;
         uint64_t miss_ns = 0, miss_interval_ns = 0, sig;
         bool changed = true;
@@ -387,16 +504,27 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         r = proc_read_mappings(u, tgid, &pm);
         if (r < 0 || pm.n == 0)
                 return r; /* a kernel thread, or gone */
-        proc_entry_runtime(u, &pm, &entry);
+        proc_entry_runtime(u, &pm, &entry, &jvm);
+        if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &old) < 0)
+                old = NULL;
+        if (jvm.present)
+                proc_jvm(u, tgid, old && (old->tick_ns ? old->start == start / old->tick_ns || old->start == start
+                                                       : old->start == start) ? old : NULL,
+                         &jvm, &entry, &js);
         r = proc_publish(u, tgid, &entry, &pm, &off);
-        if (r <= 0)
+        if (r <= 0) {
+                if (!js.carried)
+                        unwinder_runtime_remove(u, js.slot);
                 return r;
+        }
 
         sig = maps_signature(&pm);
-        if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &old) == 0) {
+        if (old) {
                 miss_ns = old->miss_ns;
                 miss_interval_ns = old->miss_interval_ns;
                 changed = old->maps_sig != sig;
+                if (js.carried)
+                        old->hs_slot = 0; /* the new entry's now */
                 proc_drop(u, old, false);
         }
         /* An instance announced by an event (its start exact) got a snapshot
@@ -411,6 +539,8 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
                         .maps_off = off, .maps_n = (uint32_t) pm.n,
                         .files = pm.files, .n_files = pm.n, .loaded_ns = mono_ns(), .maps_sig = sig,
                         .n_objects = count_objects(u, &pm), .miss_ns = miss_ns, .miss_interval_ns = miss_interval_ns,
+                        .hs_slot = js.slot, .hs_bias = js.bias, .hs_lo = js.lo, .hs_hi = js.hi,
+                        .hs_tries = js.tries, .hs_done = js.done,
                 };
                 entry_copy_runtime(&p->rt, &entry);
                 r = hashmap_put(u->procs, UINT64_TO_KEY(tgid), p);
@@ -424,9 +554,12 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         if (r < 0) {
                 (void) bpf_map_delete_elem(u->maps.procs_fd, &tgid);
                 procs_changed(u);
+                unwinder_runtime_remove(u, js.slot);
                 rangealloc_release(u->maps_alloc, off, (uint32_t) pm.n, mono_ns());
                 return r;
         }
+        if (js.retry)
+                followup_add(u, tgid, start, js.tries, true);
         pthread_mutex_lock(&u->lock);
         u->stats.requests++;
         pthread_mutex_unlock(&u->lock);
@@ -469,12 +602,13 @@ static bool awaits_libraries(const struct uproc *p) {
         return p->n_objects == 2;
 }
 
-static void followup_add(unwinder *u, uint32_t tgid, uint64_t start, unsigned tries) {
+/* jvm: its JVM's code cache is read again (tries: reads done). */
+static void followup_add(unwinder *u, uint32_t tgid, uint64_t start, unsigned tries, bool jvm) {
         if (array_grow((void **) &u->followups, &u->cap_followups, u->n_followups + 1, sizeof(*u->followups)) < 0)
                 return; /* a miss reads it again instead */
         u->followups[u->n_followups++] = (struct followup) {
-                .tgid = tgid, .start = start, .tries = tries,
-                .due_ns = mono_ns() + (FOLLOWUP_FIRST_NS << tries),
+                .tgid = tgid, .start = start, .tries = tries, .jvm = jvm,
+                .due_ns = mono_ns() + (jvm ? HOTSPOT_RETRY_FIRST_NS << (tries - 1) : FOLLOWUP_FIRST_NS << tries),
         };
 }
 
@@ -506,6 +640,17 @@ int uproc_followups_run(unwinder *u) {
                 }
                 u->followups[i] = u->followups[--n];
                 u->n_followups = n;
+                if (f.jvm) {
+                        /* uproc_load reads it, and follows it up again if need be */
+                        if (hashmap_get(u->procs, UINT64_TO_KEY(f.tgid), (void **) &p) < 0 || p->start != f.start ||
+                            p->hs_done)
+                                continue;
+                        r = uproc_load(u, f.tgid, p->start, p->tick_ns);
+                        if (r < 0)
+                                return r;
+                        n = u->n_followups;
+                        continue;
+                }
                 if (hashmap_get(u->procs, UINT64_TO_KEY(f.tgid), (void **) &p) < 0 || p->tick_ns ||
                     p->start != f.start || !awaits_libraries(p))
                         continue;
@@ -518,7 +663,7 @@ int uproc_followups_run(unwinder *u) {
                 log_debug("Unwind tables of pid %" PRIu32 " read again after its exec's: %u files.", f.tgid,
                           p->n_objects);
                 if (awaits_libraries(p) && f.tries + 1 < FOLLOWUP_TRIES)
-                        followup_add(u, f.tgid, f.start, f.tries + 1);
+                        followup_add(u, f.tgid, f.start, f.tries + 1, false);
                 n = u->n_followups;
         }
         return 0;
@@ -594,7 +739,7 @@ int uproc_request(unwinder *u, const struct request *q) {
                         miss_reloaded(p, mono_ns());
                 if (r >= 0 && q->type == PROFD_EVENT_EXEC &&
                     hashmap_get(u->procs, UINT64_TO_KEY(q->tgid), (void **) &p) == 0 && awaits_libraries(p))
-                        followup_add(u, q->tgid, q->start_ns, 0);
+                        followup_add(u, q->tgid, q->start_ns, 0, false);
 
                 log_debug("Unwind tables of pid %" PRIu32 " (event %" PRIu32 ") published %" PRIu64 " ms after the "
                           "request, in %" PRIu64 " ms.", q->tgid, q->type, (uint64_t) ((mono_ns() - q->queued_ns) / NSEC_PER_MSEC),

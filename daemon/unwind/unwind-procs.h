@@ -21,6 +21,12 @@ struct uproc {
         uint64_t miss_interval_ns; /* the next miss waits this long after miss_ns; 0: MISS_FIRST_INTERVAL_NS */
         bool miss_deferred;        /* a miss waits for miss_ns + miss_interval_ns */
         struct profd_unwind_proc rt; /* its entry's runtime part (rt_*), for rewrites of the entry */
+        /* its JVM, when it maps a libjvm.so discovery found (issue 42) */
+        uint32_t hs_slot;          /* its HotSpot walker's slot of unwind_runtimes (1-based); 0: none */
+        uint64_t hs_bias;          /* libjvm's load bias the slot (or the failure) is of */
+        uint64_t hs_lo, hs_hi;     /* its code cache: the entry's hand-over range */
+        unsigned hs_tries;         /* reads that found its code cache not set up yet */
+        bool hs_done;              /* read (hs_slot) or failed for good (counted): not read again */
 };
 
 struct followup {
@@ -28,6 +34,7 @@ struct followup {
         uint64_t start;
         uint64_t due_ns;           /* CLOCK_MONOTONIC */
         unsigned tries;            /* reads done */
+        bool jvm;                  /* a JVM's VM structs read again (its code cache was not set up) */
 };
 
 /* A request from the event loop (unwinder_request). */

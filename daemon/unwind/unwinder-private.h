@@ -134,6 +134,14 @@ static inline void count_failure(unwinder *u, enum unwinder_failure f) {
         pthread_mutex_unlock(&u->lock);
 }
 
+/* A slot of unwind_runtimes for `found` (a file's runtime, or a JVM
+ * process's walker slot): found->bpf written to the kernel's array, a copy
+ * of found kept for unwinder_runtime, the slot (1-based) into *ret_slot.
+ * Returns 0, -ENOSPC when every slot is taken (counted), -ENOMEM, or the
+ * map update's -errno (counted). unwinder_runtime_remove frees it. */
+int unwinder_runtime_add(unwinder *u, const struct unwind_runtime_found *found, uint32_t *ret_slot);
+void unwinder_runtime_remove(unwinder *u, uint32_t slot);
+
 /* Copies n elements of elem_size into one of the kernel's mmapable arrays
  * (fd: unwind_rows or unwind_maps) at element off. Returns 0 or a
  * negative errno (the mapping failed). */

@@ -41,6 +41,7 @@ const char *const unwinder_failure_names[UNWINDER_FAIL__MAX] = {
         [UNWINDER_FAIL_PROCS_FULL] = "procs_full",
         [UNWINDER_FAIL_RUNTIME_UNSUPPORTED] = "runtime_unsupported",
         [UNWINDER_FAIL_RUNTIME_SLOTS] = "runtime_slots_full",
+        [UNWINDER_FAIL_HOTSPOT_TABLES] = "hotspot_tables",
 };
 
 /* --- writing the kernel's arrays ------------------------------------------ */
@@ -339,6 +340,47 @@ int unwinder_runtime(unwinder *u, uint32_t slot, struct unwind_runtime_found *re
         }
         pthread_mutex_unlock(&u->lock);
         return r;
+}
+
+int unwinder_runtime_add(unwinder *u, const struct unwind_runtime_found *found, uint32_t *ret_slot) {
+        struct unwind_runtime_found *copy = malloc(sizeof(*copy));
+        uint32_t slot = 0, idx;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        *copy = *found;
+        pthread_mutex_lock(&u->lock);
+        for (uint32_t i = 0; i < PROFD_RUNTIME_SLOTS && !slot; i++)
+                if (!u->rt_slots[i]) {
+                        u->rt_slots[i] = copy;
+                        slot = i + 1;
+                }
+        pthread_mutex_unlock(&u->lock);
+        if (!slot) {
+                free(copy);
+                count_failure(u, UNWINDER_FAIL_RUNTIME_SLOTS);
+                return -ENOSPC;
+        }
+        idx = slot - 1;
+        if (bpf_map_update_elem(u->maps.runtimes_fd, &idx, &found->bpf, BPF_ANY) < 0) {
+                r = negative_errno();
+                log_debug_errno(r, "Failed to publish a runtime slot: %m");
+                unwinder_runtime_remove(u, slot);
+                count_failure(u, UNWINDER_FAIL_RUNTIME_SLOTS);
+                return r;
+        }
+        *ret_slot = slot;
+        return 0;
+}
+
+void unwinder_runtime_remove(unwinder *u, uint32_t slot) {
+        if (slot == 0 || slot > PROFD_RUNTIME_SLOTS)
+                return;
+        pthread_mutex_lock(&u->lock);
+        free(u->rt_slots[slot - 1]);
+        u->rt_slots[slot - 1] = NULL;
+        pthread_mutex_unlock(&u->lock);
 }
 
 unwinder *unwinder_free(unwinder *u) {

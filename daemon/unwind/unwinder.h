@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "hotspot-vmstructs.h"
 #include "mapfile.h"
 
 /* Why a mapping got no table (it is then walked by frame pointers), or a
@@ -27,7 +28,10 @@ enum unwinder_failure {
         UNWINDER_FAIL_PROCS_FULL,   /* unwind_procs had no room for the process */
         UNWINDER_FAIL_RUNTIME_UNSUPPORTED, /* a runtime (CPython) of a version profd cannot walk:
                                             * its frames stay native */
-        UNWINDER_FAIL_RUNTIME_SLOTS, /* unwind_runtimes had no free slot for a runtime's file */
+        UNWINDER_FAIL_RUNTIME_SLOTS, /* unwind_runtimes had no free slot for a runtime's file
+                                      * (or a JVM process's) */
+        UNWINDER_FAIL_HOTSPOT_TABLES, /* a JVM whose VM structs did not read (the reason in
+                                       * unwinder_stats.hotspot_tables): its Java frames stay native */
         UNWINDER_FAIL__MAX,
 };
 
@@ -54,6 +58,13 @@ struct unwinder_stats {
         uint64_t requests;            /* processes (re)loaded */
         uint64_t misses;              /* UNWIND_MISS events received */
         uint64_t failures[UNWINDER_FAIL__MAX];
+        /* JVM processes (issue 42): given a slot of HotSpot's walker since
+         * start; reads of one's VM structs that found its code cache not
+         * set up yet (read again later); why one's did not read, by
+         * enum hotspot_vmstructs_reason (HOTSPOT_VMSTRUCTS_OK: never) */
+        uint64_t hotspot_jvms;
+        uint64_t hotspot_retries;
+        uint64_t hotspot_tables[_HOTSPOT_VMSTRUCTS_REASON_MAX];
 };
 
 typedef struct unwinder unwinder;

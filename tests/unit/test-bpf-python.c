@@ -240,7 +240,7 @@ static unsigned chain_collisions(const struct profd_frames *f, size_t first) {
 
         for (size_t k = 0; k < CHAIN_N; k++)
                 slots[k] = rt_seen_slot(rt_seen_tag(shim_event.tgid, shim_event.start_ns,
-                                                    PROFD_RT_FRAME_CODE(f->ips[first + k])));
+                                                    PROFD_RT_FRAME_CODE(f->ips[first + k]), PROFD_RUNTIME_PYTHON));
         for (size_t k = 0; k < CHAIN_N; k++)
                 for (size_t j = 0; j < CHAIN_N; j++)
                         if (j != k && slots[j] == slots[k]) {

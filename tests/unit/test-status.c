@@ -32,7 +32,11 @@ static const char *const drop_names[PROFD_COUNTER__MAX] = {
 
 static const char *const failure_names[UNWINDER_FAIL__MAX] = {
         "no_cfi", "unreadable", "above_4g", "bad_cfi", "budget_full", "maps_full", "procs_full",
-        "runtime_unsupported", "runtime_slots_full",
+        "runtime_unsupported", "runtime_slots_full", "hotspot_tables",
+};
+
+static const char *const hotspot_walk_names[STATUS_HOTSPOT__MAX] = {
+        "no_heap", "no_blob", "bad_segmap", "bad_frame", "read_fault", "code_range",
 };
 
 static const char *const runtime_walk_names[STATUS_RUNTIME__MAX] = {
@@ -167,6 +171,12 @@ static struct status_stats full_stats(const struct conf *c) {
                 s.unwind.failures[i] = 300 + (uint64_t) i;
         for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
                 s.runtime[i] = 350 + (uint64_t) i;
+        for (int i = 0; i < STATUS_HOTSPOT__MAX; i++)
+                s.hotspot[i] = 370 + (uint64_t) i;
+        s.unwind.hotspot_jvms = 380;
+        s.unwind.hotspot_retries = 381;
+        for (int i = 0; i < _HOTSPOT_VMSTRUCTS_REASON_MAX; i++)
+                s.unwind.hotspot_tables[i] = 390 + (uint64_t) i;
         for (int i = 0; i < _EXPORTER_ERROR_MAX; i++)
                 s.export.errors[i] = 400 + (uint64_t) i;
         return s;
@@ -212,7 +222,7 @@ static void test_keys_in_order(void) {
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
                    "mappings_used mappings_capacity kernel_bytes mapped_bytes tables_built build_ms "
                    "tables_evicted tables_evicted_cold tables_no_room tables_kept_hot tables_queued loads misses "
-                   "user_walks failures runtime");
+                   "user_walks failures runtime hotspot");
         check_keys(json_object_get(o, "export"), "url host state acknowledged_drain_id backlog_drains "
                    "backlog_oldest_ns last_success_ns exported_drains exported_samples exported_stacks "
                    "exported_frames exported_timeline timeline_unmatched exported_captures captures_backlog "
@@ -475,6 +485,16 @@ static void test_unwind_and_export(void) {
         for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
                 CHECK_INT_EQ(num(json_object_get(u, "runtime"), runtime_walk_names[i]), 350 + i);
         CHECK_INT_EQ(json_object_size(json_object_get(u, "runtime")), STATUS_RUNTIME__MAX);
+        check_keys(json_object_get(u, "hotspot"), "jvms retries tables no_heap no_blob bad_segmap bad_frame read_fault "
+                   "code_range");
+        for (int i = 0; i < STATUS_HOTSPOT__MAX; i++)
+                CHECK_INT_EQ(num(json_object_get(u, "hotspot"), hotspot_walk_names[i]), 370 + i);
+        CHECK_INT_EQ(num(json_object_get(u, "hotspot"), "jvms"), 380);
+        CHECK_INT_EQ(num(json_object_get(u, "hotspot"), "retries"), 381);
+        /* the reasons but "ok" */
+        CHECK_INT_EQ(json_object_size(json_object_get(json_object_get(u, "hotspot"), "tables")),
+                     _HOTSPOT_VMSTRUCTS_REASON_MAX - 1);
+        CHECK_INT_EQ(num(json_object_get(json_object_get(u, "hotspot"), "tables"), "read_layout"), 391);
 
         e = json_object_get(o, "export");
         CHECK_STR_EQ(str(e, "url"), "http://ch:8123");

@@ -12,7 +12,7 @@
 
 /* The user registers at kernel entry (bpf_task_pt_regs). */
 struct pt_regs {
-        __u64 ip, sp, bp;
+        __u64 ip, sp, bp, r13;
 };
 
 struct thread_struct {
