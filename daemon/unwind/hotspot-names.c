@@ -39,12 +39,8 @@ enum hotspot_lines_format hotspot_lines_format_of(int32_t major) {
         return major >= 21 ? HOTSPOT_LINES_UNSIGNED5_NO_ZERO : HOTSPOT_LINES_UNSIGNED5;
 }
 
-/* One UNSIGNED5 number at buf[*pos]: a byte below the low/high split ends
- * it, each byte before it adds 6 more bits, the fifth ends it whatever it
- * is. The sum wraps at 32 bits as HotSpot's does. -ENODATA when `size`
- * ends first; -EBADMSG on a 0 byte where the format never writes one. */
-static int read_unsigned5(const uint8_t *buf, size_t size, size_t *pos, enum hotspot_lines_format format,
-                          uint32_t *ret) {
+int hotspot_unsigned5_read(const uint8_t *buf, size_t size, size_t *pos, enum hotspot_lines_format format,
+                           uint32_t *ret) {
         const uint32_t excluded = format == HOTSPOT_LINES_UNSIGNED5_NO_ZERO ? 1 : 0;
         const uint32_t low_codes = 256 - 64 - excluded;
         uint32_t sum = 0;
@@ -73,7 +69,7 @@ static int read_signed5(const uint8_t *buf, size_t size, size_t *pos, enum hotsp
         uint32_t v;
         int r;
 
-        r = read_unsigned5(buf, size, pos, format, &v);
+        r = hotspot_unsigned5_read(buf, size, pos, format, &v);
         if (r < 0)
                 return r;
         /* The sign in the lowest bit, the magnitude above it. */
