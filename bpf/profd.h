@@ -277,7 +277,8 @@ struct profd_pack_rule {
 enum profd_runtime_id {
         PROFD_RUNTIME_NONE = 0,
         PROFD_RUNTIME_PYTHON = 1,
-        PROFD_RUNTIME_HOTSPOT = 2,
+        PROFD_RUNTIME_HOTSPOT = 2,      /* an interpreted Java frame: Method*, bytecode index */
+        PROFD_RUNTIME_HOTSPOT_CODE = 3, /* compiled Java code or a stub: CodeBlob*, pc - blob */
 };
 
 /* A pseudo-frame in a user stack (struct profd_frames.ips): bit 63 set,
@@ -451,7 +452,10 @@ struct profd_event {
                 } rt;
         };
         __u32 rt_slot;  /* PROFD_EVENT_RUNTIME_CODE: the process's rt_slot */
-        __u32 pad;
+        /* PROFD_EVENT_RUNTIME_CODE: the pseudo-frame's runtime (enum
+         * profd_runtime_id): HotSpot's frames are of two (a Method*, a
+         * CodeBlob*), named by different namers; else 0 */
+        __u32 rt_id;
 };
 
 /* Value of the LRU map "seen": tgid -> start_ns of the instance announced. */

@@ -75,7 +75,7 @@ static __always_inline void rt_announce(struct ustack_state *s, __u64 code) {
         e->rt.code = code;
         e->rt.bias = s->rt_bias;
         e->rt_slot = s->rt_slot;
-        e->pad = 0;
+        e->rt_id = 0;
         bpf_ringbuf_submit(e, 0);
 }
 
