@@ -89,6 +89,13 @@ void hotspot_code_forget_tables(void) {
         pthread_mutex_unlock(&tables_lock);
 }
 
+void hotspot_code_put_tables(const uint64_t symbols[_HOTSPOT_SYM_MAX], const struct hotspot_vmstructs *vs) {
+        pthread_mutex_lock(&tables_lock);
+        tables[0] = (struct tables_slot) { .used = true, .vs = *vs, .used_ns = now_ns() };
+        memcpy(tables[0].symbols, symbols, sizeof(tables[0].symbols));
+        pthread_mutex_unlock(&tables_lock);
+}
+
 static struct hotspot_found_names names_of(const struct unwind_runtime_found *found) {
         struct hotspot_found_names n;
 
@@ -722,11 +729,14 @@ static void blob_name_hook(const unwind_runtime_code *code, uint32_t offset, str
 
         *ret = (struct unwind_runtime_name) { .n_lines = n };
         for (size_t i = 0; i < n; i++) {
-                const struct hc_method *m = i + 1 == n ? &c->method : inlined_find(c, chain[i].method);
+                /* the outermost is the nmethod's own (hotspot_scopes_at
+                 * checks); it may inline itself (recursion) too */
+                const struct hc_method *m = i + 1 == n || chain[i].method == c->method.addr
+                                                    ? &c->method
+                                                    : inlined_find(c, chain[i].method);
                 enum hotspot_code_reason reason = HOTSPOT_CODE_OK;
                 struct unwind_runtime_line *l = &ret->lines[i];
 
-                /* the outermost is the nmethod's own (hotspot_scopes_at checks) */
                 if (!m || !m->named)
                         return name_alone(c, HOTSPOT_CODE_BAD_SCOPE, ret, ret_reason);
                 *l = (struct unwind_runtime_line) {

@@ -75,3 +75,7 @@ uint64_t hotspot_method_identity(const char *class_name, const char *method_name
 /* Forgets the VM-structs tables cached (for tests that read another JVM
  * build at the same addresses). */
 void hotspot_code_forget_tables(void);
+/* Caches `vs` as the tables of the build whose symbols' file addresses are
+ * `symbols` (for tests of the hooks on a memory image, which has no
+ * tables to read). */
+void hotspot_code_put_tables(const uint64_t symbols[_HOTSPOT_SYM_MAX], const struct hotspot_vmstructs *vs);
