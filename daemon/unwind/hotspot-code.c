@@ -261,6 +261,7 @@ struct hotspot_code {
         /* a blob */
         struct blob_head head;
         bool nmethod;
+        bool native;                   /* a "native nmethod": the method alone, as its own frame */
         char *stub_name;               /* "[jvm] " and the blob's name; NULL for an nmethod */
         uint64_t stub_identity;
         /* an nmethod's debug info (NULL: not read, scopes_reason says why) */
@@ -630,13 +631,16 @@ static int blob_read_hook(const struct unwind_runtime_found *found, uint64_t bia
         }
 
         c->nmethod = true;
+        /* a native method's wrapper (and a method handle intrinsic) runs
+         * no bytecode and inlines nothing: it records no scope */
+        c->native = streq(name, "native nmethod");
         head_parse_nmethod(&vs, head, size, addr, &c->head);
         r = method_name(&vs, read, userdata, c->head.method, &c->method);
         if (r >= 0 && !c->method.named) {
                 *ret_reason = c->method.reason;
                 r = c->method.reason == HOTSPOT_CODE_READ_METHOD ? -EIO : -EBADMSG;
         }
-        if (r >= 0)
+        if (r >= 0 && !c->native)
                 r = debug_read(&vs, read, userdata, addr, c);
         if (r >= 0 && c->scopes_reason == HOTSPOT_CODE_OK)
                 r = inlined_read(&vs, read, userdata, c);
@@ -716,6 +720,9 @@ static void blob_name_hook(const unwind_runtime_code *code, uint32_t offset, str
                 *ret_reason = HOTSPOT_CODE_OK;
                 return;
         }
+        /* the native method's frame: its location, its reason for no line */
+        if (c->native)
+                return name_method(&c->method, HOTSPOT_BCI_ENTRY, ret, ret_reason);
         if (offset >= PROFD_RT_FRAME_OFFSET_MAX)
                 return name_alone(c, HOTSPOT_CODE_FAR_OFFSET, ret, ret_reason);
         if (c->scopes_reason != HOTSPOT_CODE_OK)
