@@ -205,17 +205,23 @@ static uint64_t find_method(struct target *t, const uint64_t *sym, const struct 
         return 0;
 }
 
+#define BLOBS_KEPT 4096
+
 struct blobs {
         uint64_t nmethod;      /* C2's (level 4) of the method, 0: none yet */
         uint64_t interpreter;  /* the interpreter's blob */
         unsigned n_blobs;
+        /* every nmethod and native wrapper seen (the first BLOBS_KEPT) */
+        uint64_t nmethods[BLOBS_KEPT], natives[BLOBS_KEPT];
+        unsigned n_nmethods, n_natives;
 };
 
 /* Every used block of every code heap, from each heap's first block by
  * their lengths (HeapBlock::Header: size_t _length in segments, bool
  * _used), until a block does not read (the heap's uncommitted end). */
 static void scan_heaps(struct target *t, const struct hotspot_vmstructs *vs, uint64_t method, struct blobs *ret) {
-        *ret = (struct blobs) {};
+        ret->nmethod = ret->interpreter = 0;
+        ret->n_blobs = ret->n_nmethods = ret->n_natives = 0;
         for (uint32_t h = 0; h < vs->n_heaps; h++)
                 for (uint64_t a = vs->heaps[h].low, steps = 0; a < vs->heaps[h].high && steps < (1u << 22); steps++) {
                         uint64_t length = 0, blob = a + vs->heap_block_size;
@@ -231,6 +237,10 @@ static void scan_heaps(struct target *t, const struct hotspot_vmstructs *vs, uin
                         mem_string(t, mem_u64(t, blob + vs->blob_name), name, sizeof name);
                         if (streq(name, "Interpreter"))
                                 ret->interpreter = blob;
+                        if (streq(name, "nmethod") && ret->n_nmethods < BLOBS_KEPT)
+                                ret->nmethods[ret->n_nmethods++] = blob;
+                        if (streq(name, "native nmethod") && ret->n_natives < BLOBS_KEPT)
+                                ret->natives[ret->n_natives++] = blob;
                         if (streq(name, "nmethod") && mem_u64(t, blob + vs->nmethod_method) == method) {
                                 int32_t level = 0;
 
@@ -351,6 +361,57 @@ static uint32_t test_nmethod(struct target *t, const struct unwind_runtime_found
         CHECK(!code);
         CHECK(reason == HOTSPOT_CODE_READ_BLOB || reason == HOTSPOT_CODE_BAD_BLOB);
         return inlined_at;
+}
+
+/* Every nmethod of the JVM (the JDK's and the program's, C1's and C2's):
+ * read and named at every 4th offset of its first 8 KiB, its debug info
+ * decoding everywhere (no bad-scope: a chain the JVM records is given);
+ * every native wrapper named after its method, without a scope reason,
+ * method handle intrinsics (MethodHandle.linkTo*, a pool of their own)
+ * among them. */
+static void test_every_nmethod(struct target *t, const struct unwind_runtime_found *found, const struct blobs *b) {
+        unsigned read = 0, failed = 0, bad = 0, chains = 0, natives = 0, intrinsics = 0;
+
+        for (unsigned i = 0; i < b->n_nmethods + b->n_natives; i++) {
+                bool native = i >= b->n_nmethods;
+                uint64_t blob = native ? b->natives[i - b->n_nmethods] : b->nmethods[i];
+                unwind_runtime_code *code = NULL;
+                struct unwind_runtime_name name;
+                unsigned reason = 0;
+                size_t bytes;
+                bool chain = false, bad_here = false;
+
+                if (hotspot_code_runtime.code_read(found, 0, mem_read, t, blob, &code, &bytes, &reason) < 0) {
+                        /* one being made or freed while read */
+                        failed++;
+                        fprintf(stderr, "  %s 0x%" PRIx64 ": %s\n", native ? "native" : "nmethod", blob,
+                                hotspot_code_reason_name(reason));
+                        continue;
+                }
+                read++;
+                for (uint32_t off = 0; off < 0x2000; off += 4) {
+                        hotspot_code_runtime.code_name(code, off, &name, &reason);
+                        CHECK(name.function && strchr(name.function, '.'));
+                        if (native)
+                                CHECK(reason == HOTSPOT_CODE_OK || reason == HOTSPOT_CODE_NO_LINE);
+                        /* a method handle intrinsic: a pool of its own (hotspot-names) */
+                        if (native && off == 0 && strncmp(name.function, "java.lang.invoke.MethodHandle.linkTo", 36) == 0)
+                                intrinsics++;
+                        bad_here |= reason == HOTSPOT_CODE_BAD_SCOPE;
+                        chain |= name.n_lines > 1;
+                }
+                natives += native;
+                bad += bad_here;
+                chains += chain;
+                if (bad_here)
+                        fprintf(stderr, "  bad scope in %s\n", name.function);
+                hotspot_code_runtime.code_free(code);
+        }
+        printf("every nmethod: %u read (%u native wrappers, %u method handle intrinsics), %u not, %u with a chain "
+               "somewhere, %u with a bad scope\n", read, natives, intrinsics, failed, chains, bad);
+        CHECK(read > 100 && natives > 10 && intrinsics > 0 && chains > 10);
+        CHECK(failed * 100 <= read);
+        CHECK_INT_EQ(bad, 0);
 }
 
 static void test_stub(struct target *t, const struct unwind_runtime_found *found, uint64_t blob) {
@@ -558,7 +619,7 @@ int main(int argc, char **argv) {
         uint64_t symbols[_HOTSPOT_SYM_MAX], klass = 0, method = 0, start;
         struct hotspot_vmstructs vs = {};
         enum hotspot_vmstructs_reason reason;
-        struct blobs blobs = {};
+        static struct blobs blobs;
         char ready[64] = {}, mem[64];
         int out[2], r, status;
 
@@ -624,6 +685,8 @@ int main(int argc, char **argv) {
         }
         if (blobs.interpreter)
                 test_stub(&t, &found, blobs.interpreter);
+        if (blobs.nmethod)
+                test_every_nmethod(&t, &found, &blobs);
 
         kill(t.pid, SIGKILL);
         CHECK(waitpid(t.pid, &status, 0) == t.pid);
