@@ -363,6 +363,13 @@ static uint32_t test_nmethod(struct target *t, const struct unwind_runtime_found
         return inlined_at;
 }
 
+static uint64_t now_us(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
 /* Every nmethod of the JVM (the JDK's and the program's, C1's and C2's):
  * read and named at every 4th offset of its first 8 KiB, its debug info
  * decoding everywhere (no bad-scope: a chain the JVM records is given);
@@ -371,6 +378,7 @@ static uint32_t test_nmethod(struct target *t, const struct unwind_runtime_found
  * among them. */
 static void test_every_nmethod(struct target *t, const struct unwind_runtime_found *found, const struct blobs *b) {
         unsigned read = 0, failed = 0, bad = 0, chains = 0, natives = 0, intrinsics = 0;
+        uint64_t read_us = 0;
 
         for (unsigned i = 0; i < b->n_nmethods + b->n_natives; i++) {
                 bool native = i >= b->n_nmethods;
@@ -381,7 +389,11 @@ static void test_every_nmethod(struct target *t, const struct unwind_runtime_fou
                 size_t bytes;
                 bool chain = false, bad_here = false;
 
-                if (hotspot_code_runtime.code_read(found, 0, mem_read, t, blob, &code, &bytes, &reason) < 0) {
+                uint64_t t0 = now_us();
+                int r = hotspot_code_runtime.code_read(found, 0, mem_read, t, blob, &code, &bytes, &reason);
+
+                read_us += now_us() - t0;
+                if (r < 0) {
                         /* one being made or freed while read */
                         failed++;
                         fprintf(stderr, "  %s 0x%" PRIx64 ": %s\n", native ? "native" : "nmethod", blob,
@@ -408,7 +420,8 @@ static void test_every_nmethod(struct target *t, const struct unwind_runtime_fou
                 hotspot_code_runtime.code_free(code);
         }
         printf("every nmethod: %u read (%u native wrappers, %u method handle intrinsics), %u not, %u with a chain "
-               "somewhere, %u with a bad scope\n", read, natives, intrinsics, failed, chains, bad);
+               "somewhere, %u with a bad scope; %.1f us a read through /proc/PID/mem\n", read, natives, intrinsics,
+               failed, chains, bad, read + failed ? (double) read_us / (read + failed) : 0.0);
         CHECK(read > 100 && natives > 10 && intrinsics > 0 && chains > 10);
         CHECK(failed * 100 <= read);
         CHECK_INT_EQ(bad, 0);
