@@ -93,7 +93,7 @@ static const struct unwind_runtime *const named_runtimes[] = {
  * (a few bytes per instruction), so this holds the functions of tens of
  * large Python services; a Java method or nmethod (with its debug info
  * and the methods it inlined) some 1.2 KiB on average (858 of them in
- * 1.0 MiB for four JVMs here), so some 13,000 of those; past it, the
+ * 1.0 MiB for seven JVMs here), so some 13,000 of those; past it, the
  * least recently used are read again when met (or, their process gone,
  * left unnamed). */
 #define RUNTIME_NAMES_BUDGET (16ULL << 20)
