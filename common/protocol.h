@@ -166,6 +166,16 @@ enum store_unresolved {
         STORE_UNRESOLVED_PYTHON_NOT_CODE = 8,   /* not a code object there (freed, reused) */
         STORE_UNRESOLVED_PYTHON_READ_STRING = 9, /* a name's memory could not be read */
         STORE_UNRESOLVED_PYTHON_BAD_STRING = 10, /* a name is not a string profd reads (legacy, too long, bad) */
+        /* HotSpot frames ("[hotspot]" at the Method* or CodeBlob*) */
+        STORE_UNRESOLVED_HOTSPOT_NO_RUNTIME = 11, /* no event told that the process runs a JVM profd reads */
+        STORE_UNRESOLVED_HOTSPOT_EXITED = 12,     /* the process exited before the method or blob was read */
+        STORE_UNRESOLVED_HOTSPOT_READ = 13,       /* its memory, or the JVM's tables, could not be read */
+        STORE_UNRESOLVED_HOTSPOT_BAD = 14,        /* not a method or a code blob there (freed, reused) */
+        /* a compiled Java frame named after its method alone: the calls
+         * inlined at its pc are not known (the JVM records no scope there,
+         * or its debug info did not read). The one reason stored on a
+         * frame with a function. */
+        STORE_UNRESOLVED_HOTSPOT_NO_SCOPE = 15,
         _STORE_UNRESOLVED_MAX,
 };
 
@@ -177,6 +187,15 @@ enum store_unresolved {
  * fleet answer (ClickHouse keeps build_id and module) does as a local one. */
 #define STORE_PYTHON_BUILD_ID_PREFIX "python-"
 #define STORE_PYTHON_MODULE "[python]"
+
+/* How a Java frame is stored (issue 42), as a Python one: a named one
+ * has this build_id prefix (then 16 hex digits of a hash of the method,
+ * or of the chain of methods inlined at a compiled frame's pc), the
+ * module its source file ("[java]" without one, "[jvm]" for the JVM's
+ * stubs), the address its line; one that could not be read has module
+ * STORE_HOTSPOT_MODULE and no function. */
+#define STORE_HOTSPOT_BUILD_ID_PREFIX "hotspot-"
+#define STORE_HOTSPOT_MODULE "[hotspot]"
 
 /* Whether a frame of this build_id and module is a Python frame, named or
  * not; NULL reads as "". */

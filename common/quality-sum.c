@@ -57,6 +57,16 @@ static int unresolved_class(const struct store_frame_out *f) {
                 return QUALITY_UNRES_PYTHON_READ_STRING;
         case STORE_UNRESOLVED_PYTHON_BAD_STRING:
                 return QUALITY_UNRES_PYTHON_BAD_STRING;
+        case STORE_UNRESOLVED_HOTSPOT_NO_RUNTIME:
+                return QUALITY_UNRES_HOTSPOT_NO_RUNTIME;
+        case STORE_UNRESOLVED_HOTSPOT_EXITED:
+                return QUALITY_UNRES_HOTSPOT_EXITED;
+        case STORE_UNRESOLVED_HOTSPOT_READ:
+                return QUALITY_UNRES_HOTSPOT_READ;
+        case STORE_UNRESOLVED_HOTSPOT_BAD:
+                return QUALITY_UNRES_HOTSPOT_BAD;
+        case STORE_UNRESOLVED_HOTSPOT_NO_SCOPE:
+                return QUALITY_UNRES_HOTSPOT_NO_SCOPE;
         default:
                 return QUALITY_UNRES_UNKNOWN;
         }
@@ -70,8 +80,14 @@ unsigned quality_unresolved_mask(const struct store_stack_out *stack) {
 
                 /* user frames only; [lost] has no address to resolve, and is
                  * counted as a lost stack (by its end) */
-                if (f->resolved || f->kernel || !f->has_address)
+                if (f->kernel || !f->has_address)
                         continue;
+                /* a named frame counts for its missing inlined calls only */
+                if (f->resolved) {
+                        if (f->unresolved == STORE_UNRESOLVED_HOTSPOT_NO_SCOPE)
+                                mask |= 1u << QUALITY_UNRES_HOTSPOT_NO_SCOPE;
+                        continue;
+                }
                 mask |= 1u << unresolved_class(f);
         }
         return mask;
@@ -87,7 +103,8 @@ void quality_add_class(struct quality *q, uint64_t value, int user_end, unsigned
                 q->unknown += value;
         else
                 q->truncated[c] += value;
-        if (unresolved_mask)
+        /* a stack with a frame without a name */
+        if (unresolved_mask & ~(1u << QUALITY_UNRES_HOTSPOT_NO_SCOPE))
                 q->unresolved += value;
         for (size_t i = 0; i < _QUALITY_UNRES_MAX; i++)
                 if (unresolved_mask & (1u << i))

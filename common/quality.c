@@ -33,6 +33,11 @@ const struct quality_name quality_unresolved_names[_QUALITY_UNRES_MAX] = {
         [QUALITY_UNRES_PYTHON_NOT_CODE] = { "python_not_code", "Python: not code" },
         [QUALITY_UNRES_PYTHON_READ_STRING] = { "python_read_string", "Python: name unreadable" },
         [QUALITY_UNRES_PYTHON_BAD_STRING] = { "python_bad_string", "Python: bad name" },
+        [QUALITY_UNRES_HOTSPOT_NO_RUNTIME] = { "hotspot_no_runtime", "Java: no runtime" },
+        [QUALITY_UNRES_HOTSPOT_EXITED] = { "hotspot_exited", "Java: exited before read" },
+        [QUALITY_UNRES_HOTSPOT_READ] = { "hotspot_read", "Java: unreadable" },
+        [QUALITY_UNRES_HOTSPOT_BAD] = { "hotspot_bad", "Java: not a method" },
+        [QUALITY_UNRES_HOTSPOT_NO_SCOPE] = { "hotspot_no_scope", "Java: inlined calls unknown" },
         [QUALITY_UNRES_UNKNOWN] = { "unknown", "reason not recorded" },
 };
 

@@ -36,6 +36,14 @@ enum quality_unresolved {
         QUALITY_UNRES_PYTHON_NOT_CODE,    /* no code object there (freed, reused) */
         QUALITY_UNRES_PYTHON_READ_STRING, /* a name could not be read */
         QUALITY_UNRES_PYTHON_BAD_STRING,  /* a name profd does not read */
+        /* Java frames (enum store_unresolved says more) */
+        QUALITY_UNRES_HOTSPOT_NO_RUNTIME, /* no event told the process's JVM */
+        QUALITY_UNRES_HOTSPOT_EXITED,     /* the process exited before the method or blob was read */
+        QUALITY_UNRES_HOTSPOT_READ,       /* the method or blob (or the JVM's tables) could not be read */
+        QUALITY_UNRES_HOTSPOT_BAD,        /* no method or blob there (freed, reused) */
+        /* named after its method, the calls inlined at its pc not known:
+         * counted in unresolved_by, not in unresolved (it has a name) */
+        QUALITY_UNRES_HOTSPOT_NO_SCOPE,
         QUALITY_UNRES_UNKNOWN,         /* stored before profd recorded why */
         _QUALITY_UNRES_MAX,
 };

@@ -162,7 +162,7 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
                  * the frames stay unnamed, counted by the writer */
                 if (!m->unwinder || unwinder_runtime(m->unwinder, e->rt_slot, &found) < 0)
                         return;
-                r = writer_runtime_code(m->writer, e->tgid, e->start_ns, e->rt.bias, e->rt.code, &found);
+                r = writer_runtime_code(m->writer, e->tgid, e->start_ns, e->rt.bias, e->rt_id, e->rt.code, &found);
                 if (r < 0 && r != -EPROTONOSUPPORT)
                         log_warning_errno(r, "Failed to queue a code object of process %" PRIu32 ", ignoring: %m",
                                           e->tgid);

@@ -337,6 +337,14 @@ static json_t *status_unresolved(const struct writer_stats *ws) {
         for (unsigned i = 0; o && i < _PYTHON_CODE_REASON_MAX; i++)
                 if (writer_python_reason_names[i] && writer_python_reason_unnamed(i))
                         json_object_set_new(o, writer_python_reason_names[i], json_integer((json_int_t) u->python[i]));
+        /* HotSpot pseudo-frames, likewise */
+        if (o) {
+                json_object_set_new(o, WRITER_HOTSPOT_NO_RUNTIME, json_integer((json_int_t) u->hotspot_no_runtime));
+                json_object_set_new(o, WRITER_HOTSPOT_EXITED, json_integer((json_int_t) u->hotspot_exited));
+        }
+        for (unsigned i = 0; o && i < _HOTSPOT_CODE_REASON_MAX; i++)
+                if (writer_hotspot_reason_names[i] && hotspot_code_reason_unnamed(i))
+                        json_object_set_new(o, writer_hotspot_reason_names[i], json_integer((json_int_t) u->hotspot[i]));
         return o;
 }
 
@@ -350,6 +358,11 @@ static json_t *status_python_names(const struct writer_stats *ws) {
                 if (writer_python_reason_names[i] && !writer_python_reason_unnamed(i))
                         json_object_set_new(no_line, writer_python_reason_names[i],
                                             json_integer((json_int_t) ws->unresolved.python[i]));
+        /* HotSpot's named frames without a line, or without their inlined calls */
+        for (unsigned i = 0; no_line && i < _HOTSPOT_CODE_REASON_MAX; i++)
+                if (writer_hotspot_reason_names[i] && !hotspot_code_reason_unnamed(i))
+                        json_object_set_new(no_line, writer_hotspot_reason_names[i],
+                                            json_integer((json_int_t) ws->unresolved.hotspot[i]));
         return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o?}",
                          STATUS_KEY_PROCESSES, (json_int_t) n->processes,
                          STATUS_KEY_CODES, (json_int_t) n->codes,

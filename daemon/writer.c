@@ -24,6 +24,7 @@
 #include "log.h"
 #include "macro.h"
 #include "procmaps.h"
+#include "hotspot-code.h"
 #include "python.h"
 #include "store.h"
 #include "symbolizer.h"
@@ -62,6 +63,18 @@ const char *const writer_python_reason_names[_PYTHON_CODE_REASON_MAX] = {
         [PYTHON_CODE_OFFSET_PAST_TABLE] = "python_offset_past_table",
 };
 
+const char *const writer_hotspot_reason_names[_HOTSPOT_CODE_REASON_MAX] = {
+        [HOTSPOT_CODE_NO_TABLES] = "hotspot_no_tables",
+        [HOTSPOT_CODE_READ_METHOD] = "hotspot_read_method",
+        [HOTSPOT_CODE_BAD_METHOD] = "hotspot_bad_method",
+        [HOTSPOT_CODE_READ_BLOB] = "hotspot_read_blob",
+        [HOTSPOT_CODE_BAD_BLOB] = "hotspot_bad_blob",
+        [HOTSPOT_CODE_NO_LINE] = "hotspot_no_line",
+        [HOTSPOT_CODE_NO_SCOPE] = "hotspot_no_scope",
+        [HOTSPOT_CODE_BAD_SCOPE] = "hotspot_bad_scope",
+        [HOTSPOT_CODE_FAR_OFFSET] = "hotspot_far_offset",
+};
+
 enum job_type {
         JOB_LEARN,
         JOB_DRAIN,
@@ -72,12 +85,17 @@ enum job_type {
 /* The runtimes whose frames the writer names, by enum unwind_runtime_id. */
 static const struct unwind_runtime *const named_runtimes[] = {
         [UNWIND_RUNTIME_PYTHON] = &python_runtime,
+        [UNWIND_RUNTIME_HOTSPOT] = &hotspot_runtime,
+        [UNWIND_RUNTIME_HOTSPOT_CODE] = &hotspot_code_runtime,
 };
 
 /* Why 16 MiB: a code object kept costs some 300 bytes and its line table
  * (a few bytes per instruction), so this holds the functions of tens of
- * large Python services; past it, the least recently used are read again
- * when met (or, their process gone, left unnamed). */
+ * large Python services; a Java method or nmethod (with its debug info
+ * and the methods it inlined) some 1.2 KiB on average (858 of them in
+ * 1.0 MiB for seven JVMs here), so some 13,000 of those; past it, the
+ * least recently used are read again when met (or, their process gone,
+ * left unnamed). */
 #define RUNTIME_NAMES_BUDGET (16ULL << 20)
 
 /* "python-" and 16 hex digits, NUL: room for a longer runtime's name too */
@@ -99,6 +117,7 @@ struct job {
         struct writer_result result; /* JOB_DRAIN, once run: what the loop pops */
         struct unwind_runtime_found *found; /* JOB_RUNTIME_CODE, with pid, start_ns, bias, code */
         uint32_t pid;
+        unsigned rt_id;                     /* the event's runtime (0: found's) */
         uint64_t bias, code;
         struct runtime_names_read read;     /* the code object, read when the job was queued */
 };
@@ -299,46 +318,108 @@ static enum store_unresolved python_unresolved(const struct runtime_names_frame 
         }
 }
 
+/* Why a HotSpot pseudo-frame has no name (or its inlined calls), as stored. */
+static enum store_unresolved hotspot_unresolved(const struct runtime_names_frame *nf) {
+        switch (nf->status) {
+        case RUNTIME_NAMES_NO_RUNTIME:
+                return STORE_UNRESOLVED_HOTSPOT_NO_RUNTIME;
+        case RUNTIME_NAMES_EXITED:
+                return STORE_UNRESOLVED_HOTSPOT_EXITED;
+        case RUNTIME_NAMES_NAMED:
+                return nf->reason == HOTSPOT_CODE_NO_SCOPE || nf->reason == HOTSPOT_CODE_BAD_SCOPE ||
+                                       nf->reason == HOTSPOT_CODE_FAR_OFFSET
+                               ? STORE_UNRESOLVED_HOTSPOT_NO_SCOPE
+                               : STORE_UNRESOLVED_NONE;
+        default:
+                break;
+        }
+        switch (nf->reason) {
+        case HOTSPOT_CODE_BAD_METHOD:
+        case HOTSPOT_CODE_BAD_BLOB:
+                return STORE_UNRESOLVED_HOTSPOT_BAD;
+        default:
+                /* the JVM's tables, a method's or a blob's memory */
+                return STORE_UNRESOLVED_HOTSPOT_READ;
+        }
+}
+
+static bool is_hotspot_id(unsigned id) {
+        return id == UNWIND_RUNTIME_HOTSPOT || id == UNWIND_RUNTIME_HOTSPOT_CODE;
+}
+
+/* Counts a runtime frame's reason, by its runtime (the frame's id when
+ * no runtime named it). */
+static void runtime_count(writer *w, unsigned id, const struct runtime_names_frame *nf) {
+        bool hotspot = is_hotspot_id(id);
+
+        if (nf->status == RUNTIME_NAMES_NO_RUNTIME) {
+                if (hotspot)
+                        w->unresolved.hotspot_no_runtime++;
+                else
+                        w->unresolved.python_no_runtime++;
+        } else if (nf->status == RUNTIME_NAMES_EXITED) {
+                if (hotspot)
+                        w->unresolved.hotspot_exited++;
+                else
+                        w->unresolved.python_exited++;
+        } else if (nf->reason != 0) {
+                if (hotspot && nf->reason < _HOTSPOT_CODE_REASON_MAX)
+                        w->unresolved.hotspot[nf->reason]++;
+                else if (!hotspot && nf->reason < _PYTHON_CODE_REASON_MAX)
+                        w->unresolved.python[nf->reason]++;
+        }
+}
+
 /* A runtime's pseudo-frame (frame n of the key being built): named from
  * the code object cache (rules in docs/architecture.md, "Runtime
- * walkers"), or "[python]" at the code object's address with why not.
+ * walkers"), with the calls inlined at the pc as a native frame's, or
+ * "[python]"/"[hotspot]" at the code object's address with why not.
  * Returns 0 or -ENOMEM. */
 static int runtime_frame(writer *w, const struct profd_sample_key *key, const struct proc *p, uint64_t ip, size_t n,
                          struct store_frame *ret) {
         bool live = !(p && (p->gone || p->exited_seq));
+        unsigned id = PROFD_RT_FRAME_ID(ip);
         struct runtime_names_frame nf;
         int r;
 
         r = runtime_names_lookup(w->names, key->tgid, key->start_ns, live, ip, &nf);
         if (r < 0)
                 return r;
+        runtime_count(w, id, &nf);
         if (nf.status == RUNTIME_NAMES_NAMED) {
                 struct store_line *l = &w->lines[n * MAX_INLINE];
+                size_t n_lines = 1;
 
-                if (nf.reason != 0 && nf.runtime->id == UNWIND_RUNTIME_PYTHON && nf.reason < _PYTHON_CODE_REASON_MAX)
-                        w->unresolved.python[nf.reason]++;
-                *l = (struct store_line) { .function = nf.name.function, .file = nf.name.file, .line = nf.name.line };
+                _Static_assert(UNWIND_RUNTIME_INLINE_MAX <= MAX_INLINE, "a runtime's chain fits a frame's lines");
+                if (nf.name.n_lines > 0) {
+                        /* innermost first, the last the frame's own function */
+                        n_lines = MIN(nf.name.n_lines, (size_t) UNWIND_RUNTIME_INLINE_MAX);
+                        for (size_t i = 0; i < n_lines; i++)
+                                l[i] = (struct store_line) {
+                                        .function = nf.name.lines[i].function,
+                                        .file = nf.name.lines[i].file,
+                                        .line = nf.name.lines[i].line,
+                                        .inlined = i + 1 < n_lines,
+                                };
+                } else
+                        *l = (struct store_line) { .function = nf.name.function, .file = nf.name.file,
+                                                   .line = nf.name.line };
                 *ret = (struct store_frame) {
-                        .module = nf.name.file,
+                        .module = nf.name.module ?: nf.name.file,
                         .build_id = runtime_names_build_id(nf.runtime, nf.name.identity, w->build_ids[n],
                                                            sizeof(w->build_ids[n])),
                         .address = nf.name.line,
                         .function = nf.name.function,
                         .lines = l,
-                        .n_lines = 1,
+                        .n_lines = n_lines,
+                        .unresolved = is_hotspot_id(id) ? hotspot_unresolved(&nf) : STORE_UNRESOLVED_NONE,
                 };
                 return 0;
         }
-        if (nf.status == RUNTIME_NAMES_NO_RUNTIME)
-                w->unresolved.python_no_runtime++;
-        else if (nf.status == RUNTIME_NAMES_EXITED)
-                w->unresolved.python_exited++;
-        else if (nf.reason < _PYTHON_CODE_REASON_MAX)
-                w->unresolved.python[nf.reason]++;
         *ret = (struct store_frame) {
-                .module = STORE_PYTHON_MODULE,
+                .module = is_hotspot_id(id) ? STORE_HOTSPOT_MODULE : STORE_PYTHON_MODULE,
                 .address = PROFD_RT_FRAME_CODE(ip),
-                .unresolved = python_unresolved(&nf),
+                .unresolved = is_hotspot_id(id) ? hotspot_unresolved(&nf) : python_unresolved(&nf),
         };
         return 0;
 }
@@ -677,6 +758,10 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                 w->stats.unresolved.python_exited += w->unresolved.python_exited;
                 for (int i = 0; i < _PYTHON_CODE_REASON_MAX; i++)
                         w->stats.unresolved.python[i] += w->unresolved.python[i];
+                w->stats.unresolved.hotspot_no_runtime += w->unresolved.hotspot_no_runtime;
+                w->stats.unresolved.hotspot_exited += w->unresolved.hotspot_exited;
+                for (int i = 0; i < _HOTSPOT_CODE_REASON_MAX; i++)
+                        w->stats.unresolved.hotspot[i] += w->unresolved.hotspot[i];
                 /* only what was stored: drains may have failed meanwhile */
                 w->stats.failed_drains -= stats.failed_drains;
                 for (int i = 0; i < PROFD_COUNTER__MAX; i++)
@@ -914,7 +999,8 @@ static void writer_run(workqueue_item *item, void *thread_data, void *userdata) 
         if (j->type == JOB_SETTINGS)
                 apply_settings(w, j);
         else if (j->type == JOB_RUNTIME_CODE) {
-                r = runtime_names_learn_read(w->names, j->pid, j->start_ns, j->found, j->bias, j->code, &j->read);
+                r = runtime_names_learn_read(w->names, j->pid, j->start_ns, j->found, j->bias, j->rt_id, j->code,
+                                             &j->read);
                 if (r < 0)
                         log_debug_errno(r, "Failed to read a code object of process %" PRIu32 ", ignoring: %m", j->pid);
         } else if (j->type == JOB_LEARN) {
@@ -1143,7 +1229,7 @@ int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t e
         return 0;
 }
 
-int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bias, uint64_t code,
+int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bias, unsigned rt_id, uint64_t code,
                         const struct unwind_runtime_found *found) {
         struct job *j = calloc(1, sizeof(*j));
         int r;
@@ -1158,7 +1244,7 @@ int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bia
         *j->found = *found;
         /* read now, on the caller's thread (a few preads): the writer may
          * be busy with a drain for longer than a short script lives */
-        r = runtime_names_read(w->names, pid, start_ns, found, bias, code, &j->read);
+        r = runtime_names_read(w->names, pid, start_ns, found, bias, rt_id, code, &j->read);
         if (r < 0) {
                 job_free(j);
                 return r;
@@ -1167,6 +1253,7 @@ int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bia
         j->pid = pid;
         j->start_ns = start_ns;
         j->bias = bias;
+        j->rt_id = rt_id;
         j->code = code;
         (void) enqueue(w, j);
         return 0;

@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "proctable.h"
 #include "mapfile.h"
+#include "hotspot-code.h"
 #include "python-code.h"
 #include "retention.h"
 #include "runtime-names.h"
@@ -49,6 +50,14 @@ struct writer_unresolved {
          * object or its names failed: READ_CODE to STRING_BAD), or named
          * without a line (the line table: READ_LINETABLE on) */
         uint64_t python[_PYTHON_CODE_REASON_MAX];
+        /* HotSpot pseudo-frames (interpreted and compiled) stored without
+         * a name, or with less than a name can have: */
+        uint64_t hotspot_no_runtime; /* no code event told that the process runs a JVM profd reads */
+        uint64_t hotspot_exited;     /* the process exited before the method or blob was read */
+        /* by enum hotspot_code_reason: without a name (NO_TABLES to
+         * BAD_BLOB), or named without a line or without the calls inlined
+         * at the pc (NO_LINE on) */
+        uint64_t hotspot[_HOTSPOT_CODE_REASON_MAX];
 };
 
 /* The status names of python_no_runtime, python_exited and of each reason
@@ -58,6 +67,14 @@ struct writer_unresolved {
 #define WRITER_PYTHON_NO_RUNTIME "python_no_runtime"
 #define WRITER_PYTHON_EXITED "python_exited"
 extern const char *const writer_python_reason_names[_PYTHON_CODE_REASON_MAX];
+
+/* The same for HotSpot's: hotspot_no_runtime, hotspot_exited, each reason
+ * of writer_unresolved.hotspot (NULL for HOTSPOT_CODE_OK); status shows
+ * the unnamed ones under "unresolved", the others under
+ * "runtime_names"."no_line" (hotspot_code_reason_unnamed). */
+#define WRITER_HOTSPOT_NO_RUNTIME "hotspot_no_runtime"
+#define WRITER_HOTSPOT_EXITED "hotspot_exited"
+extern const char *const writer_hotspot_reason_names[_HOTSPOT_CODE_REASON_MAX];
 
 /* Whether a reason of enum python_code_reason leaves a frame without a
  * name (else, named, without a line). */
@@ -106,11 +123,12 @@ int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t e
 
 /* A runtime's code object met by a walk (PROFD_EVENT_RUNTIME_CODE):
  * process (pid, start_ns) runs the runtime found (copied) in a file
- * loaded at bias; code is the object's address. Read at once, on the
+ * loaded at bias; code is the object's address, of runtime rt_id (the
+ * event's: HotSpot's Method* or CodeBlob*; 0: found's own). Read at once, on the
  * caller's thread (/proc/PID/mem, a few small reads), and queued for the
  * writer's naming cache, before the next drain's frames. Returns 0,
  * -EPROTONOSUPPORT (a runtime profd does not name) or -ENOMEM. */
-int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bias, uint64_t code,
+int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bias, unsigned rt_id, uint64_t code,
                         const struct unwind_runtime_found *found);
 
 void writer_get_stats(writer *w, struct writer_stats *ret);

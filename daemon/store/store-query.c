@@ -164,6 +164,9 @@ static int load_location(store *s, int64_t id, struct location_info **ret) {
                         r = li_strdup(li, build_id, &base.build_id);
                 if (r >= 0 && fn) {
                         base.resolved = true;
+                        /* a named frame's one reason (quality-sum.c) */
+                        if (why == STORE_UNRESOLVED_HOTSPOT_NO_SCOPE)
+                                base.unresolved = STORE_UNRESOLVED_HOTSPOT_NO_SCOPE;
                         r = li_strdup(li, fn, &base.name);
                         if (r >= 0)
                                 r = li_strdup(li, raw, &base.raw_name);

@@ -342,7 +342,10 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
                 else
                         sqlite3_bind_null(ins, 3);
                 sqlite3_bind_int(ins, 4, f->kernel);
-                if (f->unresolved != STORE_UNRESOLVED_NONE && !f->function && !f->kernel)
+                /* why a frame has no function; for a named one, only that
+                 * its inlined calls are not known (a Java frame's) */
+                if (f->unresolved != STORE_UNRESOLVED_NONE && !f->kernel &&
+                    (!f->function || f->unresolved == STORE_UNRESOLVED_HOTSPOT_NO_SCOPE))
                         sqlite3_bind_int(ins, 5, f->unresolved);
                 else
                         sqlite3_bind_null(ins, 5);

@@ -39,12 +39,8 @@ enum hotspot_lines_format hotspot_lines_format_of(int32_t major) {
         return major >= 21 ? HOTSPOT_LINES_UNSIGNED5_NO_ZERO : HOTSPOT_LINES_UNSIGNED5;
 }
 
-/* One UNSIGNED5 number at buf[*pos]: a byte below the low/high split ends
- * it, each byte before it adds 6 more bits, the fifth ends it whatever it
- * is. The sum wraps at 32 bits as HotSpot's does. -ENODATA when `size`
- * ends first; -EBADMSG on a 0 byte where the format never writes one. */
-static int read_unsigned5(const uint8_t *buf, size_t size, size_t *pos, enum hotspot_lines_format format,
-                          uint32_t *ret) {
+int hotspot_unsigned5_read(const uint8_t *buf, size_t size, size_t *pos, enum hotspot_lines_format format,
+                           uint32_t *ret) {
         const uint32_t excluded = format == HOTSPOT_LINES_UNSIGNED5_NO_ZERO ? 1 : 0;
         const uint32_t low_codes = 256 - 64 - excluded;
         uint32_t sum = 0;
@@ -73,7 +69,7 @@ static int read_signed5(const uint8_t *buf, size_t size, size_t *pos, enum hotsp
         uint32_t v;
         int r;
 
-        r = read_unsigned5(buf, size, pos, format, &v);
+        r = hotspot_unsigned5_read(buf, size, pos, format, &v);
         if (r < 0)
                 return r;
         /* The sign in the lowest bit, the magnitude above it. */
@@ -497,7 +493,7 @@ static int key_read(struct names_reader *rd, uint64_t method, struct pool *pool,
 static int method_read(struct names_reader *rd, uint64_t method, struct hotspot_method *m) {
         const struct hotspot_vmstructs *vs = rd->vs;
         uint64_t const_method, back, holder, index, sym;
-        struct pool pool;
+        struct pool pool, class_pool;
         size_t n_class;
         int r;
 
@@ -506,14 +502,26 @@ static int method_read(struct names_reader *rd, uint64_t method, struct hotspot_
                 return r;
         const_method = m->key.const_method;
         m->code_size = m->key.code_size;
-        /* The holder's pool must be this one: a freed or reused Method
-         * leads elsewhere. */
+        /* without InstanceKlass _constants: taken as the holder's own */
+        back = pool.addr;
+        class_pool = pool;
+        /* The holder's pool must be this one (or name it back, below): a
+         * freed or reused Method leads elsewhere. */
         if (read_uint(rd, pool.addr + vs->constant_pool_holder, 8, &holder) < 0 || holder == 0)
                 return fail(rd, -EIO, HOTSPOT_NAMES_READ_CLASS);
         if (vs->instance_klass_constants != HOTSPOT_NO_FIELD) {
+                uint64_t back_holder;
+
                 if (read_uint(rd, holder + vs->instance_klass_constants, 8, &back) < 0)
                         return fail(rd, -EIO, HOTSPOT_NAMES_READ_CLASS);
-                if (back != pool.addr)
+                /* A method handle intrinsic (MethodHandle.linkToStatic and
+                 * the like, a native wrapper's method) has a small pool of
+                 * its own naming its holder: then the holder's pool must
+                 * name the holder back. */
+                if (back != pool.addr &&
+                    (back == 0 || read_uint(rd, back + vs->constant_pool_holder, 8, &back_holder) < 0))
+                        return fail(rd, -EIO, HOTSPOT_NAMES_READ_CLASS);
+                if (back != pool.addr && back_holder != holder)
                         return fail(rd, -EBADMSG, HOTSPOT_NAMES_BAD_CLASS);
         }
         if (read_uint(rd, holder + vs->klass_name, 8, &sym) < 0)
@@ -527,12 +535,19 @@ static int method_read(struct names_reader *rd, uint64_t method, struct hotspot_
                 r = read_symbol(rd, m->key.signature_symbol, HOTSPOT_SYMBOL_SIGNATURE, &m->signature);
         if (r < 0)
                 return r;
-        /* Index 0: compiled without a SourceFile attribute. */
+        /* Index 0: compiled without a SourceFile attribute. The class's
+         * own pool holds it: an intrinsic's pool has the index copied from
+         * its holder's. */
         if (vs->constant_pool_source_file_name_index != HOTSPOT_NO_FIELD) {
-                if (read_uint(rd, pool.addr + vs->constant_pool_source_file_name_index, 2, &index) < 0)
+                if (back != pool.addr) {
+                        r = read_pool(rd, back, &class_pool);
+                        if (r < 0)
+                                return r;
+                }
+                if (read_uint(rd, class_pool.addr + vs->constant_pool_source_file_name_index, 2, &index) < 0)
                         return fail(rd, -EIO, HOTSPOT_NAMES_READ_POOL);
                 if (index != 0) {
-                        r = pool_symbol(rd, &pool, index, &sym);
+                        r = pool_symbol(rd, &class_pool, index, &sym);
                         if (r >= 0)
                                 r = read_symbol(rd, sym, HOTSPOT_SYMBOL_SOURCE_FILE, &m->source_file);
                         if (r < 0)

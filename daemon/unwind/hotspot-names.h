@@ -53,6 +53,16 @@ enum hotspot_lines_format {
 /* The format of the JVM of major version `major`. */
 enum hotspot_lines_format hotspot_lines_format_of(int32_t major);
 
+/* One UNSIGNED5 number at buf[*pos] (CompressedReadStream::read_int: the
+ * line tables' escaped pairs and compiled code's debug info, both in the
+ * JVM's format): a byte below the low/high split ends it, each byte before
+ * it adds 6 more bits, the fifth ends it whatever it is; the sum wraps at
+ * 32 bits as HotSpot's does. Returns 0 with *pos past it; -ENODATA when
+ * `size` ends first; -EBADMSG on a 0 byte where the format never writes
+ * one. */
+int hotspot_unsigned5_read(const uint8_t *buf, size_t size, size_t *pos, enum hotspot_lines_format format,
+                           uint32_t *ret);
+
 /* One row of a method's line table: from bytecode index `bci`, source line `line`. */
 struct hotspot_line {
         uint32_t bci;

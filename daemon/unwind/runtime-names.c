@@ -13,6 +13,7 @@
 
 struct rn_key {
         uint32_t pid;
+        uint32_t rt;           /* the code's runtime (enum unwind_runtime_id); 0 for a process's own key */
         uint64_t start_ns;
         uint64_t code;         /* 0 for a process's own key */
 };
@@ -21,7 +22,7 @@ struct rn_code;
 
 struct rn_proc {
         struct rn_key key;
-        const struct unwind_runtime *runtime;
+        const struct unwind_runtime *runtime;  /* found's: the one its discovery is of */
         struct unwind_runtime_found found;
         uint64_t bias;
         int handle;            /* the reader's, -1 until needed */
@@ -33,6 +34,7 @@ struct rn_proc {
 struct rn_code {
         struct rn_key key;
         struct rn_proc *proc;
+        const struct unwind_runtime *rt;       /* whose hooks read and name it (the frame's runtime) */
         unwind_runtime_code *code;     /* NULL: not read, see exited and reason */
         bool exited;                   /* the process was gone before it could be read */
         unsigned reason;               /* why it could not be read */
@@ -65,13 +67,13 @@ static uint64_t now_ns(void) {
 static uint64_t key_hash(const void *k) {
         const struct rn_key *key = k;
 
-        return hash_u64(key->pid ^ hash_u64(key->start_ns ^ hash_u64(key->code)));
+        return hash_u64(key->pid ^ ((uint64_t) key->rt << 32) ^ hash_u64(key->start_ns ^ hash_u64(key->code)));
 }
 
 static bool key_eq(const void *a, const void *b) {
         const struct rn_key *x = a, *y = b;
 
-        return x->pid == y->pid && x->start_ns == y->start_ns && x->code == y->code;
+        return x->pid == y->pid && x->rt == y->rt && x->start_ns == y->start_ns && x->code == y->code;
 }
 
 int runtime_names_new(const struct unwind_runtime *const *runtimes, size_t n_runtimes,
@@ -123,7 +125,7 @@ static void lru_push(runtime_names *c, struct rn_code *e) {
 /* What was read is dropped; the entry stays, unread. */
 static void code_clear(runtime_names *c, struct rn_code *e) {
         if (e->code)
-                e->proc->runtime->code_free(e->code);
+                e->rt->code_free(e->code);
         e->code = NULL;
         c->stats.bytes -= e->bytes - sizeof(*e);
         e->bytes = sizeof(*e);
@@ -234,7 +236,7 @@ static int code_fill(runtime_names *c, struct rn_code *e) {
         int r;
 
         e->looked_ns = now_ns();
-        r = p->runtime->code_read(&p->found, p->bias, rn_read, &x, e->key.code, &code, &bytes, &reason);
+        r = e->rt->code_read(&p->found, p->bias, rn_read, &x, e->key.code, &code, &bytes, &reason);
         if (r == -ENOMEM)
                 return r;
         c->stats.reads++;
@@ -269,7 +271,7 @@ static int code_check(runtime_names *c, struct rn_code *e) {
         if (!e->code)
                 return code_fill(c, e);
         e->looked_ns = now_ns();
-        r = p->runtime->code_same(&p->found, p->bias, rn_read, &x, e->key.code, e->code);
+        r = e->rt->code_same(&p->found, p->bias, rn_read, &x, e->key.code, e->code);
         if (x.gone) {
                 proc_mark_gone(c, p);
                 return 0;
@@ -281,9 +283,10 @@ static int code_check(runtime_names *c, struct rn_code *e) {
         return code_fill(c, e);
 }
 
-/* e for (p, code), made (unread) when new. Returns 0 or -ENOMEM. */
-static int code_get(runtime_names *c, struct rn_proc *p, uint64_t code, struct rn_code **ret, bool *ret_new) {
-        struct rn_key key = { .pid = p->key.pid, .start_ns = p->key.start_ns, .code = code };
+/* e for (p, rt, code), made (unread) when new. Returns 0 or -ENOMEM. */
+static int code_get(runtime_names *c, struct rn_proc *p, const struct unwind_runtime *rt, uint64_t code,
+                    struct rn_code **ret, bool *ret_new) {
+        struct rn_key key = { .pid = p->key.pid, .rt = rt->id, .start_ns = p->key.start_ns, .code = code };
         struct rn_code *e;
         void *v;
 
@@ -295,7 +298,7 @@ static int code_get(runtime_names *c, struct rn_proc *p, uint64_t code, struct r
         e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
-        *e = (struct rn_code) { .key = key, .proc = p, .bytes = sizeof(*e) };
+        *e = (struct rn_code) { .key = key, .proc = p, .rt = rt, .bytes = sizeof(*e) };
         if (hashmap_put(c->codes, &e->key, e) < 0) {
                 free(e);
                 return -ENOMEM;
@@ -323,6 +326,22 @@ static const struct unwind_runtime *runtime_of(const runtime_names *c, const str
         const struct unwind_runtime *rt = found->id < c->n_runtimes ? c->runtimes[found->id] : NULL;
 
         return rt && rt->code_read ? rt : NULL;
+}
+
+/* The runtime naming a code object of runtime `id` (a pseudo-frame's, an
+ * event's; 0: the process's own) in a process running what `found` says:
+ * one with hooks whose discovery is that one (HotSpot's compiled frames
+ * in a JVM; never a Python frame in it). NULL: none. */
+static const struct unwind_runtime *code_runtime_of(const runtime_names *c, const struct unwind_runtime_found *found,
+                                                    unsigned id) {
+        const struct unwind_runtime *rt;
+
+        if (id == UNWIND_RUNTIME_NONE)
+                return runtime_of(c, found);
+        rt = id < c->n_runtimes ? c->runtimes[id] : NULL;
+        if (!rt || !rt->code_read || (rt->found_id != UNWIND_RUNTIME_NONE ? rt->found_id : rt->id) != found->id)
+                return NULL;
+        return rt;
 }
 
 /* The process (pid, start_ns), made when new, running `found` in a file
@@ -361,19 +380,19 @@ static int proc_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const s
 }
 
 int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const struct unwind_runtime_found *found,
-                        uint64_t bias, uint64_t code) {
-        const struct unwind_runtime *rt = runtime_of(c, found);
+                        uint64_t bias, unsigned rt_id, uint64_t code) {
+        const struct unwind_runtime *rt = runtime_of(c, found), *code_rt = code_runtime_of(c, found, rt_id);
         struct rn_proc *p;
         struct rn_code *e;
         bool fresh;
         int r;
 
-        if (!rt)
+        if (!rt || !code_rt)
                 return -EPROTONOSUPPORT;
         r = proc_learn(c, pid, start_ns, rt, found, bias, &p);
         if (r < 0)
                 return r;
-        r = code_get(c, p, code, &e, &fresh);
+        r = code_get(c, p, code_rt, code, &e, &fresh);
         if (r < 0)
                 return r;
         if (fresh && p->gone)
@@ -419,9 +438,9 @@ static int once_read(void *userdata, uint64_t addr, void *buf, size_t size) {
 }
 
 int runtime_names_read(const runtime_names *c, uint32_t pid, uint64_t start_ns,
-                       const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
+                       const struct unwind_runtime_found *found, uint64_t bias, unsigned rt_id, uint64_t code,
                        struct runtime_names_read *ret) {
-        const struct unwind_runtime *rt = runtime_of(c, found);
+        const struct unwind_runtime *rt = runtime_of(c, found) ? code_runtime_of(c, found, rt_id) : NULL;
         struct rn_once x = { .reader = &c->reader, .pid = pid, .start_ns = start_ns, .handle = -1 };
         int r;
 
@@ -447,21 +466,21 @@ void runtime_names_read_done(struct runtime_names_read *r) {
 }
 
 int runtime_names_learn_read(runtime_names *c, uint32_t pid, uint64_t start_ns,
-                             const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
+                             const struct unwind_runtime_found *found, uint64_t bias, unsigned rt_id, uint64_t code,
                              struct runtime_names_read *read) {
-        const struct unwind_runtime *rt = runtime_of(c, found);
+        const struct unwind_runtime *rt = runtime_of(c, found), *code_rt = code_runtime_of(c, found, rt_id);
         struct rn_proc *p;
         struct rn_code *e;
         bool fresh;
         int r;
 
-        if (!rt || rt != read->runtime) {
+        if (!rt || !code_rt || code_rt != read->runtime) {
                 runtime_names_read_done(read);
                 return -EPROTONOSUPPORT;
         }
         r = proc_learn(c, pid, start_ns, rt, found, bias, &p);
         if (r >= 0)
-                r = code_get(c, p, code, &e, &fresh);
+                r = code_get(c, p, code_rt, code, &e, &fresh);
         if (r < 0) {
                 runtime_names_read_done(read);
                 return r;
@@ -500,17 +519,20 @@ void runtime_names_begin_drain(runtime_names *c) {
 int runtime_names_lookup(runtime_names *c, uint32_t pid, uint64_t start_ns, bool live, uint64_t ip,
                          struct runtime_names_frame *ret) {
         struct rn_proc *p = proc_find(c, pid, start_ns);
+        const struct unwind_runtime *rt;
         struct rn_code *e;
         bool fresh;
         int r;
 
-        if (!p) {
+        /* the frame's runtime, among those of the process's discovery */
+        rt = p ? code_runtime_of(c, &p->found, PROFD_RT_FRAME_ID(ip)) : NULL;
+        if (!rt) {
                 *ret = (struct runtime_names_frame) { .status = RUNTIME_NAMES_NO_RUNTIME };
                 return 0;
         }
         if (!live && !p->gone)
                 proc_mark_gone(c, p);
-        r = code_get(c, p, PROFD_RT_FRAME_CODE(ip), &e, &fresh);
+        r = code_get(c, p, rt, PROFD_RT_FRAME_CODE(ip), &e, &fresh);
         if (r < 0)
                 return r;
         if (e->checked_drain != c->drain) {
@@ -527,10 +549,10 @@ int runtime_names_lookup(runtime_names *c, uint32_t pid, uint64_t start_ns, bool
         }
         lru_unlink(c, e);
         lru_push(c, e);
-        *ret = (struct runtime_names_frame) { .runtime = p->runtime };
+        *ret = (struct runtime_names_frame) { .runtime = rt };
         if (e->code) {
                 ret->status = RUNTIME_NAMES_NAMED;
-                p->runtime->code_name(e->code, PROFD_RT_FRAME_OFFSET(ip), &ret->name, &ret->reason);
+                rt->code_name(e->code, PROFD_RT_FRAME_OFFSET(ip), &ret->name, &ret->reason);
         } else if (e->exited)
                 ret->status = RUNTIME_NAMES_EXITED;
         else {

@@ -27,14 +27,15 @@ struct runtime_names_reader {
 /* What became of a pseudo-frame's name. */
 enum runtime_names_status {
         RUNTIME_NAMES_NAMED,         /* name.function and name.file known (the line may not be) */
-        RUNTIME_NAMES_NO_RUNTIME,    /* no event told which runtime the process runs */
+        RUNTIME_NAMES_NO_RUNTIME,    /* no event told which runtime the process runs, or it is
+                                      * not one whose discovery the frame's runtime goes with */
         RUNTIME_NAMES_EXITED,        /* the process exited before the code object was read */
         RUNTIME_NAMES_UNREADABLE,    /* the code object could not be read: `reason` says why */
 };
 
 struct runtime_names_frame {
         enum runtime_names_status status;
-        const struct unwind_runtime *runtime;  /* the process's; NULL with NO_RUNTIME */
+        const struct unwind_runtime *runtime;  /* the frame's (PROFD_RT_FRAME_ID); NULL with NO_RUNTIME */
         /* NAMED: strings live until runtime_names_end_drain */
         struct unwind_runtime_name name;
         /* the runtime's reason: UNREADABLE, why; NAMED, why the line is 0
@@ -68,13 +69,15 @@ void runtime_names_set_budget(runtime_names *c, uint64_t budget);
 
 /* A code event (PROFD_EVENT_RUNTIME_CODE): process (pid, start_ns) runs
  * the runtime `found` (in a file loaded at `bias`), remembered for its
- * other frames; and the code object at `code` is read now, while the
- * process lives (or checked against reuse if it was read before). A read
- * that fails is kept with its reason and tried again at the next use
- * while the process lives. Returns 0, -EPROTONOSUPPORT for a runtime it
- * has no hooks for, or -ENOMEM. */
+ * other frames; and the code object at `code`, of runtime `rt_id` (the
+ * event's: which of the process's runtimes' frames met it, HotSpot's
+ * Method* or CodeBlob*; 0: found->id's), is read now, while the process
+ * lives (or checked against reuse if it was read before). A read that
+ * fails is kept with its reason and tried again at the next use while the
+ * process lives. Returns 0, -EPROTONOSUPPORT for a runtime it has no hooks
+ * for (or rt_id not one that goes with found), or -ENOMEM. */
 int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const struct unwind_runtime_found *found,
-                        uint64_t bias, uint64_t code);
+                        uint64_t bias, unsigned rt_id, uint64_t code);
 
 /* A code object read apart from the cache, at the moment its event comes
  * (on the event loop), so that a process that lives a few hundred
@@ -95,7 +98,7 @@ struct runtime_names_read {
  * cache's, as far as the reader is. Returns 0 (a failed read is a result
  * too: see ret), -EPROTONOSUPPORT for a runtime without hooks, -ENOMEM. */
 int runtime_names_read(const runtime_names *c, uint32_t pid, uint64_t start_ns,
-                       const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
+                       const struct unwind_runtime_found *found, uint64_t bias, unsigned rt_id, uint64_t code,
                        struct runtime_names_read *ret);
 void runtime_names_read_done(struct runtime_names_read *r);
 
@@ -106,14 +109,15 @@ void runtime_names_read_done(struct runtime_names_read *r);
  * a failed read replaces no name.
  * Returns 0, -EPROTONOSUPPORT or -ENOMEM. */
 int runtime_names_learn_read(runtime_names *c, uint32_t pid, uint64_t start_ns,
-                             const struct unwind_runtime_found *found, uint64_t bias, uint64_t code,
+                             const struct unwind_runtime_found *found, uint64_t bias, unsigned rt_id, uint64_t code,
                              struct runtime_names_read *read);
 
 /* A drain starts: the first use of each code object in it checks reuse. */
 void runtime_names_begin_drain(runtime_names *c);
 
 /* The name of pseudo-frame `ip` (PROFD_RT_FRAME_IS) of process (pid,
- * start_ns). live: the caller does not know the process to be gone (then
+ * start_ns), by the hooks of the frame's runtime (PROFD_RT_FRAME_ID), one
+ * that goes with the process's discovery. live: the caller does not know the process to be gone (then
  * the first use in a drain re-reads the object's head, and a different
  * object is read in full: another code object there replaces the name, no
  * code object there (freed since the sample) keeps it; a gone process's

@@ -74,7 +74,8 @@ SPEC = [s for s, _, _ in KNOWN] + [OFFCPU, OLD,
 
 TRUNC = ["no_table", "no_mapping", "unsupported", "read_fault", "depth", "fp_end", "cfa_stuck", "stack_lost"]
 UNRES = ["no_symbols", "no_file", "jit_without_map", "unknown_mapping", "python_no_runtime", "python_exited",
-         "python_read_code", "python_not_code", "python_read_string", "python_bad_string", "unknown"]
+         "python_read_code", "python_not_code", "python_read_string", "python_bad_string", "hotspot_no_runtime",
+         "hotspot_exited", "hotspot_read", "hotspot_bad", "hotspot_no_scope", "unknown"]
 LOST = ["map_full", "stack_map_full", "user_stack_error", "kernel_stack_error", "ringbuf_full",
         "task_storage_full", "process_vanished", "store_write_failed", "switch_missed"]
 LABELS = {"no_table": "no table yet", "no_mapping": "no mapping", "unsupported": "unsupported",

@@ -18,7 +18,9 @@ from harness import Profd, binary, function_shares, require_root, run_tests
 SPIN = ("spin_alpha", "spin_beta", "spin_gamma")
 UNRESOLVED_KEYS = ("no_symbols", "no_file", "jit_without_map", "unknown_mapping", "python_no_runtime",
                    "python_exited", "python_read_code", "python_not_code", "python_read_string",
-                   "python_string_not_compact", "python_string_too_long", "python_string_bad")
+                   "python_string_not_compact", "python_string_too_long", "python_string_bad",
+                   "hotspot_no_runtime", "hotspot_exited", "hotspot_no_tables", "hotspot_read_method",
+                   "hotspot_bad_method", "hotspot_read_blob", "hotspot_bad_blob")
 # 499 Hz (a prime), drained every second: a 3 s workload gives over a
 # thousand samples on an idle machine, and is seen in several drains, so
 # its perf map is read while it runs.

@@ -183,6 +183,11 @@ static int build_stack(json_t *stack, uint32_t pid, uint64_t start_ns, unsigned 
                 [STORE_UNRESOLVED_PYTHON_NOT_CODE] = "python_not_code",
                 [STORE_UNRESOLVED_PYTHON_READ_STRING] = "python_read_string",
                 [STORE_UNRESOLVED_PYTHON_BAD_STRING] = "python_bad_string",
+                [STORE_UNRESOLVED_HOTSPOT_NO_RUNTIME] = "hotspot_no_runtime",
+                [STORE_UNRESOLVED_HOTSPOT_EXITED] = "hotspot_exited",
+                [STORE_UNRESOLVED_HOTSPOT_READ] = "hotspot_read",
+                [STORE_UNRESOLVED_HOTSPOT_BAD] = "hotspot_bad",
+                [STORE_UNRESOLVED_HOTSPOT_NO_SCOPE] = "hotspot_no_scope",
         };
         struct loc *locs = NULL;
         size_t n = 0, i;

@@ -519,6 +519,26 @@ static void test_method_hostile(struct image *m) {
         build(m);
         put(m, KLASS + 232, POOL + 0x100, 8);
         expect_failure(m, &vs, METHOD, HOTSPOT_NAMES_BAD_CLASS, "holder with another pool");
+        /* A method handle intrinsic's pool is its own, with its holder's
+         * source file index (of the holder's pool, not this one): named,
+         * the source file from the holder's pool, which names the holder. */
+        {
+                const uint64_t class_pool = IMAGE_BASE + 0x30000;
+
+                build(m);
+                memcpy(m->bytes + (class_pool - IMAGE_BASE), m->bytes + (POOL - IMAGE_BASE), 0x400);
+                put(m, KLASS + 232, class_pool, 8);
+                put(m, POOL + 54, 1000, 2);
+                CHECK_INT_EQ(name(m, &vs, METHOD, &h, &reason), 0);
+                CHECK_STR_EQ(h.function, "com.example.Outer$Inner.spin");
+                CHECK_STR_EQ(h.source_file, "Outer.java");
+                hotspot_method_done(&h);
+                /* the holder's pool naming another holder: not one */
+                put(m, class_pool + 24, KLASS + 0x100, 8);
+                expect_failure(m, &vs, METHOD, HOTSPOT_NAMES_BAD_CLASS, "intrinsic's holder's pool of another");
+                put(m, KLASS + 232, IMAGE_SIZE + IMAGE_BASE + 0x1000, 8);
+                expect_failure(m, &vs, METHOD, HOTSPOT_NAMES_READ_CLASS, "intrinsic's holder's pool unreadable");
+        }
 
         /* Symbols: huge, empty, unreadable, not a name of their kind. */
         build(m);

@@ -275,7 +275,7 @@ static void check_writer(const struct target *t, const struct unwind_runtime_fou
         if (!w)
                 return;
         for (int i = 0; i < n; i++) {
-                CHECK_INT_EQ(writer_runtime_code(w, (uint32_t) t->pid, start, bias, frames[i].code, found), 0);
+                CHECK_INT_EQ(writer_runtime_code(w, (uint32_t) t->pid, start, bias, 0, frames[i].code, found), 0);
                 ips[i] = PROFD_RT_FRAME(UNWIND_RUNTIME_PYTHON, frames[i].code, frames[i].offset);
         }
         b.entries = calloc(2, sizeof(*b.entries));
@@ -434,7 +434,7 @@ static void test_interpreter(const char *python, const char *script) {
                         CHECK_INT_EQ(r, 0);
                 CHECK_INT_EQ(runtime_names_new(runtimes, ELEMENTSOF(runtimes), &reader, 1 << 20, &c), 0);
                 for (int i = 0; c && i < n; i++)
-                        CHECK_INT_EQ(runtime_names_learn(c, (uint32_t) t.pid, 1, &found, bias, frames[i].code), 0);
+                        CHECK_INT_EQ(runtime_names_learn(c, (uint32_t) t.pid, 1, &found, bias, 0, frames[i].code), 0);
                 check_writer(&t, &found, bias, frames, n);
                 if (c) {
                         runtime_names_begin_drain(c);

@@ -111,6 +111,37 @@ static void test_python_reasons(void) {
         CHECK(line && strstr(line, "Python: not code"));
 }
 
+/* Java frames without a name count under their reasons; a compiled one
+ * named after its method alone (its inlined calls not known) counts
+ * under hotspot_no_scope, but not as unresolved: it has a name. */
+static void test_hotspot_reasons(void) {
+        struct quality q = {};
+        struct store_frame_out alone[] = { user(true, 0), user(true, STORE_UNRESOLVED_HOTSPOT_NO_SCOPE) };
+        struct store_frame_out unnamed[] = { user(true, STORE_UNRESOLVED_HOTSPOT_NO_SCOPE),
+                                             user(false, STORE_UNRESOLVED_HOTSPOT_READ),
+                                             user(false, STORE_UNRESOLVED_HOTSPOT_BAD),
+                                             user(false, STORE_UNRESOLVED_HOTSPOT_EXITED),
+                                             user(false, STORE_UNRESOLVED_HOTSPOT_NO_RUNTIME) };
+        _cleanup_free_ char *line = NULL;
+        json_t *o;
+
+        quality_add_stack(&q, &(struct store_stack_out) { .frames = alone, .n_frames = 2, .value = 7 });
+        quality_add_stack(&q, &(struct store_stack_out) { .frames = unnamed, .n_frames = 5, .value = 3 });
+        CHECK_INT_EQ(q.total, 10);
+        CHECK_INT_EQ(q.unresolved, 3);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_HOTSPOT_NO_SCOPE], 10);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_HOTSPOT_READ], 3);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_HOTSPOT_BAD], 3);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_HOTSPOT_EXITED], 3);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_HOTSPOT_NO_RUNTIME], 3);
+        CHECK_INT_EQ(q.unresolved_by[QUALITY_UNRES_UNKNOWN], 0);
+        o = quality_to_json(&q);
+        CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(o, "unresolved_by"), "hotspot_no_scope")), 10);
+        json_decref(o);
+        line = quality_summary(&q);
+        CHECK(line && strstr(line, "Java: inlined calls unknown"));
+}
+
 /* A stack classified once (its end and unresolved mask) and added by
  * class adds what adding the stack itself adds: the fleet's answers add
  * each host's part of a stack that way. */
@@ -253,6 +284,7 @@ int main(void) {
         test_unresolved_counts_each_reason_once_per_stack();
         test_adding_by_class_is_adding_the_stack();
         test_python_reasons();
+        test_hotspot_reasons();
         test_only_losses_count_as_lost();
         test_json_round_trip();
         test_summary_line();

@@ -182,7 +182,7 @@ static void test_read_once_then_hit(void) {
 
         host_init(&h);
         c = cache_new(&h, 1 << 20);
-        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0x3000) == 0);
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0, 0x3000) == 0);
         CHECK_INT_EQ(h.reads, 1);
         runtime_names_begin_drain(c);
         f = lookup(c, 100, 5000, true, frame(0x3000, 4));
@@ -226,7 +226,7 @@ static void test_reuse_detected(void) {
 
         host_init(&h);
         c = cache_new(&h, 1 << 20);
-        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0x2000) == 0);
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0, 0x2000) == 0);
         runtime_names_begin_drain(c);
         CHECK_STR_EQ(lookup(c, 100, 5000, true, frame(0x2000, 0)).name.function, "f0_2");
         runtime_names_end_drain(c, always_alive, NULL);
@@ -267,8 +267,8 @@ static void test_process_gone_keeps_names(void) {
 
         host_init(&h);
         c = cache_new(&h, 1 << 20);
-        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0x1000) == 0);
-        CHECK(runtime_names_learn(c, 200, 6000, &found, 0, 0x1000) == 0);
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0, 0x1000) == 0);
+        CHECK(runtime_names_learn(c, 200, 6000, &found, 0, 0, 0x1000) == 0);
         h.procs[0].gone = true;
         h.procs[1].gone = true;
         memset(h.procs[0].mem, 0, sizeof(h.procs[0].mem));
@@ -316,7 +316,7 @@ static void test_gone_by_alive(void) {
 
         host_init(&h);
         c = cache_new(&h, 1 << 20);
-        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0x1000) == 0);
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0, 0x1000) == 0);
         runtime_names_begin_drain(c);
         runtime_names_end_drain(c, never_alive, NULL);
         reads = h.reads;
@@ -354,7 +354,7 @@ static void test_reasons(void) {
         runtime_names_end_drain(c, always_alive, NULL);
 
         h.procs[0].mem[6].magic = 1;
-        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0x6000) == 0);
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0, 0x6000) == 0);
         runtime_names_begin_drain(c);
         f = lookup(c, 100, 5000, true, frame(0x6000, 0));
         CHECK_INT_EQ(f.status, RUNTIME_NAMES_UNREADABLE);
@@ -369,7 +369,7 @@ static void test_reasons(void) {
         CHECK_INT_EQ(f.status, RUNTIME_NAMES_UNREADABLE);
         CHECK_INT_EQ(f.reason, 1);
         /* an exec into another interpreter (another bias): what was read goes */
-        CHECK(runtime_names_learn(c, 100, 5000, &found, 0x1000, 0x2000) == 0);
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0x1000, 0, 0x2000) == 0);
         {
                 struct runtime_names_stats st;
 
@@ -377,7 +377,7 @@ static void test_reasons(void) {
                 CHECK_INT_EQ(st.codes, 1);
         }
         /* a runtime with no hooks */
-        CHECK(runtime_names_learn(c, 100, 5000, &(struct unwind_runtime_found) { .id = UNWIND_RUNTIME_HOTSPOT }, 0,
+        CHECK(runtime_names_learn(c, 100, 5000, &(struct unwind_runtime_found) { .id = UNWIND_RUNTIME_HOTSPOT }, 0, 0,
                                   0x1000) == -EPROTONOSUPPORT);
         runtime_names_free(c);
 }
@@ -392,10 +392,10 @@ static void test_budget_eviction(void) {
 
         host_init(&h);
         c = cache_new(&h, UINT64_MAX);
-        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0x1000) == 0);
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0, 0x1000) == 0);
         runtime_names_get_stats(c, &st);
         one = st.bytes;        /* the process and one object */
-        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0x2000) == 0);
+        CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0, 0x2000) == 0);
         runtime_names_get_stats(c, &st);
         one = st.bytes - one;  /* one object */
         CHECK(one >= 1000);
@@ -404,7 +404,7 @@ static void test_budget_eviction(void) {
         host_init(&h);
         c = cache_new(&h, UINT64_MAX);
         for (uint64_t k = 1; k <= 3; k++)
-                CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0x1000 * k) == 0);
+                CHECK(runtime_names_learn(c, 100, 5000, &found, 0, 0, 0x1000 * k) == 0);
         runtime_names_get_stats(c, &st);
         CHECK_INT_EQ(st.codes, 3);
         /* use 1, then 3: 2 is the least recently used */
@@ -448,12 +448,12 @@ static void test_read_at_event(void) {
 
         host_init(&h);
         c = cache_new(&h, 1 << 20);
-        CHECK_INT_EQ(runtime_names_read(c, 100, 5000, &found, 0, 0x1000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, 100, 5000, &found, 0, 0, 0x1000, &rd), 0);
         CHECK(rd.code != NULL && !rd.gone);
         CHECK_INT_EQ(h.opens, 1);
         CHECK_INT_EQ(h.closes, 1);
         h.procs[0].gone = true;
-        CHECK_INT_EQ(runtime_names_learn_read(c, 100, 5000, &found, 0, 0x1000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 100, 5000, &found, 0, 0, 0x1000, &rd), 0);
         CHECK(rd.code == NULL);
         reads = h.reads;
         runtime_names_begin_drain(c);
@@ -463,44 +463,44 @@ static void test_read_at_event(void) {
         CHECK_INT_EQ(f.name.line, 11);
         CHECK_INT_EQ(h.reads, reads);  /* the reuse check could not open it: gone */
         /* read after it exited */
-        CHECK_INT_EQ(runtime_names_read(c, 100, 5000, &found, 0, 0x2000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, 100, 5000, &found, 0, 0, 0x2000, &rd), 0);
         CHECK(rd.code == NULL && rd.gone);
-        CHECK_INT_EQ(runtime_names_learn_read(c, 100, 5000, &found, 0, 0x2000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 100, 5000, &found, 0, 0, 0x2000, &rd), 0);
         CHECK_INT_EQ(lookup(c, 100, 5000, true, frame(0x2000, 0)).status, RUNTIME_NAMES_EXITED);
         /* and the other process: what is read replaces what was cached */
-        CHECK(runtime_names_learn(c, 200, 6000, &found, 0, 0x3000) == 0);
+        CHECK(runtime_names_learn(c, 200, 6000, &found, 0, 0, 0x3000) == 0);
         h.procs[1].mem[3].generation = 7;
         snprintf(h.procs[1].mem[3].name, sizeof(h.procs[1].mem[3].name), "newer");
-        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0x3000, &rd), 0);
-        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0x3000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
         runtime_names_end_drain(c, always_alive, NULL);
         runtime_names_begin_drain(c);
         CHECK_STR_EQ(lookup(c, 200, 6000, true, frame(0x3000, 0)).name.function, "newer");
         /* a read taken before the cache's own look (a drain between the
          * event and its job) does not replace what that look found */
         h.procs[1].mem[5].generation = 1;
-        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0x5000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x5000, &rd), 0);
         {
                 struct runtime_names_read later;
 
                 h.procs[1].mem[5].generation = 2;
                 snprintf(h.procs[1].mem[5].name, sizeof(h.procs[1].mem[5].name), "reused");
-                CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0x5000, &later), 0);
-                CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0x5000, &later), 0);
+                CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x5000, &later), 0);
+                CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x5000, &later), 0);
         }
-        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0x5000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x5000, &rd), 0);
         CHECK(rd.code == NULL);
         CHECK_STR_EQ(lookup(c, 200, 6000, true, frame(0x5000, 0)).name.function, "reused");
         /* unreadable now: no name is replaced by a failure */
         h.procs[1].mem[3].magic = 0;
-        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0x3000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
         CHECK(rd.code == NULL && !rd.gone && rd.reason == REASON_NOT_CODE);
-        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0x3000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
         CHECK_STR_EQ(lookup(c, 200, 6000, true, frame(0x3000, 0)).name.function, "newer");
         /* an address never read that holds no code object: the reason */
         h.procs[1].mem[4].magic = 0;
-        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0x4000, &rd), 0);
-        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0x4000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x4000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x4000, &rd), 0);
         f = lookup(c, 200, 6000, true, frame(0x4000, 0));
         CHECK_INT_EQ(f.status, RUNTIME_NAMES_UNREADABLE);
         CHECK_INT_EQ(f.reason, REASON_NOT_CODE);
@@ -529,6 +529,76 @@ static void test_naming_convention(void) {
         CHECK(runtime_names_lookup_ip(0x401000, true) == 0x401000);
 }
 
+/* A second fake runtime whose frames go with the first's discovery (as
+ * HotSpot's compiled frames with its interpreted ones): its code objects
+ * give an inline chain. */
+static void fake_chain_name(const unwind_runtime_code *code, uint32_t offset, struct unwind_runtime_name *ret,
+                            unsigned *ret_reason) {
+        fake_code_name(code, offset, ret, ret_reason);
+        ret->lines[0] = (struct unwind_runtime_line) { .function = "callee", .file = "fake.py", .line = 1 };
+        ret->lines[1] = (struct unwind_runtime_line) { .function = ret->function, .file = ret->file,
+                                                       .line = ret->line };
+        ret->n_lines = 2;
+}
+
+static const struct unwind_runtime fake_chain_runtime = {
+        .name = "fake",
+        .id = UNWIND_RUNTIME_HOTSPOT_CODE,
+        .found_id = UNWIND_RUNTIME_PYTHON,
+        .code_read = fake_code_read,
+        .code_same = fake_code_same,
+        .code_name = fake_chain_name,
+        .code_free = fake_code_free,
+        .reasons_max = 10,
+};
+
+/* Frames are named by their own runtime's hooks (PROFD_RT_FRAME_ID), one
+ * that goes with the process's discovery; the same address in two
+ * runtimes is two code objects; a runtime of another discovery's does not
+ * name the process's frames. */
+static void test_dispatch_by_frame(void) {
+        const struct unwind_runtime *runtimes[] = {
+                [UNWIND_RUNTIME_PYTHON] = &fake_runtime,
+                [UNWIND_RUNTIME_HOTSPOT_CODE] = &fake_chain_runtime,
+        };
+        struct runtime_names_reader reader = { host_open, host_read, host_close, NULL };
+        struct runtime_names_stats st;
+        struct runtime_names_frame f;
+        struct fake_host h;
+        runtime_names *c = NULL;
+
+        host_init(&h);
+        reader.userdata = &h;
+        CHECK(runtime_names_new(runtimes, ELEMENTSOF(runtimes), &reader, 1 << 20, &c) == 0);
+        if (!c)
+                return;
+        /* the event's runtime: the chain runtime's object read */
+        CHECK_INT_EQ(runtime_names_learn(c, 100, 5000, &found, 0, UNWIND_RUNTIME_HOTSPOT_CODE, 0x3000), 0);
+        runtime_names_begin_drain(c);
+        f = lookup(c, 100, 5000, true, PROFD_RT_FRAME(UNWIND_RUNTIME_HOTSPOT_CODE, 0x3000, 4));
+        CHECK_INT_EQ(f.status, RUNTIME_NAMES_NAMED);
+        CHECK(f.runtime == &fake_chain_runtime);
+        CHECK_INT_EQ(f.name.n_lines, 2);
+        CHECK_STR_EQ(f.name.lines[0].function, "callee");
+        /* the same address as a frame of the first runtime: its own object */
+        f = lookup(c, 100, 5000, true, frame(0x3000, 4));
+        CHECK_INT_EQ(f.status, RUNTIME_NAMES_NAMED);
+        CHECK(f.runtime == &fake_runtime);
+        CHECK_INT_EQ(f.name.n_lines, 0);
+        runtime_names_get_stats(c, &st);
+        CHECK_INT_EQ(st.codes, 2);
+        /* a frame of a runtime the cache has no hooks for, or whose
+         * discovery is not the process's */
+        f = lookup(c, 100, 5000, true, PROFD_RT_FRAME(UNWIND_RUNTIME_HOTSPOT, 0x3000, 4));
+        CHECK_INT_EQ(f.status, RUNTIME_NAMES_NO_RUNTIME);
+        CHECK(!f.runtime);
+        CHECK_INT_EQ(runtime_names_learn(c, 100, 5000, &found, 0, UNWIND_RUNTIME_HOTSPOT, 0x3000), -EPROTONOSUPPORT);
+        CHECK_INT_EQ(runtime_names_learn(c, 100, 5000, &(struct unwind_runtime_found) { .id = UNWIND_RUNTIME_HOTSPOT },
+                                         0, UNWIND_RUNTIME_HOTSPOT_CODE, 0x3000),
+                     -EPROTONOSUPPORT);
+        runtime_names_free(c);
+}
+
 int main(void) {
         test_read_once_then_hit();
         test_reuse_detected();
@@ -538,5 +608,6 @@ int main(void) {
         test_budget_eviction();
         test_read_at_event();
         test_naming_convention();
+        test_dispatch_by_frame();
         TESTS_DONE();
 }

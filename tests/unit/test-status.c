@@ -162,6 +162,10 @@ static struct status_stats full_stats(const struct conf *c) {
                                                            .python_exited = 132 };
         for (int i = 0; i < _PYTHON_CODE_REASON_MAX; i++)
                 s.writer.unresolved.python[i] = 140 + (uint64_t) i;
+        s.writer.unresolved.hotspot_no_runtime = 161;
+        s.writer.unresolved.hotspot_exited = 162;
+        for (int i = 0; i < _HOTSPOT_CODE_REASON_MAX; i++)
+                s.writer.unresolved.hotspot[i] = 170 + (uint64_t) i;
         s.writer.runtime_names = (struct runtime_names_stats) { .processes = 151, .codes = 152, .bytes = 153,
                                                                 .reads = 154, .reused = 155, .evicted = 156 };
         s.writer.jit_map_entries_dropped = 119;
@@ -246,11 +250,14 @@ static void test_keys_in_order(void) {
                    "duration_s refused failed triggers read_errors last");
         check_keys(json_object_get(o, "unresolved"), "no_symbols no_file jit_without_map unknown_mapping "
                    "python_no_runtime python_exited python_read_code python_not_code python_read_string "
-                   "python_string_not_compact python_string_too_long python_string_bad");
+                   "python_string_not_compact python_string_too_long python_string_bad "
+                   "hotspot_no_runtime hotspot_exited hotspot_no_tables hotspot_read_method hotspot_bad_method "
+                   "hotspot_read_blob hotspot_bad_blob");
         check_keys(json_object_get(o, "runtime_names"), "processes codes bytes reads reused evicted no_line");
         check_keys(json_object_get(json_object_get(o, "runtime_names"), "no_line"),
                    "python_read_linetable python_linetable_too_big python_linetable_bad python_no_line "
-                   "python_offset_past_table");
+                   "python_offset_past_table hotspot_no_line hotspot_no_scope hotspot_bad_scope "
+                   "hotspot_far_offset");
         json_decref(o);
 }
 
@@ -352,6 +359,22 @@ static void test_values(void) {
                         ? x : json_object_get(json_object_get(o, "runtime_names"), "no_line");
 
                 CHECK_INT_EQ(num(where, python_names[i]), 140 + i);
+        }
+        /* and of enum hotspot_code_reason, "hotspot_" and its name */
+        CHECK_INT_EQ(num(x, "hotspot_no_runtime"), 161);
+        CHECK_INT_EQ(num(x, "hotspot_exited"), 162);
+        CHECK(writer_hotspot_reason_names[HOTSPOT_CODE_OK] == NULL);
+        for (int i = 1; i < _HOTSPOT_CODE_REASON_MAX; i++) {
+                json_t *where = hotspot_code_reason_unnamed((unsigned) i)
+                        ? x : json_object_get(json_object_get(o, "runtime_names"), "no_line");
+                char want[64];
+
+                snprintf(want, sizeof want, "hotspot_%s", hotspot_code_reason_name((enum hotspot_code_reason) i));
+                for (char *p = want; *p; p++)
+                        if (*p == '-')
+                                *p = '_';
+                CHECK_STR_EQ(writer_hotspot_reason_names[i], want);
+                CHECK_INT_EQ(num(where, writer_hotspot_reason_names[i]), 170 + i);
         }
         CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "codes"), 152);
         CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "reused"), 155);

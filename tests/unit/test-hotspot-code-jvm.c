@@ -1,0 +1,721 @@
+/* HotSpot's naming hooks on a real JVM: starts Debian's java (argv[1]) on
+ * Inlined.java (argv[2]) as a child, waits for C2 to compile its hot
+ * method with a small callee inlined, finds that nmethod by walking the
+ * code heaps block by block, and names through /proc/PID/mem, as the
+ * daemon does: the Method (id HOTSPOT) with its line; the nmethod (id
+ * HOTSPOT_CODE) at every offset of its code, which must give the callee
+ * inlined in the caller at their source lines somewhere (the callee's
+ * allocation), the caller alone somewhere (its loop's safepoint
+ * poll), and never a
+ * method that is not one of the two; the same through the naming cache
+ * (dispatch by the frame's runtime id); a stub by its blob's name; and
+ * addresses that hold no method or blob fail with a reason. No root.
+ *
+ * The walk to the Method* and the nmethod is the test's own, trusted,
+ * with offsets looked up here by name: the hooks get only addresses. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elf-symbols.h"
+#include "helpers.h"
+#include "hotspot-code.h"
+#include "hotspot.h"
+#include "macro.h"
+#include "procmaps.h"
+#include "runtime-names.h"
+#include "store.h"
+#include "tests.h"
+#include "writer.h"
+
+struct target {
+        pid_t pid;
+        int mem_fd;
+};
+
+static int mem_read(void *userdata, uint64_t addr, void *buf, size_t size) {
+        struct target *t = userdata;
+
+        return pread(t->mem_fd, buf, size, (off_t) addr) == (ssize_t) size ? 0 : -EIO;
+}
+
+static uint64_t mem_u64(struct target *t, uint64_t addr) {
+        uint64_t v = 0;
+
+        if (mem_read(t, addr, &v, sizeof v) < 0)
+                return 0;
+        return v;
+}
+
+static void mem_string(struct target *t, uint64_t addr, char *buf, size_t size) {
+        size_t n = 0;
+
+        for (; n + 1 < size; n++)
+                if (mem_read(t, addr + n, buf + n, 1) < 0 || buf[n] == '\0')
+                        break;
+        buf[n] = '\0';
+}
+
+static bool endswith(const char *s, const char *suffix) {
+        size_t n = strlen(s), k = strlen(suffix);
+
+        return n >= k && streq(s + n - k, suffix);
+}
+
+/* libjvm.so's symbols, with the load bias added: its mapping with the
+ * lowest file offset, minus the address its segments put that offset at. */
+static int find_libjvm(struct target *t, uint64_t symbols[]) {
+        char path[64], line[PATH_MAX + 128];
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ struct load_segment *segs = NULL;
+        _cleanup_free_ char *lib = NULL;
+        const struct load_segment *seg;
+        uint64_t start = 0, offset = UINT64_MAX, vaddr;
+        size_t n_segs;
+        int fd, r;
+        Elf *elf;
+
+        snprintf(path, sizeof path, "/proc/%d/maps", (int) t->pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof line, f)) {
+                struct procmap m;
+
+                if (procmap_parse_line(line, &m) < 0)
+                        continue;
+                if (m.path && endswith(m.path, "/libjvm.so") && m.offset < offset) {
+                        free(lib);
+                        lib = TAKE_PTR(m.path);
+                        start = m.start;
+                        offset = m.offset;
+                }
+                free(m.path);
+        }
+        if (!lib)
+                return -ENOENT;
+        fd = open(lib, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        r = elf ? hotspot_symbols_elf(elf, symbols, NULL) : -EBADMSG;
+        if (r >= 0 && (elf_read_segments(elf, &segs, &n_segs) < 0 ||
+                       !load_segments_vaddr(segs, n_segs, offset, &vaddr, &seg)))
+                r = -EBADMSG;
+        if (elf)
+                elf_end(elf);
+        close(fd);
+        if (r < 0)
+                return r;
+        for (unsigned s = 0; s < _HOTSPOT_SYM_MAX; s++)
+                symbols[s] += start - vaddr;
+        return 0;
+}
+
+/* A field's offset (or a static's address) from gHotSpotVMStructs, by
+ * name: a plain walk, trusted, for the test's own way to a Method*. */
+static uint64_t vm_field(struct target *t, const uint64_t *sym, const char *type, const char *field) {
+        uint64_t base = mem_u64(t, sym[HOTSPOT_SYM_STRUCTS]), stride = mem_u64(t, sym[HOTSPOT_SYM_STRUCT_STRIDE]);
+        uint64_t o_type = mem_u64(t, sym[HOTSPOT_SYM_STRUCT_TYPE_NAME]);
+        uint64_t o_field = mem_u64(t, sym[HOTSPOT_SYM_STRUCT_FIELD_NAME]);
+        uint64_t o_static = mem_u64(t, sym[HOTSPOT_SYM_STRUCT_IS_STATIC]);
+        uint64_t o_offset = mem_u64(t, sym[HOTSPOT_SYM_STRUCT_OFFSET]);
+        uint64_t o_address = mem_u64(t, sym[HOTSPOT_SYM_STRUCT_ADDRESS]);
+        char a[128], b[128];
+
+        for (uint64_t e = base; stride && e < base + stride * 100000; e += stride) {
+                uint64_t name = mem_u64(t, e + o_type);
+                uint32_t is_static = 0;
+
+                if (!name)
+                        break;
+                mem_string(t, name, a, sizeof a);
+                if (!streq(a, type))
+                        continue;
+                mem_string(t, mem_u64(t, e + o_field), b, sizeof b);
+                if (!streq(b, field))
+                        continue;
+                mem_read(t, e + o_static, &is_static, 4);
+                return is_static ? mem_u64(t, e + o_address) : mem_u64(t, e + o_offset);
+        }
+        fprintf(stderr, "%s::%s not in the tables\n", type, field);
+        CHECK(false);
+        return 0;
+}
+
+/* The Klass named `name` (internal form), through every class loader's list. */
+static uint64_t find_class(struct target *t, const uint64_t *sym, const struct hotspot_vmstructs *vs,
+                           const char *name) {
+        uint64_t head = vm_field(t, sym, "ClassLoaderDataGraph", "_head");
+        uint64_t cld_next = vm_field(t, sym, "ClassLoaderData", "_next");
+        uint64_t cld_klasses = vm_field(t, sym, "ClassLoaderData", "_klasses");
+        uint64_t klass_next = vm_field(t, sym, "Klass", "_next_link");
+        unsigned n_loaders = 0, n_classes = 0;
+
+        if (!head)
+                return 0;
+        for (uint64_t cld = mem_u64(t, head); cld && n_loaders < 100000; cld = mem_u64(t, cld + cld_next), n_loaders++)
+                for (uint64_t k = mem_u64(t, cld + cld_klasses); k && n_classes < 1000000;
+                     k = mem_u64(t, k + klass_next), n_classes++) {
+                        uint64_t s = mem_u64(t, k + vs->klass_name);
+                        uint16_t len = 0;
+                        char buf[256];
+
+                        if (!s || mem_read(t, s + vs->symbol_length, &len, 2) < 0 || len != strlen(name) ||
+                            mem_read(t, s + vs->symbol_body, buf, len) < 0)
+                                continue;
+                        if (memcmp(buf, name, len) == 0) {
+                                printf("%s: Klass 0x%" PRIx64 " (%u loaders, %u classes looked at)\n", name, k,
+                                       n_loaders + 1, n_classes + 1);
+                                return k;
+                        }
+                }
+        return 0;
+}
+
+/* The Method* of the class's method `name`, by its Symbol. */
+static uint64_t find_method(struct target *t, const uint64_t *sym, const struct hotspot_vmstructs *vs,
+                            uint64_t klass, const char *name) {
+        uint64_t methods = mem_u64(t, klass + vm_field(t, sym, "InstanceKlass", "_methods"));
+        uint64_t data = vm_field(t, sym, "Array<Method*>", "_data");
+        int32_t n = 0;
+
+        if (!methods || mem_read(t, methods + vs->array_length, &n, 4) < 0)
+                return 0;
+        for (int32_t i = 0; i < n && i < 65536; i++) {
+                uint64_t m = mem_u64(t, methods + data + 8 * (uint64_t) i);
+                struct hotspot_method hm;
+                enum hotspot_names_reason reason;
+                bool match;
+
+                if (hotspot_method_read(vs, mem_read, t, m, &hm, &reason) < 0)
+                        continue;
+                match = streq(hm.method_name, name);
+                hotspot_method_done(&hm);
+                if (match)
+                        return m;
+        }
+        return 0;
+}
+
+#define BLOBS_KEPT 4096
+
+struct blobs {
+        uint64_t nmethod;      /* C2's (level 4) of the method, 0: none yet */
+        uint64_t interpreter;  /* the interpreter's blob */
+        unsigned n_blobs;
+        /* every nmethod and native wrapper seen (the first BLOBS_KEPT) */
+        uint64_t nmethods[BLOBS_KEPT], natives[BLOBS_KEPT];
+        unsigned n_nmethods, n_natives;
+};
+
+/* Every used block of every code heap, from each heap's first block by
+ * their lengths (HeapBlock::Header: size_t _length in segments, bool
+ * _used), until a block does not read (the heap's uncommitted end). */
+static void scan_heaps(struct target *t, const struct hotspot_vmstructs *vs, uint64_t method, struct blobs *ret) {
+        ret->nmethod = ret->interpreter = 0;
+        ret->n_blobs = ret->n_nmethods = ret->n_natives = 0;
+        for (uint32_t h = 0; h < vs->n_heaps; h++)
+                for (uint64_t a = vs->heaps[h].low, steps = 0; a < vs->heaps[h].high && steps < (1u << 22); steps++) {
+                        uint64_t length = 0, blob = a + vs->heap_block_size;
+                        uint8_t used = 0;
+                        char name[64];
+
+                        if (mem_read(t, a, &length, 8) < 0 || mem_read(t, a + 8, &used, 1) < 0 || length == 0)
+                                break;
+                        a += length << vs->log2_segment_size;
+                        if (!used)
+                                continue;
+                        ret->n_blobs++;
+                        mem_string(t, mem_u64(t, blob + vs->blob_name), name, sizeof name);
+                        if (streq(name, "Interpreter"))
+                                ret->interpreter = blob;
+                        if (streq(name, "nmethod") && ret->n_nmethods < BLOBS_KEPT)
+                                ret->nmethods[ret->n_nmethods++] = blob;
+                        if (streq(name, "native nmethod") && ret->n_natives < BLOBS_KEPT)
+                                ret->natives[ret->n_natives++] = blob;
+                        if (streq(name, "nmethod") && mem_u64(t, blob + vs->nmethod_method) == method) {
+                                int32_t level = 0;
+
+                                mem_read(t, blob + vs->nmethod_comp_level, &level, 4);
+                                if (level == 4)
+                                        ret->nmethod = blob;
+                        }
+                }
+}
+
+/* The naming cache's reader over the child's memory. */
+static int cache_open(void *userdata, uint32_t pid, uint64_t start_ns) {
+        struct target *t = userdata;
+
+        (void) start_ns;
+        return (pid_t) pid == t->pid ? 0 : -ESRCH;
+}
+
+static int cache_read(void *userdata, int handle, uint64_t addr, void *buf, size_t size) {
+        (void) handle;
+        return mem_read(userdata, addr, buf, size);
+}
+
+static void cache_close(void *userdata, int handle) {
+        (void) userdata;
+        (void) handle;
+}
+
+static uint64_t now_us(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void test_method(struct target *t, const struct unwind_runtime_found *found, uint64_t method) {
+        unwind_runtime_code *code = NULL;
+        struct unwind_runtime_name name;
+        unsigned reason = 99;
+        size_t bytes = 0;
+
+        uint64_t t0 = now_us(), first, again;
+
+        /* the first read of the build's: its VM-structs tables too */
+        CHECK_INT_EQ(hotspot_runtime.code_read(found, 0, mem_read, t, method, &code, &bytes, &reason), 0);
+        first = now_us() - t0;
+        CHECK_INT_EQ(reason, HOTSPOT_CODE_OK);
+        if (!code)
+                return;
+        CHECK(bytes > 100);
+        hotspot_runtime.code_free(code);
+        t0 = now_us();
+        CHECK_INT_EQ(hotspot_runtime.code_read(found, 0, mem_read, t, method, &code, &bytes, &reason), 0);
+        again = now_us() - t0;
+        printf("a Method read: %" PRIu64 " us the first time (the JVM's tables read), %" PRIu64 " us after\n", first,
+               again);
+        if (!code)
+                return;
+        CHECK_INT_EQ(hotspot_runtime.code_same(found, 0, mem_read, t, method, code), 1);
+        /* bci 0, `long sum = 0;` */
+        hotspot_runtime.code_name(code, 0, &name, &reason);
+        CHECK_STR_EQ(name.function, "demo.app.Inlined.hot");
+        CHECK_STR_EQ(name.file, "Inlined.java");
+        CHECK_STR_EQ(name.module, "Inlined.java");
+        CHECK_INT_EQ(name.line, 11);
+        CHECK_INT_EQ(reason, HOTSPOT_CODE_OK);
+        CHECK_INT_EQ(name.n_lines, 0);
+        CHECK(name.identity == hotspot_method_identity("demo.app.Inlined", "hot", "(I)J"));
+        /* past its bytecode: named, no line */
+        hotspot_runtime.code_name(code, 0xffff, &name, &reason);
+        CHECK_STR_EQ(name.function, "demo.app.Inlined.hot");
+        CHECK_INT_EQ(name.line, 0);
+        CHECK_INT_EQ(reason, HOTSPOT_CODE_NO_LINE);
+        hotspot_runtime.code_free(code);
+        /* not a Method there: a reason, no name */
+        code = NULL;
+        CHECK(hotspot_runtime.code_read(found, 0, mem_read, t, method + 8, &code, &bytes, &reason) < 0);
+        CHECK(!code);
+        CHECK(reason == HOTSPOT_CODE_READ_METHOD || reason == HOTSPOT_CODE_BAD_METHOD);
+}
+
+/* The nmethod at every offset of its first 64 KiB: returns an offset
+ * whose chain is square inlined in hot, 0 when none is. */
+static uint32_t test_nmethod(struct target *t, const struct unwind_runtime_found *found, uint64_t nmethod) {
+        unwind_runtime_code *code = NULL;
+        struct unwind_runtime_name name;
+        unsigned reason = 99, n_chains = 0, n_alone = 0, n_one = 0;
+        uint32_t inlined_at = 0;
+        size_t bytes = 0;
+
+        CHECK_INT_EQ(hotspot_code_runtime.code_read(found, 0, mem_read, t, nmethod, &code, &bytes, &reason), 0);
+        CHECK_INT_EQ(reason, HOTSPOT_CODE_OK);
+        if (!code)
+                return 0;
+        CHECK_INT_EQ(hotspot_code_runtime.code_same(found, 0, mem_read, t, nmethod, code), 1);
+        for (uint32_t off = 0; off < PROFD_RT_FRAME_OFFSET_MAX; off++) {
+                hotspot_code_runtime.code_name(code, off, &name, &reason);
+                /* the frame is hot's, whatever is inlined at the pc */
+                CHECK_STR_EQ(name.function, "demo.app.Inlined.hot");
+                CHECK_STR_EQ(name.module, "Inlined.java");
+                if (reason == HOTSPOT_CODE_NO_SCOPE || reason == HOTSPOT_CODE_BAD_SCOPE) {
+                        CHECK_INT_EQ(name.n_lines, 0);
+                        CHECK_INT_EQ(name.line, 0);
+                        n_alone++;
+                        continue;
+                }
+                CHECK(name.line >= 11 && name.line <= 15);
+                if (name.n_lines == 0) {
+                        n_one++;
+                        CHECK(name.identity == hotspot_method_identity("demo.app.Inlined", "hot", "(I)J"));
+                        continue;
+                }
+                CHECK_INT_EQ(name.n_lines, 2);
+                CHECK_STR_EQ(name.lines[0].function, "demo.app.Inlined.square");
+                CHECK_STR_EQ(name.lines[0].file, "Inlined.java");
+                CHECK(name.lines[0].line >= 5 && name.lines[0].line <= 7);
+                CHECK_STR_EQ(name.lines[1].function, "demo.app.Inlined.hot");
+                CHECK_INT_EQ(name.lines[1].line, 13);
+                CHECK_INT_EQ(name.line, 13);
+                CHECK(name.identity != hotspot_method_identity("demo.app.Inlined", "hot", "(I)J"));
+                if (!inlined_at)
+                        inlined_at = off;
+                n_chains++;
+        }
+        printf("nmethod 0x%" PRIx64 ": %zu bytes kept; offsets with square inlined in hot %u, hot alone %u, "
+               "no scope %u\n", nmethod, bytes, n_chains, n_one, n_alone);
+        CHECK(n_chains > 0);
+        CHECK(n_one > 0);
+        /* the offset saturated: the method alone, counted */
+        hotspot_code_runtime.code_name(code, 0xffff, &name, &reason);
+        CHECK_STR_EQ(name.function, "demo.app.Inlined.hot");
+        CHECK_INT_EQ(reason, HOTSPOT_CODE_FAR_OFFSET);
+        hotspot_code_runtime.code_free(code);
+        /* not a blob there */
+        code = NULL;
+        CHECK(hotspot_code_runtime.code_read(found, 0, mem_read, t, nmethod + 8, &code, &bytes, &reason) < 0);
+        CHECK(!code);
+        CHECK(reason == HOTSPOT_CODE_READ_BLOB || reason == HOTSPOT_CODE_BAD_BLOB);
+        return inlined_at;
+}
+
+
+/* Every nmethod of the JVM (the JDK's and the program's, C1's and C2's):
+ * read and named at every 4th offset of its first 8 KiB, its debug info
+ * decoding everywhere (no bad-scope: a chain the JVM records is given);
+ * every native wrapper named after its method, without a scope reason,
+ * method handle intrinsics (MethodHandle.linkTo*, a pool of their own)
+ * among them. */
+static void test_every_nmethod(struct target *t, const struct unwind_runtime_found *found, const struct blobs *b) {
+        unsigned read = 0, failed = 0, bad = 0, chains = 0, natives = 0, intrinsics = 0;
+        uint64_t read_us = 0;
+
+        for (unsigned i = 0; i < b->n_nmethods + b->n_natives; i++) {
+                bool native = i >= b->n_nmethods;
+                uint64_t blob = native ? b->natives[i - b->n_nmethods] : b->nmethods[i];
+                unwind_runtime_code *code = NULL;
+                struct unwind_runtime_name name;
+                unsigned reason = 0;
+                size_t bytes;
+                bool chain = false, bad_here = false;
+
+                uint64_t t0 = now_us();
+                int r = hotspot_code_runtime.code_read(found, 0, mem_read, t, blob, &code, &bytes, &reason);
+
+                read_us += now_us() - t0;
+                if (r < 0) {
+                        /* one being made or freed while read */
+                        failed++;
+                        fprintf(stderr, "  %s 0x%" PRIx64 ": %s\n", native ? "native" : "nmethod", blob,
+                                hotspot_code_reason_name(reason));
+                        continue;
+                }
+                read++;
+                for (uint32_t off = 0; off < 0x2000; off += 4) {
+                        hotspot_code_runtime.code_name(code, off, &name, &reason);
+                        CHECK(name.function && strchr(name.function, '.'));
+                        if (native)
+                                CHECK(reason == HOTSPOT_CODE_OK || reason == HOTSPOT_CODE_NO_LINE);
+                        /* a method handle intrinsic: a pool of its own (hotspot-names) */
+                        if (native && off == 0 && strncmp(name.function, "java.lang.invoke.MethodHandle.linkTo", 36) == 0)
+                                intrinsics++;
+                        bad_here |= reason == HOTSPOT_CODE_BAD_SCOPE;
+                        chain |= name.n_lines > 1;
+                }
+                natives += native;
+                bad += bad_here;
+                chains += chain;
+                if (bad_here)
+                        fprintf(stderr, "  bad scope in %s\n", name.function);
+                hotspot_code_runtime.code_free(code);
+        }
+        printf("every nmethod: %u read (%u native wrappers, %u method handle intrinsics), %u not, %u with a chain "
+               "somewhere, %u with a bad scope; %.1f us a read through /proc/PID/mem\n", read, natives, intrinsics,
+               failed, chains, bad, read + failed ? (double) read_us / (read + failed) : 0.0);
+        CHECK(read > 100 && natives > 10 && intrinsics > 0 && chains > 10);
+        CHECK(failed * 100 <= read);
+        CHECK_INT_EQ(bad, 0);
+}
+
+static void test_stub(struct target *t, const struct unwind_runtime_found *found, uint64_t blob) {
+        unwind_runtime_code *code = NULL;
+        struct unwind_runtime_name name;
+        unsigned reason = 99;
+        size_t bytes = 0;
+
+        CHECK_INT_EQ(hotspot_code_runtime.code_read(found, 0, mem_read, t, blob, &code, &bytes, &reason), 0);
+        if (!code)
+                return;
+        hotspot_code_runtime.code_name(code, 100, &name, &reason);
+        CHECK_STR_EQ(name.function, "[jvm] Interpreter");
+        CHECK_STR_EQ(name.module, "[jvm]");
+        CHECK_INT_EQ(name.line, 0);
+        CHECK_INT_EQ(reason, HOTSPOT_CODE_OK);
+        hotspot_code_runtime.code_free(code);
+}
+
+/* The daemon's path: the naming cache, told by a code event of runtime
+ * HOTSPOT_CODE, names a pseudo-frame of that runtime with its chain; a
+ * frame of the interpreted runtime at the same address is another code
+ * object (and no Method there). */
+static void test_cache(struct target *t, const struct unwind_runtime_found *found, uint64_t nmethod, uint32_t off) {
+        const struct unwind_runtime *runtimes[] = {
+                [UNWIND_RUNTIME_HOTSPOT] = &hotspot_runtime,
+                [UNWIND_RUNTIME_HOTSPOT_CODE] = &hotspot_code_runtime,
+        };
+        struct runtime_names_reader reader = { cache_open, cache_read, cache_close, t };
+        struct runtime_names_frame nf;
+        runtime_names *c = NULL;
+        char build_id[64];
+
+        CHECK_INT_EQ(runtime_names_new(runtimes, ELEMENTSOF(runtimes), &reader, 1 << 24, &c), 0);
+        if (!c)
+                return;
+        CHECK_INT_EQ(runtime_names_learn(c, (uint32_t) t->pid, 1, found, 0, UNWIND_RUNTIME_HOTSPOT_CODE, nmethod), 0);
+        runtime_names_begin_drain(c);
+        CHECK_INT_EQ(runtime_names_lookup(c, (uint32_t) t->pid, 1, true,
+                                          PROFD_RT_FRAME(UNWIND_RUNTIME_HOTSPOT_CODE, nmethod, off), &nf), 0);
+        CHECK_INT_EQ(nf.status, RUNTIME_NAMES_NAMED);
+        if (nf.status == RUNTIME_NAMES_NAMED) {
+                CHECK(nf.runtime == &hotspot_code_runtime);
+                CHECK_INT_EQ(nf.name.n_lines, 2);
+                CHECK_STR_EQ(nf.name.lines[0].function, "demo.app.Inlined.square");
+                CHECK_STR_EQ(runtime_names_build_id(nf.runtime, 0x0123456789abcdefULL, build_id, sizeof build_id),
+                             "hotspot-0123456789abcdef");
+        }
+        CHECK_INT_EQ(runtime_names_lookup(c, (uint32_t) t->pid, 1, true,
+                                          PROFD_RT_FRAME(UNWIND_RUNTIME_HOTSPOT, nmethod, 3), &nf), 0);
+        CHECK_INT_EQ(nf.status, RUNTIME_NAMES_UNREADABLE);
+        CHECK(nf.runtime == &hotspot_runtime);
+        /* a Python frame in a JVM: no runtime names it */
+        CHECK_INT_EQ(runtime_names_lookup(c, (uint32_t) t->pid, 1, true,
+                                          PROFD_RT_FRAME(UNWIND_RUNTIME_PYTHON, nmethod, 3), &nf), 0);
+        CHECK_INT_EQ(nf.status, RUNTIME_NAMES_NO_RUNTIME);
+        runtime_names_free(c);
+}
+
+static uint64_t start_ns_of(pid_t pid) {
+        char path[64];
+        _cleanup_free_ char *stat = NULL;
+        uint64_t ticks = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        CHECK(read_full_file(path, &stat) >= 0 && procstat_parse_starttime(stat, &ticks) >= 0);
+        return ticks * (NSEC_PER_SEC / (uint64_t) sysconf(_SC_CLK_TCK));
+}
+
+static struct stack_trace *trace_of(const uint64_t *ips, size_t n) {
+        struct stack_trace *st = malloc(sizeof(*st) + n * sizeof(uint64_t));
+
+        if (!st)
+                abort();
+        st->n = n;
+        st->end = PROFD_END_COMPLETE;
+        memcpy(st->ips, ips, n * sizeof(uint64_t));
+        return st;
+}
+
+/* The daemon's whole path for compiled frames: a code event of runtime
+ * HOTSPOT_CODE for the nmethod, then a drain of one sample whose stack is
+ * the nmethod at the pc with square inlined (innermost) under the nmethod
+ * at a pc with no scope, and one of a process no event named. The store
+ * then has the first as a native frame with an inline chain (square,
+ * inlined, then hot, at their lines; build_id "hotspot-"), the second as
+ * hot alone at line 0 with the quality report's hotspot_no_scope, the
+ * third "[hotspot]" for want of a runtime; the writer counts each. */
+static void test_writer(struct target *t, const struct unwind_runtime_found *found, uint64_t nmethod, uint32_t off) {
+        char dir[] = "/tmp/profd-hscode-XXXXXX", path[PATH_MAX], wal[PATH_MAX + 8], shm[PATH_MAX + 8];
+        uint64_t start = start_ns_of(t->pid), seq = 0, other;
+        uint64_t ips[2] = { PROFD_RT_FRAME(UNWIND_RUNTIME_HOTSPOT_CODE, nmethod, off),
+                            PROFD_RT_FRAME(UNWIND_RUNTIME_HOTSPOT_CODE, nmethod, 0) };
+        struct drain_batch b = { .user_ends_known = true };
+        struct writer_result res = { .error = -1 };
+        struct writer_stats ws;
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        store *s = NULL;
+        writer *w = NULL;
+        int chains = 0, alone = 0, unnamed = 0;
+
+        if (!mkdtemp(dir))
+                abort();
+        snprintf(path, sizeof path, "%s/profd.db", dir);
+        CHECK_INT_EQ(store_open(path, &s), 0);
+        store_close(s);
+        CHECK_INT_EQ(writer_new(path, "/proc", 64 << 20, false, &w), 0);
+        if (!w)
+                return;
+        CHECK_INT_EQ(writer_runtime_code(w, (uint32_t) t->pid, start, 0, UNWIND_RUNTIME_HOTSPOT_CODE, nmethod, found), 0);
+        b.entries = calloc(2, sizeof(*b.entries));
+        b.frames = hashmap_new_u64();
+        if (!b.entries || !b.frames)
+                abort();
+        b.n_entries = 2;
+        b.entries[0] = (struct drain_entry) {
+                .key = { .start_ns = start, .user_stack = 1, .kernel_stack = PROFD_STACK_NONE,
+                         .tgid = (uint32_t) t->pid, .tid = (uint32_t) t->pid, .kind = PROFD_KIND_CPU },
+                .value = 7,
+        };
+        b.entries[1] = (struct drain_entry) {
+                .key = { .start_ns = 1, .user_stack = 2, .kernel_stack = PROFD_STACK_NONE, .tgid = 1, .tid = 1,
+                         .kind = PROFD_KIND_CPU },
+                .value = 1,
+        };
+        CHECK(hashmap_put(b.frames, UINT64_TO_KEY(1), trace_of(ips, 2)) == 0);
+        other = PROFD_RT_FRAME(UNWIND_RUNTIME_HOTSPOT_CODE, nmethod, 0);
+        CHECK(hashmap_put(b.frames, UINT64_TO_KEY(2), trace_of(&other, 1)) == 0);
+        CHECK_INT_EQ(writer_drain(w, &b, 1000, 2000, 0, &seq), 0);
+        for (int tries = 0; tries < 300 && !writer_result_pop(w, &res); tries++)
+                (void) poll(&(struct pollfd) { .fd = writer_fd(w), .events = POLLIN }, 1, 100);
+        CHECK_INT_EQ(res.error, 0);
+        writer_get_stats(w, &ws);
+        CHECK_INT_EQ(ws.unresolved.hotspot_no_runtime, 1);
+        CHECK_INT_EQ(ws.unresolved.hotspot[HOTSPOT_CODE_NO_SCOPE], 1);
+        CHECK_INT_EQ(ws.unresolved.python_no_runtime, 0);
+        writer_free(w);
+
+        CHECK_INT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        CHECK_INT_EQ(sqlite3_prepare_v2(db,
+                "SELECT m.path, m.build_id, l.address, f.name, l.unresolved, "
+                "(SELECT group_concat(g.name || ':' || x.line || ':' || x.inlined, ' ') FROM "
+                " (SELECT * FROM location_lines WHERE location_id = l.id ORDER BY depth) x "
+                " JOIN functions g ON g.id = x.function_id) "
+                "FROM locations l JOIN mappings m ON m.id = l.mapping_id "
+                "LEFT JOIN functions f ON f.id = l.function_id "
+                "WHERE m.build_id LIKE 'hotspot-%' OR m.path = '[hotspot]'", -1, &st, NULL), SQLITE_OK);
+        while (st && sqlite3_step(st) == SQLITE_ROW) {
+                const char *module = (const char *) sqlite3_column_text(st, 0);
+                const char *build_id = (const char *) sqlite3_column_text(st, 1);
+                const char *name = (const char *) sqlite3_column_text(st, 3);
+                const char *lines = (const char *) sqlite3_column_text(st, 5);
+
+                printf("  stored %s %s %s+%lld: %s\n", name ?: "(unnamed)", build_id ?: "-", module,
+                       (long long) sqlite3_column_int64(st, 2), lines ?: "-");
+                if (streq(module, "[hotspot]")) {
+                        unnamed++;
+                        CHECK(!name);
+                        CHECK_INT_EQ(sqlite3_column_int64(st, 4), STORE_UNRESOLVED_HOTSPOT_NO_RUNTIME);
+                        continue;
+                }
+                CHECK_STR_EQ(module, "Inlined.java");
+                CHECK_STR_EQ(name, "demo.app.Inlined.hot");
+                CHECK(build_id && strlen(build_id) == strlen("hotspot-") + 16 &&
+                      strncmp(build_id, "hotspot-", 8) == 0);
+                if (sqlite3_column_int64(st, 2) == 13) {
+                        chains++;
+                        CHECK(sqlite3_column_type(st, 4) == SQLITE_NULL);
+                        CHECK(lines && strncmp(lines, "demo.app.Inlined.square:", 24) == 0 &&
+                              strstr(lines, ":1 demo.app.Inlined.hot:13:0"));
+                } else {
+                        alone++;
+                        CHECK_INT_EQ(sqlite3_column_int64(st, 2), 0);
+                        CHECK_INT_EQ(sqlite3_column_int64(st, 4), STORE_UNRESOLVED_HOTSPOT_NO_SCOPE);
+                        CHECK_STR_EQ(lines, "demo.app.Inlined.hot:0:0");
+                }
+        }
+        CHECK_INT_EQ(chains, 1);
+        CHECK_INT_EQ(alone, 1);
+        CHECK_INT_EQ(unnamed, 1);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        snprintf(shm, sizeof shm, "%s-shm", path);
+        (void) unlink(wal);
+        (void) unlink(shm);
+        (void) unlink(path);
+        (void) rmdir(dir);
+}
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+int main(int argc, char **argv) {
+        const char *java = argc > 1 ? argv[1] : "/usr/lib/jvm/java-17-openjdk-amd64/bin/java";
+        const char *program = argc > 2 ? argv[2] : "Inlined.java";
+        struct target t = { .mem_fd = -1 };
+        struct unwind_runtime_found found = { .id = UNWIND_RUNTIME_HOTSPOT };
+        struct hotspot_found_names names;
+        uint64_t symbols[_HOTSPOT_SYM_MAX], klass = 0, method = 0, start;
+        struct hotspot_vmstructs vs = {};
+        enum hotspot_vmstructs_reason reason;
+        static struct blobs blobs;
+        char ready[64] = {}, mem[64];
+        int out[2], r, status;
+
+        CHECK(elf_version(EV_CURRENT) != EV_NONE);
+        if (access(java, X_OK) < 0) {
+                fprintf(stderr, "%s absent: install openjdk-17-jre-headless (./setup.sh test does)\n", java);
+                return 1;
+        }
+        if (pipe2(out, O_CLOEXEC) < 0)
+                abort();
+        t.pid = fork();
+        if (t.pid == 0) {
+                dup2(out[1], STDOUT_FILENO);
+                /* the JVM's default flags but the heap's size */
+                execl(java, java, "-Xmx64m", program, (char *) NULL);
+                _exit(127);
+        }
+        close(out[1]);
+        CHECK(read(out[0], ready, sizeof ready - 1) > 0);
+        CHECK(strncmp(ready, "ready", 5) == 0);
+
+        snprintf(mem, sizeof mem, "/proc/%d/mem", (int) t.pid);
+        t.mem_fd = open(mem, O_RDONLY | O_CLOEXEC);
+        CHECK(t.mem_fd >= 0);
+        r = find_libjvm(&t, symbols);
+        CHECK_INT_EQ(r, 0);
+        if (r == 0) {
+                r = hotspot_vmstructs_read(symbols, mem_read, &t, &vs, &reason, NULL);
+                CHECK_INT_EQ(r, 0);
+        }
+        if (r == 0) {
+                klass = find_class(&t, symbols, &vs, "demo/app/Inlined");
+                CHECK(klass != 0);
+        }
+        if (klass) {
+                method = find_method(&t, symbols, &vs, klass, "hot");
+                CHECK(method != 0);
+        }
+        /* the symbols as discovery keeps them, the bias 0: process addresses */
+        memcpy(names.symbols, symbols, sizeof(names.symbols));
+        memcpy(found.names, &names, sizeof(names));
+        if (method) {
+                test_method(&t, &found, method);
+                /* C2 compiles hot within seconds of a loop like this */
+                start = now_ms();
+                do {
+                        scan_heaps(&t, &vs, method, &blobs);
+                        if (!blobs.nmethod)
+                                usleep(200 * 1000);
+                } while (!blobs.nmethod && now_ms() - start < 40000);
+                printf("%u blobs; C2's nmethod of hot 0x%" PRIx64 " after %" PRIu64 " ms; Interpreter 0x%" PRIx64 "\n",
+                       blobs.n_blobs, blobs.nmethod, now_ms() - start, blobs.interpreter);
+                CHECK(blobs.nmethod != 0);
+                CHECK(blobs.interpreter != 0);
+        }
+        if (blobs.nmethod) {
+                uint32_t off = test_nmethod(&t, &found, blobs.nmethod);
+
+                if (off) {
+                        test_cache(&t, &found, blobs.nmethod, off);
+                        test_writer(&t, &found, blobs.nmethod, off);
+                }
+        }
+        if (blobs.interpreter)
+                test_stub(&t, &found, blobs.interpreter);
+        if (blobs.nmethod)
+                test_every_nmethod(&t, &found, &blobs);
+
+        kill(t.pid, SIGKILL);
+        CHECK(waitpid(t.pid, &status, 0) == t.pid);
+        safe_close(t.mem_fd);
+        TESTS_DONE();
+}
