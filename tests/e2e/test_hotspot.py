@@ -292,7 +292,7 @@ def hs_tail_has_jdk(frames):
 
 def nmethods_at(truth, phase, method, tier=None):
     """Compile ids of the live nmethods of `method` at the end of `phase`."""
-    return {i for i, t in truth["nmethods"].get(phase, {}).get(method, []) if tier is None or t == tier}
+    return {i for i, t, _ in truth["nmethods"].get(phase, {}).get(method, []) if tier is None or t == tier}
 
 
 _split = {}
@@ -354,7 +354,7 @@ def test_compiled_chains_are_whole_with_true_shares():
     r = split_run()
     truth = r["truth"]
     # the premise: C2 compiled the leaves (or what inlined them) before phase a ended
-    compiled = {m: sorted(t for _, t in truth["nmethods"]["a"].get(m, [])) for m in
+    compiled = {m: sorted(t for _, t, _ in truth["nmethods"]["a"].get(m, [])) for m in
                 ["hs.Worker.run", "hs.Split.round"] + [c[-2] for c in SPLIT_CHAINS.values()] + list(SPLIT_CHAINS)}
     print(f"  tiers of the chains' nmethods at the end of phase a: {compiled}")
     assert all(4 in compiled[leaf] for leaf in SPLIT_CHAINS) or 4 in compiled["hs.Split.round"], \
@@ -389,7 +389,7 @@ def test_interpreted_and_c1_only_named_the_same():
             truths = {k: j.read_truth() for k, j in jvms.items()}
             flush(d)
             for k, truth in truths.items():
-                tiers = sorted({t for l in truth["nmethods"]["a"].values() for _, t in l})
+                tiers = sorted({t for l in truth["nmethods"]["a"].values() for _, t, _ in l})
                 print(f"  {k}: tiers of package hs's nmethods: {tiers}; unit {truth['unit']} iterations")
                 # the flag took: nothing compiled under -Xint, C1's tiers (1-3) only under level 1
                 if (k == "-Xint" and tiers) or (k != "-Xint" and (not tiers or max(tiers) > 3)):

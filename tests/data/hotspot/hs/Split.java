@@ -28,14 +28,14 @@ import javax.management.ObjectName;
 // Truth, one JSON line, then the JVM holds until stdin ends:
 //   {"pid":N,"mode":"...","phases":{"a":{"tid":T,"thread_cpu_ns":C,
 //     "leaves":{"hs.Split.tokenize":ns,...},"ran":["hs.Worker.run",...]},
-//     "b":{...}},"nmethods":{"a":{METHOD:[[id,level],...]},"b":{...}}}
+//     "b":{...}},"nmethods":{"a":{METHOD:[[id,tier,state],...]},"b":{...}}}
 // Each leaf's ns is the worker's CPU clock (ThreadMXBean) read around its
 // call; thread_cpu_ns is the worker's whole CPU time, so a leaf's share of
 // the thread's samples is ns / thread_cpu_ns. "ran" lists every method of
-// package hs the worker thread ran. "nmethods" are the live compiled
-// methods of package hs at the end of each phase (the JVM's own
-// Compiler.codelist: compile id and tier, 4 = C2), so the test knows the
-// leaves were compiled by C2 and that phase b recompiled what it
+// package hs the worker thread ran. "nmethods" are the compiled methods
+// of package hs in the code cache at the end of each phase (the JVM's own
+// Compiler.codelist: compile id, tier (4 = C2), state), so the test knows
+// the leaves were compiled by C2 and that phase b compiled again what it
 // deoptimized.
 //
 // Usage: hs.Split SECONDS WARMUP_ROUNDS PHASES
@@ -124,9 +124,11 @@ public final class Split {
         }
     }
 
-    // The live compiled methods of package hs: {name: [[compile id, tier],...]},
-    // from the JVM's Compiler.codelist (the DiagnosticCommand MBean: no
-    // attach, no flag). Lines: "ID TIER STATE hs.Split.paint(JJ)J [...]".
+    // The compiled methods of package hs the code cache holds:
+    // {name: [[compile id, tier, state],...]}, state 0 in use, 1 not
+    // entrant (deoptimized, its frames still running), from the JVM's
+    // Compiler.codelist (the DiagnosticCommand MBean: no attach, no flag).
+    // Lines: "ID TIER STATE hs.Split.paint(JJ)J [...]".
     static Map<String, Object> nmethods() throws Exception {
         ObjectName dcmd = new ObjectName("com.sun.management:type=DiagnosticCommand");
         String out = (String) ManagementFactory.getPlatformMBeanServer().invoke(dcmd, "compilerCodelist",
@@ -139,7 +141,7 @@ public final class Split {
             String name = f[3].substring(0, f[3].indexOf('('));
             @SuppressWarnings("unchecked")
             List<Object> l = (List<Object>) by.computeIfAbsent(name, k -> new ArrayList<>());
-            l.add(new long[] {Long.parseLong(f[0]), Long.parseLong(f[1])});
+            l.add(new long[] {Long.parseLong(f[0]), Long.parseLong(f[1]), Long.parseLong(f[2])});
         }
         return by;
     }
