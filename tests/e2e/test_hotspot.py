@@ -24,8 +24,9 @@ the JVM's own C++ down to where the thread started.
 - Off-CPU (hs.OffCpu): Thread.sleep, Object.wait, a loopback socket read
   and a contended monitor; each method's blocked time within 2% of the
   truth, >= 95% of it with the method's whole chain.
-- A short-lived JVM (hs.Short, 0.4 s of CPU from its start) is named after
-  it exits: >= 90% of its burn's samples have hs.Short.main;hs.Short.burn.
+- A short-lived JVM (hs.Short, 0.4 s of CPU from its start, then 0.2 s
+  asleep) is named after it exits: >= 90% of its burn's samples have
+  hs.Short.main;hs.Short.burn, >= 90% of its sleep hs.Short.main;hs.Short.nap.
 - Native and Python processes keep their ground truth while a JVM runs:
   test_unwind's unwind_cpu (no frame pointers) and test_python's py_split.py
   run, with their own files' checks, while hs.Split runs.
@@ -464,6 +465,7 @@ def test_offcpu_blocked_time_per_java_method():
 SHORT_RUNS = 3
 SHORT_SECONDS = 0.4
 SHORT_CHAIN = ["hs.Short.main", "hs.Short.burn"]
+SHORT_NAP = ["hs.Short.main", "hs.Short.nap"]
 
 
 def run_short():
@@ -474,11 +476,12 @@ def run_short():
 
 
 def test_short_lived_jvm_named_after_it_exits():
-    # Each JVM burns from its first moments and exits before the drain that
-    # stores it: its methods must have been read while it lived. The first
-    # JVM a profd sees waits for libjvm.so's unwind table (tens of MB, built
-    # once per file): that is first sight, test_unwind's business, so when
-    # no JVM ran before in this profd one runs first, unmeasured.
+    # Each JVM burns from its first moments, then sleeps, and exits before
+    # the drain that stores it: its methods must have been read while it
+    # lived, for its samples and for its blocked time. The first JVM a
+    # profd sees waits for libjvm.so's unwind table (tens of MB, built once
+    # per file): that is first sight, test_unwind's business, so when no
+    # JVM ran before in this profd one runs first, unmeasured.
     with shared_profd as d:
         if not _split:
             run_short()
@@ -486,24 +489,35 @@ def test_short_lived_jvm_named_after_it_exits():
         truths = [run_short() for _ in range(SHORT_RUNS)]
         flush(d)
         results = [d.query_json("--tid", str(t["tid"]), "--since", "5m") for t in truths]
+        blocked = [d.query_json("--kind", "offcpu", "--tid", str(t["tid"]), "--since", "5m") for t in truths]
     total = named = 0
     expected = 0.0
+    nap_truth = nap_named = 0
     per_run = []
-    for t, r in zip(truths, results):
+    for t, r, b in zip(truths, results, blocked):
         got = sum(st["value"] for st in r["stacks"] if whole(st["frames"], [SHORT_CHAIN + ["hs.Gt.cpu"]])
                   and (hs_chain(st["frames"]) or [])[:2] == SHORT_CHAIN)
         want = r["total"] * t["burn_ns"] / t["thread_cpu_ns"]
-        per_run.append(f"{got}/{want:.0f}")
+        napped = sum(st["value"] for st in b["stacks"] if whole(st["frames"], [SHORT_NAP]) == SHORT_NAP)
+        per_run.append(f"{got}/{want:.0f} samples, {napped / 1e6:.0f}/{t['nap_ns'] / 1e6:.0f} ms")
         total += r["total"]
         named += got
         expected += want
+        nap_truth += t["nap_ns"]
+        nap_named += napped
     print(f"  {SHORT_RUNS} runs of hs.Short: {total} samples of their main threads, {named} with the whole chain "
-          f"{';'.join(SHORT_CHAIN)} of {expected:.0f} its burn's CPU gives ({per_run}); commonest of the first: "
-          f"{commonest(results[0], 4)}")
+          f"{';'.join(SHORT_CHAIN)} of {expected:.0f} its burn's CPU gives; {nap_named / 1e6:.0f} ms blocked with "
+          f"the whole chain {';'.join(SHORT_NAP)} of {nap_truth / 1e6:.0f} ms ({per_run}); commonest of the first: "
+          f"{commonest(results[0], 4)}; off-CPU: {commonest(blocked[0], 3)}")
     assert total >= 0.5 * SHORT_RUNS * SHORT_SECONDS * int(FREQUENCY), f"only {total} samples of {SHORT_RUNS} runs"
-    assert named >= SHORT_LIVED_SHARE * expected, \
-        f"only {named} samples of short-lived JVMs have the whole chain {';'.join(SHORT_CHAIN)}, of " \
-        f"{expected:.0f} (need {100 * SHORT_LIVED_SHARE:.0f}%)"
+    failures = []
+    if named < SHORT_LIVED_SHARE * expected:
+        failures.append(f"only {named} samples of short-lived JVMs have the whole chain {';'.join(SHORT_CHAIN)}, "
+                        f"of {expected:.0f} (need {100 * SHORT_LIVED_SHARE:.0f}%)")
+    if nap_named < SHORT_LIVED_SHARE * nap_truth:
+        failures.append(f"only {nap_named / 1e6:.0f} ms of short-lived JVMs' sleep has the whole chain "
+                        f"{';'.join(SHORT_NAP)}, of {nap_truth / 1e6:.0f} ms (need {100 * SHORT_LIVED_SHARE:.0f}%)")
+    assert not failures, "; ".join(failures)
 
 
 if __name__ == "__main__":
