@@ -74,6 +74,23 @@ public final class OffCpu {
         }
     }
 
+    // Each way of blocking once, on the main thread, before WARMUP: the JVM
+    // loads the JDK's classes and native libraries (libnio) for them on
+    // first use, and profd reads a library mapped then before it can walk
+    // through it; the measured blocks come after, in their steady state.
+    static void warmUp(InputStream in, OutputStream out) throws Exception {
+        out.write('w');
+        out.flush();
+        if (in.read() < 0)
+            throw new java.io.EOFException("the loopback socket closed");
+        synchronized (signalLock) {
+            signalLock.wait(1);
+        }
+        Thread.sleep(1);
+        CyclicBarrier one = new CyclicBarrier(1);
+        one.await();
+    }
+
     static void sleeperLoop(int rounds) throws InterruptedException {
         for (int i = 0; i < rounds; i++)
             nap();
@@ -147,13 +164,14 @@ public final class OffCpu {
         if (args.length != 2)
             throw new IllegalArgumentException("usage: hs.OffCpu SECONDS WARMUP");
         int rounds = (int) Math.max(1, Math.round(Double.parseDouble(args[0]) * 1000 / BLOCK_MS));
-        Thread.sleep((long) (Double.parseDouble(args[1]) * 1000));
         InetAddress lo = InetAddress.getLoopbackAddress();
         try (ServerSocket server = new ServerSocket(0, 1, lo);
              Socket client = new Socket(lo, server.getLocalPort());
              Socket accepted = server.accept()) {
             InputStream in = client.getInputStream();
             OutputStream out = accepted.getOutputStream();
+            warmUp(in, out);
+            Thread.sleep((long) (Double.parseDouble(args[1]) * 1000));
             CyclicBarrier barrier = new CyclicBarrier(2);
             Blocker[] threads = {
                 new Blocker("sleeper", 0, rounds, in, out, barrier),
