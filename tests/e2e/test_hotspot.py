@@ -445,7 +445,8 @@ def measure_blocked_methods(d):
                             f"(need {100 * COMPLETE_SHARE:.0f}%)")
     if failures:
         for m, r in results.items():
-            print(f"  {m}'s thread's commonest off-CPU stacks (ns): {commonest(r, 4)}")
+            print(f"  {m}'s thread's commonest off-CPU stacks (ns): {commonest(r, 4)}; its quality: "
+                  f"{json.dumps(r.get('quality'))}")
     return failures, missed, attributed
 
 
