@@ -26,6 +26,7 @@ RUN_PACKAGES="meson ninja-build pkg-config gcc clang bpftool python3 scdoc
 #   g++ libc6-dbg binutils elfutils   the symbolizer's oracle test: C++, libc to check
 #   nodejs                    the JIT the perf-map test profiles
 #   openjdk-17-jre-headless   the JVM whose VM-structs tables the hotspot-jvm test reads
+#   openjdk-17-jdk-headless   javac, which compiles the Java ground truths of the hotspot test
 #   e2fsprogs                 chattr (an immutable store)
 #   debuginfod iproute2       the debuginfod test's server and its private network
 #   systemd                   systemd-analyze, systemd-socket-activate (service tests)
@@ -40,7 +41,7 @@ RUN_PACKAGES="meson ninja-build pkg-config gcc clang bpftool python3 scdoc
 TEST_PACKAGES="llvm libclang-rt-14-dev
                valgrind
                g++ libc6-dbg binutils elfutils
-               nodejs openjdk-17-jre-headless
+               nodejs openjdk-17-jre-headless openjdk-17-jdk-headless
                e2fsprogs
                debuginfod iproute2
                systemd

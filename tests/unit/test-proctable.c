@@ -198,6 +198,121 @@ static void test_maps_only_replaces_vanished(void) {
         set_alive(false);
 }
 
+/* Writes `text` to root/REL (directories made as needed). */
+static void put_file(const char *rel, const char *text) {
+        _cleanup_free_ char *path = NULL, *cmd = NULL;
+        FILE *f;
+
+        CHECK(asprintf(&path, "%s/%s", root, rel) > 0);
+        CHECK(asprintf(&cmd, "mkdir -p \"$(dirname '%s')\"", path) > 0);
+        CHECK_INT_EQ(system(cmd), 0);
+        f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        fputs(text, f);
+        fclose(f);
+}
+
+/* /proc/PID/status as the kernel writes it for a process of euid `uid`;
+ * with ns_pids (e.g. "\t42\t7") an NSpid line, the last field its pid in
+ * its own namespace; without one, as kernels before 4.1 write it. */
+static void set_status(unsigned uid, const char *ns_pids) {
+        _cleanup_free_ char *text = NULL;
+
+        CHECK(asprintf(&text, "Name:\tspin\nUid:\t%u\t%u\t%u\t%u\n%s%s%s", uid, uid, uid, uid,
+                       ns_pids ? "NSpid:" : "", ns_pids ? ns_pids : "", ns_pids ? "\n" : "") > 0);
+        put_file("42/status", text);
+}
+
+/* The name the perf map of the announced process gives 0x1010, read as the
+ * writer reads it (a table of its own each time: nothing cached); NULL
+ * when no map was used. The returned string lives in a static buffer. */
+static const char *perf_map_name(void) {
+        static char name[64];
+        proctable *t = NULL;
+        struct proc *p;
+        const char *n;
+
+        name[0] = '\0';
+        t = table_with_process();
+        p = proctable_get(t, PID, START_NS);
+        CHECK(p != NULL && p->snapshotted);
+        if (!p)
+                return NULL;
+        CHECK_INT_EQ(proctable_refresh_jit(t, p), 0);
+        n = p->jit ? jitmap_lookup(p->jit, 0x1010) : NULL;
+        if (n)
+                snprintf(name, sizeof(name), "%s", n);
+        proctable_free(t);
+        return n ? name : NULL;
+}
+
+/* A JIT writes /tmp/perf-PID.map under the pid it knows itself by, in the
+ * /tmp it sees: in a container, its own pid namespace's number (NSpid's
+ * last field) and its own mount namespace's /tmp. profd reads it through
+ * /proc/PID/root, never the host's /tmp, and resolves symlinks inside that
+ * root, so a container cannot point profd at a host file. */
+static void test_perf_map_read_in_the_process_root_by_its_ns_pid(void) {
+        _cleanup_free_ char *host_map = NULL, *inside = NULL;
+
+        set_alive(true);
+        set_maps(MAP_EXE);
+        put_file("42/root/tmp/perf-7.map", "1000 100 in_its_namespace\n");
+        put_file("42/root/tmp/perf-42.map", "1000 100 under_the_host_pid\n");
+
+        /* in a pid namespace of its own: NSpid 42 (host) 7 (its own) */
+        set_status((unsigned) geteuid(), "\t42\t7");
+        CHECK_STR_EQ(perf_map_name(), "in_its_namespace");
+
+        /* no namespace of its own (NSpid names one pid), and a kernel
+         * without NSpid: the pid is the host's */
+        set_status((unsigned) geteuid(), "\t42");
+        CHECK_STR_EQ(perf_map_name(), "under_the_host_pid");
+        set_status((unsigned) geteuid(), NULL);
+        CHECK_STR_EQ(perf_map_name(), "under_the_host_pid");
+
+        /* a symlink to an absolute path is resolved inside the process's
+         * root: the same path on the host holds another file, never read */
+        CHECK(asprintf(&host_map, "%s/host.map", root) > 0);
+        put_file("host.map", "1000 100 a_host_file\n");
+        CHECK(asprintf(&inside, "42/root%s", host_map) > 0);
+        put_file(inside, "1000 100 in_its_root\n");
+        {
+                _cleanup_free_ char *link = NULL;
+
+                CHECK(asprintf(&link, "%s/42/root/tmp/perf-7.map", root) > 0);
+                CHECK_INT_EQ(unlink(link), 0);
+                CHECK_INT_EQ(symlink(host_map, link), 0);
+        }
+        set_status((unsigned) geteuid(), "\t42\t7");
+        {
+                const char *n = perf_map_name();
+
+                /* NULL where openat2 is missing (before Linux 5.6): the
+                 * fallback refuses a symlink outright */
+                CHECK(!n || strcmp(n, "a_host_file") != 0);
+                CHECK(!n || strcmp(n, "in_its_root") == 0);
+        }
+
+        /* a map owned by a uid that is neither root nor the process's is
+         * not used (a user cannot name another's code) */
+        {
+                _cleanup_free_ char *path = NULL;
+
+                CHECK(asprintf(&path, "%s/42/root/tmp/perf-7.map", root) > 0);
+                CHECK_INT_EQ(unlink(path), 0);
+                put_file("42/root/tmp/perf-7.map", "1000 100 another_users\n");
+                if (geteuid() == 0) {
+                        CHECK_INT_EQ(chown(path, 12345, 12345), 0);
+                        set_status(0, "\t42\t7");
+                } else
+                        set_status((unsigned) geteuid() + 1, "\t42\t7");
+                CHECK(perf_map_name() == NULL);
+        }
+        set_alive(false);
+}
+
 int main(void) {
         _cleanup_free_ char *cmd = NULL;
 
@@ -207,6 +322,7 @@ int main(void) {
         test_live_process_kept();
         test_maps_only_merged();
         test_maps_only_replaces_vanished();
+        test_perf_map_read_in_the_process_root_by_its_ns_pid();
         CHECK(asprintf(&cmd, "rm -rf %s", root) > 0);
         CHECK_INT_EQ(system(cmd), 0);
         TESTS_DONE();
