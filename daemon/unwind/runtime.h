@@ -31,8 +31,8 @@
 enum unwind_runtime_id {
         UNWIND_RUNTIME_NONE = PROFD_RUNTIME_NONE,
         UNWIND_RUNTIME_PYTHON = PROFD_RUNTIME_PYTHON,
-        UNWIND_RUNTIME_HOTSPOT = PROFD_RUNTIME_HOTSPOT,            /* interpreted Java: Method*, bci */
-        UNWIND_RUNTIME_HOTSPOT_CODE = PROFD_RUNTIME_HOTSPOT_CODE,  /* compiled Java, stubs: CodeBlob*, pc - blob */
+        UNWIND_RUNTIME_HOTSPOT = PROFD_RUNTIME_HOTSPOT,            /* interpreted: Method*, bci */
+        UNWIND_RUNTIME_HOTSPOT_CODE = PROFD_RUNTIME_HOTSPOT_CODE,  /* compiled or a stub: CodeBlob*, pc - blob */
 };
 
 /* The most bytes a runtime keeps for naming its frames (CPython: its
@@ -73,20 +73,44 @@ typedef int (*unwind_runtime_read_fn)(void *userdata, uint64_t addr, void *buf, 
  * address) until evicted. */
 typedef struct unwind_runtime_code unwind_runtime_code;
 
+/* Levels of an inline chain a runtime frame gives, at most: the writer's
+ * MAX_INLINE, what a native frame keeps. */
+#define UNWIND_RUNTIME_INLINE_MAX 16
+
+/* One level of a runtime frame's inline chain. */
+struct unwind_runtime_line {
+        const char *function;
+        const char *file;          /* NULL: unknown */
+        uint32_t line;             /* 0: unknown */
+};
+
 /* A pseudo-frame named: what a native frame gets from the symbolizer.
  * Strings are the code's (live as long as it is). */
 struct unwind_runtime_name {
-        const char *function;      /* qualified name (co_qualname; Class.method) */
-        const char *file;          /* as the code object gives it */
+        const char *function;      /* qualified name (co_qualname; package.Class.method) */
+        const char *file;          /* as the code object gives it; NULL: none */
+        /* what the store's frame is in (its module); NULL: file */
+        const char *module;
         uint32_t line;             /* 0: unknown (the reason says why) */
         /* Names the function across processes and restarts: the digits of
-         * the frame's build_id in the store (rules in runtime-names.h). */
+         * the frame's build_id in the store (rules in runtime-names.h).
+         * With an inline chain, names the chain (another chain at the same
+         * line is another location). */
         uint64_t identity;
+        /* Compiled code (HotSpot's nmethods): the calls inlined at the
+         * instruction, innermost first, the last being function, file and
+         * line themselves; n_lines 0: none (the frame is its function). */
+        struct unwind_runtime_line lines[UNWIND_RUNTIME_INLINE_MAX];
+        size_t n_lines;
 };
 
 struct unwind_runtime {
         const char *name;          /* "python", "hotspot": status and logs */
         enum unwind_runtime_id id;
+        /* Whose discovery the naming hooks' `found` comes from (0: id's
+         * own): HotSpot's compiled frames (id HOTSPOT_CODE) are named
+         * with what HotSpot's discovery found in libjvm.so. */
+        enum unwind_runtime_id found_id;
 
         /* Discovery. Called by the unwinder for each file it reads, once
          * per file identity, with the ELF it builds the file's table from

@@ -56,9 +56,17 @@ public final class Split {
     static volatile long sink;
     static Brush brush = new Pen();
 
+    // tokenize and checksum are over C1's inlining limit (35 bytes of
+    // bytecode: these are 36), so C1 compiles each on its own. Inlined into
+    // round, a loop without a call or a debug point of its own (C1 puts
+    // the loop's safepoint poll before its body) has no PcDesc between the
+    // clock reads around it, so a sample in it could only be named after
+    // the next debug point's scope (Gt.cpu): the JVM records nothing
+    // finer, docs/architecture.md ("HotSpot names") says so. C2 still
+    // inlines them (hot, under FreqInlineSize), whose chains are checked.
     static long tokenize(long n, long x) {
         for (long i = 0; i < n; i++)
-            x = x * MUL_T + ADD_T;
+            x = (x * MUL_T + ADD_T) ^ (x >>> 29);
         return x;
     }
 
@@ -79,7 +87,7 @@ public final class Split {
 
     static long checksum(long n, long x) {
         for (long i = 0; i < n; i++)
-            x = x * MUL_C + ADD_C;
+            x = (x * MUL_C + ADD_C) ^ (x >>> 29);
         return x;
     }
 
