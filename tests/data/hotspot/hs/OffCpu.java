@@ -78,11 +78,23 @@ public final class OffCpu {
     // loads the JDK's classes and native libraries (libnio) for them on
     // first use, and profd reads a library mapped then before it can walk
     // through it; the measured blocks come after, in their steady state.
+    // The read blocks (its byte comes 50 ms later): a read whose byte is
+    // already there never leaves the CPU, so profd would first walk
+    // through libnio at the first measured block, and miss it there.
     static void warmUp(InputStream in, OutputStream out) throws Exception {
-        out.write('w');
-        out.flush();
+        Thread late = new Thread(() -> {
+            try {
+                Thread.sleep(50);
+                out.write('w');
+                out.flush();
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        late.start();
         if (in.read() < 0)
             throw new java.io.EOFException("the loopback socket closed");
+        late.join();
         synchronized (signalLock) {
             signalLock.wait(1);
         }
