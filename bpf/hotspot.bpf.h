@@ -1,7 +1,9 @@
 /* HotSpot's walker, a runtime walker of bpf/runtime.bpf.h: a frame whose
  * pc is in the JVM's code cache (the process's rt_lo, rt_hi) is stepped
  * here, not by the native tables (JIT code has neither CFI nor frame
- * pointers): its blob is found through the code heap's segment map, the
+ * pointers): its blob is the one this CPU found for the pc before
+ * (hotspot_blobs, its head read and checked again) or else is found
+ * through the code heap's segment map, the
  * frame is replaced by one pseudo-frame (an interpreted frame: Method*,
  * bytecode index; compiled code or a stub: CodeBlob*, pc - blob) and its
  * caller's registers computed from the blob's kind:
@@ -256,29 +258,90 @@ static __always_inline int hs_fp_frame(struct ustack_state *s, struct walk_windo
         return 0;
 }
 
+/* The remembered blob of look (the pc of a frame in the code cache of
+ * s's process), and the entry's place and tag; 0 when none. */
+static __always_inline __u64 hs_blob_remembered(const struct ustack_state *s, const struct profd_hotspot *hs,
+                                                __u64 look, struct hotspot_blob_entry **ret, __u64 *tag) {
+        __u32 zero = 0;
+        struct hotspot_blobs *c;
+        struct hotspot_blob_entry *e;
+
+        *ret = NULL;
+        if (hs->blob_code_end == PROFD_HOTSPOT_NO_FIELD)
+                return 0;
+        c = bpf_map_lookup_elem(&hotspot_blobs, &zero);
+        if (!c)
+                return 0;
+        *tag = rt_seen_tag(s->p_tgid, s->p_start, look, 0);
+        e = &c->e[VERIFIER_MASK((__u32) ((*tag * 0x9e3779b97f4a7c15ULL) >> 56), 255)]; /* HOTSPOT_BLOB_SLOTS */
+        *ret = e;
+        return e->tag == *tag ? e->blob : 0;
+}
+
+/* The head of the blob at `blob` into s->rt_buf, checked to hold look in
+ * its code: *code_begin, and the name's pointer. With `hint` (a blob
+ * remembered, not found now), its name pointer must be the one it had
+ * then. Returns 0, HS_BAD or HS_FAULT. */
+static __always_inline int hs_blob_head(struct ustack_state *s, const struct profd_hotspot *hs, __u64 blob,
+                                        __u64 look, const struct hotspot_blob_entry *hint, __u64 *code_begin,
+                                        __u64 *name_addr) {
+        __u64 code_end;
+
+        if (bpf_probe_read_user(s->rt_buf, PROFD_HOTSPOT_BLOB_READ, (void *) blob))
+                return HS_FAULT;
+        *name_addr = hs_word(s, hs->blob_name);
+        if (hint && *name_addr != hint->name)
+                return HS_BAD;
+        *code_begin = hs->code_offsets ? blob + (__u32) hs_int(s, hs->blob_code_begin)
+                                       : hs_word(s, hs->blob_code_begin);
+        if (*code_begin < blob || *code_begin > look)
+                return HS_BAD;
+        if (hs->blob_code_end != PROFD_HOTSPOT_NO_FIELD) {
+                code_end = hs->code_offsets ? blob + (__u32) hs_int(s, hs->blob_code_end)
+                                            : hs_word(s, hs->blob_code_end);
+                if (look >= code_end)
+                        return HS_BAD;
+        }
+        return 0;
+}
+
 /* The frame at s->ip, in the code cache: its pseudo-frame in place of its
  * native frame (ips[n - 1]) and the caller's registers into s. Returns
  * RT_STEPPED, RT_NATIVE when the frame could not be stepped (counted) or
  * RT_STOP (s->end set). */
 static __noinline int hotspot_frame(struct ustack_state *s, struct walk_window *w, const struct profd_hotspot *hs) {
-        __u64 pc = s->ip, blob, name = 0, name_addr, code_begin, code, frame_size;
+        /* a return address may be just past its call, at the blob's end */
+        __u64 pc = s->ip, look = s->exact_ip ? pc : pc - 1, blob, name = 0, name_addr = 0, code_begin = 0, code,
+              frame_size, tag = 0;
         __u32 offset = 0, id = PROFD_RUNTIME_HOTSPOT_CODE, n = s->n;
+        struct hotspot_blob_entry *e;
+        bool found = false;
         __s32 complete;
         int r;
 
-        /* a return address may be just past its call, at the blob's end */
-        blob = hs_find_blob(s, hs, s->exact_ip ? pc : pc - 1);
-        if (!blob)
-                return RT_NATIVE;
-        if (bpf_probe_read_user(s->rt_buf, PROFD_HOTSPOT_BLOB_READ, (void *) blob)) {
-                counter_add(PROFD_HS_READ_FAULT, 1);
-                return RT_NATIVE;
+        /* the blob this CPU found for this pc before, checked again; else
+         * (or if it no longer checks out) the segment map's */
+        blob = hs_blob_remembered(s, hs, look, &e, &tag);
+        r = blob ? hs_blob_head(s, hs, blob, look, e, &code_begin, &name_addr) : HS_BAD;
+        if (r == 0 && e)
+                name = e->kind;
+        else {
+                blob = hs_find_blob(s, hs, look);
+                if (!blob)
+                        return RT_NATIVE;
+                r = hs_blob_head(s, hs, blob, look, NULL, &code_begin, &name_addr);
+                if (r < 0) {
+                        counter_add(r == HS_FAULT ? PROFD_HS_READ_FAULT : PROFD_HS_BAD_FRAME, 1);
+                        return RT_NATIVE;
+                }
+                found = true;
         }
         /* the kind by the name's pointer when it is one met before (a
          * static string every nmethod, or the interpreter, points to),
          * else by the name's first 8 bytes */
-        name_addr = hs_word(s, hs->blob_name);
-        if (name_addr && name_addr == s->hs_name_nmethod)
+        if (name)
+                ;
+        else if (name_addr && name_addr == s->hs_name_nmethod)
                 name = HS_NAME_NMETHOD;
         else if (name_addr && name_addr == s->hs_name_interp)
                 name = HS_NAME_INTERPRETER;
@@ -292,12 +355,17 @@ static __noinline int hotspot_frame(struct ustack_state *s, struct walk_window *
                 else if (name == HS_NAME_INTERPRETER)
                         s->hs_name_interp = name_addr;
         }
-        code_begin = hs->code_offsets ? blob + (__u32) hs_int(s, hs->blob_code_begin) : hs_word(s, hs->blob_code_begin);
         frame_size = (__u64) (__u32) hs_int(s, hs->blob_frame_size);
         complete = hs_int(s, hs->blob_frame_complete);
-        if (code_begin < blob || code_begin > pc || frame_size > (1u << 20)) {
+        if (frame_size > (1u << 20)) {
                 counter_add(PROFD_HS_BAD_FRAME, 1);
                 return RT_NATIVE;
+        }
+        if (found && e) {
+                e->tag = tag;
+                e->blob = blob;
+                e->name = name_addr;
+                e->kind = name;
         }
         code = blob;
         offset = pc - blob > PROFD_RT_FRAME_OFFSET_MAX ? PROFD_RT_FRAME_OFFSET_MAX : (__u32) (pc - blob);

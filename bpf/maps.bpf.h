@@ -192,6 +192,15 @@ struct {
         __type(value, struct runtime_seen);
 } runtime_seen SEC(".maps") __weak;
 
+/* The blob of a JVM's code cache pc, found once through the segment map:
+ * per CPU, direct-mapped (struct hotspot_blobs in state.bpf.h). */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct hotspot_blobs);
+} hotspot_blobs SEC(".maps") __weak;
+
 /* Per-CPU windows, one per scratch slot (enum scratch_slot): each the
  * slot's frames, its walk's state and its node cache (struct walk_window in
  * state.bpf.h). */

@@ -339,6 +339,7 @@ struct profd_python {
 #define PROFD_HOTSPOT_HEAPS 4      /* JDK 17: 3 with a segmented code cache, 1 without */
 #define PROFD_HOTSPOT_BLOB_READ 136 /* bytes of a CodeBlob's head read at once (rt_buf) */
 #define PROFD_HOTSPOT_NO_SLOT (-128) /* an interpreter frame slot not known */
+#define PROFD_HOTSPOT_NO_FIELD 0xffff /* a CodeBlob field the tables do not give */
 struct profd_hotspot_heap {
         __u64 low, high;       /* the heap's reserved range (CodeHeap::_memory) */
         __u64 segmap;          /* its segment map's first byte: a byte per segment */
@@ -357,12 +358,14 @@ struct profd_hotspot {
         __u16 blob_frame_size; /* int, words */
         __u16 blob_frame_complete; /* int, bytes from code_begin where the frame is built */
         __u16 blob_code_begin;
+        __u16 blob_code_end;   /* as blob_code_begin (JDK 8, 23+: _data_offset); PROFD_HOTSPOT_NO_FIELD:
+                                * not known, and no blob is remembered (hotspot_blobs) */
         __u16 method_const_method; /* Method::_constMethod */
         __u16 const_method_size;   /* sizeof(ConstMethod): the bytecodes follow it */
         /* the interpreter's frame, words from its frame pointer
          * (PROFD_HOTSPOT_NO_SLOT: none) */
         __s8 interp_sender_sp, interp_method, interp_bcp;
-        __u8 pad[5];
+        __u8 pad[3];
 };
 
 /* A slot of unwind_runtimes. */

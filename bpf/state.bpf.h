@@ -117,6 +117,22 @@ struct runtime_seen {
         __u64 tag[RUNTIME_SEEN_SLOTS];
 };
 
+/* The blobs HotSpot's walker found through a code heap's segment map
+ * (maps.bpf.h, hotspot_blobs): per CPU, direct-mapped by a tag of the
+ * process and the pc. An entry is a hint: the blob's head is read and
+ * checked again on every use (bpf/hotspot.bpf.h, hs_blob_head). */
+#define HOTSPOT_BLOB_SLOTS 256
+struct hotspot_blob_entry {
+        __u64 tag;      /* rt_seen_tag of the pc; 0: empty */
+        __u64 blob;
+        __u64 name;     /* the blob's name pointer when it was found */
+        __u64 kind;     /* the name's first 8 bytes */
+};
+
+struct hotspot_blobs {
+        struct hotspot_blob_entry e[HOTSPOT_BLOB_SLOTS];
+};
+
 /* One frame of the walk memo (bpf/cache.bpf.h): a row cache tag and its
  * rule. */
 #define WALK_MEMO_DEPTH 32

@@ -49,6 +49,7 @@ int hotspot_runtime_make(const struct hotspot_vmstructs *vs, struct profd_runtim
         struct profd_hotspot *hs;
         bool offsets = vs->blob_code_begin == HOTSPOT_NO_FIELD;
         uint32_t code_begin = offsets ? vs->blob_code_offset : vs->blob_code_begin;
+        uint32_t code_end = offsets ? vs->blob_data_offset : vs->blob_code_end;
 
         if (vs->n_heaps == 0 || vs->n_heaps > PROFD_HOTSPOT_HEAPS || vs->log2_segment_size > 31 ||
             vs->heap_block_size > UINT16_MAX)
@@ -74,6 +75,8 @@ int hotspot_runtime_make(const struct hotspot_vmstructs *vs, struct profd_runtim
         hs->blob_frame_size = (uint16_t) vs->blob_frame_size;
         hs->blob_frame_complete = (uint16_t) vs->blob_frame_complete_offset;
         hs->blob_code_begin = (uint16_t) code_begin;
+        /* without it, the walker finds every blob through the segment map */
+        hs->blob_code_end = blob_field(code_end, offsets ? 4 : 8) ? (uint16_t) code_end : PROFD_HOTSPOT_NO_FIELD;
         hs->method_const_method = (uint16_t) vs->method_const_method;
         hs->const_method_size = (uint16_t) vs->const_method_size;
         hs->interp_sender_sp = slot8(vs->interp_sender_sp);

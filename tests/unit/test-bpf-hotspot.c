@@ -17,7 +17,10 @@
  * compiled: the nmethod's Method*, read with the VM structs' offset) name,
  * innermost first, a run of leaf, middle, outer, main (leaf maybe absent:
  * the thread may stop in middle) with nothing else of Spin's between;
- * the code cache's native frames are gone (none is left in it).
+ * the code cache's native frames are gone (none is left in it). A second
+ * walk, with the blobs the first remembered (hotspot_blobs), and a third,
+ * with each remembered blob spoiled (another's, or moved into its code),
+ * give the same frames.
  *
  * Usage: test-bpf-hotspot JAVA (77: no JAVA, or it may not be traced) */
 #include <dirent.h>
@@ -256,6 +259,33 @@ static bool any_native(const struct jvm *j, const struct profd_frames *f, const 
         return false;
 }
 
+/* The blobs the walks remembered (hotspot_blobs): how many, and each
+ * made one that no longer checks out, in turn: another's blob (its name
+ * pointer may be the same, its code does not hold the pc) or its own
+ * moved by a segment (its head is then code, not a blob's). */
+static unsigned spoil_blobs(void) {
+        struct hotspot_blobs *c = (struct hotspot_blobs *) shim_map_of(&hotspot_blobs)->values;
+        unsigned n = 0;
+        __u64 other = 0;
+
+        for (unsigned i = 0; i < HOTSPOT_BLOB_SLOTS; i++) {
+                struct hotspot_blob_entry *e = &c->e[i];
+
+                if (!e->tag)
+                        continue;
+                if (n++ % 2 && other && other != e->blob) {
+                        __u64 b = e->blob;
+
+                        e->blob = other;
+                        other = b;
+                } else {
+                        other = e->blob;
+                        e->blob += 64;
+                }
+        }
+        return n;
+}
+
 /* One stop: the walk's checks (see the top). Returns whether the chain's
  * methods were found (the thread may have stopped outside them: in the
  * JDK's code or the VM's). */
@@ -296,7 +326,12 @@ static bool check_stop(struct jvm *j, const char *label) {
         CHECK(in_order);
         if (found > 0)
                 CHECK(next == CHAIN_N); /* main reached */
-        /* a scheduler's walk (no caches): the same frames */
+        /* a scheduler's walk (no row caches; the blobs the first walk
+         * remembered): the same frames */
+        g = walk(j, SCRATCH_SWITCH_USER);
+        CHECK(g.n == f.n && memcmp(g.ips, f.ips, f.n * sizeof(f.ips[0])) == 0);
+        /* remembered blobs that no longer check out are found again */
+        CHECK(spoil_blobs() > 0);
         g = walk(j, SCRATCH_SWITCH_USER);
         CHECK(g.n == f.n && memcmp(g.ips, f.ips, f.n * sizeof(f.ips[0])) == 0);
         if (!in_order || f.end != PROFD_END_COMPLETE)

@@ -185,4 +185,5 @@ void shim_init(void) {
         SHIM_MAP(row_cache, 1);
         SHIM_MAP(unwind_runtimes, PROFD_RUNTIME_SLOTS);
         SHIM_MAP(runtime_seen, 1);
+        SHIM_MAP(hotspot_blobs, 1);
 }
