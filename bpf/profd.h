@@ -437,9 +437,9 @@ enum profd_counter {
         /* a switch-out of a thread whose last switch-out was never followed
          * by a switch-in profd saw: the block in between is not measured */
         PROFD_DROP_SWITCH_MISSED,
-        /* runtime walks (the hand-overs of walks that met a runtime's
-         * loop), and why one gave no runtime frames: the walk went on
-         * natively (the interpreter's frame kept) */
+        /* CPython's walks (the hand-overs of walks that met the
+         * interpreter's loop), and why one gave no Python frames: the walk
+         * went on natively (the interpreter's frame kept) */
         PROFD_CNT_RT_WALKS,
         PROFD_CNT_RT_FRAMES,            /* pseudo-frames emitted */
         PROFD_RT_NO_THREAD_STATE,       /* the thread's state was not found (no TSS key, key >= 32, NULL) */
@@ -459,9 +459,13 @@ enum profd_counter {
         PROFD_CNT_OFFCPU_SHORT_NS,
         PROFD_CNT_OFFCPU_UNLOGGED,
         PROFD_CNT_OFFCPU_UNLOGGED_NS,
-        /* HotSpot's walker (bpf/hotspot.bpf.h): a frame in the JVM's code
-         * cache it could not step, one reason each; the walk goes on
+        /* HotSpot's walker (bpf/hotspot.bpf.h): the walks that met a JVM's
+         * code cache, the pseudo-frames they gave (Java frames and stubs;
+         * not in PROFD_CNT_RT_*, which are CPython's), then a frame in the
+         * code cache it could not step, one reason each; the walk goes on
          * natively from that frame (frame pointers: mostly its end) */
+        PROFD_HS_WALKS,
+        PROFD_HS_FRAMES,
         PROFD_HS_NO_HEAP,               /* the pc is in no code heap */
         PROFD_HS_NO_BLOB,               /* the segment map marks the pc's segment free */
         PROFD_HS_BAD_SEGMAP,            /* the segment map's walk back did not end at a block's start */

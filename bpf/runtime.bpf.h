@@ -136,7 +136,7 @@ static __noinline int runtime_frame(struct ustack_state *s, struct walk_window *
         if (rt && rt->id == PROFD_RUNTIME_HOTSPOT) {
                 /* each frame on its own: no state between them */
                 if (!s->rt_met) {
-                        counter_add(PROFD_CNT_RT_WALKS, 1);
+                        counter_add(PROFD_HS_WALKS, 1);
                         s->rt_met = 1;
                 }
                 return hotspot_frame(s, w, &rt->hotspot);

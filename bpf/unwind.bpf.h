@@ -521,7 +521,7 @@ static __always_inline __u8 walk_end(struct ustack_state *s, struct walk_window 
 
         counter_add(PROFD_CNT_USER_WALKS, 1);
         if (s->rt_slot && s->rt_frames)
-                counter_add(PROFD_CNT_RT_FRAMES, s->rt_frames);
+                counter_add(s->rt_met ? PROFD_HS_FRAMES : PROFD_CNT_RT_FRAMES, s->rt_frames);
         if (end != PROFD_END_COMPLETE && end < PROFD_END__MAX)
                 counter_add(PROFD_TRUNC_NO_PROCESS + end - 1, 1);
         return end;

@@ -19,7 +19,7 @@
 #define FLAME_NODE_GROUP (1u << 17)
 /* frames are merged when these agree (and name and module) */
 #define FLAME_MERGE_FLAGS (PROFILE_FRAME_KERNEL | PROFILE_FRAME_INLINED | PROFILE_FRAME_JIT | \
-                           PROFILE_FRAME_PYTHON | FLAME_NODE_ROOT | FLAME_NODE_GROUP)
+                           PROFILE_FRAME_PYTHON | PROFILE_FRAME_JAVA | FLAME_NODE_ROOT | FLAME_NODE_GROUP)
 
 /* Geometry, in pixels. The font is 12 px Verdana-like; its average glyph is
  * taken as 0.59 em wide to decide how much of a name fits a frame. */
@@ -303,6 +303,7 @@ enum flame_kind {
         FLAME_KIND_KERNEL,
         FLAME_KIND_JIT,
         FLAME_KIND_PYTHON,
+        FLAME_KIND_JAVA,
         FLAME_KIND_INLINED,
         FLAME_KIND_UNRESOLVED,
         FLAME_KIND_GROUP,
@@ -321,6 +322,8 @@ static enum flame_kind node_kind(const struct flame_node *n) {
         /* an unnamed one is grey above: what matters is that it has no name */
         if (n->flags & PROFILE_FRAME_PYTHON)
                 return FLAME_KIND_PYTHON;
+        if (n->flags & PROFILE_FRAME_JAVA)
+                return FLAME_KIND_JAVA;
         if (n->flags & PROFILE_FRAME_JIT)
                 return FLAME_KIND_JIT;
         if (n->flags & PROFILE_FRAME_KERNEL)
@@ -338,6 +341,9 @@ static const struct {
         [FLAME_KIND_JIT] = { "JIT", 95, 40, 0.55, 0.55 },
         /* blue, the hue no other kind uses (only diffs, drawn without kinds) */
         [FLAME_KIND_PYTHON] = { "Python", 205, 25, 0.60, 0.62 },
+        /* green as Java is in flamegraph.pl's java palette, darker and
+         * bluer than JIT's */
+        [FLAME_KIND_JAVA] = { "Java", 140, 20, 0.60, 0.45 },
         [FLAME_KIND_INLINED] = { "inlined", 175, 20, 0.60, 0.55 },
         [FLAME_KIND_UNRESOLVED] = { "unresolved", 0, 0, 0.00, 0.72 },
         [FLAME_KIND_GROUP] = { "process/unit", 270, 20, 0.45, 0.72 },
@@ -350,7 +356,7 @@ static struct rgb node_colour(const struct flame_node *n, enum flame_palette pal
 
         if (palette == FLAME_PALETTE_MODULE && (k == FLAME_KIND_USER || k == FLAME_KIND_KERNEL ||
                                                 k == FLAME_KIND_JIT || k == FLAME_KIND_PYTHON ||
-                                                k == FLAME_KIND_INLINED)) {
+                                                k == FLAME_KIND_JAVA || k == FLAME_KIND_INLINED)) {
                 name_shades(n->module, &a, &b);
                 return hsl(a * 360, 0.55 + 0.2 * b, 0.62);
         }
@@ -403,6 +409,7 @@ static const char *kind_description(const struct flame_node *n) {
         case FLAME_KIND_KERNEL: return "kernel";
         case FLAME_KIND_JIT: return "JIT";
         case FLAME_KIND_PYTHON: return "Python";
+        case FLAME_KIND_JAVA: return "Java";
         case FLAME_KIND_INLINED: return (n->flags & PROFILE_FRAME_KERNEL) ? "inlined, kernel" : "inlined";
         case FLAME_KIND_UNRESOLVED: return "unresolved";
         case FLAME_KIND_GROUP: return "group";
@@ -497,12 +504,13 @@ struct legend_item {
         bool stroke;
 };
 
-#define LEGEND_ITEMS_MAX 8
+#define LEGEND_ITEMS_MAX 9
 #define LEGEND_ROW 16
 
 static size_t legend_items(const struct flame_writer *w, struct legend_item items[static LEGEND_ITEMS_MAX]) {
         static const enum flame_kind shown[] = {
-                FLAME_KIND_USER, FLAME_KIND_KERNEL, FLAME_KIND_JIT, FLAME_KIND_PYTHON, FLAME_KIND_INLINED,
+                FLAME_KIND_USER, FLAME_KIND_KERNEL, FLAME_KIND_JIT, FLAME_KIND_PYTHON, FLAME_KIND_JAVA,
+                FLAME_KIND_INLINED,
                 FLAME_KIND_UNRESOLVED, FLAME_KIND_GROUP,
         };
         size_t n = 0;

@@ -4,7 +4,7 @@
  * optional: without it the SVG still shows every frame and label.
  *
  * Layout: stacks are merged into a tree whose nodes are a function (name,
- * module, and whether it is kernel, inlined, JIT or Python code) under a given path,
+ * module, and whether it is kernel, inlined, JIT, Python or Java code) under a given path,
  * as flamegraph.pl merges folded lines; siblings are sorted by name, so the
  * x axis is alphabetical, not time. The bottom frame "all" is the total.
  * Stacks of a grouped answer ("group") get the group as their root frame.
@@ -17,6 +17,9 @@
  *   JIT            green         (hue 95..135)
  *   Python         blue          (hue 205..230): a CPython frame, named
  *                                 qualname, module its .py file
+ *   Java           green         (hue 140..160, darker than JIT): a HotSpot
+ *                                 frame, package.Class.method, module its
+ *                                 .java file
  *   inlined        aqua          (hue 175..195), whatever its module
  *   unresolved     grey          (a "module+0xOFF" name, [unknown], [lost])
  *   group root     violet        (comm-pid or unit of a grouped answer)
@@ -43,7 +46,7 @@
 #include "profile.h"
 
 enum flame_palette {
-        FLAME_PALETTE_KIND,   /* by kind of code: user, kernel, JIT, Python, inlined (default) */
+        FLAME_PALETTE_KIND,   /* by kind of code: user, kernel, JIT, Python, Java, inlined (default) */
         FLAME_PALETTE_MODULE, /* one hue per module */
 };
 

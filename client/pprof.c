@@ -127,22 +127,29 @@ static int64_t string_id(struct pprof_builder *b, const char *s) {
         return (int64_t) b->n_strings++;
 }
 
+/* A runtime's frames (Python's, Java's): no place in a file pprof could
+ * find. */
+#define PROFILE_FRAME_RUNTIME (PROFILE_FRAME_PYTHON | PROFILE_FRAME_JAVA)
+
 /* Kernel frames all belong to one mapping, whatever profd named it; so do
- * Python frames: their module is a .py file (the function's filename says
- * it) and their build_id names one function, not a file pprof could find. */
+ * a runtime's frames: their module is a .py or .java file (the function's
+ * filename says it) and their build_id names one function, not a file
+ * pprof could find. */
 static const char *frame_module(const struct profile_frame *f) {
         if ((f->flags & PROFILE_FRAME_KERNEL) && !*f->module)
                 return "[kernel.kallsyms]";
         if (f->flags & PROFILE_FRAME_PYTHON)
                 return STORE_PYTHON_MODULE;
+        if (f->flags & PROFILE_FRAME_JAVA)
+                return STORE_HOTSPOT_MODULE;
         return f->module;
 }
 
-/* The address pprof gets for a frame: a Python frame's is its line (named)
- * or a code object's address in one process (unnamed), no place in a file;
- * its line is in the location's Line. */
+/* The address pprof gets for a frame: a runtime frame's is its line
+ * (named) or a code object's, Method*'s or blob's address in one process
+ * (unnamed), no place in a file; its line is in the location's Line. */
 static uint64_t frame_address(const struct profile_frame *f) {
-        return (f->flags & PROFILE_FRAME_PYTHON) ? 0 : f->address;
+        return (f->flags & PROFILE_FRAME_RUNTIME) ? 0 : f->address;
 }
 
 /* The mapping id of frame f's module (0: none), widening its range to f's
@@ -175,7 +182,7 @@ static int mapping_id(struct pprof_builder *b, const struct profile_frame *f, ui
                  * nothing is left for pprof to symbolize */
                 m->has_functions = true;
         }
-        if (!m->build_id && *f->build_id && !(f->flags & PROFILE_FRAME_PYTHON)) {
+        if (!m->build_id && *f->build_id && !(f->flags & PROFILE_FRAME_RUNTIME)) {
                 build_id = string_id(b, f->build_id);
                 if (build_id < 0)
                         return -ENOMEM;

@@ -325,10 +325,12 @@ int profile_frame_decode(const json_t *frame, size_t i, struct profile_frame *re
         /* profd's stand-in for a stack it could not walk (docs/protocol.md) */
         if (streq(f.name, "[lost]") && (!*f.module || streq(f.module, "[lost]")))
                 f.flags |= PROFILE_FRAME_LOST;
-        /* a CPython frame: by its build_id or module (common/protocol.h),
+        /* a CPython or a Java frame: by its build_id or module (common/protocol.h),
          * so a fleet answer is told apart as a local one */
         if (!(f.flags & PROFILE_FRAME_KERNEL) && store_frame_is_python(f.build_id, f.module))
                 f.flags |= PROFILE_FRAME_PYTHON;
+        else if (!(f.flags & PROFILE_FRAME_KERNEL) && store_frame_is_hotspot(f.build_id, f.module))
+                f.flags |= PROFILE_FRAME_JAVA;
         *ret = f;
         return 0;
 }

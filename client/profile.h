@@ -22,6 +22,9 @@ enum {
         PROFILE_FRAME_LOST = 1 << 4,       /* the "[lost]" frame of a stack that could not be walked */
         PROFILE_FRAME_PYTHON = 1 << 5,     /* a CPython frame: build_id "python-..." (module the .py
                                             * file, line its line), or "[python]" when unnamed */
+        PROFILE_FRAME_JAVA = 1 << 6,       /* a HotSpot frame: build_id "hotspot-..." (module the .java
+                                            * file, [java] or [jvm], line its line), or "[hotspot]"
+                                            * when unnamed */
 };
 
 /* One distinct frame. Strings are owned by the profile; absent ones are "" (never NULL). */

@@ -272,9 +272,12 @@ static void hotspot_write(FILE *f, const json_t *unwind) {
                 }
                 fputc(')', f);
         }
+        fprintf(f, "; %" JSON_INTEGER_FORMAT " stacks met a code cache, %" JSON_INTEGER_FORMAT " Java frames",
+                json_integer_value(json_object_get(hs, "walks")), json_integer_value(json_object_get(hs, "frames")));
         fputs("; frames not stepped:", f);
         json_object_foreach((json_t *) hs, k, v) {
-                if (!json_is_integer(v) || strcmp(k, "jvms") == 0 || strcmp(k, "retries") == 0)
+                if (!json_is_integer(v) || strcmp(k, "jvms") == 0 || strcmp(k, "retries") == 0 ||
+                    strcmp(k, "walks") == 0 || strcmp(k, "frames") == 0)
                         continue;
                 fputc(' ', f);
                 write_sanitized(f, k);

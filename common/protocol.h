@@ -193,7 +193,8 @@ enum store_unresolved {
  * or of the chain of methods inlined at a compiled frame's pc), the
  * module its source file ("[java]" without one, "[jvm]" for the JVM's
  * stubs), the address its line; one that could not be read has module
- * STORE_HOTSPOT_MODULE and no function. */
+ * STORE_HOTSPOT_MODULE and no function. Every view tells them apart by
+ * these alone (store_frame_is_hotspot), as Python frames. */
 #define STORE_HOTSPOT_BUILD_ID_PREFIX "hotspot-"
 #define STORE_HOTSPOT_MODULE "[hotspot]"
 
@@ -203,6 +204,14 @@ static inline bool store_frame_is_python(const char *build_id, const char *modul
         return (build_id && strncmp(build_id, STORE_PYTHON_BUILD_ID_PREFIX,
                                     sizeof(STORE_PYTHON_BUILD_ID_PREFIX) - 1) == 0) ||
                (module && strcmp(module, STORE_PYTHON_MODULE) == 0);
+}
+
+/* Whether a frame of this build_id and module is a Java frame (a method
+ * or one of the JVM's stubs), named or not; NULL reads as "". */
+static inline bool store_frame_is_hotspot(const char *build_id, const char *module) {
+        return (build_id && strncmp(build_id, STORE_HOTSPOT_BUILD_ID_PREFIX,
+                                    sizeof(STORE_HOTSPOT_BUILD_ID_PREFIX) - 1) == 0) ||
+               (module && strcmp(module, STORE_HOTSPOT_MODULE) == 0);
 }
 
 /* How a stack's user part ended (stacks.user_end, schema 6): one of enum

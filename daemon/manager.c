@@ -267,7 +267,7 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         for (unsigned i = 0; i < STATUS_RUNTIME__MAX; i++)
                 m->runtime[i] += b.counters[PROFD_CNT_RT_WALKS + i];
         for (unsigned i = 0; i < STATUS_HOTSPOT__MAX; i++)
-                m->hotspot[i] += b.counters[PROFD_HS_NO_HEAP + i];
+                m->hotspot[i] += b.counters[PROFD_HS_WALKS + i];
         r = writer_drain(m->writer, &b, start_ns, m->last_drain_end_ns, m->vanished, &seq);
         if (r < 0)
                 return log_error_errno(r, "Failed to queue a drain: %m");

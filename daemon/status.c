@@ -167,9 +167,9 @@ const char *const status_runtime_names[STATUS_RUNTIME__MAX] = {
 _Static_assert(PROFD_RT_NO_FRAME - PROFD_CNT_RT_WALKS + 1 == STATUS_RUNTIME__MAX, "one name per runtime counter");
 
 const char *const status_hotspot_names[STATUS_HOTSPOT__MAX] = {
-        "no_heap", "no_blob", "bad_segmap", "bad_frame", "read_fault", "code_range",
+        "walks", "frames", "no_heap", "no_blob", "bad_segmap", "bad_frame", "read_fault", "code_range",
 };
-_Static_assert(PROFD_RT_CODE_RANGE - PROFD_HS_NO_HEAP + 1 == STATUS_HOTSPOT__MAX, "one name per HotSpot counter");
+_Static_assert(PROFD_RT_CODE_RANGE - PROFD_HS_WALKS + 1 == STATUS_HOTSPOT__MAX, "one name per HotSpot counter");
 
 /* The runtime walks (CPython's): hand-overs, pseudo-frames emitted, and
  * why one gave none (the interpreter's native frames kept). */

@@ -37,7 +37,7 @@ extern const char *const status_runtime_names[STATUS_RUNTIME__MAX];
 /* HotSpot's walker's counters (PROFD_HS_NO_HEAP and the five after it,
  * in order), in status as unwind.hotspot: why a frame in a JVM's code
  * cache was not stepped. */
-#define STATUS_HOTSPOT__MAX 6
+#define STATUS_HOTSPOT__MAX 8
 extern const char *const status_hotspot_names[STATUS_HOTSPOT__MAX];
 
 struct status_stats {
@@ -59,7 +59,7 @@ struct status_stats {
          * (PROFD_CNT_OFFCPU_SHORT, PROFD_CNT_OFFCPU_UNLOGGED), with their ns */
         uint64_t offtime_logged, offtime_short, offtime_short_ns, offtime_unlogged, offtime_unlogged_ns;
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* by status_runtime_names, from PROFD_CNT_RT_WALKS on */
-        uint64_t hotspot[STATUS_HOTSPOT__MAX]; /* by status_hotspot_names, from PROFD_HS_NO_HEAP on */
+        uint64_t hotspot[STATUS_HOTSPOT__MAX]; /* by status_hotspot_names, from PROFD_HS_WALKS on */
         uint64_t clients;             /* connected to the socket now */
 
         bool writer_running;

@@ -64,6 +64,21 @@ def pyfr(name, path, line, fid):
             "address": line}
 
 
+def javafr(name, source, line, fid, **kw):
+    """A Java frame as profd stores it once the HotSpot walker's namer named
+    it (common/protocol.h): module and file the .java file, address and
+    line the line, build_id "hotspot-" and a hash of the method."""
+    f = {"name": name, "module": source, "build_id": f"hotspot-{fid:016x}", "file": source, "line": line,
+         "address": line}
+    f.update(kw)
+    return f
+
+
+JVM = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
+# one of the JVM's stubs: named, module "[jvm]", no file or line
+JVM_STUB = {"name": "[jvm] StubRoutines (1)", "module": "[jvm]", "build_id": f"hotspot-{9:016x}", "address": 0}
+JAVA_ROOT = [fr("thread_native_entry", JVM, build_id="cc33dd44", address=8192),
+             JVM_STUB, javafr("hs.Worker.run", "Worker.java", 20, 1)]
 PY = "/usr/bin/python3.11"
 PY_MAIN = fr("Py_BytesMain", PY, build_id="aa11bb22", address=4096)
 
@@ -115,6 +130,14 @@ def host_spec(n, python=True):
         add(ago, 1, 600, "python3", [PY_MAIN, pyfr("<module>", "/srv/app/main.py", 3, 1),
                                      fr("[python]", "[python]", resolved=False, address=0x7f0012345670,
                                         unresolved="python_read_code")], exe=PY)
+        # a JVM: named methods on two lines of one, a compiled frame whose
+        # inlined calls are not known, and a method that could not be read
+        add(ago, 5 * n, 700, "java", JAVA_ROOT + [javafr("hs.Split.tokenize", "Split.java", 60, 2)], exe=JVM)
+        add(ago, 2, 700, "java", JAVA_ROOT + [javafr("hs.Split.tokenize", "Split.java", 61, 2)], exe=JVM)
+        add(ago, 1, 700, "java", JAVA_ROOT + [javafr("hs.Split.paint", "Split.java", 70, 3,
+                                                     unresolved="hotspot_no_scope")], exe=JVM)
+        add(ago, 1, 700, "java", JAVA_ROOT + [fr("[hotspot]", "[hotspot]", resolved=False, address=0x7f0022345670,
+                                                 unresolved="hotspot_read")], exe=JVM)
     # losses: in the window, and before it (in EARLIER, not in WINDOW)
     lines.append({"ago_s": 600, "drops": {"map_full": 5 * n, "ringbuf_full": 1}})
     lines.append({"ago_s": 3 * 3600 - 60, "drops": {"stack_map_full": 99}})
@@ -513,6 +536,34 @@ def test_python_frames_of_the_fleet():
     assert by_line.get("Worker.run (work.py:42)") == 3 * 3 * len(HOSTS), by_line
 
 
+def test_java_frames_of_the_fleet():
+    """Java frames go to ClickHouse and come back as they were stored: each
+    host's fleet answer has them named, with file, line and their hotspot-
+    build_id; --by line sums the fleet's hosts per line; the quality
+    report's Java reasons (an unreadable method, a compiled frame whose
+    inlined calls are not known) are the local ones."""
+    for n, host in enumerate(HOSTS, 1):
+        local = json.loads(F.local(host, "query", "--json", "--comm", "java", *WINDOW).stdout)
+        fleet = json.loads(F.fleet("query", "--json", "--host", host, "--comm", "java", *WINDOW).stdout)
+        assert stacks_of(fleet) == stacks_of(local), (host, fleet, local)
+        assert fleet["total"] == local["total"] == 3 * (5 * n + 4), (host, fleet["total"], local["total"])
+        frames = {(f["name"], f.get("module"), f.get("file"), f.get("line"), f.get("build_id"))
+                  for st in fleet["stacks"] for f in st["frames"]}
+        assert ("hs.Split.tokenize", "Split.java", "Split.java", 60, f"hotspot-{2:016x}") in frames, frames
+        assert ("hs.Split.tokenize", "Split.java", "Split.java", 61, f"hotspot-{2:016x}") in frames, frames
+        assert any(f[0] == "[jvm] StubRoutines (1)" and f[1] == "[jvm]" and f[4] == f"hotspot-{9:016x}"
+                   for f in frames), frames
+        assert fleet["quality"]["unresolved_by"]["hotspot_read"] == 3, fleet["quality"]
+        assert fleet["quality"]["unresolved_by"]["hotspot_no_scope"] == 3, fleet["quality"]
+        assert fleet["quality"] == local["quality"], (fleet["quality"], local["quality"])
+    rows = json.loads(F.fleet("query", "--json", "--format", "table", "--by", "line", "--comm", "java",
+                              "--limit", "0", *WINDOW).stdout)["rows"]
+    by_line = {r["name"]: r["self"] for r in rows}
+    # three drains of each host, host n with 5 n samples on line 60
+    assert by_line.get("hs.Split.tokenize (Split.java:60)") == 3 * 5 * (1 + 2 + 3), by_line
+    assert by_line.get("hs.Split.tokenize (Split.java:61)") == 3 * 2 * len(HOSTS), by_line
+
+
 def test_views_of_a_host_equal_its_local_views():
     host = "web-2"
     # the table is summed by ClickHouse (docs/clickhouse.md): every way to key, order and cut it
@@ -767,6 +818,7 @@ if __name__ == "__main__":
             test_fleet_table_is_the_table_of_the_fleets_stacks,
             test_views_of_a_host_equal_its_local_views,
             test_python_frames_of_the_fleet,
+            test_java_frames_of_the_fleet,
             test_svg_and_pprof_of_the_fleet,
             test_root_host_puts_each_host_under_its_own_root,
             test_series_of_a_host_equals_its_local_series,

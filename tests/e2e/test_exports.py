@@ -9,7 +9,10 @@ diff --format svg` write, read back by the real consumers.
   location; the SVG's frame widths are the table's totals; the differential
   SVG colours growth red and shrinkage blue; Python frames (as the CPython
   walker stores them) reach pprof with file:line in one [python] mapping,
-  `--by line` as qualname (file.py:line) and the SVG in blue.
+  `--by line` as qualname (file.py:line) and the SVG in blue; Java frames
+  (as the HotSpot walker's writer stores them) likewise in one [hotspot]
+  mapping, `--by line` as package.Class.method (File.java:line), the SVG
+  in green.
 - On the real daemon sampling a real workload (cpu_split): the SVG is
   well-formed XML naming the hot functions, its pprof has cpu/nanoseconds =
   samples x the sampling period, and where Chromium is installed the SVG
@@ -387,6 +390,71 @@ def test_python_frames_in_pprof_svg_and_by_line():
         assert r_ > g_ and r_ > b_, f"the interpreter's native frames stay red: {frames['main']}"
 
 
+# Java frames as the HotSpot walker's writer stores them (common/protocol.h):
+# module the .java file ("[jvm]" for a stub), address and line the line,
+# build_id "hotspot-" and a hash of one method.
+JVM = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
+
+
+def javafr(name, source, line, fid):
+    return {"name": name, "module": source, "build_id": f"hotspot-{fid:016x}", "file": source, "line": line,
+            "address": line}
+
+
+# one of the JVM's stubs: named, module "[jvm]", no file or line
+JVM_STUB = {"name": "[jvm] StubRoutines (1)", "module": "[jvm]", "build_id": f"hotspot-{9:016x}", "address": 0}
+JAVA_ROOT = [fr("thread_native_entry", JVM, build_id="cc33dd44", address=8192),
+             JVM_STUB, javafr("hs.Worker.run", "Split.java", 120, 1)]
+JAVA_STACKS = [
+    (60, JAVA_ROOT + [javafr("hs.Split.tokenize", "Split.java", 60, 2)]),
+    (30, JAVA_ROOT + [javafr("hs.Split.tokenize", "Split.java", 61, 2)]),
+    (10, JAVA_ROOT + [javafr("hs.Split.checksum", "Split.java", 81, 3)]),
+]
+
+
+def test_java_frames_in_pprof_svg_and_by_line():
+    d = Profd("--kinds", "none")
+    spec = "".join(json.dumps({"ago_s": 30, "kind": "cpu", "pid": 400, "comm": "java", "exe": JVM, "uid": 0,
+                               "value": v, "stack": st}) + "\n" for v, st in JAVA_STACKS)
+    r = subprocess.run([binary("STOREGEN"), d.store], input=spec, capture_output=True, text=True)
+    assert r.returncode == 0, f"storegen failed:\n{r.stderr}"
+    with d:
+        path = os.path.join(WORK, "java.pb.gz")
+        d.profctl("query", "--since", "2m", "--format", "pprof", "--output", path)
+        rows, total = table(d, "--since", "2m")
+        assert total == 100 and rows == expected_functions([(v, 400, st) for v, st in JAVA_STACKS]), rows
+        assert pprof_top(path, "samples") == rows, "pprof -top != profctl's table"
+        raw = go_pprof("-raw", path)
+        mappings = raw.split("Mappings\n", 1)[1]
+        # libjvm's file and one [hotspot] mapping: no build-id of a method, no .java file
+        assert "[hotspot]" in mappings and "hotspot-" not in mappings and ".java" not in mappings, mappings
+        assert "[jvm]" not in mappings, mappings
+        assert re.search(rf" {re.escape(JVM)} cc33dd44\b", mappings), mappings
+        locations = raw.split("Locations\n", 1)[1].split("Mappings\n", 1)[0]
+        for want in ("hs.Split.tokenize Split.java:60", "hs.Split.tokenize Split.java:61",
+                     "hs.Split.checksum Split.java:81", "hs.Worker.run Split.java:120"):
+            assert re.search(rf"^\s+\d+: 0x0 M=\d+ {re.escape(want)} s=0$", locations, re.M), \
+                f"no location {want!r}:\n{locations}"
+        lines = go_pprof("-top", "-lines", "-nodecount=100", path)
+        assert re.search(r"^\s*60\s+60(\.00)?%.*hs\.Split\.tokenize Split\.java:60$", lines, re.M), lines
+
+        t = json.loads(d.profctl("query", "--since", "2m", "--by", "line", "--format", "table", "--json",
+                                 "--limit", "0").stdout)
+        by_line = {r["name"]: (r["self"], r["total"]) for r in t["rows"]}
+        assert by_line.get("hs.Split.tokenize (Split.java:60)") == (60, 60), by_line
+        assert by_line.get("hs.Split.tokenize (Split.java:61)") == (30, 30), by_line
+        assert by_line.get("hs.Worker.run (Split.java:120)") == (0, 100), by_line
+
+        svg = os.path.join(WORK, "java.svg")
+        d.profctl("query", "--since", "2m", "--format", "svg", "--output", svg)
+        frames = {n: fill for n, _, _, fill, _ in svg_frames(parse_svg(svg))}
+        for name in ("hs.Worker.run", "[jvm] StubRoutines (1)"):
+            r_, g_, b_ = (int(c) for c in frames[name][4:-1].split(","))
+            assert g_ > b_ > r_, f"Java frames are green: {name} {frames[name]}"
+        r_, g_, b_ = (int(c) for c in frames["thread_native_entry"][4:-1].split(","))
+        assert r_ > g_ and r_ > b_, f"the JVM's native frames stay red: {frames['thread_native_entry']}"
+
+
 def chromium(*args, timeout=120):
     profile_dir = tempfile.mkdtemp(prefix="chromium-", dir=WORK)
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -514,6 +582,7 @@ try:
                test_svg_widths_are_the_tables_totals,
                test_diff_svg_colours_growth_red_and_shrinkage_blue,
                test_python_frames_in_pprof_svg_and_by_line,
+               test_java_frames_in_pprof_svg_and_by_line,
                test_real_workload_svg_pprof_and_rendering])
 finally:
     shutil.rmtree(WORK, ignore_errors=True)

@@ -232,13 +232,21 @@ static int build_stack(json_t *stack, uint32_t pid, uint64_t start_ns, unsigned 
                         for (size_t k = 1; k < ELEMENTSOF(unresolved_names); k++)
                                 if (streq(why, unresolved_names[k]))
                                         unresolved = (enum store_unresolved) k;
-                        if (unresolved == STORE_UNRESOLVED_NONE || kernel || json_is_true(json_object_get(f, "resolved"))) {
+                        /* hotspot_no_scope: a Java frame named after its
+                         * method alone, the one reason stored on a frame
+                         * with a function (common/protocol.h) */
+                        bool named = unresolved == STORE_UNRESOLVED_HOTSPOT_NO_SCOPE;
+
+                        if (unresolved == STORE_UNRESOLVED_NONE || kernel ||
+                            (!named && json_is_true(json_object_get(f, "resolved"))) ||
+                            (named && json_is_false(json_object_get(f, "resolved")))) {
                                 r = fail(lineno, "frame %zu: 'unresolved' is why a user frame has no function: "
                                                  "no_symbols, no_file, jit_without_map or unknown_mapping "
-                                                 "(and not \"resolved\": true)", i);
+                                                 "(and not \"resolved\": true), or hotspot_no_scope on a "
+                                                 "named Java frame", i);
                                 break;
                         }
-                        resolved = false;
+                        resolved = named;
                 }
                 if (jit && !streq(module, "[jit]")) {
                         r = fail(lineno, "frame %zu: JIT frames are in module \"[jit]\", as profd stores them", i);

@@ -259,6 +259,13 @@ static bool any_native(const struct jvm *j, const struct profd_frames *f, const 
         return false;
 }
 
+static uint64_t counter(enum profd_counter k) {
+        __u32 zero = 0;
+        struct profd_counters *c = bpf_map_lookup_elem(&counters, &zero);
+
+        return c ? c->v[k] : 0;
+}
+
 /* The blobs the walks remembered (hotspot_blobs): how many, and each
  * made one that no longer checks out, in turn: another's blob (its name
  * pointer may be the same, its code does not hold the pc) or its own
@@ -290,6 +297,8 @@ static unsigned spoil_blobs(void) {
  * methods were found (the thread may have stopped outside them: in the
  * JDK's code or the VM's). */
 static bool check_stop(struct jvm *j, const char *label) {
+        uint64_t walks = counter(PROFD_HS_WALKS), frames = counter(PROFD_HS_FRAMES);
+        uint64_t rt_walks = counter(PROFD_CNT_RT_WALKS), rt_frames = counter(PROFD_CNT_RT_FRAMES);
         struct profd_frames f = walk(j, SCRATCH_ONCPU_USER), g;
         size_t next = 0, found = 0, pseudo = 0;
         bool in_order = true;
@@ -324,6 +333,11 @@ static bool check_stop(struct jvm *j, const char *label) {
         }
         CHECK(pseudo > 0);
         CHECK(in_order);
+        /* HotSpot's own counters, none of CPython's: one walk, its frames */
+        CHECK_INT_EQ(counter(PROFD_HS_WALKS), walks + 1);
+        CHECK_INT_EQ(counter(PROFD_HS_FRAMES), frames + pseudo);
+        CHECK_INT_EQ(counter(PROFD_CNT_RT_WALKS), rt_walks);
+        CHECK_INT_EQ(counter(PROFD_CNT_RT_FRAMES), rt_frames);
         if (found > 0)
                 CHECK(next == CHAIN_N); /* main reached */
         /* a scheduler's walk (no row caches; the blobs the first walk

@@ -36,7 +36,7 @@ static const char *const failure_names[UNWINDER_FAIL__MAX] = {
 };
 
 static const char *const hotspot_walk_names[STATUS_HOTSPOT__MAX] = {
-        "no_heap", "no_blob", "bad_segmap", "bad_frame", "read_fault", "code_range",
+        "walks", "frames", "no_heap", "no_blob", "bad_segmap", "bad_frame", "read_fault", "code_range",
 };
 
 static const char *const runtime_walk_names[STATUS_RUNTIME__MAX] = {
@@ -508,8 +508,8 @@ static void test_unwind_and_export(void) {
         for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
                 CHECK_INT_EQ(num(json_object_get(u, "runtime"), runtime_walk_names[i]), 350 + i);
         CHECK_INT_EQ(json_object_size(json_object_get(u, "runtime")), STATUS_RUNTIME__MAX);
-        check_keys(json_object_get(u, "hotspot"), "jvms retries tables no_heap no_blob bad_segmap bad_frame read_fault "
-                   "code_range");
+        check_keys(json_object_get(u, "hotspot"), "jvms retries tables walks frames no_heap no_blob bad_segmap "
+                   "bad_frame read_fault code_range");
         for (int i = 0; i < STATUS_HOTSPOT__MAX; i++)
                 CHECK_INT_EQ(num(json_object_get(u, "hotspot"), hotspot_walk_names[i]), 370 + i);
         CHECK_INT_EQ(num(json_object_get(u, "hotspot"), "jvms"), 380);

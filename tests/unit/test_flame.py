@@ -211,6 +211,49 @@ def test_python_frames_have_a_colour_of_their_own():
     check(fr["f"]["v"] == 1, "not merged with a native frame of the same name")
 
 
+def java_frame(name, source, line, **kw):
+    """a named HotSpot frame as profd answers it (common/protocol.h)"""
+    return frame(name, source, build_id="hotspot-0123456789abcdef", address=line, file=source, line=line, **kw)
+
+
+def test_java_frames_have_a_colour_of_their_own():
+    jvm = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
+    stacks = [([frame("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"), frame("thread_native_entry", jvm),
+                java_frame("[jvm] StubRoutines (1)", "[jvm]", 0), java_frame("hs.Worker.run", "Split.java", 120),
+                java_frame("hs.Split.tokenize", "Split.java", 60),
+                java_frame("hs.Split.scan", "Split.java", 66, inlined=True)], 6),
+              ([frame("start_thread", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+                frame("[hotspot]+0x7f0012345678", "[hotspot]", resolved=False, address=0x7f0012345678)], 2)]
+    root = parse(run(["svg"], answer(stacks)), "java")
+    fr = frames_of(root)
+    for name in ("[jvm] StubRoutines (1)", "hs.Worker.run", "hs.Split.tokenize"):
+        r, g, b = rgb(fr[name]["fill"])
+        check(g > b > r, f"Java {name} is green: {fr[name]['fill']}")
+        check(fr[name]["title"].endswith("(Java)"), f"{name}'s title names the kind: {fr[name]['title']!r}")
+    check("Split.java (Java)" in fr["hs.Split.tokenize"]["title"], "the title gives the .java file")
+    r, g, b = rgb(fr["hs.Split.scan"]["fill"])
+    check(g > r and b > r and "(inlined)" in fr["hs.Split.scan"]["title"],
+          f"a method inlined by the JIT is aqua: {fr['hs.Split.scan']['fill']}")
+    r, g, b = rgb(fr["thread_native_entry"]["fill"])
+    check(r > g and r > b, f"the JVM's C++ stays red: {fr['thread_native_entry']['fill']}")
+    r, g, b = rgb(fr["[hotspot]+0x7f0012345678"]["fill"])
+    check(r == g == b, f"an unnamed Java frame is grey: {fr['[hotspot]+0x7f0012345678']['fill']}")
+    # JIT's green and Java's are told apart: Java's is darker
+    jit = frames_of(parse(run(["svg"], answer([([frame("jitfn", "[jit]", jit=True)], 1)])), "jit-vs-java"))
+    check(sum(rgb(jit["jitfn"]["fill"])) > sum(rgb(fr["hs.Worker.run"]["fill"])), "Java is darker than JIT")
+    legend = root.find("svg:g[@id='legend']", NS)
+    texts = [t.text for t in legend.findall("svg:text", NS)]
+    rects = legend.findall("svg:rect", NS)
+    check("Java" in texts and "Python" in texts, f"the legend shows Java and Python: {texts}")
+    if "Java" in texts:
+        r, g, b = rgb(rects[texts.index("Java")].get("fill"))
+        check(g > b > r, "the legend's Java is green")
+    # a Java frame and a native one of the same name and module stay apart
+    both = [([frame("f", "A.java")], 1), ([java_frame("f", "A.java", 1)], 1)]
+    fr = frames_of(parse(run(["svg"], answer(both)), "java-merge"), unique=False)
+    check(fr["f"]["v"] == 1, "not merged with a native frame of the same name")
+
+
 def test_narrow_frames_are_left_out():
     # 110 px: 90 px for 100 samples, tiny's 0.9 px is under the 1 px minimum
     fr = frames_of(parse(run(["svg", "110", "1"], answer(STACKS)), "narrow"))
