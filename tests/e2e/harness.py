@@ -366,6 +366,24 @@ def run_tests(tests):
     sys.exit(1 if failed else 0)
 
 
+def run_selected(tests, *cleanups):
+    """A test file's main: as root, the tests named on its command line
+    (meson.build gives some to each test entry; none: all of them), a name
+    that is not one refused; then each cleanup, also when meson stops the
+    test past its timeout (SIGTERM, left through the finally)."""
+    require_root()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
+    only = sys.argv[1:]
+    unknown = [t for t in only if t not in {f.__name__ for f in tests}]
+    if unknown:
+        sys.exit(f"no such test: {', '.join(unknown)}")
+    try:
+        run_tests([t for t in tests if not only or t.__name__ in only])
+    finally:
+        for cleanup in cleanups:
+            cleanup()
+
+
 # Where a complete user stack starts, named by libc's and ld.so's symbols
 # (libc6-dbg names glibc's static functions) or the program's own: the
 # main thread's stack runs _start -> __libc_start_main ->

@@ -45,14 +45,12 @@ import glob
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
-from harness import (SharedProfd, binary, binomial_tolerance, reaches_start, require_root, run_tests,
+from harness import (SharedProfd, binary, binomial_tolerance, reaches_start, run_selected,
                      user_names)
 
 FREQUENCY = "997"
@@ -102,6 +100,11 @@ def classes():
         assert r.returncode == 0, f"javac failed:\n{r.stderr}"
         _classes = out
     return _classes
+
+
+def remove_classes():
+    if _classes:
+        shutil.rmtree(_classes, ignore_errors=True)
 
 
 def java(*args, flags=()):
@@ -522,24 +525,10 @@ def test_short_lived_jvm_named_after_it_exits():
 
 
 if __name__ == "__main__":
-    require_root()
-    # meson stops a test past its timeout with SIGTERM: leave through the
-    # finally below, which stops the shared profd
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
-    only = sys.argv[1:]
-    tests = [test_native_ground_truth_unchanged_beside_a_jvm,
-             test_python_ground_truth_unchanged_beside_a_jvm,
-             test_compiled_chains_are_whole_with_true_shares,
-             test_after_deoptimization_only_methods_that_ran_are_named,
-             test_interpreted_and_c1_only_named_the_same,
-             test_offcpu_blocked_time_per_java_method,
-             test_short_lived_jvm_named_after_it_exits]
-    unknown = [t for t in only if t not in {f.__name__ for f in tests}]
-    if unknown:
-        sys.exit(f"no such test: {', '.join(unknown)}")
-    try:
-        run_tests([t for t in tests if not only or t.__name__ in only])
-    finally:
-        shared_profd.cleanup()
-        if _classes:
-            shutil.rmtree(_classes, ignore_errors=True)
+    run_selected([test_native_ground_truth_unchanged_beside_a_jvm,
+                  test_python_ground_truth_unchanged_beside_a_jvm,
+                  test_compiled_chains_are_whole_with_true_shares,
+                  test_after_deoptimization_only_methods_that_ran_are_named,
+                  test_interpreted_and_c1_only_named_the_same,
+                  test_offcpu_blocked_time_per_java_method,
+                  test_short_lived_jvm_named_after_it_exits], shared_profd.cleanup, remove_classes)

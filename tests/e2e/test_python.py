@@ -48,13 +48,11 @@ import os
 import re
 import select
 import shutil
-import signal
 import subprocess
-import sys
 import time
 
 from harness import (MAX_FRAMES, HeldWorkload, SharedProfd, binary, binomial_tolerance, folded_stacks,
-                     require_root, run_json, run_tests, sanitized, user_names)
+                     run_json, run_selected, sanitized, user_names)
 
 FREQUENCY = "997"
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -614,22 +612,10 @@ def test_hostile_frame_chain_is_bounded_and_counted():
 
 
 if __name__ == "__main__":
-    require_root()
-    # meson stops a test past its timeout with SIGTERM: leave through the
-    # finally below, which stops the shared profd
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
-    only = sys.argv[1:]
-    tests = [test_ground_truth_on_debian_python,
-             test_ground_truth_on_second_python311_build,
-             test_c_callback_interleaves_python_c_python,
-             test_offcpu_blocked_time_per_python_function,
-             test_threads_have_their_own_python_stacks,
-             test_short_lived_script_is_named_after_it_exits,
-             test_hostile_frame_chain_is_bounded_and_counted]
-    unknown = [t for t in only if t not in {f.__name__ for f in tests}]
-    if unknown:
-        sys.exit(f"no such test: {', '.join(unknown)}")
-    try:
-        run_tests([t for t in tests if not only or t.__name__ in only])
-    finally:
-        shared_profd.cleanup()
+    run_selected([test_ground_truth_on_debian_python,
+                  test_ground_truth_on_second_python311_build,
+                  test_c_callback_interleaves_python_c_python,
+                  test_offcpu_blocked_time_per_python_function,
+                  test_threads_have_their_own_python_stacks,
+                  test_short_lived_script_is_named_after_it_exits,
+                  test_hostile_frame_chain_is_bounded_and_counted], shared_profd.cleanup)

@@ -26,12 +26,10 @@ power (a run of 2 s of CPU is ~2000 samples, not ~100); it changes nothing of ho
 stack is walked."""
 import json
 import os
-import signal
-import sys
 import time
 
 from harness import (MAX_FRAMES, HeldWorkload, SharedProfd, binary, binomial_tolerance, folded_stacks,
-                     reaches_start, require_root, run_json, run_tests, sanitized, user_names)
+                     reaches_start, run_json, run_selected, sanitized, user_names)
 
 FREQUENCY = "997"
 VARIANTS = ("nofp", "fp")
@@ -314,19 +312,10 @@ def test_unwinder_waits_when_idle():
 
 
 if __name__ == "__main__":
-    require_root()
-    # meson stops a test past its timeout with SIGTERM: leave through the
-    # finally below, which stops the shared profd
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM"))
-    only = sys.argv[1:]
-    tests = [test_cpu_chains_and_split_without_frame_pointers,
-             test_cpu_chains_and_split_with_frame_pointers_and_frameless_leaves,
-             test_mixed_stacks_cross_library_boundaries,
-             test_short_lived_process_has_complete_stacks,
-             test_truncation_reasons_are_counted,
-             test_first_sight_truncations_are_counted,
-             test_unwinder_waits_when_idle]
-    try:
-        run_tests([t for t in tests if not only or t.__name__ in only])
-    finally:
-        shared_profd.cleanup()
+    run_selected([test_cpu_chains_and_split_without_frame_pointers,
+                  test_cpu_chains_and_split_with_frame_pointers_and_frameless_leaves,
+                  test_mixed_stacks_cross_library_boundaries,
+                  test_short_lived_process_has_complete_stacks,
+                  test_truncation_reasons_are_counted,
+                  test_first_sight_truncations_are_counted,
+                  test_unwinder_waits_when_idle], shared_profd.cleanup)

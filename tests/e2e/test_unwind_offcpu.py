@@ -24,9 +24,8 @@ kernel did not deliver a sched_switch to profd, which loses a whole block)
 is measured once more; the second run decides."""
 import json
 import subprocess
-import sys
 
-from harness import (HeldWorkload, Profd, binary, require_root, run_tests, user_names,
+from harness import (HeldWorkload, Profd, binary, run_selected, user_names,
                      wait_unwinder_loaded)
 
 TOLERANCE = 0.02       # the issue's bar for blocked time per function
@@ -142,9 +141,6 @@ def test_short_lived_blocked_process_has_its_libraries():
 
 
 if __name__ == "__main__":
-    require_root()
-    only = sys.argv[1:]
-    tests = [test_blocked_time_per_function_without_frame_pointers,
-             test_blocked_time_per_function_with_frame_pointers,
-             test_short_lived_blocked_process_has_its_libraries]
-    run_tests([t for t in tests if not only or t.__name__ in only])
+    run_selected([test_blocked_time_per_function_without_frame_pointers,
+                  test_blocked_time_per_function_with_frame_pointers,
+                  test_short_lived_blocked_process_has_its_libraries])
