@@ -29,6 +29,7 @@
 #include "runtime-names.h"
 #include "store.h"
 #include "tests.h"
+#include "writer-fixture.h"
 #include "writer.h"
 
 #define MAX_FRAMES 64
@@ -223,29 +224,6 @@ static void check_names(runtime_names *c, const struct target *t, const struct f
         }
 }
 
-/* The process's start as the kernel's keys give it (boot-time ns), to the
- * clock tick /proc/PID/stat has. */
-static uint64_t start_ns_of(pid_t pid) {
-        char path[64];
-        _cleanup_free_ char *stat = NULL;
-        uint64_t ticks = 0;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        CHECK(read_full_file(path, &stat) >= 0 && procstat_parse_starttime(stat, &ticks) >= 0);
-        return ticks * (NSEC_PER_SEC / (uint64_t) sysconf(_SC_CLK_TCK));
-}
-
-static struct stack_trace *trace_of(const uint64_t *ips, size_t n) {
-        struct stack_trace *st = malloc(sizeof(*st) + n * sizeof(uint64_t));
-
-        if (!st)
-                abort();
-        st->n = n;
-        st->end = PROFD_END_COMPLETE;
-        memcpy(st->ips, ips, n * sizeof(uint64_t));
-        return st;
-}
-
 /* The daemon's whole naming path for these frames: the writer gets a code
  * event for each (as the loop hands them over), then a drain of one
  * sample whose user stack is the walked chain as pseudo-frames, and one of
@@ -255,60 +233,33 @@ static struct stack_trace *trace_of(const uint64_t *ips, size_t n) {
  * for want of a runtime. */
 static void check_writer(const struct target *t, const struct unwind_runtime_found *found, uint64_t bias,
                          const struct frame_seen *frames, int n) {
-        char dir[] = "/tmp/profd-pywalk-XXXXXX", path[PATH_MAX], wal[PATH_MAX + 8], shm[PATH_MAX + 8];
-        uint64_t start = start_ns_of(t->pid), ips[MAX_FRAMES], seq = 0, other = frames[0].code;
-        struct drain_batch b = { .user_ends_known = true };
-        struct writer_result res = { .error = -1 };
+        uint64_t start = start_ns_of(t->pid), ips[MAX_FRAMES], seq = 0;
+        struct writer_fixture fx;
         struct writer_stats ws;
         sqlite3 *db = NULL;
         sqlite3_stmt *st = NULL;
-        store *s = NULL;
-        writer *w = NULL;
         int rows = 0, unnamed = 0;
 
-        if (!mkdtemp(dir))
-                abort();
-        snprintf(path, sizeof path, "%s/profd.db", dir);
-        CHECK_INT_EQ(store_open(path, &s), 0);
-        store_close(s);
-        CHECK_INT_EQ(writer_new(path, "/proc", 64 << 20, false, &w), 0);
-        if (!w)
+        CHECK_INT_EQ(writer_fixture_open(&fx, "/tmp/profd-pywalk"), 0);
+        if (!fx.w) {
+                writer_fixture_close(&fx);
                 return;
+        }
         for (int i = 0; i < n; i++) {
-                CHECK_INT_EQ(writer_runtime_code(w, (uint32_t) t->pid, start, bias, 0, frames[i].code, found), 0);
+                CHECK_INT_EQ(writer_runtime_code(fx.w, (uint32_t) t->pid, start, bias, 0, frames[i].code, found), 0);
                 ips[i] = PROFD_RT_FRAME(UNWIND_RUNTIME_PYTHON, frames[i].code, frames[i].offset);
         }
-        b.entries = calloc(2, sizeof(*b.entries));
-        b.frames = hashmap_new_u64();
-        if (!b.entries || !b.frames)
-                abort();
-        b.n_entries = 2;
-        b.entries[0] = (struct drain_entry) {
-                .key = { .start_ns = start, .user_stack = 1, .kernel_stack = PROFD_STACK_NONE,
-                         .tgid = (uint32_t) t->pid, .tid = (uint32_t) t->pid, .kind = PROFD_KIND_CPU },
-                .value = 7,
-        };
-        b.entries[1] = (struct drain_entry) {
-                .key = { .start_ns = 1, .user_stack = 2, .kernel_stack = PROFD_STACK_NONE, .tgid = 1, .tid = 1,
-                         .kind = PROFD_KIND_CPU },
-                .value = 1,
-        };
-        CHECK(hashmap_put(b.frames, UINT64_TO_KEY(1), trace_of(ips, (size_t) n)) == 0);
-        other = PROFD_RT_FRAME(UNWIND_RUNTIME_PYTHON, other, 0);
-        CHECK(hashmap_put(b.frames, UINT64_TO_KEY(2), trace_of(&other, 1)) == 0);
-        CHECK_INT_EQ(writer_drain(w, &b, 1000, 2000, 0, &seq), 0);
-        for (int tries = 0; tries < 300 && !writer_result_pop(w, &res); tries++)
-                (void) poll(&(struct pollfd) { .fd = writer_fd(w), .events = POLLIN }, 1, 100);
-        CHECK_INT_EQ(res.error, 0);
-        CHECK_INT_EQ(res.seq, seq);
-        writer_get_stats(w, &ws);
+        CHECK_INT_EQ(writer_fixture_drain(&fx, t->pid, start, ips, (size_t) n,
+                                          PROFD_RT_FRAME(UNWIND_RUNTIME_PYTHON, frames[0].code, 0), &seq), 0);
+        writer_get_stats(fx.w, &ws);
         CHECK_INT_EQ(ws.unresolved.python_no_runtime, 1);
         CHECK_INT_EQ(ws.unresolved.python_exited, 0);
         CHECK_INT_EQ(ws.runtime_names.reads, n);
         CHECK_INT_EQ(ws.runtime_names.processes, 1);
-        writer_free(w);
+        writer_free(fx.w);
+        fx.w = NULL;
 
-        CHECK_INT_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        CHECK_INT_EQ(sqlite3_open_v2(fx.path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
         CHECK_INT_EQ(sqlite3_prepare_v2(db,
                 "SELECT m.path, m.build_id, l.address, f.name, ll.file, ll.line, l.unresolved, "
                 "(SELECT count(*) FROM location_lines x WHERE x.location_id = l.id) "
@@ -351,12 +302,7 @@ static void check_writer(const struct target *t, const struct unwind_runtime_fou
         CHECK_INT_EQ(unnamed, 1);
         sqlite3_finalize(st);
         sqlite3_close(db);
-        snprintf(wal, sizeof wal, "%s-wal", path);
-        snprintf(shm, sizeof shm, "%s-shm", path);
-        (void) unlink(wal);
-        (void) unlink(shm);
-        (void) unlink(path);
-        (void) rmdir(dir);
+        writer_fixture_close(&fx);
 }
 
 static void test_interpreter(const char *python, const char *script) {
