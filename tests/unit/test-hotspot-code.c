@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "hotspot-code.h"
+#include "hotspot-jdk17.h"
 #include "hotspot.h"
 #include "macro.h"
 #include "tests.h"
@@ -75,26 +76,7 @@ static const struct hotspot_vmstructs vs = {
         .pc_desc_size = 16,
         .pc_desc_pc_offset = 0,
         .pc_desc_scope_decode_offset = 4,
-        .method_const_method = 8,
-        .const_method_size = 48,
-        .const_method_constants = 8,
-        .const_method_flags = 28,
-        .const_method_code_size = 32,
-        .const_method_name_index = 34,
-        .const_method_signature_index = 36,
-        .const_method_has_linenumber_table = 1,
-        .constant_pool_size = 72,
-        .constant_pool_holder = 24,
-        .constant_pool_source_file_name_index = 54,
-        .constant_pool_length = 60,
-        .constant_pool_tags = 8,
-        .array_length = 0,
-        .array_u1_data = 4,
-        .instance_klass_constants = 232,
-        .klass_name = 24,
-        .symbol_length = 4,
-        .symbol_length_and_refcount = HOTSPOT_NO_FIELD,
-        .symbol_body = 6,
+        HOTSPOT_JDK17_NAME_FIELDS,
 };
 
 /* spin at bci 4 inlining spin at bci 10; PcDescs at -1, 0x10 (the outer
