@@ -29,6 +29,10 @@ const volatile __u8 wakeup_enabled = 1;
 /* 0: the timeline is off (setting timeline): no block is logged, timed or
  * counted as left out of the timeline; the counts map has them all. */
 const volatile __u8 offcpu_timeline_enabled = 1;
+/* 0 (setting offcpu_preempted_stacks off, the default): a preempted wait
+ * (state R) is counted and logged without its stacks; 1: walked like any
+ * other block. */
+const volatile __u8 offcpu_preempted_stacks = 0;
 /* 1: the kernel has no sched_exit_tp: walk user stacks at switch-out. */
 const volatile __u8 offcpu_walk_at_switch_out = 0;
 
@@ -73,6 +77,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
         t->user_error = 0;
         if (!offcpu_walk_at_switch_out || !offcpu_enabled || (prev->flags & PF_KTHREAD))
                 return;
+        if (t->state == PROFD_STATE_RUNNING && !offcpu_preempted_stacks)
+                return; /* not walked: count_preempted */
         /* no sched_exit_tp: only now can prev's user memory be read */
         u = bpf_task_storage_get(&task_stacks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
         f = scratch_get(SCRATCH_SWITCH_USER);
@@ -149,6 +155,27 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
         announce_if_new(task, key->tgid, key->start_ns);
 }
 
+/* A kept preempted wait (state R: runnable, waiting for a CPU) when its
+ * stacks are not walked (offcpu_preempted_stacks off): counted under the
+ * thread with no stack, which the writer stores as one [preempted] frame.
+ * Where a thread was preempted is where it ran, which the on-CPU samples
+ * already tell; walked, a loaded host's preemptions are most of its new
+ * stacks (docs/performance.md). Returns whether it counted key. */
+static __always_inline bool count_preempted(struct task_struct *task, struct profd_sample_key *key, __u64 delta,
+                                            __u64 end_ns) {
+        __u32 gen;
+
+        if (offcpu_preempted_stacks || key->state != PROFD_STATE_RUNNING)
+                return false;
+        gen = *(volatile __u32 *) &generation;
+        key->kernel_stack = PROFD_STACK_NONE;
+        key->user_stack = PROFD_STACK_NONE;
+        count_key(gen, key, delta, false);
+        log_block(gen, key, end_ns, delta);
+        announce_if_new(task, key->tgid, key->start_ns);
+        return true;
+}
+
 /* Ends the block of a thread switched in at now (t->switch_out_ns set).
  * Returns its time away if it is to be counted, else 0. */
 static __always_inline __u64 block_end(struct profd_task *t, __u64 now) {
@@ -189,6 +216,8 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         if (!delta)
                 return;
         block_key(next, t->state, &key);
+        if (count_preempted(next, &key, delta, now))
+                return;
 
         k = scratch_get(SCRATCH_SWITCH_KERNEL);
         if (!k)
@@ -330,6 +359,8 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                 if (!delta)
                         return 0;
                 block_key(task, t->state, &key);
+                if (count_preempted(task, &key, delta, end_ns))
+                        return 0;
                 k = scratch_get(SCRATCH_SWITCH_KERNEL);
                 if (!k)
                         return 0;

@@ -190,6 +190,11 @@ const struct conf_setting conf_settings[] = {
           .has_none = true, .none_value = UINT64_MAX, .check = check_offcpu_order,
           .must_be = "a duration (e.g. \"1ms\", \"500us\") or \"none\"",
           .help_arg = "DURATION", .help = "longest block attributed, or none (default none)" },
+        /* read at start: fixed in the BPF programs at load */
+        { .key = "offcpu_preempted_stacks", .type = CONF_BOOL, .offset = FIELD(offcpu_preempted_stacks),
+          .help_arg = "", .help = "walk preempted waits' (state R) stacks like other blocks' (default\n"
+                                  "off: their time is kept per thread as one [preempted] frame)",
+          .help_negated = "keep preempted waits per thread as [preempted], without stacks" },
         { .key = "max_clients", .type = CONF_UINT, .offset = FIELD(max_clients), .apply = CONF_APPLY_CLIENTS,
           .min = 1, .max = 65536,
           .help_arg = "N", .help = "clients connected at once (default " STR(CONF_DEFAULT_MAX_CLIENTS) ")" },

@@ -152,6 +152,10 @@ struct conf {
          * block's time, only the aggregates (docs/architecture.md, "The
          * timeline turned off") */
         bool timeline;
+        /* preempted waits (state R) walked like other blocks; false (the
+         * default): counted per thread as one [preempted] frame (read at
+         * start: it is fixed in the BPF programs at load) */
+        bool offcpu_preempted_stacks;
         /* the off-CPU timeline: blocks logged with their start and end
          * from this length, at most this many per CPU and second (0: none) */
         uint64_t timeline_offcpu_min_ns;

@@ -429,6 +429,7 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         c->skel->rodata->offcpu_timeline_enabled = cfg->timeline;
         c->timeline = cfg->timeline;
         c->skel->rodata->wakeup_enabled = cfg->kind_wakeup;
+        c->skel->rodata->offcpu_preempted_stacks = cfg->offcpu_preempted_stacks;
         c->switch_done = have_sched_exit_tp();
         if (!c->switch_done && cfg->kind_offcpu)
                 log_info("The kernel has no sched_exit_tp tracepoint: off-CPU user stacks are walked at "

@@ -18,6 +18,13 @@ on a loaded machine is set by the scheduler as much as by the daemon's
 demand (a starved daemon writes its backlog later), so the figure here is
 the whole life's CPU for the same input, per sample and per key stored.
 
+With --seconds, the workload's rounds go on until that long has passed
+(issue 43's hour: `--seconds 3600`), and the span's own figures are added
+for each daemon: its CPU as % of a core over the workload, its BPF
+programs' run time (kernel.bpf_stats_enabled, turned on for the run) as %
+of a core, the store's growth per hour (file and WAL), and what `profctl
+status` says of the unwinder and of drops at the end.
+
 With --perf, `perf record -F 199 -e cpu-clock -g` follows each daemon from
 its first drain to its exit (perf.data in --keep's directory). One JSON
 object on stdout. Root (profd loads BPF)."""
@@ -70,7 +77,7 @@ def vmrss_kib(pid):
     return None
 
 
-def workload(src, rounds, pids):
+def workload(src, rounds, pids, seconds=0):
     """Builds src from clean and runs its unit tests, rounds times, reading
     each pid's VmRSS every second meanwhile; the wall-clock seconds, the
     execs it took (from the fork counter) and the RSS series (KiB)."""
@@ -78,7 +85,9 @@ def workload(src, rounds, pids):
     forks0 = forks()
     t0 = time.monotonic()
     series = {pid: [] for pid in pids}
-    for _ in range(rounds):
+    done = 0
+    while done < rounds or time.monotonic() - t0 < seconds:
+        done += 1
         for cmd in (["ninja", "-C", b, "clean"], ["ninja", "-C", b, "-j2"],
                     ["meson", "test", "-C", b, "--suite", "unit", "--num-processes", "2"]):
             p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -91,7 +100,7 @@ def workload(src, rounds, pids):
                     p.wait(1)
                 except subprocess.TimeoutExpired:
                     pass
-    return time.monotonic() - t0, forks() - forks0, series
+    return time.monotonic() - t0, forks() - forks0, series, done
 
 
 def rss_summary(kib):
@@ -114,6 +123,8 @@ def forks():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=1, help="builds and unit-test runs of the tree (default 1)")
+    ap.add_argument("--seconds", type=int, default=0,
+                    help="go on with rounds until this many seconds passed (default: --rounds only)")
     ap.add_argument("--perf", action="store_true", help="perf record each daemon (cpu-clock, 199 Hz, -g)")
     ap.add_argument("--keep", help="keep the daemons' directories (logs, stores, perf.data) under this one")
     ap.add_argument("builds", nargs="+", metavar="NAME=BUILD_DIR",
@@ -148,7 +159,29 @@ def main():
                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
         load_start = loadavg()
-        seconds, execs, rss = workload(src, args.rounds, [dm["p"].pid for dm in daemons.values()])
+        stats_were = open(bench.STATS).read().strip()
+        bench.set_bpf_stats(True)
+        for dm in daemons.values():
+            dm["progs"] = bench.owned_progs(dm["p"].pid)
+            dm["cpu0"], dm["store0"] = bench.proc_cpu_s(dm["p"].pid), bench.store_bytes(dm["store"])
+        progs0 = bench.bpf_progs()
+        seconds, execs, rss, rounds = workload(src, args.rounds, [dm["p"].pid for dm in daemons.values()],
+                                               args.seconds)
+        progs1 = bench.bpf_progs()
+        for dm in daemons.values():
+            cpu1, store1 = bench.proc_cpu_s(dm["p"].pid), bench.store_bytes(dm["store"])
+            bpf = bench.prog_delta(progs0, progs1, dm["progs"])
+            bpf_ns = sum(v[1] for v in bpf.values())
+            dm["span"] = {
+                "daemon_cpu_pct": round(100 * (cpu1 - dm["cpu0"]) / seconds, 2),
+                "bpf_cpu_pct": round(100 * bpf_ns / 1e9 / seconds, 2),
+                "bpf_ns_per_run": {k: round(v[1] / v[0]) for k, v in bpf.items() if v[0]},
+                "bpf_runs": {k: v[0] for k, v in bpf.items()},
+                "store_mib_per_h": round((store1 - dm["store0"]) / 2**20 * 3600 / seconds, 1),
+                "store_mib_end": round(store1 / 2**20, 1),
+            }
+        with open(bench.STATS, "w") as f:
+            f.write(stats_were)
         load_end = loadavg()
         time.sleep(11)  # the workload's last drain
         results = {}
@@ -160,6 +193,7 @@ def main():
             except ValueError:
                 status = {}
             dm["status"] = {k: status.get(k) for k in STATUS_FIELDS}
+            dm["status"].update({k: status.get(k) for k in ("unwind", "drops") if k in status})
         for name, dm in daemons.items():
             dm["p"].send_signal(signal.SIGTERM)
         for name, dm in daemons.items():
@@ -171,7 +205,8 @@ def main():
             results[name] = {
                 "exit": dm["p"].returncode, "exit_wait_s": round(time.monotonic() - t0, 1),
                 "cpu_s": round(cpu, 2), "user_s": round(ru.ru_utime, 2), "sys_s": round(ru.ru_stime, 2),
-                "vmhwm_mib": round(ru.ru_maxrss / 1024, 1), **st, "status_before_exit": dm["status"],
+                "vmhwm_mib": round(ru.ru_maxrss / 1024, 1), **st, "span": dm["span"],
+                "status_before_exit": dm["status"],
                 "vmrss_every_1s_mib": rss_summary(rss[dm["p"].pid]),
                 "cpu_ms_per_1k_samples": round(cpu * 1e6 / st["samples"], 1) if st["samples"] else None,
                 "cpu_ms_per_1k_keys": round(cpu * 1e6 / st["keys"], 1) if st["keys"] else None,
@@ -182,7 +217,7 @@ def main():
             except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGINT)
                 p.wait()
-        print(json.dumps({"started": started, "rounds": args.rounds, "workload_s": round(seconds),
+        print(json.dumps({"started": started, "rounds": rounds, "workload_s": round(seconds),
                           "execs": execs, "load_start": load_start, "load_end": load_end,
                           "results": results}), flush=True)
     finally:

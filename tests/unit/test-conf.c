@@ -105,7 +105,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 39);
+        CHECK_INT_EQ(n, 40);
 }
 
 static void test_defaults(void) {
@@ -119,6 +119,7 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.timeline_retention_ns, 3600 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.timeline_max_size, 256ULL << 20);
         CHECK(c.timeline);
+        CHECK(!c.offcpu_preempted_stacks);
         CHECK_INT_EQ(c.timeline_offcpu_min_ns, 1000000);
         CHECK_INT_EQ(c.timeline_offcpu_rate, 200);
         CHECK_INT_EQ(c.unwind_memory, 24ULL << 20);
@@ -302,6 +303,7 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "kinds", "cpu,wakeup", "cpu,wakeup" },
         { "offcpu_min", "2ms", "2ms" },
         { "offcpu_max", "10s", "10s" },
+        { "offcpu_preempted_stacks", "on", "on" },
         { "max_clients", "7", "7" },
         { "client_timeout", "1m", "1m" },
         { "retention_raw", "6h", "6h" },
@@ -480,7 +482,7 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
          * retention x3, max_store_size, timeline_retention, timeline_max_size,
          * timeline_offcpu_min, symbol_cache, debug_dirs */
         CHECK_INT_EQ(n_reloadable, 15);
-        CHECK_INT_EQ(n_restart, 24);
+        CHECK_INT_EQ(n_restart, 25);
         conf_done(&defaults);
 }
 
@@ -552,7 +554,8 @@ static void test_switches(void) {
         CHECK_INT_EQ(set_from_flag(&c, s, false, "on"), 0);
         CHECK(c.timeline);
         conf_done(&c);
-        /* the options: both take no argument; only a switch has a --no- */
+        /* the options: both take no argument; only a switch (timeline,
+         * offcpu_preempted_stacks) has a --no- */
         {
                 struct option options[CONF_MAX_OPTIONS + 1];
                 char shorts[64] = "";
@@ -562,7 +565,9 @@ static void test_switches(void) {
                         if (streq(options[j].name, "timeline") || streq(options[j].name, "no-timeline")) {
                                 CHECK_INT_EQ(options[j].has_arg, no_argument);
                                 found++;
-                        } else
+                        } else if (streq(options[j].name, "no-offcpu-preempted-stacks"))
+                                CHECK_INT_EQ(options[j].has_arg, no_argument);
+                        else
                                 CHECK(strncmp(options[j].name, "no-", 3) != 0);
                 }
                 CHECK_INT_EQ(found, 2);
