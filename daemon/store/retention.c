@@ -16,6 +16,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
+#include "process-groups.h"
 #include "sample-blocks.h"
 #include "stack-pack.h"
 
@@ -59,18 +60,20 @@ struct retention {
         bool v7_gone;                    /* samples_v7 (schema 7's samples being converted) was seen gone */
         uint64_t damaged_pending;        /* damaged blocks dropped in the open transaction */
         uint64_t timeline_pending;       /* timeline blocks deleted in the open transaction */
+        uint64_t grouped_pending;        /* processes grouped in the open transaction */
 };
 
 static const char *const total_names[] = {
         "merged_drains", "deleted_drains", "deleted_for_size", "deleted_stacks", "deleted_processes",
         "deleted_locations", "vacuumed_bytes", "spanned_drains", "damaged_blocks", "deleted_timeline",
+        "grouped_processes",
 };
 
 static uint64_t *total_field(struct retention_totals *t, size_t i) {
         uint64_t *f[] = {
                 &t->merged_drains, &t->deleted_drains, &t->deleted_for_size, &t->deleted_stacks,
                 &t->deleted_processes, &t->deleted_locations, &t->vacuumed_bytes, &t->spanned_drains,
-                &t->damaged_blocks, &t->deleted_timeline,
+                &t->damaged_blocks, &t->deleted_timeline, &t->grouped_processes,
         };
         _Static_assert(ELEMENTSOF(f) == ELEMENTSOF(total_names), "a name per total");
         return f[i];
@@ -125,6 +128,8 @@ static int commit(retention *r, struct retention_totals *t) {
         r->damaged_pending = 0;
         t->deleted_timeline += r->timeline_pending;
         r->timeline_pending = 0;
+        t->grouped_processes += r->grouped_pending;
+        r->grouped_pending = 0;
         k = totals_save(r, t);
         if (k >= 0)
                 k = db_exec(&r->d, "COMMIT");
@@ -139,6 +144,7 @@ static int commit(retention *r, struct retention_totals *t) {
 static int rollback(retention *r, int err) {
         r->damaged_pending = 0;
         r->timeline_pending = 0;
+        r->grouped_pending = 0;
         db_rollback(&r->d);
         return err;
 }
@@ -164,7 +170,8 @@ int retention_open(const char *path, const struct retention_settings *settings, 
                     "CREATE TEMP TABLE doomed (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE batch (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE gc_stacks (id INTEGER PRIMARY KEY);"
-                    "CREATE TEMP TABLE gc_processes (id INTEGER PRIMARY KEY);");
+                    "CREATE TEMP TABLE gc_processes (id INTEGER PRIMARY KEY);"
+                    "CREATE TEMP TABLE churn (process_id INTEGER PRIMARY KEY, key TEXT NOT NULL, group_id INTEGER);");
         if (k >= 0)
                 k = db_limit_wal(&r->d);
         if (k >= 0)
@@ -236,7 +243,8 @@ static int64_t count_unexported(retention *r) {
 /* What blocks_take does with the entries of the drains in temp.doomed. */
 enum take_mode {
         TAKE_DELETE, /* dropped */
-        TAKE_MERGE,  /* combined per (process, kind; thread, cgroup, state, peer, stack) into drain `to` */
+        TAKE_MERGE,  /* combined per (process, kind; thread, cgroup, state, peer, stack) into drain `to`,
+                      * short-lived processes by their group (process-groups.h) */
         TAKE_SPAN,   /* moved as they are into blocks keyed `to`, the first drain of their span */
 };
 
@@ -312,13 +320,27 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
         st = NULL;
         if (k < 0)
                 goto out;
-        k = db_prepare(&r->d, "SELECT b.drain_id, b.process_id, b.kind, " SAMPLE_BLOCK_COLUMNS " FROM sample_blocks b "
-                       "WHERE b.drain_id IN " DOOMED_KEYS " ORDER BY b.process_id, b.kind, b.drain_id", NULL, 0, &st);
+        /* a merge writes a short-lived process's entries under its group
+         * (temp.churn); the other modes keep every process */
+        if (mode == TAKE_MERGE) {
+                int64_t g = process_groups_assign(&r->d, DOOMED_KEYS, "temp.doomed");
+
+                if (g < 0) {
+                        k = (int) g;
+                        goto out;
+                }
+        } else if ((k = db_exec(&r->d, "DELETE FROM temp.churn")) < 0)
+                goto out;
+        k = db_prepare(&r->d, "SELECT b.drain_id, b.process_id, b.kind, coalesce(c.group_id, b.process_id) AS dest, "
+                       SAMPLE_BLOCK_COLUMNS " FROM sample_blocks b LEFT JOIN temp.churn c ON c.process_id = b.process_id "
+                       "WHERE b.drain_id IN " DOOMED_KEYS " ORDER BY dest, b.kind, b.drain_id", NULL, 0, &st);
         for (;;) {
                 bool row = k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW;
                 int64_t key = row ? sqlite3_column_int64(st, 0) : -1;
                 int64_t p = row ? sqlite3_column_int64(st, 1) : -1;
                 int kd = row ? sqlite3_column_int(st, 2) : -1;
+                /* where the taken entries go: p, or its group */
+                int64_t dest = row ? sqlite3_column_int64(st, 3) : -1;
                 struct sample_block b;
                 size_t n_kept = 0;
 
@@ -328,7 +350,7 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                         k = db_fail(&r->d, rc, "reading blocks");
                         break;
                 }
-                if (process >= 0 && (!row || p != process || kd != kind)) {
+                if (process >= 0 && (!row || dest != process || kd != kind)) {
                         if (mode == TAKE_MERGE)
                                 n = sample_entries_combine(taken, n);
                         if (mode != TAKE_DELETE) {
@@ -349,8 +371,8 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                                             ", not a drain's: %m", r->path, key);
                         break;
                 }
-                process = p, kind = kd;
-                if (sample_block_from_row(st, 3, &b) < 0) {
+                process = dest, kind = kd;
+                if (sample_block_from_row(st, 4, &b) < 0) {
                         /* its entries cannot be read, so they are lost
                          * already; kept, it would stop this step, and every
                          * step after it, each time (the store would outgrow
@@ -384,9 +406,12 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                                 continue;
                         }
                         e.span = (uint8_t) (mode == TAKE_SPAN ? drain - to : 0);
+                        if (dest != p)
+                                process_group_entry(&e);
                         taken[n++] = e;
                 }
-                k = sample_blocks_insert(&r->d, -key, kind, process, kept, n_kept, refs, prefs);
+                /* what it holds of other drains stays the process's own */
+                k = sample_blocks_insert(&r->d, -key, kind, p, kept, n_kept, refs, prefs);
         }
         sqlite3_finalize(st);
         st = NULL;
@@ -398,6 +423,18 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
          * end of the rows */
         if (k >= 0)
                 k = process_refs_apply(&r->d, prefs, true);
+        /* grouped: a process all of whose blocks went to its group (one
+         * whose span also holds drains not merged yet goes at a later step) */
+        if (k >= 0 && mode == TAKE_MERGE) {
+                int64_t g;
+
+                k = db_query_i64(&r->d, "SELECT count(*) FROM temp.churn c WHERE coalesce((SELECT blocks FROM "
+                                 "process_refs WHERE process_id = c.process_id), 0) <= 0", NULL, 0, 0, &g);
+                if (k >= 0 && g > 0) {
+                        r->grouped_pending += (uint64_t) g;
+                        r->gc_pending = true; /* their rows are candidates now */
+                }
+        }
 out:
         hashmap_free(refs);
         hashmap_free(prefs);

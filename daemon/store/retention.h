@@ -38,6 +38,7 @@ struct retention_totals {
         uint64_t spanned_drains;   /* raw drains packed into blocks that span drains */
         uint64_t damaged_blocks;   /* blocks of samples found unreadable and dropped, their entries lost */
         uint64_t deleted_timeline; /* timeline blocks deleted (their age, their size, or their drains') */
+        uint64_t grouped_processes; /* short-lived processes merged into their group (process-groups.h) */
 };
 
 /* Opens a connection of its own to the store (already created and migrated

@@ -1005,7 +1005,7 @@ static int timeline_scan(store *s, const struct store_query *q, struct stack_sum
 
         switch (q->group) {
         case STORE_GROUP_PROCESS:
-                sql_add(&t, "SELECT p.comm || '-' || p.pid");
+                sql_add(&t, "SELECT p.comm || '-' || CASE WHEN p.pid < 0 THEN '*' ELSE p.pid END");
                 break;
         case STORE_GROUP_UNIT:
                 sql_add(&t, "SELECT coalesce(p.unit, '-')");
@@ -1266,7 +1266,7 @@ int store_query_stacks(store *s, const struct store_query *q, store_stack_fn fn,
         case STORE_GROUP_PROCESS:
                 /* by name and pid, as the root frame shows it: two instances
                  * of a reused pid with the same comm are one root */
-                sql_add(&t, "SELECT b.process_id, p.comm || '-' || p.pid");
+                sql_add(&t, "SELECT b.process_id, p.comm || '-' || CASE WHEN p.pid < 0 THEN '*' ELSE p.pid END");
                 break;
         case STORE_GROUP_UNIT:
                 sql_add(&t, "SELECT b.process_id, coalesce(p.unit, '-')");

@@ -952,6 +952,176 @@ static void test_merges_keep_each_rate_apart(void) {
         store_close(s);
 }
 
+/* Writes drains of `interval` from `from` to `to` as a build host's: a
+ * long-lived process (pid 100) in each, and in each drain new processes
+ * that live in it alone: two of "cc1" (the same exe, user and cgroup) and
+ * one "sh", all sampled in the same two stacks, with an off-CPU block
+ * (their thread ids and a peer differ per process). With timed, each
+ * drain keeps a timeline of its cpu samples. */
+static void write_churn_drains(store *s, uint64_t from, uint64_t to, uint64_t interval, bool timed) {
+        static const struct store_process daemon = { .pid = 100, .start_ns = 1, .comm = "make", .exe = "/usr/bin/make",
+                                                     .cgroup = "/system.slice/ci.service", .uid = 1000,
+                                                     .have_uid = true };
+        struct store_frame frames[2][2] = {
+                { { .module = "/usr/bin/cc1", .address = 0x1000, .function = "main" },
+                  { .module = "/usr/bin/cc1", .address = 0x2000, .function = "parse" } },
+                { { .module = "/usr/bin/cc1", .address = 0x1000, .function = "main" },
+                  { .module = "/usr/bin/cc1", .address = 0x3000, .function = "emit" } },
+        };
+        unsigned i = 0;
+
+        for (uint64_t end = from + interval; end <= to; end += interval, i++) {
+                struct store_process procs[3] = {
+                        { .pid = 1000 + 3 * i, .start_ns = end - interval + 1, .comm = "cc1", .exe = "/usr/bin/cc1",
+                          .cgroup = "/system.slice/ci.service", .uid = 1000, .have_uid = true },
+                        { .pid = 1001 + 3 * i, .start_ns = end - interval + 2, .comm = "cc1", .exe = "/usr/bin/cc1",
+                          .cgroup = "/system.slice/ci.service", .uid = 1000, .have_uid = true },
+                        { .pid = 1002 + 3 * i, .start_ns = end - interval + 3, .comm = "sh", .exe = NULL,
+                          .cgroup = "/system.slice/ci.service", .uid = 1000, .have_uid = true },
+                };
+                struct store_timed t[2] = { { end - interval + 1000000, 0 }, { end - interval + 2000000, 1 } };
+
+                CHECK(store_drain_begin(s, end - interval, end) == 0);
+                CHECK(store_drain_add(s, &(struct store_sample) { .process = &daemon, .tid = 100, .frames = frames[0],
+                                                                  .n_frames = 1, .value = 1 }) == 0);
+                for (unsigned p = 0; p < 3; p++) {
+                        for (unsigned k = 0; k < 2; k++)
+                                CHECK(store_drain_add(s, &(struct store_sample) {
+                                        .process = &procs[p], .tid = procs[p].pid, .frames = frames[k],
+                                        .n_frames = 2, .value = 1 + k + p }) == 0);
+                        CHECK(store_drain_add(s, &(struct store_sample) {
+                                .process = &procs[p], .tid = procs[p].pid, .kind = 2, .state = 1,
+                                .peer_tid = procs[p].pid + 1, .frames = frames[1], .n_frames = 2,
+                                .value = 1000 * (p + 1) }) == 0);
+                }
+                if (timed)
+                        CHECK(store_drain_timeline(s, t, 2) == 0);
+                CHECK(store_drain_commit(s, NULL, NULL, NULL) == 0);
+        }
+}
+
+/* What grouping must keep: the totals per command, executable, user,
+ * cgroup, kind, state and stack. */
+#define GROUP_TOTALS_SQL                                                                                         \
+        "SELECT group_concat(k || '=' || v, ';') FROM (SELECT k, sum(value) AS v FROM (SELECT p.comm || ',' || "  \
+        "coalesce(p.exe, '-') || ',' || p.uid || ',' || p.cgroup || ',' || s.kind || ',' || s.state || ',' || "  \
+        "s.stack_id AS k, s.value FROM samples s JOIN processes p ON p.id = s.process_id) GROUP BY k ORDER BY k)"
+
+/* ... and the long-lived process's, per thread and stack */
+#define MAKE_TOTALS_SQL                                                                                          \
+        "SELECT group_concat(k || '=' || v, ';') FROM (SELECT s.tid || ',' || s.stack_id AS k, sum(s.value) AS v " \
+        "FROM samples s JOIN processes p ON p.id = s.process_id WHERE p.pid = 100 GROUP BY k ORDER BY k)"
+
+static void test_short_lived_processes_grouped_by_what_they_ran(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        uint64_t now = T0 + 60 * MINUTE;
+        char *totals_before, *totals_after, *make_before, *make_after;
+        int64_t raw_procs;
+
+        snprintf(path, sizeof(path), "%s/churn.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_churn_drains(s, T0, now, 10 * SEC, false);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes"), 1 + 3 * 360);
+        totals_before = text1(db, GROUP_TOTALS_SQL);
+        make_before = text1(db, MAKE_TOTALS_SQL);
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 30 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE }, &r) == 0);
+        settle(r, s, now);
+
+        /* every total per command, executable, user, cgroup, kind, state
+         * and stack is kept */
+        totals_after = text1(db, GROUP_TOTALS_SQL);
+        CHECK(totals_before && totals_after && streq(totals_before, totals_after));
+        /* the long-lived process keeps its pid, threads and stacks */
+        make_after = text1(db, MAKE_TOTALS_SQL);
+        CHECK(make_before && make_after && streq(make_before, make_after));
+        /* two groups: cc1, and sh (no exe); each a row of pid -1 */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes WHERE pid = -1"), 2);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes WHERE pid = -1 AND comm = 'cc1' AND exe = '/usr/bin/cc1' "
+                            "AND uid = 1000 AND cgroup = '/system.slice/ci.service'"), 1);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes WHERE pid = -1 AND comm = 'sh' AND exe IS NULL"), 1);
+        /* merged buckets name groups and the long-lived process only, with
+         * one entry per (kind, state, stack) of a group: no thread, no peer */
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks b JOIN drains d ON d.id = b.drain_id "
+                            "JOIN processes p ON p.id = b.process_id WHERE d.resolution_ns > 0 AND p.pid >= 1000"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM samples s JOIN processes p ON p.id = s.process_id "
+                            "WHERE p.pid = -1 AND (s.tid != 0 OR s.peer_tid != 0)"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT max(keys) FROM drains WHERE resolution_ns > 0"), 1 + 3 + 3);
+        /* the raw window keeps its processes by pid; the others are gone */
+        raw_procs = q1(db, "SELECT count(DISTINCT s.process_id) FROM samples s JOIN drains d ON d.id = s.drain_id "
+                           "JOIN processes p ON p.id = s.process_id WHERE d.resolution_ns = 0 AND p.pid >= 1000");
+        CHECK(raw_procs >= 3 * 60);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes WHERE pid >= 1000"), raw_procs);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM threads t WHERE NOT EXISTS (SELECT 1 FROM processes p "
+                            "WHERE p.id = t.process_id)"), 0);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.grouped_processes, 3 * 360 - raw_procs);
+        CHECK_INT_EQ(t.deleted_processes, 3 * 360 - raw_procs);
+
+        /* an hour later the rest is grouped too, into the same two rows */
+        write_churn_drains(s, now, now + 60 * MINUTE, 10 * SEC, false);
+        settle(r, s, now + 60 * MINUTE);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes WHERE pid = -1"), 2);
+        /* these drains were in spans when merged: each process is counted
+         * once, when the last of its blocks went to its group */
+        raw_procs = q1(db, "SELECT count(*) FROM processes WHERE pid >= 1000");
+        CHECK(raw_procs >= 3 * 60);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.grouped_processes, 3 * 720 - raw_procs);
+        CHECK_INT_EQ(t.deleted_processes, 3 * 720 - raw_procs);
+        CHECK(t.spanned_drains > 0);
+        free(totals_after);
+        totals_after = text1(db, "SELECT count(*) FROM processes WHERE pid = 100");
+        CHECK(totals_after && streq(totals_after, "1"));
+
+        /* and a day later everything is gone, the groups too */
+        settle(r, s, now + 26 * 60 * MINUTE);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks"), 0);
+
+        free(totals_before);
+        free(totals_after);
+        free(make_before);
+        free(make_after);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
+/* A timeline names its processes by id: while one of the drains merged
+ * has its timeline, their processes keep their pid. */
+static void test_no_grouping_under_a_timeline(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        uint64_t now = T0 + 60 * MINUTE;
+
+        snprintf(path, sizeof(path), "%s/churn-timed.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_churn_drains(s, T0, now, 10 * SEC, true);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        /* the timeline kept as long as its drains */
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 30 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE }, &r) == 0);
+        settle(r, s, now);
+        CHECK(q1(db, "SELECT count(*) FROM timeline_blocks") > 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes WHERE pid = -1"), 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes"), 1 + 3 * 360);
+        CHECK_INT_EQ(timeline_dangling_keys(db), 0);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.grouped_processes, 0);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 int main(void) {
         char cmd[128];
 
@@ -963,6 +1133,8 @@ int main(void) {
         test_merge_keeps_totals_and_levels_follow_age();
         test_merges_keep_each_rate_apart();
         test_big_buckets_merge_in_bounded_steps();
+        test_short_lived_processes_grouped_by_what_they_ran();
+        test_no_grouping_under_a_timeline();
         test_spans_keep_every_answer();
         test_damaged_block_is_dropped_and_counted();
         test_max_size_deletes_oldest_first_and_shrinks_the_file();

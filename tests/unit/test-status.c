@@ -170,7 +170,7 @@ static struct status_stats full_stats(const struct conf *c) {
                                                                 .reads = 154, .reused = 155, .evicted = 156 };
         s.writer.jit_map_entries_dropped = 119;
         s.writer.retention_on = true;
-        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130 };
+        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131 };
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
                 s.unwind.failures[i] = 300 + (uint64_t) i;
         for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
@@ -234,7 +234,7 @@ static void test_keys_in_order(void) {
                    "last_error last_error_ns");
         check_keys(json_object_get(o, "retention"), "active raw_s minute_s all_s max_store_size merged_drains "
                    "deleted_drains deleted_for_size deleted_stacks deleted_processes deleted_locations "
-                   "vacuumed_bytes spanned_drains damaged_blocks");
+                   "vacuumed_bytes spanned_drains damaged_blocks grouped_processes");
         check_keys(json_object_get(o, "memory"), "rss_bytes anon_bytes file_bytes heap_in_use_bytes "
                    "heap_free_bytes sqlite_bytes");
         check_keys(json_object_get(o, "queries"), "workers running parked queued parked_total");
@@ -434,6 +434,7 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "vacuumed_bytes"), 127);
         CHECK_INT_EQ(num(x, "spanned_drains"), 128);
         CHECK_INT_EQ(num(x, "damaged_blocks"), 129);
+        CHECK_INT_EQ(num(x, "grouped_processes"), 131);
         json_decref(o);
 }
 
