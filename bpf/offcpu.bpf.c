@@ -420,6 +420,7 @@ static __always_inline __u64 pointer_value(const void *ptr) {
 struct interrupt_scan {
         const struct profd_frames *kernel;
         bool found;
+        __u32 index; /* of the interrupt's entry, when found */
 };
 
 static long interrupt_frame(__u32 i, struct interrupt_scan *scan) {
@@ -433,6 +434,7 @@ static long interrupt_frame(__u32 i, struct interrupt_scan *scan) {
         ip = scan->kernel->ips[i];
         if (ip >= irqentry_start && ip < irqentry_end) {
                 scan->found = true;
+                scan->index = i;
                 return 1;
         }
         return 0;
@@ -464,6 +466,19 @@ static __always_inline bool in_interrupt_context(void *ctx, struct task_struct *
                 return false;
         bpf_loop(PROFD_MAX_FRAMES, interrupt_frame, &scan, 0);
         return scan.found;
+}
+
+/* A wakeup of process 0 (an interrupt's, or the idle task's) keeps its
+ * kernel stack up to the interrupt's entry. Below it is whatever the
+ * interrupt happened to arrive in, as varied as an on-CPU sample's kernel
+ * stack and no part of the wakeup: kept, those were half of a build host's
+ * new stacks (docs/performance.md). */
+static __always_inline void trim_at_interrupt_entry(struct profd_frames *kernel) {
+        struct interrupt_scan scan = { .kernel = kernel };
+
+        bpf_loop(PROFD_MAX_FRAMES, interrupt_frame, &scan, 0);
+        if (scan.found && scan.index < PROFD_MAX_FRAMES)
+                kernel->n = scan.index + 1;
 }
 
 /* A wakeup is credited to the task that did it. In interrupt context that is
@@ -506,6 +521,8 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 key.start_ns = process_start_ns(waker);
                 key.cgroup_id = bpf_get_current_cgroup_id();
         }
+        if (key.tid == 0 && kernel_ok)
+                trim_at_interrupt_entry(k);
         /* before the user stack's walk, so that kernel_ok is dead there: the
          * verifier then checks the walk once, not once per value of it
          * (half of all of profd's verification time) */

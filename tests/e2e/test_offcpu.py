@@ -118,6 +118,15 @@ def test_timer_wakeups_are_not_the_interrupted_threads():
                      if l.startswith(INTERRUPT_ENTRIES) and "hrtimer_wakeup" in l)
         print(f"  timer wakeups over a thread in user mode, in process 0: {timers / 1e3:.1f} ms")
         assert timers * 1000 >= 0.4 * slept, (timers, slept)
+        # process 0's wakeup stacks end, root side, at the interrupt's
+        # entry: what it interrupted is not kept (issue 43)
+        rooted = d.profctl("query", "--kind", "wakeup", "--since", "5m", "--root", "process",
+                           "--folded").stdout.splitlines()
+        zero = [l.split(";", 1)[1] for l in rooted if l.split(";", 1)[0].endswith("-0") and ";" in l]
+        below = [l for l in zero if any(f.startswith(INTERRUPT_ENTRIES) for f in l.split(";")[1:])]
+        entered = [l for l in zero if l.startswith(INTERRUPT_ENTRIES)]
+        print(f"  process 0: {len(entered)} wakeup stacks from an interrupt's entry, {len(below)} with frames below it")
+        assert entered and not below, below[:3]
 
 
 def kernel_has_sched_exit_tp():
