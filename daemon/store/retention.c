@@ -322,7 +322,7 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                 goto out;
         /* a merge writes a short-lived process's entries under its group
          * (temp.churn); the other modes keep every process */
-        if (mode == TAKE_MERGE) {
+        if (mode == TAKE_MERGE && !r->set.no_groups) {
                 int64_t g = process_groups_assign(&r->d, DOOMED_KEYS, "temp.doomed");
 
                 if (g < 0) {

@@ -26,6 +26,7 @@ struct retention_settings {
         uint64_t merge_rows_max; /* sample rows merged per step; 0: the default (tests set it) */
         uint64_t timeline_ns;        /* timeline blocks are kept this long; 0: as long as their drains */
         uint64_t timeline_max_bytes; /* their blobs' bytes in all; 0: no maximum */
+        bool no_groups;              /* merges keep every process by pid (a benchmark's baseline) */
 };
 
 /* What retention did over the store's life (kept in the store). */
