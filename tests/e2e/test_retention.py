@@ -35,12 +35,14 @@ def rfc3339(ns):
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def levels_of(store, pid):
-    """The resolutions of the drains rows holding pid's samples."""
+def levels_of(store, exe):
+    """The resolutions of the drains rows holding the samples of exe's
+    processes (by pid, or once merged by retention in their group: pid -1,
+    docs/schema.md)."""
     db = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)
     try:
         rows = db.execute("SELECT DISTINCT d.resolution_ns FROM samples s JOIN drains d ON d.id = s.drain_id "
-                          "JOIN processes p ON p.id = s.process_id WHERE p.pid = ?", (pid,)).fetchall()
+                          "JOIN processes p ON p.id = s.process_id WHERE p.exe = ?", (exe,)).fetchall()
     finally:
         db.close()
     return {r[0] for r in rows}
@@ -72,9 +74,11 @@ def data_bytes(store, tables=None):
     return (pages - free) * size
 
 
-def stacks_of(d, pid, frm, to):
-    """(total, {folded stack: value}) of pid's samples in [frm, to]."""
-    res = json.loads(d.profctl("query", "--json", "--pid", str(pid), "--from", rfc3339(frm),
+def stacks_of(d, exe, frm, to):
+    """(total, {folded stack: value}) of exe's samples in [frm, to]: by
+    executable, which a short-lived process keeps past the raw window, where
+    retention merges it into its group (by pid it is not found there)."""
+    res = json.loads(d.profctl("query", "--json", "--exe", exe, "--from", rfc3339(frm),
                                "--to", rfc3339(to)).stdout)
     stacks = {}
     for st in res["stacks"]:
@@ -98,12 +102,13 @@ def test_store_plateaus_and_old_windows_keep_their_totals():
                                  check=True).stdout
             truth = json.loads(out)
             pid = truth["pid"]
+            exe = os.path.realpath(binary("CPU_SPLIT"))
             d.profctl("flush")
             t_after = status(d)["last_drain_ns"]
             # the window it ran in, with a minute either side
             frm, to = t_before - MINUTE_NS, t_after + MINUTE_NS
-            total, stacks = stacks_of(d, pid, frm, to)
-            print(f"  workload pid {pid}: {total} samples in {len(stacks)} stacks, levels {levels_of(d.store, pid)}")
+            total, stacks = stacks_of(d, exe, frm, to)
+            print(f"  workload pid {pid}: {total} samples in {len(stacks)} stacks, levels {levels_of(d.store, exe)}")
             # 97 Hz over the CPU time it used (a loaded machine gives it less than 2 s)
             assert total >= 0.6 * 97 * truth["total_ns"] / 1e9 and total >= 10, (total, truth)
 
@@ -115,11 +120,11 @@ def test_store_plateaus_and_old_windows_keep_their_totals():
                 el = time.monotonic() - t0
                 s = status(d)
                 sizes.append((el, data_bytes(d.store), s["drains"], data_bytes(d.store, TIME_BOUNDED)))
-                lv = levels_of(d.store, pid)
+                lv = levels_of(d.store, exe)
                 key = "gone" if not lv else ",".join(str(x // 10**9) + "s" for x in sorted(lv))
                 if key in seen:
                     continue
-                got_total, got_stacks = stacks_of(d, pid, frm, to)
+                got_total, got_stacks = stacks_of(d, exe, frm, to)
                 seen[key] = got_total
                 print(f"  {el:5.1f} s (profd: {s['uptime_s'] // 60} min): workload at level {key}: "
                       f"{got_total} samples; store data {sizes[-1][1]} bytes, {s['drains']} drains rows")
