@@ -628,6 +628,7 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         struct retention_totals t = r->totals;
         int64_t oldest, count, merged, keys, args[4];
         uint64_t bucket;
+        bool relabel;
         int k;
 
         bool v7;
@@ -677,7 +678,17 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         }
         if (count < 0)
                 return rollback(r, (int) count);
-        if (count <= 1) {
+        /* a bucket of one drain is only relabelled, unless it has
+         * short-lived processes to group (then merged like the others) */
+        relabel = count <= 1;
+        if (count == 1 && !r->set.no_groups) {
+                int64_t g = process_groups_assign(&r->d, DOOMED_KEYS, "temp.doomed");
+
+                if (g < 0)
+                        return rollback(r, (int) g);
+                relabel = g == 0;
+        }
+        if (relabel) {
                 merged = db_run(&r->d, "UPDATE drains SET resolution_ns = ?1 WHERE id IN temp.doomed", args, 1);
                 if (merged < 0)
                         return rollback(r, (int) merged);

@@ -1093,6 +1093,37 @@ static void test_short_lived_processes_grouped_by_what_they_ran(void) {
         store_close(s);
 }
 
+/* A bucket of one drain is only relabelled when merged, unless it has
+ * short-lived processes: those are grouped all the same. */
+static void test_one_drain_buckets_group_too(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        uint64_t now = T0 + 60 * MINUTE;
+        char *totals_before, *totals_after;
+
+        snprintf(path, sizeof(path), "%s/churn-minutes.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        /* 1-minute drains: each 1-minute bucket holds one */
+        write_churn_drains(s, T0, now, MINUTE, false);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        totals_before = text1(db, GROUP_TOTALS_SQL);
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 30 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE }, &r) == 0);
+        settle(r, s, now);
+        totals_after = text1(db, GROUP_TOTALS_SQL);
+        CHECK(totals_before && totals_after && streq(totals_before, totals_after));
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes WHERE pid = -1"), 2);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM sample_blocks b JOIN drains d ON d.id = b.drain_id "
+                            "JOIN processes p ON p.id = b.process_id WHERE d.resolution_ns > 0 AND p.pid >= 1000"), 0);
+        free(totals_before);
+        free(totals_after);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 /* A timeline names its processes by id: while one of the drains merged
  * has its timeline, their processes keep their pid. */
 static void test_no_grouping_under_a_timeline(void) {
@@ -1135,6 +1166,7 @@ int main(void) {
         test_big_buckets_merge_in_bounded_steps();
         test_short_lived_processes_grouped_by_what_they_ran();
         test_no_grouping_under_a_timeline();
+        test_one_drain_buckets_group_too();
         test_spans_keep_every_answer();
         test_damaged_block_is_dropped_and_counted();
         test_max_size_deletes_oldest_first_and_shrinks_the_file();
