@@ -12,52 +12,64 @@
 #include "macro.h"
 
 void func_table_done(struct func_table *t) {
-        free(t->syms);
-        if (t->names_mapped)
-                munmap(t->names, t->names_len);
-        else
+        if (t->mapped)
+                munmap(t->syms, func_table_bytes(t));
+        else {
+                free(t->syms);
                 free(t->names);
+        }
         *t = (struct func_table) {};
 }
 
 int func_table_map(struct func_table *t, const char *dir, size_t min_bytes) {
-        const void *bufs[] = { t->names };
-        size_t sizes[] = { t->names_len }, size;
-        char *old = t->names;
+        /* the names after the 16-byte symbols: both stay aligned */
+        size_t syms_size = t->n_syms * sizeof(*t->syms);
+        const void *bufs[] = { t->syms, t->names };
+        size_t sizes[] = { syms_size, t->names_len }, size;
         void *map;
         int r;
 
-        if (t->names_mapped || t->names_len == 0 || t->names_len < min_bytes)
+        if (t->mapped || t->n_syms == 0 || func_table_bytes(t) < min_bytes)
                 return 0;
         r = scratch_map(dir, bufs, sizes, ELEMENTSOF(bufs), &map, &size);
         if (r < 0)
                 return r;
-        t->names = map;
-        free(old);
-        t->names_mapped = true;
+        free(t->syms);
+        free(t->names);
+        t->syms = map;
+        t->names = (char *) map + syms_size;
+        t->mapped = true;
         return 0;
 }
 
 int64_t func_table_unmap(struct func_table *t) {
-        char *old = t->names, *names;
+        size_t syms_size = t->n_syms * sizeof(*t->syms);
+        struct func_sym *syms;
+        char *names;
 
-        if (!t->names_mapped)
+        if (!t->mapped)
                 return 0;
-        names = malloc(t->names_len);
-        if (!names)
+        syms = malloc(MAX(syms_size, (size_t) 1));
+        names = malloc(MAX(t->names_len, (size_t) 1));
+        if (!syms || !names) {
+                free(syms);
+                free(names);
                 return -ENOMEM;
-        memcpy(names, old, t->names_len);
+        }
+        memcpy(syms, t->syms, syms_size);
+        memcpy(names, t->names, t->names_len);
+        munmap(t->syms, func_table_bytes(t));
+        t->syms = syms;
         t->names = names;
-        munmap(old, t->names_len);
-        t->names_mapped = false;
-        return (int64_t) t->names_len;
+        t->mapped = false;
+        return (int64_t) func_table_bytes(t);
 }
 
 void func_table_drop_pages(const struct func_table *t) {
         /* a private read-only file mapping never written: the pages only
          * leave us, the file keeps them */
-        if (t->names_mapped)
-                (void) madvise(t->names, t->names_len, MADV_DONTNEED);
+        if (t->mapped)
+                (void) madvise(t->syms, func_table_bytes(t), MADV_DONTNEED);
 }
 
 int elf_check_headers(Elf *e, const GElf_Ehdr *ehdr) {
@@ -196,14 +208,16 @@ bool load_segments_vaddr(const struct load_segment *segments, size_t n, uint64_t
 }
 
 /* A function symbol while the Elf is still open: name points into libelf's
- * copy of the string table. */
+ * copy of the string table. 32 bytes: libjvm's symbol table has 58 k of
+ * them, collected while libelf holds 5 MiB of its tables, the peak of the
+ * daemon's heap on a host that starts JVMs. */
 struct raw_sym {
         uint64_t start;
         uint64_t size;
         const char *name;
-        int rank;
-        size_t index; /* in its symbol table */
-        int dwfl_rank; /* libdwfl's order: global part first, then GLOBAL over WEAK, lower is better */
+        uint32_t index; /* in its symbol table (the table's size is an int for gelf_getsym) */
+        uint8_t rank;
+        uint8_t dwfl_rank; /* libdwfl's order: global part first, then GLOBAL over WEAK, lower is better */
 };
 
 /* libdwfl searches the global part of a table (after sh_info) first and
@@ -300,7 +314,7 @@ static int symtab_collect(Elf *e, Elf_Scn *scn, const GElf_Shdr *shdr,
                         .size = sym.st_size,
                         .name = name,
                         .rank = binding_rank(GELF_ST_BIND(sym.st_info)),
-                        .index = i,
+                        .index = (uint32_t) i,
                         .dwfl_rank = dwfl_binding_rank(GELF_ST_BIND(sym.st_info)),
                 };
         }
@@ -370,6 +384,8 @@ int elf_read_functions(Elf *e, bool symtab_only, struct func_table *t) {
                 };
                 i = j;
         }
+        /* before the table is packed, which copies the names */
+        free(TAKE_PTR(raw));
         r = func_table_pack(t, entries, n_kept);
         if (r < 0)
                 return r == -E2BIG ? 0 : r;

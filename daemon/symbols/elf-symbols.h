@@ -39,7 +39,7 @@ struct func_table {
         uint64_t base; /* the lowest start */
         char *names; /* one allocation for every name, so the Elf can be closed */
         size_t names_len;
-        bool names_mapped; /* names is a read-only mapping (func_table_map), not heap */
+        bool mapped; /* syms and names are one read-only mapping (func_table_map), not heap */
         enum symtab_kind kind;
 };
 
@@ -108,22 +108,28 @@ static inline const char *func_sym_dwfl_name(const struct func_table *t, const s
 /* Frees the table's arrays and empties it; an empty table is fine. */
 void func_table_done(struct func_table *t);
 
-/* Names of at least this many bytes are worth a mapping of their own:
- * C++ libraries and compilers (libLLVM's 2.8 MB, cc1plus's 1.4 MB), which a
- * host running builds maps by the dozen. */
+/* Tables (symbols and names) of at least this many bytes are worth a
+ * mapping of their own: C++ libraries and compilers (libLLVM's 2.8 MB of
+ * names, cc1plus's 1.4 MB; libjvm's 58 k symbols, 0.9 MB of them), which a
+ * host running builds and tests maps by the dozen. */
 #define FUNC_NAMES_MAP_MIN (64 * 1024)
 
-/* When the names take at least min_bytes, moves them out of the heap into
- * a private unlinked file in dir, mapped read-only (scratch_map), so that
- * they are page cache a lookup faults in and func_table_drop_pages gives
- * back. Names stay at the same offsets.
+/* The bytes a table holds: its symbols and their names. */
+static inline size_t func_table_bytes(const struct func_table *t) {
+        return t->n_syms * sizeof(*t->syms) + t->names_len;
+}
+
+/* When the table takes at least min_bytes, moves its symbols and names out
+ * of the heap into a private unlinked file in dir, mapped read-only
+ * (scratch_map), so that they are page cache a lookup faults in and
+ * func_table_drop_pages gives back. Names stay at the same offsets.
  * Returns 0 (also when too small or already mapped), -ENOSPC (no room: the
- * names stay in the heap), or a negative errno. */
+ * table stays in the heap), or a negative errno. */
 int func_table_map(struct func_table *t, const char *dir, size_t min_bytes);
-/* Brings mapped names back into the heap (the disk is wanted). Returns the
- * bytes given back to the disk, 0 when not mapped, or -ENOMEM. */
+/* Brings a mapped table back into the heap (the disk is wanted). Returns
+ * the bytes given back to the disk, 0 when not mapped, or -ENOMEM. */
 int64_t func_table_unmap(struct func_table *t);
-/* Lets the kernel take back the resident pages of mapped names. */
+/* Lets the kernel take back the resident pages of a mapped table. */
 void func_table_drop_pages(const struct func_table *t);
 
 /* The function symbol covering vaddr in seg (the segment vaddr lies in), or

@@ -260,7 +260,7 @@ int sym_file_new(const struct sym_file_origin *o, Elf *e, int *fd, const struct 
         }
         f->base_bytes += sizeof(*f) + FILE_OVERHEAD_BYTES +
                 f->n_segments * sizeof(*f->segments) +
-                f->funcs.n_syms * sizeof(*f->funcs.syms) + (f->funcs.names_mapped ? 0 : f->funcs.names_len) +
+                (f->funcs.mapped ? 0 : func_table_bytes(&f->funcs)) +
                 (f->build_id ? strlen(f->build_id) + 1 + HASH_ENTRY_BYTES : 0) +
                 (f->dwarf.path ? strlen(f->dwarf.path) + 1 : 0);
         *ret = TAKE_PTR(f);
@@ -609,7 +609,7 @@ void sym_file_drop_pages(sym_file *f) {
 }
 
 uint64_t sym_file_mapped_bytes(const sym_file *f) {
-        return f->dwarf.map_size + (f->funcs.names_mapped ? f->funcs.names_len : 0);
+        return f->dwarf.map_size + (f->funcs.mapped ? func_table_bytes(&f->funcs) : 0);
 }
 
 int64_t sym_file_release_copy(sym_file *f) {
@@ -619,7 +619,7 @@ int64_t sym_file_release_copy(sym_file *f) {
         if (r < 0)
                 return r;
         /* The names move: nothing may point into them. */
-        if (f->funcs.names_mapped) {
+        if (f->funcs.mapped) {
                 r = sym_file_forget_names(f);
                 if (r < 0)
                         return r;

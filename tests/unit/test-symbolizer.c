@@ -344,8 +344,8 @@ static void check_func_names(const struct func_table *t, char *const *names, cha
         }
 }
 
-/* Symbol names moved out of the heap into a mapped file and back: the
- * same strings at every step, their pages dropped in between. */
+/* A symbol table moved out of the heap into a mapped file and back: the
+ * same symbols and strings at every step, their pages dropped in between. */
 static void test_func_names_mapped(void) {
         _cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
         struct func_table t = {};
@@ -369,21 +369,26 @@ static void test_func_names_mapped(void) {
         }
 
         /* Below the size asked for: stays in the heap. */
-        CHECK_INT_EQ(func_table_map(&t, tmpdir, t.names_len + 1), 0);
-        CHECK(!t.names_mapped);
-        CHECK_INT_EQ(func_table_map(&t, tmpdir, 0), 0);
-        CHECK(t.names_mapped);
+        CHECK_INT_EQ(func_table_map(&t, tmpdir, func_table_bytes(&t) + 1), 0);
+        CHECK(!t.mapped);
+        CHECK_INT_EQ(func_table_map(&t, tmpdir, func_table_bytes(&t)), 0);
+        CHECK(t.mapped);
+        for (size_t i = t.n_syms / 2; i < t.n_syms; i++)
+                if (t.syms[i].size > 0) { /* found without a segment */
+                        CHECK(func_table_find(&t, func_sym_start(&t, &t.syms[i]), NULL) == &t.syms[i]);
+                        break;
+                }
         check_func_names(&t, names, dwfl_names);
         func_table_drop_pages(&t);
         check_func_names(&t, names, dwfl_names);
         CHECK_INT_EQ(func_table_map(&t, tmpdir, 0), 0); /* already: nothing */
-        CHECK_INT_EQ(func_table_unmap(&t), (int64_t) t.names_len);
-        CHECK(!t.names_mapped);
+        CHECK_INT_EQ(func_table_unmap(&t), (int64_t) func_table_bytes(&t));
+        CHECK(!t.mapped);
         check_func_names(&t, names, dwfl_names);
         CHECK_INT_EQ(func_table_unmap(&t), 0);
         /* No room: refused, nothing changes. */
         CHECK(func_table_map(&t, "/nonexistent-profd-dir", 0) < 0);
-        CHECK(!t.names_mapped);
+        CHECK(!t.mapped);
         check_func_names(&t, names, dwfl_names);
 
         for (size_t i = 0; i < t.n_syms; i++) {
