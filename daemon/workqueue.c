@@ -37,6 +37,7 @@ struct workqueue {
         pthread_cond_t slot;            /* a place among max_running was given up, or a cancel */
         pthread_cond_t gone;            /* a thread ended */
         workqueue_item *head, *tail;    /* queued */
+        unsigned queued_now;            /* of them, those due now (due_ns 0) */
         workqueue_item *done, *done_tail; /* completed, for the loop */
         struct workqueue_stats stats;
         unsigned idle;                  /* threads waiting for an item */
@@ -76,9 +77,22 @@ struct timespec monotonic_deadline_ms(unsigned ms) {
         return t;
 }
 
+static uint64_t monotonic_ns(void) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t) t.tv_sec * UINT64_C(1000000000) + (uint64_t) t.tv_nsec;
+}
+
+/* Under the lock: the queue's head is due (workqueue_submit_within): its
+ * time has come, an item due now waits behind it, or the queue stops. */
+static bool head_due(const workqueue *wq) {
+        return wq->head->due_ns == 0 || wq->queued_now > 0 || wq->stopping || monotonic_ns() >= wq->head->due_ns;
+}
+
 /* Under the lock: an item is queued that a thread may take now. */
 static bool item_ready(const workqueue *wq) {
-        return wq->head && wq->stats.running < wq->max_running && wq->stats.resuming == 0;
+        return wq->head && wq->stats.running < wq->max_running && wq->stats.resuming == 0 && head_due(wq);
 }
 
 /* Under the lock: this thread takes the next item, if it may. NULL when
@@ -86,18 +100,26 @@ static bool item_ready(const workqueue *wq) {
  * waited ops.idle_ms for the next (ops.idle is due). */
 static workqueue_item *take_item(workqueue *wq, struct workqueue_thread *t, bool *ret_idle) {
         bool timed = t->ran && wq->ops.idle && wq->ops.idle_ms > 0;
+        uint64_t idle_at = timed ? monotonic_ns() + (uint64_t) wq->ops.idle_ms * 1000000U : 0;
         workqueue_item *item;
-        struct timespec until;
 
         *ret_idle = false;
-        if (timed)
-                until = monotonic_deadline_ms(wq->ops.idle_ms);
         wq->idle++;
         while (!stop_now(wq) && !item_ready(wq)) {
-                if (!timed)
+                uint64_t wake_at = idle_at;
+                struct timespec until;
+
+                /* a head not yet due is waited for: nobody signals it */
+                if (wq->head && !head_due(wq) && (wake_at == 0 || wq->head->due_ns < wake_at))
+                        wake_at = wq->head->due_ns;
+                if (wake_at == 0) {
                         pthread_cond_wait(&wq->work, &wq->lock);
-                else if (pthread_cond_timedwait(&wq->work, &wq->lock, &until) == ETIMEDOUT && !stop_now(wq) &&
-                         !item_ready(wq)) {
+                        continue;
+                }
+                until = (struct timespec) { .tv_sec = (time_t) (wake_at / 1000000000U),
+                                            .tv_nsec = (long) (wake_at % 1000000000U) };
+                if (pthread_cond_timedwait(&wq->work, &wq->lock, &until) == ETIMEDOUT && timed && !stop_now(wq) &&
+                    !item_ready(wq) && monotonic_ns() >= idle_at) {
                         wq->idle--;
                         t->ran = false;
                         *ret_idle = true;
@@ -111,6 +133,8 @@ static workqueue_item *take_item(workqueue *wq, struct workqueue_thread *t, bool
         wq->head = item->next;
         if (!wq->head)
                 wq->tail = NULL;
+        if (item->due_ns == 0)
+                wq->queued_now--;
         item->next = NULL;
         item->thread = t;
         wq->stats.queued--;
@@ -236,20 +260,27 @@ int workqueue_start_thread(workqueue *wq, void *thread_data) {
         return thread_start(wq, thread_data, false);
 }
 
-void workqueue_submit(workqueue *wq, workqueue_item *item) {
-        bool spare;
+static void submit(workqueue *wq, workqueue_item *item, uint64_t due_ns) {
+        bool spare, was_empty;
 
         reap(wq);
         pthread_mutex_lock(&wq->lock);
         item->next = NULL;
         item->thread = NULL;
+        item->due_ns = due_ns;
+        was_empty = !wq->head;
         if (wq->tail)
                 wq->tail->next = item;
         else
                 wq->head = item;
         wq->tail = item;
         wq->stats.queued++;
-        pthread_cond_signal(&wq->work);
+        if (due_ns == 0)
+                wq->queued_now++;
+        /* an item for later wakes a waiting thread only to set its
+         * deadline: once per batch, when it is the first queued */
+        if (due_ns == 0 || was_empty)
+                pthread_cond_signal(&wq->work);
         spare = need_spare(wq);
         /* counted before it starts, so nothing starts a second one for it */
         if (spare)
@@ -258,6 +289,14 @@ void workqueue_submit(workqueue *wq, workqueue_item *item) {
         /* every thread runs a parked item: this one gets a thread of its own */
         if (spare)
                 (void) thread_start(wq, NULL, true);
+}
+
+void workqueue_submit(workqueue *wq, workqueue_item *item) {
+        submit(wq, item, 0);
+}
+
+void workqueue_submit_within(workqueue *wq, workqueue_item *item, unsigned ms) {
+        submit(wq, item, monotonic_ns() + (uint64_t) ms * 1000000U);
 }
 
 void workqueue_cancel(workqueue *wq, workqueue_item *item) {

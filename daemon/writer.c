@@ -101,6 +101,12 @@ static const struct unwind_runtime *const named_runtimes[] = {
 /* "python-" and 16 hex digits, NUL: room for a longer runtime's name too */
 #define RUNTIME_BUILD_ID_MAX 32
 
+/* How long a process's record or a runtime's code object may wait for
+ * the writer to be woken for others: on a build host (70 execs a second,
+ * as many code objects) a wake-up per job was some 7% of the daemon's
+ * CPU samples (futex calls and context switches; docs/performance.md). */
+#define WRITER_BATCH_MS 100
+
 /* Retention work done after each drain, at most: a tenth of the default
  * interval, so the next drain is never kept waiting for long. */
 #define RETENTION_BUDGET_NS (100ULL * 1000000ULL)
@@ -1055,7 +1061,13 @@ static uint64_t enqueue(writer *w, struct job *j) {
         if (j->type == JOB_DRAIN)
                 w->drains_queued++;
         pthread_mutex_unlock(&w->lock);
-        workqueue_submit(w->queue, &j->item);
+        /* A process's record and a runtime's code object hold what they
+         * need (the files open, the object read): they wait for a batch.
+         * A drain or settings take them all in order at once. */
+        if (j->type == JOB_LEARN || j->type == JOB_RUNTIME_CODE)
+                workqueue_submit_within(w->queue, &j->item, WRITER_BATCH_MS);
+        else
+                workqueue_submit(w->queue, &j->item);
         return seq;
 }
 

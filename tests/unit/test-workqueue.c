@@ -328,8 +328,67 @@ static void test_idle_after_work(void) {
         queue = workqueue_free(queue);
 }
 
+static unsigned ran_now(void) {
+        unsigned n;
+
+        pthread_mutex_lock(&lock);
+        n = ran;
+        pthread_mutex_unlock(&lock);
+        return n;
+}
+
+static uint64_t now_ms(void) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t) t.tv_sec * 1000 + (uint64_t) t.tv_nsec / 1000000;
+}
+
+/* Items submitted within a time wait for it, in order, however many come
+ * meanwhile; one due now runs them all at once; so does a stop, and an
+ * idle wait is not cut short by them. */
+static void test_submit_within(void) {
+        struct job later[5], now = { .n = 99 }, last = { .n = 7 };
+        uint64_t t0;
+
+        reset(1);
+        t0 = now_ms();
+        for (unsigned i = 0; i < ELEMENTSOF(later); i++) {
+                later[i] = (struct job) { .n = i };
+                workqueue_submit_within(queue, &later[i].item, 300);
+        }
+        usleep(100 * 1000);
+        CHECK_INT_EQ(ran_now(), 0);
+        collect(ELEMENTSOF(later));
+        CHECK_INT_EQ(n_order, ELEMENTSOF(later));
+        CHECK(now_ms() - t0 >= 300);
+        for (unsigned i = 0; i < ELEMENTSOF(later); i++)
+                CHECK_INT_EQ(order[i], i);
+
+        /* an item due now takes the ones before it with it */
+        n_order = 0;
+        t0 = now_ms();
+        for (unsigned i = 0; i < ELEMENTSOF(later); i++)
+                workqueue_submit_within(queue, &later[i].item, 60 * 1000);
+        usleep(50 * 1000);
+        CHECK_INT_EQ(ran_now(), ELEMENTSOF(later)); /* only the first five */
+        workqueue_submit(queue, &now.item);
+        collect(ELEMENTSOF(later) + 1);
+        CHECK_INT_EQ(n_order, ELEMENTSOF(later) + 1);
+        CHECK(now_ms() - t0 < 30 * 1000);
+        CHECK_INT_EQ(order[ELEMENTSOF(later)], 99);
+
+        /* a stop that finishes runs one still waiting */
+        workqueue_submit_within(queue, &last.item, 60 * 1000);
+        workqueue_stop(queue, true);
+        CHECK_INT_EQ(ran_now(), 2 * ELEMENTSOF(later) + 2);
+        CHECK_INT_EQ(last.square, 49);
+        queue = workqueue_free(queue);
+}
+
 int main(void) {
         test_submit_and_complete_through_sd_event();
+        test_submit_within();
         test_cancel();
         test_stop_finishes_or_releases();
         test_park_spare_and_resume_first();
