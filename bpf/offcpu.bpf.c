@@ -418,10 +418,12 @@ static __always_inline __u64 pointer_value(const void *ptr) {
 }
 
 struct interrupt_scan {
-        const struct profd_frames *kernel;
+        const struct profd_frames *kernel; /* NULL: no kernel stack to scan */
+        bool scanned;
         bool found;
         __u32 index; /* of the interrupt's entry, when found */
 };
+
 
 static long interrupt_frame(__u32 i, struct interrupt_scan *scan) {
         __u64 ip;
@@ -440,6 +442,14 @@ static long interrupt_frame(__u32 i, struct interrupt_scan *scan) {
         return 0;
 }
 
+/* Looks for the interrupt's entry among scan->kernel's frames, once. */
+static __always_inline void interrupt_scan_run(struct interrupt_scan *scan) {
+        if (scan->scanned || !scan->kernel)
+                return;
+        bpf_loop(PROFD_MAX_FRAMES, interrupt_frame, scan, 0);
+        scan->scanned = true;
+}
+
 /* Whether this CPU runs an interrupt (hard, or softirqs) rather than the
  * current task's own work. (The kernel's preempt_count would tell, but it
  * is a per-CPU variable, and kernels without CONFIG_KALLSYMS_ALL, like this
@@ -452,33 +462,31 @@ static long interrupt_frame(__u32 i, struct interrupt_scan *scan) {
  *   a per-CPU stack.
  * - An interrupt that arrives in user mode runs on the task's stack, which
  *   is empty then: its kernel stack is short and has the interrupt's entry
- *   (asm_sysvec_*, asm_common_interrupt) among its frames. */
+ *   (asm_sysvec_*, asm_common_interrupt) among its frames.
+ * scan holds the kernel stack (or NULL), and keeps what its scan found for
+ * the trim below. */
 static __always_inline bool in_interrupt_context(void *ctx, struct task_struct *task,
-                                                 const struct profd_frames *kernel) {
+                                                 struct interrupt_scan *scan) {
         __u64 here = pointer_value(ctx);
         __u64 bottom = (__u64) BPF_CORE_READ(task, stack);
         __u64 top = pointer_value((const void *) bpf_task_pt_regs(task)) + bpf_core_type_size(struct pt_regs);
-        struct interrupt_scan scan = { .kernel = kernel };
 
         if (here <= bottom || here >= top)
                 return true;
-        if (!kernel)
-                return false;
-        bpf_loop(PROFD_MAX_FRAMES, interrupt_frame, &scan, 0);
-        return scan.found;
+        interrupt_scan_run(scan);
+        return scan->found;
 }
 
 /* A wakeup of process 0 (an interrupt's, or the idle task's) keeps its
  * kernel stack up to the interrupt's entry. Below it is whatever the
  * interrupt happened to arrive in, as varied as an on-CPU sample's kernel
  * stack and no part of the wakeup: kept, those were half of a build host's
- * new stacks (docs/performance.md). */
-static __always_inline void trim_at_interrupt_entry(struct profd_frames *kernel) {
-        struct interrupt_scan scan = { .kernel = kernel };
-
-        bpf_loop(PROFD_MAX_FRAMES, interrupt_frame, &scan, 0);
-        if (scan.found && scan.index < PROFD_MAX_FRAMES)
-                kernel->n = scan.index + 1;
+ * new stacks (docs/performance.md). The stack is scanned only if
+ * in_interrupt_context has not already. */
+static __always_inline void trim_at_interrupt_entry(struct profd_frames *kernel, struct interrupt_scan *scan) {
+        interrupt_scan_run(scan);
+        if (scan->found && scan->index < PROFD_MAX_FRAMES)
+                kernel->n = scan->index + 1;
 }
 
 /* A wakeup is credited to the task that did it. In interrupt context that is
@@ -489,6 +497,7 @@ static __always_inline void trim_at_interrupt_entry(struct profd_frames *kernel)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(profd_waking, struct task_struct *p) {
         struct task_struct *waker = bpf_get_current_task_btf();
+        struct interrupt_scan scan = {};
         struct profd_sample_key key = {};
         struct profd_frames *f, *k;
         struct profd_task *t;
@@ -515,14 +524,15 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         if (!k)
                 return 0;
         kernel_ok = frames_set(k, bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR);
-        if (waker->pid != 0 && !in_interrupt_context(ctx, waker, kernel_ok ? k : NULL)) {
+        scan.kernel = kernel_ok ? k : NULL;
+        if (waker->pid != 0 && !in_interrupt_context(ctx, waker, &scan)) {
                 key.tid = waker->pid;
                 key.tgid = waker->tgid;
                 key.start_ns = process_start_ns(waker);
                 key.cgroup_id = bpf_get_current_cgroup_id();
         }
         if (key.tid == 0 && kernel_ok)
-                trim_at_interrupt_entry(k);
+                trim_at_interrupt_entry(k, &scan);
         /* before the user stack's walk, so that kernel_ok is dead there: the
          * verifier then checks the walk once, not once per value of it
          * (half of all of profd's verification time) */

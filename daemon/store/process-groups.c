@@ -11,16 +11,19 @@
 #define GROUP_KEY(p) \
         "quote(" p ".comm) || ',' || quote(" p ".exe) || ',' || quote(" p ".uid) || ',' || quote(" p ".cgroup)"
 
+int process_groups_prepare(const struct db *d) {
+        return db_exec(d, "CREATE TEMP TABLE IF NOT EXISTS churn (process_id INTEGER PRIMARY KEY, key TEXT NOT NULL, "
+                          "group_id INTEGER);"
+                          "CREATE TEMP TABLE IF NOT EXISTS churn_groups (key TEXT PRIMARY KEY, id INTEGER NOT NULL) "
+                          "WITHOUT ROWID;");
+}
+
 int64_t process_groups_assign(const struct db *d, const char *blocks_keys_sql, const char *drains_sql) {
         _cleanup_free_ char *pick = NULL, *timed = NULL;
         int64_t n, named;
         int k;
 
-        k = db_exec(d, "CREATE TEMP TABLE IF NOT EXISTS churn (process_id INTEGER PRIMARY KEY, key TEXT NOT NULL, "
-                       "group_id INTEGER);"
-                       "CREATE TEMP TABLE IF NOT EXISTS churn_groups (key TEXT PRIMARY KEY, id INTEGER NOT NULL) "
-                       "WITHOUT ROWID;"
-                       "DELETE FROM temp.churn; DELETE FROM temp.churn_groups;");
+        k = db_exec(d, "DELETE FROM temp.churn; DELETE FROM temp.churn_groups;");
         if (k < 0)
                 return k;
         /* a timeline of these drains names their processes by id */

@@ -23,12 +23,19 @@
 /* pid of a group row */
 #define PROCESS_GROUP_PID (-1)
 
+/* Creates the temporary tables below on d's connection (once, at open):
+ * temp.churn, the processes a merge step groups (process_id, group_id),
+ * which retention's steps read whether or not they group, and
+ * temp.churn_groups. Returns 0 or a negative errno. */
+int process_groups_prepare(const struct db *d);
+
 /* Fills temp.churn (process_id, group_id) with the processes to group
  * among the blocks keyed in blocks_keys_sql (a parenthesised SELECT of
  * drain ids), creating the group rows that do not exist yet; empties it
  * first. Nothing is grouped while a timeline of the drains in
  * drains_sql still names them (the timeline's keys are held by those
- * processes' blocks: schema/0011). Inside the caller's transaction.
+ * processes' blocks: schema/0011). Inside the caller's transaction, on a
+ * connection process_groups_prepare prepared.
  * Returns the number of processes to group, or a negative errno. */
 int64_t process_groups_assign(const struct db *d, const char *blocks_keys_sql, const char *drains_sql);
 

@@ -170,8 +170,9 @@ int retention_open(const char *path, const struct retention_settings *settings, 
                     "CREATE TEMP TABLE doomed (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE batch (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE gc_stacks (id INTEGER PRIMARY KEY);"
-                    "CREATE TEMP TABLE gc_processes (id INTEGER PRIMARY KEY);"
-                    "CREATE TEMP TABLE churn (process_id INTEGER PRIMARY KEY, key TEXT NOT NULL, group_id INTEGER);");
+                    "CREATE TEMP TABLE gc_processes (id INTEGER PRIMARY KEY);");
+        if (k >= 0)
+                k = process_groups_prepare(&r->d);
         if (k >= 0)
                 k = db_limit_wal(&r->d);
         if (k >= 0)
