@@ -107,6 +107,10 @@ static const struct unwind_runtime *const named_runtimes[] = {
  * CPU samples (futex calls and context switches; docs/performance.md). */
 #define WRITER_BATCH_MS 100
 
+/* How long the writer waits for a job before it gives back the heap that
+ * processes' records freed (writer_idle). */
+#define WRITER_IDLE_TRIM_MS 200
+
 /* Retention work done after each drain, at most: a tenth of the default
  * interval, so the next drain is never kept waiting for long. */
 #define RETENTION_BUDGET_NS (100ULL * 1000000ULL)
@@ -150,6 +154,7 @@ struct writer {
         size_t frames_cap;
         char *proc_root;
         runtime_names *names;       /* code objects of runtime frames (Python) */
+        bool trim_due;              /* the writer thread's: processes were recorded since the last heap trim */
         struct writer_unresolved unresolved; /* this drain's, added to stats once it is stored */
         char jit_tag[64];          /* build_id of the [jit] frames of the key being built */
         /* the files this drain's user frames are in (sampled_note) */
@@ -999,6 +1004,7 @@ static void run_drain(writer *w, struct job *j) {
          * of the arenas by the drain, a symbol cache eviction, retention
          * or a batch of unwind tables stay resident until trimmed */
         heap_trim();
+        w->trim_due = false;
 }
 
 /* The queue's ops->run, on the writer thread. */
@@ -1018,6 +1024,7 @@ static void writer_run(workqueue_item *item, void *thread_data, void *userdata) 
                 r = proctable_add(w->procs, TAKE_PTR(j->proc));
                 if (r < 0)
                         log_warning_errno(r, "Failed to record a process, ignoring: %m");
+                w->trim_due = true;
         } else {
                 pthread_mutex_lock(&w->lock);
                 w->drains_queued--;
@@ -1039,9 +1046,25 @@ static void writer_release(workqueue_item *item) {
         job_free(container_of(item, struct job, item));
 }
 
+/* The queue's ops->idle, on the writer thread once it waited
+ * WRITER_IDLE_TRIM_MS for a job: a batch of processes recorded reads their
+ * files' symbol tables, and frees what reading them took (libelf's copies
+ * of the tables, 5 MiB for libjvm's); given back now, not at the next
+ * drain's trim. */
+static void writer_idle(void *thread_data, void *userdata) {
+        writer *w = userdata;
+
+        if (w->trim_due) {
+                heap_trim();
+                w->trim_due = false;
+        }
+}
+
 static const struct workqueue_ops writer_ops = {
         .run = writer_run,
         .release = writer_release,
+        .idle = writer_idle,
+        .idle_ms = WRITER_IDLE_TRIM_MS,
 };
 
 /* Queues j; the writer may run and free it at once. Returns its sequence
