@@ -275,13 +275,18 @@ static void job_idle(void *thread_data, void *userdata) {
         pthread_mutex_unlock(&lock);
 }
 
-static unsigned idles_now(void) {
+/* A counter the queue's threads move, read under the lock. */
+static unsigned counted(const unsigned *counter) {
         unsigned n;
 
         pthread_mutex_lock(&lock);
-        n = idles;
+        n = *counter;
         pthread_mutex_unlock(&lock);
         return n;
+}
+
+static unsigned idles_now(void) {
+        return counted(&idles);
 }
 
 /* Waits up to 5 s for idles to reach n. */
@@ -328,15 +333,6 @@ static void test_idle_after_work(void) {
         queue = workqueue_free(queue);
 }
 
-static unsigned ran_now(void) {
-        unsigned n;
-
-        pthread_mutex_lock(&lock);
-        n = ran;
-        pthread_mutex_unlock(&lock);
-        return n;
-}
-
 static uint64_t now_ms(void) {
         struct timespec t;
 
@@ -358,7 +354,7 @@ static void test_submit_within(void) {
                 workqueue_submit_within(queue, &later[i].item, 300);
         }
         usleep(100 * 1000);
-        CHECK_INT_EQ(ran_now(), 0);
+        CHECK_INT_EQ(counted(&ran), 0);
         collect(ELEMENTSOF(later));
         CHECK_INT_EQ(n_order, ELEMENTSOF(later));
         CHECK(now_ms() - t0 >= 300);
@@ -371,7 +367,7 @@ static void test_submit_within(void) {
         for (unsigned i = 0; i < ELEMENTSOF(later); i++)
                 workqueue_submit_within(queue, &later[i].item, 60 * 1000);
         usleep(50 * 1000);
-        CHECK_INT_EQ(ran_now(), ELEMENTSOF(later)); /* only the first five */
+        CHECK_INT_EQ(counted(&ran), ELEMENTSOF(later)); /* only the first five */
         workqueue_submit(queue, &now.item);
         collect(ELEMENTSOF(later) + 1);
         CHECK_INT_EQ(n_order, ELEMENTSOF(later) + 1);
@@ -381,7 +377,7 @@ static void test_submit_within(void) {
         /* a stop that finishes runs one still waiting */
         workqueue_submit_within(queue, &last.item, 60 * 1000);
         workqueue_stop(queue, true);
-        CHECK_INT_EQ(ran_now(), 2 * ELEMENTSOF(later) + 2);
+        CHECK_INT_EQ(counted(&ran), 2 * ELEMENTSOF(later) + 2);
         CHECK_INT_EQ(last.square, 49);
         queue = workqueue_free(queue);
 }
