@@ -354,8 +354,25 @@ found:
         return row_step(s, w, &row);
 }
 
-static long unwind_frame_cb(__u32 i, void *ctx) {
-        __u32 slot = *(__u32 *) ctx;
+/* One frame of the walk in slot's window, frame i: 0 to go on, 1 to stop.
+ *
+ * A global function: the verifier checks it once per program, for any slot
+ * and i, where the body of a bpf_loop callback is checked again for every
+ * state a previous iteration can leave, and a static subprogram again for
+ * every state it is called in. Static, the walk with its runtime frames
+ * took profd_switch_done and profd_waking to 976 k of the verifier's 1 M
+ * instructions on kernel 6.18.44 (fc-v1252) and the sampler past it, where
+ * an earlier build of the same kernel verified each in 130-300 k
+ * (docs/performance.md, Start-up). The sampler and the scheduler programs
+ * are separate objects before they are linked, and their walks differ
+ * (ROW_LOOKUP): each has its own name. */
+#ifdef UNWIND_ROW_LOOKUP_GLOBAL
+#define UNWIND_FRAME unwind_frame_sched
+#else
+#define UNWIND_FRAME unwind_frame_sampler
+#endif
+int UNWIND_FRAME(__u32 slot, __u32 i);
+__noinline int UNWIND_FRAME(__u32 slot, __u32 i) {
         struct walk_window *w = bpf_map_lookup_elem(&walk_windows, &slot);
         struct profd_frames *f;
         struct ustack_state *s;
@@ -404,6 +421,10 @@ stepped:
         f->ips[VERIFIER_MASK(n, 127)] = s->ip;
         s->n = n + 1;
         return 0;
+}
+
+static long unwind_frame_cb(__u32 i, void *ctx) {
+        return UNWIND_FRAME(*(__u32 *) ctx, i) ? 1 : 0;
 }
 
 /* The walk's set-up: the registers saved when the task entered the kernel

@@ -136,23 +136,52 @@ static int probe_array_mmap(struct bpf_map *map) {
         return 0;
 }
 
+/* The most of one libbpf message logged: a verifier log is one message of
+ * up to megabytes, and its reason is in its last lines. */
+#define LIBBPF_LOG_TAIL (16U * 1024U)
+
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
         /* libbpf's warnings matter (a failed load explains itself there,
          * verifier log included); its info lines are rare and say what it
          * decided (a feature missing, a fallback taken): info; its debug
          * chatter (every map and relocation) only with --verbose */
         int prio = level == LIBBPF_WARN ? LOG_WARNING : level == LIBBPF_INFO ? LOG_INFO : LOG_DEBUG;
-        char buf[4096];
-        size_t n;
+        _cleanup_free_ char *buf = NULL;
+        char *text;
+        int n;
 
         if (prio > log_get_max_level())
                 return 0;
-        vsnprintf(buf, sizeof(buf), fmt, ap);
-        n = strlen(buf);
+        n = vasprintf(&buf, fmt, ap);
+        if (n < 0)
+                return 0;
         while (n > 0 && buf[n - 1] == '\n')
                 buf[--n] = '\0';
-        /* most of libbpf's lines name it already */
-        log_internal(prio, 0, "%s%s", strncmp(buf, "libbpf: ", 8) == 0 ? "" : "libbpf: ", buf);
+        text = buf;
+        if ((size_t) n > LIBBPF_LOG_TAIL) {
+                text = buf + n - LIBBPF_LOG_TAIL;
+                text += strcspn(text, "\n");
+                text += *text == '\n';
+                log_internal(prio, 0, "libbpf: ... (the first %zu bytes of this message left out)",
+                             (size_t) (text - buf));
+        }
+        /* log lines are cut at 4 KiB: the message goes out in pieces of
+         * whole lines; most of libbpf's lines name it already */
+        while (*text) {
+                size_t len = strlen(text);
+                char *end = text + len, save;
+
+                if (len > 3072) {
+                        end = memrchr(text, '\n', 3072);
+                        if (!end)
+                                end = text + 3072;
+                }
+                save = *end;
+                *end = '\0';
+                log_internal(prio, 0, "%s%s", strncmp(text, "libbpf: ", 8) == 0 ? "" : "libbpf: ", text);
+                *end = save;
+                text = end + (save == '\n');
+        }
         return 0;
 }
 

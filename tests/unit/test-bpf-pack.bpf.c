@@ -49,9 +49,13 @@ struct pack_run {
         __u32 off, n, first, count;
 };
 
-static long lookup_one(__u32 i, void *userdata) {
-        struct pack_run *run = userdata;
-        __u32 idx = run->first + i;
+/* The lookup for pc idx into answer idx: 0, or 1 past the maps. A global
+ * function, checked by the verifier once for any arguments, as the walk's
+ * frame step is (bpf/unwind.bpf.h): inlined in the bpf_loop callback below,
+ * the page's binary search took the kernel 6.18.44 (fc-v1252) verifier
+ * past its 1 M instructions. */
+int lookup_at(__u32 idx, __u32 off, __u32 n);
+__noinline int lookup_at(__u32 idx, __u32 off, __u32 n) {
         __u64 *pc = bpf_map_lookup_elem(&pack_pcs, &idx);
         struct pack_answer *a = bpf_map_lookup_elem(&pack_out, &idx);
         struct profd_unwind_row row = {};
@@ -59,11 +63,17 @@ static long lookup_one(__u32 i, void *userdata) {
 
         if (!pc || !a)
                 return 1;
-        a->found = pack_lookup(&pack_slots, run->off, run->n, (__u32) *pc, &row, &lo, &hi);
+        a->found = pack_lookup(&pack_slots, off, n, (__u32) *pc, &row, &lo, &hi);
         a->row = row;
         a->lo = lo;
         a->hi = hi;
         return 0;
+}
+
+static long lookup_one(__u32 i, void *userdata) {
+        struct pack_run *run = userdata;
+
+        return lookup_at(run->first + i, run->off, run->n) ? 1 : 0;
 }
 
 SEC("syscall")
