@@ -840,6 +840,14 @@ static int manager_setup_collect(manager *m) {
         r = collector_new(m->conf, on_process_event, m, &m->coll);
         if (r < 0)
                 return r;
+        {
+                struct kernel_range *own;
+                size_t n_own;
+
+                if (collector_own_code(m->coll, &own, &n_own) < 0)
+                        return log_oom();
+                writer_set_own_code(m->writer, own, n_own);
+        }
 #if defined(__x86_64__)
         /* the BPF walker reads x86-64 CFI rules; elsewhere it walks frame pointers */
         r = unwinder_new(collector_unwind_maps(m->coll), "/proc", &m->unwinder);

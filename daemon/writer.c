@@ -139,6 +139,8 @@ struct writer {
         uint64_t next_seq;
         unsigned drains_queued;    /* JOB_DRAINs in the queue: retention yields to them */
         struct writer_stats stats;
+        struct kernel_range *own_code; /* writer_set_own_code's */
+        size_t n_own_code;
         /* --- the rest belongs to the thread alone --- */
 
         store *store;
@@ -820,16 +822,49 @@ static uint64_t kernel_code_signature(void) {
         return h;
 }
 
+/* Whether a drain's kernel frames need the kernel's table read again, now
+ * that kernel code came or went since it was read: a frame the table may
+ * name wrongly (kernel_table_covers) is outside the image's text and
+ * profd's own programs. */
+static bool drain_needs_kallsyms(writer *w, const struct drain_batch *b) {
+        const struct kernel_range *own;
+        size_t n_own;
+
+        /* set once (writer_set_own_code), never changed after */
+        pthread_mutex_lock(&w->lock);
+        own = w->own_code;
+        n_own = w->n_own_code;
+        pthread_mutex_unlock(&w->lock);
+        for (size_t i = 0; i < b->n_entries; i++) {
+                const struct stack_trace *ks = lookup_stack(b->frames, b->entries[i].key.kernel_stack);
+
+                for (size_t k = 0; ks && k < ks->n; k++)
+                        if (!symbolizer_kernel_covers(w->sym, own, n_own, ks->ips[k]))
+                                return true;
+        }
+        return false;
+}
+
 /* Reads kallsyms at the first drain (which includes profd's own programs),
- * and again if kernel code changed since: whenever a module or another BPF
- * program is loaded. Otherwise their frames would be named after
- * the nearest older symbol. */
-static void kallsyms_refresh(writer *w) {
+ * and again if kernel code changed since (a module or another BPF program
+ * loaded) and the drain has a frame the table may not name: otherwise such
+ * frames would be named after the nearest older symbol. Another program's
+ * load (a CI host's tests, a container's device filter) changes the code
+ * often, while nearly every drain's frames are in the image and in profd's
+ * own programs (wake-ups' stacks are taken inside profd_waking); reading
+ * kallsyms again set the heap's peak on the build loop (7 MiB at once). */
+static void kallsyms_refresh(writer *w, const struct drain_batch *b) {
         uint64_t sig = kernel_code_signature();
         int r;
 
         if (sig == w->kernel_code)
                 return;
+        if (w->kallsyms_read && !drain_needs_kallsyms(w, b)) {
+                pthread_mutex_lock(&w->lock);
+                w->stats.kallsyms_kept++;
+                pthread_mutex_unlock(&w->lock);
+                return;
+        }
         /* tried once per change of kernel code, failed or not */
         w->kernel_code = sig;
         r = symbolizer_load_kallsyms(w->sym, "/proc/kallsyms");
@@ -837,8 +872,12 @@ static void kallsyms_refresh(writer *w) {
                 log_warning_errno(r, "Cannot read kernel symbols from /proc/kallsyms, kernel frames stay unresolved: %m");
         else if (r < 0)
                 log_warning_errno(r, "Cannot read kernel symbols again, keeping the old ones: %m");
-        else
+        else {
                 w->kallsyms_read = true;
+                pthread_mutex_lock(&w->lock);
+                w->stats.kallsyms_reads++;
+                pthread_mutex_unlock(&w->lock);
+        }
 }
 
 static void job_free(struct job *j) {
@@ -962,7 +1001,7 @@ static void run_drain(writer *w, struct job *j) {
         int r;
 
         *res = (struct writer_result) { .seq = j->seq };
-        kallsyms_refresh(w);
+        kallsyms_refresh(w, &j->batch);
         r = write_drain(w, j, res);
         /* the drain's frames are stored: names of processes gone for a
          * while, and those past the budget, may go */
@@ -1208,6 +1247,7 @@ writer *writer_free(writer *w) {
         proctable_free(w->procs);
         runtime_names_free(w->names);
         free(w->proc_root);
+        free(w->own_code);
         free(w->build_ids);
         symbolizer_free(w->sym);
         retention_close(w->ret);
@@ -1297,6 +1337,19 @@ int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bia
         j->code = code;
         (void) enqueue(w, j);
         return 0;
+}
+
+void writer_set_own_code(writer *w, struct kernel_range *ranges, size_t n) {
+        pthread_mutex_lock(&w->lock);
+        if (w->own_code) {
+                /* the writer thread reads it without the lock */
+                pthread_mutex_unlock(&w->lock);
+                free(ranges);
+                return;
+        }
+        w->own_code = ranges;
+        w->n_own_code = n;
+        pthread_mutex_unlock(&w->lock);
 }
 
 void writer_get_stats(writer *w, struct writer_stats *ret) {

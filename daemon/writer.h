@@ -90,6 +90,8 @@ struct writer_stats {
         uint64_t symbol_cache_bytes;   /* what the symbolizer holds now (heap) */
         uint64_t symbol_mapped_bytes;  /* DWARF copies mapped now (file pages) */
         uint64_t symbol_peak_bytes;    /* the most of both together, at the end of a drain */
+        uint64_t kallsyms_reads;       /* /proc/kallsyms read (the first drain's, and after kernel code came) */
+        uint64_t kallsyms_kept;        /* drains after kernel code came whose frames the table still named */
         struct writer_unresolved unresolved;
         uint64_t jit_map_entries_dropped;             /* perf map entries over the per-process bound */
         struct runtime_names_stats runtime_names;     /* the cache of Python code objects */
@@ -132,6 +134,11 @@ int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bia
                         const struct unwind_runtime_found *found);
 
 void writer_get_stats(writer *w, struct writer_stats *ret);
+
+/* Where profd's own BPF programs run (collector_own_code): kernel frames
+ * there do not need /proc/kallsyms read again when other kernel code comes
+ * or goes. Takes ownership of ranges (sorted by start). */
+void writer_set_own_code(writer *w, struct kernel_range *ranges, size_t n);
 
 /* Queues the settings that may change while it runs (symbol_cache,
  * debug_dirs, retention*, max_store_size), applied in order with the other jobs: the symbol

@@ -328,6 +328,57 @@ static int attach(collector *c, const struct conf *cfg) {
         return 0;
 }
 
+/* Appends the JIT ranges of the program behind fd to *r. Returns 0 (nothing
+ * for a program the kernel does not say) or -ENOMEM. */
+static int own_code_add(int fd, struct kernel_range **r, size_t *n) {
+        struct bpf_prog_info info = {};
+        __u32 len = sizeof(info), nf;
+        _cleanup_free_ __u64 *ksyms = NULL;
+        _cleanup_free_ __u32 *lens = NULL;
+        struct kernel_range *grown;
+
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0 || info.nr_jited_ksyms == 0 ||
+            info.nr_jited_ksyms != info.nr_jited_func_lens)
+                return 0;
+        nf = info.nr_jited_ksyms;
+        ksyms = calloc(nf, sizeof(*ksyms));
+        lens = calloc(nf, sizeof(*lens));
+        grown = realloc(*r, (*n + nf) * sizeof(**r));
+        if (!ksyms || !lens || !grown)
+                return -ENOMEM;
+        *r = grown;
+        info = (struct bpf_prog_info) {
+                .nr_jited_ksyms = nf,
+                .jited_ksyms = (__u64) (uintptr_t) ksyms,
+                .nr_jited_func_lens = nf,
+                .jited_func_lens = (__u64) (uintptr_t) lens,
+        };
+        len = sizeof(info);
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+                return 0;
+        for (__u32 i = 0; i < MIN(nf, info.nr_jited_ksyms); i++)
+                if (ksyms[i] != 0)
+                        (*r)[(*n)++] = (struct kernel_range) { ksyms[i], ksyms[i] + lens[i] };
+        return 0;
+}
+
+int collector_own_code(const collector *c, struct kernel_range **ret, size_t *ret_n) {
+        _cleanup_free_ struct kernel_range *r = NULL;
+        struct bpf_program *p;
+        size_t n = 0;
+
+        bpf_object__for_each_program(p, c->skel->obj) {
+                int fd = bpf_program__fd(p);
+
+                if (fd >= 0 && own_code_add(fd, &r, &n) < 0)
+                        return -ENOMEM;
+        }
+        kernel_ranges_sort(r, n);
+        *ret = TAKE_PTR(r);
+        *ret_n = n;
+        return 0;
+}
+
 bool collector_watches_oom(const collector *c) {
         return c && c->oom_watched;
 }

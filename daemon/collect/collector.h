@@ -11,6 +11,7 @@
 #include "conf.h"
 #include "blocklog.h"
 #include "hashmap.h"
+#include "kallsyms.h"
 
 /* Executable mappings the kernel holds for all processes: a few hundred
  * processes of a hundred executable mappings each (1.25 MiB). */
@@ -115,6 +116,14 @@ int collector_poll_events(collector *c);
  * or a negative errno from the bpf() syscall. */
 int collector_drain(collector *c, struct drain_batch *ret);
 void drain_batch_done(struct drain_batch *b);
+
+/* Where the kernel runs profd's own BPF programs: each loaded program's
+ * functions (its subprograms too) by their JIT addresses and lengths, into
+ * *ret (malloc'd, sorted by start, for kernel_table_covers). Wake-ups'
+ * kernel stacks are taken inside profd_waking, so nearly every drain has a
+ * frame there. Returns 0 (*ret_n 0 where the kernel hides the addresses),
+ * or -ENOMEM. */
+int collector_own_code(const collector *c, struct kernel_range **ret, size_t *ret_n);
 
 /* Whether OOM victims are announced (PROFD_EVENT_OOM_VICTIM): the
  * kernel's oom/mark_victim could be attached. NULL: false. */

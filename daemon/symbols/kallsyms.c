@@ -248,6 +248,7 @@ struct text_syms {
         char *names;
         size_t max_syms, max_names; /* room in syms and names */
         size_t n_syms, names_size;  /* found */
+        struct kernel_range text;   /* _stext and _etext, when found */
 };
 
 /* Returns 0, -ENOMEM past the offsets' range, or -EAGAIN when the file
@@ -285,6 +286,12 @@ static int kallsyms_read_text(const char *path, struct text_syms *ts) {
 
                 if (l.addr == 0 || !kallsyms_type_is_text(l.type))
                         continue;
+                if (!l.module && l.name[0] == '_') {
+                        if (streq(l.name, "_stext"))
+                                ts->text.start = l.addr;
+                        else if (streq(l.name, "_etext"))
+                                ts->text.end = l.addr;
+                }
                 r = text_syms_add_name(ts, l.name, &name_off);
                 if (r < 0)
                         return r;
@@ -374,6 +381,7 @@ int kernel_table_load(struct kernel_table *t, const char *path) {
                         .n_syms = n_kept,
                         .names = TAKE_PTR(names),
                         .names_size = fill.names_size,
+                        .text = fill.text.start < fill.text.end ? fill.text : (struct kernel_range) {},
                         .block_starts = TAKE_PTR(block_starts),
                 };
                 return 0;
@@ -397,6 +405,27 @@ int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t
         if (r < 0)
                 return r;
         return rd.any_address ? 0 : -ENODATA;
+}
+
+static int kernel_range_compare(const void *a, const void *b) {
+        const struct kernel_range *x = a, *y = b;
+
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void kernel_ranges_sort(struct kernel_range *r, size_t n) {
+        if (n > 0)
+                qsort(r, n, sizeof(*r), kernel_range_compare);
+}
+
+bool kernel_table_covers(const struct kernel_table *t, const struct kernel_range *own, size_t n_own, uint64_t addr) {
+        size_t k;
+
+        if (addr >= t->text.start && addr < t->text.end)
+                return true;
+        /* the last range starting at or before addr */
+        k = UPPER_BOUND_BY(own, n_own, start, addr);
+        return k > 0 && addr < own[k - 1].end;
 }
 
 /* A memo's value: the symbol's name and module offsets, or MEMO_NONE for

@@ -13,12 +13,19 @@ struct kernel_sym {
         uint32_t module_off; /* into kernel_table.names, or UINT32_MAX for the kernel image */
 };
 
+/* A range of kernel code, [start, end). */
+struct kernel_range {
+        uint64_t start, end;
+};
+
 /* Empty ({}) until loaded; then only text symbols, one per address. The
  * two arrays are in the heap, or in one read-only mapping of a private
  * file (kernel_table_map). */
 struct kernel_table {
         struct kernel_sym *syms; /* sorted by start, starts unique */
         size_t n_syms;
+        struct kernel_range text; /* the image's text, [_stext, _etext); {} when the file
+                                   * names neither */
         char *names;
         size_t names_size;
         void *map; /* the mapping both arrays are in, or NULL: in the heap */
@@ -79,6 +86,17 @@ int kernel_table_load(struct kernel_table *t, const char *path);
  * has no such symbol. Returns 0, a negative errno from opening it, -EIO
  * from reading it, or -ENODATA when every address in it is zero. */
 int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret);
+
+/* Whether the table names addr as one read now would, although kernel code
+ * came or went since it was read: addr is in the image's text, or in one of
+ * the n ranges of code that was there when the table was read and is
+ * still (own: profd's own BPF programs, by their JIT addresses; sorted by
+ * start, not overlapping). Anything else (a module, another BPF program)
+ * may be code loaded since, named after the nearest older symbol. */
+bool kernel_table_covers(const struct kernel_table *t, const struct kernel_range *own, size_t n_own, uint64_t addr);
+
+/* Sorts n ranges by start, for kernel_table_covers. */
+void kernel_ranges_sort(struct kernel_range *r, size_t n);
 
 /* The most addresses a table remembers its answers for (in 8192 slots of
  * 24 bytes: 192 KiB). A drain's keys bring the same few hundred kernel

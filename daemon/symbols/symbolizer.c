@@ -464,6 +464,10 @@ int symbolizer_load_kallsyms(symbolizer *s, const char *path) {
         return r;
 }
 
+bool symbolizer_kernel_covers(symbolizer *s, const struct kernel_range *own, size_t n_own, uint64_t addr) {
+        return kernel_table_covers(&s->kernel, own, n_own, addr);
+}
+
 const char *symbolizer_lookup_kernel(symbolizer *s, uint64_t addr, const char **ret_module) {
         return kernel_table_lookup(&s->kernel, addr, ret_module);
 }

@@ -162,3 +162,7 @@ int symbolizer_load_kallsyms(symbolizer *s, const char *path);
 /* The kernel function containing addr, or NULL. *ret_module is set to the
  * module name ("ext4") or NULL for the kernel image. */
 const char *symbolizer_lookup_kernel(symbolizer *s, uint64_t addr, const char **ret_module);
+
+/* kernel_table_covers (kallsyms.h) on the kernel's table. */
+struct kernel_range;
+bool symbolizer_kernel_covers(symbolizer *s, const struct kernel_range *own, size_t n_own, uint64_t addr);

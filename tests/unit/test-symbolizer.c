@@ -634,6 +634,60 @@ static void check_kernel_blocks(struct kernel_table *t, size_t n, uint64_t base)
         }
 }
 
+/* Which frames the table still names after kernel code came or went: the
+ * image's text, [_stext, _etext), and the ranges given (profd's own
+ * programs); not a module, nor another program's code. */
+static void test_kernel_covers(void) {
+        static const char table[] =
+                "ffffffff81000000 T _stext\n"
+                "ffffffff81000100 t do_one_initcall\n"
+                "ffffffff82000000 T _etext\n"
+                "ffffffff82000040 D after_text\n"
+                "ffffffffc0001000 t bpf_prog_0123456789abcdef_profd_waking\t[bpf]\n"
+                "ffffffffc0003000 t bpf_prog_fedcba9876543210_other\t[bpf]\n"
+                "ffffffffc0a01000 t ext4_fill_super\t[ext4]\n";
+        static const char no_etext[] = "ffffffff81000000 T _stext\nffffffff81000100 t do_one_initcall\n";
+        struct kernel_range own[] = { { 0xffffffffc0002000, 0xffffffffc0002100 },
+                                      { 0xffffffffc0001000, 0xffffffffc0001400 } };
+        _cleanup_free_ char *path = tmp_path("kallsyms-covers"), *path2 = tmp_path("kallsyms-no-etext");
+        struct kernel_table t = {};
+
+        write_file(path, table, strlen(table));
+        write_file(path2, no_etext, strlen(no_etext));
+        /* nothing read: only the ranges given */
+        CHECK(!kernel_table_covers(&t, NULL, 0, 0xffffffff81000100));
+        kernel_ranges_sort(own, ELEMENTSOF(own));
+        CHECK(own[0].start == 0xffffffffc0001000);
+        CHECK(kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc0001000));
+
+        CHECK_INT_EQ(kernel_table_load(&t, path), 0);
+        CHECK(t.text.start == 0xffffffff81000000 && t.text.end == 0xffffffff82000000);
+        CHECK(kernel_table_covers(&t, NULL, 0, 0xffffffff81000000));
+        CHECK(kernel_table_covers(&t, NULL, 0, 0xffffffff81ffffff));
+        CHECK(!kernel_table_covers(&t, NULL, 0, 0xffffffff82000000));
+        CHECK(!kernel_table_covers(&t, NULL, 0, 0xffffffff80ffffff));
+        /* a module's code may have come since, as may any program's */
+        CHECK(!kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc0a01010));
+        CHECK(!kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc0003010));
+        /* profd's own, to the end of each range, not past it */
+        CHECK(kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc0001000));
+        CHECK(kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc00013ff));
+        CHECK(!kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc0001400));
+        CHECK(kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc0002080));
+        CHECK(!kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc0002100));
+        CHECK(!kernel_table_covers(&t, own, ELEMENTSOF(own), 0xffffffffc0000fff));
+        /* the text's bounds kept when the table is mapped (unless the
+         * disk has no room: then it stays in the heap) */
+        if (kernel_table_map(&t, tmpdir) != -ENOSPC)
+                CHECK(t.map);
+        CHECK(kernel_table_covers(&t, NULL, 0, 0xffffffff81000100));
+
+        /* a file without _etext: no text known, every frame asks */
+        CHECK_INT_EQ(kernel_table_load(&t, path2), 0);
+        CHECK(!kernel_table_covers(&t, NULL, 0, 0xffffffff81000100));
+        kernel_table_done(&t);
+}
+
 static void test_kallsyms_blocks(void) {
         enum { N = 1000 };
         const uint64_t base = 0xffffffff81000000;
@@ -886,6 +940,7 @@ int main(int argc, char *argv[]) {
         test_kallsyms();
         test_kallsyms_mapped();
         test_kallsyms_blocks();
+        test_kernel_covers();
         test_errors(full_path);
         test_corrupted_files_never_crash(full_path);
 
