@@ -169,6 +169,8 @@ static struct status_stats full_stats(const struct conf *c) {
         s.writer.runtime_names = (struct runtime_names_stats) { .processes = 151, .codes = 152, .bytes = 153,
                                                                 .reads = 154, .reused = 155, .evicted = 156 };
         s.writer.jit_map_entries_dropped = 119;
+        s.writer.kallsyms_reads = 3;
+        s.writer.kallsyms_kept = 5;
         s.writer.retention_on = true;
         s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131 };
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
@@ -221,7 +223,8 @@ static void test_keys_in_order(void) {
                       "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
                       "runtime_names sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
-                      "rss_bytes memory heap_trims heap_trim_ms offcpu timeline captures max_clients client_timeout_ms "
+                      "rss_bytes memory heap_trims heap_trim_ms kallsyms_reads kallsyms_kept offcpu timeline captures "
+                      "max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
                    "mappings_used mappings_capacity kernel_bytes mapped_bytes tables_built build_ms "
@@ -408,6 +411,8 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "sqlite_bytes"), 106);
         CHECK_INT_EQ(num(o, "heap_trims"), 107);
         CHECK_INT_EQ(num(o, "heap_trim_ms"), 108);
+        CHECK_INT_EQ(num(o, "kallsyms_reads"), 3);
+        CHECK_INT_EQ(num(o, "kallsyms_kept"), 5);
         x = json_object_get(o, "offcpu");
         CHECK_INT_EQ(num(x, "min_ns"), 1000000);
         CHECK(json_is_null(json_object_get(x, "max_ns")));
