@@ -1110,8 +1110,10 @@ static const struct workqueue_ops writer_ops = {
  * number. */
 /* How the process table reads a mapped file's symbols: through the
  * writer's symbolizer (proctable_new). */
-static int load_file(void *userdata, const char *open_path, const char *root_prefix, const char *display_path,
-                     const sym_file **ret) {
+static int load_file(void *userdata, int fd, const char *open_path, const char *root_prefix,
+                     const char *display_path, const sym_file **ret) {
+        if (fd >= 0)
+                return symbolizer_load_file_fd(userdata, fd, root_prefix, display_path, ret);
         return symbolizer_load_file_at(userdata, open_path, root_prefix, display_path, ret);
 }
 

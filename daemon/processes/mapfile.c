@@ -52,7 +52,8 @@ int mapfile_open(const struct mapfile_paths *p) {
 
                 if (!paths[i][0])
                         continue;
-                fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                /* O_NONBLOCK: a FIFO put at the path cannot hang the caller */
+                fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
                 if (fd >= 0)
                         return fd;
                 r = -errno;

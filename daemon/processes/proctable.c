@@ -188,19 +188,20 @@ static int open_mapping_file(const char *proc_root, uint32_t pid, const struct p
  * and closes it. */
 static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc_mapping *m) {
         const sym_file *f = NULL;
-        char path[64];
-
         char root[64];
 
         /* debug files are looked for in the process's file system view too */
         snprintf(root, sizeof(root), "%s/%" PRIu32 "/root", t->proc_root, pid);
         if (m->fd >= 0) {
-                snprintf(path, sizeof(path), "/proc/self/fd/%d", m->fd);
-                if (t->load && t->load(t->load_userdata, path, root, m->path, &f) < 0)
+                int fd = TAKE_FD(m->fd);
+
+                /* read through the file held, not opened again */
+                if (!t->load)
+                        safe_close(fd);
+                else if (t->load(t->load_userdata, fd, NULL, root, m->path, &f) < 0)
                         f = NULL;
-                m->fd = safe_close(m->fd);
         }
-        if (!f && t->load && t->load(t->load_userdata, m->path, root, m->path, &f) < 0)
+        if (!f && t->load && t->load(t->load_userdata, -1, m->path, root, m->path, &f) < 0)
                 f = NULL;
         if (!f)
                 log_debug("Cannot read symbols of %s for pid %" PRIu32 ", ignoring.", m->path, pid);

@@ -87,11 +87,13 @@ int proc_thread_comm(const char *proc_root, uint32_t pid, uint32_t tid, char ret
 
 typedef struct proctable proctable;
 
-/* How the table reads the symbols of a process's mapped file: as
- * symbolizer_load_file_at (open_path, root_prefix, display_path). The
- * symbols stage sits above processes/, so the one that owns both (the
- * writer) passes it in. Returns 0 with *ret, or a negative errno. */
-typedef int (*proctable_load_fn)(void *userdata, const char *open_path, const char *root_prefix,
+/* How the table reads the symbols of a process's mapped file: through fd
+ * when it is not negative (taken over: closed in every case), else by
+ * opening open_path; as symbolizer_load_file_fd and _at (root_prefix,
+ * display_path). The symbols stage sits above processes/, so the one that
+ * owns both (the writer) passes it in. Returns 0 with *ret, or a negative
+ * errno. */
+typedef int (*proctable_load_fn)(void *userdata, int fd, const char *open_path, const char *root_prefix,
                                  const char *display_path, const sym_file **ret);
 
 /* A table that reads mapped files' symbols through load (NULL: none are

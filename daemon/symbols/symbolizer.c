@@ -153,8 +153,18 @@ static int symbolizer_add(symbolizer *s, sym_file *f, const struct file_key *key
 
 int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *root_prefix,
                             const char *display_path, const sym_file **ret) {
+        /* O_NONBLOCK so that a FIFO at this path cannot hang the daemon. */
+        int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+        if (fd < 0)
+                return negative_errno();
+        return symbolizer_load_file_fd(s, fd, root_prefix, display_path ?: open_path, ret);
+}
+
+int symbolizer_load_file_fd(symbolizer *s, int fd_in, const char *root_prefix, const char *display_path,
+                            const sym_file **ret) {
         _cleanup_(elf_endp) Elf *e = NULL;
-        _cleanup_close_ int fd = -1;
+        _cleanup_close_ int fd = fd_in;
         _cleanup_free_ char *build_id = NULL;
         sym_file *f;
         struct file_key key;
@@ -163,15 +173,8 @@ int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *ro
         void *cached;
         int r;
 
-        if (!display_path)
-                display_path = open_path;
         if (root_prefix && (!root_prefix[0] || streq(root_prefix, "/")))
                 root_prefix = NULL;
-
-        /* O_NONBLOCK so that a FIFO at this path cannot hang the daemon. */
-        fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return negative_errno();
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         if (S_ISDIR(st.st_mode))

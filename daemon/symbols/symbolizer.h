@@ -80,6 +80,12 @@ int symbolizer_load_file(symbolizer *s, const char *open_path, const sym_file **
 int symbolizer_load_file_at(symbolizer *s, const char *open_path, const char *root_prefix,
                             const char *display_path, const sym_file **ret);
 
+/* As symbolizer_load_file_at, through fd, which it takes over (closed in
+ * every case): a process's file opened when its maps were read (its
+ * map_files link), read without opening /proc/self/fd/N again. */
+int symbolizer_load_file_fd(symbolizer *s, int fd, const char *root_prefix, const char *display_path,
+                            const sym_file **ret);
+
 /* Where DWARF sections are copied, decompressed, to be mapped rather than
  * read into the heap (see dwarf_index_open): a directory on a disk (its
  * page cache is what the kernel can take back), where profd may create

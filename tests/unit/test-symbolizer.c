@@ -293,6 +293,37 @@ static void test_cache_survives_deletion(struct fixture *stripped, const char *s
         CHECK(original == f);
 }
 
+/* Through an fd held (a process's file opened when its maps were read):
+ * read after the path is gone, the same object as by path, and the fd
+ * taken over whatever the outcome (closed on failure). */
+static void test_load_through_fd(struct fixture *stripped, const char *stripped_path) {
+        _cleanup_(symbolizer_freep) symbolizer *s = NULL;
+        _cleanup_free_ char *copy = tmp_path("fixture-held.so"), *text = tmp_path("held-not-elf");
+        const sym_file *f = NULL, *again = NULL;
+        int fd;
+
+        copy_file(stripped_path, copy);
+        write_file(text, "not elf", 7);
+        CHECK_INT_EQ(symbolizer_new(&s), 0);
+        fd = open(copy, O_RDONLY | O_CLOEXEC);
+        CHECK(fd >= 0);
+        CHECK_INT_EQ(unlink(copy), 0);
+        CHECK_INT_EQ(symbolizer_load_file_fd(s, fd, NULL, copy, &f), 0);
+        CHECK(f);
+        if (!f)
+                return;
+        CHECK_STR_EQ(sym_file_lookup(f, stripped->off_exported), "fixture_exported");
+        CHECK_INT_EQ(symbolizer_load_file(s, stripped_path, &again), 0);
+        CHECK(again == f);
+
+        fd = open(text, O_RDONLY | O_CLOEXEC);
+        CHECK_INT_EQ(symbolizer_load_file_fd(s, fd, NULL, text, &f), -ENOEXEC);
+        CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+        fd = open(tmpdir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+        CHECK_INT_EQ(symbolizer_load_file_fd(s, fd, NULL, tmpdir, &f), -EISDIR);
+        CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+}
+
 /* The packed table (16 bytes a symbol): starts above the lowest, sizes
  * clamped, what lies more than 4 GiB above the first left out, and every
  * lookup as on the entries. */
@@ -931,6 +962,7 @@ int main(int argc, char *argv[]) {
                 test_stripped_library_resolves_exports_only(&stripped, &full, stripped_path, full_path);
                 test_build_id_matches_loader_and_dedups(&stripped, stripped_path, full_path);
                 test_cache_survives_deletion(&stripped, stripped_path);
+                test_load_through_fd(&stripped, stripped_path);
                 test_unmapped_files_close_dwarf(&full, full_path);
         }
         test_unmapped_files_evicted(full_path);
