@@ -362,7 +362,7 @@ found:
  * every state it is called in. Static, the walk with its runtime frames
  * took profd_switch_done and profd_waking to 976 k of the verifier's 1 M
  * instructions on kernel 6.18.44 (fc-v1252) and the sampler past it, where
- * an earlier build of the same kernel verified each in 130-300 k
+ * an earlier build of the same kernel verified each in 130-370 k
  * (docs/performance.md, Start-up). The sampler and the scheduler programs
  * are separate objects before they are linked, and their walks differ
  * (ROW_LOOKUP): each has its own name. */
