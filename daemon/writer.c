@@ -156,6 +156,9 @@ struct writer {
         size_t frames_cap;
         char *proc_root;
         runtime_names *names;       /* code objects of runtime frames (Python) */
+        /* the event loop's reads of code objects at their events
+         * (writer_runtime_code): its handles and pages, its thread's only */
+        struct runtime_names_session names_session;
         bool trim_due;              /* the writer thread's: processes were recorded since the last heap trim */
         struct writer_unresolved unresolved; /* this drain's, added to stats once it is stored */
         char jit_tag[64];          /* build_id of the [jit] frames of the key being built */
@@ -1135,6 +1138,12 @@ static uint64_t enqueue(writer *w, struct job *j) {
         return seq;
 }
 
+/* How long the event loop keeps a process's /proc/PID/mem open after its
+ * last code object's read (struct runtime_names_session): a JVM starting
+ * meets hundreds of methods a second, in bursts; an exited one's handle
+ * holds only its mm_struct, and goes at the next drain or event. */
+#define NAMES_HANDLE_IDLE_NS (1000 * NSEC_PER_MSEC)
+
 /* The naming cache's reader (struct runtime_names_reader): the process's
  * /proc/PID/mem, held open while it is used, checked to be the instance
  * (pid, start_ns) once opened (the fd then keeps reading that process). */
@@ -1227,6 +1236,7 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
                               RUNTIME_NAMES_BUDGET, &w->names);
         if (r < 0)
                 return log_oom();
+        runtime_names_session_init(&w->names_session);
         /* one thread: jobs are worked in the order they came */
         r = workqueue_new("profd-writer", &writer_ops, w, 1, &w->queue);
         if (r < 0)
@@ -1247,6 +1257,8 @@ writer *writer_free(writer *w) {
         /* results the loop did not pop */
         w->queue = workqueue_free(w->queue);
         proctable_free(w->procs);
+        if (w->names)
+                runtime_names_session_done(w->names, &w->names_session);
         runtime_names_free(w->names);
         free(w->proc_root);
         free(w->own_code);
@@ -1301,6 +1313,8 @@ int writer_drain(writer *w, struct drain_batch *b, uint64_t start_ns, uint64_t e
                 drain_batch_done(b);
                 return -ENOMEM;
         }
+        /* the event loop's thread, as writer_runtime_code's */
+        runtime_names_session_close(w->names, &w->names_session, NAMES_HANDLE_IDLE_NS);
         j->type = JOB_DRAIN;
         j->batch = *b;
         *b = (struct drain_batch) {};
@@ -1326,7 +1340,8 @@ int writer_runtime_code(writer *w, uint32_t pid, uint64_t start_ns, uint64_t bia
         *j->found = *found;
         /* read now, on the caller's thread (a few preads): the writer may
          * be busy with a drain for longer than a short script lives */
-        r = runtime_names_read(w->names, pid, start_ns, found, bias, rt_id, code, &j->read);
+        runtime_names_session_close(w->names, &w->names_session, NAMES_HANDLE_IDLE_NS);
+        r = runtime_names_read(w->names, &w->names_session, pid, start_ns, found, bias, rt_id, code, &j->read);
         if (r < 0) {
                 job_free(j);
                 return r;

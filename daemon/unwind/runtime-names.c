@@ -10,6 +10,7 @@
 
 #include "hashmap.h"
 #include "macro.h"
+#include "remote-pages.h"
 
 struct rn_key {
         uint32_t pid;
@@ -54,6 +55,7 @@ struct runtime_names {
         hashmap *codes;        /* struct rn_key * -> struct rn_code * */
         struct rn_code *lru_head, *lru_tail;
         uint64_t drain;        /* drains begun: 0 before the first */
+        struct remote_pages pages;     /* the reads of code_fill and code_check (this thread's) */
         struct runtime_names_stats stats;
 };
 
@@ -179,6 +181,7 @@ runtime_names *runtime_names_free(runtime_names *c) {
                 proc_drop(c, v);
         hashmap_free(c->procs);
         hashmap_free(c->codes);
+        remote_pages_done(&c->pages);
         free(c->runtimes);
         free(c);
         return NULL;
@@ -236,7 +239,9 @@ static int code_fill(runtime_names *c, struct rn_code *e) {
         int r;
 
         e->looked_ns = now_ns();
-        r = e->rt->code_read(&p->found, p->bias, rn_read, &x, e->key.code, &code, &bytes, &reason);
+        remote_pages_begin(&c->pages, rn_read, &x);
+        r = e->rt->code_read(&p->found, p->bias, remote_pages_read, &c->pages, e->key.code, &code, &bytes,
+                             &reason);
         if (r == -ENOMEM)
                 return r;
         c->stats.reads++;
@@ -271,7 +276,8 @@ static int code_check(runtime_names *c, struct rn_code *e) {
         if (!e->code)
                 return code_fill(c, e);
         e->looked_ns = now_ns();
-        r = e->rt->code_same(&p->found, p->bias, rn_read, &x, e->key.code, e->code);
+        remote_pages_begin(&c->pages, rn_read, &x);
+        r = e->rt->code_same(&p->found, p->bias, remote_pages_read, &c->pages, e->key.code, e->code);
         if (x.gone) {
                 proc_mark_gone(c, p);
                 return 0;
@@ -408,7 +414,8 @@ int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const
         return 0;
 }
 
-/* The reader opened for one read, on any thread. */
+/* The reader for one read, on any thread: the session's handle for the
+ * process if it holds one, else opened at the first read. */
 struct rn_once {
         const struct runtime_names_reader *reader;
         uint32_t pid;
@@ -437,18 +444,95 @@ static int once_read(void *userdata, uint64_t addr, void *buf, size_t size) {
         return r;
 }
 
-int runtime_names_read(const runtime_names *c, uint32_t pid, uint64_t start_ns,
+void runtime_names_session_init(struct runtime_names_session *s) {
+        *s = (struct runtime_names_session) {};
+        for (size_t i = 0; i < RUNTIME_NAMES_SESSION_HANDLES; i++)
+                s->held[i].handle = -1;
+        remote_pages_init(&s->pages, NULL, NULL);
+}
+
+static void session_drop(const runtime_names *c, struct runtime_names_session *s, size_t i) {
+        if (s->held[i].handle >= 0)
+                c->reader.close(c->reader.userdata, s->held[i].handle);
+        s->held[i] = (struct runtime_names_held) { .handle = -1 };
+}
+
+void runtime_names_session_close(const runtime_names *c, struct runtime_names_session *s, uint64_t idle_ns) {
+        uint64_t now = idle_ns ? now_ns() : 0;
+
+        for (size_t i = 0; i < RUNTIME_NAMES_SESSION_HANDLES; i++)
+                if (s->held[i].handle >= 0 && (!idle_ns || now - s->held[i].used_ns >= idle_ns))
+                        session_drop(c, s, i);
+}
+
+void runtime_names_session_done(const runtime_names *c, struct runtime_names_session *s) {
+        runtime_names_session_close(c, s, 0);
+        remote_pages_done(&s->pages);
+}
+
+static int session_find(const struct runtime_names_session *s, uint32_t pid, uint64_t start_ns) {
+        for (size_t i = 0; i < RUNTIME_NAMES_SESSION_HANDLES; i++)
+                if (s->held[i].handle >= 0 && s->held[i].pid == pid && s->held[i].start_ns == start_ns)
+                        return (int) i;
+        return -1;
+}
+
+/* After a read through handle (at slot `at`, -1: opened for it): kept for
+ * the process's next read while it lives, in the slot used longest ago;
+ * closed when the process was found gone. */
+static void session_keep(const runtime_names *c, struct runtime_names_session *s, int at, const struct rn_once *x,
+                         uint64_t now) {
+        size_t victim = 0;
+
+        if (x->gone) {
+                if (at >= 0)
+                        session_drop(c, s, (size_t) at);
+                else
+                        c->reader.close(c->reader.userdata, x->handle);
+                return;
+        }
+        if (at >= 0) {
+                s->held[at].used_ns = now;
+                return;
+        }
+        for (size_t i = 0; i < RUNTIME_NAMES_SESSION_HANDLES; i++) {
+                if (s->held[i].handle < 0) {
+                        victim = i;
+                        break;
+                }
+                if (s->held[i].used_ns < s->held[victim].used_ns)
+                        victim = i;
+        }
+        session_drop(c, s, victim);
+        s->held[victim] = (struct runtime_names_held) {
+                .pid = x->pid, .start_ns = x->start_ns, .handle = x->handle, .used_ns = now,
+        };
+}
+
+int runtime_names_read(const runtime_names *c, struct runtime_names_session *s, uint32_t pid, uint64_t start_ns,
                        const struct unwind_runtime_found *found, uint64_t bias, unsigned rt_id, uint64_t code,
                        struct runtime_names_read *ret) {
         const struct unwind_runtime *rt = runtime_of(c, found) ? code_runtime_of(c, found, rt_id) : NULL;
         struct rn_once x = { .reader = &c->reader, .pid = pid, .start_ns = start_ns, .handle = -1 };
+        struct remote_pages own, *pages = s ? &s->pages : &own;
+        int at = s ? session_find(s, pid, start_ns) : -1;
         int r;
 
         if (!rt)
                 return -EPROTONOSUPPORT;
         *ret = (struct runtime_names_read) { .runtime = rt, .at_ns = now_ns() };
-        r = rt->code_read(found, bias, once_read, &x, code, &ret->code, &ret->bytes, &ret->reason);
-        if (x.handle >= 0)
+        if (at >= 0)
+                x.handle = s->held[at].handle;
+        if (s)
+                remote_pages_begin(pages, once_read, &x);
+        else
+                remote_pages_init(pages, once_read, &x);
+        r = rt->code_read(found, bias, remote_pages_read, pages, code, &ret->code, &ret->bytes, &ret->reason);
+        if (!s)
+                remote_pages_done(pages);
+        if (x.handle >= 0 && s)
+                session_keep(c, s, at, &x, ret->at_ns);
+        else if (x.handle >= 0)
                 c->reader.close(c->reader.userdata, x.handle);
         if (r == -ENOMEM)
                 return r;

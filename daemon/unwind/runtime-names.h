@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "remote-pages.h"
 #include "runtime.h"
 
 /* How a process's memory is read. `open` returns a handle (>= 0) for the
@@ -92,12 +93,43 @@ struct runtime_names_read {
         uint64_t at_ns;                /* when (CLOCK_MONOTONIC): an older read never replaces a newer look */
 };
 
+/* The handles of processes' memory kept between runtime_names_read calls
+ * on one thread (the event loop's), with that thread's pages: a JVM meets
+ * its methods in bursts, and opening /proc/PID/mem and checking it is the
+ * instance cost more system calls than the method's reads. A handle is
+ * kept while its process lives and it was used within the idle time the
+ * owner closes by (runtime_names_session_close); the one used longest ago
+ * makes room for another process's. */
+#define RUNTIME_NAMES_SESSION_HANDLES 4
+
+struct runtime_names_held {
+        uint32_t pid;
+        uint64_t start_ns;
+        int handle;            /* the reader's; -1: empty */
+        uint64_t used_ns;      /* CLOCK_MONOTONIC */
+};
+
+struct runtime_names_session {
+        struct runtime_names_held held[RUNTIME_NAMES_SESSION_HANDLES];
+        struct remote_pages pages;
+};
+
+void runtime_names_session_init(struct runtime_names_session *s);
+/* Closes the handles unused for idle_ns or longer (0: all), through c's reader. */
+void runtime_names_session_close(const runtime_names *c, struct runtime_names_session *s, uint64_t idle_ns);
+/* Closes every handle and frees the pages. */
+void runtime_names_session_done(const runtime_names *c, struct runtime_names_session *s);
+
 /* Reads the code object at `code` of process (pid, start_ns) into *ret,
- * through the cache's reader, opened and closed for this read. Uses only
- * what runtime_names_new was given: safe on another thread than the
- * cache's, as far as the reader is. Returns 0 (a failed read is a result
- * too: see ret), -EPROTONOSUPPORT for a runtime without hooks, -ENOMEM. */
-int runtime_names_read(const runtime_names *c, uint32_t pid, uint64_t start_ns,
+ * through the cache's reader: with session s (NULL: none), through the
+ * handle it holds for the process, or one opened and kept there; without,
+ * one opened and closed for this read. Reads go through a few whole pages
+ * of the process (remote-pages.h). Uses only what runtime_names_new was
+ * given and s: safe on another thread than the cache's, as far as the
+ * reader is, with a session of that thread's own. Returns 0 (a failed read
+ * is a result too: see ret), -EPROTONOSUPPORT for a runtime without hooks,
+ * -ENOMEM. */
+int runtime_names_read(const runtime_names *c, struct runtime_names_session *s, uint32_t pid, uint64_t start_ns,
                        const struct unwind_runtime_found *found, uint64_t bias, unsigned rt_id, uint64_t code,
                        struct runtime_names_read *ret);
 void runtime_names_read_done(struct runtime_names_read *r);

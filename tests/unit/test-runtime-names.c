@@ -119,9 +119,13 @@ static int host_read(void *userdata, int handle, uint64_t addr, void *buf, size_
         h->reads++;
         if (p->gone)
                 return -ESRCH;
-        if (addr % 0x1000 || slot >= SLOTS || size > sizeof(p->mem[0]))
+        /* page k holds object k at its start, zeros after it */
+        if (slot >= SLOTS || addr % 0x1000 + size > 0x1000)
                 return -EIO;
-        memcpy(buf, &p->mem[slot], size);
+        memset(buf, 0, size);
+        if (addr % 0x1000 < sizeof(p->mem[0]))
+                memcpy(buf, (const uint8_t *) &p->mem[slot] + addr % 0x1000,
+                       MIN(size, sizeof(p->mem[0]) - addr % 0x1000));
         return 0;
 }
 
@@ -448,7 +452,7 @@ static void test_read_at_event(void) {
 
         host_init(&h);
         c = cache_new(&h, 1 << 20);
-        CHECK_INT_EQ(runtime_names_read(c, 100, 5000, &found, 0, 0, 0x1000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, NULL, 100, 5000, &found, 0, 0, 0x1000, &rd), 0);
         CHECK(rd.code != NULL && !rd.gone);
         CHECK_INT_EQ(h.opens, 1);
         CHECK_INT_EQ(h.closes, 1);
@@ -463,7 +467,7 @@ static void test_read_at_event(void) {
         CHECK_INT_EQ(f.name.line, 11);
         CHECK_INT_EQ(h.reads, reads);  /* the reuse check could not open it: gone */
         /* read after it exited */
-        CHECK_INT_EQ(runtime_names_read(c, 100, 5000, &found, 0, 0, 0x2000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, NULL, 100, 5000, &found, 0, 0, 0x2000, &rd), 0);
         CHECK(rd.code == NULL && rd.gone);
         CHECK_INT_EQ(runtime_names_learn_read(c, 100, 5000, &found, 0, 0, 0x2000, &rd), 0);
         CHECK_INT_EQ(lookup(c, 100, 5000, true, frame(0x2000, 0)).status, RUNTIME_NAMES_EXITED);
@@ -471,7 +475,7 @@ static void test_read_at_event(void) {
         CHECK(runtime_names_learn(c, 200, 6000, &found, 0, 0, 0x3000) == 0);
         h.procs[1].mem[3].generation = 7;
         snprintf(h.procs[1].mem[3].name, sizeof(h.procs[1].mem[3].name), "newer");
-        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, NULL, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
         CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
         runtime_names_end_drain(c, always_alive, NULL);
         runtime_names_begin_drain(c);
@@ -479,13 +483,13 @@ static void test_read_at_event(void) {
         /* a read taken before the cache's own look (a drain between the
          * event and its job) does not replace what that look found */
         h.procs[1].mem[5].generation = 1;
-        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x5000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, NULL, 200, 6000, &found, 0, 0, 0x5000, &rd), 0);
         {
                 struct runtime_names_read later;
 
                 h.procs[1].mem[5].generation = 2;
                 snprintf(h.procs[1].mem[5].name, sizeof(h.procs[1].mem[5].name), "reused");
-                CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x5000, &later), 0);
+                CHECK_INT_EQ(runtime_names_read(c, NULL, 200, 6000, &found, 0, 0, 0x5000, &later), 0);
                 CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x5000, &later), 0);
         }
         CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x5000, &rd), 0);
@@ -493,19 +497,72 @@ static void test_read_at_event(void) {
         CHECK_STR_EQ(lookup(c, 200, 6000, true, frame(0x5000, 0)).name.function, "reused");
         /* unreadable now: no name is replaced by a failure */
         h.procs[1].mem[3].magic = 0;
-        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, NULL, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
         CHECK(rd.code == NULL && !rd.gone && rd.reason == REASON_NOT_CODE);
         CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
         CHECK_STR_EQ(lookup(c, 200, 6000, true, frame(0x3000, 0)).name.function, "newer");
         /* an address never read that holds no code object: the reason */
         h.procs[1].mem[4].magic = 0;
-        CHECK_INT_EQ(runtime_names_read(c, 200, 6000, &found, 0, 0, 0x4000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_read(c, NULL, 200, 6000, &found, 0, 0, 0x4000, &rd), 0);
         CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x4000, &rd), 0);
         f = lookup(c, 200, 6000, true, frame(0x4000, 0));
         CHECK_INT_EQ(f.status, RUNTIME_NAMES_UNREADABLE);
         CHECK_INT_EQ(f.reason, REASON_NOT_CODE);
         runtime_names_free(c);
         CHECK_INT_EQ(h.opens, h.closes);
+}
+
+/* Reads at events through a session: the process's handle opened once
+ * and kept while it lives, the one used longest ago closed to make room,
+ * a process found gone closes its own, idle ones closed by their owner;
+ * one read a page, not one per field. */
+static void test_session_keeps_handles(void) {
+        struct fake_host h;
+        struct runtime_names_session s;
+        struct runtime_names_read rd;
+        runtime_names *c;
+
+        host_init(&h);
+        c = cache_new(&h, 1 << 20);
+        runtime_names_session_init(&s);
+        for (uint64_t k = 1; k < SLOTS; k++) {
+                CHECK_INT_EQ(runtime_names_read(c, &s, 100, 5000, &found, 0, 0, 0x1000 * k, &rd), 0);
+                CHECK(rd.code != NULL && !rd.gone);
+                CHECK_INT_EQ(runtime_names_learn_read(c, 100, 5000, &found, 0, 0, 0x1000 * k, &rd), 0);
+        }
+        CHECK_INT_EQ(h.opens, 1);
+        CHECK_INT_EQ(h.closes, 0);
+        CHECK_INT_EQ(h.reads, SLOTS - 1);
+        CHECK_STR_EQ(lookup(c, 100, 5000, false, frame(0x3000, 0)).name.function, "f0_3");
+        CHECK_INT_EQ(runtime_names_read(c, &s, 200, 6000, &found, 0, 0, 0x1000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x1000, &rd), 0);
+        CHECK_INT_EQ(h.opens, 2);
+        /* idle closes none used just now; 0 closes all */
+        runtime_names_session_close(c, &s, 3600ull * 1000000000);
+        CHECK_INT_EQ(h.closes, 0);
+        runtime_names_session_close(c, &s, 0);
+        CHECK_INT_EQ(h.closes, 2);
+        /* gone: the handle held is closed at the read that finds it so */
+        CHECK_INT_EQ(runtime_names_read(c, &s, 200, 6000, &found, 0, 0, 0x2000, &rd), 0);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x2000, &rd), 0);
+        CHECK_INT_EQ(h.opens, 3);
+        h.procs[1].gone = true;
+        CHECK_INT_EQ(runtime_names_read(c, &s, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
+        CHECK(rd.code == NULL && rd.gone);
+        CHECK_INT_EQ(h.closes, 3);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x3000, &rd), 0);
+        /* more processes than handles: the oldest gives its up */
+        h.procs[1].gone = false;
+        for (unsigned i = 0; i < RUNTIME_NAMES_SESSION_HANDLES + 1; i++) {
+                h.procs[i % 2].start_ns = 7000 + i;
+                CHECK_INT_EQ(runtime_names_read(c, &s, h.procs[i % 2].pid, 7000 + i, &found, 0, 0, 0x1000, &rd), 0);
+                runtime_names_read_done(&rd);
+        }
+        CHECK_INT_EQ(h.opens, 3 + RUNTIME_NAMES_SESSION_HANDLES + 1);
+        CHECK_INT_EQ(h.closes, 4);
+        runtime_names_session_done(c, &s);
+        CHECK_INT_EQ(h.opens, h.closes);
+        runtime_names_free(c);
 }
 
 /* How Python frames are stored: build_id "python-" and a hash of
@@ -607,6 +664,7 @@ int main(void) {
         test_reasons();
         test_budget_eviction();
         test_read_at_event();
+        test_session_keeps_handles();
         test_naming_convention();
         test_dispatch_by_frame();
         TESTS_DONE();
