@@ -18,7 +18,7 @@
  * with one arena as with one per thread: 2.65 s for 200 tables each). */
 #define HEAP_ARENAS 2
 
-static uint64_t trims, trim_ns;
+static uint64_t trims, trim_ns, last_trim_ns;
 
 static uint64_t mono_ns(void) {
         struct timespec ts;
@@ -52,8 +52,18 @@ void heap_trim(void) {
         uint64_t t0 = mono_ns();
 
         (void) malloc_trim(0);
-        __atomic_add_fetch(&trim_ns, mono_ns() - t0, __ATOMIC_RELAXED);
+        __atomic_store_n(&last_trim_ns, mono_ns(), __ATOMIC_RELAXED);
+        __atomic_add_fetch(&trim_ns, __atomic_load_n(&last_trim_ns, __ATOMIC_RELAXED) - t0, __ATOMIC_RELAXED);
         __atomic_add_fetch(&trims, 1, __ATOMIC_RELAXED);
+}
+
+bool heap_trim_idle(void) {
+        uint64_t last = __atomic_load_n(&last_trim_ns, __ATOMIC_RELAXED);
+
+        if (last && mono_ns() - last < HEAP_IDLE_TRIM_GAP_MS * 1000000ULL)
+                return false;
+        heap_trim();
+        return true;
 }
 
 void heap_usage(uint64_t *ret_in_use, uint64_t *ret_free) {

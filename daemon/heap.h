@@ -2,6 +2,7 @@
  * kernel after large transient work, counted for status. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* At start, before any thread: at most HEAP_ARENAS malloc arenas, and a
@@ -14,6 +15,16 @@ void heap_setup(void);
  * A few milliseconds on profd's heap: call it after work that freed a lot,
  * not per allocation. Any thread. */
 void heap_trim(void);
+
+/* heap_trim after a burst of work (a batch of processes recorded, of
+ * tables built), unless any thread trimmed within the last
+ * HEAP_IDLE_TRIM_GAP_MS: each trim madvises every free chunk of every
+ * arena again, given back before or not, and on a build host such bursts
+ * end several times a second. Returns whether it trimmed: if not, the
+ * caller's work is still untrimmed (the drain's trim takes it at the
+ * latest). Any thread. */
+#define HEAP_IDLE_TRIM_GAP_MS 2000
+bool heap_trim_idle(void);
 
 /* What malloc holds now, in all arenas (mallinfo2): bytes in use (blocks
  * from the arenas and blocks mapped of their own) and free bytes kept in

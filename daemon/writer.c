@@ -1096,10 +1096,8 @@ static void writer_release(workqueue_item *item) {
 static void writer_idle(void *thread_data, void *userdata) {
         writer *w = userdata;
 
-        if (w->trim_due) {
-                heap_trim();
+        if (w->trim_due && heap_trim_idle())
                 w->trim_due = false;
-        }
 }
 
 static const struct workqueue_ops writer_ops = {

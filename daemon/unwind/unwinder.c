@@ -206,10 +206,8 @@ static void trim_if_idle(unwinder *u) {
         pthread_mutex_lock(&u->lock);
         idle = u->n_queue == 0;
         pthread_mutex_unlock(&u->lock);
-        if (idle) {
-                heap_trim();
+        if (idle && heap_trim_idle())
                 u->trim_due = false;
-        }
 }
 
 /* When the next pass is due: at once while work is left (queued requests
