@@ -145,6 +145,24 @@ static void maps_seen_set(manager *m, uint32_t pid, uint64_t start_ns, uint64_t 
         *maps_seen_slot(m, pid) = (struct maps_seen) { .pid = pid, .start_ns = start_ns, .sig = sig };
 }
 
+/* The verifier's instructions for each program, said at start: the same
+ * programs took 3-4 times more on one build of a kernel version than on
+ * another, and a program over COLLECTOR_VERIFIER_LIMIT is refused, so a
+ * program past half of it is warned about while it still loads. */
+static void verifier_margin_log(const collector *c) {
+        struct collector_verified v[STATUS_VERIFIED_MAX];
+        size_t n = collector_verified(c, v, ELEMENTSOF(v));
+
+        for (size_t i = 0; i < n; i++) {
+                if (v[i].insns > COLLECTOR_VERIFIER_LIMIT / 2)
+                        log_warning("BPF program %s took %" PRIu32 " of the verifier's %u instructions to load: "
+                                    "a kernel that verifies it less efficiently may refuse it.",
+                                    v[i].name, v[i].insns, COLLECTOR_VERIFIER_LIMIT);
+                else
+                        log_debug("BPF program %s verified in %" PRIu32 " instructions.", v[i].name, v[i].insns);
+        }
+}
+
 static void on_process_event(const struct profd_event *e, void *userdata) {
         manager *m = userdata;
         struct proc *p;
@@ -658,6 +676,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
         heap_usage(&s->heap_in_use_bytes, &s->heap_free_bytes);
         s->sqlite_bytes = db_heap_bytes();
         heap_trim_stats(&s->heap_trims, &s->heap_trim_ns);
+        s->n_verified = collector_verified(m->coll, s->verified, ELEMENTSOF(s->verified));
         return 0;
 }
 
@@ -848,6 +867,7 @@ static int manager_setup_collect(manager *m) {
                         return log_oom();
                 writer_set_own_code(m->writer, own, n_own);
         }
+        verifier_margin_log(m->coll);
 #if defined(__x86_64__)
         /* the BPF walker reads x86-64 CFI rules; elsewhere it walks frame pointers */
         r = unwinder_new(collector_unwind_maps(m->coll), "/proc", &m->unwinder);

@@ -441,6 +441,13 @@ json_t *status_build(const struct status_stats *s) {
         json_object_set_new(o, "heap_trim_ms", json_integer((json_int_t) (s->heap_trim_ns / NSEC_PER_MSEC)));
         json_object_set_new(o, "kallsyms_reads", json_integer((json_int_t) s->writer.kallsyms_reads));
         json_object_set_new(o, "kallsyms_kept", json_integer((json_int_t) s->writer.kallsyms_kept));
+        {
+                json_t *v = json_object();
+
+                for (size_t i = 0; v && i < s->n_verified; i++)
+                        json_object_set_new(v, s->verified[i].name, json_integer((json_int_t) s->verified[i].insns));
+                json_object_set_new(o, "bpf_verified_insns", v);
+        }
         json_object_set_new(o, STATUS_KEY_OFFCPU, json_pack("{s:I, s:o, s:I, s:I}",
                 STATUS_KEY_MIN_NS, (json_int_t) c->offcpu_min_ns,
                 STATUS_KEY_MAX_NS, c->offcpu_max_ns == UINT64_MAX ? json_null() : json_integer((json_int_t) c->offcpu_max_ns),

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "capture-manager.h"
+#include "collector.h"
 #include "conf.h"
 #include "exporter.h"
 #include "query.h"
@@ -39,6 +40,8 @@ extern const char *const status_runtime_names[STATUS_RUNTIME__MAX];
  * cache was not stepped. */
 #define STATUS_HOTSPOT__MAX 8
 extern const char *const status_hotspot_names[STATUS_HOTSPOT__MAX];
+
+#define STATUS_VERIFIED_MAX 16
 
 struct status_stats {
         const struct conf *conf;      /* the running settings */
@@ -85,6 +88,10 @@ struct status_stats {
         uint64_t heap_in_use_bytes, heap_free_bytes; /* what malloc holds in use and free */
         uint64_t sqlite_bytes;                       /* SQLite's part of what is in use */
         uint64_t heap_trims, heap_trim_ns;
+        /* the verifier's instructions processed per loaded program
+         * (collector_verified); n 0 without a collector or before 5.16 */
+        struct collector_verified verified[STATUS_VERIFIED_MAX];
+        size_t n_verified;
 };
 
 /* The status object ("type": "status") for s. Returns it, or NULL when out

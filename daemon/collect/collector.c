@@ -379,6 +379,28 @@ int collector_own_code(const collector *c, struct kernel_range **ret, size_t *re
         return 0;
 }
 
+size_t collector_verified(const collector *c, struct collector_verified *ret, size_t max) {
+        struct bpf_program *p;
+        size_t n = 0;
+
+        if (!c)
+                return 0;
+        bpf_object__for_each_program(p, c->skel->obj) {
+                struct bpf_prog_info info = {};
+                __u32 len = sizeof(info);
+                int fd = bpf_program__fd(p);
+
+                if (n == max)
+                        break;
+                if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) < 0 || info.verified_insns == 0)
+                        continue;
+                ret[n] = (struct collector_verified) { .insns = info.verified_insns };
+                snprintf(ret[n].name, sizeof(ret[n].name), "%s", bpf_program__name(p));
+                n++;
+        }
+        return n;
+}
+
 bool collector_watches_oom(const collector *c) {
         return c && c->oom_watched;
 }

@@ -125,6 +125,25 @@ void drain_batch_done(struct drain_batch *b);
  * or -ENOMEM. */
 int collector_own_code(const collector *c, struct kernel_range **ret, size_t *ret_n);
 
+/* The verifier's instructions processed for one loaded program
+ * (bpf_prog_info.verified_insns, kernel 5.16 and later). */
+struct collector_verified {
+        char name[32];
+        uint32_t insns;
+};
+
+/* The kernel refuses a program whose verification processes more than
+ * this many instructions (BPF_COMPLEXITY_LIMIT_INSNS), with E2BIG. */
+#define COLLECTOR_VERIFIER_LIMIT 1000000u
+
+/* How many instructions the verifier processed for each loaded program,
+ * into ret (at most max, in the object's order); the kernel has no
+ * figure before 5.16: then 0 programs. The same program verifies in 3-4
+ * times more instructions on some builds of one kernel version than on
+ * others (docs/performance.md, Start-up), so this is the margin to watch.
+ * Returns how many were written. */
+size_t collector_verified(const collector *c, struct collector_verified *ret, size_t max);
+
 /* Whether OOM victims are announced (PROFD_EVENT_OOM_VICTIM): the
  * kernel's oom/mark_victim could be attached. NULL: false. */
 bool collector_watches_oom(const collector *c);

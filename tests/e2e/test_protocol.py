@@ -61,6 +61,22 @@ def test_status_reports_every_drop_reason():
         assert word in human, f"{word} not in human status:\n{human}"
 
 
+def test_bpf_programs_keep_half_the_verifiers_limit():
+    """The verifier's instructions per program, in status: the same programs
+    took 3-4 times more on one build of kernel 6.18.44 than on another, and
+    one over 1,000,000 is refused (E2BIG) and profd cannot start. Half the
+    limit fails here a kernel build before a host would."""
+    st = json.loads(DAEMON.profctl("status", "--json").stdout)
+    verified = st["bpf_verified_insns"]
+    if tuple(int(x) for x in os.uname().release.split(".")[:2]) < (5, 16):
+        assert verified == {}, verified
+        return
+    for name in ("profd_oncpu", "profd_switch", "profd_switch_done", "profd_waking", "profd_exec"):
+        assert name in verified, f"{name} missing from bpf_verified_insns: {verified}"
+    for name, insns in verified.items():
+        assert 0 < insns < 500000, f"{name}: {insns} instructions verified, over half the limit: {verified}"
+
+
 def test_flush_stores_a_drain():
     out = json.loads(DAEMON.profctl("flush", "--json").stdout)
     assert out["type"] == "flushed" and out["drain_id"] >= 1, out
@@ -104,6 +120,7 @@ if __name__ == "__main__":
             test_malformed_requests_get_named_errors_and_the_connection_survives,
             test_oversized_request_is_refused_and_daemon_keeps_running,
             test_status_reports_every_drop_reason,
+            test_bpf_programs_keep_half_the_verifiers_limit,
             test_flush_stores_a_drain,
             test_profctl_exit_codes,
             test_profd_rejects_bad_options_and_config,

@@ -171,6 +171,9 @@ static struct status_stats full_stats(const struct conf *c) {
         s.writer.jit_map_entries_dropped = 119;
         s.writer.kallsyms_reads = 3;
         s.writer.kallsyms_kept = 5;
+        s.verified[0] = (struct collector_verified) { .name = "profd_oncpu", .insns = 296197 };
+        s.verified[1] = (struct collector_verified) { .name = "profd_switch", .insns = 53636 };
+        s.n_verified = 2;
         s.writer.retention_on = true;
         s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131 };
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
@@ -223,7 +226,7 @@ static void test_keys_in_order(void) {
                       "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
                       "runtime_names sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
-                      "rss_bytes memory heap_trims heap_trim_ms kallsyms_reads kallsyms_kept offcpu timeline captures "
+                      "rss_bytes memory heap_trims heap_trim_ms kallsyms_reads kallsyms_kept bpf_verified_insns offcpu timeline captures "
                       "max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
@@ -413,6 +416,10 @@ static void test_values(void) {
         CHECK_INT_EQ(num(o, "heap_trim_ms"), 108);
         CHECK_INT_EQ(num(o, "kallsyms_reads"), 3);
         CHECK_INT_EQ(num(o, "kallsyms_kept"), 5);
+        x = json_object_get(o, "bpf_verified_insns");
+        check_keys(x, "profd_oncpu profd_switch");
+        CHECK_INT_EQ(num(x, "profd_oncpu"), 296197);
+        CHECK_INT_EQ(num(x, "profd_switch"), 53636);
         x = json_object_get(o, "offcpu");
         CHECK_INT_EQ(num(x, "min_ns"), 1000000);
         CHECK(json_is_null(json_object_get(x, "max_ns")));
