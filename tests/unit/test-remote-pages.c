@@ -189,27 +189,33 @@ static void test_failures_are_the_readers(void) {
         free(f);
 }
 
-/* Random reads against the memory they should give. */
+/* Random reads against the memory they should give, with an unreadable
+ * page among the readable ones: a read touching it fails whether it comes
+ * before, across or after a page held. */
 static void test_random_reads(void) {
         struct fake *f = fake_new();
         struct remote_pages rp;
         static uint8_t b[2 * REMOTE_PAGE_SIZE];
-        unsigned seed = 1;
+        unsigned seed = 1, n_bad = 0;
 
+        f->bad_page = N_PAGES / 2;
         remote_pages_init(&rp, fake_read, f);
         for (unsigned i = 0; i < 20000; i++) {
                 size_t size = 1 + (size_t) (rand_r(&seed) % (i % 10 == 0 ? sizeof(b) : 64));
-                uint64_t addr = BASE + (uint64_t) (rand_r(&seed) % ((N_PAGES - 1) * REMOTE_PAGE_SIZE - size));
-                bool bad = (addr + size - 1 - BASE) / REMOTE_PAGE_SIZE >= f->bad_page;
+                uint64_t addr = BASE + (uint64_t) (rand_r(&seed) % (N_PAGES * REMOTE_PAGE_SIZE - size + 1));
+                uint64_t first = (addr - BASE) / REMOTE_PAGE_SIZE, last = (addr + size - 1 - BASE) / REMOTE_PAGE_SIZE;
+                bool bad = first <= f->bad_page && f->bad_page <= last;
 
                 if (i % 1000 == 0)
                         remote_pages_begin(&rp, fake_read, f);
+                n_bad += bad;
                 CHECK_INT_EQ(remote_pages_read(&rp, addr, b, size), bad ? -EIO : 0);
                 if (!bad && !same_as_memory(f, addr, b, size)) {
                         CHECK(false);
                         break;
                 }
         }
+        CHECK(n_bad > 100);
         CHECK(rp.stats.copies > 0 && rp.stats.fills > 0 && rp.stats.direct > 0);
         remote_pages_done(&rp);
         free(f);
