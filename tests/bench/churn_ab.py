@@ -13,7 +13,9 @@ profd gets SIGTERM, writes what it still holds and exits; its whole life's
 CPU (user+system of every thread, from wait4: what /proc/PID/stat held at
 exit) and peak RSS (ru_maxrss, the kernel's VmHWM) are read as it is
 reaped, and what its store holds from its drains table; VmRSS is read
-every second during the workload (median, p99, max). A span's CPU share
+every second during the workload (median, p99, max), and every 5 ms for
+the parts of its highest value (anonymous, file pages, shared memory: the
+peak VmHWM records, which lasts milliseconds). A span's CPU share
 on a loaded machine is set by the scheduler as much as by the daemon's
 demand (a starved daemon writes its backlog later), so the figure here is
 the whole life's CPU for the same input, per sample and per key stored.
@@ -38,6 +40,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -75,6 +78,48 @@ def vmrss_kib(pid):
     except OSError:
         pass
     return None
+
+
+PEAK_POLL_S = 0.005
+
+
+def rss_parts_kib(pid):
+    """VmRSS and its parts (RssAnon, RssFile, RssShmem), KiB; None when gone."""
+    parts = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "RssAnon:", "RssFile:", "RssShmem:")):
+                    parts[line.split(":")[0]] = int(line.split()[1])
+    except OSError:
+        return None
+    return parts if "VmRSS" in parts else None
+
+
+class PeakWatch(threading.Thread):
+    """Reads each pid's RSS parts every PEAK_POLL_S and keeps them at its
+    highest VmRSS: VmHWM says how high the peak was, not of what (anonymous
+    memory, or pages of mapped files), and a peak often lasts a few
+    milliseconds, between two of the workload's once-a-second reads."""
+
+    def __init__(self, pids):
+        super().__init__(daemon=True)
+        self.peaks = {pid: None for pid in pids}
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.wait(PEAK_POLL_S):
+            for pid, peak in self.peaks.items():
+                parts = rss_parts_kib(pid)
+                if parts and (peak is None or parts["VmRSS"] > peak["VmRSS"]):
+                    self.peaks[pid] = parts
+
+    def summary(self, pid):
+        peak = self.peaks.get(pid)
+        if not peak:
+            return None
+        names = {"VmRSS": "rss", "RssAnon": "anon", "RssFile": "file", "RssShmem": "shmem"}
+        return {names[k]: round(v / 1024, 1) for k, v in peak.items()}
 
 
 def workload(src, rounds, pids, seconds=0):
@@ -165,8 +210,11 @@ def main():
             dm["progs"] = bench.owned_progs(dm["p"].pid)
             dm["cpu0"], dm["store0"] = bench.proc_cpu_s(dm["p"].pid), bench.store_bytes(dm["store"])
         progs0 = bench.bpf_progs()
+        watch = PeakWatch([dm["p"].pid for dm in daemons.values()])
+        watch.start()
         seconds, execs, rss, rounds = workload(src, args.rounds, [dm["p"].pid for dm in daemons.values()],
                                                args.seconds)
+        watch.stop.set()
         progs1 = bench.bpf_progs()
         for dm in daemons.values():
             cpu1, store1 = bench.proc_cpu_s(dm["p"].pid), bench.store_bytes(dm["store"])
@@ -208,6 +256,7 @@ def main():
                 "vmhwm_mib": round(ru.ru_maxrss / 1024, 1), **st, "span": dm["span"],
                 "status_before_exit": dm["status"],
                 "vmrss_every_1s_mib": rss_summary(rss[dm["p"].pid]),
+                "rss_peak_parts_mib": watch.summary(dm["p"].pid),
                 "cpu_ms_per_1k_samples": round(cpu * 1e6 / st["samples"], 1) if st["samples"] else None,
                 "cpu_ms_per_1k_keys": round(cpu * 1e6 / st["keys"], 1) if st["keys"] else None,
             }
