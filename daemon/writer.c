@@ -167,6 +167,8 @@ struct writer {
         struct file_ident *sampled;
         size_t n_sampled, cap_sampled;
         bool migrated;             /* no schema 7 samples left to convert */
+        int statm_fd;              /* /proc/self/statm, open (negative: drops go by keys alone) */
+        uint64_t file_pages_base;  /* mapped files' resident bytes after the last drop of pages */
 };
 
 /* Inlined calls kept per address: deeper chains keep their outermost
@@ -633,9 +635,52 @@ static int thread_comm(writer *w, hashmap *names, uint32_t pid, uint32_t tid, co
         return 0;
 }
 
-/* Keys stored between two symbolizer_drop_pages and symbolizer_bound in a
- * drain. */
+/* Keys stored between two symbolizer_bound in a drain, and between two
+ * looks at the pages of mapped files profd holds. */
 #define DROP_PAGES_EVERY 64
+
+/* How far the pages of mapped files profd holds may grow within a drain
+ * before the symbol tables' are given back (symbolizer_drop_pages). Each
+ * drop is a madvise per table touched, each a TLB flush on every CPU the
+ * daemon runs on: a drop every 64 keys, whatever they had read, was 2.7%
+ * of the daemon's CPU samples on a build host (1.5% by growth:
+ * docs/performance.md). A drain whose addresses are mostly known reads few
+ * new pages and gives them back at its end (symbolizer_trim); one that
+ * reads thousands of new addresses still drops every 64 keys, its file
+ * pages held within this of the last drop's. */
+#define DROP_PAGES_GROWTH (UINT64_C(2) << 20)
+
+/* Bytes of mapped files' pages resident in profd (statm's third field:
+ * RssFile and RssShmem), or 0 when they cannot be read. */
+static uint64_t file_pages_bytes(writer *w) {
+        char buf[128];
+        unsigned long long size, resident, shared;
+        ssize_t n;
+
+        if (w->statm_fd < 0)
+                return 0;
+        n = pread(w->statm_fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3)
+                return 0;
+        return (uint64_t) shared * (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
+/* Gives back the symbol tables' pages read since the last drop if those
+ * of mapped files grew by DROP_PAGES_GROWTH since (always when they cannot
+ * be read). */
+static void drop_pages_if_grown(writer *w) {
+        uint64_t now = file_pages_bytes(w);
+
+        if (now != 0 && now < w->file_pages_base + DROP_PAGES_GROWTH) {
+                w->file_pages_base = MIN(w->file_pages_base, now);
+                return;
+        }
+        symbolizer_drop_pages(w->sym);
+        w->file_pages_base = file_pages_bytes(w);
+}
 
 /* Stores one drain in one transaction. Drops of drains that could not be
  * stored are kept and stored with the next one that can. */
@@ -693,6 +738,7 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         w->sampled_seen = hashmap_free(w->sampled_seen);
         w->sampled_seen = hashmap_new_u64(); /* NULL: no notes this drain */
         runtime_names_begin_drain(w->names);
+        w->file_pages_base = file_pages_bytes(w);
         r = names ? refresh_processes(w, b, j->seq) : -ENOMEM;
         if (r >= 0)
                 r = store_drain_begin(w->store, j->start_ns, j->end_ns);
@@ -739,7 +785,7 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                  * DWARF they came from need not outlive the budget (a
                  * build host's drains meet many new -g test programs) */
                 if (r >= 0 && i % DROP_PAGES_EVERY == DROP_PAGES_EVERY - 1) {
-                        symbolizer_drop_pages(w->sym);
+                        drop_pages_if_grown(w);
                         (void) symbolizer_bound(w->sym);
                 }
         }
@@ -1198,6 +1244,10 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
 
         if (!w)
                 return log_oom();
+        w->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        if (w->statm_fd < 0)
+                log_debug_errno(-errno, "Failed to open /proc/self/statm, pages of symbol tables are given back "
+                                "every %u keys: %m", DROP_PAGES_EVERY);
         pthread_mutex_init(&w->lock, NULL);
         r = store_open(store_path, &w->store);
         if (r < 0)
@@ -1268,6 +1318,7 @@ writer *writer_free(writer *w) {
         free(w->lines);
         free(w->sampled);
         hashmap_free(w->sampled_seen);
+        safe_close(w->statm_fd);
         pthread_mutex_destroy(&w->lock);
         free(w);
         return NULL;
