@@ -119,15 +119,15 @@ def test_store_grows_within_the_goal_on_churn_and_processes_stay_named():
             background = b1 - b0
             grown = b2 - b1 - background
             bound = GOAL_BYTES_PER_EXEC * execs * BOUND_FACTOR
+            stored = churnlings_stored(d.store) - stored0
             db = sqlite3.connect(f"file:{d.store}?mode=ro", uri=True)
             try:
-                stored = db.execute("SELECT count(*) FROM processes WHERE comm = 'churnling'").fetchone()[0] - stored0
-                # those with on-CPU samples: each is a root of the cpu answer
                 # frames in no known mapping (processes gone before their
                 # maps were read) are one location, not one per address
                 # ASLR gave each process
                 unknown = db.execute("SELECT count(*) FROM locations l JOIN mappings m ON m.id = l.mapping_id "
                                      "WHERE m.path = '[unknown]'").fetchone()[0]
+                # those with on-CPU samples: each is a root of the cpu answer
                 on_cpu = db.execute("SELECT count(DISTINCT b.process_id) FROM sample_blocks b JOIN processes p "
                                     "ON p.id = b.process_id WHERE p.comm = 'churnling' AND b.kind = 0").fetchone()[0]
             finally:
