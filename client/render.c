@@ -449,15 +449,17 @@ static void extras_write(FILE *f, const json_t *status) {
                                 fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
                 fputc('\n', f);
         }
-        if (json_is_object(names) && u64_of(names, STATUS_KEY_READS) > 0) {
+        if (json_is_object(names) && u64_of(names, STATUS_KEY_READS) + u64_of(names, STATUS_KEY_SHARED_HITS) > 0) {
                 const json_t *no_line = json_object_get(names, STATUS_KEY_NO_LINE);
                 const char *k;
                 json_t *v;
 
-                fprintf(f, "python names: %" PRIu64 " code objects of %" PRIu64 " processes kept (%s); %" PRIu64
-                        " read, %" PRIu64 " found reused, %" PRIu64 " evicted since start\n",
+                fprintf(f, "runtime names: %" PRIu64 " code objects of %" PRIu64 " processes kept, %" PRIu64
+                        " of them shared by file (%s); %" PRIu64 " read, %" PRIu64 " spared by a file's, %" PRIu64
+                        " found reused, %" PRIu64 " evicted since start\n",
                         u64_of(names, STATUS_KEY_CODES), u64_of(names, STATUS_KEY_PROCESSES),
-                        format_bytes(a, sizeof(a), u64_of(names, STATUS_KEY_BYTES)), u64_of(names, STATUS_KEY_READS),
+                        u64_of(names, STATUS_KEY_SHARED), format_bytes(a, sizeof(a), u64_of(names, STATUS_KEY_BYTES)),
+                        u64_of(names, STATUS_KEY_READS), u64_of(names, STATUS_KEY_SHARED_HITS),
                         u64_of(names, STATUS_KEY_REUSED), u64_of(names, STATUS_KEY_EVICTED));
                 if (json_is_object(no_line)) {
                         fputs("python frames without line:", f);

@@ -79,14 +79,17 @@
 #define STATUS_KEY_TABLES_KEPT_HOT      "tables_kept_hot"
 #define STATUS_KEY_USER_WALKS           "user_walks"
 
-/* "runtime_names": the writer's cache of Python code objects
- * (daemon/unwind/runtime-names.h); "no_line": named Python frames stored
- * without a line, by reason. */
+/* "runtime_names": the writer's cache of runtime code objects (Python's,
+ * HotSpot's; daemon/unwind/runtime-names.h), "shared" those kept for every
+ * process that maps their file and "shared_hits" the reads that spared;
+ * "no_line": named runtime frames stored without a line, by reason. */
 #define STATUS_KEY_CODES                "codes"
 #define STATUS_KEY_BYTES                "bytes"
 #define STATUS_KEY_READS                "reads"
 #define STATUS_KEY_REUSED               "reused"
 #define STATUS_KEY_EVICTED              "evicted"
+#define STATUS_KEY_SHARED               "shared"
+#define STATUS_KEY_SHARED_HITS          "shared_hits"
 #define STATUS_KEY_NO_LINE              "no_line"
 
 /* "memory": where the resident memory is. */

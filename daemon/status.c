@@ -364,13 +364,15 @@ static json_t *status_python_names(const struct writer_stats *ws) {
                 if (writer_hotspot_reason_names[i] && !hotspot_code_reason_unnamed(i))
                         json_object_set_new(no_line, writer_hotspot_reason_names[i],
                                             json_integer((json_int_t) ws->unresolved.hotspot[i]));
-        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o?}",
+        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o?}",
                          STATUS_KEY_PROCESSES, (json_int_t) n->processes,
                          STATUS_KEY_CODES, (json_int_t) n->codes,
                          STATUS_KEY_BYTES, (json_int_t) n->bytes,
                          STATUS_KEY_READS, (json_int_t) n->reads,
                          STATUS_KEY_REUSED, (json_int_t) n->reused,
                          STATUS_KEY_EVICTED, (json_int_t) n->evicted,
+                         STATUS_KEY_SHARED, (json_int_t) n->shared,
+                         STATUS_KEY_SHARED_HITS, (json_int_t) n->shared_hits,
                          STATUS_KEY_NO_LINE, no_line);
 }
 

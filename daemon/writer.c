@@ -1191,25 +1191,82 @@ static uint64_t enqueue(writer *w, struct job *j) {
 /* The naming cache's reader (struct runtime_names_reader): the process's
  * /proc/PID/mem, held open while it is used, checked to be the instance
  * (pid, start_ns) once opened (the fd then keeps reading that process). */
-static int mem_open(void *userdata, uint32_t pid, uint64_t start_ns) {
-        writer *w = userdata;
+/* Whether pid is the instance that started at start_ns. */
+static bool is_instance(const writer *w, uint32_t pid, uint64_t start_ns) {
         char path[PATH_MAX];
         _cleanup_free_ char *stat = NULL;
         long hz = sysconf(_SC_CLK_TCK);
         uint64_t ticks;
+
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", w->proc_root, pid);
+        return hz > 0 && read_full_file(path, &stat) >= 0 && procstat_parse_starttime(stat, &ticks) >= 0 &&
+               ticks == start_ns / (NSEC_PER_SEC / (uint64_t) hz);
+}
+
+static int mem_open(void *userdata, uint32_t pid, uint64_t start_ns) {
+        writer *w = userdata;
+        char path[PATH_MAX];
         int fd;
 
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/mem", w->proc_root, pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT || errno == ESRCH ? -ESRCH : -errno;
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", w->proc_root, pid);
-        if (hz <= 0 || read_full_file(path, &stat) < 0 || procstat_parse_starttime(stat, &ticks) < 0 ||
-            ticks != start_ns / (NSEC_PER_SEC / (uint64_t) hz)) {
+        if (!is_instance(w, pid, start_ns)) {
                 close(fd);
                 return -ESRCH;
         }
         return fd;
+}
+
+/* The reader's file mappings (struct runtime_names_reader.files): the
+ * process's maps, then its stat, so that the list read is the instance's
+ * (a pid reused between the two would have another start). */
+static int mem_files(void *userdata, uint32_t pid, uint64_t start_ns, struct runtime_names_file **ret,
+                     size_t *ret_n) {
+        writer *w = userdata;
+        char path[PATH_MAX];
+        _cleanup_free_ char *maps = NULL;
+        _cleanup_free_ struct runtime_names_file *files = NULL;
+        size_t n = 0, cap = 0;
+        int r;
+
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", w->proc_root, pid);
+        r = read_full_file(path, &maps);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        for (char *line = maps, *next; line && *line; line = next) {
+                struct procmap m;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (procmap_parse_line(line, &m) < 0)
+                        continue;
+                if (m.path && m.inode != 0) {
+                        if (n == cap) {
+                                struct runtime_names_file *more;
+
+                                cap = cap ? cap * 2 : 64;
+                                more = reallocarray(files, cap, sizeof(*files));
+                                if (!more) {
+                                        procmap_done(&m);
+                                        return -ENOMEM;
+                                }
+                                files = more;
+                        }
+                        files[n++] = (struct runtime_names_file) {
+                                .start = m.start, .end = m.end, .offset = m.offset,
+                                .id = { makedev(m.dev_major, m.dev_minor), m.inode },
+                        };
+                }
+                procmap_done(&m);
+        }
+        if (!is_instance(w, pid, start_ns))
+                return -ESRCH;
+        *ret = TAKE_PTR(files);
+        *ret_n = n;
+        return 0;
 }
 
 static int mem_read(void *userdata, int handle, uint64_t addr, void *buf, size_t size) {
@@ -1280,7 +1337,7 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
         if (!w->proc_root)
                 return log_oom();
         r = runtime_names_new(named_runtimes, ELEMENTSOF(named_runtimes),
-                              &(struct runtime_names_reader) { mem_open, mem_read, mem_close, w },
+                              &(struct runtime_names_reader) { mem_open, mem_read, mem_close, mem_files, w },
                               RUNTIME_NAMES_BUDGET, &w->names);
         if (r < 0)
                 return log_oom();

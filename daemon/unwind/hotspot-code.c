@@ -768,6 +768,11 @@ static void blob_name_hook(const unwind_runtime_code *code, uint32_t offset, str
         *ret_reason = line_reason;
 }
 
+/* A Method in a file mapping is one of a CDS archive's (classes.jsa):
+ * metaspace is anonymous memory. The JVM maps the archive privately and
+ * may relocate it, but never frees its classes, and the method's names
+ * (its ConstMethod, pool, holder and Symbols) are in the archive too, at
+ * the same offsets in every JVM that maps that file. */
 const struct unwind_runtime hotspot_runtime = {
         .name = "hotspot",
         .id = UNWIND_RUNTIME_HOTSPOT,
@@ -776,6 +781,7 @@ const struct unwind_runtime hotspot_runtime = {
         .code_same = method_same_hook,
         .code_name = method_name_hook,
         .code_free = code_free_hook,
+        .code_in_files_shared = true,
         .reason_name = reason_name_hook,
         .reasons_max = _HOTSPOT_CODE_REASON_MAX,
 };

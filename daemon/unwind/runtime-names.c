@@ -1,8 +1,9 @@
-/* The naming cache of runtime pseudo-frames: code objects by (process, address), LRU within a byte budget. */
+/* The naming cache of runtime pseudo-frames: code objects by (process, address), LRU within a byte budget; those a runtime says are its files' by (file, offset), read once for every process. */
 #include "runtime-names.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,25 @@ struct rn_key {
 
 struct rn_code;
 
+/* An object shared by the processes that map its file (code_in_files_shared). */
+struct rn_shared_key {
+        uint64_t dev, ino;
+        uint64_t offset;       /* the object's offset in the file */
+        uint64_t rt;           /* its runtime (enum unwind_runtime_id) */
+};
+
+struct runtime_names_shared {
+        struct rn_shared_key key;
+        runtime_names *owner;
+        const struct unwind_runtime *rt;
+        unwind_runtime_code *code;     /* never NULL, never changed */
+        size_t bytes;                  /* counted in the budget, this struct's included */
+        unsigned refs;                 /* processes' entries and reads in flight; under owner's lock */
+        uint64_t idle_ns;              /* when refs fell to 0 (CLOCK_MONOTONIC) */
+        /* while refs is 0: in owner's idle list, let go of longest ago last */
+        struct runtime_names_shared *idle_prev, *idle_next;
+};
+
 struct rn_proc {
         struct rn_key key;
         const struct unwind_runtime *runtime;  /* found's: the one its discovery is of */
@@ -36,7 +56,8 @@ struct rn_code {
         struct rn_key key;
         struct rn_proc *proc;
         const struct unwind_runtime *rt;       /* whose hooks read and name it (the frame's runtime) */
-        unwind_runtime_code *code;     /* NULL: not read, see exited and reason */
+        unwind_runtime_code *code;     /* NULL: not read, see exited and reason; shared's when shared */
+        runtime_names_shared *shared;  /* held: the object its file's processes share (never checked) */
         bool exited;                   /* the process was gone before it could be read */
         unsigned reason;               /* why it could not be read */
         size_t bytes;                  /* counted in the budget */
@@ -57,6 +78,14 @@ struct runtime_names {
         uint64_t drain;        /* drains begun: 0 before the first */
         struct remote_pages pages;     /* the reads of code_fill and code_check (this thread's) */
         struct runtime_names_stats stats;
+        /* The shared objects: made by runtime_names_read (on the event
+         * loop), held and let go on either thread, dropped by the cache's
+         * own. Everything below is under shared_lock; their code is
+         * immutable and read without it while held. */
+        pthread_mutex_t shared_lock;
+        hashmap *shared;       /* struct rn_shared_key * -> runtime_names_shared * */
+        runtime_names_shared *idle_head, *idle_tail;   /* refs 0, most recently let go first */
+        uint64_t shared_bytes, shared_count, shared_hits;
 };
 
 static uint64_t now_ns(void) {
@@ -78,6 +107,18 @@ static bool key_eq(const void *a, const void *b) {
         return x->pid == y->pid && x->rt == y->rt && x->start_ns == y->start_ns && x->code == y->code;
 }
 
+static uint64_t shared_key_hash(const void *k) {
+        const struct rn_shared_key *key = k;
+
+        return hash_u64(key->dev ^ hash_u64(key->ino ^ hash_u64(key->offset ^ (key->rt << 56))));
+}
+
+static bool shared_key_eq(const void *a, const void *b) {
+        const struct rn_shared_key *x = a, *y = b;
+
+        return x->dev == y->dev && x->ino == y->ino && x->offset == y->offset && x->rt == y->rt;
+}
+
 int runtime_names_new(const struct unwind_runtime *const *runtimes, size_t n_runtimes,
                       const struct runtime_names_reader *reader, uint64_t budget, runtime_names **ret) {
         runtime_names *c = calloc(1, sizeof(*c));
@@ -87,7 +128,9 @@ int runtime_names_new(const struct unwind_runtime *const *runtimes, size_t n_run
         c->runtimes = calloc(n_runtimes ? n_runtimes : 1, sizeof(*c->runtimes));
         c->procs = hashmap_new(key_hash, key_eq);
         c->codes = hashmap_new(key_hash, key_eq);
-        if (!c->runtimes || !c->procs || !c->codes) {
+        c->shared = hashmap_new(shared_key_hash, shared_key_eq);
+        pthread_mutex_init(&c->shared_lock, NULL);
+        if (!c->runtimes || !c->procs || !c->codes || !c->shared) {
                 runtime_names_free(c);
                 return -ENOMEM;
         }
@@ -124,9 +167,62 @@ static void lru_push(runtime_names *c, struct rn_code *e) {
         c->lru_head = e;
 }
 
-/* What was read is dropped; the entry stays, unread. */
+static void idle_unlink(runtime_names *c, runtime_names_shared *sh) {
+        if (sh->idle_prev)
+                sh->idle_prev->idle_next = sh->idle_next;
+        else
+                c->idle_head = sh->idle_next;
+        if (sh->idle_next)
+                sh->idle_next->idle_prev = sh->idle_prev;
+        else
+                c->idle_tail = sh->idle_prev;
+        sh->idle_prev = sh->idle_next = NULL;
+}
+
+static void idle_push(runtime_names *c, runtime_names_shared *sh) {
+        sh->idle_next = c->idle_head;
+        if (c->idle_head)
+                c->idle_head->idle_prev = sh;
+        else
+                c->idle_tail = sh;
+        c->idle_head = sh;
+}
+
+/* Under c->shared_lock. */
+static void shared_ref_locked(runtime_names *c, runtime_names_shared *sh) {
+        if (sh->refs++ == 0)
+                idle_unlink(c, sh);
+}
+
+/* On any thread: one holder fewer; the last makes it idle (the cache's
+ * thread drops it when the budget needs the room). */
+static void shared_unref(runtime_names_shared *sh) {
+        runtime_names *c = sh->owner;
+
+        pthread_mutex_lock(&c->shared_lock);
+        if (--sh->refs == 0) {
+                sh->idle_ns = now_ns();
+                idle_push(c, sh);
+        }
+        pthread_mutex_unlock(&c->shared_lock);
+}
+
+/* Under c->shared_lock: frees sh, idle or not (the cache is freed). */
+static void shared_free_locked(runtime_names *c, runtime_names_shared *sh) {
+        if (sh->refs == 0)
+                idle_unlink(c, sh);
+        (void) hashmap_remove(c->shared, &sh->key);
+        c->shared_bytes -= sh->bytes;
+        c->shared_count--;
+        sh->rt->code_free(sh->code);
+        free(sh);
+}
+
+/* What was read is dropped (a shared object let go); the entry stays, unread. */
 static void code_clear(runtime_names *c, struct rn_code *e) {
-        if (e->code)
+        if (e->shared)
+                shared_unref(TAKE_PTR(e->shared));
+        else if (e->code)
                 e->rt->code_free(e->code);
         e->code = NULL;
         c->stats.bytes -= e->bytes - sizeof(*e);
@@ -179,17 +275,40 @@ runtime_names *runtime_names_free(runtime_names *c) {
         /* each drop changes the map: take the first one again each time */
         while (c->procs && (state = 0, hashmap_iterate(c->procs, &state, &k, &v)))
                 proc_drop(c, v);
+        /* every process's entry let go of what it held; no read is in
+         * flight (the owner let go of its reads first) */
+        while (c->shared && (state = 0, hashmap_iterate(c->shared, &state, &k, &v)))
+                shared_free_locked(c, v);
         hashmap_free(c->procs);
         hashmap_free(c->codes);
+        hashmap_free(c->shared);
+        pthread_mutex_destroy(&c->shared_lock);
         remote_pages_done(&c->pages);
         free(c->runtimes);
         free(c);
         return NULL;
 }
 
+/* Down to the budget: shared objects no process holds first (let go of
+ * longest ago first), then processes' entries, least recently used first
+ * (an entry that held a shared object makes it idle, dropped next). */
 static void evict(runtime_names *c) {
-        while (c->stats.bytes > c->budget && c->lru_tail) {
-                code_drop(c, c->lru_tail);
+        for (;;) {
+                bool idle;
+
+                pthread_mutex_lock(&c->shared_lock);
+                if (c->stats.bytes + c->shared_bytes <= c->budget) {
+                        pthread_mutex_unlock(&c->shared_lock);
+                        return;
+                }
+                idle = c->idle_tail;
+                if (idle)
+                        shared_free_locked(c, c->idle_tail);
+                pthread_mutex_unlock(&c->shared_lock);
+                if (!idle && !c->lru_tail)
+                        return;
+                if (!idle)
+                        code_drop(c, c->lru_tail);
                 c->stats.evicted++;
         }
 }
@@ -276,6 +395,9 @@ static int code_check(runtime_names *c, struct rn_code *e) {
         if (!e->code)
                 return code_fill(c, e);
         e->looked_ns = now_ns();
+        if (e->shared)
+                /* its file's: the same object while the file is mapped */
+                return 0;
         remote_pages_begin(&c->pages, rn_read, &x);
         r = e->rt->code_same(&p->found, p->bias, remote_pages_read, &c->pages, e->key.code, e->code);
         if (x.gone) {
@@ -454,6 +576,7 @@ void runtime_names_session_init(struct runtime_names_session *s) {
 static void session_drop(const runtime_names *c, struct runtime_names_session *s, size_t i) {
         if (s->held[i].handle >= 0)
                 c->reader.close(c->reader.userdata, s->held[i].handle);
+        free(s->held[i].files);
         s->held[i] = (struct runtime_names_held) { .handle = -1 };
 }
 
@@ -477,24 +600,12 @@ static int session_find(const struct runtime_names_session *s, uint32_t pid, uin
         return -1;
 }
 
-/* After a read through handle (at slot `at`, -1: opened for it): kept for
- * the process's next read while it lives, in the slot used longest ago;
- * closed when the process was found gone. */
-static void session_keep(const runtime_names *c, struct runtime_names_session *s, int at, const struct rn_once *x,
-                         uint64_t now) {
+/* Keeps handle, opened for instance (pid, start_ns), in an empty slot or
+ * the one used longest ago. Returns the slot. */
+static size_t session_install(const runtime_names *c, struct runtime_names_session *s, uint32_t pid,
+                              uint64_t start_ns, int handle, uint64_t now) {
         size_t victim = 0;
 
-        if (x->gone) {
-                if (at >= 0)
-                        session_drop(c, s, (size_t) at);
-                else
-                        c->reader.close(c->reader.userdata, x->handle);
-                return;
-        }
-        if (at >= 0) {
-                s->held[at].used_ns = now;
-                return;
-        }
         for (size_t i = 0; i < RUNTIME_NAMES_SESSION_HANDLES; i++) {
                 if (s->held[i].handle < 0) {
                         victim = i;
@@ -505,22 +616,166 @@ static void session_keep(const runtime_names *c, struct runtime_names_session *s
         }
         session_drop(c, s, victim);
         s->held[victim] = (struct runtime_names_held) {
-                .pid = x->pid, .start_ns = x->start_ns, .handle = x->handle, .used_ns = now,
+                .pid = pid, .start_ns = start_ns, .handle = handle, .used_ns = now,
         };
+        return victim;
 }
 
-int runtime_names_read(const runtime_names *c, struct runtime_names_session *s, uint32_t pid, uint64_t start_ns,
+/* After a read through handle (at slot `at`, -1: opened for it): kept for
+ * the process's next read while it lives; closed when the process was
+ * found gone. */
+static void session_keep(const runtime_names *c, struct runtime_names_session *s, int at, const struct rn_once *x,
+                         uint64_t now) {
+        if (x->gone) {
+                if (at >= 0)
+                        session_drop(c, s, (size_t) at);
+                else
+                        c->reader.close(c->reader.userdata, x->handle);
+                return;
+        }
+        if (at >= 0)
+                s->held[at].used_ns = now;
+        else
+                (void) session_install(c, s, x->pid, x->start_ns, x->handle, now);
+}
+
+/* The file mapping of `files` (n, in address order) that addr lies in; NULL: none. */
+static const struct runtime_names_file *file_of(const struct runtime_names_file *files, size_t n, uint64_t addr) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (addr < files[mid].start)
+                        hi = mid;
+                else if (addr >= files[mid].end)
+                        lo = mid + 1;
+                else
+                        return &files[mid];
+        }
+        return NULL;
+}
+
+/* For a runtime whose objects in files are the files' (code_in_files_shared):
+ * the process's slot in s (*at; opened and kept when it has none), its
+ * file mappings (read once a slot), and the object at `code` by (file,
+ * offset) in *key. Returns 1 when code lies in a file, with ret->shared
+ * held and ret->shared_hit when another process read it; 0 when it lies
+ * in none, or the process could not be opened (ret->gone: it is gone);
+ * -ENOMEM. */
+static int shared_lookup(runtime_names *c, struct runtime_names_session *s, int *at, uint32_t pid,
+                         uint64_t start_ns, const struct unwind_runtime *rt, uint64_t code, struct rn_shared_key *key,
+                         struct runtime_names_read *ret) {
+        const struct runtime_names_file *f;
+        struct runtime_names_held *h;
+        void *v;
+        int r;
+
+        if (*at < 0) {
+                r = c->reader.open(c->reader.userdata, pid, start_ns);
+                if (r < 0) {
+                        /* else the read opens it again and says why */
+                        ret->gone = r == -ESRCH;
+                        return 0;
+                }
+                *at = (int) session_install(c, s, pid, start_ns, r, ret->at_ns);
+        }
+        h = &s->held[*at];
+        if (!h->files_read) {
+                h->files_read = true;
+                r = c->reader.files(c->reader.userdata, pid, start_ns, &h->files, &h->n_files);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == -ESRCH) {
+                        session_drop(c, s, (size_t) *at);
+                        *at = -1;
+                        ret->gone = true;
+                        return 0;
+                }
+                if (r < 0) {
+                        /* read as any other object */
+                        h->files = NULL;
+                        h->n_files = 0;
+                }
+        }
+        f = file_of(h->files, h->n_files, code);
+        if (!f)
+                return 0;
+        *key = (struct rn_shared_key) {
+                .dev = f->id.dev, .ino = f->id.ino, .offset = code - f->start + f->offset, .rt = rt->id,
+        };
+        pthread_mutex_lock(&c->shared_lock);
+        if (hashmap_get(c->shared, key, &v) >= 0) {
+                shared_ref_locked(c, v);
+                c->shared_hits++;
+                ret->shared = v;
+                ret->shared_hit = true;
+        }
+        pthread_mutex_unlock(&c->shared_lock);
+        if (ret->shared)
+                h->used_ns = ret->at_ns;
+        return 1;
+}
+
+/* The object just read (ret->code) kept as the one shared at key, and ret
+ * holding it. Out of memory, it stays ret's own. */
+static void shared_add(runtime_names *c, const struct rn_shared_key *key, const struct unwind_runtime *rt,
+                       struct runtime_names_read *ret) {
+        runtime_names_shared *sh;
+        void *v;
+
+        pthread_mutex_lock(&c->shared_lock);
+        if (hashmap_get(c->shared, key, &v) >= 0) {
+                /* read meanwhile (by another thread's session): that one */
+                sh = v;
+                shared_ref_locked(c, sh);
+                rt->code_free(ret->code);
+        } else {
+                sh = calloc(1, sizeof(*sh));
+                if (!sh) {
+                        pthread_mutex_unlock(&c->shared_lock);
+                        return;
+                }
+                *sh = (struct runtime_names_shared) {
+                        .key = *key, .owner = c, .rt = rt, .code = ret->code, .bytes = sizeof(*sh) + ret->bytes,
+                        .refs = 1,
+                };
+                if (hashmap_put(c->shared, &sh->key, sh) < 0) {
+                        pthread_mutex_unlock(&c->shared_lock);
+                        free(sh);
+                        return;
+                }
+                c->shared_bytes += sh->bytes;
+                c->shared_count++;
+        }
+        pthread_mutex_unlock(&c->shared_lock);
+        ret->code = NULL;
+        ret->bytes = 0;
+        ret->shared = sh;
+}
+
+int runtime_names_read(runtime_names *c, struct runtime_names_session *s, uint32_t pid, uint64_t start_ns,
                        const struct unwind_runtime_found *found, uint64_t bias, unsigned rt_id, uint64_t code,
                        struct runtime_names_read *ret) {
         const struct unwind_runtime *rt = runtime_of(c, found) ? code_runtime_of(c, found, rt_id) : NULL;
         struct rn_once x = { .reader = &c->reader, .pid = pid, .start_ns = start_ns, .handle = -1 };
         struct remote_pages own, *pages = s ? &s->pages : &own;
         int at = s ? session_find(s, pid, start_ns) : -1;
+        struct rn_shared_key key;
+        bool in_file = false;
         int r;
 
         if (!rt)
                 return -EPROTONOSUPPORT;
         *ret = (struct runtime_names_read) { .runtime = rt, .at_ns = now_ns() };
+        if (s && rt->code_in_files_shared && c->reader.files) {
+                r = shared_lookup(c, s, &at, pid, start_ns, rt, code, &key, ret);
+                if (r < 0)
+                        return r;
+                if (ret->shared || ret->gone)
+                        return 0;
+                in_file = r > 0;
+        }
         if (at >= 0)
                 x.handle = s->held[at].handle;
         if (s)
@@ -539,11 +794,14 @@ int runtime_names_read(const runtime_names *c, struct runtime_names_session *s, 
         if (r < 0) {
                 ret->code = NULL;
                 ret->gone = x.gone;
-        }
+        } else if (in_file)
+                shared_add(c, &key, rt, ret);
         return 0;
 }
 
 void runtime_names_read_done(struct runtime_names_read *r) {
+        if (r->shared)
+                shared_unref(TAKE_PTR(r->shared));
         if (r->code)
                 r->runtime->code_free(r->code);
         r->code = NULL;
@@ -569,7 +827,8 @@ int runtime_names_learn_read(runtime_names *c, uint32_t pid, uint64_t start_ns,
                 runtime_names_read_done(read);
                 return r;
         }
-        c->stats.reads++;
+        if (!read->shared_hit)
+                c->stats.reads++;
         if (!fresh && e->looked_ns > read->at_ns) {
                 /* the cache read or checked it after this read: newer */
         } else if (read->gone) {
@@ -577,6 +836,14 @@ int runtime_names_learn_read(runtime_names *c, uint32_t pid, uint64_t start_ns,
                 proc_mark_gone(c, p);
                 if (!e->code)
                         e->exited = true;
+        } else if (read->shared) {
+                /* the object of its file, read by this or another process */
+                code_clear(c, e);
+                e->shared = TAKE_PTR(read->shared);
+                e->code = e->shared->code;
+                e->exited = false;
+                e->reason = 0;
+                e->looked_ns = read->at_ns;
         } else if (read->code) {
                 /* what is at the address now, the freshest there is */
                 code_clear(c, e);
@@ -669,7 +936,14 @@ void runtime_names_end_drain(runtime_names *c, bool (*alive)(void *userdata, uin
 }
 
 void runtime_names_get_stats(const runtime_names *c, struct runtime_names_stats *ret) {
+        pthread_mutex_t *lock = (pthread_mutex_t *) &c->shared_lock;
+
         *ret = c->stats;
+        pthread_mutex_lock(lock);
+        ret->bytes += c->shared_bytes;
+        ret->shared = c->shared_count;
+        ret->shared_hits = c->shared_hits;
+        pthread_mutex_unlock(lock);
 }
 
 const char *runtime_names_build_id(const struct unwind_runtime *runtime, uint64_t identity, char *buf, size_t size) {

@@ -1,7 +1,9 @@
-/* The names of runtime pseudo-frames (CPython's code objects): a cache of
- * the code objects read from processes, by (process instance, address),
- * with a check against reuse, names kept after the process exits, and a
- * byte budget. Pure: processes are read through the reader it is given,
+/* The names of runtime pseudo-frames (CPython's code objects, HotSpot's
+ * methods and compiled code): a cache of the code objects read from
+ * processes, by (process instance, address), with a check against reuse,
+ * names kept after the process exits, objects in a file mapping that a
+ * runtime says are the file's (HotSpot's CDS archive) read once for every
+ * process mapping it, and a byte budget. Pure: processes are read through the reader it is given,
  * code objects through the runtime's hooks (runtime.h), so unit tests
  * feed it fakes. The writer owns one and uses it on its thread only. */
 #pragma once
@@ -18,12 +20,32 @@
  * errno; `read` returns 0 when all `size` bytes at `addr` were read, -ESRCH
  * when the process is gone, another negative errno when that memory could
  * not be read; `close` gives the handle back. */
+struct runtime_names_file;
 struct runtime_names_reader {
         int (*open)(void *userdata, uint32_t pid, uint64_t start_ns);
         int (*read)(void *userdata, int handle, uint64_t addr, void *buf, size_t size);
         void (*close)(void *userdata, int handle);
+        /* Optional (NULL: no object is shared between processes): the
+         * file mappings of instance (pid, start_ns), in address order, into
+         * *ret (malloc'd) and *ret_n. Returns 0, -ESRCH when it is gone, or
+         * another negative errno. */
+        int (*files)(void *userdata, uint32_t pid, uint64_t start_ns, struct runtime_names_file **ret,
+                     size_t *ret_n);
         void *userdata;
 };
+
+/* A file a process maps, where: what tells a runtime's code object in it
+ * (runtime.h, code_in_files_shared) by file and offset. */
+struct runtime_names_file {
+        uint64_t start, end;           /* [start, end) in the process */
+        uint64_t offset;               /* the file's offset at start */
+        struct file_ident id;
+};
+
+/* Code objects read once for every process that maps their file
+ * (code_in_files_shared), kept while a process's entry refers to one and
+ * after, until the budget needs the room. Opaque. */
+typedef struct runtime_names_shared runtime_names_shared;
 
 /* What became of a pseudo-frame's name. */
 enum runtime_names_status {
@@ -51,6 +73,8 @@ struct runtime_names_stats {
         uint64_t reads;           /* full reads of a code object, since start */
         uint64_t reused;          /* reuse checks that found another object at the address */
         uint64_t evicted;         /* code objects dropped for the budget */
+        uint64_t shared;          /* code objects kept for every process mapping their file (in bytes too) */
+        uint64_t shared_hits;     /* reads spared: an object another process had read, since start */
 };
 
 /* Drains a process is remembered after it was found gone: the writer may
@@ -86,6 +110,10 @@ int runtime_names_learn(runtime_names *c, uint32_t pid, uint64_t start_ns, const
  * a drain: runtime_names_learn_read puts it in the cache later. */
 struct runtime_names_read {
         const struct unwind_runtime *runtime;
+        /* the object named once for every process mapping its file, held
+         * (code NULL); or NULL: */
+        runtime_names_shared *shared;
+        bool shared_hit;               /* shared was known before: nothing read */
         unwind_runtime_code *code;     /* NULL: not read; then: */
         bool gone;                     /* the process was gone */
         unsigned reason;               /* else the runtime's reason */
@@ -107,6 +135,13 @@ struct runtime_names_held {
         uint64_t start_ns;
         int handle;            /* the reader's; -1: empty */
         uint64_t used_ns;      /* CLOCK_MONOTONIC */
+        /* its file mappings, read at the first object that may be in one
+         * (files_read: asked, whether it worked or not); an object shared
+         * lies in a file mapped since the JVM started, so a list a second
+         * old still finds it */
+        struct runtime_names_file *files;
+        size_t n_files;
+        bool files_read;
 };
 
 struct runtime_names_session {
@@ -124,14 +159,19 @@ void runtime_names_session_done(const runtime_names *c, struct runtime_names_ses
  * through the cache's reader: with session s (NULL: none), through the
  * handle it holds for the process, or one opened and kept there; without,
  * one opened and closed for this read. Reads go through a few whole pages
- * of the process (remote-pages.h). Uses only what runtime_names_new was
- * given and s: safe on another thread than the cache's, as far as the
- * reader is, with a session of that thread's own. Returns 0 (a failed read
- * is a result too: see ret), -EPROTONOSUPPORT for a runtime without hooks,
- * -ENOMEM. */
-int runtime_names_read(const runtime_names *c, struct runtime_names_session *s, uint32_t pid, uint64_t start_ns,
+ * of the process (remote-pages.h). With a session, an object of a runtime
+ * whose code_in_files_shared says so, in a file the process maps, is
+ * looked up by (file, offset) first: one another process read is taken
+ * (ret->shared, ret->shared_hit) and nothing is read; one read here is
+ * kept there for the next (ret->shared). Uses only what runtime_names_new
+ * was given, s, and the shared objects under their own lock: safe on
+ * another thread than the cache's, as far as the reader is, with a session
+ * of that thread's own. Returns 0 (a failed read is a result too: see
+ * ret), -EPROTONOSUPPORT for a runtime without hooks, -ENOMEM. */
+int runtime_names_read(runtime_names *c, struct runtime_names_session *s, uint32_t pid, uint64_t start_ns,
                        const struct unwind_runtime_found *found, uint64_t bias, unsigned rt_id, uint64_t code,
                        struct runtime_names_read *ret);
+/* Frees the object read, or lets go of the shared one (any thread). */
 void runtime_names_read_done(struct runtime_names_read *r);
 
 /* runtime_names_learn with the object read by runtime_names_read (its

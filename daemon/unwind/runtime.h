@@ -148,6 +148,13 @@ struct unwind_runtime {
         void (*code_name)(const unwind_runtime_code *code, uint32_t offset, struct unwind_runtime_name *ret,
                           unsigned *ret_reason);
         void (*code_free)(unwind_runtime_code *code);
+        /* A code object in a file mapping is the same object, named the
+         * same, at the same offset of that file in every process that maps
+         * the file, wherever it is mapped, and is never freed while mapped
+         * (HotSpot: a Method of a class in the CDS archive, classes.jsa):
+         * the naming cache reads it once for all those processes and never
+         * checks it against reuse. */
+        bool code_in_files_shared;
         /* "read-code", ...: a reason's name; reasons_max: how many there are
          * (0 included). */
         const char *(*reason_name)(unsigned reason);

@@ -184,6 +184,15 @@ def hs_chain(frames):
     return [user[i]["name"] for i in idx]
 
 
+def callee(frames, name):
+    """The name of the user frame `name` calls (the next inward), or None."""
+    user = [f for f in frames if not f.get("kernel")]
+    for i, f in enumerate(user[:-1]):
+        if f["name"] == name:
+            return user[i + 1]["name"]
+    return None
+
+
 def whole(frames, chains):
     """The stack's hs chain when it is whole: reaches where the thread
     started, nothing of the code cache unnamed, and its hs frames, in
@@ -470,6 +479,9 @@ SHORT_RUNS = 3
 SHORT_SECONDS = 0.4
 SHORT_CHAIN = ["hs.Short.main", "hs.Short.burn"]
 SHORT_NAP = ["hs.Short.main", "hs.Short.nap"]
+# What nap calls: a method of the JDK's CDS archive, which every JVM after
+# the first names by the first's read (runtime_names.shared_hits)
+SLEEP = "java.lang.Thread.sleep"
 
 
 def run_short():
@@ -490,19 +502,24 @@ def test_short_lived_jvm_named_after_it_exits():
         if not _split:
             run_short()
             time.sleep(2)
+        hits0 = status_counters(d).get("runtime_names.shared_hits", 0)
         truths = [run_short() for _ in range(SHORT_RUNS)]
         flush(d)
         results = [d.query_json("--tid", str(t["tid"]), "--since", "5m") for t in truths]
         blocked = [d.query_json("--kind", "offcpu", "--tid", str(t["tid"]), "--since", "5m") for t in truths]
+        hits = status_counters(d).get("runtime_names.shared_hits", 0) - hits0
     total = named = 0
     expected = 0.0
     nap_truth = nap_named = 0
     per_run = []
+    slept = []     # per run: blocked ns with the whole nap chain, of it in SLEEP named
     for t, r, b in zip(truths, results, blocked):
         got = sum(st["value"] for st in r["stacks"] if whole(st["frames"], [SHORT_CHAIN + ["hs.Gt.cpu"]])
                   and (hs_chain(st["frames"]) or [])[:2] == SHORT_CHAIN)
         want = r["total"] * t["burn_ns"] / t["thread_cpu_ns"]
         napped = sum(st["value"] for st in b["stacks"] if whole(st["frames"], [SHORT_NAP]) == SHORT_NAP)
+        slept.append((napped, sum(st["value"] for st in b["stacks"]
+                                  if whole(st["frames"], [SHORT_NAP]) == SHORT_NAP and callee(st["frames"], SHORT_NAP[-1]) == SLEEP)))
         per_run.append(f"{got}/{want:.0f} samples, {napped / 1e6:.0f}/{t['nap_ns'] / 1e6:.0f} ms")
         total += r["total"]
         named += got
@@ -512,7 +529,8 @@ def test_short_lived_jvm_named_after_it_exits():
     print(f"  {SHORT_RUNS} runs of hs.Short: {total} samples of their main threads, {named} with the whole chain "
           f"{';'.join(SHORT_CHAIN)} of {expected:.0f} its burn's CPU gives; {nap_named / 1e6:.0f} ms blocked with "
           f"the whole chain {';'.join(SHORT_NAP)} of {nap_truth / 1e6:.0f} ms ({per_run}); commonest of the first: "
-          f"{commonest(results[0], 4)}; off-CPU: {commonest(blocked[0], 3)}")
+          f"{commonest(results[0], 4)}; off-CPU: {commonest(blocked[0], 3)}; {hits} reads spared by the CDS "
+          f"archive's methods read before; nap's time in {SLEEP}: {[f'{s / 1e6:.0f}/{n / 1e6:.0f} ms' for n, s in slept]}")
     assert total >= 0.5 * SHORT_RUNS * SHORT_SECONDS * int(FREQUENCY), f"only {total} samples of {SHORT_RUNS} runs"
     failures = []
     if named < SHORT_LIVED_SHARE * expected:
@@ -521,6 +539,13 @@ def test_short_lived_jvm_named_after_it_exits():
     if nap_named < SHORT_LIVED_SHARE * nap_truth:
         failures.append(f"only {nap_named / 1e6:.0f} ms of short-lived JVMs' sleep has the whole chain "
                         f"{';'.join(SHORT_NAP)}, of {nap_truth / 1e6:.0f} ms (need {100 * SHORT_LIVED_SHARE:.0f}%)")
+    # every JVM here runs after one that read the JDK's methods: theirs are
+    # named by those reads (file and offset in classes.jsa), and right
+    if hits <= 0:
+        failures.append("no method was named by another JVM's read of the same CDS archive (shared_hits 0)")
+    for i, (n, s) in enumerate(slept):
+        if s < SHORT_LIVED_SHARE * n:
+            failures.append(f"run {i}: {s / 1e6:.0f} ms of {n / 1e6:.0f} ms in nap's chain have {SLEEP} as its callee")
     assert not failures, "; ".join(failures)
 
 

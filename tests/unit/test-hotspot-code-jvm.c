@@ -323,7 +323,7 @@ static void test_cache(struct target *t, const struct unwind_runtime_found *foun
                 [UNWIND_RUNTIME_HOTSPOT] = &hotspot_runtime,
                 [UNWIND_RUNTIME_HOTSPOT_CODE] = &hotspot_code_runtime,
         };
-        struct runtime_names_reader reader = { cache_open, cache_read, cache_close, t };
+        struct runtime_names_reader reader = { .open = cache_open, .read = cache_read, .close = cache_close, .userdata = t };
         struct runtime_names_frame nf;
         runtime_names *c = NULL;
         char build_id[64];

@@ -362,7 +362,7 @@ static void test_interpreter(const char *python, const char *script) {
         }
         if (n > 0) {
                 const struct unwind_runtime *runtimes[] = { [UNWIND_RUNTIME_PYTHON] = &python_runtime };
-                struct runtime_names_reader reader = { names_open, names_read, names_close, &t };
+                struct runtime_names_reader reader = { .open = names_open, .read = names_read, .close = names_close, .userdata = &t };
                 struct unwind_runtime_found found;
                 struct runtime_names_stats st;
                 runtime_names *c = NULL;

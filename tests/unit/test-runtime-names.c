@@ -148,7 +148,9 @@ static void host_init(struct fake_host *h) {
 
 static runtime_names *cache_new(struct fake_host *h, uint64_t budget) {
         const struct unwind_runtime *runtimes[] = { [UNWIND_RUNTIME_PYTHON] = &fake_runtime };
-        struct runtime_names_reader reader = { host_open, host_read, host_close, h };
+        struct runtime_names_reader reader = {
+                .open = host_open, .read = host_read, .close = host_close, .userdata = h,
+        };
         runtime_names *c = NULL;
 
         CHECK(runtime_names_new(runtimes, ELEMENTSOF(runtimes), &reader, budget, &c) == 0);
@@ -565,6 +567,181 @@ static void test_session_keeps_handles(void) {
         runtime_names_free(c);
 }
 
+/* --- objects shared by the processes mapping their file --- */
+
+static const struct unwind_runtime fake_shared_runtime = {
+        .name = "fake",
+        .id = UNWIND_RUNTIME_PYTHON,
+        .code_read = fake_code_read,
+        .code_same = fake_code_same,
+        .code_name = fake_code_name,
+        .code_free = fake_code_free,
+        .code_in_files_shared = true,
+        .reasons_max = 10,
+};
+
+/* Process 0 maps file (8, 1) at [0x2000, 0x5000) from offset 0x10000,
+ * process 1 the same file at [0x4000, 0x7000), and file (8, 2) at
+ * [0x1000, 0x2000): an object at 0x2000 of process 0 is the one at
+ * 0x4000 of process 1 (offset 0x10000). */
+struct files_host {
+        struct fake_host h;
+        unsigned files_calls;
+        int files_error;       /* returned instead of the list when set */
+};
+
+static int host_files(void *userdata, uint32_t pid, uint64_t start_ns, struct runtime_names_file **ret,
+                      size_t *ret_n) {
+        struct files_host *fh = userdata;
+        struct runtime_names_file *f = calloc(2, sizeof(*f));
+
+        fh->files_calls++;
+        if (!f)
+                return -ENOMEM;
+        if (fh->files_error) {
+                free(f);
+                return fh->files_error;
+        }
+        if (pid == 100) {
+                f[0] = (struct runtime_names_file) { 0x2000, 0x5000, 0x10000, { 8, 1 } };
+                *ret_n = 1;
+        } else {
+                f[0] = (struct runtime_names_file) { 0x1000, 0x2000, 0, { 8, 2 } };
+                f[1] = (struct runtime_names_file) { 0x4000, 0x7000, 0x10000, { 8, 1 } };
+                *ret_n = 2;
+        }
+        *ret = f;
+        return 0;
+}
+
+static runtime_names *shared_cache_new(struct files_host *fh, uint64_t budget) {
+        const struct unwind_runtime *runtimes[] = { [UNWIND_RUNTIME_PYTHON] = &fake_shared_runtime };
+        struct runtime_names_reader reader = {
+                .open = host_open, .read = host_read, .close = host_close, .files = host_files, .userdata = fh,
+        };
+        runtime_names *c = NULL;
+
+        CHECK(runtime_names_new(runtimes, ELEMENTSOF(runtimes), &reader, budget, &c) == 0);
+        return c;
+}
+
+/* An event's read, learnt at once, and the name of the frame then. */
+static const char *read_learn_name(runtime_names *c, struct runtime_names_session *s, uint32_t pid,
+                                   uint64_t start_ns, uint64_t code, bool *ret_hit) {
+        struct runtime_names_read rd;
+
+        CHECK_INT_EQ(runtime_names_read(c, s, pid, start_ns, &found, 0, 0, code, &rd), 0);
+        *ret_hit = rd.shared_hit;
+        CHECK(!rd.shared_hit || (rd.shared && !rd.code));
+        CHECK_INT_EQ(runtime_names_learn_read(c, pid, start_ns, &found, 0, 0, code, &rd), 0);
+        CHECK(rd.shared == NULL);
+        return lookup(c, pid, start_ns, true, frame(code, 1)).name.function;
+}
+
+/* An object in a file both processes map is read by the first and named
+ * for the second without a read, wherever each maps the file; objects
+ * outside files, or in another file, are each process's own; a shared
+ * object is never checked against reuse, stays while a process holds it
+ * and after, until the budget needs the room. */
+static void test_shared_by_file(void) {
+        struct files_host fh = {};
+        struct runtime_names_session s;
+        struct runtime_names_stats st;
+        runtime_names *c;
+        unsigned reads;
+        bool hit;
+
+        host_init(&fh.h);
+        c = shared_cache_new(&fh, 1 << 20);
+        runtime_names_session_init(&s);
+        /* process 0 reads 0x2000 (file offset 0x10000) */
+        CHECK_STR_EQ(read_learn_name(c, &s, 100, 5000, 0x2000, &hit), "f0_2");
+        CHECK(!hit);
+        CHECK_INT_EQ(fh.files_calls, 1);
+        reads = fh.h.reads;
+        /* process 1's 0x4000 is that object: named by process 0's read */
+        CHECK_STR_EQ(read_learn_name(c, &s, 200, 6000, 0x4000, &hit), "f0_2");
+        CHECK(hit);
+        CHECK_INT_EQ(fh.h.reads, reads);
+        CHECK_INT_EQ(fh.files_calls, 2);
+        /* in a file only process 1 maps, and outside any file: their own */
+        CHECK_STR_EQ(read_learn_name(c, &s, 200, 6000, 0x6000 - 0x5000, &hit), "f1_1");
+        CHECK(!hit);
+        CHECK_STR_EQ(read_learn_name(c, &s, 100, 5000, 0x1000, &hit), "f0_1");
+        CHECK(!hit);
+        /* read first by process 1 (offset 0x11000), then named for process 0 */
+        CHECK_STR_EQ(read_learn_name(c, &s, 200, 6000, 0x5000, &hit), "f1_5");
+        CHECK(!hit);
+        CHECK_STR_EQ(read_learn_name(c, &s, 100, 5000, 0x3000, &hit), "f1_5");
+        CHECK(hit);
+        CHECK_INT_EQ(fh.files_calls, 2);       /* once a process while its handle is kept */
+        runtime_names_get_stats(c, &st);
+        CHECK_INT_EQ(st.shared, 3);
+        CHECK_INT_EQ(st.shared_hits, 2);
+        CHECK_INT_EQ(st.reads, 4);
+        CHECK_INT_EQ(st.codes, 6);
+        /* a drain's first use checks no shared object */
+        reads = fh.h.reads;
+        runtime_names_begin_drain(c);
+        CHECK_STR_EQ(lookup(c, 200, 6000, true, frame(0x4000, 2)).name.function, "f0_2");
+        CHECK_STR_EQ(lookup(c, 100, 5000, true, frame(0x2000, 2)).name.function, "f0_2");
+        CHECK_INT_EQ(fh.h.reads, reads);
+        (void) lookup(c, 100, 5000, true, frame(0x1000, 2));
+        CHECK_INT_EQ(fh.h.reads, reads + 1);   /* an own object is */
+        runtime_names_end_drain(c, always_alive, NULL);
+        /* both processes gone and dropped: the shared objects stay */
+        for (unsigned i = 0; i <= RUNTIME_NAMES_KEEP_DRAINS; i++) {
+                runtime_names_begin_drain(c);
+                runtime_names_end_drain(c, never_alive, NULL);
+        }
+        runtime_names_get_stats(c, &st);
+        CHECK_INT_EQ(st.processes, 0);
+        CHECK_INT_EQ(st.codes, 0);
+        CHECK_INT_EQ(st.shared, 3);
+        CHECK(st.bytes >= 3000);
+        /* a new instance of process 1 finds them */
+        runtime_names_session_close(c, &s, 0);
+        fh.h.procs[1].start_ns = 6001;
+        CHECK_STR_EQ(read_learn_name(c, &s, 200, 6001, 0x4000, &hit), "f0_2");
+        CHECK(hit);
+        /* the budget: the one no process holds goes, the held one stays */
+        runtime_names_set_budget(c, 1);
+        CHECK_INT_EQ(runtime_names_learn(c, 200, 6001, &found, 0, 0, 0x1000), 0);
+        runtime_names_get_stats(c, &st);
+        CHECK_INT_EQ(st.shared, 0);    /* the held one went with its holder's entry */
+        CHECK(st.evicted >= 2);
+        runtime_names_session_done(c, &s);
+        runtime_names_free(c);
+        CHECK_INT_EQ(fh.h.opens, fh.h.closes);
+}
+
+/* A process whose mappings cannot be listed: its objects are read as
+ * any other's, and one gone by then is gone. */
+static void test_shared_files_unreadable(void) {
+        struct files_host fh = {};
+        struct runtime_names_session s;
+        struct runtime_names_read rd;
+        runtime_names *c;
+        bool hit;
+
+        host_init(&fh.h);
+        c = shared_cache_new(&fh, 1 << 20);
+        runtime_names_session_init(&s);
+        fh.files_error = -EACCES;
+        CHECK_STR_EQ(read_learn_name(c, &s, 100, 5000, 0x2000, &hit), "f0_2");
+        CHECK(!hit);
+        CHECK_STR_EQ(read_learn_name(c, &s, 100, 5000, 0x3000, &hit), "f0_3");
+        CHECK_INT_EQ(fh.files_calls, 1);
+        fh.files_error = -ESRCH;
+        CHECK_INT_EQ(runtime_names_read(c, &s, 200, 6000, &found, 0, 0, 0x4000, &rd), 0);
+        CHECK(rd.gone && !rd.code && !rd.shared);
+        CHECK_INT_EQ(runtime_names_learn_read(c, 200, 6000, &found, 0, 0, 0x4000, &rd), 0);
+        CHECK_INT_EQ(lookup(c, 200, 6000, true, frame(0x4000, 0)).status, RUNTIME_NAMES_EXITED);
+        runtime_names_session_done(c, &s);
+        runtime_names_free(c);
+        CHECK_INT_EQ(fh.h.opens, fh.h.closes);
+}
+
 /* How Python frames are stored: build_id "python-" and a hash of
  * (qualname, file, first line) that never changes; a pseudo-frame is
  * looked up as it is, never minus one. */
@@ -618,7 +795,7 @@ static void test_dispatch_by_frame(void) {
                 [UNWIND_RUNTIME_PYTHON] = &fake_runtime,
                 [UNWIND_RUNTIME_HOTSPOT_CODE] = &fake_chain_runtime,
         };
-        struct runtime_names_reader reader = { host_open, host_read, host_close, NULL };
+        struct runtime_names_reader reader = { .open = host_open, .read = host_read, .close = host_close };
         struct runtime_names_stats st;
         struct runtime_names_frame f;
         struct fake_host h;
@@ -667,5 +844,7 @@ int main(void) {
         test_session_keeps_handles();
         test_naming_convention();
         test_dispatch_by_frame();
+        test_shared_by_file();
+        test_shared_files_unreadable();
         TESTS_DONE();
 }

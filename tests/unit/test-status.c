@@ -167,7 +167,8 @@ static struct status_stats full_stats(const struct conf *c) {
         for (int i = 0; i < _HOTSPOT_CODE_REASON_MAX; i++)
                 s.writer.unresolved.hotspot[i] = 170 + (uint64_t) i;
         s.writer.runtime_names = (struct runtime_names_stats) { .processes = 151, .codes = 152, .bytes = 153,
-                                                                .reads = 154, .reused = 155, .evicted = 156 };
+                                                                .reads = 154, .reused = 155, .evicted = 156,
+                                                                .shared = 157, .shared_hits = 158 };
         s.writer.jit_map_entries_dropped = 119;
         s.writer.kallsyms_reads = 3;
         s.writer.kallsyms_kept = 5;
@@ -259,7 +260,7 @@ static void test_keys_in_order(void) {
                    "python_string_not_compact python_string_too_long python_string_bad "
                    "hotspot_no_runtime hotspot_exited hotspot_no_tables hotspot_read_method hotspot_bad_method "
                    "hotspot_read_blob hotspot_bad_blob");
-        check_keys(json_object_get(o, "runtime_names"), "processes codes bytes reads reused evicted no_line");
+        check_keys(json_object_get(o, "runtime_names"), "processes codes bytes reads reused evicted shared shared_hits no_line");
         check_keys(json_object_get(json_object_get(o, "runtime_names"), "no_line"),
                    "python_read_linetable python_linetable_too_big python_linetable_bad python_no_line "
                    "python_offset_past_table hotspot_no_line hotspot_no_scope hotspot_bad_scope "
@@ -384,6 +385,8 @@ static void test_values(void) {
         }
         CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "codes"), 152);
         CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "reused"), 155);
+        CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "shared"), 157);
+        CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "shared_hits"), 158);
         CHECK_INT_EQ(num(o, "jit_map_entries_dropped"), 119);
         CHECK_INT_EQ(num(o, "clients"), 3);
         x = json_object_get(o, "queries");
