@@ -168,7 +168,10 @@ struct writer {
         size_t n_sampled, cap_sampled;
         bool migrated;             /* no schema 7 samples left to convert */
         int statm_fd;              /* /proc/self/statm, open (negative: drops go by keys alone) */
-        uint64_t file_pages_base;  /* mapped files' resident bytes after the last drop of pages */
+        /* mapped files' resident bytes to grow from before pages are
+         * dropped: read when a drain begins and after each drop, lowered
+         * when a read finds fewer */
+        uint64_t file_pages_base;
 };
 
 /* Inlined calls kept per address: deeper chains keep their outermost

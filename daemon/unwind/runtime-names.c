@@ -289,6 +289,14 @@ runtime_names *runtime_names_free(runtime_names *c) {
         return NULL;
 }
 
+/* Drops the shared objects no process held since RUNTIME_NAMES_SHARED_IDLE_NS before now. */
+void runtime_names_shared_expire(runtime_names *c, uint64_t now) {
+        pthread_mutex_lock(&c->shared_lock);
+        while (c->idle_tail && now - c->idle_tail->idle_ns >= RUNTIME_NAMES_SHARED_IDLE_NS)
+                shared_free_locked(c, c->idle_tail);
+        pthread_mutex_unlock(&c->shared_lock);
+}
+
 /* Down to the budget: shared objects no process holds first (let go of
  * longest ago first), then processes' entries, least recently used first
  * (an entry that held a shared object makes it idle, dropped next). */
@@ -932,6 +940,7 @@ void runtime_names_end_drain(runtime_names *c, bool (*alive)(void *userdata, uin
         /* out of memory for the list: dropped at a later drain */
         for (size_t i = 0; i < n; i++)
                 proc_drop(c, drop[i]);
+        runtime_names_shared_expire(c, now_ns());
         evict(c);
 }
 

@@ -81,6 +81,11 @@ struct runtime_names_stats {
  * be a few drains behind the kernel, and each may hold its samples. */
 #define RUNTIME_NAMES_KEEP_DRAINS 4
 
+/* How long a shared object no process holds is kept for the next process
+ * that maps its file: a build host starts a JVM every few seconds, a host
+ * that starts one now and then gets the memory back. */
+#define RUNTIME_NAMES_SHARED_IDLE_NS (60ull * 1000000000ull)
+
 typedef struct runtime_names runtime_names;
 
 /* runtimes: indexed by enum unwind_runtime_id, n_runtimes entries (NULL:
@@ -201,7 +206,12 @@ int runtime_names_lookup(runtime_names *c, uint32_t pid, uint64_t start_ns, bool
 
 /* A drain ends: processes alive() says are gone are marked so, those gone
  * for RUNTIME_NAMES_KEEP_DRAINS drains dropped with their code objects,
+ * shared objects no process held for RUNTIME_NAMES_SHARED_IDLE_NS dropped,
  * and the least recently used code objects evicted down to the budget. */
+/* Drops the shared objects no process held since RUNTIME_NAMES_SHARED_IDLE_NS
+ * before `now` (CLOCK_MONOTONIC ns): runtime_names_end_drain's, with the clock. */
+void runtime_names_shared_expire(runtime_names *c, uint64_t now);
+
 void runtime_names_end_drain(runtime_names *c, bool (*alive)(void *userdata, uint32_t pid, uint64_t start_ns),
                              void *userdata);
 

@@ -4,6 +4,7 @@
  * the byte budget; and the store's naming convention for Python frames. */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "macro.h"
 #include "python.h"
@@ -704,6 +705,20 @@ static void test_shared_by_file(void) {
         fh.h.procs[1].start_ns = 6001;
         CHECK_STR_EQ(read_learn_name(c, &s, 200, 6001, 0x4000, &hit), "f0_2");
         CHECK(hit);
+        /* a minute after no process held them, the idle ones go; the held one stays */
+        {
+                struct timespec ts;
+
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                runtime_names_shared_expire(c, (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec);
+                runtime_names_get_stats(c, &st);
+                CHECK_INT_EQ(st.shared, 3);
+                runtime_names_shared_expire(c, (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec +
+                                                       RUNTIME_NAMES_SHARED_IDLE_NS);
+                runtime_names_get_stats(c, &st);
+                CHECK_INT_EQ(st.shared, 1);
+                CHECK_STR_EQ(lookup(c, 200, 6001, true, frame(0x4000, 2)).name.function, "f0_2");
+        }
         /* the budget: the one no process holds goes, the held one stays */
         runtime_names_set_budget(c, 1);
         CHECK_INT_EQ(runtime_names_learn(c, 200, 6001, &found, 0, 0, 0x1000), 0);
