@@ -236,6 +236,7 @@ const struct unwind_runtime python_runtime = {
         .code_same = python_code_same_hook,
         .code_name = python_code_name_hook,
         .code_free = python_code_free_hook,
+        .code_in_files_shared = true,
         .reason_name = python_reason_name,
         .reasons_max = _PYTHON_CODE_REASON_MAX,
 };

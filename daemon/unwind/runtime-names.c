@@ -25,6 +25,10 @@ struct rn_code;
 /* An object shared by the processes that map its file (code_in_files_shared). */
 struct rn_shared_key {
         uint64_t dev, ino;
+        /* the mapping's offset in the file and length: an inode number a
+         * deleted file freed and another took finds no object of the old
+         * one, unless mapped alike */
+        uint64_t map_offset, map_length;
         uint64_t offset;       /* the object's offset in the file */
         uint64_t rt;           /* its runtime (enum unwind_runtime_id) */
 };
@@ -110,13 +114,15 @@ static bool key_eq(const void *a, const void *b) {
 static uint64_t shared_key_hash(const void *k) {
         const struct rn_shared_key *key = k;
 
-        return hash_u64(key->dev ^ hash_u64(key->ino ^ hash_u64(key->offset ^ (key->rt << 56))));
+        return hash_u64(key->dev ^ hash_u64(key->ino ^ hash_u64(key->offset ^ (key->rt << 56)) ^
+                                            hash_u64(key->map_offset ^ hash_u64(key->map_length))));
 }
 
 static bool shared_key_eq(const void *a, const void *b) {
         const struct rn_shared_key *x = a, *y = b;
 
-        return x->dev == y->dev && x->ino == y->ino && x->offset == y->offset && x->rt == y->rt;
+        return x->dev == y->dev && x->ino == y->ino && x->offset == y->offset && x->rt == y->rt &&
+               x->map_offset == y->map_offset && x->map_length == y->map_length;
 }
 
 int runtime_names_new(const struct unwind_runtime *const *runtimes, size_t n_runtimes,
@@ -710,7 +716,8 @@ static int shared_lookup(runtime_names *c, struct runtime_names_session *s, int 
         if (!f)
                 return 0;
         *key = (struct rn_shared_key) {
-                .dev = f->id.dev, .ino = f->id.ino, .offset = code - f->start + f->offset, .rt = rt->id,
+                .dev = f->id.dev, .ino = f->id.ino, .map_offset = f->offset, .map_length = f->end - f->start,
+                .offset = code - f->start + f->offset, .rt = rt->id,
         };
         pthread_mutex_lock(&c->shared_lock);
         if (hashmap_get(c->shared, key, &v) >= 0) {

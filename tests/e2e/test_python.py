@@ -453,6 +453,32 @@ SHORT_SECONDS = 0.2
 SHORT_CHAIN = ["<module>", "main", "Burner.burn"]
 
 
+# The qualified names of the code objects of every module frozen into an
+# interpreter, with the lines of each, by the file its frames name
+# ("<frozen importlib._bootstrap>"):
+# CPython 3.11 deep-freezes them into the binary's data, where each run
+# after the first names them by the first's read (runtime_names.shared_hits).
+IMPORT_CALL = ["_find_and_load", "_find_and_load_unlocked"]
+FROZEN_NAMES = """
+import _imp, json
+names = {}
+for m in _imp._frozen_module_names():
+    todo = [_imp.get_frozen_object(m)]
+    while todo:
+        c = todo.pop()
+        lines = names.setdefault(c.co_filename, {}).setdefault(c.co_qualname, set())
+        lines.update(l for _, _, l in c.co_lines() if l)
+        lines.add(c.co_firstlineno)
+        todo.extend(x for x in c.co_consts if hasattr(x, "co_qualname"))
+print(json.dumps({f: {q: sorted(l) for q, l in n.items()} for f, n in names.items()}))
+"""
+
+
+def frozen_names(interpreter):
+    r = subprocess.run([interpreter, "-c", FROZEN_NAMES], capture_output=True, text=True, timeout=60, check=True)
+    return {f: {q: set(l) for q, l in n.items()} for f, n in json.loads(r.stdout).items()}
+
+
 def test_short_lived_script_is_named_after_it_exits():
     # Each run burns 200 ms from its first moments (no warm-up) and exits
     # before the drain that stores it: its code objects must have been
@@ -460,10 +486,32 @@ def test_short_lived_script_is_named_after_it_exits():
     # frame or the native eval loop; it is named when it has Python frames,
     # all named, and no eval loop left. The interpreter's start-up before
     # its first Python code (native only) is left out, and counted.
+    frozen = frozen_names(DEBIAN_PYTHON)
     with shared_profd as d:
+        hits0 = status_counters(d).get("runtime_names.shared_hits", 0)
         truths = [run_json(*python(DEBIAN_PYTHON, "py_short.py", SHORT_SECONDS)) for _ in range(SHORT_RUNS)]
         flush(d)
         results = [d.query_json("--pid", str(t["pid"]), "--since", "5m") for t in truths]
+        hits = status_counters(d).get("runtime_names.shared_hits", 0) - hits0
+    # every frame in a frozen module is one of that module's functions, at
+    # one of its lines, whichever run read its code object
+    frozen_frames = 0
+    wrong = collections.Counter()
+    # and they keep apart: the import machinery's own call, each import's
+    # first, named in the runs after the first too
+    imports = 0
+    for i, r in enumerate(results):
+        for st in r["stacks"]:
+            chain = python_chain(st["frames"])
+            if i > 0 and any(chain[k:k + 2] == IMPORT_CALL for k in range(len(chain))):
+                imports += st["value"]
+            for f in st["frames"]:
+                # (getpath, frozen for start-up only, is not listed: left out)
+                if not f.get("kernel") and is_python(f) and f.get("module") in frozen:
+                    frozen_frames += st["value"]
+                    if python_name(f) not in frozen[f["module"]] or \
+                            (f.get("line") and f["line"] not in frozen[f["module"]][python_name(f)]):
+                        wrong[(f["module"], python_name(f), f.get("line"))] += st["value"]
     total = ran = named = burn = native = 0
     burn_expected = 0.0
     per_run = []
@@ -487,13 +535,18 @@ def test_short_lived_script_is_named_after_it_exits():
     print(f"  {SHORT_RUNS} runs of py_short.py: {total} samples, {native} native-only (start-up), {ran} ran Python, "
           f"{named} named ({100.0 * named / max(ran, 1):.1f}%); {burn} in {';'.join(SHORT_CHAIN)} of "
           f"{burn_expected:.0f} expected; named/ran per run: {' '.join(per_run)}; commonest: "
-          f"{commonest(results[0], python_summary, 3)}")
+          f"{commonest(results[0], python_summary, 3)}; {frozen_frames} frames in frozen modules, {hits} reads "
+          f"spared by code objects another run read; {imports} samples of later runs in {';'.join(IMPORT_CALL)}")
     assert total >= 0.5 * SHORT_RUNS * SHORT_SECONDS * int(FREQUENCY), f"only {total} samples of {SHORT_RUNS} runs"
     assert named >= SHORT_LIVED_SHARE * ran, \
         f"only {100.0 * named / max(ran, 1):.1f}% of a short-lived script's samples that ran Python are named " \
         f"after it exited (need {100 * SHORT_LIVED_SHARE:.0f}%)"
     assert burn >= SHORT_LIVED_SHARE * burn_expected, \
         f"only {burn} samples have {';'.join(SHORT_CHAIN)}, of {burn_expected:.0f} its CPU time gives"
+    assert not wrong, f"frames in frozen modules named with another's function or line: {wrong.most_common(5)}"
+    assert hits > 0, "no code object of the interpreter's frozen modules was named by another run's read"
+    assert frozen_frames > 0, "no frame in a frozen module: the check of their names checked nothing"
+    assert imports > 0, f"no sample of the runs after the first has {';'.join(IMPORT_CALL)}"
 
 
 # --- 6. hostile input --------------------------------------------------------

@@ -589,6 +589,7 @@ struct files_host {
         struct fake_host h;
         unsigned files_calls;
         int files_error;       /* returned instead of the list when set */
+        uint64_t longer;       /* process 1's mapping of (8, 1) this much longer */
 };
 
 static int host_files(void *userdata, uint32_t pid, uint64_t start_ns, struct runtime_names_file **ret,
@@ -608,7 +609,7 @@ static int host_files(void *userdata, uint32_t pid, uint64_t start_ns, struct ru
                 *ret_n = 1;
         } else {
                 f[0] = (struct runtime_names_file) { 0x1000, 0x2000, 0, { 8, 2 } };
-                f[1] = (struct runtime_names_file) { 0x4000, 0x7000, 0x10000, { 8, 1 } };
+                f[1] = (struct runtime_names_file) { 0x4000, 0x7000 + fh->longer, 0x10000, { 8, 1 } };
                 *ret_n = 2;
         }
         *ret = f;
@@ -728,6 +729,24 @@ static void test_shared_by_file(void) {
         runtime_names_session_done(c, &s);
         runtime_names_free(c);
         CHECK_INT_EQ(fh.h.opens, fh.h.closes);
+}
+
+/* The same inode mapped otherwise (a number a deleted file freed, taken
+ * by another file): not the same objects. */
+static void test_shared_other_mapping(void) {
+        struct files_host fh = { .longer = 0x1000 };
+        struct runtime_names_session s;
+        runtime_names *c;
+        bool hit;
+
+        host_init(&fh.h);
+        c = shared_cache_new(&fh, 1 << 20);
+        runtime_names_session_init(&s);
+        CHECK_STR_EQ(read_learn_name(c, &s, 100, 5000, 0x2000, &hit), "f0_2");
+        CHECK_STR_EQ(read_learn_name(c, &s, 200, 6000, 0x4000, &hit), "f1_4");
+        CHECK(!hit);
+        runtime_names_session_done(c, &s);
+        runtime_names_free(c);
 }
 
 /* A process whose mappings cannot be listed: its objects are read as
@@ -860,6 +879,7 @@ int main(void) {
         test_naming_convention();
         test_dispatch_by_frame();
         test_shared_by_file();
+        test_shared_other_mapping();
         test_shared_files_unreadable();
         TESTS_DONE();
 }
