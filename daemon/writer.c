@@ -1222,9 +1222,17 @@ static int mem_open(void *userdata, uint32_t pid, uint64_t start_ns) {
         return fd;
 }
 
+/* File mappings a process's code objects are looked for in, at most: a
+ * JVM maps a few hundred files; one that maps thousands (a search
+ * engine's index) has its objects past these read as any other's. */
+#define NAMES_FILES_MAX 4096
+
 /* The reader's file mappings (struct runtime_names_reader.files): the
- * process's maps, then its stat, so that the list read is the instance's
- * (a pid reused between the two would have another start). */
+ * process's private file mappings (a runtime's objects in a file are in
+ * its data, copied on write; a shared mapping is a file's bytes, written
+ * by whoever maps it) from its maps, then its stat, so that the list read
+ * is the instance's (a pid reused between the two would have another
+ * start). */
 static int mem_files(void *userdata, uint32_t pid, uint64_t start_ns, struct runtime_names_file **ret,
                      size_t *ret_n) {
         writer *w = userdata;
@@ -1238,7 +1246,7 @@ static int mem_files(void *userdata, uint32_t pid, uint64_t start_ns, struct run
         r = read_full_file(path, &maps);
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
-        for (char *line = maps, *next; line && *line; line = next) {
+        for (char *line = maps, *next; line && *line && n < NAMES_FILES_MAX; line = next) {
                 struct procmap m;
 
                 next = strchr(line, '\n');
@@ -1246,17 +1254,10 @@ static int mem_files(void *userdata, uint32_t pid, uint64_t start_ns, struct run
                         *next++ = '\0';
                 if (procmap_parse_line(line, &m) < 0)
                         continue;
-                if (m.path && m.inode != 0) {
-                        if (n == cap) {
-                                struct runtime_names_file *more;
-
-                                cap = cap ? cap * 2 : 64;
-                                more = reallocarray(files, cap, sizeof(*files));
-                                if (!more) {
-                                        procmap_done(&m);
-                                        return -ENOMEM;
-                                }
-                                files = more;
+                if (m.path && m.inode != 0 && !m.shared) {
+                        if (array_grow((void **) &files, &cap, n + 1, sizeof(*files)) < 0) {
+                                procmap_done(&m);
+                                return -ENOMEM;
                         }
                         files[n++] = (struct runtime_names_file) {
                                 .start = m.start, .end = m.end, .offset = m.offset,

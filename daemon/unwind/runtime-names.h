@@ -26,9 +26,10 @@ struct runtime_names_reader {
         int (*read)(void *userdata, int handle, uint64_t addr, void *buf, size_t size);
         void (*close)(void *userdata, int handle);
         /* Optional (NULL: no object is shared between processes): the
-         * file mappings of instance (pid, start_ns), in address order, into
-         * *ret (malloc'd) and *ret_n. Returns 0, -ESRCH when it is gone, or
-         * another negative errno. */
+         * private file mappings of instance (pid, start_ns), in address
+         * order, into *ret (malloc'd) and *ret_n (the writer's: at most
+         * 4096). Returns 0, -ESRCH when it is gone, or another negative
+         * errno. */
         int (*files)(void *userdata, uint32_t pid, uint64_t start_ns, struct runtime_names_file **ret,
                      size_t *ret_n);
         void *userdata;
