@@ -73,15 +73,19 @@ static void fake_code_free(unwind_runtime_code *code) {
         free(code);
 }
 
-static const struct unwind_runtime fake_runtime = {
-        .name = "fake",
-        .id = UNWIND_RUNTIME_PYTHON,
-        .code_read = fake_code_read,
-        .code_same = fake_code_same,
-        .code_name = fake_code_name,
-        .code_free = fake_code_free,
-        .reasons_max = 10,
-};
+/* The fake runtime's fields, and its objects in files the files' or not. */
+#define FAKE_RUNTIME(shared) {                  \
+        .name = "fake",                         \
+        .id = UNWIND_RUNTIME_PYTHON,            \
+        .code_read = fake_code_read,            \
+        .code_same = fake_code_same,            \
+        .code_name = fake_code_name,            \
+        .code_free = fake_code_free,            \
+        .code_in_files_shared = shared,         \
+        .reasons_max = 10,                      \
+}
+
+static const struct unwind_runtime fake_runtime = FAKE_RUNTIME(false);
 
 /* --- fake processes: one memory each, objects at 0x1000 * k --- */
 
@@ -570,16 +574,7 @@ static void test_session_keeps_handles(void) {
 
 /* --- objects shared by the processes mapping their file --- */
 
-static const struct unwind_runtime fake_shared_runtime = {
-        .name = "fake",
-        .id = UNWIND_RUNTIME_PYTHON,
-        .code_read = fake_code_read,
-        .code_same = fake_code_same,
-        .code_name = fake_code_name,
-        .code_free = fake_code_free,
-        .code_in_files_shared = true,
-        .reasons_max = 10,
-};
+static const struct unwind_runtime fake_shared_runtime = FAKE_RUNTIME(true);
 
 /* Process 0 maps file (8, 1) at [0x2000, 0x5000) from offset 0x10000,
  * process 1 the same file at [0x4000, 0x7000), and file (8, 2) at
