@@ -90,6 +90,7 @@ struct runtime_names {
         hashmap *shared;       /* struct rn_shared_key * -> runtime_names_shared * */
         runtime_names_shared *idle_head, *idle_tail;   /* refs 0, most recently let go first */
         uint64_t shared_bytes, shared_count, shared_hits;
+        uint64_t idle_bytes;   /* of those in the idle list */
 };
 
 static uint64_t now_ns(void) {
@@ -174,6 +175,7 @@ static void lru_push(runtime_names *c, struct rn_code *e) {
 }
 
 static void idle_unlink(runtime_names *c, runtime_names_shared *sh) {
+        c->idle_bytes -= sh->bytes;
         if (sh->idle_prev)
                 sh->idle_prev->idle_next = sh->idle_next;
         else
@@ -186,6 +188,7 @@ static void idle_unlink(runtime_names *c, runtime_names_shared *sh) {
 }
 
 static void idle_push(runtime_names *c, runtime_names_shared *sh) {
+        c->idle_bytes += sh->bytes;
         sh->idle_next = c->idle_head;
         if (c->idle_head)
                 c->idle_head->idle_prev = sh;
@@ -295,10 +298,10 @@ runtime_names *runtime_names_free(runtime_names *c) {
         return NULL;
 }
 
-/* Drops the shared objects no process held since RUNTIME_NAMES_SHARED_IDLE_NS before now. */
 void runtime_names_shared_expire(runtime_names *c, uint64_t now) {
         pthread_mutex_lock(&c->shared_lock);
-        while (c->idle_tail && now - c->idle_tail->idle_ns >= RUNTIME_NAMES_SHARED_IDLE_NS)
+        while (c->idle_tail && (now - c->idle_tail->idle_ns >= RUNTIME_NAMES_SHARED_IDLE_NS ||
+                                c->idle_bytes > RUNTIME_NAMES_SHARED_IDLE_BYTES))
                 shared_free_locked(c, c->idle_tail);
         pthread_mutex_unlock(&c->shared_lock);
 }

@@ -82,10 +82,14 @@ struct runtime_names_stats {
  * be a few drains behind the kernel, and each may hold its samples. */
 #define RUNTIME_NAMES_KEEP_DRAINS 4
 
-/* How long a shared object no process holds is kept for the next process
- * that maps its file: a build host starts a JVM every few seconds, a host
- * that starts one now and then gets the memory back. */
-#define RUNTIME_NAMES_SHARED_IDLE_NS (60ull * 1000000000ull)
+/* How long, and how many bytes of, the shared objects no process holds
+ * are kept for the next process that maps their file: the processes of a
+ * burst (a build's scripts, a test suite's JVMs) follow one another within
+ * seconds. Kept a minute and up to the budget, they cost a build host
+ * 2.8 MiB of median RSS for no CPU it could measure
+ * (docs/performance.md). */
+#define RUNTIME_NAMES_SHARED_IDLE_NS (10ull * 1000000000ull)
+#define RUNTIME_NAMES_SHARED_IDLE_BYTES (1024ull * 1024ull)
 
 typedef struct runtime_names runtime_names;
 
@@ -207,10 +211,11 @@ int runtime_names_lookup(runtime_names *c, uint32_t pid, uint64_t start_ns, bool
 
 /* A drain ends: processes alive() says are gone are marked so, those gone
  * for RUNTIME_NAMES_KEEP_DRAINS drains dropped with their code objects,
- * shared objects no process held for RUNTIME_NAMES_SHARED_IDLE_NS dropped,
+ * shared objects no process holds dropped (runtime_names_shared_expire),
  * and the least recently used code objects evicted down to the budget. */
 /* Drops the shared objects no process held since RUNTIME_NAMES_SHARED_IDLE_NS
- * before `now` (CLOCK_MONOTONIC ns): runtime_names_end_drain's, with the clock. */
+ * before `now` (CLOCK_MONOTONIC ns), and those let go of longest ago past
+ * RUNTIME_NAMES_SHARED_IDLE_BYTES: runtime_names_end_drain's, with the clock. */
 void runtime_names_shared_expire(runtime_names *c, uint64_t now);
 
 void runtime_names_end_drain(runtime_names *c, bool (*alive)(void *userdata, uint32_t pid, uint64_t start_ns),

@@ -27,6 +27,9 @@ struct unwind_runtime_code {
         struct fake_obj obj;
 };
 
+/* What an object read holds: a round number for the budget tests. */
+static size_t fake_bytes = 1000;
+
 static int fake_code_read(const struct unwind_runtime_found *found, uint64_t bias, unwind_runtime_read_fn read,
                           void *userdata, uint64_t addr, unwind_runtime_code **ret, size_t *ret_bytes,
                           unsigned *ret_reason) {
@@ -44,7 +47,7 @@ static int fake_code_read(const struct unwind_runtime_found *found, uint64_t bia
         if (!*ret)
                 return -ENOMEM;
         (*ret)->obj = o;
-        *ret_bytes = 1000;     /* a round number for the budget tests */
+        *ret_bytes = fake_bytes;
         return 0;
 }
 
@@ -701,7 +704,7 @@ static void test_shared_by_file(void) {
         fh.h.procs[1].start_ns = 6001;
         CHECK_STR_EQ(read_learn_name(c, &s, 200, 6001, 0x4000, &hit), "f0_2");
         CHECK(hit);
-        /* a minute after no process held them, the idle ones go; the held one stays */
+        /* RUNTIME_NAMES_SHARED_IDLE_NS after no process held them, the idle ones go; the held one stays */
         {
                 struct timespec ts;
 
@@ -742,6 +745,38 @@ static void test_shared_other_mapping(void) {
         CHECK(!hit);
         runtime_names_session_done(c, &s);
         runtime_names_free(c);
+}
+
+/* Shared objects no process holds are kept 1 MiB at most: those let go
+ * of longest ago go first, at a drain's end. */
+static void test_shared_idle_bytes(void) {
+        struct files_host fh = {};
+        struct runtime_names_session s;
+        struct runtime_names_stats st;
+        runtime_names *c;
+        bool hit;
+
+        host_init(&fh.h);
+        fake_bytes = 600 * 1024;
+        c = shared_cache_new(&fh, 1ull << 30);
+        runtime_names_session_init(&s);
+        CHECK_STR_EQ(read_learn_name(c, &s, 100, 5000, 0x2000, &hit), "f0_2");
+        CHECK_STR_EQ(read_learn_name(c, &s, 100, 5000, 0x3000, &hit), "f0_3");
+        runtime_names_session_close(c, &s, 0);
+        runtime_names_get_stats(c, &st);
+        CHECK_INT_EQ(st.shared, 2);
+        for (unsigned i = 0; i <= RUNTIME_NAMES_KEEP_DRAINS; i++) {
+                runtime_names_begin_drain(c);
+                runtime_names_end_drain(c, never_alive, NULL);
+        }
+        runtime_names_get_stats(c, &st);
+        CHECK_INT_EQ(st.processes, 0);
+        CHECK_INT_EQ(st.shared, 1);
+        CHECK(st.bytes < 2 * fake_bytes);
+        CHECK_INT_EQ(st.evicted, 0);   /* not the budget's doing */
+        runtime_names_session_done(c, &s);
+        runtime_names_free(c);
+        fake_bytes = 1000;
 }
 
 /* A process whose mappings cannot be listed: its objects are read as
@@ -875,6 +910,7 @@ int main(void) {
         test_dispatch_by_frame();
         test_shared_by_file();
         test_shared_other_mapping();
+        test_shared_idle_bytes();
         test_shared_files_unreadable();
         TESTS_DONE();
 }
