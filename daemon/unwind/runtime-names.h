@@ -2,10 +2,12 @@
  * methods and compiled code): a cache of the code objects read from
  * processes, by (process instance, address), with a check against reuse,
  * names kept after the process exits, objects in a file mapping that a
- * runtime says are the file's (HotSpot's CDS archive) read once for every
- * process mapping it, and a byte budget. Pure: processes are read through the reader it is given,
- * code objects through the runtime's hooks (runtime.h), so unit tests
- * feed it fakes. The writer owns one and uses it on its thread only. */
+ * runtime says are the file's (HotSpot's CDS archive, CPython's deep-frozen
+ * code) read once for every process mapping it, and a byte budget. Pure:
+ * processes are read through the reader it is given, code objects through
+ * the runtime's hooks (runtime.h), so unit tests feed it fakes. The writer
+ * owns one and uses it on its thread, and the event loop reads objects at
+ * their events through it (runtime_names_read). */
 #pragma once
 
 #include <stdbool.h>

@@ -151,7 +151,9 @@ struct unwind_runtime {
         /* A code object in a file mapping is the same object, named the
          * same, at the same offset of that file in every process that maps
          * the file, wherever it is mapped, and is never freed while mapped
-         * (HotSpot: a Method of a class in the CDS archive, classes.jsa):
+         * (HotSpot: a Method of a class in the CDS archive, classes.jsa;
+         * CPython 3.11+: a code object deep-frozen into the interpreter's
+         * data):
          * the naming cache reads it once for all those processes and never
          * checks it against reuse. */
         bool code_in_files_shared;
