@@ -9,7 +9,8 @@
  * exit program one load. Kernels without sched_exit_tp (before ~6.16) walk
  * the user stack at every switch-out instead, into per-task storage. On
  * sched_waking, the waker's stacks are counted with the blocked time it
- * ended. Some kernels do not report every switch to the sched_switch
+ * ended. With offcpu_sample set, blocks shorter than it are walked by a
+ * draw and counted as offcpu_sample (block_weight). Some kernels do not report every switch to the sched_switch
  * tracepoint: the program on sched_exit_tp then ends the block. */
 /* row_lookup verified once per program (bpf/unwind.bpf.h) */
 #define UNWIND_ROW_LOOKUP_GLOBAL
@@ -24,6 +25,9 @@ volatile __u64 offcpu_max_ns = ~0ULL;
 /* The shortest kept block the off-CPU log records with its start and end
  * (the timeline); shorter ones are counted in PROFD_CNT_OFFCPU_SHORT. */
 volatile __u64 offcpu_timeline_min_ns = 1000000;
+/* offcpu_sample: kept blocks shorter than it are walked by a draw
+ * (block_weight); 0: every kept block is walked. */
+volatile __u64 offcpu_sample_ns SEC(".data") = 0;
 const volatile __u8 offcpu_enabled = 1;
 const volatile __u8 wakeup_enabled = 1;
 /* 0: the timeline is off (setting timeline): no block is logged, timed or
@@ -75,6 +79,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
         t->state = state_code(prev_state);
         t->woken = 0;
         t->user_error = 0;
+        t->sample_us = 0;
         if (!offcpu_walk_at_switch_out || !offcpu_enabled || (prev->flags & PF_KTHREAD))
                 return;
         if (t->state == PROFD_STATE_RUNNING && !offcpu_preempted_stacks)
@@ -136,11 +141,11 @@ unlogged:
 }
 
 /* Counts a kept block whose stacks are walked: key without its stacks,
- * kernel frames in k, user frames in u (NULL: a kernel thread); it ended
- * at end_ns. */
+ * kernel frames in k, user frames in u (NULL: a kernel thread); it lasted
+ * delta, is counted for weight (block_weight) and ended at end_ns. */
 static __always_inline void count_block(struct task_struct *task, struct profd_sample_key *key,
                                         struct profd_frames *k, bool kernel_error, struct profd_frames *u,
-                                        bool user_error, __u64 delta, __u64 end_ns) {
+                                        bool user_error, __u64 delta, __u64 weight, __u64 end_ns) {
         __u32 gen = *(volatile __u32 *) &generation;
 
         if (!u)
@@ -150,7 +155,7 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
         else
                 key->user_stack = frames_store(gen, u, SCRATCH_SWITCH_USER, 0);
         key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL, 0);
-        count_key(gen, key, delta, false);
+        count_key(gen, key, weight, false);
         log_block(gen, key, end_ns, delta);
         announce_if_new(task, key->tgid, key->start_ns);
 }
@@ -190,6 +195,32 @@ static __always_inline __u64 block_end(struct profd_task *t, __u64 now) {
         return offcpu_enabled ? delta : 0;
 }
 
+/* The time a kept block of delta, not yet walked, is counted for; 0: it
+ * is left unwalked (counted in PROFD_CNT_OFFCPU_UNSAMPLED). With
+ * offcpu_sample set to S, a block shorter than S is walked with
+ * probability delta / S and then counted as S, so its expected count is
+ * delta and every stack's total stays an unbiased estimate: like the
+ * on-CPU sampler, about one walk per S of blocked time. A block of S or
+ * more is always walked and counted exactly. The draw, from 1 us to S, is
+ * the block's (t->sample_us): its wake-up, which comes first and sees less
+ * of the block, and its switch-in use the same one, so a block whose waker
+ * was walked is walked too. */
+static __always_inline __u64 block_weight(struct profd_task *t, __u64 delta) {
+        __u64 s = *(volatile __u64 *) &offcpu_sample_ns;
+
+        if (s == 0 || delta >= s)
+                return delta;
+        if (!t->sample_us)
+                t->sample_us = 1 + (__u32) (((__u64) bpf_get_prandom_u32() * (s / 1000)) >> 32);
+        return delta >= (__u64) t->sample_us * 1000 ? s : 0;
+}
+
+/* A kept block left unwalked by block_weight's draw. */
+static __always_inline void count_unsampled(__u64 delta) {
+        counter_add(PROFD_CNT_OFFCPU_UNSAMPLED, 1);
+        counter_add(PROFD_CNT_OFFCPU_UNSAMPLED_NS, delta);
+}
+
 /* A kept block's key, without its stacks. */
 static __always_inline void block_key(struct task_struct *task, __u8 state, struct profd_sample_key *key) {
         key->kind = PROFD_KIND_OFFCPU;
@@ -208,7 +239,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         struct profd_frames *k;
         bool kernel_error;
         __u32 zero = 0;
-        __u64 delta;
+        __u64 delta, weight;
 
         if (!t || t->switch_out_ns == 0)
                 return;
@@ -218,6 +249,11 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         block_key(next, t->state, &key);
         if (count_preempted(next, &key, delta, now))
                 return;
+        weight = block_weight(t, delta);
+        if (!weight) {
+                count_unsampled(delta);
+                return;
+        }
 
         k = scratch_get(SCRATCH_SWITCH_KERNEL);
         if (!k)
@@ -226,13 +262,13 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
                                    PROFD_DROP_KERNEL_STACK_ERROR);
 
         if (next->flags & PF_KTHREAD) {
-                count_block(next, &key, k, kernel_error, NULL, false, delta, now);
+                count_block(next, &key, k, kernel_error, NULL, false, delta, weight, now);
                 return;
         }
         if (offcpu_walk_at_switch_out) {
                 struct profd_frames *u = bpf_task_storage_get(&task_stacks, next, 0, 0);
 
-                count_block(next, &key, k, kernel_error, u, t->user_error || !u, delta, now);
+                count_block(next, &key, k, kernel_error, u, t->user_error || !u, delta, weight, now);
                 return;
         }
         /* the user stack can be read once next runs: sched_exit_tp */
@@ -243,6 +279,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         pk->start_ns = key.start_ns;
         pk->cgroup_id = key.cgroup_id;
         pk->delta = delta;
+        pk->weight = weight;
         pk->end_ns = now;
         pk->state = key.state;
         pk->kernel_error = kernel_error;
@@ -341,7 +378,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
         struct profd_task *t;
         bool kernel_error, user_ok;
         __u32 zero = 0, gen;
-        __u64 delta, end_ns;
+        __u64 delta, weight, end_ns;
 
         pk = bpf_map_lookup_elem(&offcpu_parked, &zero);
         if (!pk)
@@ -361,12 +398,17 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                 block_key(task, t->state, &key);
                 if (count_preempted(task, &key, delta, end_ns))
                         return 0;
+                weight = block_weight(t, delta);
+                if (!weight) {
+                        count_unsampled(delta);
+                        return 0;
+                }
                 k = scratch_get(SCRATCH_SWITCH_KERNEL);
                 if (!k)
                         return 0;
                 kernel_error = !blocked_kernel_stack(ctx, k);
                 if (task->flags & PF_KTHREAD) {
-                        count_block(task, &key, k, kernel_error, NULL, false, delta, end_ns);
+                        count_block(task, &key, k, kernel_error, NULL, false, delta, weight, end_ns);
                         return 0;
                 }
         } else {
@@ -381,6 +423,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                 key.cgroup_id = pk->cgroup_id;
                 kernel_error = pk->kernel_error;
                 delta = pk->delta;
+                weight = pk->weight;
                 end_ns = pk->end_ns;
                 k = scratch_get(SCRATCH_SWITCH_KERNEL);
                 if (!k)
@@ -397,7 +440,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
         key.kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL, 0);
         user_ok = user_stack_unwind(task, u, SCRATCH_SWITCH_USER, NULL);
         key.user_stack = user_ok ? frames_store(gen, u, SCRATCH_SWITCH_USER, 0) : PROFD_STACK_LOST;
-        count_key(gen, &key, delta, false);
+        count_key(gen, &key, weight, false);
         log_block(gen, &key, end_ns, delta);
         announce_if_new(task, key.tgid, key.start_ns);
         return 0;
@@ -503,7 +546,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         struct profd_task *t;
         bool kernel_ok;
         __u32 gen;
-        __u64 blocked;
+        __u64 blocked, weight;
 
         if (p->pid == 0)
                 return 0;
@@ -515,6 +558,12 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         if (blocked < offcpu_min_ns || blocked > offcpu_max_ns)
                 return 0;
         t->woken = 1;
+        /* the block so far, by the block's own draw (block_weight) */
+        weight = block_weight(t, blocked);
+        if (!weight) {
+                counter_add(PROFD_CNT_WAKEUP_UNSAMPLED, 1);
+                return 0;
+        }
 
         gen = *(volatile __u32 *) &generation;
         key.kind = PROFD_KIND_WAKEUP;
@@ -547,7 +596,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
                 key.user_stack = user_stack_unwind(waker, f, SCRATCH_WAKER_USER, NULL) ? frames_store(gen, f, SCRATCH_WAKER_USER, 0) : PROFD_STACK_LOST;
         }
 
-        count_key(gen, &key, blocked, false);
+        count_key(gen, &key, weight, false);
         if (key.tgid)
                 announce_if_new(waker, key.tgid, key.start_ns);
         return 0;

@@ -473,6 +473,13 @@ enum profd_counter {
                                          * return address, frame size) */
         PROFD_HS_READ_FAULT,            /* the JVM's memory (segment map, blob, name, Method) could not be read */
         PROFD_RT_CODE_RANGE,            /* a runtime's code address at or above PROFD_RT_FRAME_CODE_LIMIT */
+        /* offcpu_sample (0: off): kept blocks shorter than it that the
+         * draw left unwalked, with their ns (the walked ones are counted as
+         * offcpu_sample each, so every stack's time is an unbiased
+         * estimate); and wake-ups whose waker was left unwalked so */
+        PROFD_CNT_OFFCPU_UNSAMPLED,
+        PROFD_CNT_OFFCPU_UNSAMPLED_NS,
+        PROFD_CNT_WAKEUP_UNSAMPLED,
         PROFD_COUNTER__MAX,
 };
 

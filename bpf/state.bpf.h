@@ -229,7 +229,11 @@ struct profd_task {
         __u8 state;            /* enum profd_state at switch-out */
         __u8 woken;            /* its waker was counted for this block */
         __u8 user_error;       /* the user stack walk failed (walk at switch-out) */
-        __u8 pad[5];
+        __u8 pad;
+        /* offcpu_sample's draw for this block, in us, 1 to the setting; 0:
+         * not drawn yet. The wake-up and the switch-in share it, so a block
+         * whose waker was walked is walked too. */
+        __u32 sample_us;
 };
 
 /* A kept block between sched_switch (kernel stack, in the scratch slot
@@ -241,6 +245,7 @@ struct offcpu_park {
         __u32 tid;             /* 0: nothing parked */
         __u32 tgid;
         __u64 start_ns, cgroup_id, delta;
+        __u64 weight;          /* the time counted: delta, or offcpu_sample's */
         __u64 end_ns;          /* the switch-in: the block's end (the off-CPU log) */
         __u8 state;
         __u8 kernel_error;     /* no kernel stack: PROFD_STACK_LOST */

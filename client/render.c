@@ -372,6 +372,8 @@ static void unwind_write(FILE *f, const json_t *status) {
 }
 
 /* The off-CPU settings and what the threshold left out, when present. */
+static uint64_t u64_of(const json_t *o, const char *key);
+
 static void offcpu_write(FILE *f, const json_t *status) {
         const json_t *o = json_object_get(status, STATUS_KEY_OFFCPU);
         const json_t *kinds = json_object_get(status, STATUS_KEY_KINDS);
@@ -397,6 +399,16 @@ static void offcpu_write(FILE *f, const json_t *status) {
                 min, max, json_integer_value(json_object_get(o, STATUS_KEY_FILTERED_BLOCKS)),
                 format_duration(filtered, sizeof(filtered),
                                 (uint64_t) json_integer_value(json_object_get(o, STATUS_KEY_FILTERED_NS))));
+        if (json_is_integer(json_object_get(o, STATUS_KEY_SAMPLE_NS))) {
+                char sample[64], unsampled[64];
+
+                format_duration(sample, sizeof(sample), u64_of(o, STATUS_KEY_SAMPLE_NS));
+                format_duration(unsampled, sizeof(unsampled), u64_of(o, STATUS_KEY_UNSAMPLED_NS));
+                fprintf(f, "           blocks under %s walked by a draw (offcpu_sample); %" PRIu64
+                        " not drawn (%s in all), %" PRIu64 " wake-ups' wakers not drawn\n",
+                        sample, u64_of(o, STATUS_KEY_UNSAMPLED_BLOCKS), unsampled,
+                        u64_of(o, STATUS_KEY_UNSAMPLED_WAKEUPS));
+        }
 }
 
 static uint64_t u64_of(const json_t *o, const char *key) {

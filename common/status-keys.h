@@ -110,6 +110,12 @@
 #define STATUS_KEY_MAX_NS               "max_ns"
 #define STATUS_KEY_FILTERED_BLOCKS      "filtered_blocks"
 #define STATUS_KEY_FILTERED_NS          "filtered_ns"
+/* offcpu_sample (null: none), and the kept blocks and wake-ups its draw
+ * left unwalked */
+#define STATUS_KEY_SAMPLE_NS            "sample_ns"
+#define STATUS_KEY_UNSAMPLED_BLOCKS     "unsampled_blocks"
+#define STATUS_KEY_UNSAMPLED_NS         "unsampled_ns"
+#define STATUS_KEY_UNSAMPLED_WAKEUPS    "unsampled_wakeups"
 
 /* "store_check": the store's integrity check. */
 #define STATUS_KEY_STATE                "state"

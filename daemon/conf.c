@@ -155,6 +155,13 @@ static int check_offcpu_order(const struct conf *c, char **ret_error) {
         return 0;
 }
 
+/* offcpu_sample: none (0), or at least a millisecond (BPF draws in us). */
+static int check_offcpu_sample(const struct conf *c, char **ret_error) {
+        if (c->offcpu_sample_ns != 0 && c->offcpu_sample_ns < CONF_MIN_OFFCPU_SAMPLE_NS)
+                return format_error(ret_error, "offcpu_sample must be none or at least 1ms");
+        return 0;
+}
+
 /* Retention levels below a minute: nothing would ever reach a coarser one. */
 #define RETENTION_MIN_NS (60 * NSEC_PER_SEC)
 #define RETENTION_MUST_BE "a duration of at least 1m (e.g. \"24h\", \"14d\")"
@@ -190,6 +197,12 @@ const struct conf_setting conf_settings[] = {
           .has_none = true, .none_value = UINT64_MAX, .check = check_offcpu_order,
           .must_be = "a duration (e.g. \"1ms\", \"500us\") or \"none\"",
           .help_arg = "DURATION", .help = "longest block attributed, or none (default none)" },
+        { .key = "offcpu_sample", .type = CONF_DURATION, .offset = FIELD(offcpu_sample_ns),
+          .apply = CONF_APPLY_OFFCPU, .has_none = true, .none_value = 0, .check = check_offcpu_sample,
+          .max = CONF_MAX_OFFCPU_SAMPLE_NS, .must_be = "a duration from 1ms to 1h (e.g. \"20ms\") or \"none\"",
+          .help_arg = "DURATION",
+          .help = "walk blocks shorter than it by a draw, each walked one counted as\n"
+                  "DURATION (an unbiased estimate); none walks every block (default none)" },
         /* read at start: fixed in the BPF programs at load */
         { .key = "offcpu_preempted_stacks", .type = CONF_BOOL, .offset = FIELD(offcpu_preempted_stacks),
           .help_arg = "", .help = "walk preempted waits' (state R) stacks like other blocks' (default\n"

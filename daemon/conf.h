@@ -18,6 +18,9 @@
 #define CONF_MAX_FREQUENCY_HZ 10000
 #define CONF_MIN_INTERVAL_NS (100ULL * 1000000ULL)
 #define CONF_MAX_INTERVAL_NS (3600ULL * 1000000000ULL)
+/* offcpu_sample: BPF draws in microseconds, up to the setting (32 bits) */
+#define CONF_MIN_OFFCPU_SAMPLE_NS (1000ULL * 1000ULL)
+#define CONF_MAX_OFFCPU_SAMPLE_NS (3600ULL * 1000000000ULL)
 #define CONF_DEFAULT_PATH "/etc/profd/profd.conf"
 /* Clients at once: far more than people and scripts on one host use, few
  * enough that their buffers stay a small share of the daemon's memory. */
@@ -129,6 +132,7 @@ struct conf {
         bool kind_cpu, kind_offcpu, kind_wakeup;
         uint64_t offcpu_min_ns;
         uint64_t offcpu_max_ns; /* UINT64_MAX: no maximum */
+        uint64_t offcpu_sample_ns; /* blocks shorter are walked by a draw; 0: all walked */
         unsigned socket_mode;
         char *socket_group;     /* owner group of the socket; NULL: root's */
         char *admin_group;      /* members see everything, like root; NULL: none */

@@ -99,6 +99,7 @@ struct manager {
         uint64_t last_drain_end_ns;   /* CLOCK_REALTIME: the next drain's bucket starts here */
         uint64_t vanished;            /* processes gone before they could be read */
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
+        uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
         uint64_t user_walks;          /* user stacks walked by BPF since start */
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* runtime walks' counters since start (status.h) */
         uint64_t hotspot[STATUS_HOTSPOT__MAX]; /* HotSpot's walker's since start (status.h) */
@@ -281,6 +282,9 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         m->offtime_unlogged_ns += b.counters[PROFD_CNT_OFFCPU_UNLOGGED_NS];
         m->offcpu_filtered += b.counters[PROFD_CNT_OFFCPU_FILTERED];
         m->offcpu_filtered_ns += b.counters[PROFD_CNT_OFFCPU_FILTERED_NS];
+        m->offcpu_unsampled += b.counters[PROFD_CNT_OFFCPU_UNSAMPLED];
+        m->offcpu_unsampled_ns += b.counters[PROFD_CNT_OFFCPU_UNSAMPLED_NS];
+        m->wakeup_unsampled += b.counters[PROFD_CNT_WAKEUP_UNSAMPLED];
         m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
         for (unsigned i = 0; i < STATUS_RUNTIME__MAX; i++)
                 m->runtime[i] += b.counters[PROFD_CNT_RT_WALKS + i];
@@ -560,7 +564,7 @@ static int manager_apply(enum conf_apply what, const struct conf *next, const st
         case CONF_APPLY_OFFCPU:
                 if (m->coll && (running->kind_offcpu || running->kind_wakeup))
                         collector_set_offcpu_thresholds(m->coll, next->offcpu_min_ns, next->offcpu_max_ns,
-                                                        next->timeline_offcpu_min_ns);
+                                                        next->offcpu_sample_ns, next->timeline_offcpu_min_ns);
                 return 0;
         case CONF_APPLY_CLIENTS:
                 server_set_limits(m->server, next->max_clients, next->client_timeout_ns / NSEC_PER_USEC);
@@ -638,6 +642,9 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .interval_now_ns = manager_interval_ns(m),
                 .offcpu_filtered = m->offcpu_filtered,
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
+                .offcpu_unsampled = m->offcpu_unsampled,
+                .offcpu_unsampled_ns = m->offcpu_unsampled_ns,
+                .wakeup_unsampled = m->wakeup_unsampled,
                 .user_walks = m->user_walks,
                 .timeline_untimed = m->timeline_untimed,
                 .offtime_logged = m->offtime_logged,

@@ -56,6 +56,7 @@ struct status_stats {
         uint64_t samples_seen, idle_samples;
         /* the manager's own counts, from the drains' BPF counters */
         uint64_t offcpu_filtered, offcpu_filtered_ns;
+        uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
         uint64_t user_walks;
         uint64_t timeline_untimed;    /* on-CPU samples counted without their time (PROFD_CNT_UNTIMED) */
         /* off-CPU blocks logged with their times, and those counted without

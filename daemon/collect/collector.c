@@ -526,6 +526,7 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
 
         c->skel->data->offcpu_min_ns = cfg->offcpu_min_ns;
         c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
+        c->skel->data->offcpu_sample_ns = cfg->offcpu_sample_ns;
         c->skel->data->offcpu_timeline_min_ns = cfg->timeline_offcpu_min_ns;
         c->skel->rodata->offcpu_enabled = cfg->kind_offcpu;
         c->skel->rodata->offcpu_timeline_enabled = cfg->timeline;
@@ -658,6 +659,9 @@ int collector_new(const struct conf *cfg, collector_event_fn on_event, void *use
                          cfg->kind_wakeup ? (cfg->kind_offcpu ? " and wakers" : " wakers only") : "",
                          (uint64_t) (cfg->offcpu_min_ns / NSEC_PER_USEC),
                          cfg->offcpu_max_ns == UINT64_MAX ? "" : " up to a maximum");
+        if ((cfg->kind_offcpu || cfg->kind_wakeup) && cfg->offcpu_sample_ns)
+                log_info("Blocks shorter than %" PRIu64 " us are walked by a draw and counted as that long "
+                         "(offcpu_sample).", (uint64_t) (cfg->offcpu_sample_ns / NSEC_PER_USEC));
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -719,12 +723,14 @@ unsigned collector_frequency(const collector *c) {
         return c->frequency;
 }
 
-void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t timeline_min_ns) {
+void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t sample_ns,
+                                     uint64_t timeline_min_ns) {
         /* .data is memory-mapped: the programs see the new values at their
          * next run. Each is one aligned 64-bit store, so a program reads
          * either the old or the new value of each, never a torn one. */
         __atomic_store_n(&c->skel->data->offcpu_min_ns, min_ns, __ATOMIC_RELAXED);
         __atomic_store_n(&c->skel->data->offcpu_max_ns, max_ns, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->skel->data->offcpu_sample_ns, sample_ns, __ATOMIC_RELAXED);
         __atomic_store_n(&c->skel->data->offcpu_timeline_min_ns, timeline_min_ns, __ATOMIC_RELAXED);
 }
 

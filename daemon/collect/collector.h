@@ -96,7 +96,8 @@ unsigned collector_frequency(const collector *c);
 /* Changes which blocks are attributed to stacks, and which of those the
  * off-CPU log keeps with their times (timeline_min_ns and longer); the
  * programs see it at their next run. */
-void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t timeline_min_ns);
+void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t sample_ns,
+                                     uint64_t timeline_min_ns);
 
 /* The unwind maps, for the unwinder. */
 const struct collector_unwind_maps *collector_unwind_maps(const collector *c);

@@ -4,8 +4,8 @@
   tests/bench/churn_ab.py --rounds 1 before=/tmp/before after=build
 
 Each named build's profd runs at defaults (`profd --config /dev/null
---socket S --store F`, a private directory each) at the same time, so all
-see the same processes. After the first drain, a fixed workload runs once:
+--socket S --store F`, a private directory each, then any --daemon-args
+of its name) at the same time, so all see the same processes. After the first drain, a fixed workload runs once:
 ROUNDS times this tree's HEAD (a `git archive`, configured as bench.py's
 build host does) built from clean with ninja and its unit tests run
 (`meson test --suite unit`). Then, after one more drain interval, each
@@ -34,6 +34,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -173,10 +174,13 @@ def main():
                     help="go on with rounds until this many seconds passed (default: --rounds only)")
     ap.add_argument("--perf", action="store_true", help="perf record each daemon (cpu-clock, 199 Hz, -g)")
     ap.add_argument("--keep", help="keep the daemons' directories (logs, stores, perf.data) under this one")
+    ap.add_argument("--daemon-args", action="append", default=[], metavar="NAME=ARGS",
+                    help="more options for NAME's profd, after the defaults (e.g. after='--offcpu-sample 20ms')")
     ap.add_argument("builds", nargs="+", metavar="NAME=BUILD_DIR",
                     help="a build directory with daemon/profd, named")
     args = ap.parse_args()
     builds = dict(b.split("=", 1) for b in args.builds)
+    extra = {n: shlex.split(a) for n, a in (x.split("=", 1) for x in args.daemon_args)}
     workdir = args.keep or tempfile.mkdtemp(prefix="profd-churn-ab-")
     os.makedirs(workdir, exist_ok=True)
     src = bench.build_tree(workdir)
@@ -188,7 +192,7 @@ def main():
             sock, store = os.path.join(d, "profd.sock"), os.path.join(d, "profd.db")
             log = open(os.path.join(d, "profd.log"), "w")
             p = subprocess.Popen([os.path.join(build, "daemon", "profd"), "--config", "/dev/null",
-                                  "--socket", sock, "--store", store], stdout=log, stderr=log)
+                                  "--socket", sock, "--store", store] + extra.get(name, []), stdout=log, stderr=log)
             daemons[name] = {"p": p, "dir": d, "store": store}
         for name, dm in daemons.items():
             deadline = time.monotonic() + 60

@@ -3,8 +3,11 @@
 in known functions for known times; profctl must report each function's
 blocked time within 5%, in state S, and the pipe writer as the waker of the
 reader's blocked time; a timer interrupt's wakeups are process 0's, not the
-thread's it interrupted. Stopping profd keeps the last interval."""
+thread's it interrupted. Stopping profd keeps the last interval. With
+offcpu_sample, blocks shorter than it are walked by a draw, and each
+function's blocked time is an estimate within its standard error."""
 import json
+import math
 import subprocess
 
 from harness import Profd, binary, function_shares, require_root, run_tests
@@ -137,6 +140,66 @@ def kernel_has_sched_exit_tp():
     return "'btf_trace_sched_exit_tp'" in out
 
 
+# offcpu_sample for the test below, longer than every block of
+# offcpu_truth (nominal lengths, offcpu_truth.c) and shorter than sleeps'
+SAMPLE_NS = 40_000_000
+NOMINAL_NS = {"block_nanosleep": 20_000_000, "block_pipe_read": 15_000_000, "block_mutex_lock": 10_000_000}
+LONG_BLOCK_MS = 100
+
+
+def sampled_tolerance(total_ns, block_ns):
+    """How far a sampled total may be from its truth total_ns of blocks of
+    about block_ns each, shorter than SAMPLE_NS: each is walked with
+    probability p = block / SAMPLE and counted as SAMPLE, so the count's
+    variance is n SAMPLE^2 p (1 - p) = total (SAMPLE - block). Four standard
+    errors, and 2% for what the truth's clock and BPF's disagree on."""
+    return 4 * math.sqrt(total_ns * (SAMPLE_NS - block_ns)) + 0.02 * total_ns
+
+
+def test_sampled_blocks_estimate_the_truth():
+    """offcpu_sample = 40ms: offcpu_truth's blocks (10-20 ms) are each
+    walked with probability length / 40 ms and counted as 40 ms; sleeps'
+    100 ms blocks are walked and counted exactly. Each function's blocked
+    time, and the pipe writer's wake-ups of the reader, must be within their
+    tolerances; a block counted as its own length (a biased estimate: -50%
+    to -75%) or every block walked and counted as 40 ms (+100% to +300%)
+    fails. profctl status counts the blocks and wake-ups left unwalked."""
+    with Profd("--interval", "2s", "--offcpu-sample", f"{SAMPLE_NS // 1_000_000}ms") as d:
+        sleeps = subprocess.Popen([binary("SLEEPS"), "8", str(LONG_BLOCK_MS)], stdout=subprocess.PIPE, text=True)
+        truth = run_workload(8)
+        long_truth = json.loads(sleeps.communicate(timeout=60)[0])
+        assert sleeps.returncode == 0
+        d.profctl("flush")
+        got = blocked_ns(d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--since", "5m"))
+        for f in FUNCS:
+            want, have = truth["functions"][f], got.get(f, 0)
+            tolerance = sampled_tolerance(want, NOMINAL_NS[f])
+            print(f"  {f}: truth {want / 1e6:.1f} ms  profd {have / 1e6:.1f} ms  "
+                  f"({100.0 * (have - want) / want:+.2f}%, tolerance {100.0 * tolerance / want:.1f}%)")
+            assert abs(have - want) <= tolerance, \
+                f"{f}: profd estimates {have / 1e6:.1f} ms blocked, truth is {want / 1e6:.1f} ms"
+        # blocks longer than offcpu_sample: every one walked, exactly
+        want = sum(e - s for s, e in long_truth["blocks"])
+        have = blocked_ns(d.query_json("--kind", "offcpu", "--pid", str(long_truth["pid"]),
+                                       "--since", "5m")).get("block_wait", 0)
+        print(f"  block_wait ({LONG_BLOCK_MS} ms blocks): truth {want / 1e6:.1f} ms  profd {have / 1e6:.1f} ms")
+        assert abs(have - want) <= TOLERANCE * want, (have, want)
+        # the reader's wakers: the same draw, on the block until its wake-up
+        reader = truth["functions"]["block_pipe_read"] - truth["run_delay"]["block_pipe_read"]
+        ended = blocked_ns(d.query_json("--kind", "wakeup", "--pid", str(truth["pid"]),
+                                        "--since", "5m")).get("feed_pipe_writer", 0)
+        tolerance = sampled_tolerance(reader, NOMINAL_NS["block_pipe_read"])
+        print(f"  feed_pipe_writer ended {ended / 1e6:.1f} ms of the reader's {reader / 1e6:.1f} ms "
+              f"(tolerance {100.0 * tolerance / reader:.1f}%)")
+        assert abs(ended - reader) <= tolerance, (ended, reader)
+        offcpu = json.loads(d.profctl("status", "--json").stdout)["offcpu"]
+        print(f"  status: {offcpu}")
+        assert offcpu["sample_ns"] == SAMPLE_NS, offcpu
+        assert offcpu["unsampled_blocks"] > 0 and offcpu["unsampled_ns"] > 0 and offcpu["unsampled_wakeups"] > 0
+        shown = d.profctl("status").stdout
+        assert "walked by a draw (offcpu_sample)" in shown, shown
+
+
 def test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists():
     """profd finds the tracepoint (daemon/collect/collector.c) exactly when
     the kernel has it, and says so only when it does not."""
@@ -163,4 +226,5 @@ def test_sigterm_keeps_the_last_interval():
 if __name__ == "__main__":
     require_root()
     run_tests([test_blocked_time_per_function_matches_truth, test_timer_wakeups_are_not_the_interrupted_threads,
+               test_sampled_blocks_estimate_the_truth,
                test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists, test_sigterm_keeps_the_last_interval])

@@ -45,6 +45,7 @@ static void test_every_key_sets_its_field(void) {
                         "kinds = cpu,wakeup\n"
                         "offcpu_min = 2ms\n"
                         "offcpu_max = 10s\n"
+                        "offcpu_sample = 20ms\n"
                         "max_clients = 7\n"
                         "client_timeout = 1m\n"
                         "retention_raw = 6h\n"
@@ -69,6 +70,7 @@ static void test_every_key_sets_its_field(void) {
         CHECK(c.kind_cpu && !c.kind_offcpu && c.kind_wakeup);
         CHECK_INT_EQ(c.offcpu_min_ns, 2000000);
         CHECK_INT_EQ(c.offcpu_max_ns, 10 * NSEC_PER_SEC);
+        CHECK_INT_EQ(c.offcpu_sample_ns, 20 * NSEC_PER_MSEC);
         CHECK_INT_EQ(c.max_clients, 7);
         CHECK_INT_EQ(c.client_timeout_ns, 60 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.retention_raw_ns, 6 * 3600 * NSEC_PER_SEC);
@@ -105,7 +107,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 40);
+        CHECK_INT_EQ(n, 41);
 }
 
 static void test_defaults(void) {
@@ -160,6 +162,9 @@ static void test_bad_files_name_file_line_and_key(void) {
                 { "capture_on = cpu:pid=x>5\n", "f.conf:1: key 'capture_on': capture_on: \"cpu:pid=x>5\": cpu: pid= needs a process id*" },
                 { "capture_on = manual\n", "f.conf:1: key 'capture_on': capture_on: \"manual\" is for profctl capture start*" },
                 { "capture_duration = 0s\n", "f.conf:1: key 'capture_duration': capture_duration must be a duration from 1s to 1h*" },
+                { "offcpu_sample = 500us\n", "f.conf:1: key 'offcpu_sample': offcpu_sample must be none or at least 1ms" },
+                { "offcpu_sample = 2h\n", "f.conf:1: key 'offcpu_sample': offcpu_sample must be a duration from 1ms to 1h (e.g. \"20ms\") or \"none\", not \"2h\"" },
+                { "offcpu_sample = often\n", "f.conf:1: key 'offcpu_sample': *" },
                 { "store = relative.db\n", "f.conf:1: key 'store': store must be an absolute path, not \"relative.db\"" },
                 { "frequency\n", "f.conf:1: expected \"key = value\", got \"frequency\"" },
                 { " = 5\n", "f.conf:1: missing key before '='" },
@@ -238,10 +243,11 @@ static void test_sizes(void) {
 
 static void test_none_values(void) {
         struct conf c;
-        char *e = parse(&c, "max_store_size = none\noffcpu_max = none\ndebug_dirs =\n");
+        char *e = parse(&c, "max_store_size = none\noffcpu_max = none\noffcpu_sample = none\ndebug_dirs =\n");
 
         CHECK(!e);
         CHECK_INT_EQ(c.max_store_size, 0);
+        CHECK_INT_EQ(c.offcpu_sample_ns, 0);
         CHECK(c.offcpu_max_ns == UINT64_MAX);
         CHECK(c.debug_dirs && !c.debug_dirs[0]);
         conf_done(&c);
@@ -303,6 +309,7 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "kinds", "cpu,wakeup", "cpu,wakeup" },
         { "offcpu_min", "2ms", "2ms" },
         { "offcpu_max", "10s", "10s" },
+        { "offcpu_sample", "20ms", "20ms" },
         { "offcpu_preempted_stacks", "on", "on" },
         { "max_clients", "7", "7" },
         { "client_timeout", "1m", "1m" },
@@ -478,10 +485,10 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
                 conf_done(&from_flag);
                 conf_done(&from_file);
         }
-        /* frequency, interval, offcpu_min/max, max_clients, client_timeout,
-         * retention x3, max_store_size, timeline_retention, timeline_max_size,
-         * timeline_offcpu_min, symbol_cache, debug_dirs */
-        CHECK_INT_EQ(n_reloadable, 15);
+        /* frequency, interval, offcpu_min/max/sample, max_clients,
+         * client_timeout, retention x3, max_store_size, timeline_retention,
+         * timeline_max_size, timeline_offcpu_min, symbol_cache, debug_dirs */
+        CHECK_INT_EQ(n_reloadable, 16);
         CHECK_INT_EQ(n_restart, 25);
         conf_done(&defaults);
 }

@@ -104,6 +104,7 @@ static struct status_stats full_stats(const struct conf *c) {
                 .sampling_hz = 999, .raised_until_ns = 1764680553250000000ULL, .interval_now_ns = 991000000,
                 .samples_seen = 11, .idle_samples = 12,
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
+                .offcpu_unsampled = 15, .offcpu_unsampled_ns = 16, .wakeup_unsampled = 17,
                 .user_walks = 15,
                 .timeline_untimed = 16,
                 .offtime_logged = 17, .offtime_short = 18, .offtime_short_ns = 19,
@@ -248,7 +249,8 @@ static void test_keys_in_order(void) {
         check_keys(json_object_get(o, "store_check"), "state started_ns finished_ns message");
         check_keys(json_object_get(o, "store_migration"), "pending_rows pending_drains done_rows done_drains "
                    "complete_after_ns running");
-        check_keys(json_object_get(o, "offcpu"), "min_ns max_ns filtered_blocks filtered_ns");
+        check_keys(json_object_get(o, "offcpu"),
+                   "min_ns max_ns filtered_blocks filtered_ns sample_ns unsampled_blocks unsampled_ns unsampled_wakeups");
         check_keys(json_object_get(o, "timeline"), "on bytes blocks samples oldest_ns untimed retention_s max_size "
                    "deleted_blocks offcpu");
         check_keys(json_object_get(json_object_get(o, "timeline"), "offcpu"), "blocks bytes oldest_ns logged short "
@@ -428,6 +430,10 @@ static void test_values(void) {
         CHECK(json_is_null(json_object_get(x, "max_ns")));
         CHECK_INT_EQ(num(x, "filtered_blocks"), 13);
         CHECK_INT_EQ(num(x, "filtered_ns"), 14);
+        CHECK(json_is_null(json_object_get(x, "sample_ns")));
+        CHECK_INT_EQ(num(x, "unsampled_blocks"), 15);
+        CHECK_INT_EQ(num(x, "unsampled_ns"), 16);
+        CHECK_INT_EQ(num(x, "unsampled_wakeups"), 17);
         CHECK_INT_EQ(num(o, "max_clients"), 64);
         CHECK_INT_EQ(num(o, "client_timeout_ms"), 30000);
         CHECK_INT_EQ(num(o, "symbol_cache_limit_bytes"), 256 << 20);
