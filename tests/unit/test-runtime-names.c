@@ -186,6 +186,14 @@ static bool never_alive(void *userdata, uint32_t pid, uint64_t start_ns) {
         return false;
 }
 
+/* Drains enough for every process, all gone, to be dropped. */
+static void drop_every_process(runtime_names *c) {
+        for (unsigned i = 0; i <= RUNTIME_NAMES_KEEP_DRAINS; i++) {
+                runtime_names_begin_drain(c);
+                runtime_names_end_drain(c, never_alive, NULL);
+        }
+}
+
 /* An event reads the object once; the first use in each drain re-reads
  * its head only; later uses in the drain read nothing. */
 static void test_read_once_then_hit(void) {
@@ -690,10 +698,7 @@ static void test_shared_by_file(void) {
         CHECK_INT_EQ(fh.h.reads, reads + 1);   /* an own object is */
         runtime_names_end_drain(c, always_alive, NULL);
         /* both processes gone and dropped: the shared objects stay */
-        for (unsigned i = 0; i <= RUNTIME_NAMES_KEEP_DRAINS; i++) {
-                runtime_names_begin_drain(c);
-                runtime_names_end_drain(c, never_alive, NULL);
-        }
+        drop_every_process(c);
         runtime_names_get_stats(c, &st);
         CHECK_INT_EQ(st.processes, 0);
         CHECK_INT_EQ(st.codes, 0);
@@ -765,10 +770,7 @@ static void test_shared_idle_bytes(void) {
         runtime_names_session_close(c, &s, 0);
         runtime_names_get_stats(c, &st);
         CHECK_INT_EQ(st.shared, 2);
-        for (unsigned i = 0; i <= RUNTIME_NAMES_KEEP_DRAINS; i++) {
-                runtime_names_begin_drain(c);
-                runtime_names_end_drain(c, never_alive, NULL);
-        }
+        drop_every_process(c);
         runtime_names_get_stats(c, &st);
         CHECK_INT_EQ(st.processes, 0);
         CHECK_INT_EQ(st.shared, 1);
