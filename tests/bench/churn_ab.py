@@ -246,7 +246,7 @@ def main():
             except ValueError:
                 status = {}
             dm["status"] = {k: status.get(k) for k in STATUS_FIELDS}
-            dm["status"].update({k: status.get(k) for k in ("unwind", "drops") if k in status})
+            dm["status"].update({k: status.get(k) for k in ("unwind", "drops", "offcpu") if k in status})
         for name, dm in daemons.items():
             dm["p"].send_signal(signal.SIGTERM)
         for name, dm in daemons.items():
