@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dlist.h"
 #include "hashmap.h"
 #include "macro.h"
 #include "remote-pages.h"
@@ -41,8 +42,7 @@ struct runtime_names_shared {
         size_t bytes;                  /* counted in the budget, this struct's included */
         unsigned refs;                 /* processes' entries and reads in flight; under owner's lock */
         uint64_t idle_ns;              /* when refs fell to 0 (CLOCK_MONOTONIC) */
-        /* while refs is 0: in owner's idle list, let go of longest ago last */
-        struct runtime_names_shared *idle_prev, *idle_next;
+        struct dlist_node idle;        /* while refs is 0: in owner's idle list */
 };
 
 struct rn_proc {
@@ -67,7 +67,7 @@ struct rn_code {
         size_t bytes;                  /* counted in the budget */
         uint64_t checked_drain;        /* the drain whose first use checked it against reuse */
         uint64_t looked_ns;            /* when it was last read or checked (CLOCK_MONOTONIC) */
-        struct rn_code *lru_prev, *lru_next;   /* most recently used first */
+        struct dlist_node lru;         /* in the cache's, most recently used first */
         struct rn_code *proc_prev, *proc_next;
 };
 
@@ -78,7 +78,7 @@ struct runtime_names {
         uint64_t budget;
         hashmap *procs;        /* struct rn_key * (code 0) -> struct rn_proc * */
         hashmap *codes;        /* struct rn_key * -> struct rn_code * */
-        struct rn_code *lru_head, *lru_tail;
+        struct dlist lru;      /* struct rn_code, most recently used first */
         uint64_t drain;        /* drains begun: 0 before the first */
         struct remote_pages pages;     /* the reads of code_fill and code_check (this thread's) */
         struct runtime_names_stats stats;
@@ -88,7 +88,7 @@ struct runtime_names {
          * immutable and read without it while held. */
         pthread_mutex_t shared_lock;
         hashmap *shared;       /* struct rn_shared_key * -> runtime_names_shared * */
-        runtime_names_shared *idle_head, *idle_tail;   /* refs 0, most recently let go first */
+        struct dlist idle;     /* runtime_names_shared with refs 0, most recently let go first */
         uint64_t shared_bytes, shared_count, shared_hits;
         uint64_t idle_bytes;   /* of those in the idle list */
 };
@@ -153,48 +153,19 @@ void runtime_names_set_budget(runtime_names *c, uint64_t budget) {
         c->budget = budget;
 }
 
-static void lru_unlink(runtime_names *c, struct rn_code *e) {
-        if (e->lru_prev)
-                e->lru_prev->lru_next = e->lru_next;
-        else
-                c->lru_head = e->lru_next;
-        if (e->lru_next)
-                e->lru_next->lru_prev = e->lru_prev;
-        else
-                c->lru_tail = e->lru_prev;
-        e->lru_prev = e->lru_next = NULL;
-}
-
-static void lru_push(runtime_names *c, struct rn_code *e) {
-        e->lru_next = c->lru_head;
-        if (c->lru_head)
-                c->lru_head->lru_prev = e;
-        else
-                c->lru_tail = e;
-        c->lru_head = e;
-}
-
 static void idle_unlink(runtime_names *c, runtime_names_shared *sh) {
         c->idle_bytes -= sh->bytes;
-        if (sh->idle_prev)
-                sh->idle_prev->idle_next = sh->idle_next;
-        else
-                c->idle_head = sh->idle_next;
-        if (sh->idle_next)
-                sh->idle_next->idle_prev = sh->idle_prev;
-        else
-                c->idle_tail = sh->idle_prev;
-        sh->idle_prev = sh->idle_next = NULL;
+        dlist_unlink(&c->idle, &sh->idle);
 }
 
 static void idle_push(runtime_names *c, runtime_names_shared *sh) {
         c->idle_bytes += sh->bytes;
-        sh->idle_next = c->idle_head;
-        if (c->idle_head)
-                c->idle_head->idle_prev = sh;
-        else
-                c->idle_tail = sh;
-        c->idle_head = sh;
+        dlist_push_head(&c->idle, &sh->idle);
+}
+
+/* The shared object let go of longest ago (NULL: none idle). */
+static runtime_names_shared *idle_oldest(runtime_names *c) {
+        return DLIST_ENTRY(c->idle.tail, runtime_names_shared, idle);
 }
 
 /* Under c->shared_lock. */
@@ -240,7 +211,7 @@ static void code_clear(runtime_names *c, struct rn_code *e) {
 
 static void code_drop(runtime_names *c, struct rn_code *e) {
         code_clear(c, e);
-        lru_unlink(c, e);
+        dlist_unlink(&c->lru, &e->lru);
         if (e->proc_prev)
                 e->proc_prev->proc_next = e->proc_next;
         else
@@ -299,10 +270,12 @@ runtime_names *runtime_names_free(runtime_names *c) {
 }
 
 void runtime_names_shared_expire(runtime_names *c, uint64_t now) {
+        runtime_names_shared *sh;
+
         pthread_mutex_lock(&c->shared_lock);
-        while (c->idle_tail && (now - c->idle_tail->idle_ns >= RUNTIME_NAMES_SHARED_IDLE_NS ||
-                                c->idle_bytes > RUNTIME_NAMES_SHARED_IDLE_BYTES))
-                shared_free_locked(c, c->idle_tail);
+        while ((sh = idle_oldest(c)) && (now - sh->idle_ns >= RUNTIME_NAMES_SHARED_IDLE_NS ||
+                                         c->idle_bytes > RUNTIME_NAMES_SHARED_IDLE_BYTES))
+                shared_free_locked(c, sh);
         pthread_mutex_unlock(&c->shared_lock);
 }
 
@@ -311,6 +284,7 @@ void runtime_names_shared_expire(runtime_names *c, uint64_t now) {
  * (an entry that held a shared object makes it idle, dropped next). */
 static void evict(runtime_names *c) {
         for (;;) {
+                runtime_names_shared *sh;
                 bool idle;
 
                 pthread_mutex_lock(&c->shared_lock);
@@ -318,14 +292,15 @@ static void evict(runtime_names *c) {
                         pthread_mutex_unlock(&c->shared_lock);
                         return;
                 }
-                idle = c->idle_tail;
+                sh = idle_oldest(c);
+                idle = sh;
                 if (idle)
-                        shared_free_locked(c, c->idle_tail);
+                        shared_free_locked(c, sh);
                 pthread_mutex_unlock(&c->shared_lock);
-                if (!idle && !c->lru_tail)
+                if (!idle && !c->lru.tail)
                         return;
                 if (!idle)
-                        code_drop(c, c->lru_tail);
+                        code_drop(c, DLIST_ENTRY(c->lru.tail, struct rn_code, lru));
                 c->stats.evicted++;
         }
 }
@@ -452,7 +427,7 @@ static int code_get(runtime_names *c, struct rn_proc *p, const struct unwind_run
         if (p->codes)
                 p->codes->proc_prev = e;
         p->codes = e;
-        lru_push(c, e);
+        dlist_push_head(&c->lru, &e->lru);
         c->stats.bytes += e->bytes;
         c->stats.codes++;
         *ret = e;
@@ -916,8 +891,8 @@ int runtime_names_lookup(runtime_names *c, uint32_t pid, uint64_t start_ns, bool
                 if (r < 0)
                         return r;
         }
-        lru_unlink(c, e);
-        lru_push(c, e);
+        dlist_unlink(&c->lru, &e->lru);
+        dlist_push_head(&c->lru, &e->lru);
         *ret = (struct runtime_names_frame) { .runtime = rt };
         if (e->code) {
                 ret->status = RUNTIME_NAMES_NAMED;

@@ -29,15 +29,7 @@
 
 static void lru_unlink(unwinder *u, struct ufile *f) {
         u->n_unused--;
-        if (f->lru_prev)
-                f->lru_prev->lru_next = f->lru_next;
-        else if (u->lru_head == f)
-                u->lru_head = f->lru_next;
-        if (f->lru_next)
-                f->lru_next->lru_prev = f->lru_prev;
-        else if (u->lru_tail == f)
-                u->lru_tail = f->lru_prev;
-        f->lru_prev = f->lru_next = NULL;
+        dlist_unlink(&u->unused, &f->unused);
 }
 
 void ufile_ref(unwinder *u, struct ufile *f) {
@@ -50,13 +42,7 @@ void ufile_unref(unwinder *u, struct ufile *f, uint64_t now) {
                 return;
         f->unref_ns = now;
         u->n_unused++;
-        f->lru_prev = u->lru_tail;
-        f->lru_next = NULL;
-        if (u->lru_tail)
-                u->lru_tail->lru_next = f;
-        else
-                u->lru_head = f;
-        u->lru_tail = f;
+        dlist_push_tail(&u->unused, &f->unused);
 }
 
 void ufile_free(struct ufile *f) {
@@ -100,6 +86,7 @@ void ufile_evict(unwinder *u, struct ufile *f) {
 static int rows_room(unwinder *u, uint32_t n, uint32_t *ret_off) {
         _cleanup_free_ struct rangealloc_spare *spare = NULL;
         uint64_t now = mono_ns();
+        struct ufile *f;
         uint32_t off;
         size_t k = 0;
         int r;
@@ -110,17 +97,15 @@ static int rows_room(unwinder *u, uint32_t n, uint32_t *ret_off) {
         spare = calloc(u->n_unused + 1, sizeof(*spare));
         if (!spare)
                 return -ENOMEM;
-        for (struct ufile *f = u->lru_head; f; f = f->lru_next)
+        DLIST_FOREACH_SAFE(&u->unused, f, struct ufile, unused)
                 if (f->values > 0)
                         spare[k++] = (struct rangealloc_spare) { f->off, f->values, f->unref_ns };
         r = rangealloc_find_room(u->rows_alloc, n, spare, k, now, &off);
         if (r < 0)
                 return r;
-        for (struct ufile *f = u->lru_head, *next; f; f = next) {
-                next = f->lru_next;
+        DLIST_FOREACH_SAFE(&u->unused, f, struct ufile, unused)
                 if (f->values > 0 && f->off < off + n && off < f->off + f->values)
                         ufile_evict(u, f);
-        }
         rangealloc_reclaim(u->rows_alloc, now);
         return rangealloc_alloc(u->rows_alloc, n, ret_off);
 }

@@ -24,7 +24,7 @@ struct ufile {
         uint32_t values;
         unsigned refs;             /* live processes' mappings */
         uint64_t unref_ns;         /* CLOCK_MONOTONIC when refs became 0 */
-        struct ufile *lru_prev, *lru_next; /* in the unused list while refs == 0 */
+        struct dlist_node unused;  /* in the unwinder's unused list while refs == 0 */
         struct offset_bias *biases;
         size_t n_biases;
         bool retry;                /* no table for want of room (or memory): build again when next mapped */

@@ -784,7 +784,7 @@ int uproc_sweep(unwinder *u) {
                         miss_reloaded(p, now);
         }
         while (u->n_unused > UNUSED_FILES_MAX)
-                ufile_evict(u, u->lru_head);
+                ufile_evict(u, DLIST_ENTRY(u->unused.head, struct ufile, unused));
         rangealloc_reclaim(u->rows_alloc, now);
         rangealloc_reclaim(u->maps_alloc, now);
         return 0;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "dlist.h"
 #include "hashmap.h"
 #include "loopthread.h"
 #include "helpers.h"
@@ -105,7 +106,7 @@ struct unwinder {
         bool no_batch;             /* the kernel refused a batch update: mmap only */
         hashmap *files;            /* struct file_key * -> struct ufile */
         hashmap *procs;            /* tgid -> struct uproc */
-        struct ufile *lru_head, *lru_tail; /* unused files, oldest first */
+        struct dlist unused;       /* struct ufile, unused files, oldest first */
         size_t n_unused;
         uint32_t *scan;            /* processes found at start, not loaded yet */
         size_t n_scan, scan_next;
