@@ -5,9 +5,10 @@
  * find:
  * - the node cache (every program, per scratch slot): a node stored in a
  *   generation keeps its id until the drain empties that generation's maps;
- * - the row cache, the leaf cache and the walk memo (the sampler only,
- *   x86-64): the rule of an address under a process's unwind entry
- *   version, which the daemon never reuses for other mappings or tables.
+ * - the row cache, the leaf cache and the walk memo (x86-64; one of each
+ *   per walker, enum walk_cache): the rule of an address under a process's
+ *   unwind entry version, which the daemon never reuses for other mappings
+ *   or tables.
  * Their layouts are in state.bpf.h; their users are frames_store
  * (sample.bpf.h) and the walk (unwind.bpf.h). */
 #pragma once
@@ -71,10 +72,13 @@ static __always_inline void node_cache_put(struct node_cache_entry *e, __u32 gen
  * so a hit is exactly what the lookup would find. It pays because the
  * same return addresses come back sample after sample, and at 49 Hz each
  * lookup in the tables is a few cache and TLB misses (vmalloc'd maps, 4
- * KiB pages) while the cache is one line of a few pages. Only the sampler
- * uses it: it is the walk of which the cost repeats the most, and a
- * program that can interrupt another (the sampler runs from the timer
- * interrupt) must not find an entry half written. Two ways per set, the
+ * KiB pages) while the cache is one line of a few pages. The off-CPU
+ * walks (a block's stack at its switch-in, its waker's) have theirs: a
+ * thread blocks again and again in the same few places, its waker wakes
+ * it from the same few. Each walker has its own element of the map (enum
+ * walk_cache, s->cache): a program that can interrupt another (the sampler
+ * from the timer interrupt, a wake-up in an interrupt within
+ * profd_switch_done) must not find an entry half written. Two ways per set, the
  * newer first: the same return address in two processes (the forked
  * workers of one program, taking turns on a CPU) keeps both. 128 sets of
  * one cache line: the distinct return addresses of a CPU's busy threads.
@@ -91,7 +95,7 @@ static __always_inline void node_cache_put(struct node_cache_entry *e, __u32 gen
  * unwind_maps and unwind_rows. Two ways per set (the newer first), sets
  * by version: the processes taking turns on a CPU.
  *
- * The walk memo: the sampler's last walk of a thread (a slot per tid hash,
+ * The walk memo: a walker's last walk of a thread (a slot per tid hash,
  * per CPU), frame by frame: the row cache's tag and rule of each frame, in
  * walk order. The next walk of that thread looks for frame i where the
  * last one's frame i was, or one or two further (a leaf with one callee
@@ -105,9 +109,9 @@ static __always_inline void node_cache_put(struct node_cache_entry *e, __u32 gen
  * how far up the stack the walk read (read_hi), for the next walk's
  * span_read. */
 
-static __always_inline struct row_cache_set *row_cache_set(__u64 tag) {
-        __u32 zero = 0;
-        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
+static __always_inline struct row_cache_set *row_cache_set(struct ustack_state *s, __u64 tag) {
+        __u32 k = s->cache;
+        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &k);
         __u64 h = tag * 0x9e3779b97f4a7c15ULL;
 
         if (!c)
@@ -115,10 +119,10 @@ static __always_inline struct row_cache_set *row_cache_set(__u64 tag) {
         return &c->set[(h >> 57) & (ROW_CACHE_SETS - 1)];
 }
 
-static __always_inline struct leaf_cache_set *leaf_cache_set(__u64 version) {
-        __u32 zero = 0;
-        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
-        __u64 h = version * 0x9e3779b97f4a7c15ULL;
+static __always_inline struct leaf_cache_set *leaf_cache_set(struct ustack_state *s) {
+        __u32 k = s->cache;
+        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &k);
+        __u64 h = s->version * 0x9e3779b97f4a7c15ULL;
 
         if (!c)
                 return NULL;
@@ -149,7 +153,7 @@ static __always_inline bool row_cache_hit(struct row_cache_entry *e, __u64 tag, 
  * rule ret under s->version. */
 static __always_inline void leaf_cache_put(struct ustack_state *s, __u64 lo, __u64 hi,
                                            const struct profd_unwind_row *ret) {
-        struct leaf_cache_set *l = leaf_cache_set(s->version);
+        struct leaf_cache_set *l = leaf_cache_set(s);
 
         if (l) {
                 l->way[1] = l->way[0];
@@ -173,18 +177,18 @@ static __always_inline void row_cache_put(struct row_cache_set *c, struct ustack
         c->way[0].rbp_off = ret->rbp_off;
 }
 
-static __always_inline struct walk_memo_slot *walk_memo_slot(__u32 k) {
-        __u32 zero = 0;
-        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &zero);
+static __always_inline struct walk_memo_slot *walk_memo_slot(struct ustack_state *s) {
+        __u32 k = s->cache;
+        struct row_cache *c = bpf_map_lookup_elem(&row_cache, &k);
 
         if (!c)
                 return NULL;
-        return &c->memo.slot[VERIFIER_MASK(k, 15)];
+        return &c->memo.slot[VERIFIER_MASK(s->memo_slot, 15)];
 }
 
 /* The memo's rule for tag, looked for at s->memo_pos and the two after. */
 static __always_inline bool walk_memo_hit(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
-        struct walk_memo_slot *m = walk_memo_slot(s->memo_slot);
+        struct walk_memo_slot *m = walk_memo_slot(s);
         __u32 n;
 
         if (!m)
@@ -208,13 +212,13 @@ static __always_inline bool walk_memo_hit(struct ustack_state *s, __u64 tag, str
         return false;
 }
 
-/* Before a sampler's walk: the thread's memo slot (NULL if the lookup
+/* Before a walk with caches: the thread's memo slot (NULL if the lookup
  * failed), and whether it holds a walk of this version. */
 static __always_inline struct walk_memo_slot *walk_memo_begin(struct ustack_state *s, __u32 pid) {
         struct walk_memo_slot *m;
 
         s->memo_slot = (pid * 0x9e3779b1U) >> 28;
-        m = walk_memo_slot(s->memo_slot);
+        m = walk_memo_slot(s);
         s->memo_ok = m && m->version == s->version;
         s->memo_pos = 0;
         s->memo_n = 0;
@@ -222,7 +226,7 @@ static __always_inline struct walk_memo_slot *walk_memo_begin(struct ustack_stat
         return m;
 }
 
-/* Frame i of a sampler's walk has the rule row: noted for the memo. */
+/* Frame i of a walk with caches has the rule row: noted for the memo. */
 static __always_inline void walk_memo_add(struct ustack_state *s, struct walk_window *w, __u32 i, __u64 tag,
                                           const struct profd_unwind_row *row) {
         if (s->version && i < WALK_MEMO_DEPTH) {
@@ -236,10 +240,10 @@ static __always_inline void walk_memo_add(struct ustack_state *s, struct walk_wi
         }
 }
 
-/* After a sampler's walk: the memo slot becomes this walk, unless every
+/* After a walk with caches: the memo slot becomes this walk, unless every
  * frame was found in it. */
 static __always_inline void walk_memo_save(struct ustack_state *s, struct walk_window *w) {
-        struct walk_memo_slot *m = walk_memo_slot(s->memo_slot);
+        struct walk_memo_slot *m = walk_memo_slot(s);
         __u32 n = s->memo_n;
 
         if (!m)

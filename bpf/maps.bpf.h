@@ -212,11 +212,12 @@ struct {
 } walk_windows SEC(".maps") __weak;
 
 #if defined(__TARGET_ARCH_x86)
-/* The sampler's caches (cache.bpf.h): the row cache, the leaf cache and
- * the walk memo, one map value, one lookup and one allocation for the three. */
+/* The walks' caches (cache.bpf.h): the row cache, the leaf cache and the
+ * walk memo, one map value, one lookup and one allocation for the three;
+ * one value per walker that may interrupt another (enum walk_cache). */
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
+        __uint(max_entries, WALK_CACHE__MAX);
         __type(key, __u32);
         __type(value, struct row_cache);
 } row_cache SEC(".maps") __weak;

@@ -68,9 +68,9 @@ struct ustack_state {
         __u8 rt_replace;        /* the native frame at ips[n - 1] is the loop's: the first
                                  * pseudo-frame takes its place */
         __u8 rt_met;            /* HotSpot: this walk met the code cache (counted once) */
-        __u64 version;          /* the process's profd_unwind_proc.version; 0: no row cache */
-        __u32 pad2;
-        /* the walk memo (sampler only, bpf/cache.bpf.h) */
+        __u64 version;          /* the process's profd_unwind_proc.version; 0: no caches */
+        __u32 cache;            /* this walk's element of row_cache (enum walk_cache) */
+        /* the walk memo (bpf/cache.bpf.h) */
         __u8 memo_slot;         /* the slot of this thread */
         __u8 memo_ok;           /* the slot holds a walk of this version */
         __u8 memo_dirty;        /* a frame missed it: rewrite it */
@@ -200,7 +200,7 @@ struct leaf_cache_set {
 };
 
 /* The walk memo (cache.bpf.h): a slot per tid hash. */
-#define WALK_MEMO_SLOTS 16 /* VERIFIER_MASK(k, 15) in walk_memo_slot */
+#define WALK_MEMO_SLOTS 16 /* VERIFIER_MASK(s->memo_slot, 15) in walk_memo_slot */
 struct walk_memo_slot {
         __u64 version; /* 0: empty */
         __u32 n;       /* frames in f */
@@ -211,6 +211,19 @@ struct walk_memo_slot {
 
 struct walk_memo {
         struct walk_memo_slot slot[WALK_MEMO_SLOTS];
+};
+
+/* The walkers that have caches of their own (the key of row_cache): a
+ * program that interrupts another on the same CPU must not find an entry
+ * the other half wrote, and these can (the sampler runs from the timer
+ * interrupt, or an NMI, over anything; a wake-up from an interrupt runs
+ * profd_waking within profd_switch_done), while a walker never interrupts
+ * itself (a tracing program does not run nested in its own run). */
+enum walk_cache {
+        WALK_CACHE_ONCPU,       /* the sampler (SCRATCH_ONCPU_USER) */
+        WALK_CACHE_SWITCH,      /* the block's own stack (SCRATCH_SWITCH_USER) */
+        WALK_CACHE_WAKER,       /* its waker's (SCRATCH_WAKER_USER) */
+        WALK_CACHE__MAX,
 };
 
 /* The row cache, the leaf cache and the walk memo: one map value, one

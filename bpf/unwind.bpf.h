@@ -234,8 +234,7 @@ fault:
 }
 
 /* The rule for tag (s->ip, and whether it is exact) in the process's
- * tables, into *ret, remembered in the row cache for the sampler (c: its
- * set, NULL for the others). False with s->end set if the walk ends here.
+ * tables, into *ret, remembered in the row cache set c (NULL: none). False with s->end set if the walk ends here.
  * Out of line, like the steps: at 49 Hz a sample finds the program's code
  * cold too, and the common frame (a row cache hit) then runs through
  * fewer lines of it.
@@ -247,13 +246,15 @@ fault:
  * again for every state the walk calls it in: profd_switch_done 150 k ->
  * 87 k instructions, profd_waking 185 k -> 122 k (docs/performance.md,
  * Start-up). Its arguments are memory the verifier assumes may be NULL,
- * hence the check; it has no row cache set, which only the sampler's walks
- * use (theirs have s->version). The sampler keeps the static subprogram:
+ * hence the check; it takes no row cache set (a pointer into a map value
+ * as an argument would be checked as any memory): unwind_one fills the set
+ * after it returns. The sampler keeps the static subprogram:
  * there an A/B measured about 10% more BPF time per sample with it global
  * (3.2 -> 3.5 us, in the noise of single rounds but in both runs), and a
  * sample is taken 98 times a second where the programs are verified once. */
 #ifdef UNWIND_ROW_LOOKUP_GLOBAL
 #define ROW_LOOKUP(s, c, tag, ret) row_lookup(s, tag, ret)
+int row_lookup(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret);
 __weak __noinline int row_lookup(struct ustack_state *s, __u64 tag, struct profd_unwind_row *ret) {
         struct row_cache_set *c = NULL;
         __u64 pc, lo = 0, hi = 0;
@@ -336,19 +337,24 @@ static __always_inline bool unwind_one(struct ustack_state *s, struct walk_windo
         if (i > 0)
                 s->memo_dirty = 1;
         if (exact) {
-                struct leaf_cache_set *l = leaf_cache_set(s->version);
+                struct leaf_cache_set *l = leaf_cache_set(s);
 
                 if (l && (leaf_cache_hit(&l->way[0], s->ip, s->version, &row) ||
                           leaf_cache_hit(&l->way[1], s->ip, s->version, &row)))
                         goto found;
         }
-        c = row_cache_set(tag);
+        c = row_cache_set(s, tag);
         if (c && (row_cache_hit(&c->way[0], tag, s->version, &row) ||
                   row_cache_hit(&c->way[1], tag, s->version, &row)))
                 goto found;
 lookup:
         if (!ROW_LOOKUP(s, c, tag, &row))
                 return false;
+#ifdef UNWIND_ROW_LOOKUP_GLOBAL
+        /* the global row_lookup has no set to fill (see there) */
+        if (c)
+                row_cache_put(c, s, tag, &row);
+#endif
 found:
         walk_memo_add(s, w, i, tag, &row);
         return row_step(s, w, &row);
@@ -500,13 +506,14 @@ static __always_inline struct profd_unwind_proc *walk_find_proc(struct ustack_st
         return p;
 }
 
-/* How the walk uses the entry: its tables, under its version in the
- * sampler's walks (slot SCRATCH_ONCPU_USER), whose caches are keyed by it,
- * without one (no caches) in the others'; frame pointers all the way
- * without an entry. */
+/* How the walk uses the entry: its tables, under its version, by which
+ * the caches of the slot's walker (enum walk_cache) are keyed; frame
+ * pointers all the way without an entry. */
 static __always_inline void walk_use_proc(struct ustack_state *s, __u32 slot) {
+        s->cache = slot == SCRATCH_ONCPU_USER ? WALK_CACHE_ONCPU
+                   : slot == SCRATCH_WAKER_USER ? WALK_CACHE_WAKER : WALK_CACHE_SWITCH;
         if (s->p_version) {
-                __u64 version = slot == SCRATCH_ONCPU_USER ? s->p_version : 0;
+                __u64 version = s->p_version;
 
                 /* the last walk's mapping, found in this same version of
                  * the process's mappings, is still the one it was */
@@ -521,7 +528,7 @@ static __always_inline void walk_use_proc(struct ustack_state *s, __u32 slot) {
         }
 }
 
-/* The walk's end: the memo slot saved (the sampler), the frames and the
+/* The walk's end: the memo slot saved, the frames and the
  * reason the walk ended into f, *announced (if asked for) and the
  * counters. Returns the reason. */
 static __always_inline __u8 walk_end(struct ustack_state *s, struct walk_window *w, struct profd_frames *f,
@@ -566,7 +573,7 @@ static __always_inline void walk_report_miss(struct task_struct *task, struct us
  * slot (f, from scratch_get(slot)), and sets f->end. A process without an
  * unwind entry (or with one of an earlier instance) is walked by frame
  * pointers and ends PROFD_END_NO_PROCESS unless the chain reached its end.
- * The sampler's walks (slot SCRATCH_ONCPU_USER) use the row cache.
+ * Each slot's walker has its own caches (enum walk_cache).
  * *announced (if asked for): the daemon has an entry for this process
  * instance made after its announcement (one with the exact start: the
  * daemon makes those only from an event, and drops them when the process

@@ -8,8 +8,9 @@
  * mappings from /proc. The tables come from the daemon's table builder,
  * laid out in unwind_rows, unwind_maps and unwind_procs as the daemon's
  * unwinder writes them. Asserted: the known frames, symbolized, down to
- * main and _start; the same frames with the caches off (a scheduler slot)
- * and on (the sampler's), cold, warm, and filled by another stack; after
+ * main and _start; the same frames from each walker's caches (the
+ * sampler's, the blocked thread's, the waker's: each its own), cold, warm,
+ * and filled by another stack; after
  * the process's entry changed (a new version with other rules, a table in
  * a new slice and the old one overwritten, another process instance), no
  * stale cache entry used; the node cache across generations; a runtime in
@@ -130,8 +131,8 @@ static size_t table_lookups(void) {
         return shim_map_of(&unwind_rows)->lookups + shim_map_of(&unwind_maps)->lookups;
 }
 
-/* Walks the recorded stack from slot (SCRATCH_ONCPU_USER: the sampler's,
- * with the caches), as the process instance start. */
+/* Walks the recorded stack from slot (each walker has its caches: enum
+ * walk_cache), as the process instance start. */
 static struct profd_frames walk_as(const struct recording *r, __u32 slot, uint64_t start) {
         struct task_struct task = { .pid = r->pid, .tgid = r->pid, .start_boottime = start };
         struct profd_frames *f = scratch_get(slot);
@@ -149,6 +150,27 @@ static struct profd_frames walk_as(const struct recording *r, __u32 slot, uint64
 static struct profd_frames walk(const struct recording *r, __u32 slot) {
         return walk_as(r, slot, r->start);
 }
+
+/* The walk with every cache empty: each rule from the tables. */
+static struct profd_frames walk_cold(const struct recording *r, __u32 slot) {
+        shim_map_clear(&row_cache);
+        return walk(r, slot);
+}
+
+/* Empties every walker's walk memo, not its row and leaf caches. */
+static void memo_clear(void) {
+        for (__u32 k = 0; k < WALK_CACHE__MAX; k++) {
+                struct row_cache *c = bpf_map_lookup_elem(&row_cache, &k);
+
+                CHECK(c != NULL);
+                if (c)
+                        memset(&c->memo, 0, sizeof(c->memo));
+        }
+}
+
+/* The slots of the walkers, each with caches of its own. */
+static const __u32 walkers[] = { SCRATCH_SWITCH_USER, SCRATCH_WAKER_USER, SCRATCH_ONCPU_USER };
+#define N_WALKERS (sizeof(walkers) / sizeof(walkers[0]))
 
 static bool same_frames(const struct profd_frames *a, const struct profd_frames *b) {
         return a->n == b->n && a->end == b->end && memcmp(a->ips, b->ips, a->n * sizeof(a->ips[0])) == 0;
@@ -186,34 +208,50 @@ static bool known_frames(const struct recording *r, const struct profd_frames *f
                 CHECK(same_frames(a, b));                  \
         } while (0)
 
-/* The frames, with the caches off and on: cold, warm (every rule from
- * the caches: no lookup in the tables), and after another stack filled
- * them. */
+/* The frames, for each walker: with its caches cold, warm (every rule
+ * from them: no lookup in the tables), and after another stack filled
+ * them, and from the row and leaf caches without the memo; and a
+ * walker's caches are its own (another walker's walk after
+ * it finds its caches cold and looks its rules up). */
 static void test_frames(struct recording *r, struct recording *other) {
-        struct profd_frames off, on, again;
+        struct profd_frames cold, on, again;
         size_t lookups;
 
         publish(r, PUBLISH_TABLES);
-        off = walk(r, SCRATCH_SWITCH_USER);
-        if (!known_frames(r, &off) || getenv("WALKER_VERBOSE"))
-                print_frames(r, "caches off", &off);
-        CHECK(known_frames(r, &off));
-        again = walk(r, SCRATCH_WAKER_USER);
-        CHECK_SAME(r, &again, &off);
+        cold = walk_cold(r, SCRATCH_SWITCH_USER);
+        if (!known_frames(r, &cold) || getenv("WALKER_VERBOSE"))
+                print_frames(r, "caches cold", &cold);
+        CHECK(known_frames(r, &cold));
 
-        shim_map_clear(&row_cache);
-        on = walk(r, SCRATCH_ONCPU_USER);
-        CHECK_SAME(r, &on, &off);
-        lookups = table_lookups();
-        on = walk(r, SCRATCH_ONCPU_USER);
-        CHECK_SAME(r, &on, &off);
-        CHECK_INT_EQ(table_lookups() - lookups, 0);
+        for (size_t w = 0; w < N_WALKERS; w++) {
+                on = walk_cold(r, walkers[w]);
+                CHECK_SAME(r, &on, &cold);
+                lookups = table_lookups();
+                on = walk(r, walkers[w]);
+                CHECK_SAME(r, &on, &cold);
+                CHECK_INT_EQ(table_lookups() - lookups, 0);
+                /* the same from the row and leaf caches alone */
+                memo_clear();
+                on = walk(r, walkers[w]);
+                CHECK_SAME(r, &on, &cold);
+                CHECK_INT_EQ(table_lookups() - lookups, 0);
+                for (size_t v = 0; v < N_WALKERS; v++) {
+                        if (v == w)
+                                continue;
+                        lookups = table_lookups();
+                        again = walk(r, walkers[v]);
+                        CHECK_SAME(r, &again, &cold);
+                        CHECK(table_lookups() > lookups);
+                }
+        }
 
         publish(other, PUBLISH_TABLES);
-        again = walk(other, SCRATCH_ONCPU_USER);
-        CHECK(known_frames(other, &again));
-        on = walk(r, SCRATCH_ONCPU_USER);
-        CHECK_SAME(r, &on, &off);
+        for (size_t w = 0; w < N_WALKERS; w++) {
+                again = walk(other, walkers[w]);
+                CHECK(known_frames(other, &again));
+                on = walk(r, walkers[w]);
+                CHECK_SAME(r, &on, &cold);
+        }
 }
 
 static uint64_t counter_value(enum profd_counter k) {
@@ -236,7 +274,7 @@ static void test_runtime_keeps_native(struct recording *r) {
 
         r->rt = (struct profd_unwind_proc) {};
         publish(r, PUBLISH_TABLES);
-        off = walk(r, SCRATCH_SWITCH_USER);
+        off = walk_cold(r, SCRATCH_SWITCH_USER);
         /* the loop elsewhere */
         rt.python.tss_key = 0x1000; /* no such memory */
         CHECK(bpf_map_update_elem(&unwind_runtimes, &idx, &rt, BPF_ANY) == 0);
@@ -266,39 +304,53 @@ static void test_runtime_keeps_native(struct recording *r) {
         publish(r, PUBLISH_TABLES);
 }
 
-/* A new entry for the process: the walks follow it, whatever the caches
- * hold from the one before. The new version is one whose leaf cache set
- * and walk memo slot are those of the old one, so that an entry of the
- * old version is there to be (wrongly) found. */
+/* The leaf cache set of a version (the same in every walker's caches). */
+static struct leaf_cache_set *leaf_set_of(uint64_t version) {
+        struct ustack_state s = { .version = version, .cache = WALK_CACHE_ONCPU };
+
+        return leaf_cache_set(&s);
+}
+
+/* A new entry for the process: every walker's walks follow it, whatever
+ * its caches hold from the one before. The new version is one whose leaf
+ * cache set and walk memo slot are those of the old one, so that an entry
+ * of the old version is there to be (wrongly) found. */
 static void test_versions(struct recording *r) {
-        struct profd_frames tables, fp_off, fp_on, none, other_start;
+        struct profd_frames tables, fp[N_WALKERS], fp_cold, moved, none, other_start;
         uint32_t tgid = (uint32_t) r->pid;
         uint64_t v1, v2;
         int tries = 0;
 
         v1 = publish(r, PUBLISH_TABLES);
-        tables = walk(r, SCRATCH_SWITCH_USER);
-        (void) walk(r, SCRATCH_ONCPU_USER); /* the caches hold the tables' rules */
-        (void) walk(r, SCRATCH_ONCPU_USER);
+        tables = walk_cold(r, SCRATCH_SWITCH_USER);
+        for (size_t w = 0; w < N_WALKERS; w++) {
+                /* the caches hold the tables' rules */
+                (void) walk(r, walkers[w]);
+                (void) walk(r, walkers[w]);
+        }
 
         /* other rules for the fixture's code */
         do
                 v2 = publish(r, PUBLISH_FIXTURE_FP);
-        while (leaf_cache_set(v2) != leaf_cache_set(v1) && ++tries < 256);
-        CHECK(leaf_cache_set(v2) == leaf_cache_set(v1));
-        fp_off = walk(r, SCRATCH_SWITCH_USER);
-        fp_on = walk(r, SCRATCH_ONCPU_USER);
-        CHECK_SAME(r, &fp_on, &fp_off);
+        while (leaf_set_of(v2) != leaf_set_of(v1) && ++tries < 256);
+        CHECK(leaf_set_of(v2) == leaf_set_of(v1));
+        for (size_t w = 0; w < N_WALKERS; w++)
+                fp[w] = walk(r, walkers[w]);
+        fp_cold = walk_cold(r, SCRATCH_SWITCH_USER);
+        for (size_t w = 0; w < N_WALKERS; w++)
+                CHECK_SAME(r, &fp[w], &fp_cold);
         if (!r->fp)
-                CHECK(!same_frames(&fp_off, &tables)); /* the test sees a change */
+                CHECK(!same_frames(&fp_cold, &tables)); /* the test sees a change */
 
         /* the tables again, in new slices, the old ones scribbled over */
+        for (size_t w = 0; w < N_WALKERS; w++)
+                (void) walk(r, walkers[w]);
         scribble_published();
         publish(r, PUBLISH_MOVED);
-        fp_on = walk(r, SCRATCH_ONCPU_USER);
-        CHECK_SAME(r, &fp_on, &tables);
-        fp_off = walk(r, SCRATCH_SWITCH_USER);
-        CHECK_SAME(r, &fp_off, &tables);
+        for (size_t w = 0; w < N_WALKERS; w++) {
+                moved = walk(r, walkers[w]);
+                CHECK_SAME(r, &moved, &tables);
+        }
 
         /* another instance of the pid: the entry is not its own */
         other_start = walk_as(r, SCRATCH_ONCPU_USER, r->start + 1);

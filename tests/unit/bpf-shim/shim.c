@@ -182,7 +182,7 @@ void shim_init(void) {
         SHIM_MAP(unwind_maps, MAPS_MAX);
         SHIM_MAP(unwind_procs, 64);
         SHIM_MAP(walk_windows, SCRATCH__MAX);
-        SHIM_MAP(row_cache, 1);
+        SHIM_MAP(row_cache, WALK_CACHE__MAX);
         SHIM_MAP(unwind_runtimes, PROFD_RUNTIME_SLOTS);
         SHIM_MAP(runtime_seen, 1);
         SHIM_MAP(hotspot_blobs, 1);
