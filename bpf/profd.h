@@ -480,6 +480,15 @@ enum profd_counter {
         PROFD_CNT_OFFCPU_UNSAMPLED,
         PROFD_CNT_OFFCPU_UNSAMPLED_NS,
         PROFD_CNT_WAKEUP_UNSAMPLED,
+        /* entries new in a generation's maps, counted as they are
+         * inserted: stack nodes by the class that took them (8, 16, 32
+         * frames), and keys of the counts map. The daemon drains early
+         * when one of the maps is nearly full (mapsize_fill_high), before
+         * new entries find no room */
+        PROFD_CNT_NODES_NEW_8,
+        PROFD_CNT_NODES_NEW_16,
+        PROFD_CNT_NODES_NEW_32,
+        PROFD_CNT_KEYS_NEW,
         PROFD_COUNTER__MAX,
 };
 

@@ -38,7 +38,8 @@ static __always_inline bool frames_set(struct profd_frames *f, long bytes, __u32
 /* node_tryK: stores nd under id in framesK_<gen>, or finds it there.
  * 0: the id names nd's contents now. -EEXIST: the id holds another node
  * (a hash collision). Else the map's error: -E2BIG when it is full. The
- * comparison covers everything the id was hashed from. */
+ * comparison covers everything the id was hashed from. A node inserted is
+ * counted (PROFD_CNT_NODES_NEW_K: the daemon's fill check). */
 #define DEFINE_NODE_TRY(K)                                                                      \
         static __always_inline long node_try##K(__u32 gen, __u64 id, const struct profd_node32 *nd) { \
                 void *map = GEN_MAPS(gen) ? (void *) &frames##K##_1 : (void *) &frames##K##_0;   \
@@ -47,6 +48,8 @@ static __always_inline bool frames_set(struct profd_frames *f, long bytes, __u32
                                                                                                 \
                 if (!v) {                                                                       \
                         err = bpf_map_update_elem(map, &id, nd, BPF_NOEXIST);                   \
+                        if (err == 0)                                                           \
+                                counter_add(PROFD_CNT_NODES_NEW_##K, 1);                        \
                         if (err != -EEXIST)                                                     \
                                 return err;                                                     \
                         /* another CPU stored this id in between */                             \
@@ -178,7 +181,9 @@ static __always_inline bool count_key(__u32 gen, struct profd_sample_key *key, _
                 return true;
         }
         err = bpf_map_update_elem(counts, key, &n, BPF_NOEXIST);
-        if (err == -EEXIST) {
+        if (err == 0) {
+                counter_add(PROFD_CNT_KEYS_NEW, 1);
+        } else if (err == -EEXIST) {
                 /* there before (likely_new), or another CPU inserted it in
                  * between: counted before, announced by whoever inserted it */
                 v = bpf_map_lookup_elem(counts, key);

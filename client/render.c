@@ -668,7 +668,8 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         const char *version, *event, *store_path;
         uint64_t pid, uptime_s, frequency_hz, interval_ms, store_bytes, drains, last_drain_ns = 0,
                 samples, stacks, processes, samples_seen, idle_samples;
-        char uptime[64], interval[64], size[32], last[64], ago[64];
+        char uptime[64], interval[64], size[32], last[64], ago[64], early_text[96] = "";
+        uint64_t early;
         json_t *last_drain;
         int r;
 
@@ -731,16 +732,21 @@ int status_write(FILE *f, const json_t *status, uint64_t now_ns) {
         else
                 fprintf(f, "sampling:  off (on-CPU kind disabled), drained every %s\n", interval);
         offcpu_write(f, status);
+        /* drains made before the interval ended: a kernel map was nearly
+         * full (absent from daemons before it: 0) */
+        early = u64_of(status, STATUS_KEY_DRAINS_EARLY);
+        if (early > 0)
+                snprintf(early_text, sizeof(early_text), " (%" PRIu64 " early: a kernel map was nearly full)", early);
         if (last_drain_ns == 0)
                 fprintf(f, "drains:    %" PRIu64 ", none yet\n", drains);
         else if (now_ns >= last_drain_ns)
-                fprintf(f, "drains:    %" PRIu64 ", last at %s (%s ago)\n", drains,
+                fprintf(f, "drains:    %" PRIu64 "%s, last at %s (%s ago)\n", drains, early_text,
                         format_local_time(last, sizeof(last), last_drain_ns),
                         /* whole seconds: "3s417ms ago" is noise */
                         format_duration(ago, sizeof(ago),
                                         (now_ns - last_drain_ns) / NSEC_PER_SEC * NSEC_PER_SEC));
         else
-                fprintf(f, "drains:    %" PRIu64 ", last at %s\n", drains,
+                fprintf(f, "drains:    %" PRIu64 "%s, last at %s\n", drains, early_text,
                         format_local_time(last, sizeof(last), last_drain_ns));
         fprintf(f, "stored:    %" PRIu64 " samples in %" PRIu64 " stacks from %" PRIu64 " processes\n",
                 samples, stacks, processes);

@@ -19,6 +19,7 @@
 #define STATUS_KEY_STORE_PATH           "store_path"
 #define STATUS_KEY_STORE_BYTES          "store_bytes"
 #define STATUS_KEY_DRAINS               "drains"
+#define STATUS_KEY_DRAINS_EARLY         "drains_early"
 #define STATUS_KEY_LAST_DRAIN_NS        "last_drain_ns"
 #define STATUS_KEY_SAMPLES              "samples"
 #define STATUS_KEY_STACKS               "stacks"

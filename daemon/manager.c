@@ -67,6 +67,7 @@ struct manager {
 
         sd_event *event;
         sd_event_source *drain_timer;
+        sd_event_source *fill_timer;  /* the maps' fill check: drains early (FILL_CHECK_NS) */
         sd_event_source *events_io;
         sd_event_source *unwind_io; /* the unwinder's loaded processes */
         struct maps_seen maps_seen[MAPS_SEEN_SLOTS];
@@ -101,6 +102,7 @@ struct manager {
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
         uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
         uint64_t user_walks;          /* user stacks walked by BPF since start */
+        uint64_t drains_early;        /* drains made before the interval: a map was nearly full */
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* runtime walks' counters since start (status.h) */
         uint64_t hotspot[STATUS_HOTSPOT__MAX]; /* HotSpot's walker's since start (status.h) */
         /* for STATUS= rates: how long each recent drain collected, by the
@@ -410,6 +412,52 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* How often the maps' fill is checked, and the least time between two
+ * drains it makes. A build host's blocks and wake-ups filled the stack
+ * maps within some 10 s intervals, new stacks past that kept as [lost]
+ * (docs/performance.md); a check is one read of the counters. */
+#define FILL_CHECK_NS NSEC_PER_SEC
+
+static void manager_rearm_drains(manager *m);
+
+/* The fill check: when a map of the generation being written is
+ * MAPSIZE_FILL_HIGH_PCT full, drains now (at most once per FILL_CHECK_NS)
+ * and starts a whole interval from here, so that the stacks and keys still
+ * to come find room in an empty generation. Counted (status
+ * drains_early). */
+static int on_fill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        manager *m = userdata;
+        struct mapsize_fill f;
+        int r;
+
+        r = sd_event_source_set_time_relative(s, FILL_CHECK_NS / NSEC_PER_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (r < 0)
+                return log_error_errno(r, "Failed to re-arm the fill check: %m");
+        if (clock_now_ns(CLOCK_MONOTONIC) - m->drain_mono_ns < FILL_CHECK_NS)
+                return 0;
+        r = collector_fill(m->coll, &f);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to read the maps' fill, ignoring: %m");
+                return 0;
+        }
+        if (!mapsize_fill_high(&f))
+                return 0;
+        if (m->drains_early == 0)
+                log_info("A kernel map was %d%% full before the drain interval ended (stack nodes %" PRIu64
+                         "/%" PRIu64 ", %" PRIu64 "/%" PRIu64 ", %" PRIu64 "/%" PRIu64 "; keys %" PRIu64 "/%" PRIu64
+                         "): drained early, as from now on whenever one is (status: drains_early).",
+                         MAPSIZE_FILL_HIGH_PCT, f.nodes[PROFD_CLASS_8], f.nodes_max[PROFD_CLASS_8],
+                         f.nodes[PROFD_CLASS_16], f.nodes_max[PROFD_CLASS_16], f.nodes[PROFD_CLASS_32],
+                         f.nodes_max[PROFD_CLASS_32], f.keys, f.keys_max);
+        if (manager_drain(m, NULL) < 0)
+                return 0;
+        m->drains_early++;
+        manager_rearm_drains(m);
+        return 0;
+}
+
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         manager *m = userdata;
         int r = collector_poll_events(m->coll);
@@ -645,6 +693,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .offcpu_unsampled = m->offcpu_unsampled,
                 .offcpu_unsampled_ns = m->offcpu_unsampled_ns,
                 .wakeup_unsampled = m->wakeup_unsampled,
+                .drains_early = m->drains_early,
                 .user_walks = m->user_walks,
                 .timeline_untimed = m->timeline_untimed,
                 .offtime_logged = m->offtime_logged,
@@ -894,6 +943,11 @@ static int manager_setup_collect(manager *m) {
         /* Drains and signals go before client requests: however many clients
          * keep the loop busy, a due drain is the next thing it does. */
         (void) sd_event_source_set_priority(m->drain_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        r = sd_event_add_time_relative(m->event, &m->fill_timer, CLOCK_MONOTONIC, FILL_CHECK_NS / NSEC_PER_USEC,
+                                       0, on_fill_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the maps' fill check: %m");
+        (void) sd_event_source_set_priority(m->fill_timer, SD_EVENT_PRIORITY_IMPORTANT);
         return 0;
 }
 
@@ -974,6 +1028,7 @@ manager *manager_free(manager *m) {
         m->writer = writer_free(m->writer);
         m->captures = capture_manager_free(m->captures);
         sd_event_source_disable_unref(m->drain_timer);
+        sd_event_source_disable_unref(m->fill_timer);
         sd_event_source_disable_unref(m->restore_timer);
         sd_event_source_disable_unref(m->events_io);
         sd_event_source_disable_unref(m->unwind_io);

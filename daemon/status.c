@@ -403,7 +403,7 @@ json_t *status_build(const struct status_stats *s) {
         json_t *drops, *truncated, *o;
 
         status_drops(s, &drops, &truncated);
-        o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+        o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s?, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                       "type", "status",
                       STATUS_KEY_VERSION, PROFD_VERSION,
                       STATUS_KEY_PID, (json_int_t) s->pid,
@@ -414,6 +414,7 @@ json_t *status_build(const struct status_stats *s) {
                       STATUS_KEY_STORE_PATH, c->store_path,
                       STATUS_KEY_STORE_BYTES, (json_int_t) s->store.file_bytes,
                       STATUS_KEY_DRAINS, (json_int_t) s->store.drains,
+                      STATUS_KEY_DRAINS_EARLY, (json_int_t) s->drains_early,
                       STATUS_KEY_LAST_DRAIN_NS, (json_int_t) s->store.last_drain_ns,
                       STATUS_KEY_SAMPLES, (json_int_t) s->store.samples,
                       STATUS_KEY_STACKS, (json_int_t) s->store.stacks,

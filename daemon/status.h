@@ -58,6 +58,7 @@ struct status_stats {
         uint64_t offcpu_filtered, offcpu_filtered_ns;
         uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
         uint64_t user_walks;
+        uint64_t drains_early;        /* drains before the interval: a kernel map was nearly full */
         uint64_t timeline_untimed;    /* on-CPU samples counted without their time (PROFD_CNT_UNTIMED) */
         /* off-CPU blocks logged with their times, and those counted without
          * (PROFD_CNT_OFFCPU_SHORT, PROFD_CNT_OFFCPU_UNLOGGED), with their ns */

@@ -45,6 +45,7 @@ struct collector {
         uint32_t gen;             /* the generation the programs write now: its maps are those of
                                    * gen & 1 (GEN_MAPS in bpf/maps.bpf.h) */
         size_t counts_max;        /* max_entries of counts_* */
+        size_t nodes_max[PROFD_CLASS__MAX]; /* max_entries of frames<class>_* */
         size_t log_slots;         /* slots of a region of samples_log (head included); 0: no log */
         size_t keys_max;          /* counts_max, and every key the log can hold */
         struct profd_sample_key *keys_buf; /* drain scratch, keys_max entries */
@@ -509,9 +510,11 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
                 return log_error_errno(negative_errno(), "Failed to open the BPF object: %m");
         bpf_map__set_max_entries(c->skel->maps.counts_0, c->counts_max);
         bpf_map__set_max_entries(c->skel->maps.counts_1, c->counts_max);
-        for (unsigned k = 0; k < PROFD_CLASS__MAX; k++)
+        for (unsigned k = 0; k < PROFD_CLASS__MAX; k++) {
+                c->nodes_max[k] = ret_plan->nodes[k];
                 for (unsigned g = 0; g < 2; g++)
                         bpf_map__set_max_entries(frames_map(c, k, g), ret_plan->nodes[k]);
+        }
         bpf_map__set_max_entries(c->skel->maps.seen, seen_max);
         bpf_map__set_max_entries(c->skel->maps.samples_log, MAX(2 * c->log_slots * ncpus, (size_t) 1));
         c->skel->bss->samples_log_slots = c->log_slots;
@@ -1077,6 +1080,24 @@ static int flip_generation(collector *c) {
 static int drain_failed(struct drain_batch *b, int r) {
         drain_batch_done(b);
         return log_error_errno(r, "Failed to drain the kernel maps: %m");
+}
+
+_Static_assert(PROFD_CNT_NODES_NEW_8 + PROFD_CLASS_16 == PROFD_CNT_NODES_NEW_16 &&
+                       PROFD_CNT_NODES_NEW_8 + PROFD_CLASS_32 == PROFD_CNT_NODES_NEW_32,
+               "a class's new nodes are counted at PROFD_CNT_NODES_NEW_8 + class");
+
+int collector_fill(collector *c, struct mapsize_fill *ret) {
+        uint64_t delta[PROFD_COUNTER__MAX];
+        int r = read_counters(c, delta);
+
+        if (r < 0)
+                return r;
+        *ret = (struct mapsize_fill) { .keys = delta[PROFD_CNT_KEYS_NEW], .keys_max = c->counts_max };
+        for (unsigned k = 0; k < PROFD_CLASS__MAX; k++) {
+                ret->nodes[k] = delta[PROFD_CNT_NODES_NEW_8 + k];
+                ret->nodes_max[k] = c->nodes_max[k];
+        }
+        return 0;
 }
 
 int collector_drain(collector *c, struct drain_batch *ret) {

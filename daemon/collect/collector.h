@@ -12,6 +12,7 @@
 #include "blocklog.h"
 #include "hashmap.h"
 #include "kallsyms.h"
+#include "mapsize.h"
 
 /* Executable mappings the kernel holds for all processes: a few hundred
  * processes of a hundred executable mappings each (1.25 MiB). */
@@ -111,6 +112,12 @@ int collector_events_fd(const collector *c);
 /* Delivers pending process events to on_event. Returns the number delivered
  * or a negative errno. */
 int collector_poll_events(collector *c);
+
+/* How full the maps of the generation being written are (the entries BPF
+ * inserted since the last drain; mapsize_fill_high tells whether to drain
+ * early). Reads the counters, changes nothing. Returns 0 or a negative
+ * errno from the bpf() syscall. */
+int collector_fill(collector *c, struct mapsize_fill *ret);
 
 /* Flips the generation, waits until no program still writes the old one,
  * and takes its contents out (the maps are left empty). Returns 0, -ENOMEM,

@@ -132,3 +132,14 @@ void mapsize_plan(const struct mapsize_input *in, struct mapsize_plan *ret) {
                 p.stacks += p.nodes[c];
         *ret = p;
 }
+
+static bool fill_high(uint64_t used, uint64_t max) {
+        return max > 0 && used * 100 >= max * MAPSIZE_FILL_HIGH_PCT;
+}
+
+bool mapsize_fill_high(const struct mapsize_fill *f) {
+        for (unsigned c = 0; c < PROFD_CLASS__MAX; c++)
+                if (fill_high(f->nodes[c], f->nodes_max[c]))
+                        return true;
+        return fill_high(f->keys, f->keys_max);
+}

@@ -47,3 +47,21 @@ uint64_t mapsize_hash_bytes(size_t entries, size_t key_size, size_t value_size, 
  * they are (then bytes may exceed kernel_memory); what is sized here is
  * shrunk until the total fits kernel_memory, down to small minimums. */
 void mapsize_plan(const struct mapsize_input *in, struct mapsize_plan *ret);
+
+/* How full one generation's maps are: the entries inserted since it
+ * began (BPF's PROFD_CNT_NODES_NEW_* and PROFD_CNT_KEYS_NEW since the
+ * last drain), against what each map holds. */
+struct mapsize_fill {
+        uint64_t nodes[PROFD_CLASS__MAX], nodes_max[PROFD_CLASS__MAX];
+        uint64_t keys, keys_max;
+};
+
+/* A map is this full (percent) when the daemon drains early. */
+#define MAPSIZE_FILL_HIGH_PCT 75
+
+/* Whether a map of f is MAPSIZE_FILL_HIGH_PCT full or more: the daemon
+ * then drains before the interval ends, so that the stacks and keys still
+ * to come in it find room. A class of nodes counts alone (a full class
+ * takes its nodes to larger ones, but the largest has nowhere to go). A
+ * map of no entries (not in use) is never full. */
+bool mapsize_fill_high(const struct mapsize_fill *f);

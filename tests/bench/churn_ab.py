@@ -50,7 +50,7 @@ import bench  # noqa: E402
 
 # What profctl status says just before the SIGTERM (the drains still
 # queued are written after it).
-STATUS_FIELDS = ("samples", "samples_seen", "drains", "symbol_cache_bytes", "symbol_mapped_bytes",
+STATUS_FIELDS = ("samples", "samples_seen", "drains", "drains_early", "symbol_cache_bytes", "symbol_mapped_bytes",
                  "symbol_peak_bytes", "heap_trims", "heap_trim_ms", "rss_bytes", "kallsyms_reads", "kallsyms_kept",
                  "runtime_names")
 

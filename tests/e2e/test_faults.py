@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End to end, faults: profd killed in the middle of drains, a disk that
-fills up, a store it cannot use, a storm of short-lived processes and kernel
-maps too small for the load. Each test checks what survives and by how much
+fills up, a store it cannot use, a storm of short-lived processes, kernel
+maps too small for the load, and maps that fill within a drain interval. Each test checks what survives and by how much
 (integrity, whole drains, counted drops, memory), not merely that profd is
 still there."""
 import errno
@@ -607,6 +607,47 @@ def test_tiny_kernel_maps_count_what_they_drop():
     assert lost > 0, "no [lost] stack, yet stacks were dropped"
 
 
+def early_drain_run(max_stacks, seconds):
+    """The sampler alone at 99 Hz over many_stacks' thousands of distinct
+    stacks, with a drain interval longer than the run: only a drain made
+    early by the fill check can empty the stack maps. Returns (status
+    after a flush, the workload's truth, profctl status's text)."""
+    with Profd("--kinds", "cpu", "--frequency", "99", "--interval", "1h",
+               "--max-keys", "4096", "--max-stacks", str(max_stacks)) as d:
+        work = start_workload(binary("MANY_STACKS"), seconds, 4, nice=19)
+        truth = finish(work)
+        out = json.loads(d.profctl("flush", "--json").stdout)
+        assert out["type"] == "flushed", out
+        text = d.profctl("status").stdout
+        assert d.proc.poll() is None
+        return status(d), truth, text
+
+
+def test_nearly_full_maps_drain_early():
+    # 4000 stacks: 1400 nodes of 8 frames, where many_stacks' stacks go
+    # (16 frames without the leaf: two such nodes, the outer one shared by
+    # the chains of the same first five levels). Its 4096 chains bring new
+    # nodes for the whole run, at 99 Hz on 2 CPUs about 200 samples and
+    # about as many new nodes a second: more than the class holds within
+    # the run, less than the quarter of it left when the check (every
+    # second) finds it 3/4 full. Here: 2 early drains and no stack lost;
+    # main before the check lost 956 stacks of 3170 samples.
+    st, truth, text = early_drain_run(4000, 16)
+    drops = st["drops"]
+    seen = st["samples_seen"] - st["idle_samples"]
+    print(f"  {seen} samples seen, {st['samples']} stored in {st['drains']} drains "
+          f"({st['drains_early']} early); stack_map_full {drops['stack_map_full']}, map_full {drops['map_full']}")
+    # the interval (1h) never came: every drain but the flush was early
+    assert st["drains_early"] >= 2, f"no early drain: {st['drains_early']} ({st['drains']} drains)"
+    assert st["drains"] >= st["drains_early"] + 1
+    # and the stacks found room: without the early drains the class fills
+    # within the run and every later new stack is lost (hundreds)
+    assert drops["stack_map_full"] <= 0.01 * seen, \
+        f"{drops['stack_map_full']} stacks lost of {seen} samples despite {st['drains_early']} early drains"
+    assert drops["map_full"] == 0
+    assert f"({st['drains_early']} early: a kernel map was nearly full)" in text, text
+
+
 if __name__ == "__main__":
     require_root()
     run_tests([
@@ -615,4 +656,5 @@ if __name__ == "__main__":
         test_unusable_store_is_refused_at_start_and_left_alone,
         test_process_storm_keeps_memory_bounded_and_table_pruned,
         test_tiny_kernel_maps_count_what_they_drop,
+        test_nearly_full_maps_drain_early,
     ])

@@ -1,8 +1,9 @@
 /* Tests of the kernel's stack storage as the daemon sees it: the sizes of
  * the aggregation maps (bounded by kernel_memory whatever the CPU count,
  * the kernel's own memory figures reproduced) and stacks put back together
- * from chains of nodes (order, missing links, cycles), and the sampler's
- * leaf put back in front of its callers. */
+ * from chains of nodes (order, missing links, cycles), the sampler's
+ * leaf put back in front of its callers, and the fill check that drains
+ * early. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,6 +345,44 @@ static void test_key_leaf_fields(void) {
         CHECK_INT_EQ(sizeof(k), 48);
 }
 
+/* The fill check (the daemon drains early at 3/4): each class of nodes
+ * and the keys on their own, at and just below the threshold, and maps
+ * not in use (no entries) never full. */
+static void test_fill_high(void) {
+        struct mapsize_plan p;
+        struct mapsize_input in = defaults(2);
+        struct mapsize_fill f = {};
+
+        mapsize_plan(&in, &p);
+        for (unsigned c = 0; c < PROFD_CLASS__MAX; c++)
+                f.nodes_max[c] = p.nodes[c];
+        f.keys_max = p.keys;
+        CHECK(!mapsize_fill_high(&f));
+        for (unsigned c = 0; c < PROFD_CLASS__MAX; c++) {
+                /* the others all but full does not count for this one */
+                for (unsigned o = 0; o < PROFD_CLASS__MAX; o++)
+                        f.nodes[o] = o == c ? 0 : (f.nodes_max[o] * MAPSIZE_FILL_HIGH_PCT + 99) / 100 - 1;
+                f.keys = (f.keys_max * MAPSIZE_FILL_HIGH_PCT + 99) / 100 - 1;
+                CHECK(!mapsize_fill_high(&f));
+                f.nodes[c] = (f.nodes_max[c] * MAPSIZE_FILL_HIGH_PCT + 99) / 100;
+                CHECK(mapsize_fill_high(&f));
+                f.nodes[c]--;
+                CHECK(!mapsize_fill_high(&f));
+                f.nodes[c] = 0;
+        }
+        f.keys = (f.keys_max * MAPSIZE_FILL_HIGH_PCT + 99) / 100;
+        CHECK(mapsize_fill_high(&f));
+        f.keys = 0;
+        /* 3 of 4 entries, exactly the threshold */
+        f = (struct mapsize_fill) { .keys = 3, .keys_max = 4 };
+        CHECK(mapsize_fill_high(&f));
+        f.keys = 2;
+        CHECK(!mapsize_fill_high(&f));
+        /* no map: never full, whatever was counted */
+        f = (struct mapsize_fill) { .nodes = { 7, 7, 7 }, .keys = 7 };
+        CHECK(!mapsize_fill_high(&f));
+}
+
 int main(void) {
         test_hash_bytes_as_the_kernel_reports();
         test_two_cpus_fit_in_twelve_mib();
@@ -355,5 +394,6 @@ int main(void) {
         test_leaf_put_back_in_front();
         test_leaf_stacks_get_ids_of_their_own();
         test_key_leaf_fields();
+        test_fill_high();
         TESTS_DONE();
 }

@@ -106,6 +106,7 @@ static struct status_stats full_stats(const struct conf *c) {
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
                 .offcpu_unsampled = 15, .offcpu_unsampled_ns = 16, .wakeup_unsampled = 17,
                 .user_walks = 15,
+                .drains_early = 26,
                 .timeline_untimed = 16,
                 .offtime_logged = 17, .offtime_short = 18, .offtime_short_ns = 19,
                 .offtime_unlogged = 20, .offtime_unlogged_ns = 31,
@@ -225,7 +226,7 @@ static void test_keys_in_order(void) {
 
         CHECK(o != NULL);
         check_keys(o, "type version pid uptime_s frequency_hz event interval_ms store_path store_bytes drains "
-                      "last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
+                      "drains_early last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
                       "runtime_names sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
                       "rss_bytes memory heap_trims heap_trim_ms kallsyms_reads kallsyms_kept bpf_verified_insns offcpu timeline captures "
@@ -289,6 +290,7 @@ static void test_values(void) {
         CHECK_STR_EQ(str(o, "store_path"), "/var/lib/profd/profd.db");
         CHECK_INT_EQ(num(o, "store_bytes"), 26);
         CHECK_INT_EQ(num(o, "drains"), 21);
+        CHECK_INT_EQ(num(o, "drains_early"), 26);
         CHECK_INT_EQ(num(o, "last_drain_ns"), 25);
         CHECK_INT_EQ(num(o, "samples"), 22);
         CHECK_INT_EQ(num(o, "stacks"), 23);
