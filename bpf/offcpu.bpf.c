@@ -15,6 +15,7 @@
 /* row_lookup verified once per program (bpf/unwind.bpf.h) */
 #define UNWIND_ROW_LOOKUP_GLOBAL
 #include "unwind.bpf.h"
+#include "kstack-memo.bpf.h"
 
 /* Settings (defaults: see daemon/conf.h). The thresholds live in .data, not
  * .rodata, so a reload (SIGHUP) can change them while the programs run; the
@@ -39,6 +40,129 @@ const volatile __u8 offcpu_timeline_enabled = 1;
 const volatile __u8 offcpu_preempted_stacks = 0;
 /* 1: the kernel has no sched_exit_tp: walk user stacks at switch-out. */
 const volatile __u8 offcpu_walk_at_switch_out = 0;
+
+/* The numeric value of a kernel pointer (profd runs with CAP_PERFMON, for
+ * which the verifier lets a program read pointers as numbers). */
+static __always_inline __u64 pointer_value(const void *ptr) {
+        const void *volatile slot = ptr;
+        __u64 v = 0;
+
+        bpf_probe_read_kernel(&v, sizeof(v), (const void *) &slot);
+        return v;
+}
+
+/* Setting kernel_stack_memo (kstack-memo.bpf.h): enum profd_kstack_memo. */
+const volatile __u8 kstack_memo_mode = PROFD_KSTACK_MEMO_ON;
+/* _stext and do_syscall_64's code, from /proc/kallsyms; start 0: unknown,
+ * every stack is walked. */
+const volatile __u64 kstack_text_start = 0, kstack_stop_start = 0, kstack_stop_end = 0;
+
+/* Where the words read below the tracepoint's arguments (ctx) start: they
+ * hold the return address into bpf_trace_run1, the walk's second frame,
+ * which is another when kernel.bpf_stats_enabled is on (the program is
+ * called from another place then). */
+#define KSTACK_BELOW_CTX 64
+
+/* The memo's lookup of a stack whose live words are the len bytes at from
+ * (kstack-memo.bpf.h), read into slot's buffer (0: the switch programs',
+ * 1: the waker's): 1, k holds the memo's frames; 0, a miss, the signature
+ * kept in the buffer for kstack_memo_remember; -1, the memo cannot serve
+ * it. A global function, as kstack_memo_remember: the verifier checks each
+ * once per program, where inlined they had the scheduler programs' user
+ * walks after them checked again for every state they left (+110 k
+ * instructions in profd_switch_done and profd_waking, over half the
+ * verifier's limit). */
+int kstack_memo_lookup(__u64 from, __u64 len, __u32 slot, __u32 walker, struct profd_frames *k);
+__weak __noinline int kstack_memo_lookup(__u64 from, __u64 len, __u32 slot, __u32 walker, struct profd_frames *k) {
+        struct kstack_text text = { kstack_text_start, kstack_stop_start, kstack_stop_end };
+        struct kstack_words *words;
+        __u64 sig;
+
+        if (!k || (len & 7))
+                return -1;
+        words = bpf_map_lookup_elem(&kstack_words, &slot);
+        if (!words)
+                return -1;
+        barrier_var(len);
+        if (len == 0 || len > sizeof(words->w))
+                return -1;
+        if (bpf_probe_read_kernel(words->w, len, (const void *) from))
+                return -1;
+        sig = kstack_sig(words, len / 8, &text, walker);
+        words->e.sig = sig;
+        return kstack_memo_get(sig, k, words, len / 8) ? 1 : 0;
+}
+
+/* Remembers k, the walk of the stack kstack_memo_lookup missed last in
+ * slot's buffer (unplaced: see kstack_memo_put). */
+int kstack_memo_remember(__u64 len, __u32 slot, __u32 unplaced, const struct profd_frames *k);
+__weak __noinline int kstack_memo_remember(__u64 len, __u32 slot, __u32 unplaced, const struct profd_frames *k) {
+        struct kstack_text text = { kstack_text_start, kstack_stop_start, kstack_stop_end };
+        struct kstack_words *words = bpf_map_lookup_elem(&kstack_words, &slot);
+
+        if (!words || !k || len > sizeof(words->w))
+                return 0;
+        kstack_memo_put(words->e.sig, k, words, len / 8, &text, unplaced);
+        return 0;
+}
+
+/* The kernel stack of task into k: current's from ctx (bpf_get_stack), or
+ * a task not running (crosstask: bpf_get_task_stack). Through the memo
+ * (kstack-memo.bpf.h) when the task's live stack, from from (the lowest
+ * address the walk's start depends on: KSTACK_BELOW_CTX below ctx, or the
+ * task's saved stack pointer) to its user registers, is on its own stack
+ * and at most KSTACK_MEMO_WORDS deep. Of bpf_get_stack's frames only the
+ * first (this program's call of it, the same at each call) may lie below
+ * the words; every other must be among them to be remembered. slot: the
+ * words' buffer (0: the switch programs', 1: the waker's). False (counted)
+ * if the walk failed. */
+static __always_inline bool kernel_stack_get(void *ctx, struct task_struct *task, bool crosstask, __u64 from,
+                                             struct profd_frames *k, enum kstack_walker walker, __u32 slot) {
+        struct kstack_words *words;
+        __u64 regs, bottom, len = 0;
+        int memo = -1;
+        long bytes;
+
+        if (kstack_memo_mode && kstack_text_start) {
+                regs = pointer_value((const void *) bpf_task_pt_regs(task));
+                bottom = (__u64) BPF_CORE_READ(task, stack);
+                if (from > bottom && from < regs) {
+                        len = regs - from;
+                        memo = kstack_memo_lookup(from, len, slot, walker, k);
+                }
+        }
+        if (memo == 1) {
+                counter_add(PROFD_CNT_KSTACK_MEMO_HITS, 1);
+                if (kstack_memo_mode != PROFD_KSTACK_MEMO_VERIFY)
+                        return true;
+                /* verify: walk as well, into the words (no longer needed),
+                 * compare, and keep the walk's frames (or its failure) */
+                words = bpf_map_lookup_elem(&kstack_words, &slot);
+                if (!words)
+                        return true;
+                bytes = crosstask ? bpf_get_task_stack(task, words->w, sizeof(k->ips), 0)
+                                  : bpf_get_stack(ctx, words->w, sizeof(k->ips), 0);
+                if (bytes <= 0)
+                        return frames_set(k, bytes, PROFD_DROP_KERNEL_STACK_ERROR);
+                /* frame 0 of bpf_get_stack's is this program's call of it,
+                 * which differs from the walk's below */
+                if (!kstack_memo_same(k, words->w, bytes / sizeof(__u64), crosstask ? 0 : 1)) {
+                        counter_add(PROFD_CNT_KSTACK_MEMO_MISMATCHES, 1);
+                        __builtin_memcpy(k->ips, words->w, sizeof(k->ips));
+                        k->n = bytes / sizeof(__u64);
+                }
+                return true;
+        }
+        bytes = crosstask ? bpf_get_task_stack(task, k->ips, sizeof(k->ips), 0)
+                          : bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0);
+        if (!frames_set(k, bytes, PROFD_DROP_KERNEL_STACK_ERROR))
+                return false;
+        if (memo == 0) {
+                counter_add(PROFD_CNT_KSTACK_MEMO_WALKS, 1);
+                kstack_memo_remember(len, slot, crosstask ? 0 : 1, k);
+        }
+        return true;
+}
 
 /* Its maps (tasks, task_stacks, offcpu_parked) are in maps.bpf.h, their
  * values (struct profd_task, struct offcpu_park) in state.bpf.h. */
@@ -258,8 +382,8 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         k = scratch_get(SCRATCH_SWITCH_KERNEL);
         if (!k)
                 return;
-        kernel_error = !frames_set(k, bpf_get_task_stack(next, k->ips, sizeof(k->ips), 0),
-                                   PROFD_DROP_KERNEL_STACK_ERROR);
+        kernel_error = !kernel_stack_get(NULL, next, true, (__u64) BPF_CORE_READ(next, thread.sp), k,
+                                         KSTACK_WALKER_SWITCH_IN, 0);
 
         if (next->flags & PF_KTHREAD) {
                 count_block(next, &key, k, kernel_error, NULL, false, delta, weight, now);
@@ -343,6 +467,9 @@ static long sched_trim_frame(__u32 i, struct sched_trim *trim) {
 static __always_inline bool blocked_kernel_stack(void *ctx, struct profd_frames *k) {
         struct sched_trim trim = { .kernel = k };
 
+        /* walked without the memo: such switches are few (docs/reliability.md),
+         * and the memo's paths cost this program's verification 110 k
+         * instructions */
         if (!frames_set(k, bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR))
                 return false;
         bpf_loop(PROFD_MAX_FRAMES, sched_trim_frame, &trim, 0);
@@ -450,16 +577,6 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
  * of device interrupts and system vectors), from /proc/kallsyms; 0: unknown. */
 const volatile __u64 irqentry_start = 0, irqentry_end = 0;
 
-/* The numeric value of a kernel pointer (profd runs with CAP_PERFMON, for
- * which the verifier lets a program read pointers as numbers). */
-static __always_inline __u64 pointer_value(const void *ptr) {
-        const void *volatile slot = ptr;
-        __u64 v = 0;
-
-        bpf_probe_read_kernel(&v, sizeof(v), (const void *) &slot);
-        return v;
-}
-
 struct interrupt_scan {
         const struct profd_frames *kernel; /* NULL: no kernel stack to scan */
         bool scanned;
@@ -506,15 +623,11 @@ static __always_inline void interrupt_scan_run(struct interrupt_scan *scan) {
  * - An interrupt that arrives in user mode runs on the task's stack, which
  *   is empty then: its kernel stack is short and has the interrupt's entry
  *   (asm_sysvec_*, asm_common_interrupt) among its frames.
- * scan holds the kernel stack (or NULL), and keeps what its scan found for
- * the trim below. */
-static __always_inline bool in_interrupt_context(void *ctx, struct task_struct *task,
-                                                 struct interrupt_scan *scan) {
-        __u64 here = pointer_value(ctx);
-        __u64 bottom = (__u64) BPF_CORE_READ(task, stack);
-        __u64 top = pointer_value((const void *) bpf_task_pt_regs(task)) + bpf_core_type_size(struct pt_regs);
-
-        if (here <= bottom || here >= top)
+ * off_stack is the first test's answer (off_task_stack). scan holds the
+ * kernel stack (or NULL), and keeps what its scan found for the trim
+ * below. */
+static __always_inline bool in_interrupt_context(bool off_stack, struct interrupt_scan *scan) {
+        if (off_stack)
                 return true;
         interrupt_scan_run(scan);
         return scan->found;
@@ -532,6 +645,46 @@ static __always_inline void trim_at_interrupt_entry(struct profd_frames *kernel,
                 kernel->n = scan->index + 1;
 }
 
+/* The frames an interrupt's wake-up walks first (interrupt_kernel_stack):
+ * a timer's reach their interrupt's entry in about 15, this program's own
+ * and the tracepoint's included. */
+#define IRQ_WALK_FRAMES 24
+
+/* The kernel stack of a wake-up on an interrupt's stack (ctx off the
+ * current task's own), which is kept only up to the interrupt's entry
+ * (trim_at_interrupt_entry). The kernel's walk of it goes on past the
+ * entry through whatever the interrupt arrived in, as deep as that is (on
+ * the build loop such walks took 10 us on average, a wake-up by a task
+ * 0.5 us), so it is walked first to IRQ_WALK_FRAMES frames and only again
+ * in full when the entry is not among them: the frames kept are the
+ * same. scan (interrupt_scan) is left with what it found in k. */
+static __always_inline bool interrupt_kernel_stack(void *ctx, struct profd_frames *k, struct interrupt_scan *scan) {
+        long bytes = bpf_get_stack(ctx, k->ips, IRQ_WALK_FRAMES * sizeof(__u64), 0);
+
+        if (bytes > 0 && bytes < (long) (IRQ_WALK_FRAMES * sizeof(__u64)))
+                return frames_set(k, bytes, PROFD_DROP_KERNEL_STACK_ERROR); /* the whole stack */
+        if (bytes > 0) {
+                frames_set(k, bytes, PROFD_DROP_KERNEL_STACK_ERROR);
+                scan->kernel = k;
+                interrupt_scan_run(scan);
+                if (scan->found)
+                        return true;
+                scan->scanned = false;
+        }
+        bytes = bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0);
+        return frames_set(k, bytes, PROFD_DROP_KERNEL_STACK_ERROR);
+}
+
+/* Whether ctx, the tracepoint's arguments, is off task's own kernel stack:
+ * on a per-CPU interrupt stack (see in_interrupt_context). */
+static __always_inline bool off_task_stack(void *ctx, struct task_struct *task) {
+        __u64 here = pointer_value(ctx);
+        __u64 bottom = (__u64) BPF_CORE_READ(task, stack);
+        __u64 top = pointer_value((const void *) bpf_task_pt_regs(task)) + bpf_core_type_size(struct pt_regs);
+
+        return here <= bottom || here >= top;
+}
+
 /* A wakeup is credited to the task that did it. In interrupt context that is
  * not the current task, which the interrupt merely preempted (a timer that
  * expires while a thread writes to a pipe is not the writer's doing): such
@@ -544,7 +697,7 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         struct profd_sample_key key = {};
         struct profd_frames *f, *k;
         struct profd_task *t;
-        bool kernel_ok;
+        bool kernel_ok, off_stack;
         __u32 gen;
         __u64 blocked, weight;
 
@@ -572,9 +725,14 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         k = scratch_get(SCRATCH_WAKER_KERNEL);
         if (!k)
                 return 0;
-        kernel_ok = frames_set(k, bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0), PROFD_DROP_KERNEL_STACK_ERROR);
+        off_stack = off_task_stack(ctx, waker);
+        if (off_stack)
+                kernel_ok = interrupt_kernel_stack(ctx, k, &scan);
+        else
+                kernel_ok = kernel_stack_get(ctx, waker, false, pointer_value(ctx) - KSTACK_BELOW_CTX, k,
+                                             KSTACK_WALKER_WAKER, 1);
         scan.kernel = kernel_ok ? k : NULL;
-        if (waker->pid != 0 && !in_interrupt_context(ctx, waker, &scan)) {
+        if (waker->pid != 0 && !in_interrupt_context(off_stack, &scan)) {
                 key.tid = waker->pid;
                 key.tgid = waker->tgid;
                 key.start_ns = process_start_ns(waker);

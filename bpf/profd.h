@@ -408,6 +408,13 @@ struct profd_unwind_proc {
         __u64 rt_bias;
 };
 
+/* Setting kernel_stack_memo (bpf/kstack-memo.bpf.h), as the programs have it. */
+enum profd_kstack_memo {
+        PROFD_KSTACK_MEMO_OFF = 0,
+        PROFD_KSTACK_MEMO_ON,
+        PROFD_KSTACK_MEMO_VERIFY, /* kernel_stack_memo_verify: hits walked too and compared */
+};
+
 /* Counters in the per-CPU array "counters" (one element, struct
  * profd_counters): cumulative since load, summed over CPUs by the daemon,
  * which stores per-drain deltas. The PROFD_DROP_* ones count data that was
@@ -489,6 +496,13 @@ enum profd_counter {
         PROFD_CNT_NODES_NEW_16,
         PROFD_CNT_NODES_NEW_32,
         PROFD_CNT_KEYS_NEW,
+        /* the off-CPU programs' kernel stacks (bpf/kstack-memo.bpf.h): taken
+         * from the memo; walked where the memo could have served (then
+         * remembered); and, with kernel_stack_memo = verify, hits whose
+         * walk gave other frames (the walk's are kept) */
+        PROFD_CNT_KSTACK_MEMO_HITS,
+        PROFD_CNT_KSTACK_MEMO_WALKS,
+        PROFD_CNT_KSTACK_MEMO_MISMATCHES,
         PROFD_COUNTER__MAX,
 };
 

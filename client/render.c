@@ -409,6 +409,19 @@ static void offcpu_write(FILE *f, const json_t *status) {
                         sample, u64_of(o, STATUS_KEY_UNSAMPLED_BLOCKS), unsampled,
                         u64_of(o, STATUS_KEY_UNSAMPLED_WAKEUPS));
         }
+        {
+                const json_t *m = json_object_get(o, STATUS_KEY_KERNEL_STACK_MEMO);
+                uint64_t hits = u64_of(m, STATUS_KEY_HITS), walks = u64_of(m, STATUS_KEY_WALKS);
+
+                if (json_is_object(m) && hits + walks > 0) {
+                        fprintf(f, "           kernel stacks: %" PRIu64 " from the memo, %" PRIu64 " walked (%.0f%%)",
+                                hits, walks, 100.0 * (double) hits / (double) (hits + walks));
+                        if (u64_of(m, STATUS_KEY_MISMATCHES) > 0)
+                                fprintf(f, "; %" PRIu64 " hits differed from their walk (verify)",
+                                        u64_of(m, STATUS_KEY_MISMATCHES));
+                        fputc('\n', f);
+                }
+        }
 }
 
 static uint64_t u64_of(const json_t *o, const char *key) {

@@ -117,6 +117,10 @@
 #define STATUS_KEY_UNSAMPLED_BLOCKS     "unsampled_blocks"
 #define STATUS_KEY_UNSAMPLED_NS         "unsampled_ns"
 #define STATUS_KEY_UNSAMPLED_WAKEUPS    "unsampled_wakeups"
+#define STATUS_KEY_KERNEL_STACK_MEMO    "kernel_stack_memo"
+#define STATUS_KEY_HITS                 "hits"
+#define STATUS_KEY_WALKS                "walks"
+#define STATUS_KEY_MISMATCHES           "mismatches"
 
 /* "store_check": the store's integrity check. */
 #define STATUS_KEY_STATE                "state"

@@ -117,6 +117,7 @@ int conf_init(struct conf *c) {
                 .timeline_retention_ns = CONF_DEFAULT_TIMELINE_RETENTION_NS,
                 .timeline_max_size = CONF_DEFAULT_TIMELINE_MAX_SIZE,
                 .timeline = true,
+                .kernel_stack_memo = true,
                 .capture_before_ns = CONF_DEFAULT_CAPTURE_BEFORE_NS,
                 .capture_duration_ns = CONF_DEFAULT_CAPTURE_DURATION_NS,
                 .capture_cooldown_ns = CONF_DEFAULT_CAPTURE_COOLDOWN_NS,
@@ -208,6 +209,14 @@ const struct conf_setting conf_settings[] = {
           .help_arg = "", .help = "walk preempted waits' (state R) stacks like other blocks' (default\n"
                                   "off: their time is kept per thread as one [preempted] frame)",
           .help_negated = "keep preempted waits per thread as [preempted], without stacks" },
+        { .key = "kernel_stack_memo", .type = CONF_BOOL, .offset = FIELD(kernel_stack_memo),
+          .help_arg = "", .help = "take the off-CPU kernel stacks a walk gave before from a memo, by\n"
+                                  "the words of the stack that decide the walk (default on)",
+          .help_negated = "walk every off-CPU kernel stack" },
+        { .key = "kernel_stack_memo_verify", .type = CONF_BOOL, .offset = FIELD(kernel_stack_memo_verify),
+          .help_arg = "", .help = "walk the memo's hits too, compare, keep the walk and count those that\n"
+                                  "differ (status offcpu.kernel_stack_memo.mismatches; default off)",
+          .help_negated = "trust the memo's hits" },
         { .key = "max_clients", .type = CONF_UINT, .offset = FIELD(max_clients), .apply = CONF_APPLY_CLIENTS,
           .min = 1, .max = 65536,
           .help_arg = "N", .help = "clients connected at once (default " STR(CONF_DEFAULT_MAX_CLIENTS) ")" },

@@ -160,6 +160,10 @@ struct conf {
          * default): counted per thread as one [preempted] frame (read at
          * start: it is fixed in the BPF programs at load) */
         bool offcpu_preempted_stacks;
+        /* the off-CPU kernel stacks through the memo (bpf/kstack-memo.bpf.h;
+         * default on), and its hits walked too and compared (verify; off).
+         * Read at start: fixed in the BPF programs at load */
+        bool kernel_stack_memo, kernel_stack_memo_verify;
         /* the off-CPU timeline: blocks logged with their start and end
          * from this length, at most this many per CPU and second (0: none) */
         uint64_t timeline_offcpu_min_ns;

@@ -101,6 +101,7 @@ struct manager {
         uint64_t vanished;            /* processes gone before they could be read */
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
         uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
+        uint64_t kstack_memo_hits, kstack_memo_walks, kstack_memo_mismatches;
         uint64_t user_walks;          /* user stacks walked by BPF since start */
         uint64_t drains_early;        /* drains made before the interval: a map was nearly full */
         uint64_t runtime[STATUS_RUNTIME__MAX]; /* runtime walks' counters since start (status.h) */
@@ -287,6 +288,9 @@ static int manager_drain(manager *m, uint64_t *ret_seq) {
         m->offcpu_unsampled += b.counters[PROFD_CNT_OFFCPU_UNSAMPLED];
         m->offcpu_unsampled_ns += b.counters[PROFD_CNT_OFFCPU_UNSAMPLED_NS];
         m->wakeup_unsampled += b.counters[PROFD_CNT_WAKEUP_UNSAMPLED];
+        m->kstack_memo_hits += b.counters[PROFD_CNT_KSTACK_MEMO_HITS];
+        m->kstack_memo_walks += b.counters[PROFD_CNT_KSTACK_MEMO_WALKS];
+        m->kstack_memo_mismatches += b.counters[PROFD_CNT_KSTACK_MEMO_MISMATCHES];
         m->user_walks += b.counters[PROFD_CNT_USER_WALKS];
         for (unsigned i = 0; i < STATUS_RUNTIME__MAX; i++)
                 m->runtime[i] += b.counters[PROFD_CNT_RT_WALKS + i];
@@ -693,6 +697,9 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .offcpu_unsampled = m->offcpu_unsampled,
                 .offcpu_unsampled_ns = m->offcpu_unsampled_ns,
                 .wakeup_unsampled = m->wakeup_unsampled,
+                .kstack_memo_hits = m->kstack_memo_hits,
+                .kstack_memo_walks = m->kstack_memo_walks,
+                .kstack_memo_mismatches = m->kstack_memo_mismatches,
                 .drains_early = m->drains_early,
                 .user_walks = m->user_walks,
                 .timeline_untimed = m->timeline_untimed,

@@ -57,6 +57,9 @@ struct status_stats {
         /* the manager's own counts, from the drains' BPF counters */
         uint64_t offcpu_filtered, offcpu_filtered_ns;
         uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
+        /* the off-CPU kernel stacks: from the memo, walked and remembered,
+         * hits a verifying walk contradicted (bpf/kstack-memo.bpf.h) */
+        uint64_t kstack_memo_hits, kstack_memo_walks, kstack_memo_mismatches;
         uint64_t user_walks;
         uint64_t drains_early;        /* drains before the interval: a kernel map was nearly full */
         uint64_t timeline_untimed;    /* on-CPU samples counted without their time (PROFD_CNT_UNTIMED) */

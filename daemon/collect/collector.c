@@ -427,14 +427,18 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(collector *, collector_free);
  * - its scheduler and lock functions, by which the program on
  *   sched_exit_tp finds, in the kernel stack of a thread whose switch-in
  *   profd_switch did not see, where the thread blocked (blocked_kernel_stack).
- *   Without them such a block is counted with its kernel stack lost. */
+ *   Without them such a block is counted with its kernel stack lost.
+ * - the start of its text (_stext), above which the kernel stack memo
+ *   (bpf/kstack-memo.bpf.h) takes a stack's words into its signature.
+ *   Without it every off-CPU kernel stack is walked. */
 static void kernel_text_set(collector *c, bool wakeup) {
         static const char *const names[] = { "__irqentry_text_start", "__irqentry_text_end",
                                              "__sched_text_start", "__sched_text_end",
-                                             "__lock_text_start", "__lock_text_end" };
-        uint64_t addrs[ELEMENTSOF(names)];
+                                             "__lock_text_start", "__lock_text_end", "_stext",
+                                             "do_syscall_64" };
+        uint64_t addrs[ELEMENTSOF(names)], ends[ELEMENTSOF(names)];
         /* every address 0 on failure */
-        int r = kallsyms_find("/proc/kallsyms", names, ELEMENTSOF(names), addrs);
+        int r = kallsyms_find_ranges("/proc/kallsyms", names, ELEMENTSOF(names), addrs, ends);
 
         if (addrs[2] < addrs[3]) {
                 c->skel->rodata->sched_text_start = addrs[2];
@@ -446,6 +450,16 @@ static void kernel_text_set(collector *c, bool wakeup) {
         if (addrs[4] < addrs[5]) {
                 c->skel->rodata->lock_text_start = addrs[4];
                 c->skel->rodata->lock_text_end = addrs[5];
+        }
+        if (c->skel->rodata->kstack_memo_mode && !addrs[6])
+                log_info("Cannot find _stext in /proc/kallsyms: every off-CPU kernel stack is walked "
+                         "(kernel_stack_memo).");
+        c->skel->rodata->kstack_text_start = addrs[6];
+        /* without it a system call's stack is hashed whole: a random gap
+         * makes nearly every one a miss (bpf/kstack-memo.bpf.h) */
+        if (addrs[7] && ends[7] > addrs[7]) {
+                c->skel->rodata->kstack_stop_start = addrs[7];
+                c->skel->rodata->kstack_stop_end = ends[7];
         }
         if (!wakeup)
                 return;
@@ -536,6 +550,11 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         c->timeline = cfg->timeline;
         c->skel->rodata->wakeup_enabled = cfg->kind_wakeup;
         c->skel->rodata->offcpu_preempted_stacks = cfg->offcpu_preempted_stacks;
+        c->skel->rodata->kstack_memo_mode = !cfg->kernel_stack_memo ? PROFD_KSTACK_MEMO_OFF
+                                          : cfg->kernel_stack_memo_verify ? PROFD_KSTACK_MEMO_VERIFY
+                                                                          : PROFD_KSTACK_MEMO_ON;
+        if (!cfg->kernel_stack_memo)
+                bpf_map__set_max_entries(c->skel->maps.kstack_memo, 1);
         c->switch_done = have_sched_exit_tp();
         if (!c->switch_done && cfg->kind_offcpu)
                 log_info("The kernel has no sched_exit_tp tracepoint: off-CPU user stacks are walked at "

@@ -388,23 +388,41 @@ int kernel_table_load(struct kernel_table *t, const char *path) {
         }
 }
 
-int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret) {
+int kallsyms_find_ranges(const char *path, const char *const *names, size_t n, uint64_t *ret, uint64_t *ret_end) {
         _cleanup_(kallsyms_reader_done) struct kallsyms_reader rd = {};
         struct kallsyms_line l;
+        size_t open = 0; /* found, end not yet */
         int r;
 
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 ret[i] = 0;
+                if (ret_end)
+                        ret_end[i] = 0;
+        }
         rd.file = fopen(path, "re");
         if (!rd.file)
                 return negative_errno();
-        while ((r = kallsyms_next(&rd, &l)) > 0)
-                for (size_t i = 0; i < n && !l.module; i++)
-                        if (ret[i] == 0 && streq(l.name, names[i]))
+        while ((r = kallsyms_next(&rd, &l)) > 0) {
+                if (l.module)
+                        continue;
+                for (size_t i = 0; ret_end && open > 0 && i < n; i++)
+                        if (ret[i] && !ret_end[i] && l.addr > ret[i]) {
+                                ret_end[i] = l.addr;
+                                open--;
+                        }
+                for (size_t i = 0; i < n; i++)
+                        if (ret[i] == 0 && streq(l.name, names[i])) {
                                 ret[i] = l.addr;
+                                open++;
+                        }
+        }
         if (r < 0)
                 return r;
         return rd.any_address ? 0 : -ENODATA;
+}
+
+int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret) {
+        return kallsyms_find_ranges(path, names, n, ret, NULL);
 }
 
 static int kernel_range_compare(const void *a, const void *b) {

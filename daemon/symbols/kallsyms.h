@@ -87,6 +87,11 @@ int kernel_table_load(struct kernel_table *t, const char *path);
  * from reading it, or -ENODATA when every address in it is zero. */
 int kallsyms_find(const char *path, const char *const *names, size_t n, uint64_t *ret);
 
+/* kallsyms_find, and each symbol's end in ret_end: the next higher address
+ * of a symbol of the image after it (the image's symbols come sorted by
+ * address), or 0 when it is not found or the last. */
+int kallsyms_find_ranges(const char *path, const char *const *names, size_t n, uint64_t *ret, uint64_t *ret_end);
+
 /* Whether the table names addr as one read now would, although kernel code
  * came or went since it was read: addr is in the image's text, or in one of
  * the n ranges of code that was there when the table was read and is

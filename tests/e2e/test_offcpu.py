@@ -5,10 +5,14 @@ blocked time within 5%, in state S, and the pipe writer as the waker of the
 reader's blocked time; a timer interrupt's wakeups are process 0's, not the
 thread's it interrupted. Stopping profd keeps the last interval. With
 offcpu_sample, blocks shorter than it are walked by a draw, and each
-function's blocked time is an estimate within its standard error."""
+function's blocked time is an estimate within its standard error. The
+kernel stacks come from the memo at defaults; with
+kernel_stack_memo_verify every hit is also walked, and none may differ."""
 import json
 import math
+import re
 import subprocess
+import threading
 
 from harness import Profd, binary, function_shares, require_root, run_tests
 
@@ -84,6 +88,59 @@ def test_blocked_time_per_function_matches_truth():
         assert abs(total_us * 1000 - wakers["total"]) <= 1000 * len(folded.splitlines()), \
             (total_us, wakers["total"])
         check_no_missed_switches(d)
+        # the kernel stacks came from the memo (bpf/kstack-memo.bpf.h)
+        memo = json.loads(d.profctl("status", "--json").stdout)["offcpu"]["kernel_stack_memo"]
+        print(f"  kernel stack memo: {memo}")
+        assert memo["hits"] > 0 and memo["walks"] > 0, memo
+        shown = d.profctl("status").stdout
+        assert re.search(r"kernel stacks: [1-9]\d* from the memo, \d+ walked \(\d+%\)\n", shown), shown
+
+
+BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+def set_bpf_stats(value):
+    with open(BPF_STATS, "w") as f:
+        f.write(value)
+
+
+# Other processes blocking and waking through other kernel paths at once:
+# a shell starting programs (fork, exec, wait4, exit), file reads that
+# block in the disk's queue, sleeps, pipes between processes.
+CHURN = ("for i in $(seq 200); do /bin/true; ls -R /usr/share/doc > /dev/null; "
+         "echo x | cat > /dev/null; sleep 0.001; done")
+
+
+def test_kernel_stack_memo_hits_are_the_walks():
+    """Every hit of the kernel stack memo is walked too
+    (kernel_stack_memo_verify): a hit must never hold other frames than the
+    kernel's walk of that stack, over the truth workload and a churn of
+    shells, file reads and pipes; the blocked times still hold."""
+    with open(BPF_STATS) as f:
+        stats_before = f.read().strip()
+    with Profd("--interval", "2s", "--kernel-stack-memo-verify") as d:
+        churn = [subprocess.Popen(["sh", "-c", CHURN], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for _ in range(2)]
+        # the BPF run-time statistics switched on halfway: the kernel then
+        # calls the programs from another place, a frame of every stack
+        # the programs walk (bpf/offcpu.bpf.c, KSTACK_BELOW_CTX)
+        flip = threading.Timer(2.0, set_bpf_stats, ("0" if stats_before == "1" else "1",))
+        flip.start()
+        try:
+            truth = run_workload(4)
+        finally:
+            flip.cancel()
+            flip.join()
+            set_bpf_stats(stats_before)
+            for p in churn:
+                p.kill()
+                p.wait()
+        d.profctl("flush")
+        check_blocked_times(d, truth, "verified")
+        memo = json.loads(d.profctl("status", "--json").stdout)["offcpu"]["kernel_stack_memo"]
+        print(f"  kernel stack memo: {memo}")
+        assert memo["hits"] >= 100, memo
+        assert memo["mismatches"] == 0, f"{memo['mismatches']} hits of the memo were not the kernel's walk: {memo}"
 
 
 def check_no_missed_switches(d):
@@ -226,5 +283,5 @@ def test_sigterm_keeps_the_last_interval():
 if __name__ == "__main__":
     require_root()
     run_tests([test_blocked_time_per_function_matches_truth, test_timer_wakeups_are_not_the_interrupted_threads,
-               test_sampled_blocks_estimate_the_truth,
+               test_sampled_blocks_estimate_the_truth, test_kernel_stack_memo_hits_are_the_walks,
                test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists, test_sigterm_keeps_the_last_interval])

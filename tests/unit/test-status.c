@@ -105,6 +105,7 @@ static struct status_stats full_stats(const struct conf *c) {
                 .samples_seen = 11, .idle_samples = 12,
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
                 .offcpu_unsampled = 15, .offcpu_unsampled_ns = 16, .wakeup_unsampled = 17,
+                .kstack_memo_hits = 18, .kstack_memo_walks = 19, .kstack_memo_mismatches = 20,
                 .user_walks = 15,
                 .drains_early = 26,
                 .timeline_untimed = 16,
@@ -251,7 +252,9 @@ static void test_keys_in_order(void) {
         check_keys(json_object_get(o, "store_migration"), "pending_rows pending_drains done_rows done_drains "
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"),
-                   "min_ns max_ns filtered_blocks filtered_ns sample_ns unsampled_blocks unsampled_ns unsampled_wakeups");
+                   "min_ns max_ns filtered_blocks filtered_ns sample_ns unsampled_blocks unsampled_ns unsampled_wakeups "
+                   "kernel_stack_memo");
+        check_keys(json_object_get(json_object_get(o, "offcpu"), "kernel_stack_memo"), "hits walks mismatches");
         check_keys(json_object_get(o, "timeline"), "on bytes blocks samples oldest_ns untimed retention_s max_size "
                    "deleted_blocks offcpu");
         check_keys(json_object_get(json_object_get(o, "timeline"), "offcpu"), "blocks bytes oldest_ns logged short "
@@ -436,6 +439,9 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "unsampled_blocks"), 15);
         CHECK_INT_EQ(num(x, "unsampled_ns"), 16);
         CHECK_INT_EQ(num(x, "unsampled_wakeups"), 17);
+        CHECK_INT_EQ(num(json_object_get(x, "kernel_stack_memo"), "hits"), 18);
+        CHECK_INT_EQ(num(json_object_get(x, "kernel_stack_memo"), "walks"), 19);
+        CHECK_INT_EQ(num(json_object_get(x, "kernel_stack_memo"), "mismatches"), 20);
         CHECK_INT_EQ(num(o, "max_clients"), 64);
         CHECK_INT_EQ(num(o, "client_timeout_ms"), 30000);
         CHECK_INT_EQ(num(o, "symbol_cache_limit_bytes"), 256 << 20);
