@@ -129,7 +129,6 @@ struct kstack_sig_scan {
         const struct kstack_words *words;
         struct kstack_text text;
         __u32 n;
-        __u32 stop; /* the index of the word the scan stopped at */
         bool stopped;
         __u64 h;
 };
@@ -149,7 +148,6 @@ static long kstack_sig_word(__u32 i, void *ctx) {
         s->h = kstack_sig_mix(s->h, w, i);
         if (w >= s->text.stop_start && w < s->text.stop_end) {
                 s->stopped = true;
-                s->stop = i;
                 return 1;
         }
         return 0;
@@ -199,7 +197,12 @@ static long kstack_check_frame(__u32 i, void *ctx) {
         if (places[i] == KSTACK_PLACE_NONE)
                 return 0;
         j = kstack_place_index(places[i], c->n_words);
-        barrier_var(j);
+        /* a place past this stack's words is no place in it */
+        if (j >= c->n_words) {
+                c->ok = false;
+                return 1;
+        }
+        barrier_var(j); /* the verifier must see the bound below on its own */
         if (j >= KSTACK_MEMO_WORDS || c->words->w[j] != c->k->ips[i]) {
                 c->ok = false;
                 return 1;

@@ -109,6 +109,7 @@ struct css_set {
 /* x86-64: the thread pointer, as arch_prctl(ARCH_SET_FS) and clone's TLS
  * set it (a runtime walker finds the thread's state from it) */
 struct thread_struct {
+        unsigned long sp; /* a task not running: its saved kernel stack pointer */
         unsigned long fsbase;
 } __attribute__((preserve_access_index));
 

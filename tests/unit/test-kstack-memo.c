@@ -234,6 +234,12 @@ static void test_memo_places(void) {
         n = words_of(&k, 2, DATA);
         kstack_memo_put(sig + 3, &k, &words, n, &text, 1);
         CHECK(!kstack_memo_get(sig + 3, &got, &words, n));
+        /* a shallower stack: the last frame's place is past its words,
+         * whatever the buffer still holds there */
+        n = words_of(&k, 2, DATA);
+        kstack_memo_put(sig + 4, &k, &words, n, &text, 2);
+        CHECK(kstack_memo_get(sig + 4, &got, &words, n));
+        CHECK(!kstack_memo_get(sig + 4, &got, &words, n - 2));
         /* three frames below the words: not remembered */
         n = words_of(&k, 3, DATA);
         kstack_memo_put(sig + 1, &k, &words, n, &text, 2);
