@@ -629,6 +629,19 @@ static void test_kallsyms(void) {
                 CHECK(addrs[4] == 0);
                 CHECK_INT_EQ(kallsyms_find(missing, names, ELEMENTSOF(names), addrs), -ENOENT);
         }
+        /* Their ends: the next higher address of the image's (an alias at
+         * the same address is no end; a module's symbol is none; the last
+         * has none) */
+        {
+                static const char *const names[] = { "_stext", "do_one_initcall", "weak_hook", "ext4_iget" };
+                uint64_t addrs[ELEMENTSOF(names)], ends[ELEMENTSOF(names)];
+
+                CHECK_INT_EQ(kallsyms_find_ranges(path, names, ELEMENTSOF(names), addrs, ends), 0);
+                CHECK(addrs[0] == 0xffffffff81000000 && ends[0] == 0xffffffff81000100);
+                CHECK(addrs[1] == 0xffffffff81000100 && ends[1] == 0xffffffff81000180);
+                CHECK(addrs[2] == 0xffffffff81000200 && ends[2] == 0);
+                CHECK(addrs[3] == 0 && ends[3] == 0);
+        }
 }
 
 /* Every lookup of test_kallsyms's first table, wherever the table is. */
