@@ -12,6 +12,10 @@
  * (-ENOMEM, or what opening or reading failed with). */
 int read_full_file(const char *path, char **ret);
 
+/* read_full_file of path relative to dirfd (openat(2): AT_FDCWD, or a
+ * directory's fd such as /proc/PID's). */
+int read_full_fileat(int dirfd, const char *path, char **ret);
+
 /* Writes all n bytes of buf at offset off of fd (retrying short writes
  * and EINTR). Returns 0, -EIO if the file takes no more, or -errno. */
 int pwrite_all(int fd, const void *buf, size_t n, uint64_t off);

@@ -69,3 +69,25 @@ int mapfile_key(const struct mapfile_paths *p, struct file_key *ret) {
         *ret = file_key_from_stat(&st);
         return 0;
 }
+
+int mapfile_openat(int proc_dirfd, uint64_t start, uint64_t end, const char *path) {
+        char by_map[64], by_root[PATH_MAX];
+        const char *paths[] = { by_map, by_root };
+        int r = -ENOENT;
+
+        snprintf(by_map, sizeof(by_map), "map_files/%" PRIx64 "-%" PRIx64, start, end);
+        if (!path || snprintf(by_root, sizeof(by_root), "root%s", path) >= (int) sizeof(by_root))
+                by_root[0] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                int fd;
+
+                if (!paths[i][0])
+                        continue;
+                /* O_NONBLOCK: a FIFO put at the path cannot hang the caller */
+                fd = openat(proc_dirfd, paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+                if (fd >= 0)
+                        return fd;
+                r = -errno;
+        }
+        return r;
+}

@@ -51,6 +51,10 @@ void mapfile_paths(const char *proc_root, uint32_t pid, uint64_t start, uint64_t
 /* Opens the file read-only by the first path that works. Returns the fd,
  * or the negative errno of the last path tried. */
 int mapfile_open(const struct mapfile_paths *p);
+/* mapfile_open through proc_dirfd, /proc/PID opened as a directory: the
+ * same two ways, relative to it (map_files/START-END, then root/PATH;
+ * path NULL: the first only). */
+int mapfile_openat(int proc_dirfd, uint64_t start, uint64_t end, const char *path);
 /* The identity of the file at the first path that stat reaches. Returns 0,
  * or -ENOENT when neither does. */
 int mapfile_key(const struct mapfile_paths *p, struct file_key *ret);

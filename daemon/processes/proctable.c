@@ -184,6 +184,13 @@ static int open_mapping_file(const char *proc_root, uint32_t pid, const struct p
         return fd >= 0 ? fd : -1;
 }
 
+/* open_mapping_file through pfd, the process's /proc/PID (proc_dir_open). */
+static int open_mapping_fileat(int pfd, const struct proc_mapping *m) {
+        int fd = mapfile_openat(pfd, m->start, m->end, m->path);
+
+        return fd >= 0 ? fd : -1;
+}
+
 /* Reads the symbols of a mapping's file (through its fd while it is open)
  * and closes it. */
 static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc_mapping *m) {
@@ -211,15 +218,13 @@ static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc
 /* The executable mappings of /proc/PID/maps, sorted by start, files not
  * opened yet. Returns 0, -ENOMEM, or the error reading the file failed
  * with (the process is gone). */
-static int read_exec_maps(const char *proc_root, uint32_t pid, struct proc_mapping **ret, size_t *ret_n) {
-        char path[PATH_MAX];
+static int read_exec_maps(int pfd, struct proc_mapping **ret, size_t *ret_n) {
         _cleanup_free_ char *text = NULL;
         struct proc_mapping *maps = NULL;
         size_t n = 0, cap = 0;
         int r;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", proc_root, pid);
-        r = read_full_file(path, &text);
+        r = read_full_fileat(pfd, "maps", &text);
         if (r < 0)
                 return r;
         for (char *line = text, *next; line && *line; line = next) {
@@ -229,7 +234,7 @@ static int read_exec_maps(const char *proc_root, uint32_t pid, struct proc_mappi
                 if (next)
                         *next++ = '\0';
                 if (procmap_parse_line(line, &m) < 0) {
-                        log_debug("Unparsable line in %s, ignoring: %s", path, line);
+                        log_debug("Unparsable line in a maps file, ignoring: %s", line);
                         continue;
                 }
                 if (!m.executable) {
@@ -274,33 +279,62 @@ static bool mapping_has_file(const struct proc_mapping *m) {
         return m->path && m->path[0] == '/';
 }
 
-static int snapshot_maps(const char *proc_root, struct proc *p) {
+static int snapshot_maps(int pfd, struct proc *p) {
         int r;
 
-        r = read_exec_maps(proc_root, p->pid, &p->maps, &p->n_maps);
+        r = read_exec_maps(pfd, &p->maps, &p->n_maps);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < p->n_maps; i++)
                 if (mapping_has_file(&p->maps[i]))
-                        p->maps[i].fd = open_mapping_file(proc_root, p->pid, &p->maps[i]);
+                        p->maps[i].fd = open_mapping_fileat(pfd, &p->maps[i]);
         return 0;
 }
 
-/* Is /proc/PID still the instance that started at start_ns? */
-static int check_identity(const char *proc_root, uint32_t pid, uint64_t start_ns) {
-        char path[PATH_MAX];
+/* Is the stat file at path (relative to dirfd) the instance that started
+ * at start_ns? 0, -ESRCH, or the error reading it failed with. */
+static int check_identity_at(int dirfd, const char *path, uint64_t start_ns) {
         _cleanup_free_ char *stat = NULL;
         uint64_t ticks;
         int r;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", proc_root, pid);
-        r = read_full_file(path, &stat);
+        r = read_full_fileat(dirfd, path, &stat);
         if (r < 0)
                 return r;
         r = procstat_parse_starttime(stat, &ticks);
         if (r < 0)
                 return r;
         return ticks == start_ns / ns_per_tick() ? 0 : -ESRCH;
+}
+
+/* Is /proc/PID still the instance that started at start_ns? */
+static int check_identity(const char *proc_root, uint32_t pid, uint64_t start_ns) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/stat", proc_root, pid);
+        return check_identity_at(AT_FDCWD, path, start_ns);
+}
+
+/* /proc/PID of instance (pid, start_ns) as a directory (O_PATH), checked
+ * once: what is read through it afterwards is that instance's, or fails
+ * once it is gone (its entries no longer open; a pid reused meanwhile is
+ * another directory). A snapshot read through it needs no second check.
+ * Returns the fd, -ESRCH (another instance), or the negative errno opening
+ * or reading failed with (the process is gone). */
+static int proc_dir_open(const char *proc_root, uint32_t pid, uint64_t start_ns) {
+        char path[PATH_MAX];
+        int fd, r;
+
+        snprintf(path, sizeof(path), "%s/%" PRIu32, proc_root, pid);
+        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        r = check_identity_at(fd, "stat", start_ns);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        return fd;
 }
 
 /* From /proc/PID/status, the last field of "NSpid:": the pid as the
@@ -332,48 +366,42 @@ static int parse_ns_pid(const char *status, uint32_t *ret) {
 }
 
 static int snapshot(const char *proc_root, struct proc *p) {
-        char path[PATH_MAX], buf[PATH_MAX];
+        _cleanup_close_ int pfd = -1;
         _cleanup_free_ char *text = NULL;
+        char buf[PATH_MAX];
         ssize_t n;
         int r;
 
-        r = check_identity(proc_root, p->pid, p->start_ns);
-        if (r < 0)
-                return r;
-
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/comm", proc_root, p->pid);
-        if (read_full_file(path, &text) >= 0) {
+        pfd = proc_dir_open(proc_root, p->pid, p->start_ns);
+        if (pfd < 0)
+                return pfd;
+        if (read_full_fileat(pfd, "comm", &text) >= 0) {
                 text[strcspn(text, "\n")] = '\0';
                 snprintf(p->comm, sizeof(p->comm), "%s", text);
                 text = (free(text), NULL);
         }
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/exe", proc_root, p->pid);
-        n = readlink(path, buf, sizeof(buf) - 1);
+        n = readlinkat(pfd, "exe", buf, sizeof(buf) - 1);
         if (n > 0) {
                 buf[n] = '\0';
                 p->exe = strdup(buf);
                 if (!p->exe)
                         return -ENOMEM;
         }
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", proc_root, p->pid);
-        if (read_full_file(path, &text) >= 0) {
+        if (read_full_fileat(pfd, "status", &text) >= 0) {
                 p->have_uid = procstatus_parse_euid(text, &p->uid) >= 0;
                 if (parse_ns_pid(text, &p->ns_pid) < 0)
                         p->ns_pid = p->pid;
                 text = (free(text), NULL);
         }
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/cgroup", proc_root, p->pid);
-        if (read_full_file(path, &text) >= 0) {
+        if (read_full_fileat(pfd, "cgroup", &text) >= 0) {
                 r = proccgroup_parse_v2(text, &p->cgroup);
                 if (r == -ENOMEM)
                         return r;
                 text = (free(text), NULL);
         }
-        r = snapshot_maps(proc_root, p);
-        if (r < 0)
-                return r;
-        /* the process may have exited and its pid been reused while we read */
-        r = check_identity(proc_root, p->pid, p->start_ns);
+        /* the process may exit while it is read: through pfd, its maps are
+         * then empty or unreadable, never another process's */
+        r = snapshot_maps(pfd, p);
         if (r < 0)
                 return r;
         p->snapshotted = true;
@@ -419,15 +447,14 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
 
 int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, struct proc **ret) {
         struct entry *e = entry_new(pid, start_ns);
+        _cleanup_close_ int pfd = -1;
         int r;
 
         if (!e)
                 return -ENOMEM;
         e->proc.maps_only = true;
-        r = snapshot_maps(proc_root, &e->proc);
-        /* the files were opened through the pid: was it still this process? */
-        if (r >= 0)
-                r = check_identity(proc_root, pid, start_ns);
+        pfd = proc_dir_open(proc_root, pid, start_ns);
+        r = pfd < 0 ? pfd : snapshot_maps(pfd, &e->proc);
         if (r < 0) {
                 entry_free(e);
                 return r == -ENOMEM ? r : -ESRCH;
@@ -653,13 +680,15 @@ bool proc_mapping_is_anonymous(const struct proc_mapping *m) {
 }
 
 int proctable_refresh_maps(proctable *t, struct proc *p) {
+        _cleanup_close_ int pfd = -1;
         struct proc_mapping *fresh = NULL;
         size_t n_fresh = 0;
         int r;
 
         if (!p->snapshotted || p->gone)
                 return 0;
-        r = read_exec_maps(t->proc_root, p->pid, &fresh, &n_fresh);
+        pfd = proc_dir_open(t->proc_root, p->pid, p->start_ns);
+        r = pfd < 0 ? pfd : read_exec_maps(pfd, &fresh, &n_fresh);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -671,13 +700,7 @@ int proctable_refresh_maps(proctable *t, struct proc *p) {
                 const struct proc_mapping *old = proc_find_mapping(p, fresh[i].start);
 
                 if (!(old && mapping_same(old, &fresh[i])) && mapping_has_file(&fresh[i]))
-                        fresh[i].fd = open_mapping_file(t->proc_root, p->pid, &fresh[i]);
-        }
-        /* the files were opened through the pid: was it still this process? */
-        if (check_identity(t->proc_root, p->pid, p->start_ns) < 0) {
-                mappings_free(fresh, n_fresh);
-                p->gone = true;
-                return 0;
+                        fresh[i].fd = open_mapping_fileat(pfd, &fresh[i]);
         }
         return maps_merge(t, p, fresh, n_fresh, true);
 }

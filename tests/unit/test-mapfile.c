@@ -82,7 +82,7 @@ static void test_fallback_order(void) {
         struct mapfile_paths p;
         struct file_key by_map, by_root, k;
         struct stat st;
-        int fd;
+        int fd, pfd;
 
         CHECK(mkdtemp(dir) != NULL);
         snprintf(path, sizeof(path), "%s/7", dir);
@@ -102,7 +102,15 @@ static void test_fallback_order(void) {
         by_root = file_key_from_stat(&st);
         CHECK(!file_key_eq(&by_map, &by_root));
 
+        snprintf(path, sizeof(path), "%s/7", dir);
+        pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        CHECK(pfd >= 0);
+
         fd = mapfile_open(&p);
+        CHECK(fd >= 0);
+        if (fd >= 0)
+                CHECK_INT_EQ(read_first(fd), 'M');
+        fd = mapfile_openat(pfd, 0x1000, 0x3000, "/lib/x.so");
         CHECK(fd >= 0);
         if (fd >= 0)
                 CHECK_INT_EQ(read_first(fd), 'M');
@@ -114,12 +122,20 @@ static void test_fallback_order(void) {
         CHECK(fd >= 0);
         if (fd >= 0)
                 CHECK_INT_EQ(read_first(fd), 'R');
+        fd = mapfile_openat(pfd, 0x1000, 0x3000, "/lib/x.so");
+        CHECK(fd >= 0);
+        if (fd >= 0)
+                CHECK_INT_EQ(read_first(fd), 'R');
+        /* no path: map_files only */
+        CHECK_INT_EQ(mapfile_openat(pfd, 0x1000, 0x3000, NULL), -ENOENT);
         CHECK_INT_EQ(mapfile_key(&p, &k), 0);
         CHECK(file_key_eq(&k, &by_root));
 
         CHECK(unlink(p.by_root) == 0);
         CHECK_INT_EQ(mapfile_open(&p), -ENOENT);
+        CHECK_INT_EQ(mapfile_openat(pfd, 0x1000, 0x3000, "/lib/x.so"), -ENOENT);
         CHECK_INT_EQ(mapfile_key(&p, &k), -ENOENT);
+        close(pfd);
 
         /* no root/PATH to fall back on */
         put(p.by_root, "R");
@@ -140,9 +156,39 @@ static void test_fallback_order(void) {
         CHECK(rmdir(dir) == 0);
 }
 
+/* Through the real /proc/self: this test's own executable, by the
+ * map_files link of its first mapping (root may open those), else by its
+ * path in root/. */
+static void test_openat_proc_self(void) {
+        FILE *f = fopen("/proc/self/maps", "re");
+        char line[4096], path[PATH_MAX];
+        unsigned long start, end;
+        struct stat want, got;
+        int pfd, fd;
+
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        CHECK(fgets(line, sizeof(line), f) != NULL);
+        fclose(f);
+        CHECK(sscanf(line, "%lx-%lx %*s %*s %*s %*s %4095s", &start, &end, path) == 3);
+        CHECK(stat(path, &want) == 0);
+        pfd = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        CHECK(pfd >= 0);
+        fd = mapfile_openat(pfd, start, end, path);
+        CHECK(fd >= 0);
+        CHECK(fstat(fd, &got) == 0);
+        CHECK(got.st_dev == want.st_dev && got.st_ino == want.st_ino);
+        close(fd);
+        /* a range nothing maps, and no path */
+        CHECK(mapfile_openat(pfd, 0x1000, 0x2000, NULL) < 0);
+        close(pfd);
+}
+
 int main(void) {
         test_key_from_stat();
         test_paths();
         test_fallback_order();
+        test_openat_proc_self();
         TESTS_DONE();
 }
