@@ -118,10 +118,16 @@ struct {
 } events SEC(".maps") __weak;
 
 /* tgid -> start of the instance already announced, so each process instance
- * is announced once. LRU: an evicted entry only costs a repeated event. The
- * daemon sizes it to pid_max, at most 64 Ki entries. */
+ * is announced once. Not preallocated: an entry is made at a process's
+ * announcement and deleted when its leader is freed, after its last thread
+ * (profd_free in proc.bpf.c), so the map holds the live processes met (an
+ * LRU hash sized to pid_max took 2.5 MiB of kernel memory at pid_max 32768,
+ * 5.2 MiB at 4194304, whatever the host ran). The daemon sizes it to
+ * pid_max, at most 64 Ki entries; when full, a process is announced again
+ * at its next event (a repeated event, as an LRU's eviction was). */
 struct {
-        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
         __uint(max_entries, 1);
         __type(key, __u32);
         __type(value, struct profd_seen);

@@ -36,6 +36,26 @@ int BPF_PROG(profd_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
         return 0;
 }
 
+/* A task is freed: a leader's (pid == tgid) deletes its process's `seen`
+ * entry (maps.bpf.h), if it is this instance's (its pid may have been
+ * reused since it was released). Freed, not exited: an exiting task still
+ * blocks, wakes its parent and may be sampled, which would announce it
+ * again; a leader is freed only once its whole thread group has been
+ * released. A leader replaced by an exec in another thread (de_thread)
+ * is freed with another pid: its entry is the new leader's. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(profd_free, struct task_struct *p) {
+        __u32 tgid = p->tgid;
+        struct profd_seen *s;
+
+        if (p->pid != p->tgid)
+                return 0;
+        s = bpf_map_lookup_elem(&seen, &tgid);
+        if (s && s->start_ns == process_start_ns(p))
+                bpf_map_delete_elem(&seen, &tgid);
+        return 0;
+}
+
 /* Captures (issue 44): the kernel chose an OOM victim (oom/mark_victim),
  * which a capture on "oom" waits for. A raw tracepoint, so that one
  * program loads on every kernel: the tracepoint's argument is the victim's

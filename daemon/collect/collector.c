@@ -269,7 +269,7 @@ static int attach(collector *c, const struct conf *cfg) {
         r = online_cpus(&cpus, &n_cpus);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the online CPUs: %m");
-        c->links = calloc(n_cpus + 5, sizeof(*c->links));
+        c->links = calloc(n_cpus + 6, sizeof(*c->links));
         c->perf_fds = calloc(n_cpus, sizeof(*c->perf_fds));
         if (!c->links || !c->perf_fds)
                 return log_oom();
@@ -303,6 +303,7 @@ static int attach(collector *c, const struct conf *cfg) {
                 const char *what;
         } progs[] = {
                 { c->skel->progs.profd_exec, true, "sched_process_exec" },
+                { c->skel->progs.profd_free, true, "sched_process_free" },
                 /* before profd_switch: no switch-out it notes can then have
                  * its switch-in missed by both */
                 { c->skel->progs.profd_switch_done, (cfg->kind_offcpu || cfg->kind_wakeup) && c->switch_done, "sched_exit_tp" },
@@ -516,7 +517,7 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         c->block_slots = ret_plan->block_slots;
         if ((uint64_t) c->block_slots * 2 * ncpus > UINT32_MAX / 2)
                 c->block_slots = 0;
-        /* one entry per live process; an evicted one is only announced again */
+        /* one entry per live process announced (allocated as they come) */
         seen_max = MIN(pid_max, 65536ul);
 
         c->skel = profd_bpf__open();

@@ -2,7 +2,10 @@
 """End to end, process churn (issue 43): hundreds of short-lived processes a
 second for a bounded time, as a build host runs them. The store grows less
 than a bound derived from issue 43's goal, scaled to the test's duration and
-exec rate, and the short-lived processes are still named in query answers."""
+exec rate, and the short-lived processes are still named in query answers.
+The kernel's record of announced processes (the `seen` map) holds the live
+ones, not every process the churn made."""
+import json
 import os
 import shutil
 import sqlite3
@@ -90,6 +93,78 @@ def churn(exe, seconds):
     return execs, pids
 
 
+def seen_entries(pid):
+    """The `seen` map of the profd with this pid (the map of that name among
+    the maps its fds hold, fdinfo's map_id), dumped by bpftool: {tgid:
+    start_ns} of the processes it announced and still remembers."""
+    ids = set()
+    fdinfo = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(fdinfo):
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith("map_id:"))
+        except OSError:
+            continue
+    shown = json.loads(subprocess.run(["bpftool", "map", "show", "-j"], capture_output=True, text=True,
+                                      check=True).stdout)
+    seen = [m["id"] for m in shown if m["id"] in ids and m.get("name") == "seen"]
+    assert len(seen) == 1, f"profd's seen map not found among its maps {sorted(ids)}"
+    dump = json.loads(subprocess.run(["bpftool", "map", "dump", "id", str(seen[0]), "-j"], capture_output=True,
+                                     text=True, check=True).stdout)
+    return {e["formatted"]["key"]: e["formatted"]["value"]["start_ns"] for e in dump}
+
+
+# A process whose leader exits first: its other thread runs on, then ends.
+LEADER_FIRST = """
+import ctypes, os, sys, threading, time
+def run():
+    end = time.monotonic() + float(sys.argv[1])
+    while time.monotonic() < end:
+        time.sleep(0.01)
+threading.Thread(target=run).start()
+print(os.getpid(), flush=True)
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def test_announced_processes_are_forgotten_when_they_end():
+    """Every process is announced (its exec), and its entry in `seen` goes
+    when its leader is freed: after a churn of about a thousand processes,
+    the map holds about what it held before (a preallocated LRU hash kept
+    every one of them, up to pid_max). A process whose leader exited first
+    keeps its entry while its other thread runs."""
+    work = tempfile.mkdtemp(prefix="profd-seen-")
+    exe = os.path.join(work, "churnling")
+    shutil.copy(shutil.which("dash") or "/bin/sh", exe)
+    try:
+        with Profd("--interval", "2s") as d:
+            d.profctl("flush")
+            before = seen_entries(d.proc.pid)
+            execs, _ = churn(exe, 3)
+            # a freed task's entry goes in an RCU callback: moments later
+            time.sleep(1)
+            after = seen_entries(d.proc.pid)
+            print(f"  seen: {len(before)} entries before {execs} execs, {len(after)} after")
+            assert execs >= 300, f"only {execs} execs: not a churn"
+            assert len(after) <= len(before) + MAX_LIVE + 32, \
+                f"{len(after)} processes still in seen after {execs} execs ({len(before)} before)"
+
+            p = subprocess.Popen(["/usr/bin/python3", "-c", LEADER_FIRST, "3"], stdout=subprocess.PIPE, text=True)
+            try:
+                pid = int(p.stdout.readline())
+                time.sleep(1)
+                with open(f"/proc/{pid}/status") as f:
+                    state = [line for line in f if line.startswith("State:")][0]
+                assert "Z" in state, f"the leader has not exited: {state}"
+                assert pid in seen_entries(d.proc.pid), "a process whose leader exited was forgotten while it ran"
+            finally:
+                p.wait()
+            time.sleep(1)
+            assert pid not in seen_entries(d.proc.pid), "a process that ended is still in seen"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def test_store_grows_within_the_goal_on_churn_and_processes_stay_named():
     work = tempfile.mkdtemp(prefix="profd-churn-")
     # a shell under a name of its own: comm and exe say which processes
@@ -163,4 +238,5 @@ def test_store_grows_within_the_goal_on_churn_and_processes_stay_named():
 
 if __name__ == "__main__":
     require_root()
-    run_tests([test_store_grows_within_the_goal_on_churn_and_processes_stay_named])
+    run_tests([test_store_grows_within_the_goal_on_churn_and_processes_stay_named,
+               test_announced_processes_are_forgotten_when_they_end])
