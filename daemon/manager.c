@@ -229,12 +229,14 @@ static void learn_loaded(manager *m) {
         n = unwinder_take_loaded(m->unwinder, &l);
         for (size_t i = 0; i < n; i++) {
                 const struct maps_seen *seen = maps_seen_slot(m, l[i].tgid);
+                _cleanup_free_ char *maps = TAKE_PTR(l[i].maps);
                 struct proc *p;
                 int r;
 
                 if (seen->pid == l[i].tgid && seen->start_ns == l[i].start_ns && seen->sig == l[i].maps_sig)
                         continue; /* the last snapshot found these ranges */
-                r = proc_snapshot_maps("/proc", l[i].tgid, l[i].start_ns, &p);
+                /* the maps as the unwinder read them, not read again */
+                r = proc_snapshot_maps("/proc", l[i].tgid, l[i].start_ns, maps, &p);
                 if (r == -ESRCH)
                         continue; /* gone: its announcement's snapshot is what there is */
                 if (r >= 0) {

@@ -218,15 +218,10 @@ static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc
 /* The executable mappings of /proc/PID/maps, sorted by start, files not
  * opened yet. Returns 0, -ENOMEM, or the error reading the file failed
  * with (the process is gone). */
-static int read_exec_maps(int pfd, struct proc_mapping **ret, size_t *ret_n) {
-        _cleanup_free_ char *text = NULL;
+static int parse_exec_maps(char *text, struct proc_mapping **ret, size_t *ret_n) {
         struct proc_mapping *maps = NULL;
         size_t n = 0, cap = 0;
-        int r;
 
-        r = read_full_fileat(pfd, "maps", &text);
-        if (r < 0)
-                return r;
         for (char *line = text, *next; line && *line; line = next) {
                 struct procmap m;
 
@@ -275,14 +270,28 @@ static int read_exec_maps(int pfd, struct proc_mapping **ret, size_t *ret_n) {
         return 0;
 }
 
+/* parse_exec_maps of pfd's maps (pfd: a /proc/PID directory). Returns 0,
+ * -ENOMEM, or the error reading failed with. */
+static int read_exec_maps(int pfd, struct proc_mapping **ret, size_t *ret_n) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_full_fileat(pfd, "maps", &text);
+        if (r < 0)
+                return r;
+        return parse_exec_maps(text, ret, ret_n);
+}
+
 static bool mapping_has_file(const struct proc_mapping *m) {
         return m->path && m->path[0] == '/';
 }
 
-static int snapshot_maps(int pfd, struct proc *p) {
+/* text: the process's maps as read already (changed in place), or NULL:
+ * read through pfd. */
+static int snapshot_maps(int pfd, char *text, struct proc *p) {
         int r;
 
-        r = read_exec_maps(pfd, &p->maps, &p->n_maps);
+        r = text ? parse_exec_maps(text, &p->maps, &p->n_maps) : read_exec_maps(pfd, &p->maps, &p->n_maps);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < p->n_maps; i++)
@@ -401,7 +410,7 @@ static int snapshot(const char *proc_root, struct proc *p) {
         }
         /* the process may exit while it is read: through pfd, its maps are
          * then empty or unreadable, never another process's */
-        r = snapshot_maps(pfd, p);
+        r = snapshot_maps(pfd, NULL, p);
         if (r < 0)
                 return r;
         p->snapshotted = true;
@@ -445,7 +454,7 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
         return 0;
 }
 
-int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, struct proc **ret) {
+int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, char *maps_text, struct proc **ret) {
         struct entry *e = entry_new(pid, start_ns);
         _cleanup_close_ int pfd = -1;
         int r;
@@ -454,7 +463,7 @@ int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, s
                 return -ENOMEM;
         e->proc.maps_only = true;
         pfd = proc_dir_open(proc_root, pid, start_ns);
-        r = pfd < 0 ? pfd : snapshot_maps(pfd, &e->proc);
+        r = pfd < 0 ? pfd : snapshot_maps(pfd, maps_text, &e->proc);
         if (r < 0) {
                 entry_free(e);
                 return r == -ENOMEM ? r : -ESRCH;

@@ -65,15 +65,18 @@ struct proc {
  * *ret_vanished set. Returns 0 or -ENOMEM. Cheap: no file is parsed. */
 int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
                   bool *ret_vanished);
-/* Reads only /proc/PID/maps under proc_root now and opens the executable
- * mappings' files, for an instance already announced whose mappings have
- * changed since (the unwinder found new ones): proctable_add merges them into
- * the instance's own, as proctable_refresh_maps does, so a library the
- * dynamic loader mapped after the exec's snapshot still resolves once the
- * process has exited. Returns 0, -ENOMEM, or -ESRCH (also when the maps
- * cannot be read) when the process is gone or its pid belongs to another
- * instance. */
-int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, struct proc **ret);
+/* Reads only /proc/PID/maps under proc_root now (or takes maps_text, the
+ * same file as read moments ago by whoever found the change, changed in
+ * place; NULL: read it) and opens the executable mappings' files, for an
+ * instance already announced whose mappings have changed since (the
+ * unwinder found new ones): proctable_add merges them into the instance's
+ * own, as proctable_refresh_maps does, so a library the dynamic loader
+ * mapped after the exec's snapshot still resolves once the process has
+ * exited. Text read before the instance is checked to be alive under pid
+ * was its own: it was announced before. Returns 0, -ENOMEM, or -ESRCH
+ * (also when the maps cannot be read) when the process is gone or its pid
+ * belongs to another instance. */
+int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, char *maps_text, struct proc **ret);
 /* procmap_signature_add over a snapshot's executable mappings. */
 uint64_t proc_maps_signature(const struct proc *p);
 /* Frees a snapshot not handed to a table, closing its files. NULL is fine. */

@@ -95,6 +95,7 @@ struct proc_mappings {
         struct profd_unwind_mapping *out;
         struct ufile **files;
         size_t n, cap;
+        char *text;            /* the maps file as read, for the event loop (notify_loaded) */
 };
 
 /* Drops the references the mappings still hold and frees the arrays. */
@@ -104,6 +105,7 @@ static void proc_mappings_done(struct proc_mappings *pm) {
                         ufile_unref(pm->u, pm->files[i], mono_ns());
         free(pm->files);
         free(pm->out);
+        free(pm->text);
         *pm = (struct proc_mappings) {};
 }
 
@@ -242,6 +244,11 @@ static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *
         snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
         if (read_full_file(path, &text) < 0)
                 return 0; /* gone already */
+        /* kept whole for the event loop, which would read it again
+         * otherwise (notify_loaded); the parse below cuts it into lines */
+        pm->text = strdup(text);
+        if (!pm->text)
+                return -ENOMEM;
         r = exec_mappings_read(u, tgid, text, &em);
         if (r < 0)
                 return r;
@@ -458,8 +465,9 @@ static uint64_t maps_signature(const struct proc_mappings *pm) {
 #define LOADED_MAX 4096
 
 /* Tells the event loop that instance (tgid, start) maps code it may not have
- * seen (unwinder_take_loaded). */
-static void notify_loaded(unwinder *u, uint32_t tgid, uint64_t start, uint64_t sig) {
+ * seen (unwinder_take_loaded), with *text, the maps file as read (taken;
+ * freed if the list is full). */
+static void notify_loaded(unwinder *u, uint32_t tgid, uint64_t start, uint64_t sig, char **text) {
         pthread_mutex_lock(&u->lock);
         if (u->n_loaded == u->cap_loaded && u->cap_loaded < LOADED_MAX) {
                 size_t nc = u->cap_loaded ? u->cap_loaded * 2 : 64;
@@ -471,10 +479,14 @@ static void notify_loaded(unwinder *u, uint32_t tgid, uint64_t start, uint64_t s
                 }
         }
         if (u->n_loaded < u->cap_loaded) {
-                u->loaded[u->n_loaded++] = (struct unwinder_loaded) { .tgid = tgid, .start_ns = start, .maps_sig = sig };
+                u->loaded[u->n_loaded++] = (struct unwinder_loaded) {
+                        .tgid = tgid, .start_ns = start, .maps_sig = sig, .maps = TAKE_PTR(*text),
+                };
                 (void) eventfd_write(u->loaded_fd, 1);
         }
         pthread_mutex_unlock(&u->lock);
+        free(*text);
+        *text = NULL;
 }
 
 /* How many files a process maps code of, the vDSO left out (its mappings
@@ -531,7 +543,7 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
          * of its maps from the event loop then, maybe before the dynamic
          * loader had mapped its libraries: the event loop reads them again. */
         if (changed && tick_ns == 0)
-                notify_loaded(u, tgid, start, sig);
+                notify_loaded(u, tgid, start, sig, &pm.text);
         p = calloc(1, sizeof(*p));
         if (p) {
                 *p = (struct uproc) {

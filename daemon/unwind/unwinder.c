@@ -418,6 +418,8 @@ unwinder *unwinder_free(unwinder *u) {
         rangealloc_free(u->maps_alloc);
         pthread_mutex_destroy(&u->lock);
         free(u->queue);
+        for (size_t l = 0; l < u->n_loaded; l++)
+                free(u->loaded[l].maps);
         free(u->loaded);
         safe_close(u->loaded_fd);
         safe_close(u->wake_fd);

@@ -100,6 +100,7 @@ struct unwinder_loaded {
         uint32_t tgid;
         uint64_t start_ns;
         uint64_t maps_sig;     /* of the executable ranges it found (procmap_signature_add) */
+        char *maps;            /* its /proc/PID/maps as the unwinder read it (the taker frees it), or NULL */
 };
 
 /* What discovery found in the file that holds runtime slot `slot` (1-based,
@@ -112,5 +113,5 @@ int unwinder_runtime(unwinder *u, uint32_t slot, struct unwind_runtime_found *re
 /* Readable (an eventfd) while unwinder_take_loaded has instances. */
 int unwinder_loaded_fd(unwinder *u);
 /* The instances loaded since the last call, oldest first, into *ret (the
- * caller frees it; NULL when none). Returns how many. */
+ * caller frees it and each one's maps; NULL when none). Returns how many. */
 size_t unwinder_take_loaded(unwinder *u, struct unwinder_loaded **ret);

@@ -140,7 +140,7 @@ static void test_maps_only_merged(void) {
 
         /* the dynamic loader mapped a library since */
         set_maps(MAP_EXE MAP_LIB MAP_DATA);
-        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, &p), 0);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, NULL, &p), 0);
         CHECK(proc_maps_signature(p) == procmap_signature_add(procmap_signature_add(0, 0x1000, 0x2000), 0x5000, 0x6000));
         CHECK_INT_EQ(proctable_add(t, p), 0);
         CHECK(proctable_get(t, PID, START_NS) == got); /* the same entry, merged into */
@@ -154,7 +154,7 @@ static void test_maps_only_merged(void) {
          * however many merges come before the drains' re-reads */
         set_maps(MAP_EXE MAP_DATA);
         for (int i = 0; i < 5; i++) {
-                CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, &p), 0);
+                CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, NULL, &p), 0);
                 CHECK_INT_EQ(proctable_add(t, p), 0);
                 CHECK(proc_find_mapping(got, 0x5800) != NULL);
         }
@@ -167,10 +167,36 @@ static void test_maps_only_merged(void) {
         CHECK(proc_find_mapping(got, 0x5800) == NULL);
 
         /* another instance under the pid, or none: nothing to merge */
-        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS + 1000000000ULL, &p), -ESRCH);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS + 1000000000ULL, NULL, &p), -ESRCH);
         set_alive(false);
-        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, &p), -ESRCH);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, NULL, &p), -ESRCH);
         CHECK_INT_EQ((int) proctable_get(t, PID, START_NS)->n_maps, 1);
+        proctable_free(t);
+}
+
+/* The mappings alone as the unwinder read them (the text handed over):
+ * what the text lists is taken, not what the file says now, and only for
+ * the instance still under the pid. */
+static void test_maps_only_from_given_text(void) {
+        proctable *t;
+        struct proc *p = NULL, *got;
+        char text[] = MAP_EXE MAP_LIB MAP_DATA, other[] = MAP_EXE MAP_LIB;
+
+        set_alive(true);
+        set_maps(MAP_EXE MAP_DATA);
+        t = table_with_process();
+        got = proctable_get(t, PID, START_NS);
+        CHECK_INT_EQ((int) got->n_maps, 1);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, text, &p), 0);
+        CHECK_INT_EQ((int) p->n_maps, 2);
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        CHECK_INT_EQ((int) got->n_maps, 2);
+        CHECK(proc_find_mapping(got, 0x5800) != NULL);
+        CHECK_STR_EQ(got->comm, "spin");
+        /* another instance under the pid: its text is not taken */
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS + 1000000000ULL, other, &p), -ESRCH);
+        set_alive(false);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, other, &p), -ESRCH);
         proctable_free(t);
 }
 
@@ -188,7 +214,7 @@ static void test_maps_only_replaces_vanished(void) {
         CHECK_INT_EQ(proctable_add(t, p), 0);
         set_alive(true);
         set_maps(MAP_EXE MAP_LIB);
-        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, &p), 0);
+        CHECK_INT_EQ(proc_snapshot_maps(root, PID, START_NS, NULL, &p), 0);
         CHECK_INT_EQ(proctable_add(t, p), 0);
         got = proctable_get(t, PID, START_NS);
         CHECK(got != NULL && got->snapshotted && !got->maps_only);
@@ -322,6 +348,7 @@ int main(void) {
         test_live_process_kept();
         test_maps_only_merged();
         test_maps_only_replaces_vanished();
+        test_maps_only_from_given_text();
         test_perf_map_read_in_the_process_root_by_its_ns_pid();
         CHECK(asprintf(&cmd, "rm -rf %s", root) > 0);
         CHECK_INT_EQ(system(cmd), 0);
