@@ -79,4 +79,5 @@ static inline int streq(const char *a, const char *b) {
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL
 #define NSEC_PER_SEC  1000000000ULL
+#define USEC_PER_MSEC 1000ULL
 #define USEC_PER_SEC  1000000ULL

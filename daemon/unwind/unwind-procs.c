@@ -464,9 +464,9 @@ static uint64_t maps_signature(const struct proc_mappings *pm) {
  * frames in libraries mapped since then are counted unresolved. */
 #define LOADED_MAX 4096
 
-/* Tells the event loop that instance (tgid, start) maps code it may not have
- * seen (unwinder_take_loaded), with *text, the maps file as read (taken;
- * freed if the list is full). */
+/* Lists instance (tgid, start) for the event loop (unwinder_take_loaded) as
+ * mapping code it may not have seen, with *text, the maps file as read
+ * (taken; freed if the list is full). */
 static void notify_loaded(unwinder *u, uint32_t tgid, uint64_t start, uint64_t sig, char **text) {
         pthread_mutex_lock(&u->lock);
         if (u->n_loaded == u->cap_loaded && u->cap_loaded < LOADED_MAX) {
@@ -482,7 +482,9 @@ static void notify_loaded(unwinder *u, uint32_t tgid, uint64_t start, uint64_t s
                 u->loaded[u->n_loaded++] = (struct unwinder_loaded) {
                         .tgid = tgid, .start_ns = start, .maps_sig = sig, .maps = TAKE_PTR(*text),
                 };
-                (void) eventfd_write(u->loaded_fd, 1);
+                /* said once for the pass's requests (unwinder.c loaded_say):
+                 * one wake-up of the event loop, not one per process */
+                u->loaded_unsaid = true;
         }
         pthread_mutex_unlock(&u->lock);
         free(*text);

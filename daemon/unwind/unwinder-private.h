@@ -92,6 +92,7 @@ struct unwinder {
         struct unwinder_loaded *loaded; /* instances whose mappings were new or changed, for the event loop */
         size_t n_loaded, cap_loaded;
         int loaded_fd;             /* eventfd: loaded has entries */
+        bool loaded_unsaid;        /* worker only: entries added since loaded_fd was last written */
         struct file_ident *noted;  /* files samples went through (unwinder_note_sampled), not yet taken */
         size_t n_noted, cap_noted;
         uint64_t noted_hot_ns;     /* the hot window the last note gave */

@@ -141,6 +141,16 @@ static void publish_stats(unwinder *u) {
         pthread_mutex_unlock(&u->lock);
 }
 
+/* Wakes the event loop once for what the pass listed so far (notify_loaded
+ * in unwind-procs.c): on a build host the requests of one batch of events
+ * list several processes, each of which woke it before. */
+static void loaded_say(unwinder *u) {
+        if (!u->loaded_unsaid)
+                return;
+        u->loaded_unsaid = false;
+        (void) eventfd_write(u->loaded_fd, 1);
+}
+
 /* One pass of the worker, as the loop found it due: the requests queued
  * since the last, the follow-ups due, the start's scan (a few processes
  * at a time: requests of new processes go first), one queued large table,
@@ -174,6 +184,8 @@ static int work_pass(unwinder *u) {
                 r = ufile_note_sampled(u, noted, n_noted, hot_ns, mono_ns());
         if (r >= 0 && u->n_followups > 0)
                 r = uproc_followups_run(u);
+        /* before the scan and the builds, which may take seconds */
+        loaded_say(u);
         if (r >= 0 && !u->scanned) {
                 r = uproc_scan_list(u);
                 u->scanned = true;
@@ -190,6 +202,7 @@ static int work_pass(unwinder *u) {
                 r = uproc_sweep(u);
                 u->next_sweep_ns = mono_ns() + SWEEP_NS;
         }
+        loaded_say(u);
         publish_stats(u);
         return r;
 }
@@ -251,7 +264,7 @@ static int run_and_rearm(unwinder *u) {
         return r;
 }
 
-/* Requests arrived (unwinder_request wrote the eventfd). */
+/* Requests arrived (unwinder_kick wrote the eventfd). */
 static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         eventfd_t ignored;
 
@@ -463,8 +476,19 @@ void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t ev
         u->queue[u->n_queue++] = (struct request) {
                 .tgid = tgid, .type = event_type, .start_ns = start_ns, .queued_ns = mono_ns(),
         };
-        (void) eventfd_write(u->wake_fd, 1);
         pthread_mutex_unlock(&u->lock);
+}
+
+void unwinder_kick(unwinder *u) {
+        bool queued;
+
+        if (!u)
+                return;
+        pthread_mutex_lock(&u->lock);
+        queued = u->n_queue > 0;
+        pthread_mutex_unlock(&u->lock);
+        if (queued)
+                (void) eventfd_write(u->wake_fd, 1);
 }
 
 void unwinder_note_sampled(unwinder *u, const struct file_ident *files, size_t n, uint64_t hot_ns) {

@@ -78,10 +78,14 @@ unwinder *unwinder_free(unwinder *u);
 
 /* Asks for the tables of process tgid (instance start_ns) because of an
  * event (enum profd_event_type): NEW_PROCESS loads it unless known, EXEC
- * reloads it, UNWIND_MISS reloads it at most every few seconds. Never
+ * reloads it, UNWIND_MISS reloads it at most every few seconds. Queued
+ * only: unwinder_kick, after the batch of events, wakes the worker. Never
  * blocks on the work; a request that cannot be queued (ENOMEM) is
  * dropped, and the process stays walked by frame pointers. */
 void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type);
+/* Wakes the worker for the requests queued since its last pass, if any: one
+ * wake-up for a batch of events. */
+void unwinder_kick(unwinder *u);
 
 void unwinder_get_stats(unwinder *u, struct unwinder_stats *ret);
 
