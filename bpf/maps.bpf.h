@@ -29,6 +29,14 @@
 extern __u32 generation __weak;
 #define GEN_MAPS(gen) ((gen) & 1)
 
+/* The flags of the process events' submits (announce, rt_announce): 0, the
+ * ring buffer's own choice (it wakes the reader when it had read all
+ * before), or BPF_RB_NO_WAKEUP while the daemon takes the events by a
+ * timer (daemon/manager.c, on_events): then they wake no one, which here
+ * saves the program some 30 us. Set by the daemon through the mmapped .bss.
+ * Defined in proc.bpf.c. */
+extern __u64 events_submit_flags __weak;
+
 /* Aggregation, one map per generation: key -> samples (cpu) or ns. Sized
  * from frequency x CPUs x interval; a key that finds no room is counted in
  * PROFD_DROP_MAP_FULL. */

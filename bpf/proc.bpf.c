@@ -9,6 +9,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 __u32 generation __weak = 0;
 __u32 unwind_epoch __weak = 0;
+/* maps.bpf.h's events_submit_flags */
+__u64 events_submit_flags __weak = 0;
 /* The sampler's log (maps.bpf.h): slots per region, 0: no log; set by
  * the daemon before it attaches the sampler. Here, next to `generation`,
  * which every sample reads: the same cache line. */

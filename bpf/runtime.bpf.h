@@ -84,7 +84,7 @@ static __always_inline void rt_announce(struct ustack_state *s, __u64 code, __u3
         e->rt.bias = s->rt_bias;
         e->rt_slot = s->rt_slot;
         e->rt_id = id;
-        bpf_ringbuf_submit(e, 0);
+        bpf_ringbuf_submit(e, *(volatile __u64 *) &events_submit_flags);
 }
 
 /* Appends a pseudo-frame (in place of the loop's native frame, for the

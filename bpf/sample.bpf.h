@@ -238,7 +238,7 @@ static __noinline bool announce(__u32 type, struct task_struct *task, __u32 tgid
         e->tgid = tgid;
         e->start_ns = start_ns;
         BPF_CORE_READ_STR_INTO(&e->comm, task, group_leader, comm);
-        bpf_ringbuf_submit(e, 0);
+        bpf_ringbuf_submit(e, *(volatile __u64 *) &events_submit_flags);
         return true;
 }
 

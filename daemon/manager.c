@@ -257,6 +257,7 @@ static int on_unwind_loaded(sd_event_source *s, int fd, uint32_t revents, void *
 }
 
 static int manager_take_events(manager *m);
+static void events_hold(manager *m);
 
 /* One drain: learn the processes announced so far (the writer takes jobs in
  * order, so they are known when it symbolizes), take a generation out of
@@ -445,6 +446,10 @@ static int on_fill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         if (r < 0)
                 return log_error_errno(r, "Failed to re-arm the fill check: %m");
+        /* an event submitted without waking anyone just as the loop went
+         * back to watching (events_watch) waits at most until here */
+        if (sd_event_source_get_enabled(m->events_io, &r) >= 0 && r == SD_EVENT_ON && manager_take_events(m) > 0)
+                events_hold(m);
         if (clock_now_ns(CLOCK_MONOTONIC) - m->drain_mono_ns < FILL_CHECK_NS)
                 return 0;
         r = collector_fill(m->coll, &f);
@@ -500,6 +505,7 @@ static int manager_take_events(manager *m) {
 static void events_hold(manager *m) {
         int r;
 
+        collector_events_wake(m->coll, false);
         r = sd_event_source_set_enabled(m->events_io, SD_EVENT_OFF);
         if (r >= 0)
                 r = sd_event_source_set_time(m->events_timer, (m->events_taken_ns + EVENTS_BATCH_NS) / NSEC_PER_USEC);
@@ -508,8 +514,29 @@ static void events_hold(manager *m) {
         if (r < 0) {
                 /* events one by one, as before batches */
                 log_warning_errno(r, "Failed to hold process events for a batch, taking them as they come: %m");
+                collector_events_wake(m->coll, true);
                 (void) sd_event_source_set_enabled(m->events_io, SD_EVENT_ON);
         }
+}
+
+/* Watches the ring buffer again after a batch found it empty. The
+ * programs wake the loop again first, then what one submitted meanwhile
+ * without waking anyone is taken: else it would wait there, and keep the
+ * ring buffer from waking anyone for what follows, until a drain or the
+ * fill check took it. Returns whether events were taken (then the loop
+ * holds again). */
+static bool events_watch(manager *m) {
+        collector_events_wake(m->coll, true);
+        if (manager_take_events(m) > 0) {
+                events_hold(m);
+                return true;
+        }
+        if (sd_event_source_set_enabled(m->events_io, SD_EVENT_ON) < 0) {
+                /* the timer then goes on taking them */
+                events_hold(m);
+                return true;
+        }
+        return false;
 }
 
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -526,13 +553,10 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 static int on_events_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         manager *m = userdata;
 
-        if (manager_take_events(m) > 0) {
+        if (manager_take_events(m) > 0)
                 events_hold(m);
-                return 0;
-        }
-        if (sd_event_source_set_enabled(m->events_io, SD_EVENT_ON) < 0)
-                /* the timer then goes on taking them */
-                events_hold(m);
+        else
+                (void) events_watch(m);
         return 0;
 }
 

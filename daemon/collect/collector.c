@@ -773,6 +773,10 @@ int collector_poll_events(collector *c) {
         return ring_buffer__consume(c->events);
 }
 
+void collector_events_wake(collector *c, bool wake) {
+        __atomic_store_n(&c->skel->bss->events_submit_flags, wake ? 0 : (uint64_t) BPF_RB_NO_WAKEUP, __ATOMIC_SEQ_CST);
+}
+
 /* Reads and empties a counts map with batch operations; falls back to one
  * key at a time on kernels without batch support for hash maps. */
 static int drain_counts(collector *c, int fd, size_t *ret_n) {

@@ -112,6 +112,12 @@ int collector_events_fd(const collector *c);
 /* Delivers pending process events to on_event. Returns the number delivered
  * or a negative errno. */
 int collector_poll_events(collector *c);
+/* Whether the programs' process events wake the reader of events_fd (the
+ * ring buffer's own choice: when it had read all before), or wake no one
+ * while the daemon takes them by a timer. The change is seen by programs
+ * running from now on; one already past its read of it may still submit
+ * the other way. */
+void collector_events_wake(collector *c, bool wake);
 
 /* How full the maps of the generation being written are (the entries BPF
  * inserted since the last drain; mapsize_fill_high tells whether to drain
