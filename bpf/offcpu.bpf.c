@@ -38,6 +38,15 @@ const volatile __u8 offcpu_timeline_enabled = 1;
  * (state R) is counted and logged without its stacks; 1: walked like any
  * other block. */
 const volatile __u8 offcpu_preempted_stacks = 0;
+/* profd's own process, and 0 (setting offcpu_self_stacks off, the
+ * default): its threads' blocks are counted and logged without their
+ * stacks, and the wake-ups of them only counted (PROFD_CNT_WAKEUP_SELF);
+ * 1: walked like any other. Its threads wake for every batch of process
+ * events and every drain: on the build loop they were 40% of the kept
+ * blocks, each walked at the switch-in and at its waker, to tell where
+ * profd waits (docs/performance.md). */
+const volatile __u32 self_tgid = 0;
+const volatile __u8 offcpu_self_stacks = 0;
 /* 1: the kernel has no sched_exit_tp: walk user stacks at switch-out. */
 const volatile __u8 offcpu_walk_at_switch_out = 0;
 
@@ -207,7 +216,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
         if (!offcpu_walk_at_switch_out || !offcpu_enabled || (prev->flags & PF_KTHREAD))
                 return;
         if (t->state == PROFD_STATE_RUNNING && !offcpu_preempted_stacks)
-                return; /* not walked: count_preempted */
+                return; /* not walked: count_unwalked */
+        if ((__u32) prev->tgid == self_tgid && !offcpu_self_stacks)
+                return;
         /* no sched_exit_tp: only now can prev's user memory be read */
         u = bpf_task_storage_get(&task_stacks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
         f = scratch_get(SCRATCH_SWITCH_USER);
@@ -284,17 +295,20 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
         announce_if_new(task, key->tgid, key->start_ns);
 }
 
-/* A kept preempted wait (state R: runnable, waiting for a CPU) when its
- * stacks are not walked (offcpu_preempted_stacks off): counted under the
- * thread with no stack, which the writer stores as one [preempted] frame.
- * Where a thread was preempted is where it ran, which the on-CPU samples
- * already tell; walked, a loaded host's preemptions are most of its new
- * stacks (docs/performance.md). Returns whether it counted key. */
-static __always_inline bool count_preempted(struct task_struct *task, struct profd_sample_key *key, __u64 delta,
-                                            __u64 end_ns) {
+/* A kept block whose stacks are not walked: a preempted wait (state R:
+ * runnable, waiting for a CPU) with offcpu_preempted_stacks off, or a
+ * block of profd's own threads with offcpu_self_stacks off. Counted under
+ * the thread with no stack, which the writer stores as one frame,
+ * [preempted] or [unwalked]. Where a thread was preempted is where it ran,
+ * which the on-CPU samples already tell; walked, a loaded host's
+ * preemptions are most of its new stacks (docs/performance.md). Returns
+ * whether it counted key. */
+static __always_inline bool count_unwalked(struct task_struct *task, struct profd_sample_key *key, __u64 delta,
+                                           __u64 end_ns) {
         __u32 gen;
 
-        if (offcpu_preempted_stacks || key->state != PROFD_STATE_RUNNING)
+        if ((offcpu_preempted_stacks || key->state != PROFD_STATE_RUNNING) &&
+            (offcpu_self_stacks || key->tgid != self_tgid))
                 return false;
         gen = *(volatile __u32 *) &generation;
         key->kernel_stack = PROFD_STACK_NONE;
@@ -371,7 +385,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         if (!delta)
                 return;
         block_key(next, t->state, &key);
-        if (count_preempted(next, &key, delta, now))
+        if (count_unwalked(next, &key, delta, now))
                 return;
         weight = block_weight(t, delta);
         if (!weight) {
@@ -523,7 +537,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                 if (!delta)
                         return 0;
                 block_key(task, t->state, &key);
-                if (count_preempted(task, &key, delta, end_ns))
+                if (count_unwalked(task, &key, delta, end_ns))
                         return 0;
                 weight = block_weight(t, delta);
                 if (!weight) {
@@ -711,6 +725,10 @@ int BPF_PROG(profd_waking, struct task_struct *p) {
         if (blocked < offcpu_min_ns || blocked > offcpu_max_ns)
                 return 0;
         t->woken = 1;
+        if ((__u32) p->tgid == self_tgid && !offcpu_self_stacks) {
+                counter_add(PROFD_CNT_WAKEUP_SELF, 1);
+                return 0;
+        }
         /* the block so far, by the block's own draw (block_weight) */
         weight = block_weight(t, blocked);
         if (!weight) {

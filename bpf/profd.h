@@ -503,6 +503,9 @@ enum profd_counter {
         PROFD_CNT_KSTACK_MEMO_HITS,
         PROFD_CNT_KSTACK_MEMO_WALKS,
         PROFD_CNT_KSTACK_MEMO_MISMATCHES,
+        /* wake-ups of profd's own threads, whose wakers are not walked
+         * (offcpu_self_stacks off) */
+        PROFD_CNT_WAKEUP_SELF,
         PROFD_COUNTER__MAX,
 };
 

@@ -117,6 +117,8 @@
 #define STATUS_KEY_UNSAMPLED_BLOCKS     "unsampled_blocks"
 #define STATUS_KEY_UNSAMPLED_NS         "unsampled_ns"
 #define STATUS_KEY_UNSAMPLED_WAKEUPS    "unsampled_wakeups"
+/* wake-ups of profd's own threads, their wakers not walked (offcpu_self_stacks off) */
+#define STATUS_KEY_SELF_WAKEUPS         "self_wakeups"
 #define STATUS_KEY_KERNEL_STACK_MEMO    "kernel_stack_memo"
 #define STATUS_KEY_HITS                 "hits"
 #define STATUS_KEY_WALKS                "walks"

@@ -209,6 +209,10 @@ const struct conf_setting conf_settings[] = {
           .help_arg = "", .help = "walk preempted waits' (state R) stacks like other blocks' (default\n"
                                   "off: their time is kept per thread as one [preempted] frame)",
           .help_negated = "keep preempted waits per thread as [preempted], without stacks" },
+        { .key = "offcpu_self_stacks", .type = CONF_BOOL, .offset = FIELD(offcpu_self_stacks),
+          .help_arg = "", .help = "walk the stacks of profd's own threads' blocks and of their wakers\n"
+                                  "(default off: their time is kept per thread as one [unwalked] frame)",
+          .help_negated = "keep profd's own blocks per thread as [unwalked], without stacks" },
         { .key = "kernel_stack_memo", .type = CONF_BOOL, .offset = FIELD(kernel_stack_memo),
           .help_arg = "", .help = "take the off-CPU kernel stacks a walk gave before from a memo, by\n"
                                   "the words of the stack that decide the walk (default on)",

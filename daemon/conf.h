@@ -160,6 +160,10 @@ struct conf {
          * default): counted per thread as one [preempted] frame (read at
          * start: it is fixed in the BPF programs at load) */
         bool offcpu_preempted_stacks;
+        /* profd's own threads' blocks walked like others', and the wakers
+         * of them; false (the default): the blocks counted per thread as
+         * one [unwalked] frame, the wake-ups only counted (read at start) */
+        bool offcpu_self_stacks;
         /* the off-CPU kernel stacks through the memo (bpf/kstack-memo.bpf.h;
          * default on), and its hits walked too and compared (verify; off).
          * Read at start: fixed in the BPF programs at load */

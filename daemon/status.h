@@ -57,6 +57,7 @@ struct status_stats {
         /* the manager's own counts, from the drains' BPF counters */
         uint64_t offcpu_filtered, offcpu_filtered_ns;
         uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
+        uint64_t wakeup_self;         /* wake-ups of profd's threads, not walked (offcpu_self_stacks off) */
         /* the off-CPU kernel stacks: from the memo, walked and remembered,
          * hits a verifying walk contradicted (bpf/kstack-memo.bpf.h) */
         uint64_t kstack_memo_hits, kstack_memo_walks, kstack_memo_mismatches;

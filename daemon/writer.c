@@ -497,6 +497,8 @@ static int build_frames(writer *w, const struct drain_batch *b, const struct pro
         static const struct store_frame lost_kernel = { .module = "[lost]", .function = "[lost]", .kernel = true };
         /* a preempted wait kept without stacks (offcpu_preempted_stacks off) */
         static const struct store_frame preempted = { .module = "[preempted]", .function = "[preempted]" };
+        /* another block kept without stacks: profd's own (offcpu_self_stacks off) */
+        static const struct store_frame unwalked = { .module = "[unwalked]", .function = "[unwalked]" };
 
         if (need > w->frames_cap) {
                 struct store_frame *f = realloc(w->frames, need * sizeof(*f));
@@ -534,9 +536,9 @@ static int build_frames(writer *w, const struct drain_batch *b, const struct pro
                 w->frames[n++] = lost_kernel;
         for (size_t i = nk; i-- > 0;)
                 w->frames[n++] = kernel_frame(w, ks->ips[i] - (i == 0 ? 0 : 1));
-        if (n == 0 && key->kind == PROFD_KIND_OFFCPU && key->state == PROFD_STATE_RUNNING &&
-            key->kernel_stack == PROFD_STACK_NONE && key->user_stack == PROFD_STACK_NONE)
-                w->frames[n++] = preempted;
+        if (n == 0 && key->kind == PROFD_KIND_OFFCPU && key->kernel_stack == PROFD_STACK_NONE &&
+            key->user_stack == PROFD_STACK_NONE)
+                w->frames[n++] = key->state == PROFD_STATE_RUNNING ? preempted : unwalked;
         *ret_n = n;
         return 0;
 }

@@ -551,6 +551,8 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
         c->timeline = cfg->timeline;
         c->skel->rodata->wakeup_enabled = cfg->kind_wakeup;
         c->skel->rodata->offcpu_preempted_stacks = cfg->offcpu_preempted_stacks;
+        c->skel->rodata->self_tgid = (uint32_t) getpid();
+        c->skel->rodata->offcpu_self_stacks = cfg->offcpu_self_stacks;
         c->skel->rodata->kstack_memo_mode = !cfg->kernel_stack_memo ? PROFD_KSTACK_MEMO_OFF
                                           : cfg->kernel_stack_memo_verify ? PROFD_KSTACK_MEMO_VERIFY
                                                                           : PROFD_KSTACK_MEMO_ON;

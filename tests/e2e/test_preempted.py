@@ -5,7 +5,12 @@ schedstat says for how long (run_delay, the ground truth). At defaults
 profd keeps that time per thread under one [preempted] frame, with no stack
 walked; with offcpu_preempted_stacks on, the waits have the stacks the
 threads were preempted in (the spinner's spin()). Either way the time is
-the kernel's within 5%."""
+the kernel's within 5%.
+
+profd's own threads' blocks are kept the same way, under one [unwalked]
+frame per thread, and the wake-ups of them only counted
+(offcpu.self_wakeups), unless offcpu_self_stacks is on."""
+import json
 import os
 import subprocess
 
@@ -90,5 +95,39 @@ def test_preempted_stacks_when_asked():
             assert in_spin >= 0.8 * total, stacks[:5]
 
 
+def own_blocks(d):
+    """profd's own blocks (not preempted) after a few seconds of process
+    events, which wake its threads: each stack's frame names and value, and
+    the status's self_wakeups."""
+    for _ in range(50):
+        subprocess.run(["true"], check=True)
+    d.profctl("flush")
+    r = d.query_json("--kind", "offcpu", "--state", "S,D", "--pid", str(d.proc.pid), "--since", "5m")
+    status = json.loads(d.profctl("status", "--json").stdout)
+    return [([f["name"] for f in st["frames"]], st["value"]) for st in r["stacks"]], status["offcpu"]["self_wakeups"]
+
+
+def test_own_blocks_without_stacks_by_default():
+    with Profd("--interval", "1s") as d:
+        stacks, self_wakeups = own_blocks(d)
+        print(f"  profd's own blocks: {len(stacks)} stacks, {sum(v for _, v in stacks) / 1e9:.2f} s; "
+              f"{self_wakeups} wake-ups of its threads")
+        assert stacks and {tuple(names) for names, _ in stacks} == {("[unwalked]",)}, stacks[:5]
+        assert self_wakeups > 0
+
+
+def test_own_blocks_walked_when_asked():
+    with Profd("--interval", "1s", "--offcpu-self-stacks") as d:
+        stacks, self_wakeups = own_blocks(d)
+        walked = [names for names, _ in stacks if "[unwalked]" not in names]
+        print(f"  profd's own blocks: {len(stacks)} stacks, {len(walked)} walked; e.g. {walked[:1]}")
+        assert stacks and len(walked) == len(stacks), stacks[:5]
+        # waiting for its events or its work: a system call's kernel frames
+        assert any(any(n.startswith(("do_epoll_wait", "futex_", "__x64_sys_")) for n in names) for names in walked), \
+            walked[:5]
+        assert self_wakeups == 0
+
+
 if __name__ == "__main__":
-    run_selected([test_preempted_waits_without_stacks_by_default, test_preempted_stacks_when_asked])
+    run_selected([test_preempted_waits_without_stacks_by_default, test_preempted_stacks_when_asked,
+                  test_own_blocks_without_stacks_by_default, test_own_blocks_walked_when_asked])

@@ -107,7 +107,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 43);
+        CHECK_INT_EQ(n, 44);
 }
 
 static void test_defaults(void) {
@@ -122,6 +122,7 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.timeline_max_size, 256ULL << 20);
         CHECK(c.timeline);
         CHECK(!c.offcpu_preempted_stacks);
+        CHECK(!c.offcpu_self_stacks);
         CHECK(c.kernel_stack_memo);
         CHECK(!c.kernel_stack_memo_verify);
         CHECK_INT_EQ(c.timeline_offcpu_min_ns, 1000000);
@@ -313,6 +314,7 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "offcpu_max", "10s", "10s" },
         { "offcpu_sample", "20ms", "20ms" },
         { "offcpu_preempted_stacks", "on", "on" },
+        { "offcpu_self_stacks", "on", "on" },
         { "kernel_stack_memo", "off", "off" },
         { "kernel_stack_memo_verify", "on", "on" },
         { "max_clients", "7", "7" },
@@ -493,7 +495,7 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
          * client_timeout, retention x3, max_store_size, timeline_retention,
          * timeline_max_size, timeline_offcpu_min, symbol_cache, debug_dirs */
         CHECK_INT_EQ(n_reloadable, 16);
-        CHECK_INT_EQ(n_restart, 27);
+        CHECK_INT_EQ(n_restart, 28);
         conf_done(&defaults);
 }
 
@@ -566,7 +568,8 @@ static void test_switches(void) {
         CHECK(c.timeline);
         conf_done(&c);
         /* the options: both take no argument; only a switch (timeline,
-         * offcpu_preempted_stacks, kernel_stack_memo[_verify]) has a --no- */
+         * offcpu_preempted_stacks, offcpu_self_stacks, kernel_stack_memo[_verify])
+         * has a --no- */
         {
                 struct option options[CONF_MAX_OPTIONS + 1];
                 char shorts[64] = "";
@@ -577,6 +580,7 @@ static void test_switches(void) {
                                 CHECK_INT_EQ(options[j].has_arg, no_argument);
                                 found++;
                         } else if (streq(options[j].name, "no-offcpu-preempted-stacks") ||
+                                   streq(options[j].name, "no-offcpu-self-stacks") ||
                                    streq(options[j].name, "no-kernel-stack-memo") ||
                                    streq(options[j].name, "no-kernel-stack-memo-verify"))
                                 CHECK_INT_EQ(options[j].has_arg, no_argument);

@@ -104,7 +104,7 @@ static struct status_stats full_stats(const struct conf *c) {
                 .sampling_hz = 999, .raised_until_ns = 1764680553250000000ULL, .interval_now_ns = 991000000,
                 .samples_seen = 11, .idle_samples = 12,
                 .offcpu_filtered = 13, .offcpu_filtered_ns = 14,
-                .offcpu_unsampled = 15, .offcpu_unsampled_ns = 16, .wakeup_unsampled = 17,
+                .offcpu_unsampled = 15, .offcpu_unsampled_ns = 16, .wakeup_unsampled = 17, .wakeup_self = 77,
                 .kstack_memo_hits = 18, .kstack_memo_walks = 19, .kstack_memo_mismatches = 20,
                 .user_walks = 15,
                 .drains_early = 26,
@@ -253,7 +253,7 @@ static void test_keys_in_order(void) {
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"),
                    "min_ns max_ns filtered_blocks filtered_ns sample_ns unsampled_blocks unsampled_ns unsampled_wakeups "
-                   "kernel_stack_memo");
+                   "self_wakeups kernel_stack_memo");
         check_keys(json_object_get(json_object_get(o, "offcpu"), "kernel_stack_memo"), "hits walks mismatches");
         check_keys(json_object_get(o, "timeline"), "on bytes blocks samples oldest_ns untimed retention_s max_size "
                    "deleted_blocks offcpu");
@@ -439,6 +439,7 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "unsampled_blocks"), 15);
         CHECK_INT_EQ(num(x, "unsampled_ns"), 16);
         CHECK_INT_EQ(num(x, "unsampled_wakeups"), 17);
+        CHECK_INT_EQ(num(x, "self_wakeups"), 77);
         CHECK_INT_EQ(num(json_object_get(x, "kernel_stack_memo"), "hits"), 18);
         CHECK_INT_EQ(num(json_object_get(x, "kernel_stack_memo"), "walks"), 19);
         CHECK_INT_EQ(num(json_object_get(x, "kernel_stack_memo"), "mismatches"), 20);

@@ -166,6 +166,7 @@ long bpf_task_pt_regs(struct task_struct *task) {
 
 /* The programs' globals (proc.bpf.c defines them there). */
 __u32 generation, unwind_epoch, samples_log_slots, samples_log_cpus;
+__u64 events_submit_flags;
 
 void shim_init(void) {
         SHIM_MAP(counts_0, 256);
