@@ -409,6 +409,10 @@ static void offcpu_write(FILE *f, const json_t *status) {
                         sample, u64_of(o, STATUS_KEY_UNSAMPLED_BLOCKS), unsampled,
                         u64_of(o, STATUS_KEY_UNSAMPLED_WAKEUPS));
         }
+        if (u64_of(o, STATUS_KEY_SELF_WAKEUPS) > 0)
+                fprintf(f, "           profd's own blocks kept as [unwalked]; %" PRIu64
+                        " wake-ups of its threads not walked (offcpu_self_stacks off)\n",
+                        u64_of(o, STATUS_KEY_SELF_WAKEUPS));
         {
                 const json_t *m = json_object_get(o, STATUS_KEY_KERNEL_STACK_MEMO);
                 uint64_t hits = u64_of(m, STATUS_KEY_HITS), walks = u64_of(m, STATUS_KEY_WALKS);

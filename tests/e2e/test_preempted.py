@@ -114,6 +114,9 @@ def test_own_blocks_without_stacks_by_default():
               f"{self_wakeups} wake-ups of its threads")
         assert stacks and {tuple(names) for names, _ in stacks} == {("[unwalked]",)}, stacks[:5]
         assert self_wakeups > 0
+        shown = d.profctl("status").stdout
+        assert f"profd's own blocks kept as [unwalked]; " in shown and "wake-ups of its threads not walked" in shown, \
+            shown
 
 
 def test_own_blocks_walked_when_asked():
