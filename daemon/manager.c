@@ -528,20 +528,12 @@ static void events_hold(manager *m) {
  * programs wake the loop again first, then what one submitted meanwhile
  * without waking anyone is taken: else it would wait there, and keep the
  * ring buffer from waking anyone for what follows, until a drain or the
- * fill check took it. Returns whether events were taken (then the loop
- * holds again). */
-static bool events_watch(manager *m) {
+ * fill check took it. Events taken then, or no watch, hold again. */
+static void events_watch(manager *m) {
         collector_events_wake(m->coll, true);
-        if (manager_take_events(m) > 0) {
+        /* the second: the timer then goes on taking them */
+        if (manager_take_events(m) > 0 || sd_event_source_set_enabled(m->events_io, SD_EVENT_ON) < 0)
                 events_hold(m);
-                return true;
-        }
-        if (sd_event_source_set_enabled(m->events_io, SD_EVENT_ON) < 0) {
-                /* the timer then goes on taking them */
-                events_hold(m);
-                return true;
-        }
-        return false;
 }
 
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -561,7 +553,7 @@ static int on_events_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (manager_take_events(m) > 0)
                 events_hold(m);
         else
-                (void) events_watch(m);
+                events_watch(m);
         return 0;
 }
 
