@@ -404,9 +404,10 @@ static void offcpu_write(FILE *f, const json_t *status) {
 
                 format_duration(sample, sizeof(sample), u64_of(o, STATUS_KEY_SAMPLE_NS));
                 format_duration(unsampled, sizeof(unsampled), u64_of(o, STATUS_KEY_UNSAMPLED_NS));
-                fprintf(f, "           blocks under %s walked by a draw (offcpu_sample); %" PRIu64
-                        " not drawn (%s in all), %" PRIu64 " wake-ups' wakers not drawn\n",
-                        sample, u64_of(o, STATUS_KEY_UNSAMPLED_BLOCKS), unsampled,
+                fprintf(f, "           blocks under %s walked by a draw (offcpu_sample%s); %" PRIu64
+                        " not drawn (%s in all), %" PRIu64 " wake-ups' wakers not drawn\n", sample,
+                        json_is_true(json_object_get(o, STATUS_KEY_SAMPLE_AUTO)) ? " auto: the on-CPU period" : "",
+                        u64_of(o, STATUS_KEY_UNSAMPLED_BLOCKS), unsampled,
                         u64_of(o, STATUS_KEY_UNSAMPLED_WAKEUPS));
         }
         if (u64_of(o, STATUS_KEY_SELF_WAKEUPS) > 0)

@@ -114,6 +114,7 @@
 /* offcpu_sample (null: none), and the kept blocks and wake-ups its draw
  * left unwalked */
 #define STATUS_KEY_SAMPLE_NS            "sample_ns"
+#define STATUS_KEY_SAMPLE_AUTO          "sample_auto"
 #define STATUS_KEY_UNSAMPLED_BLOCKS     "unsampled_blocks"
 #define STATUS_KEY_UNSAMPLED_NS         "unsampled_ns"
 #define STATUS_KEY_UNSAMPLED_WAKEUPS    "unsampled_wakeups"

@@ -156,7 +156,7 @@ static int check_offcpu_order(const struct conf *c, char **ret_error) {
         return 0;
 }
 
-/* offcpu_sample: none (0), or at least a millisecond (BPF draws in us). */
+/* offcpu_sample: none (0), auto, or at least a millisecond (BPF draws in us). */
 static int check_offcpu_sample(const struct conf *c, char **ret_error) {
         if (c->offcpu_sample_ns != 0 && c->offcpu_sample_ns < CONF_MIN_OFFCPU_SAMPLE_NS)
                 return format_error(ret_error, "offcpu_sample must be none or at least 1ms");
@@ -200,10 +200,12 @@ const struct conf_setting conf_settings[] = {
           .help_arg = "DURATION", .help = "longest block attributed, or none (default none)" },
         { .key = "offcpu_sample", .type = CONF_DURATION, .offset = FIELD(offcpu_sample_ns),
           .apply = CONF_APPLY_OFFCPU, .has_none = true, .none_value = 0, .check = check_offcpu_sample,
-          .max = CONF_MAX_OFFCPU_SAMPLE_NS, .must_be = "a duration from 1ms to 1h (e.g. \"20ms\") or \"none\"",
+          .has_auto = true, .auto_value = CONF_OFFCPU_SAMPLE_AUTO, .max = CONF_MAX_OFFCPU_SAMPLE_NS,
+          .must_be = "a duration from 1ms to 1h (e.g. \"20ms\"), \"auto\" or \"none\"",
           .help_arg = "DURATION",
           .help = "walk blocks shorter than it by a draw, each walked one counted as\n"
-                  "DURATION (an unbiased estimate); none walks every block (default none)" },
+                  "DURATION (an unbiased estimate); auto: the on-CPU sampling period\n"
+                  "(1/frequency); none walks every block (default none)" },
         /* read at start: fixed in the BPF programs at load */
         { .key = "offcpu_preempted_stacks", .type = CONF_BOOL, .offset = FIELD(offcpu_preempted_stacks),
           .help_arg = "", .help = "walk preempted waits' (state R) stacks like other blocks' (default\n"
@@ -451,6 +453,8 @@ static int set_number(const struct conf_setting *s, struct conf *c, const char *
 
         if (s->has_none && streq(value, "none"))
                 v = s->none_value;
+        else if (s->has_auto && streq(value, "auto"))
+                v = s->auto_value;
         else {
                 switch (s->type) {
                 case CONF_MODE: {
@@ -621,6 +625,8 @@ const char *conf_setting_format(const struct conf_setting *s, const struct conf 
                 v = *FIELD_CPTR(uint64_t, s, c);
                 if (s->has_none && v == s->none_value)
                         snprintf(buf, size, "none");
+                else if (s->has_auto && v == s->auto_value)
+                        snprintf(buf, size, "auto");
                 else if (s->type == CONF_DURATION)
                         format_duration(buf, size, v);
                 else

@@ -21,6 +21,8 @@
 /* offcpu_sample: BPF draws in microseconds, up to the setting (32 bits) */
 #define CONF_MIN_OFFCPU_SAMPLE_NS (1000ULL * 1000ULL)
 #define CONF_MAX_OFFCPU_SAMPLE_NS (3600ULL * 1000000000ULL)
+/* offcpu_sample = auto: the on-CPU sampler's period (conf_offcpu_sample_ns) */
+#define CONF_OFFCPU_SAMPLE_AUTO UINT64_MAX
 #define CONF_DEFAULT_PATH "/etc/profd/profd.conf"
 /* Clients at once: far more than people and scripts on one host use, few
  * enough that their buffers stay a small share of the daemon's memory. */
@@ -228,6 +230,8 @@ struct conf_setting {
         unsigned shift;          /* CONF_COUNT: stored as value << shift (MiB -> bytes) */
         bool has_none;           /* "none" is accepted and stored as none_value */
         uint64_t none_value;
+        bool has_auto;           /* "auto" is accepted and stored as auto_value */
+        uint64_t auto_value;
         bool empty_unsets;       /* CONF_PATH: "" stores NULL */
         /* a bad value: "KEY must be MUST_BE, not \"VALUE\""; NULL: from min and max */
         const char *must_be;
@@ -269,6 +273,22 @@ int conf_setting_set(struct conf *c, const struct conf_setting *s, const char *v
 
 /* Whether a and b hold the same value of s. */
 bool conf_setting_equal(const struct conf_setting *s, const struct conf *a, const struct conf *b);
+
+/* What offcpu_sample is at an on-CPU rate of frequency_hz: the setting's
+ * duration, 0 for none, and for auto the sampler's period (1e9 /
+ * frequency_hz, whole microseconds, at least CONF_MIN_OFFCPU_SAMPLE_NS),
+ * so that off-CPU time is walked as often as on-CPU time is sampled.
+ * Inline: the collector below the top stage resolves it too. */
+static inline uint64_t conf_offcpu_sample_ns(uint64_t setting, unsigned frequency_hz) {
+        uint64_t period;
+
+        if (setting != CONF_OFFCPU_SAMPLE_AUTO)
+                return setting;
+        /* BPF draws in whole microseconds */
+        period = 1000000000ULL / (frequency_hz ? frequency_hz : 1) / 1000 * 1000;
+        return period < CONF_MIN_OFFCPU_SAMPLE_NS ? CONF_MIN_OFFCPU_SAMPLE_NS
+                : period > CONF_MAX_OFFCPU_SAMPLE_NS ? CONF_MAX_OFFCPU_SAMPLE_NS : period;
+}
 
 /* Writes s's value in c as the reload summary shows it ("10s", "none",
  * "/a /b"). Returns buf. */

@@ -781,6 +781,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
                 .interval_now_ns = manager_interval_ns(m),
                 .offcpu_filtered = m->offcpu_filtered,
                 .offcpu_filtered_ns = m->offcpu_filtered_ns,
+                .offcpu_sample_ns = m->coll ? collector_offcpu_sample_ns(m->coll) : 0,
                 .offcpu_unsampled = m->offcpu_unsampled,
                 .offcpu_unsampled_ns = m->offcpu_unsampled_ns,
                 .wakeup_unsampled = m->wakeup_unsampled,

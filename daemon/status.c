@@ -451,12 +451,13 @@ json_t *status_build(const struct status_stats *s) {
                         json_object_set_new(v, s->verified[i].name, json_integer((json_int_t) s->verified[i].insns));
                 json_object_set_new(o, "bpf_verified_insns", v);
         }
-        json_object_set_new(o, STATUS_KEY_OFFCPU, json_pack("{s:I, s:o, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I}}",
+        json_object_set_new(o, STATUS_KEY_OFFCPU, json_pack("{s:I, s:o, s:I, s:I, s:o, s:b, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I}}",
                 STATUS_KEY_MIN_NS, (json_int_t) c->offcpu_min_ns,
                 STATUS_KEY_MAX_NS, c->offcpu_max_ns == UINT64_MAX ? json_null() : json_integer((json_int_t) c->offcpu_max_ns),
                 STATUS_KEY_FILTERED_BLOCKS, (json_int_t) s->offcpu_filtered,
                 STATUS_KEY_FILTERED_NS, (json_int_t) s->offcpu_filtered_ns,
-                STATUS_KEY_SAMPLE_NS, c->offcpu_sample_ns ? json_integer((json_int_t) c->offcpu_sample_ns) : json_null(),
+                STATUS_KEY_SAMPLE_NS, s->offcpu_sample_ns ? json_integer((json_int_t) s->offcpu_sample_ns) : json_null(),
+                STATUS_KEY_SAMPLE_AUTO, c->offcpu_sample_ns == CONF_OFFCPU_SAMPLE_AUTO,
                 STATUS_KEY_UNSAMPLED_BLOCKS, (json_int_t) s->offcpu_unsampled,
                 STATUS_KEY_UNSAMPLED_NS, (json_int_t) s->offcpu_unsampled_ns,
                 STATUS_KEY_UNSAMPLED_WAKEUPS, (json_int_t) s->wakeup_unsampled,

@@ -56,6 +56,7 @@ struct status_stats {
         uint64_t samples_seen, idle_samples;
         /* the manager's own counts, from the drains' BPF counters */
         uint64_t offcpu_filtered, offcpu_filtered_ns;
+        uint64_t offcpu_sample_ns;    /* offcpu_sample as drawn now (auto: the sampler's period); 0: none */
         uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
         uint64_t wakeup_self;         /* wake-ups of profd's threads, not walked (offcpu_self_stacks off) */
         /* the off-CPU kernel stacks: from the memo, walked and remembered,

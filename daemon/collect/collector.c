@@ -41,6 +41,7 @@ struct collector {
         size_t n_perf_fds;
         const char *event_name;
         unsigned frequency;
+        uint64_t offcpu_sample;   /* the setting (conf_offcpu_sample_ns): auto follows frequency */
         unsigned n_possible_cpus; /* per-CPU map values come in this many slots */
         uint32_t gen;             /* the generation the programs write now: its maps are those of
                                    * gen & 1 (GEN_MAPS in bpf/maps.bpf.h) */
@@ -544,7 +545,8 @@ static int collector_open(collector *c, const struct conf *cfg, struct mapsize_p
 
         c->skel->data->offcpu_min_ns = cfg->offcpu_min_ns;
         c->skel->data->offcpu_max_ns = cfg->offcpu_max_ns;
-        c->skel->data->offcpu_sample_ns = cfg->offcpu_sample_ns;
+        c->offcpu_sample = cfg->offcpu_sample_ns;
+        c->skel->data->offcpu_sample_ns = conf_offcpu_sample_ns(cfg->offcpu_sample_ns, cfg->frequency_hz);
         c->skel->data->offcpu_timeline_min_ns = cfg->timeline_offcpu_min_ns;
         c->skel->rodata->offcpu_enabled = cfg->kind_offcpu;
         c->skel->rodata->offcpu_timeline_enabled = cfg->timeline;
@@ -686,7 +688,8 @@ int collector_new(const struct conf *cfg, collector_event_fn on_event, void *use
                          cfg->offcpu_max_ns == UINT64_MAX ? "" : " up to a maximum");
         if ((cfg->kind_offcpu || cfg->kind_wakeup) && cfg->offcpu_sample_ns)
                 log_info("Blocks shorter than %" PRIu64 " us are walked by a draw and counted as that long "
-                         "(offcpu_sample).", (uint64_t) (cfg->offcpu_sample_ns / NSEC_PER_USEC));
+                         "(offcpu_sample%s).", (uint64_t) (collector_offcpu_sample_ns(c) / NSEC_PER_USEC),
+                         cfg->offcpu_sample_ns == CONF_OFFCPU_SAMPLE_AUTO ? " auto: the on-CPU period" : "");
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -741,6 +744,10 @@ int collector_set_frequency(collector *c, unsigned frequency_hz) {
                         return r;
                 }
         c->frequency = frequency_hz;
+        /* auto: off-CPU walks as often as on-CPU samples, raised or not */
+        if (c->offcpu_sample == CONF_OFFCPU_SAMPLE_AUTO)
+                __atomic_store_n(&c->skel->data->offcpu_sample_ns, conf_offcpu_sample_ns(c->offcpu_sample, frequency_hz),
+                                 __ATOMIC_RELAXED);
         return 0;
 }
 
@@ -755,8 +762,14 @@ void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max
          * either the old or the new value of each, never a torn one. */
         __atomic_store_n(&c->skel->data->offcpu_min_ns, min_ns, __ATOMIC_RELAXED);
         __atomic_store_n(&c->skel->data->offcpu_max_ns, max_ns, __ATOMIC_RELAXED);
-        __atomic_store_n(&c->skel->data->offcpu_sample_ns, sample_ns, __ATOMIC_RELAXED);
+        c->offcpu_sample = sample_ns;
+        __atomic_store_n(&c->skel->data->offcpu_sample_ns, conf_offcpu_sample_ns(sample_ns, c->frequency),
+                         __ATOMIC_RELAXED);
         __atomic_store_n(&c->skel->data->offcpu_timeline_min_ns, timeline_min_ns, __ATOMIC_RELAXED);
+}
+
+uint64_t collector_offcpu_sample_ns(const collector *c) {
+        return conf_offcpu_sample_ns(c->offcpu_sample, c->frequency);
 }
 
 const struct collector_unwind_maps *collector_unwind_maps(const collector *c) {

@@ -96,9 +96,13 @@ unsigned collector_frequency(const collector *c);
 
 /* Changes which blocks are attributed to stacks, and which of those the
  * off-CPU log keeps with their times (timeline_min_ns and longer); the
- * programs see it at their next run. */
+ * programs see it at their next run. sample_ns is the setting
+ * offcpu_sample (CONF_OFFCPU_SAMPLE_AUTO: the sampler's period, which
+ * collector_set_frequency then moves with it). */
 void collector_set_offcpu_thresholds(collector *c, uint64_t min_ns, uint64_t max_ns, uint64_t sample_ns,
                                      uint64_t timeline_min_ns);
+/* offcpu_sample as the programs draw by now (0: every block walked). */
+uint64_t collector_offcpu_sample_ns(const collector *c);
 
 /* The unwind maps, for the unwinder. */
 const struct collector_unwind_maps *collector_unwind_maps(const collector *c);

@@ -231,9 +231,11 @@ def workload_rate(d, seconds):
 def test_sighup_applies_frequency_and_keeps_the_rest():
     with tempfile.TemporaryDirectory(prefix="profd-config-") as tmp:
         conf = os.path.join(tmp, "profd.conf")
-        write(conf, "frequency = 29\ninterval = 1s\nkinds = cpu,offcpu\noffcpu_min = 10m\n")
+        write(conf, "frequency = 29\ninterval = 1s\nkinds = cpu,offcpu\noffcpu_min = 10m\noffcpu_sample = auto\n")
         with Profd(config=conf) as d:
             assert status(d)["frequency_hz"] == 29
+            # offcpu_sample = auto: the sampler's period, in whole us
+            assert status(d)["offcpu"]["sample_ns"] == 34_482_000 and status(d)["offcpu"]["sample_auto"], status(d)
             before = workload_rate(d, 4)
 
             # off-CPU blocks shorter than 10 minutes are only counted
@@ -244,13 +246,15 @@ def test_sighup_applies_frequency_and_keeps_the_rest():
             assert none["total"] == 0, none["total"]
 
             write(conf, "frequency = 197\ninterval = 1s\nkinds = cpu,offcpu\noffcpu_min = 1ms\n"
-                        "max_clients = 9\nsymbol_cache = 100\nretention_raw = 2h\n")
+                        "max_clients = 9\nsymbol_cache = 100\nretention_raw = 2h\noffcpu_sample = auto\n")
             d.proc.send_signal(signal.SIGHUP)
             deadline = time.monotonic() + 10
             while status(d)["frequency_hz"] != 197 and time.monotonic() < deadline:
                 time.sleep(0.2)
             s = status(d)
             assert s["frequency_hz"] == 197, s["frequency_hz"]
+            # auto moved with the rate
+            assert s["offcpu"]["sample_ns"] == 5_076_000 and s["offcpu"]["sample_auto"], s["offcpu"]
             assert s["offcpu"]["min_ns"] == 1000000 and s["max_clients"] == 9, s
             assert s["symbol_cache_limit_bytes"] == 100 * MIB and s["retention"]["raw_s"] == 7200, s
             assert "Reloaded the configuration: frequency 29 -> 197 Hz" in d.read_log(), d.read_log()

@@ -213,15 +213,16 @@ def sampled_tolerance(total_ns, block_ns):
     return 4 * math.sqrt(total_ns * (SAMPLE_NS - block_ns)) + 0.02 * total_ns
 
 
-def test_sampled_blocks_estimate_the_truth():
-    """offcpu_sample = 40ms: offcpu_truth's blocks (10-20 ms) are each
-    walked with probability length / 40 ms and counted as 40 ms; sleeps'
-    100 ms blocks are walked and counted exactly. Each function's blocked
-    time, and the pipe writer's wake-ups of the reader, must be within their
-    tolerances; a block counted as its own length (a biased estimate: -50%
-    to -75%) or every block walked and counted as 40 ms (+100% to +300%)
-    fails. profctl status counts the blocks and wake-ups left unwalked."""
-    with Profd("--interval", "2s", "--offcpu-sample", f"{SAMPLE_NS // 1_000_000}ms") as d:
+def check_sampled_blocks(*setting):
+    """offcpu_truth and sleeps under profd with setting, an offcpu_sample
+    of SAMPLE_NS: offcpu_truth's blocks (10-20 ms) are each walked with
+    probability length / 40 ms and counted as 40 ms; sleeps' 100 ms blocks
+    are walked and counted exactly. Each function's blocked time, and the
+    pipe writer's wake-ups of the reader, must be within their tolerances;
+    a block counted as its own length (a biased estimate: -50% to -75%) or
+    every block walked and counted as 40 ms (+100% to +300%) fails.
+    profctl status counts the blocks and wake-ups left unwalked."""
+    with Profd("--interval", "2s", *setting) as d:
         sleeps = subprocess.Popen([binary("SLEEPS"), "8", str(LONG_BLOCK_MS)], stdout=subprocess.PIPE, text=True)
         truth = run_workload(8)
         long_truth = json.loads(sleeps.communicate(timeout=60)[0])
@@ -251,10 +252,23 @@ def test_sampled_blocks_estimate_the_truth():
         assert abs(ended - reader) <= tolerance, (ended, reader)
         offcpu = json.loads(d.profctl("status", "--json").stdout)["offcpu"]
         print(f"  status: {offcpu}")
-        assert offcpu["sample_ns"] == SAMPLE_NS, offcpu
+        auto = "auto" in setting
+        assert offcpu["sample_ns"] == SAMPLE_NS and offcpu["sample_auto"] == auto, offcpu
         assert offcpu["unsampled_blocks"] > 0 and offcpu["unsampled_ns"] > 0 and offcpu["unsampled_wakeups"] > 0
         shown = d.profctl("status").stdout
-        assert "walked by a draw (offcpu_sample)" in shown, shown
+        said = "walked by a draw (offcpu_sample auto: the on-CPU period)" if auto else "walked by a draw (offcpu_sample)"
+        assert said in shown, shown
+
+
+def test_sampled_blocks_estimate_the_truth():
+    """offcpu_sample = 40ms (check_sampled_blocks)."""
+    check_sampled_blocks("--offcpu-sample", f"{SAMPLE_NS // 1_000_000}ms")
+
+
+def test_auto_sample_is_the_sampling_period():
+    """offcpu_sample = auto at 25 Hz: the sampler's period, 40 ms, drawn
+    and estimated as a setting of 40 ms is (check_sampled_blocks)."""
+    check_sampled_blocks("--offcpu-sample", "auto", "--frequency", "25")
 
 
 def test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists():
@@ -283,5 +297,6 @@ def test_sigterm_keeps_the_last_interval():
 if __name__ == "__main__":
     require_root()
     run_tests([test_blocked_time_per_function_matches_truth, test_timer_wakeups_are_not_the_interrupted_threads,
-               test_sampled_blocks_estimate_the_truth, test_kernel_stack_memo_hits_are_the_walks,
+               test_sampled_blocks_estimate_the_truth, test_auto_sample_is_the_sampling_period,
+               test_kernel_stack_memo_hits_are_the_walks,
                test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists, test_sigterm_keeps_the_last_interval])

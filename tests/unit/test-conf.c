@@ -166,7 +166,7 @@ static void test_bad_files_name_file_line_and_key(void) {
                 { "capture_on = manual\n", "f.conf:1: key 'capture_on': capture_on: \"manual\" is for profctl capture start*" },
                 { "capture_duration = 0s\n", "f.conf:1: key 'capture_duration': capture_duration must be a duration from 1s to 1h*" },
                 { "offcpu_sample = 500us\n", "f.conf:1: key 'offcpu_sample': offcpu_sample must be none or at least 1ms" },
-                { "offcpu_sample = 2h\n", "f.conf:1: key 'offcpu_sample': offcpu_sample must be a duration from 1ms to 1h (e.g. \"20ms\") or \"none\", not \"2h\"" },
+                { "offcpu_sample = 2h\n", "f.conf:1: key 'offcpu_sample': offcpu_sample must be a duration from 1ms to 1h (e.g. \"20ms\"), \"auto\" or \"none\", not \"2h\"" },
                 { "offcpu_sample = often\n", "f.conf:1: key 'offcpu_sample': *" },
                 { "store = relative.db\n", "f.conf:1: key 'store': store must be an absolute path, not \"relative.db\"" },
                 { "frequency\n", "f.conf:1: expected \"key = value\", got \"frequency\"" },
@@ -253,6 +253,34 @@ static void test_none_values(void) {
         CHECK_INT_EQ(c.offcpu_sample_ns, 0);
         CHECK(c.offcpu_max_ns == UINT64_MAX);
         CHECK(c.debug_dirs && !c.debug_dirs[0]);
+        conf_done(&c);
+        free(e);
+}
+
+/* offcpu_sample = auto: the sampler's period, whole us, within the
+ * setting's own range; anything else is what it says. */
+static void test_offcpu_sample_auto(void) {
+        struct conf c;
+        char buf[64];
+        char *e = parse(&c, "offcpu_sample = auto\n");
+        const struct conf_setting *s = conf_setting_find("offcpu_sample");
+
+        CHECK(!e);
+        CHECK(c.offcpu_sample_ns == CONF_OFFCPU_SAMPLE_AUTO);
+        CHECK_STR_EQ(conf_setting_format(s, &c, buf, sizeof(buf)), "auto");
+        CHECK_INT_EQ(conf_offcpu_sample_ns(c.offcpu_sample_ns, 49), 20408 * NSEC_PER_USEC);
+        CHECK_INT_EQ(conf_offcpu_sample_ns(c.offcpu_sample_ns, 99), 10101 * NSEC_PER_USEC);
+        CHECK_INT_EQ(conf_offcpu_sample_ns(c.offcpu_sample_ns, 1), NSEC_PER_SEC);
+        CHECK_INT_EQ(conf_offcpu_sample_ns(c.offcpu_sample_ns, 1000), CONF_MIN_OFFCPU_SAMPLE_NS);
+        CHECK_INT_EQ(conf_offcpu_sample_ns(c.offcpu_sample_ns, 4999), CONF_MIN_OFFCPU_SAMPLE_NS);
+        CHECK_INT_EQ(conf_offcpu_sample_ns(c.offcpu_sample_ns, 0), NSEC_PER_SEC);
+        CHECK_INT_EQ(conf_offcpu_sample_ns(0, 49), 0);
+        CHECK_INT_EQ(conf_offcpu_sample_ns(40 * NSEC_PER_MSEC, 49), 40 * NSEC_PER_MSEC);
+        conf_done(&c);
+        free(e);
+        /* not a word the other durations take */
+        e = parse(&c, "offcpu_min = auto\n");
+        CHECK(e);
         conf_done(&c);
         free(e);
 }
@@ -606,6 +634,7 @@ int main(void) {
         test_sizes();
         test_clickhouse_settings();
         test_none_values();
+        test_offcpu_sample_auto();
         test_every_key_round_trips_through_file_flag_and_reload();
         test_reload_keeps_what_failed_or_is_skipped();
         TESTS_DONE();

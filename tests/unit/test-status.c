@@ -252,7 +252,8 @@ static void test_keys_in_order(void) {
         check_keys(json_object_get(o, "store_migration"), "pending_rows pending_drains done_rows done_drains "
                    "complete_after_ns running");
         check_keys(json_object_get(o, "offcpu"),
-                   "min_ns max_ns filtered_blocks filtered_ns sample_ns unsampled_blocks unsampled_ns unsampled_wakeups "
+                   "min_ns max_ns filtered_blocks filtered_ns sample_ns sample_auto unsampled_blocks unsampled_ns "
+                   "unsampled_wakeups "
                    "self_wakeups kernel_stack_memo");
         check_keys(json_object_get(json_object_get(o, "offcpu"), "kernel_stack_memo"), "hits walks mismatches");
         check_keys(json_object_get(o, "timeline"), "on bytes blocks samples oldest_ns untimed retention_s max_size "
@@ -436,6 +437,7 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "filtered_blocks"), 13);
         CHECK_INT_EQ(num(x, "filtered_ns"), 14);
         CHECK(json_is_null(json_object_get(x, "sample_ns")));
+        CHECK(json_is_false(json_object_get(x, "sample_auto")));
         CHECK_INT_EQ(num(x, "unsampled_blocks"), 15);
         CHECK_INT_EQ(num(x, "unsampled_ns"), 16);
         CHECK_INT_EQ(num(x, "unsampled_wakeups"), 17);
@@ -465,6 +467,23 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "spanned_drains"), 128);
         CHECK_INT_EQ(num(x, "damaged_blocks"), 129);
         CHECK_INT_EQ(num(x, "grouped_processes"), 131);
+        json_decref(o);
+}
+
+/* offcpu_sample = auto: sample_ns is the draw's length now (the
+ * collector's, from the rate sampled at), not the setting's sentinel. */
+static void test_offcpu_sample_auto(void) {
+        struct conf c = test_conf();
+        struct status_stats s;
+        json_t *o, *x;
+
+        c.offcpu_sample_ns = CONF_OFFCPU_SAMPLE_AUTO;
+        s = full_stats(&c);
+        s.offcpu_sample_ns = 1001 * NSEC_PER_USEC;
+        o = status_build(&s);
+        x = json_object_get(o, "offcpu");
+        CHECK_INT_EQ(num(x, "sample_ns"), 1001 * NSEC_PER_USEC);
+        CHECK(json_is_true(json_object_get(x, "sample_auto")));
         json_decref(o);
 }
 
@@ -656,6 +675,7 @@ static void test_names_are_the_protocol(void) {
 }
 
 int main(void) {
+        test_offcpu_sample_auto();
         test_names_are_the_protocol();
         test_keys_in_order();
         test_values();
