@@ -647,6 +647,12 @@ static void test_cache_bound_within_drain(void) {
         CHECK(peak >= full);
         /* and it was all it could do */
         CHECK_INT_EQ(symbolizer_bound(s), 0);
+        /* File 0 used again (its DWARF read again): now the one used
+         * last, it stays, and 2's goes, the only other one open. */
+        CHECK_INT_EQ(sym_file_resolve(s, files[0], off, frames, MAX_FRAMES) >= 1, 1);
+        CHECK_INT_EQ(symbolizer_bound(s), 1);
+        for (int i = 0; i < N_FILES; i++)
+                CHECK_INT_EQ(sym_file_dwarf_is_open(files[i]), i == 0);
 
         /* A closed file resolves again, through the same pointer. */
         for (int i = 0; i < N_FILES; i++) {
