@@ -19,6 +19,10 @@ struct procmap {
  * [path]"; trailing newline allowed). On success *ret owns a copy of the path.
  * Returns 0, -EINVAL for a malformed line, -ENOMEM. */
 int procmap_parse_line(const char *line, struct procmap *ret);
+/* procmap_parse_line for who wants only the executable mappings: returns 1
+ * for one (*ret owns its path), 0 for a well-formed line of another (its
+ * path not copied: *ret->path is NULL), or what procmap_parse_line does. */
+int procmap_parse_exec_line(const char *line, struct procmap *ret);
 void procmap_done(struct procmap *m);
 
 /* Folds the executable mapping [start, end) into sig, a signature of a

@@ -221,6 +221,7 @@ static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc
 static int parse_exec_maps(char *text, struct proc_mapping **ret, size_t *ret_n) {
         struct proc_mapping *maps = NULL;
         size_t n = 0, cap = 0;
+        int r;
 
         for (char *line = text, *next; line && *line; line = next) {
                 struct procmap m;
@@ -228,14 +229,17 @@ static int parse_exec_maps(char *text, struct proc_mapping **ret, size_t *ret_n)
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = '\0';
-                if (procmap_parse_line(line, &m) < 0) {
+                r = procmap_parse_exec_line(line, &m);
+                if (r < 0 && r != -ENOMEM) {
                         log_debug("Unparsable line in a maps file, ignoring: %s", line);
                         continue;
                 }
-                if (!m.executable) {
-                        procmap_done(&m);
-                        continue;
+                if (r == -ENOMEM) {
+                        mappings_free(maps, n);
+                        return r;
                 }
+                if (r == 0)
+                        continue; /* not executable: no path was copied */
                 if (n == cap) {
                         struct proc_mapping *nm = realloc(maps, (cap = cap ? cap * 2 : 16) * sizeof(*maps));
                         if (!nm) {

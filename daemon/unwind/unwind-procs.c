@@ -179,12 +179,8 @@ static int exec_mappings_read(unwinder *u, uint32_t tgid, char *text, struct exe
                         return -ENOMEM;
                 e = &em->items[em->n];
                 *e = (struct exec_mapping) {};
-                if (procmap_parse_line(line, &e->m) < 0)
-                        continue;
-                if (!e->m.executable) {
-                        procmap_done(&e->m);
-                        continue;
-                }
+                if (procmap_parse_exec_line(line, &e->m) <= 0)
+                        continue; /* unparsable, or not executable (no path copied) */
                 em->n++;
                 if (is_file_mapping(&e->m)) {
                         struct mapfile_paths paths;

@@ -38,6 +38,32 @@ static void test_maps_line_special_and_anonymous(void) {
         procmap_done(&m);
 }
 
+/* Only executable mappings wanted (a new process's snapshot, the
+ * unwinder's load): the same fields, the path copied only for them. */
+static void test_maps_exec_lines(void) {
+        struct procmap m;
+
+        CHECK_INT_EQ(procmap_parse_exec_line("7f1c2a400000-7f1c2a428000 r-xp 00028000 FE:01 1572915    "
+                                             "/usr/lib/x86_64-linux-gnu/libc.so.6\n", &m), 1);
+        CHECK_INT_EQ(m.start, 0x7f1c2a400000ULL);
+        CHECK_INT_EQ(m.end, 0x7f1c2a428000ULL);
+        CHECK_INT_EQ(m.offset, 0x28000);
+        CHECK_INT_EQ(m.dev_major, 0xfe);
+        CHECK_INT_EQ(m.inode, 1572915);
+        CHECK_STR_EQ(m.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+        procmap_done(&m);
+        CHECK_INT_EQ(procmap_parse_exec_line("7f1c2a428000-7f1c2a5bd000 r--p 001bd000 fe:01 1572915    "
+                                             "/usr/lib/x86_64-linux-gnu/libc.so.6", &m), 0);
+        CHECK(m.path == NULL && !m.executable);
+        CHECK_INT_EQ(m.offset, 0x1bd000);
+        CHECK_INT_EQ(procmap_parse_exec_line("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]",
+                                             &m), 1);
+        CHECK_STR_EQ(m.path, "[vsyscall]");
+        procmap_done(&m);
+        CHECK_INT_EQ(procmap_parse_exec_line("7ffd1000-7ffd2000 rw-s 00000000 00:00 0", &m), 0);
+        CHECK(m.path == NULL && m.shared);
+}
+
 static void test_maps_line_malformed(void) {
         const char *bad[] = {
                 "",
@@ -60,6 +86,7 @@ static void test_maps_line_malformed(void) {
                 if (r != -EINVAL)
                         fprintf(stderr, "accepted: \"%s\"\n", bad[i]);
                 CHECK_INT_EQ(r, -EINVAL);
+                CHECK_INT_EQ(procmap_parse_exec_line(bad[i], &m), -EINVAL);
         }
 }
 
@@ -108,6 +135,7 @@ static void test_ranges_signature(void) {
 int main(void) {
         test_maps_line_with_path();
         test_maps_line_special_and_anonymous();
+        test_maps_exec_lines();
         test_maps_line_malformed();
         test_stat_starttime_with_hostile_comm();
         test_status_uid_and_cgroup();
