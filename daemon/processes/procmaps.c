@@ -9,16 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline int hex_digit(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Parses a hexadecimal number ending at the character end; advances *p
  * past the number. strtoull would accept signs and whitespace we must not.
  * Every line of every new process's maps goes through here, several
@@ -30,7 +20,7 @@ static int parse_hex(const char **p, char end, uint64_t *ret) {
         size_t n = 0;
 
         for (; *s && *s != end; s++, n++) {
-                int d = hex_digit(*s);
+                int d = unhex_char(*s);
                 if (d < 0)
                         return -EINVAL;
                 if (v >> 60)
