@@ -4,8 +4,8 @@
 #include "helpers.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
