@@ -451,9 +451,12 @@ def test_capture_raises_the_rate_and_answers_keep_their_split():
     w1 = w2 = None
     try:
         with Profd("--interval", "2s", "--kinds", "cpu", "--frequency", str(BASE_HZ), "--capture-before", "10s",
-                   "--capture-duration", f"{RAISE_S}s", "--capture-frequency", str(RAISED_HZ)) as d:
+                   "--capture-duration", f"{RAISE_S}s", "--capture-frequency", str(RAISED_HZ),
+                   "--offcpu-sample", "auto") as d:
             st = ask(d, "status")
             assert st["frequency_hz"] == BASE_HZ and st["sampling_hz"] == BASE_HZ, st
+            # offcpu_sample = auto: the sampler's period, in whole us
+            assert st["offcpu"]["sample_ns"] == 5_025_000 and st["offcpu"]["sample_auto"], st["offcpu"]
             assert st["raised_until_ns"] == 0 and st["interval_now_ms"] == 2000, st
             # started once profd samples: its whole CPU time is sampled
             t_start = time.time_ns()
@@ -472,6 +475,8 @@ def test_capture_raises_the_rate_and_answers_keep_their_split():
             assert cap["frequency_hz"] == RAISED_HZ, cap
             st = ask(d, "status")
             assert st["sampling_hz"] == RAISED_HZ and st["frequency_hz"] == BASE_HZ, st
+            # auto follows the raise: 1 s / 1999 Hz, at least 1 ms
+            assert st["offcpu"]["sample_ns"] == 1_000_000, st["offcpu"]
             # 2 s x 199 / 1999 Hz: a raised drain holds what a base one does
             assert st["interval_now_ms"] == 199 and st["raised_until_ns"] > t_raise, st
             text = d.profctl("status").stdout
@@ -493,6 +498,7 @@ def test_capture_raises_the_rate_and_answers_keep_their_split():
             t_restore, cpu_restore = time.time_ns(), cpu_seconds(w1.pid)
             st = ask(d, "status")
             assert st["raised_until_ns"] == 0 and st["interval_now_ms"] == 2000, st
+            assert st["offcpu"]["sample_ns"] == 5_025_000, st["offcpu"]
             out1, _ = w1.communicate(timeout=30)
             truth1 = json.loads(out1)
             d.profctl("flush")
