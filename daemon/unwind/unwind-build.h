@@ -1,7 +1,7 @@
 /* The table builder's private half, shared by its parts: the CFI side
- * (unwind-cfi.c: CIE and FDE parsing, pointer encodings, the checks of
- * every program before libdw runs it), the rows (unwind-table.c: libdw's
- * rows classified into the kinds BPF evaluates) and the libdw reader
+ * (unwind-cfi.c: CIE and FDE parsing with libdw's dwarf_next_cfi, pointer
+ * encodings, the checks of every program), the rows (unwind-table.c: each
+ * FDE's program run once by cfi-rows.c, the rows merged) and the reader
  * (unwind-reader.c: the sections, the view of the file, the FDEs' rows in
  * pieces). */
 #pragma once
@@ -20,14 +20,18 @@ struct cie_info {
         uint8_t fde_encoding; /* of initial_location and address_range */
         bool signal;          /* augmentation 'S' */
         bool sized;           /* augmentation 'z': FDEs hold a sized augmentation block */
-        bool bad;             /* an augmentation we cannot skip, or a program libdw must not run */
-        uint64_t program_len; /* of its initial instructions */
+        bool bad;             /* an augmentation we cannot skip, or a program refused */
+        /* what its FDEs' programs are run with (struct cfi_cie) */
+        const uint8_t *initial, *initial_end;
+        uint64_t code_align;
+        int64_t data_align;
+        uint64_t ra_reg;
 };
 
 struct fde_range {
-        uint32_t lo, hi; /* [lo, hi): fdes_collect refuses code above 4 GiB */
-        bool signal;     /* its CIE marks a signal frame */
-        bool costly;     /* too much work for libdw (CFI_MAX_*_WORK): one UNSUPPORTED row */
+        uint32_t lo, hi;        /* [lo, hi): fdes_collect refuses code above 4 GiB */
+        uint32_t cie;           /* its CIE's offset in the section */
+        uint32_t prog, prog_end; /* its program's bytes: offsets in the section */
 };
 
 struct builder {
@@ -40,10 +44,7 @@ struct builder {
         size_t n_cies, cap_cies;
         struct fde_range *fdes;
         size_t n_fdes, cap_fdes;
-        uint64_t work;     /* sum of the FDEs' work (CFI_MAX_FILE_WORK) */
         size_t row_bound;  /* rows the FDEs can make at most */
-        uint64_t *offsets; /* section offsets of the FDEs checked, ascending */
-        size_t n_offsets, cap_offsets;
 
         /* the rows read, merged and handed on in pieces */
         struct profd_unwind_row *piece;
@@ -70,13 +71,12 @@ void builder_done(struct builder *b);
 
 /* Collects [lo, hi) of every FDE in b's section, each program checked.
  * FDEs whose CIE we cannot read are skipped: their addresses become gaps,
- * walked by frame pointer. Returns 0, -E2BIG (code above 4 GiB), -EINVAL
- * (section unreadable from the first entry, or CFI libdw must not run),
- * -ENOMEM. */
+ * walked by frame pointer. Returns 0, -E2BIG (code above 4 GiB, or a
+ * section of 4 GiB), -EINVAL (section unreadable from the first entry, or
+ * a program refused), -ENOMEM. */
 int fdes_collect(struct builder *b);
-/* Checks .eh_frame_hdr's search table against the FDEs collected. Returns
- * 1 (a table libdw may search), 0 (none) or -EINVAL. */
-int eh_frame_hdr_check(struct builder *b, Elf_Scn *hdr_scn);
+/* The CIE collected at offset, or NULL. */
+const struct cie_info *cie_find(const struct builder *b, uint64_t offset);
 /* qsort order of struct fde_range: by lo, then hi. */
 int fde_range_compare(const void *a, const void *b);
 
@@ -85,5 +85,5 @@ int fde_range_compare(const void *a, const void *b);
 int row_append(struct builder *b, uint64_t pc, const struct profd_unwind_row *rule);
 /* Hands the rows kept so far to the sink. */
 int piece_flush(struct builder *b);
-/* Appends the rows of [lo, hi) of one FDE, read through libdw's cfi. */
-int fde_rows(struct builder *b, Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, bool signal);
+/* Appends the rows of [lo, f->hi) of FDE f, its program run once. */
+int fde_rows(struct builder *b, const struct fde_range *f, uint64_t lo);

@@ -1,8 +1,8 @@
 /* The table builder's CFI side (unwind-build.h): CIEs and FDEs enumerated
  * with dwarf_next_cfi, their DW_EH_PE pointers decoded through a bounded
  * byte cursor (common/bytecursor.h: one overflow rule), and every program
- * checked before libdw runs it (the files come from processes profd does
- * not control). */
+ * checked before any row is read (the files come from processes profd
+ * does not control). */
 #include "unwind-build.h"
 
 #include <dwarf.h>
@@ -14,6 +14,7 @@
 
 #include "bsearch.h"
 #include "bytecursor.h"
+#include "cfi-rows.h"
 #include "helpers.h"
 #include "log.h"
 #include "macro.h"
@@ -43,7 +44,6 @@ void builder_drop(struct builder *b) {
 void builder_done(struct builder *b) {
         free(b->cies);
         free(b->fdes);
-        free(b->offsets);
         free(b->piece);
 }
 
@@ -120,23 +120,15 @@ static int read_encoded(struct builder *b, uint8_t enc, bool apply, struct bytec
         return 0;
 }
 
-/* libdw grows a frame state to the largest register number a program
- * names and copies the state at every DW_CFA_remember_state, and it runs
- * an FDE's program from its start for every row asked for. A file from a
- * process we do not control could make it allocate gigabytes or spin, so
- * every program is checked before libdw runs it. x86-64 DWARF registers
- * end at 130 (the mask registers k0-k7 are 118-125). */
+/* Every program is checked whole before its rows are read, and a file
+ * with one program refused gets no table: a file that names registers
+ * beyond x86-64's or nests remember_state deeper than any compiler does
+ * was crafted or damaged, and its other rules are not to be trusted
+ * either. x86-64 DWARF registers end at 130 (the mask registers k0-k7 are
+ * 118-125); gcc nests remember_state once per epilogue block, and 64 is
+ * far beyond it (cfi-rows.c keeps that many states). */
 #define CFI_MAX_REGISTER 255
-/* gcc nests remember_state once per epilogue block; 64 is far beyond it */
-#define CFI_MAX_REMEMBER 64
-/* libdw runs an FDE's program from its start for every row: the work of
- * an FDE is about rows x program bytes. The largest on this machine are
- * 1.3e8 for one FDE (6677 rows) and 2.2e8 for a whole file (both in
- * libclang-cpp, about 0.1 s); the limits leave 8x and 20x room. An FDE over
- * either limit becomes one UNSUPPORTED row, so a crafted file cannot keep
- * the builder busy for long. */
-#define CFI_MAX_FDE_WORK (UINT64_C(1) << 30)
-#define CFI_MAX_FILE_WORK (UINT64_C(1) << 32)
+#define CFI_MAX_REMEMBER CFI_ROWS_MAX_REMEMBER
 
 static bool cfi_register_ok(struct bytecursor *c) {
         uint64_t reg = bytecursor_uleb(c);
@@ -160,11 +152,10 @@ static bool cfi_skip_block(struct bytecursor *c) {
         return !c->bad && bytecursor_skip(c, (size_t) len);
 }
 
-/* Checks a CFI program (a CIE's initial instructions or an FDE's) for what
- * libdw would choke on: unknown opcodes, truncated operands, register
- * numbers above CFI_MAX_REGISTER, remember_state nested deeper than
- * CFI_MAX_REMEMBER. *ret_rows: how many rows the program makes (loc
- * advances). */
+/* Checks a CFI program (a CIE's initial instructions or an FDE's): no
+ * unknown opcode, no truncated operand, no register number above
+ * CFI_MAX_REGISTER, no remember_state nested deeper than CFI_MAX_REMEMBER.
+ * *ret_rows: how many rows the program makes at most (loc advances). */
 static bool cfi_program_ok(struct builder *b, uint8_t fde_encoding, const uint8_t *p, const uint8_t *end,
                            uint64_t *ret_rows) {
         struct bytecursor c = bytecursor_make(p, (size_t) (end - p));
@@ -273,7 +264,11 @@ static void cie_parse_augmentation(struct builder *b, const Dwarf_CIE *cie, stru
 static void cie_parse(struct builder *b, Dwarf_Off offset, const Dwarf_CIE *cie, struct cie_info *ret) {
         *ret = (struct cie_info) { .offset = offset, .fde_encoding = EH_PE_ABSPTR };
         cie_parse_augmentation(b, cie, ret);
-        ret->program_len = (uint64_t) (cie->initial_instructions_end - cie->initial_instructions);
+        ret->initial = cie->initial_instructions;
+        ret->initial_end = cie->initial_instructions_end;
+        ret->code_align = cie->code_alignment_factor;
+        ret->data_align = cie->data_alignment_factor;
+        ret->ra_reg = cie->return_address_register;
         if (!ret->bad && !cfi_program_ok(b, ret->fde_encoding, cie->initial_instructions,
                                          cie->initial_instructions_end, NULL))
                 ret->bad = true;
@@ -358,64 +353,10 @@ static const struct cie_info *cie_get(struct builder *b, Dwarf_Off offset, int *
         return &b->cies[lo];
 }
 
-static int offsets_add(struct builder *b, uint64_t offset) {
-        int r = array_grow((void **) &b->offsets, &b->cap_offsets, b->n_offsets + 1, sizeof(*b->offsets));
+const struct cie_info *cie_find(const struct builder *b, uint64_t offset) {
+        size_t lo = LOWER_BOUND_BY(b->cies, b->n_cies, offset, offset);
 
-        if (r < 0)
-                return r;
-        b->offsets[b->n_offsets++] = offset;
-        return 0;
-}
-
-static bool offsets_contain(const struct builder *b, uint64_t offset) {
-        size_t i = LOWER_BOUND(b->offsets, b->n_offsets, offset);
-
-        return i < b->n_offsets && b->offsets[i] == offset;
-}
-
-/* .eh_frame_hdr's search table sends libdw straight to an FDE by offset:
- * every offset in it must be one of the FDEs checked, or libdw could run
- * bytes nobody checked as a CFI program. libdw uses the table only in the
- * one encoding every linker writes (DW_EH_PE_datarel | DW_EH_PE_sdata4);
- * any other non-empty table is refused too, to be safe. Returns 1 (a
- * table libdw may search), 0 (none) or -EINVAL. */
-#define EH_PE_DATAREL_SDATA4 0x3b
-int eh_frame_hdr_check(struct builder *b, Elf_Scn *hdr_scn) {
-        struct bytecursor c;
-        uint8_t version, ptr_enc, count_enc, table_enc;
-        uint64_t ignored, count;
-        GElf_Shdr shdr;
-        Elf_Data *data;
-
-        if (!gelf_getshdr(hdr_scn, &shdr) || !(data = elf_rawdata(hdr_scn, NULL)) || !data->d_buf)
-                return -EINVAL;
-        c = bytecursor_make(data->d_buf, data->d_size);
-        version = (uint8_t) bytecursor_fixed_le(&c, 1);
-        ptr_enc = (uint8_t) bytecursor_fixed_le(&c, 1);
-        count_enc = (uint8_t) bytecursor_fixed_le(&c, 1);
-        table_enc = (uint8_t) bytecursor_fixed_le(&c, 1);
-        if (c.bad)
-                return -EINVAL;
-        if (version != 1 || count_enc == EH_PE_OMIT || table_enc == EH_PE_OMIT)
-                return version == 1 ? 0 : -EINVAL; /* no table: libdw walks the entries we walked */
-        if (table_enc != EH_PE_DATAREL_SDATA4 || read_encoded_value(ptr_enc, &c, &ignored) < 0 ||
-            read_encoded_value(count_enc, &c, &count) < 0 || count > bytecursor_left(&c) / 8)
-                return -EINVAL;
-        for (uint64_t i = 0; i < count; i++) {
-                uint64_t fde;
-
-                (void) read_fixed(&c, 4, true); /* the initial location */
-                fde = read_fixed(&c, 4, true);
-                if (c.bad)
-                        return -EINVAL;
-                /* datarel: from the start of .eh_frame_hdr */
-                fde += shdr.sh_addr;
-                if (fde < b->section_addr || !offsets_contain(b, fde - b->section_addr)) {
-                        log_debug(".eh_frame_hdr entry %" PRIu64 " names no FDE (0x%" PRIx64 ")", i, fde);
-                        return -EINVAL;
-                }
-        }
-        return count > 0;
+        return lo < b->n_cies && b->cies[lo].offset == offset ? &b->cies[lo] : NULL;
 }
 
 /* Collects [lo, hi) of every FDE in the section. FDEs whose CIE we cannot
@@ -427,13 +368,14 @@ int fdes_collect(struct builder *b) {
         size_t entries = 0;
         int r;
 
+        /* struct fde_range keeps offsets in the section in 32 bits */
+        if (b->data->d_size > UINT32_MAX)
+                return -E2BIG;
         for (;;) {
                 Dwarf_CFI_Entry entry;
                 const struct cie_info *cie;
                 struct bytecursor c;
-                uint64_t lo, len, rows, work;
-                Dwarf_Off offset_this = offset;
-                bool costly;
+                uint64_t lo, len, rows;
 
                 r = dwarf_next_cfi(b->ident, b->data, b->eh_frame, offset, &next, &entry);
                 if (r > 0)
@@ -458,8 +400,8 @@ int fdes_collect(struct builder *b) {
                                 return r;
                         continue;
                 }
-                /* libdw would run this CIE's program for any address an
-                 * index (.eh_frame_hdr) sends it to: no table at all. */
+                /* a program refused (or an augmentation we cannot skip) in
+                 * a CIE its FDEs share: no table at all */
                 if (cie->bad)
                         return -EINVAL;
                 c = bytecursor_make(entry.fde.start, (size_t) (entry.fde.end - entry.fde.start));
@@ -468,9 +410,6 @@ int fdes_collect(struct builder *b) {
                     (cie->sized && !cfi_skip_block(&c)) ||
                     !cfi_program_ok(b, cie->fde_encoding, c.p, c.end, &rows))
                         return -EINVAL;
-                r = offsets_add(b, offset_this);
-                if (r < 0)
-                        return r;
                 if (len == 0)
                         continue; /* covers nothing (discarded sections leave these) */
                 if (lo == 0 && !b->eh_frame)
@@ -481,16 +420,13 @@ int fdes_collect(struct builder *b) {
                 r = array_grow((void **) &b->fdes, &b->cap_fdes, b->n_fdes + 1, sizeof(*b->fdes));
                 if (r < 0)
                         return r;
-                work = (rows + 1) * ((uint64_t) (c.end - c.p) + cie->program_len);
-                costly = work > CFI_MAX_FDE_WORK || work > CFI_MAX_FILE_WORK - b->work;
-                if (!costly)
-                        b->work += work;
                 b->row_bound += (size_t) rows + 2;
                 b->fdes[b->n_fdes++] = (struct fde_range) {
                         .lo = (uint32_t) lo,
                         .hi = (uint32_t) (lo + len),
-                        .signal = cie->signal,
-                        .costly = costly,
+                        .cie = (uint32_t) cie->offset,
+                        .prog = (uint32_t) (c.p - (const uint8_t *) b->data->d_buf),
+                        .prog_end = (uint32_t) (c.end - (const uint8_t *) b->data->d_buf),
                 };
         }
         return 0;

@@ -25,11 +25,11 @@ struct unwind_table {
 
 /* Builds the table of an ELF file. Returns 0; -ENODATA when the file has no
  * CFI (it is then walked by frame pointers); -E2BIG when its code lies above
- * 4 GiB; -EINVAL for CFI libdw cannot read, or must not be given (a
- * register number beyond x86-64's, remember_state nested too deep, an
- * .eh_frame_hdr entry naming no FDE: crafted files); -ENOMEM. On error
- * *ret is empty. An FDE whose rows would cost libdw too much work becomes
- * one UNSUPPORTED row (none on this machine). */
+ * 4 GiB; -EINVAL for CFI that cannot be read, or is refused (an unknown
+ * opcode, a register number beyond x86-64's, remember_state nested too
+ * deep: crafted or damaged files); -ENOMEM. On error *ret is empty. Each
+ * FDE's program is run once (cfi-rows.h), so the work is linear in the
+ * section's size. */
 int unwind_table_build(Elf *elf, struct unwind_table *ret);
 void unwind_table_done(struct unwind_table *t);
 
@@ -43,17 +43,13 @@ void unwind_table_done(struct unwind_table *t);
  * most UNWIND_PIECE_ROWS: the rows unwind_table_build makes. A sink's
  * negative return ends the reading and is returned. *ret_counts gets the
  * figures of the table, without rows. fd: the file elf reads, or -1. With
- * it the reader maps the file itself, gives back the pages of .eh_frame
- * as it reads them, and has libdw find each FDE through .eh_frame_hdr's
- * search table wherever the file has a valid one, whatever the sections'
- * order (reader_map): the same rows on every file of this machine (where
- * crafted FDEs overlap, the search may pick another of them).
- * unwind_reader_searches: whether libdw searches the table (for tests). */
+ * it the reader maps the file itself and gives back the pages of
+ * .eh_frame as it reads them (reader_map); the rows are the same. Where
+ * FDEs overlap, the one starting first keeps its addresses. */
 #define UNWIND_PIECE_ROWS 8192
 typedef struct unwind_reader unwind_reader;
 typedef int (*unwind_sink_t)(void *userdata, const struct profd_unwind_row *rows, size_t n);
 int unwind_reader_new(Elf *elf, int fd, unwind_reader **ret);
-bool unwind_reader_searches(const unwind_reader *r);
 size_t unwind_reader_bound(const unwind_reader *r);
 void unwind_reader_span(const unwind_reader *r, uint32_t *ret_first, uint32_t *ret_last);
 int unwind_reader_rows(unwind_reader *r, unwind_sink_t sink, void *userdata, struct unwind_table *ret_counts);
