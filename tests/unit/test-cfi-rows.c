@@ -68,6 +68,21 @@ static struct emitted run(const uint8_t *prog, size_t n) {
                 }                                                                                      \
         } while (0)
 
+/* The first row of prog (an array) run with gcc's CIE. */
+#define FIRST(prog, kind_, cfa_, rbp_)                                                                    \
+        do {                                                                                           \
+                struct emitted e_ = run(prog, sizeof(prog));                                           \
+                ROW(e_, 0, 0x1000, kind_, cfa_, rbp_);                                                 \
+        } while (0)
+
+/* prog (an array) stops with its rows'th row, UNSUPPORTED at pc. */
+#define STOPS(prog, rows, pc_)                                                                            \
+        do {                                                                                           \
+                struct emitted e_ = run(prog, sizeof(prog));                                           \
+                CHECK_INT_EQ(e_.n, (size_t) (rows));                                                   \
+                ROW(e_, (rows) - 1, pc_, PROFD_UNWIND_UNSUPPORTED, 0, 0);                              \
+        } while (0)
+
 #define SP PROFD_UNWIND_CFA_SP
 #define FP PROFD_UNWIND_CFA_FP
 #define UNSUP PROFD_UNWIND_UNSUPPORTED
@@ -141,21 +156,14 @@ static void test_return_address(void) {
         struct cfi_cie cie = cie_of(std_cie, sizeof(std_cie));
         struct emitted e;
 
-        e = run(undefined, sizeof(undefined));
-        ROW(e, 0, 0x1000, PROFD_UNWIND_END, 0, 0);
-        e = run(same, sizeof(same));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(slot16, sizeof(slot16));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(in_reg, sizeof(in_reg));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(expr, sizeof(expr));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(window, sizeof(window));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
+        FIRST(undefined, PROFD_UNWIND_END, 0, 0);
+        FIRST(same, UNSUP, 0, 0);
+        FIRST(slot16, UNSUP, 0, 0);
+        FIRST(in_reg, UNSUP, 0, 0);
+        FIRST(expr, UNSUP, 0, 0);
+        FIRST(window, UNSUP, 0, 0);
         /* the extended forms: RA at CFA - 8, rbp at CFA + (-2 * -8) */
-        e = run(ok_ext, sizeof(ok_ext));
-        ROW(e, 0, 0x1000, SP, 8, 2);
+        FIRST(ok_ext, SP, 8, 2);
         /* a CIE naming another return-address column */
         cie.ra_reg = 30;
         e = run_with(&cie, NULL, 0, 0x1000, 0x1010);
@@ -174,16 +182,11 @@ static void test_cfa(void) {
         struct cfi_cie cie = cie_of(no_cfa_cie, sizeof(no_cfa_cie));
         struct emitted e;
 
-        e = run(negative, sizeof(negative));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(large, sizeof(large));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(largest, sizeof(largest));
-        ROW(e, 0, 0x1000, FP, 65535, 0);
-        e = run(other_reg, sizeof(other_reg));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(offset_sf, sizeof(offset_sf));
-        ROW(e, 0, 0x1000, SP, 16, 0);
+        FIRST(negative, UNSUP, 0, 0);
+        FIRST(large, UNSUP, 0, 0);
+        FIRST(largest, FP, 65535, 0);
+        FIRST(other_reg, UNSUP, 0, 0);
+        FIRST(offset_sf, SP, 16, 0);
         e = run_with(&cie, NULL, 0, 0x1000, 0x1010);
         ROW(e, 0, 0x1000, UNSUP, 0, 0);
         /* def_cfa_offset on no rule leaves the CFA invalid */
@@ -221,20 +224,13 @@ static void test_cfa_expression(void) {
         ROW(e, 0, 0x1000, PROFD_UNWIND_PLT, 11, 0);
         ROW(e, 1, 0x1004, UNSUP, 0, 0);
         ROW(e, 2, 0x1008, SP, 16, 0);
-        e = run(ibt, sizeof(ibt));
-        ROW(e, 0, 0x1000, PROFD_UNWIND_PLT, 10, 0);
-        e = run(not_plt, sizeof(not_plt));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(breg, sizeof(breg));
-        ROW(e, 0, 0x1000, FP, 24, 0);
-        e = run(bregx, sizeof(bregx));
-        ROW(e, 0, 0x1000, SP, 40, 0);
-        e = run(deref, sizeof(deref));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(lit, sizeof(lit));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(truncated, sizeof(truncated));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
+        FIRST(ibt, PROFD_UNWIND_PLT, 10, 0);
+        FIRST(not_plt, UNSUP, 0, 0);
+        FIRST(breg, FP, 24, 0);
+        FIRST(bregx, SP, 40, 0);
+        FIRST(deref, UNSUP, 0, 0);
+        FIRST(lit, UNSUP, 0, 0);
+        FIRST(truncated, UNSUP, 0, 0);
 }
 
 /* The caller's rsp must be the CFA; its rbp unchanged or in a word at
@@ -256,30 +252,18 @@ static void test_rsp_rbp(void) {
         struct cfi_cie cie = cie_of(std_cie, sizeof(std_cie));
         struct emitted e;
 
-        e = run(rsp_val0, sizeof(rsp_val0));
-        ROW(e, 0, 0x1000, SP, 8, 0);
-        e = run(rsp_val8, sizeof(rsp_val8));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(rsp_saved, sizeof(rsp_saved));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(rsp_undefined, sizeof(rsp_undefined));
-        ROW(e, 0, 0x1000, SP, 8, 0);
-        e = run(rbp_zero, sizeof(rbp_zero));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(rbp_far, sizeof(rbp_far));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(rbp_farthest, sizeof(rbp_farthest));
-        ROW(e, 0, 0x1000, SP, 8, -128);
-        e = run(rbp_val, sizeof(rbp_val));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(rbp_reg, sizeof(rbp_reg));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(rbp_expr, sizeof(rbp_expr));
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(rbp_negative, sizeof(rbp_negative));
-        ROW(e, 0, 0x1000, SP, 8, 2);
-        e = run(rbp_undefined, sizeof(rbp_undefined));
-        ROW(e, 0, 0x1000, SP, 8, 0);
+        FIRST(rsp_val0, SP, 8, 0);
+        FIRST(rsp_val8, UNSUP, 0, 0);
+        FIRST(rsp_saved, UNSUP, 0, 0);
+        FIRST(rsp_undefined, SP, 8, 0);
+        FIRST(rbp_zero, UNSUP, 0, 0);
+        FIRST(rbp_far, UNSUP, 0, 0);
+        FIRST(rbp_farthest, SP, 8, -128);
+        FIRST(rbp_val, UNSUP, 0, 0);
+        FIRST(rbp_reg, UNSUP, 0, 0);
+        FIRST(rbp_expr, UNSUP, 0, 0);
+        FIRST(rbp_negative, SP, 8, 2);
+        FIRST(rbp_undefined, SP, 8, 0);
         cie.data_align = -4;
         e = run_with(&cie, rbp_unaligned, sizeof(rbp_unaligned), 0x1000, 0x1010);
         ROW(e, 0, 0x1000, UNSUP, 0, 0);
@@ -349,21 +333,11 @@ static void test_errors(void) {
         CHECK_INT_EQ(e.n, 3u);
         ROW(e, 1, 0x1004, SP, 8, -2);
         ROW(e, 2, 0x1008, UNSUP, 0, 0);
-        e = run(no_state, sizeof(no_state));
-        CHECK_INT_EQ(e.n, 2u);
-        ROW(e, 1, 0x1002, UNSUP, 0, 0);
-        e = run(set_loc, sizeof(set_loc));
-        CHECK_INT_EQ(e.n, 2u);
-        ROW(e, 1, 0x1002, UNSUP, 0, 0);
-        e = run(truncated, sizeof(truncated));
-        CHECK_INT_EQ(e.n, 2u);
-        ROW(e, 1, 0x1002, UNSUP, 0, 0);
-        e = run(truncated_block, sizeof(truncated_block));
-        CHECK_INT_EQ(e.n, 1u);
-        ROW(e, 0, 0x1000, UNSUP, 0, 0);
-        e = run(wraps, sizeof(wraps));
-        CHECK_INT_EQ(e.n, 2u);
-        ROW(e, 1, 0x1002, UNSUP, 0, 0);
+        STOPS(no_state, 2, 0x1002);
+        STOPS(set_loc, 2, 0x1002);
+        STOPS(truncated, 2, 0x1002);
+        STOPS(truncated_block, 1, 0x1000);
+        STOPS(wraps, 2, 0x1002);
         /* the CIE's own: every FDE of it one UNSUPPORTED row, at lo */
         cie = cie_of(restore_in_cie, sizeof(restore_in_cie));
         e = run_with(&cie, unknown, sizeof(unknown), 0x1004, 0x1040);
@@ -377,9 +351,7 @@ static void test_errors(void) {
         deep[0] = DW_CFA_advance_loc | 1;
         memset(deep + 1, DW_CFA_remember_state, CFI_ROWS_MAX_REMEMBER + 1);
         deep[CFI_ROWS_MAX_REMEMBER + 2] = DW_CFA_advance_loc | 1;
-        e = run(deep, sizeof(deep));
-        CHECK_INT_EQ(e.n, 2u);
-        ROW(e, 1, 0x1001, UNSUP, 0, 0);
+        STOPS(deep, 2, 0x1001);
         deep[CFI_ROWS_MAX_REMEMBER] = DW_CFA_nop; /* exactly as deep as kept */
         e = run(deep, sizeof(deep));
         CHECK_INT_EQ(e.n, 3u);
