@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hashmap.h"
 #include "macro.h"
@@ -68,6 +69,36 @@ int mapfile_key(const struct mapfile_paths *p, struct file_key *ret) {
                 return -ENOENT;
         *ret = file_key_from_stat(&st);
         return 0;
+}
+
+static bool is_inode(const struct stat *st, const struct file_ident *id) {
+        return (uint64_t) st->st_dev == id->dev && (uint64_t) st->st_ino == id->ino;
+}
+
+int mapfile_key_at_path(const char *path, const struct file_ident *id, struct file_key *ret) {
+        struct stat st;
+
+        if (!path || path[0] != '/' || stat(path, &st) < 0 || !is_inode(&st, id))
+                return -ENOENT;
+        *ret = file_key_from_stat(&st);
+        return 0;
+}
+
+int mapfile_open_at_path(const char *path, const struct file_ident *id) {
+        struct stat st;
+        int fd;
+
+        if (!path || path[0] != '/')
+                return -ENOENT;
+        /* O_NONBLOCK: a FIFO put at the path cannot hang the caller */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -ENOENT;
+        if (fstat(fd, &st) < 0 || !is_inode(&st, id)) {
+                close(fd);
+                return -ENOENT;
+        }
+        return fd;
 }
 
 int mapfile_openat(int proc_dirfd, uint64_t start, uint64_t end, const char *path) {

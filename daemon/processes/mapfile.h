@@ -58,3 +58,17 @@ int mapfile_openat(int proc_dirfd, uint64_t start, uint64_t end, const char *pat
 /* The identity of the file at the first path that stat reaches. Returns 0,
  * or -ENOENT when neither does. */
 int mapfile_key(const struct mapfile_paths *p, struct file_key *ret);
+
+/* The cheap way first, for a file whose inode a maps line names (id):
+ * path as profd's own mount namespace resolves it, if that is the very
+ * inode. A process's files are mostly the host's own (its libraries, its
+ * program), and a path in profd's namespace is a walk of the dentry
+ * cache, where map_files/ and root/ are lookups in the process's /proc
+ * that take its mmap lock. The inode cannot be another file's while the
+ * process maps it; a process elsewhere (another mount namespace, a file
+ * replaced or deleted since) gives another inode or none, and the caller
+ * goes the two ways above. mapfile_key_at_path returns 0, or -ENOENT
+ * (another file or none there); mapfile_open_at_path the fd (read-only,
+ * close-on-exec, as mapfile_open), or -ENOENT. */
+int mapfile_key_at_path(const char *path, const struct file_ident *id, struct file_key *ret);
+int mapfile_open_at_path(const char *path, const struct file_ident *id);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
@@ -186,8 +187,11 @@ static int open_mapping_file(const char *proc_root, uint32_t pid, const struct p
 
 /* open_mapping_file through pfd, the process's /proc/PID (proc_dir_open). */
 static int open_mapping_fileat(int pfd, const struct proc_mapping *m) {
-        int fd = mapfile_openat(pfd, m->start, m->end, m->path);
+        struct file_ident id = { makedev(m->dev_major, m->dev_minor), m->inode };
+        int fd = mapfile_open_at_path(m->path, &id);
 
+        if (fd < 0)
+                fd = mapfile_openat(pfd, m->start, m->end, m->path);
         return fd >= 0 ? fd : -1;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/sysmacros.h>
 
 #include <bpf/bpf.h>
 
@@ -183,10 +184,14 @@ static int exec_mappings_read(unwinder *u, uint32_t tgid, char *text, struct exe
                         continue; /* unparsable, or not executable (no path copied) */
                 em->n++;
                 if (is_file_mapping(&e->m)) {
+                        struct file_ident id = { makedev(e->m.dev_major, e->m.dev_minor), e->m.inode };
                         struct mapfile_paths paths;
 
-                        mapfile_paths(u->proc_root, tgid, e->m.start, e->m.end, e->m.path, &paths);
-                        e->keyed = mapfile_key(&paths, &e->key) >= 0;
+                        e->keyed = mapfile_key_at_path(e->m.path, &id, &e->key) >= 0;
+                        if (!e->keyed) {
+                                mapfile_paths(u->proc_root, tgid, e->m.start, e->m.end, e->m.path, &paths);
+                                e->keyed = mapfile_key(&paths, &e->key) >= 0;
+                        }
                 }
                 if (e->keyed && hashmap_get(u->files, &e->key, (void **) &f) == 0) {
                         if (array_grow((void **) &em->pins, &em->cap_pins, em->n_pins + 1, sizeof(*em->pins)) < 0)

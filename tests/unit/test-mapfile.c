@@ -1,6 +1,7 @@
 /* One file identity and one way to a process's mapped file (mapfile.h):
  * the key from a stat, the paths' form, and the order they are tried in,
- * on a directory laid out as /proc would be. */
+ * on a directory laid out as /proc would be; the cheap way by path, only
+ * for the very inode. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -195,10 +196,65 @@ static void test_openat_proc_self(void) {
         close(pfd);
 }
 
+/* The cheap way, by path in this process's own namespace: only when the
+ * path holds the very inode the maps line names. */
+static void test_at_path(void) {
+        char dir[] = "/tmp/test-mapfile-XXXXXX", path[PATH_MAX], other[PATH_MAX];
+        struct file_ident id, wrong;
+        struct file_key key, want;
+        struct stat st;
+        int fd;
+
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof(path), "%s/lib.so", dir);
+        snprintf(other, sizeof(other), "%s/other.so", dir);
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        CHECK(fd >= 0 && write(fd, "ELF", 3) == 3);
+        close(fd);
+        fd = open(other, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        CHECK(fd >= 0);
+        close(fd);
+        CHECK(stat(path, &st) == 0);
+        id = (struct file_ident) { (uint64_t) st.st_dev, (uint64_t) st.st_ino };
+
+        CHECK_INT_EQ(mapfile_key_at_path(path, &id, &key), 0);
+        want = file_key_from_stat(&st);
+        CHECK(file_key_eq(&key, &want));
+        fd = mapfile_open_at_path(path, &id);
+        CHECK(fd >= 0);
+        if (fd >= 0) {
+                struct stat got;
+
+                CHECK(fstat(fd, &got) == 0 && got.st_ino == st.st_ino);
+                close(fd);
+        }
+        /* another inode at the path (the file replaced, another namespace's) */
+        wrong = id;
+        wrong.ino++;
+        CHECK_INT_EQ(mapfile_key_at_path(path, &wrong, &key), -ENOENT);
+        CHECK_INT_EQ(mapfile_open_at_path(path, &wrong), -ENOENT);
+        wrong = id;
+        wrong.dev++;
+        CHECK_INT_EQ(mapfile_key_at_path(path, &wrong, &key), -ENOENT);
+        /* the inode moved: the path now names another file */
+        CHECK(rename(other, path) == 0);
+        CHECK_INT_EQ(mapfile_key_at_path(path, &id, &key), -ENOENT);
+        CHECK_INT_EQ(mapfile_open_at_path(path, &id), -ENOENT);
+        /* gone, relative, none, as maps lists "(deleted)" */
+        CHECK(unlink(path) == 0);
+        CHECK_INT_EQ(mapfile_key_at_path(path, &id, &key), -ENOENT);
+        CHECK_INT_EQ(mapfile_open_at_path(path, &id), -ENOENT);
+        CHECK_INT_EQ(mapfile_key_at_path("lib.so", &id, &key), -ENOENT);
+        CHECK_INT_EQ(mapfile_open_at_path(NULL, &id), -ENOENT);
+        CHECK_INT_EQ(mapfile_key_at_path(NULL, &id, &key), -ENOENT);
+        CHECK(rmdir(dir) == 0);
+}
+
 int main(void) {
         test_key_from_stat();
         test_paths();
         test_fallback_order();
         test_openat_proc_self();
+        test_at_path();
         TESTS_DONE();
 }
