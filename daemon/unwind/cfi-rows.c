@@ -233,15 +233,13 @@ enum step {
         STEP_ERROR, /* cannot be run further */
 };
 
-/* The row [r->loc, to) is complete: hands it on and starts the next. */
-static int advance(struct run *r, uint64_t delta, bool *ret_past) {
+/* The row [r->loc, to) is complete (to >= r->loc): hands it on and starts
+ * the next. Returns 0 or the sink's error. */
+static int advance(struct run *r, uint64_t to, bool *ret_past) {
         struct profd_unwind_row rule;
-        uint64_t to = r->loc + delta;
         int k;
 
         *ret_past = false;
-        if (to < r->loc)
-                return -ERANGE;
         if (to > r->loc) {
                 classify(r->cie, &r->s, &rule);
                 k = emit(r, r->loc, to, &rule);
@@ -261,7 +259,7 @@ static int execute(struct run *r, struct bytecursor *c) {
 
         while (bytecursor_left(c) > 0) {
                 uint8_t op = (uint8_t) bytecursor_fixed_le(c, 1);
-                uint64_t reg = op & 0x3f, delta = 0, u, len;
+                uint64_t reg = op & 0x3f, delta = 0, u, len, to;
                 bool is_advance = false, past;
                 int64_t sv;
                 int k;
@@ -406,9 +404,11 @@ static int execute(struct run *r, struct bytecursor *c) {
                 /* a row is only made by an FDE */
                 if (r->in_cie)
                         return STEP_ERROR;
-                k = advance(r, delta * cie->code_align, &past);
-                if (k == -ERANGE)
+                /* a location moving backwards, or past 2^64 */
+                if (__builtin_mul_overflow(delta, cie->code_align, &delta) ||
+                    __builtin_add_overflow(r->loc, delta, &to))
                         return STEP_ERROR;
+                k = advance(r, to, &past);
                 if (k < 0)
                         return k;
                 if (past)

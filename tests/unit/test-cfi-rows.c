@@ -323,6 +323,8 @@ static void test_errors(void) {
         const uint8_t truncated_block[] = { DW_CFA_expression, 6, 4, DW_OP_lit0 };
         const uint8_t wraps[] = { DW_CFA_advance_loc | 2, DW_CFA_MIPS_advance_loc8, 0xff, 0xff, 0xff, 0xff,
                                   0xff, 0xff, 0xff, 0xff };
+        const uint8_t scaled_wraps[] = { DW_CFA_advance_loc | 1, DW_CFA_MIPS_advance_loc8, 0, 0, 0, 0,
+                                         0, 0, 0, 0x40 }; /* 2^62 x 4 */
         const uint8_t restore_in_cie[] = { DW_CFA_def_cfa, 7, 8, DW_CFA_offset | 16, 1, DW_CFA_restore | 6 };
         const uint8_t advance_in_cie[] = { DW_CFA_def_cfa, 7, 8, DW_CFA_advance_loc | 1 };
         uint8_t deep[CFI_ROWS_MAX_REMEMBER + 3];
@@ -338,6 +340,12 @@ static void test_errors(void) {
         STOPS(truncated, 2, 0x1002);
         STOPS(truncated_block, 1, 0x1000);
         STOPS(wraps, 2, 0x1002);
+        /* an advance whose scaling by the code alignment passes 2^64 */
+        cie = cie_of(std_cie, sizeof(std_cie));
+        cie.code_align = 4;
+        e = run_with(&cie, scaled_wraps, sizeof(scaled_wraps), 0x1000, 0x1040);
+        CHECK_INT_EQ(e.n, 2u);
+        ROW(e, 1, 0x1004, UNSUP, 0, 0);
         /* the CIE's own: every FDE of it one UNSUPPORTED row, at lo */
         cie = cie_of(restore_in_cie, sizeof(restore_in_cie));
         e = run_with(&cie, unknown, sizeof(unknown), 0x1004, 0x1040);
