@@ -171,6 +171,7 @@ static void verifier_margin_log(const collector *c) {
 }
 
 static void on_process_event(const struct profd_event *e, void *userdata) {
+        _cleanup_free_ char *maps = NULL;
         manager *m = userdata;
         struct proc *p;
         bool vanished;
@@ -198,15 +199,20 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
                 capture_manager_oom(m->captures, e->tgid, e->comm);
                 return;
         }
-        /* unwind tables are built on the unwinder's thread */
-        unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type);
         /* A miss (an ip in no mapping the unwinder knows, e.g. a library
-         * loaded since) reloads the unwinder's view; when that finds new
-         * mappings, the unwinder says so and learn_loaded reads them. */
-        if (e->type == PROFD_EVENT_UNWIND_MISS)
+         * loaded since) reloads the unwinder's view (its tables are built
+         * on its thread); when that finds new mappings, the unwinder says
+         * so and learn_loaded reads them. */
+        if (e->type == PROFD_EVENT_UNWIND_MISS) {
+                unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type, NULL);
                 return;
-        /* read /proc now, while the process lives; the writer reads the files */
-        r = proc_snapshot("/proc", e->tgid, e->start_ns, e->comm, &p, &vanished);
+        }
+        /* read /proc now, while the process lives; the writer reads the
+         * files, and the unwinder publishes the process's tables from the
+         * same read of its maps (queued only: unwinder_kick after the
+         * batch wakes it) */
+        r = proc_snapshot("/proc", e->tgid, e->start_ns, e->comm, &p, &vanished, m->unwinder ? &maps : NULL);
+        unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type, TAKE_PTR(maps));
         if (r >= 0 && !vanished)
                 maps_seen_set(m, e->tgid, e->start_ns, proc_maps_signature(p));
         if (r >= 0)

@@ -214,7 +214,7 @@ static json_t *status_unwind(const struct status_stats *s) {
 
         for (int i = 0; fail && i < UNWINDER_FAIL__MAX; i++)
                 json_object_set_new(fail, unwinder_failure_names[i], json_integer((json_int_t) us->failures[i]));
-        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o*, s:o*}",
+        o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o*, s:o*}",
                       "active", s->unwinder_running,
                       STATUS_KEY_PROCESSES, (json_int_t) us->processes,
                       STATUS_KEY_FILES, (json_int_t) us->files,
@@ -233,6 +233,8 @@ static json_t *status_unwind(const struct status_stats *s) {
                       STATUS_KEY_TABLES_KEPT_HOT, (json_int_t) us->tables_kept_hot,
                       "tables_queued", (json_int_t) us->tables_queued,
                       "loads", (json_int_t) us->requests,
+                      "maps_given", (json_int_t) us->maps_given,
+                      "maps_read", (json_int_t) us->maps_read,
                       "misses", (json_int_t) us->misses,
                       STATUS_KEY_USER_WALKS, (json_int_t) s->user_walks,
                       STATUS_KEY_FAILURES, fail,

@@ -382,9 +382,10 @@ static int parse_ns_pid(const char *status, uint32_t *ret) {
         return 0;
 }
 
-static int snapshot(const char *proc_root, struct proc *p) {
+/* ret_maps: NULL, or where a copy of the maps file as read goes. */
+static int snapshot(const char *proc_root, struct proc *p, char **ret_maps) {
         _cleanup_close_ int pfd = -1;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *text = NULL, *maps = NULL;
         char buf[PATH_MAX];
         ssize_t n;
         int r;
@@ -418,10 +419,20 @@ static int snapshot(const char *proc_root, struct proc *p) {
         }
         /* the process may exit while it is read: through pfd, its maps are
          * then empty or unreadable, never another process's */
-        r = snapshot_maps(pfd, NULL, p);
+        if (ret_maps) {
+                r = read_full_fileat(pfd, "maps", &text);
+                if (r < 0)
+                        return r;
+                maps = strdup(text);
+                if (!maps)
+                        return -ENOMEM;
+        }
+        r = snapshot_maps(pfd, text, p);
         if (r < 0)
                 return r;
         p->snapshotted = true;
+        if (ret_maps)
+                *ret_maps = TAKE_PTR(maps);
         return 0;
 }
 
@@ -440,14 +451,16 @@ static struct entry *entry_new(uint32_t pid, uint64_t start_ns) {
 }
 
 int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
-                  bool *ret_vanished) {
+                  bool *ret_vanished, char **ret_maps) {
         struct entry *e = entry_new(pid, start_ns);
         int r;
 
+        if (ret_maps)
+                *ret_maps = NULL;
         if (!e)
                 return -ENOMEM;
         snprintf(e->proc.comm, sizeof(e->proc.comm), "%s", comm);
-        r = snapshot(proc_root, &e->proc);
+        r = snapshot(proc_root, &e->proc, ret_maps);
         if (r == -ENOMEM) {
                 entry_free(e);
                 return r;

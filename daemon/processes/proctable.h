@@ -62,9 +62,12 @@ struct proc {
  * mappings' files (through map_files: deleted files and other mount
  * namespaces included). A process already gone (or whose pid now belongs to
  * another instance) still gives a proc, with pid, start and comm only, and
- * *ret_vanished set. Returns 0 or -ENOMEM. Cheap: no file is parsed. */
+ * *ret_vanished set. ret_maps (unless NULL): a copy of /proc/PID/maps as
+ * this snapshot read it (malloc'd), for the unwinder, which then need not
+ * read it again; NULL if the process was gone. Returns 0 or -ENOMEM.
+ * Cheap: no file is parsed. */
 int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
-                  bool *ret_vanished);
+                  bool *ret_vanished, char **ret_maps);
 /* Reads only /proc/PID/maps under proc_root now (or takes maps_text, the
  * same file as read moments ago by whoever found the change, changed in
  * place; NULL: read it) and opens the executable mappings' files, for an

@@ -579,7 +579,7 @@ int ufile_build_next(unwinder *u) {
                 struct uproc *p;
 
                 if (hashmap_get(u->procs, UINT64_TO_KEY(tgids[i]), (void **) &p) == 0)
-                        r = uproc_load(u, p->tgid, p->start, p->tick_ns);
+                        r = uproc_load(u, p->tgid, p->start, p->tick_ns, NULL);
         }
         ufile_unref(u, f, mono_ns());
         return r;

@@ -233,23 +233,31 @@ static int proc_mapping_file(unwinder *u, uint32_t tgid, const struct exec_mappi
         return 0;
 }
 
-/* Reads /proc/PID/maps into pm: every executable mapping with its table.
+/* Reads /proc/PID/maps into pm (or takes maps, the file as the event
+ * loop's snapshot read it): every executable mapping with its table.
  * Returns 0 (also for a process already gone: pm->n 0) or a negative
  * errno. */
-static int proc_read_mappings(unwinder *u, uint32_t tgid, struct proc_mappings *pm) {
+static int proc_read_mappings(unwinder *u, uint32_t tgid, const char *maps, struct proc_mappings *pm) {
         _cleanup_free_ char *text = NULL;
         _cleanup_(exec_mappings_done) struct exec_mappings em = { .u = u };
         char path[PATH_MAX];
         int r;
 
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
-        if (read_full_file(path, &text) < 0)
-                return 0; /* gone already */
-        /* kept whole for the event loop, which would read it again
-         * otherwise (notify_loaded); the parse below cuts it into lines */
-        pm->text = strdup(text);
-        if (!pm->text)
-                return -ENOMEM;
+        if (maps) {
+                /* the event loop has it: nothing to hand back */
+                text = strdup(maps);
+                if (!text)
+                        return -ENOMEM;
+        } else {
+                snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
+                if (read_full_file(path, &text) < 0)
+                        return 0; /* gone already */
+                /* kept whole for the event loop, which would read it again
+                 * otherwise (notify_loaded); the parse below cuts it into lines */
+                pm->text = strdup(text);
+                if (!pm->text)
+                        return -ENOMEM;
+        }
         r = exec_mappings_read(u, tgid, text, &em);
         if (r < 0)
                 return r;
@@ -505,7 +513,7 @@ static unsigned count_objects(const unwinder *u, const struct proc_mappings *pm)
 
 static void followup_add(unwinder *u, uint32_t tgid, uint64_t start, unsigned tries, bool jvm);
 
-int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
+int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns, const char *maps) {
         _cleanup_(proc_mappings_done) struct proc_mappings pm = { .u = u };
         struct profd_unwind_proc entry = { .start_ns = start, .start_tick_ns = tick_ns, .version = ++u->versions };
         struct jvm_file jvm = {};
@@ -516,7 +524,7 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         uint32_t off;
         int r;
 
-        r = proc_read_mappings(u, tgid, &pm);
+        r = proc_read_mappings(u, tgid, maps, &pm);
         if (r < 0 || pm.n == 0)
                 return r; /* a kernel thread, or gone */
         proc_entry_runtime(u, &pm, &entry, &jvm);
@@ -544,8 +552,9 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
         }
         /* An instance announced by an event (its start exact) got a snapshot
          * of its maps from the event loop then, maybe before the dynamic
-         * loader had mapped its libraries: the event loop reads them again. */
-        if (changed && tick_ns == 0)
+         * loader had mapped its libraries: the event loop reads them again,
+         * unless these are that snapshot's (pm.text NULL). */
+        if (changed && tick_ns == 0 && pm.text)
                 notify_loaded(u, tgid, start, sig, &pm.text);
         p = calloc(1, sizeof(*p));
         if (p) {
@@ -577,6 +586,10 @@ int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns) {
                 followup_add(u, tgid, start, js.tries, true);
         pthread_mutex_lock(&u->lock);
         u->stats.requests++;
+        if (maps)
+                u->stats.maps_given++;
+        else
+                u->stats.maps_read++;
         pthread_mutex_unlock(&u->lock);
         return 0;
 }
@@ -589,7 +602,7 @@ int uproc_republish(unwinder *u, uint32_t tgid) {
         if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &p) < 0)
                 return 0;
         loaded = p->loaded_ns;
-        r = uproc_load(u, tgid, p->start, p->tick_ns);
+        r = uproc_load(u, tgid, p->start, p->tick_ns, NULL);
         /* not replaced: its entry still names the old rows */
         if (hashmap_get(u->procs, UINT64_TO_KEY(tgid), (void **) &p) == 0 && p->loaded_ns == loaded)
                 proc_drop(u, p, true);
@@ -660,7 +673,7 @@ int uproc_followups_run(unwinder *u) {
                         if (hashmap_get(u->procs, UINT64_TO_KEY(f.tgid), (void **) &p) < 0 || p->start != f.start ||
                             p->hs_done)
                                 continue;
-                        r = uproc_load(u, f.tgid, p->start, p->tick_ns);
+                        r = uproc_load(u, f.tgid, p->start, p->tick_ns, NULL);
                         if (r < 0)
                                 return r;
                         n = u->n_followups;
@@ -670,7 +683,7 @@ int uproc_followups_run(unwinder *u) {
                     p->start != f.start || !awaits_libraries(p))
                         continue;
                 loaded_ns = p->loaded_ns;
-                r = uproc_load(u, f.tgid, f.start, 0);
+                r = uproc_load(u, f.tgid, f.start, 0, NULL);
                 if (r < 0)
                         return r;
                 if (hashmap_get(u->procs, UINT64_TO_KEY(f.tgid), (void **) &p) < 0 || p->loaded_ns == loaded_ns)
@@ -747,7 +760,7 @@ int uproc_request(unwinder *u, const struct request *q) {
                  * announces it no more (user_stack_unwind in
                  * bpf/unwind.bpf.h). A miss is no announcement. */
                 bool ticks = p && p->tick_ns && q->type == PROFD_EVENT_UNWIND_MISS;
-                int r = uproc_load(u, q->tgid, ticks ? p->start : q->start_ns, ticks ? p->tick_ns : 0);
+                int r = uproc_load(u, q->tgid, ticks ? p->start : q->start_ns, ticks ? p->tick_ns : 0, q->maps);
 
                 if (r >= 0 && q->type == PROFD_EVENT_UNWIND_MISS &&
                     hashmap_get(u->procs, UINT64_TO_KEY(q->tgid), (void **) &p) == 0)
@@ -792,7 +805,7 @@ int uproc_sweep(unwinder *u) {
 
                 if (hashmap_get(u->procs, UINT64_TO_KEY(due[i]), (void **) &p) < 0)
                         continue;
-                r = uproc_load(u, p->tgid, p->start, p->tick_ns);
+                r = uproc_load(u, p->tgid, p->start, p->tick_ns, NULL);
                 if (r < 0)
                         return r;
                 if (hashmap_get(u->procs, UINT64_TO_KEY(due[i]), (void **) &p) == 0)
@@ -851,7 +864,7 @@ int uproc_scan_some(unwinder *u, size_t max) {
                         continue; /* an event was quicker */
                 if (proc_start_ticks(u, pid, &ticks) < 0)
                         continue;
-                r = uproc_load(u, pid, ticks, (uint32_t) u->tick_ns);
+                r = uproc_load(u, pid, ticks, (uint32_t) u->tick_ns, NULL);
         }
         if (u->scan_next >= u->n_scan) {
                 u->scan = mfree_u32(u->scan);

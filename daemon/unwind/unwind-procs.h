@@ -42,12 +42,15 @@ struct request {
         uint32_t tgid, type;
         uint64_t start_ns;
         uint64_t queued_ns;        /* CLOCK_MONOTONIC */
+        char *maps;                /* the maps as the event loop's snapshot read them (owned), or NULL */
 };
 
 /* Reads process tgid's mappings and publishes them, as instance start
- * (ns, or ticks if tick_ns). Returns 0 (also for a process gone or with
- * no room, counted) or a negative errno. */
-int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns);
+ * (ns, or ticks if tick_ns). maps: its /proc/PID/maps as the event loop's
+ * snapshot just read it (then not read again, and not handed back), or
+ * NULL. Returns 0 (also for a process gone or with no room, counted) or a
+ * negative errno. */
+int uproc_load(unwinder *u, uint32_t tgid, uint64_t start, uint32_t tick_ns, const char *maps);
 /* Publishes process tgid again from its maps, after a table it used was
  * given up; one that cannot be published again (gone, no room for its
  * mappings) loses its entry, so that none names the given-up rows once

@@ -176,8 +176,11 @@ static int work_pass(unwinder *u) {
          * request can take them */
         if (u->n_room_waits > 0 && ufile_room_next_ns(u) <= mono_ns())
                 r = ufile_room_due(u);
-        for (size_t i = 0; r >= 0 && i < n_q; i++)
-                r = uproc_request(u, &q[i]);
+        for (size_t i = 0; i < n_q; i++) {
+                if (r >= 0)
+                        r = uproc_request(u, &q[i]);
+                free(q[i].maps);
+        }
         free(q);
         /* after the requests: the processes they load are known */
         if (r >= 0 && n_noted > 0)
@@ -430,6 +433,8 @@ unwinder *unwinder_free(unwinder *u) {
         rangealloc_free(u->rows_alloc);
         rangealloc_free(u->maps_alloc);
         pthread_mutex_destroy(&u->lock);
+        for (size_t qi = 0; qi < u->n_queue; qi++)
+                free(u->queue[qi].maps);
         free(u->queue);
         for (size_t l = 0; l < u->n_loaded; l++)
                 free(u->loaded[l].maps);
@@ -458,9 +463,11 @@ size_t unwinder_take_loaded(unwinder *u, struct unwinder_loaded **ret) {
         return n;
 }
 
-void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type) {
-        if (!u)
+void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type, char *maps) {
+        if (!u) {
+                free(maps);
                 return;
+        }
         pthread_mutex_lock(&u->lock);
         if (u->n_queue == u->cap_queue) {
                 size_t nc = u->cap_queue ? u->cap_queue * 2 : 64;
@@ -468,13 +475,14 @@ void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t ev
 
                 if (!q) {
                         pthread_mutex_unlock(&u->lock);
+                        free(maps);
                         return;
                 }
                 u->queue = q;
                 u->cap_queue = nc;
         }
         u->queue[u->n_queue++] = (struct request) {
-                .tgid = tgid, .type = event_type, .start_ns = start_ns, .queued_ns = mono_ns(),
+                .tgid = tgid, .type = event_type, .start_ns = start_ns, .queued_ns = mono_ns(), .maps = maps,
         };
         pthread_mutex_unlock(&u->lock);
 }

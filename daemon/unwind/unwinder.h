@@ -56,6 +56,8 @@ struct unwinder_stats {
                                        * the hot window (or of the process itself) could have given it */
         uint64_t tables_queued;       /* large tables waiting to be built, or being built */
         uint64_t requests;            /* processes (re)loaded */
+        uint64_t maps_given;          /* loads from the maps the event loop's snapshot had read */
+        uint64_t maps_read;           /* loads that read /proc/PID/maps themselves */
         uint64_t misses;              /* UNWIND_MISS events received */
         uint64_t failures[UNWINDER_FAIL__MAX];
         /* JVM processes (issue 42): given a slot of HotSpot's walker since
@@ -81,8 +83,11 @@ unwinder *unwinder_free(unwinder *u);
  * reloads it, UNWIND_MISS reloads it at most every few seconds. Queued
  * only: unwinder_kick, after the batch of events, wakes the worker. Never
  * blocks on the work; a request that cannot be queued (ENOMEM) is
- * dropped, and the process stays walked by frame pointers. */
-void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type);
+ * dropped, and the process stays walked by frame pointers. maps (taken,
+ * may be NULL): the process's /proc/PID/maps as the event loop's snapshot
+ * read it just now, which the load then uses instead of reading it again
+ * (issue 43: one read of a process's maps at its exec). */
+void unwinder_request(unwinder *u, uint32_t tgid, uint64_t start_ns, uint32_t event_type, char *maps);
 /* Wakes the worker for the requests queued since its last pass, if any: one
  * wake-up for a batch of events. */
 void unwinder_kick(unwinder *u);

@@ -3,6 +3,8 @@
 second for a bounded time, as a build host runs them. The store grows less
 than a bound derived from issue 43's goal, scaled to the test's duration and
 exec rate, and the short-lived processes are still named in query answers.
+A new process's maps are read once, by the event loop's snapshot, and the
+unwinder publishes from that read.
 The kernel's record of announced processes (the `seen` map) holds the live
 ones, not every process the churn made."""
 import json
@@ -186,10 +188,12 @@ def test_store_grows_within_the_goal_on_churn_and_processes_stay_named():
             b1 = used_bytes(d.store)
             # the warm-up's, not counted with the churn's
             stored0 = churnlings_stored(d.store)
+            u0 = json.loads(d.profctl("status", "--json").stdout)["unwind"]
             t0 = time.monotonic()
             execs, pids = churn(exe, CHURN_S)
             took = time.monotonic() - t0
             d.profctl("flush")
+            u1 = json.loads(d.profctl("status", "--json").stdout)["unwind"]
             b2 = used_bytes(d.store)
             background = b1 - b0
             grown = b2 - b1 - background
@@ -212,6 +216,15 @@ def test_store_grows_within_the_goal_on_churn_and_processes_stay_named():
                   f"{grown / KIB:.0f} KiB ({grown / max(execs, 1):.0f} bytes an exec; "
                   f"bound {bound / KIB:.0f} KiB: {GOAL_BYTES_PER_EXEC:.1f} bytes an exec x {BOUND_FACTOR})")
             print(f"  [unknown] locations: {unknown}")
+            # one read of a new process's maps (issue 43): the unwinder
+            # publishes from the event loop's snapshot, not reading them
+            # again (follow-ups and misses still read them)
+            loads = u1["loads"] - u0["loads"]
+            given = u1["maps_given"] - u0["maps_given"]
+            print(f"  unwinder loads {loads}: {given} from the snapshot's maps, "
+                  f"{u1['maps_read'] - u0['maps_read']} read themselves")
+            assert loads >= execs // 4, f"only {loads} unwinder loads for {execs} execs"
+            assert given >= loads * 0.6, f"only {given} of {loads} loads took the snapshot's maps"
             assert unknown <= 1, f"{unknown} locations in no known mapping: their addresses are stored"
             assert execs >= 100 * CHURN_S, f"only {execs} execs in {took:.1f} s: not a churn"
             assert stored >= execs // 20, f"only {stored} of {execs} churnling processes stored"

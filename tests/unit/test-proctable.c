@@ -48,7 +48,7 @@ static proctable *table_with_process(void) {
         bool vanished;
 
         CHECK_INT_EQ(proctable_new(NULL, NULL, root, &t), 0);
-        CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished), 0);
+        CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished, NULL), 0);
         CHECK_INT_EQ(proctable_add(t, p), 0);
         CHECK(proctable_get(t, PID, START_NS) != NULL);
         return t;
@@ -209,7 +209,7 @@ static void test_maps_only_replaces_vanished(void) {
 
         CHECK_INT_EQ(proctable_new(NULL, NULL, root, &t), 0);
         set_alive(false);
-        CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished), 0);
+        CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished, NULL), 0);
         CHECK(vanished);
         CHECK_INT_EQ(proctable_add(t, p), 0);
         set_alive(true);
@@ -222,6 +222,43 @@ static void test_maps_only_replaces_vanished(void) {
         CHECK_STR_EQ(got->comm, "spin");
         proctable_free(t);
         set_alive(false);
+}
+
+/* The exec's snapshot hands the maps it read to the unwinder (issue 43:
+ * one read of a process's maps): the copy is the file as read, whole, and
+ * the snapshot's own mappings are parsed from the same read. A process
+ * gone gives no copy. */
+static void test_snapshot_gives_its_maps(void) {
+        _cleanup_free_ char *maps = NULL;
+        proctable *t = NULL;
+        struct proc *p = NULL, *got;
+        bool vanished;
+
+        set_alive(true);
+        set_maps(MAP_EXE MAP_LIB MAP_DATA);
+        CHECK_INT_EQ(proctable_new(NULL, NULL, root, &t), 0);
+        CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished, &maps), 0);
+        CHECK(!vanished);
+        CHECK_STR_EQ(maps, MAP_EXE MAP_LIB MAP_DATA);
+        CHECK(proc_maps_signature(p) == procmap_signature_add(procmap_signature_add(0, 0x1000, 0x2000), 0x5000, 0x6000));
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        got = proctable_get(t, PID, START_NS);
+        CHECK(got != NULL && got->snapshotted);
+        CHECK_INT_EQ((int) got->n_maps, 2);
+        proctable_free(t);
+        free(maps);
+        maps = NULL;
+
+        /* another instance under the pid, or none: no copy */
+        CHECK_INT_EQ(proctable_new(NULL, NULL, root, &t), 0);
+        CHECK_INT_EQ(proc_snapshot(root, PID, START_NS + 1000000000ULL, "spin", &p, &vanished, &maps), 0);
+        CHECK(vanished && maps == NULL);
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        set_alive(false);
+        CHECK_INT_EQ(proc_snapshot(root, PID, START_NS, "spin", &p, &vanished, &maps), 0);
+        CHECK(vanished && maps == NULL);
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        proctable_free(t);
 }
 
 /* Writes `text` to root/REL (directories made as needed). */
@@ -349,6 +386,7 @@ int main(void) {
         test_maps_only_merged();
         test_maps_only_replaces_vanished();
         test_maps_only_from_given_text();
+        test_snapshot_gives_its_maps();
         test_perf_map_read_in_the_process_root_by_its_ns_pid();
         CHECK(asprintf(&cmd, "rm -rf %s", root) > 0);
         CHECK_INT_EQ(system(cmd), 0);

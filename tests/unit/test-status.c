@@ -123,7 +123,8 @@ static struct status_stats full_stats(const struct conf *c) {
                             .mappings_used = 36, .mappings_capacity = 37, .kernel_bytes = 38, .mapped_bytes = 39,
                             .tables_built = 40, .build_ns = 41 * NSEC_PER_MSEC, .tables_evicted = 42,
                             .tables_evicted_cold = 47, .tables_kept_hot = 48,
-                            .tables_no_room = 43, .tables_queued = 44, .requests = 45, .misses = 46 },
+                            .tables_no_room = 43, .tables_queued = 44, .requests = 45, .misses = 46,
+                            .maps_given = 141, .maps_read = 142 },
                 .exporter_running = true,
                 .export = { .state = "retrying", .backlog_drains = 51, .acknowledged_drain_id = 52,
                             .backlog_oldest_ns = 53, .last_success_ns = 0, .exported_drains = 54,
@@ -235,7 +236,7 @@ static void test_keys_in_order(void) {
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
                    "mappings_used mappings_capacity kernel_bytes mapped_bytes tables_built build_ms "
-                   "tables_evicted tables_evicted_cold tables_no_room tables_kept_hot tables_queued loads misses "
+                   "tables_evicted tables_evicted_cold tables_no_room tables_kept_hot tables_queued loads maps_given maps_read misses "
                    "user_walks failures runtime hotspot");
         check_keys(json_object_get(o, "export"), "url host state acknowledged_drain_id backlog_drains "
                    "backlog_oldest_ns last_success_ns exported_drains exported_samples exported_stacks "
@@ -550,6 +551,8 @@ static void test_unwind_and_export(void) {
         CHECK_INT_EQ(num(u, "tables_kept_hot"), 48);
         CHECK_INT_EQ(num(u, "tables_queued"), 44);
         CHECK_INT_EQ(num(u, "loads"), 45);
+        CHECK_INT_EQ(num(u, "maps_given"), 141);
+        CHECK_INT_EQ(num(u, "maps_read"), 142);
         CHECK_INT_EQ(num(u, "misses"), 46);
         CHECK_INT_EQ(num(u, "user_walks"), 15);
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
