@@ -41,6 +41,7 @@ struct workqueue {
         workqueue_item *done, *done_tail; /* completed, for the loop */
         struct workqueue_stats stats;
         unsigned idle;                  /* threads waiting for an item */
+        bool batch;                     /* an item was taken and others wait behind it: they are due too */
         bool stopping, finish;
         struct workqueue_thread *ended; /* threads to join */
 };
@@ -85,9 +86,13 @@ static uint64_t monotonic_ns(void) {
 }
 
 /* Under the lock: the queue's head is due (workqueue_submit_within): its
- * time has come, an item due now waits behind it, or the queue stops. */
+ * time has come, an item due now waits behind it, it waited behind an
+ * item taken (the batch goes on until the queue is empty: else each item
+ * of a stream, due a few milliseconds after the one before, took a
+ * wake-up of its own), or the queue stops. */
 static bool head_due(const workqueue *wq) {
-        return wq->head->due_ns == 0 || wq->queued_now > 0 || wq->stopping || monotonic_ns() >= wq->head->due_ns;
+        return wq->head->due_ns == 0 || wq->queued_now > 0 || wq->batch || wq->stopping ||
+               monotonic_ns() >= wq->head->due_ns;
 }
 
 /* Under the lock: an item is queued that a thread may take now. */
@@ -133,6 +138,7 @@ static workqueue_item *take_item(workqueue *wq, struct workqueue_thread *t, bool
         wq->head = item->next;
         if (!wq->head)
                 wq->tail = NULL;
+        wq->batch = wq->head != NULL;
         if (item->due_ns == 0)
                 wq->queued_now--;
         item->next = NULL;

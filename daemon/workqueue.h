@@ -97,8 +97,10 @@ int workqueue_start_thread(workqueue *wq, void *thread_data);
 void workqueue_submit(workqueue *wq, workqueue_item *item);
 /* Queues item (zeroed) after the others, to be taken within ms: a thread
  * waiting for work is not woken for it before then, unless an item
- * submitted with workqueue_submit is queued behind it (order is kept) or
- * the queue stops. Items that are not urgent, coming at hundreds a
+ * submitted with workqueue_submit is queued behind it (order is kept),
+ * an item before it is taken (it goes with that one's batch: every item
+ * queued when a thread takes one is taken before the thread waits again)
+ * or the queue stops. Items that are not urgent, coming at hundreds a
  * second, are then taken a batch per wake-up rather than one: the profd
  * writer's process records on a host that starts 70 processes a second. */
 void workqueue_submit_within(workqueue *wq, workqueue_item *item, unsigned ms);

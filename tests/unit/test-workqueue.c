@@ -374,10 +374,26 @@ static void test_submit_within(void) {
         CHECK(now_ms() - t0 < 30 * 1000);
         CHECK_INT_EQ(order[ELEMENTSOF(later)], 99);
 
+        /* a stream: each item queued 100 ms after the one before, to be
+         * taken within 300 ms, goes with the first one's batch, not at
+         * its own time (one wake-up, not one per item) */
+        n_order = 0;
+        t0 = now_ms();
+        for (unsigned i = 0; i < 3; i++) {
+                if (i > 0)
+                        usleep(100 * 1000);
+                workqueue_submit_within(queue, &later[i].item, 300);
+        }
+        collect(3);
+        CHECK_INT_EQ(n_order, 3);
+        /* the first was due at 300 ms, the last at 500 */
+        CHECK(now_ms() - t0 >= 300);
+        CHECK(now_ms() - t0 < 450);
+
         /* a stop that finishes runs one still waiting */
         workqueue_submit_within(queue, &last.item, 60 * 1000);
         workqueue_stop(queue, true);
-        CHECK_INT_EQ(counted(&ran), 2 * ELEMENTSOF(later) + 2);
+        CHECK_INT_EQ(counted(&ran), 2 * ELEMENTSOF(later) + 2 + 3);
         CHECK_INT_EQ(last.square, 49);
         queue = workqueue_free(queue);
 }
