@@ -114,6 +114,7 @@ int conf_init(struct conf *c) {
                 .retention_1m_ns = CONF_DEFAULT_RETENTION_1M_NS,
                 .retention_ns = CONF_DEFAULT_RETENTION_NS,
                 .max_store_size = CONF_DEFAULT_MAX_STORE_SIZE,
+                .retention_fold_ppm = CONF_DEFAULT_RETENTION_FOLD_PPM,
                 .timeline_retention_ns = CONF_DEFAULT_TIMELINE_RETENTION_NS,
                 .timeline_max_size = CONF_DEFAULT_TIMELINE_MAX_SIZE,
                 .timeline = true,
@@ -239,10 +240,16 @@ const struct conf_setting conf_settings[] = {
         { .key = "retention", .type = CONF_DURATION, .offset = FIELD(retention_ns),
           .apply = CONF_APPLY_WRITER, .min = RETENTION_MIN_NS, .must_be = RETENTION_MUST_BE,
           .help_arg = "DURATION", .help = "then 10-minute buckets until this age (default 14d)" },
+        { .key = "retention_fold", .type = CONF_SHARE, .offset = FIELD(retention_fold_ppm),
+          .apply = CONF_APPLY_WRITER, .min = 1, .max = CONF_MAX_RETENTION_FOLD_PPM, .has_none = true, .none_value = 0,
+          .must_be = "a share from 0.0001% to 10% (e.g. \"0.05%\") or \"none\"",
+          .help_arg = "SHARE", .help = "merged buckets fold frames below this share of a bucket into [folded]\n"
+                                       "(default 0.05%; none keeps every stack whole)" },
         { .key = "max_store_size", .type = CONF_SIZE, .offset = FIELD(max_store_size), .apply = CONF_APPLY_WRITER,
           .min = CONF_MIN_MAX_STORE_SIZE, .has_none = true, .none_value = 0,
           .must_be = "a size of at least 1M (bytes, or with a K, M, G or T suffix) or \"none\"",
-          .help_arg = "SIZE", .help = "oldest data goes first above this (default 1G; none)" },
+          .help_arg = "SIZE", .help = "above this, old drains are merged early, then the oldest data\n"
+                                      "goes (default 1G; none)" },
         { .key = "timeline_retention", .type = CONF_DURATION, .offset = FIELD(timeline_retention_ns),
           .apply = CONF_APPLY_WRITER, .min = RETENTION_MIN_NS, .must_be = RETENTION_MUST_BE,
           .help_arg = "DURATION", .help = "keep each on-CPU sample's time this long (default 1h)" },
@@ -446,7 +453,34 @@ static int set_kinds(bool kinds[3], const char *value, char **ret_error) {
         return 0;
 }
 
-/* Numbers, durations and sizes: parsed, then checked against [min, max]. */
+/* A percentage with at most 4 decimals ("0.05%", "1%") as millionths. */
+static int parse_share_ppm(const char *value, uint64_t *ret) {
+        uint64_t v = 0;
+        const char *p = value;
+        unsigned decimals = 0;
+
+        if (!(*p >= '0' && *p <= '9'))
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                v = v * 10 + (uint64_t) (*p - '0');
+                if (v > 100)
+                        return -ERANGE;
+        }
+        if (*p == '.')
+                for (p++; *p >= '0' && *p <= '9'; p++) {
+                        if (++decimals > 4)
+                                return -EINVAL;
+                        v = v * 10 + (uint64_t) (*p - '0');
+                }
+        if (p[0] != '%' || p[1] != '\0' || (p[-1] == '.'))
+                return -EINVAL;
+        for (; decimals < 4; decimals++)
+                v *= 10;
+        *ret = v;
+        return 0;
+}
+
+/* Numbers, durations, sizes and shares: parsed, then checked against [min, max]. */
 static int set_number(const struct conf_setting *s, struct conf *c, const char *value, char **ret_error) {
         uint64_t v, max = s->max ? s->max : UINT64_MAX;
         int r;
@@ -473,6 +507,9 @@ static int set_number(const struct conf_setting *s, struct conf *c, const char *
                 case CONF_DURATION:
                         r = parse_duration_ns(value, &v);
                         break;
+                case CONF_SHARE:
+                        r = parse_share_ppm(value, &v);
+                        break;
                 default:
                         r = parse_size(value, &v);
                         break;
@@ -480,7 +517,7 @@ static int set_number(const struct conf_setting *s, struct conf *c, const char *
                 if (r < 0 || v < s->min || v > max)
                         return must_be(s, value, ret_error);
         }
-        if (s->type == CONF_MODE || s->type == CONF_UINT)
+        if (s->type == CONF_MODE || s->type == CONF_UINT || s->type == CONF_SHARE)
                 *FIELD_PTR(unsigned, s, c) = (unsigned) v;
         else
                 *FIELD_PTR(uint64_t, s, c) = v << s->shift;
@@ -621,6 +658,23 @@ const char *conf_setting_format(const struct conf_setting *s, const struct conf 
                 snprintf(buf, size, "%04o", *FIELD_CPTR(unsigned, s, c));
         else if (s->type == CONF_UINT)
                 snprintf(buf, size, "%u", *FIELD_CPTR(unsigned, s, c));
+        else if (s->type == CONF_SHARE) {
+                unsigned ppm = *FIELD_CPTR(unsigned, s, c);
+                int n;
+
+                if (s->has_none && ppm == s->none_value)
+                        snprintf(buf, size, "none");
+                else {
+                        /* 500 -> "0.0500" -> "0.05%"; 10000 -> "1%" */
+                        n = snprintf(buf, size, "%u.%04u", ppm / 10000, ppm % 10000);
+                        while (n > 0 && (size_t) n < size && buf[n - 1] == '0')
+                                n--;
+                        if (n > 0 && (size_t) n < size && buf[n - 1] == '.')
+                                n--;
+                        if (n >= 0 && (size_t) n < size)
+                                snprintf(buf + n, size - (size_t) n, "%%");
+                }
+        }
         else {
                 v = *FIELD_CPTR(uint64_t, s, c);
                 if (s->has_none && v == s->none_value)

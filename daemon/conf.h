@@ -57,6 +57,14 @@
  * below it; it only bites when something pathological (a JIT minting new
  * code addresses forever) fills the store. */
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
+/* Merged buckets keep a stack's frames down to the node that holds 0.05%
+ * of its bucket (issue 43): a flame graph 2,000 pixels wide shows nothing
+ * narrower. A build host's hour of stacks and locations took 1.23 MiB
+ * so instead of 47.4 (docs/performance.md, "What the merged tiers would
+ * keep with their rare stacks folded"). */
+#define CONF_DEFAULT_RETENTION_FOLD_PPM 500
+/* A share's most: folding more than a tenth away answers nothing. */
+#define CONF_MAX_RETENTION_FOLD_PPM 100000
 /* The timeline (every on-CPU sample's time, issue 44) for an hour: "what
  * ran during those 3 seconds" is asked soon after the incident, and an
  * hour of a busy 64-CPU host at 49 Hz is about 11 M samples, 50-90 MB. */
@@ -151,6 +159,7 @@ struct conf {
          * buckets, each kept until the data is this old */
         uint64_t retention_raw_ns, retention_1m_ns, retention_ns;
         uint64_t max_store_size;  /* bytes of the store file; 0: no maximum */
+        unsigned retention_fold_ppm; /* merges fold below this share of a bucket, millionths; 0: none */
         /* the timeline's own retention: its blocks go after this age, or
          * the oldest first above this many bytes (0: no maximum) */
         uint64_t timeline_retention_ns, timeline_max_size;
@@ -212,6 +221,7 @@ enum conf_type {
                          * --key and --no-key */
         CONF_MODE,      /* unsigned: an octal file mode */
         CONF_UINT,      /* unsigned: a whole number in [min, max] */
+        CONF_SHARE,     /* unsigned millionths: a percentage, "0.05%" (at most 4 decimals), in [min, max] */
         CONF_COUNT,     /* uint64_t: a whole number in [min, max], stored << shift */
         CONF_DURATION,  /* uint64_t ns: "10s", "1ms", in [min, max] */
         CONF_SIZE,      /* uint64_t bytes: "64M", in [min, max] */

@@ -1500,6 +1500,7 @@ int writer_configure(writer *w, const struct conf *settings) {
                 .m1_ns = settings->retention_1m_ns,
                 .all_ns = settings->retention_ns,
                 .max_bytes = settings->max_store_size,
+                .fold_ppm = settings->retention_fold_ppm,
                 .timeline_ns = settings->timeline_retention_ns,
                 .timeline_max_bytes = settings->timeline_max_size,
         };

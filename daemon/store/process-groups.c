@@ -18,20 +18,31 @@ int process_groups_prepare(const struct db *d) {
                           "WITHOUT ROWID;");
 }
 
+int drains_timed(const struct db *d, const char *drains_sql, bool *ret) {
+        _cleanup_free_ char *timed = NULL;
+        int64_t named;
+        int k;
+
+        if (asprintf(&timed, "SELECT EXISTS (SELECT 1 FROM timeline_blocks WHERE drain_id IN %s) OR "
+                             "EXISTS (SELECT 1 FROM offcpu_timeline WHERE drain_id IN %s)",
+                     drains_sql, drains_sql) < 0)
+                return -ENOMEM;
+        k = db_query_i64(d, timed, NULL, 0, 0, &named);
+        *ret = named != 0;
+        return k;
+}
+
 int64_t process_groups_assign(const struct db *d, const char *blocks_keys_sql, const char *drains_sql) {
-        _cleanup_free_ char *pick = NULL, *timed = NULL;
-        int64_t n, named;
+        _cleanup_free_ char *pick = NULL;
+        int64_t n;
+        bool named;
         int k;
 
         k = db_exec(d, "DELETE FROM temp.churn; DELETE FROM temp.churn_groups;");
         if (k < 0)
                 return k;
         /* a timeline of these drains names their processes by id */
-        if (asprintf(&timed, "SELECT EXISTS (SELECT 1 FROM timeline_blocks WHERE drain_id IN %s) OR "
-                             "EXISTS (SELECT 1 FROM offcpu_timeline WHERE drain_id IN %s)",
-                     drains_sql, drains_sql) < 0)
-                return -ENOMEM;
-        k = db_query_i64(d, timed, NULL, 0, 0, &named);
+        k = drains_timed(d, drains_sql, &named);
         if (k < 0 || named)
                 return k;
         /* every block of the process is among those taken: its count of

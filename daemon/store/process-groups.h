@@ -15,6 +15,7 @@
  * Not for use outside daemon/store/. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "db.h"
@@ -28,6 +29,11 @@
  * which retention's steps read whether or not they group, and
  * temp.churn_groups. Returns 0 or a negative errno. */
 int process_groups_prepare(const struct db *d);
+
+/* Whether a timeline (on-CPU or off-CPU) of the drains in drains_sql (a
+ * parenthesised SELECT of drain ids) is still stored: it names their
+ * processes and stacks by id. Returns 0 or a negative errno. */
+int drains_timed(const struct db *d, const char *drains_sql, bool *ret);
 
 /* Fills temp.churn (process_id, group_id) with the processes to group
  * among the blocks keyed in blocks_keys_sql (a parenthesised SELECT of

@@ -16,6 +16,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
+#include "merge-fold.h"
 #include "process-groups.h"
 #include "sample-blocks.h"
 #include "stack-pack.h"
@@ -61,19 +62,21 @@ struct retention {
         uint64_t damaged_pending;        /* damaged blocks dropped in the open transaction */
         uint64_t timeline_pending;       /* timeline blocks deleted in the open transaction */
         uint64_t grouped_pending;        /* processes grouped in the open transaction */
+        uint64_t folded_pending;         /* (stack, kind) folded in the open transaction */
 };
 
 static const char *const total_names[] = {
         "merged_drains", "deleted_drains", "deleted_for_size", "deleted_stacks", "deleted_processes",
         "deleted_locations", "vacuumed_bytes", "spanned_drains", "damaged_blocks", "deleted_timeline",
-        "grouped_processes",
+        "grouped_processes", "merged_for_size", "folded_stacks",
 };
 
 static uint64_t *total_field(struct retention_totals *t, size_t i) {
         uint64_t *f[] = {
                 &t->merged_drains, &t->deleted_drains, &t->deleted_for_size, &t->deleted_stacks,
                 &t->deleted_processes, &t->deleted_locations, &t->vacuumed_bytes, &t->spanned_drains,
-                &t->damaged_blocks, &t->deleted_timeline, &t->grouped_processes,
+                &t->damaged_blocks, &t->deleted_timeline, &t->grouped_processes, &t->merged_for_size,
+                &t->folded_stacks,
         };
         _Static_assert(ELEMENTSOF(f) == ELEMENTSOF(total_names), "a name per total");
         return f[i];
@@ -130,6 +133,8 @@ static int commit(retention *r, struct retention_totals *t) {
         r->timeline_pending = 0;
         t->grouped_processes += r->grouped_pending;
         r->grouped_pending = 0;
+        t->folded_stacks += r->folded_pending;
+        r->folded_pending = 0;
         k = totals_save(r, t);
         if (k >= 0)
                 k = db_exec(&r->d, "COMMIT");
@@ -145,6 +150,7 @@ static int rollback(retention *r, int err) {
         r->damaged_pending = 0;
         r->timeline_pending = 0;
         r->grouped_pending = 0;
+        r->folded_pending = 0;
         db_rollback(&r->d);
         return err;
 }
@@ -302,7 +308,7 @@ static int refs_apply_renew(retention *r, hashmap **refs) {
  * applied at once. */
 static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
         _cleanup_free_ struct sample_entry *taken = NULL, *kept = NULL;
-        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64(), *doomed = hashmap_new_u64();
+        hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64(), *doomed = hashmap_new_u64(), *fold = NULL;
         sqlite3_stmt *st = NULL;
         int64_t process = -1, written = 0;
         size_t n = 0, cap = 0, kept_cap = 0;
@@ -332,6 +338,19 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                 }
         } else if ((k = db_exec(&r->d, "DELETE FROM temp.churn")) < 0)
                 goto out;
+        /* a merge folds rare stacks (merge-fold.h), unless a timeline of
+         * these drains names them */
+        if (mode == TAKE_MERGE && r->set.fold_ppm) {
+                bool timed;
+                uint64_t folded;
+
+                k = drains_timed(&r->d, "temp.doomed", &timed);
+                if (k >= 0 && !timed)
+                        k = merge_fold_plan(&r->d, DOOMED_KEYS, doomed, r->set.fold_ppm, &fold, &folded);
+                if (k < 0)
+                        goto out;
+                r->folded_pending += fold ? folded : 0;
+        }
         k = db_prepare(&r->d, "SELECT b.drain_id, b.process_id, b.kind, coalesce(c.group_id, b.process_id) AS dest, "
                        SAMPLE_BLOCK_COLUMNS " FROM sample_blocks b LEFT JOIN temp.churn c ON c.process_id = b.process_id "
                        "WHERE b.drain_id IN " DOOMED_KEYS " ORDER BY dest, b.kind, b.drain_id", NULL, 0, &st);
@@ -409,6 +428,7 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                         e.span = (uint8_t) (mode == TAKE_SPAN ? drain - to : 0);
                         if (dest != p)
                                 process_group_entry(&e);
+                        e.stack_id = merge_fold_stack(fold, e.stack_id, kd);
                         taken[n++] = e;
                 }
                 /* what it holds of other drains stays the process's own */
@@ -424,6 +444,9 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
          * end of the rows */
         if (k >= 0)
                 k = process_refs_apply(&r->d, prefs, true);
+        /* the stacks folded away are candidates now */
+        if (k >= 0 && fold)
+                r->gc_pending = true;
         /* grouped: a process all of whose blocks went to its group (one
          * whose span also holds drains not merged yet goes at a later step) */
         if (k >= 0 && mode == TAKE_MERGE) {
@@ -440,6 +463,7 @@ out:
         hashmap_free(refs);
         hashmap_free(prefs);
         hashmap_free(doomed);
+        hashmap_free(fold);
         return k < 0 ? k : written;
 }
 
@@ -534,9 +558,15 @@ static int used_bytes(retention *r, uint64_t *ret, uint64_t *ret_free) {
 static int step_gc(retention *r, bool *ret_forget);
 static int step_sweep(retention *r, bool force, bool *ret_forget);
 
-static int step_size(retention *r, bool *ret_forget) {
+static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t age, bool for_size);
+
+/* Drains this recent are never merged early for size: at least the
+ * timeline's window and an hour stay as drained, by pid. */
+#define EARLY_MERGE_MIN_AGE_NS (3600ULL * NSEC_PER_SEC)
+
+static int step_size(retention *r, uint64_t now_ns, bool *ret_forget) {
         struct retention_totals t = r->totals;
-        uint64_t used;
+        uint64_t used, age;
         int64_t n, limit = DELETE_BATCH;
         int k;
 
@@ -557,6 +587,14 @@ static int step_size(retention *r, bool *ret_forget) {
                 return step_gc(r, ret_forget);
         k = step_sweep(r, true, ret_forget);
         if (k != 0)
+                return k;
+        /* before any data goes: the oldest raw drains into 1-minute
+         * buckets, then the oldest of those into 10-minute ones, ahead of
+         * their age (merges group and fold, so they keep the totals in
+         * less room); except the last hour, or the timeline's window */
+        age = MAX(r->set.timeline_ns, EARLY_MERGE_MIN_AGE_NS);
+        if ((k = step_merge(r, now_ns, RETENTION_1M_NS, MIN(age, r->set.raw_ns), true)) != 0 ||
+            (k = step_merge(r, now_ns, RETENTION_10M_NS, MIN(age, r->set.m1_ns), true)) != 0)
                 return k;
         k = begin(r);
         if (k < 0)
@@ -625,7 +663,7 @@ static int step_expire(retention *r, uint64_t now_ns) {
  * bucket with more sample rows than one step merges becomes several rows
  * of that width, each merging a run of consecutive finer rows; a single
  * row is only relabelled. */
-static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t age) {
+static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t age, bool for_size) {
         struct retention_totals t = r->totals;
         int64_t oldest, count, merged, keys, args[4];
         uint64_t bucket;
@@ -689,6 +727,9 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
                         return rollback(r, (int) g);
                 relabel = g == 0;
         }
+        /* folding rewrites a lone drain's blocks too */
+        if (count == 1 && r->set.fold_ppm)
+                relabel = false;
         if (relabel) {
                 merged = db_run(&r->d, "UPDATE drains SET resolution_ns = ?1 WHERE id IN temp.doomed", args, 1);
                 if (merged < 0)
@@ -720,6 +761,8 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
         if (k < 0)
                 return rollback(r, k);
         t.merged_drains += (uint64_t) count;
+        if (for_size)
+                t.merged_for_size += (uint64_t) count;
         k = commit(r, &t);
         if (k < 0)
                 return k;
@@ -1157,11 +1200,11 @@ int retention_step(retention *r, uint64_t now_ns, bool *ret_forget) {
         int k;
 
         *ret_forget = false;
-        if ((k = step_size(r, ret_forget)) != 0 ||
+        if ((k = step_size(r, now_ns, ret_forget)) != 0 ||
             (k = step_expire(r, now_ns)) != 0 ||
             (k = step_timeline(r, now_ns)) != 0 ||
-            (k = step_merge(r, now_ns, RETENTION_10M_NS, r->set.m1_ns)) != 0 ||
-            (k = step_merge(r, now_ns, RETENTION_1M_NS, r->set.raw_ns)) != 0 ||
+            (k = step_merge(r, now_ns, RETENTION_10M_NS, r->set.m1_ns, false)) != 0 ||
+            (k = step_merge(r, now_ns, RETENTION_1M_NS, r->set.raw_ns, false)) != 0 ||
             (k = step_span(r)) != 0 ||
             (k = step_gc(r, ret_forget)) != 0 ||
             (k = step_sweep(r, false, ret_forget)) != 0 ||

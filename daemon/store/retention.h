@@ -27,6 +27,9 @@ struct retention_settings {
         uint64_t timeline_ns;        /* timeline blocks are kept this long; 0: as long as their drains */
         uint64_t timeline_max_bytes; /* their blobs' bytes in all; 0: no maximum */
         bool no_groups;              /* merges keep every process by pid (a benchmark's baseline) */
+        /* merges fold the frames below nodes holding less than this many
+         * millionths of their step's total (merge-fold.h); 0: none */
+        uint32_t fold_ppm;
 };
 
 /* What retention did over the store's life (kept in the store). */
@@ -40,6 +43,8 @@ struct retention_totals {
         uint64_t damaged_blocks;   /* blocks of samples found unreadable and dropped, their entries lost */
         uint64_t deleted_timeline; /* timeline blocks deleted (their age, their size, or their drains') */
         uint64_t grouped_processes; /* short-lived processes merged into their group (process-groups.h) */
+        uint64_t merged_for_size;   /* of merged_drains, merged before their age to stay under max_bytes */
+        uint64_t folded_stacks;     /* (stack, kind) whose entries merges wrote under a folded stack */
 };
 
 /* Opens a connection of its own to the store (already created and migrated

@@ -107,7 +107,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 44);
+        CHECK_INT_EQ(n, 45);
 }
 
 static void test_defaults(void) {
@@ -118,6 +118,7 @@ static void test_defaults(void) {
         CHECK_INT_EQ(c.retention_1m_ns, 7 * 86400 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.retention_ns, 14 * 86400 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.max_store_size, 1ULL << 30);
+        CHECK_INT_EQ(c.retention_fold_ppm, 500);
         CHECK_INT_EQ(c.timeline_retention_ns, 3600 * NSEC_PER_SEC);
         CHECK_INT_EQ(c.timeline_max_size, 256ULL << 20);
         CHECK(c.timeline);
@@ -168,6 +169,14 @@ static void test_bad_files_name_file_line_and_key(void) {
                 { "offcpu_sample = 500us\n", "f.conf:1: key 'offcpu_sample': offcpu_sample must be none or at least 1ms" },
                 { "offcpu_sample = 2h\n", "f.conf:1: key 'offcpu_sample': offcpu_sample must be a duration from 1ms to 1h (e.g. \"20ms\"), \"auto\" or \"none\", not \"2h\"" },
                 { "offcpu_sample = often\n", "f.conf:1: key 'offcpu_sample': *" },
+                { "retention_fold = 0.05\n", "f.conf:1: key 'retention_fold': retention_fold must be a share from 0.0001% to 10% (e.g. \"0.05%\") or \"none\", not \"0.05\"" },
+                { "retention_fold = 11%\n", "f.conf:1: key 'retention_fold': *" },
+                { "retention_fold = 0.00001%\n", "f.conf:1: key 'retention_fold': *" },
+                { "retention_fold = 0%\n", "f.conf:1: key 'retention_fold': *" },
+                { "retention_fold = .5%\n", "f.conf:1: key 'retention_fold': *" },
+                { "retention_fold = 5.%\n", "f.conf:1: key 'retention_fold': *" },
+                { "retention_fold = 1%%\n", "f.conf:1: key 'retention_fold': *" },
+                { "retention_fold = 99999999999999999999%\n", "f.conf:1: key 'retention_fold': *" },
                 { "store = relative.db\n", "f.conf:1: key 'store': store must be an absolute path, not \"relative.db\"" },
                 { "frequency\n", "f.conf:1: expected \"key = value\", got \"frequency\"" },
                 { " = 5\n", "f.conf:1: missing key before '='" },
@@ -246,10 +255,14 @@ static void test_sizes(void) {
 
 static void test_none_values(void) {
         struct conf c;
-        char *e = parse(&c, "max_store_size = none\noffcpu_max = none\noffcpu_sample = none\ndebug_dirs =\n");
+        char *e = parse(&c, "max_store_size = none\noffcpu_max = none\noffcpu_sample = none\ndebug_dirs =\n"
+                            "retention_fold = none\n");
+        char buf[32];
 
         CHECK(!e);
         CHECK_INT_EQ(c.max_store_size, 0);
+        CHECK_INT_EQ(c.retention_fold_ppm, 0);
+        CHECK_STR_EQ(conf_setting_format(conf_setting_find("retention_fold"), &c, buf, sizeof(buf)), "none");
         CHECK_INT_EQ(c.offcpu_sample_ns, 0);
         CHECK(c.offcpu_max_ns == UINT64_MAX);
         CHECK(c.debug_dirs && !c.debug_dirs[0]);
@@ -259,6 +272,28 @@ static void test_none_values(void) {
 
 /* offcpu_sample = auto: the sampler's period, whole us, within the
  * setting's own range; anything else is what it says. */
+/* retention_fold: a percentage with up to 4 decimals, kept in millionths,
+ * written back in its shortest form. */
+static void test_retention_fold_shares(void) {
+        static const struct { const char *value, *shown; unsigned ppm; } cases[] = {
+                { "0.05%", "0.05%", 500 }, { "10%", "10%", 100000 }, { "0.0001%", "0.0001%", 1 },
+                { "1.25%", "1.25%", 12500 }, { "0.5000%", "0.5%", 5000 }, { "007%", "7%", 70000 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct conf c;
+                char *error = NULL, buf[32];
+
+                CHECK(conf_init(&c) == 0);
+                CHECK_INT_EQ(conf_set(&c, "retention_fold", cases[i].value, &error), 0);
+                CHECK_INT_EQ(c.retention_fold_ppm, cases[i].ppm);
+                CHECK_STR_EQ(conf_setting_format(conf_setting_find("retention_fold"), &c, buf, sizeof(buf)),
+                             cases[i].shown);
+                free(error);
+                conf_done(&c);
+        }
+}
+
 static void test_offcpu_sample_auto(void) {
         struct conf c;
         char buf[64];
@@ -350,6 +385,7 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "retention_raw", "6h", "6h" },
         { "retention_1m", "8d", "8d" },
         { "retention", "30d", "30d" },
+        { "retention_fold", "0.5%", "0.5%" },
         { "max_store_size", "512M", "536870912" },
         { "timeline_retention", "6h", "6h" },
         { "timeline_max_size", "64M", "67108864" },
@@ -520,9 +556,10 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
                 conf_done(&from_file);
         }
         /* frequency, interval, offcpu_min/max/sample, max_clients,
-         * client_timeout, retention x3, max_store_size, timeline_retention,
-         * timeline_max_size, timeline_offcpu_min, symbol_cache, debug_dirs */
-        CHECK_INT_EQ(n_reloadable, 16);
+         * client_timeout, retention x3, retention_fold, max_store_size,
+         * timeline_retention, timeline_max_size, timeline_offcpu_min,
+         * symbol_cache, debug_dirs */
+        CHECK_INT_EQ(n_reloadable, 17);
         CHECK_INT_EQ(n_restart, 28);
         conf_done(&defaults);
 }
@@ -635,6 +672,7 @@ int main(void) {
         test_clickhouse_settings();
         test_none_values();
         test_offcpu_sample_auto();
+        test_retention_fold_shares();
         test_every_key_round_trips_through_file_flag_and_reload();
         test_reload_keeps_what_failed_or_is_skipped();
         TESTS_DONE();

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "offtime-pack.h"
 #include "retention.h"
+#include "stack-pack.h"
 #include "store.h"
 #include "tests.h"
 #include "timeline-pack.h"
@@ -1138,9 +1139,11 @@ static void test_no_grouping_under_a_timeline(void) {
         CHECK(store_open(path, &s) == 0);
         write_churn_drains(s, T0, now, 10 * SEC, true);
         CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-        /* the timeline kept as long as its drains */
+        /* the timeline kept as long as its drains; a share that folds
+         * these drains' stacks without it (90%) */
         CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 30 * MINUTE,
-                                                                  .all_ns = 24 * 60 * MINUTE }, &r) == 0);
+                                                                  .all_ns = 24 * 60 * MINUTE, .fold_ppm = 900000 },
+                             &r) == 0);
         settle(r, s, now);
         CHECK(q1(db, "SELECT count(*) FROM timeline_blocks") > 0);
         CHECK_INT_EQ(q1(db, "SELECT count(*) FROM processes WHERE pid = -1"), 0);
@@ -1148,6 +1151,201 @@ static void test_no_grouping_under_a_timeline(void) {
         CHECK_INT_EQ(timeline_dangling_keys(db), 0);
         retention_get_totals(r, &t);
         CHECK_INT_EQ(t.grouped_processes, 0);
+        /* nor folded: the timeline names the stacks */
+        CHECK_INT_EQ(t.folded_stacks, 0);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
+/* Drains of `interval` from `from` to `to` for folding: each has a hot cpu
+ * stack main;hot;inner (value 5000, process 100), `rare` cpu stacks
+ * main;work_X;leaf seen in no other drain (value 1-3, processes 100 and
+ * 200), and an off-CPU stack of value 10^6. */
+static void write_fold_drains(store *s, uint64_t from, uint64_t to, uint64_t interval, unsigned rare) {
+        static const struct store_process procs[2] = {
+                { .pid = 100, .start_ns = 1, .comm = "alpha", .exe = "/usr/bin/alpha", .uid = 0, .have_uid = true },
+                { .pid = 200, .start_ns = 2, .comm = "beta", .exe = "/usr/bin/beta", .uid = 1000, .have_uid = true },
+        };
+        static unsigned salt;
+
+        for (uint64_t end = from + interval; end <= to; end += interval) {
+                struct store_frame hot[3] = {
+                        { .module = "/usr/bin/app", .address = 0x1000, .function = "main" },
+                        { .module = "/usr/bin/app", .address = 0x1100, .function = "hot" },
+                        { .module = "/usr/bin/app", .address = 0x1200, .function = "inner" },
+                };
+
+                CHECK(store_drain_begin(s, end - interval, end) == 0);
+                CHECK(store_drain_add(s, &(struct store_sample) { .process = &procs[0], .tid = 100, .kind = 0,
+                                                                  .frames = hot, .n_frames = 3, .value = 5000 }) == 0);
+                for (unsigned k = 0; k < rare; k++, salt++) {
+                        char fn[64];
+                        struct store_frame frames[3] = {
+                                { .module = "/usr/bin/app", .address = 0x1000, .function = "main" },
+                                { .module = "/usr/bin/app", .address = 0x100000 + 16 * salt, .function = fn },
+                                { .module = "/usr/bin/app", .address = 0x90000000 + 16 * salt, .function = "leaf" },
+                        };
+                        snprintf(fn, sizeof(fn), "work_%u", salt);
+                        CHECK(store_drain_add(s, &(struct store_sample) {
+                                .process = &procs[k % 2], .tid = procs[k % 2].pid, .kind = 0,
+                                .frames = frames, .n_frames = 3, .value = salt % 3 + 1 }) == 0);
+                }
+                CHECK(store_drain_add(s, &(struct store_sample) {
+                        .process = &procs[0], .tid = 100, .kind = 1, .state = 1,
+                        .frames = (struct store_frame[]) { { .module = "[kernel.kallsyms]", .address = 0xffff0000,
+                                                             .function = "schedule", .kernel = true } },
+                        .n_frames = 1, .value = 1000000 }) == 0);
+                CHECK(store_drain_commit(s, NULL, NULL, NULL) == 0);
+        }
+}
+
+/* Each process's and kind's total, the sum of every value. */
+#define KIND_TOTALS_SQL                                                                                        \
+        "SELECT group_concat(x, ';') FROM (SELECT p.pid || ',' || s.kind || '=' || sum(s.value) AS x "          \
+        "FROM samples s JOIN processes p ON p.id = s.process_id GROUP BY p.pid, s.kind ORDER BY 1)"
+
+/* retention_fold: merged buckets keep the hot stack whole and fold the
+ * rare ones into main;[folded]; every total stays; the rare stacks go with
+ * their locations; the raw window keeps its stacks. */
+static void test_merges_fold_rare_stacks(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        uint64_t now = T0 + 30 * MINUTE;
+        char *before, *after;
+        int64_t hot, folded_stack, raw_rare;
+
+        snprintf(path, sizeof(path), "%s/fold.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_fold_drains(s, T0, now, 10 * SEC, 20);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        before = text1(db, KIND_TOTALS_SQL);
+        hot = q1(db, "SELECT s.stack_id FROM samples s WHERE s.value = 5000 LIMIT 1");
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM stacks"), 2 + 180 * 20);
+        /* 0.5% of a 1-minute bucket (about 30,000) is 150: a rare stack's
+         * node holds 1-3 */
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 60 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE, .fold_ppm = 5000 }, &r) == 0);
+        settle(r, s, now);
+
+        after = text1(db, KIND_TOTALS_SQL);
+        CHECK(before && after && streq(before, after));
+        CHECK(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns > 0") > 0);
+        /* merged buckets: the hot stack as it was, and one folded stack */
+        CHECK_INT_EQ(q1(db, "SELECT count(DISTINCT s.stack_id) FROM samples s JOIN drains d ON d.id = s.drain_id "
+                            "WHERE d.resolution_ns > 0 AND s.kind = 0"), 2);
+        CHECK(q1(db, "SELECT count(*) FROM samples s JOIN drains d ON d.id = s.drain_id "
+                     "WHERE d.resolution_ns > 0 AND s.stack_id = (SELECT stack_id FROM samples WHERE value = 5000 "
+                     "LIMIT 1)") > 0);
+        CHECK_INT_EQ(q1(db, "SELECT count(DISTINCT stack_id) FROM samples WHERE value = 5000"), 1);
+        CHECK_INT_EQ(q1(db, "SELECT stack_id FROM samples WHERE value = 5000 LIMIT 1"), hot);
+        folded_stack = q1(db, "SELECT DISTINCT s.stack_id FROM samples s JOIN drains d ON d.id = s.drain_id "
+                              "WHERE d.resolution_ns > 0 AND s.kind = 0 AND s.stack_id <> (SELECT stack_id FROM "
+                              "samples WHERE value = 5000 LIMIT 1)");
+        /* main, then the folded frame, whose function is named [folded] */
+        {
+                sqlite3_stmt *st;
+                int64_t *ids = NULL;
+                size_t cap = 0, n = 0;
+                char sql[256];
+
+                CHECK(sqlite3_prepare_v2(db, "SELECT frames FROM stacks WHERE id = ?1", -1, &st, NULL) == SQLITE_OK);
+                sqlite3_bind_int64(st, 1, folded_stack);
+                CHECK(sqlite3_step(st) == SQLITE_ROW);
+                CHECK_INT_EQ(stack_unpack(sqlite3_column_blob(st, 0), (size_t) sqlite3_column_bytes(st, 0), &ids, &cap, &n),
+                             0);
+                sqlite3_finalize(st);
+                CHECK_INT_EQ(n, 2);
+                if (n == 2) {
+                        snprintf(sql, sizeof(sql), "SELECT address FROM locations WHERE id = %" PRId64, ids[0]);
+                        CHECK_INT_EQ(q1(db, sql), 0x1000);
+                        snprintf(sql, sizeof(sql), "SELECT f.name FROM locations l JOIN functions f "
+                                 "ON f.id = l.function_id JOIN mappings m ON m.id = l.mapping_id "
+                                 "WHERE l.id = %" PRId64 " AND m.path = '[folded]'", ids[1]);
+                        char *name = text1(db, sql);
+                        CHECK(name && streq(name, "[folded]"));
+                        free(name);
+                }
+                free(ids);
+        }
+        /* the merged rare stacks went, with their frames' locations */
+        raw_rare = q1(db, "SELECT count(DISTINCT s.stack_id) FROM samples s JOIN drains d ON d.id = s.drain_id "
+                          "WHERE d.resolution_ns = 0 AND s.kind = 0 AND s.value < 5000");
+        CHECK(raw_rare >= 55 * 20);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM stacks"), raw_rare + 3);
+        CHECK(q1(db, "SELECT count(*) FROM locations") <= 2 * raw_rare + 5);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.folded_stacks, 180 * 20 - raw_rare);
+        CHECK_INT_EQ(t.merged_for_size, 0);
+
+        free(before);
+        free(after);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
+/* Over max_store_size, drains older than an hour are merged (and folded)
+ * ahead of their age before any data is deleted: every total stays, the
+ * last hour stays as drained. */
+static void test_max_size_merges_before_deleting(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        struct retention_totals t;
+        uint64_t now = T0 + 120 * MINUTE, page_size, used;
+        struct retention_settings set = { .raw_ns = 24 * 60 * MINUTE, .m1_ns = 7 * 24 * 60 * MINUTE,
+                                          .all_ns = 14 * 24 * 60 * MINUTE, .fold_ppm = 5000 };
+        char *before, *after;
+
+        snprintf(path, sizeof(path), "%s/size-merge.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        CHECK(retention_open(path, &set, &r) == 0);
+        /* two hours of drains a minute apart, 150 new stacks each */
+        write_fold_drains(s, T0, now, MINUTE, 150);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        page_size = (uint64_t) q1(db, "PRAGMA page_size");
+        used = (uint64_t) (q1(db, "PRAGMA page_count") - q1(db, "PRAGMA freelist_count")) * page_size;
+        fprintf(stderr, "store of %" PRIu64 " bytes in use\n", used);
+        before = text1(db, KIND_TOTALS_SQL);
+        /* nothing is due by age */
+        settle(r, s, now);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns > 0"), 0);
+
+        set.max_bytes = used / 10 * 8;
+        retention_configure(r, &set);
+        settle(r, s, now);
+        used = (uint64_t) (q1(db, "PRAGMA page_count") - q1(db, "PRAGMA freelist_count")) * page_size;
+        fprintf(stderr, "%" PRIu64 " bytes in use after, of at most %" PRIu64 "\n", used, set.max_bytes);
+        CHECK(used <= set.max_bytes);
+        after = text1(db, KIND_TOTALS_SQL);
+        CHECK(before && after && streq(before, after));
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.deleted_for_size, 0);
+        CHECK(t.merged_for_size > 0);
+        CHECK_INT_EQ(t.merged_for_size, t.merged_drains);
+        CHECK(t.folded_stacks > 0);
+        /* the last hour as drained */
+        {
+                char sql[256];
+
+                snprintf(sql, sizeof(sql), "SELECT count(*) FROM drains WHERE resolution_ns > 0 AND end_ns > %" PRIu64,
+                         (uint64_t) (now - 60 * MINUTE));
+                CHECK_INT_EQ(q1(db, sql), 0);
+        }
+        CHECK(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 0") >= 59);
+        /* the oldest first, and no more than the room needed: the merges
+         * stopped once the data took 90% of the maximum */
+        CHECK(q1(db, "SELECT max(end_ns) FROM drains WHERE resolution_ns > 0") <
+              q1(db, "SELECT min(end_ns) FROM drains WHERE resolution_ns = 0"));
+        CHECK(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 0") < 120);
+
+        free(before);
+        free(after);
         sqlite3_close(db);
         retention_close(r);
         store_close(s);
@@ -1166,6 +1364,8 @@ int main(void) {
         test_big_buckets_merge_in_bounded_steps();
         test_short_lived_processes_grouped_by_what_they_ran();
         test_no_grouping_under_a_timeline();
+        test_merges_fold_rare_stacks();
+        test_max_size_merges_before_deleting();
         test_one_drain_buckets_group_too();
         test_spans_keep_every_answer();
         test_damaged_block_is_dropped_and_counted();

@@ -76,6 +76,7 @@ static struct conf test_conf(void) {
                 .retention_raw_ns = 3600 * NSEC_PER_SEC,
                 .retention_1m_ns = 86400 * NSEC_PER_SEC,
                 .retention_ns = 7 * 86400 * NSEC_PER_SEC,
+                .retention_fold_ppm = 1234,
                 .timeline_retention_ns = 3600 * NSEC_PER_SEC,
                 .timeline_max_size = 256 << 20,
                 .timeline_offcpu_min_ns = 1000000,
@@ -180,7 +181,7 @@ static struct status_stats full_stats(const struct conf *c) {
         s.verified[1] = (struct collector_verified) { .name = "profd_switch", .insns = 53636 };
         s.n_verified = 2;
         s.writer.retention_on = true;
-        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131 };
+        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133 };
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
                 s.unwind.failures[i] = 300 + (uint64_t) i;
         for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
@@ -243,9 +244,9 @@ static void test_keys_in_order(void) {
                    "exported_frames exported_timeline timeline_unmatched exported_captures captures_backlog "
                    "captures_already_stored bytes_sent already_stored lost_by_retention damaged_blocks errors error "
                    "last_error last_error_ns");
-        check_keys(json_object_get(o, "retention"), "active raw_s minute_s all_s max_store_size merged_drains "
-                   "deleted_drains deleted_for_size deleted_stacks deleted_processes deleted_locations "
-                   "vacuumed_bytes spanned_drains damaged_blocks grouped_processes");
+        check_keys(json_object_get(o, "retention"), "active raw_s minute_s all_s max_store_size fold_ppm merged_drains "
+                   "merged_for_size deleted_drains deleted_for_size deleted_stacks deleted_processes deleted_locations "
+                   "vacuumed_bytes spanned_drains damaged_blocks grouped_processes folded_stacks");
         check_keys(json_object_get(o, "memory"), "rss_bytes anon_bytes file_bytes heap_in_use_bytes "
                    "heap_free_bytes sqlite_bytes");
         check_keys(json_object_get(o, "queries"), "workers running parked queued parked_total");
@@ -458,6 +459,7 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "minute_s"), 86400);
         CHECK_INT_EQ(num(x, "all_s"), 7 * 86400);
         CHECK(json_is_null(json_object_get(x, "max_store_size")));
+        CHECK_INT_EQ(num(x, "fold_ppm"), 1234);
         CHECK_INT_EQ(num(x, "merged_drains"), 121);
         CHECK_INT_EQ(num(x, "deleted_drains"), 122);
         CHECK_INT_EQ(num(x, "deleted_for_size"), 123);
@@ -468,6 +470,8 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "spanned_drains"), 128);
         CHECK_INT_EQ(num(x, "damaged_blocks"), 129);
         CHECK_INT_EQ(num(x, "grouped_processes"), 131);
+        CHECK_INT_EQ(num(x, "merged_for_size"), 132);
+        CHECK_INT_EQ(num(x, "folded_stacks"), 133);
         json_decref(o);
 }
 

@@ -1,0 +1,281 @@
+/* See merge-fold.h. */
+#include "merge-fold.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "sample-blocks.h"
+#include "stack-fold.h"
+#include "stack-pack.h"
+
+/* Kinds folded apart, each against its own total: a (stack, kind) key
+ * keeps the kind in its low bits. */
+#define KIND_BITS 3
+#define FOLD_KEY(stack, kind) ((uint64_t) (stack) << KIND_BITS | (uint64_t) (kind))
+
+/* A stack of the step: where its frames are in the flat array, its end. */
+struct item {
+        uint64_t key;
+        size_t at;
+        int user_end; /* INT32_MIN: NULL */
+};
+
+/* The folded frame's location id, stored first if create; 0 when it does
+ * not exist and create is false. */
+static int folded_location(const struct db *d, bool create, int64_t *ret) {
+        static const char *const find = "SELECT l.id FROM locations l JOIN mappings m ON m.id = l.mapping_id "
+                                        "WHERE m.path = '" FOLDED_NAME "' AND m.build_id = '' AND l.address = 0";
+        int64_t id;
+        int k;
+
+        k = db_query_i64(d, find, NULL, 0, 0, &id);
+        if (k < 0 || id > 0 || !create) {
+                *ret = id;
+                return k;
+        }
+        k = db_exec(d, "INSERT OR IGNORE INTO mappings (path, build_id) VALUES ('" FOLDED_NAME "', '');"
+                       "INSERT OR IGNORE INTO functions (mapping_id, raw_name, name) SELECT id, '" FOLDED_NAME
+                       "', '" FOLDED_NAME "' FROM mappings WHERE path = '" FOLDED_NAME "' AND build_id = '';"
+                       "INSERT OR IGNORE INTO locations (mapping_id, address, function_id, kernel) "
+                       "SELECT m.id, 0, f.id, 0 FROM mappings m JOIN functions f ON f.mapping_id = m.id "
+                       "WHERE m.path = '" FOLDED_NAME "' AND m.build_id = '' AND f.raw_name = '" FOLDED_NAME "';");
+        if (k >= 0)
+                k = db_query_i64(d, find, NULL, 0, 0, &id);
+        if (k >= 0 && id <= 0)
+                k = log_error_errno(-EIO, "Store %s: %sthe folded frame could not be stored.", d->path, d->who);
+        *ret = id;
+        return k;
+}
+
+/* Adds the values of the step's entries to their (stack, kind) in w. */
+static int weigh(const struct db *d, const char *blocks_keys_sql, const hashmap *doomed, hashmap *w) {
+        _cleanup_free_ char *sql = NULL;
+        sqlite3_stmt *st = NULL;
+        int k, rc;
+
+        if (asprintf(&sql, "SELECT b.drain_id, b.kind, " SAMPLE_BLOCK_COLUMNS_STACKS " FROM sample_blocks b "
+                           "WHERE b.drain_id IN %s", blocks_keys_sql) < 0)
+                return -ENOMEM;
+        k = db_prepare(d, sql, NULL, 0, &st);
+        while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t key = sqlite3_column_int64(st, 0);
+                int kind = sqlite3_column_int(st, 1);
+                struct sample_block b;
+
+                /* a damaged block is dropped by the merge: it weighs nothing */
+                if (kind < 0 || kind >= 1 << KIND_BITS || sample_block_from_row_stacks(st, 2, &b) < 0)
+                        continue;
+                for (size_t i = 0; i < b.n && k >= 0; i++) {
+                        struct sample_entry e;
+                        void **v;
+
+                        sample_block_get(&b, i, &e);
+                        if (hashmap_get(doomed, UINT64_TO_KEY(key + e.span), NULL) < 0)
+                                continue;
+                        v = hashmap_value(w, UINT64_TO_KEY(FOLD_KEY(e.stack_id, kind)));
+                        if (v)
+                                *v = (void *) ((uintptr_t) *v + (uintptr_t) e.value);
+                        else
+                                k = hashmap_put(w, UINT64_TO_KEY(FOLD_KEY(e.stack_id, kind)),
+                                                (void *) (uintptr_t) e.value);
+                }
+        }
+        if (k >= 0 && rc != SQLITE_DONE)
+                k = db_fail(d, rc, "weighing the stacks to fold");
+        sqlite3_finalize(st);
+        return k;
+}
+
+/* The id of the stack of these frames and user_end, stored if new: the
+ * hash and form the write path gives a stack (store-write.c stack_id). */
+static int stack_find_or_add(const struct db *d, sqlite3_stmt *sel, sqlite3_stmt *ins, const int64_t *ids, size_t n,
+                             int user_end, struct varint_out *packed, int64_t *ret) {
+        uint64_t h = hash_bytes(ids, n * sizeof(int64_t));
+        int rc, k;
+
+        packed->size = 0;
+        k = stack_pack(ids, n, packed);
+        if (k < 0)
+                return k;
+        for (int pass = 0; pass < 2; pass++) {
+                sqlite3_stmt *st = pass ? ins : sel;
+
+                sqlite3_reset(st);
+                sqlite3_bind_int64(st, 1, (int64_t) h);
+                sqlite3_bind_blob(st, 2, packed->data, (int) packed->size, SQLITE_STATIC);
+                if (user_end == INT32_MIN)
+                        sqlite3_bind_null(st, 3);
+                else
+                        sqlite3_bind_int(st, 3, user_end);
+                rc = sqlite3_step(st);
+                if (pass == 0 && rc == SQLITE_ROW) {
+                        *ret = sqlite3_column_int64(st, 0);
+                        sqlite3_reset(st);
+                        return 0;
+                }
+                if (rc != SQLITE_DONE)
+                        return db_fail(d, rc, pass ? "storing a folded stack" : "finding a folded stack");
+        }
+        *ret = sqlite3_last_insert_rowid(d->handle);
+        sqlite3_reset(ins);
+        return 0;
+}
+
+/* By kind, then stack: each kind one run. */
+static int by_kind(const void *a, const void *b) {
+        uint64_t x = ((const struct item *) a)->key, y = ((const struct item *) b)->key;
+        uint64_t kx = x & ((1u << KIND_BITS) - 1), ky = y & ((1u << KIND_BITS) - 1);
+
+        if (kx != ky)
+                return kx < ky ? -1 : 1;
+        return x < y ? -1 : x > y;
+}
+
+int merge_fold_plan(const struct db *d, const char *blocks_keys_sql, const hashmap *doomed, uint32_t share_ppm,
+                    hashmap **ret_map, uint64_t *ret_folded) {
+        _cleanup_free_ struct item *items = NULL;
+        _cleanup_free_ struct fold_stack *fs = NULL;
+        _cleanup_free_ int64_t *frames = NULL, *buf = NULL, *ids = NULL;
+        struct varint_out packed = {};
+        sqlite3_stmt *get = NULL, *sel = NULL, *ins = NULL;
+        hashmap *w = hashmap_new_u64(), *map = NULL;
+        size_t n = 0, n_frames = 0, cap = 0, buf_cap = 0, ids_cap = 0, state = 0;
+        int64_t folded = 0;
+        uint64_t count = 0;
+        const void *key;
+        void *value;
+        int k;
+
+        *ret_map = NULL;
+        *ret_folded = 0;
+        if (!w)
+                return -ENOMEM;
+        k = weigh(d, blocks_keys_sql, doomed, w);
+        if (k < 0 || hashmap_size(w) == 0)
+                goto out;
+        items = calloc(hashmap_size(w), sizeof(*items));
+        fs = calloc(hashmap_size(w), sizeof(*fs));
+        if (!items || !fs) {
+                k = -ENOMEM;
+                goto out;
+        }
+        while (hashmap_iterate(w, &state, &key, &value))
+                items[n++].key = KEY_TO_UINT64(key);
+        qsort(items, n, sizeof(*items), by_kind);
+
+        /* the frames of each, in one array */
+        k = db_prepare(d, "SELECT frames, user_end FROM stacks WHERE id = ?1", NULL, 0, &get);
+        for (size_t i = 0; i < n && k >= 0; i++) {
+                size_t got = 0;
+                int rc;
+
+                sqlite3_reset(get);
+                sqlite3_bind_int64(get, 1, (int64_t) (items[i].key >> KIND_BITS));
+                rc = sqlite3_step(get);
+                if (rc == SQLITE_ROW)
+                        k = stack_unpack(sqlite3_column_blob(get, 0), (size_t) sqlite3_column_bytes(get, 0), &buf,
+                                         &buf_cap, &got);
+                else if (rc != SQLITE_DONE)
+                        k = db_fail(d, rc, "reading a stack to fold");
+                /* a stack missing or unreadable is kept as it is */
+                if (k < 0 || rc != SQLITE_ROW) {
+                        items[i].at = SIZE_MAX;
+                        k = k == -EBADMSG ? 0 : k;
+                        continue;
+                }
+                if (n_frames + got > cap) {
+                        size_t c = MAX(cap * 2, n_frames + got + 1024);
+                        int64_t *f = realloc(frames, c * sizeof(*f));
+
+                        if (!f) {
+                                k = -ENOMEM;
+                                break;
+                        }
+                        frames = f, cap = c;
+                }
+                if (got)
+                        memcpy(frames + n_frames, buf, got * sizeof(*buf));
+                items[i].at = n_frames;
+                items[i].user_end = sqlite3_column_type(get, 1) == SQLITE_NULL ? INT32_MIN : sqlite3_column_int(get, 1);
+                fs[i].n = got;
+                n_frames += got;
+        }
+        sqlite3_finalize(get);
+        if (k < 0)
+                goto out;
+        for (size_t i = 0; i < n; i++) {
+                void *v = NULL;
+
+                (void) hashmap_get(w, UINT64_TO_KEY(items[i].key), &v);
+                fs[i].frames = items[i].at == SIZE_MAX ? NULL : frames + items[i].at;
+                fs[i].weight = items[i].at == SIZE_MAX ? 0 : (uint64_t) (uintptr_t) v;
+        }
+        k = folded_location(d, false, &folded);
+        /* one kind at a time, against its own total */
+        for (size_t i = 0, j; i < n && k >= 0; i = j) {
+                for (j = i; j < n && (items[j].key & ((1u << KIND_BITS) - 1)) == (items[i].key & ((1u << KIND_BITS) - 1));
+                     j++)
+                        ;
+                k = stack_fold(fs + i, j - i, share_ppm, folded > 0 ? folded : -1);
+        }
+        for (size_t i = 0; i < n && k >= 0; i++) {
+                int64_t id = 0;
+
+                if (!fs[i].frames || fs[i].keep >= fs[i].n)
+                        continue;
+                if (folded <= 0 && (k = folded_location(d, true, &folded)) < 0)
+                        break;
+                if (!map && !(map = hashmap_new_u64())) {
+                        k = -ENOMEM;
+                        break;
+                }
+                if (!sel) {
+                        k = db_prepare(d, "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2 AND user_end IS ?3",
+                                       NULL, 0, &sel);
+                        if (k >= 0)
+                                k = db_prepare(d, "INSERT INTO stacks (hash, frames, user_end) VALUES (?1, ?2, ?3)",
+                                               NULL, 0, &ins);
+                        if (k < 0)
+                                break;
+                }
+                if (fs[i].keep + 1 > ids_cap) {
+                        int64_t *p = realloc(ids, (fs[i].keep + 1) * sizeof(*p));
+
+                        if (!p) {
+                                k = -ENOMEM;
+                                break;
+                        }
+                        ids = p, ids_cap = fs[i].keep + 1;
+                }
+                memcpy(ids, fs[i].frames, fs[i].keep * sizeof(*ids));
+                ids[fs[i].keep] = folded;
+                k = stack_find_or_add(d, sel, ins, ids, fs[i].keep + 1, items[i].user_end, &packed, &id);
+                if (k >= 0)
+                        k = hashmap_put(map, UINT64_TO_KEY(items[i].key), (void *) (intptr_t) id);
+                count++;
+        }
+out:
+        sqlite3_finalize(sel);
+        sqlite3_finalize(ins);
+        free(packed.data);
+        hashmap_free(w);
+        if (k < 0) {
+                hashmap_free(map);
+                return k;
+        }
+        *ret_map = map;
+        *ret_folded = count;
+        return 0;
+}
+
+int64_t merge_fold_stack(const hashmap *map, int64_t stack, int kind) {
+        void *v;
+
+        if (!map || kind < 0 || kind >= 1 << KIND_BITS || hashmap_get(map, UINT64_TO_KEY(FOLD_KEY(stack, kind)), &v) < 0)
+                return stack;
+        return (int64_t) (intptr_t) v;
+}
