@@ -54,8 +54,9 @@
  * weekly pattern, short enough that the file stays small. */
 #define CONF_DEFAULT_RETENTION_NS (14ULL * 24ULL * 3600ULL * 1000000000ULL)
 /* 1 GiB: two weeks of a busy host at the default resolution levels stay well
- * below it; it only bites when something pathological (a JIT minting new
- * code addresses forever) fills the store. */
+ * below it. A build host's raw window outgrows it (about 110 MiB an hour):
+ * then the oldest raw drains are merged, and folded, ahead of their age
+ * before anything is deleted (retention.c step_size). */
 #define CONF_DEFAULT_MAX_STORE_SIZE (1ULL << 30)
 /* Merged buckets keep a stack's frames down to the node that holds 0.05%
  * of its bucket (issue 43): a flame graph 2,000 pixels wide shows nothing
