@@ -51,14 +51,16 @@ static int folded_location(const struct db *d, bool create, int64_t *ret) {
         return k;
 }
 
-/* Adds the values of the step's entries to their (stack, kind) in w. */
-static int weigh(const struct db *d, const char *blocks_keys_sql, const hashmap *doomed, hashmap *w) {
+/* Adds the values of the bucket's entries (their drain in bucket) to
+ * their (stack, kind) in w, and marks in step those of the step's drains. */
+static int weigh(const struct db *d, const char *keys_sql, const hashmap *bucket, const hashmap *step_drains,
+                 hashmap *w, hashmap *step) {
         _cleanup_free_ char *sql = NULL;
         sqlite3_stmt *st = NULL;
         int k, rc;
 
         if (asprintf(&sql, "SELECT b.drain_id, b.kind, " SAMPLE_BLOCK_COLUMNS_STACKS " FROM sample_blocks b "
-                           "WHERE b.drain_id IN %s", blocks_keys_sql) < 0)
+                           "WHERE b.drain_id IN %s", keys_sql) < 0)
                 return -ENOMEM;
         k = db_prepare(d, sql, NULL, 0, &st);
         while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -70,18 +72,22 @@ static int weigh(const struct db *d, const char *blocks_keys_sql, const hashmap 
                 if (kind < 0 || kind >= 1 << KIND_BITS || sample_block_from_row_stacks(st, 2, &b) < 0)
                         continue;
                 for (size_t i = 0; i < b.n && k >= 0; i++) {
+                        const void *fk;
                         struct sample_entry e;
                         void **v;
 
                         sample_block_get(&b, i, &e);
-                        if (hashmap_get(doomed, UINT64_TO_KEY(key + e.span), NULL) < 0)
+                        if (hashmap_get(bucket, UINT64_TO_KEY(key + e.span), NULL) < 0)
                                 continue;
-                        v = hashmap_value(w, UINT64_TO_KEY(FOLD_KEY(e.stack_id, kind)));
+                        fk = UINT64_TO_KEY(FOLD_KEY(e.stack_id, kind));
+                        v = hashmap_value(w, fk);
                         if (v)
                                 *v = (void *) ((uintptr_t) *v + (uintptr_t) e.value);
                         else
-                                k = hashmap_put(w, UINT64_TO_KEY(FOLD_KEY(e.stack_id, kind)),
-                                                (void *) (uintptr_t) e.value);
+                                k = hashmap_put(w, fk, (void *) (uintptr_t) e.value);
+                        if (k >= 0 && hashmap_get(step_drains, UINT64_TO_KEY(key + e.span), NULL) >= 0 &&
+                            hashmap_put(step, fk, (void *) 1) == -ENOMEM)
+                                k = -ENOMEM;
                 }
         }
         if (k >= 0 && rc != SQLITE_DONE)
@@ -135,14 +141,14 @@ static int by_kind(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-int merge_fold_plan(const struct db *d, const char *blocks_keys_sql, const hashmap *doomed, uint32_t share_ppm,
-                    hashmap **ret_map, uint64_t *ret_folded) {
+int merge_fold_plan(const struct db *d, const char *bucket_keys_sql, const hashmap *bucket, const hashmap *step_drains,
+                    uint32_t share_ppm, hashmap **ret_map, uint64_t *ret_folded) {
         _cleanup_free_ struct item *items = NULL;
         _cleanup_free_ struct fold_stack *fs = NULL;
         _cleanup_free_ int64_t *frames = NULL, *buf = NULL, *ids = NULL;
         struct varint_out packed = {};
         sqlite3_stmt *get = NULL, *sel = NULL, *ins = NULL;
-        hashmap *w = hashmap_new_u64(), *map = NULL;
+        hashmap *w = hashmap_new_u64(), *step = hashmap_new_u64(), *map = NULL;
         size_t n = 0, n_frames = 0, cap = 0, buf_cap = 0, ids_cap = 0, state = 0;
         int64_t folded = 0;
         uint64_t count = 0;
@@ -152,10 +158,12 @@ int merge_fold_plan(const struct db *d, const char *blocks_keys_sql, const hashm
 
         *ret_map = NULL;
         *ret_folded = 0;
-        if (!w)
-                return -ENOMEM;
-        k = weigh(d, blocks_keys_sql, doomed, w);
-        if (k < 0 || hashmap_size(w) == 0)
+        if (!w || !step) {
+                k = -ENOMEM;
+                goto out;
+        }
+        k = weigh(d, bucket_keys_sql, bucket, step_drains, w, step);
+        if (k < 0 || hashmap_size(step) == 0)
                 goto out;
         items = calloc(hashmap_size(w), sizeof(*items));
         fs = calloc(hashmap_size(w), sizeof(*fs));
@@ -225,7 +233,9 @@ int merge_fold_plan(const struct db *d, const char *blocks_keys_sql, const hashm
         for (size_t i = 0; i < n && k >= 0; i++) {
                 int64_t id = 0;
 
-                if (!fs[i].frames || fs[i].keep >= fs[i].n)
+                /* only the step's: the rest of the bucket is another step's */
+                if (!fs[i].frames || fs[i].keep >= fs[i].n ||
+                    hashmap_get(step, UINT64_TO_KEY(items[i].key), NULL) < 0)
                         continue;
                 if (folded <= 0 && (k = folded_location(d, true, &folded)) < 0)
                         break;
@@ -263,6 +273,7 @@ out:
         sqlite3_finalize(ins);
         free(packed.data);
         hashmap_free(w);
+        hashmap_free(step);
         if (k < 0) {
                 hashmap_free(map);
                 return k;

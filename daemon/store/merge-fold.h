@@ -2,7 +2,7 @@
  * buckets (issue 43; setting `retention_fold`, profd.conf(5)). A build
  * host's compilers leave a new stack at nearly every sample: kept whole in
  * the merged tiers, a day of them does not fit the store's maximum. A
- * merge step weighs the stacks of each kind among the entries it takes
+ * merge step weighs the stacks of each kind in the bucket it merges into
  * (all processes), and each stack keeps the deepest prefix whose node
  * holds the share (stack-fold.h); the frames below become one `[folded]`
  * frame. The folded stacks are stored like any other, so queries, flame
@@ -23,15 +23,19 @@
  * has this name. */
 #define FOLDED_NAME "[folded]"
 
-/* Plans the folding of the entries of the blocks keyed in blocks_keys_sql
- * (a parenthesised SELECT of drain ids) whose drain (key + span) is in
- * doomed (drain id -> anything): stores each folded stack not stored yet
- * (and the folded frame), inside the caller's transaction. *ret_map is set
- * to NULL when nothing folds, else to a map for merge_fold_stack (freed
- * with hashmap_free); *ret_folded to the number of (stack, kind) folded.
- * Returns 0 or a negative errno, logged. */
-int merge_fold_plan(const struct db *d, const char *blocks_keys_sql, const hashmap *doomed, uint32_t share_ppm,
-                    hashmap **ret_map, uint64_t *ret_folded);
+/* Plans the folding of the entries of a merge step: those of the drains
+ * in step_drains (drain id -> anything). The tree is weighed over the
+ * whole bucket the step merges into, the drains in bucket (a superset of
+ * step_drains: a busy host's 10-minute bucket takes several steps, and a
+ * share is of the bucket, not of a step), read from the blocks keyed in
+ * bucket_keys_sql (a parenthesised SELECT of drain ids). Stores each
+ * folded stack the step needs that is not stored yet (and the folded
+ * frame), inside the caller's transaction. *ret_map is set to NULL when
+ * nothing folds, else to a map for merge_fold_stack (freed with
+ * hashmap_free); *ret_folded to the number of (stack, kind) of the step
+ * folded. Returns 0 or a negative errno, logged. */
+int merge_fold_plan(const struct db *d, const char *bucket_keys_sql, const hashmap *bucket, const hashmap *step_drains,
+                    uint32_t share_ppm, hashmap **ret_map, uint64_t *ret_folded);
 
 /* The stack an entry of kind `kind` on `stack` is written under. */
 int64_t merge_fold_stack(const hashmap *map, int64_t stack, int kind);

@@ -174,6 +174,7 @@ int retention_open(const char *path, const struct retention_settings *settings, 
         sqlite3_busy_timeout(r->d.handle, 5000);
         k = db_exec(&r->d, "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;"
                     "CREATE TEMP TABLE doomed (id INTEGER PRIMARY KEY);"
+                    "CREATE TEMP TABLE fold_bucket (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE batch (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE gc_stacks (id INTEGER PRIMARY KEY);"
                     "CREATE TEMP TABLE gc_processes (id INTEGER PRIMARY KEY);");
@@ -286,6 +287,31 @@ static int refs_apply_renew(retention *r, hashmap **refs) {
         return k < 0 ? k : *refs ? 0 : -ENOMEM;
 }
 
+/* The keys of the blocks holding the drains of the bucket being merged
+ * (temp.fold_bucket, step_merge). */
+#define BUCKET_KEYS "(SELECT DISTINCT coalesce(span, id) FROM drains WHERE id IN temp.fold_bucket)"
+
+/* Plans the folding of the step's entries (temp.doomed, in doomed),
+ * weighed over the bucket's (temp.fold_bucket): merge-fold.h. */
+static int fold_plan(retention *r, const hashmap *doomed, hashmap **ret_map, uint64_t *ret_folded) {
+        hashmap *bucket = hashmap_new_u64();
+        sqlite3_stmt *st = NULL;
+        int k, rc = SQLITE_DONE;
+
+        if (!bucket)
+                return -ENOMEM;
+        k = db_prepare(&r->d, "SELECT id FROM temp.fold_bucket", NULL, 0, &st);
+        while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+                k = hashmap_put(bucket, UINT64_TO_KEY(sqlite3_column_int64(st, 0)), (void *) 1);
+        if (k >= 0 && rc != SQLITE_DONE)
+                k = db_fail(&r->d, rc, "reading the bucket's drains");
+        sqlite3_finalize(st);
+        if (k >= 0)
+                k = merge_fold_plan(&r->d, BUCKET_KEYS, bucket, doomed, r->set.fold_ppm, ret_map, ret_folded);
+        hashmap_free(bucket);
+        return k;
+}
+
 /* Takes the entries of the drains in temp.doomed out of the blocks holding
  * them, which may hold other drains too (spans): each block read counts
  * -1 for its process and each of its stacks and is deleted; what it holds
@@ -346,7 +372,7 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
 
                 k = drains_timed(&r->d, "temp.doomed", &timed);
                 if (k >= 0 && !timed)
-                        k = merge_fold_plan(&r->d, DOOMED_KEYS, doomed, r->set.fold_ppm, &fold, &folded);
+                        k = fold_plan(r, doomed, &fold, &folded);
                 if (k < 0)
                         goto out;
                 r->folded_pending += fold ? folded : 0;
@@ -710,6 +736,18 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
                                "AND end_ns < ?3 AND NOT " DRAIN_PINNED("drains") " ORDER BY end_ns, id LIMIT 1)"
                                ") WHERE upto - keys < ?4",
                             args, 4);
+        /* the whole bucket, rows merged into it before included: a fold's
+         * share is of the bucket (merge-fold.h) */
+        if (count >= 0 && r->set.fold_ppm) {
+                int64_t b = db_run(&r->d, "DELETE FROM temp.fold_bucket", NULL, 0);
+
+                if (b >= 0)
+                        b = db_run(&r->d, "INSERT INTO temp.fold_bucket SELECT id FROM drains WHERE resolution_ns <= ?1 "
+                                    "AND end_ns >= ?2 AND end_ns < ?3 AND NOT " DRAIN_PINNED("drains"),
+                                    args, 3);
+                if (b < 0)
+                        count = b;
+        }
         if (count >= 0) {
                 int64_t lost = count_unexported(r);
                 if (lost < 0)

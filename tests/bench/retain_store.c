@@ -6,11 +6,13 @@
  * as before issue 43. --fold PPM folds rare stacks as merges do at
  * `retention_fold` (millionths: 500 is profd's default 0.05%; 0, the
  * default here, keeps every stack). --m1 SECONDS also merges what is older
- * than that into 10-minute buckets (by default nothing is). The timeline is kept as long as the raw window (at
+ * than that into 10-minute buckets (by default nothing is). --after
+ * SECONDS runs it that long after the last drain, so that the newest
+ * drains are old enough too. The timeline is kept as long as the raw window (at
  * the defaults it is kept less long). Prints one JSON object: the store's bytes in use
  * (pages less the free list) before and after, and retention's totals.
  *
- *   cp profd.db /tmp/a.db; retain_store [--no-groups] [--raw SECONDS] [--m1 SECONDS] [--fold PPM] /tmp/a.db
+ *   cp profd.db /tmp/a.db; retain_store [--no-groups] [--raw SECONDS] [--m1 SECONDS] [--fold PPM] [--after SECONDS] /tmp/a.db
  *
  * It changes the store it is given: run it on a copy. */
 #include <errno.h>
@@ -43,7 +45,7 @@ static int64_t used(sqlite3 *db) {
 
 int main(int argc, char *argv[]) {
         struct retention_settings set = { .m1_ns = 7 * 86400 * NSEC_PER_SEC, .all_ns = 14 * 86400 * NSEC_PER_SEC };
-        uint64_t raw_s = 60, m1_s = 0, now;
+        uint64_t raw_s = 60, m1_s = 0, after_s = 0, now;
         struct retention_totals t;
         const char *path = NULL;
         retention *r = NULL;
@@ -61,18 +63,20 @@ int main(int argc, char *argv[]) {
                         raw_s = strtoull(argv[++i], NULL, 10);
                 else if (streq(argv[i], "--m1") && i + 1 < argc)
                         m1_s = strtoull(argv[++i], NULL, 10);
+                else if (streq(argv[i], "--after") && i + 1 < argc)
+                        after_s = strtoull(argv[++i], NULL, 10);
                 else if (streq(argv[i], "--fold") && i + 1 < argc)
                         set.fold_ppm = (uint32_t) strtoul(argv[++i], NULL, 10);
                 else if (!path && argv[i][0] != '-')
                         path = argv[i];
                 else {
-                        fprintf(stderr, "usage: retain_store [--no-groups] [--raw SECONDS] [--m1 SECONDS] [--fold PPM] STORE\n");
+                        fprintf(stderr, "usage: retain_store [--no-groups] [--raw SECONDS] [--m1 SECONDS] [--fold PPM] [--after SECONDS] STORE\n");
                         return 2;
                 }
         }
         if (!path || raw_s < 60 || (m1_s && m1_s < raw_s)) {
                 fprintf(stderr, "usage: retain_store [--no-groups] [--raw SECONDS >= 60] [--m1 SECONDS >= raw] "
-                                "[--fold PPM] STORE\n");
+                                "[--fold PPM] [--after SECONDS] STORE\n");
                 return 2;
         }
         set.raw_ns = raw_s * NSEC_PER_SEC;
@@ -86,7 +90,7 @@ int main(int argc, char *argv[]) {
                 return 1;
         if (sqlite3_open(path, &db) != SQLITE_OK)
                 return 1;
-        now = (uint64_t) one(db, "SELECT max(end_ns) FROM drains");
+        now = (uint64_t) one(db, "SELECT max(end_ns) FROM drains") + after_s * NSEC_PER_SEC;
         before = used(db);
         procs_before = one(db, "SELECT count(*) FROM processes");
         blocks_before = one(db, "SELECT count(*) FROM sample_blocks");

@@ -1161,8 +1161,9 @@ static void test_no_grouping_under_a_timeline(void) {
 /* Drains of `interval` from `from` to `to` for folding: each has a hot cpu
  * stack main;hot;inner (value 5000, process 100), `rare` cpu stacks
  * main;work_X;leaf seen in no other drain (value 1-3, processes 100 and
- * 200), and an off-CPU stack of value 10^6. */
-static void write_fold_drains(store *s, uint64_t from, uint64_t to, uint64_t interval, unsigned rare) {
+ * 200), if `local`, one more main;local_X of that value, and an off-CPU
+ * stack of value 10^6. */
+static void write_fold_drains(store *s, uint64_t from, uint64_t to, uint64_t interval, unsigned rare, unsigned local) {
         static const struct store_process procs[2] = {
                 { .pid = 100, .start_ns = 1, .comm = "alpha", .exe = "/usr/bin/alpha", .uid = 0, .have_uid = true },
                 { .pid = 200, .start_ns = 2, .comm = "beta", .exe = "/usr/bin/beta", .uid = 1000, .have_uid = true },
@@ -1190,6 +1191,17 @@ static void write_fold_drains(store *s, uint64_t from, uint64_t to, uint64_t int
                         CHECK(store_drain_add(s, &(struct store_sample) {
                                 .process = &procs[k % 2], .tid = procs[k % 2].pid, .kind = 0,
                                 .frames = frames, .n_frames = 3, .value = salt % 3 + 1 }) == 0);
+                }
+                if (local) {
+                        char fn[64];
+                        struct store_frame frames[2] = {
+                                { .module = "/usr/bin/app", .address = 0x1000, .function = "main" },
+                                { .module = "/usr/bin/app", .address = 0x50000000 + 16 * salt, .function = fn },
+                        };
+                        snprintf(fn, sizeof(fn), "local_%u", salt++);
+                        CHECK(store_drain_add(s, &(struct store_sample) { .process = &procs[0], .tid = 100, .kind = 0,
+                                                                          .frames = frames, .n_frames = 2,
+                                                                          .value = local }) == 0);
                 }
                 CHECK(store_drain_add(s, &(struct store_sample) {
                         .process = &procs[0], .tid = 100, .kind = 1, .state = 1,
@@ -1220,7 +1232,7 @@ static void test_merges_fold_rare_stacks(void) {
 
         snprintf(path, sizeof(path), "%s/fold.db", dir);
         CHECK(store_open(path, &s) == 0);
-        write_fold_drains(s, T0, now, 10 * SEC, 20);
+        write_fold_drains(s, T0, now, 10 * SEC, 20, 0);
         CHECK(sqlite3_open(path, &db) == SQLITE_OK);
         before = text1(db, KIND_TOTALS_SQL);
         hot = q1(db, "SELECT s.stack_id FROM samples s WHERE s.value = 5000 LIMIT 1");
@@ -1288,6 +1300,40 @@ static void test_merges_fold_rare_stacks(void) {
         store_close(s);
 }
 
+/* A bucket merged in several steps (a busy host's) folds by the share of
+ * the whole bucket, not of each step: each drain's local stack holds 0.8%
+ * of its drain, 0.13% of the bucket, and folds at 0.5%. */
+static void test_a_bucket_in_steps_folds_by_the_bucket(void) {
+        char path[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        uint64_t now = T0 + 30 * MINUTE;
+        char *before, *after;
+
+        snprintf(path, sizeof(path), "%s/fold-steps.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_fold_drains(s, T0, now, 10 * SEC, 20, 40);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        before = text1(db, KIND_TOTALS_SQL);
+        /* one drain a step */
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 60 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE, .fold_ppm = 5000,
+                                                                  .merge_rows_max = 20 }, &r) == 0);
+        settle(r, s, now);
+        after = text1(db, KIND_TOTALS_SQL);
+        CHECK(before && after && streq(before, after));
+        /* several rows a bucket: it took several steps */
+        CHECK(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns > 0") >= 2 * 20);
+        CHECK_INT_EQ(q1(db, "SELECT count(DISTINCT s.stack_id) FROM samples s JOIN drains d ON d.id = s.drain_id "
+                            "WHERE d.resolution_ns > 0 AND s.kind = 0"), 2);
+        free(before);
+        free(after);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 /* Over max_store_size, drains older than an hour are merged (and folded)
  * ahead of their age before any data is deleted: every total stays, the
  * last hour stays as drained. */
@@ -1306,7 +1352,7 @@ static void test_max_size_merges_before_deleting(void) {
         CHECK(store_open(path, &s) == 0);
         CHECK(retention_open(path, &set, &r) == 0);
         /* two hours of drains a minute apart, 150 new stacks each */
-        write_fold_drains(s, T0, now, MINUTE, 150);
+        write_fold_drains(s, T0, now, MINUTE, 150, 0);
         CHECK(sqlite3_open(path, &db) == SQLITE_OK);
         page_size = (uint64_t) q1(db, "PRAGMA page_size");
         used = (uint64_t) (q1(db, "PRAGMA page_count") - q1(db, "PRAGMA freelist_count")) * page_size;
@@ -1365,6 +1411,7 @@ int main(void) {
         test_short_lived_processes_grouped_by_what_they_ran();
         test_no_grouping_under_a_timeline();
         test_merges_fold_rare_stacks();
+        test_a_bucket_in_steps_folds_by_the_bucket();
         test_max_size_merges_before_deleting();
         test_one_drain_buckets_group_too();
         test_spans_keep_every_answer();
