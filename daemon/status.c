@@ -50,7 +50,7 @@ static void status_add_settings(const struct status_stats *s, json_t *o) {
         json_object_set_new(o, "client_timeout_ms", json_integer((json_int_t) (c->client_timeout_ns / NSEC_PER_MSEC)));
         json_object_set_new(o, "symbol_cache_limit_bytes", json_integer((json_int_t) c->symbol_cache_bytes));
         json_object_set_new(o, "debug_dirs", dirs);
-        json_object_set_new(o, "retention", json_pack("{s:b, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+        json_object_set_new(o, "retention", json_pack("{s:b, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                 "active", ws->retention_on,
                 "raw_s", (json_int_t) (c->retention_raw_ns / NSEC_PER_SEC),
                 "minute_s", (json_int_t) (c->retention_1m_ns / NSEC_PER_SEC),
@@ -68,7 +68,8 @@ static void status_add_settings(const struct status_stats *s, json_t *o) {
                 "spanned_drains", (json_int_t) ws->retention.spanned_drains,
                 "damaged_blocks", (json_int_t) ws->retention.damaged_blocks,
                 "grouped_processes", (json_int_t) ws->retention.grouped_processes,
-                "folded_stacks", (json_int_t) ws->retention.folded_stacks));
+                "folded_stacks", (json_int_t) ws->retention.folded_stacks,
+                "fold_buckets_big", (json_int_t) ws->retention.fold_buckets_big));
 }
 
 /* The timeline (issue 44): what the store holds of it, its own retention,

@@ -141,8 +141,9 @@ static int by_kind(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-int merge_fold_plan(const struct db *d, const char *bucket_keys_sql, const hashmap *bucket, const hashmap *step_drains,
-                    uint32_t share_ppm, hashmap **ret_map, uint64_t *ret_folded) {
+int merge_fold_plan(const struct db *d, const char *bucket_keys_sql, const hashmap *bucket, const char *step_keys_sql,
+                    const hashmap *step_drains, size_t max_stacks, uint32_t share_ppm, hashmap **ret_map,
+                    uint64_t *ret_folded, bool *ret_bucket_too_big) {
         _cleanup_free_ struct item *items = NULL;
         _cleanup_free_ struct fold_stack *fs = NULL;
         _cleanup_free_ int64_t *frames = NULL, *buf = NULL, *ids = NULL;
@@ -158,11 +159,25 @@ int merge_fold_plan(const struct db *d, const char *bucket_keys_sql, const hashm
 
         *ret_map = NULL;
         *ret_folded = 0;
+        *ret_bucket_too_big = false;
         if (!w || !step) {
                 k = -ENOMEM;
                 goto out;
         }
         k = weigh(d, bucket_keys_sql, bucket, step_drains, w, step);
+        /* a bucket of too many stacks for their frames' memory: the step's
+         * alone (a share of less than the bucket, so it folds less) */
+        if (k >= 0 && bucket != step_drains && hashmap_size(w) > max_stacks) {
+                hashmap_free(w);
+                hashmap_free(step);
+                w = hashmap_new_u64(), step = hashmap_new_u64();
+                if (!w || !step) {
+                        k = -ENOMEM;
+                        goto out;
+                }
+                k = weigh(d, step_keys_sql, step_drains, step_drains, w, step);
+                *ret_bucket_too_big = true;
+        }
         if (k < 0 || hashmap_size(step) == 0)
                 goto out;
         items = calloc(hashmap_size(w), sizeof(*items));

@@ -63,12 +63,13 @@ struct retention {
         uint64_t timeline_pending;       /* timeline blocks deleted in the open transaction */
         uint64_t grouped_pending;        /* processes grouped in the open transaction */
         uint64_t folded_pending;         /* (stack, kind) folded in the open transaction */
+        uint64_t fold_big_pending;       /* steps folded by their own weights in it */
 };
 
 static const char *const total_names[] = {
         "merged_drains", "deleted_drains", "deleted_for_size", "deleted_stacks", "deleted_processes",
         "deleted_locations", "vacuumed_bytes", "spanned_drains", "damaged_blocks", "deleted_timeline",
-        "grouped_processes", "merged_for_size", "folded_stacks",
+        "grouped_processes", "merged_for_size", "folded_stacks", "fold_buckets_big",
 };
 
 static uint64_t *total_field(struct retention_totals *t, size_t i) {
@@ -76,7 +77,7 @@ static uint64_t *total_field(struct retention_totals *t, size_t i) {
                 &t->merged_drains, &t->deleted_drains, &t->deleted_for_size, &t->deleted_stacks,
                 &t->deleted_processes, &t->deleted_locations, &t->vacuumed_bytes, &t->spanned_drains,
                 &t->damaged_blocks, &t->deleted_timeline, &t->grouped_processes, &t->merged_for_size,
-                &t->folded_stacks,
+                &t->folded_stacks, &t->fold_buckets_big,
         };
         _Static_assert(ELEMENTSOF(f) == ELEMENTSOF(total_names), "a name per total");
         return f[i];
@@ -135,6 +136,8 @@ static int commit(retention *r, struct retention_totals *t) {
         r->grouped_pending = 0;
         t->folded_stacks += r->folded_pending;
         r->folded_pending = 0;
+        t->fold_buckets_big += r->fold_big_pending;
+        r->fold_big_pending = 0;
         k = totals_save(r, t);
         if (k >= 0)
                 k = db_exec(&r->d, "COMMIT");
@@ -151,6 +154,7 @@ static int rollback(retention *r, int err) {
         r->timeline_pending = 0;
         r->grouped_pending = 0;
         r->folded_pending = 0;
+        r->fold_big_pending = 0;
         db_rollback(&r->d);
         return err;
 }
@@ -291,11 +295,17 @@ static int refs_apply_renew(retention *r, hashmap **refs) {
  * (temp.fold_bucket, step_merge). */
 #define BUCKET_KEYS "(SELECT DISTINCT coalesce(span, id) FROM drains WHERE id IN temp.fold_bucket)"
 
+/* (stack, kind) a bucket may name to be weighed whole: their frames, 8
+ * bytes each, about 40 a stack on a build host: 5 MiB. A 1-minute bucket
+ * of the build loop names about 5,400 stacks. */
+#define FOLD_BUCKET_STACKS_MAX 16384
+
 /* Plans the folding of the step's entries (temp.doomed, in doomed),
  * weighed over the bucket's (temp.fold_bucket): merge-fold.h. */
 static int fold_plan(retention *r, const hashmap *doomed, hashmap **ret_map, uint64_t *ret_folded) {
         hashmap *bucket = hashmap_new_u64();
         sqlite3_stmt *st = NULL;
+        bool big = false;
         int k, rc = SQLITE_DONE;
 
         if (!bucket)
@@ -307,8 +317,13 @@ static int fold_plan(retention *r, const hashmap *doomed, hashmap **ret_map, uin
                 k = db_fail(&r->d, rc, "reading the bucket's drains");
         sqlite3_finalize(st);
         if (k >= 0)
-                k = merge_fold_plan(&r->d, BUCKET_KEYS, bucket, doomed, r->set.fold_ppm, ret_map, ret_folded);
+                k = merge_fold_plan(&r->d, BUCKET_KEYS, bucket, DOOMED_KEYS, doomed,
+                                    r->set.fold_bucket_stacks_max ? r->set.fold_bucket_stacks_max
+                                                                  : FOLD_BUCKET_STACKS_MAX,
+                                    r->set.fold_ppm, ret_map, ret_folded, &big);
         hashmap_free(bucket);
+        if (k >= 0 && big)
+                r->fold_big_pending++;
         return k;
 }
 

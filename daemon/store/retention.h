@@ -30,6 +30,9 @@ struct retention_settings {
         /* merges fold the frames below nodes holding less than this many
          * millionths of their step's total (merge-fold.h); 0: none */
         uint32_t fold_ppm;
+        /* a bucket naming more (stack, kind) is weighed per step; 0: the
+         * default (tests set it) */
+        uint64_t fold_bucket_stacks_max;
 };
 
 /* What retention did over the store's life (kept in the store). */
@@ -45,6 +48,7 @@ struct retention_totals {
         uint64_t grouped_processes; /* short-lived processes merged into their group (process-groups.h) */
         uint64_t merged_for_size;   /* of merged_drains, merged before their age to stay under max_bytes */
         uint64_t folded_stacks;     /* (stack, kind) whose entries merges wrote under a folded stack */
+        uint64_t fold_buckets_big;  /* merge steps that weighed their own entries, their bucket too big */
 };
 
 /* Opens a connection of its own to the store (already created and migrated

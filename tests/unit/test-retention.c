@@ -1308,6 +1308,7 @@ static void test_a_bucket_in_steps_folds_by_the_bucket(void) {
         store *s = NULL;
         retention *r = NULL;
         sqlite3 *db = NULL;
+        struct retention_totals t;
         uint64_t now = T0 + 30 * MINUTE;
         char *before, *after;
 
@@ -1327,6 +1328,34 @@ static void test_a_bucket_in_steps_folds_by_the_bucket(void) {
         CHECK(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns > 0") >= 2 * 20);
         CHECK_INT_EQ(q1(db, "SELECT count(DISTINCT s.stack_id) FROM samples s JOIN drains d ON d.id = s.drain_id "
                             "WHERE d.resolution_ns > 0 AND s.kind = 0"), 2);
+        retention_get_totals(r, &t);
+        CHECK_INT_EQ(t.fold_buckets_big, 0);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+
+        /* a bucket of more stacks than a merge holds the frames of is
+         * weighed per step: each drain's local stack holds its step's
+         * share, and stays */
+        snprintf(path, sizeof(path), "%s/fold-steps-big.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        write_fold_drains(s, T0, now, 10 * SEC, 20, 40);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 60 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE, .fold_ppm = 5000,
+                                                                  .merge_rows_max = 20,
+                                                                  .fold_bucket_stacks_max = 5 }, &r) == 0);
+        settle(r, s, now);
+        free(after);
+        after = text1(db, KIND_TOTALS_SQL);
+        CHECK(before && after && streq(before, after));
+        /* the hot stack, main;[folded], and each merged drain's own */
+        retention_get_totals(r, &t);
+        CHECK(t.merged_drains >= 100);
+        CHECK_INT_EQ(q1(db, "SELECT count(DISTINCT s.stack_id) FROM samples s JOIN drains d ON d.id = s.drain_id "
+                            "WHERE d.resolution_ns > 0 AND s.kind = 0"), 2 + (int64_t) t.merged_drains);
+        /* a step a drain, each weighed alone */
+        CHECK_INT_EQ(t.fold_buckets_big, t.merged_drains);
         free(before);
         free(after);
         sqlite3_close(db);

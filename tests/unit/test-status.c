@@ -181,7 +181,7 @@ static struct status_stats full_stats(const struct conf *c) {
         s.verified[1] = (struct collector_verified) { .name = "profd_switch", .insns = 53636 };
         s.n_verified = 2;
         s.writer.retention_on = true;
-        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133 };
+        s.writer.retention = (struct retention_totals) { 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134 };
         for (int i = 0; i < UNWINDER_FAIL__MAX; i++)
                 s.unwind.failures[i] = 300 + (uint64_t) i;
         for (int i = 0; i < STATUS_RUNTIME__MAX; i++)
@@ -246,7 +246,7 @@ static void test_keys_in_order(void) {
                    "last_error last_error_ns");
         check_keys(json_object_get(o, "retention"), "active raw_s minute_s all_s max_store_size fold_ppm merged_drains "
                    "merged_for_size deleted_drains deleted_for_size deleted_stacks deleted_processes deleted_locations "
-                   "vacuumed_bytes spanned_drains damaged_blocks grouped_processes folded_stacks");
+                   "vacuumed_bytes spanned_drains damaged_blocks grouped_processes folded_stacks fold_buckets_big");
         check_keys(json_object_get(o, "memory"), "rss_bytes anon_bytes file_bytes heap_in_use_bytes "
                    "heap_free_bytes sqlite_bytes");
         check_keys(json_object_get(o, "queries"), "workers running parked queued parked_total");
@@ -472,6 +472,7 @@ static void test_values(void) {
         CHECK_INT_EQ(num(x, "grouped_processes"), 131);
         CHECK_INT_EQ(num(x, "merged_for_size"), 132);
         CHECK_INT_EQ(num(x, "folded_stacks"), 133);
+        CHECK_INT_EQ(num(x, "fold_buckets_big"), 134);
         json_decref(o);
 }
 
