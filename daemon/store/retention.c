@@ -300,22 +300,33 @@ static int refs_apply_renew(retention *r, hashmap **refs) {
  * of the build loop names about 5,400 stacks. */
 #define FOLD_BUCKET_STACKS_MAX 16384
 
+/* Adds the ids of a temporary table's rows (table: "temp.doomed") to set. */
+static int ids_read(retention *r, const char *table, hashmap *set) {
+        _cleanup_free_ char *sql = NULL;
+        sqlite3_stmt *st = NULL;
+        int k, rc = SQLITE_DONE;
+
+        if (asprintf(&sql, "SELECT id FROM %s", table) < 0)
+                return -ENOMEM;
+        k = db_prepare(&r->d, sql, NULL, 0, &st);
+        while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+                k = hashmap_put(set, UINT64_TO_KEY(sqlite3_column_int64(st, 0)), (void *) 1);
+        if (k >= 0 && rc != SQLITE_DONE)
+                k = db_fail(&r->d, rc, "reading drains");
+        sqlite3_finalize(st);
+        return k;
+}
+
 /* Plans the folding of the step's entries (temp.doomed, in doomed),
  * weighed over the bucket's (temp.fold_bucket): merge-fold.h. */
 static int fold_plan(retention *r, const hashmap *doomed, hashmap **ret_map, uint64_t *ret_folded) {
         hashmap *bucket = hashmap_new_u64();
-        sqlite3_stmt *st = NULL;
         bool big = false;
-        int k, rc = SQLITE_DONE;
+        int k;
 
         if (!bucket)
                 return -ENOMEM;
-        k = db_prepare(&r->d, "SELECT id FROM temp.fold_bucket", NULL, 0, &st);
-        while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
-                k = hashmap_put(bucket, UINT64_TO_KEY(sqlite3_column_int64(st, 0)), (void *) 1);
-        if (k >= 0 && rc != SQLITE_DONE)
-                k = db_fail(&r->d, rc, "reading the bucket's drains");
-        sqlite3_finalize(st);
+        k = ids_read(r, "temp.fold_bucket", bucket);
         if (k >= 0)
                 k = merge_fold_plan(&r->d, BUCKET_KEYS, bucket, DOOMED_KEYS, doomed,
                                     r->set.fold_bucket_stacks_max ? r->set.fold_bucket_stacks_max
@@ -359,13 +370,7 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                 k = -ENOMEM;
                 goto out;
         }
-        k = db_prepare(&r->d, "SELECT id FROM temp.doomed", NULL, 0, &st);
-        while (k >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
-                k = hashmap_put(doomed, UINT64_TO_KEY(sqlite3_column_int64(st, 0)), (void *) 1);
-        if (k >= 0 && rc != SQLITE_DONE)
-                k = db_fail(&r->d, rc, "reading drains");
-        sqlite3_finalize(st);
-        st = NULL;
+        k = ids_read(r, "temp.doomed", doomed);
         if (k < 0)
                 goto out;
         /* a merge writes a short-lived process's entries under its group
