@@ -785,9 +785,16 @@ static int step_merge(retention *r, uint64_t now_ns, uint64_t width, uint64_t ag
                         return rollback(r, (int) g);
                 relabel = g == 0;
         }
-        /* folding rewrites a lone drain's blocks too */
-        if (count == 1 && r->set.fold_ppm)
-                relabel = false;
+        /* folding rewrites a lone drain's blocks too, when it may fold
+         * them: not while a timeline names the drain (blocks_take) */
+        if (relabel && count == 1 && r->set.fold_ppm) {
+                bool timed;
+
+                k = drains_timed(&r->d, "temp.doomed", &timed);
+                if (k < 0)
+                        return rollback(r, k);
+                relabel = timed;
+        }
         if (relabel) {
                 merged = db_run(&r->d, "UPDATE drains SET resolution_ns = ?1 WHERE id IN temp.doomed", args, 1);
                 if (merged < 0)

@@ -1158,6 +1158,41 @@ static void test_no_grouping_under_a_timeline(void) {
         store_close(s);
 }
 
+/* A bucket of one drain that a timeline names cannot be folded: it is
+ * relabelled (its row, id and blocks kept), not rewritten, with folding
+ * on as with it off. */
+static void test_lone_timed_drain_relabelled_when_folding(void) {
+        char path[128], sql[128];
+        store *s = NULL;
+        retention *r = NULL;
+        sqlite3 *db = NULL;
+        uint64_t now = T0 + 25 * MINUTE;
+        int64_t old;
+
+        snprintf(path, sizeof(path), "%s/lone-timed.db", dir);
+        CHECK(store_open(path, &s) == 0);
+        /* one drain a minute: each 1-minute bucket holds one */
+        write_churn_drains(s, T0, now, MINUTE, true);
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(sqlite3_exec(db, "CREATE TEMP TABLE before AS SELECT id FROM drains", NULL, NULL, NULL) == SQLITE_OK);
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM drains WHERE end_ns < %" PRIu64, (uint64_t) (now - 10 * MINUTE));
+        old = q1(db, sql);
+        CHECK(old >= 10);
+        CHECK(retention_open(path, &(struct retention_settings) { .raw_ns = 10 * MINUTE, .m1_ns = 60 * MINUTE,
+                                                                  .all_ns = 24 * 60 * MINUTE, .fold_ppm = 900000 },
+                             &r) == 0);
+        settle(r, s, now);
+        CHECK(q1(db, "SELECT count(*) FROM timeline_blocks") > 0);
+        /* every drain older than the raw window now a 1-minute row, each
+         * the same row as before */
+        CHECK(q1(db, "SELECT count(*) FROM drains WHERE resolution_ns = 60000000000") >= old);
+        CHECK_INT_EQ(q1(db, "SELECT count(*) FROM drains WHERE id NOT IN temp.before"), 0);
+        CHECK_INT_EQ(timeline_dangling_keys(db), 0);
+        sqlite3_close(db);
+        retention_close(r);
+        store_close(s);
+}
+
 /* Drains of `interval` from `from` to `to` for folding: each has a hot cpu
  * stack main;hot;inner (value 5000, process 100), `rare` cpu stacks
  * main;work_X;leaf seen in no other drain (value 1-3, processes 100 and
@@ -1439,6 +1474,7 @@ int main(void) {
         test_big_buckets_merge_in_bounded_steps();
         test_short_lived_processes_grouped_by_what_they_ran();
         test_no_grouping_under_a_timeline();
+        test_lone_timed_drain_relabelled_when_folding();
         test_merges_fold_rare_stacks();
         test_a_bucket_in_steps_folds_by_the_bucket();
         test_max_size_merges_before_deleting();
