@@ -11,6 +11,7 @@
 #include "sample-blocks.h"
 #include "stack-fold.h"
 #include "stack-pack.h"
+#include "store-private.h"
 
 /* Kinds folded apart, each against its own total: a (stack, kind) key
  * keeps the kind in its low bits. */
@@ -21,7 +22,7 @@
 struct item {
         uint64_t key;
         size_t at;
-        int user_end; /* INT32_MIN: NULL */
+        int user_end; /* STORE_END_UNKNOWN: NULL */
 };
 
 /* The folded frame's location id, stored first if create; 0 when it does
@@ -94,41 +95,6 @@ static int weigh(const struct db *d, const char *keys_sql, const hashmap *bucket
                 k = db_fail(d, rc, "weighing the stacks to fold");
         sqlite3_finalize(st);
         return k;
-}
-
-/* The id of the stack of these frames and user_end, stored if new: the
- * hash and form the write path gives a stack (store-write.c stack_id). */
-static int stack_find_or_add(const struct db *d, sqlite3_stmt *sel, sqlite3_stmt *ins, const int64_t *ids, size_t n,
-                             int user_end, struct varint_out *packed, int64_t *ret) {
-        uint64_t h = hash_bytes(ids, n * sizeof(int64_t));
-        int rc, k;
-
-        packed->size = 0;
-        k = stack_pack(ids, n, packed);
-        if (k < 0)
-                return k;
-        for (int pass = 0; pass < 2; pass++) {
-                sqlite3_stmt *st = pass ? ins : sel;
-
-                sqlite3_reset(st);
-                sqlite3_bind_int64(st, 1, (int64_t) h);
-                sqlite3_bind_blob(st, 2, packed->data, (int) packed->size, SQLITE_STATIC);
-                if (user_end == INT32_MIN)
-                        sqlite3_bind_null(st, 3);
-                else
-                        sqlite3_bind_int(st, 3, user_end);
-                rc = sqlite3_step(st);
-                if (pass == 0 && rc == SQLITE_ROW) {
-                        *ret = sqlite3_column_int64(st, 0);
-                        sqlite3_reset(st);
-                        return 0;
-                }
-                if (rc != SQLITE_DONE)
-                        return db_fail(d, rc, pass ? "storing a folded stack" : "finding a folded stack");
-        }
-        *ret = sqlite3_last_insert_rowid(d->handle);
-        sqlite3_reset(ins);
-        return 0;
 }
 
 /* By kind, then stack: each kind one run. */
@@ -223,7 +189,7 @@ int merge_fold_plan(const struct db *d, const char *bucket_keys_sql, const hashm
                 if (got)
                         memcpy(frames + n_frames, buf, got * sizeof(*buf));
                 items[i].at = n_frames;
-                items[i].user_end = sqlite3_column_type(get, 1) == SQLITE_NULL ? INT32_MIN : sqlite3_column_int(get, 1);
+                items[i].user_end = sqlite3_column_type(get, 1) == SQLITE_NULL ? STORE_END_UNKNOWN : sqlite3_column_int(get, 1);
                 fs[i].n = got;
                 n_frames += got;
         }
@@ -259,11 +225,9 @@ int merge_fold_plan(const struct db *d, const char *bucket_keys_sql, const hashm
                         break;
                 }
                 if (!sel) {
-                        k = db_prepare(d, "SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2 AND user_end IS ?3",
-                                       NULL, 0, &sel);
+                        k = db_prepare(d, STORE_STACK_SELECT_SQL, NULL, 0, &sel);
                         if (k >= 0)
-                                k = db_prepare(d, "INSERT INTO stacks (hash, frames, user_end) VALUES (?1, ?2, ?3)",
-                                               NULL, 0, &ins);
+                                k = db_prepare(d, STORE_STACK_INSERT_SQL, NULL, 0, &ins);
                         if (k < 0)
                                 break;
                 }
@@ -278,7 +242,7 @@ int merge_fold_plan(const struct db *d, const char *bucket_keys_sql, const hashm
                 }
                 memcpy(ids, fs[i].frames, fs[i].keep * sizeof(*ids));
                 ids[fs[i].keep] = folded;
-                k = stack_find_or_add(d, sel, ins, ids, fs[i].keep + 1, items[i].user_end, &packed, &id);
+                k = store_stack_id(d, sel, ins, ids, fs[i].keep + 1, items[i].user_end, &packed, &id);
                 if (k >= 0)
                         k = hashmap_put(map, UINT64_TO_KEY(items[i].key), (void *) (intptr_t) id);
                 count++;

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "db.h"
 #include "hashmap.h"
 #include "store.h"
+#include "varint.h"
 
 /* --- store.c: the connection --------------------------------------------- */
 
@@ -51,6 +53,20 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(store *, store_disconnect)
 int store_unusable(const store *s, int r);
 
 /* --- store-write.c: the drain connection's write state ------------------- */
+
+/* The statements store_stack_id runs, prepared on the connection it is
+ * given: ?4 is the frames in the form before schema 15 (stack-pack.h), so
+ * a stack stored before the upgrade is found, not stored again. */
+#define STORE_STACK_SELECT_SQL "SELECT id FROM stacks WHERE hash = ?1 AND frames IN (?2, ?4) AND user_end IS ?3"
+#define STORE_STACK_INSERT_SQL "INSERT INTO stacks (hash, frames, user_end) VALUES (?1, ?2, ?3)"
+
+/* The id of the stack of these n location ids (root first) and user_end
+ * (STORE_END_UNKNOWN: NULL), stored if new: the drain connection's writes
+ * and retention's folded stacks (merge-fold.c) share it. sel and ins are
+ * the two statements above, prepared on d; packed is the caller's scratch
+ * buffer. Returns 0 or a negative errno, logged. */
+int store_stack_id(const struct db *d, sqlite3_stmt *sel, sqlite3_stmt *ins, const int64_t *ids, size_t n,
+                   int user_end, struct varint_out *packed, int64_t *ret);
 
 /* Prepares the write statements and makes the id caches, empty. Returns 0
  * or a negative errno, logged. */

@@ -62,10 +62,8 @@ static const char *const stmt_sql[_STMT_MAX] = {
         [STMT_SELECT_LOCATION] = "SELECT id FROM locations WHERE mapping_id = ?1 AND address = ?2",
         [STMT_INSERT_LOCATION] = "INSERT INTO locations (mapping_id, address, function_id, kernel, unresolved) "
                                  "VALUES (?1, ?2, ?3, ?4, ?5)",
-        /* ?4: the frames in the form before schema 15 (stack-pack.h), so a
-         * stack stored before the upgrade is found, not stored again */
-        [STMT_SELECT_STACK] = "SELECT id FROM stacks WHERE hash = ?1 AND frames IN (?2, ?4) AND user_end IS ?3",
-        [STMT_INSERT_STACK] = "INSERT INTO stacks (hash, frames, user_end) VALUES (?1, ?2, ?3)",
+        [STMT_SELECT_STACK] = STORE_STACK_SELECT_SQL,
+        [STMT_INSERT_STACK] = STORE_STACK_INSERT_SQL,
         [STMT_UPSERT_PROCESS] = "INSERT INTO processes (pid, start_ns, comm, exe, uid, cgroup, unit, container) "
                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
                                 "ON CONFLICT (pid, start_ns) DO UPDATE SET comm = excluded.comm, "
@@ -428,35 +426,49 @@ static void bind_user_end(sqlite3_stmt *st, int i, int user_end) {
  * truncated and complete are two rows, so each answers for its own end.
  * The hash is of the ids as 64-bit integers whatever form the row keeps
  * them in, so rows of both forms are found by it. */
-static int stack_id(store *s, const int64_t *locations, size_t n, int user_end, int64_t *ret) {
-        struct store_write *w = s->write;
+int store_stack_id(const struct db *d, sqlite3_stmt *sel, sqlite3_stmt *ins, const int64_t *ids, size_t n,
+                   int user_end, struct varint_out *packed, int64_t *ret) {
         size_t bytes = n * sizeof(int64_t);
-        uint64_t h = hash_bytes(locations, bytes);
-        sqlite3_stmt *sel = w->stmts[STMT_SELECT_STACK], *ins = w->stmts[STMT_INSERT_STACK];
-        int r;
+        uint64_t h = hash_bytes(ids, bytes);
+        int rc, r;
 
         /* the form before schema 15 is the ids little-endian; this build
          * only targets little-endian machines (x86-64, arm64) */
         _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stack blobs are little-endian");
-        w->packed.size = 0;
-        r = stack_pack(locations, n, &w->packed);
+        packed->size = 0;
+        r = stack_pack(ids, n, packed);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(sel, 1, (int64_t) h);
-        sqlite3_bind_blob(sel, 2, w->packed.data, (int) w->packed.size, SQLITE_STATIC);
+        sqlite3_bind_blob(sel, 2, packed->data, (int) packed->size, SQLITE_STATIC);
         bind_user_end(sel, 3, user_end);
-        sqlite3_bind_blob(sel, 4, locations, (int) bytes, SQLITE_STATIC);
-        r = step_id(s, sel, ret, "stack lookup");
-        if (r != 0)
-                return r < 0 ? r : 0;
+        sqlite3_bind_blob(sel, 4, ids, (int) bytes, SQLITE_STATIC);
+        rc = sqlite3_step(sel);
+        if (rc == SQLITE_ROW)
+                *ret = sqlite3_column_int64(sel, 0);
+        sqlite3_reset(sel);
+        sqlite3_clear_bindings(sel);
+        if (rc == SQLITE_ROW)
+                return 0;
+        if (rc != SQLITE_DONE)
+                return db_fail(d, rc, "stack lookup");
         sqlite3_bind_int64(ins, 1, (int64_t) h);
-        sqlite3_bind_blob(ins, 2, w->packed.data, (int) w->packed.size, SQLITE_STATIC);
+        sqlite3_bind_blob(ins, 2, packed->data, (int) packed->size, SQLITE_STATIC);
         bind_user_end(ins, 3, user_end);
-        r = step_done(s, ins, "stack insert");
-        if (r < 0)
-                return r;
-        *ret = sqlite3_last_insert_rowid(s->d.handle);
+        rc = sqlite3_step(ins);
+        sqlite3_reset(ins);
+        sqlite3_clear_bindings(ins);
+        if (rc != SQLITE_DONE)
+                return db_fail(d, rc, "stack insert");
+        *ret = sqlite3_last_insert_rowid(d->handle);
         return 0;
+}
+
+static int stack_id(store *s, const int64_t *locations, size_t n, int user_end, int64_t *ret) {
+        struct store_write *w = s->write;
+
+        return store_stack_id(&s->d, w->stmts[STMT_SELECT_STACK], w->stmts[STMT_INSERT_STACK], locations, n, user_end,
+                              &w->packed, ret);
 }
 
 static int process_id(store *s, const struct store_process *p, int64_t *ret) {
