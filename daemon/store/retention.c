@@ -362,6 +362,7 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
         _cleanup_free_ struct sample_entry *taken = NULL, *kept = NULL;
         hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64(), *doomed = hashmap_new_u64(), *fold = NULL;
         sqlite3_stmt *st = NULL;
+        _cleanup_stmt_ sqlite3_stmt *ins = NULL; /* the blocks written, one statement for all */
         int64_t process = -1, written = 0;
         size_t n = 0, cap = 0, kept_cap = 0;
         int kind = -1, rc, k;
@@ -420,7 +421,7 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                         if (mode == TAKE_MERGE)
                                 n = sample_entries_combine(taken, n);
                         if (mode != TAKE_DELETE) {
-                                k = sample_blocks_insert(&r->d, -to, kind, process, taken, n, refs, prefs);
+                                k = sample_blocks_insert(&r->d, &ins, -to, kind, process, taken, n, refs, prefs);
                                 written += (int64_t) n;
                         }
                         n = 0;
@@ -478,7 +479,7 @@ static int64_t blocks_take(retention *r, enum take_mode mode, int64_t to) {
                         taken[n++] = e;
                 }
                 /* what it holds of other drains stays the process's own */
-                k = sample_blocks_insert(&r->d, -key, kind, p, kept, n_kept, refs, prefs);
+                k = sample_blocks_insert(&r->d, &ins, -key, kind, p, kept, n_kept, refs, prefs);
         }
         sqlite3_finalize(st);
         st = NULL;

@@ -71,9 +71,8 @@ int stack_refs_add_block(hashmap *refs, const struct sample_block *b, int64_t de
         return 0;
 }
 
-int sample_blocks_insert(const struct db *d, int64_t drain, int kind, int64_t process, struct sample_entry *e,
-                         size_t n, hashmap *refs, hashmap *process_refs) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+int sample_blocks_insert(const struct db *d, sqlite3_stmt **st, int64_t drain, int kind, int64_t process,
+                         struct sample_entry *e, size_t n, hashmap *refs, hashmap *process_refs) {
         struct sample_block b;
         int rc, r;
 
@@ -82,28 +81,29 @@ int sample_blocks_insert(const struct db *d, int64_t drain, int kind, int64_t pr
         r = sample_block_pack(e, n, &b);
         if (r < 0)
                 return r;
-        rc = sqlite3_prepare_v3(d->handle,
-                                "INSERT INTO sample_blocks (drain_id, kind, process_id, n, widths, stack_base, tid_base, "
-                                "state_base, peer_base, cgroup_base, value_base, entries) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                                -1, 0, &st, NULL);
-        if (rc != SQLITE_OK) {
-                free(b.data);
-                return db_fail(d, rc, "preparing a block insert");
+        if (!*st) {
+                rc = sqlite3_prepare_v3(d->handle, SAMPLE_BLOCKS_INSERT_SQL, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+                if (rc != SQLITE_OK) {
+                        free(b.data);
+                        return db_fail(d, rc, "preparing a block insert");
+                }
         }
-        sqlite3_bind_int64(st, 1, drain);
-        sqlite3_bind_int(st, 2, kind);
-        sqlite3_bind_int64(st, 3, process);
-        sqlite3_bind_int64(st, 4, (int64_t) b.n);
-        sqlite3_bind_int64(st, 5, b.widths);
+        sqlite3_bind_int64(*st, 1, drain);
+        sqlite3_bind_int(*st, 2, kind);
+        sqlite3_bind_int64(*st, 3, process);
+        sqlite3_bind_int64(*st, 4, (int64_t) b.n);
+        sqlite3_bind_int64(*st, 5, b.widths);
         for (int f = 0; f < SAMPLE_FIELD_SPAN; f++)
-                sqlite3_bind_int64(st, 6 + f, (int64_t) b.base[f]);
+                sqlite3_bind_int64(*st, 6 + f, (int64_t) b.base[f]);
         if (b.size > 0)
-                sqlite3_bind_blob(st, 12, b.data, (int) b.size, free);
+                sqlite3_bind_blob(*st, 12, b.data, (int) b.size, free);
         else
                 free(b.data);
         b.data = NULL;
-        rc = sqlite3_step(st);
+        rc = sqlite3_step(*st);
+        sqlite3_reset(*st);
+        /* frees the packed entries */
+        sqlite3_clear_bindings(*st);
         if (rc != SQLITE_DONE)
                 return db_fail(d, rc, "block insert");
         if (process_refs) {

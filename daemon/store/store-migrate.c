@@ -52,7 +52,7 @@ int store_v7_present(store *s, bool *ret) {
  * errno. */
 static int64_t convert_drain(store *s, int64_t drain, hashmap *refs, hashmap *prefs, struct sample_entry **e,
                              size_t *cap) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_stmt_ sqlite3_stmt *st = NULL, *ins = NULL;
         int64_t process = -1, rows = 0;
         int kind = -1, rc, r;
         size_t n = 0;
@@ -71,7 +71,7 @@ static int64_t convert_drain(store *s, int64_t drain, hashmap *refs, hashmap *pr
                 if (!row && rc != SQLITE_DONE)
                         return db_fail(&s->d, rc, "reading samples to convert");
                 if (n > 0 && (!row || k != kind || p != process)) {
-                        r = sample_blocks_insert(&s->d, drain, kind, process, *e, n, refs, prefs);
+                        r = sample_blocks_insert(&s->d, &ins, drain, kind, process, *e, n, refs, prefs);
                         if (r < 0)
                                 return r;
                         n = 0;

@@ -40,6 +40,7 @@ enum {
         STMT_INSERT_LOCATION,
         STMT_SELECT_STACK,
         STMT_INSERT_STACK,
+        STMT_INSERT_BLOCK,
         STMT_UPSERT_PROCESS,
         STMT_SELECT_PROCESS,
         STMT_INSERT_LOCATION_LINE,
@@ -64,6 +65,7 @@ static const char *const stmt_sql[_STMT_MAX] = {
                                  "VALUES (?1, ?2, ?3, ?4, ?5)",
         [STMT_SELECT_STACK] = STORE_STACK_SELECT_SQL,
         [STMT_INSERT_STACK] = STORE_STACK_INSERT_SQL,
+        [STMT_INSERT_BLOCK] = SAMPLE_BLOCKS_INSERT_SQL,
         [STMT_UPSERT_PROCESS] = "INSERT INTO processes (pid, start_ns, comm, exe, uid, cgroup, unit, container) "
                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
                                 "ON CONFLICT (pid, start_ns) DO UPDATE SET comm = excluded.comm, "
@@ -594,7 +596,7 @@ static int pending_flush(store *s) {
 
         for (size_t i = 0; r >= 0 && i < w->n_pending; i++) {
                 struct pending_block *b = &w->pending[i];
-                r = sample_blocks_insert(&s->d, w->drain_id, b->kind, b->process_id, b->entries, b->n, refs, prefs);
+                r = sample_blocks_insert(&s->d, &w->stmts[STMT_INSERT_BLOCK], w->drain_id, b->kind, b->process_id, b->entries, b->n, refs, prefs);
         }
         if (r >= 0)
                 r = stack_refs_apply(&s->d, refs, false);

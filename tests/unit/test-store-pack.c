@@ -227,7 +227,7 @@ static void test_stored_block_reads_back_through_both_column_sets(void) {
         };
         struct sample_entry one = { .stack_id = 44, .tid = 8, .value = 9 }; /* every field its base: no blob */
         struct db d = { .path = ":memory:", .who = "" };
-        sqlite3_stmt *st;
+        sqlite3_stmt *st, *ins = NULL;
         size_t got = 0;
 
         CHECK_INT_EQ(sqlite3_open(":memory:", &d.handle), SQLITE_OK);
@@ -237,8 +237,11 @@ static void test_stored_block_reads_back_through_both_column_sets(void) {
                                   "peer_base INTEGER, cgroup_base INTEGER, value_base INTEGER, entries BLOB, "
                                   "PRIMARY KEY (drain_id, kind, process_id)) WITHOUT ROWID",
                                   NULL, NULL, NULL), SQLITE_OK);
-        CHECK_INT_EQ(sample_blocks_insert(&d, 1, 0, 1, e, ELEMENTSOF(e), NULL, NULL), 0);
-        CHECK_INT_EQ(sample_blocks_insert(&d, 1, 0, 2, &one, 1, NULL, NULL), 0);
+        /* one statement for both: the second block, which has no blob,
+         * must not find the first one's still bound */
+        CHECK_INT_EQ(sample_blocks_insert(&d, &ins, 1, 0, 1, e, ELEMENTSOF(e), NULL, NULL), 0);
+        CHECK_INT_EQ(sample_blocks_insert(&d, &ins, 1, 0, 2, &one, 1, NULL, NULL), 0);
+        sqlite3_finalize(ins);
         CHECK_INT_EQ(sqlite3_prepare_v2(d.handle, "SELECT " SAMPLE_BLOCK_COLUMNS ", " SAMPLE_BLOCK_COLUMNS_STACKS
                                         " FROM sample_blocks b ORDER BY process_id", -1, &st, NULL), SQLITE_OK);
         while (sqlite3_step(st) == SQLITE_ROW) {
@@ -345,7 +348,7 @@ static void test_view_decodes_both_forms(void) {
         uint64_t x = 0x9e3779b97f4a7c15ULL;
         struct sample_entry e[MAX_N];
         static uint64_t want[BLOCKS * MAX_N + 2], got[BLOCKS * MAX_N + 2];
-        sqlite3_stmt *st, *blocks;
+        sqlite3_stmt *st, *blocks, *ins = NULL;
         size_t rows = 0, entries = 0;
 
         CHECK_INT_EQ(sqlite3_open(":memory:", &d.handle), SQLITE_OK);
@@ -368,8 +371,9 @@ static void test_view_decodes_both_forms(void) {
                                 .span = (uint8_t) (r[6] % SAMPLE_SPAN_MAX),
                         };
                 }
-                CHECK_INT_EQ(sample_blocks_insert(&d, 1000, k % 3, k + 1, e, n, NULL, NULL), 0);
+                CHECK_INT_EQ(sample_blocks_insert(&d, &ins, 1000, k % 3, k + 1, e, n, NULL, NULL), 0);
         }
+        sqlite3_finalize(ins);
         /* and one block in schema 9's form */
         CHECK_INT_EQ(sqlite3_prepare_v2(d.handle,
                                         "INSERT INTO sample_blocks (drain_id, kind, process_id, n, widths, stack_base, tid_base, "
