@@ -97,6 +97,20 @@ int64_t db_run(const struct db *d, const char *sql, const int64_t *args, size_t 
         return sqlite3_changes64(d->handle);
 }
 
+int db_step(const struct db *d, sqlite3_stmt *st, int64_t *ret, const char *what) {
+        int rc = sqlite3_step(st), r = 0;
+
+        if (rc == SQLITE_ROW) {
+                if (ret)
+                        *ret = sqlite3_column_int64(st, 0);
+                r = 1;
+        } else if (rc != SQLITE_DONE)
+                r = db_fail(d, rc, what);
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return r;
+}
+
 int db_limit_wal(const struct db *d) {
         char sql[128];
         int64_t page_size;

@@ -58,6 +58,13 @@ void db_finalize_all(sqlite3_stmt **stmts, size_t n);
  * logged. */
 int64_t db_run(const struct db *d, const char *sql, const int64_t *args, size_t n);
 
+/* Runs the prepared statement st, its parameters bound, then resets it
+ * and clears its bindings for the next use: a statement without results,
+ * or one whose first column of its first row is an integer, put in *ret
+ * (when not NULL). Returns 1 for a row, 0 for none, or a negative errno,
+ * logged with what. */
+int db_step(const struct db *d, sqlite3_stmt *st, int64_t *ret, const char *what);
+
 /* Runs a query of one integer, with integer parameters as db_prepare: the
  * first column of its first row, or dflt when there is no row or it is
  * NULL. Returns 0 or a negative errno, logged. */

@@ -1029,16 +1029,13 @@ static int64_t sweep_table(retention *r, hashmap *live, const char *select_ids, 
         if (k >= 0 && delete_lines)
                 k = db_prepare(&r->d, delete_lines, NULL, 0, &lines);
         for (size_t i = 0; i < n && k >= 0; i++) {
-                sqlite3_stmt *sts[2] = { lines, one };
-
-                for (int j = 0; j < 2 && k >= 0; j++) {
-                        if (!sts[j])
-                                continue;
-                        sqlite3_bind_int64(sts[j], 1, dead[i]);
-                        rc = sqlite3_step(sts[j]);
-                        sqlite3_reset(sts[j]);
-                        if (rc != SQLITE_DONE)
-                                k = db_fail(&r->d, rc, j ? delete_one : delete_lines);
+                if (lines) {
+                        sqlite3_bind_int64(lines, 1, dead[i]);
+                        k = db_step(&r->d, lines, NULL, delete_lines);
+                }
+                if (k >= 0) {
+                        sqlite3_bind_int64(one, 1, dead[i]);
+                        k = db_step(&r->d, one, NULL, delete_one);
                 }
         }
         return k < 0 ? k : (int64_t) n;

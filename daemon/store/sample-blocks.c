@@ -100,12 +100,10 @@ int sample_blocks_insert(const struct db *d, sqlite3_stmt **st, int64_t drain, i
         else
                 free(b.data);
         b.data = NULL;
-        rc = sqlite3_step(*st);
-        sqlite3_reset(*st);
-        /* frees the packed entries */
-        sqlite3_clear_bindings(*st);
-        if (rc != SQLITE_DONE)
-                return db_fail(d, rc, "block insert");
+        /* reset and its bindings cleared, which frees the packed entries */
+        r = db_step(d, *st, NULL, "block insert");
+        if (r < 0)
+                return r;
         if (process_refs) {
                 r = stack_refs_add(process_refs, process, 1);
                 if (r < 0)

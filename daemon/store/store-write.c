@@ -215,27 +215,9 @@ void store_write_free(store *s) {
 
 /* Runs a statement that returns nothing. */
 static int step_done(store *s, sqlite3_stmt *st, const char *what) {
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-        if (rc != SQLITE_DONE)
-                return db_fail(&s->d, rc, what);
-        return 0;
-}
+        int r = db_step(&s->d, st, NULL, what);
 
-/* Runs a statement that returns at most one integer. Returns 1 with
- * *ret set, 0 for no row, or a negative errno. */
-static int step_id(store *s, sqlite3_stmt *st, int64_t *ret, const char *what) {
-        int rc = sqlite3_step(st), r = 0;
-
-        if (rc == SQLITE_ROW) {
-                *ret = sqlite3_column_int64(st, 0);
-                r = 1;
-        } else if (rc != SQLITE_DONE)
-                r = db_fail(&s->d, rc, what);
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-        return r;
+        return r < 0 ? r : 0;
 }
 
 /* Looks key up in cache, else runs select, else insert; caches the id. The
@@ -252,7 +234,7 @@ static int intern(store *s, hashmap *cache, const char *key, sqlite3_stmt *selec
                 sqlite3_clear_bindings(insert);
                 return 0;
         }
-        r = step_id(s, select, ret, "lookup");
+        r = db_step(&s->d, select, ret, "lookup");
         if (r < 0)
                 return r;
         if (r == 0) {
@@ -363,7 +345,7 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
                 return 0;
         sqlite3_bind_int64(sel, 1, mapping);
         sqlite3_bind_int64(sel, 2, (int64_t) f->address);
-        r = step_id(s, sel, ret, "location lookup");
+        r = db_step(&s->d, sel, ret, "location lookup");
         if (r < 0)
                 return r;
         if (r == 0) {
@@ -410,7 +392,7 @@ int store_location_resolved(store *s, const char *module, const char *build_id, 
         sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, build_id ? build_id : "", -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, (int64_t) address);
-        r = step_id(s, st, &resolved, "location lookup");
+        r = db_step(&s->d, st, &resolved, "location lookup");
         if (r <= 0)
                 return r;
         return resolved != 0;
@@ -432,7 +414,7 @@ int store_stack_id(const struct db *d, sqlite3_stmt *sel, sqlite3_stmt *ins, con
                    int user_end, struct varint_out *packed, int64_t *ret) {
         size_t bytes = n * sizeof(int64_t);
         uint64_t h = hash_bytes(ids, bytes);
-        int rc, r;
+        int r;
 
         /* the form before schema 15 is the ids little-endian; this build
          * only targets little-endian machines (x86-64, arm64) */
@@ -445,23 +427,15 @@ int store_stack_id(const struct db *d, sqlite3_stmt *sel, sqlite3_stmt *ins, con
         sqlite3_bind_blob(sel, 2, packed->data, (int) packed->size, SQLITE_STATIC);
         bind_user_end(sel, 3, user_end);
         sqlite3_bind_blob(sel, 4, ids, (int) bytes, SQLITE_STATIC);
-        rc = sqlite3_step(sel);
-        if (rc == SQLITE_ROW)
-                *ret = sqlite3_column_int64(sel, 0);
-        sqlite3_reset(sel);
-        sqlite3_clear_bindings(sel);
-        if (rc == SQLITE_ROW)
-                return 0;
-        if (rc != SQLITE_DONE)
-                return db_fail(d, rc, "stack lookup");
+        r = db_step(d, sel, ret, "stack lookup");
+        if (r != 0)
+                return r < 0 ? r : 0;
         sqlite3_bind_int64(ins, 1, (int64_t) h);
         sqlite3_bind_blob(ins, 2, packed->data, (int) packed->size, SQLITE_STATIC);
         bind_user_end(ins, 3, user_end);
-        rc = sqlite3_step(ins);
-        sqlite3_reset(ins);
-        sqlite3_clear_bindings(ins);
-        if (rc != SQLITE_DONE)
-                return db_fail(d, rc, "stack insert");
+        r = db_step(d, ins, NULL, "stack insert");
+        if (r < 0)
+                return r;
         *ret = sqlite3_last_insert_rowid(d->handle);
         return 0;
 }
@@ -500,7 +474,7 @@ static int process_id(store *s, const struct store_process *p, int64_t *ret) {
                 return r;
         sqlite3_bind_int64(sel, 1, p->pid);
         sqlite3_bind_int64(sel, 2, (int64_t) p->start_ns);
-        r = step_id(s, sel, ret, "process lookup");
+        r = db_step(&s->d, sel, ret, "process lookup");
         if (r <= 0)
                 return r < 0 ? r : -EIO;
         return idmap_put(w->process_ids, p->pid, p->start_ns, *ret);
@@ -596,7 +570,8 @@ static int pending_flush(store *s) {
 
         for (size_t i = 0; r >= 0 && i < w->n_pending; i++) {
                 struct pending_block *b = &w->pending[i];
-                r = sample_blocks_insert(&s->d, &w->stmts[STMT_INSERT_BLOCK], w->drain_id, b->kind, b->process_id, b->entries, b->n, refs, prefs);
+                r = sample_blocks_insert(&s->d, &w->stmts[STMT_INSERT_BLOCK], w->drain_id, b->kind, b->process_id,
+                                         b->entries, b->n, refs, prefs);
         }
         if (r >= 0)
                 r = stack_refs_apply(&s->d, refs, false);
