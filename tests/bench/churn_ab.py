@@ -22,9 +22,10 @@ the whole life's CPU for the same input, per sample and per key stored.
 
 With --seconds, the workload's rounds go on until that long has passed
 (issue 43's hour: `--seconds 3600`), and the span's own figures are added
-for each daemon: its CPU as % of a core over the workload, its BPF
-programs' run time (kernel.bpf_stats_enabled, turned on for the run) as %
-of a core, the store's growth per hour (file and WAL), and what `profctl
+for each daemon: its CPU as % of a core over the workload (and each of its
+threads', user and system, by thread name), its BPF programs' run time
+(kernel.bpf_stats_enabled, turned on for the run) as % of a core, the
+store's growth per hour (file and WAL), and what `profctl
 status` says of the unwinder and of drops at the end.
 
 With --perf, `perf record -F 199 -e cpu-clock -g` follows each daemon from
@@ -150,6 +151,29 @@ def workload(src, rounds, pids, seconds=0):
     return time.monotonic() - t0, forks() - forks0, series, done
 
 
+def threads_cpu_s(pid):
+    """User and system seconds of each of pid's threads by name (threads of
+    one name summed): {comm: [user, sys]}."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue  # ended meanwhile
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        u = out.setdefault(comm, [0.0, 0.0])
+        u[0] += int(fields[11]) / tick
+        u[1] += int(fields[12]) / tick
+    return out
+
+
 def rss_summary(kib):
     """Median, 99th percentile and max of a VmRSS series, MiB."""
     if not kib:
@@ -214,6 +238,7 @@ def main():
         for dm in daemons.values():
             dm["progs"] = bench.owned_progs(dm["p"].pid)
             dm["cpu0"], dm["store0"] = bench.proc_cpu_s(dm["p"].pid), bench.store_bytes(dm["store"])
+            dm["threads0"] = threads_cpu_s(dm["p"].pid)
         progs0 = bench.bpf_progs()
         watch = PeakWatch([dm["p"].pid for dm in daemons.values()])
         watch.start()
@@ -223,6 +248,7 @@ def main():
         progs1 = bench.bpf_progs()
         for dm in daemons.values():
             cpu1, store1 = bench.proc_cpu_s(dm["p"].pid), bench.store_bytes(dm["store"])
+            threads1 = threads_cpu_s(dm["p"].pid)
             bpf = bench.prog_delta(progs0, progs1, dm["progs"])
             bpf_ns = sum(v[1] for v in bpf.values())
             dm["span"] = {
@@ -232,6 +258,11 @@ def main():
                 "bpf_runs": {k: v[0] for k, v in bpf.items()},
                 "store_mib_per_h": round((store1 - dm["store0"]) / 2**20 * 3600 / seconds, 1),
                 "store_mib_end": round(store1 / 2**20, 1),
+                # each thread's share of a core over the span, user and system
+                "threads_cpu_pct": {
+                    comm: {"user": round(100 * (u - dm["threads0"].get(comm, [0, 0])[0]) / seconds, 2),
+                           "sys": round(100 * (k - dm["threads0"].get(comm, [0, 0])[1]) / seconds, 2)}
+                    for comm, (u, k) in sorted(threads1.items())},
             }
         with open(bench.STATS, "w") as f:
             f.write(stats_were)
