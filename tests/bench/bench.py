@@ -748,6 +748,29 @@ def proc_cpu_s(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def threads_cpu_s(pid):
+    """User and system seconds of each of pid's threads by name (threads of
+    one name summed): {comm: [user, sys]}; {} once pid is gone."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue  # ended meanwhile
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        u = out.setdefault(comm, [0.0, 0.0])
+        u[0] += int(fields[11]) / tick
+        u[1] += int(fields[12]) / tick
+    return out
+
+
 def proc_status_kb(pid, key):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith(key + ":"):

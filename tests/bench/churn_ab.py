@@ -151,29 +151,6 @@ def workload(src, rounds, pids, seconds=0):
     return time.monotonic() - t0, forks() - forks0, series, done
 
 
-def threads_cpu_s(pid):
-    """User and system seconds of each of pid's threads by name (threads of
-    one name summed): {comm: [user, sys]}."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                text = f.read()
-        except OSError:
-            continue  # ended meanwhile
-        comm = text[text.index("(") + 1:text.rindex(")")]
-        fields = text.rsplit(")", 1)[1].split()
-        u = out.setdefault(comm, [0.0, 0.0])
-        u[0] += int(fields[11]) / tick
-        u[1] += int(fields[12]) / tick
-    return out
-
-
 def rss_summary(kib):
     """Median, 99th percentile and max of a VmRSS series, MiB."""
     if not kib:
@@ -238,7 +215,7 @@ def main():
         for dm in daemons.values():
             dm["progs"] = bench.owned_progs(dm["p"].pid)
             dm["cpu0"], dm["store0"] = bench.proc_cpu_s(dm["p"].pid), bench.store_bytes(dm["store"])
-            dm["threads0"] = threads_cpu_s(dm["p"].pid)
+            dm["threads0"] = bench.threads_cpu_s(dm["p"].pid)
         progs0 = bench.bpf_progs()
         watch = PeakWatch([dm["p"].pid for dm in daemons.values()])
         watch.start()
@@ -248,7 +225,7 @@ def main():
         progs1 = bench.bpf_progs()
         for dm in daemons.values():
             cpu1, store1 = bench.proc_cpu_s(dm["p"].pid), bench.store_bytes(dm["store"])
-            threads1 = threads_cpu_s(dm["p"].pid)
+            threads1 = bench.threads_cpu_s(dm["p"].pid)
             bpf = bench.prog_delta(progs0, progs1, dm["progs"])
             bpf_ns = sum(v[1] for v in bpf.values())
             dm["span"] = {

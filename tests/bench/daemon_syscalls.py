@@ -36,6 +36,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
 # x86_64 numbers of the calls profd makes; others by number
 NAMES = {0: "read", 1: "write", 3: "close", 5: "fstat", 8: "lseek", 9: "mmap", 10: "mprotect", 11: "munmap",
          12: "brk", 16: "ioctl", 17: "pread64", 18: "pwrite64", 25: "mremap", 28: "madvise", 72: "fcntl",
@@ -46,23 +49,6 @@ WAITS = (7, 202, 232, 271, 281)  # poll, futex, epoll_wait, ppoll, epoll_pwait
 LIBC_WRAPPERS = re.compile(r"^(__GI_|__libc_|__)?(read|write|close|open64|openat64|pread64|pwrite64|madvise|"
                            r"munmap|mmap64|syscall|fstatat64|readlinkat|bpf|fdatasync|ftruncate64|"
                            r"__internal_syscall_cancel|__syscall_cancel_arch)$")
-
-
-def threads_cpu_s(pid):
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                text = f.read()
-        except OSError:
-            continue
-        comm = text[text.index("(") + 1:text.rindex(")")]
-        fields = text.rsplit(")", 1)[1].split()
-        u = out.setdefault(comm, [0.0, 0.0])
-        u[0] += int(fields[11]) / tick
-        u[1] += int(fields[12]) / tick
-    return out
 
 
 def site(stack, frames):
@@ -95,9 +81,9 @@ def main():
             f"delete(@s[tid]); }}")
     bt = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     time.sleep(3)  # attached
-    before, t0 = threads_cpu_s(a.pid), time.monotonic()
+    before, t0 = bench.threads_cpu_s(a.pid), time.monotonic()
     time.sleep(a.seconds)
-    after, span = threads_cpu_s(a.pid), time.monotonic() - t0
+    after, span = bench.threads_cpu_s(a.pid), time.monotonic() - t0
     bt.send_signal(signal.SIGINT)  # prints while the daemon lives: its symbols are read then
     out = bt.communicate(timeout=300)[0]
 
