@@ -333,6 +333,37 @@ static void test_last_row_ends(void) {
         check_find(t, 0x3004, NULL, 0);
 }
 
+/* Sequences out of address order (a function in .text.startup or
+ * .text.unlikely after those of .text): the rows are sorted all the same. */
+static void test_sequences_out_of_order(void) {
+        _cleanup_(line_table_freep) struct line_table *t = NULL;
+        struct prog p = {};
+
+        put_header4_one_file(&p);
+        op_set_address(&p, 0x5000);
+        op_advance_line(&p, 49);
+        put_u8(&p, DW_LNS_copy); /* 0x5000 a.c:50 */
+        op_special(&p, 1, 4);    /* 0x5004 a.c:51 */
+        op_advance_pc(&p, 4);
+        op_end_sequence(&p);     /* 0x5008 */
+        op_set_address(&p, 0x4000);
+        op_advance_line(&p, 9);
+        put_u8(&p, DW_LNS_copy); /* 0x4000 a.c:10 */
+        op_special(&p, 2, 8);    /* 0x4008 a.c:12 */
+        op_advance_pc(&p, 8);
+        op_end_sequence(&p);     /* 0x4010 */
+        CHECK_INT_EQ(prog_read(&p, "/d", &t), 0);
+        CHECK_INT_EQ(line_table_rows(t), 6);
+        check_find(t, 0x3fff, NULL, 0);
+        check_find(t, 0x4000, "/d/a.c", 10);
+        check_find(t, 0x4009, "/d/a.c", 12);
+        check_find(t, 0x4010, NULL, 0);
+        check_find(t, 0x4fff, NULL, 0);
+        check_find(t, 0x5000, "/d/a.c", 50);
+        check_find(t, 0x5007, "/d/a.c", 51);
+        check_find(t, 0x5008, NULL, 0);
+}
+
 /* What the reader leaves to libdw: -EINVAL, never a guess. */
 static void test_left_to_libdw(void) {
         _cleanup_(line_table_freep) struct line_table *t = NULL;
@@ -609,6 +640,7 @@ int main(int argc, char *argv[]) {
         test_version4();
         test_version5();
         test_last_row_ends();
+        test_sequences_out_of_order();
         test_left_to_libdw();
         test_leb128_limits();
 
