@@ -25,8 +25,8 @@ With --seconds, the workload's rounds go on until that long has passed
 for each daemon: its CPU as % of a core over the workload (and each of its
 threads', user and system, by thread name), its BPF programs' run time
 (kernel.bpf_stats_enabled, turned on for the run) as % of a core, the
-store's growth per hour (file and WAL), and what `profctl
-status` says of the unwinder and of drops at the end.
+store's growth per hour (file and WAL), and what `profctl status` says of
+the unwinder and of drops at the end.
 
 With --perf, `perf record -F 199 -e cpu-clock -g` follows each daemon from
 its first drain to its exit (perf.data in --keep's directory). One JSON
