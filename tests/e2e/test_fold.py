@@ -48,7 +48,10 @@ def test_merged_buckets_fold_rare_stacks():
         deadline = time.monotonic() + 60
         while True:
             st = json.loads(d.profctl("status", "--json").stdout)["retention"]
-            if st["folded_stacks"] >= DRAINS * RARE and st["deleted_stacks"] >= DRAINS * RARE:
+            # the stacks go in one step, their locations and functions in
+            # a later one (the sweep): both done before the store is read
+            if (st["folded_stacks"] >= DRAINS * RARE and st["deleted_stacks"] >= DRAINS * RARE
+                    and st["deleted_locations"] >= DRAINS * RARE):
                 break
             assert time.monotonic() < deadline, f"retention folded too little: {st}"
             time.sleep(0.5)
