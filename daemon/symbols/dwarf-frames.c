@@ -410,7 +410,7 @@ static int frame_list_push(struct frame_list *l, const char *raw, const char *fi
 
 /* The scope tree of the CU at cudie, built on first use. NULL and *ret_oom
  * on OOM. */
-static const struct cu_scopes *dwarf_index_cu_scopes(struct dwarf_index *d, Dwarf_Die *cudie, bool *ret_oom) {
+static struct cu_scopes *dwarf_index_cu_scopes(struct dwarf_index *d, Dwarf_Die *cudie, bool *ret_oom) {
         _cleanup_(cu_scopes_freep) struct cu_scopes *c = NULL;
         Dwarf_Off off = dwarf_dieoffset(cudie);
         void *cached;
@@ -425,9 +425,10 @@ static const struct cu_scopes *dwarf_index_cu_scopes(struct dwarf_index *d, Dwar
         if (cu_scopes_build(cudie, &c) < 0 || hashmap_put(d->cu_scopes, UINT64_TO_KEY(off), c) < 0)
                 goto oom;
         d->bytes += cu_scopes_bytes(c) + HASH_ENTRY_BYTES + DWARF_CU_BYTES;
-        /* Building it read the CU's whole DIE tree; the tree is in the
-         * heap now, and what lookups read again faults back in. Given back
-         * once the trees read add up to CU_TREES_DROP_BYTES. */
+        /* Starting it read the CU's children, skipping over their own (the
+         * whole span of the CU's DIEs when they have no DW_AT_sibling, as
+         * clang's); what lookups read again faults back in. Given back once
+         * the trees read add up to CU_TREES_DROP_BYTES. */
         if (d->map) {
                 d->unreleased += cu_span_bytes(cudie);
                 if (d->unreleased >= CU_TREES_DROP_BYTES)
@@ -535,10 +536,11 @@ static int dwarf_inline_chain(struct dwarf_index *d, Dwarf_Die *cudie, const str
 
 int dwarf_index_collect(struct dwarf_index *d, uint64_t vaddr, const char *symbol, struct frame_list *l) {
         const struct line_table *lines = NULL;
-        const struct cu_scopes *scopes = NULL;
+        struct cu_scopes *scopes = NULL;
         uint32_t innermost = SCOPE_NONE;
         Dwarf_Die *cudie;
         const char *file = NULL;
+        uint64_t bytes;
         unsigned line = 0;
         bool oom = false;
         int r;
@@ -564,7 +566,12 @@ int dwarf_index_collect(struct dwarf_index *d, uint64_t vaddr, const char *symbo
                 scopes = oom ? NULL : dwarf_index_cu_scopes(d, cudie, &oom);
                 if (oom)
                         return -ENOMEM;
-                innermost = cu_scopes_innermost(scopes, vaddr);
+                bytes = cu_scopes_bytes(scopes);
+                r = cu_scopes_innermost(scopes, vaddr, &innermost);
+                /* what the descent read stays, counted, even on OOM */
+                d->bytes += cu_scopes_bytes(scopes) - bytes;
+                if (r < 0)
+                        return r;
         }
 
         for (uint32_t node = innermost; node != SCOPE_NONE; node = cu_scopes_parent(scopes, node)) {
