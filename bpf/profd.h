@@ -546,6 +546,14 @@ struct profd_event {
          * profd_runtime_id): HotSpot's frames are of two (a Method*, a
          * CodeBlob*), named by different namers; else 0 */
         __u32 rt_id;
+        /* PROFD_EVENT_NEW_PROCESS and _EXEC, of the thread group's leader
+         * as its /proc/PID shows it: the id of its cgroup (v2; 0 when it
+         * could not be read), and its effective uid and pid in its own pid
+         * namespace (ns_pid 0 when they could not be read). The snapshot
+         * need not read status and, for a cgroup seen before, cgroup. */
+        __u64 cgroup_id;
+        __u32 euid;
+        __u32 ns_pid;
 };
 
 /* Value of the LRU map "seen": tgid -> start_ns of the instance announced. */
@@ -564,7 +572,7 @@ _Static_assert(sizeof(struct profd_node16) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_
 _Static_assert(sizeof(struct profd_node32) == 16 + 8 * PROFD_CLASS_FRAMES(PROFD_CLASS_32), "profd_node32 layout");
 _Static_assert(PROFD_CLASS_FRAMES(PROFD_CLASS__MAX - 1) == PROFD_NODE_CHUNK, "full nodes are the largest class");
 _Static_assert(PROFD_STACK_LOST >> PROFD_ID_CLASS_SHIFT == 3 && PROFD_CLASS__MAX <= 3, "ids never meet the sentinels");
-_Static_assert(sizeof(struct profd_event) == 40, "profd_event layout");
+_Static_assert(sizeof(struct profd_event) == 56, "profd_event layout");
 _Static_assert(sizeof(struct profd_seen) == 8, "profd_seen layout");
 _Static_assert(sizeof(struct profd_unwind_row) == 8, "profd_unwind_row layout");
 _Static_assert(sizeof(struct profd_unwind_mapping) == 40, "profd_unwind_mapping layout");

@@ -224,6 +224,28 @@ static __always_inline bool log_sample(__u32 gen, const struct profd_sample_key 
         return true;
 }
 
+/* What the snapshot would read from /proc/PID/status and cgroup, of the
+ * leader: its effective uid and its pid in its innermost pid namespace
+ * (ns_pid 0 when either cannot be read: the daemon reads status then),
+ * and its cgroup v2 id (0 when unread), which the daemon names once per
+ * cgroup. Reads through CO-RE, so that the sampler's perf_event program
+ * can call it as the tracepoints do. */
+static __always_inline void announce_ids(struct profd_event *e, struct task_struct *leader) {
+        const struct cred *cred = BPF_CORE_READ(leader, cred);
+        struct pid *pid = BPF_CORE_READ(leader, thread_pid);
+        unsigned int level = BPF_CORE_READ(pid, level);
+        __u64 off = bpf_core_field_offset(struct pid, numbers) +
+                (__u64) (level & 63) * bpf_core_type_size(struct upid) + bpf_core_field_offset(struct upid, nr);
+        int nr = 0;
+
+        e->ns_pid = 0;
+        e->euid = 0;
+        if (cred && pid && level < 64 && bpf_core_read(&e->euid, sizeof(e->euid), &cred->euid.val) == 0 &&
+            bpf_probe_read_kernel(&nr, sizeof(nr), (const char *) pid + off) == 0 && nr > 0)
+                e->ns_pid = (__u32) nr;
+        e->cgroup_id = BPF_CORE_READ(leader, cgroups, dfl_cgrp, kn, id);
+}
+
 /* Tells the daemon about a process instance; false if the ring buffer was full
  * (counted), so the caller can try again on a later event. Out of line:
  * rare, and its code (the comm's copy) would else sit between a sample's
@@ -237,7 +259,9 @@ static __noinline bool announce(__u32 type, struct task_struct *task, __u32 tgid
         e->type = type;
         e->tgid = tgid;
         e->start_ns = start_ns;
+        e->rt_slot = e->rt_id = 0;
         BPF_CORE_READ_STR_INTO(&e->comm, task, group_leader, comm);
+        announce_ids(e, BPF_CORE_READ(task, group_leader));
         bpf_ringbuf_submit(e, *(volatile __u64 *) &events_submit_flags);
         return true;
 }

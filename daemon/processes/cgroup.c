@@ -90,3 +90,53 @@ int cgroup_unit(const char *path, char **ret_unit) {
 int cgroup_container_id(const char *path, char **ret_id) {
         return deepest_component(path, match_container, ret_id);
 }
+
+/* Field i (0-based) of a mountinfo line, space separated: *ret_len bytes at
+ * the returned pointer; NULL when the line has fewer fields. */
+static const char *mountinfo_field(const char *line, size_t line_len, unsigned i, size_t *ret_len) {
+        const char *p = line, *end = line + line_len;
+
+        for (;;) {
+                const char *sp = memchr(p, ' ', (size_t) (end - p));
+
+                if (i == 0) {
+                        *ret_len = (size_t) ((sp ? sp : end) - p);
+                        return p;
+                }
+                if (!sp)
+                        return NULL;
+                p = sp + 1;
+                i--;
+        }
+}
+
+int cgroup2_mount_point(const char *mountinfo, char **ret) {
+        for (const char *line = mountinfo; line && *line;) {
+                const char *nl = strchr(line, '\n'), *f, *sep;
+                size_t n = nl ? (size_t) (nl - line) : strlen(line), len;
+
+                /* after the optional fields comes " - ": then the type */
+                sep = memmem(line, n, " - ", 3);
+                if (sep && (f = mountinfo_field(sep + 3, n - (size_t) (sep + 3 - line), 0, &len)) &&
+                    len == strlen("cgroup2") && memcmp(f, "cgroup2", len) == 0 &&
+                    (f = mountinfo_field(line, (size_t) (sep - line), 4, &len)) && len > 0) {
+                        char *path = malloc(len + 1), *o = path;
+
+                        if (!path)
+                                return -ENOMEM;
+                        for (size_t i = 0; i < len; i++) {
+                                if (f[i] == '\\' && i + 3 < len && f[i + 1] >= '0' && f[i + 1] <= '3' &&
+                                    f[i + 2] >= '0' && f[i + 2] <= '7' && f[i + 3] >= '0' && f[i + 3] <= '7') {
+                                        *o++ = (char) ((f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 + (f[i + 3] - '0'));
+                                        i += 3;
+                                } else
+                                        *o++ = f[i];
+                        }
+                        *o = '\0';
+                        *ret = path;
+                        return 0;
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        return -ENOENT;
+}

@@ -24,3 +24,10 @@ int cgroup_unit(const char *path, char **ret_unit);
  * kubepods .../pod<uid>/<id> layout. Returns 0 with *ret_id malloc'd,
  * -ENOENT when there is none, -ENOMEM. */
 int cgroup_container_id(const char *path, char **ret_id);
+
+/* The mount point of the cgroup v2 hierarchy in a /proc/PID/mountinfo text:
+ * the first mount of type "cgroup2" ("/sys/fs/cgroup" on a unified host,
+ * "/sys/fs/cgroup/unified" on a hybrid one), with mountinfo's octal
+ * escapes (\040 for a space) undone. Returns 0 with *ret malloc'd,
+ * -ENOENT when none is mounted (a v1-only host), -ENOMEM. */
+int cgroup2_mount_point(const char *mountinfo, char **ret);

@@ -382,10 +382,98 @@ static int parse_ns_pid(const char *status, uint32_t *ret) {
         return 0;
 }
 
-/* ret_maps: NULL, or where a copy of the maps file as read goes. */
-static int snapshot(const char *proc_root, struct proc *p, char **ret_maps) {
+struct cgroup_paths {
+        char *mount;
+        hashmap *by_id; /* cgroup id -> its path (malloc'd) */
+        uint64_t hits, misses;
+};
+
+cgroup_paths *cgroup_paths_new(const char *mount) {
+        cgroup_paths *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return NULL;
+        c->mount = strdup(mount);
+        c->by_id = hashmap_new_u64();
+        if (!c->mount || !c->by_id)
+                return cgroup_paths_free(c);
+        return c;
+}
+
+static void cgroup_paths_free_paths(cgroup_paths *c) {
+        size_t i = 0;
+        void *v;
+
+        while (hashmap_iterate(c->by_id, &i, NULL, &v))
+                free(v);
+}
+
+cgroup_paths *cgroup_paths_free(cgroup_paths *c) {
+        if (!c)
+                return NULL;
+        if (c->by_id)
+                cgroup_paths_free_paths(c);
+        hashmap_free(c->by_id);
+        free(c->mount);
+        free(c);
+        return NULL;
+}
+
+void cgroup_paths_counts(const cgroup_paths *c, uint64_t *ret_hits, uint64_t *ret_misses) {
+        *ret_hits = c ? c->hits : 0;
+        *ret_misses = c ? c->misses : 0;
+}
+
+/* The path of cgroup id, or NULL when it is not known. */
+static const char *cgroup_paths_get(cgroup_paths *c, uint64_t id) {
+        void *v;
+
+        if (!c || id == 0 || hashmap_get(c->by_id, UINT64_TO_KEY(id), &v) < 0)
+                return NULL;
+        c->hits++;
+        return v;
+}
+
+/* Keeps path as cgroup id's if the mount's directory of that path is that
+ * cgroup. Returns 0 (kept or not) or -ENOMEM. */
+static int cgroup_paths_learn(cgroup_paths *c, uint64_t id, const char *path) {
+        _cleanup_free_ char *dir = NULL, *copy = NULL;
+        struct stat st;
+        int r;
+
+        if (!c || id == 0 || !path)
+                return 0;
+        c->misses++;
+        if (asprintf(&dir, "%s%s", c->mount, path) < 0)
+                return -ENOMEM;
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || (uint64_t) st.st_ino != id)
+                return 0;
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        if (hashmap_size(c->by_id) >= CGROUP_PATHS_MAX) {
+                hashmap *fresh = hashmap_new_u64();
+
+                if (!fresh)
+                        return -ENOMEM;
+                cgroup_paths_free_paths(c);
+                hashmap_free(c->by_id);
+                c->by_id = fresh;
+        }
+        r = hashmap_put(c->by_id, UINT64_TO_KEY(id), copy);
+        if (r < 0)
+                return r == -EEXIST ? 0 : r;
+        TAKE_PTR(copy);
+        return 0;
+}
+
+/* ret_maps: NULL, or where a copy of the maps file as read goes. hint:
+ * what need not be read (NULL: read everything). */
+static int snapshot(const char *proc_root, struct proc *p, char **ret_maps, const struct proc_hint *hint,
+                    cgroup_paths *cgroups) {
         _cleanup_close_ int pfd = -1;
         _cleanup_free_ char *text = NULL, *maps = NULL;
+        const char *cgroup = NULL;
         char buf[PATH_MAX];
         ssize_t n;
         int r;
@@ -393,7 +481,8 @@ static int snapshot(const char *proc_root, struct proc *p, char **ret_maps) {
         pfd = proc_dir_open(proc_root, p->pid, p->start_ns);
         if (pfd < 0)
                 return pfd;
-        if (read_full_fileat(pfd, "comm", &text) >= 0) {
+        /* the event's name is the leader's, read as the kernel has it */
+        if ((!hint || !hint->comm || !hint->comm[0]) && read_full_fileat(pfd, "comm", &text) >= 0) {
                 text[strcspn(text, "\n")] = '\0';
                 snprintf(p->comm, sizeof(p->comm), "%s", text);
                 text = (free(text), NULL);
@@ -405,17 +494,27 @@ static int snapshot(const char *proc_root, struct proc *p, char **ret_maps) {
                 if (!p->exe)
                         return -ENOMEM;
         }
-        if (read_full_fileat(pfd, "status", &text) >= 0) {
+        if (hint && hint->have_ids) {
+                p->uid = hint->euid;
+                p->have_uid = true;
+                p->ns_pid = hint->ns_pid;
+        } else if (read_full_fileat(pfd, "status", &text) >= 0) {
                 p->have_uid = procstatus_parse_euid(text, &p->uid) >= 0;
                 if (parse_ns_pid(text, &p->ns_pid) < 0)
                         p->ns_pid = p->pid;
                 text = (free(text), NULL);
         }
-        if (read_full_fileat(pfd, "cgroup", &text) >= 0) {
+        if (hint && (cgroup = cgroup_paths_get(cgroups, hint->cgroup_id))) {
+                p->cgroup = strdup(cgroup);
+                if (!p->cgroup)
+                        return -ENOMEM;
+        } else if (read_full_fileat(pfd, "cgroup", &text) >= 0) {
                 r = proccgroup_parse_v2(text, &p->cgroup);
                 if (r == -ENOMEM)
                         return r;
                 text = (free(text), NULL);
+                if (hint && cgroup_paths_learn(cgroups, hint->cgroup_id, p->cgroup) < 0)
+                        return -ENOMEM;
         }
         /* the process may exit while it is read: through pfd, its maps are
          * then empty or unreadable, never another process's */
@@ -450,8 +549,10 @@ static struct entry *entry_new(uint32_t pid, uint64_t start_ns) {
         return e;
 }
 
-int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
-                  bool *ret_vanished, char **ret_maps) {
+/* A snapshot of instance (pid, start_ns) named comm until read. */
+static int snapshot_new(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm,
+                        const struct proc_hint *hint, cgroup_paths *cgroups, struct proc **ret, bool *ret_vanished,
+                        char **ret_maps) {
         struct entry *e = entry_new(pid, start_ns);
         int r;
 
@@ -459,8 +560,8 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
                 *ret_maps = NULL;
         if (!e)
                 return -ENOMEM;
-        snprintf(e->proc.comm, sizeof(e->proc.comm), "%s", comm);
-        r = snapshot(proc_root, &e->proc, ret_maps);
+        snprintf(e->proc.comm, sizeof(e->proc.comm), "%s", comm ?: "");
+        r = snapshot(proc_root, &e->proc, ret_maps, hint, cgroups);
         if (r == -ENOMEM) {
                 entry_free(e);
                 return r;
@@ -473,6 +574,17 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
         *ret_vanished = r < 0;
         *ret = &e->proc;
         return 0;
+}
+
+int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
+                  bool *ret_vanished, char **ret_maps) {
+        return snapshot_new(proc_root, pid, start_ns, comm, NULL, NULL, ret, ret_vanished, ret_maps);
+}
+
+int proc_snapshot_hinted(const char *proc_root, uint32_t pid, uint64_t start_ns, const struct proc_hint *hint,
+                         cgroup_paths *cgroups, struct proc **ret, bool *ret_vanished, char **ret_maps) {
+        return snapshot_new(proc_root, pid, start_ns, hint ? hint->comm : NULL, hint, cgroups, ret, ret_vanished,
+                            ret_maps);
 }
 
 int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, char *maps_text, struct proc **ret) {

@@ -58,6 +58,30 @@ struct proc {
         struct proc_jit_file jit_file;
 };
 
+/* What a process event told of the instance (bpf/profd.h), so that the
+ * snapshot need not read it from /proc. */
+struct proc_hint {
+        const char *comm;      /* the leader's name; NULL or "": read comm */
+        bool have_ids;         /* euid and ns_pid are the leader's; false: read status */
+        uint32_t euid, ns_pid;
+        uint64_t cgroup_id;    /* its cgroup v2 id; 0: unknown (cgroup read) */
+};
+
+/* The paths of cgroups by id, as the snapshots found them: a cgroup's
+ * path is read from /proc/PID/cgroup once, not for every process in it.
+ * A path is kept only once the directory it names under the cgroup v2
+ * mount is the cgroup of that id (its inode number), so a process that
+ * changed cgroups between its event and its snapshot is read, not cached
+ * under the id it left. Holds at most CGROUP_PATHS_MAX (then starts
+ * over). Only the event loop's thread uses it. */
+#define CGROUP_PATHS_MAX 4096
+typedef struct cgroup_paths cgroup_paths;
+/* mount: the cgroup v2 mount ("/sys/fs/cgroup"). NULL on OOM. */
+cgroup_paths *cgroup_paths_new(const char *mount);
+cgroup_paths *cgroup_paths_free(cgroup_paths *c);
+/* The hits and misses so far (status). */
+void cgroup_paths_counts(const cgroup_paths *c, uint64_t *ret_hits, uint64_t *ret_misses);
+
 /* Reads /proc/PID under proc_root ("/proc") now and opens the executable
  * mappings' files (through map_files: deleted files and other mount
  * namespaces included). A process already gone (or whose pid now belongs to
@@ -68,6 +92,11 @@ struct proc {
  * Cheap: no file is parsed. */
 int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
                   bool *ret_vanished, char **ret_maps);
+/* proc_snapshot, reading from /proc only what hint does not tell (hint:
+ * NULL for all of it); cgroups (NULL: none) names the hinted cgroup id
+ * without reading. */
+int proc_snapshot_hinted(const char *proc_root, uint32_t pid, uint64_t start_ns, const struct proc_hint *hint,
+                         cgroup_paths *cgroups, struct proc **ret, bool *ret_vanished, char **ret_maps);
 /* Reads only /proc/PID/maps under proc_root now (or takes maps_text, the
  * same file as read moments ago by whoever found the change, changed in
  * place; NULL: read it) and opens the executable mappings' files, for an

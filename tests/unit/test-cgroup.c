@@ -194,9 +194,47 @@ static void test_store_fills_new_rows(void) {
         }
 }
 
+/* The cgroup v2 mount from mountinfo: unified (Debian 12's default),
+ * hybrid (v1 controllers, v2 under unified), v1 only (none), an escaped
+ * space, a line with several optional fields, a truncated line. */
+static void test_cgroup2_mount_point(void) {
+        static const char unified[] =
+                "22 28 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+                "26 21 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
+        static const char hybrid[] =
+                "25 21 0:22 / /sys/fs/cgroup ro,nosuid shared:5 - tmpfs tmpfs ro,mode=755\n"
+                "26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid shared:6 master:2 - cgroup2 cgroup2 rw\n"
+                "27 25 0:24 / /sys/fs/cgroup/cpu rw shared:7 - cgroup cgroup rw,cpu\n";
+        static const char v1[] =
+                "25 21 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+                "27 25 0:24 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+                "28 25 0:25 / /sys/fs/cgroup/x rw - cgroup2";
+        static const char escaped[] = "26 21 0:23 / /mnt/my\\040cgroups rw - cgroup2 none rw\n";
+        char *m = NULL;
+
+        CHECK_INT_EQ(cgroup2_mount_point(unified, &m), 0);
+        CHECK_STR_EQ(m, "/sys/fs/cgroup");
+        free(m);
+        CHECK_INT_EQ(cgroup2_mount_point(hybrid, &m), 0);
+        CHECK_STR_EQ(m, "/sys/fs/cgroup/unified");
+        free(m);
+        CHECK_INT_EQ(cgroup2_mount_point(escaped, &m), 0);
+        CHECK_STR_EQ(m, "/mnt/my cgroups");
+        free(m);
+        /* the last line's type is cgroup2 but has no source: still its
+         * mount point; the others are v1 */
+        CHECK_INT_EQ(cgroup2_mount_point(v1, &m), 0);
+        CHECK_STR_EQ(m, "/sys/fs/cgroup/x");
+        free(m);
+        CHECK_INT_EQ(cgroup2_mount_point("25 21 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n", &m), -ENOENT);
+        CHECK_INT_EQ(cgroup2_mount_point("", &m), -ENOENT);
+        CHECK_INT_EQ(cgroup2_mount_point("26 21 0:23 - cgroup2\n", &m), -ENOENT);
+}
+
 int main(void) {
         test_rules();
         test_migration_agrees_with_c();
         test_store_fills_new_rows();
+        test_cgroup2_mount_point();
         TESTS_DONE();
 }

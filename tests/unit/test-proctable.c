@@ -376,6 +376,79 @@ static void test_perf_map_read_in_the_process_root_by_its_ns_pid(void) {
         set_alive(false);
 }
 
+
+/* A process event's hint (issue 43: the exec event carries the leader's
+ * euid, pid in its namespace and cgroup id): what it tells is taken, not
+ * read; without ids status is read. A cgroup's path is read once per id,
+ * and kept only when the cgroup mount's directory of that path is the
+ * cgroup of that id (its inode number): a process that moved between its
+ * event and its snapshot is read each time, not cached under the id it
+ * left. */
+static void test_hinted_snapshot(void) {
+        _cleanup_free_ char *mount = NULL, *dir = NULL;
+        cgroup_paths *cg;
+        struct proc *p = NULL;
+        struct stat st;
+        uint64_t named, read, id;
+        bool vanished;
+
+        set_alive(true);
+        set_maps(MAP_EXE);
+        put_file("42/comm", "fromproc\n");
+        put_file("42/status", "Name:\tfromproc\nUid:\t1000\t1001\t1001\t1001\nNSpid:\t42\t7\n");
+        put_file("42/cgroup", "0::/system.slice/a.service\n");
+        CHECK(asprintf(&mount, "%s/cgroupfs", root) > 0);
+        put_file("cgroupfs/system.slice/a.service/cgroup.procs", "");
+        CHECK(asprintf(&dir, "%s/system.slice/a.service", mount) > 0);
+        CHECK_INT_EQ(stat(dir, &st), 0);
+        id = (uint64_t) st.st_ino;
+        cg = cgroup_paths_new(mount);
+        CHECK(cg != NULL);
+
+        /* no ids: read from /proc, the event's comm kept */
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS, &(struct proc_hint) { .comm = "event" }, cg, &p,
+                                          &vanished, NULL), 0);
+        CHECK(!vanished);
+        CHECK_STR_EQ(p->comm, "event");
+        CHECK(p->have_uid && p->uid == 1001 && p->ns_pid == 7);
+        CHECK_STR_EQ(p->cgroup, "/system.slice/a.service");
+        proc_free(p);
+
+        /* the ids told: taken; the cgroup read once more, and learned */
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS,
+                                          &(struct proc_hint) { .comm = "event", .have_ids = true, .euid = 0,
+                                                                .ns_pid = 9, .cgroup_id = id },
+                                          cg, &p, &vanished, NULL), 0);
+        CHECK(p->have_uid && p->uid == 0 && p->ns_pid == 9);
+        CHECK_STR_EQ(p->cgroup, "/system.slice/a.service");
+        proc_free(p);
+        cgroup_paths_counts(cg, &named, &read);
+        CHECK(named == 0 && read == 1);
+
+        /* known now: not read (the file says otherwise, the id decides) */
+        put_file("42/cgroup", "0::/elsewhere.service\n");
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS,
+                                          &(struct proc_hint) { .comm = "event", .have_ids = true, .cgroup_id = id },
+                                          cg, &p, &vanished, NULL), 0);
+        CHECK_STR_EQ(p->cgroup, "/system.slice/a.service");
+        proc_free(p);
+        cgroup_paths_counts(cg, &named, &read);
+        CHECK(named == 1 && read == 1);
+
+        /* an id whose directory is not the path read: read every time */
+        for (int i = 0; i < 2; i++) {
+                CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS,
+                                                  &(struct proc_hint) { .have_ids = true, .cgroup_id = id + 1 }, cg,
+                                                  &p, &vanished, NULL), 0);
+                CHECK_STR_EQ(p->cgroup, "/elsewhere.service");
+                CHECK_STR_EQ(p->comm, "fromproc"); /* no comm told: read */
+                proc_free(p);
+        }
+        cgroup_paths_counts(cg, &named, &read);
+        CHECK(named == 1 && read == 3);
+        cgroup_paths_free(cg);
+}
+
 int main(void) {
         _cleanup_free_ char *cmd = NULL;
 
@@ -388,6 +461,7 @@ int main(void) {
         test_maps_only_from_given_text();
         test_snapshot_gives_its_maps();
         test_perf_map_read_in_the_process_root_by_its_ns_pid();
+        test_hinted_snapshot();
         CHECK(asprintf(&cmd, "rm -rf %s", root) > 0);
         CHECK_INT_EQ(system(cmd), 0);
         TESTS_DONE();

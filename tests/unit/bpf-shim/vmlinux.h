@@ -19,6 +19,36 @@ struct thread_struct {
         unsigned long fsbase;
 };
 
+typedef struct {
+        __u32 val;
+} kuid_t;
+
+struct cred {
+        kuid_t euid;
+};
+
+struct upid {
+        int nr;
+        void *ns;
+};
+
+struct pid {
+        unsigned int level;
+        struct upid numbers[2];
+};
+
+struct kernfs_node {
+        __u64 id;
+};
+
+struct cgroup {
+        struct kernfs_node *kn;
+};
+
+struct css_set {
+        struct cgroup *dfl_cgrp;
+};
+
 struct task_struct {
         struct thread_struct thread;
         int pid, tgid;
@@ -26,6 +56,9 @@ struct task_struct {
         __u64 start_boottime;
         struct task_struct *group_leader;
         char comm[16];
+        const struct cred *cred;
+        struct pid *thread_pid;
+        struct css_set *cgroups;
 };
 
 typedef int pid_t;

@@ -26,6 +26,7 @@ void *bpf_map_lookup_elem(void *map, const void *key);
 long bpf_map_update_elem(void *map, const void *key, const void *value, __u64 flags);
 long bpf_map_delete_elem(void *map, const void *key);
 long bpf_probe_read_user(void *dst, __u32 size, const void *unsafe_ptr);
+long bpf_probe_read_kernel(void *dst, __u32 size, const void *unsafe_ptr);
 long bpf_loop(__u32 nr_loops, long (*callback_fn)(__u32 index, void *ctx), void *ctx, __u64 flags);
 __u32 bpf_get_smp_processor_id(void);
 __u64 bpf_ktime_get_ns(void);
