@@ -562,27 +562,11 @@ static int pending_add(store *s, int64_t proc, int kind, const struct sample_ent
         return 0;
 }
 
-static int pending_block_compare(const void *a, const void *b) {
-        const struct pending_block *x = a, *y = b;
-
-        if (x->kind != y->kind)
-                return x->kind < y->kind ? -1 : 1;
-        return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
-}
-
-/* Writes the drain's gathered samples as blocks and counts their stacks.
- * The blocks go in in the table's key order (drain, kind, process): in the
- * order processes first appeared in the drain, each insert split a page
- * in the middle of the drain's keys, and the table's leaves were left
- * about a sixth empty on a build host. */
+/* Writes the drain's gathered samples as blocks and counts their stacks. */
 static int pending_flush(store *s) {
         struct store_write *w = s->write;
         hashmap *refs = hashmap_new_u64(), *prefs = hashmap_new_u64();
         int r = refs && prefs ? 0 : -ENOMEM;
-
-        /* the index into pending goes with pending_free below */
-        if (w->n_pending > 1)
-                qsort(w->pending, w->n_pending, sizeof(*w->pending), pending_block_compare);
 
         for (size_t i = 0; r >= 0 && i < w->n_pending; i++) {
                 struct pending_block *b = &w->pending[i];
