@@ -47,7 +47,10 @@ def binary(name):
 class Profd:
     """A profd process on a temporary socket and store."""
 
-    def __init__(self, *args, store=None, workdir=None, config="/dev/null"):
+    def __init__(self, *args, store=None, workdir=None, config="/dev/null", prefix=()):
+        """prefix: a command profd is run by, which must exec it (then the
+        process started is profd's, stopped by its pid)."""
+        self.prefix = list(prefix)
         self.dir = workdir or tempfile.mkdtemp(prefix="profd-test-")
         self.socket = os.path.join(self.dir, "profd.sock")
         self.store = store or os.path.join(self.dir, "profd.db")
@@ -59,7 +62,7 @@ class Profd:
     def start(self, timeout=30):
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [binary("PROFD"), "--config", self.config, "--socket", self.socket,
+            self.prefix + [binary("PROFD"), "--config", self.config, "--socket", self.socket,
              "--store", self.store] + self.args,
             stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout
