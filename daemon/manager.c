@@ -102,7 +102,7 @@ struct manager {
         uint64_t started_ns;          /* CLOCK_REALTIME at start */
         uint64_t last_drain_end_ns;   /* CLOCK_REALTIME: the next drain's bucket starts here */
         uint64_t vanished;            /* processes gone before they could be read */
-        cgroup_paths *cgroups;        /* the snapshots' cgroup paths by id (this thread's) */
+        snapshot_memo *memo;          /* what the snapshots remember: cgroups, files (this thread's) */
         uint64_t offcpu_filtered, offcpu_filtered_ns; /* blocks outside [min, max] */
         uint64_t offcpu_unsampled, offcpu_unsampled_ns, wakeup_unsampled; /* offcpu_sample's draws */
         uint64_t wakeup_self;         /* wake-ups of profd's threads, not walked (offcpu_self_stacks off) */
@@ -221,7 +221,7 @@ static void on_process_event(const struct profd_event *e, void *userdata) {
                                          .ns_pid = e->ns_pid,
                                          .cgroup_id = e->cgroup_id,
                                  },
-                                 m->cgroups, &p, &vanished, m->unwinder ? &maps : NULL);
+                                 m->memo, &p, &vanished, m->unwinder ? &maps : NULL);
         unwinder_request(m->unwinder, e->tgid, e->start_ns, e->type, TAKE_PTR(maps));
         if (r >= 0 && !vanished)
                 maps_seen_set(m, e->tgid, e->start_ns, proc_maps_signature(p));
@@ -844,7 +844,7 @@ static int manager_get_stats(manager *m, struct status_stats *ret) {
         heap_usage(&s->heap_in_use_bytes, &s->heap_free_bytes);
         s->sqlite_bytes = db_heap_bytes();
         heap_trim_stats(&s->heap_trims, &s->heap_trim_ns);
-        cgroup_paths_counts(m->cgroups, &s->cgroups_named, &s->cgroups_read);
+        snapshot_memo_counts(m->memo, &s->snapshots);
         s->n_verified = collector_verified(m->coll, s->verified, ELEMENTSOF(s->verified));
         return 0;
 }
@@ -1070,14 +1070,13 @@ static int manager_setup_collect(manager *m) {
         return 0;
 }
 
-/* The snapshots' cgroup paths by id, under the host's cgroup v2 mount;
- * NULL (every new process's cgroup read) when it has none or it cannot be
- * found. Returns 0 or -ENOMEM. */
-static int manager_cgroup_paths(cgroup_paths **ret) {
+/* What the snapshots remember, with cgroups under the host's cgroup v2
+ * mount (none kept when it has none or it cannot be found). Returns 0 or
+ * -ENOMEM. */
+static int manager_snapshot_memo(snapshot_memo **ret) {
         _cleanup_free_ char *mountinfo = NULL, *mount = NULL;
         int r;
 
-        *ret = NULL;
         r = read_full_file("/proc/self/mountinfo", &mountinfo);
         if (r == -ENOMEM)
                 return r;
@@ -1085,11 +1084,9 @@ static int manager_cgroup_paths(cgroup_paths **ret) {
                 r = cgroup2_mount_point(mountinfo, &mount);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0) {
+        if (r < 0)
                 log_debug_errno(r, "No cgroup v2 mount found, new processes' cgroups are read each time: %m");
-                return 0;
-        }
-        *ret = cgroup_paths_new(mount);
+        *ret = snapshot_memo_new(mount);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -1106,7 +1103,7 @@ int manager_new(const struct manager_config *cfg, manager **ret) {
         wall_clock_init(&m->clock, cfg->test_clock_rate, cfg->test_clock_start_ago_s);
         m->started_ns = m->last_drain_end_ns = wall_clock_now(&m->clock);
         m->serve_only = !m->conf->kind_cpu && !m->conf->kind_offcpu && !m->conf->kind_wakeup;
-        r = manager_cgroup_paths(&m->cgroups);
+        r = manager_snapshot_memo(&m->memo);
         if (r < 0)
                 return log_oom();
 
@@ -1172,7 +1169,7 @@ manager *manager_free(manager *m) {
          * interval included, before it stops */
         m->writer = writer_free(m->writer);
         m->captures = capture_manager_free(m->captures);
-        m->cgroups = cgroup_paths_free(m->cgroups);
+        m->memo = snapshot_memo_free(m->memo);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->fill_timer);
         sd_event_source_disable_unref(m->restore_timer);

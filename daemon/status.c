@@ -448,8 +448,11 @@ json_t *status_build(const struct status_stats *s) {
         json_object_set_new(o, STATUS_KEY_MEMORY, status_memory(s));
         json_object_set_new(o, "heap_trims", json_integer((json_int_t) s->heap_trims));
         json_object_set_new(o, "heap_trim_ms", json_integer((json_int_t) (s->heap_trim_ns / NSEC_PER_MSEC)));
-        json_object_set_new(o, "snapshot_cgroups", json_pack("{s:I, s:I}", "named", (json_int_t) s->cgroups_named,
-                                                             "read", (json_int_t) s->cgroups_read));
+        json_object_set_new(o, "snapshots", json_pack("{s:I, s:I, s:I, s:I}",
+                                                      "cgroups_named", (json_int_t) s->snapshots.cgroups_named,
+                                                      "cgroups_read", (json_int_t) s->snapshots.cgroups_read,
+                                                      "files_known", (json_int_t) s->snapshots.files_known,
+                                                      "files_opened", (json_int_t) s->snapshots.files_opened));
         json_object_set_new(o, "kallsyms_reads", json_integer((json_int_t) s->writer.kallsyms_reads));
         json_object_set_new(o, "kallsyms_kept", json_integer((json_int_t) s->writer.kallsyms_kept));
         {

@@ -4,6 +4,8 @@
  * and reads the keys back (tests/unit/test-status.c). */
 #pragma once
 
+#include "proctable.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -95,8 +97,8 @@ struct status_stats {
         uint64_t heap_in_use_bytes, heap_free_bytes; /* what malloc holds in use and free */
         uint64_t sqlite_bytes;                       /* SQLite's part of what is in use */
         uint64_t heap_trims, heap_trim_ns;
-        /* new processes' cgroups named by their id, and read from /proc */
-        uint64_t cgroups_named, cgroups_read;
+        /* what new processes' snapshots took from the memo, read, opened */
+        struct snapshot_memo_counts snapshots;
         /* the verifier's instructions processed per loaded program
          * (collector_verified); n 0 without a collector or before 5.16 */
         struct collector_verified verified[STATUS_VERIFIED_MAX];

@@ -1169,6 +1169,12 @@ static int load_file(void *userdata, int fd, const char *open_path, const char *
         return symbolizer_load_file_at(userdata, open_path, root_prefix, display_path, ret);
 }
 
+/* How it finds the symbols of a file an earlier snapshot opened
+ * (proctable_set_lookup). */
+static int lookup_file(void *userdata, const struct file_key *key, const sym_file **ret) {
+        return symbolizer_lookup_key(userdata, key, ret);
+}
+
 static uint64_t enqueue(writer *w, struct job *j) {
         uint64_t seq;
 
@@ -1339,6 +1345,7 @@ int writer_new(const char *store_path, const char *proc_root, uint64_t symbol_ca
         r = proctable_new(load_file, w->sym, proc_root, &w->procs);
         if (r < 0)
                 return log_oom();
+        proctable_set_lookup(w->procs, lookup_file);
         w->proc_root = strdup(proc_root);
         if (!w->proc_root)
                 return log_oom();

@@ -84,8 +84,7 @@ int mapfile_key_at_path(const char *path, const struct file_ident *id, struct fi
         return 0;
 }
 
-int mapfile_open_at_path(const char *path, const struct file_ident *id) {
-        struct stat st;
+int mapfile_open_at_path_stat(const char *path, const struct file_ident *id, struct stat *ret_st) {
         int fd;
 
         if (!path || path[0] != '/')
@@ -94,11 +93,17 @@ int mapfile_open_at_path(const char *path, const struct file_ident *id) {
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -ENOENT;
-        if (fstat(fd, &st) < 0 || !is_inode(&st, id)) {
+        if (fstat(fd, ret_st) < 0 || !is_inode(ret_st, id)) {
                 close(fd);
                 return -ENOENT;
         }
         return fd;
+}
+
+int mapfile_open_at_path(const char *path, const struct file_ident *id) {
+        struct stat st;
+
+        return mapfile_open_at_path_stat(path, id, &st);
 }
 
 int mapfile_openat(int proc_dirfd, uint64_t start, uint64_t end, const char *path) {

@@ -72,3 +72,5 @@ int mapfile_key(const struct mapfile_paths *p, struct file_key *ret);
  * close-on-exec, as mapfile_open), or -ENOENT. */
 int mapfile_key_at_path(const char *path, const struct file_ident *id, struct file_key *ret);
 int mapfile_open_at_path(const char *path, const struct file_ident *id);
+/* mapfile_open_at_path, with the file's stat in *ret_st. */
+int mapfile_open_at_path_stat(const char *path, const struct file_ident *id, struct stat *ret_st);

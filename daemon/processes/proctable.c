@@ -34,6 +34,7 @@ struct proc_key {
 
 struct proctable {
         proctable_load_fn load; /* reads a mapped file's symbols; NULL: none */
+        proctable_lookup_fn lookup; /* finds those of a keyed mapping; NULL: opened */
         void *load_userdata;
         char *proc_root;        /* "/proc", overridable for tests */
         hashmap *procs;         /* struct proc_key* (inside struct entry) -> struct entry* */
@@ -131,6 +132,10 @@ int proc_thread_comm(const char *proc_root, uint32_t pid, uint32_t tid, char ret
         return 0;
 }
 
+void proctable_set_lookup(proctable *t, proctable_lookup_fn lookup) {
+        t->lookup = lookup;
+}
+
 int proctable_thread_comm(proctable *t, uint32_t pid, uint32_t tid, char ret[16]) {
         return proc_thread_comm(t->proc_root, pid, tid, ret);
 }
@@ -185,14 +190,51 @@ static int open_mapping_file(const char *proc_root, uint32_t pid, const struct p
         return fd >= 0 ? fd : -1;
 }
 
-/* open_mapping_file through pfd, the process's /proc/PID (proc_dir_open). */
-static int open_mapping_fileat(int pfd, const struct proc_mapping *m) {
-        struct file_ident id = { makedev(m->dev_major, m->dev_minor), m->inode };
-        int fd = mapfile_open_at_path(m->path, &id);
+static uint64_t now_monotonic_ns(void) {
+        struct timespec ts;
 
-        if (fd < 0)
-                fd = mapfile_openat(pfd, m->start, m->end, m->path);
-        return fd >= 0 ? fd : -1;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+static bool memo_file(snapshot_memo *m, const struct file_ident *id, uint64_t now_ns, struct file_key *ret);
+static int memo_file_learn(snapshot_memo *m, const struct file_ident *id, const struct stat *st, uint64_t now_ns);
+static void memo_file_opened(snapshot_memo *m);
+static void memo_file_known(snapshot_memo *m);
+
+/* open_mapping_file through pfd, the process's /proc/PID (proc_dir_open):
+ * its path first, which memo (NULL: none) learns the file's identity from;
+ * or not at all when memo knows the inode (then m->keyed). Returns 0 or
+ * -ENOMEM. */
+static int open_mapping_fileat(int pfd, struct proc_mapping *m, snapshot_memo *memo, uint64_t now_ns) {
+        struct file_ident id = { makedev(m->dev_major, m->dev_minor), m->inode };
+        struct stat st;
+        int fd;
+
+        /* known, and still that file at its path: one stat, where opening
+         * it is three calls here and two more in the writer. The stat
+         * tells a file rebuilt since under a reused inode number by its
+         * size and mtime. */
+        if (memo_file(memo, &id, now_ns, &m->key) && m->path && m->path[0] == '/' && stat(m->path, &st) >= 0 &&
+            (uint64_t) st.st_dev == id.dev && (uint64_t) st.st_ino == id.ino) {
+                struct file_key now = file_key_from_stat(&st);
+
+                if (file_key_eq(&now, &m->key)) {
+                        m->keyed = true;
+                        memo_file_known(memo);
+                        return 0;
+                }
+        }
+        fd = mapfile_open_at_path_stat(m->path, &id, &st);
+        if (fd >= 0) {
+                m->fd = fd;
+                return memo_file_learn(memo, &id, &st, now_ns);
+        }
+        fd = mapfile_openat(pfd, m->start, m->end, m->path);
+        m->fd = fd >= 0 ? fd : -1;
+        if (fd >= 0)
+                memo_file_opened(memo);
+        return 0;
 }
 
 /* Reads the symbols of a mapping's file (through its fd while it is open)
@@ -203,6 +245,19 @@ static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc
 
         /* debug files are looked for in the process's file system view too */
         snprintf(root, sizeof(root), "%s/%" PRIu32 "/root", t->proc_root, pid);
+        /* a file an earlier snapshot opened: its symbols are the symbols
+         * stage's by now, else it is opened here, by its inode again */
+        if (m->keyed && m->fd < 0) {
+                struct file_ident id = { makedev(m->dev_major, m->dev_minor), m->inode };
+
+                m->keyed = false;
+                if (t->lookup && t->lookup(t->load_userdata, &m->key, &f) >= 0)
+                        return f;
+                f = NULL;
+                m->fd = mapfile_open_at_path(m->path, &id);
+                if (m->fd < 0)
+                        m->fd = -1;
+        }
         if (m->fd >= 0) {
                 int fd = TAKE_FD(m->fd);
 
@@ -296,15 +351,19 @@ static bool mapping_has_file(const struct proc_mapping *m) {
 
 /* text: the process's maps as read already (changed in place), or NULL:
  * read through pfd. */
-static int snapshot_maps(int pfd, char *text, struct proc *p) {
+static int snapshot_maps(int pfd, char *text, struct proc *p, snapshot_memo *memo) {
+        uint64_t now_ns = memo ? now_monotonic_ns() : 0;
         int r;
 
         r = text ? parse_exec_maps(text, &p->maps, &p->n_maps) : read_exec_maps(pfd, &p->maps, &p->n_maps);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < p->n_maps; i++)
-                if (mapping_has_file(&p->maps[i]))
-                        p->maps[i].fd = open_mapping_fileat(pfd, &p->maps[i]);
+                if (mapping_has_file(&p->maps[i])) {
+                        r = open_mapping_fileat(pfd, &p->maps[i], memo, now_ns);
+                        if (r < 0)
+                                return r;
+                }
         return 0;
 }
 
@@ -382,95 +441,160 @@ static int parse_ns_pid(const char *status, uint32_t *ret) {
         return 0;
 }
 
-struct cgroup_paths {
-        char *mount;
-        hashmap *by_id; /* cgroup id -> its path (malloc'd) */
-        uint64_t hits, misses;
+/* A mapped file's identity, as a snapshot found it at its path. */
+struct memo_file {
+        struct file_ident id;
+        struct file_key key;
+        uint64_t until_ns; /* CLOCK_MONOTONIC */
 };
 
-cgroup_paths *cgroup_paths_new(const char *mount) {
-        cgroup_paths *c = calloc(1, sizeof(*c));
+struct snapshot_memo {
+        char *cgroup_mount; /* NULL: no cgroup v2 mount, nothing kept */
+        hashmap *cgroups;   /* cgroup id -> its path (malloc'd) */
+        hashmap *files;     /* file_ident_hash -> struct memo_file * */
+        struct snapshot_memo_counts counts;
+};
 
-        if (!c)
-                return NULL;
-        c->mount = strdup(mount);
-        c->by_id = hashmap_new_u64();
-        if (!c->mount || !c->by_id)
-                return cgroup_paths_free(c);
-        return c;
-}
-
-static void cgroup_paths_free_paths(cgroup_paths *c) {
+static void free_values(hashmap *h) {
         size_t i = 0;
         void *v;
 
-        while (hashmap_iterate(c->by_id, &i, NULL, &v))
+        while (h && hashmap_iterate(h, &i, NULL, &v))
                 free(v);
 }
 
-cgroup_paths *cgroup_paths_free(cgroup_paths *c) {
-        if (!c)
+snapshot_memo *snapshot_memo_new(const char *cgroup_mount) {
+        snapshot_memo *m = calloc(1, sizeof(*m));
+
+        if (!m)
                 return NULL;
-        if (c->by_id)
-                cgroup_paths_free_paths(c);
-        hashmap_free(c->by_id);
-        free(c->mount);
-        free(c);
+        m->cgroups = hashmap_new_u64();
+        m->files = hashmap_new_u64();
+        if (cgroup_mount)
+                m->cgroup_mount = strdup(cgroup_mount);
+        if (!m->cgroups || !m->files || (cgroup_mount && !m->cgroup_mount))
+                return snapshot_memo_free(m);
+        return m;
+}
+
+snapshot_memo *snapshot_memo_free(snapshot_memo *m) {
+        if (!m)
+                return NULL;
+        free_values(m->cgroups);
+        free_values(m->files);
+        hashmap_free(m->cgroups);
+        hashmap_free(m->files);
+        free(m->cgroup_mount);
+        free(m);
         return NULL;
 }
 
-void cgroup_paths_counts(const cgroup_paths *c, uint64_t *ret_hits, uint64_t *ret_misses) {
-        *ret_hits = c ? c->hits : 0;
-        *ret_misses = c ? c->misses : 0;
+void snapshot_memo_counts(const snapshot_memo *m, struct snapshot_memo_counts *ret) {
+        *ret = m ? m->counts : (struct snapshot_memo_counts) {};
+}
+
+/* Puts value under key in *h, emptied first when it holds
+ * SNAPSHOT_MEMO_MAX; takes value (freed on failure). Returns 0 or
+ * -ENOMEM. */
+static int memo_put(hashmap **h, uint64_t key, void *value) {
+        void *old;
+        int r;
+
+        if (hashmap_size(*h) >= SNAPSHOT_MEMO_MAX) {
+                hashmap *fresh = hashmap_new_u64();
+
+                if (!fresh) {
+                        free(value);
+                        return -ENOMEM;
+                }
+                free_values(*h);
+                hashmap_free(*h);
+                *h = fresh;
+        }
+        if (hashmap_get(*h, UINT64_TO_KEY(key), &old) >= 0) {
+                (void) hashmap_remove(*h, UINT64_TO_KEY(key));
+                free(old);
+        }
+        r = hashmap_put(*h, UINT64_TO_KEY(key), value);
+        if (r < 0)
+                free(value);
+        return r < 0 ? r : 0;
 }
 
 /* The path of cgroup id, or NULL when it is not known. */
-static const char *cgroup_paths_get(cgroup_paths *c, uint64_t id) {
+static const char *memo_cgroup(snapshot_memo *m, uint64_t id) {
         void *v;
 
-        if (!c || id == 0 || hashmap_get(c->by_id, UINT64_TO_KEY(id), &v) < 0)
+        if (!m || id == 0 || hashmap_get(m->cgroups, UINT64_TO_KEY(id), &v) < 0)
                 return NULL;
-        c->hits++;
+        m->counts.cgroups_named++;
         return v;
 }
 
-/* Keeps path as cgroup id's if the mount's directory of that path is that
- * cgroup. Returns 0 (kept or not) or -ENOMEM. */
-static int cgroup_paths_learn(cgroup_paths *c, uint64_t id, const char *path) {
-        _cleanup_free_ char *dir = NULL, *copy = NULL;
+/* Counts a cgroup read, and keeps path as cgroup id's if the mount's
+ * directory of that path is that cgroup. Returns 0 (kept or not) or
+ * -ENOMEM. */
+static int memo_cgroup_learn(snapshot_memo *m, uint64_t id, const char *path) {
+        _cleanup_free_ char *dir = NULL;
+        char *copy;
         struct stat st;
-        int r;
 
-        if (!c || id == 0 || !path)
+        if (!m)
                 return 0;
-        c->misses++;
-        if (asprintf(&dir, "%s%s", c->mount, path) < 0)
+        m->counts.cgroups_read++;
+        if (!m->cgroup_mount || id == 0 || !path)
+                return 0;
+        if (asprintf(&dir, "%s%s", m->cgroup_mount, path) < 0)
                 return -ENOMEM;
         if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || (uint64_t) st.st_ino != id)
                 return 0;
         copy = strdup(path);
         if (!copy)
                 return -ENOMEM;
-        if (hashmap_size(c->by_id) >= CGROUP_PATHS_MAX) {
-                hashmap *fresh = hashmap_new_u64();
+        return memo_put(&m->cgroups, id, copy);
+}
 
-                if (!fresh)
-                        return -ENOMEM;
-                cgroup_paths_free_paths(c);
-                hashmap_free(c->by_id);
-                c->by_id = fresh;
-        }
-        r = hashmap_put(c->by_id, UINT64_TO_KEY(id), copy);
-        if (r < 0)
-                return r == -EEXIST ? 0 : r;
-        TAKE_PTR(copy);
-        return 0;
+/* The identity of the file at inode id, if a snapshot opened it at its
+ * path within SNAPSHOT_FILES_TTL_NS. */
+static bool memo_file(snapshot_memo *m, const struct file_ident *id, uint64_t now_ns, struct file_key *ret) {
+        struct memo_file *f;
+        void *v;
+
+        if (!m || hashmap_get(m->files, UINT64_TO_KEY(file_ident_hash(id)), &v) < 0)
+                return false;
+        f = v;
+        if (f->id.dev != id->dev || f->id.ino != id->ino || now_ns >= f->until_ns)
+                return false;
+        *ret = f->key;
+        return true;
+}
+
+static void memo_file_known(snapshot_memo *m) {
+        m->counts.files_known++;
+}
+
+static void memo_file_opened(snapshot_memo *m) {
+        if (m)
+                m->counts.files_opened++;
+}
+
+static int memo_file_learn(snapshot_memo *m, const struct file_ident *id, const struct stat *st, uint64_t now_ns) {
+        struct memo_file *f;
+
+        if (!m)
+                return 0;
+        m->counts.files_opened++;
+        f = malloc(sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        *f = (struct memo_file) { *id, file_key_from_stat(st), now_ns + SNAPSHOT_FILES_TTL_NS };
+        return memo_put(&m->files, file_ident_hash(id), f);
 }
 
 /* ret_maps: NULL, or where a copy of the maps file as read goes. hint:
  * what need not be read (NULL: read everything). */
 static int snapshot(const char *proc_root, struct proc *p, char **ret_maps, const struct proc_hint *hint,
-                    cgroup_paths *cgroups) {
+                    snapshot_memo *memo) {
         _cleanup_close_ int pfd = -1;
         _cleanup_free_ char *text = NULL, *maps = NULL;
         const char *cgroup = NULL;
@@ -504,7 +628,7 @@ static int snapshot(const char *proc_root, struct proc *p, char **ret_maps, cons
                         p->ns_pid = p->pid;
                 text = (free(text), NULL);
         }
-        if (hint && (cgroup = cgroup_paths_get(cgroups, hint->cgroup_id))) {
+        if (hint && (cgroup = memo_cgroup(memo, hint->cgroup_id))) {
                 p->cgroup = strdup(cgroup);
                 if (!p->cgroup)
                         return -ENOMEM;
@@ -513,7 +637,7 @@ static int snapshot(const char *proc_root, struct proc *p, char **ret_maps, cons
                 if (r == -ENOMEM)
                         return r;
                 text = (free(text), NULL);
-                if (hint && cgroup_paths_learn(cgroups, hint->cgroup_id, p->cgroup) < 0)
+                if (memo_cgroup_learn(memo, hint ? hint->cgroup_id : 0, p->cgroup) < 0)
                         return -ENOMEM;
         }
         /* the process may exit while it is read: through pfd, its maps are
@@ -526,7 +650,7 @@ static int snapshot(const char *proc_root, struct proc *p, char **ret_maps, cons
                 if (!maps)
                         return -ENOMEM;
         }
-        r = snapshot_maps(pfd, text, p);
+        r = snapshot_maps(pfd, text, p, memo);
         if (r < 0)
                 return r;
         p->snapshotted = true;
@@ -551,7 +675,7 @@ static struct entry *entry_new(uint32_t pid, uint64_t start_ns) {
 
 /* A snapshot of instance (pid, start_ns) named comm until read. */
 static int snapshot_new(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm,
-                        const struct proc_hint *hint, cgroup_paths *cgroups, struct proc **ret, bool *ret_vanished,
+                        const struct proc_hint *hint, snapshot_memo *memo, struct proc **ret, bool *ret_vanished,
                         char **ret_maps) {
         struct entry *e = entry_new(pid, start_ns);
         int r;
@@ -561,7 +685,7 @@ static int snapshot_new(const char *proc_root, uint32_t pid, uint64_t start_ns, 
         if (!e)
                 return -ENOMEM;
         snprintf(e->proc.comm, sizeof(e->proc.comm), "%s", comm ?: "");
-        r = snapshot(proc_root, &e->proc, ret_maps, hint, cgroups);
+        r = snapshot(proc_root, &e->proc, ret_maps, hint, memo);
         if (r == -ENOMEM) {
                 entry_free(e);
                 return r;
@@ -582,8 +706,8 @@ int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const 
 }
 
 int proc_snapshot_hinted(const char *proc_root, uint32_t pid, uint64_t start_ns, const struct proc_hint *hint,
-                         cgroup_paths *cgroups, struct proc **ret, bool *ret_vanished, char **ret_maps) {
-        return snapshot_new(proc_root, pid, start_ns, hint ? hint->comm : NULL, hint, cgroups, ret, ret_vanished,
+                         snapshot_memo *memo, struct proc **ret, bool *ret_vanished, char **ret_maps) {
+        return snapshot_new(proc_root, pid, start_ns, hint ? hint->comm : NULL, hint, memo, ret, ret_vanished,
                             ret_maps);
 }
 
@@ -596,7 +720,7 @@ int proc_snapshot_maps(const char *proc_root, uint32_t pid, uint64_t start_ns, c
                 return -ENOMEM;
         e->proc.maps_only = true;
         pfd = proc_dir_open(proc_root, pid, start_ns);
-        r = pfd < 0 ? pfd : snapshot_maps(pfd, maps_text, &e->proc);
+        r = pfd < 0 ? pfd : snapshot_maps(pfd, maps_text, &e->proc, NULL);
         if (r < 0) {
                 entry_free(e);
                 return r == -ENOMEM ? r : -ESRCH;
@@ -842,7 +966,7 @@ int proctable_refresh_maps(proctable *t, struct proc *p) {
                 const struct proc_mapping *old = proc_find_mapping(p, fresh[i].start);
 
                 if (!(old && mapping_same(old, &fresh[i])) && mapping_has_file(&fresh[i]))
-                        fresh[i].fd = open_mapping_fileat(pfd, &fresh[i]);
+                        (void) open_mapping_fileat(pfd, &fresh[i], NULL, 0); /* no memo: cannot fail */
         }
         return maps_merge(t, p, fresh, n_fresh, true);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "jitmap.h"
+#include "mapfile.h"
 
 /* A mapped file's symbols, as the symbols stage (symbols/symfile.h) keeps
  * them: only pointed at here. */
@@ -21,6 +22,8 @@ struct proc_mapping {
         uint64_t inode;        /* with the device: which file, whatever its path says now */
         char *path;            /* as /proc/PID/maps names it: a file, "[vdso]", or NULL (anonymous) */
         int fd;                /* the mapped file, open from the snapshot until its symbols are read; -1 */
+        struct file_key key;   /* keyed: the file as an earlier snapshot found it (snapshot_memo), fd -1 */
+        bool keyed;
         const sym_file *file;  /* symbols, or NULL when the file could not be read */
         unsigned stale;        /* re-reads of the maps it was missing from (see proctable_refresh_maps) */
 };
@@ -67,20 +70,37 @@ struct proc_hint {
         uint64_t cgroup_id;    /* its cgroup v2 id; 0: unknown (cgroup read) */
 };
 
-/* The paths of cgroups by id, as the snapshots found them: a cgroup's
- * path is read from /proc/PID/cgroup once, not for every process in it.
- * A path is kept only once the directory it names under the cgroup v2
- * mount is the cgroup of that id (its inode number), so a process that
- * changed cgroups between its event and its snapshot is read, not cached
- * under the id it left. Holds at most CGROUP_PATHS_MAX (then starts
- * over). Only the event loop's thread uses it. */
-#define CGROUP_PATHS_MAX 4096
-typedef struct cgroup_paths cgroup_paths;
-/* mount: the cgroup v2 mount ("/sys/fs/cgroup"). NULL on OOM. */
-cgroup_paths *cgroup_paths_new(const char *mount);
-cgroup_paths *cgroup_paths_free(cgroup_paths *c);
-/* The hits and misses so far (status). */
-void cgroup_paths_counts(const cgroup_paths *c, uint64_t *ret_hits, uint64_t *ret_misses);
+/* What the event loop's snapshots remember between processes, so that
+ * the next process in the same cgroup or mapping the same files costs
+ * fewer reads (issue 43). Only the event loop's thread uses it.
+ *
+ * Cgroups: each id's path, read from /proc/PID/cgroup once. A path is kept
+ * only once the directory it names under the cgroup v2 mount is the cgroup
+ * of that id (its inode number), so a process that changed cgroups between
+ * its event and its snapshot is read, not cached under the id it left.
+ *
+ * Files: the identity (struct file_key: device, inode, size, mtime) of
+ * each mapped file a snapshot opened at its path, by the inode its maps
+ * line names, for SNAPSHOT_FILES_TTL_NS: a mapping of that inode in another
+ * process within that time, whose path a stat finds with that very
+ * identity still, is not opened again; the mapping carries the identity
+ * for the writer, which has its symbols by then (else it opens the path
+ * itself, by the inode again). A file rebuilt under a reused inode number,
+ * or rewritten in place, has another size or mtime: opened.
+ *
+ * Each map holds at most SNAPSHOT_MEMO_MAX entries, then starts over. */
+#define SNAPSHOT_MEMO_MAX 4096
+#define SNAPSHOT_FILES_TTL_NS (UINT64_C(10) * 1000000000)
+typedef struct snapshot_memo snapshot_memo;
+/* cgroup_mount: the cgroup v2 mount ("/sys/fs/cgroup"), NULL when there is
+ * none (every cgroup read). NULL on OOM. */
+snapshot_memo *snapshot_memo_new(const char *cgroup_mount);
+snapshot_memo *snapshot_memo_free(snapshot_memo *m);
+struct snapshot_memo_counts {
+        uint64_t cgroups_named, cgroups_read; /* a new process's cgroup from the memo, from /proc */
+        uint64_t files_known, files_opened;   /* mapped files known by identity, opened */
+};
+void snapshot_memo_counts(const snapshot_memo *m, struct snapshot_memo_counts *ret);
 
 /* Reads /proc/PID under proc_root ("/proc") now and opens the executable
  * mappings' files (through map_files: deleted files and other mount
@@ -93,10 +113,9 @@ void cgroup_paths_counts(const cgroup_paths *c, uint64_t *ret_hits, uint64_t *re
 int proc_snapshot(const char *proc_root, uint32_t pid, uint64_t start_ns, const char *comm, struct proc **ret,
                   bool *ret_vanished, char **ret_maps);
 /* proc_snapshot, reading from /proc only what hint does not tell (hint:
- * NULL for all of it); cgroups (NULL: none) names the hinted cgroup id
- * without reading. */
+ * NULL for all of it), and what memo (NULL: none) does not know. */
 int proc_snapshot_hinted(const char *proc_root, uint32_t pid, uint64_t start_ns, const struct proc_hint *hint,
-                         cgroup_paths *cgroups, struct proc **ret, bool *ret_vanished, char **ret_maps);
+                         snapshot_memo *memo, struct proc **ret, bool *ret_vanished, char **ret_maps);
 /* Reads only /proc/PID/maps under proc_root now (or takes maps_text, the
  * same file as read moments ago by whoever found the change, changed in
  * place; NULL: read it) and opens the executable mappings' files, for an
@@ -134,6 +153,11 @@ typedef int (*proctable_load_fn)(void *userdata, int fd, const char *open_path, 
 /* A table that reads mapped files' symbols through load (NULL: none are
  * read, the mappings have no file). Returns 0 or -ENOMEM. */
 int proctable_new(proctable_load_fn load, void *userdata, const char *proc_root, proctable **ret);
+/* How the table finds the symbols of a mapped file the snapshot did not
+ * open (keyed by the memo): those the symbols stage holds under key, or
+ * -ENOENT (then the table opens the file by its path and inode). */
+typedef int (*proctable_lookup_fn)(void *userdata, const struct file_key *key, const sym_file **ret);
+void proctable_set_lookup(proctable *t, proctable_lookup_fn lookup);
 /* proc_thread_comm under the table's proc_root. */
 int proctable_thread_comm(proctable *t, uint32_t pid, uint32_t tid, char ret[16]);
 proctable *proctable_free(proctable *t);

@@ -232,6 +232,16 @@ int symbolizer_load_file_fd(symbolizer *s, int fd_in, const char *root_prefix, c
         return 0;
 }
 
+int symbolizer_lookup_key(symbolizer *s, const struct file_key *key, const sym_file **ret) {
+        void *cached;
+
+        if (hashmap_get(s->by_stat, key, &cached) < 0)
+                return -ENOENT;
+        sym_file_touch(cached);
+        *ret = cached;
+        return 0;
+}
+
 int symbolizer_load_file(symbolizer *s, const char *open_path, const sym_file **ret) {
         return symbolizer_load_file_at(s, open_path, NULL, open_path, ret);
 }

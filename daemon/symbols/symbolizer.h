@@ -52,6 +52,10 @@ int symbolizer_set_debug_dirs(symbolizer *s, const char *const *dirs);
  * cannot be loaded (logged). */
 int symbolizer_enable_debuginfod(symbolizer *s);
 
+/* The file the cache holds under key (the identity its stat gave when it
+ * was loaded), marked used; -ENOENT when it holds none (then the caller
+ * opens the file). */
+int symbolizer_lookup_key(symbolizer *s, const struct file_key *key, const sym_file **ret);
 /* Loads the symbols of the ELF file at open_path (a plain path, or a
  * /proc/PID/map_files/START-END link that still works after the file was
  * deleted), or finds it in the cache. *ret is owned by the symbolizer (see

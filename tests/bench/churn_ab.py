@@ -53,7 +53,7 @@ import bench  # noqa: E402
 # queued are written after it).
 STATUS_FIELDS = ("samples", "samples_seen", "drains", "drains_early", "symbol_cache_bytes", "symbol_mapped_bytes",
                  "symbol_peak_bytes", "heap_trims", "heap_trim_ms", "rss_bytes", "kallsyms_reads", "kallsyms_kept",
-                 "runtime_names", "snapshot_cgroups")
+                 "runtime_names", "snapshots")
 
 
 def loadavg():

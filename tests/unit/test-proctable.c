@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -383,13 +384,14 @@ static void test_perf_map_read_in_the_process_root_by_its_ns_pid(void) {
  * and kept only when the cgroup mount's directory of that path is the
  * cgroup of that id (its inode number): a process that moved between its
  * event and its snapshot is read each time, not cached under the id it
- * left. */
+ * left. Without a cgroup mount nothing is kept, every read counted. */
 static void test_hinted_snapshot(void) {
         _cleanup_free_ char *mount = NULL, *dir = NULL;
-        cgroup_paths *cg;
+        struct snapshot_memo_counts c;
+        snapshot_memo *memo;
         struct proc *p = NULL;
         struct stat st;
-        uint64_t named, read, id;
+        uint64_t id;
         bool vanished;
 
         set_alive(true);
@@ -402,11 +404,11 @@ static void test_hinted_snapshot(void) {
         CHECK(asprintf(&dir, "%s/system.slice/a.service", mount) > 0);
         CHECK_INT_EQ(stat(dir, &st), 0);
         id = (uint64_t) st.st_ino;
-        cg = cgroup_paths_new(mount);
-        CHECK(cg != NULL);
+        memo = snapshot_memo_new(mount);
+        CHECK(memo != NULL);
 
         /* no ids: read from /proc, the event's comm kept */
-        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS, &(struct proc_hint) { .comm = "event" }, cg, &p,
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS, &(struct proc_hint) { .comm = "event" }, memo, &p,
                                           &vanished, NULL), 0);
         CHECK(!vanished);
         CHECK_STR_EQ(p->comm, "event");
@@ -418,35 +420,144 @@ static void test_hinted_snapshot(void) {
         CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS,
                                           &(struct proc_hint) { .comm = "event", .have_ids = true, .euid = 0,
                                                                 .ns_pid = 9, .cgroup_id = id },
-                                          cg, &p, &vanished, NULL), 0);
+                                          memo, &p, &vanished, NULL), 0);
         CHECK(p->have_uid && p->uid == 0 && p->ns_pid == 9);
         CHECK_STR_EQ(p->cgroup, "/system.slice/a.service");
         proc_free(p);
-        cgroup_paths_counts(cg, &named, &read);
-        CHECK(named == 0 && read == 1);
+        snapshot_memo_counts(memo, &c);
+        CHECK(c.cgroups_named == 0 && c.cgroups_read == 2);
 
         /* known now: not read (the file says otherwise, the id decides) */
         put_file("42/cgroup", "0::/elsewhere.service\n");
         CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS,
                                           &(struct proc_hint) { .comm = "event", .have_ids = true, .cgroup_id = id },
-                                          cg, &p, &vanished, NULL), 0);
+                                          memo, &p, &vanished, NULL), 0);
         CHECK_STR_EQ(p->cgroup, "/system.slice/a.service");
         proc_free(p);
-        cgroup_paths_counts(cg, &named, &read);
-        CHECK(named == 1 && read == 1);
+        snapshot_memo_counts(memo, &c);
+        CHECK(c.cgroups_named == 1 && c.cgroups_read == 2);
 
         /* an id whose directory is not the path read: read every time */
         for (int i = 0; i < 2; i++) {
                 CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS,
-                                                  &(struct proc_hint) { .have_ids = true, .cgroup_id = id + 1 }, cg,
+                                                  &(struct proc_hint) { .have_ids = true, .cgroup_id = id + 1 }, memo,
                                                   &p, &vanished, NULL), 0);
                 CHECK_STR_EQ(p->cgroup, "/elsewhere.service");
                 CHECK_STR_EQ(p->comm, "fromproc"); /* no comm told: read */
                 proc_free(p);
         }
-        cgroup_paths_counts(cg, &named, &read);
-        CHECK(named == 1 && read == 3);
-        cgroup_paths_free(cg);
+        snapshot_memo_counts(memo, &c);
+        CHECK(c.cgroups_named == 1 && c.cgroups_read == 4);
+        snapshot_memo_free(memo);
+
+        /* no cgroup mount: read each time, nothing kept */
+        memo = snapshot_memo_new(NULL);
+        for (int i = 0; i < 2; i++) {
+                CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS,
+                                                  &(struct proc_hint) { .have_ids = true, .cgroup_id = id }, memo,
+                                                  &p, &vanished, NULL), 0);
+                CHECK_STR_EQ(p->cgroup, "/elsewhere.service");
+                proc_free(p);
+        }
+        snapshot_memo_counts(memo, &c);
+        CHECK(c.cgroups_named == 0 && c.cgroups_read == 2);
+        snapshot_memo_free(memo);
+}
+
+/* What the fake symbols stage was asked. */
+static int loads_by_fd, lookups;
+static const sym_file *looked_up;
+#define FAKE_FILE ((const sym_file *) &loads_by_fd)
+
+static int fake_load(void *userdata, int fd, const char *open_path, const char *root_prefix,
+                     const char *display_path, const sym_file **ret) {
+        if (fd < 0)
+                return -ENOENT;
+        close(fd);
+        loads_by_fd++;
+        *ret = FAKE_FILE;
+        return 0;
+}
+
+static int fake_lookup(void *userdata, const struct file_key *key, const sym_file **ret) {
+        lookups++;
+        if (!looked_up)
+                return -ENOENT;
+        *ret = looked_up;
+        return 0;
+}
+
+/* A mapped file the memo knows (issue 43: files known by identity not
+ * opened again): the first snapshot opens it at its path, by the inode
+ * its maps line names, and learns its identity; the next within the TTL
+ * does not open it when a stat of the path finds that identity still, its
+ * mapping keyed by it; the table finds the symbols by it, or, when the
+ * symbols stage no longer has them, opens the path by the inode itself. A
+ * file rebuilt at the path (its inode number reused or not) is opened, not
+ * keyed. */
+static void test_known_files_not_opened_again(void) {
+        _cleanup_free_ char *file = NULL, *maps = NULL;
+        struct snapshot_memo_counts c;
+        snapshot_memo *memo = snapshot_memo_new(NULL);
+        proctable *t = NULL;
+        struct proc *p = NULL, *got;
+        struct file_key want;
+        struct stat st;
+        bool vanished;
+
+        CHECK(asprintf(&file, "%s/lib.so", root) > 0);
+        put_file("lib.so", "not ELF: the fake stage reads nothing");
+        CHECK_INT_EQ(stat(file, &st), 0);
+        want = file_key_from_stat(&st);
+        CHECK(asprintf(&maps, "1000-2000 r-xp 00000000 %x:%x %llu %s\n", major(st.st_dev), minor(st.st_dev),
+                       (unsigned long long) st.st_ino, file) > 0);
+        set_alive(true);
+        set_maps(maps);
+        CHECK_INT_EQ(proctable_new(fake_load, NULL, root, &t), 0);
+        proctable_set_lookup(t, fake_lookup);
+
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS, NULL, memo, &p, &vanished, NULL), 0);
+        CHECK(p->n_maps == 1 && p->maps[0].fd >= 0 && !p->maps[0].keyed);
+        proc_free(p);
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS, NULL, memo, &p, &vanished, NULL), 0);
+        CHECK(p->n_maps == 1 && p->maps[0].fd < 0 && p->maps[0].keyed);
+        CHECK(memcmp(&p->maps[0].key, &want, sizeof(want)) == 0);
+        snapshot_memo_counts(memo, &c);
+        CHECK(c.files_opened == 1 && c.files_known == 1);
+
+        /* the stage has it: looked up, not opened */
+        looked_up = (const sym_file *) &lookups;
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        got = proctable_get(t, PID, START_NS);
+        CHECK(got && got->maps[0].file == looked_up);
+        CHECK(lookups == 1 && loads_by_fd == 0);
+        proctable_free(t);
+
+        /* the stage has it no more: opened by the writer, by its inode */
+        CHECK_INT_EQ(proctable_new(fake_load, NULL, root, &t), 0);
+        proctable_set_lookup(t, fake_lookup);
+        looked_up = NULL;
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS, NULL, memo, &p, &vanished, NULL), 0);
+        CHECK(p->maps[0].keyed);
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        got = proctable_get(t, PID, START_NS);
+        CHECK(got && got->maps[0].file == FAKE_FILE);
+        CHECK(lookups == 2 && loads_by_fd == 1);
+        proctable_free(t);
+
+        /* another file at the path (a new inode, or the same number
+         * reused, as here on tmpfs and ext4): opened, not keyed */
+        CHECK_INT_EQ(unlink(file), 0);
+        put_file("lib.so", "rebuilt");
+        CHECK_INT_EQ(stat(file, &st), 0);
+        free(maps);
+        CHECK(asprintf(&maps, "1000-2000 r-xp 00000000 %x:%x %llu %s\n", major(st.st_dev), minor(st.st_dev),
+                       (unsigned long long) st.st_ino, file) > 0);
+        set_maps(maps);
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS, NULL, memo, &p, &vanished, NULL), 0);
+        CHECK(p->maps[0].fd >= 0 && !p->maps[0].keyed);
+        proc_free(p);
+        snapshot_memo_free(memo);
 }
 
 int main(void) {
@@ -462,6 +573,7 @@ int main(void) {
         test_snapshot_gives_its_maps();
         test_perf_map_read_in_the_process_root_by_its_ns_pid();
         test_hinted_snapshot();
+        test_known_files_not_opened_again();
         CHECK(asprintf(&cmd, "rm -rf %s", root) > 0);
         CHECK_INT_EQ(system(cmd), 0);
         TESTS_DONE();

@@ -177,8 +177,8 @@ static struct status_stats full_stats(const struct conf *c) {
         s.writer.jit_map_entries_dropped = 119;
         s.writer.kallsyms_reads = 3;
         s.writer.kallsyms_kept = 5;
-        s.cgroups_named = 211;
-        s.cgroups_read = 212;
+        s.snapshots = (struct snapshot_memo_counts) { .cgroups_named = 211, .cgroups_read = 212, .files_known = 213,
+                                                      .files_opened = 214 };
         s.verified[0] = (struct collector_verified) { .name = "profd_oncpu", .insns = 296197 };
         s.verified[1] = (struct collector_verified) { .name = "profd_switch", .insns = 53636 };
         s.n_verified = 2;
@@ -234,7 +234,7 @@ static void test_keys_in_order(void) {
                       "drains_early last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
                       "runtime_names sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
-                      "rss_bytes memory heap_trims heap_trim_ms snapshot_cgroups kallsyms_reads kallsyms_kept bpf_verified_insns offcpu timeline captures "
+                      "rss_bytes memory heap_trims heap_trim_ms snapshots kallsyms_reads kallsyms_kept bpf_verified_insns offcpu timeline captures "
                       "max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
         check_keys(json_object_get(o, "unwind"), "active processes files files_unused rows_used rows_capacity "
@@ -431,8 +431,10 @@ static void test_values(void) {
         CHECK_INT_EQ(num(o, "heap_trim_ms"), 108);
         CHECK_INT_EQ(num(o, "kallsyms_reads"), 3);
         CHECK_INT_EQ(num(o, "kallsyms_kept"), 5);
-        CHECK_INT_EQ(num(json_object_get(o, "snapshot_cgroups"), "named"), 211);
-        CHECK_INT_EQ(num(json_object_get(o, "snapshot_cgroups"), "read"), 212);
+        CHECK_INT_EQ(num(json_object_get(o, "snapshots"), "cgroups_named"), 211);
+        CHECK_INT_EQ(num(json_object_get(o, "snapshots"), "cgroups_read"), 212);
+        CHECK_INT_EQ(num(json_object_get(o, "snapshots"), "files_known"), 213);
+        CHECK_INT_EQ(num(json_object_get(o, "snapshots"), "files_opened"), 214);
         x = json_object_get(o, "bpf_verified_insns");
         check_keys(x, "profd_oncpu profd_switch");
         CHECK_INT_EQ(num(x, "profd_oncpu"), 296197);
