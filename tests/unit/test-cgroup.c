@@ -194,41 +194,38 @@ static void test_store_fills_new_rows(void) {
         }
 }
 
-/* The cgroup v2 mount from mountinfo: unified (Debian 12's default),
- * hybrid (v1 controllers, v2 under unified), v1 only (none), an escaped
- * space, a line with several optional fields, a truncated line. */
-static void test_cgroup2_mount_point(void) {
-        static const char unified[] =
-                "22 28 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
-                "26 21 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
-        static const char hybrid[] =
-                "25 21 0:22 / /sys/fs/cgroup ro,nosuid shared:5 - tmpfs tmpfs ro,mode=755\n"
-                "26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid shared:6 master:2 - cgroup2 cgroup2 rw\n"
-                "27 25 0:24 / /sys/fs/cgroup/cpu rw shared:7 - cgroup cgroup rw,cpu\n";
-        static const char v1[] =
-                "25 21 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
-                "27 25 0:24 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
-                "28 25 0:25 / /sys/fs/cgroup/x rw - cgroup2";
-        static const char escaped[] = "26 21 0:23 / /mnt/my\\040cgroups rw - cgroup2 none rw\n";
+/* cgroup2_mount_point of mountinfo is want (NULL: -ENOENT). */
+static void check_mount_point(const char *mountinfo, const char *want) {
         char *m = NULL;
 
-        CHECK_INT_EQ(cgroup2_mount_point(unified, &m), 0);
-        CHECK_STR_EQ(m, "/sys/fs/cgroup");
+        CHECK_INT_EQ(cgroup2_mount_point(mountinfo, &m), want ? 0 : -ENOENT);
+        if (want)
+                CHECK_STR_EQ(m, want);
         free(m);
-        CHECK_INT_EQ(cgroup2_mount_point(hybrid, &m), 0);
-        CHECK_STR_EQ(m, "/sys/fs/cgroup/unified");
-        free(m);
-        CHECK_INT_EQ(cgroup2_mount_point(escaped, &m), 0);
-        CHECK_STR_EQ(m, "/mnt/my cgroups");
-        free(m);
-        /* the last line's type is cgroup2 but has no source: still its
-         * mount point; the others are v1 */
-        CHECK_INT_EQ(cgroup2_mount_point(v1, &m), 0);
-        CHECK_STR_EQ(m, "/sys/fs/cgroup/x");
-        free(m);
-        CHECK_INT_EQ(cgroup2_mount_point("25 21 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n", &m), -ENOENT);
-        CHECK_INT_EQ(cgroup2_mount_point("", &m), -ENOENT);
-        CHECK_INT_EQ(cgroup2_mount_point("26 21 0:23 - cgroup2\n", &m), -ENOENT);
+}
+
+/* The cgroup v2 mount from mountinfo: unified (Debian 12's default),
+ * hybrid (v1 controllers, v2 under unified), v1 only with a last line
+ * whose type is cgroup2 but has no source (still its mount point), an
+ * escaped space, a line with several optional fields, none at all, a line
+ * too short to have a mount point. */
+static void test_cgroup2_mount_point(void) {
+        check_mount_point("22 28 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+                          "26 21 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 "
+                          "rw,nsdelegate\n",
+                          "/sys/fs/cgroup");
+        check_mount_point("25 21 0:22 / /sys/fs/cgroup ro,nosuid shared:5 - tmpfs tmpfs ro,mode=755\n"
+                          "26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid shared:6 master:2 - cgroup2 cgroup2 rw\n"
+                          "27 25 0:24 / /sys/fs/cgroup/cpu rw shared:7 - cgroup cgroup rw,cpu\n",
+                          "/sys/fs/cgroup/unified");
+        check_mount_point("25 21 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+                          "27 25 0:24 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+                          "28 25 0:25 / /sys/fs/cgroup/x rw - cgroup2",
+                          "/sys/fs/cgroup/x");
+        check_mount_point("26 21 0:23 / /mnt/my\\040cgroups rw - cgroup2 none rw\n", "/mnt/my cgroups");
+        check_mount_point("25 21 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n", NULL);
+        check_mount_point("", NULL);
+        check_mount_point("26 21 0:23 - cgroup2\n", NULL);
 }
 
 int main(void) {
