@@ -249,14 +249,30 @@ static const sym_file *load_mapping_file(proctable *t, uint32_t pid, struct proc
          * stage's by now, else it is opened here, by its inode again */
         if (m->keyed && m->fd < 0) {
                 struct file_ident id = { makedev(m->dev_major, m->dev_minor), m->inode };
+                struct stat st;
 
                 m->keyed = false;
                 if (t->lookup && t->lookup(t->load_userdata, &m->key, &f) >= 0)
                         return f;
                 f = NULL;
-                m->fd = mapfile_open_at_path(m->path, &id);
+                /* the very file (its inode number may have been reused by
+                 * a rebuild since: then its size or mtime differ) */
+                m->fd = mapfile_open_at_path_stat(m->path, &id, &st);
+                if (m->fd >= 0) {
+                        struct file_key now = file_key_from_stat(&st);
+
+                        if (!file_key_eq(&now, &m->key))
+                                m->fd = safe_close(m->fd);
+                }
                 if (m->fd < 0)
-                        m->fd = -1;
+                        m->fd = open_mapping_file(t->proc_root, pid, m);
+                /* not the path unchecked, as below: the file there may
+                 * have been rebuilt since the snapshot */
+                if (m->fd < 0) {
+                        log_debug("Cannot open %s (inode %" PRIu64 ") for pid %" PRIu32 " any more, ignoring.",
+                                  m->path, m->inode, pid);
+                        return NULL;
+                }
         }
         if (m->fd >= 0) {
                 int fd = TAKE_FD(m->fd);

@@ -469,10 +469,15 @@ static int loads_by_fd, lookups;
 static const sym_file *looked_up;
 #define FAKE_FILE ((const sym_file *) &loads_by_fd)
 
+static int loads_by_path;
+
 static int fake_load(void *userdata, int fd, const char *open_path, const char *root_prefix,
                      const char *display_path, const sym_file **ret) {
-        if (fd < 0)
-                return -ENOENT;
+        if (fd < 0) {
+                loads_by_path++;
+                *ret = FAKE_FILE;
+                return 0;
+        }
         close(fd);
         loads_by_fd++;
         *ret = FAKE_FILE;
@@ -545,10 +550,23 @@ static void test_known_files_not_opened_again(void) {
         CHECK(lookups == 2 && loads_by_fd == 1);
         proctable_free(t);
 
-        /* another file at the path (a new inode, or the same number
-         * reused, as here on tmpfs and ext4): opened, not keyed */
+        /* rebuilt between the snapshot and the writer, with the stage no
+         * longer holding it: the writer opens nothing (not the new file
+         * at the path, whether its inode number was reused or not) */
+        CHECK_INT_EQ(proctable_new(fake_load, NULL, root, &t), 0);
+        proctable_set_lookup(t, fake_lookup);
+        CHECK_INT_EQ(proc_snapshot_hinted(root, PID, START_NS, NULL, memo, &p, &vanished, NULL), 0);
+        CHECK(p->maps[0].keyed);
         CHECK_INT_EQ(unlink(file), 0);
         put_file("lib.so", "rebuilt");
+        CHECK_INT_EQ(proctable_add(t, p), 0);
+        got = proctable_get(t, PID, START_NS);
+        CHECK(got && got->maps[0].file == NULL);
+        CHECK(lookups == 3 && loads_by_fd == 1 && loads_by_path == 0);
+        proctable_free(t);
+
+        /* another file at the path (a new inode, or the same number
+         * reused, as here on tmpfs and ext4): opened, not keyed */
         CHECK_INT_EQ(stat(file, &st), 0);
         free(maps);
         CHECK(asprintf(&maps, "1000-2000 r-xp 00000000 %x:%x %llu %s\n", major(st.st_dev), minor(st.st_dev),
