@@ -106,6 +106,25 @@ struct css_set {
         struct cgroup *dfl_cgrp;
 } __attribute__((preserve_access_index));
 
+/* the process event's ids (announce_ids): effective uid, pid in its
+ * namespace */
+typedef struct {
+        __u32 val;
+} kuid_t;
+
+struct cred {
+        kuid_t euid;
+} __attribute__((preserve_access_index));
+
+struct upid {
+        int nr;
+} __attribute__((preserve_access_index));
+
+struct pid {
+        unsigned int level;
+        struct upid numbers[1];
+} __attribute__((preserve_access_index));
+
 /* x86-64: the thread pointer, as arch_prctl(ARCH_SET_FS) and clone's TLS
  * set it (a runtime walker finds the thread's state from it) */
 struct thread_struct {
@@ -123,6 +142,8 @@ struct task_struct {
         char comm[16];
         struct css_set *cgroups;
         struct thread_struct thread;
+        const struct cred *cred;
+        struct pid *thread_pid;
 } __attribute__((preserve_access_index));
 
 /* a raw tracepoint's context: the tracepoint's arguments as u64 (profd_oom) */
