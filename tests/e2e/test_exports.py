@@ -473,11 +473,18 @@ def script_errors(stderr):
 PROBE = """<script type="text/ecmascript"><![CDATA[
 window.addEventListener("load", function () {
   var out = {}, errors = [];
+  // the widest frame of that name: a short stack (a sample taken as main
+  // began or returned) can hold another, narrower main beside the one
+  // above the spin functions
   function frame(name) {
-    var all = document.querySelectorAll("g.fr");
-    for (var i = 0; i < all.length; i++)
-      if (all[i].querySelector("title").textContent.split("\\n")[0] === name) return all[i];
-    throw new Error("no frame " + name);
+    var all = document.querySelectorAll("g.fr"), best = null, most = -1;
+    for (var i = 0; i < all.length; i++) {
+      if (all[i].querySelector("title").textContent.split("\\n")[0] !== name) continue;
+      var w = Number(all[i].querySelector("rect").getAttribute("width"));
+      if (w > most) { best = all[i]; most = w; }
+    }
+    if (!best) throw new Error("no frame " + name);
+    return best;
   }
   function width(name) { return Number(frame(name).querySelector("rect").getAttribute("width")); }
   try {
