@@ -105,6 +105,7 @@ int conf_init(struct conf *c) {
                 .kind_wakeup = true,
                 .offcpu_min_ns = CONF_DEFAULT_OFFCPU_MIN_NS,
                 .offcpu_max_ns = UINT64_MAX,
+                .offcpu_sample_ns = CONF_OFFCPU_SAMPLE_AUTO,
                 .socket_mode = 0660,
                 .socket_group = strdup("profd"),
                 .max_clients = CONF_DEFAULT_MAX_CLIENTS,

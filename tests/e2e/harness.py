@@ -44,6 +44,13 @@ def binary(name):
     return path
 
 
+# Every kept block walked and counted as its own length. The default
+# (offcpu_sample = auto) walks blocks shorter than the sampling period by a
+# draw, so a short block's stack is an estimate; a test that compares one
+# short run's blocked time with its truth within a few percent pins this.
+EXACT_OFFCPU = ("--offcpu-sample", "none")
+
+
 class Profd:
     """A profd process on a temporary socket and store."""
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """End to end, off-CPU: the real profd measures a workload whose threads block
-in known functions for known times; profctl must report each function's
-blocked time within 5%, in state S, and the pipe writer as the waker of the
+in known functions for known times; with every block walked
+(offcpu_sample = none) profctl must report each function's blocked time
+within 5%, in state S, and the pipe writer as the waker of the
 reader's blocked time; a timer interrupt's wakeups are process 0's, not the
 thread's it interrupted. Stopping profd keeps the last interval. With
-offcpu_sample, blocks shorter than it are walked by a draw, and each
-function's blocked time is an estimate within its standard error. The
+offcpu_sample (auto, the sampling period, by default), blocks shorter than
+it are walked by a draw, and each function's blocked time is an estimate
+within its standard error. The
 kernel stacks come from the memo at defaults; with
 kernel_stack_memo_verify every hit is also walked, and none may differ."""
 import json
@@ -14,7 +16,7 @@ import re
 import subprocess
 import threading
 
-from harness import Profd, binary, function_shares, require_root, run_tests
+from harness import EXACT_OFFCPU, Profd, binary, function_shares, require_root, run_tests
 
 FUNCS = ("block_nanosleep", "block_pipe_read", "block_mutex_lock")
 TOLERANCE = 0.05  # relative, as the specification states
@@ -53,7 +55,7 @@ def check_blocked_times(d, truth, label):
 
 
 def test_blocked_time_per_function_matches_truth():
-    with Profd("--interval", "2s") as d:
+    with Profd("--interval", "2s", *EXACT_OFFCPU) as d:
         truth = run_workload(4)
         d.profctl("flush")
         check_blocked_times(d, truth, "")
@@ -118,7 +120,7 @@ def test_kernel_stack_memo_hits_are_the_walks():
     shells, file reads and pipes; the blocked times still hold."""
     with open(BPF_STATS) as f:
         stats_before = f.read().strip()
-    with Profd("--interval", "2s", "--kernel-stack-memo-verify") as d:
+    with Profd("--interval", "2s", "--kernel-stack-memo-verify", *EXACT_OFFCPU) as d:
         churn = [subprocess.Popen(["sh", "-c", CHURN], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for _ in range(2)]
         # the BPF run-time statistics switched on halfway: the kernel then
@@ -197,31 +199,34 @@ def kernel_has_sched_exit_tp():
     return "'btf_trace_sched_exit_tp'" in out
 
 
-# offcpu_sample for the test below, longer than every block of
-# offcpu_truth (nominal lengths, offcpu_truth.c) and shorter than sleeps'
+# offcpu_sample for the tests below, longer than every block of
+# offcpu_truth (nominal lengths, offcpu_truth.c) and shorter than sleeps';
+# and auto's at the default 49 Hz: 1 s / 49 in whole microseconds
 SAMPLE_NS = 40_000_000
+DEFAULT_SAMPLE_NS = 20_408_000
 NOMINAL_NS = {"block_nanosleep": 20_000_000, "block_pipe_read": 15_000_000, "block_mutex_lock": 10_000_000}
 LONG_BLOCK_MS = 100
 
 
-def sampled_tolerance(total_ns, block_ns):
+def sampled_tolerance(total_ns, block_ns, sample_ns):
     """How far a sampled total may be from its truth total_ns of blocks of
-    about block_ns each, shorter than SAMPLE_NS: each is walked with
-    probability p = block / SAMPLE and counted as SAMPLE, so the count's
-    variance is n SAMPLE^2 p (1 - p) = total (SAMPLE - block). Four standard
+    about block_ns each, shorter than sample_ns: each is walked with
+    probability p = block / sample and counted as sample, so the count's
+    variance is n sample^2 p (1 - p) = total (sample - block). Four standard
     errors, and 2% for what the truth's clock and BPF's disagree on."""
-    return 4 * math.sqrt(total_ns * (SAMPLE_NS - block_ns)) + 0.02 * total_ns
+    return 4 * math.sqrt(total_ns * max(sample_ns - block_ns, 0)) + 0.02 * total_ns
 
 
-def check_sampled_blocks(*setting):
+def check_sampled_blocks(sample_ns, auto, *setting):
     """offcpu_truth and sleeps under profd with setting, an offcpu_sample
-    of SAMPLE_NS: offcpu_truth's blocks (10-20 ms) are each walked with
-    probability length / 40 ms and counted as 40 ms; sleeps' 100 ms blocks
-    are walked and counted exactly. Each function's blocked time, and the
-    pipe writer's wake-ups of the reader, must be within their tolerances;
-    a block counted as its own length (a biased estimate: -50% to -75%) or
-    every block walked and counted as 40 ms (+100% to +300%) fails.
-    profctl status counts the blocks and wake-ups left unwalked."""
+    of sample_ns (auto or not): offcpu_truth's blocks (10-20 ms) are each
+    walked with probability length / sample_ns and counted as sample_ns;
+    sleeps' 100 ms blocks are walked and counted exactly. Each function's
+    blocked time, and the pipe writer's wake-ups of the reader, must be
+    within their tolerances; at 40 ms a block counted as its own length (a
+    biased estimate: -50% to -75%) or every block walked and counted as
+    40 ms (+100% to +300%) fails. profctl status counts the blocks and
+    wake-ups left unwalked."""
     with Profd("--interval", "2s", *setting) as d:
         sleeps = subprocess.Popen([binary("SLEEPS"), "8", str(LONG_BLOCK_MS)], stdout=subprocess.PIPE, text=True)
         truth = run_workload(8)
@@ -231,7 +236,7 @@ def check_sampled_blocks(*setting):
         got = blocked_ns(d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--since", "5m"))
         for f in FUNCS:
             want, have = truth["functions"][f], got.get(f, 0)
-            tolerance = sampled_tolerance(want, NOMINAL_NS[f])
+            tolerance = sampled_tolerance(want, NOMINAL_NS[f], sample_ns)
             print(f"  {f}: truth {want / 1e6:.1f} ms  profd {have / 1e6:.1f} ms  "
                   f"({100.0 * (have - want) / want:+.2f}%, tolerance {100.0 * tolerance / want:.1f}%)")
             assert abs(have - want) <= tolerance, \
@@ -246,14 +251,13 @@ def check_sampled_blocks(*setting):
         reader = truth["functions"]["block_pipe_read"] - truth["run_delay"]["block_pipe_read"]
         ended = blocked_ns(d.query_json("--kind", "wakeup", "--pid", str(truth["pid"]),
                                         "--since", "5m")).get("feed_pipe_writer", 0)
-        tolerance = sampled_tolerance(reader, NOMINAL_NS["block_pipe_read"])
+        tolerance = sampled_tolerance(reader, NOMINAL_NS["block_pipe_read"], sample_ns)
         print(f"  feed_pipe_writer ended {ended / 1e6:.1f} ms of the reader's {reader / 1e6:.1f} ms "
               f"(tolerance {100.0 * tolerance / reader:.1f}%)")
         assert abs(ended - reader) <= tolerance, (ended, reader)
         offcpu = json.loads(d.profctl("status", "--json").stdout)["offcpu"]
         print(f"  status: {offcpu}")
-        auto = "auto" in setting
-        assert offcpu["sample_ns"] == SAMPLE_NS and offcpu["sample_auto"] == auto, offcpu
+        assert offcpu["sample_ns"] == sample_ns and offcpu["sample_auto"] == auto, offcpu
         assert offcpu["unsampled_blocks"] > 0 and offcpu["unsampled_ns"] > 0 and offcpu["unsampled_wakeups"] > 0
         shown = d.profctl("status").stdout
         said = "walked by a draw (offcpu_sample auto: the on-CPU period)" if auto else "walked by a draw (offcpu_sample)"
@@ -262,13 +266,22 @@ def check_sampled_blocks(*setting):
 
 def test_sampled_blocks_estimate_the_truth():
     """offcpu_sample = 40ms (check_sampled_blocks)."""
-    check_sampled_blocks("--offcpu-sample", f"{SAMPLE_NS // 1_000_000}ms")
+    check_sampled_blocks(SAMPLE_NS, False, "--offcpu-sample", f"{SAMPLE_NS // 1_000_000}ms")
 
 
 def test_auto_sample_is_the_sampling_period():
     """offcpu_sample = auto at 25 Hz: the sampler's period, 40 ms, drawn
     and estimated as a setting of 40 ms is (check_sampled_blocks)."""
-    check_sampled_blocks("--offcpu-sample", "auto", "--frequency", "25")
+    check_sampled_blocks(SAMPLE_NS, True, "--offcpu-sample", "auto", "--frequency", "25")
+
+
+def test_defaults_estimate_the_truth():
+    """At the defaults, offcpu_sample is auto at 49 Hz: blocks under 20.408
+    ms are drawn, and each function's time is within its tolerance
+    (check_sampled_blocks). offcpu_truth's 20 ms sleeps are walked nearly
+    always, so their tolerance is tight; its 10 ms mutex waits about every
+    other time."""
+    check_sampled_blocks(DEFAULT_SAMPLE_NS, True)
 
 
 def test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists():
@@ -283,10 +296,10 @@ def test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists():
 
 
 def test_sigterm_keeps_the_last_interval():
-    with Profd("--interval", "1h") as d:
+    with Profd("--interval", "1h", *EXACT_OFFCPU) as d:
         truth = run_workload(2)
         assert d.stop() == 0, d.read_log()
-        again = Profd("--interval", "1h", store=d.store, workdir=d.dir)
+        again = Profd("--interval", "1h", *EXACT_OFFCPU, store=d.store, workdir=d.dir)
         again.start()
         try:
             check_blocked_times(again, truth, "after restart")
@@ -298,5 +311,6 @@ if __name__ == "__main__":
     require_root()
     run_tests([test_blocked_time_per_function_matches_truth, test_timer_wakeups_are_not_the_interrupted_threads,
                test_sampled_blocks_estimate_the_truth, test_auto_sample_is_the_sampling_period,
+               test_defaults_estimate_the_truth,
                test_kernel_stack_memo_hits_are_the_walks,
                test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists, test_sigterm_keeps_the_last_interval])

@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 
-from harness import Profd, binary, run_selected
+from harness import EXACT_OFFCPU, Profd, binary, run_selected
 
 SECONDS = 3
 TOLERANCE = 0.05  # relative, as for blocked time (test_offcpu.py)
@@ -75,7 +75,7 @@ def test_preempted_waits_without_stacks_by_default():
 
 
 def test_preempted_stacks_when_asked():
-    with Profd("--interval", "1s", "--offcpu-min", OFFCPU_MIN, "--offcpu-preempted-stacks") as d:
+    with Profd("--interval", "1s", "--offcpu-min", OFFCPU_MIN, "--offcpu-preempted-stacks", *EXACT_OFFCPU) as d:
         # the spinner run once first, so that its file's unwind table is
         # built before the pair starts: waits walked before it was are cut
         # short (under ASan, 21% of the pair's time in one CI run)

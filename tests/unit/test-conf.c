@@ -124,6 +124,7 @@ static void test_defaults(void) {
         CHECK(c.timeline);
         CHECK(!c.offcpu_preempted_stacks);
         CHECK(!c.offcpu_self_stacks);
+        CHECK(c.offcpu_sample_ns == CONF_OFFCPU_SAMPLE_AUTO);
         CHECK(c.kernel_stack_memo);
         CHECK(!c.kernel_stack_memo_verify);
         CHECK_INT_EQ(c.timeline_offcpu_min_ns, 1000000);
