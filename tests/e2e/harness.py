@@ -44,6 +44,11 @@ def binary(name):
     return path
 
 
+def rfc3339(ns):
+    """A Unix-epoch ns time as RFC 3339 in UTC, to the nanosecond."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
+
+
 # Every kept block walked and counted as its own length. The default
 # (offcpu_sample = auto) walks blocks shorter than the sampling period by a
 # draw, so a short block's stack is an estimate; a test that compares one

@@ -27,7 +27,7 @@ import tempfile
 import time
 from xml.sax.saxutils import escape as xml_escape
 
-from harness import Profd, binary, require_root, run_tests
+from harness import binary, Profd, require_root, rfc3339, run_tests
 from test_heatmap import CHROMIUM, folded_sums, page_dom
 
 COOLDOWN_S = 14
@@ -101,10 +101,6 @@ def profctl_as(user, d, *args):
     if user:
         cmd = ["runuser", "-u", user, "--"] + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-
-
-def rfc3339(ns):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + ".%09dZ" % (ns % 10**9)
 
 
 def capture_events(user, d, view, *args):

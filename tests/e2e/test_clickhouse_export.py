@@ -26,7 +26,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clickhouse  # noqa: E402
-from harness import Profd, binary, require_root, run_tests, storegen  # noqa: E402
+from harness import binary, Profd, require_root, rfc3339, run_tests, storegen  # noqa: E402
 
 CH = None  # the cluster every test uses
 INTERVAL = "2s"  # enough drains in seconds, few enough for a loaded 2-CPU machine
@@ -194,10 +194,6 @@ def assert_exactly_once(p, host):
         f"{host}: {len(local)} drains stored, {len(remote)} in ClickHouse; missing {missing[:5]}, "
         f"not in the store {extra[:5]}, different (rows, sum) {[(e, local[e], remote[e]) for e in differ[:5]]}")
     return len(local)
-
-
-def rfc3339(ns):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + ".%09dZ" % (ns % 10**9)
 
 
 def local_stacks(p, kind, from_ns, to_ns):

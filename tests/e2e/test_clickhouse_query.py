@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clickhouse  # noqa: E402
-from harness import Profd, binary, run_tests, stack_location_ids, storegen  # noqa: E402
+from harness import binary, Profd, rfc3339, run_tests, stack_location_ids, storegen  # noqa: E402
 
 # A fixed past: the window is given in absolute times, so local and fleet
 # answers cover exactly the same drains.
@@ -709,12 +709,6 @@ def test_bad_url_credentials_and_usage_are_clear_errors():
         assert r.returncode == 2 and b"asks one profd" in r.stderr, (cmd, r.stderr)
     r = F.fleet("query", "--last", check=False)
     assert r.returncode == 1 and b"--last is the most recent drain of one profd" in r.stderr, r.stderr
-
-
-def rfc3339(ns):
-    import datetime
-    t = datetime.datetime.fromtimestamp(ns // 10**9, datetime.timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%S") + ".%09dZ" % (ns % 10**9)
 
 
 def test_real_profd_exports_equal_local_answers():

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import Profd, binary, exchange, require_root, run_tests
+from harness import binary, exchange, Profd, require_root, rfc3339, run_tests
 
 FREQ = 199                      # Hz: a period of 5 ms, ~60 samples a burst
 PERIOD_NS = 10**9 // FREQ
@@ -34,11 +34,6 @@ ROWS = 50                       # 20 ms a row
 BUCKET_NS = 10**9 // ROWS
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
                              shutil.which("chromium-browser") or "") if p and os.path.exists(p)), None)
-
-
-def rfc3339(ns):
-    """A Unix-epoch ns time as RFC 3339 in UTC, to the nanosecond."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
 def in_a_burst(t0, t1, bursts):

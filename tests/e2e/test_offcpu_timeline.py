@@ -26,9 +26,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 
-from harness import Profd, binary, exchange, function_shares, require_root, run_tests
+from harness import binary, exchange, function_shares, Profd, require_root, rfc3339, run_tests
 from test_heatmap import CHROMIUM, folded_sums, page_dom
 
 BLOCKS, BLOCK_MS = 8, 200
@@ -36,11 +35,6 @@ BLOCKS, BLOCK_MS = 8, 200
 # CPU microseconds after the first and is back before the second, but a
 # loaded machine may run it a little late after its wakeup (state R then)
 SLACK_NS = 5_000_000
-
-
-def rfc3339(ns):
-    """A Unix-epoch ns time as RFC 3339 in UTC, to the nanosecond."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
 def window(d, pid, lo, hi):

@@ -21,7 +21,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-from harness import Profd, binary, require_root, run_tests, serve_only, storegen
+from harness import binary, Profd, require_root, rfc3339, run_tests, serve_only, storegen
 
 APP = "/usr/bin/app"
 MAIN = {"name": "main", "module": APP}
@@ -307,10 +307,6 @@ def db_lost(store, from_ns, to_ns, reason="map_full"):
                          "WHERE x.reason = ? AND d.end_ns >= ? AND d.start_ns <= ?",
                          (reason, from_ns, to_ns)).fetchone()
     return row[0]
-
-
-def rfc3339(ns):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
 def test_full_map_loss_is_in_its_window_only():

@@ -11,11 +11,7 @@ import subprocess
 import sys
 import time
 
-from harness import SKIP, Profd, binary, require_root, run_tests
-
-
-def rfc3339(ns):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
+from harness import binary, Profd, require_root, rfc3339, run_tests, SKIP
 
 
 def quality(d, *args):

@@ -8,14 +8,9 @@ a flush), and a query's window to the nanosecond over one burst is
 answered from it."""
 import json
 import subprocess
-import time
 
-from harness import Profd, binary, function_shares, require_root, run_tests
+from harness import binary, function_shares, Profd, require_root, rfc3339, run_tests
 
-
-def rfc3339(ns):
-    """A Unix-epoch ns time as RFC 3339 in UTC, to the nanosecond."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 FREQ = 199                      # Hz: a period of 5 ms, ~60 samples a burst
 PERIOD_NS = 1e9 / FREQ

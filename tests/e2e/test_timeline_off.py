@@ -17,17 +17,13 @@ import subprocess
 import tempfile
 import time
 
-from harness import Profd, binary, function_shares, require_root, run_tests
+from harness import binary, function_shares, Profd, require_root, rfc3339, run_tests
 
 FREQ = 199                      # Hz: ~60 samples in a 300 ms burst
 BURSTS, BURST_MS = 4, 300
 SLEEPS, SLEEP_MS = 8, 200
 SLACK_NS = 5_000_000            # a loaded machine runs a woken sleeper a little late
 
-
-def rfc3339(ns):
-    """A Unix-epoch ns time as RFC 3339 in UTC, to the nanosecond."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
 
 
 def rows(store, table, since_ns=0):
