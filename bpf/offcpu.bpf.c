@@ -236,10 +236,11 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, unsi
 }
 
 /* Logs a counted block (its key complete) in the off-CPU log with its end
- * and duration, or counts why not. Costs, per kept block of at least
- * offcpu_timeline_min_ns, two array lookups and a 64-byte store into this
- * CPU's region (docs/performance.md). */
-static __always_inline void log_block(__u32 gen, const struct profd_sample_key *key, __u64 end_ns, __u64 delta) {
+ * and duration (the time it is counted for), or counts why not. Costs, per
+ * kept block of at least offcpu_timeline_min_ns, two array lookups and a
+ * 64-byte store into this CPU's region (docs/performance.md). */
+static __always_inline void log_block(__u32 gen, const struct profd_sample_key *key, __u64 end_ns,
+                                      __u64 duration) {
         __u32 slots = *(volatile __u32 *) &offcpu_log_slots;
         struct profd_block_slot *h, *r;
         __u32 head_idx, idx;
@@ -247,9 +248,9 @@ static __always_inline void log_block(__u32 gen, const struct profd_sample_key *
 
         if (!offcpu_timeline_enabled)
                 return;
-        if (delta < offcpu_timeline_min_ns) {
+        if (duration < offcpu_timeline_min_ns) {
                 counter_add(PROFD_CNT_OFFCPU_SHORT, 1);
-                counter_add(PROFD_CNT_OFFCPU_SHORT_NS, delta);
+                counter_add(PROFD_CNT_OFFCPU_SHORT_NS, duration);
                 return;
         }
         if (slots < 2)
@@ -267,20 +268,24 @@ static __always_inline void log_block(__u32 gen, const struct profd_sample_key *
                 goto unlogged;
         r->key = *key;
         r->end_ns = end_ns;
-        r->duration_ns = delta;
+        r->duration_ns = duration;
         h->n = n + 1;
         return;
 unlogged:
         counter_add(PROFD_CNT_OFFCPU_UNLOGGED, 1);
-        counter_add(PROFD_CNT_OFFCPU_UNLOGGED_NS, delta);
+        counter_add(PROFD_CNT_OFFCPU_UNLOGGED_NS, duration);
 }
 
 /* Counts a kept block whose stacks are walked: key without its stacks,
- * kernel frames in k, user frames in u (NULL: a kernel thread); it lasted
- * delta, is counted for weight (block_weight) and ended at end_ns. */
+ * kernel frames in k, user frames in u (NULL: a kernel thread); it is
+ * counted for weight (block_weight) and ended at end_ns. The off-CPU log
+ * holds it as what it counts for: a block walked by a draw as one
+ * offcpu_sample ending where it ended, as an on-CPU sample stands for a
+ * period of CPU time, so that the timeline's windows estimate blocked time
+ * as the aggregates do; a block of offcpu_sample or more as itself. */
 static __always_inline void count_block(struct task_struct *task, struct profd_sample_key *key,
                                         struct profd_frames *k, bool kernel_error, struct profd_frames *u,
-                                        bool user_error, __u64 delta, __u64 weight, __u64 end_ns) {
+                                        bool user_error, __u64 weight, __u64 end_ns) {
         __u32 gen = *(volatile __u32 *) &generation;
 
         if (!u)
@@ -291,7 +296,7 @@ static __always_inline void count_block(struct task_struct *task, struct profd_s
                 key->user_stack = frames_store(gen, u, SCRATCH_SWITCH_USER, 0);
         key->kernel_stack = kernel_error ? PROFD_STACK_LOST : frames_store(gen, k, SCRATCH_SWITCH_KERNEL, 0);
         count_key(gen, key, weight, false);
-        log_block(gen, key, end_ns, delta);
+        log_block(gen, key, end_ns, weight);
         announce_if_new(task, key->tgid, key->start_ns);
 }
 
@@ -400,13 +405,13 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
                                          KSTACK_WALKER_SWITCH_IN, 0);
 
         if (next->flags & PF_KTHREAD) {
-                count_block(next, &key, k, kernel_error, NULL, false, delta, weight, now);
+                count_block(next, &key, k, kernel_error, NULL, false, weight, now);
                 return;
         }
         if (offcpu_walk_at_switch_out) {
                 struct profd_frames *u = bpf_task_storage_get(&task_stacks, next, 0, 0);
 
-                count_block(next, &key, k, kernel_error, u, t->user_error || !u, delta, weight, now);
+                count_block(next, &key, k, kernel_error, u, t->user_error || !u, weight, now);
                 return;
         }
         /* the user stack can be read once next runs: sched_exit_tp */
@@ -416,7 +421,6 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now) {
         pk->tgid = key.tgid;
         pk->start_ns = key.start_ns;
         pk->cgroup_id = key.cgroup_id;
-        pk->delta = delta;
         pk->weight = weight;
         pk->end_ns = now;
         pk->state = key.state;
@@ -549,7 +553,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                         return 0;
                 kernel_error = !blocked_kernel_stack(ctx, k);
                 if (task->flags & PF_KTHREAD) {
-                        count_block(task, &key, k, kernel_error, NULL, false, delta, weight, end_ns);
+                        count_block(task, &key, k, kernel_error, NULL, false, weight, end_ns);
                         return 0;
                 }
         } else {
@@ -563,7 +567,6 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
                 key.start_ns = pk->start_ns;
                 key.cgroup_id = pk->cgroup_id;
                 kernel_error = pk->kernel_error;
-                delta = pk->delta;
                 weight = pk->weight;
                 end_ns = pk->end_ns;
                 k = scratch_get(SCRATCH_SWITCH_KERNEL);
@@ -582,7 +585,7 @@ int BPF_PROG(profd_switch_done, bool is_switch) {
         user_ok = user_stack_unwind(task, u, SCRATCH_SWITCH_USER, NULL);
         key.user_stack = user_ok ? frames_store(gen, u, SCRATCH_SWITCH_USER, 0) : PROFD_STACK_LOST;
         count_key(gen, &key, weight, false);
-        log_block(gen, &key, end_ns, delta);
+        log_block(gen, &key, end_ns, weight);
         announce_if_new(task, key.tgid, key.start_ns);
         return 0;
 }

@@ -257,8 +257,8 @@ struct profd_task {
 struct offcpu_park {
         __u32 tid;             /* 0: nothing parked */
         __u32 tgid;
-        __u64 start_ns, cgroup_id, delta;
-        __u64 weight;          /* the time counted: delta, or offcpu_sample's */
+        __u64 start_ns, cgroup_id;
+        __u64 weight;          /* the time counted (and logged): the block's, or offcpu_sample's */
         __u64 end_ns;          /* the switch-in: the block's end (the off-CPU log) */
         __u8 state;
         __u8 kernel_error;     /* no kernel stack: PROFD_STACK_LOST */

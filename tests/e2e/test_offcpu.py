@@ -15,8 +15,9 @@ import math
 import re
 import subprocess
 import threading
+import time
 
-from harness import EXACT_OFFCPU, Profd, binary, function_shares, require_root, run_tests
+from harness import EXACT_OFFCPU, Profd, binary, function_shares, require_root, rfc3339, run_tests
 
 FUNCS = ("block_nanosleep", "block_pipe_read", "block_mutex_lock")
 TOLERANCE = 0.05  # relative, as the specification states
@@ -217,7 +218,7 @@ def sampled_tolerance(total_ns, block_ns, sample_ns):
     return 4 * math.sqrt(total_ns * max(sample_ns - block_ns, 0)) + 0.02 * total_ns
 
 
-def check_sampled_blocks(sample_ns, auto, *setting):
+def check_sampled_blocks(sample_ns, auto, *setting, timeline=False):
     """offcpu_truth and sleeps under profd with setting, an offcpu_sample
     of sample_ns (auto or not): offcpu_truth's blocks (10-20 ms) are each
     walked with probability length / sample_ns and counted as sample_ns;
@@ -226,12 +227,19 @@ def check_sampled_blocks(sample_ns, auto, *setting):
     within their tolerances; at 40 ms a block counted as its own length (a
     biased estimate: -50% to -75%) or every block walked and counted as
     40 ms (+100% to +300%) fails. profctl status counts the blocks and
-    wake-ups left unwalked."""
+    wake-ups left unwalked. With timeline, a window of the off-CPU timeline
+    (--from/--to) over the run must give each function the aggregates'
+    estimate, less at most one period at the window's start: a block walked
+    by a draw is logged as the period it counts for, ending where it ended.
+    Logged with its own length instead, the 10 ms mutex waits would come to
+    half their time."""
     with Profd("--interval", "2s", *setting) as d:
+        begin_ns = time.time_ns()
         sleeps = subprocess.Popen([binary("SLEEPS"), "8", str(LONG_BLOCK_MS)], stdout=subprocess.PIPE, text=True)
         truth = run_workload(8)
         long_truth = json.loads(sleeps.communicate(timeout=60)[0])
         assert sleeps.returncode == 0
+        end_ns = time.time_ns()
         d.profctl("flush")
         got = blocked_ns(d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--since", "5m"))
         for f in FUNCS:
@@ -241,6 +249,17 @@ def check_sampled_blocks(sample_ns, auto, *setting):
                   f"({100.0 * (have - want) / want:+.2f}%, tolerance {100.0 * tolerance / want:.1f}%)")
             assert abs(have - want) <= tolerance, \
                 f"{f}: profd estimates {have / 1e6:.1f} ms blocked, truth is {want / 1e6:.1f} ms"
+        if timeline:
+            window = d.query_json("--kind", "offcpu", "--pid", str(truth["pid"]), "--from", rfc3339(begin_ns),
+                                  "--to", rfc3339(end_ns))
+            assert window.get("timeline") is True, window.get("timeline")
+            in_window = blocked_ns(window)
+            for f in FUNCS:
+                have = in_window.get(f, 0)
+                print(f"  {f} in the timeline's window: {have / 1e6:.1f} ms (aggregates {got.get(f, 0) / 1e6:.1f})")
+                # the log keeps a duration to the us, rounded up: 5 ms for some hundreds of blocks
+                assert got.get(f, 0) - sample_ns - 5_000_000 <= have <= got.get(f, 0) + 5_000_000, \
+                    (f, have, got.get(f, 0))
         # blocks longer than offcpu_sample: every one walked, exactly
         want = sum(e - s for s, e in long_truth["blocks"])
         have = blocked_ns(d.query_json("--kind", "offcpu", "--pid", str(long_truth["pid"]),
@@ -278,10 +297,13 @@ def test_auto_sample_is_the_sampling_period():
 def test_defaults_estimate_the_truth():
     """At the defaults, offcpu_sample is auto at 49 Hz: blocks under 20.408
     ms are drawn, and each function's time is within its tolerance
-    (check_sampled_blocks). offcpu_truth's 20 ms sleeps are walked nearly
-    always, so their tolerance is tight; its 10 ms mutex waits about every
-    other time."""
-    check_sampled_blocks(DEFAULT_SAMPLE_NS, True)
+    (check_sampled_blocks), in the aggregates and in a window of the
+    timeline. offcpu_truth's 20 ms sleeps are walked nearly always, so
+    their tolerance is tight; its 10 ms mutex waits about every other time.
+    The timeline's room is raised from 200 blocks a second per CPU
+    (timeline_offcpu_rate) so that a loaded machine's other blocks leave
+    none of the workload's out."""
+    check_sampled_blocks(DEFAULT_SAMPLE_NS, True, "--timeline-offcpu-rate", "2000", timeline=True)
 
 
 def test_blocked_stacks_walked_at_sched_exit_tp_where_it_exists():
