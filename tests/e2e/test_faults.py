@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import exchange, settled_rss_kib, memory_kib, sanitized, Profd, binary, require_root, run_tests
+from harness import exchange, settled_rss_kib, memory_kib, sanitized, Profd, binary, run_selected
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -649,8 +649,7 @@ def test_nearly_full_maps_drain_early():
 
 
 if __name__ == "__main__":
-    require_root()
-    run_tests([
+    run_selected([
         test_sigkill_mid_drain_loses_at_most_the_interval_in_flight,
         test_disk_full_counts_failed_drains_and_recovers,
         test_unusable_store_is_refused_at_start_and_left_alone,
