@@ -442,6 +442,7 @@ static void extras_write(FILE *f, const json_t *status) {
         json_t *clients = json_object_get(status, STATUS_KEY_CLIENTS);
         json_t *unres = json_object_get(status, STATUS_KEY_UNRESOLVED);
         json_t *names = json_object_get(status, STATUS_KEY_RUNTIME_NAMES);
+        json_t *deferred = json_object_get(status, STATUS_KEY_DWARF_DEFERRED);
         json_t *queries = json_object_get(status, STATUS_KEY_QUERIES);
         char a[32], b[32];
 
@@ -479,6 +480,12 @@ static void extras_write(FILE *f, const json_t *status) {
                                 fprintf(f, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
                 fputc('\n', f);
         }
+        if (json_is_object(deferred) && u64_of(deferred, STATUS_KEY_FRAMES) > 0)
+                fprintf(f, "debug info deferred: %" PRIu64 " frames stored by their symbol alone (files with fewer "
+                        "than %" PRIu64 " samples), %" PRIu64 " given their lines since, %" PRIu64 " not kept for "
+                        "it\n",
+                        u64_of(deferred, STATUS_KEY_FRAMES), u64_of(deferred, STATUS_KEY_MIN_SAMPLES),
+                        u64_of(deferred, STATUS_KEY_LINES_ADDED), u64_of(deferred, STATUS_KEY_NOT_KEPT));
         if (json_is_object(names) && u64_of(names, STATUS_KEY_READS) + u64_of(names, STATUS_KEY_SHARED_HITS) > 0) {
                 const json_t *no_line = json_object_get(names, STATUS_KEY_NO_LINE);
                 const char *k;

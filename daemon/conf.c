@@ -127,6 +127,7 @@ int conf_init(struct conf *c) {
                 .capture_frequency_hz = CONF_DEFAULT_CAPTURE_FREQUENCY_HZ,
                 .timeline_offcpu_min_ns = CONF_DEFAULT_TIMELINE_OFFCPU_MIN_NS,
                 .timeline_offcpu_rate = CONF_DEFAULT_TIMELINE_OFFCPU_RATE,
+                .dwarf_min_samples = CONF_DEFAULT_DWARF_MIN_SAMPLES,
                 .kernel_memory = CONF_DEFAULT_KERNEL_MEMORY,
                 .unwind_memory = CONF_DEFAULT_UNWIND_MEMORY,
                 .host_name = strdup(host),
@@ -296,6 +297,12 @@ const struct conf_setting conf_settings[] = {
         { .key = "symbol_cache", .type = CONF_COUNT, .offset = FIELD(symbol_cache_bytes), .apply = CONF_APPLY_WRITER,
           .min = 1, .max = 1 << 20, .shift = 20, .unit = " MiB",
           .help_arg = "MIB", .help = "memory for symbols and debug info (default " STR(CONF_DEFAULT_SYMBOL_CACHE_MIB) ")" },
+        { .key = "dwarf_min_samples", .type = CONF_UINT, .offset = FIELD(dwarf_min_samples),
+          .apply = CONF_APPLY_WRITER, .min = 0, .max = CONF_MAX_DWARF_MIN_SAMPLES,
+          .must_be = "a whole number from 0 to " STR(CONF_MAX_DWARF_MIN_SAMPLES),
+          .help_arg = "N", .help = "samples in a file before its debug info (source lines,\n"
+                                   "inlined calls) is read; 0: at its first (default "
+                                   STR(CONF_DEFAULT_DWARF_MIN_SAMPLES) ")" },
         { .key = "debug_dirs", .type = CONF_DIRS, .offset = FIELD(debug_dirs), .apply = CONF_APPLY_WRITER,
           .help_arg = "\"DIR...\"",
           .help = "where separate debug files are looked for\n(default " CONF_DEFAULT_DEBUG_DIRS ")" },

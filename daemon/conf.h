@@ -102,6 +102,10 @@
  * in the aggregates. */
 #define CONF_DEFAULT_TIMELINE_OFFCPU_RATE 200
 #define CONF_MAX_TIMELINE_OFFCPU_RATE 100000
+/* Samples of keys with frames in a file before profd reads its DWARF
+ * (dwarf_min_samples; daemon/symbols/dwarf-defer.h). */
+#define CONF_DEFAULT_DWARF_MIN_SAMPLES 20
+#define CONF_MAX_DWARF_MIN_SAMPLES 1000000
 /* Below this the schema, indexes and one drain of a busy host do not fit. */
 #define CONF_MIN_MAX_STORE_SIZE (1ULL << 20)
 /* At most 64 MiB for the kernel's sample and stack maps, both generations:
@@ -150,6 +154,7 @@ struct conf {
         unsigned max_clients;
         uint64_t client_timeout_ns;
         uint64_t symbol_cache_bytes; /* symbols and debug info kept in memory */
+        unsigned dwarf_min_samples; /* a file's DWARF is read once its frames had this many; 0: at once */
         char *debuginfod_urls;  /* servers asked for missing debug files; NULL: none */
         char *debuginfod_cache; /* their cache directory; NULL: libdebuginfod's default */
         uint64_t max_keys;      /* kernel map sizes; 0: sized from the machine */

@@ -402,6 +402,12 @@ static void status_add_parts(const struct status_stats *s, json_t *o) {
         json_object_set_new(o, "symbol_peak_bytes", json_integer((json_int_t) ws->symbol_peak_bytes));
         json_object_set_new(o, STATUS_KEY_UNRESOLVED, status_unresolved(ws));
         json_object_set_new(o, STATUS_KEY_RUNTIME_NAMES, status_python_names(ws));
+        json_object_set_new(o, STATUS_KEY_DWARF_DEFERRED,
+                            json_pack("{s:I, s:I, s:I, s:I}",
+                                      STATUS_KEY_MIN_SAMPLES, (json_int_t) c->dwarf_min_samples,
+                                      STATUS_KEY_FRAMES, (json_int_t) ws->deferred.frames,
+                                      STATUS_KEY_LINES_ADDED, (json_int_t) ws->deferred.lines_added,
+                                      STATUS_KEY_NOT_KEPT, (json_int_t) ws->deferred.not_kept));
 }
 
 json_t *status_build(const struct status_stats *s) {

@@ -122,6 +122,7 @@ struct job {
         struct drain_batch batch;  /* JOB_DRAIN */
         uint64_t start_ns, end_ns, vanished, seq;
         uint64_t symbol_cache_bytes; /* JOB_SETTINGS */
+        unsigned dwarf_min_samples;
         char **debug_dirs;
         struct retention_settings retention;
         struct writer_result result; /* JOB_DRAIN, once run: what the loop pops */
@@ -161,6 +162,8 @@ struct writer {
         struct runtime_names_session names_session;
         bool trim_due;              /* the writer thread's: processes were recorded since the last heap trim */
         struct writer_unresolved unresolved; /* this drain's, added to stats once it is stored */
+        struct writer_deferred deferred;     /* likewise */
+        uint64_t dwarf_min_samples;          /* the setting (0: every file's DWARF read at its first frame) */
         char jit_tag[64];          /* build_id of the [jit] frames of the key being built */
         /* the files this drain's user frames are in (sampled_note) */
         hashmap *sampled_seen;     /* hash of a struct file_ident -> its index in sampled + 1 */
@@ -284,6 +287,7 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
                 .address = off,
         };
         struct sym_frame chain[MAX_INLINE];
+        bool deferred = false;
         int n;
 
         if (!map->file) {
@@ -291,9 +295,23 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
                 f.unresolved = STORE_UNRESOLVED_NO_FILE;
                 return f;
         }
-        if (frame_stored(w, map->file, f.module, f.build_id, off))
+        if (w->dwarf_min_samples > 0 && sym_file_defers_dwarf(map->file)) {
+                /* its DWARF not read yet (dwarf_min_samples): the symbol
+                 * alone, the frame kept to be given its lines when it is */
+                n = sym_file_resolve_symbol(w->sym, map->file, off, chain, MAX_INLINE);
+                deferred = n > 0;
+                if (n > 0) {
+                        int k = sym_file_pend(map->file, off, f.module);
+
+                        if (k > 0)
+                                w->deferred.frames++;
+                        else if (k == -ENOSPC)
+                                w->deferred.not_kept++;
+                }
+        } else if (frame_stored(w, map->file, f.module, f.build_id, off))
                 return f;
-        n = sym_file_resolve(w->sym, map->file, off, chain, MAX_INLINE);
+        else
+                n = sym_file_resolve(w->sym, map->file, off, chain, MAX_INLINE);
         if (n <= 0) {
                 w->unresolved.no_symbols++;
                 f.unresolved = STORE_UNRESOLVED_NO_SYMBOLS;
@@ -311,8 +329,10 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
                 };
         f.function = chain[n - 1].function;
         f.raw_function = chain[n - 1].raw_function;
-        f.lines = lines;
-        f.n_lines = n;
+        /* a deferred frame's location has no lines yet: they are what
+         * store_location_add_lines gives it */
+        f.lines = deferred ? NULL : lines;
+        f.n_lines = deferred ? 0 : (size_t) n;
         return f;
 }
 
@@ -543,6 +563,105 @@ static int build_frames(writer *w, const struct drain_batch *b, const struct pro
         return 0;
 }
 
+/* The frames a file's earlier drains stored by their symbol alone, given
+ * their function and lines now that its DWARF is read (dwarf-defer.h).
+ * Returns 0 or a negative errno (the drain fails, as for any store error). */
+static int add_deferred_lines(writer *w, const sym_file *file) {
+        _cleanup_free_ uint64_t *offs = NULL;
+        _cleanup_free_ char *module = NULL;
+        struct sym_frame chain[MAX_INLINE];
+        struct store_line lines[MAX_INLINE];
+        uint64_t added = 0;
+        int n, r = 0;
+
+        n = sym_file_take_pending(file, &offs, &module);
+        if (n < 0)
+                return n;
+        for (int i = 0; i < n && r >= 0; i++) {
+                int k = sym_file_resolve(w->sym, file, offs[i], chain, MAX_INLINE);
+
+                if (k == -ENOMEM)
+                        return k;
+                if (k <= 0)
+                        continue; /* the DWARF could not be read: the symbol stays */
+                for (int l = 0; l < k; l++)
+                        lines[l] = (struct store_line) {
+                                .function = chain[l].function,
+                                .raw_function = chain[l].raw_function,
+                                .file = chain[l].file,
+                                .line = chain[l].line,
+                                .inlined = chain[l].inlined,
+                        };
+                r = store_location_add_lines(w->store, &(struct store_frame) {
+                        .module = module,
+                        .build_id = sym_file_build_id(file),
+                        .address = offs[i],
+                        .function = chain[k - 1].function,
+                        .raw_function = chain[k - 1].raw_function,
+                        .lines = lines,
+                        .n_lines = (size_t) k,
+                });
+                if (r > 0)
+                        added++;
+        }
+        if (r >= 0)
+                r = store_locations_changed(w->store, added);
+        w->deferred.lines_added += added;
+        return r < 0 ? r : 0;
+}
+
+/* Files a key's user frames are in, counted once each per key. */
+#define KEY_FILES_MAX 16
+
+/* dwarf_min_samples: before a drain is symbolized, each key's samples are
+ * added to the files its user frames are in (a file once per key), so a
+ * file that reaches the setting has its DWARF read for every frame of
+ * this drain, and the frames its earlier drains stored by their symbol
+ * alone are given their lines at once. An off-CPU or wake-up key counts
+ * one: its blocked time says how long a thread waited, not how many
+ * stacks walked it (a test waiting a second on its child would count 49
+ * otherwise). Returns 0 or a negative errno. */
+static int note_file_samples(writer *w, const struct drain_batch *b) {
+        if (w->dwarf_min_samples == 0)
+                return 0;
+        for (size_t i = 0; i < b->n_entries; i++) {
+                const struct profd_sample_key *key = &b->entries[i].key;
+                const struct stack_trace *ks = lookup_stack(b->frames, key->kernel_stack);
+                const struct stack_trace *us = lookup_stack(b->frames, key->user_stack);
+                const struct proc *p = proctable_get(w->procs, key->tgid, key->start_ns);
+                const sym_file *seen[KEY_FILES_MAX];
+                size_t n_seen = 0;
+                uint64_t weight = key->kind == PROFD_KIND_CPU ? b->entries[i].value : 1;
+
+                if (!us || !p || !p->snapshotted)
+                        continue;
+                for (size_t k = 0; k < us->n; k++) {
+                        uint64_t ip = user_frame_ip(key, ks, us, k);
+                        const struct proc_mapping *m;
+                        bool dup = false;
+
+                        if (PROFD_RT_FRAME_IS(ip))
+                                continue;
+                        m = proc_find_mapping(p, ip);
+                        if (!m || !m->file || !sym_file_defers_dwarf(m->file))
+                                continue;
+                        for (size_t s = 0; s < n_seen && !dup; s++)
+                                dup = seen[s] == m->file;
+                        if (dup)
+                                continue;
+                        if (n_seen < KEY_FILES_MAX)
+                                seen[n_seen++] = m->file;
+                        if (sym_file_note_samples(m->file, weight, w->dwarf_min_samples)) {
+                                int r = add_deferred_lines(w, m->file);
+
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+        }
+        return 0;
+}
+
 /* Before a drain is symbolized: a live process with user frames in no known
  * mapping gets its maps re-read (code mapped since it was read), and one
  * with frames in anonymous memory or in no mapping gets its perf map read
@@ -739,6 +858,7 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
         pthread_mutex_unlock(&w->lock);
 
         w->unresolved = (struct writer_unresolved) {};
+        w->deferred = (struct writer_deferred) {};
         w->n_sampled = 0;
         w->sampled_seen = hashmap_free(w->sampled_seen);
         w->sampled_seen = hashmap_new_u64(); /* NULL: no notes this drain */
@@ -749,6 +869,8 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                 r = store_drain_begin(w->store, j->start_ns, j->end_ns);
         if (r >= 0)
                 r = store_drain_rate(w->store, b->frequency_hz);
+        if (r >= 0)
+                r = note_file_samples(w, b);
         for (size_t i = 0; r >= 0 && i < b->n_entries; i++) {
                 const struct profd_sample_key *key = &b->entries[i].key;
                 const struct proc *p = proctable_get(w->procs, key->tgid, key->start_ns);
@@ -822,6 +944,9 @@ static int write_drain(writer *w, struct job *j, struct writer_result *res) {
                         w->stats.pending_drops[i] += b->counters[i];
         } else {
                 w->vanished_stored = j->vanished;
+                w->stats.deferred.frames += w->deferred.frames;
+                w->stats.deferred.lines_added += w->deferred.lines_added;
+                w->stats.deferred.not_kept += w->deferred.not_kept;
                 w->stats.unresolved.no_symbols += w->unresolved.no_symbols;
                 w->stats.unresolved.no_file += w->unresolved.no_file;
                 w->stats.unresolved.jit_without_map += w->unresolved.jit_without_map;
@@ -1016,6 +1141,7 @@ static void run_migration(writer *w) {
 
 static void apply_settings(writer *w, struct job *j) {
         symbolizer_set_cache_budget(w->sym, j->symbol_cache_bytes);
+        w->dwarf_min_samples = j->dwarf_min_samples;
         if (symbolizer_set_debug_dirs(w->sym, (const char *const *) j->debug_dirs) < 0)
                 log_oom();
         if (w->ret)
@@ -1502,6 +1628,7 @@ int writer_configure(writer *w, const struct conf *settings) {
                 return -ENOMEM;
         j->type = JOB_SETTINGS;
         j->symbol_cache_bytes = settings->symbol_cache_bytes;
+        j->dwarf_min_samples = settings->dwarf_min_samples;
         j->retention = (struct retention_settings) {
                 .raw_ns = settings->retention_raw_ns,
                 .m1_ns = settings->retention_1m_ns,

@@ -82,6 +82,15 @@ static inline bool writer_python_reason_unnamed(unsigned reason) {
         return reason != PYTHON_CODE_OK && reason < PYTHON_CODE_READ_LINETABLE;
 }
 
+/* Frames of files whose DWARF was deferred (dwarf_min_samples;
+ * daemon/symbols/dwarf-defer.h). */
+struct writer_deferred {
+        uint64_t frames;      /* new frames stored by their symbol alone, kept to be given their lines */
+        uint64_t lines_added; /* of those, given their function and lines (inlined calls) since */
+        uint64_t not_kept;    /* stored by their symbol alone and not kept: another path of the file, or
+                               * past DWARF_DEFER_PENDING_MAX; they keep their symbol alone */
+};
+
 struct writer_stats {
         uint64_t samples_seen, idle_samples;          /* BPF's, of the drains written or refused */
         uint64_t failed_drains;                       /* not yet stored as drops */
@@ -93,6 +102,7 @@ struct writer_stats {
         uint64_t kallsyms_reads;       /* /proc/kallsyms read (the first drain's, and after kernel code came) */
         uint64_t kallsyms_kept;        /* drains after kernel code came whose frames the table still named */
         struct writer_unresolved unresolved;
+        struct writer_deferred deferred;
         uint64_t jit_map_entries_dropped;             /* perf map entries over the per-process bound */
         struct runtime_names_stats runtime_names;     /* the cache of Python code objects */
         bool retention_on;                            /* retention runs (its connection is open) */

@@ -525,12 +525,15 @@ size_t store_query_cached_locations(const store *s) {
 }
 
 /* The location cache a query uses. A reader connection keeps its locations
- * from one query to the next: a location row never changes once written,
- * only retention deletes rows (and SQLite may then give a deleted id to a
- * new location), so the cache is emptied when retention's count of deleted
- * locations moved. The check and the query share one read transaction
- * (committed at the end of store_query_stacks), so they see the same
- * store. Anything but a reader gets a new cache, freed after the query. */
+ * from one query to the next: retention deletes rows (and SQLite may then
+ * give a deleted id to a new location), and the writer changes one kind:
+ * a location stored by its symbol alone given its lines later
+ * (store_location_add_lines); so the cache is emptied when retention's
+ * count of deleted locations or the writer's of changed ones
+ * (STORE_CHANGED_LOCATIONS) moved. The check and the query share one read
+ * transaction (committed at the end of store_query_stacks), so they see
+ * the same store. Anything but a reader gets a new cache, freed after the
+ * query. */
 hashmap *store_query_location_cache(store *s) {
         struct store_read *q = s->read;
         uint64_t deleted = UINT64_MAX;
@@ -540,8 +543,9 @@ hashmap *store_query_location_cache(store *s) {
                 return hashmap_new_u64();
         if (sqlite3_get_autocommit(s->d.handle) && db_exec(&s->d, "BEGIN") < 0)
                 return hashmap_new_u64();
-        if (sqlite3_prepare_v2(s->d.handle, "SELECT coalesce((SELECT value FROM retention_totals "
-                                      "WHERE name = 'deleted_locations'), 0)", -1, &st, NULL) == SQLITE_OK &&
+        if (sqlite3_prepare_v2(s->d.handle, "SELECT coalesce(sum(value), 0) FROM retention_totals "
+                                      "WHERE name IN ('deleted_locations', '" STORE_CHANGED_LOCATIONS "')",
+                                      -1, &st, NULL) == SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW)
                 deleted = (uint64_t) sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);

@@ -48,6 +48,9 @@ enum {
         STMT_SELECT_LOCATION_RESOLVED,
         STMT_INSERT_TIMELINE,
         STMT_INSERT_OFFTIME,
+        STMT_SELECT_LOCATION_HAS_LINES,
+        STMT_UPDATE_LOCATION_FUNCTION,
+        STMT_COUNT_CHANGED_LOCATIONS,
         _STMT_MAX,
 };
 
@@ -85,6 +88,12 @@ static const char *const stmt_sql[_STMT_MAX] = {
                                  "VALUES (?1, ?2, ?3, ?4, ?5)",
         [STMT_INSERT_OFFTIME] = "INSERT INTO offcpu_timeline (drain_id, start_ns, end_ns, n, data) "
                                 "VALUES (?1, ?2, ?3, ?4, ?5)",
+        [STMT_SELECT_LOCATION_HAS_LINES] = "SELECT 1 FROM location_lines WHERE location_id = ?1 LIMIT 1",
+        [STMT_UPDATE_LOCATION_FUNCTION] = "UPDATE locations SET function_id = ?2, unresolved = NULL WHERE id = ?1",
+        /* readers' location caches are emptied when this or retention's
+         * deleted_locations moved (store_query_location_cache) */
+        [STMT_COUNT_CHANGED_LOCATIONS] = "INSERT INTO retention_totals (name, value) VALUES ('" STORE_CHANGED_LOCATIONS
+                                         "', ?1) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
 };
 
 /* The samples of one (process, kind) of the drain being written. */
@@ -378,6 +387,58 @@ static int location_id(store *s, const struct store_frame *f, int64_t *ret) {
                         return r;
         }
         return idmap_put(w->location_ids, (uint64_t) mapping, f->address, *ret);
+}
+
+int store_location_add_lines(store *s, const struct store_frame *f) {
+        struct store_write *w = s->write;
+        sqlite3_stmt *sel, *has, *upd;
+        int64_t mapping, location, function, one;
+        int r;
+
+        if (!w)
+                return -EBADF;
+        if (!f->function || f->n_lines == 0)
+                return 0;
+        r = mapping_id(s, f->module, f->build_id, &mapping);
+        if (r < 0)
+                return r;
+        if (idmap_get(w->location_ids, (uint64_t) mapping, f->address, &location) < 0) {
+                sel = w->stmts[STMT_SELECT_LOCATION];
+                sqlite3_bind_int64(sel, 1, mapping);
+                sqlite3_bind_int64(sel, 2, (int64_t) f->address);
+                r = db_step(&s->d, sel, &location, "location lookup");
+                if (r <= 0)
+                        return r; /* not stored (retention deleted it, or its drain was rolled back) */
+        }
+        has = w->stmts[STMT_SELECT_LOCATION_HAS_LINES];
+        sqlite3_bind_int64(has, 1, location);
+        r = db_step(&s->d, has, &one, "location lines lookup");
+        if (r != 0)
+                return r < 0 ? r : 0; /* it has its lines already */
+        r = function_id(s, mapping, f->function, f->raw_function, &function);
+        if (r < 0)
+                return r;
+        upd = w->stmts[STMT_UPDATE_LOCATION_FUNCTION];
+        sqlite3_bind_int64(upd, 1, location);
+        sqlite3_bind_int64(upd, 2, function);
+        r = step_done(s, upd, "location update");
+        if (r < 0)
+                return r;
+        r = location_lines_insert(s, location, mapping, f);
+        return r < 0 ? r : 1;
+}
+
+int store_locations_changed(store *s, uint64_t n) {
+        struct store_write *w = s->write;
+        sqlite3_stmt *st;
+
+        if (!w)
+                return -EBADF;
+        if (n == 0)
+                return 0;
+        st = w->stmts[STMT_COUNT_CHANGED_LOCATIONS];
+        sqlite3_bind_int64(st, 1, (int64_t) n);
+        return step_done(s, st, "changed locations count");
 }
 
 int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address) {

@@ -189,6 +189,18 @@ void store_drain_abort(store *s);
  * errno (-EBADF on a connection not of store_open). */
 int store_location_resolved(store *s, const char *module, const char *build_id, uint64_t address);
 
+/* Gives a stored location, stored with its function by the symbol alone
+ * (the file's DWARF deferred: dwarf_min_samples), the function and inline
+ * chain f holds (f->lines, f->n_lines > 0), in the open drain's
+ * transaction. Returns 1, 0 when the location is not stored or has its
+ * lines already, or a negative errno. */
+int store_location_add_lines(store *s, const struct store_frame *f);
+/* Counts n locations changed so (the total named STORE_CHANGED_LOCATIONS in
+ * retention_totals), which readers' location caches watch. Returns 0 or a
+ * negative errno. */
+#define STORE_CHANGED_LOCATIONS "lined_locations"
+int store_locations_changed(store *s, uint64_t n);
+
 /* Forgets the ids of rows this connection cached (mappings, functions,
  * locations, processes): call after another connection deleted such rows
  * (retention), outside a drain. Nothing to do on a connection not of

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "debug-file.h"
+#include "dwarf-defer.h"
 #include "dwarf-frames.h"
 #include "elf-symbols.h"
 #include "hashmap.h"
@@ -82,6 +83,8 @@ struct sym_file {
 
         /* DWARF: found at load, opened at the first resolve. */
         struct dwarf_index dwarf;
+        /* when that first resolve comes (dwarf_min_samples) */
+        struct dwarf_defer defer;
 
         hashmap *resolved; /* vaddr -> struct resolved * (or &unresolved, or a stored marker) */
         hashmap *demangled; /* raw name pointer -> demangled copy (or the raw name itself) */
@@ -111,6 +114,7 @@ sym_file *sym_file_free(sym_file *f) {
         hashmap_free(f->demangled);
         /* After our copies of pointers into libdw's strings, above. */
         dwarf_index_done(&f->dwarf);
+        dwarf_defer_done(&f->defer);
         for (size_t i = 0; i < f->n_keys; i++)
                 free(f->keys[i]);
         free(f->keys);
@@ -156,7 +160,8 @@ unsigned sym_file_unmapped_trims(const sym_file *f) {
 }
 
 uint64_t sym_file_bytes(const sym_file *f) {
-        return f->base_bytes + f->dwarf.bytes + f->dwarf.cache_bytes + f->resolved_bytes + f->demangled_bytes;
+        return f->base_bytes + f->dwarf.bytes + f->dwarf.cache_bytes + f->resolved_bytes + f->demangled_bytes +
+               dwarf_defer_bytes(&f->defer);
 }
 
 int sym_file_index_key(sym_file *f, hashmap *by_stat, const struct file_key *key) {
@@ -240,6 +245,9 @@ int sym_file_new(const struct sym_file_origin *o, Elf *e, int *fd, const struct 
         f->clock = o->clock;
         f->scratch_dir = o->scratch_dir;
         dwarf_index_init(&f->dwarf);
+        /* off until sym_file_note_samples (the writer's setting; a caller
+         * that never notes resolves as before: sym_file_resolve) */
+        dwarf_defer_init(&f->defer, 1);
         f->pages_touched = true; /* its names are read (and maybe mapped) below */
         f->build_id = TAKE_PTR(*build_id);
         r = elf_read_segments(e, &f->segments, &f->n_segments);
@@ -400,6 +408,55 @@ static int sym_file_resolve_dwarf(sym_file *f, uint64_t vaddr, const struct load
         return 0;
 }
 
+/* Symbol tables only: a binary search, cheaper than caching its answer per
+ * address. */
+static int symbol_frame(sym_file *f, uint64_t vaddr, const struct load_segment *seg, struct sym_frame *frames) {
+        const struct func_sym *sym = func_table_find(&f->funcs, vaddr, seg);
+        const char *function, *raw;
+
+        if (!sym)
+                return 0;
+        raw = func_sym_dwfl_name(&f->funcs, sym);
+        function = sym_file_demangle(f, raw);
+        if (!function)
+                return -ENOMEM;
+        frames[0] = (struct sym_frame) { .function = function, .raw_function = raw };
+        return 1;
+}
+
+bool sym_file_defers_dwarf(const sym_file *f) {
+        return f->dwarf.path && f->funcs.kind == SYMTAB_FULL && !f->defer.on;
+}
+
+bool sym_file_note_samples(const sym_file *cf, uint64_t samples, uint64_t min) {
+        sym_file *f = (sym_file *) cf;
+
+        return dwarf_defer_note(&f->defer, samples, min) && dwarf_defer_pending(&f->defer) > 0;
+}
+
+int sym_file_resolve_symbol(symbolizer *s, const sym_file *cf, uint64_t file_offset, struct sym_frame *frames,
+                            size_t max) {
+        sym_file *f = (sym_file *) cf;
+        const struct load_segment *seg;
+        uint64_t vaddr;
+
+        if (!f || max == 0 || (s && s != f->owner))
+                return -EINVAL;
+        if (!sym_file_vaddr(f, file_offset, &vaddr, &seg))
+                return 0;
+        sym_file_touch(f);
+        sym_file_read(f);
+        return symbol_frame(f, vaddr, seg, frames);
+}
+
+int sym_file_pend(const sym_file *f, uint64_t file_offset, const char *module) {
+        return dwarf_defer_pend(&((sym_file *) f)->defer, file_offset, module);
+}
+
+int sym_file_take_pending(const sym_file *f, uint64_t **ret, char **ret_module) {
+        return dwarf_defer_take(&((sym_file *) f)->defer, ret, ret_module);
+}
+
 int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
                      struct sym_frame *frames, size_t max) {
         sym_file *f = (sym_file *) cf;
@@ -432,21 +489,8 @@ int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
         r = dwarf_index_open(&f->dwarf, f->scratch_dir ? *f->scratch_dir : NULL);
         if (r < 0)
                 return r;
-        if (!f->dwarf.dwarf) {
-                /* Symbol tables only: a binary search, cheaper than caching
-                 * its answer per address. */
-                const struct func_sym *sym = func_table_find(&f->funcs, vaddr, seg);
-                const char *function, *raw;
-
-                if (!sym)
-                        return 0;
-                raw = func_sym_dwfl_name(&f->funcs, sym);
-                function = sym_file_demangle(f, raw);
-                if (!function)
-                        return -ENOMEM;
-                frames[0] = (struct sym_frame) { .function = function, .raw_function = raw };
-                return 1;
-        }
+        if (!f->dwarf.dwarf)
+                return symbol_frame(f, vaddr, seg, frames);
 
         if (!f->resolved) {
                 f->resolved = hashmap_new_u64();

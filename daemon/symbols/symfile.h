@@ -57,6 +57,27 @@ struct sym_frame {
 int sym_file_resolve(symbolizer *s, const sym_file *f, uint64_t file_offset,
                      struct sym_frame *frames, size_t max);
 
+/* DWARF read once the file is sampled enough (dwarf-defer.h, the
+ * dwarf_min_samples setting). Whether f's frames are resolved by its
+ * symbol table alone for now: it has DWARF and a full symbol table (with
+ * only .dynsym, DWARF is what names its static functions, so it is read at
+ * once), and sym_file_note_samples has not turned its DWARF on. */
+bool sym_file_defers_dwarf(const sym_file *f);
+/* Adds the samples of a key with a frame in f. Returns true when this
+ * turned f's DWARF on: min reached, and frames pending (sym_file_pend). */
+bool sym_file_note_samples(const sym_file *f, uint64_t samples, uint64_t min);
+/* The function file_offset is in, by the symbol table alone (no file, line
+ * or inlined calls): 1 frame, or 0 when none covers it. Strings as for
+ * sym_file_resolve. */
+int sym_file_resolve_symbol(symbolizer *s, const sym_file *f, uint64_t file_offset, struct sym_frame *frames,
+                            size_t max);
+/* Keeps a frame stored by its symbol alone under mapping path module, to
+ * be given its lines when the DWARF is turned on. Returns as
+ * dwarf_defer_pend. */
+int sym_file_pend(const sym_file *f, uint64_t file_offset, const char *module);
+/* Takes f's pending frames: dwarf_defer_take. */
+int sym_file_take_pending(const sym_file *f, uint64_t **ret, char **ret_module);
+
 /* What sym_file_resolve would cost at file_offset. */
 enum sym_cached {
         SYM_CACHED_NOT, /* it reads DWARF (opening it, maybe): ask the store first */

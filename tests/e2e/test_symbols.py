@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -281,11 +282,91 @@ def test_status_counts_jit_without_perf_map():
             assert after[k] >= before[k], f"unresolved.{k} went down: {before} -> {after}"
 
 
+def cpu_split_unlined(d, exe):
+    """Locations of exe stored with a function and without the lines of
+    its DWARF (location_lines), read from the store."""
+    db = sqlite3.connect(f"file:{d.store}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT count(*) FROM locations l JOIN mappings m ON m.id = l.mapping_id "
+                          "WHERE m.path = ? AND l.function_id IS NOT NULL AND NOT EXISTS "
+                          "(SELECT 1 FROM location_lines ll WHERE ll.location_id = l.id)", (exe,)).fetchone()[0]
+    finally:
+        db.close()
+
+
+def spin_frames(result):
+    return [f for _, f in frames_of(result) if f["name"] in SPIN]
+
+
+def test_debug_info_read_once_a_file_is_sampled_enough():
+    """dwarf_min_samples: a file's frames are stored by their symbol alone
+    until keys through it had that many samples; then its DWARF is read,
+    and the frames stored before are given their lines, so the stacks
+    stored before gain their inlined calls too."""
+    exe = binary("CPU_SPLIT")
+    with Profd(*PROFD_ARGS, "--dwarf-min-samples", "3000") as d:
+        work = run_cpu_split([exe, "8"])
+        # about 1,250 samples at 499 Hz: below the bound
+        time.sleep(2.5)
+        d.profctl("flush")
+        early = d.query_json("--pid", str(work.pid), "--since", "5m")
+        st = status(d)["dwarf_deferred"]
+        spins = spin_frames(early)
+        unlined = cpu_split_unlined(d, exe)
+        print(f"  after 2.5 s: {early['total']} samples, {len(spins)} spin_* frames, {unlined} locations of "
+              f"cpu_split without lines; status {st}")
+        assert early["total"] >= MIN_SAMPLES and spins, early["total"]
+        assert not any(f.get("line") or f.get("file") for f in spins), spins[:3]
+        assert not any(f["name"] == "burn" for _, f in frames_of(early)), "burn() inlined without DWARF?"
+        assert st["min_samples"] == 3000 and st["frames"] >= unlined > 0 and st["lines_added"] == 0, st
+        truth = finish(work)
+        d.profctl("flush")
+        late = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
+        st = status(d)["dwarf_deferred"]
+        spins = spin_frames(late)
+        burns = [f for _, f in frames_of(late) if f["name"] == "burn"]
+        unlined_after = cpu_split_unlined(d, exe)
+        print(f"  after 8 s: {late['total']} samples; {unlined_after} locations of cpu_split without lines; "
+              f"{len(burns)} inlined burn() frames; status {st}")
+        # every stack, those of the first drains too, has the DWARF's frames
+        assert spins and all(f.get("file", "").endswith("cpu_split.c") and f.get("line", 0) > 0 for f in spins), \
+            [f for f in spins if not f.get("line")][:3]
+        assert burns and all(f.get("inlined") for f in burns), "no inlined burn() frames"
+        assert unlined_after == 0, f"{unlined_after} locations of cpu_split left without their lines"
+        assert st["lines_added"] >= unlined, st
+
+
+def test_a_file_sampled_less_keeps_its_symbols():
+    """A file whose keys never reach dwarf_min_samples keeps the names of
+    its symbol table, without lines; 0 reads every file's DWARF at its
+    first frame."""
+    exe = binary("CPU_SPLIT")
+    for bound, lined in (("1000000", False), ("0", True)):
+        with Profd(*PROFD_ARGS, "--dwarf-min-samples", bound) as d:
+            truth = finish(run_cpu_split([exe, "2"]))
+            d.profctl("flush")
+            result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
+            st = status(d)["dwarf_deferred"]
+            spins = spin_frames(result)
+            named = sum(v for v, f in frames_of(result) if f["name"] in SPIN)
+            print(f"  dwarf_min_samples {bound}: {named} of {result['total']} samples in spin_*, "
+                  f"{sum(1 for f in spins if f.get('line'))} of {len(spins)} spin_* frames with a line; status {st}")
+            assert named >= 0.8 * result["total"] and result["total"] >= MIN_SAMPLES, result["total"]
+            if lined:
+                assert all(f.get("line", 0) > 0 for f in spins), spins[:3]
+                assert cpu_split_unlined(d, exe) == 0
+                assert st["frames"] == 0, st
+            else:
+                assert not any(f.get("line") for f in spins), spins[:3]
+                assert cpu_split_unlined(d, exe) > 0 and st["frames"] > 0 and st["lines_added"] == 0, st
+
+
 if __name__ == "__main__":
     require_root()
     tests = [test_stripped_binary_with_separate_debug_info,
              test_deleted_binary_still_named, test_binary_deleted_before_profd_started_still_named,
-             test_binary_in_private_mount_namespace_named]
+             test_binary_in_private_mount_namespace_named,
+             test_debug_info_read_once_a_file_is_sampled_enough, test_a_file_sampled_less_keeps_its_symbols]
     jit_tests = [test_jit_function_named_from_perf_map, test_jit_in_container_named,
                  test_status_counts_jit_without_perf_map]
     if node():

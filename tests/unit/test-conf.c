@@ -107,7 +107,7 @@ static void test_every_listed_key_is_known(void) {
                 free(error);
                 conf_done(&c);
         }
-        CHECK_INT_EQ(n, 45);
+        CHECK_INT_EQ(n, 46);
 }
 
 static void test_defaults(void) {
@@ -125,6 +125,7 @@ static void test_defaults(void) {
         CHECK(!c.offcpu_preempted_stacks);
         CHECK(!c.offcpu_self_stacks);
         CHECK(c.offcpu_sample_ns == CONF_OFFCPU_SAMPLE_AUTO);
+        CHECK_INT_EQ(c.dwarf_min_samples, 20);
         CHECK(c.kernel_stack_memo);
         CHECK(!c.kernel_stack_memo_verify);
         CHECK_INT_EQ(c.timeline_offcpu_min_ns, 1000000);
@@ -400,6 +401,7 @@ static const struct { const char *key, *value, *shown; } samples[] = {
         { "timeline_offcpu_min", "5ms", "5ms" },
         { "timeline_offcpu_rate", "500", "500" },
         { "symbol_cache", "64", "64" },
+        { "dwarf_min_samples", "200", "200" },
         { "debug_dirs", "/usr/lib/debug /opt/debug", "/usr/lib/debug /opt/debug" },
         { "debuginfod_urls", "https://debuginfod.debian.net", "https://debuginfod.debian.net" },
         { "debuginfod_cache", "/var/cache/dbg", "/var/cache/dbg" },
@@ -559,8 +561,8 @@ static void test_every_key_round_trips_through_file_flag_and_reload(void) {
         /* frequency, interval, offcpu_min/max/sample, max_clients,
          * client_timeout, retention x3, retention_fold, max_store_size,
          * timeline_retention, timeline_max_size, timeline_offcpu_min,
-         * symbol_cache, debug_dirs */
-        CHECK_INT_EQ(n_reloadable, 17);
+         * symbol_cache, dwarf_min_samples, debug_dirs */
+        CHECK_INT_EQ(n_reloadable, 18);
         CHECK_INT_EQ(n_restart, 28);
         conf_done(&defaults);
 }
