@@ -250,6 +250,19 @@ static void sampled_note(writer *w, const struct proc_mapping *map) {
         (void) hashmap_put(w->sampled_seen, UINT64_TO_KEY(h), (void *) (uintptr_t) w->n_sampled);
 }
 
+/* What debug info says is at an address, as stored: innermost first, the
+ * last level the function the code belongs to. */
+static void lines_of(const struct sym_frame *chain, int n, struct store_line *lines) {
+        for (int i = 0; i < n; i++)
+                lines[i] = (struct store_line) {
+                        .function = chain[i].function,
+                        .raw_function = chain[i].raw_function,
+                        .file = chain[i].file,
+                        .line = chain[i].line,
+                        .inlined = chain[i].inlined,
+                };
+}
+
 /* A user frame: the mapping it falls in, the file offset, the symbol; for
  * JIT code the absolute address and the name in the process's perf map.
  * Counts why a frame stays unresolved. */
@@ -317,16 +330,7 @@ static struct store_frame user_frame(writer *w, const struct proc *p, uint64_t i
                 f.unresolved = STORE_UNRESOLVED_NO_SYMBOLS;
                 return f;
         }
-        /* what debug info says is there, innermost first; the last level is
-         * the function the code belongs to */
-        for (int i = 0; i < n; i++)
-                lines[i] = (struct store_line) {
-                        .function = chain[i].function,
-                        .raw_function = chain[i].raw_function,
-                        .file = chain[i].file,
-                        .line = chain[i].line,
-                        .inlined = chain[i].inlined,
-                };
+        lines_of(chain, n, lines);
         f.function = chain[n - 1].function;
         f.raw_function = chain[n - 1].raw_function;
         /* a deferred frame's location has no lines yet: they are what
@@ -584,14 +588,7 @@ static int add_deferred_lines(writer *w, const sym_file *file) {
                         return k;
                 if (k <= 0)
                         continue; /* the DWARF could not be read: the symbol stays */
-                for (int l = 0; l < k; l++)
-                        lines[l] = (struct store_line) {
-                                .function = chain[l].function,
-                                .raw_function = chain[l].raw_function,
-                                .file = chain[l].file,
-                                .line = chain[l].line,
-                                .inlined = chain[l].inlined,
-                        };
+                lines_of(chain, k, lines);
                 r = store_location_add_lines(w->store, &(struct store_frame) {
                         .module = module,
                         .build_id = sym_file_build_id(file),

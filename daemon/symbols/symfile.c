@@ -434,17 +434,27 @@ bool sym_file_note_samples(const sym_file *cf, uint64_t samples, uint64_t min) {
         return dwarf_defer_note(&f->defer, samples, min) && dwarf_defer_pending(&f->defer) > 0;
 }
 
+/* The checks of a resolve: 1 and the address and segment of file_offset
+ * (f touched), 0 when no segment holds it, -EINVAL. */
+static int resolve_begin(symbolizer *s, sym_file *f, uint64_t file_offset, size_t max, uint64_t *ret_vaddr,
+                         const struct load_segment **ret_seg) {
+        if (!f || max == 0 || (s && s != f->owner))
+                return -EINVAL;
+        if (!sym_file_vaddr(f, file_offset, ret_vaddr, ret_seg))
+                return 0;
+        sym_file_touch(f);
+        return 1;
+}
+
 int sym_file_resolve_symbol(symbolizer *s, const sym_file *cf, uint64_t file_offset, struct sym_frame *frames,
                             size_t max) {
         sym_file *f = (sym_file *) cf;
         const struct load_segment *seg;
         uint64_t vaddr;
+        int r = resolve_begin(s, f, file_offset, max, &vaddr, &seg);
 
-        if (!f || max == 0 || (s && s != f->owner))
-                return -EINVAL;
-        if (!sym_file_vaddr(f, file_offset, &vaddr, &seg))
-                return 0;
-        sym_file_touch(f);
+        if (r <= 0)
+                return r;
         sym_file_read(f);
         return symbol_frame(f, vaddr, seg, frames);
 }
@@ -465,13 +475,10 @@ int sym_file_resolve(symbolizer *s, const sym_file *cf, uint64_t file_offset,
         uint64_t vaddr;
         void *cached;
         size_t first;
-        int r;
+        int r = resolve_begin(s, f, file_offset, max, &vaddr, &seg);
 
-        if (!f || max == 0 || (s && s != f->owner))
-                return -EINVAL;
-        if (!sym_file_vaddr(f, file_offset, &vaddr, &seg))
-                return 0;
-        sym_file_touch(f);
+        if (r <= 0)
+                return r;
 
         /* Answered before: no need for the DWARF to be open. Nor is its
          * copy read: the store reads a frame's names only for a location

@@ -37,7 +37,13 @@ def start_profd(host, url=None, user=clickhouse.USER, password=clickhouse.PASSWO
     """A profd (not started yet) exporting to url (default: the cluster) as
     host, with a credentials file for user; with spec, its store starts
     with that known content (storegen); extra: more options."""
-    p = Profd("--interval", INTERVAL, "--clickhouse-url", url or CH.url, "--host-name", host, *extra)
+    # dwarf_min_samples 0: every frame is stored with its lines at once.
+    # At the default, the first samples of a file (fewer than 20) are
+    # exported with their symbols alone and their local stacks gain the
+    # lines later, so "exactly what they stored" would hold only for the
+    # rest (docs/clickhouse.md)
+    p = Profd("--interval", INTERVAL, "--clickhouse-url", url or CH.url, "--host-name", host,
+              "--dwarf-min-samples", "0", *extra)
     if spec:
         storegen(p.store, spec)
     p.credentials = set_credentials(p, user, password)

@@ -73,6 +73,7 @@ static struct conf test_conf(void) {
                 .max_clients = 64,
                 .client_timeout_ns = 30 * NSEC_PER_SEC,
                 .symbol_cache_bytes = 256 << 20,
+                .dwarf_min_samples = 20,
                 .retention_raw_ns = 3600 * NSEC_PER_SEC,
                 .retention_1m_ns = 86400 * NSEC_PER_SEC,
                 .retention_ns = 7 * 86400 * NSEC_PER_SEC,
@@ -174,6 +175,7 @@ static struct status_stats full_stats(const struct conf *c) {
         s.writer.runtime_names = (struct runtime_names_stats) { .processes = 151, .codes = 152, .bytes = 153,
                                                                 .reads = 154, .reused = 155, .evicted = 156,
                                                                 .shared = 157, .shared_hits = 158 };
+        s.writer.deferred = (struct writer_deferred) { .frames = 181, .lines_added = 182, .not_kept = 183 };
         s.writer.jit_map_entries_dropped = 119;
         s.writer.kallsyms_reads = 3;
         s.writer.kallsyms_kept = 5;
@@ -233,7 +235,7 @@ static void test_keys_in_order(void) {
         check_keys(o, "type version pid uptime_s frequency_hz event interval_ms store_path store_bytes drains "
                       "drains_early last_drain_ns samples stacks processes samples_seen idle_samples drops kinds "
                       "processes_tracked symbol_cache_bytes symbol_mapped_bytes symbol_peak_bytes unresolved "
-                      "runtime_names sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
+                      "runtime_names dwarf_deferred sampling_hz raised_until_ns interval_now_ms truncated unwind jit_map_entries_dropped clients queries store_check store_migration "
                       "rss_bytes memory heap_trims heap_trim_ms snapshots kallsyms_reads kallsyms_kept bpf_verified_insns offcpu timeline captures "
                       "max_clients client_timeout_ms "
                       "symbol_cache_limit_bytes debug_dirs retention export");
@@ -399,6 +401,11 @@ static void test_values(void) {
         CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "reused"), 155);
         CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "shared"), 157);
         CHECK_INT_EQ(num(json_object_get(o, "runtime_names"), "shared_hits"), 158);
+        check_keys(json_object_get(o, "dwarf_deferred"), "min_samples frames lines_added not_kept");
+        CHECK_INT_EQ(num(json_object_get(o, "dwarf_deferred"), "min_samples"), 20);
+        CHECK_INT_EQ(num(json_object_get(o, "dwarf_deferred"), "frames"), 181);
+        CHECK_INT_EQ(num(json_object_get(o, "dwarf_deferred"), "lines_added"), 182);
+        CHECK_INT_EQ(num(json_object_get(o, "dwarf_deferred"), "not_kept"), 183);
         CHECK_INT_EQ(num(o, "jit_map_entries_dropped"), 119);
         CHECK_INT_EQ(num(o, "clients"), 3);
         x = json_object_get(o, "queries");
