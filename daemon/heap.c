@@ -46,6 +46,16 @@ void heap_setup(void) {
                 (void) mallopt(M_ARENA_MAX, HEAP_ARENAS);
         if (!getenv("MALLOC_MMAP_THRESHOLD_") && !(tunables && strstr(tunables, "mmap_threshold")))
                 (void) mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD);
+        /* glibc sets its malloc up at the first call into it, in whatever
+         * thread makes it, and not safely for two threads at once. A
+         * malloc that replaces glibc's leaves that to the first
+         * malloc_trim or mallinfo2, which AddressSanitizer's does not
+         * intercept (mallopt it does): two of profd's threads making
+         * theirs at once both took the main arena as their own, and the
+         * second to exit aborted ("a->attached_threads > 0", once in CI).
+         * Here it happens before any thread; with glibc's own malloc it
+         * already has. */
+        (void) mallinfo2();
 }
 
 void heap_trim(void) {

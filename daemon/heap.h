@@ -7,7 +7,8 @@
 
 /* At start, before any thread: at most HEAP_ARENAS malloc arenas, and a
  * fixed threshold from which blocks are mapped on their own (so given back
- * when freed), unless the environment sets glibc's own. */
+ * when freed), unless the environment sets glibc's own; and glibc's malloc
+ * set up in this thread, whatever malloc replaced it. */
 void heap_setup(void);
 
 /* malloc_trim(0): gives back the pages of free chunks in every thread's
