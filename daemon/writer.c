@@ -617,10 +617,10 @@ static int add_deferred_lines(writer *w, const sym_file *file) {
  * alone are given their lines at once. An off-CPU or wake-up key counts
  * one: its blocked time says how long a thread waited, not how many
  * stacks walked it (a test waiting a second on its child would count 49
- * otherwise). Returns 0 or a negative errno. */
+ * otherwise). At 0 each file still deferring turns on at its first key:
+ * files kept pending when the setting was reloaded to 0 get their lines.
+ * Returns 0 or a negative errno. */
 static int note_file_samples(writer *w, const struct drain_batch *b) {
-        if (w->dwarf_min_samples == 0)
-                return 0;
         for (size_t i = 0; i < b->n_entries; i++) {
                 const struct profd_sample_key *key = &b->entries[i].key;
                 const struct stack_trace *ks = lookup_stack(b->frames, key->kernel_stack);

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -361,12 +362,45 @@ def test_a_file_sampled_less_keeps_its_symbols():
                 assert cpu_split_unlined(d, exe) > 0 and st["frames"] > 0 and st["lines_added"] == 0, st
 
 
+def test_reload_to_zero_gives_waiting_frames_their_lines():
+    """A SIGHUP that sets dwarf_min_samples to 0 gives the frames of a file
+    still waiting their lines, at the file's next sampled key."""
+    exe = binary("CPU_SPLIT")
+    with tempfile.TemporaryDirectory(prefix="profd-conf-") as tmp:
+        conf = os.path.join(tmp, "profd.conf")
+        with open(conf, "w") as f:
+            f.write("dwarf_min_samples = 1000000\n")
+        with Profd(*PROFD_ARGS, config=conf) as d:
+            work = run_cpu_split([exe, "5"])
+            time.sleep(1.5)
+            d.profctl("flush")
+            waiting = cpu_split_unlined(d, exe)
+            assert waiting > 0, "no frame of cpu_split waits for its lines"
+            with open(conf, "w") as f:
+                f.write("dwarf_min_samples = 0\n")
+            d.proc.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 10
+            while status(d)["dwarf_deferred"]["min_samples"] != 0:
+                assert time.monotonic() < deadline, "the reload did not apply dwarf_min_samples = 0"
+                time.sleep(0.2)
+            truth = finish(work)
+            d.profctl("flush")
+            st = status(d)["dwarf_deferred"]
+            left = cpu_split_unlined(d, exe)
+            print(f"  {waiting} locations of cpu_split waiting at 1000000, {left} after the reload to 0; "
+                  f"status {st}")
+            assert left == 0 and st["lines_added"] >= waiting, (left, st)
+            result = d.query_json("--pid", str(truth["pid"]), "--since", "5m")
+            assert all(f.get("line", 0) > 0 for f in spin_frames(result)), spin_frames(result)[:3]
+
+
 if __name__ == "__main__":
     require_root()
     tests = [test_stripped_binary_with_separate_debug_info,
              test_deleted_binary_still_named, test_binary_deleted_before_profd_started_still_named,
              test_binary_in_private_mount_namespace_named,
-             test_debug_info_read_once_a_file_is_sampled_enough, test_a_file_sampled_less_keeps_its_symbols]
+             test_debug_info_read_once_a_file_is_sampled_enough, test_a_file_sampled_less_keeps_its_symbols,
+             test_reload_to_zero_gives_waiting_frames_their_lines]
     jit_tests = [test_jit_function_named_from_perf_map, test_jit_in_container_named,
                  test_status_counts_jit_without_perf_map]
     if node():
