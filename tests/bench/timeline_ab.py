@@ -3,7 +3,7 @@
 timeline (BEFORE, e.g. a worktree of f4a294c built in build/) against main
 (build/): interleaved rounds, profd --kinds cpu at defaults under
 stress-ng --cpu 2 for 20 s after 8 s. Usage: timeline_ab.py [ROUNDS] (root)."""
-import json, os, subprocess, sys, tempfile, time
+import os, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -13,7 +13,6 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import time
 
 from harness import Profd, binary, require_root, run_tests
 

@@ -11,11 +11,9 @@ points, the extra frame fields, access control, and the errors of bad
 values."""
 import json
 import os
-import socket
-import subprocess
 import sys
 
-from harness import SKIP, Profd, exchange, run_tests, serve_only
+from harness import SKIP, exchange, run_tests, serve_only
 
 NGINX = "/usr/sbin/nginx"
 ID_A = "4f5a1c2b3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd"   # docker

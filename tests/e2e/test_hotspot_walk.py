@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 
-from harness import SharedProfd, require_root, run_tests, sanitized, user_names
+from harness import SharedProfd, require_root, run_tests, user_names
 
 JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 FREQUENCY = "997"

@@ -21,7 +21,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-from harness import binary, Profd, require_root, rfc3339, run_tests, serve_only, storegen
+from harness import binary, Profd, require_root, rfc3339, run_tests, serve_only
 
 APP = "/usr/bin/app"
 MAIN = {"name": "main", "module": APP}

@@ -5,7 +5,6 @@ open and the socket listening; STATUS= lines with live rates; WATCHDOG=1 at
 the pace WATCHDOG_USEC asks; STOPPING=1 on SIGTERM), socket activation by
 systemd-socket-activate with a query through the passed socket by the real
 profctl, and the installed units checked by systemd-analyze."""
-import array
 import glob
 import json
 import os

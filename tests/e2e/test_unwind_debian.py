@@ -27,7 +27,6 @@ except the sampling frequency: 997 Hz for ~2500 samples per binary."""
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 

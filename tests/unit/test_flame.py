@@ -5,7 +5,6 @@ frame per merged function path, widths exactly proportional to weight,
 siblings in name order, colours by kind, escaping of hostile names, the
 differential colouring. Usage: test_flame.py EXPORT_DRIVER"""
 import json
-import os
 import shutil
 import subprocess
 import sys
