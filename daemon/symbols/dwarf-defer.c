@@ -32,10 +32,8 @@ bool dwarf_defer_note(struct dwarf_defer *d, uint64_t samples, uint64_t min) {
 int dwarf_defer_pend(struct dwarf_defer *d, uint64_t offset, const char *module) {
         int r;
 
-        if (d->module && strcmp(d->module, module) != 0) {
-                d->dropped++;
+        if (d->module && strcmp(d->module, module) != 0)
                 return -ENOSPC;
-        }
         if (!d->pending) {
                 d->pending = hashmap_new_u64();
                 if (!d->pending)
@@ -46,14 +44,8 @@ int dwarf_defer_pend(struct dwarf_defer *d, uint64_t offset, const char *module)
                 if (!d->module)
                         return -ENOMEM;
         }
-        if (hashmap_size(d->pending) >= DWARF_DEFER_PENDING_MAX) {
-                void *v;
-
-                if (hashmap_get(d->pending, UINT64_TO_KEY(offset), &v) >= 0)
-                        return 0;
-                d->dropped++;
-                return -ENOSPC;
-        }
+        if (hashmap_size(d->pending) >= DWARF_DEFER_PENDING_MAX)
+                return hashmap_get(d->pending, UINT64_TO_KEY(offset), NULL) >= 0 ? 0 : -ENOSPC;
         r = hashmap_put(d->pending, UINT64_TO_KEY(offset), (void *) 1);
         if (r == -EEXIST)
                 return 0;

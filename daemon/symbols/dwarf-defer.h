@@ -7,8 +7,9 @@
 
 #include "hashmap.h"
 
-/* Frames of one file kept to be given their lines; past this many, more are
- * counted (dropped) and stay stored by their symbol alone. */
+/* Frames of one file kept to be given their lines; past this many, more
+ * stay stored by their symbol alone (the caller counts them: the writer's
+ * dwarf_deferred.not_kept). */
 #define DWARF_DEFER_PENDING_MAX 65536
 
 struct dwarf_defer {
@@ -16,7 +17,6 @@ struct dwarf_defer {
         bool on;          /* its DWARF is read for its frames */
         hashmap *pending; /* file offset -> (void *) 1: stored by their symbol alone */
         char *module;     /* the mapping path they were stored under */
-        uint64_t dropped; /* frames not kept in pending: another path, or past the cap */
 };
 
 /* min 0: on from the start (every file's DWARF read at its first frame). */
@@ -29,7 +29,7 @@ bool dwarf_defer_note(struct dwarf_defer *d, uint64_t samples, uint64_t min);
 
 /* Keeps a frame stored by its symbol alone, under module. Returns 1 when
  * kept, 0 when kept already, -ENOSPC when not kept (another module than
- * the file's first, or past DWARF_DEFER_PENDING_MAX; counted in dropped),
+ * the file's first, or past DWARF_DEFER_PENDING_MAX),
  * -ENOMEM. */
 int dwarf_defer_pend(struct dwarf_defer *d, uint64_t offset, const char *module);
 

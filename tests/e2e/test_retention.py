@@ -133,9 +133,12 @@ def test_store_plateaus_and_old_windows_keep_their_totals():
                 else:
                     # merged, its samples are all there, stack by stack
                     assert got_total == total, (key, got_total, total)
+                    # (and retention's counters: folded_stacks says whether
+                    # a merge folded rare stacks into [folded])
                     assert got_stacks == stacks, (key, {k: (stacks.get(k), got_stacks.get(k))
                                                         for k in set(stacks) ^ set(got_stacks) |
-                                                        {k for k in stacks if stacks[k] != got_stacks.get(k)}})
+                                                        {k for k in stacks if stacks[k] != got_stacks.get(k)}},
+                                                  s["retention"])
             assert "60s" in seen, f"never saw the workload in 1-minute buckets: {seen}"
             assert "600s" in seen, f"never saw the workload in 10-minute buckets: {seen}"
             assert "gone" in seen, f"the workload's samples were never deleted: {seen}"
