@@ -102,7 +102,8 @@ def test_debug_info_from_debuginfod_and_misses_asked_once():
               "(two processes needed it)")
         assert served_asks >= 1
         assert missing_asks == 1, f"the missing build-id was asked for {missing_asks} times"
-        assert any(bid in p for p, _, _ in os.walk(os.path.join(workdir, "cache"))), "nothing in the cache"
+        cached = [os.path.join(p, f) for p, _, files in os.walk(os.path.join(workdir, "cache")) for f in files]
+        assert any(bid in p for p in cached), f"nothing for {bid} in the cache: {cached}"
     finally:
         server = STATE.get("server")
         if server and server.poll() is None:
